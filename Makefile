@@ -1,0 +1,49 @@
+# INSync — every target builds the environment it needs (venv + Debian packages).
+SHELL := /bin/bash
+SYSTEM_PYTHON ?= /usr/bin/python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+# make run options (see README)
+TARGET ?= pyswitch
+ARGS ?=
+
+.PHONY: all venv test test-unit run plan lint bench clean
+
+all: test
+
+$(STAMP): pyproject.toml scripts/ensure_system.sh
+	@bash scripts/ensure_system.sh
+	@test -x $(PY) || $(SYSTEM_PYTHON) -m venv --system-site-packages $(VENV)
+	@echo "installing Python dependencies into $(VENV) (pinned in pyproject.toml)"
+	@$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+venv: $(STAMP)
+
+## make test: the whole suite (root-only tests run when root, skip otherwise)
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+## make test-unit: fast tests that need neither root nor Mininet
+test-unit: $(STAMP)
+	$(PY) -m pytest -q -m "not root and not mininet and not slow"
+
+## make plan: plan a small fat-tree job with the default budget
+plan: $(STAMP)
+	$(PY) -m controller plan --topo fattree:4 --ps h0 --workers 8 --budget 2 --out results/plan.json
+
+## make run: the main INA experiment on the embedded default (needs root)
+run: $(STAMP)
+	$(PY) -m workers.experiment run --target $(TARGET) $(ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+bench: $(STAMP)
+	$(PY) bench/plan_scaling.py
+	$(PY) bench/pyswitch_pps.py
+
+clean:
+	rm -rf $(VENV) build results .pytest_cache *.egg-info

@@ -1,0 +1,1 @@
+"""INSync pyswitch package."""

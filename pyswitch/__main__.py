@@ -1,0 +1,34 @@
+"""`python -m pyswitch compile ...` (like p4c's BMv2 backend) and `python -m pyswitch run ...`
+(like simple_switch_grpc)."""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: python -m pyswitch {compile,run} ...
+
+  compile   compile a P4_16 v1model program (mirrors p4c --target bmv2 --arch v1model)
+  run       run a switch on Linux interfaces with a P4Runtime server (mirrors simple_switch_grpc)
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, end="")
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "compile":
+        from pyswitch.compile_cli import main as compile_main
+
+        return compile_main(rest)
+    if command == "run":
+        from pyswitch.daemon import main as run_main
+
+        return run_main(rest)
+    print(f"pyswitch: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

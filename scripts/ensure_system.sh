@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install the Debian packages INSync needs when they are missing.
+# Mininet's Python module is Debian's (for /usr/bin/python3); the project venv
+# sees it through --system-site-packages.  Without root we only warn: unit tests
+# still run, and the tests that need root/Mininet skip themselves.
+set -euo pipefail
+pkgs=(mininet bridge-utils iputils-ping iproute2 python3-venv python3-pip)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+    echo "warning: missing Debian packages (${missing[*]}); run as root to install them" >&2
+    exit 0
+fi
+echo "installing Debian packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,1 @@
+"""INSync workers package."""
