@@ -1,0 +1,120 @@
+"""Results of an experiment run: ``results.json``, PNG plots and the summary table.
+
+A run is a dict with ``settings`` and one entry per synchronization mode in ``modes``; each
+mode holds per-round records (``rounds``: list of dicts with ``time_s``, ``ps_rx_bytes``,
+``busiest_link_bytes``, ``accuracy``, ``retransmissions``, ``exact``).  This module only
+formats and draws; measuring is the runner's job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: plots are files
+import matplotlib.pyplot as plt  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+PLOTS = (
+    ("time_s", "time per round (s)", "time_per_round.png"),
+    ("ps_rx_bytes", "bytes into the PS host per round", "ps_bytes.png"),
+    ("busiest_link_bytes", "bytes on the busiest link per round", "busiest_link_bytes.png"),
+    ("accuracy", "held-out accuracy", "accuracy.png"),
+)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON via a temporary file and rename, so a crash never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def plot_modes(modes: dict[str, dict[str, Any]], out_dir: Path) -> list[Path]:
+    """One PNG per metric with one line per mode; returns the files written."""
+    written = []
+    for key, label, filename in PLOTS:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        drawn = False
+        for mode, data in modes.items():
+            rounds = data.get("rounds", [])
+            ys = [r.get(key) for r in rounds]
+            if not ys or any(y is None for y in ys):
+                continue
+            ax.plot(range(1, len(ys) + 1), ys, marker="o", label=mode)
+            drawn = True
+        if not drawn:
+            plt.close(fig)
+            continue
+        ax.set_xlabel("round")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        path = out_dir / filename
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def summary_table(results: dict[str, Any]) -> Table:
+    """Per-mode averages side by side (the table ``make run`` prints)."""
+    table = Table(title=f"INSync run {results.get('run', '')}")
+    table.add_column("mode")
+    table.add_column("rounds", justify="right")
+    table.add_column("s / round", justify="right")
+    table.add_column("PS rx bytes / round", justify="right")
+    table.add_column("busiest link bytes / round", justify="right")
+    table.add_column("retransmissions", justify="right")
+    table.add_column("final accuracy", justify="right")
+    table.add_column("exact sums", justify="center")
+    for mode, data in results["modes"].items():
+        rounds = data.get("rounds", [])
+        table.add_row(
+            mode,
+            str(len(rounds)),
+            f"{mean([r['time_s'] for r in rounds]):.3f}",
+            f"{mean([r['ps_rx_bytes'] for r in rounds]):,.0f}",
+            f"{mean([r['busiest_link_bytes'] for r in rounds]):,.0f}",
+            str(sum(r.get("retransmissions", 0) for r in rounds)),
+            f"{rounds[-1]['accuracy']:.4f}" if rounds else "-",
+            "yes" if rounds and all(r["exact"] for r in rounds) else "NO",
+        )
+    return table
+
+
+def print_summary(results: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    console.print(summary_table(results))
+    extra = []
+    gamma = results.get("gamma")
+    if gamma:
+        extra.append(
+            f"gamma predicted {gamma['predicted']:.4g}, measured {gamma['measured']:.4g} "
+            f"(ratio {gamma.get('ratio', float('nan')):.2f}, {gamma.get('unit', '')})"
+        )
+    ps = results.get("ps_bytes", {})
+    if ps.get("ina") and ps.get("ps_only"):
+        extra.append(
+            f"PS bytes/round: INA {ps['ina']:,.0f} vs PS-only {ps['ps_only']:,.0f} "
+            f"(reduction x{ps['ps_only'] / ps['ina']:.2f})"
+        )
+    acc = results.get("accuracy")
+    if acc:
+        extra.append(f"accuracy: final {acc['final']:.4f}, single-process reference {acc['reference']:.4f}")
+    for line in extra:
+        console.print(line)

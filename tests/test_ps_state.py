@@ -1,0 +1,284 @@
+"""PS merge state machine (SPEC §3.9): hand-traced sequences and a randomized exact-cover oracle."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from workers.constants import (
+    FLAG_FALLBACK,
+    FLAG_INCOMPLETE,
+    FLAG_RETRANSMIT,
+    TYPE_GRAD,
+    TYPE_PARTIAL,
+    TYPE_RESULT,
+)
+from workers.messages import InaPacket, mask_of
+from workers.ps_state import CoverBudgetExceeded, PsState, find_exact_cover
+
+K = 32
+JOB = 7
+
+
+class Grads:
+    """Random int32 worker gradients g[round][worker] (n_chunks*K) and exact sums of any set."""
+
+    def __init__(self, n_workers: int, n_chunks: int, seed: int = 0, big: bool = False) -> None:
+        rng = np.random.default_rng(seed)
+        lo, hi = (-(2**31), 2**31) if big else (-1000, 1000)
+        self.n_chunks = n_chunks
+        self.g: dict[int, np.ndarray] = {}
+        self._rng, self._lo, self._hi, self.n_workers = rng, lo, hi, n_workers
+
+    def of(self, r: int) -> np.ndarray:
+        if r not in self.g:
+            self.g[r] = self._rng.integers(self._lo, self._hi, (self.n_workers, self.n_chunks * K),
+                                           dtype=np.int64).astype(np.int32)
+        return self.g[r]
+
+    def exact(self, r: int, workers, chunk: int | None = None) -> np.ndarray:
+        """Sum with Python integers, reduced to int32 two's complement (independent of numpy)."""
+        g = self.of(r)
+        sl = slice(None) if chunk is None else slice(chunk * K, (chunk + 1) * K)
+        tot = [sum(int(g[w, sl][i]) for w in workers) for i in range(len(g[0, sl]))]
+        return np.array([((t + 2**31) % 2**32) - 2**31 for t in tot], dtype=np.int32)
+
+    def pkt(self, workers, r: int = 0, c: int = 0, *, typ: int | None = None, flags: int = 0,
+            job: int = JOB, count: int | None = None) -> InaPacket:
+        ws = sorted(workers)
+        if typ is None:
+            typ = TYPE_GRAD if len(ws) == 1 else TYPE_PARTIAL
+        return InaPacket(type=typ, flags=flags, job_id=job, round=r, chunk_id=c, agg_id=0,
+                         fan_in=len(ws), count=len(ws) if count is None else count,
+                         worker_id=ws[0], bitmap=mask_of(ws), values=self.exact(r, ws, c))
+
+
+def feed(ps: PsState, pkts):
+    results, rounds = [], []
+    for p in pkts:
+        out = ps.handle(p)
+        results += out.results
+        rounds += out.completed_rounds
+    return results, rounds
+
+
+def test_full_partial_completes_chunk_and_round():
+    g = Grads(4, 2)
+    ps = PsState(JOB, range(4), n_chunks=2, k=K)
+    res, rounds = feed(ps, [g.pkt(range(4), c=0)])
+    assert len(res) == 1 and rounds == []
+    r = res[0]
+    assert (r.type, r.flags, r.round, r.chunk_id, r.bitmap, r.count) == (
+        TYPE_RESULT, 0, 0, 0, 0b1111, 4)
+    assert np.array_equal(r.values, g.exact(0, range(4), 0))
+    res, rounds = feed(ps, [g.pkt(range(4), c=1)])
+    assert rounds == [0] and ps.current_round == 1
+    assert np.array_equal(ps.round_sum(0), g.exact(0, range(4)))
+    assert ps.stats.partials == 2 and ps.stats.chunks_completed == 2
+
+
+def test_int32_wraparound_is_exact():
+    g = Grads(5, 1, seed=3, big=True)
+    ps = PsState(JOB, range(5), n_chunks=1, k=K)
+    res, _ = feed(ps, [g.pkt([w]) for w in range(5)])
+    exact = g.exact(0, range(5))
+    assert np.array_equal(res[0].values, exact)
+    # the big values really wrapped somewhere (else this test would not test wrapping)
+    unwrapped = g.of(0).astype(np.int64).sum(axis=0)
+    assert np.any(unwrapped != exact)
+
+
+def test_collision_fallbacks_merge_with_partial():
+    # s aggregated {0,1}; workers 2 and 3 collided at s_d and were forwarded raw (FALLBACK)
+    g = Grads(4, 1)
+    ps = PsState(JOB, range(4), n_chunks=1, k=K)
+    res, _ = feed(ps, [g.pkt([2], flags=FLAG_FALLBACK), g.pkt([0, 1])])
+    assert res == [] and ps.missing(0) == {0: 0b1000}
+    res, rounds = feed(ps, [g.pkt([3], flags=FLAG_FALLBACK)])
+    assert rounds == [0] and np.array_equal(res[0].values, g.exact(0, range(4)))
+    assert ps.stats.fallbacks == 2 and ps.stats.grads == 2 and ps.stats.partials == 1
+
+
+def test_lost_partial_recovered_by_raw_retransmissions():
+    # s_d flushed {2,3} INCOMPLETE; the PARTIAL {0,1} of the other switch was lost;
+    # workers 0 and 1 time out and their retransmissions reach the PS raw.
+    g = Grads(4, 1)
+    ps = PsState(JOB, range(4), n_chunks=1, k=K)
+    res, _ = feed(ps, [g.pkt([2, 3], flags=FLAG_INCOMPLETE),
+                       g.pkt([0], flags=FLAG_RETRANSMIT)])
+    assert res == [] and ps.missing(0) == {0: 0b0010}
+    res, _ = feed(ps, [g.pkt([1], flags=FLAG_RETRANSMIT)])
+    assert np.array_equal(res[0].values, g.exact(0, range(4)))
+    assert ps.stats.retransmits == 2 and ps.stats.incomplete == 1
+
+
+def test_duplicates_are_not_double_counted_and_late_packets_get_the_result_again():
+    g = Grads(3, 1)
+    ps = PsState(JOB, range(3), n_chunks=1, k=K)
+    res, _ = feed(ps, [g.pkt([0, 1]), g.pkt([0, 1]), g.pkt([0]), g.pkt([1])])
+    assert res == [] and ps.stats.duplicates == 1 and ps.stats.redundant == 2
+    res, _ = feed(ps, [g.pkt([2])])
+    assert np.array_equal(res[0].values, g.exact(0, range(3)))
+    # a retransmission (the RESULT was lost) and a re-emitted partial: stored RESULT again
+    res, rounds = feed(ps, [g.pkt([1], flags=FLAG_RETRANSMIT), g.pkt([0, 1, 2])])
+    assert rounds == [] and len(res) == 2
+    for r in res:
+        assert r.flags == FLAG_RETRANSMIT and np.array_equal(r.values, g.exact(0, range(3)))
+    assert ps.stats.late == 2 and ps.stats.results_resent == 2 and ps.stats.results_sent == 1
+
+
+def test_superset_after_incomplete_partial_replaces_it():
+    g = Grads(4, 1)
+    ps = PsState(JOB, range(4), n_chunks=1, k=K)
+    res, _ = feed(ps, [g.pkt([0, 1], flags=FLAG_INCOMPLETE), g.pkt([0, 1, 2]), g.pkt([3])])
+    assert np.array_equal(res[0].values, g.exact(0, range(4)))
+    assert ps.stats.superseded == 1 and ps.anomalies == []
+
+
+@pytest.mark.parametrize("raws", [[3, 4], [1, 2], [4, 2, 1]])
+def test_partial_overlap_is_an_anomaly_but_still_exact(raws):
+    # {0,3,4} stuck at s_d and {0,1,2} from another switch both reached the PS
+    g = Grads(5, 1)
+    ps = PsState(JOB, range(5), n_chunks=1, k=K)
+    res, _ = feed(ps, [g.pkt([0, 3, 4], flags=FLAG_INCOMPLETE), g.pkt([0, 1, 2])])
+    assert res == [] and ps.stats.overlaps == 1
+    assert [(a.kind, a.bitmap) for a in ps.anomalies] == [("overlap", 0b00111)]
+    res, _ = feed(ps, [g.pkt([w], flags=FLAG_RETRANSMIT) for w in raws])
+    assert len(res) == 1 and np.array_equal(res[0].values, g.exact(0, range(5)))
+
+
+def test_conflicting_duplicate_keeps_first_and_is_reported():
+    g = Grads(2, 1)
+    ps = PsState(JOB, range(2), n_chunks=1, k=K)
+    good = g.pkt([0])
+    bad = InaPacket(**{**{f: getattr(good, f) for f in good.__slots__},
+                       "values": good.values + np.int32(1)})
+    res, _ = feed(ps, [good, bad, g.pkt([1])])
+    assert np.array_equal(res[0].values, g.exact(0, [0, 1]))
+    assert ps.stats.conflicts == 1 and ps.anomalies[0].kind == "conflict"
+
+
+def test_malformed_packets_are_dropped_and_counted():
+    g = Grads(3, 2)
+    ps = PsState(JOB, [0, 1, 2], n_chunks=2, k=K)
+    good = g.pkt([0])
+    fields = {f: getattr(good, f) for f in good.__slots__}
+    bad = [
+        g.pkt([0], job=JOB + 1),
+        InaPacket(**{**fields, "type": TYPE_RESULT}),
+        InaPacket(**{**fields, "chunk_id": 2}),
+        InaPacket(**{**fields, "bitmap": 0}),
+        InaPacket(**{**fields, "bitmap": 1 << 5}),
+        InaPacket(**{**fields, "bitmap": 0b10}),  # GRAD of worker 0 claiming worker 1
+        g.pkt([0, 1], count=3),
+        InaPacket(**{**fields, "values": good.values[:-1]}),
+        InaPacket(**{**fields, "values": good.values.astype(np.int64)}),
+        InaPacket(**{**fields, "round": -1}),
+    ]
+    res, _ = feed(ps, bad)
+    assert res == [] and ps.stats.malformed == len(bad) and ps.stats.packets == 0
+    assert ps.stats.malformed_reasons == {"job": 1, "type": 1, "chunk": 1, "bitmap": 2,
+                                          "grad_bitmap": 1, "count": 1, "values": 2, "round": 1}
+    assert ps.missing(0) == {0: 0b111, 1: 0b111}
+
+
+def test_round_rules_old_current_future():
+    g = Grads(2, 1)
+    ps = PsState(JOB, [0, 1], n_chunks=1, k=K, keep_done=1, max_ahead=1)
+    # round 1 arrives before round 0 completes: merged into its own state (max_ahead=1)
+    _, rounds = feed(ps, [g.pkt([0], r=1), g.pkt([1], r=1)])
+    assert rounds == [1] and ps.current_round == 0 and ps.is_round_complete(1)
+    # round 2 is 2 ahead of current round 0: dropped
+    feed(ps, [g.pkt([0], r=2)])
+    assert ps.stats.future_round == 1
+    _, rounds = feed(ps, [g.pkt([0, 1], r=0)])
+    assert rounds == [0] and ps.current_round == 2  # jumps over the completed round 1
+    # round 1 is kept (keep_done=1): a late packet gets its RESULT again; round 0 is gone
+    res, _ = feed(ps, [g.pkt([1], r=1, flags=FLAG_RETRANSMIT), g.pkt([1], r=0)])
+    assert [(r.round, r.flags) for r in res] == [(1, FLAG_RETRANSMIT)]
+    assert np.array_equal(res[0].values, g.exact(1, [0, 1]))
+    assert ps.stats.stale_round == 1
+    with pytest.raises(KeyError):
+        ps.round_sum(0)
+    with pytest.raises(KeyError):
+        ps.round_sum(2)
+
+
+def test_pieces_cap_keeps_singletons():
+    g = Grads(4, 1)
+    ps = PsState(JOB, range(4), n_chunks=1, k=K, max_pieces=2)
+    res, _ = feed(ps, [g.pkt([0, 1]), g.pkt([1, 2]), g.pkt([2, 3]), g.pkt([3]), g.pkt([2])])
+    assert ps.stats.pieces_dropped == 1 and ps.anomalies[-1].kind == "pieces_cap"
+    assert len(res) == 1 and np.array_equal(res[0].values, g.exact(0, range(4)))
+
+
+def test_cover_budget_anomaly():
+    g = Grads(4, 1)
+    ps = PsState(JOB, range(4), n_chunks=1, k=K, cover_budget=1)
+    res, _ = feed(ps, [g.pkt([0, 1]), g.pkt([1, 2, 3]), g.pkt([0])])
+    assert res == [] and ps.anomalies[-1].kind == "cover_budget"
+
+
+def test_find_exact_cover_by_hand():
+    assert find_exact_cover([0b011, 0b100], 0b111) == [0b011, 0b100]
+    assert find_exact_cover([0b001, 0b010, 0b100, 0b011], 0b111) == [0b011, 0b100]  # larger first
+    # {0,1} is a dead end (no piece holds 2 without 1): backtrack to {0} + {1,2}
+    assert find_exact_cover([0b011, 0b110, 0b001], 0b111) == [0b001, 0b110]
+    assert find_exact_cover([0b011, 0b110], 0b111) is None
+    assert find_exact_cover([0b1001, 0b110], 0b111) is None  # bit 3 outside full: ignored
+    with pytest.raises(CoverBudgetExceeded):
+        find_exact_cover([0b011, 0b110, 0b001], 0b111, budget=1)
+
+
+def _brute_cover_exists(bitmaps: set[int], full: int) -> bool:
+    bs = sorted(bitmaps)
+    for n in range(1, len(bs) + 1):
+        for combo in itertools.combinations(bs, n):
+            acc = 0
+            ok = True
+            for b in combo:
+                if acc & b:
+                    ok = False
+                    break
+                acc |= b
+            if ok and acc == full:
+                return True
+    return False
+
+
+def test_randomized_arrivals_give_the_exact_sum_exactly_when_a_cover_exists():
+    """Any order, duplication and mix of valid pieces: the PS completes exactly when an exact
+    cover exists among what arrived (brute-force oracle), once, with the exact sum."""
+    rng = np.random.default_rng(12345)
+    for trial in range(300):
+        n = int(rng.integers(1, 7))
+        g = Grads(n, 1, seed=trial, big=bool(trial % 2))
+        full = (1 << n) - 1
+        ps = PsState(JOB, range(n), n_chunks=1, k=K)
+        # a valid decomposition (random partition) plus random extra valid pieces
+        labels = rng.integers(0, n, n)
+        pkts = [g.pkt([w for w in range(n) if labels[w] == lab]) for lab in set(labels)]
+        for _ in range(int(rng.integers(0, 6))):
+            sub = [w for w in range(n) if rng.random() < 0.5] or [int(rng.integers(0, n))]
+            pkts.append(g.pkt(sub))
+        pkts += [pkts[int(i)] for i in rng.integers(0, len(pkts), int(rng.integers(0, 4)))]
+        order = rng.permutation(len(pkts))
+        seen: set[int] = set()
+        done = False
+        for i in order:
+            p = pkts[int(i)]
+            seen.add(p.bitmap)
+            out = ps.handle(p)
+            if done:
+                assert all(r.flags == FLAG_RETRANSMIT for r in out.results)
+                continue
+            expect = _brute_cover_exists(seen, full)
+            assert bool(out.results) == expect, (trial, sorted(seen))
+            if expect:
+                done = True
+                assert out.completed_rounds == [0]
+                assert np.array_equal(out.results[0].values, g.exact(0, range(n)))
+        assert done  # the decomposition itself is a cover
+        assert ps.stats.results_sent == 1
