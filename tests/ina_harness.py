@@ -1,0 +1,221 @@
+"""Target-neutral harness for packet tests of p4src/ina.p4.
+
+A *target* is anything with the small `Target` API below (names are P4Info names).
+`PySwitchTarget` runs the program in-process on pyswitch. A BMv2 target (simple_switch_grpc
+driven over P4Runtime, frames over veths) would implement the same five methods; the tests
+are written against `InaSwitch`, which only uses those.
+
+Independent re-implementations of the two hashes the program uses (BMv2's crc32 is the
+standard reflected CRC-32 = zlib.crc32 over the big-endian concatenation of the fields):
+
+    slot       = crc32(job_id:16 ++ round:32 ++ chunk_id:32) mod NUM_SLOTS
+    ECMP index = crc32(chunk_id:32 ++ switch_id:16) mod group_size   (into the sorted ports)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from workers.constants import INA_UDP_PORT
+from workers.protocol import FrameTemplate, InaHeader, decode_frame, ecmp_member, slot_index
+
+REPO = Path(__file__).resolve().parents[1]
+# INSYNC_INA_P4 points the tests at another copy of the program (e.g. a mutated one).
+INA_P4 = Path(os.environ.get("INSYNC_INA_P4", REPO / "p4src" / "ina.p4"))
+PS_IP, PS_MAC = "10.0.0.100", "02:00:00:00:00:64"
+
+
+class Target(Protocol):
+    """The operations packet tests need from a P4 target."""
+
+    def insert_entry(self, table: str, match: dict, action: str, params: dict) -> None: ...
+    def set_default_action(self, table: str, action: str, params: dict) -> None: ...
+    def set_multicast_group(self, group_id: int, ports: list[int]) -> None: ...
+    def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]: ...
+    def counter(self, name: str) -> int: ...
+    def register(self, name: str, index: int) -> int | None:
+        """Register cell, or None where the target cannot read registers (BMv2 P4Runtime)."""
+        ...
+
+
+@cache
+def compiled_pyswitch_program(path: str = str(INA_P4)):
+    """Compile once per test session (pyswitch's compile_p4)."""
+    import pyswitch
+
+    return pyswitch.compile_p4(path)
+
+
+class PySwitchTarget:
+    """`Target` on pyswitch's in-process Switch."""
+
+    def __init__(self) -> None:
+        import pyswitch
+
+        self.sw = pyswitch.Switch(compiled_pyswitch_program(), device_id=0, seed=0)
+
+    def insert_entry(self, table: str, match: dict, action: str, params: dict) -> None:
+        self.sw.insert_entry(table, match, action, params)
+
+    def set_default_action(self, table: str, action: str, params: dict) -> None:
+        self.sw.set_default_action(table, action, params)
+
+    def set_multicast_group(self, group_id: int, ports: list[int]) -> None:
+        self.sw.set_multicast_group(group_id, [(p, 0) for p in ports])
+
+    def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        return self.sw.process(port, frame)
+
+    def counter(self, name: str) -> int:
+        return self.sw.counter_read(f"MyIngress.{name}", 0)[0]
+
+    def register(self, name: str, index: int) -> int | None:
+        return self.sw.register_read(f"MyIngress.{name}", index)
+
+
+def pyswitch_unavailable() -> str | None:
+    """Why pyswitch cannot run ina.p4 here, or None."""
+    try:
+        import pyswitch
+    except ImportError as exc:  # pragma: no cover - depends on the tree state
+        return f"pyswitch not importable: {exc}"
+    if not hasattr(pyswitch, "compile_p4") or not hasattr(pyswitch, "Switch"):
+        return "pyswitch has no compile_p4/Switch yet"
+    return None
+
+
+def bmv2_unavailable() -> str | None:
+    """Why the BMv2 target cannot run here, or None."""
+    missing = [b for b in ("simple_switch_grpc", "p4c") if shutil.which(b) is None]
+    if missing:
+        return f"BMv2 target needs {', '.join(missing)} on PATH"
+    return "BMv2 packet harness (P4Runtime + veth I/O) not implemented yet"
+
+
+# ------------------------------------------------------------------ independent hashes
+
+
+def slot_of(job_id: int, round_: int, chunk_id: int) -> int:
+    return slot_index(job_id, round_, chunk_id)
+
+
+def colliding_chunks(job_id: int, round_: int, chunk_id: int, how_many: int = 1) -> list[int]:
+    """Other chunk ids of the same (job, round) that hash to chunk_id's slot."""
+    target, out, c = slot_of(job_id, round_, chunk_id), [], chunk_id + 1
+    while len(out) < how_many:
+        if slot_of(job_id, round_, c) == target:
+            out.append(c)
+        c += 1
+    return out
+
+
+# ------------------------------------------------------------------ INA switch fixture
+
+
+@dataclass
+class Out:
+    """One emitted INA frame, decoded."""
+
+    port: int
+    hdr: InaHeader
+    values: np.ndarray
+    frame: bytes
+
+
+@dataclass
+class InaSwitch:
+    """A configured ina.p4 switch plus builders for INA frames.
+
+    Port plan used by the tests: worker w sits on host port w + 1; fabric ports are
+    registered with `fabric()`; ECMP groups with `route(agg_id, ports)`.
+    """
+
+    target: Target
+    switch_id: int
+    _next_member: int = 0
+    routes: dict[int, list[int]] = field(default_factory=dict)
+
+    def configure(self, agg_enabled: bool = True) -> InaSwitch:
+        self.target.set_default_action(
+            "MyIngress.switch_config", "MyIngress.set_switch_config",
+            {"switch_id": self.switch_id, "agg_enabled": int(agg_enabled)},
+        )
+        return self
+
+    def fabric(self, *ports: int) -> None:
+        for p in ports:
+            self.target.insert_entry("MyIngress.port_config",
+                                     {"standard_metadata.ingress_port": p},
+                                     "MyIngress.set_port_fabric", {})
+
+    def job(self, job_id: int, workers: list[int], *, is_ps_tor: bool, tor_id: int,
+            ps_port: int = 0, mcast_grp: int = 0, member_ports: bool = True) -> None:
+        mask = 0
+        for w in workers:
+            mask |= 1 << w
+        self.target.insert_entry(
+            "MyIngress.job_table", {"hdr.ina.job_id": job_id}, "MyIngress.set_job",
+            {"full_mask": mask, "is_ps_tor": int(is_ps_tor), "tor_id": tor_id,
+             "ps_port": ps_port, "mcast_grp": mcast_grp},
+        )
+        if member_ports:
+            for w in workers:
+                self.member(job_id, w, w + 1)
+
+    def member(self, job_id: int, worker_id: int, port: int) -> None:
+        self.target.insert_entry(
+            "MyIngress.ina_member",
+            {"hdr.ina.job_id": job_id, "hdr.ina.worker_id": worker_id,
+             "standard_metadata.ingress_port": port},
+            "MyIngress.member_ok", {},
+        )
+
+    def route(self, agg_id: int, ports: list[int]) -> None:
+        """ECMP group for agg_id: members = sorted ports, stored from `_next_member` on."""
+        members = sorted(ports)
+        base = self._next_member
+        self.target.insert_entry("MyIngress.ina_route", {"hdr.ina.agg_id": agg_id},
+                                 "MyIngress.set_group", {"base": base, "size": len(members)})
+        for i, p in enumerate(members):
+            self.target.insert_entry("MyIngress.ina_nexthop", {"meta.member_index": base + i},
+                                     "MyIngress.set_port", {"port": p})
+        self._next_member += len(members)
+        self.routes[agg_id] = members
+
+    def expected_port(self, agg_id: int, chunk_id: int) -> int:
+        members = self.routes[agg_id]
+        return members[ecmp_member(chunk_id, self.switch_id, len(members))]
+
+    # -------------------------------------------------------------- frames
+
+    @staticmethod
+    def frame(hdr: InaHeader, values, src_ip: str = "10.0.0.1", ttl: int = 64) -> bytes:
+        tmpl = FrameTemplate("02:00:00:00:00:01", PS_MAC, src_ip, PS_IP, ttl=ttl)
+        return tmpl.encode(hdr, np.asarray(values, dtype=np.int64))
+
+    def send(self, port: int, frame: bytes) -> list[Out]:
+        outs = []
+        for out_port, data in self.target.process(port, frame):
+            dec = decode_frame(data)
+            assert dec is not None, f"non-INA frame out of port {out_port}"
+            outs.append(Out(out_port, dec[0], dec[1], data))
+        return outs
+
+    def counters(self, *names: str) -> dict[str, int]:
+        return {n: self.target.counter(n) for n in names}
+
+
+COUNTERS = ("aggregated", "completed", "duplicate", "reemitted", "flushed", "collision",
+            "bypassed", "evicted", "release", "dropped_malformed", "dropped_nonmember",
+            "dropped_noroute")
+
+__all__ = ["COUNTERS", "INA_UDP_PORT", "InaSwitch", "Out", "PySwitchTarget", "Target",
+           "bmv2_unavailable", "colliding_chunks", "ecmp_member", "pyswitch_unavailable",
+           "slot_of"]
