@@ -103,9 +103,10 @@ def print_summary(results: dict[str, Any], console: Console | None = None) -> No
     extra = []
     gamma = results.get("gamma")
     if gamma:
+        ratio = "n/a" if gamma.get("ratio") is None else f"{gamma['ratio']:.2f}"
         extra.append(
             f"gamma predicted {gamma['predicted']:.4g}, measured {gamma['measured']:.4g} "
-            f"(ratio {gamma.get('ratio', float('nan')):.2f}, {gamma.get('unit', '')})"
+            f"({gamma.get('unit', '')}; measured/predicted {ratio})"
         )
     ps = results.get("ps_bytes", {})
     if ps.get("ina") and ps.get("ps_only"):

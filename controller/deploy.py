@@ -1,0 +1,190 @@
+"""From a plan to switch state: the rule installer (SPEC §3.5, §3.7; docs/protocol.md §3).
+
+Every switch runs ``p4src/ina.p4``; a switch outside the plan's deployment set (and not the
+PS's ToR) gets ``agg_enabled = 0``, which is how the testbed models a non-programmable switch:
+it routes INA packets by ``agg_id`` with the very same ECMP hash but never aggregates.
+
+:func:`switch_rules` is pure (topology + plan + port numbering → the entries of every switch);
+:func:`deploy` pushes them over P4Runtime.  Routing follows the planner's model exactly: for
+every aggregation point t (the deployed switches, the PS's ToR) and for the PS itself (agg_id
+0), every other switch gets the group of its ECMP next hops toward t
+(:func:`topo.paths.ecmp_next_hops`, the function the LP used for its link loads); the data
+plane picks a member by crc32(chunk_id ++ switch_id).  Deploying is idempotent: the pipeline
+is pushed again (which clears every table) and the same entries are written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from controller.mcast_tree import result_tree
+from topo.paths import ecmp_next_hops
+
+ING = "MyIngress."
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A job as the switches see it: its id and its workers (bit i = ``workers[i]``)."""
+
+    job_id: int
+    workers: tuple[str, ...]
+
+    @property
+    def full_mask(self) -> int:
+        return (1 << len(self.workers)) - 1
+
+
+@dataclass
+class Entry:
+    table: str
+    match: dict[str, Any]
+    action: str
+    params: dict[str, Any]
+    priority: int = 0
+
+
+@dataclass
+class SwitchRules:
+    """Everything one switch needs; ``default`` is the keyless switch_config action."""
+
+    switch: str
+    default: Entry
+    entries: list[Entry] = field(default_factory=list)
+    mcast_groups: dict[int, list[int]] = field(default_factory=dict)
+
+
+class DeployError(RuntimeError):
+    """A switch could not be configured (the message names it)."""
+
+
+def _hosts(graph: nx.Graph) -> list[str]:
+    return [n for n, k in graph.nodes(data="kind") if k == "host"]
+
+
+def switch_rules(
+    graph: nx.Graph,
+    plan: Mapping[str, Any],
+    ports: Mapping[str, Mapping[str, int]],
+    host_addrs: Mapping[str, tuple[str, str]],
+    jobs: Iterable[JobSpec],
+) -> dict[str, SwitchRules]:
+    """The entries of every switch for ``plan`` and ``jobs``.
+
+    ``ports[node][neighbour]`` is the port of ``node`` facing ``neighbour``;
+    ``host_addrs[host] = (ip, mac)`` of the host's first interface.
+    """
+    jobs = list(jobs)
+    ids: dict[str, int] = {s: int(i) for s, i in plan["switch_ids"].items()}
+    ps, tor = plan["ps"], plan["ps_tor"]
+    deployed = list(plan["deployed"])
+    aggregators = set(deployed) | {tor}
+    switches = sorted(ids)
+    workers = sorted({w for j in jobs for w in j.workers})
+    tree = result_tree(graph, tor, workers, deployed)
+    rules: dict[str, SwitchRules] = {}
+    for s in switches:
+        r = SwitchRules(s, Entry(ING + "switch_config", {}, ING + "set_switch_config",
+                                 {"switch_id": ids[s], "agg_enabled": int(s in aggregators)}))
+        rules[s] = r
+        for nb, port in sorted(ports[s].items()):
+            if graph.nodes[nb].get("kind") == "switch":
+                r.entries.append(Entry(ING + "port_config",
+                                       {"standard_metadata.ingress_port": port},
+                                       ING + "set_port_fabric", {}))
+        # plain IPv4: one deterministic shortest path per destination host
+        for h in _hosts(graph):
+            hops = ecmp_next_hops(graph, s, h)
+            if not hops:
+                continue
+            ip, mac = host_addrs[h]
+            r.entries.append(Entry(ING + "ipv4_lpm", {"hdr.ipv4.dstAddr": (ip, 32)},
+                                   ING + "ipv4_forward",
+                                   {"dstAddr": mac, "port": ports[s][hops[0]]}))
+        # INA: ECMP groups toward each aggregation point and toward the PS (agg_id 0)
+        member = 0
+        targets = [(ids[t], t) for t in sorted(aggregators) if t != s] + [(0, ps)]
+        for agg_id, target in targets:
+            hops = ecmp_next_hops(graph, s, target)
+            if not hops:
+                continue
+            r.entries.append(Entry(ING + "ina_route", {"hdr.ina.agg_id": agg_id},
+                                   ING + "set_group", {"base": member, "size": len(hops)}))
+            for hop in hops:
+                r.entries.append(Entry(ING + "ina_nexthop", {"meta.member_index": member},
+                                       ING + "set_port", {"port": ports[s][hop]}))
+                member += 1
+        for job in jobs:
+            r.entries.append(Entry(ING + "job_table", {"hdr.ina.job_id": job.job_id},
+                                   ING + "set_job", {
+                                       "full_mask": job.full_mask,
+                                       "is_ps_tor": int(s == tor),
+                                       "tor_id": ids[tor],
+                                       "ps_port": ports[s].get(ps, 0) if s == tor else 0,
+                                       "mcast_grp": job.job_id,
+                                   }))
+            for bit, w in enumerate(job.workers):
+                if w in ports[s]:
+                    r.entries.append(Entry(ING + "ina_member", {
+                        "hdr.ina.job_id": job.job_id, "hdr.ina.worker_id": bit,
+                        "standard_metadata.ingress_port": ports[s][w]}, ING + "member_ok", {}))
+            if s in tree:
+                r.mcast_groups[job.job_id] = [ports[s][c] for c in tree[s]]
+        for c in tree.get(s, []):
+            if graph.nodes[c].get("kind") == "host":
+                ip, mac = host_addrs[c]
+                r.entries.append(Entry("MyEgress.result_rewrite",
+                                       {"standard_metadata.egress_port": ports[s][c]},
+                                       "MyEgress.set_result_dst", {"dstAddr": mac, "ip": ip}))
+    return rules
+
+
+def apply_rules(conn: Any, rules: SwitchRules, p4info: Path, device_config: Path) -> int:
+    """Push the pipeline and every entry to one switch; returns the number of writes."""
+    from controller.p4runtime_client import SwitchConnection
+
+    conn.set_pipeline(p4info, device_config)
+    d = rules.default
+    conn.set_default_action(d.table, d.action, d.params)
+    updates = [SwitchConnection.update("INSERT", "table_entry",
+                                       conn.table_entry(e.table, e.match, e.action, e.params,
+                                                        e.priority))
+               for e in rules.entries]
+    for i in range(0, len(updates), 500):
+        conn.write(updates[i:i + 500])
+    for gid, group_ports in sorted(rules.mcast_groups.items()):
+        conn.insert_multicast_group(gid, [(p, 0) for p in group_ports])
+    return 1 + len(updates) + len(rules.mcast_groups)
+
+
+def deploy(
+    rules: Mapping[str, SwitchRules],
+    addresses: Mapping[str, tuple[str, int]],
+    p4info: Path,
+    device_config: Path,
+    timeout: float = 10.0,
+) -> dict[str, int]:
+    """Configure every switch (``addresses[s] = (grpc address, device id)``).
+
+    Returns writes per switch; raises :class:`DeployError` naming the first switch that does
+    not answer or refuses an entry.
+    """
+    from controller.p4runtime_client import P4RuntimeError, SwitchConnection
+
+    written = {}
+    for s, r in rules.items():
+        address, device_id = addresses[s]
+        conn = SwitchConnection(address, device_id, election_id=1, name=s, timeout=timeout)
+        try:
+            conn.connect()
+            written[s] = apply_rules(conn, r, p4info, device_config)
+        except (P4RuntimeError, OSError, KeyError, ValueError) as exc:
+            raise DeployError(f"switch {s} ({address}): {exc}") from None
+        finally:
+            conn.close()
+    return written
