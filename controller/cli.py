@@ -1,0 +1,167 @@
+"""``python -m controller``: the controller's command line.
+
+Subcommands are registered in :func:`build_parser`; each has its own function (``plan`` here;
+others, e.g. ``deploy``, add theirs with :func:`add_subcommand`).  User mistakes print one line
+``error: ...`` on stderr and exit with code 2; nothing is written then (the plan is written
+atomically, after everything succeeded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from controller.lp import PlanError, make_job
+from topo.models import TopologyError, hosts, parse_topology
+
+__all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_workers"]
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A command-line mistake (one line, exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line instead of usage + message
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def resolve_workers(graph, ps: str, spec: str) -> list[str]:
+    """``NAME,NAME,...`` or a COUNT: the first COUNT hosts other than the PS in name order."""
+    spec = spec.strip()
+    if spec.isdigit():
+        count = int(spec)
+        pool = [h for h in hosts(graph) if h != ps]
+        if count < 1:
+            raise PlanError("--workers count must be >= 1")
+        if count > len(pool):
+            raise PlanError(f"--workers {count}: the topology has only {len(pool)} hosts "
+                            "besides the PS")
+        return pool[:count]
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if not names:
+        raise PlanError("--workers is empty")
+    return names
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.6g}"
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Compute a deployment plan and write it as JSON."""
+    from controller.baselines import all_baselines
+    from controller.greedy import greedy
+    from controller.lp import FastLP
+    from controller.plan import build_plan, write_plan
+
+    if args.budget < 0:
+        raise PlanError(f"--budget must be >= 0, got {args.budget}")
+    if args.capacity is not None and not args.capacity > 0:
+        raise PlanError(f"--capacity must be > 0, got {args.capacity}")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise PlanError(f"--time-limit must be > 0, got {args.time_limit}")
+    graph = parse_topology(args.topo)
+    workers = resolve_workers(graph, args.ps, args.workers)
+    job = make_job(graph, args.ps, workers, capacity=args.capacity)
+    t0 = time.perf_counter()
+    fast = FastLP(job, solver=args.solver, time_limit=args.time_limit)
+    res = greedy(job, args.budget, solver=args.solver, time_limit=args.time_limit, lp=fast)
+    t_greedy = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    base = {}
+    if not args.no_baselines:
+        base = all_baselines(job, args.budget, seed=args.seed, solver=args.solver,
+                             time_limit=args.time_limit, lp=fast,
+                             max_combinations=args.max_combinations)
+    t_base = time.perf_counter() - t1
+    spec = args.topo if not args.topo.endswith(".json") else None
+    plan = build_plan(job, res.lp, budget=args.budget, baselines=base, spec=spec,
+                      capacity=args.capacity, greedy_history=res.history,
+                      timings={"greedy": t_greedy, "baselines": t_base,
+                               "lp_solves": res.lp_solves})
+    write_plan(plan, args.out)
+    _summary(plan, args)
+    return 0
+
+
+def _summary(plan: dict, args: argparse.Namespace) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    t = Table(title=f"INA plan — {args.topo}, PS {plan['ps']} (ToR {plan['ps_tor']}), "
+                    f"{len(plan['workers'])} workers, budget {plan['budget']}")
+    t.add_column("method")
+    t.add_column("γ", justify="right")
+    t.add_column("× PS-only", justify="right")
+    t.add_column("switches")
+    ps = plan["baselines"].get("ps_only")
+    rows = [("greedy (plan)", plan["gamma"], plan["deployed"], "")]
+    for name, d in plan["baseline_details"].items():
+        rows.append((name, d["gamma"], d.get("deployed", []), d.get("note", "")))
+    for name, g, dep, note in rows:
+        ratio = _fmt(g / ps) if (g is not None and ps) else "—"
+        shown = ", ".join(dep[:8]) + (" …" if len(dep) > 8 else "")
+        if g is None:
+            shown = note
+        t.add_row(name, _fmt(g), ratio, shown)
+    con.print(t)
+    con.print(f"deployed (interval order): {', '.join(plan['deployed']) or '(none)'}; "
+              f"PS link load {plan['ps_link_load']:.6g} (= γ); "
+              f"greedy {plan['timings']['greedy']:.2f}s, "
+              f"{plan['timings']['lp_solves']} LPs; plan written to {args.out}")
+
+
+def add_subcommand(
+    sub: argparse._SubParsersAction, name: str, func: Callable[[argparse.Namespace], int],
+    help: str,
+) -> argparse.ArgumentParser:
+    """Register a subcommand; ``func(args) -> exit code``."""
+    p = sub.add_parser(name, help=help, description=help)
+    p.set_defaults(func=func)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m controller", description="INSync controller")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = add_subcommand(sub, "plan", cmd_plan,
+                       "compute which switches aggregate and how workers route (greedy + LP)")
+    p.add_argument("--topo", required=True,
+                   help="fattree:K | leafspine:L,S,H | bcube:N,K | dumbbell:L,R[,B] | FILE.json")
+    p.add_argument("--ps", required=True, help="the parameter server host")
+    p.add_argument("--workers", required=True,
+                   help="NAME,NAME,... or a COUNT (first COUNT hosts besides the PS)")
+    p.add_argument("--budget", type=int, required=True,
+                   help="M: programmable switches besides the PS's ToR")
+    p.add_argument("--capacity", type=float, default=None,
+                   help="aggregation capacity C_s of every switch (default: unlimited)")
+    p.add_argument("--solver", choices=["auto", "highs", "cbc"], default="auto")
+    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per LP")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random-M baseline")
+    p.add_argument("--max-combinations", type=int, default=2000,
+                   help="largest number of subsets the exact-optimum baseline tries")
+    p.add_argument("--no-baselines", action="store_true", help="skip the baselines")
+    p.add_argument("--out", required=True, help="plan file to write (JSON)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except (UsageError, PlanError, TopologyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

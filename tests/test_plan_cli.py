@@ -1,0 +1,124 @@
+"""``python -m controller plan``: a real plan end to end, and every error class exits 2
+with one ``error:`` line and no plan file."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controller.plan import chunk_schedule, load_plan
+from topo.models import load_json
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args, cwd):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "controller", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def leaf_spine_file(tmp_path, **extra):
+    ws = ["w1", "w2", "w3", "w4"]
+    d = {"hosts": ws + ["ps"], "switches": ["leaf1", "leaf2", "spine"],
+         "links": [{"a": w, "b": "leaf1"} for w in ws]
+         + [{"a": "ps", "b": "leaf2"}, {"a": "leaf1", "b": "spine"},
+            {"a": "leaf2", "b": "spine"}]}
+    d.update(extra)
+    p = tmp_path / "ls.json"
+    p.write_text(json.dumps(d))
+    return p
+
+
+def test_plan_leaf_spine_file(tmp_path):
+    topo = leaf_spine_file(tmp_path)
+    out = tmp_path / "sub" / "plan.json"
+    r = run("plan", "--topo", str(topo), "--ps", "ps", "--workers", "w1,w2,w3,w4",
+            "--budget", "1", "--out", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "greedy (plan)" in r.stdout and "ps_only" in r.stdout
+    plan = load_plan(out)
+    assert plan["deployed"] == ["leaf1"] and plan["gamma"] == pytest.approx(1.0)
+    assert plan["baselines"]["ps_only"] == pytest.approx(0.25)
+    assert plan["baselines"]["tor_only"] == pytest.approx(0.25)
+    assert plan["baselines"]["exact"] == pytest.approx(1.0)
+    assert plan["switch_ids"] == {"leaf1": 1, "leaf2": 2, "spine": 3}
+    assert plan["ps_tor"] == "leaf2" and plan["ps_link_load"] == pytest.approx(1.0)
+    assert plan["intervals"]["leaf1"] == {"offset": 0.0, "length": pytest.approx(1.0)}
+    assert all(plan["fractions"][w]["leaf1"] == pytest.approx(1.0) for w in plan["workers"])
+    loads = {(e["from"], e["to"]): e["load"] for e in plan["loads"]}
+    assert loads[("leaf1", "spine")] == pytest.approx(1.0)
+    # the plan is self-contained: its embedded topology reloads, and schedules follow
+    assert load_json(out).number_of_edges() == 7
+    sch = chunk_schedule(plan, 4)
+    assert sch["w1"] == [(c, 1, 4) for c in range(4)]
+
+
+def test_plan_generated_topology_with_count(tmp_path):
+    out = tmp_path / "plan.json"
+    r = run("plan", "--topo", "fattree:4", "--ps", "h0", "--workers", "15", "--budget", "1",
+            "--capacity", "100", "--solver", "highs", "--seed", "3", "--out", str(out),
+            cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(out.read_text())
+    assert plan["workers"] == [f"h{i}" for i in range(1, 16)]
+    assert plan["gamma"] == pytest.approx(1 / 3) and plan["deployed"] == ["agg2"]
+    assert plan["topology"]["spec"] == "fattree:4"
+    assert set(plan["baselines"]) == {"ps_only", "tor_only", "all_programmable", "random",
+                                      "top_degree", "exact"}
+    assert not list(tmp_path.glob(".plan.json.*"))  # no temp file left behind
+    assert out.stat().st_mode & 0o444 == 0o444  # readable plan, not mkstemp's 0600
+
+
+def disconnected(tmp_path):
+    p = tmp_path / "disc.json"
+    p.write_text(json.dumps({"hosts": ["ps", "w1", "w2"], "switches": ["s1", "s2"],
+                             "links": [{"a": "ps", "b": "s1"}, {"a": "w1", "b": "s1"},
+                                       {"a": "w2", "b": "s2"}]}))
+    return str(p)
+
+
+def bad_json(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text('{"hosts": ["a",]}')
+    return str(p)
+
+
+def unknown_link(tmp_path):
+    p = tmp_path / "unk.json"
+    p.write_text(json.dumps({"hosts": ["a"], "switches": ["s"],
+                             "links": [{"a": "a", "b": "t"}]}))
+    return str(p)
+
+
+@pytest.mark.parametrize("topo,extra,needle", [
+    ("fattree:4", ["--ps", "h99", "--workers", "3", "--budget", "1"], "unknown PS node 'h99'"),
+    ("fattree:4", ["--ps", "h0", "--workers", "h1,hx", "--budget", "1"], "unknown worker"),
+    ("fattree:4", ["--ps", "h0", "--workers", "h0,h1", "--budget", "1"], "also listed"),
+    ("fattree:4", ["--ps", "h0", "--workers", "3", "--budget", "-1"], "budget must be >= 0"),
+    ("fattree:4", ["--ps", "h0", "--workers", "16", "--budget", "1"], "only 15 hosts"),
+    ("fattree:4", ["--ps", "h0", "--workers", "3", "--budget", "1", "--capacity", "0"],
+     "capacity must be > 0"),
+    ("fattree:5", ["--ps", "h0", "--workers", "3", "--budget", "1"], "even integer"),
+    (disconnected, ["--ps", "ps", "--workers", "w1,w2", "--budget", "1"], "disconnected"),
+    (bad_json, ["--ps", "a", "--workers", "1", "--budget", "1"], "bad JSON"),
+    (unknown_link, ["--ps", "a", "--workers", "1", "--budget", "1"], "unknown node 't'"),
+    ("fattree:4", ["--ps", "h0", "--workers", "3", "--budget", "x"], "invalid int value"),
+    ("fattree:4", ["--ps", "h0", "--workers", "3"], "required: --budget"),
+    ("fattree:8", ["--ps", "h0", "--workers", "127", "--budget", "1", "--time-limit", "1e-9"],
+     "not solved (time limit reached"),
+])
+def test_errors_exit_2_one_line_no_file(tmp_path, topo, extra, needle):
+    topo = topo(tmp_path) if callable(topo) else topo
+    out = tmp_path / "plan.json"
+    r = run("plan", "--topo", topo, *extra, "--out", str(out), cwd=tmp_path)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert needle in lines[0]
+    assert "Traceback" not in r.stderr
+    assert not out.exists()
+    assert list(tmp_path.glob("*plan*")) == []

@@ -1,0 +1,319 @@
+"""Topology models: pure networkx graphs with link capacities (SPEC §3.2).
+
+Every topology is an undirected :class:`networkx.Graph` whose nodes carry ``kind`` in
+``{"host", "switch"}`` and whose edges carry ``bw`` (capacity of *each direction* of the link,
+default 1.0).  Graphs returned here are frozen (:func:`networkx.freeze`): the ECMP caches of
+:mod:`topo.paths` rely on that, and a plan must describe exactly the graph it was computed on.
+
+Naming (stable, readable; "name order" everywhere means :func:`natural_key` order, so ``h2``
+comes before ``h10``):
+
+* hosts are ``h0, h1, …`` in every generated topology (so ``--ps h0`` always works);
+* fat-tree(k): ``edge{i}``, ``agg{i}`` (pod p holds edge/agg ``p·k/2 … p·k/2 + k/2 − 1``),
+  ``core{i}`` (core ``g·k/2 + m`` joins agg ``g`` of every pod); host n hangs off edge ``n // (k/2)``;
+* leaf-spine(L, S, H): ``leaf{i}``, ``spine{j}``; host n hangs off leaf ``n // H``;
+* BCube(N, k) (SPEC §4 convention: N**k servers, k levels ``0 … k−1``): server ``h{s}`` has one
+  NIC per level; the level-l switch ``bc{l}_{j}`` joins the N servers that differ only in digit
+  l (``digit(s, l) = (s // N**l) % N``, as in :mod:`workers.bcube_schedule`), j being the server
+  number with digit l removed.  Switches carry ``level``; the graph attribute
+  ``bcube_groups[l]`` maps each level-l switch to its N servers (ordered by digit l);
+* dumbbell(L, R, b): hosts ``h0 … h{L−1}`` on switch ``left``, the next R on ``right``; the
+  ``left``–``right`` link has capacity b.
+
+Switch ids (carried in the plan and in packets' ``agg_id``): 1..n in name order; 0 is the PS.
+
+File format (JSON)::
+
+    {"hosts": ["w1", ...], "switches": ["leaf1", ...],
+     "links": [{"a": "w1", "b": "leaf1", "bw": 1.0}, ...]}
+
+``bw`` is optional (1.0).  Bad JSON, missing keys, duplicate names, unknown nodes in a link,
+self-loops, duplicate links and non-positive capacities raise :class:`TopologyError` naming the
+file and the offending entry.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+__all__ = [
+    "TopologyError",
+    "natural_key",
+    "fat_tree",
+    "leaf_spine",
+    "bcube",
+    "dumbbell",
+    "from_dict",
+    "to_dict",
+    "load_json",
+    "parse_topology",
+    "hosts",
+    "switches",
+    "switch_ids",
+]
+
+
+class TopologyError(ValueError):
+    """A topology spec or file is invalid; the message says what and where."""
+
+
+_NUM = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key that orders embedded numbers numerically: ``h2 < h10``, ``agg9 < agg10``."""
+    return tuple(int(t) if t.isdigit() else t for t in _NUM.split(name))
+
+
+def _build(
+    host_names: Iterable[str],
+    switch_names: Iterable[str],
+    links: Iterable[tuple[str, str, float]],
+    **graph_attrs: Any,
+) -> nx.Graph:
+    g = nx.Graph(**graph_attrs)
+    for h in host_names:
+        g.add_node(h, kind="host")
+    for s in switch_names:
+        g.add_node(s, kind="switch")
+    for a, b, bw in links:
+        g.add_edge(a, b, bw=float(bw))
+    return nx.freeze(g)
+
+
+def hosts(graph: nx.Graph) -> list[str]:
+    """Host names in name order."""
+    return sorted((n for n, k in graph.nodes(data="kind") if k == "host"), key=natural_key)
+
+
+def switches(graph: nx.Graph) -> list[str]:
+    """Switch names in name order."""
+    return sorted((n for n, k in graph.nodes(data="kind") if k == "switch"), key=natural_key)
+
+
+def switch_ids(graph: nx.Graph) -> dict[str, int]:
+    """Stable small ids 1..n for the switches, in name order (0 is reserved for the PS)."""
+    return {s: i + 1 for i, s in enumerate(switches(graph))}
+
+
+# --------------------------------------------------------------------------------------------
+# generators
+# --------------------------------------------------------------------------------------------
+
+
+def fat_tree(k: int, bw: float = 1.0) -> nx.Graph:
+    """Fat-tree(k) (Al-Fares et al.): k pods of k/2 edge + k/2 agg switches, (k/2)² cores,
+    k³/4 hosts, 5k²/4 switches; every link has capacity ``bw``."""
+    if not isinstance(k, int) or k < 2 or k % 2:
+        raise TopologyError(f"fat-tree: k must be an even integer >= 2, got {k!r}")
+    half = k // 2
+    n_hosts = k**3 // 4
+    links: list[tuple[str, str, float]] = []
+    for n in range(n_hosts):
+        links.append((f"h{n}", f"edge{n // half}", bw))
+    for p in range(k):
+        for e in range(half):
+            for a in range(half):
+                links.append((f"edge{p * half + e}", f"agg{p * half + a}", bw))
+        for a in range(half):
+            for m in range(half):
+                links.append((f"agg{p * half + a}", f"core{a * half + m}", bw))
+    sw = [f"edge{i}" for i in range(k * half)] + [f"agg{i}" for i in range(k * half)]
+    sw += [f"core{i}" for i in range(half * half)]
+    return _build([f"h{n}" for n in range(n_hosts)], sw, links, name=f"fattree:{k}")
+
+
+def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, bw: float = 1.0) -> nx.Graph:
+    """Two-tier Clos: every leaf linked to every spine; ``hosts_per_leaf`` hosts per leaf."""
+    for label, v in (("leaves", leaves), ("spines", spines), ("hosts per leaf", hosts_per_leaf)):
+        if not isinstance(v, int) or v < 1:
+            raise TopologyError(f"leaf-spine: {label} must be an integer >= 1, got {v!r}")
+    links = [(f"h{n}", f"leaf{n // hosts_per_leaf}", bw) for n in range(leaves * hosts_per_leaf)]
+    links += [(f"leaf{i}", f"spine{j}", bw) for i in range(leaves) for j in range(spines)]
+    return _build(
+        [f"h{n}" for n in range(leaves * hosts_per_leaf)],
+        [f"leaf{i}" for i in range(leaves)] + [f"spine{j}" for j in range(spines)],
+        links,
+        name=f"leafspine:{leaves},{spines},{hosts_per_leaf}",
+    )
+
+
+def bcube_switch(server: int, level: int, n: int) -> str:
+    """Name of the level-``level`` switch of ``server`` in BCube(n, ·)."""
+    low = server % n**level
+    high = server // n ** (level + 1)
+    return f"bc{level}_{high * n**level + low}"
+
+
+def bcube(n: int, k: int, bw: float = 1.0) -> nx.Graph:
+    """BCube(n, k) with the SPEC §4 convention: n**k servers, k levels of n**(k−1) switches.
+
+    BCube's own routing relays through servers (every server has k NICs).  For the INA
+    planner servers are *hosts that never relay* (:mod:`topo.paths`): the P4 data plane forwards
+    only in switches.  Since BCube switches link only to servers, a worker can then reach the
+    PS's switch s_d only if it shares s_d with the PS (its level group); the planner rejects
+    other workers with a clear error (:func:`controller.lp.check_job`).
+    """
+    if not isinstance(n, int) or n < 2:
+        raise TopologyError(f"bcube: n (servers per switch) must be an integer >= 2, got {n!r}")
+    if not isinstance(k, int) or k < 1:
+        raise TopologyError(f"bcube: k (levels) must be an integer >= 1, got {k!r}")
+    n_servers = n**k
+    links = []
+    groups: dict[int, dict[str, list[str]]] = {lv: {} for lv in range(k)}
+    for s in range(n_servers):
+        for lv in range(k):
+            sw = bcube_switch(s, lv, n)
+            links.append((f"h{s}", sw, bw))
+            groups[lv].setdefault(sw, []).append(f"h{s}")
+    sw_names = [f"bc{lv}_{j}" for lv in range(k) for j in range(n ** (k - 1))]
+    g = nx.Graph(name=f"bcube:{n},{k}", bcube_groups=groups)
+    for s in range(n_servers):
+        g.add_node(f"h{s}", kind="host")
+    for name in sw_names:
+        g.add_node(name, kind="switch", level=int(name[2 : name.index("_")]))
+    for a, b, c in links:
+        g.add_edge(a, b, bw=float(c))
+    return nx.freeze(g)
+
+
+def dumbbell(left: int, right: int, bottleneck: float = 1.0, bw: float = 1.0) -> nx.Graph:
+    """Two switches ``left``/``right`` joined by one link of capacity ``bottleneck``."""
+    for label, v in (("left hosts", left), ("right hosts", right)):
+        if not isinstance(v, int) or v < 1:
+            raise TopologyError(f"dumbbell: {label} must be an integer >= 1, got {v!r}")
+    if not bottleneck > 0:
+        raise TopologyError(f"dumbbell: bottleneck capacity must be > 0, got {bottleneck!r}")
+    links = [(f"h{n}", "left" if n < left else "right", bw) for n in range(left + right)]
+    links.append(("left", "right", bottleneck))
+    return _build(
+        [f"h{n}" for n in range(left + right)], ["left", "right"], links,
+        name=f"dumbbell:{left},{right},{bottleneck:g}",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# file format
+# --------------------------------------------------------------------------------------------
+
+
+def from_dict(data: Any, where: str = "<topology>") -> nx.Graph:
+    """Validate the JSON file structure and build the graph; errors name ``where``."""
+
+    def fail(msg: str) -> TopologyError:
+        return TopologyError(f"{where}: {msg}")
+
+    if not isinstance(data, Mapping):
+        raise fail("top level must be an object with 'hosts', 'switches' and 'links'")
+    for key in ("hosts", "switches", "links"):
+        if key not in data:
+            raise fail(f"missing key {key!r}")
+        if not isinstance(data[key], list):
+            raise fail(f"{key!r} must be a list")
+    seen: dict[str, str] = {}
+    for key, kind in (("hosts", "host"), ("switches", "switch")):
+        for i, name in enumerate(data[key]):
+            if not isinstance(name, str) or not name:
+                raise fail(f"{key}[{i}] must be a non-empty string, got {name!r}")
+            if name in seen:
+                raise fail(f"duplicate node name {name!r} ({seen[name]} and {kind})")
+            seen[name] = kind
+    links = []
+    pairs: set[frozenset[str]] = set()
+    for i, link in enumerate(data["links"]):
+        if not isinstance(link, Mapping) or "a" not in link or "b" not in link:
+            raise fail(f"links[{i}] must be an object with 'a' and 'b'")
+        a, b = link["a"], link["b"]
+        for end in (a, b):
+            if not isinstance(end, str) or end not in seen:
+                raise fail(f"links[{i}] names unknown node {end!r}")
+        if a == b:
+            raise fail(f"links[{i}] is a self-loop on {a!r}")
+        if frozenset((a, b)) in pairs:
+            raise fail(f"links[{i}] duplicates the link {a!r}–{b!r}")
+        pairs.add(frozenset((a, b)))
+        bw = link.get("bw", 1.0)
+        if (
+            isinstance(bw, bool)
+            or not isinstance(bw, int | float)
+            or not math.isfinite(bw)
+            or bw <= 0
+        ):
+            raise fail(f"links[{i}] ({a}–{b}): bw must be a positive number, got {bw!r}")
+        links.append((a, b, float(bw)))
+    name = data.get("name", where)
+    return _build(data["hosts"], data["switches"], links, name=str(name))
+
+
+def to_dict(graph: nx.Graph) -> dict[str, Any]:
+    """The file-format dict of ``graph`` (links in name order; round-trips with from_dict)."""
+    links = []
+    for a, b, bw in graph.edges(data="bw", default=1.0):
+        a, b = sorted((a, b), key=natural_key)
+        links.append({"a": a, "b": b, "bw": float(bw)})
+    links.sort(key=lambda lk: (natural_key(lk["a"]), natural_key(lk["b"])))
+    return {"hosts": hosts(graph), "switches": switches(graph), "links": links}
+
+
+def load_json(path: str | Path) -> nx.Graph:
+    """Read a topology file; any problem → :class:`TopologyError` naming the file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TopologyError(f"{path}: cannot read topology file ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TopologyError(
+            f"{path}:{exc.lineno}:{exc.colno}: bad JSON ({exc.msg})"
+        ) from None
+    # A plan file embeds its topology: accept it too, so a plan is self-contained.
+    if isinstance(data, Mapping) and isinstance(data.get("topology"), Mapping):
+        data = data["topology"].get("graph", data["topology"])
+    return from_dict(data, str(path))
+
+
+_SPEC_ARGS = {"fattree": (1, 2), "leafspine": (3, 4), "bcube": (2, 3), "dumbbell": (2, 3)}
+
+
+def parse_topology(spec: str) -> nx.Graph:
+    """``fattree:K[,BW]`` | ``leafspine:L,S,H[,BW]`` | ``bcube:N,K[,BW]`` |
+    ``dumbbell:L,R[,BOTTLENECK]`` | a path to a ``.json`` file."""
+    name, sep, rest = spec.partition(":")
+    if not sep or name not in _SPEC_ARGS:
+        if spec.endswith(".json") or Path(spec).is_file():
+            return load_json(spec)
+        raise TopologyError(
+            f"topology {spec!r}: expected fattree:K, leafspine:L,S,H, bcube:N,K, "
+            "dumbbell:L,R[,B] or a .json file"
+        )
+    parts = [p.strip() for p in rest.split(",")] if rest else []
+    lo, hi = _SPEC_ARGS[name]
+    if not lo <= len(parts) <= hi:
+        raise TopologyError(f"topology {spec!r}: {name} takes {lo}..{hi} comma-separated numbers")
+    try:
+        n_int = lo if name != "dumbbell" else 2
+        ints = [int(p) for p in parts[:n_int]]
+        extra = [float(p) for p in parts[n_int:]]
+    except ValueError:
+        raise TopologyError(f"topology {spec!r}: arguments must be numbers") from None
+    if extra and not (math.isfinite(extra[0]) and extra[0] > 0):
+        raise TopologyError(f"topology {spec!r}: capacity must be a positive number")
+    if name == "fattree":
+        g = fat_tree(*ints, *extra)
+    elif name == "leafspine":
+        g = leaf_spine(*ints, *extra)
+    elif name == "bcube":
+        g = bcube(*ints, *extra)
+    else:
+        g = dumbbell(*ints, *extra)
+    g.graph["spec"] = spec
+    return g
