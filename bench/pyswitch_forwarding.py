@@ -1,0 +1,185 @@
+"""Frames per second forwarded by ``python -m pyswitch run`` between two namespaces.
+
+Setup: namespaces ``snd`` and ``rcv`` each with ``eth0`` wired by a veth to the root
+namespace, where ``pyswitch run`` owns the two peers as ports 1 and 2 (pinned to CPU 0); the
+sender (pinned to CPU 1 when there are ≥ 2 CPUs) floods frames from ``snd`` through an
+AF_PACKET socket for the whole measurement; the figure is the receive rate at ``rcv``'s
+eth0 (kernel counter, no user-space receiver), sampled after a warm-up.
+
+Programs (tests/p4/): ``plain`` = rt_forward.p4 (l2 exact table → port);
+``ina`` = rt_ina_like.p4 (a 32 × 32-bit value header added into 32 registers at a
+CRC32-hashed slot, sums written back, exact table on ingress port → port).
+
+Needs root. Usage: ``python bench/pyswitch_forwarding.py [--seconds 3] [--program both]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from google.protobuf import text_format  # noqa: E402
+
+from controller.p4runtime_client import SwitchConnection  # noqa: E402
+
+SENDER = r"""
+import socket, struct, sys, time
+kind, seconds = sys.argv[1], float(sys.argv[2])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("eth0", 0))
+dst, src = bytes.fromhex("020000000002"), bytes.fromhex("020000000001")
+if kind == "ina":
+    frames = [dst + src + b"\x88\xb6" + struct.pack("!I", c) + struct.pack("!32I", *range(c, c + 32))
+              for c in range(64)]
+else:
+    frames = [dst + src + b"\x88\xb5" + bytes([c]) * 50 for c in range(64)]
+end = time.monotonic() + seconds
+n = 0
+send = s.send
+while time.monotonic() < end:
+    for f in frames:
+        try:
+            send(f)
+        except OSError:
+            pass
+    n += len(frames)
+print(n)
+"""
+
+
+def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=check, capture_output=True, text=True, timeout=30)
+
+
+def rx_packets(ns: str) -> int:
+    out = sh("ip", "netns", "exec", ns, "cat", "/sys/class/net/eth0/statistics/rx_packets")
+    return int(out.stdout)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def measure(kind: str, seconds: float, tag: str, workdir: Path) -> dict[str, float]:
+    from pyswitch import compile_p4
+
+    p4 = REPO / "tests" / "p4" / ("rt_ina_like.p4" if kind == "ina" else "rt_forward.p4")
+    prog = compile_p4(str(p4))
+    cfg, info = workdir / f"{kind}.json", workdir / f"{kind}.p4info.txt"
+    prog.save(str(cfg))
+    info.write_text(text_format.MessageToString(prog.p4info))
+    snd, rcv = f"{tag}snd", f"{tag}rcv"
+    created: list[tuple[str, str]] = []
+    proc = sender = None
+    try:
+        for ns, sw_if in ((snd, f"{tag}p1"), (rcv, f"{tag}p2")):
+            sh("ip", "netns", "add", ns)
+            created.append((ns, sw_if))
+            sh("ip", "link", "add", sw_if, "type", "veth", "peer", "name", "eth0", "netns", ns)
+            for cmd in (("ip", "-n", ns, "link", "set", "eth0", "up"),
+                        ("ip", "link", "set", sw_if, "up"),
+                        ("sysctl", "-qw", f"net.ipv6.conf.{sw_if}.disable_ipv6=1"),
+                        ("ip", "netns", "exec", ns, "sysctl", "-qw",
+                         "net.ipv6.conf.eth0.disable_ipv6=1")):
+                sh(*cmd)
+        addr = f"127.0.0.1:{free_port()}"
+        ctl = str(workdir / f"{kind}.sock")
+        cpus = sorted(os.sched_getaffinity(0))
+        pin_sw = ["taskset", "-c", str(cpus[0])] if os.environ.get("PIN", "1") == "1" else []
+        pin_tx = ["taskset", "-c", str(cpus[1])] if len(cpus) > 1 else []
+        proc = subprocess.Popen(pin_sw + [sys.executable, "-m", "pyswitch", "run",
+                                          "-i", f"1@{tag}p1", "-i", f"2@{tag}p2",
+                                          "--grpc-server-addr", addr, "--control-socket", ctl,
+                                          str(cfg)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                cwd=REPO, start_new_session=True)
+        c = SwitchConnection(addr, name=f"bench-{kind}", timeout=15)
+        for _ in range(100):
+            try:
+                c.connect()
+                break
+            except Exception:
+                time.sleep(0.1)
+        c.use_p4info(info)
+        if kind == "ina":
+            c.insert_table_entry("MyIngress.fwd", {"standard_metadata.ingress_port": 1},
+                                 "MyIngress.set_port", {"port": 2})
+        else:
+            c.insert_table_entry("MyIngress.l2", {"hdr.ethernet.dstAddr": "02:00:00:00:00:02"},
+                                 "MyIngress.set_port", {"port": 2})
+        c.close()
+        warm = 1.0
+        sender = subprocess.Popen(["ip", "netns", "exec", snd] + pin_tx +
+                                  [sys.executable, "-c", SENDER, kind, str(seconds + warm + 0.5)],
+                                  stdout=subprocess.PIPE, text=True)
+        time.sleep(warm)
+        r0, t0 = rx_packets(rcv), time.monotonic()
+        time.sleep(seconds)
+        r1, t1 = rx_packets(rcv), time.monotonic()
+        sent = int(sender.communicate(timeout=seconds + 30)[0].strip() or 0)
+        sender = None
+        from pyswitch.daemon import control_request
+
+        counters = control_request(ctl, {"op": "counters"})
+        return {"program": kind, "forwarded_fps": round((r1 - r0) / (t1 - t0)),
+                "offered_fps": round(sent / (seconds + warm + 0.5)),
+                "switch_processed": counters["switch"]["processed"],
+                "port2_tx": counters["ports"]["2"]["tx_frames"]}
+    finally:
+        if sender is not None:
+            sender.kill()
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for ns, sw_if in created:
+            sh("ip", "link", "del", sw_if, check=False)
+            sh("ip", "netns", "del", ns, check=False)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--program", choices=["plain", "ina", "both"], default="both")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs per program; the median is the figure (the 2 CPUs are shared)")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("pyswitch_forwarding: needs root (namespaces, raw sockets)", file=sys.stderr)
+        return 1
+    kinds = ["plain", "ina"] if args.program == "both" else [args.program]
+    print(f"settings: {args.seconds:g} s per run after 1 s warm-up, {args.repeat} runs per "
+          f"program, sender floods 64 distinct frames from namespace snd on the other CPU, "
+          f"switch `pyswitch run` pinned to CPU {sorted(os.sched_getaffinity(0))[0]}, "
+          f"figure = receive rate at namespace rcv, Python {sys.version.split()[0]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in kinds:
+            rates = []
+            for run in range(args.repeat):
+                tag = f"b{os.getpid() % 10000}{kind[0]}{run}"
+                r = measure(kind, args.seconds, tag, Path(tmp))
+                print(json.dumps(r))
+                rates.append(r["forwarded_fps"])
+            rates.sort()
+            print(f"{kind}: {rates[len(rates) // 2]} frames/s forwarded (median of "
+                  f"{len(rates)}; min {rates[0]}, max {rates[-1]})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

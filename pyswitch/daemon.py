@@ -1,0 +1,483 @@
+"""``python -m pyswitch run``: a pyswitch v1model switch on Linux interfaces with P4Runtime.
+
+Command line mirrors BMv2's ``simple_switch_grpc``::
+
+    python -m pyswitch run [-i N@IFACE ...] [--device-id ID] [--grpc-server-addr HOST:PORT]
+                           [--cpu-port N] [--no-p4] [--log-console] [--log-file PATH]
+                           [--impair PORT|all:loss=..,dup=..,reorder=..,delay_ms=..,seed=..]
+                           [--control-socket PATH] [COMPILED.json]
+
+Threads: one forwarding loop (epoll over the AF_PACKET ports, a wake-up pipe and the
+impairment timers) that runs ``Switch.process`` for every received frame; gRPC worker
+threads for P4Runtime; one thread for the control socket. One lock (``Device.lock``) guards
+the switch, the impairment state and the delayed-frame queue; the loop takes it once per
+batch of received frames.
+
+Control socket: a UNIX stream socket speaking JSON lines (one request object per line, one
+answer per line). Requests: ``{"op": "counters"}``, ``{"op": "get_impairment"}``,
+``{"op": "set_impairment", "port": N | "all", "spec": "loss=0.1,seed=3"}`` (keys not given
+keep their value; ``"none"`` clears), ``{"op": "ping"}``. Answers carry ``"ok": true`` or
+``"ok": false, "error": "..."``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import itertools
+import json
+import logging
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+# gRPC's C core logs bind failures etc. to stderr itself; we report them in one line.
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+
+from pyswitch.impairment import (  # noqa: E402
+    ImpairmentSpecError,
+    PortImpairments,
+    parse_port_option,
+    parse_spec,
+)
+from pyswitch.p4runtime_server import Device, serve  # noqa: E402
+from pyswitch.ports import Port, PortError  # noqa: E402
+
+log = logging.getLogger("pyswitch.run")
+BATCH = 64
+
+
+class UsageError(Exception):
+    """A command-line mistake: printed as one line, exit status 2."""
+
+
+class ForwardingLoop:
+    """Moves frames between ports through the device's switch, applying impairments."""
+
+    def __init__(self, device: Device, ports: dict[int, Port],
+                 impairments: PortImpairments | None = None) -> None:
+        self.dev = device
+        self.ports = ports
+        self.imp = impairments or PortImpairments()
+        self._by_fd = {p.fileno(): (n, p) for n, p in ports.items()}
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._heap: list[tuple[float, int, str, int, bytes]] = []  # (time, seq, "rx"/"tx"...)
+        self._seq = itertools.count()
+        self._stop = False
+        self.processed = 0
+        self.dropped_no_pipeline = 0
+        self.process_errors = 0
+        self.unknown_port_out = 0
+        self.loop_errors = 0
+        device.inject = self.inject
+
+    # -- called from other threads
+    def wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except BlockingIOError:
+            pass
+
+    def stop(self) -> None:
+        self._stop = True
+        self.wake()
+
+    def inject(self, port: int, frame: bytes) -> None:
+        """Process ``frame`` as if received on ``port`` (packet-out), from any thread."""
+        with self.dev.lock:
+            self._process(port, frame)
+        self.wake()
+
+    def set_impairment(self, port: int | None, spec_text: str) -> None:
+        with self.dev.lock:
+            targets = list(self.ports) if port is None else [port]
+            for p in targets:
+                if p not in self.ports:
+                    raise ImpairmentSpecError(f"port {p} does not exist")
+                self.imp.set(p, parse_spec(spec_text, self.imp.spec(p)))
+        self.wake()
+
+    # -- the packet path (lock held)
+    def _process(self, port: int, frame: bytes) -> None:
+        sw = self.dev.switch
+        if sw is None:
+            self.dropped_no_pipeline += 1
+            return
+        try:
+            outs = sw.process(port, frame)
+        except Exception:  # a pipeline bug must not stop the switch
+            self.process_errors += 1
+            if self.process_errors <= 10:
+                log.exception("process() failed on a frame from port %d", port)
+            return
+        self.processed += 1
+        for out_port, out in outs:
+            self._transmit(out_port, out)
+
+    def _transmit(self, port: int, frame: bytes) -> None:
+        if port == self.dev.cpu_port:
+            self.dev.packet_in(frame)
+            return
+        imp = self.imp.tx.get(port)
+        if imp is not None and not (imp.spec.is_noop and imp.next_deadline() is None):
+            now = time.monotonic()
+            for t, f in imp.offer(frame, now):
+                if t <= now:
+                    self._send(port, f)
+                else:
+                    heapq.heappush(self._heap, (t, next(self._seq), "tx", port, f))
+            self._arm(imp, "tx", port)
+            return
+        self._send(port, frame)
+
+    def _send(self, port: int, frame: bytes) -> None:
+        p = self.ports.get(port)
+        if p is None:
+            self.unknown_port_out += 1
+            return
+        p.send(frame)
+
+    def _arm(self, imp: Any, kind: str, port: int) -> None:
+        """Schedule a wake-up for a held (reordered) frame's hold timeout."""
+        d = imp.next_deadline()
+        if d is not None:
+            heapq.heappush(self._heap, (d, next(self._seq), kind + "-expire", port, b""))
+
+    def _receive(self, port: int, frames: list[bytes]) -> None:
+        imp = self.imp.rx.get(port)
+        if imp is not None and not (imp.spec.is_noop and imp.next_deadline() is None):
+            now = time.monotonic()
+            for frame in frames:
+                for t, f in imp.offer(frame, now):
+                    if t <= now:
+                        self._process(port, f)
+                    else:
+                        heapq.heappush(self._heap, (t, next(self._seq), "rx", port, f))
+            self._arm(imp, "rx", port)
+            return
+        sw = self.dev.switch
+        if sw is None:
+            self.dropped_no_pipeline += len(frames)
+            return
+        # fast path (no impairment on this port): inlined _process/_transmit/_send
+        process, ports, tx, cpu = sw.process, self.ports, self.imp.tx, self.dev.cpu_port
+        for frame in frames:
+            try:
+                outs = process(port, frame)
+            except Exception:  # a pipeline bug must not stop the switch
+                self.process_errors += 1
+                if self.process_errors <= 10:
+                    log.exception("process() failed on a frame from port %d", port)
+                continue
+            self.processed += 1
+            for out_port, out in outs:
+                if out_port in tx or out_port == cpu:
+                    self._transmit(out_port, out)
+                    continue
+                p = ports.get(out_port)
+                if p is None:
+                    self.unknown_port_out += 1
+                else:
+                    p.send(out)
+
+    def _run_timers(self) -> None:
+        now = time.monotonic()
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            _, _, kind, port, frame = heapq.heappop(heap)
+            if kind == "tx":
+                self._send(port, frame)
+            elif kind == "rx":
+                self._process(port, frame)
+            else:  # a reorder hold expired
+                table = self.imp.rx if kind == "rx-expire" else self.imp.tx
+                imp = table.get(port)
+                if imp is None:
+                    continue
+                for t, f in imp.expire(now):
+                    if kind == "rx-expire":
+                        if t <= now:
+                            self._process(port, f)
+                        else:
+                            heapq.heappush(heap, (t, next(self._seq), "rx", port, f))
+                    elif t <= now:
+                        self._send(port, f)
+                    else:
+                        heapq.heappush(heap, (t, next(self._seq), "tx", port, f))
+
+    def run(self) -> None:
+        ep = select.epoll()
+        for fd in self._by_fd:
+            ep.register(fd, select.EPOLLIN)
+        ep.register(self._wake_r, select.EPOLLIN)
+        by_fd, lock = self._by_fd, self.dev.lock
+        try:
+            while not self._stop:
+                timeout = -1.0
+                if self._heap:
+                    timeout = max(0.0, self._heap[0][0] - time.monotonic())
+                events = ep.poll(timeout)
+                try:
+                    with lock:
+                        for fd, _ in events:
+                            if fd == self._wake_r:
+                                try:
+                                    os.read(self._wake_r, 4096)
+                                except BlockingIOError:
+                                    pass
+                                continue
+                            port, p = by_fd[fd]
+                            frames = p.recv_batch(BATCH)
+                            if frames:
+                                self._receive(port, frames)
+                        if self._heap:
+                            self._run_timers()
+                except Exception:  # a bug must not take the switch down; say it, go on
+                    self.loop_errors += 1
+                    if self.loop_errors <= 10:
+                        log.exception("forwarding loop error (continuing)")
+        finally:
+            ep.close()
+
+    def counters(self) -> dict[str, Any]:
+        with self.dev.lock:
+            return {
+                "ports": {str(n): {"ifname": p.ifname, **p.counters.to_dict()}
+                          for n, p in sorted(self.ports.items())},
+                "impairments": self.imp.snapshot(),
+                "switch": {"processed": self.processed,
+                           "dropped_no_pipeline": self.dropped_no_pipeline,
+                           "process_errors": self.process_errors,
+                           "unknown_port_out": self.unknown_port_out,
+                           "loop_errors": self.loop_errors,
+                           "delayed_pending": len(self._heap)},
+            }
+
+
+# ---------------------------------------------------------------- control socket
+
+def handle_control(loop: ForwardingLoop, req: Any) -> dict[str, Any]:
+    """Answer one control request (pure dispatch; errors become ``ok: false``)."""
+    if not isinstance(req, dict):
+        return {"ok": False, "error": "request must be a JSON object"}
+    op = req.get("op")
+    try:
+        if op == "ping":
+            return {"ok": True}
+        if op == "counters":
+            return {"ok": True, **loop.counters()}
+        if op == "get_impairment":
+            return {"ok": True, "impairments": loop.counters()["impairments"]}
+        if op == "set_impairment":
+            port = req.get("port", "all")
+            if port != "all" and not isinstance(port, int):
+                return {"ok": False, "error": f"port must be an int or 'all', got {port!r}"}
+            loop.set_impairment(None if port == "all" else port, str(req.get("spec", "")))
+            return {"ok": True, "impairments": loop.counters()["impairments"]}
+    except ImpairmentSpecError as exc:
+        return {"ok": False, "error": str(exc)}
+    return {"ok": False, "error": f"unknown op {op!r}"}
+
+
+def serve_control(loop: ForwardingLoop, path: str) -> socket.socket:
+    """Listen on UNIX socket ``path`` (replaced if stale) and serve JSON lines on a thread."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(8)
+
+    def client(conn: socket.socket) -> None:
+        with conn, conn.makefile("rwb") as f:
+            for line in f:
+                try:
+                    answer = handle_control(loop, json.loads(line))
+                except json.JSONDecodeError as exc:
+                    answer = {"ok": False, "error": f"bad JSON: {exc}"}
+                f.write(json.dumps(answer).encode() + b"\n")
+                f.flush()
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=client, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True, name="control").start()
+    return srv
+
+
+def control_request(path: str, request: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+    """Send one request to a running switch's control socket and return the answer."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendall(json.dumps(request).encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    return json.loads(buf)
+
+
+# ---------------------------------------------------------------- command line
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m pyswitch run",
+        description="Run a pyswitch v1model switch on Linux interfaces with a P4Runtime "
+                    "server (command line as BMv2's simple_switch_grpc).")
+    p.add_argument("config", nargs="?", help="compiled program (pyswitch compile output)")
+    p.add_argument("-i", "--interface", action="append", default=[], metavar="N@IFACE",
+                   help="attach port N to interface IFACE (repeatable)")
+    p.add_argument("--device-id", type=int, default=0)
+    p.add_argument("--grpc-server-addr", default="0.0.0.0:9559", metavar="HOST:PORT")
+    p.add_argument("--cpu-port", type=int, default=None,
+                   help="port number of the CPU port (packet-in/out); none by default")
+    p.add_argument("--no-p4", action="store_true",
+                   help="start without a program (wait for SetForwardingPipelineConfig)")
+    p.add_argument("--log-console", action="store_true", help="log to stderr")
+    p.add_argument("--log-file", metavar="PATH", help="log to this file")
+    p.add_argument("--log-level", default="info",
+                   choices=["trace", "debug", "info", "warn", "error", "off"])
+    p.add_argument("--thrift-port", type=int, help="accepted for compatibility; ignored")
+    p.add_argument("--impair", action="append", default=[], metavar="PORT|all:SPEC",
+                   help="link impairment, e.g. 'all:loss=0.02,dup=0.01,reorder=0.01,"
+                        "delay_ms=1,seed=7' (dir=in|out|both, default both)")
+    p.add_argument("--control-socket", metavar="PATH",
+                   help="UNIX socket for run-time impairment changes and counters")
+    p.add_argument("--seed", type=int, default=0, help="seed of the switch's own randomness")
+    return p
+
+
+def parse_interfaces(specs: list[str]) -> dict[int, str]:
+    ports: dict[int, str] = {}
+    for spec in specs:
+        num, sep, ifname = spec.partition("@")
+        if not sep or not ifname:
+            raise UsageError(f"-i {spec!r}: expected N@IFACE")
+        try:
+            n = int(num)
+        except ValueError:
+            raise UsageError(f"-i {spec!r}: port {num!r} is not a number") from None
+        if n in ports:
+            raise UsageError(f"-i {spec!r}: port {n} given twice")
+        if ifname in ports.values():
+            raise UsageError(f"-i {spec!r}: interface {ifname} given twice")
+        ports[n] = ifname
+    return ports
+
+
+def setup_logging(args: argparse.Namespace) -> None:
+    level = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
+             "warn": logging.WARNING, "error": logging.ERROR, "off": logging.CRITICAL + 1}
+    root = logging.getLogger("pyswitch")
+    root.setLevel(level[args.log_level])
+    fmt = logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s")
+    handlers: list[logging.Handler] = []
+    if args.log_console:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    if args.log_file:
+        handlers.append(logging.FileHandler(args.log_file))
+    for h in handlers:
+        h.setFormatter(fmt)
+        root.addHandler(h)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--"]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    prog = "pyswitch run"
+    ports: dict[int, Port] = {}
+    try:
+        ifaces = parse_interfaces(args.interface)
+        impairments = PortImpairments()
+        for text in args.impair:
+            port, spec = parse_port_option(text)
+            for n in (ifaces if port is None else [port]):
+                if n not in ifaces:
+                    raise UsageError(f"--impair {text!r}: port {n} is not attached with -i")
+                impairments.set(n, spec)
+        if args.config and args.no_p4:
+            raise UsageError("give either a compiled program or --no-p4, not both")
+        setup_logging(args)
+        device = Device(device_id=args.device_id, cpu_port=args.cpu_port, seed=args.seed)
+        if args.config:
+            program, raw = _load_program(args.config)
+            device.load(program, raw)
+        for n, ifname in ifaces.items():
+            ports[n] = Port(ifname)
+        loop = ForwardingLoop(device, ports, impairments)
+        server, bound = serve(device, args.grpc_server_addr)
+    except UsageError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        _close(ports)
+        return 2
+    except ImpairmentSpecError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        _close(ports)
+        return 2
+    except (PortError, OSError) as exc:
+        print(f"{prog}: {exc.strerror if isinstance(exc, PortError) else exc}",
+              file=sys.stderr)
+        _close(ports)
+        return 1
+    control = serve_control(loop, args.control_socket) if args.control_socket else None
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        loop.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    log.info("device %d: P4Runtime on %s (port %d), ports %s", args.device_id,
+             args.grpc_server_addr, bound,
+             ", ".join(f"{n}@{i}" for n, i in sorted(ifaces.items())) or "none")
+    try:
+        loop.run()
+    finally:
+        server.stop(grace=0.5).wait(2)
+        if control is not None:
+            control.close()
+            try:
+                os.unlink(args.control_socket)
+            except OSError:
+                pass
+        _close(ports)
+    return 0
+
+
+def _load_program(path: str) -> tuple[Any, bytes]:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    from pyswitch.p4runtime_server import program_from_bytes
+
+    try:
+        return program_from_bytes(raw), raw
+    except Exception as exc:
+        raise UsageError(f"{path}: not a pyswitch compiled program ({exc})") from None
+
+
+def _close(ports: dict[int, Port]) -> None:
+    for p in ports.values():
+        p.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

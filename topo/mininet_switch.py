@@ -1,0 +1,195 @@
+"""Mininet switch classes that run a P4 target with a P4Runtime server on loopback.
+
+* :class:`PySwitch` starts ``python -m pyswitch run`` (with the venv's interpreter).
+* :class:`BMv2Switch` starts BMv2's ``simple_switch_grpc`` (when installed).
+
+Both: one switch process per Mininet switch, in the root namespace (Mininet switches are not
+in a namespace), ports ``-i N@<switch>-ethN`` from Mininet's port numbers, a per-switch gRPC
+port on 127.0.0.1, ``start`` returns only once the P4Runtime server answers (gRPC channel
+ready) and ``stop`` terminates the process (SIGTERM, then SIGKILL after a grace period).
+The controller then pushes the pipeline over P4Runtime (or a compiled program is given).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+import grpc
+from mininet.node import Switch
+
+_device_ids = itertools.count(1)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SwitchStartError(RuntimeError):
+    """The switch process exited or did not answer on its gRPC port in time."""
+
+
+class P4RuntimeSwitch(Switch):
+    """Common part: process management and readiness wait. Subclasses build the command."""
+
+    binary_name = "switch"
+
+    def __init__(self, name: str, grpc_port: int | None = None, device_id: int | None = None,
+                 config: str | None = None, cpu_port: int | None = None,
+                 log_dir: str | None = None, start_timeout: float = 20.0,
+                 extra_args: list[str] | None = None, dpid: str | None = None,
+                 **params: Any) -> None:
+        self.device_id = next(_device_ids) if device_id is None else device_id
+        dpid = dpid or f"{self.device_id:016x}"
+        super().__init__(name, dpid=dpid, **params)
+        self.grpc_port = grpc_port or free_port()
+        self.config = config
+        self.cpu_port = cpu_port
+        self.log_dir = log_dir
+        self.start_timeout = start_timeout
+        self.extra_args = list(extra_args or [])
+        self.proc: subprocess.Popen | None = None
+        self.log_path: str | None = None
+
+    @property
+    def grpc_address(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def port_interfaces(self) -> dict[int, str]:
+        """Switch port number → interface name (Mininet's numbering, loopback excluded)."""
+        return {port: intf.name for intf, port in self.ports.items() if intf.name != "lo"}
+
+    def command(self) -> list[str]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def start(self, controllers: list[Any]) -> None:
+        for ifname in self.port_interfaces().values():
+            try:  # no IPv6 chatter from the switch's own interfaces
+                with open(f"/proc/sys/net/ipv6/conf/{ifname}/disable_ipv6", "w") as f:
+                    f.write("1")
+            except OSError:
+                pass
+        log_dir = self.log_dir or "/tmp"
+        os.makedirs(log_dir, exist_ok=True)
+        self.log_path = os.path.join(log_dir, f"{self.name}-{self.binary_name}.log")
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Block until the gRPC server accepts connections; raise with the log tail if the
+        process died or the timeout passed."""
+        deadline = time.monotonic() + self.start_timeout
+        channel = grpc.insecure_channel(self.grpc_address)
+        try:
+            while True:
+                if self.proc is not None and self.proc.poll() is not None:
+                    raise SwitchStartError(f"{self.name}: {self.binary_name} exited with "
+                                           f"status {self.proc.returncode}: {self._log_tail()}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._terminate()
+                    raise SwitchStartError(f"{self.name}: no P4Runtime answer on "
+                                           f"{self.grpc_address} within {self.start_timeout:g} s")
+                try:
+                    grpc.channel_ready_future(channel).result(timeout=min(0.25, left))
+                    return
+                except grpc.FutureTimeoutError:
+                    continue
+        finally:
+            channel.close()
+
+    def _log_tail(self) -> str:
+        try:
+            with open(self.log_path or "", errors="replace") as f:
+                lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+            return lines[-1] if lines else "(no output)"
+        except OSError:
+            return "(no log)"
+
+    def _terminate(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 (Mininet's name)
+        self._terminate()
+        super().stop(deleteIntfs)
+
+    def connected(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+class PySwitch(P4RuntimeSwitch):
+    """``python -m pyswitch run`` as a Mininet switch.
+
+    Extra options: ``impair`` (list of ``PORT|all:spec`` strings, see ``pyswitch run
+    --impair``), ``control_socket`` (path of the run-time control socket),
+    ``python`` (interpreter; default: this process's, i.e. the project venv)."""
+
+    binary_name = "pyswitch"
+
+    def __init__(self, name: str, impair: list[str] | None = None,
+                 control_socket: str | None = None, python: str | None = None,
+                 **params: Any) -> None:
+        super().__init__(name, **params)
+        self.impair = list(impair or [])
+        self.control_socket = control_socket
+        self.python = python or sys.executable
+
+    def command(self) -> list[str]:
+        cmd = [self.python, "-m", "pyswitch", "run", "--device-id", str(self.device_id),
+               "--grpc-server-addr", self.grpc_address, "--log-console"]
+        for port, ifname in sorted(self.port_interfaces().items()):
+            cmd += ["-i", f"{port}@{ifname}"]
+        if self.cpu_port is not None:
+            cmd += ["--cpu-port", str(self.cpu_port)]
+        for spec in self.impair:
+            cmd += ["--impair", spec]
+        if self.control_socket:
+            cmd += ["--control-socket", self.control_socket]
+        cmd += self.extra_args
+        cmd += [self.config] if self.config else ["--no-p4"]
+        return cmd
+
+
+class BMv2Switch(P4RuntimeSwitch):
+    """BMv2 ``simple_switch_grpc`` as a Mininet switch (needs it on PATH)."""
+
+    binary_name = "simple_switch_grpc"
+
+    @staticmethod
+    def available() -> bool:
+        return shutil.which("simple_switch_grpc") is not None
+
+    def command(self) -> list[str]:
+        exe = shutil.which(self.binary_name)
+        if exe is None:
+            raise SwitchStartError("simple_switch_grpc is not installed (not on PATH)")
+        cmd = [exe, "--device-id", str(self.device_id), "--log-console",
+               "--thrift-port", str(free_port())]
+        for port, ifname in sorted(self.port_interfaces().items()):
+            cmd += ["-i", f"{port}@{ifname}"]
+        cmd += self.extra_args
+        cmd += [self.config] if self.config else ["--no-p4"]
+        cmd += ["--", "--grpc-server-addr", self.grpc_address]
+        if self.cpu_port is not None:
+            cmd += ["--cpu-port", str(self.cpu_port)]
+        return cmd
