@@ -36,7 +36,7 @@ plan: $(STAMP)
 
 ## make run: the main INA experiment on the embedded default (needs root)
 run: $(STAMP)
-	$(PY) -m workers.experiment run --target $(TARGET) $(ARGS)
+	$(PY) -m controller run --target $(TARGET) $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

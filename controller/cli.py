@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from controller.experiment import ExperimentError
 from controller.lp import PlanError, make_job
 from topo.models import TopologyError, hosts, parse_topology
 
@@ -67,7 +68,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise PlanError(f"--time-limit must be > 0, got {args.time_limit}")
     graph = parse_topology(args.topo)
     workers = resolve_workers(graph, args.ps, args.workers)
-    job = make_job(graph, args.ps, workers, capacity=args.capacity)
+    job = make_job(graph, args.ps, workers, capacity=args.capacity,
+                   result_load=args.result_load)
     t0 = time.perf_counter()
     fast = FastLP(job, solver=args.solver, time_limit=args.time_limit)
     res = greedy(job, args.budget, solver=args.solver, time_limit=args.time_limit, lp=fast)
@@ -147,7 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-combinations", type=int, default=2000,
                    help="largest number of subsets the exact-optimum baseline tries")
     p.add_argument("--no-baselines", action="store_true", help="skip the baselines")
+    p.add_argument("--result-load", action="store_true",
+                   help="count the RESULT multicast tree in link loads (what the testbed's "
+                        "data plane does; SPEC §3.3 leaves it out)")
     p.add_argument("--out", required=True, help="plan file to write (JSON)")
+    from controller.experiment import add_run_parser
+
+    add_run_parser(sub, add_subcommand)
     return parser
 
 
@@ -155,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)
-    except (UsageError, PlanError, TopologyError) as exc:
+    except (UsageError, PlanError, TopologyError, ExperimentError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -50,14 +50,15 @@ class ExperimentError(RuntimeError):
 class Settings:
     topo: str = "fattree:4"
     ps: str = "h0"
-    workers: str = "4"
+    workers: str = "6"
     budget: int = 2
-    rounds: int = 20
+    rounds: int = 30
     model: str = "mlp"
     hidden: int = 32
     batch_size: int = 16
     lr: float = 0.2
-    bw: float | None = None  # Mbit/s on every link (TCLink); None = unshaped
+    bw: float | None = 1.0  # Mbit/s on every link (TCLink); None = unshaped (link-bound by default
+    # so that the LP's γ is what limits the run, not pyswitch's CPU)
     loss: float = 0.0
     dup: float = 0.0
     reorder: float = 0.0
@@ -249,11 +250,13 @@ def plan_job(s: Settings, graph: nx.Graph, out_dir: Path) -> dict:
     from controller.baselines import all_baselines
     from controller.cli import resolve_workers
     from controller.greedy import greedy
-    from controller.lp import FastLP, make_job
+    from controller.lp import FastLP, make_job, solve_lp
     from controller.plan import build_plan, write_plan
 
     workers = resolve_workers(graph, s.ps, s.workers)
-    job = make_job(graph, s.ps, workers)
+    # The data plane multicasts every RESULT down a tree, so plan with that load counted
+    # (controller.lp.result_tree_coeffs); the SPEC §3.3 γ of the same deployment is kept too.
+    job = make_job(graph, s.ps, workers, result_load=True)
     t0 = time.perf_counter()
     fast = FastLP(job)
     res = greedy(job, s.budget, lp=fast)
@@ -262,6 +265,9 @@ def plan_job(s: Settings, graph: nx.Graph, out_dir: Path) -> dict:
     plan = build_plan(job, res.lp, budget=s.budget, baselines=base, spec=s.topo,
                       greedy_history=res.history,
                       timings={"greedy": t_greedy, "lp_solves": res.lp_solves})
+    plan["result_load"] = True
+    plan["gamma_without_result_load"] = solve_lp(make_job(graph, s.ps, workers),
+                                                 list(res.deployed)).gamma
     write_plan(plan, out_dir / "plan.json")
     return plan
 
@@ -306,7 +312,8 @@ def run_experiment(s: Settings) -> dict:
     opts = {"impair": _impairments(s)} if s.target == "pyswitch" else {}
     console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, "
                   f"{s.target} switches" + (f", {s.bw:g} Mbit/s links" if s.bw else ""))
-    mininet = build_net(graph, switch_cls, switch_opts=opts)
+    mininet = build_net(graph, switch_cls, switch_opts=opts,
+                        bw_unit_mbps=1.0 if s.bw else None)
     results: dict[str, Any] = {}
     try:
         for h in mininet.plan.hosts:
@@ -355,6 +362,7 @@ def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: fl
     # measured γ: gradient data (frames on the wire) synchronized per second, Mbit/s
     measured = [n_chunks * FRAME_BYTES * 8 / r["time_s"] / 1e6 for r in rounds]
     gamma = {"predicted": plan["gamma"], "measured": float(np.median(measured)),
+             "predicted_without_result_load": plan.get("gamma_without_result_load"),
              "unit": "Mbit/s of gradient frames" if s.bw else "link-capacity units (no --bw)"}
     gamma["ratio"] = gamma["measured"] / gamma["predicted"] if s.bw else None
     return {
@@ -385,7 +393,8 @@ def add_run_parser(sub: Any, add_subcommand: Any) -> None:
     p.add_argument("--model", choices=["mlp", "logreg"], default=d.model)
     p.add_argument("--hidden", type=int, default=d.hidden,
                    help="MLP hidden units (sets the gradient size)")
-    p.add_argument("--bw", type=float, default=None, help="link bandwidth in Mbit/s (TCLink)")
+    p.add_argument("--bw", type=float, default=d.bw,
+                   help=f"link bandwidth in Mbit/s (TCLink; default {d.bw:g}; 0 = unshaped)")
     p.add_argument("--loss", type=float, default=0.0, help="drop probability on every port")
     p.add_argument("--dup", type=float, default=0.0, help="duplication probability")
     p.add_argument("--reorder", type=float, default=0.0, help="reordering probability")
@@ -401,8 +410,11 @@ def add_run_parser(sub: Any, add_subcommand: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.bw < 0:
+        raise ExperimentError(f"--bw must be >= 0 Mbit/s, got {args.bw}")
     s = Settings(topo=args.topo, ps=args.ps, workers=args.workers, budget=args.budget,
-                 rounds=args.rounds, model=args.model, hidden=args.hidden, bw=args.bw,
+                 rounds=args.rounds, model=args.model, hidden=args.hidden,
+                 bw=args.bw or None,
                  loss=args.loss, dup=args.dup, reorder=args.reorder, seed=args.seed,
                  target=args.target, modes=tuple(m.strip() for m in args.modes.split(",")),
                  window=args.window, timeout=args.timeout, round_timeout=args.round_timeout,

@@ -77,7 +77,7 @@ def greedy(
     history: list[tuple[str, float]] = []
     U = candidates(job)
     while len(S) < budget and U:
-        if symmetry:
+        if symmetry and not job.result_load:  # the RESULT tree breaks ties by name
             from topo.symmetry import candidate_orbits
 
             classes = candidate_orbits(job.graph, job.ps, job.ps_tor, job.workers,

@@ -65,6 +65,7 @@ __all__ = [
     "pick_solver",
     "FastLP",
     "compute_loads",
+    "result_tree_coeffs",
 ]
 
 Link = tuple[str, str]
@@ -83,6 +84,7 @@ class Job:
     ps_tor: str
     workers: tuple[str, ...]
     capacity: Mapping[str, float] = field(default_factory=dict)
+    result_load: bool = False  # count the RESULT multicast tree in link loads (see below)
 
 
 def _kind(graph: nx.Graph, n: str) -> str | None:
@@ -95,6 +97,7 @@ def make_job(
     workers: Iterable[str],
     ps_tor: str | None = None,
     capacity: float | Mapping[str, float] | None = None,
+    result_load: bool = False,
 ) -> Job:
     """Validate a job.  ``ps_tor`` defaults to the PS's first switch neighbour in name order
     (the only one for single-homed PSs; BCube's level-0 switch for a BCube server).
@@ -141,7 +144,26 @@ def make_job(
                 raise PlanError(f"capacity given for unknown switch {s!r}")
             if not c > 0:
                 raise PlanError(f"switch capacity must be > 0, got {c!r} for {s!r}")
-    return Job(graph, ps, ps_tor, tuple(sorted(workers, key=natural_key)), caps)
+    return Job(graph, ps, ps_tor, tuple(sorted(workers, key=natural_key)), caps, result_load)
+
+
+def result_tree_coeffs(job: Job, deployed: Sequence[str]) -> list[tuple[Link, float]]:
+    """Per-unit-γ load of the RESULT distribution (``job.result_load``).
+
+    The PS answers every chunk once, to s_d (link d→s_d), and the switches multicast it
+    down one tree (:func:`controller.mcast_tree.result_tree`: to every worker and every
+    deployed switch), so each tree link carries one RESULT stream of rate γ in the downward
+    direction.  SPEC §3.3's LP leaves this out; on a fat-tree it shares the links into a
+    deployed switch with gradients flowing toward it, so a data plane that sends RESULTs
+    runs at the γ of the LP *with* this term.  The tree breaks ties by name, so it is not
+    invariant under topology automorphisms: the greedy does not use symmetry with it.
+    """
+    from controller.mcast_tree import result_tree
+
+    tree = result_tree(job.graph, job.ps_tor, job.workers, deployed)
+    coeffs = [((job.ps, job.ps_tor), 1.0)]
+    coeffs += [((parent, child), 1.0) for parent, kids in tree.items() for child in kids]
+    return coeffs
 
 
 def candidates(job: Job) -> list[str]:
@@ -273,6 +295,8 @@ def solve_lp(
     for s in S:
         add(_fractions(g, s, sd), a[s])
     add(_fractions(g, sd, job.ps), gamma)
+    if job.result_load:
+        add(result_tree_coeffs(job, S), gamma)
 
     for e, row in load.items():
         terms = [(v, c) for v, c in row.items() if abs(c) > 1e-12]
@@ -359,6 +383,9 @@ def compute_loads(
     for s in deployed:
         add(s, sd, a.get(s, 0.0))
     add(sd, job.ps, gamma)
+    if job.result_load:
+        for e, c in result_tree_coeffs(job, deployed):
+            out[e] = out.get(e, 0.0) + gamma * c
     return out
 
 
@@ -373,6 +400,9 @@ def ps_only(job: Job) -> tuple[float, dict[Link, float]]:
             raise PlanError(f"topology is disconnected: worker {w!r} cannot reach the PS")
         for e, f in _fractions(g, w, job.ps):
             per_unit[e] = per_unit.get(e, 0.0) + f
+    if job.result_load:
+        for e, c in result_tree_coeffs(job, ()):
+            per_unit[e] = per_unit.get(e, 0.0) + c
     gamma = min(_bw(g, *e) / c for e, c in per_unit.items() if c > 0)
     return gamma, {e: gamma * c for e, c in per_unit.items()}
 
@@ -493,6 +523,10 @@ class FastLP:
             put(idx, 1 + j, val)
         idx, val = self._node_vec(sd, job.ps)
         put(idx, 0, val)
+        if job.result_load:
+            tree = result_tree_coeffs(job, S)
+            put(np.array([self.link_idx[e] for e, _ in tree], dtype=np.int64), 0,
+                np.array([c for _, c in tree]))
         L_rows = np.concatenate(rows_i)
         used, L_rows = np.unique(L_rows, return_inverse=True)
         L_cols = np.concatenate(cols_i)

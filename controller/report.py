@@ -76,12 +76,12 @@ def summary_table(results: dict[str, Any]) -> Table:
     table = Table(title=f"INSync run {results.get('run', '')}")
     table.add_column("mode")
     table.add_column("rounds", justify="right")
-    table.add_column("s / round", justify="right")
-    table.add_column("PS rx bytes / round", justify="right")
-    table.add_column("busiest link bytes / round", justify="right")
-    table.add_column("retransmissions", justify="right")
-    table.add_column("final accuracy", justify="right")
-    table.add_column("exact sums", justify="center")
+    table.add_column("s/round", justify="right")
+    table.add_column("PS B/round", justify="right")
+    table.add_column("max link B/round", justify="right")
+    table.add_column("retx", justify="right")
+    table.add_column("accuracy", justify="right")
+    table.add_column("exact", justify="center")
     for mode, data in results["modes"].items():
         rounds = data.get("rounds", [])
         table.add_row(
