@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -161,27 +162,56 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
     net = mininet.net
     before = interface_counters(mininet.plan)
     task = progress.add_task(f"{mode}: rounds", total=cfg.rounds)
-    ps_proc = net.get(ps).popen([sys.executable, "-m", "workers.ps_node", str(job_file)],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                cwd=str(ROOT))
-    procs = []
-    for i, w in enumerate(workers):
-        p = net.get(w).popen([sys.executable, "-m", "workers.worker_node", str(job_file),
-                              "--worker", str(i)], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, cwd=str(ROOT))
-        procs.append(p)
+    start_file = Path(cfg.start_file) if cfg.start_file else None
+    if start_file is not None:
+        start_file.unlink(missing_ok=True)
     logs: dict[str, list[str]] = {w: [] for w in [ps, *workers]}
-    for name, p in [(ps, ps_proc), *zip(workers, procs, strict=True)]:
-        def on_line(line: str, name: str = name) -> None:
+    ready = threading.Semaphore(0)
+
+    def launch(host: str, args: list[str], name: str) -> Any:
+        proc = net.get(host).popen([sys.executable, "-m", *args], stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, cwd=str(ROOT))
+
+        def on_line(line: str) -> None:
             logs[name].append(line)
-            if name == workers[0] and line.startswith("worker "):
+            if line.rstrip().endswith(" ready"):
+                ready.release()
+            elif name == workers[0] and line.startswith("worker "):
                 progress.advance(task)
-        _follow(p, on_line)
+        _follow(proc, on_line)
+        return proc
+
+    def write_logs() -> None:
+        (out_dir / "logs.txt").write_text("".join(f"--- {n}\n{''.join(lines)}"
+                                                  for n, lines in logs.items()))
+
+    def wait_ready(count: int, what: str) -> None:
+        deadline = time.monotonic() + 60
+        for _ in range(count):
+            if not ready.acquire(timeout=max(0.1, deadline - time.monotonic())):
+                raise ExperimentError(f"{mode}: {what} did not start within 60 s "
+                                      f"(see {out_dir}/logs.txt)")
+
+    ps_proc = launch(ps, ["workers.ps_node", str(job_file)], ps)
+    procs = []
+    try:
+        wait_ready(1, f"the PS on {ps}")
+        procs = [launch(w, ["workers.worker_node", str(job_file), "--worker", str(i)], w)
+                 for i, w in enumerate(workers)]
+        wait_ready(len(workers), "the workers")
+    except ExperimentError:
+        for p in [ps_proc, *procs]:
+            p.kill()
+        write_logs()
+        raise
+    if start_file is not None:
+        start_file.touch()  # every process is up: start round 0 together
     deadline = time.monotonic() + cfg.round_timeout_s * cfg.rounds + 30
     codes = []
     try:
         for p in procs:
             codes.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
+        ps_proc.terminate()  # the PS serves retransmissions until every worker is done
         ps_code = ps_proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         raise ExperimentError(f"{mode}: the run did not finish in time; last worker output: "
@@ -190,8 +220,7 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
         for p in [ps_proc, *procs]:
             if p.poll() is None:
                 p.kill()
-    (out_dir / "logs.txt").write_text("".join(f"--- {n}\n{''.join(lines)}"
-                                              for n, lines in logs.items()))
+    write_logs()
     failed = [w for w, c in zip(workers, codes, strict=True) if c != 0]
     if failed:
         raise ExperimentError(f"{mode}: worker(s) {', '.join(failed)} failed: "
@@ -199,8 +228,6 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
     if ps_code != 0:
         raise ExperimentError(f"{mode}: the PS did not complete every round (see {out_dir}/logs.txt)")
     moved = link_bytes(before, interface_counters(mininet.plan))
-    import json
-
     reports = [json.loads((out_dir / f"worker{i}.json").read_text()) for i in range(len(workers))]
     ps_report = json.loads((out_dir / "ps.json").read_text())
     exact = exact_sums_ok(out_dir, len(workers))
@@ -338,7 +365,8 @@ def run_experiment(s: Settings) -> dict:
                     result_dests=[(hosts[workers[0]][0], INA_UDP_PORT)],
                     schedules=schedules_for(m, plan, workers, n_chunks), frac_bits=frac_bits,
                     n_values=n_values, out_dir=str(out_dir / m), window=s.window,
-                    timeout=s.timeout, round_timeout_s=s.round_timeout)
+                    timeout=s.timeout, round_timeout_s=s.round_timeout,
+                    start_file=str(out_dir / m / "start"))
                 modes[m] = run_mode(mininet, m, cfg, workers, s.ps, progress)
     finally:
         mininet.stop()

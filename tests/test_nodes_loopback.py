@@ -44,6 +44,7 @@ def test_ps_only_over_loopback_gives_exact_sums(tmp_path):
                                "--worker", str(w)]) for w in range(n_workers)]
     try:
         assert [p.wait(timeout=60) for p in procs] == [0] * n_workers
+        ps.terminate()  # as the runner does once every worker is done
         assert ps.wait(timeout=30) == 0
     finally:
         for p in [ps, *procs]:

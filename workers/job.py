@@ -41,6 +41,9 @@ class JobConfig:
     max_timeout: float = 1.0
     direct_after: int | None = 3
     round_timeout_s: float = 120.0
+    # Start barrier: workers print 'ready' and wait for this file before round 0, so that
+    # start-up skew (imports, data loading) never looks like loss.  None: start at once.
+    start_file: str | None = None
     extra: dict = field(default_factory=dict)
 
     def save(self, path: Path) -> None:

@@ -1,9 +1,11 @@
 """The parameter-server process: ``python -m workers.ps_node JOB.json``.
 
 I/O shell around :class:`workers.ps_state.PsState`: receive INA datagrams, merge them, send
-each completed chunk's RESULT to ``result_dests``.  Writes ``ps.json`` (statistics, round
-completion times, anomalies) into the job's ``out_dir`` when all rounds are done or the
-round timeout expires.
+each completed chunk's RESULT to ``result_dests``.  The PS keeps serving after its last round
+completes, because a worker whose RESULT copy was lost recovers it only by retransmitting to
+the PS: it stops on SIGTERM/SIGINT (the runner sends it once every worker has exited) or when
+no round makes progress for ``round_timeout_s``.  Then it writes ``ps.json`` (statistics,
+round completion times, anomalies) into the job's ``out_dir``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import select
+import signal
 import sys
 import time
 from dataclasses import asdict
@@ -23,23 +26,31 @@ from workers.udp import open_socket, receive, send
 from workers.worker_state import n_chunks_for
 
 
-def run(cfg: JobConfig, linger_s: float = 1.0) -> dict:
-    """Serve the job until every round is complete, then answer late packets for ``linger_s``."""
+def run(cfg: JobConfig) -> dict:
+    """Serve the job until told to stop (or stalled); returns the report."""
+    stop = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     state = PsState(cfg.job_id, cfg.worker_ids, n_chunks_for(cfg.n_values, K), K)
     sock = open_socket(("0.0.0.0", cfg.ps_addr[1]))
     sock.setblocking(False)
+    print("ps ready", flush=True)
     started = time.monotonic()
     round_done_at: dict[int, float] = {}
     last_progress = started
-    finished_at: float | None = None
     malformed = 0
-    while True:
-        now = time.monotonic()
-        if finished_at is not None and now - finished_at > linger_s:
+    while not stop:
+        if time.monotonic() - last_progress > cfg.round_timeout_s:
             break
-        if finished_at is None and now - last_progress > cfg.round_timeout_s:
-            break
-        ready, _, _ = select.select([sock], [], [], 0.2)
+        try:
+            ready, _, _ = select.select([sock], [], [], 0.2)
+        except InterruptedError:
+            continue
         if not ready:
             continue
         while True:
@@ -57,8 +68,6 @@ def run(cfg: JobConfig, linger_s: float = 1.0) -> dict:
             for r in out.completed_rounds:
                 round_done_at[r] = time.monotonic() - started
                 last_progress = time.monotonic()
-            if finished_at is None and len(round_done_at) == cfg.rounds:
-                finished_at = time.monotonic()
     sock.close()
     report = {
         "job_id": cfg.job_id,

@@ -65,12 +65,26 @@ def sync_round(sock, cfg: JobConfig, worker_id: int, round_: int, q: np.ndarray)
     return wr.result_values(), {"time_s": elapsed, **asdict(wr.stats)}
 
 
+def wait_for_start(cfg: JobConfig, worker_id: int) -> None:
+    """Announce readiness, then wait for the runner's start file (if the job has one)."""
+    print(f"worker {worker_id} ready", flush=True)
+    if cfg.start_file is None:
+        return
+    deadline = time.monotonic() + cfg.round_timeout_s
+    while not Path(cfg.start_file).exists():
+        if time.monotonic() > deadline:
+            raise RoundFailed(f"worker {worker_id}: no start signal ({cfg.start_file}) "
+                              f"after {cfg.round_timeout_s:.0f} s")
+        time.sleep(0.01)
+
+
 def run(cfg: JobConfig, worker_id: int) -> dict:
     index = cfg.worker_ids.index(worker_id)
     replica = Replica(cfg.train, index)
     sock = open_socket(("0.0.0.0", cfg.worker_addrs[index][1]))
     sock.setblocking(False)
     n_workers = len(cfg.worker_ids)
+    wait_for_start(cfg, worker_id)
     rounds, sent_q, sums = [], [], []
     for r in range(cfg.rounds):
         loss, grad = replica.gradient(r)
