@@ -154,8 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "data plane does; SPEC §3.3 leaves it out)")
     p.add_argument("--out", required=True, help="plan file to write (JSON)")
     from controller.experiment import add_run_parser
+    from controller.network_cli import add_network_parsers
 
     add_run_parser(sub, add_subcommand)
+    add_network_parsers(sub, add_subcommand)
     return parser
 
 

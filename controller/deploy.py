@@ -184,7 +184,8 @@ def deploy(
             conn.connect()
             written[s] = apply_rules(conn, r, p4info, device_config)
         except (P4RuntimeError, OSError, KeyError, ValueError) as exc:
-            raise DeployError(f"switch {s} ({address}): {exc}") from None
+            text = str(exc)
+            raise DeployError(text if s in text else f"switch {s} ({address}): {text}") from None
         finally:
             conn.close()
     return written

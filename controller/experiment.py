@@ -30,7 +30,8 @@ import networkx as nx
 import numpy as np
 
 from controller.deploy import JobSpec, deploy, switch_rules
-from controller.report import mean, plot_modes, print_summary, write_json_atomic
+from controller.files import write_json_atomic
+from controller.report import mean, plot_modes, print_summary
 from workers.constants import INA_UDP_PORT, K
 from workers.job import MODES, JobConfig
 from workers.model import Replica, TrainConfig, train_synchronous

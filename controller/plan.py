@@ -25,12 +25,11 @@ Since x_{w,s} ≤ a_s, ``p − o_s < x_{w,s}/γ`` already implies p ∈ I_s for 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from controller.files import write_json_atomic
 from controller.lp import Job, LPResult, PlanError
 from topo.models import natural_key, switch_ids, to_dict
 
@@ -138,21 +137,8 @@ def chunk_schedule(plan: Mapping[str, Any], n_chunks: int) -> dict[str, list[tup
 
 
 def write_plan(plan: Mapping[str, Any], path: str | Path) -> None:
-    """Write atomically: a temp file in the same directory, then rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a plan is an ordinary file
-        with os.fdopen(fd, "w") as f:
-            json.dump(plan, f, indent=1, sort_keys=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write atomically (a crash never leaves half a plan)."""
+    write_json_atomic(Path(path), plan)
 
 
 _REQUIRED = ("switch_ids", "ps", "ps_tor", "workers", "gamma", "deployed", "intervals",

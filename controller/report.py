@@ -8,9 +8,6 @@ formats and draws; measuring is the runner's job.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +24,6 @@ PLOTS = (
     ("busiest_link_bytes", "bytes on the busiest link per round", "busiest_link_bytes.png"),
     ("accuracy", "held-out accuracy", "accuracy.png"),
 )
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON via a temporary file and rename, so a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True)
-        fh.write("\n")
-    os.replace(tmp, path)
 
 
 def mean(values: list[float]) -> float:
