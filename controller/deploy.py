@@ -67,6 +67,39 @@ def _hosts(graph: nx.Graph) -> list[str]:
     return [n for n, k in graph.nodes(data="kind") if k == "host"]
 
 
+def routing_rules(
+    graph: nx.Graph,
+    ports: Mapping[str, Mapping[str, int]],
+    host_addrs: Mapping[str, tuple[str, str]],
+    switch_ids: Mapping[str, int],
+    aggregators: Iterable[str] = (),
+) -> dict[str, SwitchRules]:
+    """Plain IPv4 forwarding for every switch (the part every method needs): switch id,
+    fabric ports, and a /32 route per host along the first ECMP next hop.  ``aggregators``
+    get ``agg_enabled = 1``; with none, ``ina.p4`` is an ordinary router."""
+    aggregators = set(aggregators)
+    rules: dict[str, SwitchRules] = {}
+    for s in sorted(switch_ids):
+        r = SwitchRules(s, Entry(ING + "switch_config", {}, ING + "set_switch_config",
+                                 {"switch_id": int(switch_ids[s]),
+                                  "agg_enabled": int(s in aggregators)}))
+        rules[s] = r
+        for nb, port in sorted(ports[s].items()):
+            if graph.nodes[nb].get("kind") == "switch":
+                r.entries.append(Entry(ING + "port_config",
+                                       {"standard_metadata.ingress_port": port},
+                                       ING + "set_port_fabric", {}))
+        for h in _hosts(graph):
+            hops = ecmp_next_hops(graph, s, h)
+            if not hops:
+                continue
+            ip, mac = host_addrs[h]
+            r.entries.append(Entry(ING + "ipv4_lpm", {"hdr.ipv4.dstAddr": (ip, 32)},
+                                   ING + "ipv4_forward",
+                                   {"dstAddr": mac, "port": ports[s][hops[0]]}))
+    return rules
+
+
 def switch_rules(
     graph: nx.Graph,
     plan: Mapping[str, Any],
@@ -87,25 +120,9 @@ def switch_rules(
     switches = sorted(ids)
     workers = sorted({w for j in jobs for w in j.workers})
     tree = result_tree(graph, tor, workers, deployed)
-    rules: dict[str, SwitchRules] = {}
+    rules = routing_rules(graph, ports, host_addrs, ids, aggregators)
     for s in switches:
-        r = SwitchRules(s, Entry(ING + "switch_config", {}, ING + "set_switch_config",
-                                 {"switch_id": ids[s], "agg_enabled": int(s in aggregators)}))
-        rules[s] = r
-        for nb, port in sorted(ports[s].items()):
-            if graph.nodes[nb].get("kind") == "switch":
-                r.entries.append(Entry(ING + "port_config",
-                                       {"standard_metadata.ingress_port": port},
-                                       ING + "set_port_fabric", {}))
-        # plain IPv4: one deterministic shortest path per destination host
-        for h in _hosts(graph):
-            hops = ecmp_next_hops(graph, s, h)
-            if not hops:
-                continue
-            ip, mac = host_addrs[h]
-            r.entries.append(Entry(ING + "ipv4_lpm", {"hdr.ipv4.dstAddr": (ip, 32)},
-                                   ING + "ipv4_forward",
-                                   {"dstAddr": mac, "port": ports[s][hops[0]]}))
+        r = rules[s]
         # INA: ECMP groups toward each aggregation point and toward the PS (agg_id 0)
         member = 0
         targets = [(ids[t], t) for t in sorted(aggregators) if t != s] + [(0, ps)]

@@ -43,6 +43,11 @@ ROOT = Path(__file__).resolve().parent.parent
 P4_PROGRAM = ROOT / "p4src" / "ina.p4"
 JOB_IDS = {"ina": 1, "tor_only": 2, "ps_only": 3}
 
+# Synchronization methods of ``run --method``: module name -> it provides
+# ``add_arguments(parser)`` (its own options) and ``run_method(args) -> dict`` (results).
+# The INA experiment (this module) is the default.
+METHODS: dict[str, str] = {"ina": __name__}
+
 
 class ExperimentError(RuntimeError):
     """A run could not be set up or did not complete (one line for the user)."""
@@ -412,8 +417,16 @@ def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: fl
 
 
 def add_run_parser(sub: Any, add_subcommand: Any) -> None:
+    import importlib
+
     d = Settings()
-    p = add_subcommand(sub, "run", cmd_run, "run the INA experiment over Mininet (root)")
+    p = add_subcommand(sub, "run", cmd_run,
+                       "run a synchronization experiment over Mininet (root; default: INA)")
+    p.add_argument("--method", choices=sorted(METHODS), default="ina",
+                   help="synchronization method (default ina)")
+    for name, module in sorted(METHODS.items()):
+        if name != "ina":
+            importlib.import_module(module).add_arguments(p)
     p.add_argument("--topo", default=d.topo, help=f"topology spec (default {d.topo})")
     p.add_argument("--ps", default=d.ps, help="parameter server host")
     p.add_argument("--workers", default=d.workers, help="NAME,NAME,... or a COUNT")
@@ -439,6 +452,11 @@ def add_run_parser(sub: Any, add_subcommand: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.method != "ina":
+        import importlib
+
+        importlib.import_module(METHODS[args.method]).run_method(args)
+        return 0
     if args.bw < 0:
         raise ExperimentError(f"--bw must be >= 0 Mbit/s, got {args.bw}")
     s = Settings(topo=args.topo, ps=args.ps, workers=args.workers, budget=args.budget,
