@@ -144,19 +144,9 @@ class InaDecodeError(ValueError):
     """Bytes that are not a well-formed INA payload (too short, bad type...)."""
 
 
-class InaHeader(NamedTuple):
-    """The INA header fields, in wire order (a tuple so struct can pack it directly)."""
-
-    msg_type: int
-    flags: int
-    job_id: int
-    round: int
-    chunk_id: int
-    agg_id: int
-    fan_in: int
-    count: int
-    worker_id: int
-    bitmap: int
+# The header fields in wire order, as a tuple type (struct packs it directly).  Derived from
+# the Scapy layer like HEADER_FIELDS, so the layout is declared once.
+InaHeader = NamedTuple("InaHeader", [(name, int) for name, _ in HEADER_FIELDS])
 
 
 def grad_header(
