@@ -229,8 +229,10 @@ class SwitchConnection:
         """Open the channel (wait until ready), open the stream and arbitrate."""
         self._channel = grpc.insecure_channel(self.address)
         try:
-            grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
+            ready = grpc.channel_ready_future(self._channel)
+            ready.result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
+            ready.cancel()  # before close: a polling future dies on a closed channel
             self._channel.close()
             raise self._timeout_error() from None
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)

@@ -92,6 +92,9 @@ class P4RuntimeSwitch(Switch):
         process died or the timeout passed."""
         deadline = time.monotonic() + self.start_timeout
         channel = grpc.insecure_channel(self.grpc_address)
+        # One future for the whole wait, cancelled before the channel closes: a future left
+        # polling a closed channel dies with "Channel closed!" in its thread.
+        ready = grpc.channel_ready_future(channel)
         try:
             while True:
                 if self.proc is not None and self.proc.poll() is not None:
@@ -103,11 +106,12 @@ class P4RuntimeSwitch(Switch):
                     raise SwitchStartError(f"{self.name}: no P4Runtime answer on "
                                            f"{self.grpc_address} within {self.start_timeout:g} s")
                 try:
-                    grpc.channel_ready_future(channel).result(timeout=min(0.25, left))
+                    ready.result(timeout=min(0.25, left))
                     return
                 except grpc.FutureTimeoutError:
                     continue
         finally:
+            ready.cancel()
             channel.close()
 
     def _log_tail(self) -> str:
