@@ -1,9 +1,15 @@
 """Target-neutral harness for packet tests of p4src/ina.p4.
 
 A *target* is anything with the small `Target` API below (names are P4Info names).
-`PySwitchTarget` runs the program in-process on pyswitch. A BMv2 target (simple_switch_grpc
-driven over P4Runtime, frames over veths) would implement the same five methods; the tests
-are written against `InaSwitch`, which only uses those.
+Targets (the names the tests are parametrised with, see `TARGET_NAMES`):
+
+* ``pyswitch``: `PySwitchTarget`, the program in-process on pyswitch (`Switch.process`).
+* ``pyswitch-net``: `ina_net_target.NetSwitchTarget` on ``python -m pyswitch run`` with one
+  veth per port, configured over P4Runtime, real frames in and out (root).
+* ``bmv2``: the same network target on BMv2's ``simple_switch_grpc`` and ``p4c`` (root;
+  skipped when they are not installed).
+
+The tests are written against `InaSwitch`, which only uses the `Target` methods.
 
 Independent re-implementations of the two hashes the program uses (BMv2's crc32 is the
 standard reflected CRC-32 = zlib.crc32 over the big-endian concatenation of the fields):
@@ -91,12 +97,24 @@ def pyswitch_unavailable() -> str | None:
     return None
 
 
+TARGET_NAMES = ("pyswitch", "pyswitch-net", "bmv2")
+
+
 def bmv2_unavailable() -> str | None:
     """Why the BMv2 target cannot run here, or None."""
     missing = [b for b in ("simple_switch_grpc", "p4c") if shutil.which(b) is None]
     if missing:
         return f"BMv2 target needs {', '.join(missing)} on PATH"
-    return "BMv2 packet harness (P4Runtime + veth I/O) not implemented yet"
+    return None
+
+
+def target_unavailable(name: str) -> str | None:
+    """Why target ``name`` (one of `TARGET_NAMES`) cannot run here, or None."""
+    if name == "pyswitch":
+        return pyswitch_unavailable()
+    from ina_net_target import net_unavailable
+
+    return pyswitch_unavailable() or net_unavailable(name)
 
 
 # ------------------------------------------------------------------ independent hashes
@@ -216,6 +234,6 @@ COUNTERS = ("aggregated", "completed", "duplicate", "reemitted", "flushed", "col
             "bypassed", "evicted", "release", "dropped_malformed", "dropped_nonmember",
             "dropped_noroute")
 
-__all__ = ["COUNTERS", "INA_UDP_PORT", "InaSwitch", "Out", "PySwitchTarget", "Target",
-           "bmv2_unavailable", "colliding_chunks", "ecmp_member", "pyswitch_unavailable",
-           "slot_of"]
+__all__ = ["COUNTERS", "INA_P4", "INA_UDP_PORT", "TARGET_NAMES", "InaSwitch", "Out",
+           "PySwitchTarget", "Target", "bmv2_unavailable", "colliding_chunks", "ecmp_member",
+           "pyswitch_unavailable", "slot_of", "target_unavailable"]

@@ -3,6 +3,11 @@
 Topology of the switch under test (see ina_harness.InaSwitch): worker w on host port w+1;
 fabric uplinks 20, 21 toward the PS's ToR (id TOR); the PS on port 30 when the switch is
 the ToR; another switch (id OTHER) behind fabric ports 22, 23, 24.
+
+Targets (tests/ina_harness.py): ``pyswitch`` in-process; ``pyswitch-net`` = ``python -m
+pyswitch run`` on veths configured over P4Runtime (root); ``bmv2`` = simple_switch_grpc the
+same way (root; skipped without simple_switch_grpc and p4c). The network targets have veths
+on ports 1-9, 20-24 and 30 only (tests/ina_net_target.py).
 """
 
 from __future__ import annotations
@@ -16,14 +21,15 @@ import numpy as np
 import pytest
 from ina_harness import (
     COUNTERS,
+    INA_P4,
     InaSwitch,
     PySwitchTarget,
-    bmv2_unavailable,
     colliding_chunks,
     ecmp_member,
-    pyswitch_unavailable,
     slot_of,
+    target_unavailable,
 )
+from ina_net_target import NetTargetPool
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
@@ -81,15 +87,52 @@ def test_independent_hashes_match_zlib_reference_values() -> None:
 # ====================================================================== target fixture
 
 
-@pytest.fixture(params=["pyswitch", "bmv2"])
+@pytest.fixture(scope="module")
+def net_pools(tmp_path_factory):
+    """Switch processes of the network targets, started on first use, shared by the module."""
+    pools: dict[str, NetTargetPool] = {}
+
+    def get(kind: str) -> NetTargetPool:
+        if kind not in pools:
+            pools[kind] = NetTargetPool(kind, INA_P4, tmp_path_factory.mktemp(kind))
+        return pools[kind]
+
+    yield get
+    for pool in pools.values():
+        pool.close()
+
+
+@pytest.fixture(params=[
+    pytest.param("pyswitch"),
+    pytest.param("pyswitch-net", marks=pytest.mark.root),
+    pytest.param("bmv2", marks=[pytest.mark.root, pytest.mark.bmv2]),
+])
 def make_target(request):
-    """Factory of fresh switches of one target kind (skips when the target is absent)."""
+    """Factory of fresh switches of one target kind (skips when the target is absent).
+
+    Network targets hand out the module's switch processes (first call: switch 0, second
+    call: switch 1), each reset by a pipeline push; after the test they must be quiet."""
+    why = target_unavailable(request.param)
+    if why:
+        pytest.skip(why)
     if request.param == "pyswitch":
-        why = pyswitch_unavailable()
-        if why:
-            pytest.skip(why)
-        return PySwitchTarget
-    pytest.skip(bmv2_unavailable())
+        yield PySwitchTarget
+        return
+    pool = request.getfixturevalue("net_pools")(request.param)
+    handed: list = []
+
+    def make():
+        handed.append(pool.get(len(handed)))
+        return handed[-1]
+
+    yield make
+    errors = []
+    for sw in handed:
+        try:
+            sw.finish()
+        except AssertionError as exc:
+            errors.append(str(exc))
+    assert not errors, "\n".join(errors)
 
 
 @pytest.fixture
@@ -306,6 +349,13 @@ def test_result_releases_slot_and_is_multicast(target) -> None:
                                                  "agg_v0", f"agg_v{C.K - 1}")]
     if state[0] is not None:                                # key, bitmap, count, values cleared
         assert state == [0, 0, 0, 0, 0]
+    # The same seen through packets (BMv2's P4Runtime cannot read registers): the slot is
+    # free, so a retransmitted GRAD of the released chunk neither re-emits the stored
+    # PARTIAL nor joins (it would if key and count had survived) but bypasses to the PS.
+    (late,) = sw.send(1, grad(0, vals(1), flags=Flag.RETRANSMIT))
+    assert late.hdr == grad_header(JOB, 0, 11, 0, 2, 0, Flag.RETRANSMIT | Flag.FALLBACK)
+    assert late.values.tolist() == vals(1).tolist()
+    assert sw.counters("bypassed", "reemitted") == {"bypassed": 1, "reemitted": 0}
     # released: the colliding key can claim the slot now and complete there
     assert sw.send(1, grad(0, vals(5), chunk=other)) == []
     (p2,) = sw.send(2, grad(1, vals(6), chunk=other))
