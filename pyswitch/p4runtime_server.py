@@ -346,6 +346,26 @@ class Translator:
                 out.action.params.add(param_id=p.id, value=encode_int(params[p.name]))
 
 
+def indexed_cells(arrays: dict[int, ArrayInfo], ident: int, query: Any,
+                  kind: str) -> list[tuple[ArrayInfo, int]]:
+    """(array, index) pairs a counter/register Read asks for: id 0 = every array of the kind,
+    no index = every cell; unknown ids and out-of-range indices are INVALID_ARGUMENT."""
+    if ident == 0:
+        infos = list(arrays.values())
+    elif ident in arrays:
+        infos = [arrays[ident]]
+    else:
+        raise invalid(f"unknown {kind} id {ident}")
+    cells = []
+    for info in infos:
+        indices = [query.index.index] if query.HasField("index") else range(info.size)
+        for i in indices:
+            if not 0 <= i < info.size:
+                raise invalid(f"{kind} {info.name}: index {i} out of range")
+            cells.append((info, i))
+    return cells
+
+
 def same_match(t: TableInfo, a: dict[str, Any], b: dict[str, Any]) -> bool:
     for f in t.fields.values():
         va, vb = a.get(f.name), b.get(f.name)
@@ -918,19 +938,11 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                         te.counter_data.packet_count, te.counter_data.byte_count = pk, by
         elif which == "counter_entry":
             q = ent.counter_entry
-            infos = [idx.counters[q.counter_id]] if q.counter_id in idx.counters else (
-                list(idx.counters.values()) if q.counter_id == 0 else None)
-            if infos is None:
-                raise invalid(f"unknown counter id {q.counter_id}")
-            for info in infos:
-                indices = [q.index.index] if q.HasField("index") else range(info.size)
-                for i in indices:
-                    if not 0 <= i < info.size:
-                        raise invalid(f"counter {info.name}: index {i} out of range")
-                    pk, by = sw.counter_read(info.name, i)
-                    ce = resp.entities.add().counter_entry
-                    ce.counter_id, ce.index.index = info.id, i
-                    ce.data.packet_count, ce.data.byte_count = pk, by
+            for info, i in indexed_cells(idx.counters, q.counter_id, q, "counter"):
+                pk, by = sw.counter_read(info.name, i)
+                ce = resp.entities.add().counter_entry
+                ce.counter_id, ce.index.index = info.id, i
+                ce.data.packet_count, ce.data.byte_count = pk, by
         elif which == "direct_counter_entry":
             q = ent.direct_counter_entry.table_entry
             tables = [idx.table(q.table_id)] if q.table_id else list(idx.tables.values())
@@ -951,18 +963,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     dce.data.packet_count, dce.data.byte_count = pk, by
         elif which == "register_entry":
             q = ent.register_entry
-            infos = [idx.registers[q.register_id]] if q.register_id in idx.registers else (
-                list(idx.registers.values()) if q.register_id == 0 else None)
-            if infos is None:
-                raise invalid(f"unknown register id {q.register_id}")
-            for info in infos:
-                indices = [q.index.index] if q.HasField("index") else range(info.size)
-                for i in indices:
-                    if not 0 <= i < info.size:
-                        raise invalid(f"register {info.name}: index {i} out of range")
-                    re_ = resp.entities.add().register_entry
-                    re_.register_id, re_.index.index = info.id, i
-                    re_.data.bitstring = encode_int(sw.register_read(info.name, i))
+            for info, i in indexed_cells(idx.registers, q.register_id, q, "register"):
+                re_ = resp.entities.add().register_entry
+                re_.register_id, re_.index.index = info.id, i
+                re_.data.bitstring = encode_int(sw.register_read(info.name, i))
         elif which == "packet_replication_engine_entry":
             pre = ent.packet_replication_engine_entry
             if pre.WhichOneof("type") == "multicast_group_entry":
