@@ -46,7 +46,11 @@ JOB_IDS = {"ina": 1, "tor_only": 2, "ps_only": 3}
 # Synchronization methods of ``run --method``: module name -> it provides
 # ``add_arguments(parser)`` (its own options) and ``run_method(args) -> dict`` (results).
 # The INA experiment (this module) is the default.
-METHODS: dict[str, str] = {"ina": __name__}
+METHODS: dict[str, str] = {
+    "ina": __name__,
+    "async": "controller.async_experiment",
+    "bcube": "controller.bcube_experiment",
+}
 
 
 class ExperimentError(RuntimeError):

@@ -1,0 +1,552 @@
+"""``python -m controller run --method async``: the staleness-aware asynchronous PS (SPEC §5).
+
+One Mininet network (``--topo``; every switch runs ``p4src/ina.p4`` as a plain IPv4 router,
+:func:`controller.deploy.routing_rules`) carries, one after the other, a run of every policy
+(``--policies``: ``async`` = eta for every gradient, ``sigma`` = eta/sigma, Zhang et al. 2016,
+``kappa`` = eta/kappa, the sliding-window context of seed 001) for every seed (``--seed``,
+``--seed + 1``, ... ``--async-repeats`` of them; runs are interleaved seed by seed so that slow
+drifts of the machine's load hit every policy alike).  A run is one PS process
+(:mod:`workers.async_ps_node`) on the ``--ps`` host and one learner process
+(:mod:`workers.async_learner_node`) on each ``--workers`` host, talking TCP
+(:mod:`workers.async_transport`), started together by a start file.
+
+Meaning of the shared options here
+    ``--rounds R``: the PS accepts ``R x learners`` pushes in total (the gradient count of R
+    synchronous rounds), then stops every learner; with ``--soft-sync C`` that is
+    ``R x learners // C`` updates.  ``--model/--hidden/--seed``: the model and data
+    (:mod:`workers.model`; the seed also sets the shards, batches and jitter).  ``--bw``: link
+    rate in Mbit/s (0 = unshaped).  ``--target``: pyswitch or BMv2 switches.
+
+Heterogeneous learners: ``--async-slow`` gives per-learner slow-down factors applied by
+sleeping (see :mod:`workers.async_learner_node` for why sleeps and not CPU limits), on top of a
+nominal compute time ``--async-step-ms`` per gradient.
+
+Reported per policy and seed (``results/<run>/results.json``, ``method: "async"``): test
+accuracy and loss of the PS's parameters vs wall time and vs updates, staleness histogram and
+mean kappa per learner, the variance of the learners' batch losses and of the test loss over
+the last quarter of the run, the final accuracy, the time and updates to reach
+``--async-target-acc``, and bytes into the PS host; then mean and standard deviation over the
+seeds.  PNG plots: accuracy and loss vs time and vs updates (one colour per policy, one line
+per seed), staleness histograms per learner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from controller.experiment import (
+    ROOT,
+    ExperimentError,
+    _follow,
+    check_environment,
+    compile_program,
+    interface_counters,
+    link_bytes,
+)
+from controller.files import write_json_atomic
+from workers.async_ps_node import AsyncJob
+from workers.async_sgd import KAPPA_MODES, POLICIES
+from workers.async_transport import ASYNC_TCP_PORT
+from workers.model import Replica, TrainConfig
+
+__all__ = ["add_arguments", "run_method", "parse_slow", "parse_policies", "summarize_run",
+           "aggregate", "staleness_histogram"]
+
+DEFAULTS = {"policies": "async,sigma,kappa", "window": 4, "soft_sync": 1, "lr": 0.2,
+            "slow": "2x4", "step_ms": 50.0, "jitter": 0.2, "repeats": 1, "eval_every": 10,
+            "target_acc": 0.9, "kappa_mode": "ps"}
+LAST_FRACTION = 0.25  # "the last rounds": the last quarter of the pushes / evaluations
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """This method's own options (the shared ones belong to ``run``)."""
+    d = DEFAULTS
+    g = p.add_argument_group("--method async (staleness-aware asynchronous PS, SPEC §5)")
+    g.add_argument("--policies", default=d["policies"],
+                   help=f"comma list of {', '.join(POLICIES)} (default all three)")
+    g.add_argument("--staleness-window", type=int, default=d["window"], metavar="N",
+                   help=f"N: kappa = mean of this push's sigma and the previous N-1 "
+                        f"(default {d['window']})")
+    g.add_argument("--soft-sync", type=int, default=d["soft_sync"], metavar="C",
+                   help="C: pushes per PS update (default 1)")
+    g.add_argument("--async-lr", type=float, default=d["lr"], metavar="ETA",
+                   help=f"PS learning rate eta (plain SGD; default {d['lr']:g})")
+    g.add_argument("--async-slow", default=d["slow"], metavar="SPEC",
+                   help="slow learners: HOST:FACTOR,... or KxFACTOR = the last K learners "
+                        f"FACTOR times slower (default {d['slow']}; '' = none)")
+    g.add_argument("--async-step-ms", type=float, default=d["step_ms"], metavar="MS",
+                   help=f"nominal compute time of one gradient (default {d['step_ms']:g})")
+    g.add_argument("--async-jitter", type=float, default=d["jitter"], metavar="J",
+                   help=f"step times vary uniformly by +-J (default {d['jitter']:g})")
+    g.add_argument("--async-repeats", type=int, default=d["repeats"], metavar="R",
+                   help="seeds per policy: --seed, --seed+1, ... (default 1)")
+    g.add_argument("--async-eval-every", type=int, default=d["eval_every"], metavar="U",
+                   help=f"PS updates between test evaluations (default {d['eval_every']})")
+    g.add_argument("--async-target-acc", type=float, default=d["target_acc"], metavar="A",
+                   help=f"report time/updates to reach this accuracy (default "
+                        f"{d['target_acc']:g})")
+    g.add_argument("--kappa-mode", choices=KAPPA_MODES, default=d["kappa_mode"],
+                   help="ps: exact kappa computed at the PS from the learner's window (default); "
+                        "learner: the learner sends its lagged kappa")
+
+
+# ------------------------------------------------------------------ pure helpers
+
+
+def parse_policies(text: str) -> tuple[str, ...]:
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not names:
+        raise ExperimentError("--policies is empty")
+    bad = [n for n in names if n not in POLICIES]
+    if bad:
+        raise ExperimentError(f"--policies: unknown policy {bad[0]!r} "
+                              f"(expected {', '.join(POLICIES)})")
+    if len(set(names)) != len(names):
+        raise ExperimentError(f"--policies: {text!r} names a policy twice")
+    return names
+
+
+def parse_slow(spec: str, learners: list[str]) -> list[float]:
+    """Slow-down factor per learner from ``HOST:F,...`` or ``KxF`` (the last K learners)."""
+    factors = [1.0] * len(learners)
+    spec = spec.strip()
+    if not spec:
+        return factors
+
+    def factor(text: str) -> float:
+        try:
+            f = float(text)
+        except ValueError:
+            raise ExperimentError(f"--async-slow {spec!r}: {text!r} is not a number") from None
+        if not (np.isfinite(f) and f >= 1.0):
+            raise ExperimentError(f"--async-slow {spec!r}: factors must be >= 1, got {text}")
+        return f
+
+    if ":" not in spec and "x" in spec:
+        k_text, _, f_text = spec.partition("x")
+        if not k_text.strip().isdigit():
+            raise ExperimentError(f"--async-slow {spec!r}: expected KxFACTOR or HOST:FACTOR,...")
+        k = int(k_text)
+        if k > len(learners):
+            raise ExperimentError(f"--async-slow {spec!r}: only {len(learners)} learners")
+        f = factor(f_text)
+        for i in range(len(learners) - k, len(learners)):
+            factors[i] = f
+        return factors
+    for item in spec.split(","):
+        host, sep, f_text = item.strip().partition(":")
+        if not sep:
+            raise ExperimentError(f"--async-slow {spec!r}: expected KxFACTOR or HOST:FACTOR,...")
+        if host not in learners:
+            raise ExperimentError(f"--async-slow {spec!r}: {host} is not a learner "
+                                  f"({', '.join(learners)})")
+        factors[learners.index(host)] = factor(f_text)
+    return factors
+
+
+def staleness_histogram(sigmas: list[int]) -> dict[str, int]:
+    """{sigma: count} with string keys (JSON), in increasing sigma."""
+    values, counts = np.unique(np.asarray(sigmas, dtype=int), return_counts=True)
+    return {str(int(v)): int(c) for v, c in zip(values, counts, strict=True)}
+
+
+def _variance_last(values: list[float]) -> float | None:
+    if not values:
+        return None
+    n = max(2, int(round(len(values) * LAST_FRACTION)))
+    return float(np.var(values[-n:]))
+
+
+def summarize_run(ps_report: dict, learner_reports: list[dict], t_start: float,
+                  target_acc: float) -> dict:
+    """One run's figures from the PS's and the learners' logs (times relative to t_start)."""
+    evals = ps_report["evaluations"]
+    curve = [{"time_s": max(0.0, e["time"] - t_start), "updates": e["t_ps"],
+              "pushes": e["pushes"], "accuracy": e["accuracy"], "loss": e["loss"]}
+             for e in evals]
+    reached = next((c for c in curve if c["accuracy"] >= target_acc), None)
+    pushes = ps_report["pushes"]
+    losses = sorted((p["time"], p["loss"]) for r in learner_reports for p in r["pushes"])
+    per_learner = []
+    for r in learner_reports:
+        sig = [p["sigma"] for p in r["pushes"]]
+        kap = [p["kappa"] for p in r["pushes"]]
+        per_learner.append({
+            "learner": r["learner"], "slowdown": r["slowdown"], "pushes": len(sig),
+            "staleness_histogram": staleness_histogram(sig),
+            "mean_sigma": float(np.mean(sig)) if sig else None,
+            "max_sigma": int(max(sig)) if sig else None,
+            "mean_kappa": float(np.mean(kap)) if kap else None,
+            "mean_rtt_ms": float(np.mean([p["rtt"] for p in r["pushes"]]) * 1e3)
+            if r["pushes"] else None,
+        })
+    all_sigma = [p["sigma"] for p in pushes]
+    return {
+        "final_accuracy": curve[-1]["accuracy"],
+        "final_loss": curve[-1]["loss"],
+        "updates": ps_report["updates"],
+        "pushes": ps_report["accepted"],
+        "duration_s": curve[-1]["time_s"],
+        "time_to_target_s": reached["time_s"] if reached else None,
+        "updates_to_target": reached["updates"] if reached else None,
+        "train_loss_variance_last": _variance_last([x for _, x in losses]),
+        "test_loss_variance_last": _variance_last([c["loss"] for c in curve]),
+        "mean_sigma": float(np.mean(all_sigma)) if all_sigma else None,
+        "staleness_histogram": staleness_histogram(all_sigma),
+        "learners": per_learner,
+        "curve": curve,
+    }
+
+
+def _stats(values: list[float | None]) -> dict[str, Any]:
+    vals = [float(v) for v in values if v is not None]
+    return {"mean": float(np.mean(vals)) if vals else None,
+            "std": float(np.std(vals)) if len(vals) > 1 else (0.0 if vals else None),
+            "n": len(vals), "of": len(values)}
+
+
+SUMMARY_KEYS = ("final_accuracy", "final_loss", "time_to_target_s", "updates_to_target",
+                "train_loss_variance_last", "test_loss_variance_last", "duration_s",
+                "mean_sigma")
+
+
+def aggregate(runs: list[dict]) -> dict[str, dict]:
+    """Mean / std over the seeds of every summary figure (``n`` = runs where it exists)."""
+    return {k: _stats([r[k] for r in runs]) for k in SUMMARY_KEYS}
+
+
+def expected_duration(budget: int, step_s: float, slowdown: list[float]) -> float:
+    """Seconds the push budget takes if compute sets the pace: budget / sum_i 1/(step f_i)."""
+    rate = sum(1.0 / (step_s * f) for f in slowdown)
+    return budget / rate
+
+
+def ps_link_seconds(budget: int, n_params: int, bw_mbps: float | None) -> float:
+    """Seconds the PS's link needs for the budget if it sets the pace: every push brings a
+    gradient in and takes a model out, 4 bytes per value; the link is full duplex, so each
+    direction carries budget x 4 x n_params bytes (headers ignored)."""
+    if not bw_mbps:
+        return 0.0
+    return budget * 4 * n_params * 8 / (bw_mbps * 1e6)
+
+
+# ------------------------------------------------------------------ I/O
+
+
+def run_once(mininet: Any, job: AsyncJob, ps: str, learners: list[str], progress: Any,
+             label: str) -> tuple[dict, list[dict], float, dict]:
+    """One PS + learners run on the live network; returns the PS report, the learner
+    reports, the start time and bytes moved per directed link."""
+    out_dir = Path(job.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    job_file = out_dir / "job.json"
+    job.save(job_file)
+    start_file = Path(job.start_file) if job.start_file else None
+    if start_file is not None:
+        start_file.unlink(missing_ok=True)
+    net = mininet.net
+    logs: dict[str, list[str]] = {h: [] for h in [ps, *learners]}
+    ready = threading.Semaphore(0)
+    task = progress.add_task(f"{label}: pushes", total=job.budget)
+
+    def launch(host: str, args: list[str], is_ps: bool) -> Any:
+        proc = net.get(host).popen([sys.executable, "-m", *args], stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, cwd=str(ROOT))
+
+        def on_line(line: str) -> None:
+            logs[host].append(line)
+            if line.rstrip().endswith(" ready"):
+                ready.release()
+            elif is_ps and line.startswith("pushes "):
+                progress.update(task, completed=int(line.split()[1].split("/")[0]))
+        _follow(proc, on_line)
+        return proc
+
+    def write_logs() -> None:
+        (out_dir / "logs.txt").write_text("".join(f"--- {n}\n{''.join(lines)}"
+                                                  for n, lines in logs.items()))
+
+    def wait_ready(count: int, what: str) -> None:
+        deadline = time.monotonic() + 60
+        for _ in range(count):
+            if not ready.acquire(timeout=max(0.1, deadline - time.monotonic())):
+                raise ExperimentError(f"{label}: {what} did not start within 60 s "
+                                      f"(see {out_dir}/logs.txt)")
+
+    before = interface_counters(mininet.plan)
+    ps_proc = launch(ps, ["workers.async_ps_node", str(job_file)], True)
+    procs: list[Any] = []
+    try:
+        wait_ready(1, f"the PS on {ps}")
+        procs = [launch(h, ["workers.async_learner_node", str(job_file), "--learner", str(i)],
+                        False) for i, h in enumerate(learners)]
+        wait_ready(len(learners), "the learners")
+        t_start = time.time()
+        if start_file is not None:
+            start_file.touch()
+        deadline = time.monotonic() + job.timeout_s + 30
+        codes = [p.wait(timeout=max(1.0, deadline - time.monotonic())) for p in procs]
+        ps_code = ps_proc.wait(timeout=max(5.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        write_logs()
+        raise ExperimentError(f"{label}: the run did not finish in time "
+                              f"(see {out_dir}/logs.txt)") from None
+    except ExperimentError:
+        write_logs()
+        raise
+    finally:
+        for p in [ps_proc, *procs]:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    write_logs()
+    failed = [h for h, c in zip(learners, codes, strict=True) if c != 0]
+    if failed:
+        raise ExperimentError(f"{label}: learner(s) {', '.join(failed)} failed: "
+                              f"{''.join(logs[failed[0]][-1:]).strip()} "
+                              f"(see {out_dir}/logs.txt)")
+    if ps_code != 0:
+        raise ExperimentError(f"{label}: the PS failed: {''.join(logs[ps][-1:]).strip()} "
+                              f"(see {out_dir}/logs.txt)")
+    moved = link_bytes(before, interface_counters(mininet.plan))
+    ps_report = json.loads((out_dir / "ps.json").read_text())
+    reports = [json.loads((out_dir / f"learner{i}.json").read_text())
+               for i in range(len(learners))]
+    return ps_report, reports, t_start, moved
+
+
+def _settings(args: argparse.Namespace, learners: list[str], factors: list[float],
+              policies: tuple[str, ...]) -> dict:
+    return {"topo": args.topo, "ps": args.ps, "learners": learners,
+            "slowdown": dict(zip(learners, factors, strict=True)), "policies": list(policies),
+            "rounds": args.rounds, "budget_pushes": args.rounds * len(learners),
+            "staleness_window": args.staleness_window, "soft_sync": args.soft_sync,
+            "lr": args.async_lr, "model": args.model, "hidden": args.hidden,
+            "batch_size": TrainConfig().batch_size, "bw_mbps": args.bw or None,
+            "step_ms": args.async_step_ms, "jitter": args.async_jitter,
+            "seeds": [args.seed + r for r in range(args.async_repeats)],
+            "eval_every": args.async_eval_every, "target_acc": args.async_target_acc,
+            "kappa_mode": args.kappa_mode, "target": args.target}
+
+
+def validate(args: argparse.Namespace) -> tuple[str, ...]:
+    policies = parse_policies(args.policies)
+    for what, v in (("--rounds", args.rounds), ("--staleness-window", args.staleness_window),
+                    ("--soft-sync", args.soft_sync), ("--async-repeats", args.async_repeats),
+                    ("--async-eval-every", args.async_eval_every)):
+        if v < 1:
+            raise ExperimentError(f"{what} must be >= 1, got {v}")
+    if not (np.isfinite(args.async_lr) and args.async_lr > 0):
+        raise ExperimentError(f"--async-lr must be > 0, got {args.async_lr}")
+    if not (np.isfinite(args.async_step_ms) and args.async_step_ms >= 0):
+        raise ExperimentError(f"--async-step-ms must be >= 0, got {args.async_step_ms}")
+    if not 0 <= args.async_jitter < 1:
+        raise ExperimentError(f"--async-jitter must be in [0, 1), got {args.async_jitter}")
+    if args.bw is not None and args.bw < 0:
+        raise ExperimentError(f"--bw must be >= 0 Mbit/s, got {args.bw}")
+    return policies
+
+
+def run_method(args: argparse.Namespace) -> dict:
+    """The async experiment from the parsed ``run`` options; returns the results dict."""
+    import networkx as nx
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from controller.cli import resolve_workers
+    from controller.deploy import deploy, routing_rules
+    from topo.mininet_net import build_net
+    from topo.mininet_switch import BMv2Switch, PySwitch
+    from topo.models import hosts, parse_topology
+
+    console = Console()
+    policies = validate(args)
+    graph = nx.Graph(parse_topology(args.topo))
+    if args.ps not in hosts(graph):
+        raise ExperimentError(f"--ps {args.ps}: not a host of {args.topo}")
+    learners = resolve_workers(graph, args.ps, args.workers)
+    bad = [h for h in learners if h not in hosts(graph) or h == args.ps]
+    if bad:
+        raise ExperimentError(f"--workers: {bad[0]} is not a host of {args.topo} other than "
+                              "the PS")
+    factors = parse_slow(args.async_slow, learners)
+    check_environment(args.target)
+    if args.bw:
+        nx.set_edge_attributes(graph, float(args.bw), "bw")
+    graph = nx.freeze(graph)
+    name = args.name or time.strftime("%Y%m%d-%H%M%S")
+    out_dir = Path(args.out) / name
+    settings = _settings(args, learners, factors, policies)
+    named = [h if f == 1 else f"{h}×{f:g}" for h, f in zip(learners, factors, strict=True)]
+    console.print(f"[bold]async PS[/] on {args.topo}: PS {args.ps}, learners "
+                  f"{', '.join(named)}; policies {', '.join(policies)}, seeds {settings['seeds']}")
+    budget = args.rounds * len(learners)
+    step_s = args.async_step_ms / 1e3
+    n_params = Replica(TrainConfig(model=args.model, hidden=args.hidden,
+                                   n_workers=len(learners)), 0).params.size
+    compute_s = expected_duration(budget, max(step_s, 1e-3), factors)
+    link_s = ps_link_seconds(budget, n_params, args.bw)
+    if link_s > compute_s:
+        console.print(f"[yellow]note[/]: at {args.bw:g} Mbit/s the PS link needs ≈{link_s:.0f} s "
+                      f"for {budget} pushes of {n_params} values (compute ≈{compute_s:.0f} s): "
+                      "the network sets the pace (--bw 0 = unshaped links)")
+    timeout = max(120.0, 10 * max(compute_s, link_s))
+    p4info, device_config = compile_program(args.target, out_dir / "build")
+    switch_cls = BMv2Switch if args.target == "bmv2" else PySwitch
+    console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, {args.target} "
+                  "switches" + (f", {args.bw:g} Mbit/s links" if args.bw else ""))
+    mininet = build_net(graph, switch_cls, bw_unit_mbps=1.0 if args.bw else None)
+    runs: dict[str, list[dict]] = {p: [] for p in policies}
+    try:
+        for h in mininet.plan.hosts:
+            mininet.net.get(h).cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+        addrs = {h: (info.ip, info.mac) for h, info in mininet.plan.hosts.items()}
+        rules = routing_rules(graph, mininet.plan.ports, addrs, mininet.plan.device_ids)
+        addresses = {sw: (mininet.grpc_address(sw), mininet.device_id(sw)) for sw in rules}
+        console.print(f"[bold]deploying[/] IPv4 routes over P4Runtime to {len(rules)} switches")
+        deploy(rules, addresses, p4info, device_config)
+        tor = mininet.plan.hosts[args.ps].neighbours[0]
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console) as progress:
+            for seed in settings["seeds"]:
+                train = TrainConfig(model=args.model, hidden=args.hidden,
+                                    n_workers=len(learners), rounds=args.rounds,
+                                    lr=args.async_lr, seed=seed)
+                for policy in policies:
+                    label = f"{policy} seed {seed}"
+                    job = AsyncJob(policy=policy, train=train, n_learners=len(learners),
+                                   budget=budget, lr=args.async_lr, soft_sync=args.soft_sync,
+                                   window=args.staleness_window, kappa_mode=args.kappa_mode,
+                                   ps_addr=(addrs[args.ps][0], ASYNC_TCP_PORT),
+                                   slowdown=factors, step_s=step_s, jitter=args.async_jitter,
+                                   eval_every=args.async_eval_every,
+                                   out_dir=str(out_dir / f"{policy}-seed{seed}"),
+                                   start_file=str(out_dir / f"{policy}-seed{seed}" / "start"),
+                                   timeout_s=timeout)
+                    ps_rep, reps, t0, moved = run_once(mininet, job, args.ps, learners,
+                                                       progress, label)
+                    run = summarize_run(ps_rep, reps, t0, args.async_target_acc)
+                    run["seed"] = seed
+                    run["ps_link_bytes"] = moved[(tor, args.ps)] + moved[(args.ps, tor)]
+                    runs[policy].append(run)
+    finally:
+        mininet.stop()
+    results = {
+        "run": name, "method": "async", "settings": settings,
+        "policies": {p: {"summary": aggregate(runs[p]), "runs": runs[p]} for p in policies},
+    }
+    write_json_atomic(out_dir / "results.json", results)
+    plots = plot_results(results, out_dir)
+    wide = console if console.is_terminal else Console(width=max(console.width, 120))
+    wide.print(summary_table(results))
+    console.print(f"results: {out_dir / 'results.json'}; plots: "
+                  f"{', '.join(p.name for p in plots)}")
+    return results
+
+
+# ------------------------------------------------------------------ report
+
+COLOURS = {"async": "tab:red", "sigma": "tab:blue", "kappa": "tab:green"}
+
+
+def _fmt(stat: dict, digits: int = 3, sci: bool = False) -> str:
+    if stat["mean"] is None:
+        return "—"
+    f = (lambda v: f"{v:.1e}") if sci else (lambda v: f"{v:.{digits}f}")
+    text = f(stat["mean"])
+    if stat["of"] > 1:
+        text += f"±{f(stat['std'])}"
+    if stat["n"] < stat["of"]:
+        text += f" ({stat['n']}/{stat['of']})"
+    return text
+
+
+def summary_table(results: dict) -> Any:
+    from rich.table import Table
+
+    s = results["settings"]
+    pol = results["policies"]
+    sig = _stats([r["mean_sigma"] for d in pol.values() for r in d["runs"]])
+    dur = _stats([r["duration_s"] for d in pol.values() for r in d["runs"]])
+    table = Table(title=f"async PS {results['run']}: {len(s['learners'])} learners, "
+                        f"η={s['lr']:g}, N={s['staleness_window']}, C={s['soft_sync']}, "
+                        f"seeds {s['seeds']} (mean±std)")
+    target = f"{s['target_acc']:g}"
+    table.caption = (f"t/upd→{target}: wall time / PS updates until the test accuracy first "
+                     f"reaches {target}; var: variance over the last quarter of the run. "
+                     f"Mean staleness σ {_fmt(sig, 2)}, run {_fmt(dur, 1)} s.")
+    for col in ("policy", "final acc", "test loss", f"t→{target} s", f"upd→{target}",
+                "var test loss", "var train loss"):
+        table.add_column(col, justify="left" if col == "policy" else "right")
+    for p, d in pol.items():
+        m = d["summary"]
+        table.add_row(p, _fmt(m["final_accuracy"], 4), _fmt(m["final_loss"]),
+                      _fmt(m["time_to_target_s"], 2), _fmt(m["updates_to_target"], 0),
+                      _fmt(m["test_loss_variance_last"], sci=True),
+                      _fmt(m["train_loss_variance_last"], sci=True))
+    return table
+
+
+def plot_results(results: dict, out_dir: Path) -> list[Path]:
+    """accuracy/loss vs time/updates (one line per seed) and staleness histograms."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for metric in ("accuracy", "loss"):
+        for xkey, xlabel in (("time_s", "wall time (s)"), ("updates", "PS updates")):
+            fig, ax = plt.subplots(figsize=(6.4, 3.8))
+            for p, d in results["policies"].items():
+                for k, run in enumerate(d["runs"]):
+                    c = run["curve"]
+                    ax.plot([e[xkey] for e in c], [e[metric] for e in c],
+                            color=COLOURS.get(p), alpha=0.8, lw=1.2,
+                            label=p if k == 0 else None)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(f"test {metric}")
+            if metric == "loss":
+                ax.set_yscale("log")
+            ax.grid(True, alpha=0.3)
+            ax.legend()
+            ax.set_title(f"test {metric} vs {xlabel.split(' (')[0]} (one line per seed)",
+                         fontsize=10)
+            fig.tight_layout()
+            path = out_dir / f"{metric}_vs_{'time' if xkey == 'time_s' else 'updates'}.png"
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            written.append(path)
+    policies = list(results["policies"])
+    hosts = results["settings"]["learners"]
+    fig, axes = plt.subplots(1, len(policies), figsize=(4.2 * len(policies), 3.6),
+                             sharey=True, squeeze=False)
+    for ax, p in zip(axes[0], policies, strict=True):
+        run = results["policies"][p]["runs"][0]
+        for ln in run["learners"]:
+            h = {int(x): c for x, c in ln["staleness_histogram"].items()}
+            if not h:
+                continue
+            top = max(h)
+            ax.stairs([h.get(x, 0) for x in range(1, top + 1)], np.arange(0.5, top + 1),
+                      lw=1.3, label=f"{hosts[ln['learner']]} ×{ln['slowdown']:g}")
+        ax.set_title(f"{p} (seed {run['seed']})", fontsize=10)
+        ax.set_xlabel("staleness σ")
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("pushes")
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    path = out_dir / "staleness_histograms.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+    return written
