@@ -146,6 +146,18 @@ def parse_baselines(text: str) -> list[str]:
     return out
 
 
+# ``run --method ps`` and ``--method ring`` are this runner without BCube: the baselines alone,
+# with the same options, transport and results keys.
+ALONE = {"ps": ["ps"], "ring": ["ring-fattree", "ring-bcube"]}
+
+
+def selected_methods(method: str, baselines: str) -> list[str]:
+    """What one run executes, in order: ``bcube`` and its ``--baselines``, or a baseline alone."""
+    if method in ALONE:
+        return list(ALONE[method])
+    return ["bcube"] + parse_baselines(baselines)
+
+
 # ------------------------------------------------------------------ pure helpers
 
 
@@ -365,7 +377,8 @@ def run_method(args: argparse.Namespace) -> dict:
     console = Console()
     N, k = parse_bcube(args.bcube)
     sizes = parse_sizes(args.grad_mb)
-    baselines = parse_baselines(args.baselines)
+    selected = selected_methods(args.method, args.baselines)
+    baselines = [m for m in selected if m != "bcube"]
     if args.rounds < 1:
         raise ExperimentError(f"--rounds must be >= 1, got {args.rounds}")
     if args.bw < 0:
@@ -398,20 +411,22 @@ def run_method(args: argparse.Namespace) -> dict:
     def size_label(s: float | None) -> str:
         return "model" if s is None else f"{s:g}MB"
 
-    networks: list[tuple[str, nx.Graph, list[str]]] = [
-        ("bcube", bcube(N, k), ["bcube"] + (["ring-bcube"] if "ring-bcube" in baselines else []))]
+    networks: list[tuple[str, nx.Graph, list[str]]] = []
+    on_bcube = [m for m in selected if m in ("bcube", "ring-bcube")]
+    if on_bcube:
+        networks.append(("bcube", bcube(N, k), on_bcube))
     if fat_needed:
         networks.append(("fattree", fat_tree(args.fattree_k), fat_needed))
     modes: dict[str, Any] = {}
     settings = {"bcube": [N, k], "servers": P, "grad_mb": sizes, "n_values": list(n_of.values()),
-                "baselines": baselines, "fattree_k": args.fattree_k if fat_needed else None,
+                "methods": selected, "baselines": baselines, "fattree_k": args.fattree_k if fat_needed else None,
                 "bw_mbps": bw, "rounds": args.rounds, "model": args.model,
                 "hidden": args.hidden, "n_model": n_model, "seed": args.seed,
                 "frac_bits": frac_bits, "frame_kb": args.frame_kb, "transport": "tcp",
                 "switches": "linux-bridge (static fdb)"}
-    console.print(f"[bold]BCube({N},{k})[/]: {P} servers, model gradient {n_model} values, "
-                  f"sizes {', '.join(size_label(s) for s in sizes)}, baselines "
-                  f"{', '.join(baselines) or 'none'}" + (f", {bw:g} Mbit/s links" if bw else ""))
+    console.print(f"[bold]BCube({N},{k})[/] sizing: {P} servers, model gradient {n_model} values, "
+                  f"sizes {', '.join(size_label(s) for s in sizes)}, methods "
+                  f"{', '.join(selected)}" + (f", {bw:g} Mbit/s links" if bw else ""))
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console) as progress:
         for net_kind, graph0, methods in networks:
@@ -474,29 +489,30 @@ def run_method(args: argparse.Namespace) -> dict:
     comparison: dict[str, dict[str, Any]] = {}
     for size in sizes:
         sl = size_label(size)
-        base = modes[f"bcube@{sl}"]
+        base = modes.get(f"bcube@{sl}")  # absent with --method ps / ring
         row = {}
         for m in modes.values():
             if m["size"] != sl:
                 continue
             t = m["sync_s_median"]
             row[m["method"]] = {"sync_s_median": t, "predicted_sync_s": m["predicted_sync_s"],
-                                "bcube_over_this": base["sync_s_median"] / t,
+                                "bcube_over_this": base["sync_s_median"] / t if base else None,
                                 "predicted_bcube_over_this": (
                                     base["predicted_sync_s"] / m["predicted_sync_s"]
-                                    if m["predicted_sync_s"] else None)}
+                                    if base and m["predicted_sync_s"] else None)}
         comparison[sl] = row
     results = {
-        "run": name, "method": "bcube", "settings": settings, "modes": modes,
+        "run": name, "method": args.method, "settings": settings, "modes": modes,
         "comparison": comparison, "bml_theory_bcube_over_ps": 1 / k,
         "exact_all_rounds": all(r["exact"] for m in modes.values() for r in m["rounds"]),
-        "accuracy": {"final": modes[f"bcube@{size_label(sizes[0])}"]["rounds"][-1]["accuracy"],
+        "accuracy": {"final": modes[f"{selected[0]}@{size_label(sizes[0])}"]["rounds"][-1]
+                     ["accuracy"],
                      "reference": reference.final_accuracy},
     }
     write_json_atomic(out_dir / "results.json", results)
     plots = plot_modes(modes, out_dir)
     console.print(summary_table(results))
-    table = Table(title=f"sync time per round (median), BCube({N},{k}) vs baselines"
+    table = Table(title=f"sync time per round (median), {', '.join(selected)} on {P} servers"
                   + (f", {bw:g} Mbit/s links" if bw else ", unshaped links"))
     for col in ("size", "method", "measured s", "predicted s", "BCube/this", "predicted ratio"):
         table.add_column(col)
@@ -504,12 +520,14 @@ def run_method(args: argparse.Namespace) -> dict:
         for method, c in row.items():
             table.add_row(sl, method, f"{c['sync_s_median']:.3f}",
                           "-" if c["predicted_sync_s"] is None else f"{c['predicted_sync_s']:.3f}",
-                          f"{c['bcube_over_this']:.3f}",
+                          "-" if c["bcube_over_this"] is None else f"{c['bcube_over_this']:.3f}",
                           "-" if c["predicted_bcube_over_this"] is None
                           else f"{c['predicted_bcube_over_this']:.3f}")
     console.print(table)
-    console.print(f"BML theory: BCube sync time ≈ 1/k = {1 / k:.3f} of (sharded) PS on a fat-tree; "
-                  f"exact in every round: {'yes' if results['exact_all_rounds'] else 'NO'}")
+    if "bcube" in selected:
+        console.print(f"BML theory: BCube sync time ≈ 1/k = {1 / k:.3f} of (sharded) PS on a "
+                      "fat-tree")
+    console.print(f"exact in every round: {'yes' if results['exact_all_rounds'] else 'NO'}")
     console.print(f"results: {out_dir / 'results.json'}; plots: "
                   f"{', '.join(p.name for p in plots)}")
     return results

@@ -27,6 +27,7 @@ from controller.bcube_experiment import (
     parse_bcube,
     parse_sizes,
     run_method,
+    selected_methods,
     server_links,
 )
 from controller.experiment import ExperimentError
@@ -148,6 +149,9 @@ def test_option_parsing_errors():
     assert parse_sizes("1,4,16") == [1.0, 4.0, 16.0]
     assert parse_sizes("") == [None]
     assert parse_baselines("ps,ring") == ["ps", "ring-fattree", "ring-bcube"]
+    assert selected_methods("bcube", "ps") == ["bcube", "ps"]
+    assert selected_methods("ps", "ring") == ["ps"]  # --method ps ignores --baselines
+    assert selected_methods("ring", "none") == ["ring-fattree", "ring-bcube"]
     for bad, fn in (("4", parse_bcube), ("1,2", parse_bcube), ("1,x", parse_sizes),
                     ("0", parse_sizes), ("tree", parse_baselines)):
         with pytest.raises(ExperimentError):
@@ -218,7 +222,8 @@ def test_nodes_over_loopback(tmp_path):
 @pytest.mark.root
 @pytest.mark.mininet
 def test_run_method_bcube_mininet(tmp_path):
-    args = argparse.Namespace(bcube="2,2", grad_mb="0.05", baselines="ring-bcube", fattree_k=4,
+    args = argparse.Namespace(method="bcube", bcube="2,2", grad_mb="0.05", baselines="ring-bcube",
+                              fattree_k=4,
                               frame_kb=64, rounds=2, model="logreg", hidden=8, bw=50.0, seed=0,
                               out=str(tmp_path), name="e2e", target="pyswitch")
     res = run_method(args)
@@ -241,6 +246,24 @@ def test_run_method_bcube_mininet(tmp_path):
     for r in bc["rounds"]:
         assert r["time_s"] > 0 and r["exact"]
     assert (tmp_path / "e2e" / "time_per_round.png").exists()
+
+
+@pytest.mark.root
+@pytest.mark.mininet
+def test_run_method_ps_alone_mininet(tmp_path):
+    """``run --method ps``: the single TCP PS on a fat-tree, without BCube: 4 servers, the PS
+    on the first; its NIC receives 3n values and sends 3n back per round."""
+    args = argparse.Namespace(method="ps", bcube="2,2", grad_mb="0.05", baselines="ring",
+                              fattree_k=4, frame_kb=64, rounds=2, model="logreg", hidden=8,
+                              bw=50.0, seed=0, out=str(tmp_path), name="ps", target="pyswitch")
+    res = run_method(args)
+    assert set(res["modes"]) == {"ps@0.05MB"} and res["method"] == "ps"
+    assert res["exact_all_rounds"] is True
+    assert res["comparison"]["0.05MB"]["ps"]["bcube_over_this"] is None
+    n = res["modes"]["ps@0.05MB"]["n_values"]
+    ps_nic = [x for x in res["modes"]["ps@0.05MB"]["nic_bytes"] if x["server"] == 0]
+    assert [x["predicted_payload_bytes"] for x in ps_nic] == [3 * n * 4]
+    assert 3 * n * 4 <= ps_nic[0]["measured_rx_bytes"] <= 1.3 * 3 * n * 4
 
 
 def test_send_order_feeds_each_receiver_once():

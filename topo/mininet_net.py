@@ -144,6 +144,30 @@ class MininetNet:
         self.net.stop()
 
 
+def _quiet_tc_link() -> type:
+    """TCLink whose interfaces drop htb's "quantum of class ... is big" warning.
+
+    Above ~16 Mbit/s htb's default r2q gives a quantum over 200 kB and tc warns; the quantum
+    only shares bandwidth among sibling classes and TCIntf makes one class per interface, so
+    the warning says nothing about our links (Mininet prints it as "*** Error").  Every other
+    tc output is still reported."""
+    from mininet.link import TCIntf, TCLink
+
+    class QuietTCIntf(TCIntf):
+        def tc(self, cmd: str, tc: str = "tc") -> str:
+            out = super().tc(cmd, tc)
+            return "".join(line for line in out.splitlines(keepends=True)
+                           if "quantum of class" not in line)
+
+    class QuietTCLink(TCLink):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("cls1", QuietTCIntf)
+            kwargs.setdefault("cls2", QuietTCIntf)
+            super().__init__(*args, **kwargs)
+
+    return QuietTCLink
+
+
 def build_net(graph: nx.Graph, switch_cls: type | None = None,
               switch_opts: dict[str, Any] | None = None,
               per_switch_opts: dict[str, dict[str, Any]] | None = None,
@@ -154,14 +178,13 @@ def build_net(graph: nx.Graph, switch_cls: type | None = None,
     every switch, ``per_switch_opts[name]`` to one; ``bw_unit_mbps`` as in
     :func:`plan_network`. Returns after every switch's P4Runtime
     server answers; on any error the partly built network is stopped."""
-    from mininet.link import TCLink
     from mininet.net import Mininet
 
     from topo.mininet_switch import PySwitch
 
     switch_cls = switch_cls or PySwitch
     plan = plan_network(graph, bw_unit_mbps)
-    net = Mininet(topo=None, controller=None, link=TCLink, autoSetMacs=False,
+    net = Mininet(topo=None, controller=None, link=_quiet_tc_link(), autoSetMacs=False,
                   autoStaticArp=False, build=False, waitConnected=False)
     try:
         for name in plan.hosts:
