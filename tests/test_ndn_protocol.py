@@ -265,6 +265,20 @@ def test_lost_distribution_segment_recovered_by_probe_timer_and_fetch() -> None:
     assert final_params(d, "g0") == reference(1, d.init, 4)
 
 
+def test_spurious_probe_expiry_still_feeds_the_history() -> None:
+    """The timer fires because one round is slower than the history says (g1 computes 5x
+    longer in round 3), but the distribution then arrives by multicast: nothing was
+    recovered, and the interval is a sample -- otherwise the too short timeout would stay (a
+    feedback seen on Mininet, where one GPU fetched every round after two tight samples)."""
+    d = Direct(cfgs(["g0", "g1"], 5), n_rounds=5,
+               compute=lambda g, v: 0.5 if (g, v) == ("g1", 3) else 0.1)
+    d.run()
+    g = d.gpus["g0"]
+    assert g.probe_expiries == 1 and g.recoveries == 0
+    assert len(g.history) == 5 and max(g.history) == pytest.approx(0.4, abs=0.02)
+    assert final_params(d, "g0") == reference(2, d.init, 5)
+
+
 def test_lost_gradient_segment_reexpressed_by_the_ps() -> None:
     lost = nn.to_uri(nn.with_segment(nn.collect_name("g0", PS, T, 1), 2))
     seen = []

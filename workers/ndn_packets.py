@@ -52,6 +52,9 @@ from ndn.security import DigestSha256Signer
 from workers.ndn_names import split_segment, with_segment
 
 NDN_ETHERTYPE = 0x8624
+# NFD's default Ethernet multicast group: every frame goes to it, so a face is a link, not a
+# neighbour's address (our links are point to point; nobody needs to learn a MAC)
+NDN_MULTICAST_MAC = "01:00:5e:00:17:aa"
 TLV_INTEREST = 0x05
 TLV_DATA = 0x06
 ETH_HEADER = 14

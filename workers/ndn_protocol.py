@@ -48,8 +48,9 @@ GPU (``GpuNode``)
             every segment of the gradient has been sent once, the probe timer starts.
             Probe timeout  [decision]: from the history H of the last ``probe_history``
             intervals "last gradient segment sent -> distribution complete" (only versions
-            completed by multicast before the timer fired: a recovered version's interval
-            measures the timer itself and would feed back into it), timeout =
+            completed by multicast alone, even if the timer fired first: a recovered version's
+            interval measures the timer itself and would feed back into it, while leaving out
+            the spurious expiries would keep a too short timeout for ever), timeout =
             clamp(mean(H) + probe_k * std(H), probe_min_s, probe_max_s) (population std);
             with fewer than 2 samples it is ``probe_initial_s``.  In sync mode the interval
             contains the wait for the slowest GPU, so the spread term matters; k = 4 makes a
@@ -710,9 +711,11 @@ class GpuNode(_Node):
         if not reasm.complete:
             return out
         fetched = self.fetched_segments.pop(want, 0)
-        if self.state == "waiting" and self.sent_at is not None and self.fetch is None:
-            # only distributions that arrived by multicast before the timer fired are samples
-            # of the interval; a recovered one measures the timer itself (feedback)
+        if self.state == "waiting" and self.sent_at is not None and not fetched:
+            # a distribution completed by multicast alone is a sample of the interval, also when
+            # the timer fired first (a spurious expiry: the timeout was too short, and leaving
+            # such rounds out would keep it too short for ever -- measured on Mininet); one
+            # completed with fetched segments measures the timer itself (feedback): no sample
             self.history.append(now - self.sent_at)
         params = reasm.payload()
         del self.dist[want]

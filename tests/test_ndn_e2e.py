@@ -1,0 +1,88 @@
+"""``run --method ndn`` end to end over Mininet (root), and its one-line errors.
+
+Reduced experiments on leaf-spine(2,1,2) (three NDN routers; PS h0 on leaf0, GPUs h1 on leaf0
+and h2, h3 behind the spine), the real model, from the CLI:
+
+* clean, with the TCP baseline: every round completes, every GPU's parameters of every version
+  equal the PS's and the PS's equal the one-process reference bit for bit; the tap on the PS
+  link agrees with the kernel's counter; one distribution copy per version leaves the PS (the
+  routers' persistent PIT makes the other copies), so the TCP PS's distribution bytes are about
+  N times NDN's; every GPU unsubscribed (persistent PIT empty at exit).
+* 5 % loss on every router port: every round still completes and stays exact, the routers
+  dropped frames, and active fetch after the probe timer recovered distributions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from controller.cli import main as cli_main
+
+BASE = ["run", "--method", "ndn", "--topo", "leafspine:2,1,2", "--ps", "h0", "--workers", "3",
+        "--model", "logreg", "--bw", "0"]
+
+
+def test_cli_mistakes_are_one_line(tmp_path, capsys):
+    for extra, msg in ((["--ndn-sweep", "4,x"], "'x' is not a worker count"),
+                       (["--ndn-seg-size", "5000"], "--ndn-seg-size must be in"),
+                       (["--loss", "1.5"], "--loss must be in [0, 1)"),
+                       (["--ndn-rto", "0"], "--ndn-rto must be > 0"),
+                       (["--ps", "h99"], "--ps h99: not a host"),
+                       (["--ndn-sweep", "9"], "the topology has only 3 hosts"),
+                       (["--topo", "bcube:2,2"], "one link per host")):
+        code = cli_main([*BASE, "--out", str(tmp_path), *extra])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith("error: ") and msg in err, err
+        assert err.count("\n") == 1 and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.root
+@pytest.mark.mininet
+def test_reduced_ndn_experiment_vs_tcp_ps(tmp_path):
+    t = time.monotonic()
+    code = cli_main([*BASE, "--rounds", "3", "--out", str(tmp_path), "--name", "clean"])
+    assert code == 0
+    res = json.loads((tmp_path / "clean" / "results.json").read_text())
+    assert res["method"] == "ndn" and set(res["modes"]) == {"ndn@3", "tcp-ps@3"}
+    ndn, tcp = res["modes"]["ndn@3"], res["modes"]["tcp-ps@3"]
+    assert len(ndn["rounds"]) == 3 and all(r["exact"] for r in ndn["rounds"])
+    assert ndn["matches_reference"] and res["exact_all_rounds"]
+    assert ndn["ps"]["accepted"] == ["h1", "h2", "h3"] and ndn["ps"]["confirms_sent"] >= 3
+    # one copy of each version on the PS link, from the tap; the tap saw what the kernel saw
+    assert all(r["dist_bytes"] > 4 * ndn["grad_values"] for r in ndn["rounds"])
+    assert len({r["dist_bytes"] for r in ndn["rounds"]}) == 1
+    for m in (ndn, tcp):
+        assert m["tap"]["socket_drops"] == 0
+        assert m["tap"]["total_bytes"] == m["tap"]["kernel_bytes"]
+    ratio = res["comparison"]["3"]["dist_ratio_tcp_over_ndn"]
+    assert 0.8 * 3 < ratio < 1.2 * 3, ratio
+    # the multicast happened in the routers: copies = subscribers reached per version
+    c = ndn["router_counters"]
+    assert c["ppit_copies"] >= 3 * ndn["grad_segments"] * 3
+    assert ndn["ppit_faces_at_exit"] == 0 and c["ppit_deletes"] >= 3
+    assert ndn["recoveries"] == 0 and ndn["impairment_dropped"] == 0
+    for png in ("distribution_bytes.png", "distribution_ratio.png", "time_per_round.png"):
+        assert (tmp_path / "clean" / png).stat().st_size > 0
+    assert time.monotonic() - t < 60
+
+
+@pytest.mark.root
+@pytest.mark.mininet
+def test_reduced_ndn_experiment_recovers_under_loss(tmp_path):
+    t = time.monotonic()
+    code = cli_main([*BASE, "--rounds", "3", "--loss", "0.05", "--seed", "1",
+                     "--ndn-baseline", "none", "--out", str(tmp_path), "--name", "lossy"])
+    assert code == 0
+    res = json.loads((tmp_path / "lossy" / "results.json").read_text())
+    (ndn,) = res["modes"].values()
+    assert res["all_rounds_completed"] and len(ndn["rounds"]) == 3
+    assert all(r["exact"] for r in ndn["rounds"]) and ndn["matches_reference"]
+    assert ndn["impairment_dropped"] > 0
+    assert ndn["recoveries"] > 0 and ndn["probe_expiries"] >= ndn["recoveries"]
+    assert sum(r["recovered"] for r in ndn["rounds"]) == ndn["recoveries"]
+    assert sum(r["fetch_bytes"] for r in ndn["rounds"]) > 0
+    assert time.monotonic() - t < 60
