@@ -34,25 +34,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from controller.errors import ExperimentError
 from controller.experiment import (
-    ROOT,
-    ExperimentError,
-    _follow,
     check_environment,
     compile_program,
     interface_counters,
     link_bytes,
 )
 from controller.files import write_json_atomic
+from controller.host_processes import HostProcesses
 from workers.async_ps_node import AsyncJob
 from workers.async_sgd import KAPPA_MODES, POLICIES
 from workers.async_transport import ASYNC_TCP_PORT
@@ -253,70 +249,28 @@ def run_once(mininet: Any, job: AsyncJob, ps: str, learners: list[str], progress
     start_file = Path(job.start_file) if job.start_file else None
     if start_file is not None:
         start_file.unlink(missing_ok=True)
-    net = mininet.net
-    logs: dict[str, list[str]] = {h: [] for h in [ps, *learners]}
-    ready = threading.Semaphore(0)
     task = progress.add_task(f"{label}: pushes", total=job.budget)
 
-    def launch(host: str, args: list[str], is_ps: bool) -> Any:
-        proc = net.get(host).popen([sys.executable, "-m", *args], stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True, cwd=str(ROOT))
-
-        def on_line(line: str) -> None:
-            logs[host].append(line)
-            if line.rstrip().endswith(" ready"):
-                ready.release()
-            elif is_ps and line.startswith("pushes "):
-                progress.update(task, completed=int(line.split()[1].split("/")[0]))
-        _follow(proc, on_line)
-        return proc
-
-    def write_logs() -> None:
-        (out_dir / "logs.txt").write_text("".join(f"--- {n}\n{''.join(lines)}"
-                                                  for n, lines in logs.items()))
-
-    def wait_ready(count: int, what: str) -> None:
-        deadline = time.monotonic() + 60
-        for _ in range(count):
-            if not ready.acquire(timeout=max(0.1, deadline - time.monotonic())):
-                raise ExperimentError(f"{label}: {what} did not start within 60 s "
-                                      f"(see {out_dir}/logs.txt)")
+    def on_line(host: str, line: str) -> None:
+        if host == ps and line.startswith("pushes "):
+            progress.update(task, completed=int(line.split()[1].split("/")[0]))
 
     before = interface_counters(mininet.plan)
-    ps_proc = launch(ps, ["workers.async_ps_node", str(job_file)], True)
-    procs: list[Any] = []
-    try:
-        wait_ready(1, f"the PS on {ps}")
-        procs = [launch(h, ["workers.async_learner_node", str(job_file), "--learner", str(i)],
-                        False) for i, h in enumerate(learners)]
-        wait_ready(len(learners), "the learners")
+    with HostProcesses(mininet.net, label, out_dir, on_line) as nodes:
+        nodes.launch(ps, "workers.async_ps_node", str(job_file))
+        nodes.wait_ready(1, f"the PS on {ps}")
+        for i, h in enumerate(learners):
+            nodes.launch(h, "workers.async_learner_node", str(job_file), "--learner", str(i))
+        nodes.wait_ready(len(learners), "the learners")
         t_start = time.time()
         if start_file is not None:
             start_file.touch()
         deadline = time.monotonic() + job.timeout_s + 30
-        codes = [p.wait(timeout=max(1.0, deadline - time.monotonic())) for p in procs]
-        ps_code = ps_proc.wait(timeout=max(5.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        write_logs()
-        raise ExperimentError(f"{label}: the run did not finish in time "
-                              f"(see {out_dir}/logs.txt)") from None
-    except ExperimentError:
-        write_logs()
-        raise
-    finally:
-        for p in [ps_proc, *procs]:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    write_logs()
-    failed = [h for h, c in zip(learners, codes, strict=True) if c != 0]
-    if failed:
-        raise ExperimentError(f"{label}: learner(s) {', '.join(failed)} failed: "
-                              f"{''.join(logs[failed[0]][-1:]).strip()} "
-                              f"(see {out_dir}/logs.txt)")
-    if ps_code != 0:
-        raise ExperimentError(f"{label}: the PS failed: {''.join(logs[ps][-1:]).strip()} "
-                              f"(see {out_dir}/logs.txt)")
+        codes = nodes.wait(learners, deadline)
+        # the PS stops by itself after the last push it accepts
+        ps_code = nodes.wait([ps], max(deadline, time.monotonic() + 5.0))
+    nodes.check(codes, "learner")
+    nodes.check(ps_code, "the PS")
     moved = link_bytes(before, interface_counters(mininet.plan))
     ps_report = json.loads((out_dir / "ps.json").read_text())
     reports = [json.loads((out_dir / f"learner{i}.json").read_text())

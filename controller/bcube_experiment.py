@@ -53,8 +53,6 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -62,8 +60,10 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from controller.experiment import ExperimentError, check_environment, interface_counters
+from controller.errors import ExperimentError
+from controller.experiment import check_environment, interface_counters
 from controller.files import write_json_atomic
+from controller.host_processes import HostProcesses
 from controller.report import mean, plot_modes, summary_table
 from workers.allreduce_node import (
     VALUE_BYTES,
@@ -78,7 +78,6 @@ from workers.allreduce_node import (
 from workers.model import Replica, TrainConfig, train_synchronous
 from workers.quantize import choose_frac_bits
 
-ROOT = Path(__file__).resolve().parent.parent
 BASELINES = ("ps", "ps-sharded", "ring-fattree", "ring-bcube")
 PORT = 47100
 MB = 2**20
@@ -257,56 +256,23 @@ def run_schedule(mininet: Any, label: str, job: dict, hosts: list[str], progress
     job_file.write_text(json.dumps(job))
     start = Path(job["start_file"])
     start.unlink(missing_ok=True)
-    logs: dict[str, list[str]] = {h: [] for h in hosts}
-    ready = threading.Semaphore(0)
     task = progress.add_task(f"{label}: rounds", total=job["rounds"])
-    procs = []
 
-    def launch(i: int, h: str) -> Any:
-        proc = mininet.net.get(h).popen(
-            [sys.executable, "-m", "workers.bcube_node", str(job_file), "--server", str(i)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(ROOT))
+    def on_line(host: str, line: str) -> None:
+        if host == hosts[0] and line.startswith("round "):
+            progress.advance(task)
 
-        def pump() -> None:
-            for line in iter(proc.stdout.readline, ""):
-                logs[h].append(line)
-                if line.rstrip().endswith(" ready"):
-                    ready.release()
-                elif i == 0 and line.startswith("round "):
-                    progress.advance(task)
-        threading.Thread(target=pump, daemon=True).start()
-        return proc
-
-    def write_logs() -> None:
-        (out_dir / "logs.txt").write_text("".join(f"--- {n}\n{''.join(ls)}"
-                                                  for n, ls in logs.items()))
-
-    try:
-        procs = [launch(i, h) for i, h in enumerate(hosts)]
-        deadline = time.monotonic() + 60
-        for _ in hosts:
-            if not ready.acquire(timeout=max(0.1, deadline - time.monotonic())):
-                raise ExperimentError(f"{label}: the servers did not start within 60 s "
-                                      f"(see {out_dir}/logs.txt)")
+    with HostProcesses(mininet.net, label, out_dir, on_line) as nodes:
+        for i, h in enumerate(hosts):
+            nodes.launch(h, "workers.bcube_node", str(job_file), "--server", str(i))
+        nodes.wait_ready(len(hosts), "the servers")
         before = interface_counters(mininet.plan)
         t0 = time.perf_counter()
         start.touch()
-        deadline = time.monotonic() + job["timeout_s"] * (job["rounds"] + 1) + 30
-        codes = [p.wait(timeout=max(1.0, deadline - time.monotonic())) for p in procs]
+        codes = nodes.wait(hosts, time.monotonic() + job["timeout_s"] * (job["rounds"] + 1) + 30)
         wall = time.perf_counter() - t0
         after = interface_counters(mininet.plan)
-    except subprocess.TimeoutExpired:
-        raise ExperimentError(f"{label}: the run did not finish in time "
-                              f"(see {out_dir}/logs.txt)") from None
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        write_logs()
-    failed = [h for h, c in zip(hosts, codes, strict=True) if c != 0]
-    if failed:
-        raise ExperimentError(f"{label}: server(s) {', '.join(failed)} failed: "
-                              f"{''.join(logs[failed[0]][-1:]).strip()} (see {out_dir}/logs.txt)")
+    nodes.check(codes, "server")
     reports = [json.loads((out_dir / f"server{i}.json").read_text()) for i in range(len(hosts))]
     moved = {key: after[key] - before.get(key, 0) for key in after}
     return reports, moved, wall

@@ -30,7 +30,9 @@ import networkx as nx
 import numpy as np
 
 from controller.deploy import JobSpec, deploy, switch_rules
+from controller.errors import ExperimentError
 from controller.files import write_json_atomic
+from controller.host_processes import HostProcesses
 from controller.report import mean, plot_modes, print_summary
 from workers.constants import INA_UDP_PORT, K
 from workers.job import MODES, JobConfig
@@ -50,11 +52,11 @@ METHODS: dict[str, str] = {
     "ina": __name__,
     "async": "controller.async_experiment",
     "bcube": "controller.bcube_experiment",
+    "ps": "controller.bcube_experiment",  # the BCube runner's TCP PS baseline alone
+    "ring": "controller.bcube_experiment",  # its ring all-reduce baselines alone
+    "ndn": "controller.ndn_experiment",
 }
 
-
-class ExperimentError(RuntimeError):
-    """A run could not be set up or did not complete (one line for the user)."""
 
 
 @dataclass
@@ -169,74 +171,30 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
     out_dir.mkdir(parents=True, exist_ok=True)
     job_file = out_dir / "job.json"
     cfg.save(job_file)
-    net = mininet.net
     before = interface_counters(mininet.plan)
     task = progress.add_task(f"{mode}: rounds", total=cfg.rounds)
     start_file = Path(cfg.start_file) if cfg.start_file else None
     if start_file is not None:
         start_file.unlink(missing_ok=True)
-    logs: dict[str, list[str]] = {w: [] for w in [ps, *workers]}
-    ready = threading.Semaphore(0)
 
-    def launch(host: str, args: list[str], name: str) -> Any:
-        proc = net.get(host).popen([sys.executable, "-m", *args], stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True, cwd=str(ROOT))
+    def on_line(host: str, line: str) -> None:
+        if host == workers[0] and line.startswith("worker "):
+            progress.advance(task)
 
-        def on_line(line: str) -> None:
-            logs[name].append(line)
-            if line.rstrip().endswith(" ready"):
-                ready.release()
-            elif name == workers[0] and line.startswith("worker "):
-                progress.advance(task)
-        _follow(proc, on_line)
-        return proc
-
-    def write_logs() -> None:
-        (out_dir / "logs.txt").write_text("".join(f"--- {n}\n{''.join(lines)}"
-                                                  for n, lines in logs.items()))
-
-    def wait_ready(count: int, what: str) -> None:
-        deadline = time.monotonic() + 60
-        for _ in range(count):
-            if not ready.acquire(timeout=max(0.1, deadline - time.monotonic())):
-                raise ExperimentError(f"{mode}: {what} did not start within 60 s "
-                                      f"(see {out_dir}/logs.txt)")
-
-    ps_proc = launch(ps, ["workers.ps_node", str(job_file)], ps)
-    procs = []
-    try:
-        wait_ready(1, f"the PS on {ps}")
-        procs = [launch(w, ["workers.worker_node", str(job_file), "--worker", str(i)], w)
-                 for i, w in enumerate(workers)]
-        wait_ready(len(workers), "the workers")
-    except ExperimentError:
-        for p in [ps_proc, *procs]:
-            p.kill()
-        write_logs()
-        raise
-    if start_file is not None:
-        start_file.touch()  # every process is up: start round 0 together
-    deadline = time.monotonic() + cfg.round_timeout_s * cfg.rounds + 30
-    codes = []
-    try:
-        for p in procs:
-            codes.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
-        ps_proc.terminate()  # the PS serves retransmissions until every worker is done
-        ps_code = ps_proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        raise ExperimentError(f"{mode}: the run did not finish in time; last worker output: "
-                              f"{''.join(logs[workers[0]][-1:]).strip()}") from None
-    finally:
-        for p in [ps_proc, *procs]:
-            if p.poll() is None:
-                p.kill()
-    write_logs()
-    failed = [w for w, c in zip(workers, codes, strict=True) if c != 0]
-    if failed:
-        raise ExperimentError(f"{mode}: worker(s) {', '.join(failed)} failed: "
-                              f"{''.join(logs[failed[0]][-1:]).strip()} (see {out_dir}/logs.txt)")
+    with HostProcesses(mininet.net, mode, out_dir, on_line) as nodes:
+        nodes.launch(ps, "workers.ps_node", str(job_file))
+        nodes.wait_ready(1, f"the PS on {ps}")
+        for i, w in enumerate(workers):
+            nodes.launch(w, "workers.worker_node", str(job_file), "--worker", str(i))
+        nodes.wait_ready(len(workers), "the workers")
+        if start_file is not None:
+            start_file.touch()  # every process is up: start round 0 together
+        codes = nodes.wait(workers, time.monotonic() + cfg.round_timeout_s * cfg.rounds + 30)
+        ps_code = nodes.stop(ps, 30)  # it serves retransmissions until every worker is done
+    nodes.check(codes, "worker")
     if ps_code != 0:
-        raise ExperimentError(f"{mode}: the PS did not complete every round (see {out_dir}/logs.txt)")
+        raise ExperimentError(f"{mode}: the PS did not complete every round "
+                              f"(see {out_dir}/logs.txt)")
     moved = link_bytes(before, interface_counters(mininet.plan))
     reports = [json.loads((out_dir / f"worker{i}.json").read_text()) for i in range(len(workers))]
     ps_report = json.loads((out_dir / "ps.json").read_text())
@@ -427,10 +385,12 @@ def add_run_parser(sub: Any, add_subcommand: Any) -> None:
     p = add_subcommand(sub, "run", cmd_run,
                        "run a synchronization experiment over Mininet (root; default: INA)")
     p.add_argument("--method", choices=sorted(METHODS), default="ina",
-                   help="synchronization method (default ina)")
-    for name, module in sorted(METHODS.items()):
-        if name != "ina":
-            importlib.import_module(module).add_arguments(p)
+                   help="ina (default): P4 in-network aggregation; bcube: BCube hierarchical "
+                        "sync (with --baselines); ps, ring: its TCP PS / ring all-reduce "
+                        "baselines alone; async: staleness-aware async PS; ndn: NDN with a "
+                        "persistent PIT; cluster: clustered temporary PSs")
+    for module in sorted(set(METHODS.values()) - {__name__}):  # a module may serve several
+        importlib.import_module(module).add_arguments(p)
     p.add_argument("--topo", default=d.topo, help=f"topology spec (default {d.topo})")
     p.add_argument("--ps", default=d.ps, help="parameter server host")
     p.add_argument("--workers", default=d.workers, help="NAME,NAME,... or a COUNT")

@@ -48,9 +48,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -58,15 +55,14 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from controller.errors import ExperimentError
 from controller.experiment import (
-    ROOT,
-    ExperimentError,
-    _follow,
     check_environment,
     interface_counters,
     link_bytes,
 )
 from controller.files import write_json_atomic
+from controller.host_processes import HostProcesses
 from controller.report import mean, plot_modes, summary_table
 from workers.ndn_packets import DEFAULT_SEG_SIZE, n_segments
 
@@ -334,71 +330,25 @@ def _run_processes(mininet: Any, job_file: Path, run_dir: Path, ps: str, workers
                    label: str, rounds: int, timeout: float, progress: Any
                    ) -> tuple[dict, list[dict]]:
     """PS + GPUs on the live network with a start barrier; returns their reports."""
-    net = mininet.net
-    logs: dict[str, list[str]] = {h: [] for h in [ps, *workers]}
-    ready = threading.Semaphore(0)
     task = progress.add_task(f"{label}: rounds", total=rounds)
 
-    def launch(host: str, extra: list[str], is_ps: bool) -> Any:
-        proc = net.get(host).popen([sys.executable, "-m", "workers.ndn_node", str(job_file),
-                                    *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, cwd=str(ROOT))
+    def on_line(host: str, line: str) -> None:
+        if host == ps and line.startswith("round "):
+            progress.advance(task)
 
-        def on_line(line: str) -> None:
-            logs[host].append(line)
-            if line.rstrip().endswith(" ready"):
-                ready.release()
-            elif is_ps and line.startswith("round "):
-                progress.advance(task)
-        _follow(proc, on_line)
-        return proc
-
-    def write_logs() -> None:
-        (run_dir / "logs.txt").write_text("".join(f"--- {n}\n{''.join(lines)}"
-                                                  for n, lines in logs.items()))
-
-    def wait_ready(count: int, what: str) -> None:
-        deadline = time.monotonic() + 60
-        for _ in range(count):
-            if not ready.acquire(timeout=max(0.1, deadline - time.monotonic())):
-                raise ExperimentError(f"{label}: {what} did not start within 60 s "
-                                      f"(see {run_dir}/logs.txt)")
-
-    def last_line(host: str) -> str:
-        return "".join(logs[host][-1:]).strip() or "(no output)"
-
-    ps_proc = launch(ps, ["--role", "ps"], True)
-    procs: list[Any] = []
-    try:
-        wait_ready(1, f"the PS on {ps}")
-        procs = [launch(h, ["--role", "gpu", "--index", str(i)], False)
-                 for i, h in enumerate(workers)]
-        wait_ready(len(workers), "the GPUs")
+    with HostProcesses(mininet.net, label, run_dir, on_line) as nodes:
+        nodes.launch(ps, "workers.ndn_node", str(job_file), "--role", "ps")
+        nodes.wait_ready(1, f"the PS on {ps}")
+        for i, h in enumerate(workers):
+            nodes.launch(h, "workers.ndn_node", str(job_file), "--role", "gpu", "--index", str(i))
+        nodes.wait_ready(len(workers), "the GPUs")
         (run_dir / "start").touch()
-        deadline = time.monotonic() + timeout + 30
-        codes = [p.wait(timeout=max(1.0, deadline - time.monotonic())) for p in procs]
-        ps_proc.terminate()  # it serves active fetches until every GPU is done
-        ps_code = ps_proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        write_logs()
-        raise ExperimentError(f"{label}: the run did not finish in time "
-                              f"(see {run_dir}/logs.txt)") from None
-    except ExperimentError:
-        write_logs()
-        raise
-    finally:
-        for p in [ps_proc, *procs]:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    write_logs()
-    failed = [h for h, c in zip(workers, codes, strict=True) if c != 0]
-    if failed:
-        raise ExperimentError(f"{label}: GPU(s) {', '.join(failed)} failed: "
-                              f"{last_line(failed[0])} (see {run_dir}/logs.txt)")
+        codes = nodes.wait(workers, time.monotonic() + timeout + 30)
+        ps_code = nodes.stop(ps, 10)  # it serves active fetches until every GPU is done
+    nodes.check(codes, "GPU")
     if ps_code != 0 or not (run_dir / "ps.json").exists():
-        raise ExperimentError(f"{label}: the PS failed: {last_line(ps)} "
-                              f"(see {run_dir}/logs.txt)")
+        raise ExperimentError(f"{label}: the PS failed: {nodes.last_line(ps)} "
+                              f"(see {nodes.log_file})")
     ps_rep = json.loads((run_dir / "ps.json").read_text())
     gpu_reps = [json.loads((run_dir / f"gpu{i}.json").read_text()) for i in range(len(workers))]
     return ps_rep, gpu_reps

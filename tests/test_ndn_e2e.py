@@ -74,12 +74,15 @@ def test_reduced_ndn_experiment_vs_tcp_ps(tmp_path):
 @pytest.mark.mininet
 def test_reduced_ndn_experiment_recovers_under_loss(tmp_path):
     t = time.monotonic()
-    code = cli_main([*BASE, "--rounds", "3", "--loss", "0.05", "--seed", "1",
+    code = cli_main([*BASE, "--rounds", "4", "--loss", "0.1", "--seed", "1",
                      "--ndn-baseline", "none", "--out", str(tmp_path), "--name", "lossy"])
     assert code == 0
     res = json.loads((tmp_path / "lossy" / "results.json").read_text())
     (ndn,) = res["modes"].values()
-    assert res["all_rounds_completed"] and len(ndn["rounds"]) == 3
+    # 10% per port and direction: a distribution crossing 2-3 routers loses a segment to a
+    # GPU with high probability, so some must be recovered by active fetch (5% left runs
+    # where, by the luck of timing, only Interests and gradients were hit)
+    assert res["all_rounds_completed"] and len(ndn["rounds"]) == 4
     assert all(r["exact"] for r in ndn["rounds"]) and ndn["matches_reference"]
     assert ndn["impairment_dropped"] > 0
     assert ndn["recoveries"] > 0 and ndn["probe_expiries"] >= ndn["recoveries"]
