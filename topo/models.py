@@ -199,6 +199,24 @@ def dumbbell(left: int, right: int, bottleneck: float = 1.0, bw: float = 1.0) ->
     )
 
 
+def with_link_bw(graph: nx.Graph, default: float | None,
+                 host_bw: Mapping[str, float]) -> nx.Graph:
+    """A frozen copy of ``graph`` whose links have ``bw = default`` (None: unshaped), except
+    the access link of every host in ``host_bw``, which gets that host's value (e.g. per-host
+    uplinks from a node profile).  A named host must exist and have exactly one link."""
+    g = nx.Graph(graph)
+    nx.set_edge_attributes(g, default, "bw")
+    for h, bw in host_bw.items():
+        if g.nodes.get(h, {}).get("kind") != "host":
+            raise TopologyError(f"{h!r} is not a host of {graph.graph.get('name', 'the topology')}")
+        links = list(g.edges(h))
+        if len(links) != 1:
+            raise TopologyError(f"host {h!r} has {len(links)} links; a per-host bandwidth needs "
+                                "exactly one (its access link)")
+        g.edges[links[0]]["bw"] = float(bw)
+    return nx.freeze(g)
+
+
 # --------------------------------------------------------------------------------------------
 # file format
 # --------------------------------------------------------------------------------------------

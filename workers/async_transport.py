@@ -58,7 +58,9 @@ __all__ = [
     "TransportError",
     "Welcome",
     "decode",
+    "decode_array",
     "encode",
+    "encode_array",
     "frame",
     "recv_message",
     "send_message",
@@ -141,6 +143,12 @@ def _read_array(body: bytes, off: int) -> tuple[np.ndarray, int]:
                              f"({len(body) - off} of {end - off} bytes)")
     arr = np.frombuffer(body, dtype=dtype, count=count, offset=off).astype(dtype.newbyteorder("="))
     return arr, end
+
+
+# The array layout as public names, shared with the clustered-PS messages
+# (workers.cluster_messages) so that both protocols carry arrays identically.
+encode_array = _array
+decode_array = _read_array
 
 
 def encode(msg: Message) -> bytes:

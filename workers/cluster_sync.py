@@ -223,6 +223,10 @@ class TemporaryPS:
         self.period = period
         self.batch = 0
         self.own_average: np.ndarray | None = None
+        # The own average of the latest completed period, kept after the exchange finishes it
+        # (own_average is cleared then): a transport sends it to the other PSs even when all
+        # their averages were already in and the last gradient finished the period at once.
+        self.completed_average: np.ndarray | None = None
         self.last_alpha: np.ndarray | None = None  # row α_c· used by the last exchange
         self._grads: dict[int, np.ndarray] = {}
         self._peers: dict[int, dict[int, np.ndarray]] = {}  # period -> cluster -> average
@@ -257,6 +261,7 @@ class TemporaryPS:
             self.batch += 1
             return avg
         self.own_average = avg
+        self.completed_average = avg
         return self._finish() if self._complete() else None
 
     def add_peer_average(self, period: int, cluster: int, avg: np.ndarray) -> np.ndarray | None:
