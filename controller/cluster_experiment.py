@@ -14,9 +14,11 @@ The network
 What runs
     For every seed (``--seed`` … ``--seed + --cluster-repeats − 1``) and every rule of
     ``--cluster-rules`` (interleaved seed by seed, so slow drifts of the shared machine's load hit
-    every rule alike): one process per node on its host plus endpoint N
-    (:mod:`workers.cluster_node`): the coordinator on the first node's host for
-    ``contribution``/``average``, the central PS on ``--ps`` for ``central``.  ``--rounds`` is
+    every rule alike): one process per node on its host plus endpoint N on the ``--ps`` host
+    (:mod:`workers.cluster_node`): the coordinator for ``contribution``/``average``, the
+    central PS for ``central`` (the same host, so both runs put their extra endpoint on the same
+    link and every host runs one process, as :class:`controller.host_processes.HostProcesses`
+    expects).  ``--rounds`` is
     the number of batches (global rounds, the central-PS reference's rounds), cut into
     ``--rounds / --cluster-period`` exchange periods; temporary PSs are re-elected (and the
     nodes re-clustered) every ``--cluster-reelect`` periods.
@@ -38,9 +40,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -51,13 +50,13 @@ from controller.async_experiment import _fmt, _stats
 from controller.experiment import (
     ROOT,
     ExperimentError,
-    _follow,
     check_environment,
     compile_program,
     interface_counters,
     link_bytes,
 )
 from controller.files import write_json_atomic
+from controller.host_processes import HostProcesses
 from workers.cluster_protocol import CLUSTER_TCP_PORT, RULES, ClusterJob, save_job_data
 from workers.model import Replica, TrainConfig
 from workers.node_features import NodeProfile, ProfileError, load_profile, mininet_limits
@@ -312,38 +311,19 @@ def run_once(mininet: Any, job: ClusterJob, hub_host: str, progress: Any, label:
     start_file = Path(job.start_file) if job.start_file else None
     if start_file is not None:
         start_file.unlink(missing_ok=True)
-    hosts = [*job.nodes, hub_host]
-    names = [*job.nodes, f"{hub_host} ({'central PS' if job.rule == 'central' else 'coordinator'})"]
-    logs: dict[str, list[str]] = {n: [] for n in names}
-    ready = threading.Semaphore(0)
     task = progress.add_task(f"{label}: periods", total=job.periods)
-    procs: list[Any] = []
+    first = job.nodes[0]
 
-    def launch(i: int) -> Any:
-        proc = mininet.net.get(hosts[i]).popen(
-            [sys.executable, "-m", "workers.cluster_node", str(job_file), "--endpoint", str(i)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(ROOT))
+    def on_line(host: str, line: str) -> None:
+        if host == first and line.startswith("period "):
+            progress.update(task, completed=int(line.split()[1].split("/")[0]))
 
-        def on_line(line: str) -> None:
-            logs[names[i]].append(line)
-            if line.rstrip().endswith(" ready"):
-                ready.release()
-            elif i == 0 and line.startswith("period "):
-                progress.update(task, completed=int(line.split()[1].split("/")[0]))
-        _follow(proc, on_line)
-        return proc
-
-    def write_logs() -> None:
-        (out_dir / "logs.txt").write_text("".join(f"--- {n}\n{''.join(lines)}"
-                                                  for n, lines in logs.items()))
-
-    try:
-        procs = [launch(i) for i in range(len(hosts))]
-        deadline = time.monotonic() + 60
-        for _ in hosts:
-            if not ready.acquire(timeout=max(0.1, deadline - time.monotonic())):
-                raise ExperimentError(f"{label}: the processes did not start within 60 s "
-                                      f"(see {out_dir}/logs.txt)")
+    hub_role = "the central PS" if job.rule == "central" else "the coordinator"
+    with HostProcesses(mininet.net, label, out_dir, on_line) as procs:
+        procs.launch(hub_host, "workers.cluster_node", str(job_file), "--endpoint", str(job.n))
+        for i, h in enumerate(job.nodes):
+            procs.launch(h, "workers.cluster_node", str(job_file), "--endpoint", str(i))
+        procs.wait_ready(job.n + 1, "the nodes")
         before = interface_counters(mininet.plan)
         t_start = time.time()
         if start_file is not None:
@@ -351,25 +331,17 @@ def run_once(mininet: Any, job: ClusterJob, hub_host: str, progress: Any, label:
         deadline = time.monotonic() + job.timeout_s + 30
         # Poll rather than wait in order: one failed process would leave the others waiting
         # for its messages until the timeout, so the first failure ends the run.
-        while any(p.poll() is None for p in procs):
-            if any(p.poll() not in (None, 0) for p in procs):
+        running = dict(procs.procs)
+        while any(p.poll() is None for p in running.values()):
+            if any(p.poll() not in (None, 0) for p in running.values()):
                 break
             if time.monotonic() > deadline:
                 raise ExperimentError(f"{label}: the run did not finish in time "
-                                      f"(see {out_dir}/logs.txt)")
+                                      f"(see {procs.log_file})")
             time.sleep(0.05)
-        codes = [p.poll() for p in procs]
+        procs.check({h: c for h, p in running.items() if (c := p.poll()) not in (None, 0)},
+                    f"a node or {hub_role}")
         moved = link_bytes(before, interface_counters(mininet.plan))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        write_logs()
-    failed = [n for n, c in zip(names, codes, strict=True) if c not in (None, 0)]
-    if failed:
-        raise ExperimentError(f"{label}: {', '.join(failed)} failed: "
-                              f"{''.join(logs[failed[0]][-1:]).strip()} (see {out_dir}/logs.txt)")
     reports = [json.loads((out_dir / f"node{i}.json").read_text()) for i in range(job.n)]
     hub = json.loads((out_dir / "hub.json").read_text())
     params = []
@@ -449,7 +421,7 @@ def run_method(args: argparse.Namespace) -> dict:
                     label = f"{rule} seed {seed}"
                     run_dir = out_dir / f"{rule}-seed{seed}"
                     run_dir.mkdir(parents=True, exist_ok=True)
-                    hub_host = args.ps if rule == "central" else nodes[0]
+                    hub_host = args.ps  # the central PS, or the coordinator (see module doc)
                     job = ClusterJob(
                         rule=rule, train=train, nodes=nodes, periods=periods,
                         batches=args.cluster_period, reelect=args.cluster_reelect,

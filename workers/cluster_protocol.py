@@ -7,7 +7,7 @@ between Mininet hosts, :func:`run_in_process` carries them through in-memory cha
 Endpoints: nodes ``0 … N−1`` (profile order) and endpoint ``N``, which is the coordinator for
 the ``contribution`` and ``average`` rules and the single central PS for ``central``.
 
-Coordinator  [decision: a coordinator process next to node 0, not the controller]
+Coordinator  [decision: a coordinator process on its own host, in band; not the controller]
     Every node sends its features of period p (:class:`Features`) at the start of the period.
     At the first period of each election epoch (p % R == 0) the coordinator waits for all N
     feature vectors, normalizes over the whole history (:func:`workers.node_features.node_vectors`),
@@ -16,11 +16,11 @@ Coordinator  [decision: a coordinator process next to node 0, not the controller
     previous PS again when the partition is unchanged) and answers every node with
     :class:`Assign`; inside an epoch it answers each node at once with the epoch's assignment
     (the clustering holds for the epoch, so a node need not wait for the others) and only
-    records the features.  It runs in its own process on node 0's host, in band: its
-    messages cross the same emulated links as the gradients and are measured with them, as they
-    would be on a real cluster without an out-of-band controller network.  The testbed's
-    controller lives in the root namespace, outside the emulated network, so using it would hide
-    that traffic; and a coordinator elected among the temporary PSs would need an election
+    records the features.  The runner puts it on the ``--ps`` host (the host the central-PS
+    baseline uses), in band: its messages cross the same emulated links as the gradients and are
+    measured with them, as on a real cluster without an out-of-band control network.  The
+    testbed's controller lives in the root namespace, outside the emulated network, so using it
+    would hide that traffic; and a coordinator elected among the nodes would need an election
     before the first clustering (chicken and egg) for a job of a few hundred bytes per period.
     Re-clustering only at epoch starts keeps every PS in place for R periods as the patent's
     "re-elect after a preset number of periods" requires.  If a new clustering changes the
