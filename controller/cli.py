@@ -153,10 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="count the RESULT multicast tree in link loads (what the testbed's "
                         "data plane does; SPEC §3.3 leaves it out)")
     p.add_argument("--out", required=True, help="plan file to write (JSON)")
+    from controller.compare import add_compare_parser
     from controller.experiment import add_run_parser
     from controller.network_cli import add_network_parsers
 
     add_run_parser(sub, add_subcommand)
+    add_compare_parser(sub, add_subcommand)
     add_network_parsers(sub, add_subcommand)
     return parser
 

@@ -215,6 +215,7 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
         })
     busiest = max(moved, key=moved.get)
     return {"job_id": cfg.job_id, "rounds": rounds, "ps": ps_report["stats"],
+            "grad_bytes": 4 * cfg.n_values,  # int32 values synchronized per round
             "ps_link_bytes_total": moved[(tor, ps)], "busiest_link": list(busiest),
             "busiest_link_bytes_total": moved[busiest],
             "link_bytes_total": {f"{a}->{b}": v for (a, b), v in sorted(moved.items())}}

@@ -1,0 +1,208 @@
+"""``python -m controller compare RUN...``: finished runs of any method side by side (SPEC §8).
+
+Every ``run --method`` writes ``results/<run>/results.json``.  Runs with ``modes`` (INA, BCube and
+its PS/ring baselines, NDN, clusters) keep per-round records with the same keys -- ``time_s``,
+``ps_rx_bytes``, ``busiest_link_bytes``, ``retransmissions``, ``accuracy``, ``exact`` -- so one
+row per mode is their mean over the rounds.  The asynchronous PS has no rounds: it has
+policies, each run over seeds with a push budget of ``rounds x learners``; its row divides the
+run's duration and the PS link's bytes by ``rounds`` (the same amount of gradient work as R
+synchronous rounds) and averages over seeds.
+
+Columns: seconds per round; goodput (synchronized gradient bytes per second, where the run
+records the gradient size); bytes per round into the PS host and on the busiest link;
+retransmissions; final accuracy; exactness; and the LP's predicted vs measured γ where the run
+has one (INA).  A row's settings (topology, link rate, workers, rounds) are printed with it,
+since a time means nothing without them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from controller.errors import ExperimentError
+
+__all__ = ["Row", "load_results", "rows_of", "compare_rows", "settings_text"]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One mode (or async policy) of one run."""
+
+    run: str
+    method: str
+    mode: str
+    rounds: int
+    s_per_round: float | None
+    goodput_Bps: float | None
+    ps_bytes_per_round: float | None
+    busiest_bytes_per_round: float | None
+    retransmissions: int | None
+    accuracy: float | None
+    exact: bool | None
+    gamma_predicted: float | None = None
+    gamma_measured: float | None = None
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """``results.json`` of a run (``path`` is the file or its run folder)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.json"
+    try:
+        doc = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ExperimentError(f"{path}: no results.json there") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ExperimentError(f"{p}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ExperimentError(f"{p}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    if not isinstance(doc, dict) or not ("modes" in doc or "policies" in doc):
+        raise ExperimentError(f"{p}: not an INSync results file (no 'modes' or 'policies')")
+    return doc
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _round_mean(rounds: list[dict], key: str) -> float | None:
+    return _mean([float(r[key]) for r in rounds if r.get(key) is not None])
+
+
+def _grad_bytes(mode: dict) -> float | None:
+    """Bytes of gradient one round synchronizes, where the run records it."""
+    if "grad_bytes" in mode:
+        return float(mode["grad_bytes"])
+    if "grad_values" in mode:  # NDN: int32 values
+        return 4.0 * float(mode["grad_values"])
+    return None
+
+
+def rows_of(run: str, doc: dict[str, Any]) -> list[Row]:
+    """The rows of one results document (see the module docstring for what a row means)."""
+    method = str(doc.get("method", "ina"))
+    rows: list[Row] = []
+    gamma = doc.get("gamma") or {}
+    for name, mode in (doc.get("modes") or {}).items():
+        rounds = mode.get("rounds") or []
+        t = _round_mean(rounds, "time_s")
+        g = _grad_bytes(mode)
+        retx = [r["retransmissions"] for r in rounds if "retransmissions" in r]
+        exact = [bool(r["exact"]) for r in rounds if "exact" in r]
+        is_ina = method == "ina" and name == "ina"
+        rows.append(Row(
+            run=run, method=method, mode=name, rounds=len(rounds), s_per_round=t,
+            goodput_Bps=g / t if g and t else None,
+            ps_bytes_per_round=_round_mean(rounds, "ps_rx_bytes"),
+            busiest_bytes_per_round=_round_mean(rounds, "busiest_link_bytes"),
+            retransmissions=int(sum(retx)) if retx else None,
+            accuracy=rounds[-1].get("accuracy") if rounds else None,
+            exact=all(exact) if exact else None,
+            gamma_predicted=gamma.get("predicted") if is_ina else None,
+            gamma_measured=gamma.get("measured") if is_ina else None))
+    settings = doc.get("settings") or {}
+    R = settings.get("rounds")
+    for policy, data in (doc.get("policies") or {}).items():
+        runs = data.get("runs") or []
+        durations = [float(r["duration_s"]) for r in runs if r.get("duration_s") is not None]
+        ps_bytes = [float(r["ps_link_bytes"]) for r in runs if r.get("ps_link_bytes") is not None]
+        acc = [float(r["final_accuracy"]) for r in runs if r.get("final_accuracy") is not None]
+        rows.append(Row(
+            run=run, method=method, mode=f"{policy} ({len(runs)} seed{'s' if len(runs) != 1 else ''})", rounds=R or 0,
+            s_per_round=_mean(durations) / R if durations and R else None, goodput_Bps=None,
+            ps_bytes_per_round=_mean(ps_bytes) / R if ps_bytes and R else None,
+            busiest_bytes_per_round=None, retransmissions=None, accuracy=_mean(acc),
+            exact=None))
+    return rows
+
+
+def settings_text(doc: dict[str, Any]) -> str:
+    """The settings a row's figures depend on, in one line."""
+    s = doc.get("settings") or {}
+    parts = []
+    if s.get("bcube"):
+        parts.append(f"BCube({s['bcube'][0]},{s['bcube'][1]})")
+    elif s.get("topo"):
+        parts.append(str(s["topo"]))
+    bw = s.get("bw_mbps", s.get("bw"))
+    parts.append(f"{bw:g} Mbit/s" if bw else "unshaped links")
+    workers = s.get("learners") or s.get("workers") or s.get("servers")
+    if isinstance(workers, list):
+        parts.append(f"workers {','.join(str(w) for w in workers)}")
+    elif workers is not None:
+        parts.append(f"workers {workers}")
+    for key in ("rounds", "model", "loss"):
+        if s.get(key):
+            parts.append(f"{key} {s[key]}")
+    return ", ".join(parts)
+
+
+def compare_rows(paths: list[str]) -> tuple[list[Row], dict[str, str]]:
+    """Rows of every run, and each run's settings line (run name -> text)."""
+    rows: list[Row] = []
+    settings: dict[str, str] = {}
+    for path in paths:
+        doc = load_results(path)
+        run = str(doc.get("run") or Path(path).name)
+        if run in settings:
+            run = f"{run} ({path})"
+        rows.extend(rows_of(run, doc))
+        settings[run] = settings_text(doc)
+    return rows, settings
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def cmd_compare(args: Any) -> int:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    from controller.files import write_json_atomic
+
+    rows, settings = compare_rows(args.runs)
+    index = {run: i + 1 for i, run in enumerate(settings)}  # short run labels for the table
+    method = {r.run: r.method for r in rows}
+    table = Table(title="INSync runs side by side (# = run, listed below; kB per round)",
+                  box=box.SIMPLE_HEAD)
+    for col in ("#", "mode", "rounds", "s/round", "MB/s", "PS kB", "max link kB", "retx",
+                "accuracy", "exact", "γ LP/meas"):
+        table.add_column(col, justify="left" if col == "mode" else "right", no_wrap=True)
+    previous = None
+    for r in rows:
+        if previous is not None and r.run != previous:
+            table.add_section()
+        previous = r.run
+        table.add_row(
+            str(index[r.run]), r.mode, str(r.rounds), _fmt(r.s_per_round, ".3f"),
+            _fmt(None if r.goodput_Bps is None else r.goodput_Bps / 1e6, ".2f"),
+            _fmt(None if r.ps_bytes_per_round is None else r.ps_bytes_per_round / 1e3, ",.0f"),
+            _fmt(None if r.busiest_bytes_per_round is None
+                 else r.busiest_bytes_per_round / 1e3, ",.0f"),
+            "-" if r.retransmissions is None else str(r.retransmissions),
+            _fmt(r.accuracy, ".3f"), "-" if r.exact is None else ("yes" if r.exact else "NO"),
+            "-" if r.gamma_predicted is None else
+            f"{r.gamma_predicted:.2f}/{_fmt(r.gamma_measured, '.2f')}")
+    console = Console()
+    if not console.is_terminal:  # a file or a pipe: no reason to cut columns at 80
+        console = Console(width=160)
+    console.print(table)
+    for run, text in settings.items():
+        console.print(f"{index[run]}  {run} (--method {method.get(run, '?')}): {text}")
+    if args.out:
+        write_json_atomic(Path(args.out), {"runs": settings, "rows": [asdict(r) for r in rows]})
+        console.print(f"written: {args.out}")
+    return 0
+
+
+def add_compare_parser(sub: Any, add_subcommand: Any) -> None:
+    p = add_subcommand(sub, "compare", cmd_compare,
+                       "put finished runs (results/<run>/results.json) side by side")
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="a run folder or its results.json (any method)")
+    p.add_argument("--out", default="", help="also write the rows as JSON to this file")

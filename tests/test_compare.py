@@ -1,0 +1,94 @@
+"""``python -m controller compare``: rows computed from hand-made results documents."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from controller.cli import main as cli_main
+from controller.compare import compare_rows, load_results, rows_of, settings_text
+from controller.errors import ExperimentError
+
+
+def _round(t: float, ps: float, busiest: float, retx: int, acc: float, exact: bool = True):
+    return {"time_s": t, "ps_rx_bytes": ps, "busiest_link_bytes": busiest,
+            "retransmissions": retx, "accuracy": acc, "exact": exact}
+
+
+INA = {
+    "run": "r1", "settings": {"topo": "fattree:4", "bw": 1.0, "workers": "6", "rounds": 2,
+                              "model": "mlp"},
+    "gamma": {"predicted": 0.75, "measured": 0.6},
+    "modes": {
+        "ina": {"grad_bytes": 1000, "rounds": [_round(0.2, 100, 300, 1, 0.5),
+                                               _round(0.3, 200, 500, 2, 0.7)]},
+        "ps_only": {"grad_bytes": 1000, "rounds": [_round(1.0, 600, 600, 0, 0.5),
+                                                   _round(1.0, 600, 600, 0, 0.7, False)]},
+    },
+}
+ASYNC = {
+    "run": "a1", "method": "async",
+    "settings": {"topo": "leafspine:2,1,2", "bw_mbps": None, "learners": ["h1", "h2"],
+                 "rounds": 10},
+    "policies": {"kappa": {"runs": [
+        {"duration_s": 2.0, "ps_link_bytes": 1000, "final_accuracy": 0.8},
+        {"duration_s": 4.0, "ps_link_bytes": 3000, "final_accuracy": 0.9}]}},
+}
+
+
+def test_rows_of_modes():
+    ina, ps = rows_of("r1", INA)
+    assert (ina.method, ina.mode, ina.rounds) == ("ina", "ina", 2)
+    assert ina.s_per_round == pytest.approx(0.25)
+    assert ina.goodput_Bps == pytest.approx(1000 / 0.25)
+    assert ina.ps_bytes_per_round == 150 and ina.busiest_bytes_per_round == 400
+    assert ina.retransmissions == 3 and ina.accuracy == 0.7 and ina.exact is True
+    assert (ina.gamma_predicted, ina.gamma_measured) == (0.75, 0.6)
+    assert ps.exact is False and ps.gamma_predicted is None  # γ belongs to the INA mode only
+
+
+def test_rows_of_async_policies():
+    (row,) = rows_of("a1", ASYNC)
+    assert row.mode == "kappa (2 seeds)" and row.rounds == 10
+    assert row.s_per_round == pytest.approx(3.0 / 10)  # mean duration over the rounds' budget
+    assert row.ps_bytes_per_round == pytest.approx(2000 / 10)
+    assert row.accuracy == pytest.approx(0.85)
+    assert row.exact is None and row.busiest_bytes_per_round is None
+
+
+def test_settings_text():
+    assert settings_text(INA) == "fattree:4, 1 Mbit/s, workers 6, rounds 2, model mlp"
+    assert settings_text(ASYNC) == "leafspine:2,1,2, unshaped links, workers h1,h2, rounds 10"
+    assert settings_text({"settings": {"bcube": [4, 2], "bw_mbps": 20.0, "servers": 16}}) \
+        == "BCube(4,2), 20 Mbit/s, workers 16"
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(ExperimentError, match="no results.json there"):
+        load_results(tmp_path)
+    bad = tmp_path / "results.json"
+    bad.write_text('{"modes": ')
+    with pytest.raises(ExperimentError, match=r"results.json:1:\d+: not JSON"):
+        load_results(tmp_path)
+    bad.write_text('{"x": 1}')
+    with pytest.raises(ExperimentError, match="not an INSync results file"):
+        load_results(bad)
+
+
+def test_cli_compare(tmp_path, capsys):
+    for name, doc in (("r1", INA), ("a1", ASYNC)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(doc))
+    out = tmp_path / "cmp.json"
+    assert cli_main(["compare", str(tmp_path / "r1"), str(tmp_path / "a1" / "results.json"),
+                     "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "ps_only" in text and "kappa (2 seeds)" in text and "0.75/0.60" in text
+    doc = json.loads(out.read_text())
+    assert [r["mode"] for r in doc["rows"]] == ["ina", "ps_only", "kappa (2 seeds)"]
+    assert doc["runs"]["r1"].startswith("fattree:4")
+    rows, _ = compare_rows([str(tmp_path / "r1"), str(tmp_path / "r1")])  # same run twice
+    assert len({r.run for r in rows}) == 2
+    assert cli_main(["compare", str(tmp_path / "missing")]) == 2
+    assert "error:" in capsys.readouterr().err
