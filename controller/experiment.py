@@ -54,6 +54,7 @@ METHODS: dict[str, str] = {
     "bcube": "controller.bcube_experiment",
     "ps": "controller.bcube_experiment",  # the BCube runner's TCP PS baseline alone
     "ring": "controller.bcube_experiment",  # its ring all-reduce baselines alone
+    "cluster": "controller.cluster_experiment",
     "ndn": "controller.ndn_experiment",
 }
 
