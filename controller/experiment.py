@@ -20,7 +20,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -154,15 +153,6 @@ def _impairments(s: Settings) -> list[str]:
     if not (s.loss or s.dup or s.reorder):
         return []
     return [f"all:loss={s.loss},dup={s.dup},reorder={s.reorder},seed={s.seed}"]
-
-
-def _follow(proc: Any, on_line) -> threading.Thread:
-    def pump() -> None:
-        for line in iter(proc.stdout.readline, ""):
-            on_line(line)
-    t = threading.Thread(target=pump, daemon=True)
-    t.start()
-    return t
 
 
 def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: str,
