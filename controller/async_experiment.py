@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from controller.errors import ExperimentError
+from controller.errors import ExperimentError, parse_name_list
 from controller.experiment import (
     check_environment,
     compile_program,
@@ -49,6 +49,7 @@ from controller.experiment import (
 )
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
+from controller.report import format_stats, seed_stats
 from workers.async_ps_node import AsyncJob
 from workers.async_sgd import KAPPA_MODES, POLICIES
 from workers.async_transport import ASYNC_TCP_PORT
@@ -99,16 +100,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def parse_policies(text: str) -> tuple[str, ...]:
-    names = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not names:
-        raise ExperimentError("--policies is empty")
-    bad = [n for n in names if n not in POLICIES]
-    if bad:
-        raise ExperimentError(f"--policies: unknown policy {bad[0]!r} "
-                              f"(expected {', '.join(POLICIES)})")
-    if len(set(names)) != len(names):
-        raise ExperimentError(f"--policies: {text!r} names a policy twice")
-    return names
+    return parse_name_list(text, "--policies", POLICIES, "policy")
 
 
 def parse_slow(spec: str, learners: list[str]) -> list[float]:
@@ -203,13 +195,6 @@ def summarize_run(ps_report: dict, learner_reports: list[dict], t_start: float,
     }
 
 
-def _stats(values: list[float | None]) -> dict[str, Any]:
-    vals = [float(v) for v in values if v is not None]
-    return {"mean": float(np.mean(vals)) if vals else None,
-            "std": float(np.std(vals)) if len(vals) > 1 else (0.0 if vals else None),
-            "n": len(vals), "of": len(values)}
-
-
 SUMMARY_KEYS = ("final_accuracy", "final_loss", "time_to_target_s", "updates_to_target",
                 "train_loss_variance_last", "test_loss_variance_last", "duration_s",
                 "mean_sigma")
@@ -217,7 +202,7 @@ SUMMARY_KEYS = ("final_accuracy", "final_loss", "time_to_target_s", "updates_to_
 
 def aggregate(runs: list[dict]) -> dict[str, dict]:
     """Mean / std over the seeds of every summary figure (``n`` = runs where it exists)."""
-    return {k: _stats([r[k] for r in runs]) for k in SUMMARY_KEYS}
+    return {k: seed_stats([r[k] for r in runs]) for k in SUMMARY_KEYS}
 
 
 def expected_duration(budget: int, step_s: float, slowdown: list[float]) -> float:
@@ -412,41 +397,29 @@ def run_method(args: argparse.Namespace) -> dict:
 COLOURS = {"async": "tab:red", "sigma": "tab:blue", "kappa": "tab:green"}
 
 
-def _fmt(stat: dict, digits: int = 3, sci: bool = False) -> str:
-    if stat["mean"] is None:
-        return "—"
-    f = (lambda v: f"{v:.1e}") if sci else (lambda v: f"{v:.{digits}f}")
-    text = f(stat["mean"])
-    if stat["of"] > 1:
-        text += f"±{f(stat['std'])}"
-    if stat["n"] < stat["of"]:
-        text += f" ({stat['n']}/{stat['of']})"
-    return text
-
-
 def summary_table(results: dict) -> Any:
     from rich.table import Table
 
     s = results["settings"]
     pol = results["policies"]
-    sig = _stats([r["mean_sigma"] for d in pol.values() for r in d["runs"]])
-    dur = _stats([r["duration_s"] for d in pol.values() for r in d["runs"]])
+    sig = seed_stats([r["mean_sigma"] for d in pol.values() for r in d["runs"]])
+    dur = seed_stats([r["duration_s"] for d in pol.values() for r in d["runs"]])
     table = Table(title=f"async PS {results['run']}: {len(s['learners'])} learners, "
                         f"η={s['lr']:g}, N={s['staleness_window']}, C={s['soft_sync']}, "
                         f"seeds {s['seeds']} (mean±std)")
     target = f"{s['target_acc']:g}"
     table.caption = (f"t/upd→{target}: wall time / PS updates until the test accuracy first "
                      f"reaches {target}; var: variance over the last quarter of the run. "
-                     f"Mean staleness σ {_fmt(sig, 2)}, run {_fmt(dur, 1)} s.")
+                     f"Mean staleness σ {format_stats(sig, 2)}, run {format_stats(dur, 1)} s.")
     for col in ("policy", "final acc", "test loss", f"t→{target} s", f"upd→{target}",
                 "var test loss", "var train loss"):
         table.add_column(col, justify="left" if col == "policy" else "right")
     for p, d in pol.items():
         m = d["summary"]
-        table.add_row(p, _fmt(m["final_accuracy"], 4), _fmt(m["final_loss"]),
-                      _fmt(m["time_to_target_s"], 2), _fmt(m["updates_to_target"], 0),
-                      _fmt(m["test_loss_variance_last"], sci=True),
-                      _fmt(m["train_loss_variance_last"], sci=True))
+        table.add_row(p, format_stats(m["final_accuracy"], 4), format_stats(m["final_loss"]),
+                      format_stats(m["time_to_target_s"], 2), format_stats(m["updates_to_target"], 0),
+                      format_stats(m["test_loss_variance_last"], sci=True),
+                      format_stats(m["train_loss_variance_last"], sci=True))
     return table
 
 

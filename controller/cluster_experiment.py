@@ -46,10 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from controller.async_experiment import _fmt, _stats
+from controller.errors import ExperimentError, parse_name_list
 from controller.experiment import (
     ROOT,
-    ExperimentError,
     check_environment,
     compile_program,
     interface_counters,
@@ -57,6 +56,7 @@ from controller.experiment import (
 )
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
+from controller.report import format_stats, seed_stats
 from workers.cluster_protocol import CLUSTER_TCP_PORT, RULES, ClusterJob, save_job_data
 from workers.model import Replica, TrainConfig
 from workers.node_features import NodeProfile, ProfileError, load_profile, mininet_limits
@@ -101,16 +101,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def parse_rules(text: str) -> tuple[str, ...]:
-    names = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not names:
-        raise ExperimentError("--cluster-rules is empty")
-    bad = [n for n in names if n not in RULES]
-    if bad:
-        raise ExperimentError(f"--cluster-rules: unknown rule {bad[0]!r} "
-                              f"(expected {', '.join(RULES)})")
-    if len(set(names)) != len(names):
-        raise ExperimentError(f"--cluster-rules: {text!r} names a rule twice")
-    return names
+    return parse_name_list(text, "--cluster-rules", RULES, "rule")
 
 
 def validate(args: argparse.Namespace, host_names: list[str]) -> tuple[tuple[str, ...],
@@ -295,7 +286,7 @@ SUMMARY_KEYS = ("final_accuracy", "duration_s", "round_time_s_median",
 
 def aggregate(runs: list[dict]) -> dict[str, dict]:
     """Mean / std over the seeds of every summary figure."""
-    return {k: _stats([r[k] for r in runs]) for k in SUMMARY_KEYS}
+    return {k: seed_stats([r[k] for r in runs]) for k in SUMMARY_KEYS}
 
 
 # ------------------------------------------------------------------ I/O
@@ -476,10 +467,10 @@ def summary_table(results: dict) -> Any:
     for rule, d in results["rules"].items():
         m = d["summary"]
         match = [r["matches_simulation"] for r in d["runs"]]
-        table.add_row(rule, _fmt(m["final_accuracy"], 4), _fmt(m["duration_s"], 2),
-                      _fmt(m["round_time_s_median"], 3),
-                      _fmt(m["busiest_link_bytes_per_round"], 0),
-                      _fmt(m["predicted_busiest_link_bytes_per_round"], 0),
+        table.add_row(rule, format_stats(m["final_accuracy"], 4), format_stats(m["duration_s"], 2),
+                      format_stats(m["round_time_s_median"], 3),
+                      format_stats(m["busiest_link_bytes_per_round"], 0),
+                      format_stats(m["predicted_busiest_link_bytes_per_round"], 0),
                       f"{ratio[rule]:.2f}" if rule in ratio else "—",
                       "yes" if all(match) else ("no" if False in match else "—"))
     return table

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")  # headless: plots are files
 import matplotlib.pyplot as plt  # noqa: E402
@@ -28,6 +29,30 @@ PLOTS = (
 
 def mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
+
+
+def seed_stats(values: list[float | None]) -> dict[str, Any]:
+    """Mean and (population) standard deviation over seeds of the values that exist; ``n`` of
+    ``of`` tells how many runs had one (e.g. reached the target accuracy)."""
+    vals = [float(v) for v in values if v is not None]
+    return {"mean": sum(vals) / len(vals) if vals else None,
+            "std": float(np.std(vals)) if len(vals) > 1 else (0.0 if vals else None),
+            "n": len(vals), "of": len(values)}
+
+
+def format_stats(stat: dict, digits: int = 3, sci: bool = False) -> str:
+    """``mean±std`` of :func:`seed_stats` (``(n/of)`` when some runs had no value)."""
+    if stat["mean"] is None:
+        return "—"
+
+    def f(v: float) -> str:
+        return f"{v:.1e}" if sci else f"{v:.{digits}f}"
+    text = f(stat["mean"])
+    if stat["of"] > 1:
+        text += f"±{f(stat['std'])}"
+    if stat["n"] < stat["of"]:
+        text += f" ({stat['n']}/{stat['of']})"
+    return text
 
 
 def plot_modes(modes: dict[str, dict[str, Any]], out_dir: Path) -> list[Path]:
