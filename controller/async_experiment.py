@@ -43,7 +43,6 @@ import numpy as np
 from controller.errors import ExperimentError, parse_name_list
 from controller.experiment import (
     check_environment,
-    compile_program,
     interface_counters,
     link_bytes,
 )
@@ -302,9 +301,7 @@ def run_method(args: argparse.Namespace) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from controller.cli import resolve_workers
-    from controller.deploy import deploy, routing_rules
-    from topo.mininet_net import build_net
-    from topo.mininet_switch import BMv2Switch, PySwitch
+    from controller.routed_net import start_routed_network
     from topo.models import hosts, parse_topology
 
     console = Console()
@@ -339,20 +336,11 @@ def run_method(args: argparse.Namespace) -> dict:
                       f"for {budget} pushes of {n_params} values (compute ≈{compute_s:.0f} s): "
                       "the network sets the pace (--bw 0 = unshaped links)")
     timeout = max(120.0, 10 * max(compute_s, link_s))
-    p4info, device_config = compile_program(args.target, out_dir / "build")
-    switch_cls = BMv2Switch if args.target == "bmv2" else PySwitch
-    console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, {args.target} "
-                  "switches" + (f", {args.bw:g} Mbit/s links" if args.bw else ""))
-    mininet = build_net(graph, switch_cls, bw_unit_mbps=1.0 if args.bw else None)
+    mininet, addrs = start_routed_network(
+        graph, args.target, out_dir / "build", console, 1.0 if args.bw else None,
+        f"{args.bw:g} Mbit/s links" if args.bw else "unshaped links")
     runs: dict[str, list[dict]] = {p: [] for p in policies}
     try:
-        for h in mininet.plan.hosts:
-            mininet.net.get(h).cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
-        addrs = {h: (info.ip, info.mac) for h, info in mininet.plan.hosts.items()}
-        rules = routing_rules(graph, mininet.plan.ports, addrs, mininet.plan.device_ids)
-        addresses = {sw: (mininet.grpc_address(sw), mininet.device_id(sw)) for sw in rules}
-        console.print(f"[bold]deploying[/] IPv4 routes over P4Runtime to {len(rules)} switches")
-        deploy(rules, addresses, p4info, device_config)
         tor = mininet.plan.hosts[args.ps].neighbours[0]
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as progress:

@@ -242,8 +242,6 @@ def start_bridges(mininet: Any, graph: nx.Graph) -> int:
     for _s, mac, dev in entries:
         subprocess.run(["bridge", "fdb", "replace", mac, "dev", dev, "master", "static"],
                        check=True, capture_output=True)
-    for h in mininet.plan.hosts:
-        mininet.net.get(h).cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
     return len(entries)
 
 

@@ -50,7 +50,6 @@ from controller.errors import ExperimentError, parse_name_list
 from controller.experiment import (
     ROOT,
     check_environment,
-    compile_program,
     interface_counters,
     link_bytes,
 )
@@ -365,9 +364,7 @@ def run_method(args: argparse.Namespace) -> dict:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from controller.deploy import deploy, routing_rules
-    from topo.mininet_net import build_net
-    from topo.mininet_switch import BMv2Switch, PySwitch
+    from controller.routed_net import start_routed_network
     from topo.models import hosts as host_names
     from topo.models import parse_topology, with_link_bw
 
@@ -388,21 +385,12 @@ def run_method(args: argparse.Namespace) -> dict:
                   f"(profile {profile.name}), central PS {args.ps}; {periods} periods x "
                   f"{args.cluster_period} batches, re-election every {args.cluster_reelect}; "
                   f"rules {', '.join(rules)}, seeds {settings['seeds']}")
-    p4info, device_config = compile_program(args.target, out_dir / "build")
-    switch_cls = BMv2Switch if args.target == "bmv2" else PySwitch
-    console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, {args.target} "
-                  f"switches, node uplinks from the profile, other links "
-                  + (f"{args.bw:g} Mbit/s" if args.bw else "unshaped"))
-    mininet = build_net(graph, switch_cls, bw_unit_mbps=1.0)
+    mininet, addrs = start_routed_network(
+        graph, args.target, out_dir / "build", console, 1.0,
+        "node uplinks from the profile, other links "
+        + (f"{args.bw:g} Mbit/s" if args.bw else "unshaped"))
     runs: dict[str, list[dict]] = {r: [] for r in rules}
     try:
-        for h in mininet.plan.hosts:
-            mininet.net.get(h).cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
-        addrs = {h: (info.ip, info.mac) for h, info in mininet.plan.hosts.items()}
-        rules_sw = routing_rules(graph, mininet.plan.ports, addrs, mininet.plan.device_ids)
-        addresses = {sw: (mininet.grpc_address(sw), mininet.device_id(sw)) for sw in rules_sw}
-        console.print(f"[bold]deploying[/] IPv4 routes over P4Runtime to {len(rules_sw)} switches")
-        deploy(rules_sw, addresses, p4info, device_config)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as progress:
             for seed in settings["seeds"]:

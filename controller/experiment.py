@@ -303,8 +303,6 @@ def run_experiment(s: Settings) -> dict:
                         bw_unit_mbps=1.0 if s.bw else None)
     results: dict[str, Any] = {}
     try:
-        for h in mininet.plan.hosts:
-            mininet.net.get(h).cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
         hosts = {h: (info.ip, info.mac) for h, info in mininet.plan.hosts.items()}
         jobs = [JobSpec(JOB_IDS[m], tuple(workers)) for m in s.modes]
         rules = switch_rules(graph, plan, mininet.plan.ports, hosts, jobs)

@@ -198,6 +198,9 @@ def build_net(graph: nx.Graph, switch_cls: type | None = None,
         net.build()
         for name, info in plan.hosts.items():
             host = net.get(name)
+            # IPv4 only: no IPv6 neighbour discovery or MLD frames in the pipelines and in the
+            # byte counters the experiments measure
+            host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
             for j, ifname in enumerate(info.interfaces):
                 intf = host.intf(ifname)
                 intf.setMAC(info.macs[j])
