@@ -250,11 +250,9 @@ def run_once(mininet: Any, job: AsyncJob, ps: str, learners: list[str], progress
         if start_file is not None:
             start_file.touch()
         deadline = time.monotonic() + job.timeout_s + 30
-        codes = nodes.wait(learners, deadline)
+        nodes.check(nodes.wait(learners, deadline), "learner")
         # the PS stops by itself after the last push it accepts
-        ps_code = nodes.wait([ps], max(deadline, time.monotonic() + 5.0))
-    nodes.check(codes, "learner")
-    nodes.check(ps_code, "the PS")
+        nodes.check(nodes.wait([ps], max(deadline, time.monotonic() + 5.0)), "the PS")
     moved = link_bytes(before, interface_counters(mininet.plan))
     ps_report = json.loads((out_dir / "ps.json").read_text())
     reports = [json.loads((out_dir / f"learner{i}.json").read_text())

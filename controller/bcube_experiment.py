@@ -267,10 +267,10 @@ def run_schedule(mininet: Any, label: str, job: dict, hosts: list[str], progress
         before = interface_counters(mininet.plan)
         t0 = time.perf_counter()
         start.touch()
-        codes = nodes.wait(hosts, time.monotonic() + job["timeout_s"] * (job["rounds"] + 1) + 30)
+        nodes.check(nodes.wait(hosts, time.monotonic()
+                               + job["timeout_s"] * (job["rounds"] + 1) + 30), "server")
         wall = time.perf_counter() - t0
         after = interface_counters(mininet.plan)
-    nodes.check(codes, "server")
     reports = [json.loads((out_dir / f"server{i}.json").read_text()) for i in range(len(hosts))]
     moved = {key: after[key] - before.get(key, 0) for key in after}
     return reports, moved, wall

@@ -318,18 +318,8 @@ def run_once(mininet: Any, job: ClusterJob, hub_host: str, progress: Any, label:
         t_start = time.time()
         if start_file is not None:
             start_file.touch()
-        deadline = time.monotonic() + job.timeout_s + 30
-        # Poll rather than wait in order: one failed process would leave the others waiting
-        # for its messages until the timeout, so the first failure ends the run.
-        running = dict(procs.procs)
-        while any(p.poll() is None for p in running.values()):
-            if any(p.poll() not in (None, 0) for p in running.values()):
-                break
-            if time.monotonic() > deadline:
-                raise ExperimentError(f"{label}: the run did not finish in time "
-                                      f"(see {procs.log_file})")
-            time.sleep(0.05)
-        procs.check({h: c for h, p in running.items() if (c := p.poll()) not in (None, 0)},
+        # the first process that fails ends the run (HostProcesses.wait)
+        procs.check(procs.wait(list(procs.procs), time.monotonic() + job.timeout_s + 30),
                     f"a node or {hub_role}")
         moved = link_bytes(before, interface_counters(mininet.plan))
     reports = [json.loads((out_dir / f"node{i}.json").read_text()) for i in range(job.n)]

@@ -180,9 +180,9 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
         nodes.wait_ready(len(workers), "the workers")
         if start_file is not None:
             start_file.touch()  # every process is up: start round 0 together
-        codes = nodes.wait(workers, time.monotonic() + cfg.round_timeout_s * cfg.rounds + 30)
+        nodes.check(nodes.wait(workers, time.monotonic() + cfg.round_timeout_s * cfg.rounds
+                               + 30), "worker")
         ps_code = nodes.stop(ps, 30)  # it serves retransmissions until every worker is done
-    nodes.check(codes, "worker")
     if ps_code != 0:
         raise ExperimentError(f"{mode}: the PS did not complete every round "
                               f"(see {out_dir}/logs.txt)")

@@ -54,11 +54,11 @@ def test_barrier_progress_codes_and_logs(tmp_path):
         nodes.launch("h0", "workers.any")
         nodes.wait_ready(1, "the server")
         nodes.launch("h1", "workers.any", "h1", "0")
-        nodes.launch("h2", "workers.any", "h2", "3")
+        nodes.launch("h2", "workers.any", "h2", "0")
         nodes.wait_ready(2, "the nodes")
         codes = nodes.wait(["h1", "h2"], time.monotonic() + 30)
         server_code = nodes.stop("h0", 5)
-    assert codes == {"h1": 0, "h2": 3}
+    assert codes == {"h1": 0, "h2": 0}
     assert server_code == -15  # SIGTERM
     # ready lines go to the barrier, every other line to on_line
     assert sorted(x for x in seen if x[0] == "h1") == [
@@ -66,8 +66,8 @@ def test_barrier_progress_codes_and_logs(tmp_path):
     log = (tmp_path / "logs.txt").read_text()
     assert "--- h2\nnode h2 ready\n" in log and "bye from h2" in log
     with pytest.raises(ExperimentError, match=r"^demo: worker on h2 failed: bye from h2 "):
-        nodes.check(codes, "worker")
-    nodes.check({"h1": 0}, "worker")  # nothing failed: no error
+        nodes.check({"h1": 0, "h2": 3}, "worker")
+    nodes.check(codes, "worker")  # nothing failed: no error
 
 
 def test_start_timeout_kills_and_keeps_logs(tmp_path):
@@ -86,3 +86,18 @@ def test_run_deadline(tmp_path):
         with HostProcesses(net, "demo", tmp_path) as nodes:
             nodes.launch("h1", "workers.any")
             nodes.wait(["h1"], time.monotonic() + 0.2)
+
+
+def test_first_failure_ends_the_wait(tmp_path):
+    """A node that dies must not leave the run waiting for the deadline."""
+    net = _Net({"h1": SERVER, "h2": "import sys; print('boom', flush=True); sys.exit(4)"})
+    t = time.monotonic()
+    with pytest.raises(ExperimentError, match=r"demo: worker on h2 failed: boom"):
+        with HostProcesses(net, "demo", tmp_path) as nodes:
+            server = nodes.launch("h1", "workers.any")
+            nodes.launch("h2", "workers.any")
+            codes = nodes.wait(["h1", "h2"], time.monotonic() + 60)
+            assert codes == {"h2": 4}  # h1 still runs: no code
+            nodes.check(codes, "worker")
+    assert time.monotonic() - t < 30
+    assert server.poll() is not None  # killed on the way out
