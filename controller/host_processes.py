@@ -112,8 +112,11 @@ class HostProcesses:
         output line."""
         failed = [h for h, c in codes.items() if c != 0]
         if failed:
-            raise ExperimentError(f"{self.label}: {what} on {', '.join(failed)} failed: "
-                                  f"{self.last_line(failed[0])} (see {self.log_file})")
+            c = codes[failed[0]]
+            how = f"killed by signal {-c}" if c < 0 else f"exit {c}"
+            raise ExperimentError(f"{self.label}: {what} on {', '.join(failed)} failed "
+                                  f"({how}); last output: {self.last_line(failed[0])} "
+                                  f"(see {self.log_file})")
 
     def close(self) -> None:
         """Kill what still runs, then write every host's output to ``logs.txt``."""

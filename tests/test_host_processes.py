@@ -65,7 +65,7 @@ def test_barrier_progress_codes_and_logs(tmp_path):
         ("h1", "bye from h1\n"), ("h1", "round 0\n"), ("h1", "round 1\n"), ("h1", "round 2\n")]
     log = (tmp_path / "logs.txt").read_text()
     assert "--- h2\nnode h2 ready\n" in log and "bye from h2" in log
-    with pytest.raises(ExperimentError, match=r"^demo: worker on h2 failed: bye from h2 "):
+    with pytest.raises(ExperimentError, match=r"^demo: worker on h2 failed \(exit 3\); last output: bye from h2 "):
         nodes.check({"h1": 0, "h2": 3}, "worker")
     nodes.check(codes, "worker")  # nothing failed: no error
 
@@ -92,7 +92,7 @@ def test_first_failure_ends_the_wait(tmp_path):
     """A node that dies must not leave the run waiting for the deadline."""
     net = _Net({"h1": SERVER, "h2": "import sys; print('boom', flush=True); sys.exit(4)"})
     t = time.monotonic()
-    with pytest.raises(ExperimentError, match=r"demo: worker on h2 failed: boom"):
+    with pytest.raises(ExperimentError, match=r"demo: worker on h2 failed \(exit 4\); last output: boom"):
         with HostProcesses(net, "demo", tmp_path) as nodes:
             server = nodes.launch("h1", "workers.any")
             nodes.launch("h2", "workers.any")
