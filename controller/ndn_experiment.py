@@ -20,6 +20,18 @@ What runs, for each worker count N (``--workers``, or every count of ``--ndn-swe
       gradient (it is server 0 of N+1); that changes nothing on its downlink, which carries
       exactly the N copies.
 
+Async mode (``--ndn-mode async``; :mod:`workers.ndn_protocol`'s module docstring has the design)
+    The PS applies every gradient on arrival with ``--ndn-policy`` (async: eta, sigma:
+    eta/sigma, kappa: eta/kappa; eta ``--async-lr``, window ``--staleness-window``; the SPEC §5
+    PS of :mod:`workers.async_sgd`, plain SGD) and publishes one version per push on
+    ``/distribute/<ps>/<train>/v=<version>`` until ``--rounds`` x GPUs pushes; collection
+    Interests name each GPU's push sequence number.  ``--ndn-slow``/``--ndn-step-ms`` make
+    GPUs heterogeneous (both modes).  Reported: every push (GPU, version trained from, version
+    made, sigma, staleness = versions missed, kappa, scale), per-GPU staleness histograms, test
+    accuracy after every update vs updates and time, GPUs' parameters checked against the
+    PS's (sha256); no TCP baseline (it is synchronous) and no bit-exact reference (the
+    interleaving depends on timing).
+
 Measured on the PS's link (the switch-side end, root namespace)
     A tap (:class:`workers.ndn_link.LinkTap`) classifies every frame the PS host sends:
     distribution Data per version, fetch Data (active-fetch answers), Interests, other Data;
@@ -64,10 +76,12 @@ from controller.experiment import (
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
 from controller.report import mean, plot_modes, summary_table
+from workers.async_sgd import POLICIES
 from workers.ndn_packets import DEFAULT_SEG_SIZE, n_segments
+from workers.ndn_protocol import MODES
 
 __all__ = ["add_arguments", "run_method", "parse_sweep", "router_configs", "ndn_rounds",
-           "comparison", "sum_counters"]
+           "comparison", "sum_counters", "router_fields", "async_summary", "gpu_slowdowns"]
 
 BASELINES = ("tcp", "none")
 TRAIN_NAME = "train"
@@ -80,9 +94,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """This method's own options (the shared ones belong to ``run``)."""
     d = DEFAULTS
     g = p.add_argument_group("--method ndn (NDN transport with persistent-PIT routers, SPEC §6)")
-    g.add_argument("--ndn-baseline", choices=BASELINES, default="tcp",
+    g.add_argument("--ndn-baseline", choices=BASELINES, default=None,
                    help="tcp: also run a TCP PS sending N unicast copies on the same network "
-                        "(default); none: NDN only")
+                        "(default in sync mode); none: NDN only (default in async mode)")
+    g.add_argument("--ndn-mode", choices=MODES, default="sync",
+                   help="sync: the PS waits for every GPU each round (default); async: every "
+                        "gradient is applied on arrival with --ndn-policy and makes a version "
+                        "(SPEC §5 PS; --rounds x GPUs pushes in all)")
+    g.add_argument("--ndn-policy", choices=POLICIES, default="kappa",
+                   help="async: eta for every gradient (async), eta/sigma or eta/kappa "
+                        "(default kappa); eta is --async-lr, the window --staleness-window")
+    g.add_argument("--ndn-slow", default="", metavar="SPEC",
+                   help="GPU slow-downs, both modes: HOST:FACTOR,... or KxFACTOR = the last K "
+                        "GPUs FACTOR times slower (default none)")
+    g.add_argument("--ndn-step-ms", type=float, default=0.0, metavar="MS",
+                   help="nominal compute time of one gradient, before the slow-down (default 0 "
+                        "= the real compute time)")
     g.add_argument("--ndn-sweep", default="", metavar="N,N,...",
                    help="worker counts to run one after the other (e.g. 4,8,12: the first N "
                         "hosts besides the PS); default: --workers")
@@ -131,6 +158,16 @@ def router_configs(graph: nx.Graph, net_plan: Any, producers: list[str], cs_capa
         out[s] = {"name": s, "fib": fib, "cs_capacity": cs_capacity, "impair": impair,
                   "counters_file": str(out_dir / f"router-{s}.json")}
     return out
+
+
+def gpu_slowdowns(spec: str, workers: list[str]) -> list[float]:
+    """``--ndn-slow`` per GPU, parsed as the async method's ``--async-slow``."""
+    from controller.async_experiment import parse_slow
+
+    try:
+        return parse_slow(spec, workers)
+    except ExperimentError as exc:
+        raise ExperimentError(str(exc).replace("--async-slow", "--ndn-slow")) from None
 
 
 def impair_text(args: argparse.Namespace) -> str:
@@ -242,7 +279,11 @@ def run_ndn(args: argparse.Namespace, graph: nx.Graph, workers: list[str], out_d
            "lifetime_s": args.ndn_lifetime, "rto_s": args.ndn_rto,
            "probe": {"k": DEFAULTS["probe_k"], "min_s": DEFAULTS["probe_min"],
                      "max_s": DEFAULTS["probe_max"], "initial_s": args.ndn_probe_initial},
-           "seed": args.seed, "timeout_s": timeout,
+           "seed": args.seed, "timeout_s": timeout, "mode": args.ndn_mode,
+           "slowdown": gpu_slowdowns(args.ndn_slow, workers), "step_s": args.ndn_step_ms / 1e3,
+           "async": {"lr": args.async_lr, "policy": args.ndn_policy,
+                     "window": args.staleness_window, "budget": args.rounds * N}
+           if args.ndn_mode == "async" else None,
            "ifnames": {h: plan.hosts[h].interfaces[0] for h in hosts},
            "out_dir": str(run_dir), "start_file": str(run_dir / "start")}
     job_file = run_dir / "job.json"
@@ -264,8 +305,9 @@ def run_ndn(args: argparse.Namespace, graph: nx.Graph, workers: list[str], out_d
         tap = LinkTap(tap_if).start()
         before = interface_counters(mininet.plan)
         try:
+            total = args.rounds * N if args.ndn_mode == "async" else args.rounds
             reports = _run_processes(mininet, job_file, run_dir, args.ps, workers, label,
-                                     args.rounds, timeout, progress)
+                                     total, timeout, progress)
         finally:
             tap_stats = tap.stop()
         moved = link_bytes(before, interface_counters(mininet.plan))
@@ -280,6 +322,22 @@ def run_ndn(args: argparse.Namespace, graph: nx.Graph, workers: list[str], out_d
                                   f"(see {run_dir}/{s}-ndn-router.log)")
         routers[s] = json.loads(path.read_text())
     ps_rep, gpu_reps = reports
+    if args.ndn_mode == "async":
+        summary = async_summary(ps_rep, gpu_reps, workers)
+        return {
+            "kind": "ndn", "ndn_mode": "async", "n_workers": N, "workers": workers,
+            "rounds": [], "grad_values": n_params, "grad_segments": grad_segs,
+            "policy": args.ndn_policy, "lr": args.async_lr, "window": args.staleness_window,
+            "budget": job["async"]["budget"], **summary,
+            "recoveries": sum(g["recoveries"] for g in gpu_reps),
+            "probe_expiries": sum(g["probe_expiries"] for g in gpu_reps),
+            "retransmissions": sum(g["stats"]["retransmissions"] for g in gpu_reps)
+            + ps_rep["stats"]["retransmissions"],
+            "ps": {k: ps_rep[k] for k in ("accepted", "declined", "estimates_s",
+                                          "confirms_sent", "deletes_seen", "stats")},
+            "tap": tap_stats, **router_fields(routers),
+            "ps_link_bytes_total": moved[(tor, args.ps)] + moved[(args.ps, tor)],
+        }
     from workers.model import train_synchronous
     from workers.ndn_node import quantized_mean
     from workers.quantize import quantize
@@ -296,9 +354,8 @@ def run_ndn(args: argparse.Namespace, graph: nx.Graph, workers: list[str], out_d
 
     ref_sha = hashlib.sha256(reference.params.tobytes()).hexdigest()
     times = [r["time_s"] for r in rounds]
-    counters = sum_counters(routers)
     return {
-        "kind": "ndn", "n_workers": N, "workers": workers, "rounds": rounds,
+        "kind": "ndn", "ndn_mode": "sync", "n_workers": N, "workers": workers, "rounds": rounds,
         "grad_values": n_params, "grad_segments": grad_segs,
         "round_s_median": float(np.median(times)),
         "round_s_median_after_first": float(np.median(times[1:])) if len(times) > 1 else None,
@@ -314,7 +371,15 @@ def run_ndn(args: argparse.Namespace, graph: nx.Graph, workers: list[str], out_d
         "gpus": [{k: g[k] for k in ("gpu", "recoveries", "recovered_versions", "probe_expiries",
                                     "confirmations", "stats")} for g in gpu_reps],
         "tap": tap_stats,
-        "router_counters": counters,
+        **router_fields(routers),
+        "ps_link_bytes_total": moved[(tor, args.ps)] + moved[(args.ps, tor)],
+    }
+
+
+def router_fields(routers: dict[str, dict]) -> dict[str, Any]:
+    """The routers' exit reports, summed and per router (both modes)."""
+    return {
+        "router_counters": sum_counters(routers),
         "routers": {s: {k: r[k] for k in ("counters", "tables", "ppit", "non_ndn_frames",
                                           "bad_frames", "impairments")}
                     for s, r in routers.items()},
@@ -322,7 +387,43 @@ def run_ndn(args: argparse.Namespace, graph: nx.Graph, workers: list[str], out_d
         "impairment_dropped": sum(d[x]["dropped"] for r in routers.values()
                                   for d in r["impairments"].values()
                                   for x in ("rx", "tx") if d.get(x)),
-        "ps_link_bytes_total": moved[(tor, args.ps)] + moved[(args.ps, tor)],
+    }
+
+
+def async_summary(ps: dict, gpus: list[dict], workers: list[str]) -> dict[str, Any]:
+    """An async run's figures from the PS's and GPUs' reports (times from the PS's start).
+
+    ``staleness`` = versions a gradient missed = current version - the version it was trained
+    from (SPEC §5's sigma - 1); accuracy is the PS's test accuracy after every update.
+    """
+    from controller.async_experiment import staleness_histogram
+
+    t0 = ps["start_time"]
+    sha_of = {v["version"]: v["sha256"] for v in ps["versions"]}
+    curve = [{"updates": v["version"], "time_s": v["time"] - t0, "accuracy": v["accuracy"]}
+             for v in ps["versions"]]
+    pushes = [{**p, "time_s": p["time"] - t0} for p in ps["pushes"]]
+    per_gpu = []
+    for name, g in zip(workers, gpus, strict=True):
+        st = [p["staleness"] for p in pushes if p["gpu"] == name]
+        per_gpu.append({
+            "gpu": name, "slowdown": g["slowdown"], "pushes": len(st),
+            "handed_over": g["pushes"], "staleness_histogram": staleness_histogram(st),
+            "mean_staleness": float(np.mean(st)) if st else None,
+            "max_staleness": int(max(st)) if st else None,
+            "mean_kappa": mean([p["kappa"] for p in pushes if p["gpu"] == name]) if st
+            else None,
+            "recoveries": g["recoveries"], "probe_expiries": g["probe_expiries"]})
+    return {
+        "pushes": len(pushes), "updates": ps["versions"][-1]["version"],
+        "rejected": ps["rejected"],
+        "final_accuracy": curve[-1]["accuracy"], "duration_s": curve[-1]["time_s"],
+        "mean_staleness": mean([p["staleness"] for p in pushes]) if pushes else None,
+        "staleness_histogram": staleness_histogram([p["staleness"] for p in pushes]),
+        # every version a GPU trained from / finished with is the one the PS published
+        "params_equal": all(r["sha256"] == sha_of.get(r["version"])
+                            for g in gpus for r in g["received"]),
+        "curve": curve, "per_push": pushes, "per_gpu": per_gpu,
     }
 
 
@@ -330,10 +431,10 @@ def _run_processes(mininet: Any, job_file: Path, run_dir: Path, ps: str, workers
                    label: str, rounds: int, timeout: float, progress: Any
                    ) -> tuple[dict, list[dict]]:
     """PS + GPUs on the live network with a start barrier; returns their reports."""
-    task = progress.add_task(f"{label}: rounds", total=rounds)
+    task = progress.add_task(f"{label}: rounds/pushes", total=rounds)
 
     def on_line(host: str, line: str) -> None:
-        if host == ps and line.startswith("round "):
+        if host == ps and line.startswith(("round ", "push ")):
             progress.advance(task)
 
     with HostProcesses(mininet.net, label, run_dir, on_line) as nodes:
@@ -439,6 +540,18 @@ def validate(args: argparse.Namespace) -> None:
                     ("--ndn-probe-initial", args.ndn_probe_initial)):
         if not (np.isfinite(v) and v > 0):
             raise ExperimentError(f"{what} must be > 0 s, got {v}")
+    if not (np.isfinite(args.ndn_step_ms) and args.ndn_step_ms >= 0):
+        raise ExperimentError(f"--ndn-step-ms must be >= 0, got {args.ndn_step_ms}")
+    if args.ndn_baseline is None:
+        args.ndn_baseline = "tcp" if args.ndn_mode == "sync" else "none"
+    if args.ndn_mode == "async":
+        if args.ndn_baseline == "tcp":
+            raise ExperimentError("--ndn-baseline tcp is a synchronous PS; with --ndn-mode "
+                                  "async use --ndn-baseline none (run --ndn-mode sync to compare)")
+        if not (np.isfinite(args.async_lr) and args.async_lr > 0):
+            raise ExperimentError(f"--async-lr must be > 0, got {args.async_lr}")
+        if args.staleness_window < 1:
+            raise ExperimentError(f"--staleness-window must be >= 1, got {args.staleness_window}")
 
 
 def run_method(args: argparse.Namespace) -> dict:
@@ -465,6 +578,7 @@ def run_method(args: argparse.Namespace) -> dict:
         if bad:
             raise ExperimentError(f"--workers: {bad[0]} is not a host of {args.topo} other "
                                   "than the PS")
+        gpu_slowdowns(args.ndn_slow, ws)  # a bad spec fails before any network is built
     for h in host_names(graph):
         try:
             nn.check_id(h, "host")
@@ -490,10 +604,18 @@ def run_method(args: argparse.Namespace) -> dict:
                 "seg_size": args.ndn_seg_size, "cs_capacity": args.ndn_cs,
                 "rto_s": args.ndn_rto, "lifetime_s": args.ndn_lifetime,
                 "probe_initial_s": args.ndn_probe_initial, "train_name": TRAIN_NAME,
+                "ndn_mode": args.ndn_mode, "slow": args.ndn_slow or None,
+                "step_ms": args.ndn_step_ms,
+                "policy": args.ndn_policy if args.ndn_mode == "async" else None,
+                "async_lr": args.async_lr if args.ndn_mode == "async" else None,
+                "staleness_window": args.staleness_window if args.ndn_mode == "async"
+                else None,
                 "routers": "workers.ndn_router_node on every switch (NdnRouterSwitch)",
                 "impairment": impair_text(args) or None}
-    console.print(f"[bold]NDN PS transport[/] on {args.topo}: PS {args.ps}, worker counts "
-                  f"{settings['workers']}, {args.rounds} rounds, baseline {args.ndn_baseline}"
+    console.print(f"[bold]NDN PS transport[/] ({args.ndn_mode}) on {args.topo}: PS {args.ps}, "
+                  f"worker counts {settings['workers']}, {args.rounds} rounds"
+                  + (" x GPUs pushes" if args.ndn_mode == "async" else "")
+                  + f", baseline {args.ndn_baseline}"
                   + (f", {args.bw:g} Mbit/s links" if args.bw else ", unshaped links"))
     modes: dict[str, dict] = {}
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -503,10 +625,12 @@ def run_method(args: argparse.Namespace) -> dict:
             if args.ndn_baseline == "tcp":
                 modes[f"tcp-ps@{len(ws)}"] = run_tcp(args, graph, ws, out_dir, progress,
                                                      console)
+    if args.ndn_mode == "async":
+        return _async_results(name, settings, modes, out_dir, console)
     comp = comparison(modes)
     ndn_modes = [m for m in modes.values() if m["kind"] == "ndn"]
     results = {
-        "run": name, "method": "ndn", "settings": settings, "modes": modes,
+        "run": name, "method": "ndn", "ndn_mode": "sync", "settings": settings, "modes": modes,
         "comparison": comp,
         "exact_all_rounds": all(r["exact"] for m in modes.values() for r in m["rounds"]),
         "all_rounds_completed": all(len(m["rounds"]) == args.rounds for m in modes.values()),
@@ -579,3 +703,65 @@ def plot_distribution(results: dict, out_dir: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+def _async_results(name: str, settings: dict, modes: dict[str, dict], out_dir: Path,
+                   console: Any) -> dict:
+    """Results, table and plots of an async run (no rounds: pushes, staleness, accuracy)."""
+    from rich.table import Table
+
+    results = {
+        "run": name, "method": "ndn", "ndn_mode": "async", "settings": settings,
+        "modes": modes,
+        "all_pushes_applied": all(m["pushes"] == m["budget"] == m["updates"]
+                                  for m in modes.values()),
+        "params_equal": all(m["params_equal"] for m in modes.values()),
+        "recoveries": {k: m["recoveries"] for k, m in modes.items()},
+        "accuracy": {k: m["final_accuracy"] for k, m in modes.items()},
+        "duration_s": {k: m["duration_s"] for k, m in modes.items()},
+    }
+    write_json_atomic(out_dir / "results.json", results)
+    plots = plot_async(results, out_dir)
+    table = Table(title=f"async NDN PS (policy {settings['policy']}, eta {settings['async_lr']:g},"
+                        f" window {settings['staleness_window']})")
+    for col in ("mode", "GPU", "slow-down", "pushes", "mean staleness", "max", "recoveries"):
+        table.add_column(col, justify="right")
+    for label, m in modes.items():
+        for g in m["per_gpu"]:
+            table.add_row(label, g["gpu"], f"{g['slowdown']:g}", str(g["pushes"]),
+                          "-" if g["mean_staleness"] is None else f"{g['mean_staleness']:.2f}",
+                          "-" if g["max_staleness"] is None else str(g["max_staleness"]),
+                          str(g["recoveries"]))
+    console.print(table)
+    for label, m in modes.items():
+        console.print(f"{label}: {m['pushes']}/{m['budget']} pushes applied in "
+                      f"{m['duration_s']:.2f} s, final accuracy {m['final_accuracy']:.4f}, "
+                      f"parameters equal at the GPUs: {'yes' if m['params_equal'] else 'NO'}, "
+                      f"persistent-PIT faces at exit {m['ppit_faces_at_exit']}")
+    console.print(f"results: {out_dir / 'results.json'}; plots: "
+                  f"{', '.join(p.name for p in plots)}")
+    return results
+
+
+def plot_async(results: dict, out_dir: Path) -> list[Path]:
+    """Test accuracy vs updates and vs time, one line per mode."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for label, m in results["modes"].items():
+        c = m["curve"]
+        axes[0].plot([p["updates"] for p in c], [p["accuracy"] for p in c], label=label)
+        axes[1].plot([p["time_s"] for p in c], [p["accuracy"] for p in c], label=label)
+    for ax, x in zip(axes, ("updates (versions)", "time (s)"), strict=True):
+        ax.set_xlabel(x)
+        ax.set_ylabel("test accuracy")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out_dir / "async_accuracy.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]

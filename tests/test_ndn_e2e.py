@@ -10,11 +10,15 @@ and h2, h3 behind the spine), the real model, from the CLI:
   N times NDN's; every GPU unsubscribed (persistent PIT empty at exit).
 * 5 % loss on every router port: every round still completes and stays exact, the routers
   dropped frames, and active fetch after the probe timer recovered distributions.
+* async mode (``--ndn-mode async``), h3 four times slower: the whole push budget is applied,
+  one version per push, with the policy's scale; the slow GPU's gradients are stale; every
+  GPU's parameters are the PS's; accuracy rises above chance; every GPU unsubscribed.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 
 import pytest
@@ -89,3 +93,45 @@ def test_reduced_ndn_experiment_recovers_under_loss(tmp_path):
     assert sum(r["recovered"] for r in ndn["rounds"]) == ndn["recoveries"]
     assert sum(r["fetch_bytes"] for r in ndn["rounds"]) > 0
     assert time.monotonic() - t < 60
+
+
+@pytest.mark.root
+@pytest.mark.mininet
+def test_reduced_async_ndn_experiment_with_a_slow_gpu(tmp_path):
+    t = time.monotonic()
+    code = cli_main([*BASE, "--rounds", "10", "--ndn-mode", "async", "--ndn-slow", "h3:4",
+                     "--ndn-step-ms", "20", "--ndn-policy", "kappa", "--async-lr", "0.5",
+                     "--staleness-window", "2", "--out", str(tmp_path), "--name", "async"])
+    assert code == 0
+    res = json.loads((tmp_path / "async" / "results.json").read_text())
+    assert res["method"] == "ndn" and res["ndn_mode"] == "async" and list(res["modes"]) == ["ndn@3"]
+    m = res["modes"]["ndn@3"]
+    # the budget (rounds x GPUs) of pushes, each applied at once as its own version
+    assert m["budget"] == 30 and m["pushes"] == 30 and m["updates"] == 30
+    assert res["all_pushes_applied"] and m["rejected"] == 0
+    assert [c["updates"] for c in m["curve"]] == list(range(31))
+    pushes = m["per_push"]
+    assert [p["version"] for p in pushes] == list(range(1, 31))
+    for p in pushes:
+        # staleness = versions missed = (version made - 1) - version trained from
+        assert p["staleness"] == p["version"] - 1 - p["t_w"] >= 0
+        assert p["sigma"] == p["staleness"] + 1 and p["scale"] == 0.5 / p["kappa"]
+    # collection Interests name each GPU's push sequence number: 0, 1, 2, ... per GPU
+    for g in ("h1", "h2", "h3"):
+        assert [p["seq"] for p in pushes if p["gpu"] == g] == \
+            list(range(sum(p["gpu"] == g for p in pushes)))
+    per = {g["gpu"]: g for g in m["per_gpu"]}
+    assert per["h3"]["slowdown"] == 4 and per["h1"]["slowdown"] == 1
+    assert per["h3"]["pushes"] >= 1 and per["h1"]["pushes"] > per["h3"]["pushes"]
+    slow = [p["staleness"] for p in pushes if p["gpu"] == "h3"]
+    assert min(slow) > 0  # others pushed while h3 computed
+    assert per["h3"]["mean_staleness"] > max(per["h1"]["mean_staleness"],
+                                              per["h2"]["mean_staleness"])
+    assert m["params_equal"] and res["params_equal"]
+    acc = m["final_accuracy"]
+    assert math.isfinite(acc) and acc > 0.2 and acc > m["curve"][0]["accuracy"] + 0.1
+    # one distribution per version went out, multicast by the persistent PIT; all unsubscribed
+    assert m["router_counters"]["ppit_copies"] >= 30 * m["grad_segments"]
+    assert m["ppit_faces_at_exit"] == 0 and m["router_counters"]["ppit_deletes"] >= 3
+    assert (tmp_path / "async" / "async_accuracy.png").stat().st_size > 0
+    assert time.monotonic() - t < 40

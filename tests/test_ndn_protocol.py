@@ -55,7 +55,8 @@ class Direct:
 
     def __init__(self, gpus: dict[str, GpuConfig], compute: Callable[[str, int], float],
                  n_rounds: int, delay: float = 0.001,
-                 drop: Callable[[str, str, str], bool] = lambda s, k, u: False) -> None:
+                 drop: Callable[[str, str, str], bool] = lambda s, k, u: False,
+                 make_ps: Callable[[bytes], PsNode] | None = None) -> None:
         self.init = np.linspace(0, 1, DIM, dtype=np.float32).tobytes()
         self.updates: list[tuple[int, set[str]]] = []
 
@@ -63,8 +64,9 @@ class Direct:
             self.updates.append((v, set(grads)))
             return update_fn(v, params, grads)
 
-        self.ps = PsNode(PsConfig(PS, T, list(gpus), n_rounds, grad_bytes=4 * DIM), self.init,
-                         update)
+        self.ps = (make_ps(self.init) if make_ps is not None else
+                   PsNode(PsConfig(PS, T, list(gpus), n_rounds, grad_bytes=4 * DIM), self.init,
+                          update))
         self.gpus = {g: GpuNode(cfg) for g, cfg in gpus.items()}
         self.index = {g: i for i, g in enumerate(gpus)}
         self.compute, self.delay, self.drop = compute, delay, drop
@@ -126,6 +128,8 @@ class Direct:
                 self.emit(args[0], node.tick(t))
             elif what == "grad":
                 g, ev = args
+                if self.gpus[g].state == "done":  # async: the run ended during the step
+                    continue
                 grad = grad_fn(self.index[g], ev.version, ev.params)
                 self.emit(g, self.gpus[g].gradient_ready(ev.version, grad, t))
 

@@ -18,6 +18,20 @@ Training (:mod:`workers.model`, the model and data of every method)
     so the controller can check the PS's final parameters bit for bit against a one-process
     reference, and every GPU's received parameters against the PS's (sha256 per version).
 
+Async mode (``job["mode"] == "async"``, :mod:`workers.ndn_protocol`'s async mode)
+    The PS applies every complete gradient at once with :class:`~workers.ndn_protocol.
+    AsyncUpdater` (``workers.async_sgd``: policy, learning rate ``async.lr``, staleness window;
+    plain SGD, no momentum) and publishes a version per push until ``async.budget`` pushes.
+    Gradients travel as float32 (there is no sum to keep exact, so no quantization).  The PS
+    logs every push (GPU, sequence number, version trained from, sigma, staleness, kappa,
+    scale) and the test accuracy of every version.
+
+Heterogeneous speed (both modes)
+    A step of GPU i takes ``max(compute, step_s) x slowdown[i]`` seconds: the gradient is
+    computed at once and handed to the protocol when the step is over, while the process keeps
+    serving its face (the same sleeping-not-CPU-limits choice as :mod:`workers.
+    async_learner_node`).  ``step_s = 0`` and slow-downs of 1 hand it over at once (as before).
+
 Reports (``out_dir``): ``ps.json`` (written when the last version is published; the PS then
 keeps answering active fetches until SIGTERM) and ``gpu{i}.json``.  Times are wall-clock
 (``time.time``) so the controller can put the processes on one axis.
@@ -49,6 +63,8 @@ from workers.ndn_packets import (
     eth_unframe,
 )
 from workers.ndn_protocol import (
+    Applied,
+    AsyncUpdater,
     Finished,
     GpuConfig,
     GpuNode,
@@ -124,16 +140,23 @@ def run_ps(job: dict[str, Any]) -> int:
     ref = Replica(train, 0)  # the model, the test set and the initial parameters
     params = ref.params.copy()
     opt = Sgd(train.lr, train.momentum)
+    mode = job.get("mode", "sync")
 
     def update(_r: int, _prev: bytes, grads: dict[str, bytes]) -> bytes:
         opt.step(params, quantized_mean([grads[g] for g in sorted(grads)], frac_bits))
         return params.tobytes()
 
+    asy = job.get("async") or {}
     cfg = PsConfig(job["ps"], job["train_name"], gpus, int(job["rounds"]),
                    grad_bytes=4 * params.size, seg_size=int(job["seg_size"]),
                    lifetime_s=float(job["lifetime_s"]), rto_s=float(job["rto_s"]),
-                   seed=int(job["seed"]))
-    node = PsNode(cfg, params.tobytes(), update)
+                   seed=int(job["seed"]), mode=mode,
+                   # async: a version per push, so keep enough for a GPU's active fetch
+                   keep_versions=4 if mode == "sync" else max(4, 2 * len(gpus)),
+                   budget=int(asy["budget"]) if mode == "async" else None)
+    node = PsNode(cfg, params.tobytes(),
+                  AsyncUpdater(params.copy(), gpus, float(asy["lr"]), asy["policy"],
+                               int(asy["window"])) if mode == "async" else update)
     link = Link(job["ifnames"][job["ps"]])
     stop = False
 
@@ -152,33 +175,45 @@ def run_ps(job: dict[str, Any]) -> int:
     t0 = time.time()
     versions: list[dict[str, Any]] = [{"version": 0, "time": t0, "sha256": sha(params.tobytes()),
                                        "accuracy": ref.test_accuracy(), "retx_total": 0}]
+    pushes: list[dict[str, Any]] = []
     link.send(node.start(time.monotonic()))
     give_up = time.monotonic() + float(job["timeout_s"])
     written = False
     while not stop:
         link.send(_wait(node, link))
         for ev in node.pop_events():
-            if isinstance(ev, Published):
+            if isinstance(ev, Applied):
+                pushes.append({"time": time.time(), "gpu": ev.gpu, "seq": ev.seq, "t_w": ev.t_w,
+                               "version": ev.version, "sigma": ev.sigma,
+                               "staleness": ev.staleness, "kappa": ev.kappa, "scale": ev.scale})
+                print(f"push {len(pushes)} from {ev.gpu} staleness {ev.staleness} "
+                      f"v={ev.version}", flush=True)
+            elif isinstance(ev, Published):
                 ref.params = np.frombuffer(ev.params, dtype=np.float32).copy()
                 versions.append({"version": ev.version, "time": time.time(),
                                  "sha256": sha(ev.params), "accuracy": ref.test_accuracy(),
                                  "retx_total": node.stats.retransmissions})
-                print(f"round {ev.version - 1} published v={ev.version}", flush=True)
+                if mode == "sync":
+                    print(f"round {ev.version - 1} published v={ev.version}", flush=True)
         if node.done and not written:
-            write_json_atomic(out_dir / "ps.json", _ps_report(node, versions, t0))
+            write_json_atomic(out_dir / "ps.json", _ps_report(node, versions, t0, pushes))
             written = True
             print("ps done", flush=True)
         if not node.done and time.monotonic() > give_up:
-            write_json_atomic(out_dir / "ps.json", _ps_report(node, versions, t0))
-            raise TimeoutError(f"ps: round {node.round} not complete after {job['timeout_s']} s")
+            write_json_atomic(out_dir / "ps.json", _ps_report(node, versions, t0, pushes))
+            what = (f"round {node.round}" if mode == "sync"
+                    else f"{node.pushes} of {cfg.last_version} pushes")
+            raise TimeoutError(f"ps: {what} not complete after {job['timeout_s']} s")
     if written:  # the final report, with the fetches served after the last version
-        write_json_atomic(out_dir / "ps.json", _ps_report(node, versions, t0))
+        write_json_atomic(out_dir / "ps.json", _ps_report(node, versions, t0, pushes))
     return 0
 
 
-def _ps_report(node: PsNode, versions: list[dict], t0: float) -> dict[str, Any]:
+def _ps_report(node: PsNode, versions: list[dict], t0: float,
+               pushes: list[dict]) -> dict[str, Any]:
     s = node.stats
     return {"start_time": t0, "versions": versions, "done": node.done,
+            "mode": node.cfg.mode, "pushes": pushes, "rejected": node.rejected,
             "accepted": sorted(g for g, v in node.gpus.items() if v.state == "accepted"),
             "declined": sorted(g for g, v in node.gpus.items() if v.state == "declined"),
             "estimates_s": {g: v.estimate for g, v in node.gpus.items()},
@@ -195,7 +230,11 @@ def run_gpu(job: dict[str, Any], index: int) -> int:
     frac_bits = int(job["frac_bits"])
     replica = Replica(train, index)
     p = job["probe"]
-    cfg = GpuConfig(me, job["ps"], job["train_name"], int(job["rounds"]),
+    mode = job.get("mode", "sync")
+    last = int(job["async"]["budget"]) if mode == "async" else int(job["rounds"])
+    slow = float(job.get("slowdown", [1.0] * len(job["gpus"]))[index])
+    step_s = float(job.get("step_s", 0.0))
+    cfg = GpuConfig(me, job["ps"], job["train_name"], last, mode=mode,
                     seg_size=int(job["seg_size"]), lifetime_s=float(job["lifetime_s"]),
                     rto_s=float(job["rto_s"]), probe_k=float(p["k"]),
                     probe_min_s=float(p["min_s"]), probe_max_s=float(p["max_s"]),
@@ -208,8 +247,11 @@ def run_gpu(job: dict[str, Any], index: int) -> int:
     sent_at: float | None = None
     give_up = time.monotonic() + float(job["timeout_s"])
     finished_at: float | None = None
+    pending: tuple[int, bytes, float] | None = None  # (version, gradient, hand over at)
     while finished_at is None or time.monotonic() < finished_at:
-        link.send(_wait(node, link, finished_at))
+        until = min((x for x in (finished_at, pending[2] if pending else None)
+                     if x is not None), default=None)
+        link.send(_wait(node, link, until))
         for ev in node.pop_events():
             if isinstance(ev, Train | Finished):
                 now = time.time()
@@ -220,24 +262,37 @@ def run_gpu(job: dict[str, Any], index: int) -> int:
                                      "retx_total": node.stats.retransmissions})
             if isinstance(ev, Train):
                 t = time.perf_counter()
+                begin = time.monotonic()
                 replica.params = np.frombuffer(ev.params, dtype=np.float32).copy()
-                loss, g = replica.gradient(ev.version)
-                q = quantize(g, frac_bits, len(job["gpus"]))
+                # async: batch k of the shard for the k-th push; sync: batch of the round
+                loss, g = replica.gradient(node.seq if mode == "async" else ev.version)
+                if mode == "async":
+                    wire, clipped = g.astype("<f4").tobytes(), 0
+                else:
+                    q = quantize(g, frac_bits, len(job["gpus"]))
+                    wire, clipped = q.values.astype("<i4").tobytes(), q.clipped
                 compute = time.perf_counter() - t
-                link.send(node.gradient_ready(ev.version, q.values.astype("<i4").tobytes(),
-                                              time.monotonic()))
-                sent_at = time.time()
-                rounds.append({"round": ev.version, "loss": loss, "clipped": q.clipped,
-                               "compute_s": compute})
+                pending = (ev.version, wire, begin + max(compute, step_s) * slow)
+                rounds.append({"round": len(rounds), "version": ev.version, "loss": loss,
+                               "clipped": clipped, "compute_s": compute,
+                               "step_s": max(compute, step_s) * slow})
             elif isinstance(ev, Finished):
+                pending = None  # async: the run ended during this step
                 # linger briefly: the deletes are out, late duplicates are answered or dropped
                 finished_at = time.monotonic() + 0.2
+        if pending is not None and time.monotonic() >= pending[2]:
+            version, grad, _at = pending
+            pending = None
+            if node.state == "training" and node.version == version:  # not finished meanwhile
+                link.send(node.gradient_ready(version, grad, time.monotonic()))
+                sent_at = time.time()
         if finished_at is None and time.monotonic() > give_up:
             raise TimeoutError(f"gpu {me}: version {node.version + 1} not received after "
                                f"{job['timeout_s']} s (state {node.state})")
     s = node.stats
     write_json_atomic(out_dir / f"gpu{index}.json", {
-        "gpu": me, "index": index, "received": received, "rounds": rounds,
+        "gpu": me, "index": index, "mode": mode, "slowdown": slow, "pushes": node.seq,
+        "received": received, "rounds": rounds,
         "recoveries": node.recoveries, "recovered_versions": sorted(node.recovered_versions),
         "probe_expiries": node.probe_expiries, "confirmations": node.confirmations,
         "probe_history_s": node.history,

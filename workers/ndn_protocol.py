@@ -1,4 +1,4 @@
-"""The PS and GPU state machines of SPEC §6 steps 1-9 (synchronous mode), free of I/O.
+"""The PS and GPU state machines of SPEC §6 steps 1-9 (sync and async modes), free of I/O.
 
 Each node has one face (its link to the first router).  Every entry point takes ``now``
 (seconds, any monotone clock) and returns the NDN wires to send on that face; :meth:`tick`
@@ -63,7 +63,34 @@ GPU (``GpuNode``)
             Interests ``/<ps>/<train>/v=n/seg=i`` (re-expressed after ``rto_s``).  A version
             completed with at least one fetched segment counts as a *recovery*.
 
-Async mode (SPEC §5 reuse) is not implemented here.
+Async mode (``mode="async"`` in PsConfig and GpuConfig; SPEC §6 with the PS of SPEC §5)
+    The PS does not wait for every GPU: each complete gradient is applied on its own by
+    :class:`AsyncUpdater` (``workers.async_sgd.AsyncPS`` with C = 1 and its policies) and makes a
+    new version, published at once on ``/distribute/<ps>/<train>/v=<version>`` (multicast along
+    the persistent PIT to every subscriber, as in sync mode).  Version = the PS clock T_ps =
+    pushes applied so far; the run ends after ``budget`` pushes (default n_rounds x GPUs), so the
+    last version is ``budget``.
+    Names  [decision]: the collection Interest is ``/<gpu>/<ps>/<train>/v=<k>`` with k the
+            GPU's *push sequence number* (0, 1, 2, ... per GPU), not a global round: the PS
+            cannot know which version a GPU trained from, only that it wants that GPU's next
+            gradient.  It stays PS-timed (step 5): push k+1 is requested at t(push k applied) +
+            (1 - lead_fraction) * d_g, d_g the EWMA of "push k applied -> first segment of push
+            k+1 arrives" -- the sync estimator with the round start replaced by the GPU's own
+            previous push.  The gradient Data content is ``uint32 LE t_w`` (the version the
+            gradient was computed from) followed by the gradient bytes.
+    Staleness: the PS computes SPEC §5's sigma = T_ps - t_w + 1 at arrival (>= 1; 1 = no update
+            since t_w) and reports ``staleness = sigma - 1 = current version - gradient's
+            version`` (0 = fresh).  The policy scale is AsyncPS's: eta (async), eta/sigma,
+            eta/kappa with kappa the mean of sigma and the GPU's previous N-1 sigmas; the PS
+            keeps each GPU's window on its behalf (it computed every sample), which is exactly
+            async_sgd's ``kappa_mode="ps"`` without carrying the window on the wire.
+    GPU: trains from the newest complete version it holds.  After handing over gradient k
+            (trained from t_w) it waits until every segment of it was sent (the PS collected
+            it: a GPU never runs ahead of the PS's collection) and it holds a version > the
+            newest it held at hand-over (the PS publishes one per push, so its own push
+            guarantees one); versions completed meanwhile only replace the newest.  The probe timer (same history rule) and active
+            fetch of the awaited version recover a lost distribution; the GPU finishes (and
+            unsubscribes) when it holds the last version, even in the middle of a step.
 """
 
 from __future__ import annotations
@@ -73,9 +100,11 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 from ndn.encoding import FormalName
 
 from workers import ndn_names as nn
+from workers.async_sgd import AsyncPS, Learner, Reply
 from workers.ndn_names import Kind
 from workers.ndn_packets import (
     DEFAULT_SEG_SIZE,
@@ -96,6 +125,25 @@ from workers.ndn_packets import (
 
 ACCEPT = b"accept"
 DECLINE = b"decline"
+MODES = ("sync", "async")
+GRAD_HEADER = 4  # async: uint32 LE version the gradient was computed from, before the gradient
+
+
+def pack_gradient(version: int, grad: bytes) -> bytes:
+    """Async gradient Data content: the version it was trained from, then the gradient."""
+    return version.to_bytes(GRAD_HEADER, "little") + grad
+
+
+def unpack_gradient(payload: bytes) -> tuple[int, bytes]:
+    """(t_w, gradient) of an async gradient; ValueError if too short for the header."""
+    if len(payload) < GRAD_HEADER:
+        raise ValueError(f"async gradient of {len(payload)} bytes has no version header")
+    return int.from_bytes(payload[:GRAD_HEADER], "little"), payload[GRAD_HEADER:]
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: must be one of {', '.join(MODES)}")
 
 
 # ============================================================================ events
@@ -115,6 +163,24 @@ class Finished:
 
     version: int
     params: bytes
+
+
+@dataclass(frozen=True)
+class Applied:
+    """PS, async: the push ``seq`` of ``gpu`` (computed from ``t_w``) made ``version``.
+
+    ``sigma`` = T_ps - t_w + 1 (SPEC §5), ``staleness`` = sigma - 1 = versions the gradient
+    missed, ``kappa`` its window context, ``scale`` the learning rate it was applied with.
+    """
+
+    gpu: str
+    seq: int
+    t_w: int
+    version: int
+    sigma: int
+    staleness: int
+    kappa: float
+    scale: float
 
 
 @dataclass(frozen=True)
@@ -236,6 +302,42 @@ class _Node:
 # ============================================================================ PS
 
 
+class AsyncUpdater:
+    """The async PS's update (SPEC §5 through ``workers.async_sgd``): one AsyncPS with C = 1
+    (one version per push) and, per GPU, a ``Learner`` holding that GPU's staleness window.
+
+    ``decode(bytes) -> np.ndarray`` turns a gradient's bytes into values (float32 by default);
+    the parameters keep the dtype of ``params``.
+    """
+
+    def __init__(self, params: np.ndarray, gpus: list[str], lr: float, policy: str = "kappa",
+                 window: int = 1,
+                 decode: Callable[[bytes], np.ndarray] | None = None) -> None:
+        self.ps = AsyncPS(params, lr, 1, policy)
+        self.learners = {g: Learner(i, window) for i, g in enumerate(gpus)}
+        self.decode = decode or (lambda b: np.frombuffer(b, dtype=np.float32))
+
+    def apply(self, gpu: str, t_w: int, grad: bytes) -> tuple[bytes, Reply]:
+        """Apply one gradient computed from version ``t_w``; (new parameters, AsyncPS reply).
+
+        ValueError (nothing changed) for an unknown GPU, a wrong size, non-finite values or a
+        version from the future.
+        """
+        ln = self.learners.get(gpu)
+        if ln is None:
+            raise ValueError(f"async update: unknown GPU {gpu!r}")
+        values = self.decode(grad)
+        ln.t_w = t_w  # the window lives here; the clock is the one the gradient names
+        push = ln.make_push(values)
+        try:
+            reply = self.ps.push(push)
+        except ValueError:
+            ln.cancel_push()
+            raise
+        ln.on_reply(reply)
+        return reply.params.tobytes(), reply
+
+
 @dataclass
 class PsConfig:
     """PS parameters (times in seconds)."""
@@ -252,6 +354,15 @@ class PsConfig:
     lead_fraction: float = 0.25
     keep_versions: int = 4
     seed: int = 0
+    mode: str = "sync"
+    budget: int | None = None  # async: pushes applied in all (default n_rounds x GPUs)
+
+    @property
+    def last_version(self) -> int:
+        """Version after which the run ends: n_rounds (sync), the push budget (async)."""
+        if self.mode == "sync":
+            return self.n_rounds
+        return self.budget if self.budget is not None else self.n_rounds * len(self.gpus)
 
 
 @dataclass
@@ -262,13 +373,20 @@ class _GpuView:
     collect_at: float | None = None  # when to express this round's collection Interests
     fetcher: Fetcher | None = None
     grad: bytes | None = None
+    seq: int = 0  # async: sequence number of the push being collected
+    since: float | None = None  # async: when its previous push was applied
 
 
 class PsNode(_Node):
-    """The parameter server's side of SPEC §6 (see the module docstring)."""
+    """The parameter server's side of SPEC §6 (see the module docstring).
+
+    ``update``: sync mode, ``f(round, params, {gpu: gradient}) -> new params``; async mode, an
+    :class:`AsyncUpdater`.
+    """
 
     def __init__(self, cfg: PsConfig, init_params: bytes,
-                 update: Callable[[int, bytes, dict[str, bytes]], bytes]) -> None:
+                 update: Callable[[int, bytes, dict[str, bytes]], bytes] | AsyncUpdater
+                 ) -> None:
         super().__init__(cfg.ps, "ps", cfg.lifetime_s, cfg.rto_s, cfg.seed)
         nn.check_id(cfg.train, "train")
         if not cfg.gpus:
@@ -279,6 +397,12 @@ class PsNode(_Node):
             nn.check_id(g, "gpu")
         if cfg.n_rounds < 1:
             raise ValueError(f"PS: n_rounds {cfg.n_rounds} must be >= 1")
+        _check_mode(cfg.mode)
+        if (cfg.mode == "async") != isinstance(update, AsyncUpdater):
+            raise ValueError(f"PS: mode {cfg.mode} needs "
+                             + ("an AsyncUpdater" if cfg.mode == "async" else "an update function"))
+        if cfg.last_version < 1:
+            raise ValueError(f"PS: push budget {cfg.budget} must be >= 1")
         self.cfg = cfg
         self.update = update
         self.gpus = {g: _GpuView() for g in cfg.gpus}
@@ -290,7 +414,12 @@ class PsNode(_Node):
         self.held_fetch: dict[tuple[int, int], float] = {}  # (version, seg) -> expiry
         self._content_parts = [init_params[i:i + cfg.seg_size]
                                for i in range(0, max(1, len(init_params)), cfg.seg_size)]
-        self.n_grad_segments = n_segments(cfg.grad_bytes, cfg.seg_size)
+        self.asynchronous = cfg.mode == "async"
+        self.n_grad_segments = n_segments(
+            cfg.grad_bytes + (GRAD_HEADER if self.asynchronous else 0), cfg.seg_size)
+        self.pushes = 0  # async: gradients applied
+        self.rejected = 0  # async: complete gradients AsyncPS refused (malformed, future t_w)
+        self.applied: list[Applied] = []
         self.done = False
         self.confirms_sent = 0
         self.deletes_seen = 0
@@ -342,10 +471,11 @@ class PsNode(_Node):
 
     def _schedule_collection(self, g: str, v: _GpuView, now: float) -> None:
         c = self.cfg
-        base = nn.collect_name(g, c.ps, c.train, self.round)
+        number = v.seq if self.asynchronous else self.round
+        base = nn.collect_name(g, c.ps, c.train, number)
         v.fetcher = Fetcher(base, Reassembler(self.n_grad_segments), c.lifetime_s, c.rto_s)
         v.grad = None
-        start = self.published_at.get(self.round)
+        start = v.since if self.asynchronous else self.published_at.get(self.round)
         if start is None or v.estimate is None:
             v.collect_at = now
         else:
@@ -391,7 +521,7 @@ class PsNode(_Node):
             if p.version in self.dist_segments:
                 wire = self._fetch_data(p.version, seg)
                 return [] if wire is None else [wire]
-            if p.version > max(self.params) and p.version <= c.n_rounds:
+            if p.version > max(self.params) and p.version <= c.last_version:
                 self.held_fetch[(p.version, seg)] = now + c.lifetime_s
                 return []
         self.stats.dropped += 1
@@ -426,12 +556,13 @@ class PsNode(_Node):
                 if v.state == "accepted" and not self.done:
                     self._schedule_collection(p.gpu or "", v, now)
             return self.tick(now) + self._maybe_finish_round(now)
-        if (p.kind is Kind.COLLECT and p.version == self.round and v.fetcher is not None
+        number = v.seq if self.asynchronous else self.round
+        if (p.kind is Kind.COLLECT and p.version == number and v.fetcher is not None
                 and not self.done):
             first = v.fetcher.first_arrival is None
             _new, more = v.fetcher.on_data(data, now)
             if first and v.fetcher.first_arrival is not None:
-                start = self.published_at.get(self.round)
+                start = v.since if self.asynchronous else self.published_at.get(self.round)
                 if start is not None:
                     obs = now - start
                     a = self.cfg.ewma_alpha
@@ -440,7 +571,10 @@ class PsNode(_Node):
             if v.fetcher.reasm.complete:
                 v.grad = v.fetcher.reasm.payload()
                 v.fetcher = None
-                out += self._maybe_finish_round(now)
+                if self.asynchronous:
+                    out += self._apply_push(p.gpu or "", v, now)
+                else:
+                    out += self._maybe_finish_round(now)
             return out
         self.stats.dropped += 1
         return []
@@ -452,12 +586,56 @@ class PsNode(_Node):
         if not active:
             self.done = True
             return []
-        if any(v.grad is None for v in active.values()):
+        if self.asynchronous or any(v.grad is None for v in active.values()):
             return []
         r = self.round
         grads = {g: v.grad for g, v in active.items() if v.grad is not None}
+        assert not isinstance(self.update, AsyncUpdater)
         new = self.update(r, self.params[r], grads)
         version = r + 1
+        out = self._publish(version, new, now)
+        if version >= self.cfg.n_rounds:
+            self.done = True
+        else:
+            for g, v in active.items():
+                self._schedule_collection(g, v, now)
+            out += self.tick(now)
+        return out
+
+    def _apply_push(self, g: str, v: _GpuView, now: float) -> list[bytes]:
+        """Async: apply the complete gradient of ``g`` at once, publish the new version and
+        schedule the GPU's next push (or end the run when the budget is used up)."""
+        assert isinstance(self.update, AsyncUpdater) and v.grad is not None
+        seq = v.seq
+        v.seq += 1
+        v.since = now
+        try:
+            t_w, grad = unpack_gradient(v.grad)
+            new, reply = self.update.apply(g, t_w, grad)
+        except ValueError:
+            # a forged or corrupted push: skip it, keep collecting this GPU's next one
+            self.rejected += 1
+            self.stats.dropped += 1
+            self._schedule_collection(g, v, now)
+            return self.tick(now)
+        version = self.round + 1
+        assert reply.t_ps == version
+        self.pushes += 1
+        rec = Applied(g, seq, t_w, version, reply.sigma, reply.sigma - 1, reply.kappa,
+                      reply.scale)
+        self.applied.append(rec)
+        self.events.append(rec)
+        out = self._publish(version, new, now)
+        if self.pushes >= self.cfg.last_version:
+            self.done = True
+            for view in self.gpus.values():  # stop collecting: late gradients are dropped
+                view.fetcher, view.collect_at = None, None
+            return out
+        self._schedule_collection(g, v, now)
+        return out + self.tick(now)
+
+    def _publish(self, version: int, new: bytes, now: float) -> list[bytes]:
+        """Store, distribute (step 6) and announce parameters ``version``; answer held fetches."""
         self.params[version] = new
         self.published_at[version] = now
         for old in [k for k in self.params if k < version - self.cfg.keep_versions + 1]:
@@ -477,12 +655,6 @@ class PsNode(_Node):
             if wire is not None:
                 out.append(wire)
         self.round = version
-        if version >= self.cfg.n_rounds:
-            self.done = True
-        else:
-            for g, v in active.items():
-                self._schedule_collection(g, v, now)
-            out += self.tick(now)
         return out
 
 
@@ -508,16 +680,23 @@ class GpuConfig:
     probe_history: int = 20
     delete_repeats: int = 2
     seed: int = 0
+    mode: str = "sync"  # async: n_rounds is the last version (the PS's push budget)
 
 
 class GpuNode(_Node):
-    """A GPU's side of SPEC §6 in synchronous mode (see the module docstring)."""
+    """A GPU's side of SPEC §6, sync or async mode (see the module docstring)."""
 
     def __init__(self, cfg: GpuConfig) -> None:
         super().__init__(cfg.gpu, "gpu", cfg.lifetime_s, cfg.rto_s, cfg.seed)
         nn.check_id(cfg.ps, "ps")
         nn.check_id(cfg.train, "train")
+        _check_mode(cfg.mode)
         self.cfg = cfg
+        self.asynchronous = cfg.mode == "async"
+        self.seq = 0  # async: gradients handed over so far (the next one's sequence number)
+        self.newest = -1  # async: newest complete version held
+        self.want = 0  # async: the version awaited after the last gradient (newest then + 1)
+        self.newest_params = b""
         self.state = "idle"  # idle|content|subscribing|training|waiting|done|declined
         self.version = -1  # parameters version being trained on / held
         self.content: Fetcher | None = None
@@ -571,7 +750,7 @@ class GpuNode(_Node):
         if self.probe_deadline is not None and self.probe_deadline <= now:
             self.probe_deadline = None
             self.probe_expiries += 1
-            want = self.version + 1
+            want = self.want if self.asynchronous else self.version + 1
             reasm = self.dist.setdefault(want, Reassembler())
             self.fetch = Fetcher(nn.fetch_name(c.ps, c.train, want), reasm, c.rto_s, c.rto_s)
             out += [self.interest(nn.with_segment(self.fetch.base, s))
@@ -596,31 +775,46 @@ class GpuNode(_Node):
             raise ValueError(f"gpu {self.me}: gradient for version {version} while "
                              f"{self.state} on version {self.version}")
         c = self.cfg
-        self.grad_segments[version] = segment(nn.collect_name(c.gpu, c.ps, c.train, version),
-                                              grad, c.seg_size)
-        self.grad_sent[version] = set()
-        for old in [k for k in self.grad_segments if k < version - 1]:
+        if self.asynchronous:
+            # named by sequence number; the content says which version it was computed from
+            number, payload, keep = self.seq, pack_gradient(version, grad), 4
+            self.seq += 1
+            self.want = self.newest + 1
+        else:
+            number, payload, keep = version, grad, 2
+        self.grad_segments[number] = segment(nn.collect_name(c.gpu, c.ps, c.train, number),
+                                             payload, c.seg_size)
+        self.grad_sent[number] = set()
+        for old in [k for k in self.grad_segments if k <= number - keep]:
             del self.grad_segments[old]
             self.grad_sent.pop(old, None)
         self.state = "waiting"
         self.sent_at = None
         out = []
-        for key in sorted(k for k in self.held if k[0] == version):
+        for key in sorted(k for k in self.held if k[0] == number):
             del self.held[key]
-            out += self._grad_segment(version, key[1], now)
+            out += self._grad_segment(number, key[1], now)
         return out
 
-    def _grad_segment(self, version: int, seg: int, now: float) -> list[bytes]:
-        segs = self.grad_segments[version]
+    def _current(self) -> int:
+        """Collection number of the gradient handed over last (sync: its version)."""
+        return self.seq - 1 if self.asynchronous else self.version
+
+    def _grad_segment(self, number: int, seg: int, now: float) -> list[bytes]:
+        segs = self.grad_segments[number]
         if seg >= len(segs):
             self.stats.dropped += 1
             return []
-        sent = self.grad_sent[version]
+        sent = self.grad_sent[number]
         sent.add(seg)
         self.stats.sent_data += 1
-        if (version == self.version and self.state == "waiting" and self.sent_at is None
+        if (number == self._current() and self.state == "waiting" and self.sent_at is None
                 and len(sent) == len(segs)):
             self.sent_at = now
+            if self.asynchronous and self.newest >= self.want:
+                # a newer version arrived while the PS was collecting: go on from it at once
+                self._start_training(self.newest, self.newest_params)
+                return [segs[seg]]
             self.probe_deadline = now + self.probe_timeout()
         return [segs[seg]]
 
@@ -643,7 +837,8 @@ class GpuNode(_Node):
                 seg = p.segment or 0
                 if p.version in self.grad_segments:
                     return self._grad_segment(p.version, seg, now)
-                if p.version >= max(self.version, 0) and self.state not in ("done", "declined"):
+                nxt = self.seq if self.asynchronous else max(self.version, 0)
+                if p.version >= nxt and self.state not in ("done", "declined"):
                     # not computed yet (training, or not even started): hold it
                     self.held[(p.version, seg)] = now + (pkt.lifetime_ms or 4000) / 1000
                     return []
@@ -687,11 +882,15 @@ class GpuNode(_Node):
         return encode_data(name, content)
 
     def _start_training(self, version: int, params: bytes) -> None:
+        if self.asynchronous and version > self.newest:
+            self.newest, self.newest_params = version, params
         self.version = version
         self.state = "training"
         self.events.append(Train(version, params))
 
     def _on_params(self, p: nn.Parsed, data: Data, now: float) -> list[bytes]:
+        if self.asynchronous:
+            return self._on_params_async(p, data, now)
         want = self.version + 1
         if p.version != want or self.state not in ("training", "waiting"):
             # a duplicate of a version already applied, or one we cannot be waiting for
@@ -732,4 +931,55 @@ class GpuNode(_Node):
             return out + [self.interest(nn.delete_name(c.ps, c.train), c.rto_s)
                           for _ in range(c.delete_repeats)]
         self._start_training(want, params)
+        return out
+
+    def _on_params_async(self, p: nn.Parsed, data: Data, now: float) -> list[bytes]:
+        """Async: any version newer than the newest held is reassembled; a complete one becomes
+        the newest, and restarts training if the GPU was waiting for it (or an older one)."""
+        x = p.version
+        assert x is not None
+        if x <= self.newest or self.state not in ("training", "waiting"):
+            self.stats.dropped += 1
+            return []
+        reasm = self.dist.setdefault(x, Reassembler())
+        out: list[bytes] = []
+        if self.fetch is not None and x == self.want:
+            # the fetcher owns dist[want] (see _on_params): it stops waiting for this segment
+            new, more = self.fetch.on_data(data, now)
+            if new and p.kind is Kind.FETCH:
+                self.fetched_segments[x] = self.fetched_segments.get(x, 0) + 1
+            out = [self.interest(nn.with_segment(self.fetch.base, s)) for s in more]
+        else:
+            reasm.add_data(data)
+        if not reasm.complete:
+            return out
+        fetched = self.fetched_segments.pop(x, 0)
+        params = reasm.payload()
+        for old in [k for k in self.dist if k <= x]:
+            del self.dist[old]
+            self.fetched_segments.pop(old, None)
+        self.newest, self.newest_params = x, params
+        if fetched:
+            self.recoveries += 1
+            self.recovered_versions.add(x)
+        # a GPU goes on only once its whole gradient went out (sent_at): were it to train ahead
+        # of the PS's collection, it could pile up gradients the PS never asks for
+        awaited = self.state == "waiting" and x >= self.want and self.sent_at is not None
+        if awaited:
+            if self.sent_at is not None and not fetched:  # same sampling rule as sync mode
+                self.history.append(now - self.sent_at)
+            self.fetch = None
+            self.probe_deadline = None
+        if x >= self.cfg.n_rounds:
+            # the last version: stop, even in the middle of a step (its gradient is not wanted)
+            self.state = "done"
+            self.version = x
+            self.fetch, self.probe_deadline = None, None
+            self.held.clear()
+            self.events.append(Finished(x, params))
+            c = self.cfg
+            return out + [self.interest(nn.delete_name(c.ps, c.train), c.rto_s)
+                          for _ in range(c.delete_repeats)]
+        if awaited:
+            self._start_training(x, params)
         return out
