@@ -299,8 +299,6 @@ def run_ndn(args: argparse.Namespace, graph: nx.Graph, workers: list[str], out_d
     except SwitchStartError as exc:  # one line, the router's last log line included
         raise ExperimentError(f"{label}: {exc}") from None
     try:
-        for h in mininet.plan.hosts:
-            mininet.net.get(h).cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
         tor, tap_if = _tap_ifname(mininet, args.ps)
         tap = LinkTap(tap_if).start()
         before = interface_counters(mininet.plan)
@@ -444,9 +442,8 @@ def _run_processes(mininet: Any, job_file: Path, run_dir: Path, ps: str, workers
             nodes.launch(h, "workers.ndn_node", str(job_file), "--role", "gpu", "--index", str(i))
         nodes.wait_ready(len(workers), "the GPUs")
         (run_dir / "start").touch()
-        codes = nodes.wait(workers, time.monotonic() + timeout + 30)
+        nodes.check(nodes.wait(workers, time.monotonic() + timeout + 30), "GPU")
         ps_code = nodes.stop(ps, 10)  # it serves active fetches until every GPU is done
-    nodes.check(codes, "GPU")
     if ps_code != 0 or not (run_dir / "ps.json").exists():
         raise ExperimentError(f"{label}: the PS failed: {nodes.last_line(ps)} "
                               f"(see {nodes.log_file})")
