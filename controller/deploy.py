@@ -85,7 +85,7 @@ def routing_rules(
                                   "agg_enabled": int(s in aggregators)}))
         rules[s] = r
         for nb, port in sorted(ports[s].items()):
-            if graph.nodes[nb].get("kind") == "switch":
+            if nb in graph and graph.nodes[nb].get("kind") == "switch":  # not a dead one
                 r.entries.append(Entry(ING + "port_config",
                                        {"standard_metadata.ingress_port": port},
                                        ING + "set_port_fabric", {}))
@@ -110,7 +110,9 @@ def switch_rules(
     """The entries of every switch for ``plan`` and ``jobs``.
 
     ``ports[node][neighbour]`` is the port of ``node`` facing ``neighbour``;
-    ``host_addrs[host] = (ip, mac)`` of the host's first interface.
+    ``host_addrs[host] = (ip, mac)`` of the host's first interface.  The ids in the plan's
+    ``retired_ids`` (switches that died, :mod:`controller.replan`) are routed like agg_id 0,
+    so that packets still addressed to them reach the PS, which merges them by bitmap.
     """
     jobs = list(jobs)
     ids: dict[str, int] = {s: int(i) for s, i in plan["switch_ids"].items()}
@@ -130,8 +132,10 @@ def switch_rules(
             hops = ecmp_next_hops(graph, s, target)
             if not hops:
                 continue
-            r.entries.append(Entry(ING + "ina_route", {"hdr.ina.agg_id": agg_id},
-                                   ING + "set_group", {"base": member, "size": len(hops)}))
+            aliases = plan.get("retired_ids", []) if agg_id == 0 else []
+            for a in (agg_id, *aliases):
+                r.entries.append(Entry(ING + "ina_route", {"hdr.ina.agg_id": int(a)},
+                                       ING + "set_group", {"base": member, "size": len(hops)}))
             for hop in hops:
                 r.entries.append(Entry(ING + "ina_nexthop", {"meta.member_index": member},
                                        ING + "set_port", {"port": ports[s][hop]}))
@@ -179,6 +183,125 @@ def apply_rules(conn: Any, rules: SwitchRules, p4info: Path, device_config: Path
     return 1 + len(updates) + len(rules.mcast_groups)
 
 
+def _entry_key(e: Entry) -> tuple:
+    return (e.table, tuple(sorted((k, repr(v)) for k, v in e.match.items())), e.priority)
+
+
+@dataclass
+class RuleChanges:
+    """What turns one switch's installed rules into new ones, without a pipeline push (which
+    would clear the aggregator slots of every job in flight)."""
+
+    insert: list[Entry] = field(default_factory=list)
+    modify: list[Entry] = field(default_factory=list)
+    delete: list[Entry] = field(default_factory=list)
+    default: Entry | None = None  # the new switch_config, when it changed
+    groups: dict[str, dict[int, list[int]]] = field(
+        default_factory=lambda: {"insert": {}, "modify": {}, "delete": {}})
+
+    @property
+    def writes(self) -> int:
+        return (len(self.insert) + len(self.modify) + len(self.delete)
+                + (self.default is not None) + sum(len(g) for g in self.groups.values()))
+
+
+def rule_changes(old: SwitchRules, new: SwitchRules) -> RuleChanges:
+    """Entries (by table, match and priority) and multicast groups to insert, modify and
+    delete so that a switch holding ``old`` holds ``new`` (pure)."""
+    ch = RuleChanges()
+    before = {_entry_key(e): e for e in old.entries}
+    after = {_entry_key(e): e for e in new.entries}
+    for k, e in after.items():
+        if k not in before:
+            ch.insert.append(e)
+        elif (before[k].action, before[k].params) != (e.action, e.params):
+            ch.modify.append(e)
+    ch.delete = [e for k, e in before.items() if k not in after]
+    if (old.default.action, old.default.params) != (new.default.action, new.default.params):
+        ch.default = new.default
+    for gid, members in new.mcast_groups.items():
+        if gid not in old.mcast_groups:
+            ch.groups["insert"][gid] = members
+        elif old.mcast_groups[gid] != members:
+            ch.groups["modify"][gid] = members
+    ch.groups["delete"] = {g: [] for g in old.mcast_groups if g not in new.mcast_groups}
+    return ch
+
+
+def apply_changes(conn: Any, changes: RuleChanges, p4info: Path) -> int:
+    """Write ``changes`` to one switch whose pipeline is already ``p4info``'s: new and
+    modified entries first, deletions last (a half-updated switch drops packets, which the
+    workers retransmit; it never forwards them to a port that is no longer wired)."""
+    from controller.p4runtime_client import SwitchConnection
+
+    conn.use_p4info(p4info)
+    if changes.default is not None:
+        d = changes.default
+        conn.set_default_action(d.table, d.action, d.params)
+    ups = [SwitchConnection.update(kind, "table_entry",
+                                   conn.table_entry(e.table, e.match,
+                                                    None if kind == "DELETE" else e.action,
+                                                    None if kind == "DELETE" else e.params,
+                                                    e.priority))
+           for kind, entries in (("INSERT", changes.insert), ("MODIFY", changes.modify),
+                                 ("DELETE", changes.delete))
+           for e in entries]
+    for i in range(0, len(ups), 500):
+        conn.write(ups[i:i + 500])
+    for gid, ports in changes.groups["insert"].items():
+        conn.insert_multicast_group(gid, [(p, 0) for p in ports])
+    for gid, ports in changes.groups["modify"].items():
+        conn.modify_multicast_group(gid, [(p, 0) for p in ports])
+    for gid in changes.groups["delete"]:
+        conn.delete_multicast_group(gid)
+    return changes.writes
+
+
+def _each_switch(switches: Iterable[str], addresses: Mapping[str, tuple[str, int]],
+                 timeout: float, configure: Any, parallel: int = 1) -> dict[str, int]:
+    """``configure(conn, switch) -> writes`` on every switch (``parallel`` at a time);
+    DeployError naming the first one, in order, that does not answer or refuses a write."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from controller.p4runtime_client import P4RuntimeError, SwitchConnection
+
+    def one(s: str) -> int | DeployError:
+        address, device_id = addresses[s]
+        conn = SwitchConnection(address, device_id, election_id=1, name=s, timeout=timeout)
+        try:
+            conn.connect()
+            return configure(conn, s)
+        except (P4RuntimeError, OSError, KeyError, ValueError) as exc:
+            text = str(exc)
+            return DeployError(text if s in text else f"switch {s} ({address}): {text}")
+        finally:
+            conn.close()
+
+    switches = list(switches)
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+        outcome = dict(zip(switches, pool.map(one, switches), strict=True))
+    for result in outcome.values():
+        if isinstance(result, DeployError):
+            raise result
+    return outcome  # type: ignore[return-value]
+
+
+def update(
+    old: Mapping[str, SwitchRules],
+    new: Mapping[str, SwitchRules],
+    addresses: Mapping[str, tuple[str, int]],
+    p4info: Path,
+    timeout: float = 10.0,
+) -> dict[str, int]:
+    """Bring switches configured with ``old`` to ``new`` by writing only the differences
+    (every switch of ``new`` must be in ``old``).  Returns writes per switch."""
+    changes = {s: rule_changes(old[s], new[s]) for s in new}
+    todo = [s for s in new if changes[s].writes]  # untouched switches are not even contacted
+    written = _each_switch(todo, addresses, timeout,
+                           lambda conn, s: apply_changes(conn, changes[s], p4info), parallel=8)
+    return {s: written.get(s, 0) for s in new}
+
+
 def deploy(
     rules: Mapping[str, SwitchRules],
     addresses: Mapping[str, tuple[str, int]],
@@ -191,18 +314,5 @@ def deploy(
     Returns writes per switch; raises :class:`DeployError` naming the first switch that does
     not answer or refuses an entry.
     """
-    from controller.p4runtime_client import P4RuntimeError, SwitchConnection
-
-    written = {}
-    for s, r in rules.items():
-        address, device_id = addresses[s]
-        conn = SwitchConnection(address, device_id, election_id=1, name=s, timeout=timeout)
-        try:
-            conn.connect()
-            written[s] = apply_rules(conn, r, p4info, device_config)
-        except (P4RuntimeError, OSError, KeyError, ValueError) as exc:
-            text = str(exc)
-            raise DeployError(text if s in text else f"switch {s} ({address}): {text}") from None
-        finally:
-            conn.close()
-    return written
+    return _each_switch(rules, addresses, timeout,
+                        lambda conn, s: apply_rules(conn, rules[s], p4info, device_config))

@@ -30,6 +30,7 @@ import numpy as np
 
 from controller.deploy import JobSpec, deploy, switch_rules
 from controller.errors import ExperimentError
+from controller.failover import SwitchMonitor, parse_fail_switch
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
 from controller.report import mean, plot_modes, print_summary
@@ -81,6 +82,7 @@ class Settings:
     window: int = 16
     timeout: float = 0.3  # pyswitch hops are ~0.5 ms each; bursts queue for tens of ms
     round_timeout: float = 120.0
+    fail_switch: str | None = None  # "SWITCH@ROUND": kill it after that round (SPEC §9)
     out: str = "results"
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -156,7 +158,7 @@ def _impairments(s: Settings) -> list[str]:
 
 
 def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: str,
-             progress: Any) -> dict:
+             progress: Any, monitor: SwitchMonitor) -> dict:
     """Run one mode's job on the live network; returns its per-round records."""
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -169,8 +171,11 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
         start_file.unlink(missing_ok=True)
 
     def on_line(host: str, line: str) -> None:
-        if host == workers[0] and line.startswith("worker "):
-            progress.advance(task)
+        words = line.split()  # "worker I round R ..."
+        if len(words) > 3 and words[0] == "worker" and words[2] == "round":
+            monitor.on_worker_round(int(words[3]))
+            if host == workers[0]:
+                progress.advance(task)
 
     with HostProcesses(mininet.net, mode, out_dir, on_line) as nodes:
         nodes.launch(ps, "workers.ps_node", str(job_file))
@@ -180,8 +185,9 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
         nodes.wait_ready(len(workers), "the workers")
         if start_file is not None:
             start_file.touch()  # every process is up: start round 0 together
+        n_events = len(monitor.events)
         nodes.check(nodes.wait(workers, time.monotonic() + cfg.round_timeout_s * cfg.rounds
-                               + 30), "worker")
+                               + 30, watch=monitor.poll), "worker")
         ps_code = nodes.stop(ps, 30)  # it serves retransmissions until every worker is done
     if ps_code != 0:
         raise ExperimentError(f"{mode}: the PS did not complete every round "
@@ -201,6 +207,7 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
             "retransmissions": sum(x["retransmits"] for x in per_worker),
             "clipped": sum(x["clipped"] for x in per_worker),
             "exact": exact[r],
+            "schedule_version": per_worker[0].get("schedule_version", 0),
             "ps_rx_bytes": moved[(tor, ps)] / cfg.rounds,
             "busiest_link_bytes": max(moved.values()) / cfg.rounds,
         })
@@ -209,6 +216,7 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
             "grad_bytes": 4 * cfg.n_values,  # int32 values synchronized per round
             "ps_link_bytes_total": moved[(tor, ps)], "busiest_link": list(busiest),
             "busiest_link_bytes_total": moved[busiest],
+            "failover": [asdict(e) for e in monitor.events[n_events:]],
             "link_bytes_total": {f"{a}->{b}": v for (a, b), v in sorted(moved.items())}}
 
 
@@ -281,6 +289,7 @@ def run_experiment(s: Settings) -> dict:
     if s.bw is not None:
         nx.set_edge_attributes(graph, float(s.bw), "bw")
     graph = nx.freeze(graph)
+    fail = parse_fail_switch(s.fail_switch, graph, s.rounds) if s.fail_switch else None
     console.print(f"[bold]planning[/] {s.topo}, PS {s.ps}, workers {s.workers}, budget {s.budget}")
     plan = plan_job(s, graph, out_dir)
     workers = list(plan["workers"])
@@ -311,21 +320,29 @@ def run_experiment(s: Settings) -> dict:
         t0 = time.perf_counter()
         writes = deploy(rules, addresses, p4info, device_config)
         deploy_s = time.perf_counter() - t0
+        monitor = SwitchMonitor(mininet, graph, plan, rules, jobs, hosts, p4info,
+                                say=console.print, fail=fail)
         modes: dict[str, Any] = {}
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as progress:
             for m in s.modes:
+                # a switch that died in an earlier mode stays dead: plan from the current one
+                schedule_file = out_dir / m / "schedules.json" if m == "ina" else None
+                monitor.follow(schedule_file,
+                               lambda p: schedules_for("ina", p, workers, n_chunks))
                 cfg = JobConfig(
                     job_id=JOB_IDS[m], mode=m, rounds=s.rounds, train=train,
                     worker_ids=list(range(len(workers))),
                     worker_addrs=[(hosts[w][0], INA_UDP_PORT) for w in workers],
                     ps_addr=(hosts[s.ps][0], INA_UDP_PORT),
                     result_dests=[(hosts[workers[0]][0], INA_UDP_PORT)],
-                    schedules=schedules_for(m, plan, workers, n_chunks), frac_bits=frac_bits,
+                    schedules=schedules_for(m, monitor.plan, workers, n_chunks),
+                    schedule_file=str(schedule_file) if schedule_file else None,
+                    frac_bits=frac_bits,
                     n_values=n_values, out_dir=str(out_dir / m), window=s.window,
                     timeout=s.timeout, round_timeout_s=s.round_timeout,
                     start_file=str(out_dir / m / "start"))
-                modes[m] = run_mode(mininet, m, cfg, workers, s.ps, progress)
+                modes[m] = run_mode(mininet, m, cfg, workers, s.ps, progress, monitor)
     finally:
         mininet.stop()
 
@@ -345,12 +362,32 @@ def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: fl
     """The results.json document (pure)."""
     main_mode = "ina" if "ina" in modes else next(iter(modes))
     rounds = modes[main_mode]["rounds"]
-    # measured γ: gradient data (frames on the wire) synchronized per second, Mbit/s
-    measured = [n_chunks * FRAME_BYTES * 8 / r["time_s"] / 1e6 for r in rounds]
-    gamma = {"predicted": plan["gamma"], "measured": float(np.median(measured)),
+    events = modes[main_mode].get("failover", [])
+
+    def measured(rs: list[dict]) -> float | None:
+        # gradient data (frames on the wire) synchronized per second, Mbit/s; median round
+        if not rs:
+            return None
+        return float(np.median([n_chunks * FRAME_BYTES * 8 / r["time_s"] / 1e6 for r in rs]))
+
+    def ratio(m: float | None, predicted: float) -> float | None:
+        return m / predicted if s.bw and m is not None else None
+
+    # γ compares a plan with the rounds that ran it: after a failover, the rounds up to the
+    # failure for the original plan, and those on each new schedule for the re-planned one
+    before = rounds[:events[0]["after_round"] + 1] if events else rounds
+    gamma = {"predicted": plan["gamma"], "measured": measured(before),
              "predicted_without_result_load": plan.get("gamma_without_result_load"),
              "unit": "Mbit/s of gradient frames" if s.bw else "link-capacity units (no --bw)"}
-    gamma["ratio"] = gamma["measured"] / gamma["predicted"] if s.bw else None
+    gamma["ratio"] = ratio(gamma["measured"], plan["gamma"])
+    if events:
+        gamma["after_failover"] = []
+        for version, e in enumerate(events, 1):
+            rs = [r for r in rounds if r.get("schedule_version") == version]
+            m = measured(rs)
+            gamma["after_failover"].append({
+                "switch": e["switch"], "predicted": e["gamma_after"], "measured": m,
+                "ratio": ratio(m, e["gamma_after"]), "rounds": len(rs)})
     return {
         "run": name,
         "settings": asdict(s),
@@ -365,6 +402,7 @@ def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: fl
         "accuracy": {"final": rounds[-1]["accuracy"], "reference": reference_acc},
         "retransmissions": {m: sum(r["retransmissions"] for r in d["rounds"])
                             for m, d in modes.items()},
+        "failover": [e for d in modes.values() for e in d.get("failover", [])],
     }
 
 
@@ -401,11 +439,16 @@ def add_run_parser(sub: Any, add_subcommand: Any) -> None:
     p.add_argument("--window", type=int, default=d.window, help="chunks in flight per worker")
     p.add_argument("--timeout", type=float, default=d.timeout, help="first retransmission timeout (s)")
     p.add_argument("--round-timeout", type=float, default=d.round_timeout)
+    p.add_argument("--fail-switch", metavar="SWITCH@ROUND", default=None,
+                   help="fault injection: kill SWITCH once a worker finished ROUND; the "
+                        "controller notices, re-plans without it and redeploys (SPEC §9)")
     p.add_argument("--out", default=d.out, help="results folder")
     p.add_argument("--name", default="", help="run name (default: a timestamp)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.method != "ina" and args.fail_switch:
+        raise ExperimentError("--fail-switch applies to --method ina (the INA experiment)")
     if args.method != "ina":
         import importlib
 
@@ -419,7 +462,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                  loss=args.loss, dup=args.dup, reorder=args.reorder, seed=args.seed,
                  target=args.target, modes=tuple(m.strip() for m in args.modes.split(",")),
                  window=args.window, timeout=args.timeout, round_timeout=args.round_timeout,
-                 out=args.out, name=args.name)
+                 fail_switch=args.fail_switch, out=args.out, name=args.name)
     for what, v in (("--rounds", s.rounds), ("--window", s.window)):
         if v < 1:
             raise ExperimentError(f"{what} must be >= 1, got {v}")

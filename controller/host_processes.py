@@ -76,14 +76,18 @@ class HostProcesses:
                 raise ExperimentError(f"{self.label}: {what} did not start within "
                                       f"{timeout_s:g} s (see {self.log_file})")
 
-    def wait(self, hosts: Iterable[str], deadline: float) -> dict[str, int]:
+    def wait(self, hosts: Iterable[str], deadline: float,
+             watch: Callable[[], None] | None = None) -> dict[str, int]:
         """Exit codes of ``hosts``' processes, waiting until ``deadline`` (time.monotonic).
 
         The first process that fails ends the wait (the others would only wait for its
         messages until the deadline): then the codes of those still running are absent, and
-        :meth:`check` names the failed one."""
+        :meth:`check` names the failed one.  ``watch()`` runs every poll (e.g. the switch
+        failure monitor); what it raises ends the wait."""
         hosts = list(hosts)
         while True:
+            if watch is not None:
+                watch()
             codes = {h: self.procs[h].poll() for h in hosts}
             done = {h: c for h, c in codes.items() if c is not None}
             if len(done) == len(hosts) or any(c != 0 for c in done.values()):

@@ -120,6 +120,10 @@ def print_summary(results: dict[str, Any], console: Console | None = None) -> No
             f"gamma predicted {gamma['predicted']:.4g}, measured {gamma['measured']:.4g} "
             f"({gamma.get('unit', '')}; measured/predicted {ratio})"
         )
+        for f in gamma.get("after_failover", []):
+            got = "n/a" if f["measured"] is None else f"{f['measured']:.4g}"
+            extra.append(f"after switch {f['switch']} died: gamma predicted {f['predicted']:.4g}, "
+                         f"measured {got} over {f['rounds']} rounds on the new plan")
     ps = results.get("ps_bytes", {})
     if ps.get("ina") and ps.get("ps_only"):
         extra.append(

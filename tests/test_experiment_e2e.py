@@ -46,3 +46,32 @@ def test_ina_under_loss_duplication_reordering(tmp_path):
                                   seed=3, out=str(tmp_path), name="lossy"))
     assert res["exact_all_rounds"] is True
     assert res["retransmissions"]["ina"] > 0
+
+
+def test_a_dead_aggregator_is_replanned_around(tmp_path):
+    """SPEC §9: agg0 (deployed) dies after round 0; the controller notices, re-plans without
+    it (edge1 stays), redeploys the survivors, and the workers switch schedules; every round
+    stays exact."""
+    res = run_experiment(Settings(topo="fattree:4", workers="6", budget=2, rounds=6,
+                                  model="logreg", bw=None, window=8, modes=("ina",),
+                                  fail_switch="agg0@0", out=str(tmp_path), name="failover"))
+    assert res["plan"]["deployed"] == ["edge1", "agg0"]
+    (event,) = res["failover"]
+    assert event["switch"] == "agg0" and event["deployed_after"] == ["edge1"]
+    assert event["detected_s"] < 1.0
+    assert res["exact_all_rounds"] is True
+    start = event["schedules_from_round"]
+    assert 2 <= start <= 5  # two rounds after the newest reported one
+    versions = [r["schedule_version"] for r in res["modes"]["ina"]["rounds"]]
+    assert versions == [0] * start + [1] * (6 - start)
+    assert res["accuracy"]["final"] == pytest.approx(res["accuracy"]["reference"], abs=0.02)
+    updates = json.loads((tmp_path / "failover" / "ina" / "schedules.json").read_text())
+    assert [u["switch"] for u in updates] == ["agg0"]
+
+
+def test_a_dead_tor_stops_the_run_with_one_line(tmp_path):
+    from controller.errors import ExperimentError
+
+    with pytest.raises(ExperimentError, match=r"leaf1 died: worker\(s\) h2, h3 cut off"):
+        run_experiment(Settings(**{**BASE, "rounds": 3}, modes=("ina",), fail_switch="leaf1@0",
+                                out=str(tmp_path), name="cut"))

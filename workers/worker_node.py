@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from workers.constants import K
-from workers.job import JobConfig
+from workers.job import JobConfig, ScheduleBook
 from workers.model import Replica
 from workers.quantize import dequantize, quantize
 from workers.udp import open_socket, receive, send
@@ -32,10 +32,11 @@ class RoundFailed(RuntimeError):
     pass
 
 
-def sync_round(sock, cfg: JobConfig, worker_id: int, round_: int, q: np.ndarray) -> tuple[np.ndarray, dict]:
+def sync_round(sock, cfg: JobConfig, worker_id: int, round_: int, q: np.ndarray,
+               schedule: list[tuple[int, int, int]]) -> tuple[np.ndarray, dict]:
     """Send one round's quantized gradient; return the int32 sum and the round's stats."""
     wr = WorkerRound(job_id=cfg.job_id, worker_id=worker_id, round_=round_, values=q,
-                     schedule=cfg.schedules[str(worker_id)], k=K, window=cfg.window,
+                     schedule=schedule, k=K, window=cfg.window,
                      timeout=cfg.timeout, max_timeout=cfg.max_timeout,
                      direct_after=cfg.direct_after)
     start = time.monotonic()
@@ -84,16 +85,19 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
     sock = open_socket(("0.0.0.0", cfg.worker_addrs[index][1]))
     sock.setblocking(False)
     n_workers = len(cfg.worker_ids)
+    schedules = ScheduleBook(cfg, worker_id)
     wait_for_start(cfg, worker_id)
     rounds, sent_q, sums = [], [], []
     for r in range(cfg.rounds):
         loss, grad = replica.gradient(r)
         q, clipped = quantize(grad, cfg.frac_bits, n_workers)
-        total, stats = sync_round(sock, cfg, worker_id, r, q)
+        schedule, version = schedules.for_round(r)
+        total, stats = sync_round(sock, cfg, worker_id, r, q, schedule)
         replica.apply(dequantize(total, cfg.frac_bits) / np.float32(n_workers))
         sent_q.append(q)
         sums.append(total)
         rounds.append({"round": r, "loss": float(loss), "clipped": clipped,
+                       "schedule_version": version,
                        "accuracy": replica.test_accuracy(), **stats})
         print(f"worker {worker_id} round {r} {stats['time_s']:.3f}s "
               f"retx {stats['retransmits']}", flush=True)
