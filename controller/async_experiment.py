@@ -73,7 +73,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"N: kappa = mean of this push's sigma and the previous N-1 "
                         f"(default {d['window']})")
     g.add_argument("--soft-sync", type=int, default=d["soft_sync"], metavar="C",
-                   help="C: pushes per PS update (default 1)")
+                   help="C: pushes per PS update (default 1; also for --method ndn "
+                        "--ndn-mode async)")
     g.add_argument("--async-lr", type=float, default=d["lr"], metavar="ETA",
                    help=f"PS learning rate eta (plain SGD; default {d['lr']:g})")
     g.add_argument("--async-slow", default=d["slow"], metavar="SPEC",

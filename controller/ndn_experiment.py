@@ -23,8 +23,9 @@ What runs, for each worker count N (``--workers``, or every count of ``--ndn-swe
 Async mode (``--ndn-mode async``; :mod:`workers.ndn_protocol`'s module docstring has the design)
     The PS applies every gradient on arrival with ``--ndn-policy`` (async: eta, sigma:
     eta/sigma, kappa: eta/kappa; eta ``--async-lr``, window ``--staleness-window``; the SPEC §5
-    PS of :mod:`workers.async_sgd`, plain SGD) and publishes one version per push on
-    ``/distribute/<ps>/<train>/v=<version>`` until ``--rounds`` x GPUs pushes; collection
+    PS of :mod:`workers.async_sgd`, plain SGD; soft-sync size ``--soft-sync C``) and publishes
+    one version per C pushes on ``/distribute/<ps>/<train>/v=<version>`` until ``--rounds`` x
+    GPUs pushes (a multiple of C; C <= GPUs); collection
     Interests name each GPU's push sequence number.  ``--ndn-slow``/``--ndn-step-ms`` make
     GPUs heterogeneous (both modes).  Reported: every push (GPU, version trained from, version
     made, sigma, staleness = versions missed, kappa, scale), per-GPU staleness histograms, test
@@ -282,7 +283,8 @@ def run_ndn(args: argparse.Namespace, graph: nx.Graph, workers: list[str], out_d
            "seed": args.seed, "timeout_s": timeout, "mode": args.ndn_mode,
            "slowdown": gpu_slowdowns(args.ndn_slow, workers), "step_s": args.ndn_step_ms / 1e3,
            "async": {"lr": args.async_lr, "policy": args.ndn_policy,
-                     "window": args.staleness_window, "budget": args.rounds * N}
+                     "window": args.staleness_window, "budget": args.rounds * N,
+                     "soft_sync": args.soft_sync}
            if args.ndn_mode == "async" else None,
            "ifnames": {h: plan.hosts[h].interfaces[0] for h in hosts},
            "out_dir": str(run_dir), "start_file": str(run_dir / "start")}
@@ -326,7 +328,7 @@ def run_ndn(args: argparse.Namespace, graph: nx.Graph, workers: list[str], out_d
             "kind": "ndn", "ndn_mode": "async", "n_workers": N, "workers": workers,
             "rounds": [], "grad_values": n_params, "grad_segments": grad_segs,
             "policy": args.ndn_policy, "lr": args.async_lr, "window": args.staleness_window,
-            "budget": job["async"]["budget"], **summary,
+            "budget": job["async"]["budget"], "soft_sync": args.soft_sync, **summary,
             "recoveries": sum(g["recoveries"] for g in gpu_reps),
             "probe_expiries": sum(g["probe_expiries"] for g in gpu_reps),
             "retransmissions": sum(g["stats"]["retransmissions"] for g in gpu_reps)
@@ -549,6 +551,8 @@ def validate(args: argparse.Namespace) -> None:
             raise ExperimentError(f"--async-lr must be > 0, got {args.async_lr}")
         if args.staleness_window < 1:
             raise ExperimentError(f"--staleness-window must be >= 1, got {args.staleness_window}")
+        if args.soft_sync < 1:
+            raise ExperimentError(f"--soft-sync must be >= 1, got {args.soft_sync}")
 
 
 def run_method(args: argparse.Namespace) -> dict:
@@ -576,6 +580,12 @@ def run_method(args: argparse.Namespace) -> dict:
             raise ExperimentError(f"--workers: {bad[0]} is not a host of {args.topo} other "
                                   "than the PS")
         gpu_slowdowns(args.ndn_slow, ws)  # a bad spec fails before any network is built
+        if args.ndn_mode == "async" and args.soft_sync > len(ws):
+            raise ExperimentError(f"--soft-sync {args.soft_sync}: a soft-sync batch needs at "
+                                  f"least C GPUs, the run has {len(ws)}")
+        if args.ndn_mode == "async" and (args.rounds * len(ws)) % args.soft_sync:
+            raise ExperimentError(f"--soft-sync {args.soft_sync} must divide the push budget "
+                                  f"--rounds x GPUs = {args.rounds * len(ws)}")
     for h in host_names(graph):
         try:
             nn.check_id(h, "host")
@@ -607,6 +617,7 @@ def run_method(args: argparse.Namespace) -> dict:
                 "async_lr": args.async_lr if args.ndn_mode == "async" else None,
                 "staleness_window": args.staleness_window if args.ndn_mode == "async"
                 else None,
+                "soft_sync": args.soft_sync if args.ndn_mode == "async" else None,
                 "routers": "workers.ndn_router_node on every switch (NdnRouterSwitch)",
                 "impairment": impair_text(args) or None}
     console.print(f"[bold]NDN PS transport[/] ({args.ndn_mode}) on {args.topo}: PS {args.ps}, "
@@ -710,7 +721,8 @@ def _async_results(name: str, settings: dict, modes: dict[str, dict], out_dir: P
     results = {
         "run": name, "method": "ndn", "ndn_mode": "async", "settings": settings,
         "modes": modes,
-        "all_pushes_applied": all(m["pushes"] == m["budget"] == m["updates"]
+        "all_pushes_applied": all(m["pushes"] == m["budget"]
+                                  and m["updates"] == m["budget"] // m.get("soft_sync", 1)
                                   for m in modes.values()),
         "params_equal": all(m["params_equal"] for m in modes.values()),
         "recoveries": {k: m["recoveries"] for k, m in modes.items()},
@@ -720,7 +732,8 @@ def _async_results(name: str, settings: dict, modes: dict[str, dict], out_dir: P
     write_json_atomic(out_dir / "results.json", results)
     plots = plot_async(results, out_dir)
     table = Table(title=f"async NDN PS (policy {settings['policy']}, eta {settings['async_lr']:g},"
-                        f" window {settings['staleness_window']})")
+                        f" window {settings['staleness_window']}, "
+                        f"C {settings.get('soft_sync') or 1})")
     for col in ("mode", "GPU", "slow-down", "pushes", "mean staleness", "max", "recoveries"):
         table.add_column(col, justify="right")
     for label, m in modes.items():

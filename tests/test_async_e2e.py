@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -170,7 +169,6 @@ def test_processes_over_loopback_tcp_with_soft_sync(tmp_path):
 @pytest.mark.mininet
 @pytest.mark.slow
 def test_reduced_async_experiment_over_mininet(tmp_path):
-    t = time.monotonic()
     code = cli_main(["run", "--method", "async", "--topo", "leafspine:2,1,2", "--ps", "h0",
                      "--workers", "3", "--rounds", "20", "--model", "logreg", "--bw", "0",
                      "--async-slow", "h3:4", "--async-step-ms", "20", "--async-lr", "0.3",
@@ -194,4 +192,3 @@ def test_reduced_async_experiment_over_mininet(tmp_path):
         assert run["ps_link_bytes"] > 60 * 2 * 650 * 4  # 60 gradients in, 60 models out
     for png in ("accuracy_vs_time.png", "accuracy_vs_updates.png", "staleness_histograms.png"):
         assert (out / png).stat().st_size > 0
-    assert time.monotonic() - t < 120

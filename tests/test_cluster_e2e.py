@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +81,6 @@ def test_predicted_bytes_of_one_period_by_hand():
 @pytest.mark.root
 @pytest.mark.mininet
 def test_reduced_cluster_experiment_over_mininet(tmp_path):
-    t = time.monotonic()
     P, B, R = 4, 2, 2
     code = cli_main(["run", "--method", "cluster", "--topo", TOPO, "--ps", "h0", "--bw", "100",
                      "--rounds", str(P * B), "--cluster-period", str(B), "--cluster-reelect",
@@ -130,4 +128,3 @@ def test_reduced_cluster_experiment_over_mininet(tmp_path):
         assert 1.0 < ratio < 1.6, ratio
     for png in ("accuracy_vs_time.png", "accuracy_vs_round.png", "busiest_link_bytes.png"):
         assert (out / png).stat().st_size > 0
-    assert time.monotonic() - t < 60

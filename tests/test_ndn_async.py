@@ -42,18 +42,20 @@ TRACE = [("g0", 0, 0, 1, 1, 0, 1.0), ("g0", 1, 1, 2, 1, 0, 1.0), ("g1", 0, 0, 3,
 
 
 def async_direct(policy: str = "kappa", drop=lambda s, k, u: False,
-                 probe_initial_s: float = 1.0) -> Direct:
+                 probe_initial_s: float = 1.0, soft_sync: int = 1) -> Direct:
     names = list(SPEED)
+    last = 6 // soft_sync  # the last version: one per soft-sync batch of the 6 pushes
 
     def make_ps(init: bytes) -> PsNode:
         upd = AsyncUpdater(np.frombuffer(init, dtype=np.float32).copy(), names, LR, policy,
-                           window=2)
+                           window=2, soft_sync=soft_sync)
         return PsNode(PsConfig(PS, T, names, 3, grad_bytes=4 * DIM, mode="async", budget=6),
                       init, upd)
 
-    gpus = {g: GpuConfig(g, PS, T, 6, seed=i, mode="async", probe_initial_s=probe_initial_s)
-            for i, g in enumerate(names)}
-    return Direct(gpus, compute=lambda g, v: SPEED[g], n_rounds=6, drop=drop, make_ps=make_ps)
+    gpus = {g: GpuConfig(g, PS, T, last, seed=i, mode="async",
+                         probe_initial_s=probe_initial_s) for i, g in enumerate(names)}
+    return Direct(gpus, compute=lambda g, v: SPEED[g], n_rounds=last, drop=drop,
+                  make_ps=make_ps)
 
 
 def replay(d: Direct, scales: list[float]) -> dict[int, bytes]:
@@ -98,6 +100,45 @@ def test_versions_staleness_and_policy_scale_of_two_gpus(policy: str) -> None:
                                                       ("g1", 1)]
     deletes = [src for _t, src, _k, _u, p in d.log if p is not None and p.kind is nn.Kind.DELETE]
     assert sorted(set(deletes)) == ["g0", "g1"]
+
+
+def test_soft_sync_publishes_a_version_per_c_pushes() -> None:
+    """C = 2 (SPEC §5 soft sync) with the two GPUs: g0 (faster) pushes first and waits for
+    the batch its push is in; g1's push completes it: v = v_prev - (1/2)(s g0 + s g1), both
+    GPUs go on from it, so every push is fresh (sigma 1) and 6 pushes make versions 1..3."""
+    d = async_direct("kappa", soft_sync=2)
+    d.run()
+    got = [(a.gpu, a.seq, a.t_w, a.version, a.sigma, a.kappa, a.applied) for a in d.ps.applied]
+    assert got == [("g0", 0, 0, 1, 1, 1.0, False), ("g1", 0, 0, 1, 1, 1.0, True),
+                   ("g0", 1, 1, 2, 1, 1.0, False), ("g1", 1, 1, 2, 1, 1.0, True),
+                   ("g0", 2, 2, 3, 1, 1.0, False), ("g1", 2, 2, 3, 1, 1.0, True)]
+    assert d.ps.done and d.ps.pushes == 6 and sorted(d.ps.params) == [0, 1, 2, 3]
+    w = {0: d.init}
+    for v in (1, 2, 3):  # AsyncPS's arithmetic: float64 accumulation, mean over C, to float32
+        acc = sum(LR * np.frombuffer(grad_fn(d.index[g], v - 1, w[v - 1]),
+                                     dtype=np.float32).astype(np.float64) for g in SPEED)
+        prev = np.frombuffer(w[v - 1], dtype=np.float32)
+        w[v] = (prev - (acc / 2).astype(np.float32)).tobytes()
+    assert d.ps.params[3] == w[3]
+    trained = {g: [ev.version for _t, ev in d.events[g] if isinstance(ev, Train)] for g in SPEED}
+    assert trained == {"g0": [0, 1, 2], "g1": [0, 1, 2]}
+    for g in SPEED:
+        (fin,) = [ev for _t, ev in d.events[g] if isinstance(ev, Finished)]
+        assert fin.version == 3 and fin.params == w[3]
+    # g0 waited for g1's push each time: it resumed only when the batch's version arrived
+    g0_train = [t for t, ev in d.events["g0"] if isinstance(ev, Train)]
+    # g0's first gradient was ready 0.1 s after the start, v1 needs g1's (ready after 0.25 s)
+    assert g0_train[1] - g0_train[0] > SPEED["g1"]
+
+
+def test_soft_sync_needs_c_gpus_and_a_budget_it_divides() -> None:
+    init = np.zeros(DIM, dtype=np.float32)
+    with pytest.raises(ValueError, match="needs at least C GPUs"):
+        AsyncUpdater(init, ["g0", "g1"], LR, soft_sync=3)
+    upd = AsyncUpdater(init, ["g0", "g1"], LR, soft_sync=2)
+    with pytest.raises(ValueError, match="multiple of the soft-sync size 2"):
+        PsNode(PsConfig(PS, T, ["g0", "g1"], 3, grad_bytes=4 * DIM, mode="async", budget=5),
+               init.tobytes(), upd)
 
 
 def test_collection_timed_from_the_gpus_previous_push() -> None:

@@ -21,7 +21,8 @@ Training (:mod:`workers.model`, the model and data of every method)
 Async mode (``job["mode"] == "async"``, :mod:`workers.ndn_protocol`'s async mode)
     The PS applies every complete gradient at once with :class:`~workers.ndn_protocol.
     AsyncUpdater` (``workers.async_sgd``: policy, learning rate ``async.lr``, staleness window;
-    plain SGD, no momentum) and publishes a version per push until ``async.budget`` pushes.
+    plain SGD, no momentum; soft-sync size ``async.soft_sync``, default 1) and publishes a
+    version per soft-sync batch until ``async.budget`` pushes.
     Gradients travel as float32 (there is no sum to keep exact, so no quantization).  The PS
     logs every push (GPU, sequence number, version trained from, sigma, staleness, kappa,
     scale) and the test accuracy of every version.
@@ -151,12 +152,13 @@ def run_ps(job: dict[str, Any]) -> int:
                    grad_bytes=4 * params.size, seg_size=int(job["seg_size"]),
                    lifetime_s=float(job["lifetime_s"]), rto_s=float(job["rto_s"]),
                    seed=int(job["seed"]), mode=mode,
-                   # async: a version per push, so keep enough for a GPU's active fetch
+                   # async: up to a version per push, so keep enough for an active fetch
                    keep_versions=4 if mode == "sync" else max(4, 2 * len(gpus)),
                    budget=int(asy["budget"]) if mode == "async" else None)
     node = PsNode(cfg, params.tobytes(),
                   AsyncUpdater(params.copy(), gpus, float(asy["lr"]), asy["policy"],
-                               int(asy["window"])) if mode == "async" else update)
+                               int(asy["window"]), soft_sync=int(asy.get("soft_sync", 1)))
+                  if mode == "async" else update)
     link = Link(job["ifnames"][job["ps"]])
     stop = False
 
@@ -185,7 +187,8 @@ def run_ps(job: dict[str, Any]) -> int:
             if isinstance(ev, Applied):
                 pushes.append({"time": time.time(), "gpu": ev.gpu, "seq": ev.seq, "t_w": ev.t_w,
                                "version": ev.version, "sigma": ev.sigma,
-                               "staleness": ev.staleness, "kappa": ev.kappa, "scale": ev.scale})
+                               "staleness": ev.staleness, "kappa": ev.kappa, "scale": ev.scale,
+                               "applied": ev.applied})
                 print(f"push {len(pushes)} from {ev.gpu} staleness {ev.staleness} "
                       f"v={ev.version}", flush=True)
             elif isinstance(ev, Published):
@@ -202,7 +205,7 @@ def run_ps(job: dict[str, Any]) -> int:
         if not node.done and time.monotonic() > give_up:
             write_json_atomic(out_dir / "ps.json", _ps_report(node, versions, t0, pushes))
             what = (f"round {node.round}" if mode == "sync"
-                    else f"{node.pushes} of {cfg.last_version} pushes")
+                    else f"{node.pushes} of {cfg.push_budget} pushes")
             raise TimeoutError(f"ps: {what} not complete after {job['timeout_s']} s")
     if written:  # the final report, with the fetches served after the last version
         write_json_atomic(out_dir / "ps.json", _ps_report(node, versions, t0, pushes))
@@ -231,7 +234,9 @@ def run_gpu(job: dict[str, Any], index: int) -> int:
     replica = Replica(train, index)
     p = job["probe"]
     mode = job.get("mode", "sync")
-    last = int(job["async"]["budget"]) if mode == "async" else int(job["rounds"])
+    # the last version: async, one per soft-sync batch of C pushes
+    last = (int(job["async"]["budget"]) // int(job["async"].get("soft_sync", 1))
+            if mode == "async" else int(job["rounds"]))
     slow = float(job.get("slowdown", [1.0] * len(job["gpus"]))[index])
     step_s = float(job.get("step_s", 0.0))
     cfg = GpuConfig(me, job["ps"], job["train_name"], last, mode=mode,

@@ -64,12 +64,13 @@ GPU (``GpuNode``)
             completed with at least one fetched segment counts as a *recovery*.
 
 Async mode (``mode="async"`` in PsConfig and GpuConfig; SPEC §6 with the PS of SPEC §5)
-    The PS does not wait for every GPU: each complete gradient is applied on its own by
-    :class:`AsyncUpdater` (``workers.async_sgd.AsyncPS`` with C = 1 and its policies) and makes a
-    new version, published at once on ``/distribute/<ps>/<train>/v=<version>`` (multicast along
-    the persistent PIT to every subscriber, as in sync mode).  Version = the PS clock T_ps =
-    pushes applied so far; the run ends after ``budget`` pushes (default n_rounds x GPUs), so the
-    last version is ``budget``.
+    The PS does not wait for every GPU: each complete gradient is pushed on its own into
+    :class:`AsyncUpdater` (``workers.async_sgd.AsyncPS`` and its policies), and every C-th push
+    (soft synchronization, SPEC §5; C = 1: every push) makes a new version, published at once
+    on ``/distribute/<ps>/<train>/v=<version>`` (multicast along the persistent PIT to every
+    subscriber, as in sync mode).  Version = the PS clock T_ps = soft-sync batches applied so
+    far; the run ends after ``budget`` pushes (default n_rounds x GPUs, a multiple of C), so the
+    last version is ``budget / C``.
     Names  [decision]: the collection Interest is ``/<gpu>/<ps>/<train>/v=<k>`` with k the
             GPU's *push sequence number* (0, 1, 2, ... per GPU), not a global round: the PS
             cannot know which version a GPU trained from, only that it wants that GPU's next
@@ -87,8 +88,12 @@ Async mode (``mode="async"`` in PsConfig and GpuConfig; SPEC §6 with the PS of 
     GPU: trains from the newest complete version it holds.  After handing over gradient k
             (trained from t_w) it waits until every segment of it was sent (the PS collected
             it: a GPU never runs ahead of the PS's collection) and it holds a version > the
-            newest it held at hand-over (the PS publishes one per push, so its own push
-            guarantees one); versions completed meanwhile only replace the newest.  The probe timer (same history rule) and active
+            newest it held at hand-over (the batch holding its push makes one); versions
+            completed meanwhile only replace the newest.  [decision] With C > 1 a GPU thus
+            waits for the batch its push is in: over NDN it learns the PS's state only from
+            distributions, so it cannot tell "my push is pending" from "its version was
+            lost" except by waiting; C <= GPUs keeps that from deadlocking (the waiting GPUs'
+            pushes are the pending ones, so all waiting means C pushes are pending).  The probe timer (same history rule) and active
             fetch of the awaited version recover a lost distribution; the GPU finishes (and
             unsubscribes) when it holds the last version, even in the middle of a step.
 """
@@ -167,7 +172,8 @@ class Finished:
 
 @dataclass(frozen=True)
 class Applied:
-    """PS, async: the push ``seq`` of ``gpu`` (computed from ``t_w``) made ``version``.
+    """PS, async: the push ``seq`` of ``gpu`` (computed from ``t_w``) went into ``version``
+    (made it when ``applied``, the C-th push of its soft-sync batch).
 
     ``sigma`` = T_ps - t_w + 1 (SPEC §5), ``staleness`` = sigma - 1 = versions the gradient
     missed, ``kappa`` its window context, ``scale`` the learning rate it was applied with.
@@ -181,6 +187,7 @@ class Applied:
     staleness: int
     kappa: float
     scale: float
+    applied: bool = True
 
 
 @dataclass(frozen=True)
@@ -303,8 +310,9 @@ class _Node:
 
 
 class AsyncUpdater:
-    """The async PS's update (SPEC §5 through ``workers.async_sgd``): one AsyncPS with C = 1
-    (one version per push) and, per GPU, a ``Learner`` holding that GPU's staleness window.
+    """The async PS's update (SPEC §5 through ``workers.async_sgd``): one AsyncPS with
+    soft-sync size C (a version per C pushes) and, per GPU, a ``Learner`` holding that GPU's
+    staleness window.
 
     ``decode(bytes) -> np.ndarray`` turns a gradient's bytes into values (float32 by default);
     the parameters keep the dtype of ``params``.
@@ -312,8 +320,12 @@ class AsyncUpdater:
 
     def __init__(self, params: np.ndarray, gpus: list[str], lr: float, policy: str = "kappa",
                  window: int = 1,
-                 decode: Callable[[bytes], np.ndarray] | None = None) -> None:
-        self.ps = AsyncPS(params, lr, 1, policy)
+                 decode: Callable[[bytes], np.ndarray] | None = None,
+                 soft_sync: int = 1) -> None:
+        if soft_sync > len(gpus):
+            raise ValueError(f"async update: soft-sync size C = {soft_sync} needs at least C "
+                             f"GPUs, got {len(gpus)}")
+        self.ps = AsyncPS(params, lr, soft_sync, policy)
         self.learners = {g: Learner(i, window) for i, g in enumerate(gpus)}
         self.decode = decode or (lambda b: np.frombuffer(b, dtype=np.float32))
 
@@ -358,10 +370,8 @@ class PsConfig:
     budget: int | None = None  # async: pushes applied in all (default n_rounds x GPUs)
 
     @property
-    def last_version(self) -> int:
-        """Version after which the run ends: n_rounds (sync), the push budget (async)."""
-        if self.mode == "sync":
-            return self.n_rounds
+    def push_budget(self) -> int:
+        """Async: gradients applied in all (default n_rounds x GPUs)."""
         return self.budget if self.budget is not None else self.n_rounds * len(self.gpus)
 
 
@@ -401,8 +411,13 @@ class PsNode(_Node):
         if (cfg.mode == "async") != isinstance(update, AsyncUpdater):
             raise ValueError(f"PS: mode {cfg.mode} needs "
                              + ("an AsyncUpdater" if cfg.mode == "async" else "an update function"))
-        if cfg.last_version < 1:
-            raise ValueError(f"PS: push budget {cfg.budget} must be >= 1")
+        self.soft_sync = update.ps.soft_sync if isinstance(update, AsyncUpdater) else 1
+        if cfg.mode == "async" and (cfg.push_budget < 1 or cfg.push_budget % self.soft_sync):
+            raise ValueError(f"PS: push budget {cfg.push_budget} must be a positive multiple "
+                             f"of the soft-sync size {self.soft_sync}")
+        # the version after which the run ends
+        self.last_version = (cfg.n_rounds if cfg.mode == "sync"
+                             else cfg.push_budget // self.soft_sync)
         self.cfg = cfg
         self.update = update
         self.gpus = {g: _GpuView() for g in cfg.gpus}
@@ -521,7 +536,7 @@ class PsNode(_Node):
             if p.version in self.dist_segments:
                 wire = self._fetch_data(p.version, seg)
                 return [] if wire is None else [wire]
-            if p.version > max(self.params) and p.version <= c.last_version:
+            if p.version > max(self.params) and p.version <= self.last_version:
                 self.held_fetch[(p.version, seg)] = now + c.lifetime_s
                 return []
         self.stats.dropped += 1
@@ -603,8 +618,9 @@ class PsNode(_Node):
         return out
 
     def _apply_push(self, g: str, v: _GpuView, now: float) -> list[bytes]:
-        """Async: apply the complete gradient of ``g`` at once, publish the new version and
-        schedule the GPU's next push (or end the run when the budget is used up)."""
+        """Async: push the complete gradient of ``g`` at once; publish the new version when
+        it completes a soft-sync batch; schedule the GPU's next push (or end the run when the
+        budget is used up)."""
         assert isinstance(self.update, AsyncUpdater) and v.grad is not None
         seq = v.seq
         v.seq += 1
@@ -619,14 +635,14 @@ class PsNode(_Node):
             self._schedule_collection(g, v, now)
             return self.tick(now)
         version = self.round + 1
-        assert reply.t_ps == version
+        assert reply.t_ps == (version if reply.applied else self.round)
         self.pushes += 1
         rec = Applied(g, seq, t_w, version, reply.sigma, reply.sigma - 1, reply.kappa,
-                      reply.scale)
+                      reply.scale, reply.applied)
         self.applied.append(rec)
         self.events.append(rec)
-        out = self._publish(version, new, now)
-        if self.pushes >= self.cfg.last_version:
+        out = self._publish(version, new, now) if reply.applied else []
+        if self.pushes >= self.cfg.push_budget:
             self.done = True
             for view in self.gpus.values():  # stop collecting: late gradients are dropped
                 view.fetcher, view.collect_at = None, None
