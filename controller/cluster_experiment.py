@@ -5,8 +5,9 @@ The network
     ``--topo`` (every switch runs ``p4src/ina.p4`` as a plain IPv4 router,
     :func:`controller.deploy.routing_rules`, as for ``--method async``).  The node profile
     (``--cluster-profile``, :mod:`workers.node_features`) names the node hosts; each one's access
-    link is shaped to its ``uplink_bw`` (period 0's value when the profile gives a pattern:
-    links are not re-shaped during a run), every other link -- the fabric and the central
+    link is shaped to its ``uplink_bw`` (period 0's value when the profile gives a pattern;
+    the node re-rates its own egress as later periods start, :mod:`workers.cluster_node`),
+    every other link -- the fabric and the central
     PS's access link -- to ``--bw`` (0 = unshaped) (:func:`topo.models.with_link_bw`).  CPU
     shares are emulated by compute delays (:mod:`workers.cluster_protocol` argues why, with a
     measurement of Mininet's CPULimitedHost on this machine).

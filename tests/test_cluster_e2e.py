@@ -115,6 +115,10 @@ def test_reduced_cluster_experiment_over_mininet(tmp_path):
         # the nodes measured their uplinks on their interfaces: the profile's rates
         f = res["settings"]["features"].index("uplink_bw")
         assert [row[f] for row in run["feature_history"][0]] == [100] * 4 + [10] * 4
+        # h4's uplink pattern is [100, 90], h8's [10, 12]: their nodes re-rated their links
+        # as periods started (and back in period 0 after the previous rule's run)
+        assert [p[3][f] for p in run["feature_history"]] == [100, 90, 100, 90]
+        assert [p[7][f] for p in run["feature_history"]] == [10, 12, 10, 12]
         alpha = run["contributions"][-1]["alpha"]
         if rule == "average":
             assert alpha == [[0.0, 1.0], [1.0, 0.0]]

@@ -34,6 +34,8 @@ from workers.cluster_protocol import (
     run_in_process,
     save_job_data,
     step_seconds,
+    tc_rate_change,
+    uplink_change,
 )
 from workers.cluster_sync import simulate
 from workers.clustering import ps_schedule
@@ -89,6 +91,17 @@ def test_tc_rate_features_and_compute_time():
     f = PROFILE.features.index("uplink_bw")
     assert node_features(PROFILE, "h4", 1)[f] == 90
     assert node_features(PROFILE, "h4", 1, {"uplink_bw": 100.0})[f] == 100
+    # h4's uplink [100, 90] is set as period 0 starts (a previous run may have left it at
+    # 90) and changes as periods 1, 2, 3 ... start; constant uplinks are never touched
+    assert [uplink_change(PROFILE, "h4", p) for p in range(4)] == [100, 90, 100, 90]
+    assert [uplink_change(PROFILE, "h1", p) for p in range(4)] == [None] * 4
+    assert tc_rate_change("h4-eth0", out, 90.0) == [
+        "tc", "class", "change", "dev", "h4-eth0", "parent", "5:0", "classid", "5:1", "htb",
+        "rate", "90Mbit", "burst", "15k"]
+    nested = "class htb 1:10 parent 1:1 prio 0 rate 2Mbit ceil 2Mbit burst 1600b cburst 1600b"
+    assert tc_rate_change("x", nested, 2.5)[5:9] == ["parent", "1:1", "classid", "1:10"]
+    with pytest.raises(ValueError, match="no htb class to re-rate"):
+        tc_rate_change("h4-eth0", "", 90.0)
     # step = nominal / cpu_share; h6's share is [0.05, 0.04]
     assert step_seconds(PROFILE, "h6", 0, 0.002) == pytest.approx(0.04)
     assert step_seconds(PROFILE, "h6", 1, 0.002) == pytest.approx(0.05)

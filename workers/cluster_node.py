@@ -16,6 +16,10 @@ central PS (:class:`~workers.cluster_protocol.CentralServer`).
   that is "computing" still averages its members' gradients.
 * Features: the profile's values of its host, with ``uplink_bw`` measured from the htb class
   that Mininet's TCLink put on its interface (``tc class show``), i.e. the link's real rate.
+  When the profile gives ``uplink_bw`` a pattern, the node re-rates that class as each period
+  starts (``tc class change``; every rule, the central PS's runs too), so the rate it measures
+  and the rate its traffic leaves at are the period's.  Only the host's egress (its uplink)
+  changes; the switch's side of the link (the downlink) keeps period 0's rate.
   ``cpu_share`` is the profile's (it is emulated by the compute-time delay, see
   :mod:`workers.cluster_protocol`).
 
@@ -55,6 +59,8 @@ from workers.cluster_protocol import (
     node_features,
     parse_tc_rate,
     step_seconds,
+    tc_rate_change,
+    uplink_change,
 )
 from workers.model import Replica
 from workers.node_features import load_profile
@@ -70,6 +76,18 @@ def measure_uplink(ifname: str) -> float | None:
     if proc.returncode != 0:
         raise NodeFailed(f"tc class show dev {ifname}: {proc.stderr.strip()}")
     return parse_tc_rate(proc.stdout)
+
+
+def set_uplink(ifname: str, mbps: float) -> None:
+    """Re-rate the htb class shaping ``ifname`` (this host's egress: its uplink)."""
+    show = subprocess.run(["tc", "class", "show", "dev", ifname], capture_output=True, text=True)
+    try:
+        cmd = tc_rate_change(ifname, show.stdout, mbps)
+    except ValueError as exc:
+        raise NodeFailed(str(exc)) from None
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise NodeFailed(f"{' '.join(cmd)}: {proc.stderr.strip()}")
 
 
 class Transport:
@@ -167,8 +185,14 @@ def make_machine(job: ClusterJob, me: int) -> Any:
                 measured["uplink_bw"] = rate
         return node_features(profile, host, p, measured)
 
+    def enter_period(p: int) -> None:
+        rate = uplink_change(profile, host, p)
+        if rate is not None and ifname:
+            set_uplink(ifname, rate)
+
     return ClusterNode(job, me, Replica(job.train, me, load_job_data(job)), features,
-                       lambda p: step_seconds(profile, host, p, job.step_s))
+                       lambda p: step_seconds(profile, host, p, job.step_s),
+                       enter_period=enter_period)
 
 
 def run(job: ClusterJob, me: int) -> tuple[dict[str, Any], Any]:

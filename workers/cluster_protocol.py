@@ -110,6 +110,8 @@ __all__ = [
     "Out",
     "node_features",
     "parse_tc_rate",
+    "tc_rate_change",
+    "uplink_change",
     "load_job_data",
     "run_in_process",
     "save_job_data",
@@ -198,6 +200,35 @@ def parse_tc_rate(text: str) -> float | None:
     """Mbit/s of the first htb class in ``tc class show`` output (None: no shaped class)."""
     m = _RATE.search(text)
     return None if m is None else float(m.group(1)) * _UNIT[m.group(2)]
+
+
+_CLASS = re.compile(r"\bclass htb (\d+):(\d+) (?:root|parent (\S+))")
+
+
+def tc_rate_change(ifname: str, show_text: str, mbps: float) -> list[str]:
+    """The ``tc class change`` command that re-rates the first htb class of ``tc class show``
+    output (the one Mininet's TCLink made: ``parent 5:0 classid 5:1 ... burst 15k``) to
+    ``mbps``; ValueError if the interface has no htb class (an unshaped link)."""
+    m = _CLASS.search(show_text)
+    if m is None:
+        raise ValueError(f"{ifname}: no htb class to re-rate (is the link shaped?)")
+    major, minor, parent = m.groups()
+    return ["tc", "class", "change", "dev", ifname, "parent", parent or f"{major}:0",
+            "classid", f"{major}:{minor}", "htb", "rate", f"{mbps:g}Mbit", "burst", "15k"]
+
+
+def uplink_change(profile: NodeProfile, node: str, period: int) -> float | None:
+    """Mbit/s to give ``node``'s uplink when ``period`` starts, None to leave it: a constant
+    ``uplink_bw`` is the rate the link was built with; a pattern is set in period 0 (an
+    earlier run on the same network may have left the link at another of its values) and
+    whenever its value changes."""
+    if "uplink_bw" not in profile.features or period < 0:
+        return None
+    pattern = profile.values[node]["uplink_bw"]
+    if len(set(pattern)) == 1:
+        return None
+    now, before = pattern[period % len(pattern)], pattern[(period - 1) % len(pattern)]
+    return now if period == 0 or now != before else None
 
 
 def node_features(profile: NodeProfile, node: str, period: int,
@@ -307,12 +338,15 @@ class ClusterNode:
     """One node: member of a cluster, temporary PS when elected (module docstring).
 
     ``features(p)`` gives its feature vector of period p; ``step(p)`` its compute time per batch;
-    ``clock()`` wall time for the logs (all Mininet hosts share the kernel's clock).
+    ``clock()`` wall time for the logs (all Mininet hosts share the kernel's clock);
+    ``enter_period(p)`` runs first thing in every period, whatever the rule (the shell
+    re-shapes the node's uplink there when its profile changes it).
     """
 
     def __init__(self, job: ClusterJob, me: int, replica: Replica,
                  features: Callable[[int], np.ndarray], step: Callable[[int], float],
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 enter_period: Callable[[int], None] | None = None) -> None:
         if job.rule not in RULES:
             raise ValueError(f"unknown rule {job.rule!r} (expected {', '.join(RULES)})")
         self.job = job
@@ -321,6 +355,7 @@ class ClusterNode:
         self.features = features
         self.step = step
         self.clock = clock
+        self.enter_period = enter_period
         self.hub = job.n  # coordinator or central PS
         self.period = 0
         self.batch = 0
@@ -344,6 +379,8 @@ class ClusterNode:
 
     def _begin_period(self, p: int) -> list[Out]:
         self.period, self.batch = p, 0
+        if self.enter_period is not None:
+            self.enter_period(p)
         if self.job.rule == "central":
             self.assign = Assign(p, 0, (0,) * self.job.n, (self.hub,))
             return self._begin_batch()
