@@ -185,7 +185,7 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
         nodes.wait_ready(len(workers), "the workers")
         if start_file is not None:
             start_file.touch()  # every process is up: start round 0 together
-        n_events = len(monitor.events)
+        n_events, plan_gamma = len(monitor.events), monitor.plan["gamma"]
         nodes.check(nodes.wait(workers, time.monotonic() + cfg.round_timeout_s * cfg.rounds
                                + 30, watch=monitor.poll), "worker")
         ps_code = nodes.stop(ps, 30)  # it serves retransmissions until every worker is done
@@ -217,6 +217,7 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
             "ps_link_bytes_total": moved[(tor, ps)], "busiest_link": list(busiest),
             "busiest_link_bytes_total": moved[busiest],
             "failover": [asdict(e) for e in monitor.events[n_events:]],
+            "plan_gamma": plan_gamma,  # of the plan this mode started on
             "link_bytes_total": {f"{a}->{b}": v for (a, b), v in sorted(moved.items())}}
 
 
@@ -375,11 +376,13 @@ def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: fl
 
     # γ compares a plan with the rounds that ran it: after a failover, the rounds up to the
     # failure for the original plan, and those on each new schedule for the re-planned one
+    # (a mode after a failure in an earlier mode starts on the re-planned network)
     before = rounds[:events[0]["after_round"] + 1] if events else rounds
-    gamma = {"predicted": plan["gamma"], "measured": measured(before),
+    predicted = modes[main_mode].get("plan_gamma", plan["gamma"])
+    gamma = {"predicted": predicted, "measured": measured(before),
              "predicted_without_result_load": plan.get("gamma_without_result_load"),
              "unit": "Mbit/s of gradient frames" if s.bw else "link-capacity units (no --bw)"}
-    gamma["ratio"] = ratio(gamma["measured"], plan["gamma"])
+    gamma["ratio"] = ratio(gamma["measured"], predicted)
     if events:
         gamma["after_failover"] = []
         for version, e in enumerate(events, 1):

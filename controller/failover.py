@@ -60,7 +60,7 @@ def parse_fail_switch(text: str, graph: nx.Graph, rounds: int) -> tuple[str, int
 class FailoverEvent:
     switch: str
     after_round: int  # newest round a worker had reported when the death was noticed
-    detected_s: float  # from the kill (injected failures) to the notice; None otherwise
+    detected_s: float | None  # from the kill (injected failures) to the notice; else None
     replan_s: float
     redeploy_s: float  # writing the rule differences to every surviving switch
     writes: int
@@ -123,9 +123,9 @@ class SwitchMonitor:
             proc.wait()
 
     def _fail_over(self, dead: str) -> None:
-        noticed = time.monotonic()
+        noticed, after = time.monotonic(), self.newest_round
         killed = self._killed_at.get(dead)
-        self.say(f"switch {dead} is down (after round {self.newest_round}): re-planning")
+        self.say(f"switch {dead} is down (after round {after}): re-planning")
         graph, plan = replan_without(self.graph, self.plan, dead)  # may stop the run
         replanned = time.monotonic()
         rules = switch_rules(graph, plan, self.mininet.plan.ports, self.host_addrs, self.jobs)
@@ -135,14 +135,14 @@ class SwitchMonitor:
         except DeployError as exc:
             raise ExperimentError(f"fail-over after switch {dead} died: {exc}") from None
         deployed = time.monotonic()
-        start = self.newest_round + SCHEDULE_DELAY_ROUNDS
+        start = self.newest_round + SCHEDULE_DELAY_ROUNDS  # rounds went on meanwhile
         if self._job is not None:
             path, schedules = self._job
             self._updates.append({"from_round": start, "switch": dead,
                                   "schedules": schedules(plan)})
             write_json_atomic(path, self._updates)
         event = FailoverEvent(
-            switch=dead, after_round=self.newest_round,
+            switch=dead, after_round=after,
             detected_s=round(noticed - killed, 4) if killed is not None else None,
             replan_s=round(replanned - noticed, 4), redeploy_s=round(deployed - replanned, 4),
             writes=sum(writes.values()),

@@ -543,6 +543,9 @@ def validate(args: argparse.Namespace) -> None:
         raise ExperimentError(f"--ndn-step-ms must be >= 0, got {args.ndn_step_ms}")
     if args.ndn_baseline is None:
         args.ndn_baseline = "tcp" if args.ndn_mode == "sync" else "none"
+    if args.ndn_mode == "sync" and args.soft_sync != 1:
+        raise ExperimentError("--soft-sync applies to --ndn-mode async (sync mode waits for "
+                              "every GPU)")
     if args.ndn_mode == "async":
         if args.ndn_baseline == "tcp":
             raise ExperimentError("--ndn-baseline tcp is a synchronous PS; with --ndn-mode "

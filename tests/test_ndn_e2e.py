@@ -159,3 +159,7 @@ def test_soft_sync_larger_than_the_gpus_is_one_error_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "--soft-sync 4: a soft-sync batch needs at least C GPUs, the run has 3" in err
+    code = cli_main([*BASE, "--soft-sync", "2", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "--soft-sync applies to --ndn-mode async" in err
+    assert not any(tmp_path.iterdir())  # nothing written
