@@ -202,6 +202,9 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
         per_worker = [rep["rounds"][r] for rep in reports]
         rounds.append({
             "time_s": max(x["time_s"] for x in per_worker),
+            # the last worker to start the round waits for nobody's compute: its time is the
+            # network's share of the round
+            "sync_time_s": min(x["time_s"] for x in per_worker),
             "accuracy": per_worker[0]["accuracy"],
             "loss": mean([x["loss"] for x in per_worker]),
             "retransmissions": sum(x["retransmits"] for x in per_worker),
@@ -365,11 +368,11 @@ def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: fl
     rounds = modes[main_mode]["rounds"]
     events = modes[main_mode].get("failover", [])
 
-    def measured(rs: list[dict]) -> float | None:
+    def measured(rs: list[dict], key: str = "time_s") -> float | None:
         # gradient data (frames on the wire) synchronized per second, Mbit/s; median round
         if not rs:
             return None
-        return float(np.median([n_chunks * FRAME_BYTES * 8 / r["time_s"] / 1e6 for r in rs]))
+        return float(np.median([n_chunks * FRAME_BYTES * 8 / r[key] / 1e6 for r in rs]))
 
     def ratio(m: float | None, predicted: float) -> float | None:
         return m / predicted if s.bw and m is not None else None
@@ -383,6 +386,10 @@ def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: fl
              "predicted_without_result_load": plan.get("gamma_without_result_load"),
              "unit": "Mbit/s of gradient frames" if s.bw else "link-capacity units (no --bw)"}
     gamma["ratio"] = ratio(gamma["measured"], predicted)
+    # the same from the last worker's start: without the workers' compute skew
+    if all("sync_time_s" in r for r in before):
+        gamma["measured_from_last_start"] = measured(before, "sync_time_s")
+        gamma["ratio_from_last_start"] = ratio(gamma["measured_from_last_start"], predicted)
     if events:
         gamma["after_failover"] = []
         for version, e in enumerate(events, 1):

@@ -120,6 +120,10 @@ def print_summary(results: dict[str, Any], console: Console | None = None) -> No
             f"gamma predicted {gamma['predicted']:.4g}, measured {gamma['measured']:.4g} "
             f"({gamma.get('unit', '')}; measured/predicted {ratio})"
         )
+        if gamma.get("ratio_from_last_start") is not None:
+            extra.append(f"gamma from the last worker's start (no compute skew): "
+                         f"{gamma['measured_from_last_start']:.4g} "
+                         f"(measured/predicted {gamma['ratio_from_last_start']:.2f})")
         for f in gamma.get("after_failover", []):
             got = "n/a" if f["measured"] is None else f"{f['measured']:.4g}"
             extra.append(f"after switch {f['switch']} died: gamma predicted {f['predicted']:.4g}, "

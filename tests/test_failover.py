@@ -56,7 +56,7 @@ def test_summarize_splits_gamma_at_the_failover():
     mbit = n_chunks * FRAME_BYTES * 8 / 1e6  # measured γ of a 1-second round
 
     def rnd(t, version):
-        return {"time_s": t, "schedule_version": version, "accuracy": 0.5, "loss": 1.0,
+        return {"time_s": t, "sync_time_s": 0.8 * t, "schedule_version": version, "accuracy": 0.5, "loss": 1.0,
                 "retransmissions": 0, "exact": True, "ps_rx_bytes": 1, "busiest_link_bytes": 1}
 
     # rounds 0-2 before the failure (1 s), round 3 disturbed (10 s), 4-5 still on the old
@@ -70,6 +70,9 @@ def test_summarize_splits_gamma_at_the_failover():
     res = summarize(Settings(), "t", plan, modes, 0.5, n_chunks, {})
     g = res["gamma"]
     assert g["measured"] == pytest.approx(mbit) and g["ratio"] == pytest.approx(1.25)
+    # the last worker to start each round took 0.8 s of the round's 1 s
+    assert g["measured_from_last_start"] == pytest.approx(mbit / 0.8)
+    assert g["ratio_from_last_start"] == pytest.approx(1.25 / 0.8)
     (after,) = g["after_failover"]
     assert after == {"switch": "agg0", "predicted": pytest.approx(mbit / 2.5),
                      "measured": pytest.approx(mbit / 2), "ratio": pytest.approx(1.25),
