@@ -93,9 +93,10 @@ Async mode (``mode="async"`` in PsConfig and GpuConfig; SPEC §6 with the PS of 
             waits for the batch its push is in: over NDN it learns the PS's state only from
             distributions, so it cannot tell "my push is pending" from "its version was
             lost" except by waiting; C <= GPUs keeps that from deadlocking (the waiting GPUs'
-            pushes are the pending ones, so all waiting means C pushes are pending).  The probe timer (same history rule) and active
-            fetch of the awaited version recover a lost distribution; the GPU finishes (and
-            unsubscribes) when it holds the last version, even in the middle of a step.
+            pushes are the pending ones, so all waiting means C pushes are pending).  The
+            probe timer (same history rule) and active fetch of the awaited version recover
+            a lost distribution; the GPU finishes (and unsubscribes) when it holds the last
+            version, even in the middle of a step.
 """
 
 from __future__ import annotations
