@@ -50,6 +50,9 @@ def parse_fail_switch(text: str, graph: nx.Graph, rounds: int) -> tuple[str, int
     name, r = name.strip(), int(rnd)
     if name not in graph or graph.nodes[name].get("kind") != "switch":
         raise ExperimentError(f"--fail-switch: {name!r} is not a switch of the topology")
+    if rounds < 2:
+        raise ExperimentError("--fail-switch needs --rounds >= 2 (a round before the failure "
+                              "and one after it)")
     if not 0 <= r < rounds - 1:
         raise ExperimentError(f"--fail-switch: round {r} must be in 0..{rounds - 2} "
                               f"(the switch dies after that round; --rounds {rounds})")

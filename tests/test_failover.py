@@ -25,6 +25,8 @@ def test_parse_fail_switch():
                          ("agg0@9", "round 9 must be in 0..8")]:
         with pytest.raises(ExperimentError, match=needle):
             parse_fail_switch(text, g, 10)
+    with pytest.raises(ExperimentError, match="needs --rounds >= 2"):
+        parse_fail_switch("agg0@0", g, 1)
 
 
 def job(tmp_path, schedule_file):
