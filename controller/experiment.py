@@ -285,15 +285,13 @@ def run_experiment(s: Settings) -> dict:
         if m not in MODES:
             raise ExperimentError(f"--modes: unknown mode {m!r} (expected {', '.join(MODES)})")
     check_environment(s.target)
-    name = s.name or time.strftime("%Y%m%d-%H%M%S")
-    out_dir = Path(s.out) / name
-    out_dir.mkdir(parents=True, exist_ok=True)
-
     graph = nx.Graph(parse_topology(s.topo))
     if s.bw is not None:
         nx.set_edge_attributes(graph, float(s.bw), "bw")
     graph = nx.freeze(graph)
     fail = parse_fail_switch(s.fail_switch, graph, s.rounds) if s.fail_switch else None
+    name = s.name or time.strftime("%Y%m%d-%H%M%S")
+    out_dir = Path(s.out) / name  # created by the first file written: the plan
     console.print(f"[bold]planning[/] {s.topo}, PS {s.ps}, workers {s.workers}, budget {s.budget}")
     plan = plan_job(s, graph, out_dir)
     workers = list(plan["workers"])

@@ -75,3 +75,16 @@ def test_a_dead_tor_stops_the_run_with_one_line(tmp_path):
     with pytest.raises(ExperimentError, match=r"leaf1 died: worker\(s\) h2, h3 cut off"):
         run_experiment(Settings(**{**BASE, "rounds": 3}, modes=("ina",), fail_switch="leaf1@0",
                                 out=str(tmp_path), name="cut"))
+
+
+def test_bad_fail_switch_is_one_line_and_writes_nothing(tmp_path, capsys):
+    from controller.cli import main as cli_main
+
+    out = tmp_path / "out"
+    for extra, msg in ((["--fail-switch", "h1@1"], "--fail-switch: 'h1' is not a switch"),
+                       (["--fail-switch", "agg0@9", "--rounds", "5"], "round 9 must be in 0..3"),
+                       (["--workers", "h99"], "unknown worker node 'h99'")):
+        code = cli_main(["run", "--out", str(out), *extra])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and msg in err, err
+    assert not out.exists()
