@@ -6,7 +6,11 @@ its PS/ring baselines, NDN, clusters) keep per-round records with the same keys 
 row per mode is their mean over the rounds.  The asynchronous PS has no rounds: it has
 policies, each run over seeds with a push budget of ``rounds x learners``; its row divides the
 run's duration and the PS link's bytes by ``rounds`` (the same amount of gradient work as R
-synchronous rounds) and averages over seeds.
+synchronous rounds) and averages over seeds; so does an NDN run in async mode (one row per
+mode, from its duration and the PS link's bytes).  Clustered PSs have ``rules``, each run over
+seeds: their rows average the per-round records over rounds and seeds; the PS column is the
+central PS host's incoming link (for the cluster rules it carries only the coordinator's
+messages), and "exact" means every node's parameters equalled the in-process simulation's.
 
 Columns: seconds per round; goodput (synchronized gradient bytes per second, where the run
 records the gradient size); bytes per round into the PS host and on the busiest link;
@@ -59,8 +63,9 @@ def load_results(path: str | Path) -> dict[str, Any]:
         raise ExperimentError(f"{p}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ExperimentError(f"{p}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
-    if not isinstance(doc, dict) or not ("modes" in doc or "policies" in doc):
-        raise ExperimentError(f"{p}: not an INSync results file (no 'modes' or 'policies')")
+    if not isinstance(doc, dict) or not any(k in doc for k in ("modes", "policies", "rules")):
+        raise ExperimentError(f"{p}: not an INSync results file (no 'modes', 'policies' or "
+                              "'rules')")
     return doc
 
 
@@ -86,8 +91,13 @@ def rows_of(run: str, doc: dict[str, Any]) -> list[Row]:
     method = str(doc.get("method", "ina"))
     rows: list[Row] = []
     gamma = doc.get("gamma") or {}
+    settings = doc.get("settings") or {}
+    R = settings.get("rounds")
     for name, mode in (doc.get("modes") or {}).items():
         rounds = mode.get("rounds") or []
+        if not rounds and "pushes" in mode:  # NDN async: pushes, no rounds
+            rows.append(_async_ndn_row(run, method, name, mode, R))
+            continue
         t = _round_mean(rounds, "time_s")
         g = _grad_bytes(mode)
         retx = [r["retransmissions"] for r in rounds if "retransmissions" in r]
@@ -103,8 +113,6 @@ def rows_of(run: str, doc: dict[str, Any]) -> list[Row]:
             exact=all(exact) if exact else None,
             gamma_predicted=gamma.get("predicted") if is_ina else None,
             gamma_measured=gamma.get("measured") if is_ina else None))
-    settings = doc.get("settings") or {}
-    R = settings.get("rounds")
     for policy, data in (doc.get("policies") or {}).items():
         runs = data.get("runs") or []
         durations = [float(r["duration_s"]) for r in runs if r.get("duration_s") is not None]
@@ -116,7 +124,42 @@ def rows_of(run: str, doc: dict[str, Any]) -> list[Row]:
             ps_bytes_per_round=_mean(ps_bytes) / R if ps_bytes and R else None,
             busiest_bytes_per_round=None, retransmissions=None, accuracy=_mean(acc),
             exact=None))
+    for rule, data in (doc.get("rules") or {}).items():
+        rows.append(_cluster_row(run, method, rule, data.get("runs") or [], settings))
     return rows
+
+
+def _async_ndn_row(run: str, method: str, name: str, mode: dict, R: int | None) -> Row:
+    duration, ps_total = mode.get("duration_s"), mode.get("ps_link_bytes_total")
+    return Row(
+        run=run, method=method,
+        mode=f"{name} async {mode.get('policy', '?')} C={mode.get('soft_sync', 1)}",
+        rounds=R or 0, s_per_round=duration / R if duration is not None and R else None,
+        goodput_Bps=None,
+        ps_bytes_per_round=ps_total / R if ps_total is not None and R else None,
+        busiest_bytes_per_round=None, retransmissions=mode.get("retransmissions"),
+        accuracy=mode.get("final_accuracy"), exact=None)
+
+
+def _cluster_row(run: str, method: str, rule: str, runs: list[dict],
+                 settings: dict[str, Any]) -> Row:
+    R = settings.get("rounds") or 0
+    times = [t for r in runs if (t := _round_mean(r.get("rounds") or [], "time_s")) is not None]
+    t = _mean(times)
+    g = settings.get("grad_bytes")
+    ps = settings.get("central_ps")
+    into_ps = [float(v) for r in runs for k, v in (r.get("link_bytes") or {}).items()
+               if ps and k.endswith(f"->{ps}")]
+    busiest = [float(r["busiest_link_bytes_per_round"]) for r in runs
+               if r.get("busiest_link_bytes_per_round") is not None]
+    acc = [float(r["final_accuracy"]) for r in runs if r.get("final_accuracy") is not None]
+    same = [bool(r["matches_simulation"]) for r in runs if "matches_simulation" in r]
+    return Row(
+        run=run, method=method, mode=f"{rule} ({len(runs)} seed{'s' if len(runs) != 1 else ''})",
+        rounds=R, s_per_round=t, goodput_Bps=g / t if g and t else None,
+        ps_bytes_per_round=_mean(into_ps) / R if into_ps and R else None,
+        busiest_bytes_per_round=_mean(busiest), retransmissions=None, accuracy=_mean(acc),
+        exact=all(same) if same else None)
 
 
 def settings_text(doc: dict[str, Any]) -> str:
@@ -129,7 +172,7 @@ def settings_text(doc: dict[str, Any]) -> str:
         parts.append(str(s["topo"]))
     bw = s.get("bw_mbps", s.get("bw"))
     parts.append(f"{bw:g} Mbit/s" if bw else "unshaped links")
-    workers = s.get("learners") or s.get("workers") or s.get("servers")
+    workers = s.get("learners") or s.get("workers") or s.get("servers") or s.get("nodes")
     if isinstance(workers, list):
         parts.append(f"workers {','.join(str(w) for w in workers)}")
     elif workers is not None:

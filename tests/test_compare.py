@@ -57,6 +57,42 @@ def test_rows_of_async_policies():
     assert row.exact is None and row.busiest_bytes_per_round is None
 
 
+NDN_ASYNC = {
+    "run": "n1", "method": "ndn", "settings": {"topo": "fattree:4", "rounds": 20},
+    "modes": {"ndn@8": {"rounds": [], "pushes": 160, "policy": "kappa", "soft_sync": 4,
+                        "duration_s": 4.0, "ps_link_bytes_total": 2_000_000,
+                        "retransmissions": 3, "final_accuracy": 0.7}},
+}
+CLUSTER = {
+    "run": "c1", "method": "cluster",
+    "settings": {"topo": "leafspine:2,1,5", "rounds": 2, "grad_bytes": 1000, "central_ps": "h0",
+                 "nodes": ["h1", "h2"]},
+    "rules": {"central": {"runs": [
+        {"rounds": [{"time_s": 0.1}, {"time_s": 0.3}], "link_bytes": {"leaf0->h0": 800,
+                                                                       "h0->leaf0": 99},
+         "busiest_link_bytes_per_round": 400.0, "final_accuracy": 0.9,
+         "matches_simulation": True},
+        {"rounds": [{"time_s": 0.2}, {"time_s": 0.2}], "link_bytes": {"leaf0->h0": 1200},
+         "busiest_link_bytes_per_round": 600.0, "final_accuracy": 0.8,
+         "matches_simulation": False}]}},
+}
+
+
+def test_rows_of_async_ndn_and_cluster_rules():
+    (ndn,) = rows_of("n1", NDN_ASYNC)
+    assert ndn.mode == "ndn@8 async kappa C=4" and ndn.rounds == 20
+    assert ndn.s_per_round == pytest.approx(0.2) and ndn.ps_bytes_per_round == 100_000
+    assert ndn.retransmissions == 3 and ndn.accuracy == 0.7 and ndn.exact is None
+    (cl,) = rows_of("c1", CLUSTER)
+    assert cl.mode == "central (2 seeds)" and cl.rounds == 2
+    assert cl.s_per_round == pytest.approx(0.2)  # mean over rounds, then seeds
+    assert cl.goodput_Bps == pytest.approx(1000 / 0.2)
+    assert cl.ps_bytes_per_round == pytest.approx(1000 / 2)  # into h0 only, per round
+    assert cl.busiest_bytes_per_round == 500 and cl.accuracy == pytest.approx(0.85)
+    assert cl.exact is False  # one seed's parameters differed from the simulation's
+    assert "workers h1,h2" in settings_text(CLUSTER)
+
+
 def test_settings_text():
     assert settings_text(INA) == "fattree:4, 1 Mbit/s, workers 6, rounds 2, model mlp"
     assert settings_text(ASYNC) == "leafspine:2,1,2, unshaped links, workers h1,h2, rounds 10"
