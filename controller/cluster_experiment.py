@@ -6,8 +6,9 @@ The network
     :func:`controller.deploy.routing_rules`, as for ``--method async``).  The node profile
     (``--cluster-profile``, :mod:`workers.node_features`) names the node hosts; each one's access
     link is shaped to its ``uplink_bw`` (period 0's value when the profile gives a pattern;
-    the node re-rates its own egress as later periods start, :mod:`workers.cluster_node`),
-    every other link -- the fabric and the central
+    as later periods start the node re-rates its own egress, :mod:`workers.cluster_node`, and
+    the runner the switch's end when the node reports the previous period done), every other
+    link -- the fabric and the central
     PS's access link -- to ``--bw`` (0 = unshaped) (:func:`topo.models.with_link_bw`).  CPU
     shares are emulated by compute delays (:mod:`workers.cluster_protocol` argues why, with a
     measurement of Mininet's CPULimitedHost on this machine).
@@ -57,7 +58,14 @@ from controller.experiment import (
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
 from controller.report import format_stats, seed_stats
-from workers.cluster_protocol import CLUSTER_TCP_PORT, RULES, ClusterJob, save_job_data
+from topo.mininet_net import set_htb_rate
+from workers.cluster_protocol import (
+    CLUSTER_TCP_PORT,
+    RULES,
+    ClusterJob,
+    save_job_data,
+    uplink_change,
+)
 from workers.model import Replica, TrainConfig
 from workers.node_features import NodeProfile, ProfileError, load_profile, mininet_limits
 
@@ -293,9 +301,9 @@ def aggregate(runs: list[dict]) -> dict[str, dict]:
 
 
 def run_once(mininet: Any, job: ClusterJob, hub_host: str, progress: Any, label: str
-             ) -> tuple[list[dict], dict, float, dict, list[np.ndarray]]:
+             ) -> tuple[list[dict], dict, float, dict, list[np.ndarray], list[dict]]:
     """One run on the live network: (node reports, hub report, start time, bytes moved per
-    directed link, final parameters per node)."""
+    directed link, final parameters per node, downlinks re-rated by the profile's patterns)."""
     out_dir = Path(job.out_dir)
     job_file = out_dir / "job.json"
     job.save(job_file)
@@ -304,10 +312,33 @@ def run_once(mininet: Any, job: ClusterJob, hub_host: str, progress: Any, label:
         start_file.unlink(missing_ok=True)
     task = progress.add_task(f"{label}: periods", total=job.periods)
     first = job.nodes[0]
+    profile = load_profile(job.profile)
+    rerate_errors: list[str] = []
+    rerated: list[dict] = []
+
+    def rerate_downlink(host: str, period: int) -> None:
+        # the node re-rates its own egress as the period starts (workers.cluster_node); the
+        # switch's end of its link is ours
+        rate = uplink_change(profile, host, period)
+        if rate is None or period >= job.periods:
+            return
+        sw = mininet.plan.hosts[host].neighbours[0]
+        try:
+            set_htb_rate(f"{sw}-eth{mininet.plan.ports[sw][host]}", rate)
+            rerated.append({"node": host, "period": period, "mbps": rate})
+        except RuntimeError as exc:
+            rerate_errors.append(f"{host}'s downlink: {exc}")
 
     def on_line(host: str, line: str) -> None:
-        if host == first and line.startswith("period "):
-            progress.update(task, completed=int(line.split()[1].split("/")[0]))
+        if not line.startswith("period "):
+            return
+        done = int(line.split()[1].split("/")[0])  # periods done = the one it just began
+        rerate_downlink(host, done)
+        if host == first:
+            progress.update(task, completed=done)
+
+    for h in job.nodes:
+        rerate_downlink(h, 0)  # a previous run may have left a pattern's other value
 
     hub_role = "the central PS" if job.rule == "central" else "the coordinator"
     with HostProcesses(mininet.net, label, out_dir, on_line) as procs:
@@ -323,13 +354,15 @@ def run_once(mininet: Any, job: ClusterJob, hub_host: str, progress: Any, label:
         procs.check(procs.wait(list(procs.procs), time.monotonic() + job.timeout_s + 30),
                     f"a node or {hub_role}")
         moved = link_bytes(before, interface_counters(mininet.plan))
+    if rerate_errors:
+        raise ExperimentError(f"{label}: re-rating {rerate_errors[0]}")
     reports = [json.loads((out_dir / f"node{i}.json").read_text()) for i in range(job.n)]
     hub = json.loads((out_dir / "hub.json").read_text())
     params = []
     for i in range(job.n):
         with np.load(out_dir / f"node{i}.npz") as f:
             params.append(f["params"])
-    return reports, hub, t_start, moved, params
+    return reports, hub, t_start, moved, params, rerated
 
 
 def _settings(args: argparse.Namespace, rules: tuple[str, ...], profile: NodeProfile,
@@ -405,10 +438,11 @@ def run_method(args: argparse.Namespace) -> dict:
                         out_dir=str(run_dir), start_file=str(run_dir / "start"),
                         timeout_s=args.round_timeout * args.rounds)
                     save_job_data(job, run_dir / "data.npz")
-                    reports, hub, t0, moved, params = run_once(mininet, job, hub_host,
-                                                               progress, label)
+                    reports, hub, t0, moved, params, rerated = run_once(
+                        mininet, job, hub_host, progress, label)
                     runs[rule].append(summarize_run(rule, seed, job, reports, hub, t0, moved,
                                                     graph, args.ps, params))
+                    runs[rule][-1]["downlink_rates"] = rerated
     finally:
         mininet.stop()
     results = {"run": name, "method": "cluster", "settings": settings,

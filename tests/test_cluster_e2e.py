@@ -102,6 +102,11 @@ def test_reduced_cluster_experiment_over_mininet(tmp_path):
             with np.load(out / f"{rule}-seed3" / f"node{i}.npz") as f:
                 np.testing.assert_array_equal(f["params"], sim.params[i])
         assert run["matches_simulation"] is True and run["members_identical"] is True
+        # ... and the runner re-rated the switch's end of the pattern nodes' links
+        # (h4 [100, 90] and h8 [10, 12] as each period began; the two nodes' order may vary)
+        rates = sorted((x["period"], x["node"], x["mbps"]) for x in run["downlink_rates"])
+        assert rates == [(p, h, pattern[p % 2]) for p in range(P)
+                         for h, pattern in (("h4", (100, 90)), ("h8", (10, 12)))]
         assert len(run["curve"]) == P and run["curve"][-1]["accuracy"] > 0.3
         if rule == "central":
             assert run["busiest_link"] in (["h0", "leaf0"], ["leaf0", "h0"])

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from topo.mininet_net import htb_rate_change
 from topo.models import TopologyError, leaf_spine, with_link_bw
 from workers.async_transport import TransportError
 from workers.cluster_messages import (
@@ -34,7 +35,6 @@ from workers.cluster_protocol import (
     run_in_process,
     save_job_data,
     step_seconds,
-    tc_rate_change,
     uplink_change,
 )
 from workers.cluster_sync import simulate
@@ -95,13 +95,13 @@ def test_tc_rate_features_and_compute_time():
     # 90) and changes as periods 1, 2, 3 ... start; constant uplinks are never touched
     assert [uplink_change(PROFILE, "h4", p) for p in range(4)] == [100, 90, 100, 90]
     assert [uplink_change(PROFILE, "h1", p) for p in range(4)] == [None] * 4
-    assert tc_rate_change("h4-eth0", out, 90.0) == [
+    assert htb_rate_change("h4-eth0", out, 90.0) == [
         "tc", "class", "change", "dev", "h4-eth0", "parent", "5:0", "classid", "5:1", "htb",
         "rate", "90Mbit", "burst", "15k"]
     nested = "class htb 1:10 parent 1:1 prio 0 rate 2Mbit ceil 2Mbit burst 1600b cburst 1600b"
-    assert tc_rate_change("x", nested, 2.5)[5:9] == ["parent", "1:1", "classid", "1:10"]
+    assert htb_rate_change("x", nested, 2.5)[5:9] == ["parent", "1:1", "classid", "1:10"]
     with pytest.raises(ValueError, match="no htb class to re-rate"):
-        tc_rate_change("h4-eth0", "", 90.0)
+        htb_rate_change("h4-eth0", "", 90.0)
     # step = nominal / cpu_share; h6's share is [0.05, 0.04]
     assert step_seconds(PROFILE, "h6", 0, 0.002) == pytest.approx(0.04)
     assert step_seconds(PROFILE, "h6", 1, 0.002) == pytest.approx(0.05)

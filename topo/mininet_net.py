@@ -144,6 +144,36 @@ class MininetNet:
         self.net.stop()
 
 
+_HTB_CLASS = re.compile(r"\bclass htb (\d+):(\d+) (?:root|parent (\S+))")
+
+
+def htb_rate_change(ifname: str, show_text: str, mbps: float) -> list[str]:
+    """The ``tc class change`` command that re-rates the first htb class of ``tc class show``
+    output (the one TCLink made: ``parent 5:0 classid 5:1 ... burst 15k``) to ``mbps``;
+    ValueError if the interface has no htb class (an unshaped link)."""
+    m = _HTB_CLASS.search(show_text)
+    if m is None:
+        raise ValueError(f"{ifname}: no htb class to re-rate (is the link shaped?)")
+    major, minor, parent = m.groups()
+    return ["tc", "class", "change", "dev", ifname, "parent", parent or f"{major}:0",
+            "classid", f"{major}:{minor}", "htb", "rate", f"{mbps:g}Mbit", "burst", "15k"]
+
+
+def set_htb_rate(ifname: str, mbps: float) -> None:
+    """Re-rate the htb class shaping ``ifname`` (in the caller's network namespace) while the
+    network runs; RuntimeError with tc's message if that fails."""
+    import subprocess
+
+    show = subprocess.run(["tc", "class", "show", "dev", ifname], capture_output=True, text=True)
+    try:
+        cmd = htb_rate_change(ifname, show.stdout, mbps)
+    except ValueError as exc:
+        raise RuntimeError(str(exc)) from None
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {proc.stderr.strip()}")
+
+
 def _quiet_tc_link() -> type:
     """TCLink whose interfaces drop htb's "quantum of class ... is big" warning.
 

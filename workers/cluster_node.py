@@ -18,8 +18,8 @@ central PS (:class:`~workers.cluster_protocol.CentralServer`).
   that Mininet's TCLink put on its interface (``tc class show``), i.e. the link's real rate.
   When the profile gives ``uplink_bw`` a pattern, the node re-rates that class as each period
   starts (``tc class change``; every rule, the central PS's runs too), so the rate it measures
-  and the rate its traffic leaves at are the period's.  Only the host's egress (its uplink)
-  changes; the switch's side of the link (the downlink) keeps period 0's rate.
+  and the rate its traffic leaves at are the period's; the runner re-rates the switch's end
+  (the downlink) when the node reports the previous period done.
   ``cpu_share`` is the profile's (it is emulated by the compute-time delay, see
   :mod:`workers.cluster_protocol`).
 
@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from controller.files import write_json_atomic
+from topo.mininet_net import set_htb_rate
 from workers.async_transport import FrameDecoder, TransportError, frame
 from workers.cluster_messages import ClusterMessage, decode, encode
 from workers.cluster_protocol import (
@@ -59,7 +60,6 @@ from workers.cluster_protocol import (
     node_features,
     parse_tc_rate,
     step_seconds,
-    tc_rate_change,
     uplink_change,
 )
 from workers.model import Replica
@@ -76,18 +76,6 @@ def measure_uplink(ifname: str) -> float | None:
     if proc.returncode != 0:
         raise NodeFailed(f"tc class show dev {ifname}: {proc.stderr.strip()}")
     return parse_tc_rate(proc.stdout)
-
-
-def set_uplink(ifname: str, mbps: float) -> None:
-    """Re-rate the htb class shaping ``ifname`` (this host's egress: its uplink)."""
-    show = subprocess.run(["tc", "class", "show", "dev", ifname], capture_output=True, text=True)
-    try:
-        cmd = tc_rate_change(ifname, show.stdout, mbps)
-    except ValueError as exc:
-        raise NodeFailed(str(exc)) from None
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise NodeFailed(f"{' '.join(cmd)}: {proc.stderr.strip()}")
 
 
 class Transport:
@@ -188,7 +176,10 @@ def make_machine(job: ClusterJob, me: int) -> Any:
     def enter_period(p: int) -> None:
         rate = uplink_change(profile, host, p)
         if rate is not None and ifname:
-            set_uplink(ifname, rate)
+            try:
+                set_htb_rate(ifname, rate)  # this host's egress: its uplink
+            except RuntimeError as exc:
+                raise NodeFailed(str(exc)) from None
 
     return ClusterNode(job, me, Replica(job.train, me, load_job_data(job)), features,
                        lambda p: step_seconds(profile, host, p, job.step_s),

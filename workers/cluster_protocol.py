@@ -110,7 +110,6 @@ __all__ = [
     "Out",
     "node_features",
     "parse_tc_rate",
-    "tc_rate_change",
     "uplink_change",
     "load_job_data",
     "run_in_process",
@@ -202,23 +201,9 @@ def parse_tc_rate(text: str) -> float | None:
     return None if m is None else float(m.group(1)) * _UNIT[m.group(2)]
 
 
-_CLASS = re.compile(r"\bclass htb (\d+):(\d+) (?:root|parent (\S+))")
-
-
-def tc_rate_change(ifname: str, show_text: str, mbps: float) -> list[str]:
-    """The ``tc class change`` command that re-rates the first htb class of ``tc class show``
-    output (the one Mininet's TCLink made: ``parent 5:0 classid 5:1 ... burst 15k``) to
-    ``mbps``; ValueError if the interface has no htb class (an unshaped link)."""
-    m = _CLASS.search(show_text)
-    if m is None:
-        raise ValueError(f"{ifname}: no htb class to re-rate (is the link shaped?)")
-    major, minor, parent = m.groups()
-    return ["tc", "class", "change", "dev", ifname, "parent", parent or f"{major}:0",
-            "classid", f"{major}:{minor}", "htb", "rate", f"{mbps:g}Mbit", "burst", "15k"]
-
-
 def uplink_change(profile: NodeProfile, node: str, period: int) -> float | None:
-    """Mbit/s to give ``node``'s uplink when ``period`` starts, None to leave it: a constant
+    """Mbit/s to give ``node``'s access link (both ends: the node re-rates its egress, the
+    runner the switch's) when ``period`` starts, None to leave it: a constant
     ``uplink_bw`` is the rate the link was built with; a pattern is set in period 0 (an
     earlier run on the same network may have left the link at another of its values) and
     whenever its value changes."""
