@@ -48,7 +48,7 @@ from controller.experiment import (
 )
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
-from controller.report import format_stats, seed_stats
+from controller.report import format_stats, print_table, print_written, seed_stats
 from workers.async_ps_node import AsyncJob
 from workers.async_sgd import KAPPA_MODES, POLICIES
 from workers.async_transport import ASYNC_TCP_PORT
@@ -372,10 +372,8 @@ def run_method(args: argparse.Namespace) -> dict:
     }
     write_json_atomic(out_dir / "results.json", results)
     plots = plot_results(results, out_dir)
-    wide = console if console.is_terminal else Console(width=max(console.width, 120))
-    wide.print(summary_table(results))
-    console.print(f"results: {out_dir / 'results.json'}; plots: "
-                  f"{', '.join(p.name for p in plots)}")
+    print_table(console, summary_table(results), 120)
+    print_written(console, out_dir, plots)
     return results
 
 

@@ -64,7 +64,7 @@ from controller.errors import ExperimentError
 from controller.experiment import check_environment, interface_counters
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
-from controller.report import mean, plot_modes, summary_table
+from controller.report import mean, plot_modes, print_written, summary_table
 from workers.allreduce_node import (
     VALUE_BYTES,
     bcube_nic,
@@ -492,6 +492,5 @@ def run_method(args: argparse.Namespace) -> dict:
         console.print(f"BML theory: BCube sync time ≈ 1/k = {1 / k:.3f} of (sharded) PS on a "
                       "fat-tree")
     console.print(f"exact in every round: {'yes' if results['exact_all_rounds'] else 'NO'}")
-    console.print(f"results: {out_dir / 'results.json'}; plots: "
-                  f"{', '.join(p.name for p in plots)}")
+    print_written(console, out_dir, plots)
     return results

@@ -57,7 +57,7 @@ from controller.experiment import (
 )
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
-from controller.report import format_stats, seed_stats
+from controller.report import format_stats, print_table, print_written, seed_stats
 from topo.mininet_net import set_htb_rate
 from workers.cluster_protocol import (
     CLUSTER_TCP_PORT,
@@ -454,10 +454,8 @@ def run_method(args: argparse.Namespace) -> dict:
             for r in rules}
     write_json_atomic(out_dir / "results.json", results)
     plots = plot_results(results, out_dir)
-    wide = console if console.is_terminal else Console(width=max(console.width, 130))
-    wide.print(summary_table(results))
-    console.print(f"results: {out_dir / 'results.json'}; plots: "
-                  f"{', '.join(p.name for p in plots)}")
+    print_table(console, summary_table(results), 130)
+    print_written(console, out_dir, plots)
     return results
 
 

@@ -33,7 +33,7 @@ from controller.errors import ExperimentError
 from controller.failover import SwitchMonitor, parse_fail_switch
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
-from controller.report import mean, plot_modes, print_summary
+from controller.report import mean, plot_modes, print_summary, print_written
 from workers.constants import INA_UDP_PORT, K
 from workers.job import MODES, JobConfig
 from workers.model import Replica, TrainConfig, train_synchronous
@@ -354,8 +354,7 @@ def run_experiment(s: Settings) -> dict:
     write_json_atomic(out_dir / "results.json", results)
     plots = plot_modes(modes, out_dir)
     print_summary(results, console)
-    console.print(f"results: {out_dir / 'results.json'}; plots: "
-                  f"{', '.join(p.name for p in plots)}")
+    print_written(console, out_dir, plots)
     return results
 
 

@@ -76,7 +76,7 @@ from controller.experiment import (
 )
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
-from controller.report import mean, plot_modes, summary_table
+from controller.report import mean, plot_modes, print_written, summary_table
 from workers.async_sgd import POLICIES
 from workers.ndn_packets import DEFAULT_SEG_SIZE, n_segments
 from workers.ndn_protocol import MODES
@@ -751,8 +751,7 @@ def _async_results(name: str, settings: dict, modes: dict[str, dict], out_dir: P
                       f"{m['duration_s']:.2f} s, final accuracy {m['final_accuracy']:.4f}, "
                       f"parameters equal at the GPUs: {'yes' if m['params_equal'] else 'NO'}, "
                       f"persistent-PIT faces at exit {m['ppit_faces_at_exit']}")
-    console.print(f"results: {out_dir / 'results.json'}; plots: "
-                  f"{', '.join(p.name for p in plots)}")
+    print_written(console, out_dir, plots)
     return results
 
 

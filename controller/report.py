@@ -109,6 +109,19 @@ def summary_table(results: dict[str, Any]) -> Table:
     return table
 
 
+def print_table(console: Console, table: Table, min_width: int) -> None:
+    """Print a wide table; into a file or a pipe at ``min_width`` columns or more (a terminal
+    keeps its own width)."""
+    wide = console if console.is_terminal else Console(width=max(console.width, min_width))
+    wide.print(table)
+
+
+def print_written(console: Console, out_dir: Path, plots: list[Path]) -> None:
+    """The closing line of every run: where its results and plots are."""
+    console.print(f"results: {out_dir / 'results.json'}; plots: "
+                  f"{', '.join(p.name for p in plots)}")
+
+
 def print_summary(results: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
     console.print(summary_table(results))
