@@ -6,19 +6,19 @@ One Mininet network (``--topo``; every switch runs ``p4src/ina.p4`` as a plain I
 ``kappa`` = eta/kappa, the sliding-window context of seed 001) for every seed (``--seed``,
 ``--seed + 1``, ... ``--async-repeats`` of them; runs are interleaved seed by seed so that slow
 drifts of the machine's load hit every policy alike).  A run is one PS process
-(:mod:`workers.async_ps_node`) on the ``--ps`` host and one learner process
-(:mod:`workers.async_learner_node`) on each ``--workers`` host, talking TCP
-(:mod:`workers.async_transport`), started together by a start file.
+(:mod:`workers.async_ps.ps_node`) on the ``--ps`` host and one learner process
+(:mod:`workers.async_ps.worker_node`) on each ``--workers`` host, talking TCP
+(:mod:`workers.async_ps.wire`), started together by a start file.
 
 Meaning of the shared options here
     ``--rounds R``: the PS accepts ``R x learners`` pushes in total (the gradient count of R
     synchronous rounds), then stops every learner; with ``--soft-sync C`` that is
     ``R x learners // C`` updates.  ``--model/--hidden/--seed``: the model and data
-    (:mod:`workers.model`; the seed also sets the shards, batches and jitter).  ``--bw``: link
+    (:mod:`workers.common.model`; the seed also sets the shards, batches and jitter).  ``--bw``: link
     rate in Mbit/s (0 = unshaped).  ``--target``: pyswitch or BMv2 switches.
 
 Heterogeneous learners: ``--async-slow`` gives per-learner slow-down factors applied by
-sleeping (see :mod:`workers.async_learner_node` for why sleeps and not CPU limits), on top of a
+sleeping (see :mod:`workers.async_ps.worker_node` for why sleeps and not CPU limits), on top of a
 nominal compute time ``--async-step-ms`` per gradient.
 
 Reported per policy and seed (``results/<run>/results.json``, ``method: "async"``): test
@@ -49,10 +49,10 @@ from controller.experiment import (
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
 from controller.report import format_stats, print_table, print_written, seed_stats
-from workers.async_ps_node import AsyncJob
-from workers.async_sgd import KAPPA_MODES, POLICIES
-from workers.async_transport import ASYNC_TCP_PORT
-from workers.model import Replica, TrainConfig
+from workers.async_ps.core import KAPPA_MODES, POLICIES
+from workers.async_ps.ps_node import AsyncJob
+from workers.async_ps.wire import ASYNC_TCP_PORT
+from workers.common.model import Replica, TrainConfig
 
 __all__ = ["add_arguments", "run_method", "parse_slow", "parse_policies", "summarize_run",
            "aggregate", "staleness_histogram"]
@@ -242,10 +242,10 @@ def run_once(mininet: Any, job: AsyncJob, ps: str, learners: list[str], progress
 
     before = interface_counters(mininet.plan)
     with HostProcesses(mininet.net, label, out_dir, on_line) as nodes:
-        nodes.launch(ps, "workers.async_ps_node", str(job_file))
+        nodes.launch(ps, "workers.async_ps.ps_node", str(job_file))
         nodes.wait_ready(1, f"the PS on {ps}")
         for i, h in enumerate(learners):
-            nodes.launch(h, "workers.async_learner_node", str(job_file), "--learner", str(i))
+            nodes.launch(h, "workers.async_ps.worker_node", str(job_file), "--learner", str(i))
         nodes.wait_ready(len(learners), "the learners")
         t_start = time.time()
         if start_file is not None:

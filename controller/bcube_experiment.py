@@ -5,10 +5,10 @@ What runs
     * ``bcube``: BCube(N, k) -- N**k servers, k levels of N**(k-1) switches, server NIC l on
       level l's subnet 10.l.0.0/16 (:func:`topo.mininet_net.plan_network` numbers a host's
       interfaces by neighbour name, and ``bc{l}_*`` sorts by level, so eth l ↔ level l; checked
-      at start-up) -- running :func:`workers.bcube_schedule.build_schedule`.
+      at start-up) -- running :func:`workers.collective.bcube.build_schedule`.
     * baselines (``--baselines``) on the same number of servers, same link speed, same
-      transport, same training (:mod:`workers.allreduce_node` explains why one process,
-      :mod:`workers.bcube_node`, runs all of them): ``ps`` (a single PS co-located on the first
+      transport, same training (:mod:`workers.collective.baselines` explains why one process,
+      :mod:`workers.collective.node`, runs all of them): ``ps`` (a single PS co-located on the first
       host of a fat-tree), ``ps-sharded`` (every host the PS of 1/P of the parameters: BML's PS
       baseline), ``ring-fattree`` and ``ring-bcube`` (ring all-reduce; on BCube in Gray-code
       order so that every hop is one switch).  ``ring`` means both rings.
@@ -30,9 +30,9 @@ Level switches and fat-tree switches: Linux bridges, not pyswitch
     is also asserted one hop apart before the run (:func:`server_links`).
 
 Gradient size
-    Training is real (:mod:`workers.model`, same code as the INA experiment).  ``--grad-mb``
+    Training is real (:mod:`workers.common.model`, same code as the INA experiment).  ``--grad-mb``
     sets the synchronized vector length: the real int32 gradient tiled to that many bytes
-    (:func:`workers.bcube_node.tile_to`); without it the vector is the model's gradient.
+    (:func:`workers.collective.node.tile_to`); without it the vector is the model's gradient.
 
 Exactness
     Gradients are int32 fixed point (the INA format), so every server's synchronized vector
@@ -44,7 +44,7 @@ Outputs
     ``time_s`` = slowest server's sync time, ``ps_rx_bytes`` = bytes into server 0's host,
     ``busiest_link_bytes``, ``accuracy``, ``exact``), per-NIC bytes measured on the interfaces
     vs the schedule's prediction, and a ``comparison`` of median sync times with the link-bound
-    prediction (:func:`workers.allreduce_node.predicted_sync_s`) and BML's 1/k; PNG plots as
+    prediction (:func:`workers.collective.baselines.predicted_sync_s`) and BML's 1/k; PNG plots as
     the INA experiment (:func:`controller.report.plot_modes`).
 """
 
@@ -65,7 +65,7 @@ from controller.experiment import check_environment, interface_counters
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
 from controller.report import mean, plot_modes, print_written, summary_table
-from workers.allreduce_node import (
+from workers.collective.baselines import (
     VALUE_BYTES,
     bcube_nic,
     check_same_schedule_levels,
@@ -75,8 +75,8 @@ from workers.allreduce_node import (
     predicted_sync_s,
     values_per_nic,
 )
-from workers.model import Replica, TrainConfig, train_synchronous
-from workers.quantize import choose_frac_bits
+from workers.common.model import Replica, TrainConfig, train_synchronous
+from workers.common.quantize import choose_frac_bits
 
 BASELINES = ("ps", "ps-sharded", "ring-fattree", "ring-bcube")
 PORT = 47100
@@ -262,7 +262,7 @@ def run_schedule(mininet: Any, label: str, job: dict, hosts: list[str], progress
 
     with HostProcesses(mininet.net, label, out_dir, on_line) as nodes:
         for i, h in enumerate(hosts):
-            nodes.launch(h, "workers.bcube_node", str(job_file), "--server", str(i))
+            nodes.launch(h, "workers.collective.node", str(job_file), "--server", str(i))
         nodes.wait_ready(len(hosts), "the servers")
         before = interface_counters(mininet.plan)
         t0 = time.perf_counter()

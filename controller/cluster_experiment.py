@@ -4,20 +4,20 @@ periodic re-election (SPEC §7, seed 004) end to end over Mininet.
 The network
     ``--topo`` (every switch runs ``p4src/ina.p4`` as a plain IPv4 router,
     :func:`controller.deploy.routing_rules`, as for ``--method async``).  The node profile
-    (``--cluster-profile``, :mod:`workers.node_features`) names the node hosts; each one's access
+    (``--cluster-profile``, :mod:`workers.cluster.features`) names the node hosts; each one's access
     link is shaped to its ``uplink_bw`` (period 0's value when the profile gives a pattern;
-    as later periods start the node re-rates its own egress, :mod:`workers.cluster_node`, and
+    as later periods start the node re-rates its own egress, :mod:`workers.cluster.node`, and
     the runner the switch's end when the node reports the previous period done), every other
     link -- the fabric and the central
     PS's access link -- to ``--bw`` (0 = unshaped) (:func:`topo.models.with_link_bw`).  CPU
-    shares are emulated by compute delays (:mod:`workers.cluster_protocol` argues why, with a
+    shares are emulated by compute delays (:mod:`workers.cluster.protocol` argues why, with a
     measurement of Mininet's CPULimitedHost on this machine).
 
 What runs
     For every seed (``--seed`` … ``--seed + --cluster-repeats − 1``) and every rule of
     ``--cluster-rules`` (interleaved seed by seed, so slow drifts of the shared machine's load hit
     every rule alike): one process per node on its host plus endpoint N on the ``--ps`` host
-    (:mod:`workers.cluster_node`): the coordinator for ``contribution``/``average``, the
+    (:mod:`workers.cluster.node`): the coordinator for ``contribution``/``average``, the
     central PS for ``central`` (the same host, so both runs put their extra endpoint on the same
     link and every host runs one process, as :class:`controller.host_processes.HostProcesses`
     expects).  ``--rounds`` is
@@ -29,11 +29,11 @@ Measured per rule and seed (``results/<run>/results.json``, ``method: "cluster"`
     accuracy vs time (per period: wall time since the start barrier, mean test accuracy of the
     nodes and per cluster), per-round time (the slowest node's), bytes per directed link from the
     switch-side interface counters and the busiest link's bytes per round, next to the bytes
-    the message pattern predicts (payload only: :func:`workers.cluster_sync.link_bytes`);
+    the message pattern predicts (payload only: :func:`workers.cluster.sync.link_bytes`);
     the assignment of every period (clusters, temporary PSs, epoch, re-clustering), the
     coordinator's feature history, node vectors and silhouette per epoch, α and the
     accumulated contributions of every exchange; and whether every node's final parameters
-    equal :func:`workers.cluster_sync.simulate`'s for the same clustering and seed, bit for bit.
+    equal :func:`workers.cluster.sync.simulate`'s for the same clustering and seed, bit for bit.
     Then mean ± std over the seeds, and PNG plots (accuracy vs time and vs round per rule,
     busiest-link bytes per round).
 """
@@ -59,15 +59,15 @@ from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
 from controller.report import format_stats, print_table, print_written, seed_stats
 from topo.mininet_net import set_htb_rate
-from workers.cluster_protocol import (
+from workers.cluster.features import NodeProfile, ProfileError, load_profile, mininet_limits
+from workers.cluster.protocol import (
     CLUSTER_TCP_PORT,
     RULES,
     ClusterJob,
     save_job_data,
     uplink_change,
 )
-from workers.model import Replica, TrainConfig
-from workers.node_features import NodeProfile, ProfileError, load_profile, mininet_limits
+from workers.common.model import Replica, TrainConfig
 
 __all__ = ["add_arguments", "run_method", "parse_rules", "validate", "summarize_run",
            "aggregate", "predicted_link_bytes"]
@@ -161,11 +161,11 @@ def predicted_link_bytes(graph: Any, rule: str, hosts: list[str], periods: list[
                          ) -> dict[tuple[str, str], float]:
     """Payload bytes per directed link of the run's message pattern (gradients, updates and
     exchanged averages; not headers, features, assignments or handovers)."""
-    from workers.cluster_sync import (
+    from workers.cluster.sync import (
         central_period_messages,
         cluster_period_messages,
     )
-    from workers.cluster_sync import (
+    from workers.cluster.sync import (
         link_bytes as pattern_bytes,
     )
 
@@ -182,7 +182,7 @@ def predicted_link_bytes(graph: Any, rule: str, hosts: list[str], periods: list[
 
 
 def _busiest(loads: dict[tuple[str, str], float]) -> tuple[tuple[str, str], float]:
-    from workers.cluster_sync import busiest_link
+    from workers.cluster.sync import busiest_link
 
     return busiest_link(loads)
 
@@ -191,7 +191,7 @@ def summarize_run(rule: str, seed: int, job: ClusterJob, reports: list[dict], hu
                   t_start: float, moved: dict[tuple[str, str], int], graph: Any,
                   central_ps: str, params: list[np.ndarray]) -> dict[str, Any]:
     """One run's figures from its processes' reports (times relative to ``t_start``)."""
-    from workers.cluster_sync import simulate
+    from workers.cluster.sync import simulate
 
     P, B, N = job.periods, job.batches, job.n
     rounds_total = P * B
@@ -317,7 +317,7 @@ def run_once(mininet: Any, job: ClusterJob, hub_host: str, progress: Any, label:
     rerated: list[dict] = []
 
     def rerate_downlink(host: str, period: int) -> None:
-        # the node re-rates its own egress as the period starts (workers.cluster_node); the
+        # the node re-rates its own egress as the period starts (workers.cluster.node); the
         # switch's end of its link is ours
         rate = uplink_change(profile, host, period)
         if rate is None or period >= job.periods:
@@ -342,9 +342,9 @@ def run_once(mininet: Any, job: ClusterJob, hub_host: str, progress: Any, label:
 
     hub_role = "the central PS" if job.rule == "central" else "the coordinator"
     with HostProcesses(mininet.net, label, out_dir, on_line) as procs:
-        procs.launch(hub_host, "workers.cluster_node", str(job_file), "--endpoint", str(job.n))
+        procs.launch(hub_host, "workers.cluster.node", str(job_file), "--endpoint", str(job.n))
         for i, h in enumerate(job.nodes):
-            procs.launch(h, "workers.cluster_node", str(job_file), "--endpoint", str(i))
+            procs.launch(h, "workers.cluster.node", str(job_file), "--endpoint", str(i))
         procs.wait_ready(job.n + 1, "the nodes")
         before = interface_counters(mininet.plan)
         t_start = time.time()

@@ -6,7 +6,7 @@
    pyswitch's impairment options, since our kernel has no netem).
 4. Install the plan over P4Runtime (:mod:`controller.deploy`): one job per sync mode.
 5. For each mode (``ina``, ``ps_only``, optionally ``tor_only``) run the PS and one worker
-   process per host (:mod:`workers.ps_node`, :mod:`workers.worker_node`), training a real
+   process per host (:mod:`workers.ina.ps_node`, :mod:`workers.ina.worker_node`), training a real
    model; measure bytes on every link from the switch-side interface counters.
 6. Check exactness (every applied sum equals the exact int32 sum of the workers' quantized
    gradients), compare accuracy with a single-process reference, compare measured γ with the
@@ -34,12 +34,12 @@ from controller.failover import SwitchMonitor, parse_fail_switch
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
 from controller.report import mean, plot_modes, print_summary, print_written
-from workers.constants import INA_UDP_PORT, K
-from workers.job import MODES, JobConfig
-from workers.model import Replica, TrainConfig, train_synchronous
-from workers.protocol import FRAME_BYTES
-from workers.quantize import choose_frac_bits
-from workers.worker_state import n_chunks_for, ps_only_schedule
+from workers.common.model import Replica, TrainConfig, train_synchronous
+from workers.common.quantize import choose_frac_bits
+from workers.ina.constants import INA_UDP_PORT, K
+from workers.ina.job import MODES, JobConfig
+from workers.ina.wire import FRAME_BYTES
+from workers.ina.worker import n_chunks_for, ps_only_schedule
 
 ROOT = Path(__file__).resolve().parent.parent
 P4_PROGRAM = ROOT / "p4src" / "ina.p4"
@@ -178,10 +178,10 @@ def run_mode(mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: st
                 progress.advance(task)
 
     with HostProcesses(mininet.net, mode, out_dir, on_line) as nodes:
-        nodes.launch(ps, "workers.ps_node", str(job_file))
+        nodes.launch(ps, "workers.ina.ps_node", str(job_file))
         nodes.wait_ready(1, f"the PS on {ps}")
         for i, w in enumerate(workers):
-            nodes.launch(w, "workers.worker_node", str(job_file), "--worker", str(i))
+            nodes.launch(w, "workers.ina.worker_node", str(job_file), "--worker", str(i))
         nodes.wait_ready(len(workers), "the workers")
         if start_file is not None:
             start_file.touch()  # every process is up: start round 0 together

@@ -2,28 +2,28 @@
 (SPEC §6) end to end over Mininet, against a TCP PS that sends N unicast copies.
 
 What runs, for each worker count N (``--workers``, or every count of ``--ndn-sweep``)
-    * ``ndn``: every switch of ``--topo`` is an NDN router (:class:`topo.ndn_switch.NdnRouterSwitch`
-      running :mod:`workers.ndn_router_node`: FIB, PIT, persistent PIT, optional CS), with the
-      FIB the controller computes from shortest paths (:func:`workers.ndn_link.fib_routes`,
+    * ``ndn``: every switch of ``--topo`` is an NDN router (:class:`workers.ndn.switch.NdnRouterSwitch`
+      running :mod:`workers.ndn.router_node`: FIB, PIT, persistent PIT, optional CS), with the
+      FIB the controller computes from shortest paths (:func:`workers.ndn.link.fib_routes`,
       prefix ``/<host>`` per PS and GPU) and ``--loss/--dup/--reorder`` injected on every router
       port by :mod:`pyswitch.impairment` (both directions, as the INA experiment's ``--loss``
       on pyswitch ports: a frame crossing a router-router link meets the probability twice,
       a host link once; on a fat-tree the PS-to-GPU path has 10 such draws).  The PS (``--ps``) and one GPU per worker host run
-      :mod:`workers.ndn_node` (SPEC §6 steps 1-9 from :mod:`workers.ndn_protocol`), training the
+      :mod:`workers.ndn.node` (SPEC §6 steps 1-9 from :mod:`workers.ndn.protocol`), training the
       real model for ``--rounds`` synchronous rounds.
     * ``tcp-ps`` (``--ndn-baseline tcp``): the same hosts on the same graph and link speeds,
       switches as Linux bridges with static forwarding (:func:`controller.bcube_experiment.
       start_bridges`), running the BCube experiment's single-PS schedule
-      (:func:`workers.allreduce_node.ps_schedule` in :mod:`workers.bcube_node`): every worker
+      (:func:`workers.collective.baselines.ps_schedule` in :mod:`workers.collective.node`): every worker
       pushes its gradient to the PS over TCP, the PS sends the sum back to each of the N
       workers -- N unicast copies per round.  In that schedule the PS host also computes a
       gradient (it is server 0 of N+1); that changes nothing on its downlink, which carries
       exactly the N copies.
 
-Async mode (``--ndn-mode async``; :mod:`workers.ndn_protocol`'s module docstring has the design)
+Async mode (``--ndn-mode async``; :mod:`workers.ndn.protocol`'s module docstring has the design)
     The PS applies every gradient on arrival with ``--ndn-policy`` (async: eta, sigma:
     eta/sigma, kappa: eta/kappa; eta ``--async-lr``, window ``--staleness-window``; the SPEC §5
-    PS of :mod:`workers.async_sgd`, plain SGD; soft-sync size ``--soft-sync C``) and publishes
+    PS of :mod:`workers.async_ps.core`, plain SGD; soft-sync size ``--soft-sync C``) and publishes
     one version per C pushes on ``/distribute/<ps>/<train>/v=<version>`` until ``--rounds`` x
     GPUs pushes (a multiple of C; C <= GPUs); collection
     Interests name each GPU's push sequence number.  ``--ndn-slow``/``--ndn-step-ms`` make
@@ -34,7 +34,7 @@ Async mode (``--ndn-mode async``; :mod:`workers.ndn_protocol`'s module docstring
     interleaving depends on timing).
 
 Measured on the PS's link (the switch-side end, root namespace)
-    A tap (:class:`workers.ndn_link.LinkTap`) classifies every frame the PS host sends:
+    A tap (:class:`workers.ndn.link.LinkTap`) classifies every frame the PS host sends:
     distribution Data per version, fetch Data (active-fetch answers), Interests, other Data;
     TCP segments with payload and pure ACKs.  ``dist_bytes`` per round is the distribution
     (NDN: the ``/distribute/.../v=r+1`` frames; TCP: the PS's payload-carrying segments, which in
@@ -77,9 +77,9 @@ from controller.experiment import (
 from controller.files import write_json_atomic
 from controller.host_processes import HostProcesses
 from controller.report import mean, plot_modes, print_written, summary_table
-from workers.async_sgd import POLICIES
-from workers.ndn_packets import DEFAULT_SEG_SIZE, n_segments
-from workers.ndn_protocol import MODES
+from workers.async_ps.core import POLICIES
+from workers.ndn.packets import DEFAULT_SEG_SIZE, n_segments
+from workers.ndn.protocol import MODES
 
 __all__ = ["add_arguments", "run_method", "parse_sweep", "router_configs", "ndn_rounds",
            "comparison", "sum_counters", "router_fields", "async_summary", "gpu_slowdowns"]
@@ -148,7 +148,7 @@ def router_configs(graph: nx.Graph, net_plan: Any, producers: list[str], cs_capa
                    impair: str, out_dir: Path) -> dict[str, dict[str, Any]]:
     """Per switch: the router config (FIB toward every producer, CS size, impairment, where to
     write its counters) -- everything but the ports, which the switch node fills in."""
-    from workers.ndn_link import fib_routes
+    from workers.ndn.link import fib_routes
 
     out = {}
     for s in net_plan.switches:
@@ -253,10 +253,10 @@ def run_ndn(args: argparse.Namespace, graph: nx.Graph, workers: list[str], out_d
     """One NDN run with ``workers`` as GPUs; returns its mode record."""
     from topo.mininet_net import build_net, plan_network
     from topo.mininet_switch import SwitchStartError
-    from topo.ndn_switch import NdnRouterSwitch
-    from workers.model import Replica, TrainConfig
-    from workers.ndn_link import LinkTap
-    from workers.quantize import choose_frac_bits
+    from workers.common.model import Replica, TrainConfig
+    from workers.common.quantize import choose_frac_bits
+    from workers.ndn.link import LinkTap
+    from workers.ndn.switch import NdnRouterSwitch
 
     N = len(workers)
     label = f"ndn@{N}"
@@ -338,9 +338,9 @@ def run_ndn(args: argparse.Namespace, graph: nx.Graph, workers: list[str], out_d
             "tap": tap_stats, **router_fields(routers),
             "ps_link_bytes_total": moved[(tor, args.ps)] + moved[(args.ps, tor)],
         }
-    from workers.model import train_synchronous
-    from workers.ndn_node import quantized_mean
-    from workers.quantize import quantize
+    from workers.common.model import train_synchronous
+    from workers.common.quantize import quantize
+    from workers.ndn.node import quantized_mean
 
     frac = job["frac_bits"]
 
@@ -438,10 +438,10 @@ def _run_processes(mininet: Any, job_file: Path, run_dir: Path, ps: str, workers
             progress.advance(task)
 
     with HostProcesses(mininet.net, label, run_dir, on_line) as nodes:
-        nodes.launch(ps, "workers.ndn_node", str(job_file), "--role", "ps")
+        nodes.launch(ps, "workers.ndn.node", str(job_file), "--role", "ps")
         nodes.wait_ready(1, f"the PS on {ps}")
         for i, h in enumerate(workers):
-            nodes.launch(h, "workers.ndn_node", str(job_file), "--role", "gpu", "--index", str(i))
+            nodes.launch(h, "workers.ndn.node", str(job_file), "--role", "gpu", "--index", str(i))
         nodes.wait_ready(len(workers), "the GPUs")
         (run_dir / "start").touch()
         nodes.check(nodes.wait(workers, time.monotonic() + timeout + 30), "GPU")
@@ -461,10 +461,10 @@ def run_tcp(args: argparse.Namespace, graph: nx.Graph, workers: list[str], out_d
 
     from controller.bcube_experiment import run_schedule, start_bridges, summarize_run
     from topo.mininet_net import build_net
-    from workers.allreduce_node import make_schedule
-    from workers.model import Replica, TrainConfig
-    from workers.ndn_link import LinkTap
-    from workers.quantize import choose_frac_bits
+    from workers.collective.baselines import make_schedule
+    from workers.common.model import Replica, TrainConfig
+    from workers.common.quantize import choose_frac_bits
+    from workers.ndn.link import LinkTap
 
     N = len(workers)
     P = N + 1
@@ -567,7 +567,7 @@ def run_method(args: argparse.Namespace) -> dict:
     from controller.cli import resolve_workers
     from topo.models import hosts as host_names
     from topo.models import parse_topology
-    from workers import ndn_names as nn
+    from workers.ndn import names as nn
 
     console = Console()
     validate(args)
@@ -621,7 +621,7 @@ def run_method(args: argparse.Namespace) -> dict:
                 "staleness_window": args.staleness_window if args.ndn_mode == "async"
                 else None,
                 "soft_sync": args.soft_sync if args.ndn_mode == "async" else None,
-                "routers": "workers.ndn_router_node on every switch (NdnRouterSwitch)",
+                "routers": "workers.ndn.router_node on every switch (NdnRouterSwitch)",
                 "impairment": impair_text(args) or None}
     console.print(f"[bold]NDN PS transport[/] ({args.ndn_mode}) on {args.topo}: PS {args.ps}, "
                   f"worker counts {settings['workers']}, {args.rounds} rounds"

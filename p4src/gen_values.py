@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
 sys.path.insert(0, str(HERE.parent))
 
-from workers.constants import K, load_constants  # noqa: E402
+from workers.ina.constants import K, load_constants  # noqa: E402
 
 
 def _banner(k: int) -> str:

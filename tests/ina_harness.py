@@ -29,8 +29,8 @@ from typing import Protocol
 
 import numpy as np
 
-from workers.constants import INA_UDP_PORT
-from workers.protocol import FrameTemplate, InaHeader, decode_frame, ecmp_member, slot_index
+from workers.ina.constants import INA_UDP_PORT
+from workers.ina.wire import FrameTemplate, InaHeader, decode_frame, ecmp_member, slot_index
 
 REPO = Path(__file__).resolve().parents[1]
 # INSYNC_INA_P4 points the tests at another copy of the program (e.g. a mutated one).

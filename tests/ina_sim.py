@@ -1,7 +1,7 @@
 """Test helper: an in-process, event-driven simulation of one INA job (no network, no P4).
 
-N :class:`workers.worker_state.WorkerRound` machines, a Python stand-in for the aggregation
-switches, and :class:`workers.ps_state.PsState`, connected by lossy, duplicating, reordering
+N :class:`workers.ina.worker.WorkerRound` machines, a Python stand-in for the aggregation
+switches, and :class:`workers.ina.ps.PsState`, connected by lossy, duplicating, reordering
 links on a virtual clock.  The switch model is only a test fixture (the real switch is the P4
 program in ``p4src/``); it follows the slot table of docs/protocol.md §5 (SPEC §3.7):
 
@@ -36,16 +36,16 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from workers.constants import (
+from workers.ina.constants import (
     AGG_ID_PS,
     FLAG_FALLBACK,
     FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
     TYPE_PARTIAL,
 )
-from workers.messages import InaPacket, mask_of
-from workers.ps_state import PsState
-from workers.worker_state import WorkerRound, ps_only_schedule
+from workers.ina.messages import InaPacket, mask_of
+from workers.ina.ps import PsState
+from workers.ina.worker import WorkerRound, ps_only_schedule
 
 S_D = 1  # the PS's ToR switch id
 

@@ -1,8 +1,8 @@
 """In-process discrete-event simulation of the NDN transport (test helper, not product code).
 
 A PS, two routers and N GPUs exchange real Ethernet frames (ethertype 0x8624) carrying
-python-ndn wires through ``workers.ndn_router.Router`` objects and the state machines of
-``workers.ndn_protocol``.  Links have a propagation delay, a bandwidth (FIFO serialization per
+python-ndn wires through ``workers.ndn.router.Router`` objects and the state machines of
+``workers.ndn.protocol``.  Links have a propagation delay, a bandwidth (FIFO serialization per
 direction) and an optional seeded per-frame loss probability.  FIBs come from networkx shortest
 paths, as the controller will install them.
 
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from workers import ndn_names as nn
-from workers.ndn_packets import decode_data, eth_frame, eth_unframe, packet_type
-from workers.ndn_protocol import (
+from workers.ndn import names as nn
+from workers.ndn.packets import decode_data, eth_frame, eth_unframe, packet_type
+from workers.ndn.protocol import (
     Finished,
     GpuConfig,
     GpuNode,
@@ -34,7 +34,7 @@ from workers.ndn_protocol import (
     Published,
     Train,
 )
-from workers.ndn_router import Router
+from workers.ndn.router import Router
 
 PS, TRAIN = "ps0", "job1"
 

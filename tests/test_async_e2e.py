@@ -30,9 +30,9 @@ from controller.async_experiment import (
 )
 from controller.cli import main as cli_main
 from controller.experiment import ExperimentError
-from workers.async_ps_node import AsyncJob
-from workers.async_sgd import staleness_context
-from workers.model import TrainConfig
+from workers.async_ps.core import staleness_context
+from workers.async_ps.ps_node import AsyncJob
+from workers.common.model import TrainConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 LEARNERS = ["h1", "h2", "h3", "h4"]
@@ -142,12 +142,12 @@ def test_processes_over_loopback_tcp_with_soft_sync(tmp_path):
                    out_dir=str(tmp_path), start_file=str(tmp_path / "start"), timeout_s=60)
     job.save(tmp_path / "job.json")
     py = [sys.executable, "-m"]
-    ps = subprocess.Popen([*py, "workers.async_ps_node", str(tmp_path / "job.json")], cwd=ROOT,
+    ps = subprocess.Popen([*py, "workers.async_ps.ps_node", str(tmp_path / "job.json")], cwd=ROOT,
                           stdout=subprocess.PIPE, text=True)
     procs = []
     try:
         assert ps.stdout.readline().strip() == "ps ready"
-        procs = [subprocess.Popen([*py, "workers.async_learner_node", str(tmp_path / "job.json"),
+        procs = [subprocess.Popen([*py, "workers.async_ps.worker_node", str(tmp_path / "job.json"),
                                    "--learner", str(i)], cwd=ROOT, stdout=subprocess.PIPE,
                                   text=True) for i in range(n)]
         for p in procs:  # the start barrier: nobody pushes before everybody joined

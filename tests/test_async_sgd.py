@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workers.async_sgd import (
+from workers.async_ps.core import (
     AsyncPS,
     Learner,
     Push,

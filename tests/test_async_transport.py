@@ -10,9 +10,9 @@ import threading
 import numpy as np
 import pytest
 
-from workers.async_ps_node import AsyncJob, PsService
-from workers.async_sgd import Push, Reply
-from workers.async_transport import (
+from workers.async_ps.core import Push, Reply
+from workers.async_ps.ps_node import AsyncJob, PsService
+from workers.async_ps.wire import (
     Answer,
     Error,
     FrameDecoder,
@@ -26,7 +26,7 @@ from workers.async_transport import (
     recv_message,
     send_message,
 )
-from workers.model import TrainConfig
+from workers.common.model import TrainConfig
 
 GRAD = np.array([0.5, -1.25, 3.0e-7, np.float32(np.pi)], dtype=np.float32)
 

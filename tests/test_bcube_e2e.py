@@ -33,7 +33,7 @@ from controller.bcube_experiment import (
 from controller.experiment import ExperimentError
 from topo.mininet_net import plan_network
 from topo.models import bcube, fat_tree
-from workers.allreduce_node import (
+from workers.collective.baselines import (
     bcube_nic,
     gray_ring,
     make_schedule,
@@ -42,8 +42,8 @@ from workers.allreduce_node import (
     sharded_ps_schedule,
     values_per_nic,
 )
-from workers.bcube_node import HEADER, expected_values, frames_of
-from workers.bcube_schedule import build_schedule, digits, simulate
+from workers.collective.bcube import build_schedule, digits, simulate
+from workers.collective.node import HEADER, expected_values, frames_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -187,7 +187,7 @@ def test_nodes_over_loopback(tmp_path):
            "frac_bits": 16, "rounds": 2, "out_dir": str(tmp_path),
            "start_file": str(tmp_path / "start")}
     (tmp_path / "job.json").write_text(json.dumps(job))
-    procs = [subprocess.Popen([sys.executable, "-m", "workers.bcube_node",
+    procs = [subprocess.Popen([sys.executable, "-m", "workers.collective.node",
                                str(tmp_path / "job.json"), "--server", str(s)], cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for s in range(P)]
@@ -267,7 +267,7 @@ def test_run_method_ps_alone_mininet(tmp_path):
 
 
 def test_send_order_feeds_each_receiver_once():
-    from workers.bcube_node import send_order
+    from workers.collective.node import send_order
 
     for sched, P in ((build_schedule(4, 2, 640), 16), (sharded_ps_schedule(5, 50), 5)):
         for t in range(sched.num_threads):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.bcube_schedule import (
+from workers.collective.bcube import (
     GATHER,
     REDUCE,
     build_schedule,

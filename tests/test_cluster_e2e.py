@@ -23,9 +23,9 @@ from controller.cli import main as cli_main
 from controller.cluster_experiment import parse_rules, predicted_link_bytes
 from controller.experiment import ExperimentError
 from topo.models import leaf_spine
-from workers.cluster_protocol import ClusterJob
-from workers.cluster_sync import simulate
-from workers.clustering import ps_schedule
+from workers.cluster.clustering import ps_schedule
+from workers.cluster.protocol import ClusterJob
+from workers.cluster.sync import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "profiles" / "hetero8.json"

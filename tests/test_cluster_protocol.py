@@ -15,8 +15,21 @@ import pytest
 
 from topo.mininet_net import htb_rate_change
 from topo.models import TopologyError, leaf_spine, with_link_bw
-from workers.async_transport import TransportError
-from workers.cluster_messages import (
+from workers.async_ps.wire import TransportError
+from workers.cluster.clustering import ps_schedule
+from workers.cluster.features import load_profile, profile_from_dict
+from workers.cluster.protocol import (
+    ClusterJob,
+    Coordinator,
+    node_features,
+    parse_tc_rate,
+    run_in_process,
+    save_job_data,
+    step_seconds,
+    uplink_change,
+)
+from workers.cluster.sync import simulate
+from workers.cluster.wire import (
     Assign,
     Features,
     Grad,
@@ -27,20 +40,7 @@ from workers.cluster_messages import (
     decode,
     encode,
 )
-from workers.cluster_protocol import (
-    ClusterJob,
-    Coordinator,
-    node_features,
-    parse_tc_rate,
-    run_in_process,
-    save_job_data,
-    step_seconds,
-    uplink_change,
-)
-from workers.cluster_sync import simulate
-from workers.clustering import ps_schedule
-from workers.model import TrainConfig
-from workers.node_features import load_profile, profile_from_dict
+from workers.common.model import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "profiles" / "hetero8.json"
@@ -203,7 +203,7 @@ def test_processes_over_loopback_tcp_equal_the_simulation(tmp_path):
                out_dir=str(tmp_path), start_file=str(tmp_path / "start"), timeout_s=60)
     save_job_data(job, tmp_path / "data.npz")
     job.save(tmp_path / "job.json")
-    procs = [subprocess.Popen([sys.executable, "-m", "workers.cluster_node",
+    procs = [subprocess.Popen([sys.executable, "-m", "workers.cluster.node",
                                str(tmp_path / "job.json"), "--endpoint", str(i)], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True) for i in range(9)]
     try:

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from topo.models import dumbbell, fat_tree
-from workers.cluster_sync import (
+from workers.cluster.clustering import cluster_nodes
+from workers.cluster.features import load_profile, node_vectors
+from workers.cluster.sync import (
     ContributionTracker,
     TemporaryPS,
     busiest_link,
@@ -23,9 +25,7 @@ from workers.cluster_sync import (
     positive_cosine,
     simulate,
 )
-from workers.clustering import cluster_nodes
-from workers.model import TrainConfig, load_data
-from workers.node_features import load_profile, node_vectors
+from workers.common.model import TrainConfig, load_data
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "profiles" / "hetero8.json"
 R2 = math.sqrt(2.0)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workers.clustering import (
+from workers.cluster.clustering import (
     canonical_labels,
     choose_k,
     cluster_nodes,
@@ -18,7 +18,7 @@ from workers.clustering import (
     kmeans_labels,
     ps_schedule,
 )
-from workers.node_features import load_profile, node_vectors
+from workers.cluster.features import load_profile, node_vectors
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "profiles" / "hetero8.json"
 

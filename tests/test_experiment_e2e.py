@@ -14,10 +14,10 @@ import json
 import pytest
 
 from controller.experiment import Settings, run_experiment
-from workers.constants import K
-from workers.model import Replica, TrainConfig
-from workers.protocol import FRAME_BYTES
-from workers.worker_state import n_chunks_for
+from workers.common.model import Replica, TrainConfig
+from workers.ina.constants import K
+from workers.ina.wire import FRAME_BYTES
+from workers.ina.worker import n_chunks_for
 
 pytestmark = [pytest.mark.root, pytest.mark.mininet, pytest.mark.slow]
 

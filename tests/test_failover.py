@@ -12,9 +12,9 @@ from controller.experiment import Settings, summarize
 from controller.failover import parse_fail_switch
 from controller.files import write_json_atomic
 from topo.models import parse_topology
-from workers.job import JobConfig, ScheduleBook
-from workers.model import TrainConfig
-from workers.protocol import FRAME_BYTES
+from workers.common.model import TrainConfig
+from workers.ina.job import JobConfig, ScheduleBook
+from workers.ina.wire import FRAME_BYTES
 
 
 def test_parse_fail_switch():

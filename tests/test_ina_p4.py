@@ -34,8 +34,8 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from workers import constants as C
-from workers.protocol import HEADER_FIELDS, Flag, InaHeader, MsgType, decode_frame, grad_header
+from workers.ina import constants as C
+from workers.ina.wire import HEADER_FIELDS, Flag, InaHeader, MsgType, decode_frame, grad_header
 
 REPO = Path(__file__).resolve().parents[1]
 P4SRC = REPO / "p4src"

@@ -87,8 +87,8 @@ def test_training_through_lossy_ina_equals_the_quantized_reference_bit_for_bit()
     """A real model trained through the simulated network (5% loss, duplication, reordering,
     collisions): its parameters equal, bit for bit, those of the single-process run that sums
     the same quantized gradients exactly -- and its accuracy is the float reference's."""
-    from workers.model import Replica, TrainConfig, train_synchronous
-    from workers.quantize import choose_frac_bits, dequantize, quantize
+    from workers.common.model import Replica, TrainConfig, train_synchronous
+    from workers.common.quantize import choose_frac_bits, dequantize, quantize
 
     cfg = TrainConfig(model="mlp", hidden=16, n_workers=3, rounds=25, batch_size=16, seed=2)
     frac = choose_frac_bits(8.0, cfg.n_workers)

@@ -7,8 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from workers.data import batch_indices, load_digits_split, shard_indices
-from workers.model import (
+from workers.common.data import batch_indices, load_digits_split, shard_indices
+from workers.common.model import (
     Mlp,
     Replica,
     Sgd,

@@ -1,4 +1,4 @@
-"""Async mode of the NDN transport (workers.ndn_protocol with mode="async", SPEC §6 + §5):
+"""Async mode of the NDN transport (workers.ndn.protocol with mode="async", SPEC §6 + §5):
 two GPUs of different speeds on the direct-link harness of test_ndn_protocol, traced by hand.
 
 Timeline (link delay 1 ms; both GPUs start training from version 0 at the same t0; g0 needs
@@ -19,9 +19,9 @@ import pytest
 from ndn_sim import grad_fn
 from test_ndn_protocol import DIM, PS, Direct, T, describe
 
-from workers import ndn_names as nn
-from workers.ndn_packets import decode_data, encode_data, encode_interest, segment
-from workers.ndn_protocol import (
+from workers.ndn import names as nn
+from workers.ndn.packets import decode_data, encode_data, encode_interest, segment
+from workers.ndn.protocol import (
     Applied,
     AsyncUpdater,
     Finished,

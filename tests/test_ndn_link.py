@@ -1,11 +1,11 @@
 """FIB computation, frame classification and the NDN router daemon over real veths.
 
-* :func:`workers.ndn_link.fib_routes`: shortest-path next hops as ports; the first next hops
+* :func:`workers.ndn.link.fib_routes`: shortest-path next hops as ports; the first next hops
   toward the PS form a tree reaching it from every router (the multicast tree).
-* :func:`workers.ndn_link.classify` on python-ndn and Scapy-built frames.
-* :mod:`workers.ndn_router_node` as a process on three veths (root): persistent-PIT multicast,
+* :func:`workers.ndn.link.classify` on python-ndn and Scapy-built frames.
+* :mod:`workers.ndn.router_node` as a process on three veths (root): persistent-PIT multicast,
   PIT unicast, delete, non-NDN frames ignored, loss injection, counters file on SIGTERM.
-* :func:`workers.ndn_node.quantized_mean` and the experiment's pure helpers.
+* :func:`workers.ndn.node.quantized_mean` and the experiment's pure helpers.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from controller.experiment import ExperimentError
 from controller.ndn_experiment import comparison, ndn_rounds, parse_sweep, router_configs
 from topo.mininet_net import plan_network
 from topo.models import fat_tree, leaf_spine
-from workers import ndn_names as nn
-from workers.ndn_link import classify, fib_routes
-from workers.ndn_node import quantized_mean
-from workers.ndn_packets import (
+from workers.common.quantize import dequantize, quantize
+from workers.ndn import names as nn
+from workers.ndn.link import classify, fib_routes
+from workers.ndn.node import quantized_mean
+from workers.ndn.packets import (
     NDN_ETHERTYPE,
     NDN_MULTICAST_MAC,
     encode_data,
@@ -36,7 +37,6 @@ from workers.ndn_packets import (
     eth_frame,
     eth_unframe,
 )
-from workers.quantize import dequantize, quantize
 
 ROOT = Path(__file__).resolve().parent.parent
 PS, T = "ps0", "t"
@@ -180,7 +180,7 @@ def test_ndn_rounds_and_comparison_on_hand_made_reports():
 
 
 def _frame_name(frame: bytes) -> str:
-    from workers.ndn_packets import decode_data, decode_interest, packet_type
+    from workers.ndn.packets import decode_data, decode_interest, packet_type
 
     wire = eth_unframe(frame)[2]
     pkt = decode_interest(wire) if packet_type(wire) == 0x05 else decode_data(wire)
@@ -202,7 +202,7 @@ def test_router_daemon_multicasts_on_the_persistent_pit_over_veths(tmp_path):
                "fib": {"/ps0": [1], "/g1": [2], "/g2": [3]}, "cs_capacity": 0, "impair": "",
                "counters_file": str(tmp_path / "counters.json")}
         (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-        proc = subprocess.Popen([sys.executable, "-m", "workers.ndn_router_node",
+        proc = subprocess.Popen([sys.executable, "-m", "workers.ndn.router_node",
                                  str(tmp_path / "cfg.json")], cwd=ROOT, stdout=subprocess.PIPE,
                                 text=True)
         try:
@@ -260,7 +260,7 @@ def test_router_daemon_injects_loss_on_its_ports(tmp_path):
                "fib": {"/ps0": [1]}, "impair": "loss=0.5,seed=3,dir=in",
                "counters_file": str(tmp_path / "counters.json")}
         (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-        proc = subprocess.Popen([sys.executable, "-m", "workers.ndn_router_node",
+        proc = subprocess.Popen([sys.executable, "-m", "workers.ndn.router_node",
                                  str(tmp_path / "cfg.json")], cwd=ROOT, stdout=subprocess.PIPE,
                                 text=True)
         try:

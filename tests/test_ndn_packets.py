@@ -1,5 +1,5 @@
-"""NDN names, packets, segmentation/reassembly and Ethernet framing (workers.ndn_names,
-workers.ndn_packets), checked against python-ndn's own parser and Scapy where possible."""
+"""NDN names, packets, segmentation/reassembly and Ethernet framing (workers.ndn.names,
+workers.ndn.packets), checked against python-ndn's own parser and Scapy where possible."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from ndn.encoding import Component, Name, parse_data, parse_interest
 from scapy.layers.l2 import Ether
 
-from workers import ndn_names as nn
-from workers.ndn_packets import (
+from workers.ndn import names as nn
+from workers.ndn.packets import (
     NDN_ETHERTYPE,
     PacketError,
     Reassembler,

@@ -1,4 +1,4 @@
-"""SPEC §6 steps 1-9 (workers.ndn_protocol): PS and GPU state machines over a direct link, then
+"""SPEC §6 steps 1-9 (workers.ndn.protocol): PS and GPU state machines over a direct link, then
 the whole transport in the in-process simulation (tests/ndn_sim.py: PS, 2 routers, N GPUs)."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from hypothesis import strategies as st
 from ndn.encoding import Component
 from ndn_sim import Sim, grad_fn, reference, update_fn
 
-from workers import ndn_names as nn
-from workers.ndn_packets import (
+from workers.ndn import names as nn
+from workers.ndn.packets import (
     decode_data,
     decode_interest,
     encode_data,
     encode_interest,
     packet_type,
 )
-from workers.ndn_protocol import (
+from workers.ndn.protocol import (
     Finished,
     GpuConfig,
     GpuNode,

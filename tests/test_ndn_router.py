@@ -1,13 +1,13 @@
-"""The NDN router tables (workers.ndn_router) driven with python-ndn-built wires and a fake clock."""
+"""The NDN router tables (workers.ndn.router) driven with python-ndn-built wires and a fake clock."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers import ndn_names as nn
-from workers.ndn_packets import encode_data, encode_interest
-from workers.ndn_router import Router
+from workers.ndn import names as nn
+from workers.ndn.packets import encode_data, encode_interest
+from workers.ndn.router import Router
 
 PS, T = "ps0", "job1"
 UP = 0  # face toward the PS

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workers.node_features import (
+from workers.cluster.features import (
     FEATURES,
     FeatureHistory,
     ProfileError,

@@ -7,11 +7,11 @@ import sys
 
 import numpy as np
 
-from workers.constants import K
-from workers.job import JobConfig
-from workers.model import Replica, TrainConfig
-from workers.quantize import choose_frac_bits
-from workers.worker_state import n_chunks_for, ps_only_schedule
+from workers.common.model import Replica, TrainConfig
+from workers.common.quantize import choose_frac_bits
+from workers.ina.constants import K
+from workers.ina.job import JobConfig
+from workers.ina.worker import n_chunks_for, ps_only_schedule
 
 
 def _free_udp_ports(n):
@@ -39,8 +39,8 @@ def test_ps_only_over_loopback_gives_exact_sums(tmp_path):
     )
     job = tmp_path / "job.json"
     cfg.save(job)
-    ps = subprocess.Popen([sys.executable, "-m", "workers.ps_node", str(job)])
-    procs = [subprocess.Popen([sys.executable, "-m", "workers.worker_node", str(job),
+    ps = subprocess.Popen([sys.executable, "-m", "workers.ina.ps_node", str(job)])
+    procs = [subprocess.Popen([sys.executable, "-m", "workers.ina.worker_node", str(job),
                                "--worker", str(w)]) for w in range(n_workers)]
     try:
         assert [p.wait(timeout=60) for p in procs] == [0] * n_workers

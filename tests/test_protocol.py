@@ -13,9 +13,9 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from workers import constants as C
-from workers.constants import ConstantsError, parse_constants
-from workers.protocol import (
+from workers.ina import constants as C
+from workers.ina.constants import ConstantsError, parse_constants
+from workers.ina.wire import (
     FRAME_BYTES,
     HEADER_FIELDS,
     HEADER_STRUCT,

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from workers.constants import (
+from workers.ina.constants import (
     FLAG_FALLBACK,
     FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
@@ -15,8 +15,8 @@ from workers.constants import (
     TYPE_PARTIAL,
     TYPE_RESULT,
 )
-from workers.messages import InaPacket, mask_of
-from workers.ps_state import CoverBudgetExceeded, PsState, find_exact_cover
+from workers.ina.messages import InaPacket, mask_of
+from workers.ina.ps import CoverBudgetExceeded, PsState, find_exact_cover
 
 K = 32
 JOB = 7

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.quantize import INT32_MAX, choose_frac_bits, dequantize, quantize, sum_limit
+from workers.common.quantize import INT32_MAX, choose_frac_bits, dequantize, quantize, sum_limit
 
 
 def test_sum_limit_values() -> None:

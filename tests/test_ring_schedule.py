@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.bcube_schedule import GATHER, REDUCE, simulate, split_range, values_sent
-from workers.ring_schedule import (
+from workers.collective.bcube import GATHER, REDUCE, simulate, split_range, values_sent
+from workers.collective.ring import (
     build_ring_schedule,
     predicted_values_per_node,
     ring_chunk_sent,

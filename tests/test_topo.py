@@ -22,7 +22,7 @@ from topo.models import (
     to_dict,
 )
 from topo.symmetry import generators, is_automorphism
-from workers.bcube_schedule import level_group
+from workers.collective.bcube import level_group
 
 
 @pytest.mark.parametrize("k", [2, 4, 6, 8])

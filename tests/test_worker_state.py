@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workers.constants import AGG_ID_PS, FLAG_FALLBACK, FLAG_RETRANSMIT, TYPE_GRAD, TYPE_RESULT
-from workers.messages import InaPacket
-from workers.worker_state import WorkerRound, n_chunks_for, pad_to_chunks, ps_only_schedule
+from workers.ina.constants import AGG_ID_PS, FLAG_FALLBACK, FLAG_RETRANSMIT, TYPE_GRAD, TYPE_RESULT
+from workers.ina.messages import InaPacket
+from workers.ina.worker import WorkerRound, n_chunks_for, pad_to_chunks, ps_only_schedule
 
 K = 4
 JOB = 3
@@ -164,8 +164,8 @@ def test_direct_escape_after_retries_goes_raw_to_the_ps():
 
 
 def test_packets_round_trip_through_the_wire_codec():
-    protocol = pytest.importorskip("workers.protocol")
-    from workers.constants import K as WIRE_K
+    protocol = pytest.importorskip("workers.ina.wire")
+    from workers.ina.constants import K as WIRE_K
 
     vals = np.arange(-40, 2 * WIRE_K - 40, dtype=np.int32) * 1_000_003
     w = WorkerRound(job_id=513, worker_id=37, round_=70000, values=vals,

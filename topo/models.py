@@ -14,7 +14,7 @@ comes before ``h10``):
 * leaf-spine(L, S, H): ``leaf{i}``, ``spine{j}``; host n hangs off leaf ``n // H``;
 * BCube(N, k) (SPEC §4 convention: N**k servers, k levels ``0 … k−1``): server ``h{s}`` has one
   NIC per level; the level-l switch ``bc{l}_{j}`` joins the N servers that differ only in digit
-  l (``digit(s, l) = (s // N**l) % N``, as in :mod:`workers.bcube_schedule`), j being the server
+  l (``digit(s, l) = (s // N**l) % N``, as in :mod:`workers.collective.bcube`), j being the server
   number with digit l removed.  Switches carry ``level``; the graph attribute
   ``bcube_groups[l]`` maps each level-l switch to its N servers (ordered by digit l);
 * dumbbell(L, R, b): hosts ``h0 … h{L−1}`` on switch ``left``, the next R on ``right``; the

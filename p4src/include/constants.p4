@@ -1,5 +1,5 @@
 /* INA shared constants: the single source of truth for the P4 programs AND for Python
- * (workers/constants.py parses this file; keep every value a plain decimal or hex literal).
+ * (workers/ina/constants.py parses this file; keep every value a plain decimal or hex literal).
  *
  * Changing INA_K: edit it here, then run `python p4src/gen_values.py` to regenerate
  * p4src/include/values_header.p4 and values_regs.p4 (tests/test_ina_p4.py fails until then).

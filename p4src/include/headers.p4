@@ -39,7 +39,7 @@ header udp_t {
     bit<16> checksum;
 }
 
-/* The INA header (26 bytes). Python's truth is the Scapy layer workers.protocol.INA;
+/* The INA header (26 bytes). Python's truth is the Scapy layer workers.ina.wire.INA;
  * tests/test_ina_p4.py checks this declaration against it field by field. */
 header ina_h {
     bit<8>  msg_type;   /* INA_TYPE_GRAD / PARTIAL / RESULT */

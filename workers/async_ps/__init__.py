@@ -1,0 +1,1 @@
+"""The staleness-aware asynchronous PS: its core, messages and processes."""

@@ -1,0 +1,1 @@
+"""Collective schedules (BCube, ring, PS baselines) and the node process that replays them."""

@@ -1,0 +1,1 @@
+"""What several methods share: the model, the data, quantization."""

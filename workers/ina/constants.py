@@ -1,0 +1,140 @@
+"""INA constants, read from the one place they are defined: ``p4src/include/constants.p4``.
+
+The P4 programs and every Python component (protocol codec, workers, PS, planner, tests)
+must agree on K (values per packet), the slot count, the INA UDP port, type codes and flag
+bits. They are written once, in P4 syntax, and this module parses that file with a tiny
+reader that understands exactly two forms::
+
+    #define NAME <expr>            /* object-like macro */
+    const bit<W> NAME = <expr>;    /* typed constant   */
+
+where ``<expr>`` is an integer literal (decimal or hex) or ``+ - * / ( )`` over literals and
+names defined earlier in the file. Anything else that looks like a definition is an error,
+so a constant can never be silently misread. Results are cached.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from functools import cache
+from pathlib import Path
+
+CONSTANTS_P4 = Path(__file__).resolve().parents[2] / "p4src" / "include" / "constants.p4"
+
+_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+(.+?)\s*$")
+_CONST = re.compile(r"^\s*const\s+bit\s*<\s*(\d+)\s*>\s+([A-Za-z_]\w*)\s*=\s*(.+?)\s*;\s*$")
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_LINE_COMMENT = re.compile(r"//[^\n]*")
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+}
+
+
+class ConstantsError(ValueError):
+    """A definition in constants.p4 that this reader cannot evaluate (file:line: why)."""
+
+
+def _evaluate(expr: str, known: dict[str, int], where: str) -> int:
+    """Evaluate an integer expression over literals and already-defined names."""
+    text = expr.replace("/", "//")  # P4 integer division
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise ConstantsError(f"{where}: cannot parse expression {expr!r}") from exc
+
+    def walk(node: ast.AST) -> int:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in known:
+                raise ConstantsError(f"{where}: unknown name {node.id!r} in {expr!r}")
+            return known[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](walk(node.left), walk(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -walk(node.operand)
+        raise ConstantsError(f"{where}: unsupported expression {expr!r}")
+
+    return walk(tree.body)
+
+
+def parse_constants(text: str, filename: str = "constants.p4") -> dict[str, int]:
+    """Parse P4 constant definitions into ``{name: value}`` (typed constants wrap to width).
+
+    Header guards (``#define _X_`` with no value) are skipped; include guards and
+    ``#ifndef``/``#endif`` lines carry no values.
+    """
+    # Blank comments out but keep line numbers for error messages.
+    text = _BLOCK_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    text = _LINE_COMMENT.sub("", text)
+    values: dict[str, int] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        where = f"{filename}:{lineno}"
+        m = _DEFINE.match(line)
+        if m:
+            values[m.group(1)] = _evaluate(m.group(2), values, where)
+            continue
+        m = _CONST.match(line)
+        if m:
+            width, name, expr = int(m.group(1)), m.group(2), m.group(3)
+            value = _evaluate(expr, values, where)
+            if not 0 <= value < (1 << width):
+                raise ConstantsError(f"{where}: {name} = {value} does not fit bit<{width}>")
+            values[name] = value
+            continue
+        if re.match(r"^\s*(const\b|#\s*define\b)", line) and not re.match(
+            r"^\s*#\s*define\s+\w+\s*$", line
+        ):
+            raise ConstantsError(f"{where}: unsupported definition: {line.strip()}")
+    return values
+
+
+@cache
+def load_constants(path: Path = CONSTANTS_P4) -> dict[str, int]:
+    """Read and parse ``constants.p4`` once per process."""
+    return parse_constants(path.read_text(), str(path))
+
+
+_C = load_constants()
+
+K: int = _C["INA_K"]
+"""int32 values per INA packet."""
+NUM_SLOTS: int = _C["INA_NUM_SLOTS"]
+"""Aggregator slots per switch."""
+MAX_WORKERS: int = _C["INA_MAX_WORKERS"]
+"""Workers per job (bitmap width)."""
+INA_UDP_PORT: int = _C["INA_UDP_PORT"]
+INA_HDR_BYTES: int = _C["INA_HDR_BYTES"]
+INA_UDP_LEN: int = _C["INA_UDP_LEN"]
+TYPE_GRAD: int = _C["INA_TYPE_GRAD"]
+TYPE_PARTIAL: int = _C["INA_TYPE_PARTIAL"]
+TYPE_RESULT: int = _C["INA_TYPE_RESULT"]
+FLAG_RETRANSMIT: int = _C["INA_FLAG_RETRANSMIT"]
+FLAG_FALLBACK: int = _C["INA_FLAG_FALLBACK"]
+FLAG_INCOMPLETE: int = _C["INA_FLAG_INCOMPLETE"]
+AGG_ID_PS: int = _C["INA_AGG_ID_PS"]
+
+__all__ = [
+    "AGG_ID_PS",
+    "CONSTANTS_P4",
+    "FLAG_FALLBACK",
+    "FLAG_INCOMPLETE",
+    "FLAG_RETRANSMIT",
+    "INA_HDR_BYTES",
+    "INA_UDP_LEN",
+    "INA_UDP_PORT",
+    "K",
+    "MAX_WORKERS",
+    "NUM_SLOTS",
+    "TYPE_GRAD",
+    "TYPE_PARTIAL",
+    "TYPE_RESULT",
+    "ConstantsError",
+    "load_constants",
+    "parse_constants",
+]

@@ -1,0 +1,432 @@
+"""The parameter server's per-round merge state machine (SPEC §3.9), free of I/O.
+
+The PS receives, for each (round, chunk), packets that each carry a worker set B (``bitmap``)
+and V(B) = the int32 (wrap-around) sum over w in B of worker w's quantized chunk.  They are
+PARTIALs from aggregation switches (complete, or flagged INCOMPLETE), GRADs that bypassed the
+aggregators (FALLBACK: slot collision), GRADs of the PS-only mode (agg_id 0), retransmitted
+GRADs that found no slot holding their key, and duplicates of any of these (network
+duplication, switches re-emitting a stored aggregate when a retransmission meets a complete
+slot).  The PS must output S = V(F) for the job's full mask F exactly once per chunk: no worker
+counted twice, none missing.
+
+Merge rule (the whole correctness argument)
+    Every valid packet satisfies V(B) = sum_{w in B} g_w (mod 2^32).  Hence for ANY family of
+    received packets whose worker sets are pairwise disjoint and whose union is F (an *exact
+    cover* of F), the int32 wrap-around sum of their values is S -- whichever cover is used.  So
+    the PS keeps every distinct worker set it has received for the chunk ("pieces", one stored
+    value vector per set), and the chunk completes as soon as some exact cover of F exists among
+    them.  No packet is ever added into a running total, so nothing can be double counted.
+
+    Classification of an arriving set B against the stored pieces Q (for statistics and
+    anomaly reports; the completion test above does not depend on it):
+
+    * B already stored                  -> duplicate: ignored (if its values differ from the
+                                           stored ones that is a ``conflict`` anomaly; the
+                                           first-received values are kept).
+    * B disjoint from every stored Q    -> new piece.
+    * B a strict superset of some Q     -> ``superseded``: e.g. a later, larger PARTIAL from the
+                                           same aggregator after an INCOMPLETE one; the cover
+                                           search prefers larger pieces, so B replaces Q.
+    * B a strict subset of some Q       -> ``redundant`` (e.g. a raw retransmission of a worker
+                                           whose PARTIAL already arrived): stored, since it may
+                                           be needed for a cover if another piece overlaps Q.
+    * B partially overlaps some Q (neither contains the other) -> ``overlap`` anomaly.  Not
+                                           in a loss-free run, but after a collision: worker 1's
+                                           GRAD bypasses switch s and joins s_d's slot {1,4,5};
+                                           its retransmission completes s's slot {1,2,3}, whose
+                                           PARTIAL overlaps s_d's slot and goes on to the PS;
+                                           s_d later flushes {1,4,5} INCOMPLETE.  Both are kept;
+                                           the cover search picks a disjoint family once raw
+                                           packets arrive: {1,2,3} + {4} + {5} or
+                                           {1,4,5} + {2} + {3}.
+
+    Cover search: depth-first exact cover (Knuth's Algorithm X order): take the lowest uncovered
+    worker, try the stored pieces that contain it and are disjoint from what is chosen, larger
+    pieces first (ties by bitmap value), recurse.  Deterministic; with all singletons of the
+    uncovered workers present the first descent succeeds, so backtracking only happens when raw
+    packets are missing.  It runs only when the union of stored pieces equals F, and gives up
+    after ``cover_budget`` steps (anomaly ``cover_budget``; the next arriving piece retries).
+    Stored pieces per chunk are capped at ``max_pieces`` (default 4|W| + 16); beyond the cap
+    only singletons (at most |W|, always enough for a cover) are still stored.
+
+Liveness
+    The PS can only complete when a cover exists among what reached it; with only
+    overlapping sets (e.g. {1,2,3} and {1,4,5}) it must wait.  Raw singletons always make a
+    cover, which is why workers send retransmissions straight to the PS (agg_id 0) after a
+    few retries (``WorkerRound.direct_after``; tests/ina_sim.py shows the stall without it).
+
+Completion, RESULTs, retransmissions
+    A completed chunk yields one RESULT (type RESULT, bitmap F, count |W|, agg_id 0) to
+    multicast down the tree; its stored pieces are dropped and S is kept.  Any later GRAD or
+    PARTIAL for a completed chunk (a worker's retransmission because a RESULT was lost, or a
+    switch re-emitting its stored aggregate) is answered with the stored RESULT again, flagged
+    RETRANSMIT (counted ``results_resent``).  A round is complete when all its chunks are; its
+    full int32 sum vector (n_chunks * K values) is then available from :meth:`PsState.round_sum`.
+
+Rounds  [decision]
+    ``current_round`` is the lowest incomplete round.  Packets of a completed round still kept
+    (the last ``keep_done`` completed rounds) get the stored RESULT again; older ones are dropped
+    (``stale_round``).  Packets up to ``max_ahead`` rounds ahead of ``current_round`` are merged
+    into their own round's state (rounds are independent keys, so "buffering" a future round
+    is just merging it early); beyond that they are dropped (``future_round``) -- safe, because
+    the worker retransmits.  Honest synchronous workers cannot run ahead of the PS (a worker
+    starts round r+1 only after every RESULT of round r, i.e. after the PS completed round r),
+    so ``max_ahead = 1`` only absorbs reordering at the round boundary.
+
+Malformed input (SPEC §9) is dropped and counted, never raised: wrong job, type not GRAD or
+PARTIAL, chunk out of range, wrong number of values, empty worker set or bits outside F, a GRAD
+whose bitmap is not exactly its sender's bit, and ``count != popcount(bitmap)`` (a packet whose
+count disagrees with its worker set cannot be trusted to hold exactly that set's sum).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from workers.ina.constants import (
+    AGG_ID_PS,
+    FLAG_FALLBACK,
+    FLAG_INCOMPLETE,
+    FLAG_RETRANSMIT,
+    MAX_WORKERS,
+    TYPE_GRAD,
+    TYPE_PARTIAL,
+    TYPE_RESULT,
+)
+from workers.ina.constants import K as DEFAULT_K
+from workers.ina.messages import InaPacket, mask_of, wrap_sum
+
+
+class CoverBudgetExceeded(RuntimeError):
+    """The exact-cover search took more than its step budget."""
+
+
+def find_exact_cover(bitmaps: Iterable[int], full: int, budget: int = 100_000) -> list[int] | None:
+    """A list of pairwise disjoint bitmaps from ``bitmaps`` whose union is ``full``, or None.
+
+    Deterministic depth-first search, larger sets first (see module docstring).  Bitmaps with
+    bits outside ``full`` are ignored.  Raises :class:`CoverBudgetExceeded` after ``budget``
+    candidate tries.
+    """
+    order = sorted({b for b in bitmaps if b and not b & ~full},
+                   key=lambda b: (-b.bit_count(), b))
+    chosen: list[int] = []
+    steps = 0
+
+    def search(covered: int) -> bool:
+        nonlocal steps
+        if covered == full:
+            return True
+        rest = full & ~covered
+        low = rest & -rest
+        for b in order:
+            if b & low and not b & covered:
+                steps += 1
+                if steps > budget:
+                    raise CoverBudgetExceeded(f"exact cover search exceeded {budget} steps")
+                chosen.append(b)
+                if search(covered | b):
+                    return True
+                chosen.pop()
+        return False
+
+    return chosen if search(0) else None
+
+
+@dataclass
+class PsStats:
+    """Counters of everything the PS saw (all monotone)."""
+
+    packets: int = 0  # accepted (well-formed) GRAD/PARTIAL packets
+    grads: int = 0  # raw worker packets (type GRAD)
+    partials: int = 0  # aggregated packets (type PARTIAL)
+    fallbacks: int = 0  # packets flagged FALLBACK
+    retransmits: int = 0  # packets flagged RETRANSMIT
+    incomplete: int = 0  # PARTIALs flagged INCOMPLETE
+    duplicates: int = 0  # worker set already stored for the chunk
+    conflicts: int = 0  # duplicate set with different values (anomaly)
+    superseded: int = 0  # arrived as a strict superset of a stored piece
+    redundant: int = 0  # arrived as a strict subset of a stored piece
+    overlaps: int = 0  # partial overlap with a stored piece (anomaly)
+    pieces_dropped: int = 0  # non-singleton pieces over the max_pieces cap
+    late: int = 0  # packets for an already completed chunk (answered with RESULT)
+    stale_round: int = 0
+    future_round: int = 0
+    malformed: int = 0
+    chunks_completed: int = 0
+    rounds_completed: int = 0
+    results_sent: int = 0
+    results_resent: int = 0
+    malformed_reasons: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """Something a correct network should not produce, recorded for the run report."""
+
+    round: int
+    chunk_id: int
+    kind: str  # "conflict" | "overlap" | "cover_budget" | "pieces_cap"
+    bitmap: int
+    detail: str = ""
+
+
+@dataclass
+class PsOutput:
+    """What one :meth:`PsState.handle` call asks the I/O shell to do."""
+
+    results: list[InaPacket] = field(default_factory=list)  # RESULTs to multicast
+    completed_rounds: list[int] = field(default_factory=list)
+
+
+class _Chunk:
+    __slots__ = ("pieces", "union")
+
+    def __init__(self) -> None:
+        self.pieces: dict[int, np.ndarray] = {}
+        self.union = 0
+
+
+class _Round:
+    def __init__(self, n_chunks: int, k: int) -> None:
+        self.chunks: dict[int, _Chunk] = {}
+        self.done = np.zeros(n_chunks, dtype=bool)
+        self.sums = np.zeros((n_chunks, k), dtype=np.int32)
+        self.n_done = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.n_done == len(self.done)
+
+
+class PsState:
+    """Merge state of one job at the PS (see module docstring for the rules).
+
+    ``worker_ids``: the job's workers (bit i <-> worker i, i < 64).  ``n_chunks``: chunks per
+    round (the gradient is n_chunks * k int32 values, zero-padded).  ``k``: values per packet.
+    """
+
+    def __init__(
+        self,
+        job_id: int,
+        worker_ids: Iterable[int],
+        n_chunks: int,
+        k: int = DEFAULT_K,
+        *,
+        first_round: int = 0,
+        keep_done: int = 2,
+        max_ahead: int = 1,
+        max_pieces: int | None = None,
+        cover_budget: int = 100_000,
+        max_anomalies: int = 1000,
+    ) -> None:
+        ids = sorted(set(int(w) for w in worker_ids))
+        if not ids:
+            raise ValueError("a job needs at least one worker")
+        if ids[0] < 0 or ids[-1] >= MAX_WORKERS:
+            raise ValueError(f"worker ids must be in [0, {MAX_WORKERS}), got {ids}")
+        if n_chunks < 1 or k < 1:
+            raise ValueError(f"n_chunks and k must be >= 1, got {n_chunks}, {k}")
+        if keep_done < 0 or max_ahead < 0:
+            raise ValueError("keep_done and max_ahead must be >= 0")
+        self.job_id = job_id
+        self.worker_ids = ids
+        self.full_mask = mask_of(ids)
+        self.n_workers = len(ids)
+        self.n_chunks = n_chunks
+        self.k = k
+        self.first_round = first_round
+        self.keep_done = keep_done
+        self.max_ahead = max_ahead
+        self.max_pieces = max_pieces if max_pieces is not None else 4 * len(ids) + 16
+        self.cover_budget = cover_budget
+        self.max_anomalies = max_anomalies
+        self.current_round = first_round
+        self.stats = PsStats()
+        self.anomalies: list[Anomaly] = []
+        self._rounds: dict[int, _Round] = {}
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def is_round_complete(self, round_: int) -> bool:
+        rs = self._rounds.get(round_)
+        return rs is not None and rs.complete
+
+    def round_sum(self, round_: int) -> np.ndarray:
+        """The completed round's full int32 sum vector (n_chunks * k values, a copy)."""
+        rs = self._rounds.get(round_)
+        if rs is None or not rs.complete:
+            raise KeyError(f"round {round_} is not complete (or no longer kept)")
+        return rs.sums.reshape(-1).copy()
+
+    def missing(self, round_: int) -> dict[int, int]:
+        """For each incomplete chunk of ``round_``: the mask of workers not yet received."""
+        rs = self._rounds.get(round_)
+        if rs is None:
+            return dict.fromkeys(range(self.n_chunks), self.full_mask)
+        out = {}
+        for c in range(self.n_chunks):
+            if not rs.done[c]:
+                ch = rs.chunks.get(c)
+                out[c] = self.full_mask & ~(ch.union if ch else 0)
+        return out
+
+    # -- the state machine -----------------------------------------------------------------
+
+    def handle(self, pkt: InaPacket) -> PsOutput:
+        """Take one decoded packet; return the RESULTs to send and rounds that completed."""
+        out = PsOutput()
+        why = self._check(pkt)
+        if why:
+            self.stats.malformed += 1
+            self.stats.malformed_reasons[why] = self.stats.malformed_reasons.get(why, 0) + 1
+            return out
+        st = self.stats
+        st.packets += 1
+        if pkt.type == TYPE_GRAD:
+            st.grads += 1
+        else:
+            st.partials += 1
+        if pkt.flags & FLAG_FALLBACK:
+            st.fallbacks += 1
+        if pkt.flags & FLAG_RETRANSMIT:
+            st.retransmits += 1
+        if pkt.flags & FLAG_INCOMPLETE:
+            st.incomplete += 1
+
+        r, c = pkt.round, pkt.chunk_id
+        rs = self._rounds.get(r)
+        if r < self.current_round and rs is None:
+            st.stale_round += 1
+            return out
+        if r > self.current_round + self.max_ahead:
+            st.future_round += 1
+            return out
+        if rs is None:
+            rs = self._rounds[r] = _Round(self.n_chunks, self.k)
+        if rs.done[c]:
+            st.late += 1
+            st.results_resent += 1
+            out.results.append(self._result(r, c, rs.sums[c], resent=True))
+            return out
+
+        ch = rs.chunks.get(c)
+        if ch is None and pkt.bitmap == self.full_mask:
+            rs.sums[c] = pkt.values  # fast path: the whole sum in one packet (normal INA)
+        else:
+            if ch is None:
+                ch = rs.chunks[c] = _Chunk()
+            if not self._store(ch, pkt):
+                return out
+            if ch.union != self.full_mask:
+                return out
+            try:
+                cover = find_exact_cover(ch.pieces, self.full_mask, self.cover_budget)
+            except CoverBudgetExceeded as exc:
+                self._anomaly(r, c, "cover_budget", pkt.bitmap, str(exc))
+                return out
+            if cover is None:
+                return out
+            rs.sums[c] = wrap_sum([ch.pieces[b] for b in cover])
+            del rs.chunks[c]
+        rs.done[c] = True
+        rs.n_done += 1
+        st.chunks_completed += 1
+        st.results_sent += 1
+        out.results.append(self._result(r, c, rs.sums[c], resent=False))
+        if rs.complete:
+            st.rounds_completed += 1
+            out.completed_rounds.append(r)
+            self._advance()
+        return out
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _check(self, pkt: InaPacket) -> str | None:
+        if pkt.type not in (TYPE_GRAD, TYPE_PARTIAL):
+            return "type"
+        if pkt.job_id != self.job_id:
+            return "job"
+        if not 0 <= pkt.chunk_id < self.n_chunks:
+            return "chunk"
+        if pkt.round < self.first_round:
+            return "round"
+        b = pkt.bitmap
+        if b <= 0 or b & ~self.full_mask:
+            return "bitmap"
+        if pkt.type == TYPE_GRAD and b != 1 << pkt.worker_id:
+            return "grad_bitmap"
+        if pkt.count != b.bit_count():
+            return "count"
+        v = pkt.values
+        if not isinstance(v, np.ndarray) or v.shape != (self.k,) or v.dtype != np.int32:
+            return "values"
+        return None
+
+    def _store(self, ch: _Chunk, pkt: InaPacket) -> bool:
+        """Add the packet's piece to the chunk; False if it added nothing new."""
+        st, b = self.stats, pkt.bitmap
+        old = ch.pieces.get(b)
+        if old is not None:
+            st.duplicates += 1
+            if not np.array_equal(old, pkt.values):
+                st.conflicts += 1
+                self._anomaly(pkt.round, pkt.chunk_id, "conflict", b,
+                              "same worker set, different values; first kept")
+            return False
+        if b & ch.union:
+            sup = sub = ovl = False
+            for q in ch.pieces:
+                if b & q:
+                    if b & q == q:
+                        sup = True
+                    elif b & q == b:
+                        sub = True
+                    else:
+                        ovl = True
+            st.superseded += sup
+            st.redundant += sub
+            if ovl:
+                st.overlaps += 1
+                self._anomaly(pkt.round, pkt.chunk_id, "overlap", b,
+                              "partially overlaps a stored piece")
+        if len(ch.pieces) >= self.max_pieces and b.bit_count() > 1:
+            st.pieces_dropped += 1
+            self._anomaly(pkt.round, pkt.chunk_id, "pieces_cap", b, f"over {self.max_pieces}")
+            return False
+        vals = pkt.values.copy()
+        vals.setflags(write=False)
+        ch.pieces[b] = vals
+        ch.union |= b
+        return True
+
+    def _result(self, r: int, c: int, values: np.ndarray, resent: bool) -> InaPacket:
+        vals = values.view()  # a row of the round's sums, never written again
+        vals.setflags(write=False)
+        return InaPacket(
+            type=TYPE_RESULT,
+            flags=FLAG_RETRANSMIT if resent else 0,
+            job_id=self.job_id,
+            round=r,
+            chunk_id=c,
+            agg_id=AGG_ID_PS,
+            fan_in=0,
+            count=self.n_workers,
+            worker_id=0,
+            bitmap=self.full_mask,
+            values=vals,
+        )
+
+    def _advance(self) -> None:
+        while (rs := self._rounds.get(self.current_round)) is not None and rs.complete:
+            self.current_round += 1
+        horizon = self.current_round - self.keep_done
+        for r in [r for r in self._rounds if r < horizon]:
+            del self._rounds[r]
+
+    def _anomaly(self, r: int, c: int, kind: str, bitmap: int, detail: str) -> None:
+        if len(self.anomalies) < self.max_anomalies:
+            self.anomalies.append(Anomaly(r, c, kind, bitmap, detail))

@@ -1,0 +1,131 @@
+"""A worker process: ``python -m workers.ina.worker_node JOB.json --worker I``.
+
+Trains its replica for ``rounds`` synchronous rounds.  Each round: compute the gradient on
+its shard, quantize it with the job's scale, send it chunk by chunk following its schedule
+(:class:`workers.ina.worker.WorkerRound`: bounded window, retransmission), wait for every
+RESULT, apply the mean gradient.  Writes ``worker<I>.json`` (per-round time, retransmissions,
+clips, loss, accuracy) and ``worker<I>.npz`` (its quantized gradients and the sums it
+applied, so the runner can check exactness independently).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import select
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from workers.common.model import Replica
+from workers.common.quantize import dequantize, quantize
+from workers.ina.constants import K
+from workers.ina.job import JobConfig, ScheduleBook
+from workers.ina.udp import open_socket, receive, send
+from workers.ina.worker import WorkerRound
+
+
+class RoundFailed(RuntimeError):
+    pass
+
+
+def sync_round(sock, cfg: JobConfig, worker_id: int, round_: int, q: np.ndarray,
+               schedule: list[tuple[int, int, int]]) -> tuple[np.ndarray, dict]:
+    """Send one round's quantized gradient; return the int32 sum and the round's stats."""
+    wr = WorkerRound(job_id=cfg.job_id, worker_id=worker_id, round_=round_, values=q,
+                     schedule=schedule, k=K, window=cfg.window,
+                     timeout=cfg.timeout, max_timeout=cfg.max_timeout,
+                     direct_after=cfg.direct_after)
+    start = time.monotonic()
+    for pkt in wr.start(start):
+        send(sock, pkt, cfg.ps_addr)
+    while not wr.done:
+        now = time.monotonic()
+        if now - start > cfg.round_timeout_s:
+            raise RoundFailed(f"worker {worker_id}: round {round_} not complete after "
+                              f"{cfg.round_timeout_s:.0f} s ({wr.stats})")
+        deadline = wr.next_deadline()
+        wait = 0.05 if deadline is None else max(0.0, min(0.05, deadline - now))
+        ready, _, _ = select.select([sock], [], [], wait)
+        out = []
+        if ready:
+            while True:
+                try:
+                    pkt = receive(sock)
+                except BlockingIOError:
+                    break
+                if pkt is not None:
+                    out += wr.on_packet(pkt, time.monotonic())
+        out += wr.tick(time.monotonic())
+        for pkt in out:
+            send(sock, pkt, cfg.ps_addr)
+    elapsed = time.monotonic() - start
+    return wr.result_values(), {"time_s": elapsed, **asdict(wr.stats)}
+
+
+def wait_for_start(cfg: JobConfig, worker_id: int) -> None:
+    """Announce readiness, then wait for the runner's start file (if the job has one)."""
+    print(f"worker {worker_id} ready", flush=True)
+    if cfg.start_file is None:
+        return
+    deadline = time.monotonic() + cfg.round_timeout_s
+    while not Path(cfg.start_file).exists():
+        if time.monotonic() > deadline:
+            raise RoundFailed(f"worker {worker_id}: no start signal ({cfg.start_file}) "
+                              f"after {cfg.round_timeout_s:.0f} s")
+        time.sleep(0.01)
+
+
+def run(cfg: JobConfig, worker_id: int) -> dict:
+    index = cfg.worker_ids.index(worker_id)
+    replica = Replica(cfg.train, index)
+    sock = open_socket(("0.0.0.0", cfg.worker_addrs[index][1]))
+    sock.setblocking(False)
+    n_workers = len(cfg.worker_ids)
+    schedules = ScheduleBook(cfg, worker_id)
+    wait_for_start(cfg, worker_id)
+    rounds, sent_q, sums = [], [], []
+    for r in range(cfg.rounds):
+        loss, grad = replica.gradient(r)
+        q, clipped = quantize(grad, cfg.frac_bits, n_workers)
+        schedule, version = schedules.for_round(r)
+        total, stats = sync_round(sock, cfg, worker_id, r, q, schedule)
+        replica.apply(dequantize(total, cfg.frac_bits) / np.float32(n_workers))
+        sent_q.append(q)
+        sums.append(total)
+        rounds.append({"round": r, "loss": float(loss), "clipped": clipped,
+                       "schedule_version": version,
+                       "accuracy": replica.test_accuracy(), **stats})
+        print(f"worker {worker_id} round {r} {stats['time_s']:.3f}s "
+              f"retx {stats['retransmits']}", flush=True)
+    sock.close()
+    out = Path(cfg.out_dir)
+    np.savez(out / f"worker{worker_id}.npz", q=np.array(sent_q), sums=np.array(sums))
+    report = {"worker_id": worker_id, "rounds": rounds}
+    (out / f"worker{worker_id}.json").write_text(json.dumps(report, indent=1) + "\n")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workers.ina.worker_node", description=__doc__)
+    parser.add_argument("job", type=Path, help="job file written by the experiment runner")
+    parser.add_argument("--worker", type=int, required=True, help="worker id (bit position)")
+    args = parser.parse_args(argv)
+    cfg = JobConfig.load(args.job)
+    if args.worker not in cfg.worker_ids:
+        print(f"error: worker {args.worker} is not in job {cfg.job_id} "
+              f"(workers {cfg.worker_ids})", file=sys.stderr)
+        return 2
+    try:
+        run(cfg, args.worker)
+    except RoundFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

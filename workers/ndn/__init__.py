@@ -1,0 +1,1 @@
+"""The NDN transport: names, packets, PS/worker state machines, routers and their processes."""
