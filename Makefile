@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml scripts/ensure_system.sh
 	@bash scripts/ensure_system.sh
 	@test -x $(PY) || $(SYSTEM_PYTHON) -m venv --system-site-packages $(VENV)
 	@echo "installing Python dependencies into $(VENV) (pinned in pyproject.toml)"
-	@$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+	@$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev,ddp]'
 	@touch $@
 
 venv: $(STAMP)
@@ -44,6 +44,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/plan_scaling.py
 	$(PY) bench/pyswitch_pps.py
+	$(PY) bench/pyswitch_ina_pps.py
 
 clean:
 	rm -rf $(VENV) build results .pytest_cache *.egg-info

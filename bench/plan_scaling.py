@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Planner scaling: greedy placement time and γ on fat-trees (SPEC §3.4 benchmark target).
+"""Planner scaling: greedy placement time and γ on fat-trees (docs/design.md §3.4 benchmark target).
 
 Every host but the PS (h0) is a worker.  For each (k, budget) the full greedy runs from
 scratch (FastLP: twin-merged workers, pruned candidates, verified-symmetry orbits, HiGHS on a

@@ -1,4 +1,4 @@
-"""Baselines computed with the same model as the plan (SPEC §3.3).
+"""Baselines computed with the same model as the plan (docs/design.md §3.3).
 
 * ``ps_only``: no aggregation anywhere (closed form, :func:`controller.lp.ps_only`);
 * ``tor_only``: S = ∅ (only s_d aggregates);

@@ -13,9 +13,16 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from controller.experiment import ExperimentError
-from controller.lp import PlanError, make_job
-from topo.models import TopologyError, hosts, parse_topology
+from controller.baselines import all_baselines
+from controller.clean import add_clean_parser
+from controller.compare import add_compare_parser
+from controller.errors import ExperimentError
+from controller.greedy import greedy
+from controller.lp import FastLP, PlanError, make_job
+from controller.network_cli import add_network_parsers
+from controller.plan import build_plan, resolve_workers, write_plan
+from controller.run_cli import add_run_parser
+from topo.models import TopologyError, parse_topology
 
 __all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_workers"]
 
@@ -31,35 +38,12 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def resolve_workers(graph, ps: str, spec: str) -> list[str]:
-    """``NAME,NAME,...`` or a COUNT: the first COUNT hosts other than the PS in name order."""
-    spec = spec.strip()
-    if spec.isdigit():
-        count = int(spec)
-        pool = [h for h in hosts(graph) if h != ps]
-        if count < 1:
-            raise PlanError("--workers count must be >= 1")
-        if count > len(pool):
-            raise PlanError(f"--workers {count}: the topology has only {len(pool)} hosts "
-                            "besides the PS")
-        return pool[:count]
-    names = [n.strip() for n in spec.split(",") if n.strip()]
-    if not names:
-        raise PlanError("--workers is empty")
-    return names
-
-
 def _fmt(x: float | None) -> str:
     return "—" if x is None else f"{x:.6g}"
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Compute a deployment plan and write it as JSON."""
-    from controller.baselines import all_baselines
-    from controller.greedy import greedy
-    from controller.lp import FastLP
-    from controller.plan import build_plan, write_plan
-
     if args.budget < 0:
         raise PlanError(f"--budget must be >= 0, got {args.budget}")
     if args.capacity is not None and not args.capacity > 0:
@@ -151,21 +135,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-baselines", action="store_true", help="skip the baselines")
     p.add_argument("--result-load", action="store_true",
                    help="count the RESULT multicast tree in link loads (what the testbed's "
-                        "data plane does; SPEC §3.3 leaves it out)")
+                        "data plane does; docs/design.md §3.3 leaves it out)")
     p.add_argument("--out", required=True, help="plan file to write (JSON)")
-    from controller.compare import add_compare_parser
-    from controller.experiment import add_run_parser
-    from controller.network_cli import add_network_parsers
-
     add_run_parser(sub, add_subcommand)
     add_compare_parser(sub, add_subcommand)
     add_network_parsers(sub, add_subcommand)
+    add_clean_parser(sub, add_subcommand)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        # provenance records the command as typed (or as a test passed it)
+        args.command_line = ["python", "-m", "controller",
+                             *(sys.argv[1:] if argv is None else argv)]
         return args.func(args)
     except (UsageError, PlanError, TopologyError, ExperimentError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,9 +1,11 @@
-"""``python -m controller compare RUN...``: finished runs of any method side by side (SPEC §8).
+"""``python -m controller compare RUN...``: finished runs of any method side by side
+(docs/design.md §8).
 
 Every ``run --method`` writes ``results/<run>/results.json``.  Runs with ``modes`` (INA, BCube and
 its PS/ring baselines, NDN, clusters) keep per-round records with the same keys -- ``time_s``,
 ``ps_rx_bytes``, ``busiest_link_bytes``, ``retransmissions``, ``accuracy``, ``exact`` -- so one
-row per mode is their mean over the rounds.  The asynchronous PS has no rounds: it has
+row per mode is their mean over the rounds (:func:`controller.records.summarize_mode`, the
+record type every runner writes).  The asynchronous PS has no rounds: it has
 policies, each run over seeds with a push budget of ``rounds x learners``; its row divides the
 run's duration and the PS link's bytes by ``rounds`` (the same amount of gradient work as R
 synchronous rounds) and averages over seeds; so does an NDN run in async mode (one row per
@@ -22,32 +24,17 @@ since a time means nothing without them.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from controller.errors import ExperimentError
+from controller.files import write_json_atomic
+from controller.records import ModeSummary, summarize_mode
 
 __all__ = ["Row", "load_results", "rows_of", "compare_rows", "settings_text"]
 
-
-@dataclass(frozen=True)
-class Row:
-    """One mode (or async policy) of one run."""
-
-    run: str
-    method: str
-    mode: str
-    rounds: int
-    s_per_round: float | None
-    goodput_Bps: float | None
-    ps_bytes_per_round: float | None
-    busiest_bytes_per_round: float | None
-    retransmissions: int | None
-    accuracy: float | None
-    exact: bool | None
-    gamma_predicted: float | None = None
-    gamma_measured: float | None = None
+Row = ModeSummary  # one mode (or async policy, or cluster rule) of one run
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
@@ -77,15 +64,6 @@ def _round_mean(rounds: list[dict], key: str) -> float | None:
     return _mean([float(r[key]) for r in rounds if r.get(key) is not None])
 
 
-def _grad_bytes(mode: dict) -> float | None:
-    """Bytes of gradient one round synchronizes, where the run records it."""
-    if "grad_bytes" in mode:
-        return float(mode["grad_bytes"])
-    if "grad_values" in mode:  # NDN: int32 values
-        return 4.0 * float(mode["grad_values"])
-    return None
-
-
 def rows_of(run: str, doc: dict[str, Any]) -> list[Row]:
     """The rows of one results document (see the module docstring for what a row means)."""
     method = str(doc.get("method", "ina"))
@@ -98,21 +76,8 @@ def rows_of(run: str, doc: dict[str, Any]) -> list[Row]:
         if not rounds and "pushes" in mode:  # NDN async: pushes, no rounds
             rows.append(_async_ndn_row(run, method, name, mode, R))
             continue
-        t = _round_mean(rounds, "time_s")
-        g = _grad_bytes(mode)
-        retx = [r["retransmissions"] for r in rounds if "retransmissions" in r]
-        exact = [bool(r["exact"]) for r in rounds if "exact" in r]
         is_ina = method == "ina" and name == "ina"
-        rows.append(Row(
-            run=run, method=method, mode=name, rounds=len(rounds), s_per_round=t,
-            goodput_Bps=g / t if g and t else None,
-            ps_bytes_per_round=_round_mean(rounds, "ps_rx_bytes"),
-            busiest_bytes_per_round=_round_mean(rounds, "busiest_link_bytes"),
-            retransmissions=int(sum(retx)) if retx else None,
-            accuracy=rounds[-1].get("accuracy") if rounds else None,
-            exact=all(exact) if exact else None,
-            gamma_predicted=gamma.get("predicted") if is_ina else None,
-            gamma_measured=gamma.get("measured") if is_ina else None))
+        rows.append(summarize_mode(run, method, name, mode, gamma if is_ina else None))
     for policy, data in (doc.get("policies") or {}).items():
         runs = data.get("runs") or []
         durations = [float(r["duration_s"]) for r in runs if r.get("duration_s") is not None]
@@ -205,8 +170,6 @@ def cmd_compare(args: Any) -> int:
     from rich import box
     from rich.console import Console
     from rich.table import Table
-
-    from controller.files import write_json_atomic
 
     rows, settings = compare_rows(args.runs)
     index = {run: i + 1 for i, run in enumerate(settings)}  # short run labels for the table

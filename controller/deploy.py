@@ -1,4 +1,4 @@
-"""From a plan to switch state: the rule installer (SPEC §3.5, §3.7; docs/protocol.md §3).
+"""From a plan to switch state: the rule installer (docs/design.md §3.5, §3.7; docs/protocol.md §3).
 
 Every switch runs ``p4src/ina.p4``; a switch outside the plan's deployment set (and not the
 PS's ToR) gets ``agg_enabled = 0``, which is how the testbed models a non-programmable switch:

@@ -1,5 +1,5 @@
-"""The controller's switch-failure monitor for the INA experiment (SPEC §9): the I/O shell
-around :mod:`controller.replan`.
+"""The controller's switch-failure monitor for the INA experiment (docs/design.md §9): the I/O
+shell around :mod:`controller.replan`.
 
 While a job runs, :meth:`SwitchMonitor.poll` (called by the runner's wait loop, every ~50 ms)
 checks every switch's process.  When one has died it

@@ -1,26 +1,11 @@
-"""Writing result and plan files: atomically, so an interrupted run never leaves half a file."""
+"""Writing result and plan files: atomically, so an interrupted run never leaves half a file.
+
+The function lives in :mod:`workers.common.files` (host processes write their reports with it
+and must not import ``controller``); the controller uses it from here.
+"""
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from pathlib import Path
-from typing import Any
+from workers.common.files import write_json_atomic
 
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """JSON to a temporary file in the same folder, then rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; these are ordinary files
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+__all__ = ["write_json_atomic"]

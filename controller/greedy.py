@@ -1,4 +1,4 @@
-"""Greedy placement (SPEC §3.4, patent steps s11–s16).
+"""Greedy placement (docs/design.md §3.4).
 
 S ← ∅; U ← candidates (all switches but s_d that can carry traffic, :func:`lp.candidates`).
 While |S| < M: solve LP(S ∪ {s}) for every s ∈ U; move the s with the largest γ from U to S,

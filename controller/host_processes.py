@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.errors import ExperimentError
+from controller.provenance import CpuClock
 
 ROOT = Path(__file__).resolve().parent.parent
 READY_SUFFIX = " ready"  # the last word of the line a node prints when it can be started
@@ -28,11 +29,14 @@ class HostProcesses:
     """The processes of one run, at most one per Mininet host; a context manager.
 
     ``on_line(host, line)`` sees every output line (after it is logged).  Leaving the ``with``
-    block kills what still runs and writes ``logs.txt``."""
+    block kills what still runs and writes ``logs.txt``.  ``cpu`` (optional) samples every
+    process's CPU time before each poll, so the provenance can say what each one used."""
 
     def __init__(self, net: Any, label: str, log_dir: Path,
-                 on_line: Callable[[str, str], None] | None = None) -> None:
+                 on_line: Callable[[str, str], None] | None = None,
+                 cpu: CpuClock | None = None) -> None:
         self.net = net
+        self.cpu = cpu
         self.label = label
         self.log_file = Path(log_dir) / "logs.txt"
         self.on_line = on_line
@@ -88,7 +92,7 @@ class HostProcesses:
         while True:
             if watch is not None:
                 watch()
-            codes = {h: self.procs[h].poll() for h in hosts}
+            codes = {h: self._poll(h) for h in hosts}
             done = {h: c for h, c in codes.items() if c is not None}
             if len(done) == len(hosts) or any(c != 0 for c in done.values()):
                 return done
@@ -102,11 +106,21 @@ class HostProcesses:
         every client is done) and return its exit code."""
         proc = self.procs[host]
         proc.terminate()
-        try:
-            return proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            raise ExperimentError(f"{self.label}: the process on {host} did not stop within "
-                                  f"{timeout_s:g} s (see {self.log_file})") from None
+        deadline = time.monotonic() + timeout_s
+        while (code := self._poll(host)) is None:
+            if time.monotonic() > deadline:
+                raise ExperimentError(f"{self.label}: the process on {host} did not stop "
+                                      f"within {timeout_s:g} s (see {self.log_file})")
+            time.sleep(0.02)
+        return code
+
+    def _poll(self, host: str) -> int | None:
+        """``Popen.poll`` after a CPU sample: an exited process is a zombie until polled, and
+        a zombie's /proc entry holds its final CPU time."""
+        proc = self.procs[host]
+        if self.cpu is not None and proc.returncode is None:
+            self.cpu.sample(host, proc.pid)
+        return proc.poll()
 
     def last_line(self, host: str) -> str:
         return "".join(self.logs.get(host, [])[-1:]).strip() or "(no output)"
@@ -124,8 +138,8 @@ class HostProcesses:
 
     def close(self) -> None:
         """Kill what still runs, then write every host's output to ``logs.txt``."""
-        for proc in self.procs.values():
-            if proc.poll() is None:
+        for host, proc in self.procs.items():
+            if self._poll(host) is None:
                 proc.kill()
                 proc.wait()
         for t in self._pumps:

@@ -1,4 +1,4 @@
-"""The placement LP of SPEC §3.3 (interval model) for a fixed deployment set S, in PuLP.
+"""The placement LP of docs/design.md §3.3 (interval model) for a fixed deployment set S, in PuLP.
 
 Job: workers W, PS d (a host) and its ToR s_d, topology G with directed capacities B_e.
 For S (switches other than s_d), variables γ, x_{w,s}, a_s ≥ 0; u_w = γ − Σ_s x_{w,s}::
@@ -36,6 +36,12 @@ Candidates (exact pruning)
     A switch that no worker reaches, or that cannot reach s_d without crossing a host, cannot
     carry any x_{w,s} (resp. a_s): adding it never changes γ.  :func:`candidates` omits them.
 
+Building blocks
+    :func:`solve_lp` is assembled from per-job pieces (:func:`add_job_vars`,
+    :func:`add_job_load`, :func:`add_job_rows`, :func:`switch_input_terms`,
+    :func:`tor_input_terms`, :func:`job_solution`) so that the joint model of several jobs
+    (:mod:`controller.lp_jobs`, docs/design.md §3.10) is the same LP per job with shared rows.
+
 Errors: every user-facing problem is a :class:`PlanError` with one clear line.
 """
 
@@ -66,6 +72,15 @@ __all__ = [
     "FastLP",
     "compute_loads",
     "result_tree_coeffs",
+    "JobVars",
+    "add_job_vars",
+    "add_job_load",
+    "add_load_rows",
+    "add_job_rows",
+    "switch_input_terms",
+    "tor_input_terms",
+    "solve_problem",
+    "job_solution",
 ]
 
 Link = tuple[str, str]
@@ -153,7 +168,7 @@ def result_tree_coeffs(job: Job, deployed: Sequence[str]) -> list[tuple[Link, fl
     The PS answers every chunk once, to s_d (link d→s_d), and the switches multicast it
     down one tree (:func:`controller.mcast_tree.result_tree`: to every worker and every
     deployed switch), so each tree link carries one RESULT stream of rate γ in the downward
-    direction.  SPEC §3.3's LP leaves this out; on a fat-tree it shares the links into a
+    direction.  docs/design.md §3.3's LP leaves this out; on a fat-tree it shares the links into a
     deployed switch with gradients flowing toward it, so a data plane that sends RESULTs
     runs at the γ of the LP *with* this term.  The tree breaks ties by name, so it is not
     invariant under topology automorphisms: the greedy does not use symmetry with it.
@@ -194,7 +209,7 @@ def worker_groups(job: Job, merge: bool = True) -> list[tuple[str, ...]]:
 @dataclass
 class LPResult:
     """Solution of LP(S).  ``x[(w, s)]``, ``u[w]`` per worker (expanded from groups);
-    ``loads`` (directed link → load, by the SPEC formula) is computed on first use."""
+    ``loads`` (directed link → load, by the docs/design.md §3.3 formula) is computed on first use."""
 
     deployed: tuple[str, ...]
     gamma: float
@@ -246,18 +261,8 @@ def _status_error(status: str, deployed: Sequence[str]) -> PlanError:
     return PlanError(f"LP for {where} is {status.lower()}")
 
 
-def solve_lp(
-    job: Job,
-    deployed: Sequence[str],
-    *,
-    solver: str | pulp.LpSolver = "auto",
-    time_limit: float | None = 60.0,
-    merge: bool = True,
-) -> LPResult:
-    """Solve LP(S) for ``deployed`` = S (s_d excluded, order kept for the interval layout)."""
-    t0 = time.perf_counter()
-    g, sd = job.graph, job.ps_tor
-    S = list(deployed)
+def _check_deployed(g: nx.Graph, sd: str, S: Sequence[str]) -> None:
+    """Reject a deployment set LP(S) cannot use (one :class:`PlanError` line)."""
     if len(set(S)) != len(S):
         raise PlanError("deployment set lists a switch twice")
     for s in S:
@@ -267,18 +272,47 @@ def solve_lp(
             raise PlanError(f"{s!r} is the PS's ToR; it always aggregates and is not in S")
         if hop_distance(g, s, sd) is None:
             raise PlanError(f"deployed switch {s!r} cannot reach the PS's switch {sd!r}")
-    groups = worker_groups(job, merge)
-    prob = pulp.LpProblem("ina_placement", pulp.LpMaximize)
-    gamma = prob.add_variable("gamma", lowBound=0)
-    a = {s: prob.add_variable(f"a_{i}", lowBound=0) for i, s in enumerate(S)}
+
+
+LoadRows = dict[Link, dict[pulp.LpVariable, float]]
+
+
+@dataclass
+class JobVars:
+    """One job's variables in a PuLP model: γ, a_s (s ∈ S), y_{g,s} (twin class g reaches s).
+
+    Built by :func:`add_job_vars`; shared by :func:`solve_lp` and the joint model of
+    :mod:`controller.lp_jobs` (docs/design.md §3.10), which adds one ``JobVars`` per job to one problem.
+    """
+
+    job: Job
+    S: list[str]
+    groups: list[tuple[str, ...]]
+    gamma: pulp.LpVariable
+    a: dict[str, pulp.LpVariable]
+    y: dict[tuple[int, str], pulp.LpVariable]
+
+
+def add_job_vars(prob: pulp.LpProblem, job: Job, S: Sequence[str],
+                 groups: list[tuple[str, ...]], prefix: str = "") -> JobVars:
+    """Create γ, a_s and y_{g,s} (only where g's representative reaches s) in ``prob``;
+    ``prefix`` keeps names unique when several jobs share one problem."""
+    g = job.graph
+    gamma = prob.add_variable(f"{prefix}gamma", lowBound=0)
+    a = {s: prob.add_variable(f"{prefix}a_{i}", lowBound=0) for i, s in enumerate(S)}
     y: dict[tuple[int, str], pulp.LpVariable] = {}
     for gi, grp in enumerate(groups):
         for i, s in enumerate(S):
             if reachable(g, grp[0], s):
-                y[gi, s] = prob.add_variable(f"x_{gi}_{i}", lowBound=0)
-    prob += gamma
+                y[gi, s] = prob.add_variable(f"{prefix}x_{gi}_{i}", lowBound=0)
+    return JobVars(job, list(S), groups, gamma, a, y)
 
-    load: dict[Link, dict[pulp.LpVariable, float]] = {}
+
+def add_job_load(load: LoadRows, v: JobVars) -> None:
+    """Add the job's load(e) of docs/design.md §3.3 (u_w = γ − Σ_s x_{w,s} substituted) to ``load``,
+    row by directed link; several jobs add into one ``load`` for shared link rows."""
+    job, S, groups, gamma, y = v.job, v.S, v.groups, v.gamma, v.y
+    g, sd = job.graph, job.ps_tor
 
     def add(coeffs: Iterable[tuple[Link, float]], var: pulp.LpVariable, sign: float = 1.0):
         for e, c in coeffs:
@@ -293,35 +327,49 @@ def solve_lp(
                 add(_group_coeffs(g, grp, s), y[gi, s])
                 add(to_sd, y[gi, s], -1.0)
     for s in S:
-        add(_fractions(g, s, sd), a[s])
+        add(_fractions(g, s, sd), v.a[s])
     add(_fractions(g, sd, job.ps), gamma)
     if job.result_load:
         add(result_tree_coeffs(job, S), gamma)
 
+
+def add_load_rows(prob: pulp.LpProblem, graph: nx.Graph, load: LoadRows) -> None:
+    """load(e) ≤ B_e for every directed link with a nonzero term."""
     for e, row in load.items():
         terms = [(v, c) for v, c in row.items() if abs(c) > 1e-12]
         if terms:
-            prob += pulp.LpAffineExpression(terms) <= _bw(g, *e), f"load_{e[0]}_{e[1]}"
-    for (gi, s), var in y.items():
-        prob += var - a[s] <= 0, f"cover_{gi}_{s}"
-    if S:
-        prob += pulp.lpSum(a.values()) - gamma <= 0, "intervals"
-    for gi in range(len(groups)):
-        mine = [y[gi, s] for s in S if (gi, s) in y]
-        if mine:
-            prob += pulp.lpSum(mine) - gamma <= 0, f"u_{gi}"
-    for s in S:
-        if s in job.capacity:
-            terms = [(y[gi, s], len(grp)) for gi, grp in enumerate(groups) if (gi, s) in y]
-            if terms:
-                prob += pulp.LpAffineExpression(terms) <= job.capacity[s], f"cap_{s}"
-    if sd in job.capacity:
-        n_w = len(job.workers)
-        terms = [(gamma, float(n_w))]
-        terms += [(v, -float(len(groups[gi]))) for (gi, _s), v in y.items()]
-        terms += [(v, 1.0) for v in a.values()]
-        prob += pulp.LpAffineExpression(terms) <= job.capacity[sd], "cap_tor"
+            prob += pulp.LpAffineExpression(terms) <= _bw(graph, *e), f"load_{e[0]}_{e[1]}"
 
+
+def add_job_rows(prob: pulp.LpProblem, v: JobVars, prefix: str = "") -> None:
+    """The job's own rows: cover x_{w,s} ≤ a_s, intervals Σ_s a_s ≤ γ, u_w ≥ 0."""
+    for (gi, s), var in v.y.items():
+        prob += var - v.a[s] <= 0, f"{prefix}cover_{gi}_{s}"
+    if v.S:
+        prob += pulp.lpSum(v.a.values()) - v.gamma <= 0, f"{prefix}intervals"
+    for gi in range(len(v.groups)):
+        mine = [v.y[gi, s] for s in v.S if (gi, s) in v.y]
+        if mine:
+            prob += pulp.lpSum(mine) - v.gamma <= 0, f"{prefix}u_{gi}"
+
+
+def switch_input_terms(v: JobVars, s: str) -> list[tuple[pulp.LpVariable, float]]:
+    """The job's aggregation input rate at s ∈ S: Σ_w x_{w,s} (|g| per class variable)."""
+    return [(v.y[gi, s], float(len(grp))) for gi, grp in enumerate(v.groups) if (gi, s) in v.y]
+
+
+def tor_input_terms(v: JobVars) -> list[tuple[pulp.LpVariable, float]]:
+    """The job's input rate at s_d: Σ_w u_w + Σ_s a_s, with u_w = γ − Σ_s x_{w,s}."""
+    terms = [(v.gamma, float(len(v.job.workers)))]
+    terms += [(var, -float(len(v.groups[gi]))) for (gi, _s), var in v.y.items()]
+    terms += [(var, 1.0) for var in v.a.values()]
+    return terms
+
+
+def solve_problem(prob: pulp.LpProblem, solver: str | pulp.LpSolver,
+                  time_limit: float | None, S: Sequence[str]) -> str:
+    """Solve; any status but optimal is a :class:`PlanError` naming S.  Returns the solver's
+    name for the result."""
     slv = pick_solver(solver, time_limit) if isinstance(solver, str) else solver
     try:
         prob.solve(slv)
@@ -332,28 +380,64 @@ def solve_lp(
         status = "Not Solved"  # PuLP reports a time-limited stop as "Optimal"
     if status != "Optimal":
         raise _status_error(status, S)
+    return f"{type(slv).__name__} (PuLP)"
 
-    def val(v: pulp.LpVariable) -> float:
-        x = v.value()
-        return max(0.0, float(x)) if x is not None else 0.0
 
-    gam = val(gamma)
+def _val(v: pulp.LpVariable) -> float:
+    x = v.value()
+    return max(0.0, float(x)) if x is not None else 0.0
+
+
+def job_solution(v: JobVars, solver: str, seconds: float) -> LPResult:
+    """Read the job's solved variables back, per worker (twin classes expanded)."""
+    gam = _val(v.gamma)
     x_out: dict[tuple[str, str], float] = {}
     u_out: dict[str, float] = {}
-    for gi, grp in enumerate(groups):
+    for gi, grp in enumerate(v.groups):
         tot = 0.0
-        for s in S:
-            xv = val(y[gi, s]) if (gi, s) in y else 0.0
+        for s in v.S:
+            xv = _val(v.y[gi, s]) if (gi, s) in v.y else 0.0
             tot += xv
             for w in grp:
                 x_out[w, s] = xv
         for w in grp:
             u_out[w] = max(0.0, gam - tot)
-    a_out = {s: val(a[s]) for s in S}
-    return LPResult(
-        tuple(S), gam, x_out, a_out, u_out, f"{type(slv).__name__} (PuLP)",
-        time.perf_counter() - t0, job,
-    )
+    a_out = {s: _val(v.a[s]) for s in v.S}
+    return LPResult(tuple(v.S), gam, x_out, a_out, u_out, solver, seconds, v.job)
+
+
+def solve_lp(
+    job: Job,
+    deployed: Sequence[str],
+    *,
+    solver: str | pulp.LpSolver = "auto",
+    time_limit: float | None = 60.0,
+    merge: bool = True,
+) -> LPResult:
+    """Solve LP(S) for ``deployed`` = S (s_d excluded, order kept for the interval layout)."""
+    t0 = time.perf_counter()
+    g, sd = job.graph, job.ps_tor
+    S = list(deployed)
+    _check_deployed(g, sd, S)
+    groups = worker_groups(job, merge)
+    prob = pulp.LpProblem("ina_placement", pulp.LpMaximize)
+    v = add_job_vars(prob, job, S, groups)
+    prob += v.gamma
+
+    load: LoadRows = {}
+    add_job_load(load, v)
+    add_load_rows(prob, g, load)
+    add_job_rows(prob, v)
+    for s in S:
+        if s in job.capacity:
+            terms = switch_input_terms(v, s)
+            if terms:
+                prob += pulp.LpAffineExpression(terms) <= job.capacity[s], f"cap_{s}"
+    if sd in job.capacity:
+        prob += pulp.LpAffineExpression(tor_input_terms(v)) <= job.capacity[sd], "cap_tor"
+
+    name = solve_problem(prob, solver, time_limit, S)
+    return job_solution(v, name, time.perf_counter() - t0)
 
 
 def compute_loads(
@@ -363,7 +447,7 @@ def compute_loads(
     x: Mapping[tuple[str, str], float],
     a: Mapping[str, float],
 ) -> dict[Link, float]:
-    """Directed link loads of a solution, by the formula of SPEC §3.3 (all workers)."""
+    """Directed link loads of a solution, by the formula of docs/design.md §3.3 (all workers)."""
     g, sd = job.graph, job.ps_tor
     out: dict[Link, float] = {}
 

@@ -4,7 +4,7 @@ The PS sends each RESULT once, to its ToR s_d; switches release the chunk's slot
 replicate the packet down a tree that must reach
 
 * every worker (they apply the result), and
-* every deployed aggregation switch (it must see the RESULT to release its slot, SPEC §3.7),
+* every deployed aggregation switch (it must see the RESULT to release its slot, docs/design.md §3.7),
 
 with each of them receiving exactly one copy.  We take the shortest-path tree rooted at s_d
 over the switch graph (parents chosen deterministically: the smallest-named neighbour one hop

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from controller.deploy import DeployError, JobSpec, deploy, switch_rules
-from controller.experiment import ExperimentError, check_environment, compile_program
+from controller.errors import ExperimentError
 from controller.files import write_json_atomic
+from controller.network import check_environment, compile_program
+from controller.plan import load_plan
 
 
 def network_description(mininet: Any) -> dict[str, Any]:
@@ -91,7 +93,6 @@ def cmd_net(args: argparse.Namespace) -> int:
 def cmd_deploy(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from controller.plan import load_plan
     from topo.models import load_json
 
     plan = load_plan(args.plan)

@@ -11,7 +11,9 @@ names). Match values by kind:
 * lpm: ``(value, prefix_len)`` or ``"10.0.1.0/24"`` (host bits are cleared before sending);
 * ternary: ``(value, mask)``; range: ``(low, high)``.
 
-Values are sent as canonical byte strings (P4Runtime §8.4), which BMv2 and pyswitch accept.
+Values are sent as canonical byte strings (P4Runtime §8.4), which BMv2 and pyswitch accept;
+the value codec and the P4Info index are pyswitch's (``pyswitch.p4runtime.codec``,
+``pyswitch.p4runtime.p4info_index``), the same code the switch decodes with.
 Failures raise :class:`WriteError` (one :class:`UpdateError` per failed update, with the
 canonical code the switch gave), :class:`SwitchTimeout` ("switch s3 at 127.0.0.1:50003 did
 not answer within 5 s"), :class:`NotPrimaryError`, or :class:`P4RuntimeError`.
@@ -19,7 +21,6 @@ not answer within 5 s"), :class:`NotPrimaryError`, or :class:`P4RuntimeError`.
 
 from __future__ import annotations
 
-import ipaddress
 import queue
 import threading
 from collections.abc import Iterable, Iterator
@@ -28,15 +29,21 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from google.protobuf import text_format
 from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from pyswitch.p4runtime.codec import (
+    decode_field_match,
+    decode_int,
+    election_pair,
+    encode_field_match,
+    encode_int,
+    to_int,
+)
+from pyswitch.p4runtime.p4info_index import P4InfoIndex, TableInfo, load_p4info
+
 CODE_NAMES = {v: k for k, v in code_pb2.Code.items()}
-MT = p4info_pb2.MatchField.MatchType
-KIND = {MT.EXACT: "exact", MT.LPM: "lpm", MT.TERNARY: "ternary", MT.RANGE: "range",
-        MT.OPTIONAL: "optional"}
 
 
 class P4RuntimeError(Exception):
@@ -93,107 +100,6 @@ class TableEntry:
     is_default: bool = False
 
 
-# ---------------------------------------------------------------- value encoding
-
-def to_int(value: Any, what: str) -> int:
-    """int, bytes, ``"aa:bb:cc:dd:ee:ff"``, ``"10.0.0.1"`` or a decimal/hex string → int."""
-    if isinstance(value, bool):
-        raise ValueError(f"{what}: {value!r} is not a value")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"{what}: negative value {value}")
-        return value
-    if isinstance(value, bytes | bytearray):
-        return int.from_bytes(value, "big")
-    if isinstance(value, str):
-        s = value.strip()
-        if s.count(":") == 5:
-            return int(s.replace(":", ""), 16)
-        try:
-            return int(ipaddress.IPv4Address(s))
-        except ValueError:
-            pass
-        try:
-            return int(s, 0)
-        except ValueError:
-            raise ValueError(f"{what}: cannot read {value!r} as a value") from None
-    raise ValueError(f"{what}: cannot read {value!r} as a value")
-
-
-def encode(value: int, bitwidth: int, what: str) -> bytes:
-    """int → canonical byte string, refusing values wider than the field."""
-    if value >> bitwidth:
-        raise ValueError(f"{what}: value {value:#x} does not fit in {bitwidth} bits")
-    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
-
-
-def decode(data: bytes) -> int:
-    return int.from_bytes(data, "big")
-
-
-def election_tuple(eid: int | tuple[int, int]) -> tuple[int, int]:
-    if isinstance(eid, tuple):
-        return eid
-    return eid >> 64, eid & ((1 << 64) - 1)
-
-
-def load_p4info(source: str | Path | bytes | p4info_pb2.P4Info) -> p4info_pb2.P4Info:
-    """A P4Info from a message, a text-format file (p4c's ``.p4info.txt``) or a binary file."""
-    if isinstance(source, p4info_pb2.P4Info):
-        return source
-    data = source if isinstance(source, bytes) else Path(source).read_bytes()
-    info = p4info_pb2.P4Info()
-    try:
-        text_format.Merge(data.decode(), info, allow_unknown_field=True)
-        return info
-    except (UnicodeDecodeError, text_format.ParseError):
-        info.ParseFromString(data)
-        return info
-
-
-# ---------------------------------------------------------------- P4Info names
-
-class P4InfoNames:
-    """Name → P4Info object lookups (with a clear error for unknown names)."""
-
-    def __init__(self, p4info: p4info_pb2.P4Info) -> None:
-        self.p4info = p4info
-        self.tables = {t.preamble.name: t for t in p4info.tables}
-        self.actions = {a.preamble.name: a for a in p4info.actions}
-        self.counters = {c.preamble.name: c for c in p4info.counters}
-        self.direct_counters = {c.preamble.name: c for c in p4info.direct_counters}
-        self.registers = {r.preamble.name: r for r in p4info.registers}
-        self.by_id: dict[int, Any] = {}
-        for group in (p4info.tables, p4info.actions, p4info.counters, p4info.direct_counters,
-                      p4info.registers, p4info.controller_packet_metadata):
-            for obj in group:
-                self.by_id[obj.preamble.id] = obj
-        for group in (self.tables, self.actions, self.counters, self.registers):
-            for obj in list(group.values()):
-                if obj.preamble.alias and obj.preamble.alias not in group:
-                    group[obj.preamble.alias] = obj
-        self.cpm = {c.preamble.name: c for c in p4info.controller_packet_metadata}
-
-    def _get(self, kind: str, group: dict[str, Any], name: str) -> Any:
-        try:
-            return group[name]
-        except KeyError:
-            known = ", ".join(sorted(n for n in group if "." in n or len(group) < 20)) or "none"
-            raise KeyError(f"unknown {kind} {name!r} (known: {known})") from None
-
-    def table(self, name: str) -> Any:
-        return self._get("table", self.tables, name)
-
-    def action(self, name: str) -> Any:
-        return self._get("action", self.actions, name)
-
-    def counter(self, name: str) -> Any:
-        return self._get("counter", self.counters, name)
-
-    def register(self, name: str) -> Any:
-        return self._get("register", self.registers, name)
-
-
 # ---------------------------------------------------------------- the connection
 
 class SwitchConnection:
@@ -203,11 +109,11 @@ class SwitchConnection:
                  name: str | None = None, timeout: float = 5.0, role: str | None = None) -> None:
         self.address = address
         self.device_id = device_id
-        self.election_id = election_tuple(election_id)
+        self.election_id = election_pair(election_id)
         self.name = name or f"device {device_id}"
         self.timeout = timeout
         self.role = role
-        self.names: P4InfoNames | None = None
+        self.index: P4InfoIndex | None = None  # names and ids of the switch's P4Info
         self.is_primary = False
         self.primary_election_id: tuple[int, int] | None = None
         self.arbitration_code: int | None = None  # status code of the last arbitration answer
@@ -365,10 +271,10 @@ class SwitchConnection:
             req.role = self.role
         return req
 
-    def _need_names(self) -> P4InfoNames:
-        if self.names is None:
-            self.names = P4InfoNames(self.get_p4info())
-        return self.names
+    def _need_index(self) -> P4InfoIndex:
+        if self.index is None:
+            self.index = P4InfoIndex(self.get_p4info())
+        return self.index
 
     # -- pipeline
     def set_pipeline(self, p4info: str | Path | bytes | p4info_pb2.P4Info,
@@ -385,7 +291,7 @@ class SwitchConnection:
         req.config.p4_device_config = raw
         req.config.cookie.cookie = cookie
         self._call("SetForwardingPipelineConfig", req)
-        self.names = P4InfoNames(info)
+        self.index = P4InfoIndex(info)
 
     def get_p4info(self) -> p4info_pb2.P4Info:
         req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
@@ -395,71 +301,65 @@ class SwitchConnection:
 
     def use_p4info(self, p4info: str | Path | bytes | p4info_pb2.P4Info) -> None:
         """Use this P4Info for names without pushing a pipeline."""
-        self.names = P4InfoNames(load_p4info(p4info))
+        self.index = P4InfoIndex(load_p4info(p4info))
 
     def api_version(self) -> str:
         return self._call("Capabilities", p4runtime_pb2.CapabilitiesRequest()) \
             .p4runtime_api_version
 
     # -- building entities
-    def _field_match(self, table: Any, name: str, value: Any) -> p4runtime_pb2.FieldMatch:
-        mf = next((m for m in table.match_fields if m.name == name), None)
-        if mf is None:
-            known = ", ".join(m.name for m in table.match_fields)
-            raise KeyError(f"table {table.preamble.name}: no match field {name!r} "
-                           f"(fields: {known})")
-        kind, w = KIND.get(mf.match_type, "other"), mf.bitwidth
-        what = f"{table.preamble.name} {name}"
-        fm = p4runtime_pb2.FieldMatch(field_id=mf.id)
-        if kind == "exact":
-            fm.exact.value = encode(to_int(value, what), w, what)
-        elif kind == "optional":
-            fm.optional.value = encode(to_int(value, what), w, what)
-        elif kind == "lpm":
+    @staticmethod
+    def _field_match(table: TableInfo, name: str, value: Any) -> p4runtime_pb2.FieldMatch:
+        """A match value as users write it (see the module docstring) → FieldMatch."""
+        f = table.field(name)
+        what = f"{table.name} {name}"
+        if f.kind in ("exact", "optional"):
+            return encode_field_match(f, to_int(value, what), what)
+        if f.kind == "lpm":
             if isinstance(value, str) and "/" in value:
                 addr, plen_s = value.split("/", 1)
                 v, plen = to_int(addr, what), int(plen_s)
             else:
                 v, plen = to_int(value[0], what), int(value[1])
+            w = f.bitwidth
             if not 0 <= plen <= w:
                 raise ValueError(f"{what}: prefix length {plen} not in 0..{w}")
+            # host bits cleared: P4Runtime refuses them, users write 10.0.1.77/24 anyway
             v &= ((1 << w) - 1) ^ ((1 << (w - plen)) - 1)
-            fm.lpm.value, fm.lpm.prefix_len = encode(v, w, what), plen
-        elif kind == "ternary":
+            return encode_field_match(f, (v, plen), what)
+        if f.kind == "ternary":
             v, m = to_int(value[0], what), to_int(value[1], what)
-            fm.ternary.value, fm.ternary.mask = encode(v & m, w, what), encode(m, w, what)
-        elif kind == "range":
-            lo, hi = to_int(value[0], what), to_int(value[1], what)
-            fm.range.low, fm.range.high = encode(lo, w, what), encode(hi, w, what)
-        else:
-            raise ValueError(f"{what}: unsupported match kind")
-        return fm
+            return encode_field_match(f, (v & m, m), what)
+        if f.kind == "range":
+            return encode_field_match(f, (to_int(value[0], what), to_int(value[1], what)),
+                                      what)
+        raise ValueError(f"{what}: unsupported match kind {f.kind}")
 
-    def _is_dont_care(self, table: Any, name: str, value: Any) -> bool:
-        mf = next((m for m in table.match_fields if m.name == name), None)
-        if mf is None or value is None:
+    @staticmethod
+    def _is_dont_care(table: TableInfo, name: str, value: Any) -> bool:
+        f = next((f for f in table.fields.values() if f.name == name), None)
+        if f is None or value is None:
             return value is None
-        kind = KIND.get(mf.match_type)
-        if kind == "lpm":
+        if f.kind == "lpm":
             plen = int(value.split("/")[1]) if isinstance(value, str) and "/" in value \
                 else (value[1] if isinstance(value, tuple | list) else None)
             return plen == 0
-        if kind == "ternary" and isinstance(value, tuple | list):
+        if f.kind == "ternary" and isinstance(value, tuple | list):
             return to_int(value[1], name) == 0
-        if kind == "range" and isinstance(value, tuple | list):
-            return (to_int(value[0], name), to_int(value[1], name)) == (0, (1 << mf.bitwidth) - 1)
+        if f.kind == "range" and isinstance(value, tuple | list):
+            return (to_int(value[0], name), to_int(value[1], name)) == (0, (1 << f.bitwidth) - 1)
         return False
 
     def _action(self, action: str, params: dict[str, Any] | None) -> p4runtime_pb2.Action:
-        a = self._need_names().action(action)
+        a = self._need_index().action(action)
         params = dict(params or {})
-        out = p4runtime_pb2.Action(action_id=a.preamble.id)
-        for p in a.params:
+        out = p4runtime_pb2.Action(action_id=a.id)
+        for p in a.params.values():
             if p.name not in params:
                 raise KeyError(f"action {action}: missing parameter {p.name!r}")
             what = f"{action} {p.name}"
-            out.params.add(param_id=p.id, value=encode(to_int(params.pop(p.name), what),
-                                                        p.bitwidth, what))
+            out.params.add(param_id=p.id, value=encode_int(to_int(params.pop(p.name), what),
+                                                            p.bitwidth, what))
         if params:
             raise KeyError(f"action {action}: unknown parameter(s) {', '.join(params)}")
         return out
@@ -468,8 +368,8 @@ class SwitchConnection:
                     action: str | None = None, params: dict[str, Any] | None = None,
                     priority: int = 0) -> p4runtime_pb2.TableEntry:
         """Build a TableEntry protobuf from names (don't-care fields are left out)."""
-        t = self._need_names().table(table)
-        te = p4runtime_pb2.TableEntry(table_id=t.preamble.id, priority=priority)
+        t = self._need_index().table(table)
+        te = p4runtime_pb2.TableEntry(table_id=t.id, priority=priority)
         for name, value in (match or {}).items():
             if not self._is_dont_care(t, name, value):
                 te.match.append(self._field_match(t, name, value))
@@ -548,18 +448,18 @@ class SwitchConnection:
         self._pre("DELETE", False, session_id, [])
 
     def write_counter(self, name: str, index: int, packets: int = 0, nbytes: int = 0) -> None:
-        c = self._need_names().counter(name)
-        ce = p4runtime_pb2.CounterEntry(counter_id=c.preamble.id)
+        c = self._need_index().counter(name)
+        ce = p4runtime_pb2.CounterEntry(counter_id=c.id)
         ce.index.index = index
         ce.data.packet_count, ce.data.byte_count = packets, nbytes
         self.write([self.update("MODIFY", "counter_entry", ce)])
 
     def write_register(self, name: str, index: int, value: int) -> None:
         """Register write (pyswitch; BMv2's P4Runtime server does not support registers)."""
-        r = self._need_names().register(name)
-        re_ = p4runtime_pb2.RegisterEntry(register_id=r.preamble.id)
+        r = self._need_index().register(name)
+        re_ = p4runtime_pb2.RegisterEntry(register_id=r.id)
         re_.index.index = index
-        re_.data.bitstring = encode(value, r.type_spec.bitstring.bit.bitwidth or 64, name)
+        re_.data.bitstring = encode_int(value, r.bitwidth or 64, name)
         self.write([self.update("MODIFY", "register_entry", re_)])
 
     # -- reads
@@ -577,34 +477,18 @@ class SwitchConnection:
         return out
 
     def _entry_view(self, te: p4runtime_pb2.TableEntry) -> TableEntry:
-        names = self._need_names()
-        t = names.by_id[te.table_id]
-        fields = {m.id: m for m in t.match_fields}
-        match: dict[str, Any] = {}
-        for fm in te.match:
-            mf = fields[fm.field_id]
-            which = fm.WhichOneof("field_match_type")
-            if which == "exact":
-                match[mf.name] = decode(fm.exact.value)
-            elif which == "optional":
-                match[mf.name] = decode(fm.optional.value)
-            elif which == "lpm":
-                match[mf.name] = (decode(fm.lpm.value), fm.lpm.prefix_len)
-            elif which == "ternary":
-                match[mf.name] = (decode(fm.ternary.value), decode(fm.ternary.mask))
-            elif which == "range":
-                match[mf.name] = (decode(fm.range.low), decode(fm.range.high))
+        index = self._need_index()
+        t = index.table(te.table_id)
+        match = {t.fields[fm.field_id].name: decode_field_match(fm) for fm in te.match}
         action, params = None, {}
-        if te.action.HasField("action"):
-            a = names.by_id.get(te.action.action.action_id)
-            if a is not None:
-                action = a.preamble.name
-                pnames = {p.id: p.name for p in a.params}
-                params = {pnames.get(p.param_id, str(p.param_id)): decode(p.value)
-                          for p in te.action.action.params}
+        if te.action.HasField("action") and te.action.action.action_id in index.actions:
+            a = index.action(te.action.action.action_id)
+            action = a.name
+            params = {a.params[p.param_id].name if p.param_id in a.params else str(p.param_id):
+                      decode_int(p.value) for p in te.action.action.params}
         counter = (te.counter_data.packet_count, te.counter_data.byte_count) \
             if te.HasField("counter_data") else None
-        return TableEntry(t.preamble.name, match, action, params, te.priority, counter,
+        return TableEntry(t.name, match, action, params, te.priority, counter,
                           te.is_default_action)
 
     def read_table_entries(self, table: str | None = None, match: dict[str, Any] | None = None,
@@ -645,8 +529,8 @@ class SwitchConnection:
 
     def read_counter(self, name: str, index: int | None = None) -> dict[int, tuple[int, int]]:
         """{index: (packets, bytes)} for one index or the whole counter array."""
-        c = self._need_names().counter(name)
-        ce = p4runtime_pb2.CounterEntry(counter_id=c.preamble.id)
+        c = self._need_index().counter(name)
+        ce = p4runtime_pb2.CounterEntry(counter_id=c.id)
         if index is not None:
             ce.index.index = index
         return {e.counter_entry.index.index:
@@ -664,23 +548,22 @@ class SwitchConnection:
         return d.packet_count, d.byte_count
 
     def read_register(self, name: str, index: int) -> int:
-        r = self._need_names().register(name)
-        re_ = p4runtime_pb2.RegisterEntry(register_id=r.preamble.id)
+        r = self._need_index().register(name)
+        re_ = p4runtime_pb2.RegisterEntry(register_id=r.id)
         re_.index.index = index
         ents = self.read([p4runtime_pb2.Entity(register_entry=re_)])
-        return decode(ents[0].register_entry.data.bitstring)
+        return decode_int(ents[0].register_entry.data.bitstring)
 
     # -- packet I/O
     def packet_out(self, payload: bytes, **metadata: int) -> None:
         """Send a PacketOut; metadata by the program's ``packet_out`` header field names."""
-        names = self._need_names()
+        metas = self._need_index().packet_out
         msg = p4runtime_pb2.StreamMessageRequest()
         msg.packet.payload = payload
-        cpm = names.cpm.get("packet_out")
-        for m in (cpm.metadata if cpm else []):
+        for m in metas:
             if m.name in metadata:
-                msg.packet.metadata.add(metadata_id=m.id,
-                                        value=encode(metadata.pop(m.name), m.bitwidth, m.name))
+                msg.packet.metadata.add(metadata_id=m.id, value=encode_int(
+                    to_int(metadata.pop(m.name), m.name), m.bitwidth, m.name))
         if metadata:
             raise KeyError(f"unknown packet_out metadata {', '.join(metadata)}")
         self._out.put(msg)
@@ -691,11 +574,9 @@ class SwitchConnection:
             pkt = self.packet_ins.get(timeout=timeout)
         except queue.Empty:
             return None
-        names = self._need_names()
-        cpm = names.cpm.get("packet_in")
-        mnames = {m.id: m.name for m in cpm.metadata} if cpm else {}
+        mnames = {m.id: m.name for m in self._need_index().packet_in}
         return bytes(pkt.payload), {mnames.get(m.metadata_id, str(m.metadata_id)):
-                                    decode(m.value) for m in pkt.metadata}
+                                    decode_int(m.value) for m in pkt.metadata}
 
 
 @dataclass

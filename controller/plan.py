@@ -1,4 +1,4 @@
-"""The plan file (SPEC §3.5) and the chunk schedule workers derive from it.
+"""The plan file (docs/design.md §3.5) and the chunk schedule workers derive from it.
 
 Plan (JSON object; everything workers and switches need, self-contained):
 
@@ -31,11 +31,29 @@ from typing import Any
 
 from controller.files import write_json_atomic
 from controller.lp import Job, LPResult, PlanError
-from topo.models import natural_key, switch_ids, to_dict
+from topo.models import hosts, natural_key, switch_ids, to_dict
 
-__all__ = ["build_plan", "chunk_schedule", "write_plan", "load_plan"]
+__all__ = ["build_plan", "chunk_schedule", "write_plan", "load_plan", "resolve_workers"]
 
 PLAN_VERSION = 1
+
+
+def resolve_workers(graph: Any, ps: str, spec: str) -> list[str]:
+    """``NAME,NAME,...`` or a COUNT: the first COUNT hosts other than the PS in name order."""
+    spec = spec.strip()
+    if spec.isdigit():
+        count = int(spec)
+        pool = [h for h in hosts(graph) if h != ps]
+        if count < 1:
+            raise PlanError("--workers count must be >= 1")
+        if count > len(pool):
+            raise PlanError(f"--workers {count}: the topology has only {len(pool)} hosts "
+                            "besides the PS")
+        return pool[:count]
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if not names:
+        raise PlanError("--workers is empty")
+    return names
 
 
 def build_plan(
@@ -110,7 +128,7 @@ def build_plan(
 
 
 def chunk_schedule(plan: Mapping[str, Any], n_chunks: int) -> dict[str, list[tuple[int, int, int]]]:
-    """Per worker, for every chunk c: ``(c, agg_id, fan_in)`` (SPEC §3.5; module doc)."""
+    """Per worker, for every chunk c: ``(c, agg_id, fan_in)`` (docs/design.md §3.5; module doc)."""
     if not isinstance(n_chunks, int) or n_chunks < 1:
         raise PlanError(f"number of chunks must be an integer >= 1, got {n_chunks!r}")
     workers = list(plan["workers"])

@@ -1,10 +1,10 @@
-"""Re-planning after a switch dies (SPEC §9): pure, no I/O.
+"""Re-planning after a switch dies (docs/design.md §9): pure, no I/O.
 
 A dead switch leaves the network as the graph without it.  If the PS or a worker can no longer
 reach the PS's ToR, the job cannot go on (:class:`SwitchFailureError` names the hosts cut off).
 Otherwise the job is planned again on what is left, with the surviving programmable switches:
 the deployment set cannot grow (programmability is hardware), so the new plan solves the LP of
-SPEC §3.3 for S' = S \\ {dead} on the reduced graph, and the dead switch's share of the
+docs/design.md §3.3 for S' = S \\ {dead} on the reduced graph, and the dead switch's share of the
 gradient falls back to the PS's ToR (its chunks join s_d's full-mask aggregation).
 
 Switch ids stay those of the original plan, so that packets already in flight, and workers

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
-import numpy as np
 
 matplotlib.use("Agg")  # headless: plots are files
 import matplotlib.pyplot as plt  # noqa: E402
@@ -29,30 +28,6 @@ PLOTS = (
 
 def mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
-
-
-def seed_stats(values: list[float | None]) -> dict[str, Any]:
-    """Mean and (population) standard deviation over seeds of the values that exist; ``n`` of
-    ``of`` tells how many runs had one (e.g. reached the target accuracy)."""
-    vals = [float(v) for v in values if v is not None]
-    return {"mean": sum(vals) / len(vals) if vals else None,
-            "std": float(np.std(vals)) if len(vals) > 1 else (0.0 if vals else None),
-            "n": len(vals), "of": len(values)}
-
-
-def format_stats(stat: dict, digits: int = 3, sci: bool = False) -> str:
-    """``mean±std`` of :func:`seed_stats` (``(n/of)`` when some runs had no value)."""
-    if stat["mean"] is None:
-        return "—"
-
-    def f(v: float) -> str:
-        return f"{v:.1e}" if sci else f"{v:.{digits}f}"
-    text = f(stat["mean"])
-    if stat["of"] > 1:
-        text += f"±{f(stat['std'])}"
-    if stat["n"] < stat["of"]:
-        text += f" ({stat['n']}/{stat['of']})"
-    return text
 
 
 def plot_modes(modes: dict[str, dict[str, Any]], out_dir: Path) -> list[Path]:
@@ -112,7 +87,8 @@ def summary_table(results: dict[str, Any]) -> Table:
 def print_table(console: Console, table: Table, min_width: int) -> None:
     """Print a wide table; into a file or a pipe at ``min_width`` columns or more (a terminal
     keeps its own width)."""
-    wide = console if console.is_terminal else Console(width=max(console.width, min_width))
+    wide = console if console.is_terminal else Console(width=max(console.width, min_width),
+                                                       file=console.file)
     wide.print(table)
 
 

@@ -5,9 +5,11 @@ so the per-value code (K header fields, K register arrays, K read/add/write step
 written out by this script:
 
 - ``include/values_header.p4``: ``header ina_values_h { bit<32> v0; ... }`` (top level);
-- ``include/values_regs.p4``: the K value registers and the actions ``values_store``,
-  ``values_add``, ``values_load``, ``values_clear``; #included *inside* ``MyIngress``,
-  so it refers to that control's ``hdr`` and ``meta`` parameters.
+- ``include/values_regs.p4``: ``control InaValues(inout ina_values_h vals, in slotIndex_t
+  slot, in valuesOp_t op)``: the K value registers (control-plane names stay
+  ``MyIngress.agg_v<i>``) and what it does with slot `slot`: store, add, load or clear,
+  chosen by `op` (a compile-time constant at every apply in include/aggregation.p4). It
+  uses nothing but its parameters.
 
 Usage: ``python p4src/gen_values.py`` (rewrites both files), ``--check`` (exit 1 if they
 are stale). tests/test_ina_p4.py checks the files are current.
@@ -39,34 +41,42 @@ def values_header(k: int) -> str:
 
 
 def values_regs(k: int) -> str:
-    """Per-value registers and the four slot-value actions (one line group per value)."""
+    """The values control: per-value registers and the four slot-value operations."""
     out = [_banner(k)]
     out.append(
-        "\n/* One register array per value index; entry `slot` holds that slot's running sum.\n"
-        " * Included inside MyIngress: uses its `hdr` and `meta` parameters. */\n"
+        "\n/* What InaValues does with a slot's values (its `op` parameter). */\n"
+        "typedef bit<2> valuesOp_t;\n"
+        "const valuesOp_t VALUES_STORE = 0;  /* claim: the slot takes the packet's values */\n"
+        "const valuesOp_t VALUES_ADD = 1;    /* join: slot += packet; the packet carries the sum */\n"
+        "const valuesOp_t VALUES_LOAD = 2;   /* re-emit: the packet takes the slot's sums */\n"
+        "const valuesOp_t VALUES_CLEAR = 3;  /* release: the slot's values become 0 */\n"
+        "\n/* One register array per value index; entry `slot` holds that slot's running sum\n"
+        " * (int32 wrap-around). */\n"
+        "control InaValues(inout ina_values_h vals, in slotIndex_t slot, in valuesOp_t op) {\n"
     )
-    out += [f"register<bit<32>>(INA_NUM_SLOTS) agg_v{i};\n" for i in range(k)]
+    out += [f'    @name(".MyIngress.agg_v{i}")\n'
+            f"    register<bit<32>>(INA_NUM_SLOTS) agg_v{i};\n" for i in range(k)]
 
-    def action(name: str, doc: str, body: str, local: bool = False) -> None:
-        out.append(f"\n/* {doc} */\naction {name}() {{\n")
+    def action(name: str, body: str, local: bool = False) -> None:
+        out.append(f"\n    action {name}() {{\n")
         if local:
-            out.append("    bit<32> s;\n")
+            out.append("        bit<32> s;\n")
         out.extend(body.format(i=i) for i in range(k))
-        out.append("}\n")
+        out.append("    }\n")
 
-    action("values_store", "Claim: the slot's values become the packet's values.",
-           "    agg_v{i}.write(meta.slot, hdr.vals.v{i});\n")
-    action(
-        "values_add",
-        "Join: slot += packet (int32 wrap-around), and the packet now carries the sum.",
-        "    agg_v{i}.read(s, meta.slot);\n    s = s + hdr.vals.v{i};\n"
-        "    agg_v{i}.write(meta.slot, s);\n    hdr.vals.v{i} = s;\n",
-        local=True,
+    action("store", "        agg_v{i}.write(slot, vals.v{i});\n")
+    action("add", "        agg_v{i}.read(s, slot);\n        s = s + vals.v{i};\n"
+           "        agg_v{i}.write(slot, s);\n        vals.v{i} = s;\n", local=True)
+    action("load", "        agg_v{i}.read(vals.v{i}, slot);\n")
+    action("clear", "        agg_v{i}.write(slot, 0);\n")
+    out.append(
+        "\n    apply {\n"
+        "        if (op == VALUES_STORE) {\n            store();\n"
+        "        } else if (op == VALUES_ADD) {\n            add();\n"
+        "        } else if (op == VALUES_LOAD) {\n            load();\n"
+        "        } else {\n            clear();\n        }\n"
+        "    }\n}\n"
     )
-    action("values_load", "Re-emit: the packet carries the slot's stored sums.",
-           "    agg_v{i}.read(hdr.vals.v{i}, meta.slot);\n")
-    action("values_clear", "Release: zero the slot's values.",
-           "    agg_v{i}.write(meta.slot, 0);\n")
     return "".join(out)
 
 

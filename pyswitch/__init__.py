@@ -1,4 +1,4 @@
-"""pyswitch: INSync's own P4_16 v1model target (SPEC section 3.8).
+"""pyswitch: INSync's own P4_16 v1model target (docs/design.md §3.8).
 
 In-process API (docs/pyswitch-api.md)::
 

@@ -1,14 +1,15 @@
-"""`python -m pyswitch compile ...` (like p4c's BMv2 backend) and `python -m pyswitch run ...`
-(like simple_switch_grpc)."""
+"""`python -m pyswitch compile ...` (like p4c's BMv2 backend), `python -m pyswitch run ...`
+(like simple_switch_grpc) and `python -m pyswitch stf ...` (STF packet tests)."""
 
 from __future__ import annotations
 
 import sys
 
-USAGE = """usage: python -m pyswitch {compile,run} ...
+USAGE = """usage: python -m pyswitch {compile,run,stf} ...
 
   compile   compile a P4_16 v1model program (mirrors p4c --target bmv2 --arch v1model)
   run       run a switch on Linux interfaces with a P4Runtime server (mirrors simple_switch_grpc)
+  stf       run STF packet tests, one program or a corpus (as p4c's bmv2stf.py)
 """
 
 
@@ -26,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
         from pyswitch.daemon import main as run_main
 
         return run_main(rest)
+    if command == "stf":
+        from pyswitch.stf.runner import main as stf_main
+
+        return stf_main(rest)
     print(f"pyswitch: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
     return 2
 

@@ -8,10 +8,11 @@ Command line mirrors BMv2's ``simple_switch_grpc``::
                            [--control-socket PATH] [COMPILED.json]
 
 Threads: one forwarding loop (epoll over the AF_PACKET ports, a wake-up pipe and the
-impairment timers) that runs ``Switch.process`` for every received frame; gRPC worker
-threads for P4Runtime; one thread for the control socket. One lock (``Device.lock``) guards
-the switch, the impairment state and the delayed-frame queue; the loop takes it once per
-batch of received frames.
+impairment timers) that runs ``Switch.process`` for every received frame; for P4Runtime,
+one ``grpc.aio`` event loop thread and a small pool for blocking requests (see
+``pyswitch/p4runtime/server.py``); one thread for the control socket. One lock
+(``Device.lock``) guards the switch, the impairment state and the delayed-frame queue; the
+loop takes it once per batch of received frames.
 
 Control socket: a UNIX stream socket speaking JSON lines (one request object per line, one
 answer per line). Requests: ``{"op": "counters"}``, ``{"op": "get_impairment"}``,
@@ -45,7 +46,14 @@ from pyswitch.impairment import (  # noqa: E402
     parse_port_option,
     parse_spec,
 )
-from pyswitch.p4runtime_server import Device, serve  # noqa: E402
+from pyswitch.p4runtime.pipeline import (  # noqa: E402
+    Device,
+    check_limits,
+    pin_mmap_threshold,
+    program_from_device_config,
+)
+from pyswitch.p4runtime.server import serve  # noqa: E402
+from pyswitch.p4runtime.translate import P4RTError  # noqa: E402
 from pyswitch.ports import Port, PortError  # noqa: E402
 
 log = logging.getLogger("pyswitch.run")
@@ -415,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.config and args.no_p4:
             raise UsageError("give either a compiled program or --no-p4, not both")
         setup_logging(args)
+        pin_mmap_threshold()  # replaced pipelines' registers go back to the OS
         device = Device(device_id=args.device_id, cpu_port=args.cpu_port, seed=args.seed)
         if args.config:
             program, raw = _load_program(args.config)
@@ -466,12 +475,15 @@ def _load_program(path: str) -> tuple[Any, bytes]:
             raw = f.read()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    from pyswitch.p4runtime_server import program_from_bytes
-
     try:
-        return program_from_bytes(raw), raw
+        program = program_from_device_config(raw)
     except Exception as exc:
         raise UsageError(f"{path}: not a pyswitch compiled program ({exc})") from None
+    try:  # the limits a pushed pipeline gets (docs/pyswitch-api.md, Limits)
+        check_limits(program)
+    except P4RTError as exc:
+        raise UsageError(f"{path}: {exc.message}") from None
+    return program, raw
 
 
 def _close(ports: dict[int, Port]) -> None:

@@ -28,6 +28,9 @@ _TYPE_DECL_RES = [
 ]
 _TYPE_PARAMS_RE = re.compile(r"\b([A-Za-z_]\w*)\s*<\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*>\s*[({]")
 _TYPEISH = {"BIT", "INT", "VARBIT", "TUPLE", "TYPE_IDENT"}
+# methods called with explicit type arguments (`pkt.extract<H>(...)`): after `.name` a `<`
+# opens type arguments, not a comparison
+_GENERIC_METHODS = {"lookahead", "extract", "emit"}
 
 
 def scan_type_names(text: str) -> set[str]:
@@ -63,8 +66,8 @@ class _PostLex:
             elif t == "_LT" and prev is not None:
                 if prev.type in _TYPEISH:
                     depth += 1
-                elif (prev.type == "IDENT" and prev.value == "lookahead" and prev2 is not None
-                      and prev2.type == "DOT"):
+                elif (prev.type == "IDENT" and prev.value in _GENERIC_METHODS and
+                      prev2 is not None and prev2.type == "DOT"):
                     depth += 1
                     tok = Token.new_borrow_pos("GENERIC_LT", "<", tok)
             elif t == "_GT" and depth > 0:

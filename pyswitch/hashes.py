@@ -1,4 +1,4 @@
-"""v1model hash/checksum algorithms, bit-exact with BMv2 (see /work/shared/reference).
+"""v1model hash/checksum algorithms, bit-exact with BMv2 (vectors in tests/data/).
 
 All take the packed bytes of a field list (fields MSB-first, zero-padded at the end to a
 whole byte) and return an unsigned int:

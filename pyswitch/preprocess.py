@@ -1,12 +1,13 @@
 """A small C preprocessor for P4 sources, keeping a map back to the original lines.
 
 Supported: ``#include <f>`` (pyswitch's own include directory first, then ``-I`` dirs),
-``#include "f"`` (relative to the including file, then ``-I`` dirs), object-like
-``#define``/``#undef``, ``#ifdef``/``#ifndef``/``#if``/``#elif``/``#else``/``#endif`` with
-integer expressions over ``defined(X)`` and macros, ``#pragma`` and ``#line`` (ignored),
-``#error``. Function-like macros are rejected. Comments are removed first (their newlines
-kept) so that line numbers survive. Each output line records ``(file, line)`` of the
-original line it came from, so that later errors can say ``file:line:col``.
+``#include "f"`` (relative to the including file, then ``-I`` dirs), object-like and
+function-like ``#define`` (see `pyswitch.macros`), ``#undef``,
+``#ifdef``/``#ifndef``/``#if``/``#elif``/``#else``/``#endif`` with integer expressions over
+``defined(X)`` and macros, ``#pragma`` and ``#line`` (ignored), ``#error``. Comments are
+removed first (their newlines kept) so that line numbers survive. Each output line records
+``(file, line)`` of the original line it came from, so that later errors can say
+``file:line:col``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyswitch.errors import P4CompileError
+from pyswitch.macros import MacroError, parse_function_macro
+from pyswitch.macros import expand as expand_macros
 
 BUILTIN_INCLUDE = Path(__file__).parent / "include"
 
@@ -102,16 +105,17 @@ class Preprocessor:
     def _expand(self, text: str, guard: frozenset[str] = frozenset()) -> str:
         if not self.macros:
             return text
-
-        def repl(m: re.Match[str]) -> str:
-            name = m.group(0)
-            if name in self.macros and name not in guard:
-                return self._expand(self.macros[name], guard | {name})
-            return name
-
         # do not expand inside string literals
         parts = re.split(r'("(?:[^"\\\n]|\\.)*")', text)
-        return "".join(p if i % 2 else _IDENT.sub(repl, p) for i, p in enumerate(parts))
+        funcs = self.__dict__.setdefault("fmacros", {})
+        return "".join(p if i % 2 else expand_macros(p, self.macros, funcs, guard)
+                       for i, p in enumerate(parts))
+
+    def _expand_at(self, text: str, fname: str, line: int) -> str:
+        try:
+            return self._expand(text)
+        except MacroError as e:
+            raise self._err(fname, line, str(e)) from None
 
     def _eval_if(self, expr: str, fname: str, line: int) -> bool:
         expr = re.sub(r"\bdefined\s*\(\s*(\w+)\s*\)|\bdefined\s+(\w+)",
@@ -208,9 +212,13 @@ class Preprocessor:
                     dm = re.match(r"^([A-Za-z_]\w*)(\()?\s*(.*)$", arg)
                     if not dm:
                         raise self._err(shown, lineno, f"bad #define: {arg}")
-                    if dm.group(2):
-                        raise self._err(shown, lineno,
-                                        f"function-like macro {dm.group(1)!r} is not supported")
+                    funcs = self.__dict__.setdefault("fmacros", {})
+                    funcs.pop(dm.group(1), None)
+                    if dm.group(2):  # see pyswitch.macros
+                        try:
+                            funcs[dm.group(1)] = parse_function_macro(dm.group(1), dm.group(3))
+                        except MacroError as e:
+                            raise self._err(shown, lineno, str(e)) from None
                     self.macros[dm.group(1)] = dm.group(3).strip()
                 elif d == "undef":
                     self.macros.pop(arg.strip(), None)
@@ -227,7 +235,7 @@ class Preprocessor:
                     self.linemap.append((shown, k + 1))
             else:
                 for k in range(i, nxt):
-                    text = (self._expand(lines[k]) if active else "")
+                    text = (self._expand_at(lines[k], shown, k + 1) if active else "")
                     if k < nxt - 1 and active:
                         text = text[:-1] if text.endswith("\\") else text
                     self.lines.append(text)

@@ -18,7 +18,7 @@ from google.protobuf import text_format
 from pyswitch.compiler import Compiler
 from pyswitch.errors import P4CompileError
 from pyswitch.frontend import parse
-from pyswitch.p4info import build_p4info
+from pyswitch.p4info.build import build_p4info
 from pyswitch.preprocess import Source, preprocess
 
 FORMAT = "pyswitch-device-config/1"

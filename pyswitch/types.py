@@ -44,6 +44,11 @@ class BoolTy(Ty):
     def show(self) -> str:
         return "bool"
 
+    @property
+    def width(self) -> int:
+        """A bool header field is one bit on the wire (its value is 0/1 or False/True)."""
+        return 1
+
 
 @dataclass(frozen=True)
 class ErrorTy(Ty):

@@ -9,7 +9,9 @@ Targets (the names the tests are parametrised with, see `TARGET_NAMES`):
 * ``bmv2``: the same network target on BMv2's ``simple_switch_grpc`` and ``p4c`` (root;
   skipped when they are not installed).
 
-The tests are written against `InaSwitch`, which only uses the `Target` methods.
+The tests are written against `InaSwitch`, which only uses the `Target` methods. Each test
+gets a fresh in-process `Switch`; network targets are reset between tests by deleting the
+multicast groups and clone sessions and pushing the pipeline again (`NetSwitchTarget.reset`).
 
 Independent re-implementations of the two hashes the program uses (BMv2's crc32 is the
 standard reflected CRC-32 = zlib.crc32 over the big-endian concatenation of the fields):

@@ -31,8 +31,10 @@ The probe touches no INA counter (plain IPv4 is forwarded by ``ipv4_lpm`` only) 
 route is more specific than any prefix the tests install, so it changes nothing the tests
 observe apart from one extra ``ipv4_lpm`` entry.
 
-Switch state is reset between tests by pushing the pipeline again (SetForwardingPipelineConfig
-VERIFY_AND_COMMIT), which on pyswitch and BMv2 replaces tables, registers and counters.
+Switch state is reset between tests by deleting the multicast groups (and any clone
+sessions) and then pushing the pipeline again (SetForwardingPipelineConfig
+VERIFY_AND_COMMIT), which replaces tables, registers and counters; the push alone is not
+enough on BMv2, which keeps multicast replicas across it (switch_harness.clear_replication).
 """
 
 from __future__ import annotations
@@ -53,9 +55,7 @@ from netns import HostNs, veth_hosts
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
-from switch_harness import SwitchProcess, compile_for, start_switch
-
-from controller.p4runtime_client import WriteError
+from switch_harness import SwitchProcess, compile_for, reset_switch, start_switch
 
 # Every port the INA tests use: workers 0..8 on 1..9, fabric 20..24, the PS on 30.
 TEST_PORTS: tuple[int, ...] = (*range(1, 10), *range(20, 25), 30)
@@ -175,8 +175,9 @@ class NetSwitchTarget:
         self._stack.close()
 
     def reset(self) -> None:
-        """Fresh pipeline (empty tables, zero registers and counters) plus the probe route."""
-        self.client.set_pipeline(self.compiled.p4info_path, self.compiled.config_path)
+        """No multicast groups or clone sessions, a fresh pipeline (empty tables, zero
+        registers and counters), plus the probe route."""
+        reset_switch(self.client, self.compiled, groups=self._groups)
         self._groups.clear()
         self.client.insert_table_entry("MyIngress.ipv4_lpm",
                                        {"hdr.ipv4.dstAddr": (PROBE_IP, 32)},
@@ -204,14 +205,10 @@ class NetSwitchTarget:
         if group_id in self._groups:
             self.client.modify_multicast_group(group_id, ports)
             return
-        try:
-            self.client.insert_multicast_group(group_id, ports)
-        except WriteError as exc:
-            # a target whose pipeline push keeps the replication engine's groups
-            if not all(e.code_name == "ALREADY_EXISTS" for e in exc.errors):
-                raise
-            self.client.modify_multicast_group(group_id, ports)
+        # recorded first: reset() must delete the id even when this insert fails (a group
+        # of that id left on the switch)
         self._groups.add(group_id)
+        self.client.insert_multicast_group(group_id, ports)
 
     def counter(self, name: str) -> int:
         return self.client.read_counter(f"MyIngress.{name}", 0)[0][0]

@@ -3,7 +3,7 @@
 N :class:`workers.ina.worker.WorkerRound` machines, a Python stand-in for the aggregation
 switches, and :class:`workers.ina.ps.PsState`, connected by lossy, duplicating, reordering
 links on a virtual clock.  The switch model is only a test fixture (the real switch is the P4
-program in ``p4src/``); it follows the slot table of docs/protocol.md §5 (SPEC §3.7):
+program in ``p4src/``); it follows the slot table of docs/protocol.md §5 (docs/design.md §3.7):
 
 * slot = crc32(job, round, chunk) mod n_slots; a slot holding an OLDER round of the same job is
   stale and counts as free;
@@ -315,7 +315,7 @@ def run_sim(
                 else:
                     hop(now, "sw1" if dest == "sd" else "ps", p)
         elif kind == "ps":
-            for res in ps.handle(arg).results:
+            for res in ps.on_packet(arg).results:
                 hop(now, "sd_res", res)
         elif kind == "sd_res":
             switches[S_D].on_result(arg)

@@ -1,11 +1,11 @@
-"""The asynchronous PS as a method of the testbed (SPEC §5), end to end.
+"""The asynchronous PS as a method of the testbed (docs/design.md §5), end to end.
 
-* pure helpers of ``controller.async_experiment`` on hand-made logs;
-* the PS and learner processes over TCP on the loopback (no root), soft sync C = 2;
-* a reduced ``run --method async`` over Mininet (root): leaf-spine, PS h0, learners h1, h2 and
+* pure helpers of ``controller.methods.async_ps`` on hand-made logs;
+* the PS and worker processes over TCP on the loopback (no root), soft sync C = 2;
+* a reduced ``run --method async`` over Mininet (root): leaf-spine, PS h0, workers h1, h2 and
   a 4x slower h3, all three policies.  Checked from the run's own logs: the push budget, the
-  clock, that the slow learner really is staler, and that every applied scale is the policy's
-  (eta, eta/sigma, eta/kappa with kappa recomputed from the learner's own staleness sequence).
+  clock, that the slow worker really is staler, and that every applied scale is the policy's
+  (eta, eta/sigma, eta/kappa with kappa recomputed from the worker's own staleness sequence).
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.async_experiment import (
+from controller.cli import main as cli_main
+from controller.errors import ExperimentError
+from controller.methods.async_ps import (
     aggregate,
     expected_duration,
     parse_policies,
@@ -28,10 +30,8 @@ from controller.async_experiment import (
     staleness_histogram,
     summarize_run,
 )
-from controller.cli import main as cli_main
-from controller.experiment import ExperimentError
 from workers.async_ps.core import staleness_context
-from workers.async_ps.ps_node import AsyncJob
+from workers.async_ps.job import AsyncJob
 from workers.common.model import TrainConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,10 +73,10 @@ def test_summarize_run_on_hand_made_logs():
         {"time": t0 + 1, "t_ps": 2, "pushes": 2, "accuracy": 0.85, "loss": 0.5},
         {"time": t0 + 2, "t_ps": 4, "pushes": 4, "accuracy": 0.91, "loss": 0.3}]}
     learners = [
-        {"learner": 0, "slowdown": 1.0, "pushes": [
+        {"worker": 0, "slowdown": 1.0, "pushes": [
             {"time": t0 + 0.5, "loss": 1.0, "sigma": 1, "kappa": 1.0, "rtt": 0.002},
             {"time": t0 + 1.5, "loss": 0.4, "sigma": 1, "kappa": 1.0, "rtt": 0.004}]},
-        {"learner": 1, "slowdown": 4.0, "pushes": [
+        {"worker": 1, "slowdown": 4.0, "pushes": [
             {"time": t0 + 0.9, "loss": 0.8, "sigma": 2, "kappa": 2.0, "rtt": 0.003},
             {"time": t0 + 1.9, "loss": 0.2, "sigma": 3, "kappa": 2.5, "rtt": 0.003}]}]
     s = summarize_run(ps, learners, t0, target_acc=0.9)
@@ -113,9 +113,9 @@ def test_cli_mistakes_are_one_line(tmp_path, capsys):
 def _check_run(out: Path, job: AsyncJob, n: int) -> tuple[dict, list[dict]]:
     """What every run must satisfy, from the files its processes wrote."""
     ps = json.loads((out / "ps.json").read_text())
-    reps = [json.loads((out / f"learner{i}.json").read_text()) for i in range(n)]
+    reps = [json.loads((out / f"worker{i}.json").read_text()) for i in range(n)]
     assert ps["accepted"] == job.budget and ps["updates"] == job.budget // job.soft_sync
-    # every accepted push was answered to exactly one learner
+    # every accepted push was answered to exactly one worker
     assert sum(len(r["pushes"]) for r in reps) == job.budget
     clocks = [p["t_ps"] for p in ps["pushes"]]
     assert clocks == [(k + 1) // job.soft_sync for k in range(job.budget)]
@@ -133,10 +133,10 @@ def _check_run(out: Path, job: AsyncJob, n: int) -> tuple[dict, list[dict]]:
 
 
 def test_processes_over_loopback_tcp_with_soft_sync(tmp_path):
-    """PS and 3 learner processes on 127.0.0.1: C = 2, window N = 3, learner 2 is 3x slower."""
+    """PS and 3 worker processes on 127.0.0.1: C = 2, window N = 3, worker 2 is 3x slower."""
     n = 3
     job = AsyncJob(policy="kappa", train=TrainConfig(model="logreg", n_workers=n, seed=1),
-                   n_learners=n, budget=30, lr=0.3, soft_sync=2, window=3,
+                   n_workers=n, budget=30, lr=0.3, soft_sync=2, window=3,
                    ps_addr=("127.0.0.1", 50000 + os.getpid() % 10000),
                    slowdown=[1.0, 1.0, 3.0], step_s=0.01, jitter=0.0, eval_every=5,
                    out_dir=str(tmp_path), start_file=str(tmp_path / "start"), timeout_s=60)
@@ -148,7 +148,7 @@ def test_processes_over_loopback_tcp_with_soft_sync(tmp_path):
     try:
         assert ps.stdout.readline().strip() == "ps ready"
         procs = [subprocess.Popen([*py, "workers.async_ps.worker_node", str(tmp_path / "job.json"),
-                                   "--learner", str(i)], cwd=ROOT, stdout=subprocess.PIPE,
+                                   "--worker", str(i)], cwd=ROOT, stdout=subprocess.PIPE,
                                   text=True) for i in range(n)]
         for p in procs:  # the start barrier: nobody pushes before everybody joined
             assert p.stdout.readline().strip().endswith("ready")

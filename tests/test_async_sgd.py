@@ -1,4 +1,4 @@
-"""Staleness-aware async PS (SPEC §5): staleness, sliding-window context, soft sync and the three
+"""Staleness-aware async PS (docs/design.md §5): staleness, sliding-window context, soft sync and the three
 policies, checked against hand-traced numbers."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 
 from workers.async_ps.core import (
     AsyncPS,
-    Learner,
     Push,
+    Worker,
     run_virtual_time,
     staleness,
     staleness_context,
@@ -26,9 +26,9 @@ SIGMA_A = [1, 1, 2, 3, 1]
 SIGMA_B = [3, 2, 1, 3]
 
 
-def _run_script(window_a: int, window_b: int, mode_b: str = "ps") -> tuple[Learner, Learner]:
+def _run_script(window_a: int, window_b: int, mode_b: str = "ps") -> tuple[Worker, Worker]:
     ps = AsyncPS(np.zeros(2), lr=0.1, soft_sync=1, policy="kappa")
-    a, b = Learner(0, window=window_a), Learner(1, window=window_b, kappa_mode=mode_b)
+    a, b = Worker(0, window=window_a), Worker(1, window=window_b, kappa_mode=mode_b)
     for ln in (a, b):
         ln.adopt(*ps.pull())
     for who in SCRIPT:
@@ -75,10 +75,10 @@ def test_learner_estimated_kappa_alternative() -> None:
 
 
 @pytest.mark.parametrize("C", [1, 2])
-def test_always_fresh_learner(C: int) -> None:
+def test_always_fresh_worker(C: int) -> None:
     ps = AsyncPS(np.array([1.0, 2.0]), lr=0.25, soft_sync=C, policy="kappa")
     ref = AsyncPS(np.array([1.0, 2.0]), lr=0.25, soft_sync=C, policy="async")
-    ln, lr_ = Learner(0, window=4), Learner(0, window=4)
+    ln, lr_ = Worker(0, window=4), Worker(0, window=4)
     w = ln.adopt(*ps.pull())
     lr_.adopt(*ref.pull())
     for _ in range(10):
@@ -93,10 +93,10 @@ def test_always_fresh_learner(C: int) -> None:
 
 
 # Soft sync, C = 2, eta = 0.6, W0 = [1, -2].  Four pushes (built by hand, windows given):
-#   p1 learner 0, T_w=0, prev (3,)  g=[1, 2]   sigma 1, kappa (1+3)/2 = 2
-#   p2 learner 1, T_w=0, prev ()    g=[4,-2]   sigma 1, kappa 1          -> update, T=1
-#   p3 learner 0, T_w=0, prev (3,1) g=[2, 2]   sigma 2, kappa (2+3+1)/3 = 2
-#   p4 learner 2, T_w=1, prev ()    g=[-1,0]   sigma 1, kappa 1          -> update, T=2
+#   p1 worker 0, T_w=0, prev (3,)  g=[1, 2]   sigma 1, kappa (1+3)/2 = 2
+#   p2 worker 1, T_w=0, prev ()    g=[4,-2]   sigma 1, kappa 1          -> update, T=1
+#   p3 worker 0, T_w=0, prev (3,1) g=[2, 2]   sigma 2, kappa (2+3+1)/3 = 2
+#   p4 worker 2, T_w=1, prev ()    g=[-1,0]   sigma 1, kappa 1          -> update, T=2
 PUSHES = [
     Push(0, np.array([1.0, 2.0]), 0, (3,)),
     Push(1, np.array([4.0, -2.0]), 0, ()),
@@ -140,8 +140,8 @@ def test_soft_sync_formula_and_policies(policy: str) -> None:
     assert [r.scale for r in (r1, r2, r3, r4)] == pytest.approx(scales, abs=1e-15)
 
 
-def test_soft_sync_counts_gradients_not_distinct_learners() -> None:
-    """C = 3: a fast learner's two pushes both count.  W = 0 - 1/3 (1 [3] + 1 [6] + 1 [-3])."""
+def test_soft_sync_counts_gradients_not_distinct_workers() -> None:
+    """C = 3: a fast worker's two pushes both count.  W = 0 - 1/3 (1 [3] + 1 [6] + 1 [-3])."""
     ps = AsyncPS(np.zeros(1), lr=1.0, soft_sync=3, policy="async")
     assert not ps.push(Push(0, np.array([3.0]), 0)).applied
     assert not ps.push(Push(0, np.array([6.0]), 0)).applied
@@ -157,33 +157,33 @@ def test_learner_supplied_kappa_is_used_by_ps() -> None:
     np.testing.assert_allclose(r.params, [-1.0])
 
 
-def test_fast_and_slow_learner_virtual_time() -> None:
-    """Learner 0 computes in 1 time unit, learner 1 in 4; C = 1.  Hand trace: learner 0 pushes at
-    t = 1..4 (T -> 4), learner 1 at t = 4 with T_w = 0 -> sigma 5 (T -> 5); learner 0 at t = 5 has
-    T_w = 4 -> sigma 2; at t = 8 learner 0 pushes first (T -> 9), learner 1 has T_w = 5 -> 5."""
+def test_fast_and_slow_worker_virtual_time() -> None:
+    """Worker 0 computes in 1 time unit, worker 1 in 4; C = 1.  Hand trace: worker 0 pushes at
+    t = 1..4 (T -> 4), worker 1 at t = 4 with T_w = 0 -> sigma 5 (T -> 5); worker 0 at t = 5 has
+    T_w = 4 -> sigma 2; at t = 8 worker 0 pushes first (T -> 9), worker 1 has T_w = 5 -> 5."""
     ps = AsyncPS(np.zeros(3), lr=0.5, soft_sync=1, policy="kappa")
-    fast, slow = Learner(0, window=2), Learner(1, window=2)
+    fast, slow = Worker(0, window=2), Worker(1, window=2)
     trace = run_virtual_time(ps, [fast, slow], [1.0, 4.0], lambda i, w, k: w - 1.0, 10)
-    assert [(r.time, r.learner) for r in trace] == [
+    assert [(r.time, r.worker) for r in trace] == [
         (1, 0), (2, 0), (3, 0), (4, 0), (4, 1), (5, 0), (6, 0), (7, 0), (8, 0), (8, 1)]
     assert fast.staleness_log == [1, 1, 1, 1, 2, 1, 1, 1]
     assert slow.staleness_log == [5, 5]
     assert min(slow.staleness_log) > 1
     assert slow.kappa_log == [5.0, 5.0]
-    slow_scales = [r.scale for r in trace if r.learner == 1]
+    slow_scales = [r.scale for r in trace if r.worker == 1]
     assert slow_scales == [0.1, 0.1]  # eta / kappa = 0.5 / 5
     assert ps.t_ps == 10
 
 
 @pytest.mark.parametrize("policy", ["async", "sigma", "kappa"])
-def test_stale_learners_still_converge_on_a_quadratic(policy: str) -> None:
-    """f(W) = |W - w*|^2 / 2 with 3 fast and 1 slow (5x) learners: every policy reaches w*."""
+def test_stale_workers_still_converge_on_a_quadratic(policy: str) -> None:
+    """f(W) = |W - w*|^2 / 2 with 3 fast and 1 slow (5x) workers: every policy reaches w*."""
     target = np.array([1.0, -2.0, 0.5])
     ps = AsyncPS(np.zeros(3), lr=0.2, soft_sync=2, policy=policy)
-    learners = [Learner(i, window=3) for i in range(4)]
-    run_virtual_time(ps, learners, [1.0, 1.0, 1.0, 5.0], lambda i, w, k: w - target, 400)
+    workers = [Worker(i, window=3) for i in range(4)]
+    run_virtual_time(ps, workers, [1.0, 1.0, 1.0, 5.0], lambda i, w, k: w - target, 400)
     assert np.linalg.norm(ps.params - target) < 1e-6
-    assert max(learners[3].staleness_log) > 1
+    assert max(workers[3].staleness_log) > 1
 
 
 def test_rejects_bad_pushes_without_changing_state() -> None:
@@ -203,7 +203,7 @@ def test_rejects_bad_pushes_without_changing_state() -> None:
     np.testing.assert_array_equal(ps.params, [0.0, 0.0])
 
 
-def test_constructor_and_learner_errors() -> None:
+def test_constructor_and_worker_errors() -> None:
     with pytest.raises(ValueError, match="policy must be one of"):
         AsyncPS(np.zeros(1), lr=0.1, policy="mult")
     with pytest.raises(ValueError, match="C must be an integer >= 1"):
@@ -211,8 +211,8 @@ def test_constructor_and_learner_errors() -> None:
     with pytest.raises(ValueError, match="learning rate"):
         AsyncPS(np.zeros(1), lr=0.0)
     with pytest.raises(ValueError, match="window N must be"):
-        Learner(0, window=0)
-    ln = Learner(0)
+        Worker(0, window=0)
+    ln = Worker(0)
     with pytest.raises(RuntimeError, match="before receiving parameters"):
         ln.make_push(np.zeros(1))
     ln.adopt(np.zeros(1), 0)

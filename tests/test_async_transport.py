@@ -11,21 +11,20 @@ import numpy as np
 import pytest
 
 from workers.async_ps.core import Push, Reply
-from workers.async_ps.ps_node import AsyncJob, PsService
+from workers.async_ps.job import AsyncJob
+from workers.async_ps.ps_node import PsService
 from workers.async_ps.wire import (
     Answer,
     Error,
-    FrameDecoder,
     Hello,
     Stop,
-    TransportError,
     Welcome,
     decode,
     encode,
-    frame,
     recv_message,
     send_message,
 )
+from workers.common.framing import FrameDecoder, TransportError, frame
 from workers.common.model import TrainConfig
 
 GRAD = np.array([0.5, -1.25, 3.0e-7, np.float32(np.pi)], dtype=np.float32)
@@ -53,7 +52,7 @@ MESSAGES = [
     Answer(Reply(GRAD * 2, 42, 3, 7 / 3, 0.2 / (7 / 3), True), stop=False),
     Answer(Reply(GRAD, 9, 1, 1.0, 0.2, False), stop=True),
     Stop(),
-    Error("push from learner 2: gradient has NaN or inf values"),
+    Error("push from worker 2: gradient has NaN or inf values"),
 ]
 
 
@@ -65,8 +64,8 @@ def test_round_trip(msg):
 def test_push_layout_is_the_documented_one():
     body = encode(Push(3, np.array([1.0, 2.0], dtype=np.float32), 41, (1, 4), None))
     assert body[:4] == b"AS\x01\x03"
-    learner, t_w, kappa, n_prev = struct.unpack_from("!IQdH", body, 4)
-    assert (learner, t_w, n_prev) == (3, 41, 2) and np.isnan(kappa)
+    worker, t_w, kappa, n_prev = struct.unpack_from("!IQdH", body, 4)
+    assert (worker, t_w, n_prev) == (3, 41, 2) and np.isnan(kappa)
     assert struct.unpack_from("!2I", body, 26) == (1, 4)
     assert struct.unpack_from("!BI", body, 34) == (1, 2)  # float32, 2 values
     assert body[39:] == np.array([1.0, 2.0], dtype="<f4").tobytes()
@@ -163,7 +162,7 @@ def test_send_message_counts_the_prefix():
 
 
 def _service(budget: int, eval_every: int = 2, soft_sync: int = 1):
-    job = AsyncJob(policy="sigma", train=TrainConfig(n_workers=2), n_learners=2, budget=budget,
+    job = AsyncJob(policy="sigma", train=TrainConfig(n_workers=2), n_workers=2, budget=budget,
                    lr=0.5, soft_sync=soft_sync, eval_every=eval_every)
     now = [100.0]
     evals = []

@@ -1,9 +1,9 @@
-"""BCube synchronization (SPEC §4) as a method of the testbed, end to end.
+"""BCube synchronization (docs/design.md §4) as a method of the testbed, end to end.
 
 * pure parts: the baseline schedules (PS, sharded PS, Gray-code ring on BCube) all-reduce
   exactly in simulation; the one-hop check rejects a two-hop pair; the bridge forwarding state
   of BCube only knows directly linked servers; the exactness check catches one wrong value;
-* the server process over TCP on the loopback (no root): 4 processes, BCube(2,2) schedule,
+* the worker process over TCP on the loopback (no root): 4 processes, BCube(2,2) schedule,
   every server ends with the exact int32 sum and sends exactly the schedule's bytes;
 * a reduced ``run --method bcube`` over Mininet (root): BCube(2,2) = 4 servers with Linux
   bridges and a Gray-code ring on the same servers, 2 rounds, a tiny tiled gradient.
@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.bcube_experiment import (
+from controller.errors import ExperimentError
+from controller.methods.collective import (
     exact_rounds,
     fdb_entries,
     parse_baselines,
@@ -30,7 +31,6 @@ from controller.bcube_experiment import (
     selected_methods,
     server_links,
 )
-from controller.experiment import ExperimentError
 from topo.mininet_net import plan_network
 from topo.models import bcube, fat_tree
 from workers.collective.baselines import (
@@ -42,8 +42,9 @@ from workers.collective.baselines import (
     sharded_ps_schedule,
     values_per_nic,
 )
-from workers.collective.bcube import build_schedule, digits, simulate
-from workers.collective.node import HEADER, expected_values, frames_of
+from workers.collective.bcube import build_schedule, digits
+from workers.collective.schedule import simulate
+from workers.collective.worker_node import HEADER, expected_values, frames_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,7 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ], ids=["ps", "ps-sharded", "ps-sharded-tiny", "gray-ring", "bcube"])
 def test_schedules_all_reduce_exactly(schedule):
     rng = np.random.default_rng(1)
-    ins = {s: rng.integers(-2**20, 2**20, schedule.n).astype(np.int32) for s in schedule.servers}
+    ins = {s: rng.integers(-2**20, 2**20, schedule.n).astype(np.int32) for s in schedule.workers}
     total = np.sum(list(ins.values()), axis=0, dtype=np.int32)
     for out in simulate(schedule, ins).values():
         assert np.array_equal(out, total)
@@ -171,7 +172,7 @@ def test_frames_and_expected():
 
 
 def test_nodes_over_loopback(tmp_path):
-    """4 server processes on 127.0.0.x addresses (one per server and NIC): exact sums, and the
+    """4 worker processes on 127.0.0.x addresses (one per server and NIC): exact sums, and the
     application bytes per NIC equal the schedule's values x 4 plus one header per frame."""
     N, k, P, n = 2, 2, 4, 3001
     sched = build_schedule(N, k, n)
@@ -180,15 +181,15 @@ def test_nodes_over_loopback(tmp_path):
                                                       strict=True)) == 1}
     ips = [[f"127.0.{nic + 1}.{s + 1}" for nic in range(k)] for s in range(P)]
     frame_values = 256
-    job = {"schedule": {"kind": "bcube", "N": N, "k": k}, "n_servers": P, "n_values": n,
+    job = {"schedule": {"kind": "bcube", "N": N, "k": k}, "n_workers": P, "n_values": n,
            "frame_values": frame_values, "timeout_s": 30, "links": [[a, b, c] for (a, b), c
                                                                    in sorted(links.items())],
            "ips": ips, "port": 47977, "train": {"model": "logreg", "n_workers": P, "rounds": 2},
            "frac_bits": 16, "rounds": 2, "out_dir": str(tmp_path),
            "start_file": str(tmp_path / "start")}
     (tmp_path / "job.json").write_text(json.dumps(job))
-    procs = [subprocess.Popen([sys.executable, "-m", "workers.collective.node",
-                               str(tmp_path / "job.json"), "--server", str(s)], cwd=ROOT,
+    procs = [subprocess.Popen([sys.executable, "-m", "workers.collective.worker_node",
+                               str(tmp_path / "job.json"), "--worker", str(s)], cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for s in range(P)]
     try:
@@ -200,8 +201,8 @@ def test_nodes_over_loopback(tmp_path):
         for p in procs:
             p.kill()
     assert all(p.returncode == 0 for p in procs), outs
-    reports = [json.loads((tmp_path / f"server{s}.json").read_text()) for s in range(P)]
-    datas = [dict(np.load(tmp_path / f"server{s}.npz")) for s in range(P)]
+    reports = [json.loads((tmp_path / f"worker{s}.json").read_text()) for s in range(P)]
+    datas = [dict(np.load(tmp_path / f"worker{s}.npz")) for s in range(P)]
     digests = [[r["sum_sha256"] for r in rep["rounds"]] for rep in reports]
     assert exact_rounds(datas, digests, n) == [True, True]
     frames: dict[tuple[int, int], int] = {}
@@ -267,7 +268,7 @@ def test_run_method_ps_alone_mininet(tmp_path):
 
 
 def test_send_order_feeds_each_receiver_once():
-    from workers.collective.node import send_order
+    from workers.collective.worker_node import send_order
 
     for sched, P in ((build_schedule(4, 2, 640), 16), (sharded_ps_schedule(5, 50), 5)):
         for t in range(sched.num_threads):

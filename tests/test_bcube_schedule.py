@@ -1,5 +1,5 @@
 """BCube(N, k) schedule: exact sums in the in-process simulator and the structural claims of
-SPEC §4 (rotation, one hop, no duplicate sends, byte counts)."""
+docs/design.md §4 (rotation, one hop, no duplicate sends, byte counts)."""
 
 from __future__ import annotations
 
@@ -11,19 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workers.collective.bcube import (
-    GATHER,
-    REDUCE,
     build_schedule,
     digits,
     level_group,
     owned_range,
     predicted_values_per_level,
-    server_from_digits,
-    simulate,
-    split_range,
     thread_levels,
-    values_sent,
+    worker_from_digits,
 )
+from workers.collective.schedule import GATHER, REDUCE, simulate, split_range, values_sent
 
 CONFIGS = [(2, 1), (2, 2), (3, 2), (4, 2), (2, 3)]
 
@@ -46,9 +42,9 @@ def test_split_range_even_and_uneven() -> None:
 
 
 def test_digits_roundtrip_and_groups() -> None:
-    # BCube(3, 2): server 7 = 1 + 2*3 -> digits (1, 2)
+    # BCube(3, 2): worker 7 = 1 + 2*3 -> digits (1, 2)
     assert digits(7, 3, 2) == (1, 2)
-    assert server_from_digits((1, 2), 3) == 7
+    assert worker_from_digits((1, 2), 3) == 7
     assert level_group(7, 0, 3, 2) == (6, 7, 8)  # digit 0 varies
     assert level_group(7, 1, 3, 2) == (1, 4, 7)  # digit 1 varies
     assert thread_levels(1, 3) == (1, 2, 0)
@@ -65,7 +61,7 @@ def test_digits_roundtrip_and_groups() -> None:
 
 @pytest.mark.parametrize("N,k", CONFIGS)
 @pytest.mark.parametrize("n", [1, 7, 101, 257])
-def test_every_server_ends_with_exact_sum(N: int, k: int, n: int) -> None:
+def test_every_worker_ends_with_exact_sum(N: int, k: int, n: int) -> None:
     P = N**k
     sched = build_schedule(N, k, n)
     inputs = _inputs(P, n, seed=1000 * N + 10 * k + n)
@@ -91,15 +87,15 @@ def test_exact_sum_property(N: int, k: int, n: int, seed: int) -> None:
         np.testing.assert_array_equal(out[s], total)
 
 
-def test_reduce_scatter_leaves_each_server_its_reduced_part() -> None:
-    """After the k reduce steps, server s holds the full sum exactly on R_{k-1}(s), and those
-    final parts partition [0, n) across (thread, server)."""
+def test_reduce_scatter_leaves_each_worker_its_reduced_part() -> None:
+    """After the k reduce steps, worker s holds the full sum exactly on R_{k-1}(s), and those
+    final parts partition [0, n) across (thread, worker)."""
     N, k, n = 3, 2, 50
     sched = build_schedule(N, k, n)
     inputs = _inputs(N**k, n, seed=3)
     total = np.sum(np.stack(list(inputs.values())), axis=0)
     half = type(sched)(
-        n=sched.n, servers=sched.servers, num_threads=sched.num_threads, num_steps=k,
+        n=sched.n, workers=sched.workers, num_threads=sched.num_threads, num_steps=k,
         ops=sched.ops[:k], levels=tuple(r[:k] for r in sched.levels),
         table=tuple(r[:k] for r in sched.table),
     )
@@ -118,7 +114,7 @@ def test_simulate_rejects_bad_inputs() -> None:
     good = _inputs(4, 5, 0)
     with pytest.raises(ValueError, match="missing \\[3\\]"):
         simulate(sched, {s: good[s] for s in range(3)})
-    with pytest.raises(ValueError, match="server 2 has shape \\(4,\\)"):
+    with pytest.raises(ValueError, match="worker 2 has shape \\(4,\\)"):
         simulate(sched, {**good, 2: good[2][:4]})
 
 
@@ -135,7 +131,7 @@ def test_threads_use_distinct_levels_each_step(N: int, k: int) -> None:
         assert sorted(used) == list(range(k)), (step, used)
         # and the transfers really are on the declared level
         for t in range(k):
-            for s in sched.servers:
+            for s in sched.workers:
                 assert all(tr.level == used[t] for tr in sched.sends(t, step, s))
     for t in range(k):  # rotation t, t+1, ... then reversed
         assert sched.levels[t][:k] == tuple((t + i) % k for i in range(k))
@@ -152,7 +148,7 @@ def test_every_transfer_is_one_hop_in_its_level_group(N: int, k: int) -> None:
         assert differing == [tr.level], tr
         assert tr.dst in level_group(tr.src, tr.level, N, k)
         count += 1
-    # every server sends to each of its N-1 group peers, per thread and step
+    # every worker sends to each of its N-1 group peers, per thread and step
     assert count == sched.num_steps * k * N**k * (N - 1)
 
 
@@ -161,7 +157,7 @@ def test_every_transfer_is_one_hop_in_its_level_group(N: int, k: int) -> None:
 def test_no_index_sent_twice_in_a_reduce_step(N: int, k: int, n: int) -> None:
     sched = build_schedule(N, k, n)
     for step in range(k):
-        for s in sched.servers:
+        for s in sched.workers:
             sent: Counter[int] = Counter()
             for t in range(k):
                 for tr in sched.sends(t, step, s):
@@ -175,13 +171,13 @@ def test_no_index_sent_twice_in_a_reduce_step(N: int, k: int, n: int) -> None:
 
 
 def test_reduce_ranges_shrink_by_N_each_step() -> None:
-    """The range a server is responsible for shrinks by the factor N at each reduce step, and the
+    """The range a worker is responsible for shrinks by the factor N at each reduce step, and the
     group members own disjoint parts of the common parent range."""
     N, k, n = 4, 2, 2 * 16 * 3  # divisible by k*N**k: exact sizes
     sched = build_schedule(N, k, n)
     for t in range(k):
         for step in range(k):
-            for s in sched.servers:
+            for s in sched.workers:
                 lo, hi = owned_range(N, k, n, t, step, s)
                 assert hi - lo == n // k // N ** (step + 1)
                 sends = sched.sends(t, step, s)
@@ -202,7 +198,7 @@ def test_byte_counts_match_formula_when_divisible(N: int, k: int) -> None:
     gat = values_sent(sched, GATHER)
     tot = values_sent(sched)
     P = N**k
-    for s in sched.servers:
+    for s in sched.workers:
         assert set(tot[s]) == set(range(k))
         for lv in range(k):
             assert red[s][lv] == per_level
@@ -218,12 +214,12 @@ def test_byte_counts_match_formula_when_divisible(N: int, k: int) -> None:
 @pytest.mark.parametrize("N,k", CONFIGS)
 @pytest.mark.parametrize("n", [1, 13, 101])
 def test_byte_counts_telescope_for_uneven_n(N: int, k: int, n: int) -> None:
-    """For any n: per thread, a server sends |set_t| - |R_{k-1}(s)| values in the reduce phase
+    """For any n: per thread, a worker sends |set_t| - |R_{k-1}(s)| values in the reduce phase
     and receives exactly as many in the gather phase."""
     sched = build_schedule(N, k, n)
     sets = split_range(0, n, k)
     for t in range(k):
-        for s in sched.servers:
+        for s in sched.workers:
             lo, hi = owned_range(N, k, n, t, k - 1, s)
             expect = (sets[t][1] - sets[t][0]) - (hi - lo)
             sent = sum(tr.size for step in range(k) for tr in sched.sends(t, step, s))
@@ -236,7 +232,7 @@ def test_byte_counts_telescope_for_uneven_n(N: int, k: int, n: int) -> None:
     # ((N-1) sum_t sum_i |R_i|) by < (N-1)*k*k values.
     P = N**k
     red, gat = values_sent(sched, REDUCE), values_sent(sched, GATHER)
-    for s in sched.servers:
+    for s in sched.workers:
         assert abs(sum(red[s].values()) - n * (P - 1) / P) < k
         assert abs(sum(gat[s].values()) - n * (P - 1) / P) < (N - 1) * k * k
 

@@ -1,7 +1,7 @@
-"""Clustered temporary PSs as a method of the testbed (SPEC §7), end to end.
+"""Clustered temporary PSs as a method of the testbed (docs/design.md §7), end to end.
 
 * option and profile mistakes are one error line, nothing written;
-* pure helpers of ``controller.cluster_experiment`` (message-pattern bytes);
+* pure helpers of ``controller.methods.cluster`` (message-pattern bytes);
 * a reduced ``run --method cluster`` over Mininet (root): leaf-spine, the 8 nodes of the
   example profile on h1..h8 with their uplinks (100 / 10 Mbit/s), the central PS on h0, all
   three rules.  Checked from the run's own files: every node's final parameters equal the
@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 
 from controller.cli import main as cli_main
-from controller.cluster_experiment import parse_rules, predicted_link_bytes
-from controller.experiment import ExperimentError
+from controller.errors import ExperimentError
+from controller.methods.cluster import parse_rules, predicted_link_bytes
 from topo.models import leaf_spine
 from workers.cluster.clustering import ps_schedule
-from workers.cluster.protocol import ClusterJob
+from workers.cluster.job import ClusterJob
 from workers.cluster.sync import simulate
 
 ROOT = Path(__file__).resolve().parent.parent

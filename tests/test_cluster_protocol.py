@@ -1,4 +1,4 @@
-"""The clustered temporary-PS protocol (SPEC §7) as message-driven machines: codec, coordinator,
+"""The clustered temporary-PS protocol (docs/design.md §7) as message-driven machines: codec, coordinator,
 re-election with contribution handover, re-clustering with reset, and the whole protocol in
 memory (shuffled delivery) and over loopback TCP, against the in-process simulation."""
 
@@ -15,18 +15,16 @@ import pytest
 
 from topo.mininet_net import htb_rate_change
 from topo.models import TopologyError, leaf_spine, with_link_bw
-from workers.async_ps.wire import TransportError
 from workers.cluster.clustering import ps_schedule
 from workers.cluster.features import load_profile, profile_from_dict
+from workers.cluster.job import ClusterJob, save_job_data
 from workers.cluster.protocol import (
-    ClusterJob,
     Coordinator,
-    node_features,
     parse_tc_rate,
     run_in_process,
-    save_job_data,
     step_seconds,
     uplink_change,
+    worker_features,
 )
 from workers.cluster.sync import simulate
 from workers.cluster.wire import (
@@ -40,6 +38,7 @@ from workers.cluster.wire import (
     decode,
     encode,
 )
+from workers.common.framing import TransportError
 from workers.common.model import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,8 +49,8 @@ HOSTS = list(PROFILE.nodes)
 
 def _job(rule: str, periods: int = 4, batches: int = 2, reelect: int = 2, seed: int = 1,
          **kw) -> ClusterJob:
-    cfg = TrainConfig(model="logreg", n_workers=len(kw.get("nodes", HOSTS)), seed=seed)
-    return ClusterJob(rule=rule, train=cfg, nodes=kw.pop("nodes", HOSTS), periods=periods,
+    cfg = TrainConfig(model="logreg", n_workers=len(kw.get("workers", HOSTS)), seed=seed)
+    return ClusterJob(rule=rule, train=cfg, workers=kw.pop("workers", HOSTS), periods=periods,
                       batches=batches, reelect=reelect, profile=str(EXAMPLE), seed=seed, **kw)
 
 
@@ -89,8 +88,8 @@ def test_tc_rate_features_and_compute_time():
     assert parse_tc_rate("") is None
     # h4's profile uplink is [100, 90]: the measured rate replaces the period's value
     f = PROFILE.features.index("uplink_bw")
-    assert node_features(PROFILE, "h4", 1)[f] == 90
-    assert node_features(PROFILE, "h4", 1, {"uplink_bw": 100.0})[f] == 100
+    assert worker_features(PROFILE, "h4", 1)[f] == 90
+    assert worker_features(PROFILE, "h4", 1, {"uplink_bw": 100.0})[f] == 100
     # h4's uplink [100, 90] is set as period 0 starts (a previous run may have left it at
     # 90) and changes as periods 1, 2, 3 ... start; constant uplinks are never touched
     assert [uplink_change(PROFILE, "h4", p) for p in range(4)] == [100, 90, 100, 90]
@@ -119,21 +118,21 @@ def test_with_link_bw_shapes_access_links_only():
 def test_coordinator_waits_at_epoch_starts_and_answers_inside_an_epoch():
     job = _job("contribution", periods=4, reelect=2)
     co = Coordinator(job, PROFILE)
-    outs = [co.handle(Features(i, 0, node_features(PROFILE, h, 0))) for i, h in enumerate(HOSTS)]
-    assert all(o == [] for o in outs[:-1])  # the election needs every node's features
+    outs = [co.handle(Features(i, 0, worker_features(PROFILE, h, 0))) for i, h in enumerate(HOSTS)]
+    assert all(o == [] for o in outs[:-1])  # the election needs every worker's features
     assign = [o.msg for o in outs[-1]]
     assert [o.dest for o in outs[-1]] == list(range(8)) and len(set(assign)) == 1
     a = assign[0]
     assert a.labels == (0, 0, 0, 0, 1, 1, 1, 1) and a.new_epoch and not a.reset
     assert a.ps == ps_schedule([[0, 1, 2, 3], [4, 5, 6, 7]], 1, 2, seed=1)[0]
-    # period 1 is inside the epoch: each node is answered at once, same clustering
-    (o,) = co.handle(Features(5, 1, node_features(PROFILE, "h6", 1)))
+    # period 1 is inside the epoch: each worker is answered at once, same clustering
+    (o,) = co.handle(Features(5, 1, worker_features(PROFILE, "h6", 1)))
     assert o.dest == 5 and (o.msg.period, o.msg.labels, o.msg.ps) == (1, a.labels, a.ps)
     assert not o.msg.new_epoch
     with pytest.raises(ValueError, match="twice"):
-        co.handle(Features(5, 1, node_features(PROFILE, "h6", 1)))
+        co.handle(Features(5, 1, worker_features(PROFILE, "h6", 1)))
     with pytest.raises(ValueError, match="out of range"):
-        co.handle(Features(9, 1, node_features(PROFILE, "h6", 1)))
+        co.handle(Features(9, 1, worker_features(PROFILE, "h6", 1)))
     with pytest.raises(ValueError, match="does not accept"):
         co.handle(Update(0, 0, np.zeros(1, dtype=np.float32)))
 
@@ -146,12 +145,12 @@ def test_protocol_in_memory_equals_the_simulation_bit_for_bit(rule):
     labels = (0, 0, 0, 0, 1, 1, 1, 1)
     sim = simulate(job.train, labels, rule, P, B, R, seed=1)
     for shuffle in (None, 1, 2):
-        nodes, hub = run_in_process(job, PROFILE, shuffle_seed=shuffle)
-        for nd, want in zip(nodes, sim.params, strict=True):
+        workers, hub = run_in_process(job, PROFILE, shuffle_seed=shuffle)
+        for nd, want in zip(workers, sim.params, strict=True):
             np.testing.assert_array_equal(nd.replica.params, want)
         if rule == "central":
             continue
-        log = nodes[0].periods_log
+        log = workers[0].periods_log
         assert [tuple(x["all_ps"]) for x in log] == [tuple(x) for x in sim.ps]
         # re-election exactly at the epoch starts, never the same PS twice in a row
         assert [x["new_epoch"] for x in log] == [p % R == 0 for p in range(P)]
@@ -159,7 +158,7 @@ def test_protocol_in_memory_equals_the_simulation_bit_for_bit(rule):
             assert all(a != b for a, b in zip(log[p]["all_ps"], log[p - 1]["all_ps"],
                                               strict=True))
         # α of every exchange as the simulation computes it, from whichever PS served it
-        served = {(e["period"], e["cluster"]): e["alpha"] for nd in nodes for e in nd.ps_log}
+        served = {(e["period"], e["cluster"]): e["alpha"] for nd in workers for e in nd.ps_log}
         for p in range(P):
             for c in range(2):
                 np.testing.assert_allclose(served[(p, c)], sim.alpha[p][c])
@@ -176,13 +175,13 @@ def test_reclustering_resets_the_contributions(tmp_path):
     path = tmp_path / "p.json"
     path.write_text(json.dumps(prof))
     profile = profile_from_dict(prof, str(path))
-    job = _job("contribution", periods=3, batches=2, reelect=1, nodes=list(profile.nodes), k=2)
+    job = _job("contribution", periods=3, batches=2, reelect=1, workers=list(profile.nodes), k=2)
     job.profile = str(path)
-    nodes, hub = run_in_process(job, profile, shuffle_seed=3)
-    log = nodes[0].periods_log
+    workers, hub = run_in_process(job, profile, shuffle_seed=3)
+    log = workers[0].periods_log
     assert log[0]["labels"] == [0, 0, 0, 1, 1] and log[1]["labels"] == [0, 0, 1, 1, 1]
     assert [x["reset"] for x in log] == [False, True, False]
-    by_period = {e["period"]: e for nd in nodes for e in nd.ps_log if e["cluster"] == 0}
+    by_period = {e["period"]: e for nd in workers for e in nd.ps_log if e["cluster"] == 0}
     # after the reset the accumulated contribution covers one exchange only (≤ 1); the next
     # epoch keeps the partition, so the new PS continues from the handed-over sum
     assert by_period[1]["contributions"][1] <= 1.0
@@ -192,11 +191,11 @@ def test_reclustering_resets_the_contributions(tmp_path):
     for i in range(5):
         for j in range(5):
             if final[i] == final[j]:
-                np.testing.assert_array_equal(nodes[i].replica.params, nodes[j].replica.params)
+                np.testing.assert_array_equal(workers[i].replica.params, workers[j].replica.params)
 
 
 def test_processes_over_loopback_tcp_equal_the_simulation(tmp_path):
-    """Nine processes (8 nodes + coordinator) on 127.0.0.1: the real shell, bit-exact."""
+    """Nine processes (8 workers + coordinator) on 127.0.0.1: the real shell, bit-exact."""
     base = 52000 + os.getpid() % 5000
     job = _job("contribution", periods=4, batches=2, reelect=2, step_s=0.001,
                addrs=[("127.0.0.1", base + i) for i in range(9)], interfaces=[None] * 8,
@@ -204,7 +203,7 @@ def test_processes_over_loopback_tcp_equal_the_simulation(tmp_path):
     save_job_data(job, tmp_path / "data.npz")
     job.save(tmp_path / "job.json")
     procs = [subprocess.Popen([sys.executable, "-m", "workers.cluster.node",
-                               str(tmp_path / "job.json"), "--endpoint", str(i)], cwd=ROOT,
+                               str(tmp_path / "job.json"), "--index", str(i)], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True) for i in range(9)]
     try:
         for i, p in enumerate(procs):

@@ -1,5 +1,5 @@
 """Contribution rule, plain average, bytes per link and the in-process clustered-PS training
-(SPEC §7), against hand-traced numbers."""
+(docs/design.md §7), against hand-traced numbers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from topo.models import dumbbell, fat_tree
-from workers.cluster.clustering import cluster_nodes
+from workers.cluster.clustering import cluster_workers
 from workers.cluster.features import load_profile, node_vectors
 from workers.cluster.sync import (
     ContributionTracker,
@@ -171,17 +171,17 @@ def test_ecmp_bytes_are_conserved_on_a_fat_tree():
 
 @pytest.fixture(scope="module")
 def setting():
-    """8 nodes from the example profile, clustered from 4 periods of features."""
+    """8 workers from the example profile, clustered from 4 periods of features."""
     cfg = TrainConfig(n_workers=8, seed=0, batch_size=16)
     prof = load_profile(EXAMPLE)
-    c = cluster_nodes(node_vectors(prof.history(4), prof.weight_vector()), k=None, seed=0)
+    c = cluster_workers(node_vectors(prof.history(4), prof.weight_vector()), k=None, seed=0)
     assert c.labels == (0, 0, 0, 0, 1, 1, 1, 1)
     return cfg, c.labels, load_data(cfg), list(prof.nodes)
 
 
 def test_in_process_training_all_methods_learn(setting):
     cfg, labels, data, hosts = setting
-    g = fat_tree(4)  # nodes on h1..h8, the central PS on h0
+    g = fat_tree(4)  # workers on h1..h8, the central PS on h0
     P, B = 6, 5
     res = {m: simulate(cfg, labels, m, periods=P, batches_per_period=B, reelect_every=P,
                        seed=3, data=data, graph=g, hosts=hosts, central_ps="h0")
@@ -199,7 +199,7 @@ def test_in_process_training_all_methods_learn(setting):
         assert len(set(r.ps)) == 1  # R = P: one election
     alpha = res["contribution"].alpha[-1]
     assert alpha[0, 0] == 0 and 0 < alpha[0, 1] < 1 and alpha[0, 1] == alpha[1, 0]
-    # Bytes: S = float32 gradient.  Central PS h0: 8 nodes x B gradients in per period.
+    # Bytes: S = float32 gradient.  Central PS h0: 8 workers x B gradients in per period.
     S = 4.0 * res["central"].params[0].shape[0]
     assert res["central"].busiest_link == ("edge0", "h0")
     assert res["central"].busiest_link_bytes_per_period == 8 * B * S
@@ -218,7 +218,7 @@ def test_one_batch_periods_plain_average_equals_central(setting):
     cen = simulate(cfg, labels, "central", periods=5, batches_per_period=1, data=data)
     for p in avg.params:
         np.testing.assert_allclose(p, cen.params[0], atol=1e-6)
-    # One cluster of all 8 nodes is the central PS, bit for bit, for any B.
+    # One cluster of all 8 workers is the central PS, bit for bit, for any B.
     one = simulate(cfg, [0] * 8, "contribution", periods=3, batches_per_period=2,
                    reelect_every=1, data=data)
     cen2 = simulate(cfg, labels, "central", periods=3, batches_per_period=2, data=data)

@@ -11,8 +11,8 @@ import pytest
 from workers.cluster.clustering import (
     canonical_labels,
     choose_k,
-    cluster_nodes,
     cluster_profile,
+    cluster_workers,
     elect,
     epoch_of,
     kmeans_labels,
@@ -46,13 +46,13 @@ def test_silhouette_chooses_the_true_k():
     assert c.silhouette is not None and c.silhouette > 0.9
     assert c.members == [[0, 4, 8], [1, 3, 7, 9], [2, 5, 6]]
     # the given k wins over the silhouette when passed
-    assert cluster_nodes(x, k=2, seed=0).k == 2
+    assert cluster_workers(x, k=2, seed=0).k == 2
 
 
 def test_example_profile_splits_into_its_two_groups():
     prof = load_profile(EXAMPLE)
     vectors = node_vectors(prof.history(4), prof.weight_vector())
-    c = cluster_nodes(vectors, k=None, seed=0)
+    c = cluster_workers(vectors, k=None, seed=0)
     assert c.k == 2
     assert [[prof.nodes[i] for i in m] for m in c.members] == [
         ["h1", "h2", "h3", "h4"], ["h5", "h6", "h7", "h8"]]

@@ -13,7 +13,8 @@ import json
 
 import pytest
 
-from controller.experiment import Settings, run_experiment
+from controller.methods.ina import Settings, run_experiment
+from controller.provenance import PROVENANCE_KEYS
 from workers.common.model import Replica, TrainConfig
 from workers.ina.constants import K
 from workers.ina.wire import FRAME_BYTES
@@ -39,6 +40,18 @@ def test_ina_and_ps_only_clean_network(tmp_path):
     saved = json.loads((tmp_path / "clean" / "results.json").read_text())
     assert saved["ps_bytes"] == res["ps_bytes"]
     assert (tmp_path / "clean" / "ps_bytes.png").stat().st_size > 0
+    # provenance (controller.runner): code, packages, host, and per-mode CPU time of the node
+    # processes next to the switches', so a run shows whether cores or links bound it
+    prov = saved["provenance"]
+    assert saved["complete"] is True
+    assert set(PROVENANCE_KEYS) <= set(prov) and prov["packages"]["numpy"]
+    for mode in ("ina", "ps_only"):
+        cpu = prov["cpu"][mode]
+        assert set(cpu["nodes_cpu_s"]) == {"h0", "h1", "h2", "h3"}
+        assert all(v > 0 for v in cpu["nodes_cpu_s"].values())
+        # every switch process measured; a 2-round run can stay under one 10 ms clock tick
+        assert set(cpu["switches_cpu_s"]) == {"leaf0", "leaf1", "spine0"}
+        assert all(v >= 0 for v in cpu["switches_cpu_s"].values()) and cpu["wall_s"] > 0
 
 
 def test_ina_under_loss_duplication_reordering(tmp_path):
@@ -49,7 +62,7 @@ def test_ina_under_loss_duplication_reordering(tmp_path):
 
 
 def test_a_dead_aggregator_is_replanned_around(tmp_path):
-    """SPEC §9: agg0 (deployed) dies after round 0; the controller notices, re-plans without
+    """docs/design.md §9: agg0 (deployed) dies after round 0; the controller notices, re-plans without
     it (edge1 stays), redeploys the survivors, and the workers switch schedules; every round
     stays exact."""
     res = run_experiment(Settings(topo="fattree:4", workers="6", budget=2, rounds=6,

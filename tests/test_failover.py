@@ -1,4 +1,4 @@
-"""Switch fail-over around the live run (SPEC §9), without a network: the option, the workers'
+"""Switch fail-over around the live run (docs/design.md §9), without a network: the option, the workers'
 schedule book, and how results split γ between the original plan and the re-planned one."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import os
 import pytest
 
 from controller.errors import ExperimentError
-from controller.experiment import Settings, summarize
 from controller.failover import parse_fail_switch
 from controller.files import write_json_atomic
+from controller.methods.ina import Settings, summarize
 from topo.models import parse_topology
 from workers.common.model import TrainConfig
 from workers.ina.job import JobConfig, ScheduleBook

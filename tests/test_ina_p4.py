@@ -1,4 +1,4 @@
-"""Packet tests of p4src/ina.p4 (SPEC 3.6-3.7), run on every available P4 target.
+"""Packet tests of p4src/ina.p4 (docs/design.md §3.6–3.7), run on every available P4 target.
 
 Topology of the switch under test (see ina_harness.InaSwitch): worker w on host port w+1;
 fabric uplinks 20, 21 toward the PS's ToR (id TOR); the PS on port 30 when the switch is
@@ -593,7 +593,7 @@ def test_two_switches_lossy_reordering_network_exact_results(make_target, seed) 
     Every delivery may be lost (10%) or duplicated (10%) and deliveries are reordered.
     Workers retransmit on "timeout" (the network went quiet) with RETRANSMIT and, after
     two tries, send straight to the PS (agg_id 0). Every chunk must end with every worker
-    holding a RESULT equal to the exact sum (the SPEC 3.9 correctness bar)."""
+    holding a RESULT equal to the exact sum (the correctness bar of docs/design.md §3.9)."""
     rng = np.random.default_rng(seed)
     workers, full = range(6), 0b111111
     agg = InaSwitch(make_target(), AGG).configure()

@@ -1,4 +1,4 @@
-"""Digits data, numpy models, SGD and the single-process reference training (SPEC §3.9)."""
+"""Digits data, numpy models, SGD and the single-process reference training (docs/design.md §3.9)."""
 
 from __future__ import annotations
 

@@ -69,6 +69,11 @@ def test_reduced_ndn_experiment_vs_tcp_ps(tmp_path):
     assert ndn["recoveries"] == 0 and ndn["impairment_dropped"] == 0
     for png in ("distribution_bytes.png", "distribution_ratio.png", "time_per_round.png"):
         assert (tmp_path / "clean" / png).stat().st_size > 0
+    # provenance of every method (controller.runner): CPU per mode, command line as typed
+    assert res["complete"] is True and res["provenance"]["command_line"][3:5] == ["run",
+                                                                                  "--method"]
+    assert set(res["provenance"]["cpu"]) == {"ndn@3", "tcp-ps@3"}
+    assert res["provenance"]["cpu"]["ndn@3"]["switches_cpu_total_s"] > 0  # the NDN routers
 
 
 @pytest.mark.root

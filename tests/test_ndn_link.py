@@ -21,8 +21,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from controller.experiment import ExperimentError
-from controller.ndn_experiment import comparison, ndn_rounds, parse_sweep, router_configs
+from controller.errors import ExperimentError
+from controller.methods.ndn import comparison, ndn_rounds, parse_sweep, router_configs
 from topo.mininet_net import plan_network
 from topo.models import fat_tree, leaf_spine
 from workers.common.quantize import dequantize, quantize

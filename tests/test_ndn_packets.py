@@ -52,7 +52,7 @@ def test_name_scheme_uris() -> None:
     (nn.with_segment(nn.distribute_name("ps0", "t", 4), 2), nn.Kind.DISTRIBUTE,
      {"version": 4, "segment": 2}),
     (nn.with_segment(nn.collect_name("g1", "ps0", "t", 4), 0), nn.Kind.COLLECT,
-     {"gpu": "g1", "version": 4, "segment": 0}),
+     {"worker": "g1", "version": 4, "segment": 0}),
     (nn.fetch_name("ps0", "t", 9), nn.Kind.FETCH, {"version": 9, "segment": None}),
 ])
 def test_parse_kinds(name, kind, fields) -> None:
@@ -65,11 +65,12 @@ def test_parse_kinds(name, kind, fields) -> None:
 def test_parse_for_disambiguates_task_and_content_by_role() -> None:
     task = nn.task_name("g1", "ps0", "t")
     content = nn.with_segment(nn.content_name("ps0", "t", "g1"), 1)
-    assert nn.parse_for(task, "g1", "gpu").kind is nn.Kind.TASK
+    assert nn.parse_for(task, "g1", "worker").kind is nn.Kind.TASK
     assert nn.parse_for(task, "ps0", "ps").kind is nn.Kind.TASK
     pc = nn.parse_for(content, "ps0", "ps")
-    assert (pc.kind, pc.ps, pc.train, pc.gpu, pc.segment) == (nn.Kind.CONTENT, "ps0", "t", "g1", 1)
-    assert nn.parse_for(content, "g1", "gpu").kind is nn.Kind.CONTENT
+    assert (pc.kind, pc.ps, pc.train, pc.worker, pc.segment) == \
+        (nn.Kind.CONTENT, "ps0", "t", "g1", 1)
+    assert nn.parse_for(content, "g1", "worker").kind is nn.Kind.CONTENT
 
 
 def test_foreign_and_bad_names() -> None:

@@ -1,5 +1,5 @@
-"""SPEC §6 steps 1-9 (workers.ndn.protocol): PS and GPU state machines over a direct link, then
-the whole transport in the in-process simulation (tests/ndn_sim.py: PS, 2 routers, N GPUs)."""
+"""docs/design.md §6 steps 1-9 (workers.ndn.protocol): PS and worker state machines over a direct link, then
+the whole transport in the in-process simulation (tests/ndn_sim.py: PS, 2 routers, N workers)."""
 
 from __future__ import annotations
 
@@ -22,15 +22,9 @@ from workers.ndn.packets import (
     encode_interest,
     packet_type,
 )
-from workers.ndn.protocol import (
-    Finished,
-    GpuConfig,
-    GpuNode,
-    PsConfig,
-    PsNode,
-    Published,
-    Train,
-)
+from workers.ndn.protocol import Finished, Published, Train
+from workers.ndn.ps import PsConfig, PsState
+from workers.ndn.worker import WorkerConfig, WorkerState
 
 PS, T = "ps0", "job1"
 DIM = 700  # 2800-byte gradients / parameters: 3 segments of 1200 B
@@ -46,17 +40,17 @@ def describe(wire: bytes) -> tuple[str, str, nn.Parsed | None]:
 
 
 class Direct:
-    """PS and GPUs on one zero-loss link each (no routers), with a fake clock and a log.
+    """PS and workers on one zero-loss link each (no routers), with a fake clock and a log.
 
-    ``drop(src, kind, uri) -> bool`` can suppress chosen packets.  The PS reaches each GPU
+    ``drop(src, kind, uri) -> bool`` can suppress chosen packets.  The PS reaches each worker
     directly: Interests/Data are routed by the protocol name (what a router's FIB would do),
-    distribution Data go to every GPU.
+    distribution Data go to every worker.
     """
 
-    def __init__(self, gpus: dict[str, GpuConfig], compute: Callable[[str, int], float],
+    def __init__(self, workers: dict[str, WorkerConfig], compute: Callable[[str, int], float],
                  n_rounds: int, delay: float = 0.001,
                  drop: Callable[[str, str, str], bool] = lambda s, k, u: False,
-                 make_ps: Callable[[bytes], PsNode] | None = None) -> None:
+                 make_ps: Callable[[bytes], PsState] | None = None) -> None:
         self.init = np.linspace(0, 1, DIM, dtype=np.float32).tobytes()
         self.updates: list[tuple[int, set[str]]] = []
 
@@ -65,15 +59,15 @@ class Direct:
             return update_fn(v, params, grads)
 
         self.ps = (make_ps(self.init) if make_ps is not None else
-                   PsNode(PsConfig(PS, T, list(gpus), n_rounds, grad_bytes=4 * DIM), self.init,
-                          update))
-        self.gpus = {g: GpuNode(cfg) for g, cfg in gpus.items()}
-        self.index = {g: i for i, g in enumerate(gpus)}
+                   PsState(PsConfig(PS, T, list(workers), n_rounds, grad_bytes=4 * DIM), self.init,
+                           update))
+        self.workers = {g: WorkerState(cfg) for g, cfg in workers.items()}
+        self.index = {g: i for i, g in enumerate(workers)}
         self.compute, self.delay, self.drop = compute, delay, drop
         self.q: list = []
         self.seq = 0
         self.log: list[tuple[float, str, str, str, nn.Parsed | None]] = []
-        self.events: dict[str, list] = {g: [] for g in gpus}
+        self.events: dict[str, list] = {g: [] for g in workers}
         self.events[PS] = []
         self.now = 0.0
 
@@ -82,7 +76,7 @@ class Direct:
         heapq.heappush(self.q, (t, self.seq, what, args))
 
     def emit(self, src: str, wires: list[bytes]) -> None:
-        node = self.ps if src == PS else self.gpus[src]
+        node = self.ps if src == PS else self.workers[src]
         for w in wires:
             kind, uri, p = describe(w)
             self.log.append((self.now, src, kind, uri, p))
@@ -91,9 +85,9 @@ class Direct:
             if src != PS:
                 dests = [PS]
             elif p is not None and p.kind in (nn.Kind.DISTRIBUTE, nn.Kind.CONFIRM):
-                dests = list(self.gpus)
+                dests = list(self.workers)
             else:
-                dests = [p.gpu] if p is not None and p.kind in (
+                dests = [p.worker] if p is not None and p.kind in (
                     nn.Kind.TASK, nn.Kind.COLLECT, nn.Kind.CONTENT) else []
                 if p is not None and p.kind is nn.Kind.FETCH:
                     dests = self.fetchers.pop(uri, [])
@@ -101,7 +95,7 @@ class Direct:
                 self.push(self.now + self.delay, "pkt", (d, w))
             if src != PS and p is not None and p.kind is nn.Kind.FETCH:
                 self.fetchers.setdefault(uri, []).append(src)
-        t = node.next_timer()
+        t = node.next_deadline()
         if t is not None:
             self.push(max(t, self.now), "tick", (src,))
         for ev in node.pop_events():
@@ -121,21 +115,21 @@ class Direct:
             self.now = t
             if what == "pkt":
                 dst, w = args
-                node = self.ps if dst == PS else self.gpus[dst]
+                node = self.ps if dst == PS else self.workers[dst]
                 self.emit(dst, node.on_packet(w, t))
             elif what == "tick":
-                node = self.ps if args[0] == PS else self.gpus[args[0]]
+                node = self.ps if args[0] == PS else self.workers[args[0]]
                 self.emit(args[0], node.tick(t))
             elif what == "grad":
                 g, ev = args
-                if self.gpus[g].state == "done":  # async: the run ended during the step
+                if self.workers[g].state == "done":  # async: the run ended during the step
                     continue
                 grad = grad_fn(self.index[g], ev.version, ev.params)
-                self.emit(g, self.gpus[g].gradient_ready(ev.version, grad, t))
+                self.emit(g, self.workers[g].gradient_ready(ev.version, grad, t))
 
 
-def cfgs(names: list[str], n_rounds: int, **kw) -> dict[str, GpuConfig]:
-    return {g: GpuConfig(g, PS, T, n_rounds, seed=i, **kw) for i, g in enumerate(names)}
+def cfgs(names: list[str], n_rounds: int, **kw) -> dict[str, WorkerConfig]:
+    return {g: WorkerConfig(g, PS, T, n_rounds, seed=i, **kw) for i, g in enumerate(names)}
 
 
 def final_params(d: Direct, g: str) -> bytes:
@@ -148,8 +142,8 @@ def final_params(d: Direct, g: str) -> bytes:
 
 
 def test_probe_timeout_mean_plus_k_std_clamped() -> None:
-    g = GpuNode(GpuConfig("g0", PS, T, 3, probe_k=4.0, probe_min_s=0.05, probe_max_s=2.0,
-                          probe_initial_s=0.7))
+    g = WorkerState(WorkerConfig("g0", PS, T, 3, probe_k=4.0, probe_min_s=0.05, probe_max_s=2.0,
+                                 probe_initial_s=0.7))
     assert g.probe_timeout() == 0.7  # no history
     g.history = [0.3]
     assert g.probe_timeout() == 0.7  # one sample is not a spread
@@ -176,21 +170,21 @@ def test_protocol_steps_in_order_and_exact_result() -> None:
              ("collect", "D"), ("distribute", "D"), ("delete", "I")]
     times = [first[k] for k in order]
     assert times == sorted(times), dict(zip(order, times, strict=True))
-    # round 0 has no estimate: its collection Interests leave as soon as the GPU accepts, and
-    # the GPU holds them until its first gradient is ready
+    # round 0 has no estimate: its collection Interests leave as soon as the worker accepts, and
+    # the worker holds them until its first gradient is ready
     assert first[("collect", "I")] == pytest.approx(first[("task", "D")] + d.delay)
-    # content Data is what the PS serves for /ps0/job1/<gpu>: every GPU started from init
+    # content Data is what the PS serves for /ps0/job1/<worker>: every worker started from init
     for g in ("g0", "g1"):
         trains = [ev for _t, ev in d.events[g] if isinstance(ev, Train)]
         assert [ev.version for ev in trains] == [0, 1, 2]
         assert trains[0].params == d.init
         assert final_params(d, g) == reference(2, d.init, 3)
-        assert d.gpus[g].state == "done" and d.gpus[g].recoveries == 0
+        assert d.workers[g].state == "done" and d.workers[g].recoveries == 0
     assert [v for v, _ in d.updates] == [0, 1, 2]
     assert all(who == {"g0", "g1"} for _, who in d.updates)
     published = [ev.version for _t, ev in d.events[PS] if isinstance(ev, Published)]
     assert published == [1, 2, 3] and d.ps.done
-    # the GPU Train for version 0 only comes after the subscription was confirmed
+    # the worker Train for version 0 only comes after the subscription was confirmed
     t_confirm = first[("confirm", "D")]
     assert all(t >= t_confirm for t, ev in d.events["g0"] if isinstance(ev, Train))
 
@@ -209,27 +203,27 @@ def test_collection_interests_timed_by_ewma_estimate() -> None:
     # round 1: no estimate yet -> Interests at once when version 1 is published
     assert first_collect(PS, "I", 1) == pytest.approx(ps.published_at[1])
     obs1 = first_collect("g0", "D", 1) + d.delay - ps.published_at[1]
-    # the GPU held the early Interest: obs = delay (distribution) + compute + delay (data)
+    # the worker held the early Interest: obs = delay (distribution) + compute + delay (data)
     assert obs1 == pytest.approx(0.5 + 2 * d.delay)
     # round 2: sent at publish + (1 - lead) * d_g with d_g = obs1
     assert first_collect(PS, "I", 2) == pytest.approx(ps.published_at[2] + (1 - lead) * obs1)
     obs2 = first_collect("g0", "D", 2) + d.delay - ps.published_at[2]
-    # the GPU got faster (0.3 s < 0.75 * obs1): that Interest arrived after the gradient was
+    # the worker got faster (0.3 s < 0.75 * obs1): that Interest arrived after the gradient was
     # ready and was answered at once, so obs2 = send offset + RTT (the documented overestimate)
     assert obs2 == pytest.approx((1 - lead) * obs1 + 2 * d.delay)
     est2 = a * obs2 + (1 - a) * obs1
     assert first_collect(PS, "I", 3) == pytest.approx(ps.published_at[3] + (1 - lead) * est2)
     obs3 = first_collect("g0", "D", 3) + d.delay - ps.published_at[3]
-    assert ps.gpus["g0"].estimate == pytest.approx(a * obs3 + (1 - a) * est2)
+    assert ps.workers["g0"].estimate == pytest.approx(a * obs3 + (1 - a) * est2)
     assert final_params(d, "g0") == reference(1, d.init, 4)
 
 
-def test_declined_gpu_is_left_out() -> None:
-    gpus = cfgs(["g0", "g1"], 2)
-    gpus["g1"].accept = False
-    d = Direct(gpus, compute=lambda g, v: 0.05, n_rounds=2)
+def test_declined_worker_is_left_out() -> None:
+    workers = cfgs(["g0", "g1"], 2)
+    workers["g1"].accept = False
+    d = Direct(workers, compute=lambda g, v: 0.05, n_rounds=2)
     d.run()
-    assert d.ps.gpus["g1"].state == "declined" and d.gpus["g1"].state == "declined"
+    assert d.ps.workers["g1"].state == "declined" and d.workers["g1"].state == "declined"
     assert all(who == {"g0"} for _, who in d.updates) and len(d.updates) == 2
     expected = d.init
     for v in range(2):
@@ -251,7 +245,7 @@ def test_lost_distribution_segment_recovered_by_probe_timer_and_fetch() -> None:
     d = Direct(cfgs(["g0"], 4, probe_initial_s=1.0), compute=lambda g, v: 0.2, n_rounds=4,
                drop=drop)
     d.run()
-    g = d.gpus["g0"]
+    g = d.workers["g0"]
     assert dropped == [lost]
     assert g.probe_expiries == 1 and g.recoveries == 1 and g.recovered_versions == {3}
     fetches = [(t, u) for t, src, k, u, p in d.log if src == "g0" and p.kind is nn.Kind.FETCH]
@@ -273,11 +267,11 @@ def test_spurious_probe_expiry_still_feeds_the_history() -> None:
     """The timer fires because one round is slower than the history says (g1 computes 5x
     longer in round 3), but the distribution then arrives by multicast: nothing was
     recovered, and the interval is a sample -- otherwise the too short timeout would stay (a
-    feedback seen on Mininet, where one GPU fetched every round after two tight samples)."""
+    feedback seen on Mininet, where one worker fetched every round after two tight samples)."""
     d = Direct(cfgs(["g0", "g1"], 5), n_rounds=5,
                compute=lambda g, v: 0.5 if (g, v) == ("g1", 3) else 0.1)
     d.run()
-    g = d.gpus["g0"]
+    g = d.workers["g0"]
     assert g.probe_expiries == 1 and g.recoveries == 0
     assert len(g.history) == 5 and max(g.history) == pytest.approx(0.4, abs=0.02)
     assert final_params(d, "g0") == reference(2, d.init, 5)
@@ -304,19 +298,19 @@ def test_lost_gradient_segment_reexpressed_by_the_ps() -> None:
 
 
 def test_bad_input_dropped_and_counted() -> None:
-    ps = PsNode(PsConfig(PS, T, ["g0"], 1, grad_bytes=8), b"\0" * 8, update_fn)
-    gpu = GpuNode(GpuConfig("g0", PS, T, 1))
-    for node in (ps, gpu):
+    ps = PsState(PsConfig(PS, T, ["g0"], 1, grad_bytes=8), b"\0" * 8, update_fn)
+    worker = WorkerState(WorkerConfig("g0", PS, T, 1))
+    for node in (ps, worker):
         assert node.on_packet(b"\x05\x02\x00\x00", 0.0) == []
         assert node.on_packet(encode_data("/other/job/x", b"?"), 0.0) == []
         assert node.on_packet(encode_data(nn.distribute_name(PS, "otherjob", 1), b"?"), 0.0) == []
         assert node.stats.dropped == 3
     with pytest.raises(ValueError, match="gradient for version 0"):
-        gpu.gradient_ready(0, b"", 0.0)  # not training yet
+        worker.gradient_ready(0, b"", 0.0)  # not training yet
     with pytest.raises(nn.NdnNameError):
-        GpuNode(GpuConfig("insert", PS, T, 1))
+        WorkerState(WorkerConfig("insert", PS, T, 1))
     with pytest.raises(ValueError, match="duplicate"):
-        PsNode(PsConfig(PS, T, ["g0", "g0"], 1, grad_bytes=8), b"", update_fn)
+        PsState(PsConfig(PS, T, ["g0", "g0"], 1, grad_bytes=8), b"", update_fn)
 
 
 # ----------------------------------------------------------------------------- simulation
@@ -333,17 +327,17 @@ def test_sim_persistent_pit_sends_one_copy_on_the_ps_link(n: int) -> None:
         one_copy = res.dist_copy_bytes[v]
         assert one_copy > 0
         measured = res.dist_bytes_ps_link[v]
-        unicast = n * one_copy  # a unicast PS puts one copy per GPU on its link
+        unicast = n * one_copy  # a unicast PS puts one copy per worker on its link
         assert measured == one_copy
         assert unicast / measured == n
-        assert res.dist_bytes_gpu_links[v] == n * one_copy  # yet every GPU got its copy
+        assert res.dist_bytes_worker_links[v] == n * one_copy  # yet every worker got its copy
     assert res.probe_expiries == 0 and res.lost_pairs == set()
     assert res.fetch_bytes_ps_link == {}
-    # each router copied every distribution Data to its local GPUs (r1 also once toward r2);
+    # each router copied every distribution Data to its local workers (r1 also once toward r2);
     # confirmations (one per insert) add copies to whatever was subscribed at the time
     r1, r2 = res.routers["r1"].counters, res.routers["r2"].counters
     dist_data = 4 * len(res.ps.dist_segments[4])
-    n_r1 = (n + 1) // 2  # GPUs 0, 2, 4, ... sit on r1
+    n_r1 = (n + 1) // 2  # Workers 0, 2, 4, ... sit on r1
     assert r1.ppit_forwards == dist_data + n  # n confirmations pass r1 (toward the PS side)
     assert dist_data * (n_r1 + 1) < r1.ppit_copies <= (dist_data + n) * (n_r1 + 1)
     assert dist_data * (n - n_r1) < r2.ppit_copies <= (dist_data + n) * (n - n_r1)
@@ -360,12 +354,12 @@ def test_sim_five_percent_loss_every_round_completes_via_probe_and_fetch(n: int)
     assert res.frames_dropped > 0
     assert len(res.finished) == n and all(p == ref for p in res.finished.values())
     assert res.ps_params == ref
-    # every (GPU, version) that missed a multicast segment was completed by an active fetch
+    # every (worker, version) that missed a multicast segment was completed by an active fetch
     assert res.lost_pairs, "the seeded loss should hit some distributions"
     for g, v in res.lost_pairs:
         assert v in res.recovered[g]
     recoveries = sum(len(s) for s in res.recovered.values())
-    assert recoveries == sum(node.recoveries for node in res.gpus.values()) >= len(res.lost_pairs)
+    assert recoveries == sum(w.recoveries for w in res.workers.values()) >= len(res.lost_pairs)
     assert res.probe_expiries >= recoveries
     # the PS still put exactly one multicast copy of each version on its link
     for v in range(1, 5):
@@ -393,12 +387,12 @@ _VALUES = st.one_of(st.binary(max_size=9),
                           _VALUES), min_size=1, max_size=6),
        st.booleans())
 def test_nodes_survive_arbitrary_names(comps: list[tuple[int, bytes]], as_data: bool) -> None:
-    """Names of any component types/values (e.g. a 3-byte version) never crash PS or GPU."""
+    """Names of any component types/values (e.g. a 3-byte version) never crash PS or worker."""
     name = [Component.from_bytes(v, typ) for typ, v in comps]
     wire = encode_data(name, b"x") if as_data else encode_interest(name, nonce=1)
-    ps = PsNode(PsConfig(PS, T, ["g0"], 1, grad_bytes=8), b"\0" * 8, update_fn)
-    gpu = GpuNode(GpuConfig("g0", PS, T, 1))
+    ps = PsState(PsConfig(PS, T, ["g0"], 1, grad_bytes=8), b"\0" * 8, update_fn)
+    worker = WorkerState(WorkerConfig("g0", PS, T, 1))
     ps.start(0.0)
-    for node in (ps, gpu):
+    for node in (ps, worker):
         out = node.on_packet(wire, 0.1)
         assert isinstance(out, list)

@@ -91,7 +91,7 @@ def test_pit_lifetimes_expire() -> None:
     a, b = seg(nn.fetch_name(PS, T, 1), 0), seg(nn.fetch_name(PS, T, 1), 1)
     r.on_interest(1, interest(a, 1, lifetime_ms=100), 0.0)
     r.on_interest(1, interest(b, 2, lifetime_ms=300), 0.0)
-    assert r.next_expiry() == 0.1
+    assert r.next_deadline() == 0.1
     assert r.expire(0.099) == 0 and len(r.pit) == 2
     assert r.expire(0.1) == 1 and r.counters.pit_expired == 1
     assert r.pit_faces(a, 0.1) == set() and r.pit_faces(b, 0.1) == {1}

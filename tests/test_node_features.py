@@ -1,4 +1,4 @@
-"""Node profiles, feature history and the SPEC §7 normalization, on hand-made numbers."""
+"""Node profiles, feature history and the docs/design.md §7 normalization, on hand-made numbers."""
 
 from __future__ import annotations
 

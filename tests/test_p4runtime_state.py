@@ -4,12 +4,13 @@ server does not do registers) and clone sessions. The switch runs without ports.
 
 from __future__ import annotations
 
+import grpc
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
-from switch_harness import REPO, compile_for, start_switch, target  # noqa: F401
+from switch_harness import REPO, compile_for, reset_switch, start_switch, target  # noqa: F401
 
-from controller.p4runtime_client import WriteError
+from controller.p4runtime_client import UpdateError, WriteError
 
 P4 = REPO / "tests" / "p4" / "rt_state.p4"
 ACL = "MyIngress.acl"
@@ -67,8 +68,7 @@ def test_counters_registers_and_clone_sessions(client, target):  # noqa: F811
         c.write_register("MyIngress.store", 5, 0xDEADBEEF)
         assert c.read_register("MyIngress.store", 5) == 0xDEADBEEF
         assert c.read_register("MyIngress.store", 4) == 0
-        re_ = p4runtime_pb2.RegisterEntry(register_id=c.names.register("MyIngress.store")
-                                          .preamble.id)
+        re_ = p4runtime_pb2.RegisterEntry(register_id=c.index.register("MyIngress.store").id)
         re_.index.index = 1
         re_.data.bitstring = b"\x01\x00\x00\x00\x00"  # 33 bits into a bit<32> register
         with pytest.raises(WriteError) as info:
@@ -86,3 +86,53 @@ def test_counters_registers_and_clone_sessions(client, target):  # noqa: F811
     with pytest.raises(WriteError) as info:
         c.delete_clone_session(100)
     assert [e.code for e in info.value.errors] == [code_pb2.NOT_FOUND]
+
+
+def test_harness_reset_deletes_groups_and_sessions(client, target, tmp_path):  # noqa: F811
+    c = client
+    c.insert_multicast_group(1, [1, 2])
+    c.insert_multicast_group(2, [(3, 1)])
+    c.insert_clone_session(5, [4])
+    compiled = compile_for(target, P4, tmp_path / "build")
+    reset_switch(c, compiled, groups=[1, 9])  # 9: created by a test, already gone
+    assert c.read_multicast_groups() == {} and c.read_clone_sessions() == {}
+    c.insert_multicast_group(1, [2])  # no stale group in the way
+    assert c.read_multicast_groups() == {1: [(2, 0)]}
+
+
+class _BMv2LikeClient:
+    """A client stand-in whose switch forgets its groups in reads after a pipeline push
+    (as BMv2 does, while keeping their replicas): what reset_switch must cope with."""
+
+    def __init__(self) -> None:
+        self.groups, self.sessions = {1: [(1, 0)], 2: [(2, 0)]}, {7: [(3, 0)]}
+        self.calls: list[object] = []
+
+    def read_multicast_groups(self) -> dict:
+        return dict(self.groups)
+
+    def read_clone_sessions(self) -> dict:
+        return dict(self.sessions)
+
+    def _delete(self, table: dict, ident: int, what: str) -> None:
+        self.calls.append((what, ident))
+        if table.pop(ident, None) is None:
+            raise WriteError("sw", [UpdateError(0, code_pb2.NOT_FOUND, "no such entry")],
+                             grpc.StatusCode.UNKNOWN, "1 of 1 updates failed")
+
+    def delete_multicast_group(self, gid: int) -> None:
+        self._delete(self.groups, gid, "group")
+
+    def delete_clone_session(self, sid: int) -> None:
+        self._delete(self.sessions, sid, "session")
+
+    def set_pipeline(self, p4info: object, config: object) -> None:
+        self.calls.append("push")
+        self.groups, self.sessions = {}, {}  # reads empty, replicas kept: too late to delete
+
+
+def test_harness_reset_deletes_before_the_pipeline_push(tmp_path):
+    c = _BMv2LikeClient()
+    compiled = compile_for("pyswitch", P4, tmp_path / "build")
+    reset_switch(c, compiled, groups=[2, 3], sessions=[7])
+    assert c.calls == [("group", 1), ("group", 2), ("group", 3), ("session", 7), "push"]

@@ -13,15 +13,10 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller.p4runtime_client import SwitchConnection, load_p4info, to_int
-from pyswitch.p4runtime_server import (
-    P4InfoIndex,
-    P4RTError,
-    Translator,
-    decode_int,
-    encode_int,
-    same_match,
-)
+from controller.p4runtime_client import SwitchConnection
+from pyswitch.p4runtime.codec import CodecError, decode_int, encode_int, to_int
+from pyswitch.p4runtime.p4info_index import P4InfoIndex, load_p4info
+from pyswitch.p4runtime.translate import P4RTError, Translator, field_value, same_match
 
 P4INFO_TEXT = """
 tables {
@@ -88,8 +83,15 @@ def test_canonical_bytes():
     assert encode_int(0x0A000001) == b"\x0a\x00\x00\x01"
     # receivers accept leading zero bytes as long as the value fits
     assert decode_int(b"\x00\x00\x01\x01", 9, "x") == 0x101
-    assert code_of(decode_int, b"\x02\x00", 9, "x") == code_pb2.INVALID_ARGUMENT
-    assert code_of(decode_int, b"", 9, "x") == code_pb2.INVALID_ARGUMENT
+    with pytest.raises(CodecError, match="does not fit in 9 bits"):
+        decode_int(b"\x02\x00", 9, "x")
+    with pytest.raises(CodecError, match="empty"):
+        decode_int(b"", 9, "x")
+    # the server answers both with INVALID_ARGUMENT
+    assert code_of(field_value, b"\x02\x00", 9, "x") == code_pb2.INVALID_ARGUMENT
+    assert code_of(field_value, b"", 9, "x") == code_pb2.INVALID_ARGUMENT
+    # a client reading an answer takes the string as it comes
+    assert decode_int(b"") == 0 and decode_int(b"\x00\x02\x00") == 512
 
 
 def test_lpm_rules(tr):

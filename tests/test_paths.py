@@ -1,4 +1,4 @@
-"""Per-hop even ECMP (SPEC §3.2 option (b)): next hops, fractions, host non-transit."""
+"""Per-hop even ECMP (docs/design.md §3.2 option (b)): next hops, fractions, host non-transit."""
 
 from collections import Counter
 

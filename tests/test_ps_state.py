@@ -1,4 +1,4 @@
-"""PS merge state machine (SPEC §3.9): hand-traced sequences and a randomized exact-cover oracle."""
+"""PS merge state machine (docs/design.md §3.9): hand-traced sequences and a randomized exact-cover oracle."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ class Grads:
 def feed(ps: PsState, pkts):
     results, rounds = [], []
     for p in pkts:
-        out = ps.handle(p)
+        out = ps.on_packet(p)
         results += out.results
         rounds += out.completed_rounds
     return results, rounds
@@ -270,7 +270,7 @@ def test_randomized_arrivals_give_the_exact_sum_exactly_when_a_cover_exists():
         for i in order:
             p = pkts[int(i)]
             seen.add(p.bitmap)
-            out = ps.handle(p)
+            out = ps.on_packet(p)
             if done:
                 assert all(r.flags == FLAG_RETRANSMIT for r in out.results)
                 continue

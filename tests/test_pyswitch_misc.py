@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pyswitch import InvalidArgument, Switch, compile_p4
+from pyswitch import InvalidArgument, P4CompileError, Switch, compile_p4
 
 HERE = Path(__file__).parent
 T = "global_by_len"
@@ -67,8 +67,11 @@ def test_range_optional_and_bool_keys_with_priority(prog) -> None:  # noqa: ANN0
         sw.insert_entry(T, {"hdr.misc.len": (10, 5), "misc_valid": 1}, sp, {"port": 1}, 1)
     with pytest.raises(InvalidArgument):
         sw.insert_entry(T, {"hdr.misc.len": (1, 5), "misc_valid": 2}, sp, {"port": 1}, 1)
-    names = {a.preamble.name for a in prog.p4info.actions}
-    assert names == {"MyIngress.set_out_port", "MyIngress.nop"}
+    # p4c lists an action a control calls directly too (add_to), without params (p4c makes
+    # the arguments of a direct call locals)
+    acts = {a.preamble.name: [p.name for p in a.params] for a in prog.p4info.actions}
+    assert acts == {"MyIngress.set_out_port": ["port"], "MyIngress.nop": [],
+                    "MyIngress.add_to": []}
 
 
 OOR = """#include <core.p4>
@@ -118,3 +121,39 @@ def test_register_and_counter_index_out_of_range(tmp_path: Path) -> None:
     assert send(300) == 0 and send(2**16 - 1) == 0
     assert [sw.register_read("MyIngress.r", i) for i in range(4)] == [0, 0, 3, 0]
     assert [sw.counter_read("MyIngress.c", i)[0] for i in range(4)] == [0, 0, 3, 0]
+
+
+COUNTED = OOR.replace("""    register<bit<8>>(4) r;
+    counter(4, CounterType.packets) c;
+    apply {""", """    register<bit<8>>(4) r;
+    counter(4, CounterType.packets) c;
+    direct_counter(CounterType.packets_and_bytes) hits;
+    action fwd(bit<9> port) { standard_metadata.egress_spec = port; }
+    table by_type {
+        key = { hdr.ethernet.etherType: exact; }
+        actions = { fwd; NoAction; }
+        counters = hits;
+        size = 16;
+        //MORE
+    }
+    apply {
+        by_type.apply();""")
+
+
+def test_table_with_counters_and_size(tmp_path: Path) -> None:
+    """`counters` and `size` are two properties (p4c accepts both); a real duplicate is not."""
+    f = tmp_path / "counted.p4"
+    f.write_text(COUNTED)
+    prog = compile_p4(f)
+    (table,) = prog.p4info.tables
+    assert table.preamble.name == "MyIngress.by_type" and table.size == 16
+    assert [c.preamble.name for c in prog.p4info.direct_counters] == ["MyIngress.hits"]
+    sw = Switch(prog)
+    sw.insert_entry("MyIngress.by_type", {"hdr.ethernet.etherType": 7}, "MyIngress.fwd",
+                    {"port": 1})
+    sw.process(0, b"\x01" * 12 + struct.pack(">H", 7))
+    sw.process(0, b"\x01" * 12 + struct.pack(">H", 8))
+    assert sw.direct_counter_read("MyIngress.by_type", {"hdr.ethernet.etherType": 7}) == (1, 14)
+    f.write_text(COUNTED.replace("//MORE", "size = 32;"))
+    with pytest.raises(P4CompileError, match="duplicate table property \\(size\\)"):
+        compile_p4(f)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pyswitch import Switch, compile_p4
+from pyswitch import P4CompileError, Switch, compile_p4
 
 HERE = Path(__file__).parent
 OUT = [("add8", 8), ("sub8", 8), ("mul8", 8), ("neg8", 8), ("not8", 8), ("sadd", 8),
@@ -56,7 +56,8 @@ def expected(a: int, b: int, c: int, d: int, w: int, x: int, n: int, has_opt: bo
         "tern": max(a, b),
         "flags": (0x80 if a == b else 0) | (2 if cs >= 0 else 0) | (x >> 31),
         "varshl": (a << n) % 256 if n < 8 else 0,
-        "sdiv": (a // 3 + a % 5) % 256, "valid": int(has_opt),
+        # 200 / 3 + 1000 % 7 fold at compile time; / 4 and % 8 become a shift and a mask
+        "sdiv": (66 + 6 + a // 4 + a % 8) % 256, "valid": int(has_opt),
     }
 
 
@@ -102,3 +103,29 @@ def test_header_validity_and_exit(sw: Switch) -> None:
     # truncated ops header: parser error, ingress exits (inp invalid), payload kept intact
     trunc = b"\x02" * 12 + b"\x88\xb5" + b"\x01\x02"
     assert sw.process(3, trunc) == [(1, trunc)]
+
+
+OPS_P4 = HERE / "p4/pyswitch_ops.p4"
+SDIV = "hdr.res.sdiv = 8w200 / 8w3 + (bit<8>)(1000 % 7) + hdr.inp.a / 8w4 + hdr.inp.a % 8w8;"
+
+
+@pytest.mark.parametrize("expr,message", [
+    ("hdr.inp.a / 8w3", "'/' of run-time values: could not evaluate expression at compilation"),
+    ("hdr.inp.a % 8w5", "'%' of run-time values: could not evaluate expression at compilation"),
+    ("8w200 / hdr.inp.b", "'/' of run-time values: could not evaluate expression at compilat"),
+    ("hdr.inp.a << hdr.inp.w", "shift amount limited to 8 bits on this target"),
+    ("(bit<8>)(hdr.inp.x >> hdr.inp.w)", "shift amount limited to 8 bits on this target"),
+])
+def test_what_bmv2_cannot_run_is_rejected_with_its_location(tmp_path: Path, expr: str,
+                                                            message: str) -> None:
+    # p4c's BMv2 backend has no run-time division or modulo and shifts by at most 8 bits
+    text = OPS_P4.read_text()
+    assert SDIV in text
+    line = text[:text.index(SDIV)].count("\n") + 1
+    prog = tmp_path / "ops.p4"
+    prog.write_text(text.replace(SDIV, f"hdr.res.sdiv = {expr};"))
+    with pytest.raises(P4CompileError) as ei:
+        compile_p4(prog)
+    assert message in ei.value.message
+    assert (Path(ei.value.file).name, ei.value.line) == ("ops.p4", line)
+    assert ei.value.col > 1

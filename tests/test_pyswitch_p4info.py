@@ -125,3 +125,30 @@ def test_device_config_roundtrip_and_bad_config() -> None:
     from pyswitch import P4CompileError
     with pytest.raises(P4CompileError):
         Program.from_bytes(b"not json")
+
+
+def test_ina_p4_control_plane_names_stay_put() -> None:
+    """ina.p4's controls are instantiated inside MyIngress; @name(".MyIngress.x") keeps the
+    names controller/deploy.py, the harness and docs/protocol.md use (ids follow names)."""
+    from workers.ina import constants as C
+
+    info = compile_p4(ROOT / "p4src/ina.p4").p4info
+    ing = "MyIngress."
+    assert sorted(t.preamble.name for t in info.tables) == sorted(
+        [ing + t for t in ("switch_config", "port_config", "job_table", "ina_member",
+                           "ipv4_lpm", "ina_route", "ina_nexthop")] + ["MyEgress.result_rewrite"])
+    actions = {a.preamble.name for a in info.actions}  # (plus internal ones, as p4c)
+    assert {ing + a for a in ("set_switch_config", "set_port_fabric", "set_job", "member_ok",
+                              "ipv4_forward", "drop", "set_group", "set_port")} \
+        | {"MyEgress.set_result_dst", "NoAction"} <= actions
+    assert sorted(c.preamble.name for c in info.counters) == sorted(
+        ing + c for c in ("aggregated", "completed", "duplicate", "reemitted", "flushed",
+                          "collision", "bypassed", "evicted", "release", "dropped_malformed",
+                          "dropped_nonmember", "dropped_noroute"))
+    assert sorted(r.preamble.name for r in info.registers) == sorted(
+        [ing + r for r in ("slot_key", "slot_bitmap", "slot_count")]
+        + [f"{ing}agg_v{i}" for i in range(C.K)])
+    keys = {t.preamble.name: [m.name for m in t.match_fields] for t in info.tables}
+    assert keys[ing + "ina_member"] == ["hdr.ina.job_id", "hdr.ina.worker_id",
+                                        "standard_metadata.ingress_port"]
+    assert keys[ing + "ina_nexthop"] == ["meta.member_index"]

@@ -1,4 +1,4 @@
-"""Re-planning after a switch dies (SPEC §9): LP values by hand, cut-off hosts, failover rules."""
+"""Re-planning after a switch dies (docs/design.md §9): LP values by hand, cut-off hosts, failover rules."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ def test_tree_coefficients_by_hand(graph):
 
 
 def test_result_stream_doubles_the_load_into_a_deployed_edge(graph):
-    # All four workers aggregate at edge1 at γ = 1 (the SPEC §3.3 solution measured on the
+    # All four workers aggregate at edge1 at γ = 1 (the docs/design.md §3.3 solution measured on the
     # testbed): h1's and h4's streams split over agg0/agg1 -> 1/2 + 1/2 on agg0->edge1, and
     # the RESULT stream adds 1 there: load 2 on a link of capacity 1.
     x = {(w, "edge1"): 1.0 for w in WORKERS}

@@ -1,4 +1,4 @@
-"""Chunk schedule of SPEC §3.5: hand-traced cases and consistency with a real plan."""
+"""Chunk schedule of docs/design.md §3.5: hand-traced cases and consistency with a real plan."""
 
 import pytest
 

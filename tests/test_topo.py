@@ -1,4 +1,4 @@
-"""Topology models: counts, naming, groups, reachability, file validation (SPEC §3.2)."""
+"""Topology models: counts, naming, groups, reachability, file validation (docs/design.md §3.2)."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Worker sender state machine (SPEC §3.9) driven by a fake clock."""
+"""Worker sender state machine (docs/design.md §3.9) driven by a fake clock."""
 
 from __future__ import annotations
 

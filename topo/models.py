@@ -1,4 +1,4 @@
-"""Topology models: pure networkx graphs with link capacities (SPEC §3.2).
+"""Topology models: pure networkx graphs with link capacities (docs/design.md §3.2).
 
 Every topology is an undirected :class:`networkx.Graph` whose nodes carry ``kind`` in
 ``{"host", "switch"}`` and whose edges carry ``bw`` (capacity of *each direction* of the link,
@@ -12,7 +12,7 @@ comes before ``h10``):
 * fat-tree(k): ``edge{i}``, ``agg{i}`` (pod p holds edge/agg ``p·k/2 … p·k/2 + k/2 − 1``),
   ``core{i}`` (core ``g·k/2 + m`` joins agg ``g`` of every pod); host n hangs off edge ``n // (k/2)``;
 * leaf-spine(L, S, H): ``leaf{i}``, ``spine{j}``; host n hangs off leaf ``n // H``;
-* BCube(N, k) (SPEC §4 convention: N**k servers, k levels ``0 … k−1``): server ``h{s}`` has one
+* BCube(N, k) (docs/design.md §4 convention: N**k servers, k levels ``0 … k−1``): server ``h{s}`` has one
   NIC per level; the level-l switch ``bc{l}_{j}`` joins the N servers that differ only in digit
   l (``digit(s, l) = (s // N**l) % N``, as in :mod:`workers.collective.bcube`), j being the server
   number with digit l removed.  Switches carry ``level``; the graph attribute
@@ -30,6 +30,11 @@ File format (JSON)::
 ``bw`` is optional (1.0).  Bad JSON, missing keys, duplicate names, unknown nodes in a link,
 self-loops, duplicate links and non-positive capacities raise :class:`TopologyError` naming the
 file and the offending entry.
+
+Size limits: a topology has at most :data:`MAX_NODES` nodes and a file at most
+:data:`MAX_FILE_BYTES` bytes.  Both are checked before anything is built, so a typo such as
+``fattree:200`` fails at once with one line instead of exhausting memory minutes later (the
+planner's LP is far past its useful size long before these limits: see bench/plan_scaling.py).
 """
 
 from __future__ import annotations
@@ -62,6 +67,21 @@ __all__ = [
 
 class TopologyError(ValueError):
     """A topology spec or file is invalid; the message says what and where."""
+
+
+MAX_NODES = 20_000
+"""Most hosts + switches in one topology (fat-tree k=40 has 18,000)."""
+MAX_FILE_BYTES = 64 * 2**20
+"""Largest topology file read."""
+
+
+def _check_size(what: str, n_nodes: int | None) -> None:
+    """``n_nodes`` None: too many to be worth counting."""
+    if n_nodes is None or n_nodes > MAX_NODES:
+        count = "too many nodes" if n_nodes is None else f"{n_nodes:,} nodes"
+        raise TopologyError(
+            f"{what}: {count}, more than the limit of {MAX_NODES:,} (topo.models.MAX_NODES)"
+        )
 
 
 _NUM = re.compile(r"(\d+)")
@@ -115,6 +135,7 @@ def fat_tree(k: int, bw: float = 1.0) -> nx.Graph:
         raise TopologyError(f"fat-tree: k must be an even integer >= 2, got {k!r}")
     half = k // 2
     n_hosts = k**3 // 4
+    _check_size(f"fat-tree k={k}", n_hosts + 5 * k * k // 4)
     links: list[tuple[str, str, float]] = []
     for n in range(n_hosts):
         links.append((f"h{n}", f"edge{n // half}", bw))
@@ -135,6 +156,8 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, bw: float = 1.0) -
     for label, v in (("leaves", leaves), ("spines", spines), ("hosts per leaf", hosts_per_leaf)):
         if not isinstance(v, int) or v < 1:
             raise TopologyError(f"leaf-spine: {label} must be an integer >= 1, got {v!r}")
+    _check_size(f"leaf-spine {leaves},{spines},{hosts_per_leaf}",
+                leaves * (1 + hosts_per_leaf) + spines)
     links = [(f"h{n}", f"leaf{n // hosts_per_leaf}", bw) for n in range(leaves * hosts_per_leaf)]
     links += [(f"leaf{i}", f"spine{j}", bw) for i in range(leaves) for j in range(spines)]
     return _build(
@@ -153,7 +176,7 @@ def bcube_switch(server: int, level: int, n: int) -> str:
 
 
 def bcube(n: int, k: int, bw: float = 1.0) -> nx.Graph:
-    """BCube(n, k) with the SPEC §4 convention: n**k servers, k levels of n**(k−1) switches.
+    """BCube(n, k) with the docs/design.md §4 convention: n**k servers, k levels of n**(k−1) switches.
 
     BCube's own routing relays through servers (every server has k NICs).  For the INA
     planner servers are *hosts that never relay* (:mod:`topo.paths`): the P4 data plane forwards
@@ -165,6 +188,8 @@ def bcube(n: int, k: int, bw: float = 1.0) -> nx.Graph:
         raise TopologyError(f"bcube: n (servers per switch) must be an integer >= 2, got {n!r}")
     if not isinstance(k, int) or k < 1:
         raise TopologyError(f"bcube: k (levels) must be an integer >= 1, got {k!r}")
+    # n**k servers; k < 64 keeps the power small enough to compute before the check (n >= 2).
+    _check_size(f"bcube n={n} k={k}", None if k >= 64 else n**k + k * n ** (k - 1))
     n_servers = n**k
     links = []
     groups: dict[int, dict[str, list[str]]] = {lv: {} for lv in range(k)}
@@ -191,6 +216,7 @@ def dumbbell(left: int, right: int, bottleneck: float = 1.0, bw: float = 1.0) ->
             raise TopologyError(f"dumbbell: {label} must be an integer >= 1, got {v!r}")
     if not bottleneck > 0:
         raise TopologyError(f"dumbbell: bottleneck capacity must be > 0, got {bottleneck!r}")
+    _check_size(f"dumbbell {left},{right}", left + right + 2)
     links = [(f"h{n}", "left" if n < left else "right", bw) for n in range(left + right)]
     links.append(("left", "right", bottleneck))
     return _build(
@@ -235,6 +261,8 @@ def from_dict(data: Any, where: str = "<topology>") -> nx.Graph:
             raise fail(f"missing key {key!r}")
         if not isinstance(data[key], list):
             raise fail(f"{key!r} must be a list")
+    if len(data["hosts"]) + len(data["switches"]) > MAX_NODES:
+        _check_size(where, len(data["hosts"]) + len(data["switches"]))
     seen: dict[str, str] = {}
     for key, kind in (("hosts", "host"), ("switches", "switch")):
         for i, name in enumerate(data[key]):
@@ -258,16 +286,21 @@ def from_dict(data: Any, where: str = "<topology>") -> nx.Graph:
             raise fail(f"links[{i}] duplicates the link {a!r}–{b!r}")
         pairs.add(frozenset((a, b)))
         bw = link.get("bw", 1.0)
-        if (
-            isinstance(bw, bool)
-            or not isinstance(bw, int | float)
-            or not math.isfinite(bw)
-            or bw <= 0
-        ):
-            raise fail(f"links[{i}] ({a}–{b}): bw must be a positive number, got {bw!r}")
+        if not _positive_finite(bw):
+            shown = repr(bw) if len(repr(bw)) <= 40 else repr(bw)[:37] + "..."
+            raise fail(f"links[{i}] ({a}–{b}): bw must be a positive number (finite), got {shown}")
         links.append((a, b, float(bw)))
     name = data.get("name", where)
     return _build(data["hosts"], data["switches"], links, name=str(name))
+
+
+def _positive_finite(v: Any) -> bool:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    try:
+        return math.isfinite(float(v)) and v > 0  # float() of a huge int overflows
+    except OverflowError:
+        return False
 
 
 def to_dict(graph: nx.Graph) -> dict[str, Any]:
@@ -284,15 +317,23 @@ def load_json(path: str | Path) -> nx.Graph:
     """Read a topology file; any problem → :class:`TopologyError` naming the file."""
     path = Path(path)
     try:
-        text = path.read_text()
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise TopologyError(f"{path}: topology file of {size:,} bytes is larger than the "
+                                f"limit of {MAX_FILE_BYTES:,} (topo.models.MAX_FILE_BYTES)")
+        text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise TopologyError(f"{path}: cannot read topology file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise TopologyError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TopologyError(
             f"{path}:{exc.lineno}:{exc.colno}: bad JSON ({exc.msg})"
         ) from None
+    except RecursionError:
+        raise TopologyError(f"{path}: JSON nested too deeply to be a topology") from None
     # A plan file embeds its topology: accept it too, so a plan is self-contained.
     if isinstance(data, Mapping) and isinstance(data.get("topology"), Mapping):
         data = data["topology"].get("graph", data["topology"])
@@ -317,12 +358,20 @@ def parse_topology(spec: str) -> nx.Graph:
     lo, hi = _SPEC_ARGS[name]
     if not lo <= len(parts) <= hi:
         raise TopologyError(f"topology {spec!r}: {name} takes {lo}..{hi} comma-separated numbers")
+    n_int = lo if name != "dumbbell" else 2
+    # Plain decimal digits only: int() would also take "1_000" or "٣", which no user means.
+    if not all(re.fullmatch(r"[0-9]{1,9}", p) for p in parts[:n_int]):
+        raise TopologyError(
+            f"topology {spec!r}: {name} takes whole numbers of at most 9 digits "
+            f"for its first {'argument' if n_int == 1 else f'{n_int} arguments'}"
+        )
     try:
-        n_int = lo if name != "dumbbell" else 2
         ints = [int(p) for p in parts[:n_int]]
-        extra = [float(p) for p in parts[n_int:]]
+        extra = [float(p) for p in parts[n_int:] if re.fullmatch(r"[0-9.eE+-]{1,32}", p)]
     except ValueError:
-        raise TopologyError(f"topology {spec!r}: arguments must be numbers") from None
+        extra = []
+    if len(extra) != len(parts) - n_int:
+        raise TopologyError(f"topology {spec!r}: arguments must be numbers")
     if extra and not (math.isfinite(extra[0]) and extra[0] > 0):
         raise TopologyError(f"topology {spec!r}: capacity must be a positive number")
     if name == "fattree":

@@ -1,4 +1,4 @@
-"""Deterministic ECMP: per-hop even split over shortest-path next hops (SPEC §3.2, option (b)).
+"""Deterministic ECMP: per-hop even split over shortest-path next hops (docs/design.md §3.2, option (b)).
 
 One function family serves the planner's LP (:func:`ecmp_link_fractions` is the fractional
 path set P_{u,t}) and the rule installer (:func:`ecmp_next_hops` is the next-hop list a switch
@@ -20,7 +20,7 @@ Why (b), the even per-hop split, rather than (a), one hashed path per pair
     * It is what a data centre does (ECMP spreading), and on a fat-tree the per-hop split equals
       the even split over all equal-cost paths (every node at a given distance has the same
       number of next hops), so no link is a funnel: with one path per destination the PS's ToR
-      downlinks are loaded unevenly and ToR-only γ drops (SPEC §3.2 measured 8× at k=16).
+      downlinks are loaded unevenly and ToR-only γ drops (docs/design.md §3.2 measured 8× at k=16).
     * It makes every host whose neighbourhood (neighbours and link capacities) is identical —
       e.g. all hosts under one edge switch — *interchangeable*: their path sets differ only in
       their own access links.  Option (a) would break that symmetry with per-pair hashes.  The

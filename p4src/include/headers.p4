@@ -3,10 +3,7 @@
 #define _INA_HEADERS_P4_
 
 #include "constants.p4"
-
-typedef bit<9>  egressSpec_t;
-typedef bit<48> macAddr_t;
-typedef bit<32> ip4Addr_t;
+#include "types.p4"
 
 const bit<16> TYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_UDP = 17;
@@ -65,33 +62,34 @@ struct headers_t {
     ina_values_h vals;
 }
 
+/* Per-packet state shared by the controls of the include/ files. */
 struct metadata_t {
     /* switch configuration (table switch_config) */
-    bit<16> switch_id;       /* 0 = unconfigured: never aggregates */
-    bit<1>  agg_enabled;     /* 0 = plain forwarder (a "non-programmable" switch) */
+    switchId_t     switch_id;    /* 0 = unconfigured: never aggregates */
+    bit<1>         agg_enabled;  /* 0 = plain forwarder (a "non-programmable" switch) */
     /* ingress port kind (table port_config): 1 = switch-to-switch link (trusted) */
-    bit<1>  fabric_port;
+    bit<1>         fabric_port;
     /* job (table job_table) */
-    bit<1>  job_known;
-    bit<64> job_mask;        /* full worker set of the job */
-    bit<1>  is_ps_tor;       /* this switch is s_d (the PS's ToR) for the job */
-    bit<16> tor_id;          /* id(s_d): where this switch's PARTIALs and fallbacks go */
-    bit<9>  ps_port;         /* at s_d: the port of the PS (only RESULTs enter there) */
-    bit<16> mcast_grp;       /* multicast group of the job's RESULTs at this switch */
+    bit<1>         job_known;
+    workerSet_t    job_mask;     /* full worker set of the job */
+    bit<1>         is_ps_tor;    /* this switch is s_d (the PS's ToR) for the job */
+    switchId_t     tor_id;       /* id(s_d): where this switch's PARTIALs and fallbacks go */
+    egressSpec_t   ps_port;      /* at s_d: the port of the PS (only RESULTs enter there) */
+    mcastGroup_t   mcast_grp;    /* multicast group of the job's RESULTs at this switch */
     /* aggregation */
-    bit<32> slot;
-    bit<80> key;             /* job_id ++ round ++ chunk_id */
-    bit<80> slot_key;
-    bit<64> slot_bitmap;
-    bit<8>  slot_count;      /* 0 = slot free */
-    bit<8>  contrib;         /* contributions this packet adds (GRAD 1, PARTIAL count) */
-    bit<64> new_bitmap;
-    bit<8>  new_count;
-    bit<16> next_agg_id;     /* next aggregation point: tor_id, or 0 (PS) at s_d */
+    slotIndex_t    slot;
+    slotKey_t      key;          /* job_id ++ round ++ chunk_id */
+    slotKey_t      slot_key;
+    workerSet_t    slot_bitmap;
+    contribCount_t slot_count;   /* 0 = slot free */
+    contribCount_t contrib;      /* contributions this packet adds (GRAD 1, PARTIAL count) */
+    workerSet_t    new_bitmap;
+    contribCount_t new_count;
+    switchId_t     next_agg_id;  /* next aggregation point: tor_id, or 0 (PS) at s_d */
     /* ECMP toward agg_id (tables ina_route, ina_nexthop) */
-    bit<16> group_base;
-    bit<16> group_size;
-    bit<16> member_index;
+    memberIndex_t  group_base;
+    bit<16>        group_size;
+    memberIndex_t  member_index;
 }
 
 #endif

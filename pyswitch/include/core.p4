@@ -2,6 +2,8 @@
  * Only what pyswitch implements is declared; semantics live in pyswitch. */
 #ifndef _PYSWITCH_CORE_P4_
 #define _PYSWITCH_CORE_P4_
+/* p4c's core.p4 guard too: programs test it (#ifdef _CORE_P4_) to know core.p4 is in. */
+#define _CORE_P4_
 
 error {
     NoError,

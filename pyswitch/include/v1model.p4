@@ -3,6 +3,8 @@
  * following BMv2 simple_switch. */
 #ifndef _PYSWITCH_V1MODEL_P4_
 #define _PYSWITCH_V1MODEL_P4_
+/* p4c's v1model.p4 guard too: programs test it to know v1model.p4 is in. */
+#define _V1_MODEL_P4_
 
 #include <core.p4>
 
@@ -12,7 +14,14 @@ match_kind {
     selector
 }
 
-const bit<32> __v1model_version = 20200408;
+/* as p4c's v1model.p4: a program may choose the version with #define V1MODEL_VERSION
+ * before including this file; the compiler checks the value as p4c does. pyswitch's
+ * declarations are those of 20200408, which differ from 20180101 only in spelling
+ * (PortId_t is bit<9> in both). */
+#ifndef V1MODEL_VERSION
+#define V1MODEL_VERSION 20180101
+#endif
+const bit<32> __v1model_version = V1MODEL_VERSION;
 
 typedef bit<9> PortId_t;
 

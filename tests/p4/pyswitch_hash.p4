@@ -1,5 +1,5 @@
 /* pyswitch conformance: v1model hash() with every supported algorithm, the calls of
- * /work/shared/reference/bmv2-hash-vectors.json (measured on BMv2). */
+ * tests/data/bmv2-hash-vectors.json (measured on BMv2, see tests/data/README.md). */
 #include <core.p4>
 #include <v1model.p4>
 

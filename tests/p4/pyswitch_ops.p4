@@ -123,7 +123,9 @@ control MyIngress(inout headers hdr, inout metadata meta,
                         | ((bit<8>)((bit<1>)(hdr.inp.c >= 0)) << 1)
                         | (bit<8>)(hdr.inp.x[31:31]);
         hdr.res.varshl = hdr.inp.a << hdr.inp.n;
-        hdr.res.sdiv = hdr.inp.a / 8w3 + hdr.inp.a % 8w5;
+        /* BMv2 divides only at compile time: constants fold, a power-of-two divisor
+         * becomes a shift or a mask (p4c's strength reduction). */
+        hdr.res.sdiv = 8w200 / 8w3 + (bit<8>)(1000 % 7) + hdr.inp.a / 8w4 + hdr.inp.a % 8w8;
         hdr.res.valid = hdr.opt.isValid() ? 8w1 : 8w0;
         if (hdr.opt.isValid() && hdr.opt.v == 0xFF) {
             hdr.opt.setInvalid();

@@ -1,1 +1,1 @@
-"""The staleness-aware asynchronous PS: its core, messages and processes."""
+"""The staleness-aware asynchronous PS: its core, job file, messages and processes."""

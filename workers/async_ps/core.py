@@ -1,48 +1,49 @@
-"""Staleness-aware asynchronous parameter server, transport-free (SPEC §5, seed 001).
+"""Staleness-aware asynchronous parameter server, transport-free (docs/design.md §5).
 
-Nothing here does I/O.  :class:`AsyncPS` and :class:`Learner` exchange plain values
+Nothing here does I/O.  :class:`AsyncPS` and :class:`Worker` exchange plain values
 (:class:`Push`, :class:`Reply`); a transport (TCP, later NDN) only has to carry them, and
 :func:`run_virtual_time` drives both in-process on a virtual clock for tests and offline studies.
 
 Clocks and staleness
     The PS keeps a logical clock ``T_ps`` (starts at 0, +1 after every parameter update).  A
-    learner keeps ``T_w``, the PS clock of the parameters it last received.  A push that arrives
+    worker keeps ``T_w``, the PS clock of the parameters it last received.  A push that arrives
     when the PS clock is ``T_ps`` has staleness ``sigma = T_ps - T_w + 1`` (>= 1; 1 = fresh: no
-    update happened since the learner's parameters were sent).  Inside one soft-sync batch the
+    update happened since the worker's parameters were sent).  Inside one soft-sync batch the
     clock does not move, so the clock at arrival is also the clock at which the gradient is
     applied.
 
 Sliding-window context
-    A learner keeps its previous N-1 staleness samples; the context of a push is
+    A worker keeps its previous N-1 staleness samples; the context of a push is
     ``kappa = mean(sigma, previous N-1 samples)``; with N = 1, ``kappa = sigma``; while fewer than
     N-1 samples exist the mean is over what exists; after use the new sigma joins the window and
     the oldest sample drops out.
 
 Who computes sigma and kappa  [decision]
     sigma needs ``T_ps`` *at arrival*, which only the PS knows; kappa includes that sigma.  The
-    patent has the learner send (gradient, kappa), which a learner cannot do exactly.  Design
-    taken (``kappa_mode="ps"``, the default): the learner owns the window, as the patent says, and
-    the push carries ``T_w`` and the learner's previous N-1 samples; the PS computes sigma at
-    arrival and kappa = mean(sigma, window) -- exactly the definition above -- and returns sigma
-    (and kappa) in the reply; the learner appends sigma to its window.  The wire cost is N-1
-    small integers per push.  Alternative kept (``kappa_mode="learner"``, the patent's literal
-    message): the learner sends a kappa it can compute, the mean of its last N *known* samples
-    (a window lagged by one push; 1.0 before any sample), and the PS uses it as given.  It equals
-    the exact kappa whenever the staleness is steady, and lags by one push when it changes.
+    method as specified (docs/design.md §5) has the worker send (gradient, kappa), which a worker
+    cannot do exactly.  Design taken (``kappa_mode="ps"``, the default): the worker owns the window,
+    as specified, and the push carries ``T_w`` and the worker's previous N-1 samples; the PS
+    computes sigma at arrival and kappa = mean(sigma, window) -- exactly the definition above -- and
+    returns sigma (and kappa) in the reply; the worker appends sigma to its window.  The wire cost
+    is N-1 small integers per push.  Alternative kept (``kappa_mode="learner"``, the specified
+    message, literally): the worker sends a kappa it can compute, the mean of its last N *known*
+    samples (a window lagged by one push; 1.0 before any sample), and the PS uses it as given.  It
+    equals the exact kappa whenever the staleness is steady, and lags by one push when it changes.
 
 Soft synchronization and the update rule  [decision]
-    The PS accumulates pushes; when C pushes have arrived (C gradients, whichever learners sent
-    them: a fast learner may contribute two gradients to one batch, as in the n-softsync protocol
+    The PS accumulates pushes; when C pushes have arrived (C gradients, whichever workers sent
+    them: a fast worker may contribute two gradients to one batch, as in the n-softsync protocol
     of Zhang et al. 2016 where the PS counts gradients) it applies::
 
         W <- W - (1/C) * sum_j (eta / kappa_j) * g_j ,   T_ps <- T_ps + 1
 
-    The learning rate is *divided* by the context.  The patent's written formula multiplies, but
+    The learning rate is *divided* by the context.  The specified formula multiplies, but
     its stated intent is to damp stale gradients; multiplying would give the stalest gradients
     the largest steps.  Dividing is the staleness-aware rule eta/sigma of Zhang et al. (IJCAI
     2016) with sigma replaced by kappa, and it reduces to plain SGD (eta) when every push is fresh
     (kappa = 1).  Policies (``policy=``): ``"async"`` eta for every gradient (kappa ignored),
-    ``"sigma"`` eta/sigma of the individual push, ``"kappa"`` eta/kappa (the seed's method).
+    ``"sigma"`` eta/sigma of the individual push, ``"kappa"`` eta/kappa (the method of
+    docs/design.md §5).
 
 Replies
     Every push is answered at once with the current parameters and clock.  If the push completes
@@ -66,7 +67,7 @@ __all__ = [
     "KAPPA_MODES",
     "POLICIES",
     "AsyncPS",
-    "Learner",
+    "Worker",
     "Push",
     "PushRecord",
     "Reply",
@@ -88,21 +89,21 @@ def staleness(t_ps: int, t_w: int) -> int:
 def staleness_context(sigma: int, previous: Sequence[int]) -> float:
     """kappa = mean(sigma, *previous): the sliding-window staleness context.
 
-    ``previous`` are the learner's previous (at most N-1) samples; empty gives ``kappa = sigma``.
+    ``previous`` are the worker's previous (at most N-1) samples; empty gives ``kappa = sigma``.
     """
     return (sigma + sum(previous)) / (1 + len(previous))
 
 
 @dataclass(frozen=True)
 class Push:
-    """A learner's push: gradient plus what the PS needs to weigh it.
+    """A worker's push: gradient plus what the PS needs to weigh it.
 
     ``t_w``: PS clock of the parameters the gradient was computed on.  ``previous``: the
-    learner's previous N-1 staleness samples (oldest first).  ``kappa``: set only in
-    ``kappa_mode="learner"`` -- a context computed by the learner, used by the PS as given.
+    worker's previous N-1 staleness samples (oldest first).  ``kappa``: set only in
+    ``kappa_mode="learner"`` -- a context computed by the worker, used by the PS as given.
     """
 
-    learner: int
+    worker: int
     gradient: np.ndarray
     t_w: int
     previous: tuple[int, ...] = ()
@@ -172,7 +173,7 @@ class AsyncPS:
         return self._w.copy()
 
     def pull(self) -> tuple[np.ndarray, int]:
-        """Current parameters and clock, for a learner that joins (no gradient)."""
+        """Current parameters and clock, for a worker that joins (no gradient)."""
         return self._w.copy(), self._t_ps
 
     def _scale(self, sigma: int, kappa: float) -> float:
@@ -190,23 +191,23 @@ class AsyncPS:
         """
         g = np.asarray(p.gradient)
         if g.shape != self._w.shape:
-            raise ValueError(f"push from learner {p.learner}: gradient shape {g.shape}, "
+            raise ValueError(f"push from worker {p.worker}: gradient shape {g.shape}, "
                              f"parameters have {self._w.shape}")
         if not np.all(np.isfinite(g)):
-            raise ValueError(f"push from learner {p.learner}: gradient has NaN or inf values")
+            raise ValueError(f"push from worker {p.worker}: gradient has NaN or inf values")
         try:
             sigma = staleness(self._t_ps, p.t_w)
         except ValueError as e:
-            raise ValueError(f"push from learner {p.learner}: {e}") from None
+            raise ValueError(f"push from worker {p.worker}: {e}") from None
         if any(int(x) != x or x < 1 for x in p.previous):
-            raise ValueError(f"push from learner {p.learner}: staleness samples must be "
+            raise ValueError(f"push from worker {p.worker}: staleness samples must be "
                              f"integers >= 1, got {list(p.previous)}")
         if p.kappa is None:
             kappa = staleness_context(sigma, p.previous)
         else:
             kappa = float(p.kappa)
             if not (np.isfinite(kappa) and kappa >= 1):
-                raise ValueError(f"push from learner {p.learner}: context kappa must be >= 1, "
+                raise ValueError(f"push from worker {p.worker}: context kappa must be >= 1, "
                                  f"got {p.kappa}")
         scale = self._scale(sigma, kappa)
         self._acc += scale * g.astype(np.float64)
@@ -221,22 +222,22 @@ class AsyncPS:
         return Reply(self._w.copy(), self._t_ps, sigma, kappa, scale, applied)
 
 
-class Learner:
-    """A learner's synchronization state: its clock T_w and its staleness window.
+class Worker:
+    """A worker's synchronization state: its clock T_w and its staleness window.
 
     ``window`` is N: the context of a push is the mean of its own sigma and the previous N-1
     samples.  Training itself (gradients) is outside; this class only builds pushes and adopts
     replies.  One push may be outstanding at a time (the PS answers immediately).
     """
 
-    def __init__(self, learner_id: int, window: int = 1, kappa_mode: str = "ps") -> None:
+    def __init__(self, worker_id: int, window: int = 1, kappa_mode: str = "ps") -> None:
         if not isinstance(window, int) or window < 1:
-            raise ValueError(f"learner {learner_id}: window N must be an integer >= 1, "
+            raise ValueError(f"worker {worker_id}: window N must be an integer >= 1, "
                              f"got {window}")
         if kappa_mode not in KAPPA_MODES:
-            raise ValueError(f"learner {learner_id}: kappa_mode must be one of "
+            raise ValueError(f"worker {worker_id}: kappa_mode must be one of "
                              f"{', '.join(KAPPA_MODES)}; got {kappa_mode!r}")
-        self.learner_id = learner_id
+        self.worker_id = worker_id
         self.window = window
         self.kappa_mode = kappa_mode
         self.t_w: int | None = None
@@ -268,13 +269,13 @@ class Learner:
     def make_push(self, gradient: np.ndarray) -> Push:
         """The push for a gradient computed on the parameters of clock T_w."""
         if self.t_w is None:
-            raise RuntimeError(f"learner {self.learner_id}: push before receiving parameters")
+            raise RuntimeError(f"worker {self.worker_id}: push before receiving parameters")
         if self._in_flight:
-            raise RuntimeError(f"learner {self.learner_id}: push while the previous one is "
+            raise RuntimeError(f"worker {self.worker_id}: push while the previous one is "
                                "unanswered")
         self._in_flight = True
         kappa = self.lagged_kappa() if self.kappa_mode == "learner" else None
-        return Push(self.learner_id, gradient, self.t_w, self.previous, kappa)
+        return Push(self.worker_id, gradient, self.t_w, self.previous, kappa)
 
     def cancel_push(self) -> None:
         """Forget the outstanding push (rejected or lost by the transport); nothing is recorded."""
@@ -283,7 +284,7 @@ class Learner:
     def on_reply(self, reply: Reply) -> np.ndarray:
         """Adopt the reply's parameters and clock; record the push's sigma in the window."""
         if not self._in_flight:
-            raise RuntimeError(f"learner {self.learner_id}: reply without an outstanding push")
+            raise RuntimeError(f"worker {self.worker_id}: reply without an outstanding push")
         self._in_flight = False
         self._samples.append(reply.sigma)
         self.staleness_log.append(reply.sigma)
@@ -297,7 +298,7 @@ class PushRecord:
     """One push in a :func:`run_virtual_time` trace."""
 
     time: float
-    learner: int
+    worker: int
     sigma: int
     kappa: float
     scale: float
@@ -310,37 +311,37 @@ GradFn = Callable[[int, np.ndarray, int], np.ndarray]
 
 def run_virtual_time(
     ps: AsyncPS,
-    learners: Sequence[Learner],
+    workers: Sequence[Worker],
     compute_times: Sequence[float],
     grad_fn: GradFn,
     total_pushes: int,
 ) -> list[PushRecord]:
-    """Run learners against ``ps`` on a virtual clock with zero network delay.
+    """Run workers against ``ps`` on a virtual clock with zero network delay.
 
-    Learner i joins at time 0 (pulls parameters), and then repeatedly spends
+    Worker i joins at time 0 (pulls parameters), and then repeatedly spends
     ``compute_times[i]`` computing ``grad_fn(i, params, k)`` (k = its k-th push) on the
     parameters it holds, pushes, and adopts the reply.  Events at equal times are served in
-    learner order, so a run is deterministic.  Stops after ``total_pushes`` pushes in all.
+    worker order, so a run is deterministic.  Stops after ``total_pushes`` pushes in all.
     """
-    if len(compute_times) != len(learners):
-        raise ValueError(f"run_virtual_time: {len(learners)} learners but "
+    if len(compute_times) != len(workers):
+        raise ValueError(f"run_virtual_time: {len(workers)} workers but "
                          f"{len(compute_times)} compute times")
     if any(not (c > 0) for c in compute_times):
         raise ValueError(f"run_virtual_time: compute times must be > 0, got {list(compute_times)}")
     params = []
-    for ln in learners:
+    for ln in workers:
         w, t = ps.pull()
         params.append(ln.adopt(w, t))
-    counts = [0] * len(learners)
-    events = [(float(compute_times[i]), i) for i in range(len(learners))]
+    counts = [0] * len(workers)
+    events = [(float(compute_times[i]), i) for i in range(len(workers))]
     heapq.heapify(events)
     trace: list[PushRecord] = []
     while len(trace) < total_pushes:
         now, i = heapq.heappop(events)
         g = grad_fn(i, params[i], counts[i])
         counts[i] += 1
-        reply = ps.push(learners[i].make_push(g))
-        params[i] = learners[i].on_reply(reply)
+        reply = ps.push(workers[i].make_push(g))
+        params[i] = workers[i].on_reply(reply)
         trace.append(PushRecord(now, i, reply.sigma, reply.kappa, reply.scale, reply.t_ps,
                                 reply.applied))
         heapq.heappush(events, (now + compute_times[i], i))

@@ -1,26 +1,27 @@
-"""The asynchronous PS process: ``python -m workers.async_ps.ps_node JOB.json`` (SPEC §5).
+"""The asynchronous PS process: ``python -m workers.async_ps.ps_node JOB.json`` (docs/design.md §5).
 
-Three layers, so the same PS runs over another transport (NDN, SPEC §6) by replacing only the
-last one:
+Three layers, so the same PS runs over another transport (NDN, docs/design.md §6) by replacing only
+the last one:
 
 * :class:`workers.async_ps.core.AsyncPS` -- the clock, staleness, context and update rule (pure);
 * :class:`PsService` -- the job around it (pure, no sockets): who joined, the push budget,
   the per-push log, periodic evaluation of the test accuracy/loss; ``handle(message) ->
   message``;
 * :func:`serve` -- a single-threaded TCP server (``selectors``) that reassembles
-  length-prefixed frames (:mod:`workers.async_ps.wire`) and answers every push at once.
+  length-prefixed frames (:mod:`workers.common.framing`), decodes them
+  (:mod:`workers.async_ps.wire`) and answers every push at once.
 
 Push budget
     The run is defined by a number of pushes, not by time: the PS accepts ``budget = rounds x
-    learners`` pushes (the same gradient count as ``rounds`` synchronous rounds of all
-    learners; fast learners contribute more of them, slow ones fewer, which is the point of an
+    workers`` pushes (the same gradient count as ``rounds`` synchronous rounds of all
+    workers; fast workers contribute more of them, slow ones fewer, which is the point of an
     asynchronous PS).  The push that uses up the budget is applied and answered with
     ``stop``; any push arriving after that is discarded and answered with :class:`Stop`.  With
     soft synchronization C > 1 an unfinished last batch (``budget mod C`` pushes) is not
     applied.  ``updates = budget // C``.
 
 Output
-    ``ps.json`` in the job's folder: one record per accepted push (wall time, learner, T_ps
+    ``ps.json`` in the job's folder: one record per accepted push (wall time, worker, T_ps
     after the push, sigma, kappa, scale, applied) and one evaluation (test accuracy and loss of
     the PS's parameters) at clock 0, every ``eval_every`` updates and at the end.  Times are
     ``time.time()`` (all Mininet hosts share the kernel's clock; the runner subtracts its start
@@ -30,68 +31,33 @@ Output
 from __future__ import annotations
 
 import argparse
-import json
 import selectors
 import socket
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from controller.files import write_json_atomic
 from workers.async_ps.core import AsyncPS, Push
+from workers.async_ps.job import AsyncJob
 from workers.async_ps.wire import (
-    ASYNC_TCP_PORT,
     Answer,
     Error,
-    FrameDecoder,
     Hello,
     Message,
     Stop,
-    TransportError,
     Welcome,
     decode,
     encode,
-    frame,
 )
-from workers.common.model import Replica, TrainConfig
+from workers.common.files import write_json_atomic
+from workers.common.framing import FrameDecoder, TransportError, frame
+from workers.common.model import Replica
 
-__all__ = ["AsyncJob", "PsService", "serve", "main"]
-
-
-@dataclass
-class AsyncJob:
-    """Everything the PS and the learners of one async run agree on (``job.json``)."""
-
-    policy: str
-    train: TrainConfig
-    n_learners: int
-    budget: int  # pushes accepted in total
-    lr: float
-    soft_sync: int = 1
-    window: int = 1
-    kappa_mode: str = "ps"
-    ps_addr: tuple[str, int] = ("127.0.0.1", ASYNC_TCP_PORT)
-    slowdown: list[float] = field(default_factory=list)  # per learner, >= 1
-    step_s: float = 0.05  # nominal compute time of one gradient (before the slowdown)
-    jitter: float = 0.0  # relative, uniform +-jitter on every step time
-    eval_every: int = 20  # updates between evaluations
-    out_dir: str = "."
-    start_file: str | None = None
-    timeout_s: float = 300.0
-
-    def save(self, path: Path) -> None:
-        write_json_atomic(path, asdict(self))
-
-    @classmethod
-    def load(cls, path: Path) -> AsyncJob:
-        d = json.loads(Path(path).read_text())
-        d["train"] = TrainConfig(**d["train"])
-        d["ps_addr"] = tuple(d["ps_addr"])
-        return cls(**d)
+__all__ = ["PsService", "serve", "main"]
 
 
 @dataclass(frozen=True)
@@ -130,8 +96,8 @@ class PsService:
 
     @property
     def finished(self) -> bool:
-        """Every learner has been told to stop."""
-        return len(self.stopped) == self.job.n_learners
+        """Every worker has been told to stop."""
+        return len(self.stopped) == self.job.n_workers
 
     def evaluate_now(self) -> None:
         """Evaluate the current parameters (logged with the clock and push count)."""
@@ -141,23 +107,23 @@ class PsService:
 
     def handle(self, msg: Message) -> Message:
         if isinstance(msg, Hello):
-            if not 0 <= msg.learner < self.job.n_learners:
-                return Error(f"learner {msg.learner} is not in 0..{self.job.n_learners - 1}")
-            self.joined.add(msg.learner)
+            if not 0 <= msg.worker < self.job.n_workers:
+                return Error(f"worker {msg.worker} is not in 0..{self.job.n_workers - 1}")
+            self.joined.add(msg.worker)
             w, t = self.ps.pull()
             return Welcome(w, t)
         if isinstance(msg, Push):
-            if msg.learner not in self.joined:
-                return Error(f"push from learner {msg.learner}, which has not joined")
+            if msg.worker not in self.joined:
+                return Error(f"push from worker {msg.worker}, which has not joined")
             if self.ps.pushes >= self.job.budget:
-                self.stopped.add(msg.learner)
+                self.stopped.add(msg.worker)
                 return Stop()
             try:
                 reply = self.ps.push(msg)
             except ValueError as e:
                 self.refused += 1
                 return Error(str(e))
-            self.records.append({"time": self.clock(), "learner": msg.learner,
+            self.records.append({"time": self.clock(), "worker": msg.worker,
                                  "t_ps": reply.t_ps, "sigma": reply.sigma,
                                  "kappa": reply.kappa, "scale": reply.scale,
                                  "applied": reply.applied})
@@ -166,7 +132,7 @@ class PsService:
                 if not self.evaluations or self.evaluations[-1].pushes != self.ps.pushes:
                     self.evaluate_now()
             if last:
-                self.stopped.add(msg.learner)
+                self.stopped.add(msg.worker)
             return Answer(reply, stop=last)
         return Error(f"the PS does not accept {type(msg).__name__} messages")
 
@@ -178,7 +144,7 @@ class PsService:
 
 def serve(service: PsService, sock: socket.socket, timeout_s: float,
           on_progress: Callable[[int], None] | None = None) -> None:
-    """Answer messages on a listening ``sock`` until every learner was told to stop, every
+    """Answer messages on a listening ``sock`` until every worker was told to stop, every
     connection closed after all joined, or ``timeout_s`` passes (then TimeoutError)."""
     sel = selectors.DefaultSelector()
     sel.register(sock, selectors.EVENT_READ)
@@ -190,7 +156,7 @@ def serve(service: PsService, sock: socket.socket, timeout_s: float,
             if time.monotonic() > deadline:
                 raise TimeoutError(f"PS: {service.accepted} of {service.job.budget} pushes "
                                    f"after {timeout_s:.0f} s")
-            if not conns and len(service.joined) == service.job.n_learners:
+            if not conns and len(service.joined) == service.job.n_workers:
                 break  # everybody left
             for key, _ in sel.select(timeout=0.5):
                 s = key.fileobj

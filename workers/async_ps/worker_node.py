@@ -1,8 +1,8 @@
-"""An asynchronous learner: ``python -m workers.async_ps.worker_node JOB.json --learner I``.
+"""An asynchronous worker: ``python -m workers.async_ps.worker_node JOB.json --worker I``.
 
-A thin shell around :class:`workers.async_ps.core.Learner` (clock T_w, staleness window) and
-:class:`workers.common.model.Replica` (data shard I, model): join the PS (Hello -> Welcome), announce
-readiness, wait for the runner's start file, then repeat until the PS says stop:
+A thin shell around :class:`workers.async_ps.core.Worker` (clock T_w, staleness window) and
+:class:`workers.common.model.Replica` (data shard I, model): join the PS (Hello -> Welcome),
+announce readiness, wait for the runner's start file, then repeat until the PS says stop:
 
 1. compute the gradient of batch k of shard I at the parameters it holds (``Replica.gradient``);
 2. wait out the rest of its step time (below);
@@ -10,7 +10,7 @@ readiness, wait for the runner's start file, then repeat until the PS says stop:
    ``kappa_mode="learner"``), and adopt the parameters and clock of the PS's immediate answer.
 
 Heterogeneous speed: sleeping, not CPU limits  [decision]
-    Learner I's step takes ``max(compute, step_s) x slowdown[I] x u`` seconds, ``u`` uniform
+    Worker I's step takes ``max(compute, step_s) x slowdown[I] x u`` seconds, ``u`` uniform
     in ``[1 - jitter, 1 + jitter]`` (seeded by (seed, I)): the process computes the gradient
     and then sleeps for the remainder.  ``step_s`` is a nominal compute time standing for a
     real model (the digits MLP computes a batch in well under a millisecond, which would make
@@ -18,11 +18,11 @@ Heterogeneous speed: sleeping, not CPU limits  [decision]
     was considered and rejected: on our 2 shared cores a quota only caps a share of a CPU that
     the switches, the PS and other engineers' jobs also contend for, so the achieved slowdown
     varies from run to run and with the machine's load, and a quota is enforced in 100 ms
-    periods, which is coarser than a step.  A sleep gives each learner exactly the intended
+    periods, which is coarser than a step.  A sleep gives each worker exactly the intended
     relative speed, reproducibly, while the work it stands for adds no CPU load that would
     slow the switches.
 
-Writes ``learner<I>.json``: per push the wall time it was sent, the batch loss, and the
+Writes ``worker<I>.json``: per push the wall time it was sent, the batch loss, and the
 sigma/kappa/T_ps the PS answered with.
 """
 
@@ -36,23 +36,23 @@ from pathlib import Path
 
 import numpy as np
 
-from controller.files import write_json_atomic
-from workers.async_ps.core import Learner
-from workers.async_ps.ps_node import AsyncJob
+from workers.async_ps.core import Worker
+from workers.async_ps.job import AsyncJob
 from workers.async_ps.wire import (
     Answer,
     Error,
-    FrameDecoder,
     Hello,
     Stop,
     Welcome,
     recv_message,
     send_message,
 )
+from workers.common.files import write_json_atomic
+from workers.common.framing import FrameDecoder
 from workers.common.model import Replica
 
 
-class LearnerFailed(RuntimeError):
+class WorkerFailed(RuntimeError):
     pass
 
 
@@ -66,7 +66,7 @@ def connect(addr: tuple[str, int], deadline: float) -> socket.socket:
             return s
         except OSError as e:
             if time.monotonic() > deadline:
-                raise LearnerFailed(f"cannot reach the PS at {addr[0]}:{addr[1]}: {e}") from None
+                raise WorkerFailed(f"cannot reach the PS at {addr[0]}:{addr[1]}: {e}") from None
             time.sleep(0.1)
 
 
@@ -75,32 +75,32 @@ def step_time(compute_s: float, nominal_s: float, slowdown: float, u: float) -> 
     return max(compute_s, nominal_s) * slowdown * u
 
 
-def run(job: AsyncJob, learner_id: int) -> dict:
-    replica = Replica(job.train, learner_id)
-    state = Learner(learner_id, job.window, job.kappa_mode)
-    slowdown = job.slowdown[learner_id] if job.slowdown else 1.0
-    rng = np.random.default_rng((job.train.seed, learner_id, 8))
+def run(job: AsyncJob, worker_id: int) -> dict:
+    replica = Replica(job.train, worker_id)
+    state = Worker(worker_id, job.window, job.kappa_mode)
+    slowdown = job.slowdown[worker_id] if job.slowdown else 1.0
+    rng = np.random.default_rng((job.train.seed, worker_id, 8))
     deadline = time.monotonic() + job.timeout_s
     sock = connect(job.ps_addr, deadline)
     dec: FrameDecoder = FrameDecoder()
     pending: list[bytes] = []
     pushes: list[dict] = []
     try:
-        send_message(sock, Hello(learner_id))
+        send_message(sock, Hello(worker_id))
         msg = recv_message(sock, dec, pending)
         if not isinstance(msg, Welcome):
-            raise LearnerFailed(f"learner {learner_id}: expected Welcome, got {msg}")
+            raise WorkerFailed(f"worker {worker_id}: expected Welcome, got {msg}")
         params = state.adopt(msg.params, msg.t_ps)
-        print(f"learner {learner_id} ready", flush=True)
+        print(f"worker {worker_id} ready", flush=True)
         if job.start_file is not None:
             while not Path(job.start_file).exists():
                 if time.monotonic() > deadline:
-                    raise LearnerFailed(f"learner {learner_id}: no start signal")
+                    raise WorkerFailed(f"worker {worker_id}: no start signal")
                 time.sleep(0.005)
         k = 0
         while True:
             if time.monotonic() > deadline:
-                raise LearnerFailed(f"learner {learner_id}: not done after {job.timeout_s:.0f} s")
+                raise WorkerFailed(f"worker {worker_id}: not done after {job.timeout_s:.0f} s")
             t0 = time.monotonic()
             replica.params = params
             loss, grad = replica.gradient(k)
@@ -123,28 +123,28 @@ def run(job: AsyncJob, learner_id: int) -> dict:
                 state.cancel_push()
                 break
             elif isinstance(msg, Error):
-                raise LearnerFailed(f"learner {learner_id}: the PS refused push {k}: {msg.text}")
+                raise WorkerFailed(f"worker {worker_id}: the PS refused push {k}: {msg.text}")
             else:
-                raise LearnerFailed(f"learner {learner_id}: unexpected answer {msg}")
+                raise WorkerFailed(f"worker {worker_id}: unexpected answer {msg}")
     finally:
         sock.close()
-    return {"learner": learner_id, "slowdown": slowdown, "pushes": pushes,
+    return {"worker": worker_id, "slowdown": slowdown, "pushes": pushes,
             "staleness": state.staleness_log}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workers.async_ps.worker_node")
     ap.add_argument("job", type=Path)
-    ap.add_argument("--learner", type=int, required=True)
+    ap.add_argument("--worker", type=int, required=True)
     args = ap.parse_args(argv)
     job = AsyncJob.load(args.job)
     try:
-        report = run(job, args.learner)
-    except (LearnerFailed, ConnectionError, OSError) as e:
+        report = run(job, args.worker)
+    except (WorkerFailed, ConnectionError, OSError) as e:
         print(f"error: {e}", flush=True)
         return 1
-    write_json_atomic(Path(job.out_dir) / f"learner{args.learner}.json", report)
-    print(f"learner {args.learner} done: {len(report['pushes'])} pushes", flush=True)
+    write_json_atomic(Path(job.out_dir) / f"worker{args.worker}.json", report)
+    print(f"worker {args.worker} done: {len(report['pushes'])} pushes", flush=True)
     return 0
 
 

@@ -1,1 +1,1 @@
-"""Clustered temporary parameter servers: features, clustering, sync rules, protocol and node."""
+"""Clustered temporary parameter servers: features, clustering, sync rules, protocol, process."""

@@ -1,11 +1,11 @@
-"""Clustering nodes and electing temporary parameter servers (SPEC §7 steps 3, 4 and 7).
+"""Clustering workers and electing temporary parameter servers (docs/design.md §7 steps 3, 4 and 7).
 
 Pure functions of (vectors, seeds): no I/O, no global random state.
 
 k-means
     scikit-learn's :class:`~sklearn.cluster.KMeans` (k-means++ initialisation, ``n_init=10``
     restarts, ``random_state=seed``), so the same vectors and seed give the same partition.
-    Cluster ids are then renumbered canonically: cluster 0 is the one holding the lowest node
+    Cluster ids are then renumbered canonically: cluster 0 is the one holding the lowest worker
     index, cluster 1 the one holding the lowest index not in cluster 0, and so on.  The labels
     are therefore a function of the *partition* only, not of k-means' internal numbering.
 
@@ -14,8 +14,8 @@ Choosing k
     is defined) is tried and the k with the highest mean silhouette coefficient
     (:func:`sklearn.metrics.silhouette_score`, Euclidean) wins; ties go to the smaller k.  A k
     whose k-means run yields fewer than 2 distinct clusters (e.g. identical vectors) has no
-    silhouette and is skipped; if no k qualifies (fewer than 3 nodes, or fewer than 2 distinct
-    vectors) all nodes form one cluster.
+    silhouette and is skipped; if no k qualifies (fewer than 3 workers, or fewer than 2 distinct
+    vectors) all workers form one cluster.
 
 Temporary PS election and re-election  [decision]
     Periods are numbered 0, 1, …; with re-election every R periods, *epoch* e = p // R covers
@@ -24,8 +24,8 @@ Temporary PS election and re-election  [decision]
     ``numpy.random.default_rng((seed, e, c))`` -- a pure function of (seed, epoch, cluster), so
     any process can compute the schedule independently and agree.  With ``avoid_repeat=True``
     (default) the draw excludes the previous epoch's PS when the cluster has more than one
-    member: re-election exists to move the PS's traffic and work to another node, and drawing the
-    same node again would silently skip that.
+    member: re-election exists to move the PS's traffic and work to another worker, and drawing the
+    same worker again would silently skip that.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ __all__ = [
     "Clustering",
     "canonical_labels",
     "choose_k",
-    "cluster_nodes",
+    "cluster_workers",
     "cluster_profile",
     "elect",
     "epoch_of",
@@ -53,7 +53,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Clustering:
-    """A partition of nodes 0 … n−1: ``labels[i]`` is node i's cluster (canonical ids)."""
+    """A partition of workers 0 … n−1: ``labels[i]`` is worker i's cluster (canonical ids)."""
 
     labels: tuple[int, ...]
     silhouette: float | None  # mean silhouette of the partition (None when k = 1)
@@ -64,10 +64,10 @@ class Clustering:
 
     @property
     def members(self) -> list[list[int]]:
-        """Node indices of each cluster, ascending, in cluster-id order."""
+        """Worker indices of each cluster, ascending, in cluster-id order."""
         out: list[list[int]] = [[] for _ in range(self.k)]
-        for node, c in enumerate(self.labels):
-            out[c].append(node)
+        for worker, c in enumerate(self.labels):
+            out[c].append(worker)
         return out
 
 
@@ -80,7 +80,7 @@ def canonical_labels(labels: Sequence[int] | np.ndarray) -> tuple[int, ...]:
 def _as_vectors(vectors: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
     x = np.asarray(vectors, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 1:
-        raise ValueError(f"need a (nodes, features) matrix, got shape {x.shape}")
+        raise ValueError(f"need a (workers, features) matrix, got shape {x.shape}")
     if not np.all(np.isfinite(x)):
         raise ValueError("node vectors must be finite")
     return x
@@ -94,7 +94,7 @@ def kmeans_labels(vectors: np.ndarray | Sequence[Sequence[float]], k: int,
     x = _as_vectors(vectors)
     n = x.shape[0]
     if not 1 <= k <= n:
-        raise ValueError(f"k must be in [1, {n}] for {n} nodes, got {k}")
+        raise ValueError(f"k must be in [1, {n}] for {n} workers, got {k}")
     if k == 1:
         return (0,) * n
     with warnings.catch_warnings():
@@ -132,8 +132,8 @@ def choose_k(vectors: np.ndarray | Sequence[Sequence[float]], k_range: Sequence[
     return best if best is not None else Clustering((0,) * n, None)
 
 
-def cluster_nodes(vectors: np.ndarray | Sequence[Sequence[float]], k: int | None = None,
-                  k_range: Sequence[int] = range(2, 9), seed: int = 0) -> Clustering:
+def cluster_workers(vectors: np.ndarray | Sequence[Sequence[float]], k: int | None = None,
+                    k_range: Sequence[int] = range(2, 9), seed: int = 0) -> Clustering:
     """k-means with the given ``k``, or the silhouette-best k over ``k_range`` when None."""
     if k is None:
         return choose_k(vectors, k_range, seed)
@@ -147,11 +147,11 @@ def cluster_profile(profile: NodeProfile, periods: int, k: int | None = None,
                     window: int | None = None) -> Clustering:
     """Cluster a profile's nodes (in ``profile.nodes`` order) after collecting ``periods``
     exchange periods of features: weighted normalized vectors of the latest period
-    (:func:`workers.cluster.features.node_vectors`), then :func:`cluster_nodes`."""
+    (:func:`workers.cluster.features.node_vectors`), then :func:`cluster_workers`."""
     if periods < 1:
         raise ValueError(f"need at least one period of features, got {periods}")
     vectors = node_vectors(profile.history(periods, window), profile.weight_vector())
-    return cluster_nodes(vectors, k, k_range, seed)
+    return cluster_workers(vectors, k, k_range, seed)
 
 
 def epoch_of(period: int, reelect_every: int) -> int:

@@ -1,4 +1,4 @@
-"""Node physical features for clustered temporary parameter servers (SPEC §7 steps 1–2, seed 004).
+"""Node physical features for clustered temporary parameter servers (docs/design.md §7 steps 1–2).
 
 Nothing here does I/O except :func:`load_profile` (read one JSON file).  The rest is pure:
 a profile gives each node's features per exchange period, a :class:`FeatureHistory` keeps
@@ -29,8 +29,8 @@ Profile file (JSON)::
     features no node has, negative weights) raises :class:`ProfileError` with one line that
     names the file and the node / feature.
 
-Normalization  [decision, SPEC §7 step 2]
-    The patent (claim 3) takes, for each feature, the highest value x_max, the mean x_mean and
+Normalization  [decision, docs/design.md §7 step 2]
+    docs/design.md §7 step 2 takes, for each feature, the highest value x_max, the mean x_mean and
     the lowest value x_min "of the values of each node's feature over the historic exchange
     periods" and normalizes with them; its formula was lost.  Decision:
 

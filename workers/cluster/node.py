@@ -1,12 +1,12 @@
-"""One endpoint of a clustered-PS run: ``python -m workers.cluster.node JOB.json --endpoint I``.
+"""One endpoint of a clustered-PS run: ``python -m workers.cluster.node JOB.json --index I``.
 
 A thin TCP shell around the state machines of :mod:`workers.cluster.protocol`: endpoint
-``I < N`` is node I (:class:`~workers.cluster.protocol.ClusterNode`), endpoint ``N`` the
+``I < N`` is worker I (:class:`~workers.cluster.protocol.ClusterWorker`), endpoint ``N`` the
 coordinator (:class:`~workers.cluster.protocol.Coordinator`) or, for the ``central`` rule, the
-central PS (:class:`~workers.cluster.protocol.CentralServer`).
+central PS (:class:`~workers.cluster.protocol.CentralPs`).
 
 * Listens on its job address; one reader thread per incoming connection reassembles
-  length-prefixed frames (:class:`workers.async_ps.wire.FrameDecoder`), decodes them
+  length-prefixed frames (:class:`workers.common.framing.FrameDecoder`), decodes them
   (:mod:`workers.cluster.wire`) and queues them; the main thread feeds the queue to the
   state machine one message at a time, so the machine needs no locks.
 * Outgoing messages leave on one connection per destination (opened on first use, kept: TCP
@@ -16,10 +16,10 @@ central PS (:class:`~workers.cluster.protocol.CentralServer`).
   that is "computing" still averages its members' gradients.
 * Features: the profile's values of its host, with ``uplink_bw`` measured from the htb class
   that Mininet's TCLink put on its interface (``tc class show``), i.e. the link's real rate.
-  When the profile gives ``uplink_bw`` a pattern, the node re-rates that class as each period
+  When the profile gives ``uplink_bw`` a pattern, the worker re-rates that class as each period
   starts (``tc class change``; every rule, the central PS's runs too), so the rate it measures
   and the rate its traffic leaves at are the period's; the runner re-rates the switch's end
-  (the downlink) when the node reports the previous period done.
+  (the downlink) when the worker reports the previous period done.
   ``cpu_share`` is the profile's (it is emulated by the compute-time delay, see
   :mod:`workers.cluster.protocol`).
 
@@ -46,27 +46,26 @@ from typing import Any
 
 import numpy as np
 
-from controller.files import write_json_atomic
 from topo.mininet_net import set_htb_rate
-from workers.async_ps.wire import FrameDecoder, TransportError, frame
 from workers.cluster.features import load_profile
+from workers.cluster.job import ClusterJob, load_job_data
 from workers.cluster.protocol import (
-    CentralServer,
-    ClusterJob,
-    ClusterNode,
+    CentralPs,
+    ClusterWorker,
     Coordinator,
     Out,
-    load_job_data,
-    node_features,
     parse_tc_rate,
     step_seconds,
     uplink_change,
+    worker_features,
 )
 from workers.cluster.wire import ClusterMessage, decode, encode
+from workers.common.files import write_json_atomic
+from workers.common.framing import FrameDecoder, TransportError, frame
 from workers.common.model import Replica
 
 
-class NodeFailed(RuntimeError):
+class EndpointFailed(RuntimeError):
     pass
 
 
@@ -74,7 +73,7 @@ def measure_uplink(ifname: str) -> float | None:
     """Mbit/s of the htb class shaping ``ifname`` in this namespace (None: unshaped)."""
     proc = subprocess.run(["tc", "class", "show", "dev", ifname], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise NodeFailed(f"tc class show dev {ifname}: {proc.stderr.strip()}")
+        raise EndpointFailed(f"tc class show dev {ifname}: {proc.stderr.strip()}")
     return parse_tc_rate(proc.stdout)
 
 
@@ -109,7 +108,7 @@ class Transport:
                 for body in dec.feed(data):
                     self.inbox.put(decode(body))
         except (OSError, TransportError) as exc:
-            self.inbox.put(NodeFailed(f"endpoint {self.me}: receiving failed: {exc}"))
+            self.inbox.put(EndpointFailed(f"endpoint {self.me}: receiving failed: {exc}"))
         finally:
             conn.close()
 
@@ -133,8 +132,8 @@ class Transport:
                 break
             except OSError as e:
                 if time.monotonic() > self.deadline:
-                    raise NodeFailed(f"endpoint {self.me}: cannot reach endpoint {dest} at "
-                                     f"{addr[0]}:{addr[1]}: {e}") from None
+                    raise EndpointFailed(f"endpoint {self.me}: cannot reach endpoint {dest} at "
+                                         f"{addr[0]}:{addr[1]}: {e}") from None
                 time.sleep(0.05)
         s.settimeout(None)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -155,14 +154,14 @@ def make_machine(job: ClusterJob, me: int) -> Any:
     profile = load_profile(job.profile)
     if me == job.n:
         if job.rule == "central":
-            return CentralServer(job)
+            return CentralPs(job)
         # Import scikit-learn's k-means now (≈1.5 s of CPU), before announcing readiness,
         # so the import does not count as the first period's clustering time.
         import sklearn.cluster  # noqa: F401
         import sklearn.metrics  # noqa: F401
 
         return Coordinator(job, profile)
-    host = job.nodes[me]
+    host = job.workers[me]
     ifname = job.interfaces[me] if job.interfaces else None
 
     def features(p: int) -> np.ndarray:
@@ -171,7 +170,7 @@ def make_machine(job: ClusterJob, me: int) -> Any:
             rate = measure_uplink(ifname)
             if rate is not None:
                 measured["uplink_bw"] = rate
-        return node_features(profile, host, p, measured)
+        return worker_features(profile, host, p, measured)
 
     def enter_period(p: int) -> None:
         rate = uplink_change(profile, host, p)
@@ -179,11 +178,11 @@ def make_machine(job: ClusterJob, me: int) -> Any:
             try:
                 set_htb_rate(ifname, rate)  # this host's egress: its uplink
             except RuntimeError as exc:
-                raise NodeFailed(str(exc)) from None
+                raise EndpointFailed(str(exc)) from None
 
-    return ClusterNode(job, me, Replica(job.train, me, load_job_data(job)), features,
-                       lambda p: step_seconds(profile, host, p, job.step_s),
-                       enter_period=enter_period)
+    return ClusterWorker(job, me, Replica(job.train, me, load_job_data(job)), features,
+                         lambda p: step_seconds(profile, host, p, job.step_s),
+                         enter_period=enter_period)
 
 
 def run(job: ClusterJob, me: int) -> tuple[dict[str, Any], Any]:
@@ -196,7 +195,7 @@ def run(job: ClusterJob, me: int) -> tuple[dict[str, Any], Any]:
         if job.start_file is not None:
             while not Path(job.start_file).exists():
                 if time.monotonic() > deadline:
-                    raise NodeFailed(f"endpoint {me}: no start signal")
+                    raise EndpointFailed(f"endpoint {me}: no start signal")
                 time.sleep(0.005)
         timers: list[tuple[float, int, Out]] = []
         seq = itertools.count()
@@ -212,14 +211,14 @@ def run(job: ClusterJob, me: int) -> tuple[dict[str, Any], Any]:
                 net.send(o.dest, o.msg)
 
         started = time.time()
-        if isinstance(machine, ClusterNode):
+        if isinstance(machine, ClusterWorker):
             schedule(machine.start(), time.monotonic())
         reported = 0
         while not machine.done:
             due()
             now = time.monotonic()
             if now > deadline:
-                raise NodeFailed(f"endpoint {me}: not done after {job.timeout_s:.0f} s")
+                raise EndpointFailed(f"endpoint {me}: not done after {job.timeout_s:.0f} s")
             wait = min(deadline - now, timers[0][0] - now if timers else 1.0)
             try:
                 item = net.inbox.get(timeout=max(0.0, wait))
@@ -229,7 +228,7 @@ def run(job: ClusterJob, me: int) -> tuple[dict[str, Any], Any]:
                 raise item
             t0 = time.monotonic()
             schedule(machine.handle(item), t0)
-            if isinstance(machine, ClusterNode) and len(machine.periods_log) > reported:
+            if isinstance(machine, ClusterWorker) and len(machine.periods_log) > reported:
                 reported = len(machine.periods_log)
                 print(f"period {reported}/{job.periods}", flush=True)
         while timers:  # the last updates / assignments still have to leave
@@ -246,20 +245,21 @@ def run(job: ClusterJob, me: int) -> tuple[dict[str, Any], Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workers.cluster.node")
     ap.add_argument("job", type=Path)
-    ap.add_argument("--endpoint", type=int, required=True)
+    ap.add_argument("--index", type=int, required=True,
+                    help="endpoint: worker 0..N-1, or N (the coordinator or central PS)")
     args = ap.parse_args(argv)
     job = ClusterJob.load(args.job)
-    me = args.endpoint
+    me = args.index
     if not 0 <= me <= job.n:
         print(f"error: endpoint {me} not in 0..{job.n}", flush=True)
         return 1
     try:
         rep, machine = run(job, me)
-    except (NodeFailed, OSError, ValueError) as e:
+    except (EndpointFailed, OSError, ValueError) as e:
         print(f"error: {e}", flush=True)
         return 1
     out = Path(job.out_dir)
-    if isinstance(machine, ClusterNode):
+    if isinstance(machine, ClusterWorker):
         np.savez(out / f"node{me}.npz", params=machine.replica.params)
     write_json_atomic(out / (f"node{me}.json" if me < job.n else "hub.json"), rep)
     print(f"endpoint {me} done", flush=True)

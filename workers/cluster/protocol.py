@@ -1,37 +1,38 @@
-"""The clustered temporary-PS protocol as message-driven state machines (SPEC §7), no I/O.
+"""The clustered temporary-PS protocol as message-driven state machines (docs/design.md §7), no I/O.
 
 Three roles, each ``handle(message) -> [Out]`` (an :class:`Out` is a destination endpoint, a
 message and a delay before it may leave); :mod:`workers.cluster.node` carries them over TCP
 between Mininet hosts, :func:`run_in_process` carries them through in-memory channels.
 
-Endpoints: nodes ``0 … N−1`` (profile order) and endpoint ``N``, which is the coordinator for
+Endpoints: workers ``0 … N−1`` (profile order) and endpoint ``N``, which is the coordinator for
 the ``contribution`` and ``average`` rules and the single central PS for ``central``.
 
 Coordinator  [decision: a coordinator process on its own host, in band; not the controller]
-    Every node sends its features of period p (:class:`Features`) at the start of the period.
+    Every worker sends its features of period p (:class:`Features`) at the start of the period.
     At the first period of each election epoch (p % R == 0) the coordinator waits for all N
-    feature vectors, normalizes over the whole history (:func:`workers.cluster.features.node_vectors`),
-    clusters (:func:`workers.cluster.clustering.cluster_nodes`: k given or by silhouette, seeded) and
+    feature vectors, normalizes over the whole history
+    (:func:`workers.cluster.features.node_vectors`), clusters
+    (:func:`workers.cluster.clustering.cluster_workers`: k given or by silhouette, seeded) and
     elects a temporary PS per cluster (:func:`workers.cluster.clustering.elect`: seeded, never the
-    previous PS again when the partition is unchanged) and answers every node with
-    :class:`Assign`; inside an epoch it answers each node at once with the epoch's assignment
-    (the clustering holds for the epoch, so a node need not wait for the others) and only
-    records the features.  The runner puts it on the ``--ps`` host (the host the central-PS
-    baseline uses), in band: its messages cross the same emulated links as the gradients and are
-    measured with them, as on a real cluster without an out-of-band control network.  The
-    testbed's controller lives in the root namespace, outside the emulated network, so using it
-    would hide that traffic; and a coordinator elected among the nodes would need an election
-    before the first clustering (chicken and egg) for a job of a few hundred bytes per period.
-    Re-clustering only at epoch starts keeps every PS in place for R periods as the patent's
-    "re-elect after a preset number of periods" requires.  If a new clustering changes the
-    partition, the contribution history of the old clusters no longer describes the new ones:
-    ``reset`` tells the new PSs to start from zero, and since the members of a re-formed cluster
-    come from clusters whose models drifted apart, each new PS first sends its model
-    (parameters and momentum, :class:`Params`) to its members, who adopt it before their first
-    batch, so that a cluster's members are identical again; otherwise the old PS hands its
-    ContributionTracker to the new PS (:class:`Handover`, K² floats).
+    previous PS again when the partition is unchanged) and answers every worker with
+    :class:`Assign`; inside an epoch it answers each worker at once with the epoch's assignment (the
+    clustering holds for the epoch, so a worker need not wait for the others) and only records the
+    features.  The runner puts it on the ``--ps`` host (the host the central-PS baseline uses), in
+    band: its messages cross the same emulated links as the gradients and are measured with them, as
+    on a real cluster without an out-of-band control network.  The testbed's controller lives in the
+    root namespace, outside the emulated network, so using it would hide that traffic; and a
+    coordinator elected among the workers would need an election before the first clustering
+    (chicken and egg) for a job of a few hundred bytes per period.  Re-clustering only at epoch
+    starts keeps every PS in place for R periods as docs/design.md §7's "re-elect after a preset
+    number of periods" requires.  If a new clustering changes the partition, the contribution
+    history of the old clusters no longer describes the new ones: ``reset`` tells the new PSs to
+    start from zero, and since the members of a re-formed cluster come from clusters whose models
+    drifted apart, each new PS first sends its model (parameters and momentum, :class:`Params`) to
+    its members, who adopt it before their first batch, so that a cluster's members are identical
+    again; otherwise the old PS hands its ContributionTracker to the new PS (:class:`Handover`, K²
+    floats).
 
-Node (member and, when elected, temporary PS)
+Worker (member and, when elected, temporary PS)
     Period p: send Features → get Assign → for batch b = 0 … B−1: compute the gradient of global
     round p·B + b at its parameters (:class:`workers.common.model.Replica`, the batches of the
     central-PS reference), send it to its PS (a message to itself when it is the PS) after its
@@ -39,17 +40,17 @@ Node (member and, when elected, temporary PS)
     :class:`workers.cluster.sync.TemporaryPS`: per-batch averages go back as Updates; after the
     last batch its cluster average goes to every other PS (:class:`PeerAvg`) and, once all K
     are in, the combined gradient (contribution rule or plain average) goes to its members.
-    Messages for the PS role of a period whose assignment the node has not yet received (a
+    Messages for the PS role of a period whose assignment the worker has not yet received (a
     fast member's gradient, a fast peer's average, the handover) are kept until it has.
 
 Central PS (rule ``central``)
     Endpoint N averages all N gradients of every batch (a TemporaryPS with one cluster of all
-    nodes, of which it is not a member) and sends the average to every node: the synchronous
+    workers, of which it is not a member) and sends the average to every worker: the synchronous
     reference (:func:`workers.common.model.train_synchronous`), bit for bit.
 
-Compute time  [decision: sleeps scaled by the node's CPU share, not cgroup limits]
+Compute time  [decision: sleeps scaled by the worker's CPU share, not cgroup limits]
     A batch of the digits model computes in well under a millisecond, so the hosts'
-    heterogeneity must be emulated: node i's batch in period p takes ``step_s / cpu_share_i(p)``
+    heterogeneity must be emulated: worker i's batch in period p takes ``step_s / cpu_share_i(p)``
     seconds (``step_s`` = the nominal compute time with the whole machine; the gradient is
     computed at once and its message leaves after that delay).  Mininet's CPULimitedHost works
     on this machine (cgroup v1 cpu controller; measured: a fixed busy loop took 1.77 s at
@@ -58,7 +59,7 @@ Compute time  [decision: sleeps scaled by the node's CPU share, not cgroup limit
     a quota would not slow a batch by its share but stall it by up to ~80 ms at random; (2) the
     processes' start-up (numpy, scikit-learn imports, ~1 s of CPU) would take 10–20 s at a 5 %
     share; (3) the shares are of 2 cores that the pyswitch switches and other users' jobs
-    also need, so the achieved slow-down would vary from run to run.  A sleep gives each node
+    also need, so the achieved slow-down would vary from run to run.  A sleep gives each worker
     exactly the profile's relative speed, reproducibly, without loading the CPUs the switches
     need.
 
@@ -72,19 +73,18 @@ Determinism
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-from workers.cluster.clustering import cluster_nodes, elect, epoch_of
+from workers.cluster.clustering import cluster_workers, elect, epoch_of
 from workers.cluster.features import FeatureHistory, NodeProfile, load_profile, node_vectors
+from workers.cluster.job import ClusterJob
 from workers.cluster.sync import ContributionTracker, TemporaryPS
 from workers.cluster.wire import (
     Assign,
@@ -98,69 +98,22 @@ from workers.cluster.wire import (
     decode,
     encode,
 )
-from workers.common.data import Dataset
-from workers.common.model import Replica, TrainConfig, load_data
+from workers.common.model import Replica, load_data
 
 __all__ = [
     "RULES",
-    "CentralServer",
-    "ClusterJob",
-    "ClusterNode",
+    "CentralPs",
+    "ClusterWorker",
     "Coordinator",
     "Out",
-    "node_features",
+    "worker_features",
     "parse_tc_rate",
     "uplink_change",
-    "load_job_data",
     "run_in_process",
-    "save_job_data",
     "step_seconds",
 ]
 
 RULES: tuple[str, ...] = ("contribution", "average", "central")
-CLUSTER_TCP_PORT = 50200  # node endpoints; the coordinator / central PS listens on +1
-
-
-@dataclass
-class ClusterJob:
-    """Everything the processes of one run agree on (``job.json``)."""
-
-    rule: str
-    train: TrainConfig
-    nodes: list[str]  # host of node i, in profile order
-    periods: int
-    batches: int  # B: batches per exchange period
-    reelect: int  # R: periods per election epoch
-    profile: str  # node profile file
-    seed: int = 0  # k-means and elections
-    k: int | None = None  # None: by silhouette over k_range
-    k_range: list[int] = field(default_factory=lambda: list(range(2, 9)))
-    normalization: str = "mean"
-    include_current: bool = True
-    history_window: int | None = None
-    step_s: float = 0.0  # nominal compute time of one batch with the whole machine
-    addrs: list[tuple[str, int]] = field(default_factory=list)  # endpoints 0..N
-    interfaces: list[str | None] = field(default_factory=list)  # uplink of node i (measured)
-    data_file: str | None = None  # the data set saved by the runner (see load_job_data)
-    out_dir: str = "."
-    start_file: str | None = None
-    timeout_s: float = 300.0
-
-    @property
-    def n(self) -> int:
-        return len(self.nodes)
-
-    def save(self, path: Path) -> None:
-        from controller.files import write_json_atomic
-
-        write_json_atomic(path, asdict(self))
-
-    @classmethod
-    def load(cls, path: Path) -> ClusterJob:
-        d = json.loads(Path(path).read_text())
-        d["train"] = TrainConfig(**d["train"])
-        d["addrs"] = [tuple(a) for a in d["addrs"]]
-        return cls(**d)
 
 
 @dataclass(frozen=True)
@@ -170,22 +123,6 @@ class Out:
     dest: int
     msg: ClusterMessage
     delay: float = 0.0
-
-
-def save_job_data(job: ClusterJob, path: Path) -> None:
-    """Save the job's data set once, so that its N+1 processes start without importing
-    scikit-learn (≈1.5 s of CPU each on our 2 shared cores); same arrays as load_data."""
-    d = load_data(job.train)
-    np.savez(path, x_train=d.x_train, y_train=d.y_train, x_test=d.x_test, y_test=d.y_test)
-    job.data_file = str(path)
-
-
-def load_job_data(job: ClusterJob) -> Dataset:
-    """The job's data set: the runner's saved copy, or :func:`workers.common.model.load_data`."""
-    if job.data_file is None:
-        return load_data(job.train)
-    with np.load(job.data_file) as f:
-        return Dataset(f["x_train"], f["y_train"], f["x_test"], f["y_test"])
 
 
 # ------------------------------------------------------------------ features
@@ -201,37 +138,37 @@ def parse_tc_rate(text: str) -> float | None:
     return None if m is None else float(m.group(1)) * _UNIT[m.group(2)]
 
 
-def uplink_change(profile: NodeProfile, node: str, period: int) -> float | None:
-    """Mbit/s to give ``node``'s access link (both ends: the node re-rates its egress, the
+def uplink_change(profile: NodeProfile, worker: str, period: int) -> float | None:
+    """Mbit/s to give ``worker``'s access link (both ends: the worker re-rates its egress, the
     runner the switch's) when ``period`` starts, None to leave it: a constant
     ``uplink_bw`` is the rate the link was built with; a pattern is set in period 0 (an
     earlier run on the same network may have left the link at another of its values) and
     whenever its value changes."""
     if "uplink_bw" not in profile.features or period < 0:
         return None
-    pattern = profile.values[node]["uplink_bw"]
+    pattern = profile.values[worker]["uplink_bw"]
     if len(set(pattern)) == 1:
         return None
     now, before = pattern[period % len(pattern)], pattern[(period - 1) % len(pattern)]
     return now if period == 0 or now != before else None
 
 
-def node_features(profile: NodeProfile, node: str, period: int,
-                  measured: dict[str, float] | None = None) -> np.ndarray:
-    """Node ``node``'s feature vector of ``period`` (profile order): the profile's values,
-    replaced by ``measured`` ones where the node measured them (e.g. its link's rate)."""
-    row = profile.sample(period)[profile.nodes.index(node)]
+def worker_features(profile: NodeProfile, worker: str, period: int,
+                    measured: dict[str, float] | None = None) -> np.ndarray:
+    """The feature vector of ``worker`` in ``period`` (profile order): the profile's values,
+    replaced by ``measured`` ones where the worker measured them (e.g. its link's rate)."""
+    row = profile.sample(period)[profile.nodes.index(worker)]
     for feat, v in (measured or {}).items():
         if feat in profile.features:
             row[profile.features.index(feat)] = v
     return row
 
 
-def step_seconds(profile: NodeProfile, node: str, period: int, step_s: float) -> float:
+def step_seconds(profile: NodeProfile, worker: str, period: int, step_s: float) -> float:
     """Compute time of one batch: ``step_s / cpu_share`` (module docstring)."""
     if "cpu_share" not in profile.features:
         return step_s
-    pattern = profile.values[node]["cpu_share"]
+    pattern = profile.values[worker]["cpu_share"]
     return step_s / pattern[period % len(pattern)]
 
 
@@ -242,8 +179,8 @@ class Coordinator:
     """Collects features, clusters and elects at epoch starts (module docstring)."""
 
     def __init__(self, job: ClusterJob, profile: NodeProfile) -> None:
-        if list(profile.nodes) != list(job.nodes):
-            raise ValueError(f"job nodes {job.nodes} differ from the profile's {profile.nodes}")
+        if list(profile.nodes) != list(job.workers):
+            raise ValueError(f"job workers {job.workers} differ from the profile's {profile.nodes}")
         self.job = job
         self.profile = profile
         self.history = FeatureHistory(profile.nodes, profile.features, job.history_window)
@@ -252,7 +189,7 @@ class Coordinator:
         self._recorded = 0  # periods recorded into the history
         self.current: Assign | None = None
         self.epochs: list[dict[str, Any]] = []
-        self.features: list[list[list[float]]] = []  # [period][node] as recorded
+        self.features: list[list[list[float]]] = []  # [period][worker] as recorded
         self._answered_last = 0
 
     @property
@@ -263,15 +200,16 @@ class Coordinator:
         if not isinstance(msg, Features):
             raise ValueError(f"the coordinator does not accept {type(msg).__name__}")
         n, P = self.job.n, self.job.periods
-        if not 0 <= msg.node < n or not 0 <= msg.period < P:
-            raise ValueError(f"features from node {msg.node} for period {msg.period}: out of range")
+        if not 0 <= msg.worker < n or not 0 <= msg.period < P:
+            raise ValueError(f"features from worker {msg.worker} for period {msg.period}: "
+                             "out of range")
         if len(msg.values) != len(self.profile.features):
-            raise ValueError(f"node {msg.node}: {len(msg.values)} features, expected "
+            raise ValueError(f"worker {msg.worker}: {len(msg.values)} features, expected "
                              f"{len(self.profile.features)}")
         got = self._pending.setdefault(msg.period, {})
-        if msg.node in got:
-            raise ValueError(f"node {msg.node} sent features of period {msg.period} twice")
-        got[msg.node] = np.asarray(msg.values, dtype=np.float64)
+        if msg.worker in got:
+            raise ValueError(f"worker {msg.worker} sent features of period {msg.period} twice")
+        got[msg.worker] = np.asarray(msg.values, dtype=np.float64)
         while len(self._pending.get(self._recorded, {})) == n:
             rows = self._pending.pop(self._recorded)
             matrix = np.stack([rows[i] for i in range(n)])
@@ -286,17 +224,17 @@ class Coordinator:
         else:
             assert self.current is not None
             c = self.current
-            out = [Out(msg.node, Assign(msg.period, c.epoch, c.labels, c.ps,
-                                        silhouette=c.silhouette))]
+            out = [Out(msg.worker, Assign(msg.period, c.epoch, c.labels, c.ps,
+                                          silhouette=c.silhouette))]
         if msg.period == P - 1:
             self._answered_last += len(out)
         return out
 
     def _elect(self, period: int) -> None:
-        # The history holds exactly the periods 0..period here (nodes send in period order
+        # The history holds exactly the periods 0..period here (workers send in period order
         # and cannot start period+1 before this answer), so the latest one is ``period``.
         vectors = self._vectors()
-        cl = cluster_nodes(vectors, self.job.k, self.job.k_range, self.job.seed)
+        cl = cluster_workers(vectors, self.job.k, self.job.k_range, self.job.seed)
         epoch = epoch_of(period, self.job.reelect)
         prev = self.current
         same = prev is not None and prev.labels == cl.labels
@@ -316,16 +254,16 @@ class Coordinator:
                 "history": self.features, "epochs": self.epochs}
 
 
-# ------------------------------------------------------------------ node
+# ------------------------------------------------------------------ worker
 
 
-class ClusterNode:
-    """One node: member of a cluster, temporary PS when elected (module docstring).
+class ClusterWorker:
+    """One worker: member of a cluster, temporary PS when elected (module docstring).
 
     ``features(p)`` gives its feature vector of period p; ``step(p)`` its compute time per batch;
     ``clock()`` wall time for the logs (all Mininet hosts share the kernel's clock);
     ``enter_period(p)`` runs first thing in every period, whatever the rule (the shell
-    re-shapes the node's uplink there when its profile changes it).
+    re-shapes the worker's uplink there when its profile changes it).
     """
 
     def __init__(self, job: ClusterJob, me: int, replica: Replica,
@@ -383,7 +321,7 @@ class ClusterNode:
 
     def _on_update(self, msg: Update) -> list[Out]:
         if (msg.period, msg.batch) != (self.period, self.batch):
-            raise ValueError(f"node {self.me}: update for period {msg.period} batch {msg.batch}, "
+            raise ValueError(f"worker {self.me}: update for period {msg.period} batch {msg.batch}, "
                              f"expected period {self.period} batch {self.batch}")
         self.replica.apply(msg.grad)
         now = self.clock()
@@ -408,9 +346,9 @@ class ClusterNode:
 
     def _on_assign(self, msg: Assign) -> list[Out]:
         if msg.period != self.period or self.job.rule == "central":
-            raise ValueError(f"node {self.me}: unexpected assignment for period {msg.period}")
+            raise ValueError(f"worker {self.me}: unexpected assignment for period {msg.period}")
         if len(msg.labels) != self.job.n:
-            raise ValueError(f"node {self.me}: assignment has {len(msg.labels)} labels")
+            raise ValueError(f"worker {self.me}: assignment has {len(msg.labels)} labels")
         prev, self.assign = self.assign, msg
         out: list[Out] = []
         if self.tps is not None and prev is not None:
@@ -448,7 +386,7 @@ class ClusterNode:
     # -- PS side
 
     def _ensure_ps(self) -> list[Out]:
-        """Create this period's TemporaryPS if this node is the PS and it can (module docs)."""
+        """Create this period's TemporaryPS if this worker is the PS and it can (module docs)."""
         a = self.assign
         if self.tps is not None or a is None or a.period != self.period:
             return []
@@ -463,7 +401,7 @@ class ClusterNode:
             if h is None:
                 return []  # wait for the previous PS's contributions
             if h.cluster != c or h.contributions.shape != (k, k):
-                raise ValueError(f"node {self.me}: handover for cluster {h.cluster} with "
+                raise ValueError(f"worker {self.me}: handover for cluster {h.cluster} with "
                                  f"{h.contributions.shape} contributions, expected cluster {c}")
             tracker = ContributionTracker(k)
             tracker.c = np.array(h.contributions, dtype=np.float64)
@@ -481,7 +419,7 @@ class ClusterNode:
             progress = False
             for msg in list(self._ps_pending):
                 tps = self.tps
-                # Only messages of a period whose assignment this node knows: until then it
+                # Only messages of a period whose assignment this worker knows: until then it
                 # cannot tell whether it is still the PS, or of which members (a re-clustering
                 # may reset its cluster), e.g. a fast member's first gradient of the next period.
                 assert self.assign is not None
@@ -500,7 +438,7 @@ class ClusterNode:
         assert tps is not None and a is not None
         p, c = tps.period, tps.cluster
         if isinstance(msg, Grad):
-            res = tps.add_gradient(msg.period, msg.batch, msg.node, msg.grad)
+            res = tps.add_gradient(msg.period, msg.batch, msg.worker, msg.grad)
             batch = msg.batch
         else:
             assert isinstance(msg, PeerAvg)
@@ -533,7 +471,7 @@ class ClusterNode:
             return self._on_assign(msg)
         if isinstance(msg, Handover):
             if msg.period in self._handovers:
-                raise ValueError(f"node {self.me}: two handovers for period {msg.period}")
+                raise ValueError(f"worker {self.me}: two handovers for period {msg.period}")
             self._handovers[msg.period] = msg
             return self._ensure_ps()
         if isinstance(msg, Params):
@@ -542,17 +480,17 @@ class ClusterNode:
         if isinstance(msg, Grad | PeerAvg):
             self._ps_pending.append(msg)
             return self._drain_ps()
-        raise ValueError(f"node {self.me} does not accept {type(msg).__name__}")
+        raise ValueError(f"worker {self.me} does not accept {type(msg).__name__}")
 
     def report(self) -> dict[str, Any]:
-        return {"role": "node", "node": self.me, "host": self.job.nodes[self.me],
+        return {"role": "node", "node": self.me, "host": self.job.workers[self.me],
                 "periods": self.periods_log, "rounds": self.rounds_log, "ps_log": self.ps_log}
 
 
 # ------------------------------------------------------------------ central PS
 
 
-class CentralServer:
+class CentralPs:
     """Endpoint N of the ``central`` rule: one PS averaging all N gradients per batch."""
 
     def __init__(self, job: ClusterJob) -> None:
@@ -564,7 +502,7 @@ class CentralServer:
         if not isinstance(msg, Grad):
             raise ValueError(f"the central PS does not accept {type(msg).__name__}")
         p = self.tps.period
-        res = self.tps.add_gradient(msg.period, msg.batch, msg.node, msg.grad)
+        res = self.tps.add_gradient(msg.period, msg.batch, msg.worker, msg.grad)
         if res is None:
             return []
         if self.tps.period == self.job.periods:
@@ -580,7 +518,7 @@ class CentralServer:
 
 def run_in_process(job: ClusterJob, profile: NodeProfile | None = None,
                    shuffle_seed: int | None = None, max_steps: int = 10_000_000
-                   ) -> tuple[list[ClusterNode], Coordinator | CentralServer]:
+                   ) -> tuple[list[ClusterWorker], Coordinator | CentralPs]:
     """Run the protocol with in-memory channels (every message encoded and decoded).
 
     Each (source, destination) channel is FIFO like a TCP connection; with ``shuffle_seed``
@@ -588,14 +526,14 @@ def run_in_process(job: ClusterJob, profile: NodeProfile | None = None,
     arrive in arbitrary order.  Delays are ignored (they only shift wall time)."""
     profile = profile if profile is not None else load_profile(job.profile)
     data = load_data(job.train)
-    nodes = [ClusterNode(job, i, Replica(job.train, i, data),
-                         lambda p, h=h: node_features(profile, h, p),
-                         lambda p, h=h: step_seconds(profile, h, p, job.step_s),
-                         clock=lambda: 0.0)
-             for i, h in enumerate(job.nodes)]
-    hub: Coordinator | CentralServer = (CentralServer(job) if job.rule == "central"
-                                        else Coordinator(job, profile))
-    endpoints: Sequence[Any] = [*nodes, hub]
+    workers = [ClusterWorker(job, i, Replica(job.train, i, data),
+                             lambda p, h=h: worker_features(profile, h, p),
+                             lambda p, h=h: step_seconds(profile, h, p, job.step_s),
+                             clock=lambda: 0.0)
+               for i, h in enumerate(job.workers)]
+    hub: Coordinator | CentralPs = (CentralPs(job) if job.rule == "central"
+                                    else Coordinator(job, profile))
+    endpoints: Sequence[Any] = [*workers, hub]
     channels: dict[tuple[int, int], deque[bytes]] = {}
     rng = np.random.default_rng(shuffle_seed) if shuffle_seed is not None else None
 
@@ -603,7 +541,7 @@ def run_in_process(job: ClusterJob, profile: NodeProfile | None = None,
         for o in outs:
             channels.setdefault((src, o.dest), deque()).append(encode(o.msg))
 
-    for i, nd in enumerate(nodes):
+    for i, nd in enumerate(workers):
         post(i, nd.start())
     for _ in range(max_steps):
         busy = [key for key, q in channels.items() if q]
@@ -614,7 +552,7 @@ def run_in_process(job: ClusterJob, profile: NodeProfile | None = None,
         post(key[1], endpoints[key[1]].handle(msg))
     else:  # pragma: no cover - a protocol bug
         raise RuntimeError("the in-process run did not finish")
-    stuck = [i for i, nd in enumerate(nodes) if not nd.done]
+    stuck = [i for i, nd in enumerate(workers) if not nd.done]
     if stuck or not hub.done:
-        raise RuntimeError(f"deadlock: nodes {stuck} not done (hub done: {hub.done})")
-    return nodes, hub
+        raise RuntimeError(f"deadlock: workers {stuck} not done (hub done: {hub.done})")
+    return workers, hub

@@ -1,4 +1,4 @@
-"""Clustered temporary-PS synchronization, transport-free (SPEC §7 steps 5–7, seed 004).
+"""Clustered temporary-PS synchronization, transport-free (docs/design.md §7 steps 5–7).
 
 Nothing here does I/O.  The gradient rules, the temporary PS's state machine
 (:class:`TemporaryPS`), the message pattern of a period and its bytes per link, and an
@@ -7,17 +7,17 @@ model of :mod:`workers.common.model` with every method; a Mininet runner only ha
 messages between processes.
 
 One exchange period (B batches; K clusters; cluster c has members M_c and temporary PS s_c)
-    * batch b = 0 … B−1 (global round r = p·B + b, so every node reads the same batches as in
-      the central-PS reference of :mod:`workers.common.model`): every member computes its gradient at
-      its parameters and sends it to s_c; s_c averages them:  ḡ_c = (1/|M_c|) Σ_{m∈M_c} g_m.
+    * batch b = 0 … B−1 (global round r = p·B + b, so every worker reads the same batches as in
+      the central-PS reference of :mod:`workers.common.model`): every member computes its gradient
+      at its parameters and sends it to s_c; s_c averages them:  ḡ_c = (1/|M_c|) Σ_{m∈M_c} g_m.
     * batches 0 … B−2: s_c sends ḡ_c back and every member applies it (one SGD step).
-    * batch B−1 (the last average of the period counts, SPEC §7 step 5): the temporary PSs
+    * batch B−1 (the last average of the period counts, docs/design.md §7 step 5): the temporary PSs
       exchange their ḡ_c (every PS sends its average to every other PS); each computes its
       combined gradient u_c (below) and sends it to its members, who apply it.
     Members of a cluster start identical and apply identical gradients, so they stay identical
     (asserted by the tests).  Different clusters drift apart between exchanges.
 
-Contribution rule  [decision, SPEC §7 step 6]
+Contribution rule  [decision, docs/design.md §7 step 6]
     After exchange t the contribution of cluster j to cluster i is
 
         c_ij(t) = Σ_{τ ≤ t} max(0, cos(ḡ_i(τ), ḡ_j(τ)))          (i ≠ j; c_ii is unused)
@@ -26,10 +26,10 @@ Contribution rule  [decision, SPEC §7 step 6]
     keep pointing the same way as ours has contributed; one that points away has not.  The
     current exchange counts (``include_current=True``, the default): it is the one that was just
     received, and without it nothing would be mixed in the first period.  ``False`` uses only
-    strictly earlier periods (the patent's literal "all previous periods").
+    strictly earlier periods (the literal reading of "all previous periods").
 
-    Normalization of α  [decision]: the SPEC says "α_ij the normalized accumulated
-    contributions".  Two readings are implemented:
+    Normalization of α  [decision]: docs/design.md §7 says "α_ij the normalized
+    accumulated contributions".  Two readings are implemented:
 
     * ``"mean"`` (default): α_ij = c_ij / T, T = number of exchanges accumulated, i.e. the mean
       positive cosine similarity, in [0, 1].  A cluster that always agrees gets weight 1 (as in a
@@ -48,7 +48,7 @@ Plain-average baseline
     cluster average counts once, whatever its size).
 
 Central PS baseline
-    One PS averages all N gradients after every batch and every node applies the average: the
+    One PS averages all N gradients after every batch and every worker applies the average: the
     synchronous reference :func:`workers.common.model.train_synchronous` (which this module calls).
 
 Bytes per link
@@ -175,12 +175,12 @@ def plain_average(averages: Sequence[np.ndarray]) -> np.ndarray:
 class TemporaryPS:
     """State machine of one cluster's temporary PS (pure: a transport feeds it messages).
 
-    Inputs, in order, for period p: ``add_gradient(p, b, node, g)`` from every member for
+    Inputs, in order, for period p: ``add_gradient(p, b, worker, g)`` from every member for
     b = 0 … B−1, then ``add_peer_average(p, j, ḡ_j)`` from every other cluster's PS.
 
     * ``add_gradient`` returns the intra-cluster average ḡ to broadcast to the members when the
       last member's gradient of a batch b < B−1 arrives; after batch B−1 it returns ``None`` and
-      :attr:`own_average` holds the average to send to the other PSs.  A duplicate (same node,
+      :attr:`own_average` holds the average to send to the other PSs.  A duplicate (same worker,
       same batch) or a gradient of an earlier batch returns ``None`` and changes nothing (a
       retransmission); a non-member, or a batch/period the PS has not reached, is a
       ``ValueError`` (members wait for the update, so they cannot be ahead).
@@ -240,19 +240,19 @@ class TemporaryPS:
         new._peers = {p: dict(v) for p, v in self._peers.items()}  # early peer averages
         return new
 
-    def add_gradient(self, period: int, batch: int, node: int,
+    def add_gradient(self, period: int, batch: int, worker: int,
                      grad: np.ndarray) -> np.ndarray | None:
-        if node not in self.members:
-            raise ValueError(f"node {node} is not a member of cluster {self.cluster}")
+        if worker not in self.members:
+            raise ValueError(f"worker {worker} is not a member of cluster {self.cluster}")
         if (period, batch) < (self.period, self.batch) or (
                 self.own_average is not None and period == self.period):
             return None  # retransmission of a batch already averaged
         if (period, batch) != (self.period, self.batch):
             raise ValueError(f"cluster {self.cluster}: gradient for period {period} batch "
                              f"{batch}, expected period {self.period} batch {self.batch}")
-        if node in self._grads:
+        if worker in self._grads:
             return None
-        self._grads[node] = np.asarray(grad)
+        self._grads[worker] = np.asarray(grad)
         if len(self._grads) < len(self.members):
             return None
         avg = mean_sync([self._grads[m] for m in self.members])
@@ -332,14 +332,14 @@ def cluster_period_messages(members: Sequence[Sequence[str]], ps: Sequence[str],
     return msgs
 
 
-def central_period_messages(nodes: Sequence[str], ps: str, batches: int,
+def central_period_messages(workers: Sequence[str], ps: str, batches: int,
                             grad_bytes: float) -> list[Message]:
-    """The same period with one central PS ``ps``: per batch every node → PS and PS → node
-    (``ps`` may be a separate host or one of the nodes)."""
+    """The same period with one central PS ``ps``: per batch every worker → PS and PS → worker
+    (``ps`` may be a separate host or one of the workers)."""
     if batches < 1:
         raise ValueError(f"batches per period must be >= 1, got {batches}")
     msgs: list[Message] = []
-    for n in nodes:
+    for n in workers:
         if n != ps:
             msgs.append((n, ps, batches * grad_bytes))
             msgs.append((ps, n, batches * grad_bytes))
@@ -382,11 +382,11 @@ class SimResult:
     """Outcome of :func:`simulate` (per period unless noted)."""
 
     method: str
-    accuracy: list[float]  # node-weighted mean test accuracy after each period
+    accuracy: list[float]  # worker-weighted mean test accuracy after each period
     cluster_accuracy: list[list[float]]  # per cluster (one entry for "central")
-    ps: list[tuple[int, ...]]  # temporary PS (node index) of every cluster, per period
+    ps: list[tuple[int, ...]]  # temporary PS (worker index) of every cluster, per period
     alpha: list[np.ndarray] = field(default_factory=list)  # α used at each exchange
-    params: list[np.ndarray] = field(default_factory=list)  # final parameters of every node
+    params: list[np.ndarray] = field(default_factory=list)  # final parameters of every worker
     link_bytes: dict[Link, float] = field(default_factory=dict)  # whole run
     busiest_link: Link | None = None
     busiest_link_bytes_per_period: float = 0.0
@@ -399,8 +399,8 @@ class SimResult:
 def _members(labels: Sequence[int]) -> list[list[int]]:
     k = max(labels) + 1
     out: list[list[int]] = [[] for _ in range(k)]
-    for node, c in enumerate(labels):
-        out[c].append(node)
+    for worker, c in enumerate(labels):
+        out[c].append(worker)
     if any(not m for m in out):
         raise ValueError(f"cluster labels must be 0..k-1 with no empty cluster, got {labels}")
     return out
@@ -421,21 +421,21 @@ def simulate(
     hosts: Sequence[str] | None = None,
     central_ps: str | None = None,
 ) -> SimResult:
-    """Train ``cfg.n_workers`` nodes for ``periods`` × ``batches_per_period`` batches.
+    """Train ``cfg.n_workers`` workers for ``periods`` × ``batches_per_period`` batches.
 
-    ``labels[i]`` is node i's cluster (ignored by ``"central"``).  ``seed`` drives the PS
-    elections (the model/data seeds are ``cfg.seed``).  With ``graph`` and ``hosts`` (node i
+    ``labels[i]`` is worker i's cluster (ignored by ``"central"``).  ``seed`` drives the PS
+    elections (the model/data seeds are ``cfg.seed``).  With ``graph`` and ``hosts`` (worker i
     runs on ``hosts[i]``) the run's message pattern is accounted per link; ``"central"`` then
     needs ``central_ps`` (a host of the graph).
     """
     if len(labels) != cfg.n_workers:
-        raise ValueError(f"{len(labels)} labels for {cfg.n_workers} nodes")
+        raise ValueError(f"{len(labels)} labels for {cfg.n_workers} workers")
     if periods < 1 or batches_per_period < 1:
         raise ValueError("periods and batches per period must be >= 1")
     if method not in ("contribution", "average", "central"):
         raise ValueError(f"unknown method {method!r}")
     if hosts is not None and len(hosts) != cfg.n_workers:
-        raise ValueError(f"{len(hosts)} hosts for {cfg.n_workers} nodes")
+        raise ValueError(f"{len(hosts)} hosts for {cfg.n_workers} workers")
     if (graph is None) != (hosts is None):
         raise ValueError("bytes accounting needs both graph and hosts")
     data = data if data is not None else load_data(cfg)

@@ -1,20 +1,21 @@
-"""Messages of the clustered temporary-PS protocol (SPEC §7) and their bytes.
+"""Messages of the clustered temporary-PS protocol (docs/design.md §7) and their bytes.
 
-Pure: message objects <-> bodies.  Framing on TCP is the async PS's length prefix
-(:func:`workers.async_ps.wire.frame`, :class:`~workers.async_ps.wire.FrameDecoder`) and
-arrays use its layout (:func:`~workers.async_ps.wire.encode_array`), so one reassembler and
-one array format serve both protocols.
+Pure: message objects <-> bodies.  Framing on TCP is the length prefix of
+:mod:`workers.common.framing` (:func:`~workers.common.framing.frame`,
+:class:`~workers.common.framing.FrameDecoder`) and arrays use its layout
+(:func:`~workers.common.framing.encode_array`), as the async PS's messages do, so one
+reassembler and one array format serve both protocols.
 
 Body: ``magic "CL" (2 bytes) ++ version (uint8) ++ type (uint8) ++ fields``, numbers big endian.
 
 =========  ====  ==============================================================================
 message    type  fields (sender -> receiver)
 =========  ====  ==============================================================================
-Features   1     node u32, period u32, values (float64 array)      node -> coordinator
+Features   1     worker u32, period u32, values (float64 array)    worker -> coordinator
 Assign     2     period u32, epoch u32, flags u8 (bit0 new epoch, bit1 reset), silhouette f64
                  (NaN = none), n u16, labels n x u16, k u16, ps k x u32
-                                                                   coordinator -> every node
-Grad       3     period u32, batch u32, node u32, gradient (float32 array)  member -> its PS
+                                                                   coordinator -> every worker
+Grad       3     period u32, batch u32, worker u32, gradient (float32 array)  member -> PS
 Update     4     period u32, batch u32, gradient (float32 array)   PS -> every member
 PeerAvg    5     period u32, cluster u16, average (float32 array)  PS -> every other PS
 Handover   6     period u32, cluster u16, periods u32, contributions (float64 array, K x K
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workers.async_ps.wire import TransportError, decode_array, encode_array
+from workers.common.framing import TransportError, decode_array, encode_array
 
 __all__ = ["Assign", "ClusterMessage", "Features", "Grad", "Handover", "Params", "PeerAvg",
            "Update", "decode", "encode"]
@@ -52,15 +53,15 @@ T_FEATURES, T_ASSIGN, T_GRAD, T_UPDATE, T_PEER, T_HANDOVER, T_PARAMS = range(1, 
 
 @dataclass(frozen=True)
 class Features:
-    node: int
+    worker: int
     period: int
     values: np.ndarray  # float64, the profile's feature order
 
 
 @dataclass(frozen=True)
 class Assign:
-    """The clustering in force for ``period``: node i is in cluster ``labels[i]`` whose
-    temporary PS is node ``ps[labels[i]]``."""
+    """The clustering in force for ``period``: worker i is in cluster ``labels[i]`` whose
+    temporary PS is worker ``ps[labels[i]]``."""
 
     period: int
     epoch: int
@@ -75,7 +76,7 @@ class Assign:
 class Grad:
     period: int
     batch: int
-    node: int
+    worker: int
     grad: np.ndarray
 
 
@@ -123,7 +124,7 @@ def _head(kind: int) -> bytes:
 def encode(msg: ClusterMessage) -> bytes:
     """The body of ``msg`` (without the length prefix)."""
     if isinstance(msg, Features):
-        return (_head(T_FEATURES) + _FEATURES.pack(msg.node, msg.period)
+        return (_head(T_FEATURES) + _FEATURES.pack(msg.worker, msg.period)
                 + encode_array(np.asarray(msg.values, dtype=np.float64)))
     if isinstance(msg, Assign):
         flags = (1 if msg.new_epoch else 0) | (2 if msg.reset else 0)
@@ -133,7 +134,7 @@ def encode(msg: ClusterMessage) -> bytes:
                 + struct.pack(f"!{n}H", *msg.labels) + struct.pack("!H", k)
                 + struct.pack(f"!{k}I", *msg.ps))
     if isinstance(msg, Grad):
-        return (_head(T_GRAD) + _GRAD.pack(msg.period, msg.batch, msg.node)
+        return (_head(T_GRAD) + _GRAD.pack(msg.period, msg.batch, msg.worker)
                 + encode_array(np.asarray(msg.grad, dtype=np.float32)))
     if isinstance(msg, Update):
         return (_head(T_UPDATE) + _UPDATE.pack(msg.period, msg.batch)
@@ -174,8 +175,8 @@ def decode(body: bytes) -> ClusterMessage:
         raise TransportError(f"unsupported version {version} (expected {VERSION})")
     off = _HEAD.size
     if kind == T_FEATURES:
-        node, period = _fixed(body, off, _FEATURES, "Features")
-        return Features(node, period, _array_to_end(body, off + _FEATURES.size, "Features"))
+        worker, period = _fixed(body, off, _FEATURES, "Features")
+        return Features(worker, period, _array_to_end(body, off + _FEATURES.size, "Features"))
     if kind == T_ASSIGN:
         period, epoch, flags, sil, n = _fixed(body, off, _ASSIGN, "Assign")
         off += _ASSIGN.size
@@ -193,8 +194,8 @@ def decode(body: bytes) -> ClusterMessage:
         return Assign(period, epoch, tuple(labels), tuple(ps), bool(flags & 1), bool(flags & 2),
                       None if math.isnan(sil) else sil)
     if kind == T_GRAD:
-        period, batch, node = _fixed(body, off, _GRAD, "Grad")
-        return Grad(period, batch, node, _array_to_end(body, off + _GRAD.size, "Grad"))
+        period, batch, worker = _fixed(body, off, _GRAD, "Grad")
+        return Grad(period, batch, worker, _array_to_end(body, off + _GRAD.size, "Grad"))
     if kind == T_UPDATE:
         period, batch = _fixed(body, off, _UPDATE, "Update")
         return Update(period, batch, _array_to_end(body, off + _UPDATE.size, "Update"))

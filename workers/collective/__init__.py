@@ -1,1 +1,1 @@
-"""Collective schedules (BCube, ring, PS baselines) and the node process that replays them."""
+"""Collective schedules (BCube, ring, PS baselines) and the process that replays them."""

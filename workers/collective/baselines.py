@@ -1,32 +1,32 @@
-"""The baselines of SPEC §4 as :class:`~workers.collective.bcube.Schedule` objects, and the pure
-helpers the BCube experiment shares between its processes (I/O free).
+"""The baselines of docs/design.md §4 as :class:`~workers.collective.schedule.Schedule` objects, and
+the pure helpers the BCube experiment shares between its processes (I/O free).
 
 Why no separate baseline process
-    Every method compared in SPEC §4 -- BCube, ring all-reduce (on the fat-tree and on BCube),
-    a single parameter server and a sharded PS -- is a *collective schedule*: per step, who sends
-    which index range to whom, then add (``reduce``) or overwrite (``gather``).  One process,
-    :mod:`workers.collective.node`, replays any such schedule over TCP, so every method runs on the
-    same transport, the same training code and the same measurement code; only the schedule
+    Every method compared in docs/design.md §4 -- BCube, ring all-reduce (on the fat-tree and on
+    BCube), a single parameter server and a sharded PS -- is a *collective schedule*: per step, who
+    sends which index range to whom, then add (``reduce``) or overwrite (``gather``).  One process,
+    :mod:`workers.collective.worker_node`, replays any such schedule over TCP, so every method runs
+    on the same transport, the same training code and the same measurement code; only the schedule
     differs.  That is what makes the timing comparison fair.
 
-Schedules here (n values, P servers ``0 .. P-1``; one thread, ``level = None``)
-    ``ps_schedule``: the classic single PS co-located on server ``ps`` (it is also a worker).
-        Step 0 (reduce): every other server sends ``[0, n)`` to ``ps``.  Step 1 (gather): ``ps``
-        sends the sum ``[0, n)`` to every other server.  The PS NIC carries ``(P-1)·n`` values
+Schedules here (n values, P workers ``0 .. P-1``; one thread, ``level = None``)
+    ``ps_schedule``: the classic single PS co-located on worker ``ps`` (which also trains).
+        Step 0 (reduce): every other worker sends ``[0, n)`` to ``ps``.  Step 1 (gather): ``ps``
+        sends the sum ``[0, n)`` to every other worker.  The PS NIC carries ``(P-1)·n`` values
         each way, one direction after the other: time ``≈ 2·(P-1)·n/B``.
-    ``sharded_ps_schedule``: the PS of BML's comparison (every server is a worker and the PS of
-        one P-th of the parameters).  Step 0: server s sends part j to server j; step 1: server
+    ``sharded_ps_schedule``: the PS of BML's comparison (every worker also is the PS of
+        one P-th of the parameters).  Step 0: worker s sends part j to worker j; step 1: worker
         j sends its summed part j to everyone.  Each NIC carries ``(P-1)/P·n`` values each way
         per step: time ``≈ 2·(P-1)/P·n/B`` -- the same as a ring, without the ring's 2(P-1) step
         latencies.  BML's claim "BCube sync time ≈ 1/k of PS" is against this PS.
     Ring: :func:`workers.collective.ring.build_ring_schedule`; on BCube the ring order is the
-    modular N-ary Gray code (:func:`gray_ring`), so consecutive servers differ in exactly one
+    modular N-ary Gray code (:func:`gray_ring`), so consecutive workers differ in exactly one
     digit and every ring hop is one hop through a level switch.
 
 Predicted time
     :func:`predicted_sync_s` is the link-bound model used next to the measurements: steps run
     one after the other; inside a step every NIC direction carries its bytes at B, so a step
-    takes ``max over (server, NIC, direction) of bytes / B``.  For BCube the k threads run at
+    takes ``max over (worker, NIC, direction) of bytes / B``.  For BCube the k threads run at
     different levels in each step, so the same formula holds with the k threads' bytes on
     their own NICs.  ``wire_factor`` converts payload to bytes on the wire (TCP/IP/Ethernet
     headers: 1514 wire bytes per 1448 payload bytes at MTU 1500 with TCP timestamps).
@@ -37,16 +37,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from workers.collective.bcube import (
-    GATHER,
-    REDUCE,
-    Schedule,
-    Transfer,
-    build_schedule,
-    digits,
-    split_range,
-)
+from workers.collective.bcube import build_schedule, digits
 from workers.collective.ring import build_ring_schedule
+from workers.collective.schedule import GATHER, REDUCE, Schedule, Transfer, split_range
 
 VALUE_BYTES = 4  # int32 fixed point on the wire
 WIRE_FACTOR = 1514 / 1448  # Ethernet+IP+TCP(+timestamps) bytes per payload byte at MTU 1500
@@ -73,12 +66,12 @@ __all__ = [
 def _one_thread(n: int, P: int, steps: list[dict[int, tuple[Transfer, ...]]],
                 ops: tuple[str, ...]) -> Schedule:
     table = tuple({s: step.get(s, ()) for s in range(P)} for step in steps)
-    return Schedule(n=n, servers=tuple(range(P)), num_threads=1, num_steps=len(steps), ops=ops,
+    return Schedule(n=n, workers=tuple(range(P)), num_threads=1, num_steps=len(steps), ops=ops,
                     levels=((None,) * len(steps),), table=(table,))
 
 
 def ps_schedule(P: int, n: int, ps: int = 0) -> Schedule:
-    """Single PS on server ``ps`` (also a worker): push everything, then pull the sum."""
+    """Single PS on worker ``ps`` (which also trains): push everything, then pull the sum."""
     if P < 1 or not 0 <= ps < P:
         raise ValueError(f"ps schedule: need P >= 1 and 0 <= ps < P, got P={P}, ps={ps}")
     push = {s: (Transfer(0, 0, s, ps, None, 0, n, REDUCE),) for s in range(P) if s != ps}
@@ -87,7 +80,7 @@ def ps_schedule(P: int, n: int, ps: int = 0) -> Schedule:
 
 
 def sharded_ps_schedule(P: int, n: int) -> Schedule:
-    """Every server is the PS of part j = its id (``split_range(0, n, P)[j]``)."""
+    """Every worker is the PS of part j = its id (``split_range(0, n, P)[j]``)."""
     if P < 1:
         raise ValueError(f"sharded PS schedule: need P >= 1, got {P}")
     parts = split_range(0, n, P)
@@ -99,7 +92,7 @@ def sharded_ps_schedule(P: int, n: int) -> Schedule:
 
 
 def gray_ring(N: int, k: int) -> list[int]:
-    """BCube(N, k) servers in modular N-ary Gray-code order.
+    """BCube(N, k) workers in modular N-ary Gray-code order.
 
     Codeword i has digits ``g_l = (b_l - b_{l+1}) mod N`` (b = base-N digits of i, b_k = 0).
     Consecutive codewords -- including the last and the first -- differ in exactly one digit,
@@ -130,20 +123,20 @@ def make_schedule(spec: Mapping[str, Any], n: int) -> Schedule:
 
 
 def bcube_nic(src: int, dst: int, N: int, k: int) -> int:
-    """The level (NIC) joining two BCube servers: the one digit in which they differ.
+    """The level (NIC) joining two BCube workers: the one digit in which they differ.
 
     Raises ValueError when they differ in zero or several digits (not one hop apart)."""
     diff = [lv for lv, (a, b) in enumerate(zip(digits(src, N, k), digits(dst, N, k),
-                                                strict=True)) if a != b]
+                                               strict=True)) if a != b]
     if len(diff) != 1:
-        raise ValueError(f"BCube({N},{k}): servers {src} and {dst} differ in digits {diff}: "
+        raise ValueError(f"BCube({N},{k}): workers {src} and {dst} differ in digits {diff}: "
                          "not one hop apart")
     return diff[0]
 
 
 def nic_loads(schedule: Schedule, nic_of: Mapping[tuple[int, int], int]
               ) -> list[dict[tuple[int, int, str], int]]:
-    """Per step, values per ``(server, nic, "tx"|"rx")`` (summed over threads)."""
+    """Per step, values per ``(worker, nic, "tx"|"rx")`` (summed over threads)."""
     out = []
     for step in range(schedule.num_steps):
         load: dict[tuple[int, int, str], int] = {}
@@ -169,7 +162,7 @@ def predicted_sync_s(schedule: Schedule, nic_of: Mapping[tuple[int, int], int], 
 
 def values_per_nic(schedule: Schedule, nic_of: Mapping[tuple[int, int], int]
                    ) -> dict[tuple[int, int], int]:
-    """Values each ``(server, nic)`` sends in one all-reduce (payload, all steps)."""
+    """Values each ``(worker, nic)`` sends in one all-reduce (payload, all steps)."""
     out: dict[tuple[int, int], int] = {}
     for tr in schedule.transfers():
         key = (tr.src, nic_of[(tr.src, tr.dst)])
@@ -186,6 +179,6 @@ def check_same_schedule_levels(schedule: Schedule, nic_of: Mapping[tuple[int, in
     """For schedules with levels (BCube): every transfer's level is the NIC its pair uses."""
     for tr in schedule.transfers():
         if tr.level is not None and nic_of[(tr.src, tr.dst)] != tr.level:
-            raise ValueError(f"transfer {tr} uses level {tr.level} but servers {tr.src} and "
+            raise ValueError(f"transfer {tr} uses level {tr.level} but workers {tr.src} and "
                              f"{tr.dst} are joined at level {nic_of[(tr.src, tr.dst)]}")
 

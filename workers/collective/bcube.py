@@ -1,242 +1,89 @@
-"""BCube(N, k) hierarchical parameter synchronization: the pure schedule (SPEC §4, seed 000).
+"""BCube(N, k) hierarchical parameter synchronization: the pure schedule (docs/design.md §4).
 
 This module is I/O free. It answers one question -- *who sends which index range to whom, over
-which level, at which step* -- and executes that answer in-process (:func:`simulate`) so that
-the socket/Mininet layer is a thin shell that replays :class:`Transfer` objects.
+which level, at which step* -- and executes that answer in-process
+(:func:`~workers.collective.schedule.simulate`) so that the socket/Mininet layer is a thin shell
+that replays :class:`Transfer` objects.
 
-Generic part (also used by :mod:`workers.collective.ring`)
-    :class:`Transfer`, :class:`Schedule`, :func:`simulate`, :func:`values_sent`.
+The generic part (:class:`~workers.collective.schedule.Transfer`,
+:class:`~workers.collective.schedule.Schedule`, :func:`~workers.collective.schedule.simulate`,
+:func:`~workers.collective.schedule.values_sent`) is :mod:`workers.collective.schedule`.
 
 Addressing
-    BCube(N, k) has P = N**k servers, ids ``0 .. P-1``.  Server ``s`` has k base-N digits,
+    BCube(N, k) has P = N**k workers, ids ``0 .. P-1``.  Worker ``s`` has k base-N digits,
     ``digit(s, l) = (s // N**l) % N`` for levels ``l = 0 .. k-1``.  The level-l switch joins the N
-    servers that differ only in digit l (the *level-l group* of ``s``), so every transfer of the
+    workers that differ only in digit l (the *level-l group* of ``s``), so every transfer of the
     schedule is one hop: src and dst are in the same level group and use their level-l NICs.
 
 Parameters and threads
     The n parameter indices ``[0, n)`` are split into k contiguous sets, as even as possible
-    (:func:`split_range`: the first ``n mod k`` sets get one index more).  Thread t synchronizes
-    set t.  In reduce step i (i = 0 .. k-1) thread t uses level ``(t + i) mod k`` -- the rotation
-    of SPEC §4 -- so at every step the k threads use k different levels (different NICs and
-    switches: "no crossing in hardware use").
+    (:func:`~workers.collective.schedule.split_range`: the first ``n mod k`` sets get one index
+    more).  Thread t synchronizes set t.  In reduce step i (i = 0 .. k-1) thread t uses level
+    ``(t + i) mod k`` -- the rotation of docs/design.md §4 -- so at every step the k threads use k
+    different levels (different NICs and switches: "no crossing in hardware use").
 
 Reduce-scatter (steps 0 .. k-1, op ``"reduce"``)
     Let ``R_{-1}(s)`` be thread t's set.  At step i with level l, all members of the level-l
     group of ``s`` hold the same range ``R_{i-1}`` (they differ only in digit l, which no earlier
     step of this thread has used).  That range is split into N contiguous parts; the member
-    with digit l = j owns part j, so ``R_i(s) = part[digit(s, l)]``.  Each server sends the other
+    with digit l = j owns part j, so ``R_i(s) = part[digit(s, l)]``.  Each worker sends the other
     N-1 parts to their owners and adds what it receives into its own part.  After step i,
-    ``R_i(s)`` holds the sum over the ``N**(i+1)`` servers that agree with ``s`` on the digits not
+    ``R_i(s)`` holds the sum over the ``N**(i+1)`` workers that agree with ``s`` on the digits not
     yet visited; after step k-1 it is the full sum, and the final parts ``R_{k-1}(s)`` of the P
-    servers partition the set.
+    workers partition the set.
 
 All-gather (steps k .. 2k-1, op ``"gather"``)
     Gather step ``k + j`` revisits the level of reduce step ``i = k-1-j`` (reverse order).  Each
-    server holds the fully reduced ``R_i(s)`` and sends it to the N-1 other members of the group,
+    worker holds the fully reduced ``R_i(s)`` and sends it to the N-1 other members of the group,
     after which every member holds the union of the group's parts, which is ``R_{i-1}(s)``.
-    After the last gather step every server holds the whole set, fully reduced.
+    After the last gather step every worker holds the whole set, fully reduced.
 
 Ranges when N**k does not divide n
     Splits are contiguous and as even as possible, so part sizes differ by at most one.  A range
     of fewer than N indices yields *empty* parts (``lo == hi``); n < k yields empty sets.  Empty
-    transfers are kept in the schedule (every server sends exactly N-1 transfers per step and
+    transfers are kept in the schedule (every worker sends exactly N-1 transfers per step and
     thread, a fixed pattern the transport can use as a step barrier); they carry zero values and
     count zero bytes.  A transport may skip them if it does not need the barrier.
 
 Traffic (values; multiply by the value size, e.g. 4 bytes for int32 fixed point)
-    Reduce step i: a server sends the N-1 parts it does not own, i.e. (N-1)/N of its current
+    Reduce step i: a worker sends the N-1 parts it does not own, i.e. (N-1)/N of its current
     range ``R_{i-1}`` (exactly ``|R_{i-1}(s)| - |R_i(s)|``).  Summed over the steps this telescopes:
-    per thread a server sends ``|set_t| - |R_{k-1}(s)|`` values in the reduce phase and receives
+    per thread a worker sends ``|set_t| - |R_{k-1}(s)|`` values in the reduce phase and receives
     exactly as many in the gather phase (it sends ``(N-1)·|R_i(s)|`` in the gather step that
     revisits reduce step i).  When ``k·N**k`` divides n (every range splits evenly,
-    ``|R_i| = n/(k·N**(i+1))``), a server sends at level l, summed over the k threads (thread t
+    ``|R_i| = n/(k·N**(i+1))``), a worker sends at level l, summed over the k threads (thread t
     is at step ``i = (l - t) mod k``, and i runs over 0 .. k-1)::
 
         reduce:  sum_i (N-1)·n/(k·N**(i+1)) = (n/k)·(1 - N**-k)
         gather:  the same,                    (n/k)·(1 - N**-k)
         per level (NIC):  2·(n/k)·(1 - N**-k)        total:  2·n·(1 - 1/P) = 2·(P-1)/P·n
 
-    The total equals ring all-reduce over the same P servers (bandwidth optimal), but it is
+    The total equals ring all-reduce over the same P workers (bandwidth optimal), but it is
     spread evenly over k NICs, so with per-NIC bandwidth B the transfer time is about
     ``2·n·(1 - 1/P)/(k·B)``: 1/k of a ring on one NIC, and far below a single PS whose link
     carries P·n values each way.  :func:`predicted_values_per_level` gives this figure exactly
-    (as a Fraction); :func:`values_sent` counts what a schedule actually sends.
+    (as a Fraction); :func:`~workers.collective.schedule.values_sent` counts what a schedule
+    actually sends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from fractions import Fraction
 
-import numpy as np
-
-REDUCE = "reduce"
-GATHER = "gather"
+from workers.collective.schedule import GATHER, REDUCE, Schedule, Transfer, split_range
 
 __all__ = [
-    "GATHER",
-    "REDUCE",
-    "Schedule",
-    "Transfer",
     "build_schedule",
     "digit",
     "digits",
     "level_group",
-    "num_servers",
+    "num_workers",
     "owned_range",
     "predicted_values_per_level",
-    "server_from_digits",
-    "simulate",
-    "split_range",
+    "worker_from_digits",
     "thread_levels",
-    "values_sent",
 ]
-
-
-# --------------------------------------------------------------------------------------------
-# generic schedule representation and simulator (shared with ring_schedule)
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Transfer:
-    """One message: ``src`` sends indices ``[lo, hi)`` to ``dst``.
-
-    ``op == "reduce"``: dst adds the values into its buffer; ``op == "gather"``: dst overwrites
-    its buffer with them.  ``level`` is the BCube level (NIC/switch) the message uses, ``None``
-    for schedules without levels (the ring).  ``thread`` and ``step`` locate it in the schedule.
-    """
-
-    thread: int
-    step: int
-    src: int
-    dst: int
-    level: int | None
-    lo: int
-    hi: int
-    op: str
-
-    @property
-    def size(self) -> int:
-        """Number of values carried (0 for an empty range)."""
-        return self.hi - self.lo
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """An explicit collective schedule.
-
-    ``table[thread][step][server]`` is the tuple of transfers ``server`` sends in that thread and
-    step (every server of ``servers`` is a key, possibly with an empty tuple).  ``levels[thread]
-    [step]`` is the level that thread uses at that step and ``ops[step]`` the operation of the
-    step.  Semantics (implemented by :func:`simulate`): steps run in order; inside a step all
-    transfers of all threads read their source values as they were at the start of the step.
-    Threads touch disjoint index sets, so a transport may run them without any barrier between
-    threads; inside a thread, step s+1 of a server may start once it has received everything
-    addressed to it at step s.
-    """
-
-    n: int
-    servers: tuple[int, ...]
-    num_threads: int
-    num_steps: int
-    ops: tuple[str, ...]
-    levels: tuple[tuple[int | None, ...], ...]
-    table: tuple[tuple[Mapping[int, tuple[Transfer, ...]], ...], ...]
-
-    def sends(self, thread: int, step: int, server: int) -> tuple[Transfer, ...]:
-        """Transfers ``server`` sends in ``thread`` at ``step``."""
-        return self.table[thread][step][server]
-
-    def receives(self, thread: int, step: int, server: int) -> tuple[Transfer, ...]:
-        """Transfers addressed to ``server`` in ``thread`` at ``step`` (ordered by source)."""
-        return tuple(
-            tr
-            for src in self.servers
-            for tr in self.table[thread][step][src]
-            if tr.dst == server
-        )
-
-    def step_transfers(self, step: int) -> Iterator[Transfer]:
-        """All transfers of one step, every thread."""
-        for thread in range(self.num_threads):
-            for server in self.servers:
-                yield from self.table[thread][step][server]
-
-    def transfers(self) -> Iterator[Transfer]:
-        """All transfers, in step order."""
-        for step in range(self.num_steps):
-            yield from self.step_transfers(step)
-
-
-def simulate(schedule: Schedule, inputs: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
-    """Execute ``schedule`` in-process on one vector per server; return every server's result.
-
-    Each step reads a snapshot of all buffers taken at the start of the step, then applies the
-    step's transfers (``reduce``: ``dst[lo:hi] += src[lo:hi]``, ``gather``: ``dst[lo:hi] =
-    src[lo:hi]``).  The inputs are not modified.  For an all-reduce schedule every output equals
-    ``sum(inputs.values())`` -- exactly, for integer dtypes.
-    """
-    expected = set(schedule.servers)
-    if set(inputs) != expected:
-        missing = sorted(expected - set(inputs))
-        extra = sorted(set(inputs) - expected)
-        raise ValueError(f"simulate: inputs must have one vector per server; missing {missing}, "
-                         f"unexpected {extra}")
-    bufs: dict[int, np.ndarray] = {}
-    for server in schedule.servers:
-        vec = np.asarray(inputs[server])
-        if vec.ndim != 1 or vec.shape[0] != schedule.n:
-            raise ValueError(f"simulate: input of server {server} has shape {vec.shape}, "
-                             f"expected ({schedule.n},)")
-        bufs[server] = vec.copy()
-    for step in range(schedule.num_steps):
-        snap = {s: b.copy() for s, b in bufs.items()}
-        for tr in schedule.step_transfers(step):
-            if tr.op == REDUCE:
-                bufs[tr.dst][tr.lo:tr.hi] += snap[tr.src][tr.lo:tr.hi]
-            elif tr.op == GATHER:
-                bufs[tr.dst][tr.lo:tr.hi] = snap[tr.src][tr.lo:tr.hi]
-            else:  # pragma: no cover - schedules are built by this package
-                raise ValueError(f"simulate: unknown op {tr.op!r} in {tr}")
-    return bufs
-
-
-def values_sent(schedule: Schedule, op: str | None = None) -> dict[int, dict[int | None, int]]:
-    """Values each server sends, per level: ``result[server][level]``.
-
-    ``op`` restricts the count to ``"reduce"`` or ``"gather"`` transfers.  Multiply by the value
-    size to get bytes on the server's level-``level`` NIC (payload only, no headers).
-    """
-    if op not in (None, REDUCE, GATHER):
-        raise ValueError(f"values_sent: op must be 'reduce', 'gather' or None, not {op!r}")
-    levels = sorted({lv for row in schedule.levels for lv in row}, key=lambda x: (x is None, x))
-    out: dict[int, dict[int | None, int]] = {s: dict.fromkeys(levels, 0) for s in schedule.servers}
-    for tr in schedule.transfers():
-        if op is None or tr.op == op:
-            out[tr.src][tr.level] += tr.size
-    return out
-
-
-def split_range(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
-    """Split ``[lo, hi)`` into ``parts`` contiguous ranges, as even as possible.
-
-    The first ``(hi - lo) mod parts`` ranges get one index more (numpy.array_split's rule);
-    when ``hi - lo < parts`` the trailing ranges are empty (``(x, x)``).
-    """
-    if parts < 1:
-        raise ValueError(f"split_range: parts must be >= 1, got {parts}")
-    if hi < lo:
-        raise ValueError(f"split_range: empty-negative range [{lo}, {hi})")
-    q, r = divmod(hi - lo, parts)
-    out = []
-    start = lo
-    for j in range(parts):
-        end = start + q + (1 if j < r else 0)
-        out.append((start, end))
-        start = end
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,50 +93,50 @@ def split_range(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
 
 def _check_nk(N: int, k: int) -> None:
     if not isinstance(N, int) or N < 2:
-        raise ValueError(f"BCube(N={N}, k={k}): N (servers per switch) must be an integer >= 2")
+        raise ValueError(f"BCube(N={N}, k={k}): N (workers per switch) must be an integer >= 2")
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"BCube(N={N}, k={k}): k (levels) must be an integer >= 1")
 
 
-def num_servers(N: int, k: int) -> int:
-    """P = N**k servers."""
+def num_workers(N: int, k: int) -> int:
+    """P = N**k workers."""
     _check_nk(N, k)
     return N**k
 
 
-def digit(server: int, level: int, N: int) -> int:
-    """Digit ``level`` of ``server`` in base N: ``(server // N**level) % N``."""
-    return (server // N**level) % N
+def digit(worker: int, level: int, N: int) -> int:
+    """Digit ``level`` of ``worker`` in base N: ``(worker // N**level) % N``."""
+    return (worker // N**level) % N
 
 
-def digits(server: int, N: int, k: int) -> tuple[int, ...]:
-    """All k digits of ``server``, index = level (``digits(s)[l] == digit(s, l)``)."""
+def digits(worker: int, N: int, k: int) -> tuple[int, ...]:
+    """All k digits of ``worker``, index = level (``digits(s)[l] == digit(s, l)``)."""
     _check_nk(N, k)
-    if not 0 <= server < N**k:
-        raise ValueError(f"BCube(N={N}, k={k}): server {server} out of range 0..{N**k - 1}")
-    return tuple(digit(server, lv, N) for lv in range(k))
+    if not 0 <= worker < N**k:
+        raise ValueError(f"BCube(N={N}, k={k}): worker {worker} out of range 0..{N**k - 1}")
+    return tuple(digit(worker, lv, N) for lv in range(k))
 
 
-def server_from_digits(ds: tuple[int, ...] | list[int], N: int) -> int:
+def worker_from_digits(ds: tuple[int, ...] | list[int], N: int) -> int:
     """Inverse of :func:`digits`: ``sum(ds[l] * N**l)``."""
     if any(not 0 <= d < N for d in ds):
-        raise ValueError(f"server_from_digits: digits {tuple(ds)} not all in 0..{N - 1}")
+        raise ValueError(f"worker_from_digits: digits {tuple(ds)} not all in 0..{N - 1}")
     return sum(d * N**lv for lv, d in enumerate(ds))
 
 
-def level_group(server: int, level: int, N: int, k: int) -> tuple[int, ...]:
-    """The N servers of ``server``'s level-``level`` group, ordered by their digit ``level``.
+def level_group(worker: int, level: int, N: int, k: int) -> tuple[int, ...]:
+    """The N workers of ``worker``'s level-``level`` group, ordered by their digit ``level``.
 
-    Member j (index j of the tuple) is the server whose digit ``level`` is j; they all hang off
+    Member j (index j of the tuple) is the worker whose digit ``level`` is j; they all hang off
     the same level-``level`` switch.
     """
-    ds = list(digits(server, N, k))
+    ds = list(digits(worker, N, k))
     if not 0 <= level < k:
         raise ValueError(f"BCube(N={N}, k={k}): level {level} out of range 0..{k - 1}")
     out = []
     for j in range(N):
         ds[level] = j
-        out.append(server_from_digits(ds, N))
+        out.append(worker_from_digits(ds, N))
     return tuple(out)
 
 
@@ -320,14 +167,14 @@ def _ownership(N: int, k: int, n: int) -> list[list[dict[int, tuple[int, int]]]]
     return own
 
 
-def owned_range(N: int, k: int, n: int, thread: int, step: int, server: int) -> tuple[int, int]:
-    """R_step(server) of ``thread``: the range the server is responsible for after reduce step
+def owned_range(N: int, k: int, n: int, thread: int, step: int, worker: int) -> tuple[int, int]:
+    """R_step(worker) of ``thread``: the range the worker is responsible for after reduce step
     ``step`` (``step = -1``: the thread's whole set).  Recomputes the ownership table; for bulk
     use take :func:`build_schedule` and its transfers."""
     _check_nk(N, k)
     if not -1 <= step < k:
         raise ValueError(f"owned_range: step must be in -1..{k - 1}, got {step}")
-    return _ownership(N, k, n)[thread][step + 1][server]
+    return _ownership(N, k, n)[thread][step + 1][worker]
 
 
 def build_schedule(N: int, k: int, n: int) -> Schedule:
@@ -352,27 +199,27 @@ def build_schedule(N: int, k: int, n: int) -> Schedule:
         steps: list[Mapping[int, tuple[Transfer, ...]]] = []
         for step in range(2 * k):
             lv = lv_row[step]
-            per_server: dict[int, tuple[Transfer, ...]] = {}
+            per_worker: dict[int, tuple[Transfer, ...]] = {}
             for s in range(P):
                 group = level_group(s, lv, N, k)
                 mine = digit(s, lv, N)
                 if step < k:  # reduce: send the parts of R_{step-1}(s) owned by the others
                     parts = split_range(*own[t][step][s], N)
-                    per_server[s] = tuple(
+                    per_worker[s] = tuple(
                         Transfer(t, step, s, group[j], lv, *parts[j], REDUCE)
                         for j in range(N) if j != mine
                     )
                 else:  # gather: send the reduced R_i(s), i = 2k-1-step, to the other members
                     lo, hi = own[t][2 * k - step][s]
-                    per_server[s] = tuple(
+                    per_worker[s] = tuple(
                         Transfer(t, step, s, group[j], lv, lo, hi, GATHER)
                         for j in range(N) if j != mine
                     )
-            steps.append(per_server)
+            steps.append(per_worker)
         table.append(tuple(steps))
     return Schedule(
         n=n,
-        servers=tuple(range(P)),
+        workers=tuple(range(P)),
         num_threads=k,
         num_steps=2 * k,
         ops=ops,
@@ -382,11 +229,11 @@ def build_schedule(N: int, k: int, n: int) -> Schedule:
 
 
 def predicted_values_per_level(N: int, k: int, n: int) -> Fraction:
-    """Values one server sends on each level's NIC per all-reduce, per direction of the phase:
+    """Values one worker sends on each level's NIC per all-reduce, per direction of the phase:
     ``(n/k)·(1 - N**-k)`` in the reduce phase and the same again in the gather phase.
 
     Exact (an integer) when ``k·N**k`` divides n; otherwise the schedule's counts differ from it
-    by rounding of the uneven splits.  Total per server over both phases and k levels:
+    by rounding of the uneven splits.  Total per worker over both phases and k levels:
     ``2·n·(1 - N**-k) = 2·(P-1)/P·n``.
     """
     _check_nk(N, k)

@@ -1,1 +1,1 @@
-"""What several methods share: the model, the data, quantization."""
+"""What several methods share: the model, the data, quantization, framing and file writes."""

@@ -1,4 +1,4 @@
-"""Transport-neutral record of one decoded INA packet (SPEC §3.6).
+"""Transport-neutral record of one decoded INA packet (docs/design.md §3.6).
 
 :class:`InaPacket` is what the PS and worker state machines (``workers/ina/ps.py``,
 ``workers/ina/worker.py``) consume and produce.  They never see bytes: the protocol codec

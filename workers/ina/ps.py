@@ -1,4 +1,4 @@
-"""The parameter server's per-round merge state machine (SPEC §3.9), free of I/O.
+"""The parameter server's per-round merge state machine (docs/design.md §3.9), free of I/O.
 
 The PS receives, for each (round, chunk), packets that each carry a worker set B (``bitmap``)
 and V(B) = the int32 (wrap-around) sum over w in B of worker w's quantized chunk.  They are
@@ -73,8 +73,8 @@ Rounds  [decision]
     starts round r+1 only after every RESULT of round r, i.e. after the PS completed round r),
     so ``max_ahead = 1`` only absorbs reordering at the round boundary.
 
-Malformed input (SPEC §9) is dropped and counted, never raised: wrong job, type not GRAD or
-PARTIAL, chunk out of range, wrong number of values, empty worker set or bits outside F, a GRAD
+Malformed input (docs/design.md §9) is dropped and counted, never raised: wrong job, type not GRAD
+or PARTIAL, chunk out of range, wrong number of values, empty worker set or bits outside F, a GRAD
 whose bitmap is not exactly its sender's bit, and ``count != popcount(bitmap)`` (a packet whose
 count disagrees with its worker set cannot be trusted to hold exactly that set's sum).
 """
@@ -176,7 +176,7 @@ class Anomaly:
 
 @dataclass
 class PsOutput:
-    """What one :meth:`PsState.handle` call asks the I/O shell to do."""
+    """What one :meth:`PsState.on_packet` call asks the I/O shell to do."""
 
     results: list[InaPacket] = field(default_factory=list)  # RESULTs to multicast
     completed_rounds: list[int] = field(default_factory=list)
@@ -276,7 +276,7 @@ class PsState:
 
     # -- the state machine -----------------------------------------------------------------
 
-    def handle(self, pkt: InaPacket) -> PsOutput:
+    def on_packet(self, pkt: InaPacket) -> PsOutput:
         """Take one decoded packet; return the RESULTs to send and rounds that completed."""
         out = PsOutput()
         why = self._check(pkt)

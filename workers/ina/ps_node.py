@@ -61,7 +61,7 @@ def run(cfg: JobConfig) -> dict:
             if pkt is None:
                 malformed += 1
                 continue
-            out = state.handle(pkt)
+            out = state.on_packet(pkt)
             for result in out.results:
                 for dest in cfg.result_dests:
                     send(sock, result, dest)

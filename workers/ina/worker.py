@@ -1,4 +1,5 @@
-"""A worker's sender state machine for one synchronization round (SPEC §3.5, §3.7, §3.9), no I/O.
+"""A worker's sender state machine for one synchronization round (docs/design.md §3.5, §3.7, §3.9),
+no I/O.
 
 Input: the worker's schedule for the round -- a list of ``(chunk_id, agg_id, fan_in)`` covering
 every chunk of the gradient exactly once (``controller.plan.chunk_schedule`` computes it from
@@ -16,7 +17,7 @@ Timeouts and retransmission  [decision]
     Time comes from the caller: every method takes ``now`` (seconds, any monotone clock) and
     :meth:`WorkerRound.tick` fires the timers, so tests drive it with a fake clock.  An
     in-flight chunk whose RESULT has not come ``rto`` seconds after its last (re)transmission is
-    sent again, with FLAG_RETRANSMIT set and the SAME agg_id and fan_in: by SPEC §3.7 a
+    sent again, with FLAG_RETRANSMIT set and the SAME agg_id and fan_in: by docs/design.md §3.7 a
     retransmitted packet never claims a free slot but joins a slot that holds its key (so it
     completes an aggregation that lost this worker's first packet, or makes a complete slot
     re-emit its aggregate after a lost PARTIAL); if no slot holds the key it goes on toward the

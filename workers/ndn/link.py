@@ -2,8 +2,8 @@
 byte accounting, and a tap that counts the bytes a host puts on its link.
 
 FIB  [decision]
-    A router routes the prefix ``/<host>`` (one per PS and per GPU: every producer name of
-    SPEC §6 starts with the producer's identifier, or with a marker that the router strips
+    A router routes the prefix ``/<host>`` (one per PS and per worker: every producer name of
+    docs/design.md §6 starts with the producer's identifier, or with a marker that the router strips
     before routing) to the ports of :func:`topo.paths.ecmp_next_hops` -- the same shortest
     paths the other methods use -- best first in name order.  :class:`workers.ndn.router.Router`
     sends an Interest to the first next hop that is not its incoming face, so every router has

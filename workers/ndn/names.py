@@ -1,30 +1,31 @@
-"""The NDN name scheme of SPEC §6, built and parsed with python-ndn's ``Name``/``Component``.
+"""The NDN name scheme of docs/design.md §6, built and parsed with python-ndn's
+``Name``/``Component``.
 
-Names (``<ps>``, ``<gpu>``, ``<train>`` are identifiers: generic name components; ``v=<n>`` is a
+Names (``<ps>``, ``<worker>``, ``<train>`` are identifiers: generic name components; ``v=<n>`` is a
 *version-typed* component, ``Component.from_version``; ``seg=<i>`` a segment-typed one,
 ``Component.from_segment``)::
 
-    step 2  task assignment       Interest/Data  /<gpu>/<ps>/<train>
-    step 3  training content      Interest/Data  /<ps>/<train>/<gpu>[/seg=i]
+    step 2  task assignment       Interest/Data  /<worker>/<ps>/<train>
+    step 3  training content      Interest/Data  /<ps>/<train>/<worker>[/seg=i]
     step 4  subscription          Interest       /insert/<ps>/<train>
             confirmation          Data           /distribute/<ps>/<train>          (empty)
-    step 5  collection            Interest/Data  /<gpu>/<ps>/<train>/v=<n>[/seg=i]
+    step 5  collection            Interest/Data  /<worker>/<ps>/<train>/v=<n>[/seg=i]
     step 6  distribution          Data           /distribute/<ps>/<train>/v=<n>[/seg=i]
     step 8  unsubscribe           Interest       /delete/<ps>/<train>
     step 9  active fetch          Interest/Data  /<ps>/<train>/v=<n>[/seg=i]
 
 Why typed components  [decision]
-    SPEC §6 writes ``/<ps>/<train>/<gpu>`` (content) and ``/<ps>/<train>/<version>`` (fetch)
-    with the same shape, and likewise ``/<gpu>/<ps>/<train>`` vs ``.../<version>``.  Encoding the
-    version as NDN's version-typed component (TLV type 0x36) and segments as segment-typed
-    components (0x32) makes every name self-describing: a generic third component is a GPU, a
-    version-typed one a version.  No identifier can collide with a number.
+    docs/design.md §6 writes ``/<ps>/<train>/<worker>`` (content) and ``/<ps>/<train>/<version>``
+    (fetch) with the same shape, and likewise ``/<worker>/<ps>/<train>`` vs ``.../<version>``.
+    Encoding the version as NDN's version-typed component (TLV type 0x36) and segments as
+    segment-typed components (0x32) makes every name self-describing: a generic third component is a
+    worker, a version-typed one a version.  No identifier can collide with a number.
 
 Markers  [decision]
-    ``insert``, ``distribute`` and ``delete`` are generic components in first position (as the
-    patent writes them).  They are reserved: an identifier equal to one of them is rejected, so
-    a marker is never mistaken for a node.  The routers use :func:`strip_marker` to get the
-    persistent-PIT key ``/<ps>/<train>`` and the name the FIB routes on.
+    ``insert``, ``distribute`` and ``delete`` are generic components in first position (as
+    docs/design.md §6 writes them).  They are reserved: an identifier equal to one of them is
+    rejected, so a marker is never mistaken for a node.  The routers use :func:`strip_marker` to get
+    the persistent-PIT key ``/<ps>/<train>`` and the name the FIB routes on.
 
 Identifiers: 1–64 characters of ``[A-Za-z0-9_.-]`` (readable in URIs, no escaping), not a marker.
 """
@@ -69,14 +70,14 @@ def _v(version: int) -> bytearray:
     return Component.from_version(version)
 
 
-def task_name(gpu: str, ps: str, train: str) -> FormalName:
-    """Step 2: ``/<gpu>/<ps>/<train>`` (PS -> GPU Interest, GPU's accept/decline Data)."""
-    return [_c(gpu, "gpu"), _c(ps, "ps"), _c(train, "train")]
+def task_name(worker: str, ps: str, train: str) -> FormalName:
+    """Step 2: ``/<worker>/<ps>/<train>`` (PS -> worker Interest, worker's accept/decline Data)."""
+    return [_c(worker, "worker"), _c(ps, "ps"), _c(train, "train")]
 
 
-def content_name(ps: str, train: str, gpu: str) -> FormalName:
-    """Step 3: ``/<ps>/<train>/<gpu>`` (GPU asks the PS for the model initialization)."""
-    return [_c(ps, "ps"), _c(train, "train"), _c(gpu, "gpu")]
+def content_name(ps: str, train: str, worker: str) -> FormalName:
+    """Step 3: ``/<ps>/<train>/<worker>`` (worker asks the PS for the model initialization)."""
+    return [_c(ps, "ps"), _c(train, "train"), _c(worker, "worker")]
 
 
 def train_prefix(ps: str, train: str) -> FormalName:
@@ -95,16 +96,17 @@ def delete_name(ps: str, train: str) -> FormalName:
 
 
 def distribute_name(ps: str, train: str, version: int | None = None) -> FormalName:
-    """Step 4 confirmation (``version=None``) / step 6 distribution ``/distribute/<ps>/<train>/v``."""
+    """Step 4 confirmation (``version=None``) / step 6 distribution
+    ``/distribute/<ps>/<train>/v``."""
     name = [Component.from_str(DISTRIBUTE), *train_prefix(ps, train)]
     if version is not None:
         name.append(_v(version))
     return name
 
 
-def collect_name(gpu: str, ps: str, train: str, version: int) -> FormalName:
-    """Step 5: collection ``/<gpu>/<ps>/<train>/v=<version>``."""
-    return [*task_name(gpu, ps, train), _v(version)]
+def collect_name(worker: str, ps: str, train: str, version: int) -> FormalName:
+    """Step 5: collection ``/<worker>/<ps>/<train>/v=<version>``."""
+    return [*task_name(worker, ps, train), _v(version)]
 
 
 def fetch_name(ps: str, train: str, version: int) -> FormalName:
@@ -150,13 +152,13 @@ def to_uri(name: NonStrictName) -> str:
 class Kind(Enum):
     """What a name means in the protocol (from the viewpoint of its receiver)."""
 
-    TASK = "task"  # /<gpu>/<ps>/<train>
-    CONTENT = "content"  # /<ps>/<train>/<gpu>
+    TASK = "task"  # /<worker>/<ps>/<train>
+    CONTENT = "content"  # /<ps>/<train>/<worker>
     INSERT = "insert"  # /insert/<ps>/<train>
     DELETE = "delete"  # /delete/<ps>/<train>
     CONFIRM = "confirm"  # /distribute/<ps>/<train>
     DISTRIBUTE = "distribute"  # /distribute/<ps>/<train>/v=<n>
-    COLLECT = "collect"  # /<gpu>/<ps>/<train>/v=<n>
+    COLLECT = "collect"  # /<worker>/<ps>/<train>/v=<n>
     FETCH = "fetch"  # /<ps>/<train>/v=<n>
 
 
@@ -167,7 +169,7 @@ class Parsed:
     kind: Kind
     ps: str
     train: str
-    gpu: str | None = None
+    worker: str | None = None
     version: int | None = None
     segment: int | None = None
 
@@ -192,7 +194,7 @@ def parse(name: NonStrictName) -> Parsed | None:
     """Classify a name of the scheme; None when it is not one (foreign or malformed).
 
     The shapes are disjoint thanks to the typed components, so no knowledge of which
-    identifiers are PSs or GPUs is needed.
+    identifiers are PSs or workers is needed.
     """
     base, seg = split_segment(name)
     marker, rest = strip_marker(base)
@@ -212,10 +214,10 @@ def parse(name: NonStrictName) -> Parsed | None:
             return Parsed(Kind.INSERT if marker == INSERT else Kind.DELETE, ps, train)
         return None
     if n == 3 and all(i is not None for i in ids):
-        # /<a>/<b>/<c>: task (/<gpu>/<ps>/<train>) and content (/<ps>/<train>/<gpu>) share the
+        # /<a>/<b>/<c>: task (/<worker>/<ps>/<train>) and content (/<ps>/<train>/<worker>) share the
         # shape; task names never carry segments, content names may.  The receiver
         # disambiguates with its own identity (see parse_for).
-        return Parsed(Kind.TASK, ps=ids[1], train=ids[2], gpu=ids[0], segment=seg)
+        return Parsed(Kind.TASK, ps=ids[1], train=ids[2], worker=ids[0], segment=seg)
     if n == 3 and ids[0] is not None and ids[1] is not None:
         ver = _version(rest[2])
         if ver is not None:
@@ -224,7 +226,7 @@ def parse(name: NonStrictName) -> Parsed | None:
     if n == 4 and all(i is not None for i in ids[:3]):
         ver = _version(rest[3])
         if ver is not None:
-            return Parsed(Kind.COLLECT, ps=ids[1], train=ids[2], gpu=ids[0], version=ver,
+            return Parsed(Kind.COLLECT, ps=ids[1], train=ids[2], worker=ids[0], version=ver,
                           segment=seg)
     return None
 
@@ -232,17 +234,17 @@ def parse(name: NonStrictName) -> Parsed | None:
 def parse_for(name: NonStrictName, me: str, role: str) -> Parsed | None:
     """:func:`parse`, resolving the 3-identifier shape from the viewpoint of node ``me``.
 
-    ``role`` is ``"gpu"`` or ``"ps"``.  A GPU reads ``/<me>/<x>/<y>`` as a task addressed to it
-    and anything else of that shape as content ``/<ps>/<train>/<gpu>``; a PS reads
-    ``/<me>/<x>/<y>`` as content it serves and anything else as a task ``/<gpu>/<ps>/<train>``.
+    ``role`` is ``"worker"`` or ``"ps"``.  A worker reads ``/<me>/<x>/<y>`` as a task addressed to
+    it and anything else of that shape as content ``/<ps>/<train>/<worker>``; a PS reads
+    ``/<me>/<x>/<y>`` as content it serves and anything else as a task ``/<worker>/<ps>/<train>``.
     """
-    if role not in ("gpu", "ps"):
-        raise NdnNameError(f"role {role!r}: must be 'gpu' or 'ps'")
+    if role not in ("worker", "ps"):
+        raise NdnNameError(f"role {role!r}: must be 'worker' or 'ps'")
     p = parse(name)
     if p is None or p.kind is not Kind.TASK:
         return p
-    as_task = (p.gpu == me) if role == "gpu" else (p.gpu != me)
+    as_task = (p.worker == me) if role == "worker" else (p.worker != me)
     if as_task:
         return p if p.segment is None else None
-    # re-read /<a>/<b>/<c> as /<ps>/<train>/<gpu>
-    return Parsed(Kind.CONTENT, ps=p.gpu or "", train=p.ps, gpu=p.train, segment=p.segment)
+    # re-read /<a>/<b>/<c> as /<ps>/<train>/<worker>
+    return Parsed(Kind.CONTENT, ps=p.worker or "", train=p.ps, worker=p.train, segment=p.segment)

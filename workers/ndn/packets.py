@@ -1,5 +1,5 @@
-"""NDN packets for the PS transport (SPEC §6): encode/parse with python-ndn, segmentation and
-reassembly, and Ethernet framing.  Pure bytes in / bytes out, no I/O.
+"""NDN packets for the PS transport (docs/design.md §6): encode/parse with python-ndn, segmentation
+and reassembly, and Ethernet framing.  Pure bytes in / bytes out, no I/O.
 
 TLV
     Every packet is real NDN packet format 0.3, produced by ``ndn.encoding.make_interest`` /
@@ -7,7 +7,7 @@ TLV
     hand.  Data are signed with DigestSha256 (signature type 0: SHA-256 over Name..SignatureInfo,
     the integrity-only signature NDN defines), so a receiver can check that a Data was not
     corrupted or truncated on the way; :func:`decode_data` verifies it by default.  Any parse
-    failure is turned into one :class:`PacketError` so callers drop and count (SPEC §9).
+    failure is turned into one :class:`PacketError` so callers drop and count (docs/design.md §9).
 
 Segmentation
     A payload larger than one frame is cut into ``ceil(len/seg_size)`` pieces (at least one, so
@@ -23,7 +23,7 @@ Ethernet
     Frames carry NDN directly over Ethernet with the NDN ethertype 0x8624 (as NFD's Ethernet
     face does).  Frames shorter than 60 bytes are zero-padded; the receiver trims the padding by
     reading the outer TLV length.  (NDNLPv2 fragmentation is not used: segmentation is done at
-    the application layer with segment names, as SPEC §6 asks.)
+    the application layer with segment names, as docs/design.md §6 asks.)
 """
 
 from __future__ import annotations

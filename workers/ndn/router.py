@@ -1,4 +1,4 @@
-"""An NDN forwarder with a persistent PIT (SPEC §6), as a pure state machine.
+"""An NDN forwarder with a persistent PIT (docs/design.md §6), as a pure state machine.
 
 Faces are integers; packets are NDN TLV wires (python-ndn encoded, see ``workers.ndn.packets``);
 time is injected (``now``, seconds of any monotone clock).  Every entry point returns the list
@@ -24,7 +24,7 @@ Tables
     CS       optional LRU content store of ``cs_capacity`` Data (0 = off).  An Interest that a
              cached Data satisfies (exact name, or prefix with CanBePrefix; MustBeFresh honours
              FreshnessPeriod) is answered from the cache and not forwarded.
-    PPIT     the persistent PIT of SPEC §6: ``/<ps>/<train>`` -> set of downstream faces.
+    PPIT     the persistent PIT of docs/design.md §6: ``/<ps>/<train>`` -> set of downstream faces.
              * Interest ``/insert/<ps>/<train>`` from face f: the marker is stripped to get the
                key; f is added to the entry (created if absent); the Interest (unchanged, so
                every router on the path does the same) is forwarded by the FIB route of
@@ -376,7 +376,7 @@ class Router:
             del self.nonces[nk]
         return len(dead)
 
-    def next_expiry(self) -> float | None:
+    def next_deadline(self) -> float | None:
         """Earliest time at which :meth:`expire` would remove something (None if nothing)."""
         times = [e.expiry() for e in self.pit.values()]
         times += list(self.nonces.values())

@@ -1,4 +1,4 @@
-"""The NDN router daemon of SPEC §6 on a Mininet switch node: ``python -m
+"""The NDN router daemon of docs/design.md §6 on a Mininet switch node: ``python -m
 workers.ndn.router_node CONFIG.json``.
 
 It moves frames between the node's interfaces (its faces; face number = Mininet port number)

@@ -1,0 +1,276 @@
+"""pyswitch's P4Runtime server under abuse, at full size, with its memory and descriptors.
+
+Starts ``python -m pyswitch run --no-p4`` on a loopback address, pushes the abuse test
+program (tests/test_p4runtime_abuse.py) and runs the campaign of issue 20 item 4 ``--rounds``
+times: 10,000-update batches (all OK, then all failing), 100 and 101 failing updates, wrong
+widths and unknown ids, garbage device configs (100 M and 2^31-1 register cells among them),
+pipeline pushes of a 3.5 M-cell program, two controllers fighting for mastership, 1,000
+StreamChannels opened and dropped, and 100 held open while unary calls are timed. Every
+answer's status code is checked.
+
+The server's RSS, open file descriptors and threads (from /proc/PID) are read at start,
+after the first pipeline push (the baseline: the program's state is the working set), after
+each round and at the end, after the program is pushed again. The goal: growth < 5% from
+the baseline. Growth after round 1 is printed too (what a leak would add per round).
+
+    python bench/p4runtime_abuse.py [--rounds 3] [--batch 10000] [--streams 1000]
+                                    [--held 100] [--fights 100] [--pushes 5]
+
+Exit status 1 when a status code was wrong or the server stopped answering.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import grpc  # noqa: E402
+from switch_harness import compile_for, start_switch  # noqa: E402
+from test_p4runtime_abuse import (  # noqa: E402
+    BIG,
+    DST,
+    GARBAGE_CONFIGS,
+    _bad_updates,
+    _close,
+    _open_streams,
+    become_primary,
+    capabilities,
+    device_config,
+    inserts,
+    mac,
+    program_source,
+    raw_write,
+)
+
+from controller.p4runtime_client import NotPrimaryError, P4RuntimeError  # noqa: E402
+from pyswitch.p4runtime.server import WRITE_REPORT_LIMIT  # noqa: E402
+
+
+def proc_figures(pid: int) -> dict[str, int]:
+    """RSS and peak RSS (KiB), open fds and threads of process ``pid``."""
+    out = {"fds": len(os.listdir(f"/proc/{pid}/fd"))}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM", "Threads"):
+            out[key] = int(value.split()[0])
+    return out
+
+
+class Checks:
+    """Counts checks and remembers the failed ones (a wrong status is a finding)."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.failed: list[str] = []
+
+    def __call__(self, ok: bool, what: str) -> None:
+        self.done += 1
+        if not ok:
+            self.failed.append(what)
+            print(f"  CHECK FAILED: {what}", flush=True)
+
+
+def step_batches(sw: SimpleNamespace, c: object, n: int, check: Checks) -> None:
+    batch = inserts(c, n)
+    c.write(batch)
+    check(len(c.read_table_entries(BIG)) == n, f"{n} inserts all applied")
+    err = raw_write(sw, c, batch)
+    check(err is not None and err.code() == grpc.StatusCode.INVALID_ARGUMENT
+          and f"{n} failed" in err.details()
+          and f"at most {WRITE_REPORT_LIMIT}" in err.details(),
+          f"{n} failing inserts refused naming the limit")
+    err = raw_write(sw, c, [c.update("DELETE", "table_entry", c.table_entry(BIG, {DST: mac(i)}))
+                            for i in range(n, n + WRITE_REPORT_LIMIT)])
+    details = [v for k, v in (err.trailing_metadata() if err else ()) if
+               k == "grpc-status-details-bin"]
+    check(err is not None and err.code() == grpc.StatusCode.UNKNOWN and len(details) == 1,
+          f"{WRITE_REPORT_LIMIT} failing updates reported one by one to a default client")
+    err = raw_write(sw, c, [c.update("DELETE", "table_entry", c.table_entry(BIG, {DST: mac(i)}))
+                            for i in range(n, n + WRITE_REPORT_LIMIT + 1)])
+    check(err is not None and err.code() == grpc.StatusCode.INVALID_ARGUMENT,
+          f"{WRITE_REPORT_LIMIT + 1} failing updates refused")
+
+
+def step_bad_updates(c: object, check: Checks) -> None:
+    bad = _bad_updates(c)
+    try:
+        c.write([u for _, u, _ in bad])
+        check(False, "bad updates accepted")
+    except P4RuntimeError as exc:
+        got = [r.code for r in getattr(exc, "results", [])]
+        check(got == [code for _, _, code in bad], f"per-update codes of bad updates: {got}")
+
+
+def step_garbage(sw: SimpleNamespace, c: object, compiled: object, check: Checks) -> None:
+    for what, config, code, _text in GARBAGE_CONFIGS:
+        try:
+            c.set_pipeline(compiled.p4info_path, config())
+            check(False, f"garbage config accepted: {what}")
+        except P4RuntimeError as exc:
+            check(exc.code == code, f"garbage config {what}: {exc.code}")
+    check(capabilities(sw.address) == "1.4.1", "Capabilities after garbage configs")
+
+
+def step_pushes(c: object, compiled: object, pushes: int, check: Checks) -> None:
+    config = device_config(cells=3_500_000)
+    for _ in range(pushes):
+        c.set_pipeline(compiled.p4info_path, config)
+    c.set_pipeline(compiled.p4info_path, compiled.config_path)
+    check(c.read_table_entries(BIG) == [], "fresh pipeline after pushes")
+
+
+def step_fight(sw: object, c: object, fights: int, check: Checks) -> None:
+    a = sw.client(election_id=2, connect=False).connect(require_primary=False)
+    b = sw.client(election_id=3, connect=False).connect(require_primary=False)
+    eid = max(c.election_id[1], 3)
+    try:
+        for rnd in range(fights):
+            eid += 1
+            x, y = (a, b) if rnd % 2 == 0 else (b, a)
+            x.election_id = (0, eid)
+            become_primary(x)
+            x.write(inserts(x, 1, start=100_000 + rnd))
+            try:
+                y.write(inserts(y, 1, start=200_000 + rnd))
+                check(False, "a backup's write was accepted")
+            except NotPrimaryError:
+                check(True, "")
+    finally:
+        a.close()
+        b.close()
+        sw.clients.remove(a)
+        sw.clients.remove(b)
+    c.election_id = (0, eid + 1)
+    become_primary(c)
+
+
+async def _streams(address: str, n: int, held: int, c: object, check: Checks
+                   ) -> dict[str, float]:
+    loop = asyncio.get_running_loop()
+    for start in range(0, n, 100):
+        channels, calls = await _open_streams(address, min(100, n - start), arbitrate=True)
+        await _close(channels, calls)
+    check(await loop.run_in_executor(None, capabilities, address, 5) == "1.4.1",
+          f"Capabilities after {n} streams opened and dropped")
+    channels, calls = await _open_streams(address, held // 2, arbitrate=True)
+    idle = await _open_streams(address, held - held // 2, arbitrate=False)
+    times: dict[str, float] = {}
+    try:
+        t = time.perf_counter()
+        check(await loop.run_in_executor(None, capabilities, address, 5) == "1.4.1",
+              f"Capabilities with {held} streams open")
+        times["capabilities_ms"] = (time.perf_counter() - t) * 1e3
+        t = time.perf_counter()
+        await loop.run_in_executor(None, c.write, inserts(c, 10, start=300_000))
+        times["write_10_ms"] = (time.perf_counter() - t) * 1e3
+        t = time.perf_counter()
+        await loop.run_in_executor(None, become_primary, c)
+        times["arbitration_ms"] = (time.perf_counter() - t) * 1e3
+        check(True, "")
+    finally:
+        await _close(channels, calls)
+        await _close(*idle)
+    return times
+
+
+def run_campaign(args: argparse.Namespace, allocator: str) -> tuple[dict, dict, int, Checks,
+                                                                   float]:
+    """One switch process (Python allocator ``allocator``), ``args.rounds`` rounds."""
+    check = Checks()
+    os.environ["PYTHONMALLOC"] = allocator  # for the switch process only (already started here)
+    try:
+        with tempfile.TemporaryDirectory() as tmp_name:
+            tmp = Path(tmp_name)
+            (tmp / "abuse.p4").write_text(program_source())
+            sw = start_switch("pyswitch", {}, tmp)
+            pid = sw.proc.pid
+            figures = {"start": proc_figures(pid)}
+            t0 = time.monotonic()
+            timings: dict[str, float] = {}
+            try:
+                compiled = compile_for("pyswitch", tmp / "abuse.p4", tmp / "build")
+                c = sw.client(election_id=1)
+                c.set_pipeline(compiled.p4info_path, compiled.config_path)
+                figures["baseline"] = proc_figures(pid)
+                for rnd in range(1, args.rounds + 1):
+                    t = time.monotonic()
+                    step_batches(sw, c, args.batch, check)
+                    c.set_pipeline(compiled.p4info_path, compiled.config_path)
+                    step_bad_updates(c, check)
+                    step_garbage(sw, c, compiled, check)
+                    step_pushes(c, compiled, args.pushes, check)
+                    step_fight(sw, c, args.fights, check)
+                    timings = asyncio.run(_streams(sw.address, args.streams, args.held, c,
+                                                   check))
+                    c.set_pipeline(compiled.p4info_path, compiled.config_path)
+                    time.sleep(1.0)  # let the server finish tearing down dropped streams
+                    figures[f"round {rnd}"] = proc_figures(pid)
+                    print(f"  [{allocator}] round {rnd}: {time.monotonic() - t:.1f} s, "
+                          f"{figures[f'round {rnd}']}", flush=True)
+                check(sw.alive() and capabilities(sw.address) == "1.4.1", "alive at end")
+                log_lines = len(sw.log().splitlines())
+            finally:
+                sw.stop()
+    finally:
+        os.environ.pop("PYTHONMALLOC", None)
+    return figures, timings, log_lines, check, time.monotonic() - t0
+
+
+def growth(a: int, b: int) -> float:
+    return 100.0 * (b - a) / a
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--streams", type=int, default=1000)
+    ap.add_argument("--held", type=int, default=100)
+    ap.add_argument("--fights", type=int, default=100)
+    ap.add_argument("--pushes", type=int, default=5)
+    ap.add_argument("--allocators", default="pymalloc,malloc",
+                    help="PYTHONMALLOC values to run the switch with, one campaign each "
+                         "(pymalloc is what the switch uses unless told otherwise)")
+    args = ap.parse_args()
+    print(f"settings: rounds={args.rounds} batch={args.batch} streams={args.streams} "
+          f"held={args.held} fights={args.fights} pushes={args.pushes} "
+          f"allocators={args.allocators} python={platform.python_version()} "
+          f"cpus={os.cpu_count()}; server: python -m pyswitch run --no-p4 on 127.0.0.1",
+          flush=True)
+    failed = False
+    for allocator in args.allocators.split(","):
+        figures, timings, log_lines, check, total = run_campaign(args, allocator)
+        base, end = figures["baseline"], figures[f"round {args.rounds}"]
+        first = figures["round 1"]
+        print(f"\nPYTHONMALLOC={allocator}")
+        print(f"{'point':<10} {'RSS KiB':>9} {'peak KiB':>9} {'fds':>5} {'threads':>8}")
+        for name, f in figures.items():
+            print(f"{name:<10} {f['VmRSS']:>9} {f['VmHWM']:>9} {f['fds']:>5} "
+                  f"{f['Threads']:>8}")
+        rss_g, fd_g = growth(base["VmRSS"], end["VmRSS"]), growth(base["fds"], end["fds"])
+        print(f"growth baseline -> end: RSS {rss_g:+.1f}%, fds {fd_g:+.1f}% (goal < 5%); "
+              f"round 1 -> end: RSS {growth(first['VmRSS'], end['VmRSS']):+.1f}%, "
+              f"fds {growth(first['fds'], end['fds']):+.1f}%")
+        print(f"with {args.held} streams open: " +
+              ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
+        print(f"server log: {log_lines} lines for the whole campaign")
+        print(f"checks: {check.done} done, {len(check.failed)} failed; {total:.1f} s")
+        ok = not check.failed and rss_g < 5 and fd_g < 5
+        print(f"RESULT ({allocator}):", "OK" if ok else "FAIL")
+        failed = failed or not ok
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

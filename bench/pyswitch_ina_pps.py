@@ -1,0 +1,126 @@
+"""Per-packet cost of pyswitch on p4src/ina.p4 itself, in-process, one core.
+
+The switch under test is an aggregator (switch id 5, not the PS's ToR) configured over the
+in-process API as the controller would (docs/protocol.md): one job of W workers on host
+ports 1..W, RESULT multicast group 1 to those ports, PARTIALs routed to the ToR over a
+two-port ECMP group. Each chunk is W GRADs (claim, joins, completion -> one PARTIAL) then
+its RESULT from the fabric (slot release + W multicast copies), so every pass over the
+pre-built frames leaves the registers as it found them. The figure is frames into
+`Switch.process` per second of wall time and its inverse, the cost per frame; the median
+of --repeat runs is printed with every run.
+
+    python bench/pyswitch_ina_pps.py [--frames 40000] [--repeat 5] [--workers 4]
+                                    [--program p4src/ina.p4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from pyswitch import Switch, compile_p4  # noqa: E402
+from workers.ina import constants as C  # noqa: E402
+from workers.ina.wire import FrameTemplate, InaHeader, MsgType, grad_header  # noqa: E402
+
+PROG = ROOT / "p4src" / "ina.p4"
+AGG, TOR, JOB, MCAST = 5, 9, 3, 1
+UPLINKS = [20, 21]
+ING = "MyIngress."
+
+
+def configure(sw: Switch, workers: int) -> None:
+    """The rules deploy.py would write for an aggregating, non-ToR switch."""
+    sw.set_default_action(ING + "switch_config", ING + "set_switch_config",
+                          {"switch_id": AGG, "agg_enabled": 1})
+    for p in UPLINKS:
+        sw.insert_entry(ING + "port_config", {"standard_metadata.ingress_port": p},
+                        ING + "set_port_fabric", {})
+    sw.insert_entry(ING + "job_table", {"hdr.ina.job_id": JOB}, ING + "set_job",
+                    {"full_mask": (1 << workers) - 1, "is_ps_tor": 0, "tor_id": TOR,
+                     "ps_port": 0, "mcast_grp": MCAST})
+    for w in range(workers):
+        sw.insert_entry(ING + "ina_member", {"hdr.ina.job_id": JOB, "hdr.ina.worker_id": w,
+                                             "standard_metadata.ingress_port": w + 1},
+                        ING + "member_ok", {})
+    sw.insert_entry(ING + "ina_route", {"hdr.ina.agg_id": TOR}, ING + "set_group",
+                    {"base": 0, "size": len(UPLINKS)})
+    for i, p in enumerate(UPLINKS):
+        sw.insert_entry(ING + "ina_nexthop", {"meta.member_index": i}, ING + "set_port",
+                        {"port": p})
+    sw.set_multicast_group(MCAST, [(w + 1, 0) for w in range(workers)])
+
+
+def frames(chunks: int, workers: int) -> list[tuple[int, bytes]]:
+    """(ingress port, frame) for `chunks` chunks: W GRADs then the RESULT of each."""
+    tmpl = FrameTemplate("02:00:00:00:00:01", "02:00:00:00:00:fe", "10.0.0.1", "10.0.0.254")
+    out: list[tuple[int, bytes]] = []
+    for c in range(chunks):
+        for w in range(workers):
+            vals = np.arange(C.K, dtype=np.int64) * (w + 1) + c
+            out.append((w + 1, tmpl.encode(grad_header(JOB, 1, c, AGG, workers, w), vals)))
+        res = InaHeader(int(MsgType.RESULT), 0, JOB, 1, c, 0, 0, workers, 0,
+                        (1 << workers) - 1)
+        out.append((UPLINKS[0], tmpl.encode(res, np.zeros(C.K, dtype=np.int64))))
+    return out
+
+
+def check(sw: Switch, workload: list[tuple[int, bytes]], workers: int) -> None:
+    """The workload does what it claims: one PARTIAL per chunk, W copies per RESULT."""
+    outs = [sw.process(p, f) for p, f in workload[:workers + 1]]
+    assert all(not o for o in outs[:workers - 1]), "a non-final GRAD left the switch"
+    assert len(outs[workers - 1]) == 1 and outs[workers - 1][0][0] in UPLINKS, "no PARTIAL"
+    assert sorted(p for p, _ in outs[workers]) == list(range(1, workers + 1)), "no RESULT"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, default=40000, help="frames per run")
+    ap.add_argument("--repeat", type=int, default=5, help="runs (the median is reported)")
+    ap.add_argument("--workers", type=int, default=4, help="workers of the job (fan-in)")
+    ap.add_argument("--program", type=Path, default=PROG,
+                    help="the P4 program (default p4src/ina.p4; e.g. an older copy to compare)")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    prog = compile_p4(args.program)
+    t_compile = time.perf_counter() - t0
+    sw = Switch(prog)
+    configure(sw, args.workers)
+    workload = frames(1024, args.workers)
+    check(sw, workload, args.workers)
+    for p, f in workload[args.workers + 1:]:  # finish the pass the check started
+        sw.process(p, f)
+    process = sw.process
+    n, m = args.frames, len(workload)
+    rates = []
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        for i in range(n):
+            p, f = workload[i % m]
+            process(p, f)
+        rates.append(n / (time.perf_counter() - t))
+    med = statistics.median(rates)
+    try:
+        shown = args.program.resolve().relative_to(ROOT)
+    except ValueError:
+        shown = args.program
+    print(f"pyswitch on {shown}: {med:,.0f} frames/s = {1e6 / med:.1f} us/frame (median of "
+          f"{args.repeat} x {n} frames; runs: {', '.join(f'{r:,.0f}' for r in rates)})")
+    print(f"  workload: aggregator switch, {args.workers} workers, K={C.K} values, per chunk "
+          f"{args.workers} GRADs (claim/join/complete -> 1 PARTIAL) + 1 RESULT "
+          f"(release, {args.workers} multicast copies); {len(workload[0][1])}-byte frames; "
+          f"one core, in-process; Python {platform.python_version()} on "
+          f"{platform.machine()}; compile {t_compile:.2f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

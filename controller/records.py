@@ -1,0 +1,117 @@
+"""The record type every method's results share, and statistics over repeats.
+
+Every ``run --method`` keeps per-round records with the same keys where they apply --
+``time_s``, ``ps_rx_bytes``, ``busiest_link_bytes``, ``retransmissions``, ``accuracy``,
+``exact`` -- under ``modes`` of its ``results.json`` (docs/design.md §8).  :class:`ModeSummary`
+is one mode of one run reduced to the figures ``compare`` prints and ``--repeats`` averages:
+both read mode records through :func:`summarize_mode`, so a new method only has to write
+those keys to be comparable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ModeSummary", "summarize_mode", "seed_stats", "format_stats", "repeat_stats",
+           "STAT_FIELDS"]
+
+
+@dataclass(frozen=True)
+class ModeSummary:
+    """One mode (or async policy, or cluster rule) of one run."""
+
+    run: str
+    method: str
+    mode: str
+    rounds: int
+    s_per_round: float | None
+    goodput_Bps: float | None
+    ps_bytes_per_round: float | None
+    busiest_bytes_per_round: float | None
+    retransmissions: int | None
+    accuracy: float | None
+    exact: bool | None
+    gamma_predicted: float | None = None
+    gamma_measured: float | None = None
+
+
+# the figures averaged over repeats (numbers; ``exact`` is counted instead)
+STAT_FIELDS = ("s_per_round", "goodput_Bps", "ps_bytes_per_round", "busiest_bytes_per_round",
+               "retransmissions", "accuracy")
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def round_mean(rounds: list[dict], key: str) -> float | None:
+    """Mean of ``key`` over the rounds that have it (``None`` if none has)."""
+    return _mean([float(r[key]) for r in rounds if r.get(key) is not None])
+
+
+def grad_bytes_of(mode: dict) -> float | None:
+    """Bytes of gradient one round synchronizes, where the run records it."""
+    if "grad_bytes" in mode:
+        return float(mode["grad_bytes"])
+    if "grad_values" in mode:  # NDN: int32 values
+        return 4.0 * float(mode["grad_values"])
+    return None
+
+
+def summarize_mode(run: str, method: str, name: str, mode: dict[str, Any],
+                   gamma: dict[str, Any] | None = None) -> ModeSummary:
+    """A mode record with per-round records (``mode["rounds"]``) as one summary row."""
+    rounds = mode.get("rounds") or []
+    t = round_mean(rounds, "time_s")
+    g = grad_bytes_of(mode)
+    retx = [r["retransmissions"] for r in rounds if "retransmissions" in r]
+    exact = [bool(r["exact"]) for r in rounds if "exact" in r]
+    gamma = gamma or {}
+    return ModeSummary(
+        run=run, method=method, mode=name, rounds=len(rounds), s_per_round=t,
+        goodput_Bps=g / t if g and t else None,
+        ps_bytes_per_round=round_mean(rounds, "ps_rx_bytes"),
+        busiest_bytes_per_round=round_mean(rounds, "busiest_link_bytes"),
+        retransmissions=int(sum(retx)) if retx else None,
+        accuracy=rounds[-1].get("accuracy") if rounds else None,
+        exact=all(exact) if exact else None,
+        gamma_predicted=gamma.get("predicted"), gamma_measured=gamma.get("measured"))
+
+
+def seed_stats(values: list[float | None]) -> dict[str, Any]:
+    """Mean and (population) standard deviation over seeds of the values that exist; ``n`` of
+    ``of`` tells how many runs had one (e.g. reached the target accuracy)."""
+    vals = [float(v) for v in values if v is not None]
+    return {"mean": sum(vals) / len(vals) if vals else None,
+            "std": float(np.std(vals)) if len(vals) > 1 else (0.0 if vals else None),
+            "n": len(vals), "of": len(values)}
+
+
+def format_stats(stat: dict, digits: int = 3, sci: bool = False) -> str:
+    """``mean±std`` of :func:`seed_stats` (``(n/of)`` when some runs had no value)."""
+    if stat["mean"] is None:
+        return "—"
+
+    def f(v: float) -> str:
+        return f"{v:.1e}" if sci else f"{v:.{digits}f}"
+    text = f(stat["mean"])
+    if stat["of"] > 1:
+        text += f"±{f(stat['std'])}"
+    if stat["n"] < stat["of"]:
+        text += f" ({stat['n']}/{stat['of']})"
+    return text
+
+
+def repeat_stats(summaries: list[ModeSummary]) -> dict[str, Any]:
+    """Mean ± std over the repeats of one mode, per :data:`STAT_FIELDS` figure, plus how many
+    repeats were exact in every round."""
+    known = {f.name for f in fields(ModeSummary)}
+    out: dict[str, Any] = {k: seed_stats([getattr(s, k) for s in summaries])
+                           for k in STAT_FIELDS if k in known}
+    exact = [s.exact for s in summaries if s.exact is not None]
+    out["exact"] = {"n": sum(exact), "of": len(exact)}
+    out["repeats"] = len(summaries)
+    return out

@@ -1,0 +1,206 @@
+/* Slot aggregation: the aggregator slots and everything that reads or writes them.
+ *
+ * Applied to a GRAD/PARTIAL addressed to this switch (agg_id == switch_id) and to every
+ * RESULT. Slot crc32(job_id ++ round ++ chunk_id) mod INA_NUM_SLOTS, computed once per
+ * packet, holds one key's running sums: a GRAD/PARTIAL claims a free (or stale) slot,
+ * joins its key, or is re-emitted / flushed / sent on when it cannot be added
+ * (docs/protocol.md has the state machine); a complete slot turns the packet into the
+ * PARTIAL for the next aggregation point, an incomplete one absorbs it (exit). A RESULT
+ * releases the slot holding its key. A switch with agg_enabled = 0 sends what is
+ * addressed to it on to the PS. Control-plane names keep the MyIngress. prefix. */
+#ifndef _INA_AGGREGATION_P4_
+#define _INA_AGGREGATION_P4_
+
+#include "headers.p4"
+#include "values_regs.p4"
+
+control InaAggregation(inout headers_t hdr,
+                       inout metadata_t meta,
+                       inout standard_metadata_t standard_metadata) {
+
+    /* Index 0 only; P4Runtime reads them by name. */
+    @name(".MyIngress.aggregated")
+    counter(1, CounterType.packets_and_bytes) aggregated;  /* claimed or joined a slot */
+    @name(".MyIngress.completed")
+    counter(1, CounterType.packets_and_bytes) completed;   /* PARTIALs emitted on completion */
+    @name(".MyIngress.duplicate")
+    counter(1, CounterType.packets_and_bytes) duplicate;   /* contribution already in the slot */
+    @name(".MyIngress.reemitted")
+    counter(1, CounterType.packets_and_bytes) reemitted;   /* stored PARTIAL sent again */
+    @name(".MyIngress.flushed")
+    counter(1, CounterType.packets_and_bytes) flushed;     /* INCOMPLETE partial sent to the PS */
+    @name(".MyIngress.collision")
+    counter(1, CounterType.packets_and_bytes) collision;   /* slot held another key */
+    @name(".MyIngress.bypassed")
+    counter(1, CounterType.packets_and_bytes) bypassed;    /* not aggregatable here, sent on to the PS */
+    @name(".MyIngress.evicted")
+    counter(1, CounterType.packets_and_bytes) evicted;     /* stale slot (older round) reclaimed */
+    @name(".MyIngress.release")
+    counter(1, CounterType.packets_and_bytes) release;     /* slot released by a RESULT */
+
+    @name(".MyIngress.slot_key")
+    register<slotKey_t>(INA_NUM_SLOTS) slot_key;          /* job_id ++ round ++ chunk_id */
+    @name(".MyIngress.slot_bitmap")
+    register<workerSet_t>(INA_NUM_SLOTS) slot_bitmap;     /* workers summed so far */
+    @name(".MyIngress.slot_count")
+    register<contribCount_t>(INA_NUM_SLOTS) slot_count;   /* contributions summed; 0 = free */
+
+    InaValues() values;  /* the slots' sums (generated: include/values_regs.p4) */
+
+    /* Slot bookkeeping after a claim or join (the sums are the values control's). */
+    action slot_update() {
+        slot_key.write(meta.slot, meta.key);
+        slot_bitmap.write(meta.slot, meta.new_bitmap);
+        slot_count.write(meta.slot, meta.new_count);
+    }
+
+    action slot_release() {
+        slot_key.write(meta.slot, 0);
+        slot_bitmap.write(meta.slot, 0);
+        slot_count.write(meta.slot, 0);
+    }
+
+    /* Summed into the slot; nothing leaves the switch. */
+    action absorb() {
+        mark_to_drop(standard_metadata);
+    }
+
+    /* Already summed into a slot that is not complete (counted as duplicate). */
+    action drop_duplicate() {
+        mark_to_drop(standard_metadata);
+    }
+
+    /* Turn this packet into the PARTIAL of the slot (values already set). */
+    action make_partial(inaFlags_t flags, switchId_t agg_id) {
+        hdr.ina.msg_type = INA_TYPE_PARTIAL;
+        hdr.ina.flags = flags;
+        hdr.ina.agg_id = agg_id;
+    }
+
+    /* Send the packet on, unaggregated, to the aggregation point agg_id. */
+    action fall_back(switchId_t agg_id) {
+        hdr.ina.flags = hdr.ina.flags | INA_FLAG_FALLBACK;
+        hdr.ina.agg_id = agg_id;
+    }
+
+    apply {
+        if (meta.agg_enabled == 0) {
+            if (hdr.ina.msg_type != INA_TYPE_RESULT) {
+                /* not an aggregator: "aggregator unavailable", straight to the PS */
+                fall_back(INA_AGG_ID_PS);
+                bypassed.count(0);
+            }
+            return;
+        }
+
+        hash(meta.slot, HashAlgorithm.crc32, (slotIndex_t)0,
+             { hdr.ina.job_id, hdr.ina.round, hdr.ina.chunk_id },
+             (slotIndex_t)INA_NUM_SLOTS);
+        meta.key = hdr.ina.job_id ++ hdr.ina.round ++ hdr.ina.chunk_id;
+        slot_key.read(meta.slot_key, meta.slot);
+        slot_count.read(meta.slot_count, meta.slot);
+
+        /* RESULT: release the slot holding this key. */
+        if (hdr.ina.msg_type == INA_TYPE_RESULT) {
+            if (meta.slot_count != 0 && meta.slot_key == meta.key) {
+                slot_release();
+                values.apply(hdr.vals, meta.slot, VALUES_CLEAR);
+                release.count(0);
+            }
+            return;
+        }
+
+        /* GRAD / PARTIAL addressed to this switch: aggregate. */
+        if (meta.is_ps_tor == 1) {
+            meta.next_agg_id = INA_AGG_ID_PS;
+        } else {
+            meta.next_agg_id = meta.tor_id;
+        }
+        slot_bitmap.read(meta.slot_bitmap, meta.slot);
+
+        bool add = false;
+        if (meta.slot_count == 0
+                || (meta.slot_key[79:64] == hdr.ina.job_id
+                    && meta.slot_key[63:32] < hdr.ina.round)) {
+            /* Free slot (or one left over from an older round of this job, which is
+             * stale: see docs/protocol.md). Retransmissions never claim: the chunk may
+             * already be complete at the PS. */
+            if ((hdr.ina.flags & INA_FLAG_RETRANSMIT) != 0) {
+                fall_back(INA_AGG_ID_PS);
+                bypassed.count(0);
+            } else {
+                if (meta.slot_count != 0) {
+                    evicted.count(0);
+                }
+                values.apply(hdr.vals, meta.slot, VALUES_STORE);
+                meta.new_bitmap = hdr.ina.bitmap;
+                meta.new_count = meta.contrib;
+                add = true;
+            }
+        } else if (meta.slot_key != meta.key) {
+            /* Collision: aggregator unavailable for this key. */
+            fall_back(meta.next_agg_id);
+            collision.count(0);
+        } else if ((meta.slot_bitmap & hdr.ina.bitmap) == 0) {
+            /* Join. */
+            values.apply(hdr.vals, meta.slot, VALUES_ADD);
+            meta.new_bitmap = meta.slot_bitmap | hdr.ina.bitmap;
+            meta.new_count = meta.slot_count + meta.contrib;
+            add = true;
+        } else if ((meta.slot_bitmap & hdr.ina.bitmap) == hdr.ina.bitmap) {
+            /* Duplicate: every contribution already summed here. */
+            duplicate.count(0);
+            bool slot_complete = false;
+            if (meta.is_ps_tor == 1) {
+                slot_complete = meta.slot_bitmap == meta.job_mask;
+            } else {
+                slot_complete = meta.slot_count == hdr.ina.fan_in;
+            }
+            if (slot_complete) {
+                /* The PARTIAL was lost (or is late): send the stored one again. */
+                values.apply(hdr.vals, meta.slot, VALUES_LOAD);
+                hdr.ina.count = meta.slot_count;
+                hdr.ina.bitmap = meta.slot_bitmap;
+                make_partial(INA_FLAG_RETRANSMIT, meta.next_agg_id);
+                reemitted.count(0);
+            } else if ((hdr.ina.flags & INA_FLAG_RETRANSMIT) != 0) {
+                /* A sender timed out on an incomplete slot: hand what is summed so far
+                 * to the PS (never aggregated again in the network). */
+                values.apply(hdr.vals, meta.slot, VALUES_LOAD);
+                hdr.ina.count = meta.slot_count;
+                hdr.ina.bitmap = meta.slot_bitmap;
+                make_partial(INA_FLAG_RETRANSMIT | INA_FLAG_INCOMPLETE, INA_AGG_ID_PS);
+                flushed.count(0);
+            } else {
+                drop_duplicate();
+                exit;
+            }
+        } else {
+            /* Overlaps the slot only partly: adding would double-count. */
+            fall_back(INA_AGG_ID_PS);
+            bypassed.count(0);
+        }
+
+        if (add) {
+            slot_update();
+            aggregated.count(0);
+            bool complete = false;
+            if (meta.is_ps_tor == 1) {
+                complete = meta.new_bitmap == meta.job_mask;
+            } else {
+                complete = meta.new_count == hdr.ina.fan_in;
+            }
+            if (!complete) {
+                absorb();
+                exit;
+            }
+            /* The values control left the slot's sums in the packet. */
+            hdr.ina.count = meta.new_count;
+            hdr.ina.bitmap = meta.new_bitmap;
+            make_partial(0, meta.next_agg_id);
+            completed.count(0);
+        }
+    }
+}
+
+#endif

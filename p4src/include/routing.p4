@@ -1,0 +1,103 @@
+/* Routing: where an accepted packet leaves the switch.
+ *  - plain IPv4: longest-prefix match (ipv4_lpm);
+ *  - RESULT: multicast down the job's tree (the job's group at this switch; the egress
+ *    control keeps copies from going back where they came from);
+ *  - GRAD/PARTIAL: toward agg_id (another switch, or 0 = the PS) over the controller's
+ *    equal-cost group for it, member crc32(chunk_id ++ switch_id) mod group size.
+ * A packet with nowhere to go is counted in dropped_noroute and dropped. Control-plane
+ * names keep the MyIngress. prefix. */
+#ifndef _INA_ROUTING_P4_
+#define _INA_ROUTING_P4_
+
+#include "headers.p4"
+
+control InaRouting(inout headers_t hdr,
+                   inout metadata_t meta,
+                   inout standard_metadata_t standard_metadata) {
+
+    @name(".MyIngress.dropped_noroute")
+    counter(1, CounterType.packets_and_bytes) dropped_noroute;
+
+    @name(".MyIngress.drop")
+    action drop() {
+        mark_to_drop(standard_metadata);
+    }
+
+    action drop_noroute() {
+        dropped_noroute.count(0);
+        mark_to_drop(standard_metadata);
+    }
+
+    @name(".MyIngress.ipv4_forward")
+    action ipv4_forward(macAddr_t dstAddr, egressSpec_t port) {
+        standard_metadata.egress_spec = port;
+        hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
+        hdr.ethernet.dstAddr = dstAddr;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+
+    @name(".MyIngress.set_group")
+    action set_group(memberIndex_t base, bit<16> size) {
+        meta.group_base = base;
+        meta.group_size = size;
+    }
+
+    @name(".MyIngress.set_port")
+    action set_port(egressSpec_t port) {
+        standard_metadata.egress_spec = port;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+
+    @name(".MyIngress.ipv4_lpm")
+    table ipv4_lpm {
+        key = { hdr.ipv4.dstAddr: lpm; }
+        actions = { ipv4_forward; drop; NoAction; }
+        default_action = drop();
+        size = 1024;
+    }
+
+    /* agg_id -> equal-cost next-hop group [base, base + size) of ina_nexthop. */
+    @name(".MyIngress.ina_route")
+    table ina_route {
+        key = { hdr.ina.agg_id: exact; }
+        actions = { set_group; NoAction; }
+        default_action = NoAction();
+        size = 1024;
+    }
+
+    @name(".MyIngress.ina_nexthop")
+    table ina_nexthop {
+        key = { meta.member_index: exact; }
+        actions = { set_port; NoAction; }
+        default_action = NoAction();
+        size = 4096;
+    }
+
+    apply {
+        if (!hdr.ina.isValid()) {
+            ipv4_lpm.apply();
+            return;
+        }
+        if (hdr.ina.msg_type == INA_TYPE_RESULT) {
+            if (meta.mcast_grp == 0) {
+                /* no group: v1model would otherwise send it to port 0 */
+                drop_noroute();
+                return;
+            }
+            standard_metadata.mcast_grp = meta.mcast_grp;
+            return;
+        }
+        if (ina_route.apply().hit) {
+            if (meta.group_size != 0) {
+                hash(meta.member_index, HashAlgorithm.crc32, meta.group_base,
+                     { hdr.ina.chunk_id, meta.switch_id }, meta.group_size);
+                if (ina_nexthop.apply().hit) {
+                    return;
+                }
+            }
+        }
+        drop_noroute();
+    }
+}
+
+#endif

@@ -1,0 +1,200 @@
+"""Control blocks: their local declarations, variables and instances of externs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lark import Tree
+
+from pyswitch.compiler.model import (
+    BUILTIN_EXTERNS,
+    UNSUPPORTED_EXTERNS,
+    Emitter,
+    ExternInst,
+    HdrLoc,
+    ScalarLoc,
+    Scope,
+    StackLoc,
+    StructLoc,
+)
+from pyswitch.types import (
+    Bits,
+    BoolTy,
+    EnumTy,
+    ErrorTy,
+    ExternTy,
+    IntLit,
+    StringTy,
+    Ty,
+    VoidTy,
+)
+
+
+class Controls:
+    """See module docstring."""
+
+    def compile_control(self, kind: str, nm: str, node: Tree, params: list, h_ty: Ty,
+                        m_ty: Ty) -> None:
+        ch = self.strip_annots(node.children)
+        scope = Scope(self.glob)
+        kinds = {"verify": ["H", "M"], "compute": ["H", "M"], "ingress": ["H", "M", "SM"],
+                 "egress": ["H", "M", "SM"], "deparser": ["packet_out", "H"]}[kind]
+        self.bind_block_params(scope, params, kinds, node)
+        self.ctrl_name, self.ctrl_kind = nm, kind
+        self.used_slots = set()
+        body = Emitter()
+        body.ind = 2
+        # locals; instances applied later add their initialisers here too
+        init = Emitter()
+        init.ind = 2
+        self.block_init, self.inst_stack, self.sub_depth = init, [nm], 0
+        for item in ch[4:-1]:
+            self.local_decl(item, scope, init)
+        self.locals_ok = True
+        self.block(ch[-1], Scope(scope), body)
+        self.locals_ok = False
+        body.lines[:0] = init.lines
+        self.block_init = None
+        params_py = ["S", "M", "out"] if kind == "deparser" else ["S", "M"]
+        self.emit_function(kind, params_py, body, pre=["try:"],
+                           post=["except _Exit:", "    pass"], extra_indent=True)
+
+    def emit_function(self, fname: str, params: list[str], body: Emitter, pre: list[str],
+                      post: list[str], extra_indent: bool = False) -> None:
+        lines = [f"def {fname}({', '.join(params)}):"]
+        for s in sorted(self.used_slots):
+            lines.append(f"    h{s} = S[{s}]")
+        for p in pre:
+            lines.append("    " + p)
+        if not body.lines:
+            body("pass")
+        lines.extend(body.lines)
+        for p in post:
+            lines.append("    " + p)
+        self.module.append("\n".join(lines))
+
+    def local_decl(self, item: Tree, scope: Scope, em: Emitter) -> None:
+        k = item.data
+        ch = self.strip_annots(item.children)
+        ann = self.annotations(item.children)
+        self.check_duplicate_decl(item, ch, scope)
+        if k == "const_decl":
+            self.decl_const(ch, scope)
+        elif k == "var_decl":
+            self.var_decl(ch, scope, em, item)
+        elif k == "instantiation":
+            self.instantiate(ch, ann, scope, item)
+        elif k == "action_decl":
+            self.action_decl(item, scope)
+        elif k == "table_decl":
+            self.table_decl(item, scope)
+        elif k == "value_set_decl":
+            raise self.err(item, "value_set is not supported by pyswitch")
+        else:
+            raise self.err(item, f"unsupported local declaration ({k})")
+
+    # where the declared name sits among the children (annotations stripped)
+    _DECL_NAME_AT = {"const_decl": 1, "var_decl": 1, "instantiation": 2, "action_decl": 0,
+                     "table_decl": 0}
+
+    def check_duplicate_decl(self, item: Tree, ch: list, scope: Scope) -> None:
+        """p4c: "x: Duplicates declaration x" for two declarations of one name in one
+        control; without it the later one silently replaced the first (and two tables of
+        one name gave a P4Info with two tables of one id)."""
+        at = self._DECL_NAME_AT.get(item.data)
+        if at is None or at >= len(ch) or ch[at] is None:
+            return
+        nm = self.name_of(ch[at])
+        seen = scope.__dict__.setdefault("decl_nodes", {})
+        prev = seen.get(nm)
+        if prev is not None and prev[0] is not item:
+            first = self.err(prev[1], "")
+            raise self.err(ch[at], f"{nm}: Duplicates declaration {nm} (previous declaration "
+                                   f"at {first.file}:{first.line}:{first.col})")
+        seen[nm] = (item, ch[at])
+
+    def pname(self, local: str, ann: dict) -> str:
+        if "name" in ann and ann["name"]:
+            n = ann["name"][0]
+            if isinstance(n, str):
+                return n[1:] if n.startswith(".") else f"{self.ctrl_name}.{n}"
+        return f"{self.ctrl_name}.{local}" if self.ctrl_name else local
+
+    def instantiate(self, ch: list, ann: dict, scope: Scope, node: Tree) -> None:
+        ty = self.resolve_type(ch[0])
+        nm = self.name_of(ch[2])
+        args = [a for a in ch[1].children if a is not None]
+        if isinstance(ty, ExternTy) and (ty.name in self.controls or ty.name in self.parsers) \
+                and not ty.args:
+            scope.names[nm] = self.control_instance(ty, nm, args, ann, scope, node)
+            return
+        if not isinstance(ty, ExternTy) or ty.name not in BUILTIN_EXTERNS:
+            tn = ty.show()
+            if tn in UNSUPPORTED_EXTERNS:
+                raise self.err(node, f"extern {tn!r} is not supported by pyswitch")
+            raise self.err(node, f"cannot instantiate {tn!r} here (only register, counter and "
+                                 "direct_counter are supported)")
+        full = self.pname(nm, ann)
+        if ty.name == "register":
+            if len(ty.args) != 1 or not isinstance(ty.args[0], Bits):
+                raise self.err(node, "register<T> needs T = bit<N> or int<N>")
+            if len(args) != 1:
+                raise self.err(node, "register needs exactly one argument (its size)")
+            size = self.const_int(args[0], scope)
+            inst = ExternInst("register", full, f"R{len(self.registers)}", size, ty.args[0])
+            self.registers.append(inst)
+        elif ty.name == "counter":
+            if len(args) != 2:
+                raise self.err(node, "counter needs (size, CounterType)")
+            size = self.const_int(args[0], scope)
+            ct = self.expr(args[1], scope)
+            if not (isinstance(ct.ty, EnumTy) and ct.ty.name == "CounterType"):
+                raise self.err(args[1], "second counter argument must be a CounterType")
+            ctype = [k for k, v in ct.ty.members.items() if v == ct.const][0]
+            inst = ExternInst("counter", full, f"C{len(self.counters)}", size, None, ctype)
+            self.counters.append(inst)
+        elif ty.name == "direct_counter":
+            if len(args) != 1:
+                raise self.err(node, "direct_counter needs (CounterType)")
+            ct = self.expr(args[0], scope)
+            if not (isinstance(ct.ty, EnumTy) and ct.ty.name == "CounterType"):
+                raise self.err(args[0], "direct_counter argument must be a CounterType")
+            ctype = [k for k, v in ct.ty.members.items() if v == ct.const][0]
+            inst = ExternInst("direct_counter", full, "", 0, None, ctype)
+            inst.used_by = None  # type: ignore[attr-defined]
+            self.direct_counters.append(inst)
+        else:
+            raise self.err(node, f"cannot instantiate {ty.name!r}")
+        inst.node = node  # type: ignore[attr-defined]  # its annotations go to P4Info
+        scope.names[nm] = inst
+
+    def var_decl(self, ch: list, scope: Scope, em: Emitter, node: Tree) -> None:
+        ty = self.resolve_type(ch[0])
+        nm = self.name_of(ch[1])
+        if isinstance(ty, (IntLit, StringTy, VoidTy, ExternTy)):
+            raise self.err(node, f"variables of type {ty.show()} are not supported")
+        if (self.in_action is not None or self.locals_ok) and \
+                isinstance(ty, (Bits, BoolTy, EnumTy, ErrorTy)):
+            loc: Any = ScalarLoc(self.new_tmp("v"), ty)
+        else:
+            loc = self.alloc(f"{self.ctrl_name}.{nm}", ty)
+        scope.names[nm] = loc
+        if ch[2] is not None:
+            self.assign_to(loc, ch[2], scope, em, node)
+        else:
+            self.reset(loc, em)
+
+    def reset(self, loc: Any, em: Emitter) -> None:
+        if isinstance(loc, ScalarLoc):
+            em(f"{loc.code} = {'False' if isinstance(loc.ty, BoolTy) else '0'}")
+        elif isinstance(loc, HdrLoc):
+            self.used_slots.add(loc.slot)
+            em(f"{loc.var}[:] = [False{', 0' * len(loc.ty.fields)}]")
+        elif isinstance(loc, StackLoc):
+            for e in loc.elems:
+                self.reset(e, em)
+            self.stack_reset_next(loc, em)  # see compiler.stacks
+        elif isinstance(loc, StructLoc):
+            for sub in loc.fields.values():
+                self.reset(sub, em)

@@ -1,0 +1,414 @@
+"""Calls: methods of headers, tables, packets and externs, direct action calls, and
+v1model's extern functions (hash, checksums, clone, random, mark_to_drop, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lark import Tree
+
+from pyswitch.compiler.functions import FunctionDef
+from pyswitch.compiler.instances import ControlInst
+from pyswitch.compiler.model import (
+    DROP_PORT,
+    HASH_ALGOS,
+    UNSUPPORTED_FUNCS,
+    ActionDef,
+    E,
+    Emitter,
+    ExternInst,
+    FuncRef,
+    HdrLoc,
+    Method,
+    PacketRef,
+    ScalarLoc,
+    Scope,
+    StackLoc,
+    TableDef,
+    _lit,
+)
+from pyswitch.compiler.unions import UnionLoc
+from pyswitch.compiler.varbit import VarbitTy
+from pyswitch.types import (
+    BOOL,
+    INTLIT,
+    Bits,
+    BoolTy,
+    EnumTy,
+    ErrorTy,
+    IntLit,
+    same_type,
+)
+
+
+class Externs:
+    """See module docstring."""
+
+    def call_args(self, node: Tree) -> list:
+        args_node = node.children[-1]
+        return [a for a in (args_node.children if args_node is not None else []) if a is not None]
+
+    def call(self, node: Tree, scope: Scope, em: Emitter | None, stmt: bool) -> Any:
+        if node.data not in ("call", "generic_call"):
+            if stmt:
+                raise self.err(node, "expression statement must be a call")
+            return self._expr(node, scope, em)
+        if node.data == "generic_call":
+            base = self._expr(node.children[0], scope, em)
+            mn = self.name_of(node.children[1])
+            if isinstance(base, PacketRef) and mn in ("extract", "emit"):
+                return self.typed_packet_call(node, base, mn, scope, em)  # compiler.stmt_ext
+            if not (isinstance(base, PacketRef) and mn == "lookahead"):
+                raise self.err(node, "generic method calls are not supported")
+            tal = next(c for c in node.children if isinstance(c, Tree) and
+                       c.data == "type_arg_list")
+            ty = self.resolve_type(tal.children[0])
+            if stmt and isinstance(ty, Bits):
+                # p4c's BMv2 backend drops a bare lookahead<bit<N>>: not even a length
+                # check (of a header or struct, p4c's ExpandLookahead keeps an assignment)
+                return None
+            if not isinstance(ty, Bits):  # headers and structs: see compiler.lookahead
+                return self.lookahead_aggregate(ty, node, em)
+            nbytes = (ty.width + 7) // 8
+            shift = nbytes * 8 - ty.width
+            code = f"(int.from_bytes(buf[pos:pos + {nbytes}], 'big') >> {shift})" if shift else \
+                f"int.from_bytes(buf[pos:pos + {nbytes}], 'big')"
+            em(f"if pos + {nbytes} > L: raise _PErr({self.errors.index('PacketTooShort')})")
+            return E(code, ty)
+        target = self._expr(node.children[0], scope, em)
+        args = self.call_args(node)
+        if em is None:
+            em = Emitter()  # used only for const contexts; calls there are errors
+            em_none = True
+        else:
+            em_none = False
+        if isinstance(target, Method):
+            if not stmt and isinstance(target.obj, TableDef):
+                # its actions have side effects (see compiler.functions)
+                self.check_fx_position(node, "a table apply")
+            r = self.method_call(target, args, scope, em, node)
+        elif isinstance(target, FuncRef):
+            r = self.func_call(target.name, args, scope, em, node)
+        elif isinstance(target, ActionDef):
+            r = self.direct_action_call(target, args, scope, em, node)
+        elif isinstance(target, FunctionDef):
+            if em_none:
+                raise self.err(node, "a function call is not allowed here")
+            r = self.function_call(target, args, scope, em, node)
+        else:
+            raise self.err(node, "not callable")
+        if em_none and em.lines:
+            raise self.err(node, "call not allowed here")
+        return r
+
+    def direct_action_call(self, a: ActionDef, args: list, scope: Scope, em: Emitter,
+                           node: Any) -> None:
+        if self.ctrl_kind == "parser":
+            # p4c's type checker: "Action calls are not allowed within parsers"
+            raise self.err(node, f"{a.local}(...): Action calls are not allowed within "
+                                 "parsers")
+        self.call_action(a, args, scope, em, node)  # see compiler.action_params
+        return None
+
+    def method_call(self, m: Method, args: list, scope: Scope, em: Emitter, node: Any) -> Any:
+        obj, mn = m.obj, m.name
+        if isinstance(obj, E) and isinstance(obj.loc, StackLoc):  # see compiler.stacks
+            return self.stack_method(m, args, scope, em, node)
+        if isinstance(obj, E) and isinstance(obj.loc, UnionLoc):  # see compiler.unions
+            return self.union_method(obj, mn, args, node)
+        if isinstance(obj, E) and isinstance(obj.loc, HdrLoc):
+            loc = obj.loc
+            self.used_slots.add(loc.slot)
+            if args:
+                raise self.err(node, f"{mn}() takes no arguments")
+            if mn == "isValid":
+                return E(f"{loc.var}[0]", BOOL)
+            if mn in ("setValid", "setInvalid"):
+                self.check_writable(m.node.children[0], scope)
+                self.check_stack_lvalue(m.node.children[0])  # see compiler.stacks
+            if mn == "setValid":
+                # BMv2's add_header: an invalid header's fields become 0 (a valid one keeps
+                # them), so old values never reappear after setInvalid/pop_front
+                zeros = ", 0" * len(loc.ty.fields)
+                em(f"if not {loc.var}[0]: {loc.var}[:] = [True{zeros}]")
+                self.union_siblings_invalid(loc, em)  # see compiler.unions
+                return None
+            if mn == "setInvalid":
+                em(f"{loc.var}[0] = False")
+                return None
+            if mn == "minSizeInBits":
+                return E(str(loc.ty.width), INTLIT, loc.ty.width)
+            if mn == "minSizeInBytes":
+                return E(str(loc.ty.width // 8), INTLIT, loc.ty.width // 8)
+        if isinstance(obj, TableDef):
+            if mn != "apply":
+                raise self.err(node, f"table has no method {mn!r}")
+            if args:
+                raise self.err(node, "apply() takes no arguments")
+            if self.in_action is not None:
+                raise self.err(node, "tables cannot be applied inside actions")
+            return self.table_apply(obj, em)
+        if isinstance(obj, PacketRef):
+            if obj.direction == "in":
+                if self.ctrl_kind != "parser":
+                    raise self.err(node, "packet_in methods are only available in the parser")
+                if mn == "extract":  # headers, hs.next, varbit: see compiler.stacks
+                    self.extract_call(args, scope, em, node)
+                    return None
+                if mn == "advance":
+                    if len(args) != 1:
+                        raise self.err(node, "advance takes one argument (bits)")
+                    ne = self.convert(self.expr(args[0], scope, em), Bits(32), args[0])
+                    if ne.const is None:
+                        # BMv2's advance: a bit count that is not a multiple of 8 is
+                        # ParserInvalidArgument, too few bytes left PacketTooShort
+                        v = self.new_tmp("adv")
+                        em(f"{v} = {ne.code}")
+                        em(f"if {v} & 7: raise _PErr("
+                           f"{self.errors.index('ParserInvalidArgument')})")
+                        em(f"if pos + ({v} >> 3) > L: raise _PErr("
+                           f"{self.errors.index('PacketTooShort')})")
+                        em(f"pos += {v} >> 3")
+                        return None
+                    n = ne.const
+                    if n % 8:
+                        raise self.err(node, "advance needs a constant multiple of 8 bits")
+                    em(f"if pos + {n // 8} > L: raise _PErr("
+                       f"{self.errors.index('PacketTooShort')})")
+                    em(f"pos += {n // 8}")
+                    return None
+                if mn == "length":
+                    return E("L * 8", Bits(32))
+                raise self.err(node, f"packet_in has no supported method {mn!r}")
+            if mn == "emit":
+                if self.ctrl_kind != "deparser":
+                    raise self.err(node, "emit is only available in the deparser")
+                if len(args) != 1:
+                    raise self.err(node, "emit takes one argument")
+                self.emit_emit(self.expr(args[0], scope, em), em, node)
+                return None
+            raise self.err(node, f"packet_out has no method {mn!r}")
+        if isinstance(obj, ExternInst):
+            return self.extern_method(obj, mn, args, scope, em, node)
+        if isinstance(obj, ControlInst):
+            if mn != "apply":
+                raise self.err(node, f"control instance has no method {mn!r}")
+            if self.in_action is not None:
+                raise self.err(node, "controls cannot be applied inside actions")
+            self.apply_control(obj, args, scope, em, node)
+            return None
+        raise self.err(node, f"unknown method {mn!r}")
+
+    def idx_code(self, e: E, size: int, em: Emitter) -> tuple[str, bool]:
+        """(code, always_in_range) for an index expression."""
+        if e.const is not None:
+            return str(e.const), e.const < size
+        if isinstance(e.ty, Bits) and (1 << e.ty.width) <= size:
+            return e.code, True
+        if not e.code.isidentifier() and not e.code.replace("[", "").replace("]", "").\
+                replace("M", "").replace("h", "").isdigit():
+            v = self.new_tmp("i")
+            em(f"{v} = {e.code}")
+            return v, False
+        return e.code, False
+
+    def extern_method(self, obj: ExternInst, mn: str, args: list, scope: Scope, em: Emitter,
+                      node: Any) -> Any:
+        if obj.kind == "register":
+            if mn == "read":
+                if len(args) != 2:
+                    raise self.err(node, "register.read(out result, in index)")
+                lv = self.lvalue(args[0], scope, em)
+                if not isinstance(lv, ScalarLoc) or not same_type(lv.ty, obj.elem):
+                    raise self.err(args[0], f"register read result must be a {obj.elem.show()}"
+                                            " l-value")
+                ie = self.convert(self.expr(args[1], scope, em), Bits(32), args[1])
+                ic, ok = self.idx_code(ie, obj.size, em)
+                if ok:
+                    em(f"{lv.code} = {obj.var}[{ic}]")
+                else:  # indices are never negative: only too large ones raise IndexError
+                    em(f"try: {lv.code} = {obj.var}[{ic}]")
+                    em(f"except IndexError: {lv.code} = 0")
+                return None
+            if mn == "write":
+                if len(args) != 2:
+                    raise self.err(node, "register.write(in index, in value)")
+                ie = self.convert(self.expr(args[0], scope, em), Bits(32), args[0])
+                ve = self.convert(self.expr(args[1], scope, em), obj.elem, args[1])
+                ic, ok = self.idx_code(ie, obj.size, em)
+                if ok:
+                    em(f"{obj.var}[{ic}] = {ve.code}")
+                else:
+                    em(f"try: {obj.var}[{ic}] = {ve.code}")
+                    em("except IndexError: pass")
+                return None
+            raise self.err(node, f"register has no method {mn!r}")
+        if obj.kind == "counter":
+            if mn != "count" or len(args) != 1:
+                raise self.err(node, "counter supports count(index)")
+            ie = self.convert(self.expr(args[0], scope, em), Bits(32), args[0])
+            ic, ok = self.idx_code(ie, obj.size, em)
+            plen = self.std.fields["packet_length"].code
+            pre = "" if ok else f"if {ic} < {obj.size}: "
+            em(f"{pre}{obj.var}p[{ic}] += 1; {obj.var}b[{ic}] += {plen}")
+            return None
+        if obj.kind == "direct_counter":
+            if mn != "count" or args:
+                raise self.err(node, "direct_counter supports count()")
+            return None  # counted by the table on a hit, as BMv2 does
+        raise self.err(node, f"unknown extern method {mn!r}")
+
+    def data_list(self, node: Any, scope: Scope, em: Emitter) -> list[E]:
+        if isinstance(node, Tree) and node.data == "list_expr":
+            items = [x for x in node.children if x is not None]
+        else:
+            items = [node]
+        out = []
+        for x in items:
+            e = self.expr(x, scope, em)
+            if isinstance(e.loc, HdrLoc):
+                self.used_slots.add(e.loc.slot)
+                for i, (_f, ft) in enumerate(e.loc.ty.fields):
+                    out.append(E(f"{e.loc.var}[{i + 1}]", ft))
+                continue
+            if isinstance(e.ty, BoolTy):
+                e = self.cast(e, Bits(1), x)
+            if isinstance(e.ty, EnumTy) and e.ty.underlying:
+                e = E(e.code, e.ty.underlying, e.const)
+            if not isinstance(e.ty, (Bits, VarbitTy)):  # varbit: see compiler.varbit
+                raise self.err(x, f"field list element must be bit<N>, got {e.ty.show()} "
+                                  "(cast unsized constants)")
+            out.append(e)
+        return out
+
+    def packed_bytes(self, items: list[E]) -> str:
+        """Python expr of the bytes of the field list: fields MSB-first, zero-padded at the end
+        to a whole byte (BMv2's packing)."""
+        if any(isinstance(e.ty, VarbitTy) for e in items):
+            return self.packed_bytes_vl(items)  # lengths known at run time: compiler.varbit
+        total = sum(e.ty.width for e in items)
+        nbytes = (total + 7) // 8
+        pad = nbytes * 8 - total
+        parts = []
+        shift = total
+        for e in items:
+            shift -= e.ty.width
+            parts.append(f"({e.code} << {shift + pad})" if shift + pad else e.code)
+        return f"({' | '.join(parts) or '0'}).to_bytes({nbytes}, 'big')"
+
+    def func_call(self, fn: str, args: list, scope: Scope, em: Emitter, node: Any) -> Any:
+        if fn in UNSUPPORTED_FUNCS:
+            raise self.err(node, f"extern {fn!r} is not supported by pyswitch")
+        if self.ctrl_kind != "parser":
+            # p4c's P4Info gets a type_info as soon as a control calls an extern function
+            self.p4info_extern_fn = True
+        if fn == "mark_to_drop":
+            if len(args) != 1:
+                raise self.err(node, "mark_to_drop(standard_metadata)")
+            e = self.expr(args[0], scope, em)
+            if e.loc is not self.std:
+                raise self.err(args[0], "mark_to_drop needs standard_metadata")
+            em(f"{self.std.fields['egress_spec'].code} = {DROP_PORT}; "
+               f"{self.std.fields['mcast_grp'].code} = 0")
+            return None
+        if fn == "verify":
+            if self.ctrl_kind != "parser":
+                raise self.err(node, "verify is only allowed in a parser")
+            if len(args) != 2:
+                raise self.err(node, "verify(bool, error)")
+            c = self.expr(args[0], scope, em)
+            er = self.expr(args[1], scope, em)
+            if not isinstance(c.ty, BoolTy) or not isinstance(er.ty, ErrorTy):
+                raise self.err(node, "verify(bool, error)")
+            em(f"if not {c.code}: raise _PErr({er.code})")
+            return None
+        if fn == "log_msg":
+            return None
+        if fn == "clone":
+            if len(args) != 2:
+                raise self.err(node, "clone(CloneType, session)")
+            ct = self.expr(args[0], scope, em)
+            if not (isinstance(ct.ty, EnumTy) and ct.ty.name == "CloneType") or ct.const is None:
+                raise self.err(args[0], "clone needs CloneType.I2E or CloneType.E2E")
+            kind = [k for k, v in ct.ty.members.items() if v == ct.const][0]
+            if (kind == "I2E") != (self.ctrl_kind == "ingress") or \
+                    self.ctrl_kind not in ("ingress", "egress"):
+                raise self.err(node, f"clone {kind} is not allowed in {self.ctrl_kind}")
+            se = self.convert(self.expr(args[1], scope, em), Bits(32), args[1])
+            em(f"M[{self.hidden['clone_type']}] = {1 if kind == 'I2E' else 2}; "
+               f"M[{self.hidden['clone_session']}] = {se.code}")
+            return None
+        if fn == "random":
+            if len(args) != 3:
+                raise self.err(node, "random(out result, lo, hi)")
+            lv = self.lvalue(args[0], scope, em)
+            if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
+                raise self.err(args[0], "random result must be a bit<N> l-value")
+            lo = self.convert(self.expr(args[1], scope, em), lv.ty, args[1])
+            hi = self.convert(self.expr(args[2], scope, em), lv.ty, args[2])
+            em(f"{lv.code} = _random({lo.code}, {hi.code})")
+            return None
+        if fn == "hash":
+            if len(args) != 5:
+                raise self.err(node, "hash(out result, algo, base, data, max)")
+            lv = self.lvalue(args[0], scope, em)
+            if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
+                raise self.err(args[0], "hash result must be a bit<N> l-value")
+            algo = self.algo(args[1], scope)
+            base = self.expr(args[2], scope, em)
+            mx = self.expr(args[4], scope, em)
+            for x, n in ((base, args[2]), (mx, args[4])):
+                if not isinstance(x.ty, (Bits, IntLit)):
+                    raise self.err(n, "hash base/max must be bit<N>")
+            data = self.packed_bytes(self.data_list(args[3], scope, em))
+            h = f"_{algo}({data})"
+            if mx.const is not None:
+                if mx.const == 0:
+                    raise self.err(args[4], "hash max must not be 0")
+                modded = f"({h} % {_lit(mx.const)})"
+            else:
+                modded = f"_hmod({h}, {mx.code})"
+            res = f"({base.code} + {modded})" if base.const != 0 else modded
+            em(f"{lv.code} = {res} & {_lit(lv.ty.mask)}")
+            return None
+        if fn in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
+                  "update_checksum_with_payload"):
+            if len(args) != 4:
+                raise self.err(node, f"{fn}(condition, data, checksum, algo)")
+            cond = self.expr(args[0], scope, em)
+            if not isinstance(cond.ty, BoolTy):
+                raise self.err(args[0], "checksum condition must be bool")
+            algo = self.algo(args[3], scope)
+            data = self.packed_bytes(self.data_list(args[1], scope, em))
+            if fn.endswith("_with_payload"):
+                data = f"({data} + M[{self.hidden['payload']}])"
+            if fn.startswith("verify"):
+                if self.ctrl_kind != "verify":
+                    raise self.err(node, f"{fn} belongs in the VerifyChecksum control")
+                ck = self.expr(args[2], scope, em)
+                if not isinstance(ck.ty, Bits):
+                    raise self.err(args[2], "checksum field must be bit<N>")
+                ce = self.std.fields["checksum_error"].code
+                cc = "" if cond.const is True else f"{cond.code} and "
+                em(f"if {cc}(_{algo}({data}) & {_lit(ck.ty.mask)}) != {ck.code}: {ce} = 1")
+            else:
+                if self.ctrl_kind != "compute":
+                    raise self.err(node, f"{fn} belongs in the ComputeChecksum control")
+                lv = self.lvalue(args[2], scope, em)
+                if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
+                    raise self.err(args[2], "checksum field must be a bit<N> l-value")
+                pre = "" if cond.const is True else f"if {cond.code}: "
+                em(f"{pre}{lv.code} = _{algo}({data}) & {_lit(lv.ty.mask)}")
+            return None
+        raise self.err(node, f"unknown function {fn!r}")
+
+    def algo(self, node: Any, scope: Scope) -> str:
+        e = self.expr(node, scope)
+        if not (isinstance(e.ty, EnumTy) and e.ty.name == "HashAlgorithm") or e.const is None:
+            raise self.err(node, "expected a HashAlgorithm constant")
+        nm = [k for k, v in e.ty.members.items() if v == e.const][0]
+        if nm not in HASH_ALGOS:
+            raise self.err(node, f"HashAlgorithm.{nm} is not supported by pyswitch "
+                                 f"(supported: {', '.join(HASH_ALGOS)})")
+        return HASH_ALGOS[nm]

@@ -1,0 +1,48 @@
+"""``pkt.lookahead<T>()`` of a header or struct type, as p4c's ExpandLookahead does it for
+BMv2: the ``T``-wide bits at the current position are read without moving it and split
+into the fields of a fresh ``T`` (a header comes out valid). A packet with too few bytes
+left fails with ``PacketTooShort``, as a ``lookahead<bit<N>>`` does in pyswitch.
+
+Fields must be ``bit<N>``/``int<N>`` (nested headers, structs, bools or varbits in ``T``
+are rejected).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StructLoc, _lit
+from pyswitch.types import Bits, HeaderTy, StructTy, Ty
+
+
+class Lookahead:
+    """See module docstring."""
+
+    def lookahead_aggregate(self, ty: Ty, node: Any, em: Emitter | None) -> E:
+        if not isinstance(ty, (HeaderTy, StructTy)) or not ty.fields or \
+                not all(isinstance(t, Bits) for _f, t in ty.fields):
+            raise self.err(node, f"lookahead<{ty.show()}>: pyswitch supports bit<N>, and "
+                                 "headers and structs of bit<N>/int<N> fields")
+        if em is None:
+            raise self.err(node, "lookahead is not allowed here")
+        if self.ctrl_kind != "parser":
+            raise self.err(node, "lookahead is only available in a parser")
+        width = sum(t.width for _f, t in ty.fields)
+        nbytes = (width + 7) // 8
+        em(f"if pos + {nbytes} > L: raise _PErr({self.errors.index('PacketTooShort')})")
+        v = self.new_tmp("la")
+        em(f"{v} = int.from_bytes(buf[pos:pos + {nbytes}], 'big')")
+        vals, sh = [], nbytes * 8
+        for _f, t in ty.fields:
+            sh -= t.width
+            vals.append(f"(({v} >> {sh}) & {_lit(t.mask)})" if sh else f"({v} & {_lit(t.mask)})")
+        loc = self.alloc(self.new_tmp("lookahead"), ty)
+        if isinstance(loc, HdrLoc):
+            self.used_slots.add(loc.slot)
+            em(f"{loc.var}[:] = [True, {', '.join(vals)}]")
+        else:
+            assert isinstance(loc, StructLoc)
+            for sub, val in zip(loc.fields.values(), vals, strict=True):
+                assert isinstance(sub, ScalarLoc)
+                em(f"{sub.code} = {val}")
+        return self.loc_e(loc)

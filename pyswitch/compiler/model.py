@@ -1,0 +1,193 @@
+"""Data model of the compiler: storage locations, compiled expressions, actions, tables,
+scopes, the code emitter and the names of v1model's built-in externs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyswitch.types import (
+    HeaderTy,
+    StackTy,
+    StructTy,
+    Ty,
+)
+
+DROP_PORT = 511
+HASH_ALGOS = {"crc32": "crc32", "crc16": "crc16", "csum16": "csum16", "identity": "identity"}
+STD_FIELDS_SET_BY_SWITCH = ("ingress_port", "egress_spec", "egress_port", "instance_type",
+                            "packet_length", "mcast_grp", "egress_rid", "checksum_error",
+                            "parser_error")
+
+
+# ----------------------------------------------------------------------------- locations
+@dataclass
+class ScalarLoc:
+    code: str
+    ty: Ty
+
+
+@dataclass
+class HdrLoc:
+    slot: int
+    ty: HeaderTy
+
+    @property
+    def var(self) -> str:
+        return f"h{self.slot}"
+
+
+@dataclass
+class StructLoc:
+    ty: StructTy
+    fields: dict[str, Any]
+
+
+@dataclass
+class StackLoc:
+    ty: StackTy
+    elems: list[HdrLoc]
+    nxt: HdrLoc | None = None  # hidden slot of BMv2's next index (see compiler.stacks)
+
+
+@dataclass
+class Const:
+    value: Any
+    ty: Ty
+
+
+@dataclass
+class E:
+    """A compiled expression: Python source `code` of type `ty` (value normalised to the
+    type's range), its compile-time value `const` if known, and its location if l-value."""
+
+    code: str
+    ty: Ty
+    const: Any = None
+    loc: Any = None
+
+
+@dataclass
+class ExternInst:
+    kind: str  # register, counter, direct_counter
+    name: str  # P4Info name
+    var: str
+    size: int = 0
+    elem: Ty | None = None
+    ctype: str = ""
+
+
+@dataclass
+class PacketRef:
+    direction: str  # 'in' or 'out'
+
+
+@dataclass
+class ActionDef:
+    name: str  # P4Info name
+    local: str
+    idx: int
+    fn: str
+    params: list[tuple[str, str, Ty]]  # (direction, name, type)
+    annotations: dict[str, list]
+    node: Any
+
+
+@dataclass
+class TableDef:
+    name: str
+    local: str
+    idx: int
+    var: str
+    keys: list[dict]
+    actions: list[tuple[ActionDef, str]]  # (action, scope TABLE_AND_DEFAULT/TABLE_ONLY/...)
+    default: tuple[ActionDef, list[int]]
+    default_const: bool
+    const_entries: list[dict] | None
+    size: int
+    direct_counter: ExternInst | None
+    node: Any
+
+
+@dataclass
+class TableApply:
+    table: TableDef
+
+
+@dataclass
+class ApplyResult:
+    table: TableDef
+    var: str
+
+
+@dataclass
+class Method:
+    obj: Any
+    name: str
+    node: Any
+
+
+@dataclass
+class FuncRef:
+    name: str
+
+
+@dataclass
+class TypeRef:
+    ty: Ty
+
+
+class Scope:
+    def __init__(self, parent: Scope | None = None) -> None:
+        self.parent = parent
+        self.names: dict[str, Any] = {}
+        self.readonly: set[str] = set()  # `in` parameters of an instantiated control
+
+    def lookup(self, name: str) -> Any:
+        s: Scope | None = self
+        while s is not None:
+            if name in s.names:
+                return s.names[name]
+            s = s.parent
+        return None
+
+
+class Emitter:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.ind = 1
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("    " * self.ind + line)
+
+    def indent(self) -> None:
+        self.ind += 1
+
+    def dedent(self) -> None:
+        self.ind -= 1
+
+
+BUILTIN_FUNCS = {"mark_to_drop", "hash", "random", "clone", "verify_checksum", "update_checksum",
+                 "verify_checksum_with_payload", "update_checksum_with_payload", "verify",
+                 "log_msg"}
+UNSUPPORTED_FUNCS = {"resubmit", "recirculate", "clone3", "clone_preserving_field_list",
+                     "resubmit_preserving_field_list", "recirculate_preserving_field_list",
+                     "truncate", "digest", "assert", "assume", "random_int"}
+BUILTIN_EXTERNS = {"register", "counter", "direct_counter", "packet_in", "packet_out"}
+UNSUPPORTED_EXTERNS = {"meter", "direct_meter", "action_profile", "action_selector", "Checksum16",
+                       "Hash", "Random", "Register", "Counter"}
+
+
+def _lit(v: int) -> str:
+    return hex(v) if v > 255 else str(v)
+
+
+@dataclass
+class Program0:
+    """Result of compilation (wrapped by `pyswitch.program.Program`)."""
+
+    code: str
+    meta: dict
+    tables: list[TableDef] = field(default_factory=list)
+
+

@@ -1,0 +1,292 @@
+"""Parser states (inlined along the state graph) and header (de)serialisation.
+
+Each header is read and written with one precompiled `struct.Struct`; `emit_emit`
+serves the deparser.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from lark import Tree
+
+from pyswitch.compiler.model import (
+    E,
+    Emitter,
+    HdrLoc,
+    Scope,
+    StackLoc,
+    StructLoc,
+    _lit,
+)
+from pyswitch.compiler.varbit import varbit_index
+from pyswitch.types import (
+    BoolTy,
+    HeaderTy,
+)
+
+
+class ParserGen:
+    """See module docstring."""
+
+    def compile_parser(self, nm: str, node: Tree) -> None:
+        ch = self.strip_annots(node.children)
+        params = self.params(ch[2])
+        scope = Scope(self.glob)
+        self.bind_block_params(scope, params, ["packet_in", "H", "M", "SM"], node)
+        self.ctrl_name, self.ctrl_kind = nm, "parser"
+        body = Emitter()
+        body.ind = 2
+        self.used_slots = set()
+        states: dict[str, Tree] = {}
+        for item in ch[4:]:
+            if isinstance(item, Tree) and item.data == "parser_state":
+                sc = self.strip_annots(item.children)
+                sn = self.name_of(sc[0])
+                if sn in states or sn in ("accept", "reject"):
+                    raise self.err(item, f"duplicate state {sn!r}")
+                states[sn] = item
+        if "start" not in states:
+            raise self.err(node, "parser has no 'start' state")
+        # locals; parser instances applied later add their initialisers here too
+        init = Emitter()
+        init.ind = 2
+        self.block_init, self.inst_stack, self.sub_depth = init, [nm], 0
+        self.on_accept = None
+        self.locals_ok = True
+        for item in ch[4:]:
+            if isinstance(item, Tree) and item.data != "parser_state":
+                self.local_decl(item, scope, init)
+        self.states = self.top_states = states
+        self.inline_count = 0
+        self.loop_heads = self.parser_loop_heads(states)  # see compiler.stacks
+        if self.loop_heads:
+            self.emit_looping_parser(scope, body)
+        else:
+            self.emit_state("start", scope, body, [])
+        self.locals_ok = False
+        body.lines[:0] = init.lines
+        self.block_init = None
+        self.emit_function("parser", ["S", "M", "buf"], body, pre=[
+            "L = len(buf)", "pos = 0", "try:"], post=[
+            "except _PErr as _e:",
+            f"    M[{self.std.fields['parser_error'].code[2:-1]}] = _e.code",
+            "return pos"], extra_indent=True)
+
+    def emit_state(self, sn: str, scope: Scope, em: Emitter, path: list[str]) -> None:
+        if sn == "accept":
+            if self.on_accept is not None:  # the end of a sub-parser: back to its caller
+                self.on_accept(em)
+            else:
+                em("break" if self.loop_heads else "pass")  # leaves a looping parser
+            return
+        if sn == "reject":
+            em("raise _PErr(0)")
+            return
+        if self.loop_jump(sn, path, em):
+            return
+        if sn in path:
+            raise self.err(self.states[sn], f"parser loop through state {sn!r} is not "
+                                            "supported by pyswitch")
+        node = self.states.get(sn)
+        if node is None:
+            raise self.err(self.states[path[-1]] if path else self.tree, f"unknown state {sn!r}")
+        self.inline_count += 1
+        if self.inline_count > 500:
+            raise self.err(node, "parser graph too large")
+        sc = self.strip_annots(node.children)
+        self.state_rest(sn, sc[1:-1], sc[-1], Scope(scope), em, path)
+
+    def state_rest(self, sn: str, stmts: list, tr: Tree, st_scope: Scope, em: Emitter,
+                   path: list[str]) -> None:
+        """The statements of state `sn` from `stmts` on, then its transition. A sub-parser's
+        apply inlines that parser, whose accept continues with what follows the apply."""
+        for i, s in enumerate(stmts):
+            inst = self.parser_apply_target(s, st_scope)
+            if inst is not None:
+                def rest(em2: Emitter, i: int = i) -> None:
+                    self.state_rest(sn, stmts[i + 1:], tr, st_scope, em2, path)
+                self.apply_parser(inst, self.call_args(s.children[0]), st_scope, em, rest,
+                                  s.children[0])
+                return
+            self.stmt(s, st_scope, em)
+        if tr.data == "transition_direct":
+            self.emit_state(self.name_of(tr.children[0]), st_scope, em, path + [sn])
+            return
+        keys = [self.expr(k, st_scope, em) for k in tr.children[0].children]
+        kvars = []
+        for k in keys:
+            if isinstance(k.ty, BoolTy):
+                raise self.err(tr, "select on bool is not supported")
+            if k.const is not None:
+                kvars.append(k)
+                continue
+            v = self.new_tmp("k")
+            em(f"{v} = {k.code}")
+            kvars.append(E(v, k.ty))
+        first = True
+        has_default = False
+        for case in tr.children[1:]:
+            ks, target = case.children
+            cond = self.keyset_cond(ks, kvars, st_scope, case)
+            if cond == "True":
+                em("else:" if not first else "if True:")
+                has_default = True
+            else:
+                em(("if " if first else "elif ") + cond + ":")
+            em.indent()
+            self.emit_state(self.name_of(target), st_scope, em, path + [sn])
+            em.dedent()
+            first = False
+            if has_default:
+                break
+        if not has_default:
+            if first:
+                em(f"raise _PErr({self.errors.index('NoMatch')})")
+            else:
+                em("else:")
+                em(f"    raise _PErr({self.errors.index('NoMatch')})")
+
+    def keyset_cond(self, ks: Tree, kvars: list[E], scope: Scope, node: Any) -> str:
+        elems = ks.children
+        if len(elems) == 1 and elems[0].data == "ks_default":
+            return "True"
+        if len(elems) != len(kvars):
+            raise self.err(node, f"keyset has {len(elems)} elements, select has {len(kvars)}")
+        conds = []
+        for el, k in zip(elems, kvars, strict=True):
+            c = self.keyset_elem_cond(el, k, scope)
+            if c != "True":
+                conds.append(c)
+        return " and ".join(conds) if conds else "True"
+
+    def keyset_elem_cond(self, el: Tree, k: E, scope: Scope) -> str:
+        if el.data == "ks_default":
+            return "True"
+        if el.data == "ks_value":
+            v = self.convert(self.expr(el.children[0], scope), k.ty, el)
+            if v.const is None:
+                raise self.err(el, "select case values must be compile-time constants")
+            return f"{k.code} == {_lit(v.const)}"
+        if el.data == "ks_mask":
+            v = self.convert(self.expr(el.children[0], scope), k.ty, el)
+            m = self.convert(self.expr(el.children[1], scope), k.ty, el)
+            if v.const is None or m.const is None:
+                raise self.err(el, "select masks must be compile-time constants")
+            return f"{k.code} & {_lit(m.const)} == {_lit(v.const & m.const)}"
+        if el.data == "ks_range":
+            lo = self.convert(self.expr(el.children[0], scope), k.ty, el)
+            hi = self.convert(self.expr(el.children[1], scope), k.ty, el)
+            if lo.const is None or hi.const is None:
+                raise self.err(el, "select ranges must be compile-time constants")
+            return f"{_lit(lo.const)} <= {k.code} <= {_lit(hi.const)}"
+        raise self.err(el, "unsupported keyset")
+
+    def header_plan(self, ty: HeaderTy) -> tuple[str, list[str], str, int, int]:
+        """How to (de)serialise a header with one precompiled `struct.Struct`.
+
+        Fields are grouped into byte-aligned chunks; each chunk is read as big-endian struct
+        items of 8/4/2/1 bytes (largest first) which are recombined with shifts, and fields are
+        cut out of the chunk with shifts and masks. Returns (struct var, per-field expressions
+        over the items ``a0..`` or ``["*"]`` when items are the fields, pack argument list over
+        ``h[i]``, size in bytes, number of items)."""
+        fmt = ">"
+        nitems = 0
+        field_exprs: list[str] = []
+        pack_items: list[str] = []
+        chunk: list[tuple[int, int]] = []
+        cw = 0
+        for i, (_, ft) in enumerate(ty.fields):
+            chunk.append((i + 1, ft.width))  # type: ignore[attr-defined]
+            cw += ft.width  # type: ignore[attr-defined]
+            if cw % 8:
+                continue
+            parts = []
+            rem = cw // 8
+            for size, code in ((8, "Q"), (4, "I"), (2, "H"), (1, "B")):
+                while rem >= size:
+                    parts.append((f"a{nitems + len(parts)}", size * 8))
+                    fmt += code
+                    rem -= size
+            nitems += len(parts)
+            if len(parts) == 1:
+                whole = parts[0][0]
+            else:
+                acc, sh = [], cw
+                for nmv, w in parts:
+                    sh -= w
+                    acc.append(f"({nmv} << {sh})" if sh else nmv)
+                whole = "(" + " | ".join(acc) + ")"
+            sh = cw
+            for _fi, w in chunk:
+                sh -= w
+                if len(chunk) == 1:
+                    field_exprs.append(whole)
+                else:
+                    ex = f"({whole} >> {sh})" if sh else whole
+                    field_exprs.append(ex if sh + w == cw else f"({ex} & {_lit((1 << w) - 1)})")
+            fv, sh = [], cw
+            for fi, w in chunk:
+                sh -= w
+                fv.append(f"(h[{fi}] << {sh})" if sh else f"h[{fi}]")
+            comb = fv[0] if len(fv) == 1 else "(" + " | ".join(fv) + ")"
+            if len(parts) == 1:
+                pack_items.append(comb)
+            else:
+                sh = cw
+                for _nmv, w in parts:
+                    sh -= w
+                    ex = f"({comb} >> {sh})" if sh else comb
+                    pack_items.append(f"({ex} & {_lit((1 << w) - 1)})")
+            chunk, cw = [], 0
+        key = id(ty)
+        if key not in self.header_plans:
+            var = f"_st{len(self.header_plans)}"
+            self.header_plans[key] = var
+            self.module.insert(0, f"{var} = _struct.Struct({fmt!r})")
+        var = self.header_plans[key]
+        simple = field_exprs == [f"a{i}" for i in range(nitems)]
+        return var, (["*"] if simple else field_exprs), ", ".join(pack_items), \
+            struct.calcsize(fmt), nitems
+
+    def emit_extract(self, loc: HdrLoc, em: Emitter) -> None:
+        var, exprs, _pack, size, nitems = self.header_plan(loc.ty)
+        h = loc.var
+        self.used_slots.add(loc.slot)
+        em(f"if pos + {size} > L: raise _PErr({self.errors.index('PacketTooShort')})")
+        if exprs == ["*"]:
+            em(f"{h}[1:] = {var}.unpack_from(buf, pos)")
+        else:
+            names = ", ".join(f"a{i}" for i in range(nitems))
+            em(f"{names}{',' if nitems == 1 else ''} = {var}.unpack_from(buf, pos)")
+            em(f"{h}[1:] = ({', '.join(exprs)},)")
+        em(f"{h}[0] = True")
+        em(f"pos += {size}")
+
+    def emit_emit(self, e: E, em: Emitter, node: Any) -> None:
+        loc = e.loc
+        if isinstance(loc, HdrLoc) and varbit_index(loc.ty) >= 0:
+            self.emit_emit_vl(loc, em)  # see compiler.varbit
+        elif isinstance(loc, HdrLoc):
+            var, _exprs, pack, _size, _n = self.header_plan(loc.ty)
+            self.used_slots.add(loc.slot)
+            h = loc.var
+            em(f"if {h}[0]:")
+            n = len(loc.ty.fields)
+            if pack == ", ".join(f"h[{i}]" for i in range(1, n + 1)):
+                p = f"*{h}[1:]"
+            else:
+                p = pack.replace("h[", f"{h}[")
+            em(f"    out.append({var}.pack({p}))")
+        elif isinstance(loc, StackLoc):
+            for el in loc.elems:
+                self.emit_emit(E("", el.ty, loc=el), em, node)
+        elif isinstance(loc, StructLoc):
+            for _f, sub in loc.fields.items():
+                if isinstance(sub, (HdrLoc, StackLoc, StructLoc)):
+                    self.emit_emit(E("", getattr(sub, "ty", None), loc=sub), em, node)
+                else:
+                    raise self.err(node, "emit of a struct with non-header fields")
+        else:
+            raise self.err(node, "emit needs a header, header stack or struct of headers")

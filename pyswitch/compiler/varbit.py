@@ -1,0 +1,219 @@
+"""``varbit<N>`` header fields, ``extract(hdr, len)``, and comparison of varbits, headers,
+structs, unions and stacks.
+
+A varbit value is stored in its header's list as ``(nbits, value)``, or ``0`` for the
+empty varbit a new or reset header holds. As on BMv2 (``bm_sim/parser.cpp: extract_VL``):
+
+- ``extract(h, n)`` fails with ``ParserInvalidArgument`` when ``n`` is not a multiple of
+  8, then with ``PacketTooShort`` when the packet has fewer bytes than the header's fixed
+  part plus ``n / 8``, then with ``HeaderTooShort`` when that is more than the header can
+  hold (its fixed part plus the varbit's maximum); only then is anything read;
+- ``emit`` writes the varbit with the length it was extracted (or assigned) with;
+- ``==`` on varbits compares their values (BMv2 compares the numbers, not the lengths);
+  assignment copies value and length.
+
+A header holds at most one varbit (BMv2's limit), and the fields before and after it must
+each fill whole bytes. Varbits cannot be used in arithmetic, keys, hashes or checksums.
+
+Comparison of aggregates is p4c's (``midend/complexComparison.cpp``, which the BMv2 backend
+runs): two headers are equal when both are invalid, or both are valid with equal fields;
+structs, unions and stacks are equal when all their fields (elements) are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lark import Tree
+
+from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StackLoc, StructLoc
+from pyswitch.types import BOOL, Bits, HeaderTy, StackTy, StructTy, Ty
+
+
+@dataclass(frozen=True)
+class VarbitTy(Ty):
+    max_width: int
+
+    def show(self) -> str:
+        return f"varbit<{self.max_width}>"
+
+    @property
+    def width(self) -> int:
+        """A varbit adds nothing to a header's fixed width (minSizeInBits)."""
+        return 0
+
+
+def varbit_index(ty: HeaderTy) -> int:
+    """Index of the varbit field among the header's fields, or -1."""
+    for i, (_f, t) in enumerate(ty.fields):
+        if isinstance(t, VarbitTy):
+            return i
+    return -1
+
+
+_PACK_HELPER = '''def _pack_bits(parts):
+    acc = total = 0
+    for w, v in parts:
+        acc = (acc << w) | v
+        total += w
+    pad = -total % 8
+    return (acc << pad).to_bytes((total + pad) // 8, "big")'''
+
+
+def _vb_value(code: str) -> str:
+    return f"({code}[1] if {code} else 0)"
+
+
+class Varbits:
+    """See module docstring."""
+
+    def varbit_type(self, node: Tree) -> VarbitTy:
+        wn = node.children[0]
+        if wn.data == "width_lit":
+            w = self.parse_int(wn.children[0])[0]
+        else:
+            w = self.const_int(wn.children[0])
+        if w <= 0 or w % 8:
+            raise self.err(node, f"varbit<{w}>: pyswitch (as BMv2) needs a positive multiple "
+                                 "of 8 bits")
+        return VarbitTy(w)
+
+    def check_varbit_header(self, d: Tree, nm: str, fields: list[tuple[str, Ty]]) -> None:
+        vi = [i for i, (_f, t) in enumerate(fields) if isinstance(t, VarbitTy)]
+        if not vi:
+            return
+        if len(vi) > 1:
+            raise self.err(d, f"header {nm!r} has more than one varbit field")
+        if not all(isinstance(t, (Bits, VarbitTy)) for _f, t in fields):
+            raise self.err(d, f"header {nm!r}: besides its varbit, pyswitch supports only "
+                              "bit<N>/int<N> fields in it")
+        before = sum(t.width for _f, t in fields[:vi[0]])
+        if before % 8:
+            raise self.err(d, f"header {nm!r}: the fields before its varbit must fill whole "
+                              "bytes in pyswitch")
+
+    # ------------------------------------------------------------------ extract / emit
+    def extract_length(self, loc: HdrLoc, len_node: Any, scope: Any, em: Emitter,
+                       node: Any) -> str:
+        """The run-time bit count of a two-argument extract, in a variable."""
+        if varbit_index(loc.ty) < 0:
+            raise self.err(node, f"extract with a length needs a header with a varbit field, "
+                                 f"not {loc.ty.show()}")
+        n = self.convert(self.expr(len_node, scope, em), Bits(32), len_node)
+        v = self.new_tmp("vn")
+        em(f"{v} = {n.code}")
+        return v
+
+    def emit_extract_vl(self, loc: HdrLoc, nbits: str, em: Emitter) -> None:
+        ty = loc.ty
+        vi = varbit_index(ty)
+        pre = [(f, t.width) for f, t in ty.fields[:vi]]
+        post = [(f, t.width) for f, t in ty.fields[vi + 1:]]
+        pb = sum(w for _f, w in pre) // 8
+        qb = sum(w for _f, w in post) // 8
+        mx = pb + ty.fields[vi][1].max_width // 8 + qb
+        h = loc.var
+        self.used_slots.add(loc.slot)
+        err = self.errors.index
+        nb = self.new_tmp("vb")
+        em(f"if {nbits} % 8: raise _PErr({err('ParserInvalidArgument')})")
+        # a length of 2**31 or more is negative for BMv2 (an int), which reads past the end
+        em(f"{nb} = {pb + qb} + {nbits} // 8")
+        em(f"if {nbits} >> 31 or pos + {nb} > L: raise _PErr({err('PacketTooShort')})")
+        em(f"if {nb} > {mx}: raise _PErr({err('HeaderTooShort')})")
+        vals = self.unpack_fields(pre, "pos", pb, em)
+        vend = f"pos + {pb} + {nbits} // 8"
+        vals.append(f"({nbits}, int.from_bytes(buf[pos + {pb}:{vend}], 'big'))")
+        vals += self.unpack_fields(post, vend, qb, em)
+        em(f"{h}[:] = [True, {', '.join(vals)}]")
+        em(f"pos += {nb}")
+
+    def unpack_fields(self, fields: list[tuple[str, int]], start: str, nbytes: int,
+                      em: Emitter) -> list[str]:
+        if not fields:
+            return []
+        v = self.new_tmp("vf")
+        em(f"{v} = int.from_bytes(buf[{start}:{start} + {nbytes}], 'big')")
+        out, sh = [], nbytes * 8
+        for _f, w in fields:
+            sh -= w
+            out.append(f"(({v} >> {sh}) & {hex((1 << w) - 1)})" if sh else
+                       f"({v} & {hex((1 << w) - 1)})")
+        return out
+
+    def emit_emit_vl(self, loc: HdrLoc, em: Emitter) -> None:
+        ty = loc.ty
+        vi = varbit_index(ty)
+        h = loc.var
+        self.used_slots.add(loc.slot)
+
+        def packed(lo: int, hi: int) -> str:
+            fs = [(i + 1, t.width) for i, (_f, t) in enumerate(ty.fields) if lo <= i < hi]
+            if not fs:
+                return ""
+            total = sum(w for _i, w in fs)
+            parts, sh = [], total
+            for i, w in fs:
+                sh -= w
+                parts.append(f"({h}[{i}] << {sh})" if sh else f"{h}[{i}]")
+            return f"({' | '.join(parts)}).to_bytes({total // 8}, 'big')"
+
+        x = f"{h}[{vi + 1}]"
+        pieces = [p for p in (packed(0, vi),
+                              f"({x}[1].to_bytes({x}[0] // 8, 'big') if {x} else b'')",
+                              packed(vi + 1, len(ty.fields))) if p]
+        em(f"if {h}[0]: out.append({' + '.join(pieces)})")
+
+    def packed_bytes_vl(self, items: list[E]) -> str:
+        """The bytes of a field list with varbits (hash, checksum): every field's bits in
+        order, a varbit with its current length, zero-padded at the end to a byte."""
+        if not getattr(self, "_pack_helper", False):
+            self._pack_helper = True
+            self.module.append(_PACK_HELPER)
+        parts = []
+        for e in items:
+            if isinstance(e.ty, VarbitTy):
+                parts.append(f"({e.code} or (0, 0))")
+            else:
+                parts.append(f"({e.ty.width}, {e.code})")
+        return f"_pack_bits(({''.join(p + ', ' for p in parts)}))"
+
+    # ------------------------------------------------------------------ comparison
+    def aggregate_compare(self, op: str, a: E, b: E, node: Any) -> E:
+        """``==``/``!=`` of varbits, headers, structs, unions or stacks (see module
+        docstring)."""
+        if isinstance(a.ty, VarbitTy):
+            code = f"({_vb_value(a.code)} == {_vb_value(b.code)})"
+        else:
+            if a.loc is None or b.loc is None:
+                raise self.err(node, f"comparing {a.ty.show()} values that are not stored "
+                                     "is not supported by pyswitch")
+            code = self.loc_equal(a.loc, b.loc, node)
+        return E(code if op == "==" else f"(not {code})", BOOL)
+
+    def loc_equal(self, x: Any, y: Any, node: Any) -> str:
+        if isinstance(x, HdrLoc) and isinstance(y, HdrLoc):
+            self.used_slots.update((x.slot, y.slot))
+            fs = []
+            for i, (_f, t) in enumerate(x.ty.fields):
+                p, q = f"{x.var}[{i + 1}]", f"{y.var}[{i + 1}]"
+                fs.append(f"{_vb_value(p)} == {_vb_value(q)}" if isinstance(t, VarbitTy)
+                          else f"{p} == {q}")
+            valid = " and ".join([f"{x.var}[0]", f"{y.var}[0]"] + fs)
+            return f"((not {x.var}[0] and not {y.var}[0]) or ({valid}))"
+        if isinstance(x, StackLoc) and isinstance(y, StackLoc):
+            return "(" + " and ".join(self.loc_equal(p, q, node)
+                                      for p, q in zip(x.elems, y.elems, strict=True)) + ")"
+        if isinstance(x, StructLoc) and isinstance(y, StructLoc):
+            parts = [self.loc_equal(x.fields[f], y.fields[f], node) for f in x.fields]
+            return "(" + (" and ".join(parts) or "True") + ")"
+        if isinstance(x, ScalarLoc) and isinstance(y, ScalarLoc):
+            if isinstance(x.ty, VarbitTy):
+                return f"({_vb_value(x.code)} == {_vb_value(y.code)})"
+            return f"({x.code} == {y.code})"
+        raise self.err(node, "these values cannot be compared")
+
+
+def is_aggregate(ty: Ty) -> bool:
+    return isinstance(ty, (HeaderTy, StructTy, StackTy, VarbitTy))
