@@ -14,15 +14,20 @@ import time
 from collections.abc import Callable, Sequence
 
 from controller.baselines import all_baselines
+from controller.campaign import add_campaign_parser
 from controller.clean import add_clean_parser
 from controller.compare import add_compare_parser
 from controller.errors import ExperimentError
+from controller.files import OutputPathError, check_output_file
 from controller.greedy import greedy
+from controller.jobs import jobs_argument
 from controller.lp import FastLP, PlanError, make_job
+from controller.lp_jobs import alone_gammas, greedy_jobs, jobs_summary_lines, make_jobset, plan_jobs
 from controller.network_cli import add_network_parsers
-from controller.plan import build_plan, resolve_workers, write_plan
+from controller.options import MAX_COMBINATIONS, finite_float, int_option, read_topology
+from controller.plan import PLAN_VERSION, build_plan, resolve_workers, write_plan
 from controller.run_cli import add_run_parser
-from topo.models import TopologyError, parse_topology
+from topo.models import TopologyError, switch_ids, to_dict
 
 __all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_workers"]
 
@@ -50,7 +55,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise PlanError(f"--capacity must be > 0, got {args.capacity}")
     if args.time_limit is not None and not args.time_limit > 0:
         raise PlanError(f"--time-limit must be > 0, got {args.time_limit}")
-    graph = parse_topology(args.topo)
+    # the output path first: an unwritable --out must not be found only after the LP
+    check_output_file(args.out, "--out")
+    if args.jobs is not None:
+        if args.ps is not None or args.workers is not None:
+            raise PlanError("--jobs names every job's PS and workers: drop --ps and --workers")
+        return _plan_jobs(args)
+    if args.ps is None or args.workers is None:
+        raise PlanError("give --ps and --workers (one job), or --jobs FILE|N (several)")
+    graph = read_topology(args.topo)
     workers = resolve_workers(graph, args.ps, args.workers)
     job = make_job(graph, args.ps, workers, capacity=args.capacity,
                    result_load=args.result_load)
@@ -70,8 +83,43 @@ def cmd_plan(args: argparse.Namespace) -> int:
                       capacity=args.capacity, greedy_history=res.history,
                       timings={"greedy": t_greedy, "baselines": t_base,
                                "lp_solves": res.lp_solves})
-    write_plan(plan, args.out)
+    try:
+        write_plan(plan, args.out)
+    except OSError as exc:  # e.g. the disk filled up during the LP (nothing is left behind)
+        raise PlanError(f"--out {args.out}: cannot write the plan "
+                        f"({exc.strerror or exc})") from None
     _summary(plan, args)
+    return 0
+
+
+def _plan_jobs(args: argparse.Namespace) -> int:
+    """``plan --jobs``: several jobs sharing the programmable switches (docs/design.md
+    §3.10): the joint greedy + LP, each job's γ planned alone for comparison, and Jain's
+    fairness of the planned γ_j / w_j."""
+    graph = read_topology(args.topo)
+    specs = jobs_argument(args.jobs, graph)
+    js = make_jobset(graph, specs, capacity=args.capacity, result_load=args.result_load)
+    t0 = time.perf_counter()
+    res = greedy_jobs(js, args.budget, objective=args.objective, solver=args.solver,
+                      time_limit=args.time_limit)
+    t_greedy = time.perf_counter() - t0
+    alone = None if args.no_baselines else alone_gammas(js, args.budget, solver=args.solver,
+                                                        time_limit=args.time_limit)
+    part = plan_jobs(js, res, budget=args.budget, specs=specs, alone=alone)
+    spec = args.topo if not args.topo.endswith(".json") else None
+    plan = {"version": PLAN_VERSION,
+            "topology": {"spec": spec, "name": graph.graph.get("name"), "graph": to_dict(graph)},
+            "switch_ids": switch_ids(graph), "routing": "ecmp-per-hop-even",
+            "budget": args.budget, "capacity": args.capacity,
+            "timings": {"greedy": t_greedy}, **part}
+    try:
+        write_plan(plan, args.out)
+    except OSError as exc:
+        raise PlanError(f"--out {args.out}: cannot write the plan "
+                        f"({exc.strerror or exc})") from None
+    for line in jobs_summary_lines(part):
+        print(line)
+    print(f"greedy {t_greedy:.2f}s; plan written to {args.out}")
     return 0
 
 
@@ -120,18 +168,26 @@ def build_parser() -> argparse.ArgumentParser:
                        "compute which switches aggregate and how workers route (greedy + LP)")
     p.add_argument("--topo", required=True,
                    help="fattree:K | leafspine:L,S,H | bcube:N,K | dumbbell:L,R[,B] | FILE.json")
-    p.add_argument("--ps", required=True, help="the parameter server host")
-    p.add_argument("--workers", required=True,
+    p.add_argument("--ps", help="the parameter server host (one job)")
+    p.add_argument("--workers",
                    help="NAME,NAME,... or a COUNT (first COUNT hosts besides the PS)")
-    p.add_argument("--budget", type=int, required=True,
+    p.add_argument("--jobs", metavar="FILE|N",
+                   help="several jobs sharing the switches instead of --ps/--workers: a jobs "
+                        "file (JSON list) or N (the hosts dealt out to N jobs; docs/design.md "
+                        "§3.10)")
+    p.add_argument("--objective", choices=["maxmin", "sum"], default="maxmin",
+                   help="with --jobs: maximise min_j γ_j/w_j (default) or the sum of γ_j")
+    p.add_argument("--budget", type=int_option(), required=True,  # < 0: cmd_plan's message
                    help="M: programmable switches besides the PS's ToR")
-    p.add_argument("--capacity", type=float, default=None,
+    p.add_argument("--capacity", type=finite_float, default=None,
                    help="aggregation capacity C_s of every switch (default: unlimited)")
     p.add_argument("--solver", choices=["auto", "highs", "cbc"], default="auto")
-    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per LP")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random-M baseline")
-    p.add_argument("--max-combinations", type=int, default=2000,
-                   help="largest number of subsets the exact-optimum baseline tries")
+    p.add_argument("--time-limit", type=finite_float, default=60.0, help="seconds per LP")
+    p.add_argument("--seed", type=int_option(), default=0,
+                   help="seed of the random-M baseline")
+    p.add_argument("--max-combinations", type=int_option(0, MAX_COMBINATIONS), default=2000,
+                   help="largest number of subsets the exact-optimum baseline tries "
+                        f"(at most {MAX_COMBINATIONS:,})")
     p.add_argument("--no-baselines", action="store_true", help="skip the baselines")
     p.add_argument("--result-load", action="store_true",
                    help="count the RESULT multicast tree in link loads (what the testbed's "
@@ -141,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_parser(sub, add_subcommand)
     add_network_parsers(sub, add_subcommand)
     add_clean_parser(sub, add_subcommand)
+    add_campaign_parser(sub, add_subcommand)
     return parser
 
 
@@ -151,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.command_line = ["python", "-m", "controller",
                              *(sys.argv[1:] if argv is None else argv)]
         return args.func(args)
-    except (UsageError, PlanError, TopologyError, ExperimentError) as exc:
+    except (UsageError, PlanError, TopologyError, ExperimentError, OutputPathError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

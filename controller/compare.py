@@ -19,22 +19,33 @@ records the gradient size); bytes per round into the PS host and on the busiest 
 retransmissions; final accuracy; exactness; and the LP's predicted vs measured γ where the run
 has one (INA).  A row's settings (topology, link rate, workers, rounds) are printed with it,
 since a time means nothing without them.
+
+A results file that cannot be read or does not have that shape (not JSON, not an object,
+a key of the wrong type, a number that is not finite, nesting where a number belongs) is
+skipped with one line naming the file and the offending key; the table of the other runs is
+still printed, and only when no run is left does ``compare`` exit non-zero.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from controller.errors import ExperimentError
-from controller.files import write_json_atomic
+from controller.files import OutputPathError, check_output_file, write_json_atomic
 from controller.records import ModeSummary, summarize_mode
 
 __all__ = ["Row", "load_results", "rows_of", "compare_rows", "settings_text"]
 
 Row = ModeSummary  # one mode (or async policy, or cluster rule) of one run
+
+MAX_RESULTS_BYTES = 512 * 2**20
+"""Largest results.json read (a 1,000-round run with every record is a few MB)."""
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
@@ -43,17 +54,123 @@ def load_results(path: str | Path) -> dict[str, Any]:
     if p.is_dir():
         p = p / "results.json"
     try:
-        doc = json.loads(p.read_text())
+        if p.stat().st_size > MAX_RESULTS_BYTES:
+            raise ExperimentError(f"{p}: {p.stat().st_size:,} bytes, more than the "
+                                  f"{MAX_RESULTS_BYTES:,} a results file may have")
+        doc = json.loads(p.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise ExperimentError(f"{path}: no results.json there") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ExperimentError(f"{p}: cannot read: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ExperimentError(f"{p}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ExperimentError(f"{p}: cannot read: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise ExperimentError(f"{p}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise ExperimentError(f"{p}: not usable JSON: {exc}".split("; use")[0]) from None
+    except RecursionError:
+        raise ExperimentError(f"{p}: JSON nested too deeply") from None
     if not isinstance(doc, dict) or not any(k in doc for k in ("modes", "policies", "rules")):
         raise ExperimentError(f"{p}: not an INSync results file (no 'modes', 'policies' or "
                               "'rules')")
+    problem = check_results(doc)
+    if problem:
+        raise ExperimentError(f"{p}: {problem}")
     return doc
+
+
+# -- the shape rows_of reads (one message naming the first key that does not fit) ----------
+
+class _Bad(Exception):
+    pass
+
+
+def _number(v: Any, where: str) -> None:
+    """``None`` or a finite number (not a bool, which JSON's true would be)."""
+    if v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _Bad(f"{where} must be a number, not {_kind(v)}")
+    try:
+        ok = math.isfinite(float(v))
+    except OverflowError:
+        ok = False
+    if not ok:
+        raise _Bad(f"{where} is not a finite number of usable size")
+
+
+def _obj(v: Any, where: str) -> dict[str, Any]:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise _Bad(f"{where} must be an object, not {_kind(v)}")
+    return v
+
+
+def _records(v: Any, where: str) -> list[dict[str, Any]]:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise _Bad(f"{where} must be a list, not {_kind(v)}")
+    for i, r in enumerate(v):
+        _obj(r, f"{where}[{i}]")
+        if r is None:
+            raise _Bad(f"{where}[{i}] must be an object, not null")
+    return v
+
+
+def _kind(v: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false"}.get(
+        type(v), "null" if v is None else type(v).__name__)
+
+
+_ROUND_NUMBERS = ("time_s", "ps_rx_bytes", "busiest_link_bytes", "retransmissions", "accuracy")
+
+
+def check_results(doc: dict[str, Any]) -> str | None:
+    """What in ``doc`` does not have the shape :func:`rows_of` reads, or ``None``."""
+    try:
+        for key in ("run", "method"):
+            if key in doc and not isinstance(doc[key], (str, type(None))):
+                raise _Bad(f"'{key}' must be a string, not {_kind(doc[key])}")
+        settings = _obj(doc.get("settings"), "'settings'")
+        for key in ("rounds", "grad_bytes", "bw", "bw_mbps"):
+            _number(settings.get(key), f"settings.{key}")
+        if settings.get("rounds") is not None and not isinstance(settings["rounds"], int):
+            raise _Bad("settings.rounds must be a whole number")
+        bc = settings.get("bcube")
+        if bc and not (isinstance(bc, list) and len(bc) == 2):
+            raise _Bad("settings.bcube must be [N, K]")
+        gamma = _obj(doc.get("gamma"), "'gamma'")
+        for key in ("predicted", "measured"):
+            _number(gamma.get(key), f"gamma.{key}")
+        for name, mode in _obj(doc.get("modes"), "'modes'").items():
+            where = f"modes.{name}"
+            mode = _obj(mode, where)
+            for key in ("grad_bytes", "grad_values", "pushes", "duration_s",
+                        "ps_link_bytes_total", "retransmissions", "final_accuracy"):
+                _number(mode.get(key), f"{where}.{key}")
+            for i, r in enumerate(_records(mode.get("rounds"), f"{where}.rounds")):
+                for key in _ROUND_NUMBERS:
+                    _number(r.get(key), f"{where}.rounds[{i}].{key}")
+        for name, data in _obj(doc.get("policies"), "'policies'").items():
+            where = f"policies.{name}"
+            for i, r in enumerate(_records(_obj(data, where).get("runs"), f"{where}.runs")):
+                for key in ("duration_s", "ps_link_bytes", "final_accuracy"):
+                    _number(r.get(key), f"{where}.runs[{i}].{key}")
+        for name, data in _obj(doc.get("rules"), "'rules'").items():
+            where = f"rules.{name}"
+            for i, r in enumerate(_records(_obj(data, where).get("runs"), f"{where}.runs")):
+                w = f"{where}.runs[{i}]"
+                for key in ("busiest_link_bytes_per_round", "final_accuracy"):
+                    _number(r.get(key), f"{w}.{key}")
+                for k, v in _obj(r.get("link_bytes"), f"{w}.link_bytes").items():
+                    _number(v, f"{w}.link_bytes.{k}")
+                for j, rr in enumerate(_records(r.get("rounds"), f"{w}.rounds")):
+                    _number(rr.get("time_s"), f"{w}.rounds[{j}].time_s")
+    except _Bad as exc:
+        return str(exc)
+    return None
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -148,17 +265,33 @@ def settings_text(doc: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def compare_rows(paths: list[str]) -> tuple[list[Row], dict[str, str]]:
-    """Rows of every run, and each run's settings line (run name -> text)."""
+def compare_rows(paths: list[str], skip: Callable[[str], None] | None = None,
+                 ) -> tuple[list[Row], dict[str, str]]:
+    """Rows of every run, and each run's settings line (run name -> text).
+
+    A run that cannot be used raises :class:`ExperimentError`, or with ``skip`` is reported
+    through ``skip(message)`` and left out (the other runs are still compared)."""
     rows: list[Row] = []
     settings: dict[str, str] = {}
     for path in paths:
-        doc = load_results(path)
-        run = str(doc.get("run") or Path(path).name)
-        if run in settings:
-            run = f"{run} ({path})"
-        rows.extend(rows_of(run, doc))
-        settings[run] = settings_text(doc)
+        try:
+            doc = load_results(path)
+            run = str(doc.get("run") or Path(path).name)
+            if run in settings:
+                run = f"{run} ({path})"
+            try:  # check_results covers what rows_of reads; this is the backstop
+                these, text = rows_of(run, doc), settings_text(doc)
+            except (TypeError, ValueError, KeyError, AttributeError, IndexError,
+                    OverflowError, ZeroDivisionError) as exc:
+                raise ExperimentError(f"{path}: unexpected content "
+                                      f"({type(exc).__name__}: {exc})") from None
+        except ExperimentError as exc:
+            if skip is None:
+                raise
+            skip(str(exc))
+            continue
+        rows.extend(these)
+        settings[run] = text
     return rows, settings
 
 
@@ -171,7 +304,18 @@ def cmd_compare(args: Any) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    rows, settings = compare_rows(args.runs)
+    if args.out:  # before reading anything: a bad --out must not cost the table
+        try:
+            check_output_file(args.out, "--out")
+        except OutputPathError as exc:
+            raise ExperimentError(str(exc)) from None
+
+    def skip(message: str) -> None:
+        print(f"error: {message} (skipped)", file=sys.stderr)
+
+    rows, settings = compare_rows(args.runs, skip=skip)
+    if not settings:  # every run was skipped, each with its line
+        return 2
     index = {run: i + 1 for i, run in enumerate(settings)}  # short run labels for the table
     method = {r.run: r.method for r in rows}
     table = Table(title="INSync runs side by side (# = run, listed below; kB per round)",

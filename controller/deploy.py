@@ -30,14 +30,22 @@ ING = "MyIngress."
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A job as the switches see it: its id and its workers (bit i = ``workers[i]``)."""
+    """A job as the switches see it: its id and its workers (bit i = ``workers[i]``).
+
+    ``removed``: bits of workers taken out of the job (a worker that died, docs/design.md §9);
+    the survivors keep their bits, so packets in flight keep their meaning."""
 
     job_id: int
     workers: tuple[str, ...]
+    removed: frozenset[int] = frozenset()
 
     @property
     def full_mask(self) -> int:
-        return (1 << len(self.workers)) - 1
+        return ((1 << len(self.workers)) - 1) & ~sum(1 << b for b in self.removed)
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        return tuple(w for i, w in enumerate(self.workers) if i not in self.removed)
 
 
 @dataclass
@@ -120,8 +128,11 @@ def switch_rules(
     deployed = list(plan["deployed"])
     aggregators = set(deployed) | {tor}
     switches = sorted(ids)
-    workers = sorted({w for j in jobs for w in j.workers})
+    workers = sorted({w for j in jobs for w in j.members})
     tree = result_tree(graph, tor, workers, deployed)
+    # a job without some worker multicasts down its own, smaller tree (§9)
+    trees = {j.job_id: tree if sorted(j.members) == workers
+             else result_tree(graph, tor, j.members, deployed) for j in jobs}
     rules = routing_rules(graph, ports, host_addrs, ids, aggregators)
     for s in switches:
         r = rules[s]
@@ -150,12 +161,12 @@ def switch_rules(
                                        "mcast_grp": job.job_id,
                                    }))
             for bit, w in enumerate(job.workers):
-                if w in ports[s]:
+                if w in ports[s] and bit not in job.removed:
                     r.entries.append(Entry(ING + "ina_member", {
                         "hdr.ina.job_id": job.job_id, "hdr.ina.worker_id": bit,
                         "standard_metadata.ingress_port": ports[s][w]}, ING + "member_ok", {}))
-            if s in tree:
-                r.mcast_groups[job.job_id] = [ports[s][c] for c in tree[s]]
+            if s in trees[job.job_id]:
+                r.mcast_groups[job.job_id] = [ports[s][c] for c in trees[job.job_id][s]]
         for c in tree.get(s, []):
             if graph.nodes[c].get("kind") == "host":
                 ip, mac = host_addrs[c]

@@ -158,3 +158,205 @@ class SwitchMonitor:
                  f"{event.writes} writes to {len(rules)} switches in "
                  f"{event.redeploy_s:.2f} s; "
                  f"new schedules from round {start}")
+
+
+# ------------------------------------------------------------------ a worker that dies
+
+WORKER_POLICIES = ("stop", "continue")
+
+
+def parse_kill_worker(text: str, workers: list[str], rounds: int) -> tuple[str, int]:
+    """``HOST@ROUND`` → (worker host, round), or one ExperimentError naming the option."""
+    name, sep, rnd = text.partition("@")
+    if not sep or not rnd.strip().isdigit():
+        raise ExperimentError(f"--kill-worker: expected HOST@ROUND, got {text!r}")
+    name, r = name.strip(), int(rnd)
+    if name not in workers:
+        raise ExperimentError(f"--kill-worker: {name!r} is not a worker of the job "
+                              f"({', '.join(workers)})")
+    if len(workers) < 2:
+        raise ExperimentError("--kill-worker needs at least 2 workers")
+    if rounds < 2 or not 0 <= r < rounds - 1:
+        raise ExperimentError(f"--kill-worker: round {r} must be in 0..{max(0, rounds - 2)} "
+                              f"(the worker dies after that round; --rounds {rounds})")
+    return name, r
+
+
+class WorkerStopped(ExperimentError):
+    """``--on-worker-failure stop``: a worker died and the job stops (one line)."""
+
+    record: dict | None = None  # the job's finished rounds, for results.json (methods/ina.py)
+
+
+@dataclass
+class WorkerFailureEvent:
+    worker: str
+    worker_id: int
+    cause: str  # "exit" (its process ended) or "silent" (the PS stopped hearing it)
+    exit_code: int | None
+    round_noticed: int  # the round it was synchronizing: its last reported round + 1
+    policy: str  # --on-worker-failure
+    job_mode: str  # ina / tor_only / ps_only
+    round_effective: int | None = None  # first round without it (the PS's choice); continue
+    detected_s: float | None = None  # from the injected kill to the notice
+    writes: int = 0  # rule differences written to the switches
+    redeploy_s: float = 0.0
+
+
+class WorkerMonitor:
+    """Notices a worker that dies during one job and applies ``--on-worker-failure``
+    (docs/design.md §9).
+
+    It sees every output line (worker round reports, the PS's ``silent`` and ``members``
+    lines), every failed node process (``on_failure``, the runner's hook; True = the worker
+    left the job) and every poll (``poll``: fault injection, silences).  ``stop`` asks the
+    PS and the survivors to end (they write what they finished) and raises
+    :class:`WorkerStopped`.  ``continue`` takes the worker out of the job: the survivors'
+    schedules are planned again (:func:`controller.replan.replan_members`, for the ``ina``
+    mode), the PS is asked to drop it (it picks the round, ``removal_file``), and only the
+    rule differences (the job's mask, the worker's membership entry, the RESULT tree) are
+    written to the switches, as for a dead switch."""
+
+    def __init__(self, switches: SwitchMonitor, policy: str, say: Callable[[str], None],
+                 kill: tuple[str, int] | None = None) -> None:
+        if policy not in WORKER_POLICIES:
+            raise ExperimentError(f"--on-worker-failure: expected stop or continue, "
+                                  f"got {policy!r}")
+        self.switches, self.policy, self.say, self.kill = switches, policy, say, kill
+        self.events: list[WorkerFailureEvent] = []
+
+    def begin(self, job_mode: str, job: JobSpec, ps: str, removal_file: Path,
+              schedules: Callable[[list[str]], dict | None]) -> None:
+        """A new job (one mode): every worker is a member again; ``schedules(survivors)``
+        gives the survivors' schedules keyed by worker id (None: they do not change)."""
+        self.job_mode, self.ps, self.removal_file = job_mode, ps, removal_file
+        self.schedules = schedules
+        self._first_event = len(self.events)  # events of earlier jobs are theirs
+        self.workers = list(job.workers)
+        self.removed: set[int] = set()
+        self.reported: dict[str, int] = {}  # host -> newest round it finished
+        self.requests: list[dict] = []
+        self.procs: Any = None
+        self._silent: list[str] = []
+        self._killed_at: float | None = None
+        self._gone: set[str] = set()  # silent workers whose process this monitor ended
+        self._set_job(job.job_id, frozenset())  # a worker removed in the last repeat is back
+
+    def on_procs(self, procs: Any) -> None:
+        self.procs = procs
+
+    def on_line(self, host: str, line: str) -> None:
+        words = line.split()
+        if len(words) > 3 and words[0] == "worker" and words[2] == "round":
+            self.reported[host] = max(self.reported.get(host, -1), int(words[3]))
+        elif line.startswith("ps members from round "):
+            e = int(words[4].rstrip(":"))
+            for ev in self.job_events:
+                if ev.round_effective is None and ev.policy == "continue":
+                    ev.round_effective = e
+        elif line.startswith("ps round ") and " silent " in line:
+            ids = words[4].split(",")
+            self._silent += [self.workers[int(i)] for i in ids if int(i) < len(self.workers)]
+
+    def poll(self) -> None:
+        if (self.kill is not None and self._killed_at is None and self.procs is not None
+                and max(self.reported.values(), default=-1) >= self.kill[1]):
+            host = self.kill[0]
+            self.say(f"[fault injection] killing worker {host} after round "
+                     f"{max(self.reported.values())}")
+            self._killed_at = time.monotonic()
+            self.procs.procs[host].kill()
+        while self._silent:
+            host = self._silent.pop(0)
+            if host in self._gone:
+                continue
+            if self.policy == "stop":
+                self._fail(host, None, "silent")
+            else:  # end it, so it cannot come back mid-job; its exit takes it out
+                self.say(f"worker {host} is silent: ending its process")
+                self._gone.add(host)
+                self.procs.procs[host].kill()
+
+    def on_failure(self, host: str, code: int) -> bool:
+        if host not in self.workers or host in self.removed_hosts():
+            return False
+        cause = "silent" if host in self._gone else "exit"
+        return self._fail(host, code, cause)
+
+    @property
+    def job_events(self) -> list[WorkerFailureEvent]:
+        """The events of the current job (since :meth:`begin`)."""
+        return self.events[self._first_event:]
+
+    def removed_hosts(self) -> list[str]:
+        return [self.workers[b] for b in sorted(self.removed)]
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _fail(self, host: str, code: int | None, cause: str) -> bool:
+        bit = self.workers.index(host)
+        r = self.reported.get(host, -1) + 1
+        ev = WorkerFailureEvent(
+            worker=host, worker_id=bit, cause=cause, exit_code=code, round_noticed=r,
+            policy=self.policy, job_mode=self.job_mode,
+            detected_s=(round(time.monotonic() - self._killed_at, 4)
+                        if self._killed_at is not None and self.kill
+                        and self.kill[0] == host else None))
+        self.events.append(ev)
+        what = (f"died (exit code {code})" if cause == "exit"
+                else "went silent (the PS heard nothing from it)")
+        if self.policy == "stop":
+            self._end_all()
+            raise WorkerStopped(f"worker {host} {what} in round {r}; the job stops")
+        survivors = [w for i, w in enumerate(self.workers)
+                     if i != bit and i not in self.removed]
+        if not survivors:
+            raise ExperimentError(f"worker {host} {what} in round {r}: no worker is left; "
+                                  "the job stops")
+        self.say(f"worker {host} {what} in round {r}: the job goes on with "
+                 f"{', '.join(survivors)}")
+        self.removed.add(bit)
+        # the PS first: exactness depends only on the PS and the workers agreeing on the
+        # members of each round; the switches' rules only decide how fast a round completes
+        sched = self.schedules(survivors)
+        self.requests.append({"removed": sorted(self.removed), "worker": host,
+                              **({"schedules": sched} if sched is not None else {})})
+        write_json_atomic(self.removal_file, self.requests)
+        t0 = time.monotonic()
+        ev.writes = self._set_job(self.switches.jobs[self._job_index].job_id,
+                                  frozenset(self.removed))
+        ev.redeploy_s = round(time.monotonic() - t0, 4)
+        self.say(f"worker {host}: {ev.writes} rule writes in {ev.redeploy_s:.2f} s")
+        return True
+
+    def _set_job(self, job_id: int, removed: frozenset[int]) -> int:
+        """Make the switches' entries of ``job_id`` those of the members without
+        ``removed``: only the differences are written (no pipeline push: slots of chunks in
+        flight survive)."""
+        sm = self.switches
+        self._job_index = next(i for i, j in enumerate(sm.jobs) if j.job_id == job_id)
+        old = sm.jobs[self._job_index]
+        if old.removed == removed:
+            return 0
+        sm.jobs[self._job_index] = JobSpec(old.job_id, old.workers, removed)
+        rules = switch_rules(sm.graph, sm.plan, sm.mininet.plan.ports, sm.host_addrs, sm.jobs)
+        addresses = {s: (sm.mininet.grpc_address(s), sm.mininet.device_id(s)) for s in rules}
+        try:
+            writes = update(sm.rules, rules, addresses, sm.p4info)
+        except DeployError as exc:
+            raise ExperimentError(f"removing a worker from job {job_id}: {exc}") from None
+        sm.rules = rules
+        return sum(writes.values())
+
+    def _end_all(self) -> None:
+        """SIGTERM to the PS and the workers still running, which then write what they
+        finished (a silent worker too: it may be hung, not dead)."""
+        if self.procs is None:
+            return
+        for proc in self.procs.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + 10.0
+        for proc in self.procs.procs.values():
+            while proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)

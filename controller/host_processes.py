@@ -81,19 +81,27 @@ class HostProcesses:
                                       f"{timeout_s:g} s (see {self.log_file})")
 
     def wait(self, hosts: Iterable[str], deadline: float,
-             watch: Callable[[], None] | None = None) -> dict[str, int]:
+             watch: Callable[[], None] | None = None,
+             on_failure: Callable[[str, int], bool] | None = None) -> dict[str, int]:
         """Exit codes of ``hosts``' processes, waiting until ``deadline`` (time.monotonic).
 
         The first process that fails ends the wait (the others would only wait for its
         messages until the deadline): then the codes of those still running are absent, and
         :meth:`check` names the failed one.  ``watch()`` runs every poll (e.g. the switch
-        failure monitor); what it raises ends the wait."""
+        failure monitor); what it raises ends the wait.  ``on_failure(host, code)`` sees a
+        failed process first: True means the method took the host out of the job (a worker
+        removed, docs/design.md §9), which is then no longer waited for."""
         hosts = list(hosts)
         while True:
             if watch is not None:
                 watch()
             codes = {h: self._poll(h) for h in hosts}
             done = {h: c for h, c in codes.items() if c is not None}
+            if on_failure is not None:
+                for h, c in list(done.items()):
+                    if c != 0 and on_failure(h, c):
+                        hosts.remove(h)
+                        del done[h]
             if len(done) == len(hosts) or any(c != 0 for c in done.values()):
                 return done
             if time.monotonic() > deadline:

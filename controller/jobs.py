@@ -215,5 +215,7 @@ def jobs_argument(value: str, graph: nx.Graph) -> list[JobSpec]:
     """``--jobs N`` (digits: the short form) or ``--jobs FILE``, resolved on ``graph``."""
     text = value.strip()
     if text.isdigit():
+        if not text.isascii() or len(text) > 9:  # "²" is a digit int() refuses
+            raise PlanError(f"--jobs {text[:20]!r}: a count is a whole number of at most 9 digits")
         return jobs_from_count(graph, int(text))
     return resolve_jobs(load_jobs(text), graph, text)

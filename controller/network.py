@@ -10,6 +10,7 @@ runs ``p4src/ina.p4`` (compiled for ``--target``) with only the IPv4 routes of
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -21,8 +22,8 @@ import networkx as nx
 
 from controller.errors import ExperimentError
 
-__all__ = ["ROOT", "P4_PROGRAM", "check_environment", "compile_program", "interface_counters",
-           "link_bytes", "start_routed_network"]
+__all__ = ["ROOT", "P4_PROGRAM", "SlotsOption", "check_environment", "compile_program",
+           "interface_counters", "link_bytes", "start_routed_network"]
 
 ROOT = Path(__file__).resolve().parent.parent
 P4_PROGRAM = ROOT / "p4src" / "ina.p4"
@@ -44,16 +45,47 @@ def check_environment(target: str) -> None:
                                   "(see docker/Dockerfile)")
 
 
+class SlotsOption(argparse.Action):
+    """``--slots N``: aggregator slots per switch for every ina.p4 this process compiles and
+    every host process it starts (sets INSYNC_INA_NUM_SLOTS; docs/protocol.md §2).  An
+    action, not a post-parse step, so that a command adds the option in one line."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from workers.ina.constants import ConstantsError, check_num_slots, set_num_slots
+
+        try:
+            n = check_num_slots(values, option_string or "--slots")
+        except ConstantsError as exc:
+            parser.error(str(exc))
+        set_num_slots(n)
+        setattr(namespace, self.dest, n)
+
+
 def compile_program(target: str, build: Path) -> tuple[Path, Path]:
-    """Compile ina.p4 like p4c's BMv2 backend; returns (p4info, device config)."""
+    """Compile ina.p4 like p4c's BMv2 backend; returns (p4info, device config).
+
+    The slot-count override (``INSYNC_INA_NUM_SLOTS``, :func:`workers.ina.constants.
+    compile_defines`) becomes ``-D INA_NUM_SLOTS=N`` here, the one place every method
+    compiles the program, so the switches' registers and Python's slot index agree
+    (docs/protocol.md §2).  The count is also written next to the program
+    (``num_slots.txt``) so that a build folder says what it was compiled with."""
+    from workers.ina.constants import ConstantsError, compile_defines, num_slots
+
+    try:
+        defines = [f"-D{k}={v}" for k, v in compile_defines().items()]
+        slots = num_slots()
+    except ConstantsError as exc:
+        raise ExperimentError(str(exc)) from None
     build.mkdir(parents=True, exist_ok=True)
     p4info, config = build / "ina.p4info.txtpb", build / "ina.json"
     if target == "bmv2":
-        cmd = ["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(build),
+        cmd = ["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(build), *defines,
                "--p4runtime-files", str(p4info), str(P4_PROGRAM)]
     else:
         cmd = [sys.executable, "-m", "pyswitch", "compile", str(P4_PROGRAM), "-o", str(config),
-               "--p4runtime-files", str(p4info)]
+               *defines, "--p4runtime-files", str(p4info)]
+    (build / "num_slots.txt").write_text(f"{slots}\n")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ExperimentError(f"compiling {P4_PROGRAM.name} failed: "

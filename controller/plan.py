@@ -42,6 +42,11 @@ def resolve_workers(graph: Any, ps: str, spec: str) -> list[str]:
     """``NAME,NAME,...`` or a COUNT: the first COUNT hosts other than the PS in name order."""
     spec = spec.strip()
     if spec.isdigit():
+        # str.isdigit() also accepts "²" and other digits int() refuses, and int() refuses
+        # numbers of more than 4,300 digits: check before converting
+        if not spec.isascii() or len(spec) > 9:
+            raise PlanError(f"--workers {spec[:20]!r}{'…' if len(spec) > 20 else ''}: "
+                            "a count is a whole number of at most 9 digits")
         count = int(spec)
         pool = [h for h in hosts(graph) if h != ps]
         if count < 1:

@@ -82,3 +82,24 @@ def replan_without(graph: nx.Graph, plan: Mapping[str, Any], dead: str) -> tuple
     new["failed"] = [*plan.get("failed", []), dead]
     new["retired_ids"] = [*plan.get("retired_ids", []), int(plan["switch_ids"][dead])]
     return g, new
+
+
+def replan_members(graph: nx.Graph, plan: Mapping[str, Any], workers: list[str]) -> dict:
+    """The plan after workers left the job (docs/design.md §9, a worker that died): the same
+    network, deployment and PS ToR, the LP solved again for the surviving ``workers`` (their
+    shares of each switch change with the fan-in).  Switch ids, failed switches and retired
+    ids are kept, so :func:`controller.deploy.switch_rules` routes exactly as before; only
+    the jobs' masks, memberships and RESULT trees differ, and the schedules."""
+    if not workers:
+        raise ExperimentError("every worker of the job has died; the job stops")
+    job = make_job(graph, plan["ps"], list(workers), ps_tor=plan["ps_tor"],
+                   result_load=bool(plan.get("result_load")))
+    result = solve_lp(job, list(plan["deployed"]))
+    spec = (plan.get("topology") or {}).get("spec")
+    new = build_plan(job, result, budget=int(plan.get("budget", len(plan["deployed"]))),
+                     spec=spec)
+    for key in ("switch_ids", "ps_tor_id", "result_load", "failed", "retired_ids"):
+        if key in plan:
+            new[key] = plan[key]
+    new["removed_workers"] = [w for w in plan["workers"] if w not in workers]
+    return new

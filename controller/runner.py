@@ -82,6 +82,10 @@ class Launch:
     watch: Callable[[], None] | None = None
     on_line: Callable[[str, str], None] | None = None
     on_ready: Callable[[], None] | None = None  # after the barrier, before the start file
+    # a node failed: True = handled (the host left the job), False = the run ends as always
+    # (HostProcesses.wait); on_procs sees the processes once every one is launched
+    on_failure: Callable[[str, int], bool] | None = None
+    on_procs: Callable[[HostProcesses], None] | None = None
 
 
 @dataclass
@@ -208,6 +212,8 @@ class Run:
                 procs.wait_ready(len(spec.servers) + len(spec.nodes), spec.nodes_what)
             if before is None:
                 before = counters()
+            if spec.on_procs is not None:
+                spec.on_procs(procs)
             if spec.on_ready is not None:
                 spec.on_ready()
             t_start, t0 = time.time(), time.perf_counter()
@@ -217,7 +223,8 @@ class Run:
             waited = [n.host for n in spec.nodes]
             if spec.server_exit == "nodes":
                 waited = [n.host for n in spec.servers] + waited
-            procs.check(procs.wait(waited, deadline, watch=spec.watch), spec.failed_what)
+            procs.check(procs.wait(waited, deadline, watch=spec.watch,
+                                   on_failure=spec.on_failure), spec.failed_what)
             wall = time.perf_counter() - t0
             codes: dict[str, int] = {}
             if spec.server_exit == "stop":

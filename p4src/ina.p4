@@ -17,8 +17,9 @@
  *  - include/routing.p4, InaRouting: IPv4 LPM; a RESULT is multicast to the job's group;
  *    a GRAD/PARTIAL goes toward its agg_id (another switch, or 0 = the PS) over the
  *    controller's equal-cost group, next hop crc32(chunk_id ++ switch_id) mod group size.
- * Egress keeps RESULT copies from going back where they came from and optionally
- * rewrites their destination per port.
+ * Egress keeps RESULT copies from going back where they came from (counted in
+ * MyEgress.dropped_echo) and optionally rewrites their destination per port. Every drop
+ * of the program counts its reason (docs/protocol.md §4).
  *
  * Types of the quantities: include/types.p4. Every control-plane name (tables, actions,
  * counters, registers) stays under MyIngress./MyEgress. via @name(".MyIngress.x"), so
@@ -61,6 +62,14 @@ control MyEgress(inout headers_t hdr,
                  inout metadata_t meta,
                  inout standard_metadata_t standard_metadata) {
 
+    /* RESULT multicast copies not sent back out of the port they came in on. */
+    counter(1, CounterType.packets_and_bytes) dropped_echo;
+
+    action drop_echo() {
+        dropped_echo.count(0);
+        mark_to_drop(standard_metadata);
+    }
+
     action set_result_dst(macAddr_t dstAddr, ip4Addr_t ip) {
         hdr.ethernet.dstAddr = dstAddr;
         hdr.ipv4.dstAddr = ip;
@@ -79,7 +88,7 @@ control MyEgress(inout headers_t hdr,
         if (hdr.ina.isValid() && hdr.ina.msg_type == INA_TYPE_RESULT) {
             /* Never send a multicast copy back where it came from. */
             if (standard_metadata.egress_port == standard_metadata.ingress_port) {
-                mark_to_drop(standard_metadata);
+                drop_echo();
             } else {
                 result_rewrite.apply();
             }

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 USAGE = """usage: python -m pyswitch {compile,run,stf} ...
 
@@ -13,11 +16,45 @@ USAGE = """usage: python -m pyswitch {compile,run,stf} ...
 """
 
 
+class _ArgumentError(Exception):
+    """An argparse mistake of a subcommand, already shortened to one line."""
+
+
+@contextmanager
+def _one_line_usage_errors(prog: str) -> Iterator[None]:
+    """argparse answers a mistake with the usage text and a message (several lines, exit via
+    SystemExit); the subcommands' parsers live in modules this CLI does not own, so their
+    ``error`` is replaced while they run, giving the one ``prog: message`` line every
+    pyswitch command prints for bad input."""
+    original = argparse.ArgumentParser.error
+
+    def error(self: argparse.ArgumentParser, message: str) -> None:
+        raise _ArgumentError(f"{prog}: {message}")
+
+    argparse.ArgumentParser.error = error  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        argparse.ArgumentParser.error = original  # type: ignore[method-assign]
+
+
+def _run(prog: str, func: Callable[[list[str]], int], rest: list[str]) -> int:
+    try:
+        with _one_line_usage_errors(prog):
+            return func(rest)
+    except _ArgumentError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
+    if not argv:
+        print("pyswitch: a command is required (compile, run or stf; --help)", file=sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help"):
         print(USAGE, end="")
-        return 0 if argv else 2
+        return 0
     command, rest = argv[0], argv[1:]
     if command == "compile":
         from pyswitch.compile_cli import main as compile_main
@@ -26,12 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     if command == "run":
         from pyswitch.daemon import main as run_main
 
-        return run_main(rest)
+        return _run("pyswitch run", run_main, rest)
     if command == "stf":
         from pyswitch.stf.runner import main as stf_main
 
-        return stf_main(rest)
-    print(f"pyswitch: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
+        return _run("pyswitch stf", stf_main, rest)
+    print(f"pyswitch: unknown command {command!r} (one of compile, run, stf)", file=sys.stderr)
     return 2
 
 

@@ -14,12 +14,23 @@ import sys
 from pathlib import Path
 
 from pyswitch.errors import P4CompileError
-from pyswitch.program import _atomic_write, compile_p4
+from pyswitch.program import compile_p4, write_files_atomic
+
+PROG = "pyswitch compile"
+
+
+class UsageError(Exception):
+    """A command-line mistake: one line on stderr, exit 1 (as p4c)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]  # one line, not usage + message
+        raise UsageError(message)
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m pyswitch compile",
-                                 description="compile a P4_16 v1model program for pyswitch")
+    ap = _Parser(prog="python -m pyswitch compile",
+                 description="compile a P4_16 v1model program for pyswitch")
     ap.add_argument("source", help="the P4 program")
     ap.add_argument("-o", "--output", help="device config to write (default: <name>.json)")
     ap.add_argument("--p4runtime-files", dest="p4info", action="append", default=[],
@@ -37,32 +48,69 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.arch != "v1model" or args.std not in ("p4-16", "p4_16"):
-        print("pyswitch compile: only --arch v1model and --std p4-16 are supported",
-              file=sys.stderr)
-        return 1
+def _defines(items: list[str]) -> dict[str, str]:
     defines = {}
-    for d in args.defines:
+    for d in items:
         k, _, v = d.partition("=")
+        if not k.isidentifier():
+            raise UsageError(f"-D {d!r}: {k!r} is not a macro name")
         defines[k] = v if v else "1"
-    src = Path(args.source)
+    return defines
+
+
+def _outputs(args: argparse.Namespace, src: Path) -> list[Path]:
+    """Every file to write, checked before compiling (a mistake in a path should not cost a
+    compile, and is reported as the path, not as an OSError from deep inside)."""
+    out = Path(args.output) if args.output else src.with_suffix(".json")
+    paths = [out, *(Path(f) for f in args.p4info)]
+    seen: set[Path] = set()
+    for p in paths:
+        if str(p) in ("", "."):
+            raise UsageError(f"output path {str(p)!r} is empty")
+        if p.is_dir():
+            raise UsageError(f"{p}: output is a directory")
+        if p.resolve() in seen:
+            raise UsageError(f"{p}: named as two outputs")
+        seen.add(p.resolve())
+        parent = next((d for d in (p.parent, *p.parent.parents) if d.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise UsageError(f"{p}: {parent} is not a directory")
+    if src.resolve() in seen:
+        raise UsageError(f"{src}: an output would overwrite the source")
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        if args.arch != "v1model" or args.std not in ("p4-16", "p4_16"):
+            raise UsageError("only --arch v1model and --std p4-16 are supported")
+        defines = _defines(args.defines)
+        src = Path(args.source)
+        if src.is_dir():  # the preprocessor would call it "no such file"
+            raise UsageError(f"{src}: the source is a directory, not a P4 program")
+        outputs = _outputs(args, src)
+    except UsageError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
     try:
         prog = compile_p4(src, args.include, defines)
+        # render both outputs before writing either: nothing is written unless all succeed
+        data = [prog.to_bytes()] + [prog.p4info_text().encode()] * len(args.p4info)
     except P4CompileError as e:
         print(str(e), file=sys.stderr)
         return 1
     except RecursionError:
         print(f"{src}:0:0: program too deeply nested", file=sys.stderr)
         return 1
-    out = Path(args.output) if args.output else src.with_suffix(".json")
+    except ValueError as e:  # e.g. a value P4Info's protobuf fields cannot hold
+        print(f"{src}:0:0: cannot build P4Info: {e}", file=sys.stderr)
+        return 1
     try:
-        _atomic_write(out, prog.to_bytes())
-        for f in args.p4info:
-            _atomic_write(Path(f), prog.p4info_text().encode())
+        write_files_atomic(list(zip(outputs, data, strict=True)))
     except OSError as e:
-        print(f"pyswitch compile: cannot write output: {e}", file=sys.stderr)
+        where = e.filename or outputs[0]
+        print(f"{PROG}: cannot write {where}: {e.strerror or e}", file=sys.stderr)
         return 1
     return 0
 

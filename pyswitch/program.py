@@ -64,17 +64,43 @@ class Program:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    write_files_atomic([(path, data)])
+
+
+def write_files_atomic(files: list[tuple[Path, bytes]]) -> None:
+    """Write several files all or nothing: each to a temporary file beside it, renamed over
+    its path only once every temporary file is complete.  On any failure the temporary files
+    (and folders this call created) are removed and the targets keep their old contents --
+    a compile whose P4Info cannot be written must not leave a fresh device config that no
+    longer matches the P4Info beside it."""
+    created: list[Path] = []
+    temps: list[tuple[str, Path]] = []
+    umask = os.umask(0)
+    os.umask(umask)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
+        for path, _ in files:
+            if path.is_dir():
+                raise IsADirectoryError(21, "is a directory", str(path))
+            missing = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+            for d in reversed(missing):
+                d.mkdir()
+                created.append(d)
+        for path, data in files:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+            temps.append((tmp, path))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; these are ordinary files
+        for tmp, path in temps:
+            os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
+        for d in reversed(created):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
         raise
 
 

@@ -32,6 +32,17 @@ class Bits(Ty):
 
 
 @dataclass(frozen=True)
+class NewBits(Bits):
+    """A ``type bit<N> T`` declaration: a distinct type with bit<N>'s representation
+    (P4_16 §7.6).  It compares unequal to bit<N>, so mixing the two needs a cast."""
+
+    name: str = ""
+
+    def show(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
 class IntLit(Ty):
     """The type of unsized integer constants (arbitrary precision, compile time only)."""
 

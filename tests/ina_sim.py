@@ -5,7 +5,10 @@ switches, and :class:`workers.ina.ps.PsState`, connected by lossy, duplicating, 
 links on a virtual clock.  The switch model is only a test fixture (the real switch is the P4
 program in ``p4src/``); it follows the slot table of docs/protocol.md §5 (docs/design.md §3.7):
 
-* slot = crc32(job, round, chunk) mod n_slots; a slot holding an OLDER round of the same job is
+* slot = crc32(job:16 ++ round:32 ++ chunk:32) mod n_slots, ina.p4's index
+  (:func:`sim_slot_index`); ``n_slots`` None = the configured count
+  (:func:`workers.ina.constants.num_slots`: constants.p4 or INSYNC_INA_NUM_SLOTS, the one
+  override path of docs/protocol.md §2); a slot holding an OLDER round of the same job is
   stale and counts as free;
 * free slot: a first transmission claims it; a RETRANSMIT packet never claims, it goes on to
   the PS (agg_id 0, FALLBACK);
@@ -30,6 +33,7 @@ PS after a few retries) restores liveness; ``test_ina_sim`` shows both.
 from __future__ import annotations
 
 import heapq
+import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -42,12 +46,19 @@ from workers.ina.constants import (
     FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
     TYPE_PARTIAL,
+    num_slots,
 )
 from workers.ina.messages import InaPacket, mask_of
 from workers.ina.ps import PsState
 from workers.ina.worker import WorkerRound, ps_only_schedule
 
 S_D = 1  # the PS's ToR switch id
+
+
+def sim_slot_index(key: tuple[int, int, int], n_slots: int) -> int:
+    """ina.p4's slot of (job, round, chunk) in a table of ``n_slots`` (docs/protocol.md §2),
+    so that a collision in the model is a collision on the switch with the same count."""
+    return zlib.crc32(struct.pack("!HII", *key)) % n_slots
 
 
 @dataclass
@@ -83,8 +94,7 @@ class SimSwitch:
         self.stats = SwitchStats()
 
     def _slot(self, key: tuple[int, int, int]) -> Slot:
-        h = zlib.crc32(np.array(key, dtype=np.int64).tobytes())
-        return self.slots[h % len(self.slots)]
+        return self.slots[sim_slot_index(key, len(self.slots))]
 
     def on_agg(self, p: InaPacket) -> list[tuple[str, InaPacket]]:
         """A GRAD/PARTIAL addressed to this switch -> list of (next hop, packet)."""
@@ -157,7 +167,7 @@ class SimConfig:
     rounds: int = 3
     mode: str = "ina"  # "ina" | "tor" | "ps"
     n_switches: int = 2  # aggregation switches besides s_d (ina mode)
-    n_slots: int = 8
+    n_slots: int | None = 8  # None: the configured count (num_slots(), module docstring)
     loss: float = 0.0
     dup: float = 0.0
     jitter: float = 0.0  # mean extra delay per hop (exponential): reordering
@@ -236,7 +246,8 @@ def run_sim(
     summed: set[int] = set()
     schedules = make_schedules(cfg, rng)
     switch_ids = [S_D] + list(range(2, 2 + cfg.n_switches))
-    switches = {s: SimSwitch(s, cfg.n_slots, mask, k, cfg.incomplete_dup)
+    n_slots = cfg.n_slots if cfg.n_slots is not None else num_slots()
+    switches = {s: SimSwitch(s, n_slots, mask, k, cfg.incomplete_dup)
                 for s in switch_ids}
     ps = PsState(cfg.job_id, range(n), cfg.n_chunks, k)
     heap: list[tuple[float, int, str, object]] = []

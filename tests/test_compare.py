@@ -128,3 +128,38 @@ def test_cli_compare(tmp_path, capsys):
     assert len({r.run for r in rows}) == 2
     assert cli_main(["compare", str(tmp_path / "missing")]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_check_results_accepts_every_method_shape():
+    """The shape check that lets compare skip malformed files has no false alarms on the
+    documents each method writes (INA, async PS, NDN async, clusters)."""
+    from controller.compare import check_results
+
+    for doc in (INA, ASYNC, NDN_ASYNC, CLUSTER):
+        assert check_results(doc) is None
+
+
+def test_cli_compare_skips_a_malformed_run_and_prints_the_rest(tmp_path, capsys):
+    (tmp_path / "r1").mkdir()
+    (tmp_path / "r1" / "results.json").write_text(json.dumps(INA))
+    bad = json.loads(json.dumps(INA))
+    bad["modes"]["ina"]["rounds"][1]["time_s"] = [0.3]  # a list where a number belongs
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "results.json").write_text(json.dumps(bad))
+    (tmp_path / "latin").mkdir()
+    (tmp_path / "latin" / "results.json").write_bytes(b'{"modes": "\xe9"}')
+    out = tmp_path / "cmp.json"
+    assert cli_main(["compare", str(tmp_path / "bad"), str(tmp_path / "r1"),
+                     str(tmp_path / "latin"), "--out", str(out)]) == 0
+    cap = capsys.readouterr()
+    err = cap.err.strip().splitlines()
+    assert len(err) == 2 and "Traceback" not in cap.err
+    assert "bad" in err[0] and "modes.ina.rounds[1].time_s" in err[0]
+    assert "latin" in err[1] and "UTF-8" in err[1]
+    assert "ps_only" in cap.out
+    assert [r["mode"] for r in json.loads(out.read_text())["rows"]] == ["ina", "ps_only"]
+    # every run bad: non-zero, one line each, no --out written
+    out.unlink()
+    assert cli_main(["compare", str(tmp_path / "bad"), str(tmp_path / "latin"),
+                     "--out", str(out)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 2 and not out.exists()

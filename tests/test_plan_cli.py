@@ -122,3 +122,71 @@ def test_errors_exit_2_one_line_no_file(tmp_path, topo, extra, needle):
     assert "Traceback" not in r.stderr
     assert not out.exists()
     assert list(tmp_path.glob("*plan*")) == []
+
+
+def test_unwritable_out_is_found_before_the_lp(tmp_path, capsys):
+    """--out is checked first: a plan that would take the LP a while fails at once, and a
+    bad topology is not even read (the --out line is the one shown)."""
+    import time
+
+    from controller.cli import main
+
+    (tmp_path / "file").write_text("x")
+    for out in (tmp_path, tmp_path / "file" / "plan.json", "/proc/insync-nope/plan.json"):
+        t0 = time.perf_counter()
+        code = main(["plan", "--topo", "fattree:8", "--ps", "h0", "--workers", "127",
+                     "--budget", "4", "--out", str(out)])
+        assert code == 2 and time.perf_counter() - t0 < 2.0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: --out {out}")
+    assert main(["plan", "--topo", "fattree:3", "--ps", "h0", "--workers", "1", "--budget",
+                 "1", "--out", str(tmp_path)]) == 2
+    assert "--out" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def _two_jobs_files(tmp_path):
+    """T1 of tests/test_lp_jobs.py: a1, a2 (job A) and b1, b2 (job B) under leaf1, pa under
+    leaf2, pb under leaf3, every leaf on one spine; every link capacity 1."""
+    ws = ["a1", "a2", "b1", "b2"]
+    links = [{"a": w, "b": "leaf1"} for w in ws]
+    links += [{"a": "pa", "b": "leaf2"}, {"a": "pb", "b": "leaf3"}]
+    links += [{"a": leaf, "b": "spine"} for leaf in ("leaf1", "leaf2", "leaf3")]
+    topo = tmp_path / "t1.json"
+    topo.write_text(json.dumps({"hosts": ws + ["pa", "pb"],
+                                "switches": ["leaf1", "leaf2", "leaf3", "spine"],
+                                "links": links}))
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps([{"name": "A", "ps": "pa", "workers": ["a1", "a2"]},
+                                {"name": "B", "ps": "pb", "workers": ["b1", "b2"]}]))
+    return topo, jobs
+
+
+def test_plan_jobs_file_shares_the_leaf(tmp_path):
+    """Budget 2: greedy buys leaf1 (shared, 1/2 each: leaf1→spine carries one stream per job,
+    γ_A + γ_B ≤ 1) and stops, the spine adding nothing; alone each job gets γ = 1."""
+    topo, jobs = _two_jobs_files(tmp_path)
+    out = tmp_path / "plan.json"
+    r = run("plan", "--topo", str(topo), "--jobs", str(jobs), "--budget", "2",
+            "--out", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(out.read_text())
+    assert plan["deployed"] == ["leaf1"]
+    assert {n: round(j["gamma"], 6) for n, j in plan["jobs"].items()} == {"A": 0.5, "B": 0.5}
+    assert plan["fairness"] == pytest.approx(1.0)
+    assert "fairness (Jain's index of γ/w) 1.0000" in r.stdout
+    assert "A  γ 0.5000 (alone 1.0000)" in r.stdout
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--jobs", "2", "--ps", "h0"], "drop --ps and --workers"),
+    ([], "give --ps and --workers"),
+    (["--jobs", "9"], "only 16 hosts"),
+    (["--jobs", "²"], "at most 9 digits"),
+])
+def test_plan_jobs_errors_one_line(tmp_path, extra, needle):
+    out = tmp_path / "plan.json"
+    r = run("plan", "--topo", "fattree:4", "--budget", "1", *extra, "--out", str(out),
+            cwd=tmp_path)
+    assert r.returncode == 2 and needle in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()

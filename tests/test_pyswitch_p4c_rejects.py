@@ -274,3 +274,25 @@ def test_bad_user_ids(tmp_path: Path, ids: str, message: str) -> None:
     e = reject(p)
     assert e.line == line_of(p, "// SECOND")
     assert e.message == message
+
+
+def test_newtype_as_shift_amount(tmp_path: Path) -> None:
+    # p4c: the right operand of a shift must be bit<S> or a known non-negative integer; a
+    # `type bit<8>` value is neither until it is cast
+    p = program(tmp_path, top="type bit<8> amount_t;", ingress="""
+    apply {
+        amount_t n = (amount_t) m.v;
+        hdr.h.f = hdr.h.f << n;   // SHIFT
+    }""")
+    e = reject(p)
+    assert e.line == line_of(p, "// SHIFT")
+    assert "shift amount of type amount_t" in e.message
+
+
+def test_newtype_cast_to_bits_shifts(tmp_path: Path) -> None:
+    p = program(tmp_path, top="type bit<8> amount_t;", ingress="""
+    apply {
+        amount_t n = (amount_t) m.v;
+        hdr.h.f = hdr.h.f << (bit<8>) n;
+    }""")
+    compile_p4(p)

@@ -54,6 +54,7 @@ def _topo(bw: object) -> dict:
     (json.dumps({"hosts": [f"h{i}" for i in range(MAX_NODES + 1)], "switches": [],
                  "links": []}).encode(), "more than the limit"),
     (b'{"hosts": [], "switches": []', "bad JSON"),
+    (b'{"hosts": [], "switches": [], "links": [], "x": ' + b"9" * 5000 + b"}", "bad JSON"),
 ])
 def test_bad_file_one_clear_error(tmp_path, content: bytes, expected: str) -> None:
     path = tmp_path / "topo.json"

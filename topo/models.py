@@ -334,6 +334,8 @@ def load_json(path: str | Path) -> nx.Graph:
         ) from None
     except RecursionError:
         raise TopologyError(f"{path}: JSON nested too deeply to be a topology") from None
+    except ValueError as exc:  # e.g. an integer longer than Python's int-string limit
+        raise TopologyError(f"{path}: bad JSON ({exc})") from None
     # A plan file embeds its topology: accept it too, so a plan is self-contained.
     if isinstance(data, Mapping) and isinstance(data.get("topology"), Mapping):
         data = data["topology"].get("graph", data["topology"])

@@ -34,18 +34,26 @@ import numpy as np
 from controller.baselines import all_baselines
 from controller.deploy import JobSpec, deploy, switch_rules
 from controller.errors import ExperimentError
-from controller.failover import SwitchMonitor, parse_fail_switch
+from controller.failover import (
+    WORKER_POLICIES,
+    SwitchMonitor,
+    WorkerMonitor,
+    WorkerStopped,
+    parse_fail_switch,
+    parse_kill_worker,
+)
 from controller.greedy import greedy
 from controller.lp import FastLP, make_job, solve_lp
 from controller.network import P4_PROGRAM, ROOT, check_environment, compile_program
 from controller.plan import build_plan, chunk_schedule, resolve_workers, write_plan
 from controller.records import seed_stats
+from controller.replan import replan_members
 from controller.report import mean, plot_modes, print_summary, print_written
 from controller.runner import Launch, Method, Node, Run, execute
 from topo.models import parse_topology
 from workers.common.model import Replica, TrainConfig, train_synchronous
 from workers.common.quantize import choose_frac_bits
-from workers.ina.constants import INA_UDP_PORT, K
+from workers.ina.constants import INA_UDP_PORT, K, num_slots
 from workers.ina.job import MODES, JobConfig
 from workers.ina.wire import FRAME_BYTES
 from workers.ina.worker import n_chunks_for, ps_only_schedule
@@ -79,6 +87,10 @@ class Settings:
     timeout: float = 0.3  # pyswitch hops are ~0.5 ms each; bursts queue for tens of ms
     round_timeout: float = 120.0
     fail_switch: str | None = None  # "SWITCH@ROUND": kill it after that round (docs/design.md §9)
+    # a worker that dies (docs/design.md §9): stop the job, or go on without it
+    on_worker_failure: str = "stop"
+    kill_worker: str | None = None  # "HOST@ROUND": kill that worker after that round
+    worker_timeout: float = 10.0  # the PS reports a member silent this long (s)
     out: str = "results"
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -100,6 +112,47 @@ def schedules_for(mode: str, plan: dict, workers: list[str], n_chunks: int) -> d
     if mode == "ps_only":
         return {str(i): ps_only_schedule(n_chunks) for i in range(len(workers))}
     raise ValueError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
+
+
+def member_schedules(mode: str, plan: dict, workers: list[str], survivors: list[str],
+                     n_chunks: int, graph: nx.Graph) -> dict[str, list] | None:
+    """The survivors' schedules after workers left the job (keys: their original bits; None
+    when the mode's schedules do not depend on the members, i.e. ``ps_only``)."""
+    if mode == "ina":
+        by_name = chunk_schedule(replan_members(graph, plan, survivors), n_chunks)
+        return {str(workers.index(w)): [tuple(e) for e in by_name[w]] for w in survivors}
+    if mode == "tor_only":
+        tor_id = int(plan["switch_ids"][plan["ps_tor"]])
+        return {str(workers.index(w)): [(c, tor_id, len(survivors)) for c in range(n_chunks)]
+                for w in survivors}
+    return None
+
+
+def exact_sums_by_round(out_dir: Path, n_workers: int, n_values: int,
+                        members: list[list[int]]) -> list[bool]:
+    """Per round r < len(members): did every worker that finished r apply exactly the int32
+    sum of the quantized gradients of ``members[r]`` (that round's member set)?  A worker
+    that died has no ``.npz``; its gradients come from the ``.q`` file it appends to before
+    sending each round."""
+    q: dict[int, np.ndarray] = {}
+    sums: dict[int, np.ndarray] = {}
+    for w in range(n_workers):
+        raw, npz = out_dir / f"worker{w}.q", out_dir / f"worker{w}.npz"
+        if npz.exists():
+            with np.load(npz) as d:
+                q[w], sums[w] = d["q"], d["sums"]
+        elif raw.exists():
+            q[w] = np.fromfile(raw, dtype=np.int32).reshape(-1, n_values)
+    out = []
+    for r, ids in enumerate(members):
+        have = [w for w in sums if len(sums[w]) > r]
+        if not have or any(w not in q or len(q[w]) <= r for w in ids):
+            out.append(False)
+            continue
+        total = np.sum([q[w][r].astype(np.int64) for w in ids], axis=0)
+        wrapped = ((total + 2**31) % 2**32 - 2**31).astype(np.int32)
+        out.append(all(np.array_equal(sums[w][r], wrapped) for w in have))
+    return out
 
 
 def exact_sums_ok(out_dir: Path, n_workers: int) -> list[bool]:
@@ -237,6 +290,10 @@ def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: fl
         "retransmissions": {m: sum(r["retransmissions"] for r in d["rounds"])
                             for m, d in modes.items()},
         "failover": [e for d in modes.values() for e in d.get("failover", [])],
+        # a worker that died (docs/design.md §9): who, when noticed, from which round the
+        # job went on without it, and whether the rounds before and after were exact
+        "worker_failure": [{**e, "mode": e["policy"]} for d in modes.values()
+                           for e in d.get("worker_failure", [])],
     }
 
 
@@ -244,8 +301,10 @@ def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: fl
 
 
 def run_mode(run: Run, mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: str,
-             monitor: SwitchMonitor) -> dict:
-    """Run one mode's job on the live network; returns its per-round records."""
+             monitor: SwitchMonitor, deaths: WorkerMonitor | None = None) -> dict:
+    """Run one mode's job on the live network; returns its per-round records.  ``deaths``
+    handles a worker that dies (docs/design.md §9); with ``stop`` the rounds every survivor
+    finished are recorded before :class:`WorkerStopped` goes on up."""
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     job_file = out_dir / "job.json"
@@ -253,31 +312,60 @@ def run_mode(run: Run, mininet: Any, mode: str, cfg: JobConfig, workers: list[st
     task = run.progress.add_task(f"{mode}: rounds", total=cfg.rounds)
 
     def on_line(host: str, line: str) -> None:
+        if deaths is not None:
+            deaths.on_line(host, line)
         words = line.split()  # "worker I round R ..."
         if len(words) > 3 and words[0] == "worker" and words[2] == "round":
             monitor.on_worker_round(int(words[3]))
-            if host == workers[0]:
+            if host == min(run_hosts, key=workers.index):  # the first worker still running
                 run.progress.advance(task)
 
+    def watch() -> None:
+        monitor.poll()
+        if deaths is not None:
+            deaths.poll()
+
+    def on_failure(host: str, code: int) -> bool:
+        if deaths is None or not deaths.on_failure(host, code):
+            return False
+        run_hosts.discard(host)
+        return True
+
+    run_hosts = set(workers)
     n_events, plan_gamma = len(monitor.events), monitor.plan["gamma"]
-    done = run.launch(mininet, Launch(
-        label=mode, out_dir=out_dir,
-        servers=[Node(ps, "workers.ina.ps_node", (str(job_file),))],
-        nodes=[Node(w, "workers.ina.worker_node", (str(job_file), "--worker", str(i)))
-               for i, w in enumerate(workers)],
-        start_file=Path(cfg.start_file) if cfg.start_file else None,
-        timeout_s=cfg.round_timeout_s * cfg.rounds, watch=monitor.poll, on_line=on_line,
-        server_exit="stop", stop_timeout_s=30))  # the PS serves retransmissions until the end
-    if done.server_codes[ps] != 0:
+    stopped: WorkerStopped | None = None
+    try:
+        done = run.launch(mininet, Launch(
+            label=mode, out_dir=out_dir,
+            servers=[Node(ps, "workers.ina.ps_node", (str(job_file),))],
+            nodes=[Node(w, "workers.ina.worker_node", (str(job_file), "--worker", str(i)))
+                   for i, w in enumerate(workers)],
+            start_file=Path(cfg.start_file) if cfg.start_file else None,
+            timeout_s=cfg.round_timeout_s * cfg.rounds, watch=watch, on_line=on_line,
+            on_failure=on_failure, on_procs=deaths.on_procs if deaths else None,
+            server_exit="stop", stop_timeout_s=30))  # the PS serves retransmissions to the end
+        moved, ps_code = done.moved, done.server_codes[ps]
+    except WorkerStopped as exc:  # the finished rounds are kept (results.json), then stop
+        stopped, moved, ps_code = exc, {}, 0
+    if ps_code != 0:
         raise ExperimentError(f"{mode}: the PS did not complete every round "
                               f"(see {out_dir}/logs.txt)")
-    moved = done.moved
-    reports = [json.loads((out_dir / f"worker{i}.json").read_text()) for i in range(len(workers))]
-    ps_report = json.loads((out_dir / "ps.json").read_text())
-    exact = exact_sums_ok(out_dir, len(workers))
+    gone = (set(deaths.removed_hosts()) | {e.worker for e in deaths.job_events} if deaths
+            else set())
+    alive = [i for i, w in enumerate(workers) if w not in gone]
+    reports = [json.loads((out_dir / f"worker{i}.json").read_text()) for i in alive
+               if (out_dir / f"worker{i}.json").exists()]
+    ps_path = out_dir / "ps.json"
+    ps_report = json.loads(ps_path.read_text()) if ps_path.exists() else {"stats": {}}
+    n_done = min(len(rep["rounds"]) for rep in reports) if reports else 0
+    members = [reports[0]["rounds"][r].get("members", cfg.worker_ids) for r in range(n_done)]
+    exact = (exact_sums_ok(out_dir, len(workers)) if not gone and stopped is None
+             else exact_sums_by_round(out_dir, len(workers), cfg.n_values, members))
     tor = mininet.plan.hosts[ps].neighbours[0]
+    if not moved:  # stopped before the runner read the counters: no per-round bytes
+        moved = {(tor, ps): 0}
     rounds = []
-    for r in range(cfg.rounds):
+    for r in range(n_done):
         per_worker = [rep["rounds"][r] for rep in reports]
         rounds.append({
             "time_s": max(x["time_s"] for x in per_worker),
@@ -292,15 +380,44 @@ def run_mode(run: Run, mininet: Any, mode: str, cfg: JobConfig, workers: list[st
             "schedule_version": per_worker[0].get("schedule_version", 0),
             "ps_rx_bytes": moved[(tor, ps)] / cfg.rounds,
             "busiest_link_bytes": max(moved.values()) / cfg.rounds,
+            **({"members": [workers[i] for i in members[r]]} if gone else {}),
         })
     busiest = max(moved, key=moved.get)
-    return {"job_id": cfg.job_id, "rounds": rounds, "ps": ps_report["stats"],
+    record = {"job_id": cfg.job_id, "rounds": rounds, "ps": ps_report["stats"],
             "grad_bytes": 4 * cfg.n_values,  # int32 values synchronized per round
             "ps_link_bytes_total": moved[(tor, ps)], "busiest_link": list(busiest),
             "busiest_link_bytes_total": moved[busiest],
             "failover": [asdict(e) for e in monitor.events[n_events:]],
             "plan_gamma": plan_gamma,  # of the plan this mode started on
             "link_bytes_total": {f"{a}->{b}": v for (a, b), v in sorted(moved.items())}}
+    if deaths is not None and deaths.job_events:
+        record["worker_failure"] = worker_failure_record(deaths, rounds, ps_report)
+    if stopped is not None:
+        record["stopped"] = str(stopped)
+        stopped.record = record  # the caller records it under its label, then stops
+        raise stopped
+    return record
+
+
+def worker_failure_record(deaths: WorkerMonitor, rounds: list[dict],
+                          ps_report: dict) -> list[dict]:
+    """results.json's record of each worker that died in one job (docs/design.md §9): the
+    event, the round the PS made it take effect (its own report is the authority), and
+    exactness of the rounds before and after."""
+    changes = ps_report.get("member_changes", [])
+    out = []
+    for i, e in enumerate(deaths.job_events):
+        d = asdict(e)
+        if i < len(changes):
+            d["round_effective"] = changes[i]["from_round"]
+        cut = d["round_effective"] if d["round_effective"] is not None else len(rounds)
+        d["rounds_completed"] = len(rounds)
+        d["exact_before"] = all(r["exact"] for r in rounds[:cut])
+        d["exact_after"] = (all(r["exact"] for r in rounds[cut:])
+                            if d["round_effective"] is not None else None)
+        d["accuracy_after"] = rounds[-1]["accuracy"] if rounds else None
+        out.append(d)
+    return out
 
 
 # ------------------------------------------------------------------ the method
@@ -318,6 +435,18 @@ class InaMethod(Method):
         self.s = settings if settings is not None else settings_from_args(args)
         self.args.out, self.args.name, self.args.seed = self.s.out, self.s.name, self.s.seed
 
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        d = Settings()
+        parser.add_argument(
+            "--on-worker-failure", choices=WORKER_POLICIES, default=d.on_worker_failure,
+            help="INA: when a worker dies, stop the job (one line naming it; finished rounds "
+                 "kept) or continue without it from the next round the PS has not completed "
+                 "(docs/design.md §9; default stop)")
+        parser.add_argument(
+            "--kill-worker", metavar="HOST@ROUND", default=None,
+            help="INA fault injection: kill worker HOST once a worker finished ROUND")
+
     def repeats(self) -> int:
         return self.s.repeats
 
@@ -332,6 +461,13 @@ class InaMethod(Method):
             nx.set_edge_attributes(graph, float(s.bw), "bw")
         self.graph = nx.freeze(graph)
         self.fail = parse_fail_switch(s.fail_switch, graph, s.rounds) if s.fail_switch else None
+        if s.on_worker_failure not in WORKER_POLICIES:
+            raise ExperimentError(f"--on-worker-failure: expected stop or continue, got "
+                                  f"{s.on_worker_failure!r}")
+        self.kill = (parse_kill_worker(s.kill_worker, resolve_workers(graph, s.ps, s.workers),
+                                       s.rounds) if s.kill_worker else None)
+        # the slot count the program is compiled with (--slots, docs/protocol.md §2)
+        s.extra["num_slots"] = num_slots()
         run.settings = asdict(s)
 
     def execute(self, run: Run) -> None:
@@ -351,14 +487,28 @@ class InaMethod(Method):
             self.deploy_info = net.info
             monitor = SwitchMonitor(mininet, graph, plan, net.rules, jobs, hosts, net.p4info,
                                     say=console.print, fail=self.fail)
+            deaths = WorkerMonitor(monitor, s.on_worker_failure, console.print, self.kill)
             for rep, train in enumerate(trains):
                 for m in s.modes:
                     # the first repeat keeps the folders it always had; later ones add the seed
                     mode_dir = out_dir / (m if rep == 0 else f"{m}-seed{train.seed}")
                     # a switch that died in an earlier mode stays dead: plan from the current
                     schedule_file = mode_dir / "schedules.json" if m == "ina" else None
-                    monitor.follow(schedule_file,
-                                   lambda p: schedules_for("ina", p, workers, n_chunks))
+
+                    def after_switch(p: dict) -> dict:
+                        # a switch that dies after a worker did: plan for the survivors
+                        left = [w for w in workers if w not in deaths.removed_hosts()]
+                        if len(left) == len(workers):
+                            return schedules_for("ina", p, workers, n_chunks)
+                        return member_schedules("ina", p, workers, left, n_chunks,
+                                                monitor.graph) or {}
+
+                    def after_worker(left: list[str], m: str = m) -> dict | None:
+                        return member_schedules(m, monitor.plan, workers, left, n_chunks,
+                                                monitor.graph)
+                    monitor.follow(schedule_file, after_switch)
+                    deaths.begin(m, next(j for j in jobs if j.job_id == JOB_IDS[m]), s.ps,
+                                 mode_dir / "removals.json", after_worker)
                     cfg = JobConfig(
                         job_id=JOB_IDS[m], mode=m, rounds=s.rounds, train=train,
                         worker_ids=list(range(len(workers))),
@@ -370,8 +520,16 @@ class InaMethod(Method):
                         frac_bits=frac_bits,
                         n_values=n_values, out_dir=str(mode_dir), window=s.window,
                         timeout=s.timeout, round_timeout_s=s.round_timeout,
-                        start_file=str(mode_dir / "start"))
-                    run.record(m, run_mode(run, mininet, m, cfg, workers, s.ps, monitor), rep)
+                        start_file=str(mode_dir / "start"),
+                        removal_file=str(mode_dir / "removals.json"),
+                        members_file=str(mode_dir / "members.json"),
+                        worker_timeout_s=s.worker_timeout)
+                    try:
+                        record = run_mode(run, mininet, m, cfg, workers, s.ps, monitor, deaths)
+                    except WorkerStopped as exc:
+                        run.record(m, exc.record, rep)
+                        raise
+                    run.record(m, record, rep)
 
     def results(self, run: Run) -> dict[str, Any]:
         reference = train_synchronous(self.train)
@@ -401,6 +559,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                  target=args.target, modes=tuple(m.strip() for m in args.modes.split(",")),
                  window=args.window, timeout=args.timeout, round_timeout=args.round_timeout,
                  fail_switch=args.fail_switch, out=args.out, name=args.name,
+                 on_worker_failure=getattr(args, "on_worker_failure", "stop"),
+                 kill_worker=getattr(args, "kill_worker", None),
                  repeats=args.repeats)
     for what, v in (("--rounds", s.rounds), ("--window", s.window), ("--repeats", s.repeats)):
         if v < 1:

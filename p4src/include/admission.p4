@@ -7,7 +7,9 @@
  *  - not a member: a GRAD from an unregistered (job, worker, port), a RESULT that does not
  *    enter at the PS's port of s_d, a PARTIAL from a host, contributions outside the job's
  *    worker set, a RESULT or an aggregation of an unknown job;
- *  - not IPv4 (uncounted).
+ *  - not IPv4 (dropped_not_ipv4: ARP, IPv6, LLDP... this data plane routes IPv4 only).
+ * Every drop goes through a drop_* action that counts its reason, so that a frame that
+ * disappears in a switch is always accounted for (docs/protocol.md §4, docs/design.md §9).
  * A dropped packet ends ingress here (exit). Control-plane names keep the MyIngress.
  * prefix of the single-control program (docs/protocol.md). */
 #ifndef _INA_ADMISSION_P4_
@@ -23,8 +25,11 @@ control InaAdmission(inout headers_t hdr,
     counter(1, CounterType.packets_and_bytes) dropped_malformed;
     @name(".MyIngress.dropped_nonmember")
     counter(1, CounterType.packets_and_bytes) dropped_nonmember;
+    @name(".MyIngress.dropped_not_ipv4")
+    counter(1, CounterType.packets_and_bytes) dropped_not_ipv4;
 
     action drop_not_ipv4() {
+        dropped_not_ipv4.count(0);
         mark_to_drop(standard_metadata);
     }
 

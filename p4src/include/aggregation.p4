@@ -37,6 +37,12 @@ control InaAggregation(inout headers_t hdr,
     counter(1, CounterType.packets_and_bytes) evicted;     /* stale slot (older round) reclaimed */
     @name(".MyIngress.release")
     counter(1, CounterType.packets_and_bytes) release;     /* slot released by a RESULT */
+    /* The two ways a frame ends here without leaving the switch (docs/protocol.md §4):
+     * summed into a slot that is not complete yet, or already in such a slot. */
+    @name(".MyIngress.absorbed")
+    counter(1, CounterType.packets_and_bytes) absorbed;    /* summed into an incomplete slot */
+    @name(".MyIngress.dropped_duplicate")
+    counter(1, CounterType.packets_and_bytes) dropped_duplicate; /* already in an incomplete slot */
 
     @name(".MyIngress.slot_key")
     register<slotKey_t>(INA_NUM_SLOTS) slot_key;          /* job_id ++ round ++ chunk_id */
@@ -62,11 +68,14 @@ control InaAggregation(inout headers_t hdr,
 
     /* Summed into the slot; nothing leaves the switch. */
     action absorb() {
+        absorbed.count(0);
         mark_to_drop(standard_metadata);
     }
 
-    /* Already summed into a slot that is not complete (counted as duplicate). */
+    /* Already summed into a slot that is not complete, not a retransmission: nothing to
+     * answer with (also counted in duplicate, with the re-emits and flushes). */
     action drop_duplicate() {
+        dropped_duplicate.count(0);
         mark_to_drop(standard_metadata);
     }
 

@@ -9,7 +9,13 @@
 
 /* Sizes (macros: they size arrays and registers). */
 #define INA_K 32            /* int32 values carried by one INA packet */
-#define INA_NUM_SLOTS 1024  /* aggregator slots per switch */
+/* Aggregator slots per switch. Overridable at compile time (`-D INA_NUM_SLOTS=N`, e.g. a
+ * tiny pool to force collisions): workers/ina/constants.py reads the same override from
+ * INSYNC_INA_NUM_SLOTS, and controller/network.py compile_program passes that variable as
+ * -D, so the program and Python's slot index never disagree (docs/protocol.md §2). */
+#ifndef INA_NUM_SLOTS
+#define INA_NUM_SLOTS 1024
+#endif
 #define INA_MAX_WORKERS 64  /* = width of the bitmap field; worker i <-> bit i */
 
 /* UDP port that marks a datagram as INA (destination port only). */

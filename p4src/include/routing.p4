@@ -4,8 +4,10 @@
  *    control keeps copies from going back where they came from);
  *  - GRAD/PARTIAL: toward agg_id (another switch, or 0 = the PS) over the controller's
  *    equal-cost group for it, member crc32(chunk_id ++ switch_id) mod group size.
- * A packet with nowhere to go is counted in dropped_noroute and dropped. Control-plane
- * names keep the MyIngress. prefix. */
+ * A packet with nowhere to go is counted and dropped: an INA packet in dropped_noroute,
+ * plain IPv4 that misses ipv4_lpm (or hits a drop entry) in dropped_ipv4_noroute, so that
+ * INA's own routing faults stay apart from stray host traffic. Control-plane names keep
+ * the MyIngress. prefix. */
 #ifndef _INA_ROUTING_P4_
 #define _INA_ROUTING_P4_
 
@@ -17,9 +19,14 @@ control InaRouting(inout headers_t hdr,
 
     @name(".MyIngress.dropped_noroute")
     counter(1, CounterType.packets_and_bytes) dropped_noroute;
+    @name(".MyIngress.dropped_ipv4_noroute")
+    counter(1, CounterType.packets_and_bytes) dropped_ipv4_noroute;
 
+    /* ipv4_lpm's default (a miss) and the action of drop entries: the name stays
+     * MyIngress.drop (the controller installs it); it counts why. */
     @name(".MyIngress.drop")
     action drop() {
+        dropped_ipv4_noroute.count(0);
         mark_to_drop(standard_metadata);
     }
 

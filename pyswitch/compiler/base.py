@@ -233,23 +233,30 @@ class CompilerBase:
                 width, signed = int(w), sep == "s"
                 break
         low = s.lower()
-        if low.startswith("0x"):
-            v = int(low[2:], 16)
-        elif low.startswith("0b"):
-            v = int(low[2:], 2)
-        elif low.startswith("0o"):
-            v = int(low[2:], 8)
-        elif low.startswith("0d"):
-            v = int(low[2:], 10)
-        else:
-            v = int(low, 10)
+        try:
+            if low.startswith("0x"):
+                v = int(low[2:], 16)
+            elif low.startswith("0b"):
+                v = int(low[2:], 2)
+            elif low.startswith("0o"):
+                v = int(low[2:], 8)
+            elif low.startswith("0d"):
+                v = int(low[2:], 10)
+            else:
+                v = int(low, 10)
+        except ValueError:
+            # Python refuses decimal strings over sys.get_int_max_str_digits() digits (4300);
+            # such a literal is a user mistake, not a compiler crash
+            raise self.err(tok, f"integer literal too long ({len(low)} digits)") from None
         if width is None:
             return v, INTLIT
         if width <= 0:
             raise self.err(tok, "zero-width integer literal")
-        lim = (1 << (width - 1)) if signed else (1 << width)
-        if v >= lim:
-            raise self.err(tok, f"value {v} does not fit in {width} bits")
+        # compare bit lengths: `1 << width` for an absurd width (`99999999999w1`) would
+        # allocate gigabytes before the check could fail
+        if v.bit_length() > (width - 1 if signed else width):
+            shown = str(v) if v.bit_length() < 64 else f"of {v.bit_length()} bits"
+            raise self.err(tok, f"value {shown} does not fit in {width} bits")
         return v, Bits(width, signed)
 
     def const_int(self, node: Any, scope: Scope | None = None) -> int:

@@ -30,6 +30,8 @@ from pyswitch.types import (
     VoidTy,
 )
 
+INT32_MAX = (1 << 31) - 1  # P4Info's size fields (register, counter) are int32
+
 
 class Controls:
     """See module docstring."""
@@ -141,13 +143,13 @@ class Controls:
                 raise self.err(node, "register<T> needs T = bit<N> or int<N>")
             if len(args) != 1:
                 raise self.err(node, "register needs exactly one argument (its size)")
-            size = self.const_int(args[0], scope)
+            size = self._extern_size(args[0], scope, "register")
             inst = ExternInst("register", full, f"R{len(self.registers)}", size, ty.args[0])
             self.registers.append(inst)
         elif ty.name == "counter":
             if len(args) != 2:
                 raise self.err(node, "counter needs (size, CounterType)")
-            size = self.const_int(args[0], scope)
+            size = self._extern_size(args[0], scope, "counter")
             ct = self.expr(args[1], scope)
             if not (isinstance(ct.ty, EnumTy) and ct.ty.name == "CounterType"):
                 raise self.err(args[1], "second counter argument must be a CounterType")
@@ -168,6 +170,16 @@ class Controls:
             raise self.err(node, f"cannot instantiate {ty.name!r}")
         inst.node = node  # type: ignore[attr-defined]  # its annotations go to P4Info
         scope.names[nm] = inst
+
+    def _extern_size(self, arg: Any, scope: Scope, kind: str) -> int:
+        """A register's or counter's size: P4Info stores it as an int32, so a larger one
+        (v1model's bit<32> allows 2^32-1) could never reach a controller; refuse it here
+        with its location rather than fail while building P4Info."""
+        size = self.const_int(arg, scope)
+        if not 0 <= size <= INT32_MAX:
+            raise self.err(arg, f"{kind} size {size} is out of range (0..{INT32_MAX}, "
+                                "P4Info's int32)")
+        return size
 
     def var_decl(self, ch: list, scope: Scope, em: Emitter, node: Tree) -> None:
         ty = self.resolve_type(ch[0])

@@ -42,6 +42,7 @@ from pyswitch.types import (
     EnumTy,
     ErrorTy,
     IntLit,
+    NewBits,
     Ty,
     same_type,
 )
@@ -368,6 +369,10 @@ class Expressions:
                 if b.const < 0:
                     raise self.err(node, "negative shift amount")
                 b = E(str(b.const), b.ty, b.const)
+            elif isinstance(b.ty, NewBits):
+                # p4c: the right operand must be bit<S> or a known non-negative integer
+                raise self.err(node, f"shift amount of type {b.ty.show()}: it must be bit<S> "
+                                     "or a compile-time known non-negative integer")
             elif not (isinstance(b.ty, Bits) and not b.ty.signed):
                 raise self.err(node, "shift amount must be unsigned")
             elif b.const is None and b.ty.width > 8:

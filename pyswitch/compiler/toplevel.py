@@ -59,7 +59,7 @@ class TopLevel:
             self.decl_const(ch, self.glob)
         elif k in ("typedef_decl", "newtype_decl"):
             nm = self.name_of(ch[1])
-            self.types[nm] = self.typedef_type(nm, ch[0])  # see compiler.typedefs
+            self.types[nm] = self.typedef_type(nm, ch[0], new=k == "newtype_decl")
         elif k in ("header_decl", "struct_decl"):
             nm = self.name_of(ch[0])
             fields = []

@@ -16,7 +16,7 @@ from typing import Any
 
 from pyswitch.compiler.model import HdrLoc, ScalarLoc, StructLoc
 from pyswitch.errors import P4CompileError
-from pyswitch.types import Bits, BoolTy, HeaderTy, StructTy, Ty
+from pyswitch.types import Bits, BoolTy, HeaderTy, NewBits, StructTy, Ty
 
 
 @dataclass(eq=False)
@@ -33,13 +33,18 @@ class DeferredTy(Ty):
 class Typedefs:
     """See module docstring."""
 
-    def typedef_type(self, name: str, node: Any) -> Ty:
+    def typedef_type(self, name: str, node: Any, new: bool = False) -> Ty:
+        """``typedef`` is another name for a type; ``type`` (``new``) declares a distinct
+        one, kept distinct here only where its representation is bit<N>."""
         try:
-            return self.resolve_type(node)
+            ty = self.resolve_type(node)
         except P4CompileError as e:
             if "not supported" not in e.message:
                 raise  # an error in the program itself, as p4c reports it
             return DeferredTy(name, e.message)
+        if new and type(ty) is Bits and not ty.signed:
+            return NewBits(ty.width, False, name)
+        return ty
 
     def deferred_error(self, t: DeferredTy, node: Any) -> P4CompileError:
         return self.err(node, f"type {t.name!r}: {t.reason}")

@@ -37,7 +37,7 @@ from typing import Any
 
 from pyswitch.errors import P4CompileError, SwitchError
 from pyswitch.p4info.compare import check_against_p4c
-from pyswitch.program import compile_p4
+from pyswitch.program import compile_p4, write_files_atomic
 from pyswitch.stf.parser import StfSyntaxError, Stmt, parse_int, parse_stf
 from pyswitch.switch import Switch
 
@@ -418,7 +418,7 @@ class CorpusEntry:
     location: str = ""
     seconds: float = 0.0
     diff: str = ""
-    p4info: str = ""  # equal | differs | no reference (compiled programs; see p4info_compare)
+    p4info: str = ""  # equal | differs | no reference (compiled programs; see pyswitch/p4info/compare.py)
     p4info_diff: str = ""
 
 
@@ -600,7 +600,7 @@ def _main_corpus(args: argparse.Namespace) -> int:
                "include_dirs": args.include, "summary": line,
                "counts": dict(Counter(e.status for e in entries)),
                "programs": [asdict(e) for e in entries]}
-        Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
+        write_files_atomic([(Path(args.json), (json.dumps(doc, indent=1) + "\n").encode())])
     return 1 if wrong else 0
 
 

@@ -11,12 +11,23 @@ reader that understands exactly two forms::
 where ``<expr>`` is an integer literal (decimal or hex) or ``+ - * / ( )`` over literals and
 names defined earlier in the file. Anything else that looks like a definition is an error,
 so a constant can never be silently misread. Results are cached.
+
+**Slot-count override** (docs/protocol.md §2): the slot count is the one constant that may
+change without editing the file, because a campaign or a multi-job network wants a small
+pool (many collisions) and the program's registers must have exactly as many cells as
+Python's slot index assumes.  One mechanism carries it everywhere: the environment variable
+``INSYNC_INA_NUM_SLOTS``.  ``constants.p4`` wraps the default in ``#ifndef INA_NUM_SLOTS``;
+:func:`compile_defines` turns the variable into ``-D INA_NUM_SLOTS=N`` for the compile step
+(controller/network.py), :func:`num_slots` reads it in Python, and every host process the
+controller starts inherits it.  :data:`NUM_SLOTS` is the value at import; code that may run
+after :func:`set_num_slots` calls :func:`num_slots`.
 """
 
 from __future__ import annotations
 
 import ast
 import operator
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -104,8 +115,48 @@ _C = load_constants()
 
 K: int = _C["INA_K"]
 """int32 values per INA packet."""
-NUM_SLOTS: int = _C["INA_NUM_SLOTS"]
-"""Aggregator slots per switch."""
+SLOTS_ENV = "INSYNC_INA_NUM_SLOTS"
+"""Environment variable of the slot-count override (module docstring)."""
+MAX_NUM_SLOTS = 1 << 20
+"""Largest slot count accepted: K + 3 registers of this many cells already take ~150 MB in
+pyswitch, and a bound checked here keeps a typo from exhausting memory at compile time."""
+
+
+def check_num_slots(value: object, what: str = SLOTS_ENV) -> int:
+    """``value`` as a slot count in 1..MAX_NUM_SLOTS, or ConstantsError naming ``what``."""
+    try:
+        n = int(str(value).strip(), 0)
+    except ValueError:
+        raise ConstantsError(f"{what}: slot count must be an integer, got {value!r}") from None
+    if not 1 <= n <= MAX_NUM_SLOTS:
+        raise ConstantsError(f"{what}: slot count must be in 1..{MAX_NUM_SLOTS}, got {n}")
+    return n
+
+
+def num_slots() -> int:
+    """Aggregator slots per switch now: the override if set, else constants.p4's default."""
+    raw = os.environ.get(SLOTS_ENV, "").strip()
+    return check_num_slots(raw) if raw else _C["INA_NUM_SLOTS"]
+
+
+def set_num_slots(n: int | None) -> None:
+    """Set (``None``: clear) the override for this process, the programs it compiles and the
+    host processes it starts afterwards."""
+    if n is None:
+        os.environ.pop(SLOTS_ENV, None)
+    else:
+        os.environ[SLOTS_ENV] = str(check_num_slots(n))
+
+
+def compile_defines() -> dict[str, str]:
+    """Preprocessor definitions for compiling ina.p4 under the current override (empty
+    without one, so the default build is byte-for-byte what it always was)."""
+    raw = os.environ.get(SLOTS_ENV, "").strip()
+    return {"INA_NUM_SLOTS": str(check_num_slots(raw))} if raw else {}
+
+
+NUM_SLOTS: int = num_slots()
+"""Aggregator slots per switch (at import; see :func:`num_slots`)."""
 MAX_WORKERS: int = _C["INA_MAX_WORKERS"]
 """Workers per job (bitmap width)."""
 INA_UDP_PORT: int = _C["INA_UDP_PORT"]
@@ -129,12 +180,18 @@ __all__ = [
     "INA_UDP_LEN",
     "INA_UDP_PORT",
     "K",
+    "MAX_NUM_SLOTS",
     "MAX_WORKERS",
     "NUM_SLOTS",
+    "SLOTS_ENV",
     "TYPE_GRAD",
     "TYPE_PARTIAL",
     "TYPE_RESULT",
     "ConstantsError",
+    "check_num_slots",
+    "compile_defines",
     "load_constants",
+    "num_slots",
     "parse_constants",
+    "set_num_slots",
 ]

@@ -47,6 +47,16 @@ class JobConfig:
     # Schedule changes while the job runs (the controller re-planned after a switch died):
     # a JSON list of {"from_round": R, "schedules": {...}} read by :class:`ScheduleBook`.
     schedule_file: str | None = None
+    # A worker that died (docs/design.md §9): the controller appends removal requests to
+    # ``removal_file`` ({"removed": [ids], "schedules": {...}}); the PS, which alone knows the
+    # lowest round it has not completed, picks that round as the one the change takes
+    # effect in and publishes it in ``members_file`` (:class:`MemberBook`), which the PS and
+    # the workers share.  None: the member set never changes.
+    removal_file: str | None = None
+    members_file: str | None = None
+    # The PS reports a member it has not heard from for this long while the lowest
+    # incomplete round still lacks that member's contribution (0: never).
+    worker_timeout_s: float = 10.0
     extra: dict = field(default_factory=dict)
 
     def save(self, path: Path) -> None:
@@ -100,3 +110,59 @@ class ScheduleBook:
         self.updates = [(int(u["from_round"]), [tuple(e) for e in u["schedules"][self.key]])
                         for u in data]
         self._mtime = mtime
+
+
+def read_json_list(path: Path | None, mtime: int | None) -> tuple[list | None, int | None]:
+    """The JSON list in ``path`` if its mtime differs from ``mtime`` (else None), and the
+    mtime; a missing file is an empty list."""
+    if path is None:
+        return None, mtime
+    try:
+        now = path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return ([] if mtime is not None else None), None
+    if now == mtime:
+        return None, mtime
+    return json.loads(path.read_text()), now
+
+
+class MemberBook:
+    """The job's member set for each round (docs/design.md §9, a worker that died): the job
+    file's ``worker_ids`` until the PS publishes a change in ``cfg.members_file`` (a list of
+    ``{"from_round": E, "workers": [ids], "schedules": {worker: [...]}}``, in order, written
+    atomically).  Round r uses the last entry with ``from_round <= r``.  Like
+    :class:`ScheduleBook` it re-reads the file only when its mtime changes."""
+
+    def __init__(self, cfg: JobConfig) -> None:
+        self.base = list(cfg.worker_ids)
+        self.path = Path(cfg.members_file) if cfg.members_file else None
+        self.entries: list[dict] = []
+        self._mtime: int | None = None
+
+    def refresh(self) -> bool:
+        """Re-read the file if it changed; True if it did."""
+        data, self._mtime = read_json_list(self.path, self._mtime)
+        if data is None:
+            return False
+        self.entries = data
+        return True
+
+    def entry_for(self, round_: int) -> dict | None:
+        """The change in force in ``round_`` (None: the job file's member set)."""
+        found = None
+        for e in self.entries:
+            if int(e["from_round"]) <= round_:
+                found = e
+        return found
+
+    def members(self, round_: int) -> list[int]:
+        e = self.entry_for(round_)
+        return sorted(int(w) for w in e["workers"]) if e is not None else self.base
+
+    def schedule(self, round_: int, worker_id: int) -> list[tuple[int, int, int]] | None:
+        """The schedule the change gives ``worker_id`` (None: no change in force, or none
+        given)."""
+        e = self.entry_for(round_)
+        if e is None or str(worker_id) not in e.get("schedules", {}):
+            return None
+        return [tuple(x) for x in e["schedules"][str(worker_id)]]

@@ -73,6 +73,17 @@ Rounds  [decision]
     starts round r+1 only after every RESULT of round r, i.e. after the PS completed round r),
     so ``max_ahead = 1`` only absorbs reordering at the round boundary.
 
+Member changes (docs/design.md §9, a worker that died)  [decision]
+    :meth:`PsState.change_members` takes a new member set from the lowest incomplete round E
+    on: the PS alone knows E (a round it completed can no longer change), so it picks it and
+    the workers learn it from the PS (``workers.ina.job.MemberBook``).  Round E is merged again
+    over the new full mask F': its chunks already completed over the old mask are re-opened
+    (their RESULTs counted the removed worker), stored pieces holding a removed worker are
+    dropped, the others stay (a survivor's quantized gradient is the same when it resends the
+    round).  Rounds before E keep their mask for late retransmissions.  The PS also tracks
+    when it last heard each member (:meth:`PsState.silent`), so a round stuck because one
+    worker's chunks never come is reported, not waited for forever.
+
 Malformed input (docs/design.md §9) is dropped and counted, never raised: wrong job, type not GRAD
 or PARTIAL, chunk out of range, wrong number of values, empty worker set or bits outside F, a GRAD
 whose bitmap is not exactly its sender's bit, and ``count != popcount(bitmap)`` (a packet whose
@@ -191,7 +202,8 @@ class _Chunk:
 
 
 class _Round:
-    def __init__(self, n_chunks: int, k: int) -> None:
+    def __init__(self, n_chunks: int, k: int, mask: int) -> None:
+        self.mask = mask  # the round's full mask F (members change between rounds, §9)
         self.chunks: dict[int, _Chunk] = {}
         self.done = np.zeros(n_chunks, dtype=bool)
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
@@ -248,6 +260,10 @@ class PsState:
         self.stats = PsStats()
         self.anomalies: list[Anomaly] = []
         self._rounds: dict[int, _Round] = {}
+        # (from_round, full mask) of every member change, oldest first (change_members)
+        self._masks: list[tuple[int, int]] = [(first_round, self.full_mask)]
+        self.removed_mask = 0  # every worker ever removed from the job
+        self._heard: dict[int, float] = {}  # worker -> when a packet last held its bit
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -266,18 +282,73 @@ class PsState:
         """For each incomplete chunk of ``round_``: the mask of workers not yet received."""
         rs = self._rounds.get(round_)
         if rs is None:
-            return dict.fromkeys(range(self.n_chunks), self.full_mask)
+            return dict.fromkeys(range(self.n_chunks), self.mask_for(round_))
         out = {}
         for c in range(self.n_chunks):
             if not rs.done[c]:
                 ch = rs.chunks.get(c)
-                out[c] = self.full_mask & ~(ch.union if ch else 0)
+                out[c] = rs.mask & ~(ch.union if ch else 0)
         return out
+
+    def mask_for(self, round_: int) -> int:
+        """The full mask of ``round_`` (the member set in force then)."""
+        mask = self._masks[0][1]
+        for start, m in self._masks:
+            if start <= round_:
+                mask = m
+        return mask
+
+    def silent(self, now: float, timeout: float) -> list[int]:
+        """Members the lowest incomplete round still lacks in some chunk and that no packet
+        has named for ``timeout`` seconds (the clock starts with the first packet heard, so
+        the start barrier never counts).  A live worker retransmits an unanswered chunk at
+        least every ``max_timeout`` (1 s), so a long silence means it is gone (§9)."""
+        if not self._heard or timeout <= 0:
+            return []
+        lacking = 0
+        for m in self.missing(self.current_round).values():
+            lacking |= m
+        start = min(self._heard.values())
+        return [w for w in self.worker_ids
+                if lacking >> w & 1 and now - self._heard.get(w, start) > timeout]
+
+    # -- member changes --------------------------------------------------------------------
+
+    def change_members(self, worker_ids: Iterable[int]) -> tuple[int, PsOutput]:
+        """From the lowest incomplete round E on, the job's members are ``worker_ids`` (a
+        subset of the current ones: workers only leave).  Returns E and what completes at
+        once (chunks whose stored pieces from survivors already cover F')."""
+        ids = sorted(set(int(w) for w in worker_ids))
+        if not ids or not set(ids) <= set(self.worker_ids):
+            raise ValueError(f"new members {ids} must be a non-empty subset of "
+                             f"{self.worker_ids}")
+        e = self.current_round
+        removed = self.full_mask & ~mask_of(ids)
+        self.worker_ids, self.full_mask, self.n_workers = ids, mask_of(ids), len(ids)
+        self.removed_mask |= removed
+        self._masks.append((e, self.full_mask))
+        for w in list(self._heard):
+            if removed >> w & 1:
+                del self._heard[w]
+        out = PsOutput()
+        for r in [r for r in self._rounds if r >= e]:
+            old = self._rounds.pop(r)
+            rs = self._rounds[r] = _Round(self.n_chunks, self.k, self.full_mask)
+            for c, ch in old.chunks.items():
+                keep = {b: v for b, v in ch.pieces.items() if not b & removed}
+                if keep:
+                    new = rs.chunks[c] = _Chunk()
+                    new.pieces = keep
+                    for b in keep:
+                        new.union |= b
+                    self._try_complete(r, rs, c, new, out)
+        return e, out
 
     # -- the state machine -----------------------------------------------------------------
 
-    def on_packet(self, pkt: InaPacket) -> PsOutput:
-        """Take one decoded packet; return the RESULTs to send and rounds that completed."""
+    def on_packet(self, pkt: InaPacket, now: float | None = None) -> PsOutput:
+        """Take one decoded packet; return the RESULTs to send and rounds that completed.
+        ``now`` (any monotone clock; optional) feeds :meth:`silent`."""
         out = PsOutput()
         why = self._check(pkt)
         if why:
@@ -286,6 +357,12 @@ class PsState:
             return out
         st = self.stats
         st.packets += 1
+        if now is not None:
+            b = pkt.bitmap
+            while b:
+                low = b & -b
+                self._heard[low.bit_length() - 1] = now
+                b ^= low
         if pkt.type == TYPE_GRAD:
             st.grads += 1
         else:
@@ -306,7 +383,7 @@ class PsState:
             st.future_round += 1
             return out
         if rs is None:
-            rs = self._rounds[r] = _Round(self.n_chunks, self.k)
+            rs = self._rounds[r] = _Round(self.n_chunks, self.k, self.mask_for(r))
         if rs.done[c]:
             st.late += 1
             st.results_resent += 1
@@ -314,24 +391,34 @@ class PsState:
             return out
 
         ch = rs.chunks.get(c)
-        if ch is None and pkt.bitmap == self.full_mask:
+        if ch is None and pkt.bitmap == rs.mask:
             rs.sums[c] = pkt.values  # fast path: the whole sum in one packet (normal INA)
+            self._complete(r, rs, c, out)
         else:
             if ch is None:
                 ch = rs.chunks[c] = _Chunk()
-            if not self._store(ch, pkt):
-                return out
-            if ch.union != self.full_mask:
-                return out
-            try:
-                cover = find_exact_cover(ch.pieces, self.full_mask, self.cover_budget)
-            except CoverBudgetExceeded as exc:
-                self._anomaly(r, c, "cover_budget", pkt.bitmap, str(exc))
-                return out
-            if cover is None:
-                return out
-            rs.sums[c] = wrap_sum([ch.pieces[b] for b in cover])
-            del rs.chunks[c]
+            if self._store(ch, pkt):
+                self._try_complete(r, rs, c, ch, out, pkt.bitmap)
+        return out
+
+    def _try_complete(self, r: int, rs: _Round, c: int, ch: _Chunk, out: PsOutput,
+                      bitmap: int = 0) -> None:
+        """Complete chunk ``c`` if an exact cover of the round's mask is stored."""
+        if ch.union & rs.mask != rs.mask:
+            return
+        try:
+            cover = find_exact_cover(ch.pieces, rs.mask, self.cover_budget)
+        except CoverBudgetExceeded as exc:
+            self._anomaly(r, c, "cover_budget", bitmap, str(exc))
+            return
+        if cover is None:
+            return
+        rs.sums[c] = wrap_sum([ch.pieces[b] for b in cover])
+        del rs.chunks[c]
+        self._complete(r, rs, c, out)
+
+    def _complete(self, r: int, rs: _Round, c: int, out: PsOutput) -> None:
+        st = self.stats
         rs.done[c] = True
         rs.n_done += 1
         st.chunks_completed += 1
@@ -341,7 +428,6 @@ class PsState:
             st.rounds_completed += 1
             out.completed_rounds.append(r)
             self._advance()
-        return out
 
     # -- internals -------------------------------------------------------------------------
 
@@ -355,7 +441,9 @@ class PsState:
         if pkt.round < self.first_round:
             return "round"
         b = pkt.bitmap
-        if b <= 0 or b & ~self.full_mask:
+        if b > 0 and b & self.removed_mask and pkt.round >= self._masks[-1][0]:
+            return "removed_member"  # §9: a worker that left the job (late or stray)
+        if b <= 0 or b & ~self.mask_for(pkt.round):
             return "bitmap"
         if pkt.type == TYPE_GRAD and b != 1 << pkt.worker_id:
             return "grad_bitmap"
@@ -404,6 +492,7 @@ class PsState:
         return True
 
     def _result(self, r: int, c: int, values: np.ndarray, resent: bool) -> InaPacket:
+        mask = self.mask_for(r)
         vals = values.view()  # a row of the round's sums, never written again
         vals.setflags(write=False)
         return InaPacket(
@@ -414,9 +503,9 @@ class PsState:
             chunk_id=c,
             agg_id=AGG_ID_PS,
             fan_in=0,
-            count=self.n_workers,
+            count=mask.bit_count(),
             worker_id=0,
-            bitmap=self.full_mask,
+            bitmap=mask,
             values=vals,
         )
 

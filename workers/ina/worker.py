@@ -38,7 +38,9 @@ Timeouts and retransmission  [decision]
 
 RESULT handling
     A RESULT for this job and round, of a chunk this worker has sent, whose bitmap contains
-    this worker, completes the chunk (its K values fill the result vector).  RESULTs for other
+    this worker, completes the chunk (its K values fill the result vector); with
+    ``expect_mask`` set (the round's member set changed, docs/design.md §9) the bitmap must be
+    exactly that mask, since a RESULT over the old one counted a removed worker.  RESULTs for other
     rounds (stale), unsent or unknown chunks, or without this worker's bit are ignored and
     counted; a second RESULT of a completed chunk is a duplicate (with different values it is
     also counted as a conflict; the first is kept).
@@ -108,6 +110,7 @@ class WorkerRound:
         max_timeout: float = 1.0,
         max_retries: int | None = None,
         direct_after: int | None = 3,
+        expect_mask: int | None = None,
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
@@ -133,6 +136,7 @@ class WorkerRound:
         if direct_after is not None and direct_after < 0:
             raise ValueError(f"direct_after must be >= 0 or None, got {direct_after}")
         self.direct_after = direct_after
+        self.expect_mask = expect_mask
         self.bit = 1 << worker_id
         self.result = np.zeros_like(self.values)
         self.stats = WorkerStats()
@@ -187,6 +191,7 @@ class WorkerRound:
             return []
         c = pkt.chunk_id
         if (c not in self._route or not pkt.bitmap & self.bit
+                or (self.expect_mask is not None and pkt.bitmap != self.expect_mask)
                 or getattr(pkt.values, "shape", None) != (self.k,)):
             st.unexpected_results += 1
             return []

@@ -6,6 +6,14 @@ its shard, quantize it with the job's scale, send it chunk by chunk following it
 RESULT, apply the mean gradient.  Writes ``worker<I>.json`` (per-round time, retransmissions,
 clips, loss, accuracy) and ``worker<I>.npz`` (its quantized gradients and the sums it
 applied, so the runner can check exactness independently).
+
+A worker that died (docs/design.md §9): the member set of each round comes from the PS
+(:class:`workers.ina.job.MemberBook`).  When the PS publishes a change taking effect in the
+round this worker is synchronizing, the worker starts that round's synchronization again with
+the same quantized gradient, the new schedule, and RESULTs accepted only over the new mask
+(older ones counted the removed worker); the mean divides by the round's member count.
+SIGTERM (the controller stopping the job) ends the worker after writing the rounds it
+finished.
 """
 
 from __future__ import annotations
@@ -13,8 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import select
+import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -23,7 +33,8 @@ import numpy as np
 from workers.common.model import Replica
 from workers.common.quantize import dequantize, quantize
 from workers.ina.constants import K
-from workers.ina.job import JobConfig, ScheduleBook
+from workers.ina.job import JobConfig, MemberBook, ScheduleBook
+from workers.ina.messages import mask_of
 from workers.ina.udp import open_socket, receive, send
 from workers.ina.worker import WorkerRound
 
@@ -32,18 +43,30 @@ class RoundFailed(RuntimeError):
     pass
 
 
+class MembersChanged(Exception):
+    """The PS changed the member set from the round being synchronized (module docstring)."""
+
+
+class Stopped(Exception):
+    """SIGTERM: the controller stops the job (docs/design.md §9)."""
+
+
 def sync_round(sock, cfg: JobConfig, worker_id: int, round_: int, q: np.ndarray,
-               schedule: list[tuple[int, int, int]]) -> tuple[np.ndarray, dict]:
-    """Send one round's quantized gradient; return the int32 sum and the round's stats."""
+               schedule: list[tuple[int, int, int]], expect_mask: int | None = None,
+               members_changed: Callable[[], bool] | None = None) -> tuple[np.ndarray, dict]:
+    """Send one round's quantized gradient; return the int32 sum and the round's stats.
+    ``members_changed()`` (checked every poll) raises :class:`MembersChanged` when true."""
     wr = WorkerRound(job_id=cfg.job_id, worker_id=worker_id, round_=round_, values=q,
                      schedule=schedule, k=K, window=cfg.window,
                      timeout=cfg.timeout, max_timeout=cfg.max_timeout,
-                     direct_after=cfg.direct_after)
+                     direct_after=cfg.direct_after, expect_mask=expect_mask)
     start = time.monotonic()
     for pkt in wr.start(start):
         send(sock, pkt, cfg.ps_addr)
     while not wr.done:
         now = time.monotonic()
+        if members_changed is not None and members_changed():
+            raise MembersChanged(asdict(wr.stats))
         if now - start > cfg.round_timeout_s:
             raise RoundFailed(f"worker {worker_id}: round {round_} not complete after "
                               f"{cfg.round_timeout_s:.0f} s ({wr.stats})")
@@ -79,33 +102,75 @@ def wait_for_start(cfg: JobConfig, worker_id: int) -> None:
         time.sleep(0.01)
 
 
+def round_plan(cfg: JobConfig, worker_id: int, r: int, schedules: ScheduleBook,
+               members: MemberBook) -> tuple[list[tuple[int, int, int]], int, list[int]]:
+    """Schedule, schedule version and member set of round ``r``: the newer of the switch
+    fail-over's schedule (ScheduleBook) and the member change's (MemberBook) applies."""
+    schedule, version = schedules.for_round(r)
+    members.refresh()
+    change = members.entry_for(r)
+    mine = members.schedule(r, worker_id)
+    if change is not None and mine is not None:
+        since = schedules.updates[version - 1][0] if version else -1
+        if since <= int(change["from_round"]):
+            schedule = mine
+    return schedule, version, members.members(r)
+
+
 def run(cfg: JobConfig, worker_id: int) -> dict:
     index = cfg.worker_ids.index(worker_id)
     replica = Replica(cfg.train, index)
     sock = open_socket(("0.0.0.0", cfg.worker_addrs[index][1]))
     sock.setblocking(False)
-    n_workers = len(cfg.worker_ids)
+    n_workers = len(cfg.worker_ids)  # the clip bound: fewer members later stay inside it
     schedules = ScheduleBook(cfg, worker_id)
+    members = MemberBook(cfg)
     wait_for_start(cfg, worker_id)
     rounds, sent_q, sums = [], [], []
-    for r in range(cfg.rounds):
-        loss, grad = replica.gradient(r)
-        q, clipped = quantize(grad, cfg.frac_bits, n_workers)
-        schedule, version = schedules.for_round(r)
-        total, stats = sync_round(sock, cfg, worker_id, r, q, schedule)
-        replica.apply(dequantize(total, cfg.frac_bits) / np.float32(n_workers))
-        sent_q.append(q)
-        sums.append(total)
-        rounds.append({"round": r, "loss": float(loss), "clipped": clipped,
-                       "schedule_version": version,
-                       "accuracy": replica.test_accuracy(), **stats})
-        print(f"worker {worker_id} round {r} {stats['time_s']:.3f}s "
-              f"retx {stats['retransmits']}", flush=True)
-    sock.close()
-    out = Path(cfg.out_dir)
-    np.savez(out / f"worker{worker_id}.npz", q=np.array(sent_q), sums=np.array(sums))
-    report = {"worker_id": worker_id, "rounds": rounds}
-    (out / f"worker{worker_id}.json").write_text(json.dumps(report, indent=1) + "\n")
+    try:
+        for r in range(cfg.rounds):
+            loss, grad = replica.gradient(r)
+            q, clipped = quantize(grad, cfg.frac_bits, n_workers)
+            if cfg.removal_file:  # members may die: their gradients must outlive them (§9)
+                with open(Path(cfg.out_dir) / f"worker{worker_id}.q", "ab") as f:
+                    f.write(q.astype(np.int32).tobytes())
+            restarts, extra_retx, t0 = 0, 0, time.monotonic()
+            while True:
+                schedule, version, ids = round_plan(cfg, worker_id, r, schedules, members)
+                if worker_id not in ids:
+                    raise RoundFailed(f"worker {worker_id}: removed from the job in round {r}")
+
+                def changed(ids: list[int] = ids, r: int = r) -> bool:
+                    return members.refresh() and members.members(r) != ids
+                try:
+                    total, stats = sync_round(
+                        sock, cfg, worker_id, r, q, schedule,
+                        # with members that may change, a RESULT must be over exactly the
+                        # members this worker knows: one over the PS's newer set may come
+                        # before the members file is read (then the round starts again)
+                        expect_mask=mask_of(ids) if members.path else None,
+                        members_changed=changed if members.path else None)
+                    break
+                except MembersChanged as exc:
+                    restarts += 1
+                    extra_retx += exc.args[0]["retransmits"]
+            stats["retransmits"] += extra_retx
+            if restarts:
+                stats["time_s"] = time.monotonic() - t0
+            replica.apply(dequantize(total, cfg.frac_bits) / np.float32(len(ids)))
+            sent_q.append(q)
+            sums.append(total)
+            rounds.append({"round": r, "loss": float(loss), "clipped": clipped,
+                           "schedule_version": version, "members": ids, "restarts": restarts,
+                           "accuracy": replica.test_accuracy(), **stats})
+            print(f"worker {worker_id} round {r} {stats['time_s']:.3f}s "
+                  f"retx {stats['retransmits']}", flush=True)
+    finally:  # also on SIGTERM (Stopped): the rounds finished so far are kept
+        sock.close()
+        out = Path(cfg.out_dir)
+        np.savez(out / f"worker{worker_id}.npz", q=np.array(sent_q), sums=np.array(sums))
+        report = {"worker_id": worker_id, "rounds": rounds}
+        (out / f"worker{worker_id}.json").write_text(json.dumps(report, indent=1) + "\n")
     return report
 
 
@@ -119,8 +184,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: worker {args.worker} is not in job {cfg.job_id} "
               f"(workers {cfg.worker_ids})", file=sys.stderr)
         return 2
+    def on_term(signum: int, frame: object) -> None:
+        raise Stopped()
+
+    signal.signal(signal.SIGTERM, on_term)
     try:
         run(cfg, args.worker)
+    except Stopped:
+        print(f"worker {args.worker} stopped", flush=True)
+        return 3
     except RoundFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
