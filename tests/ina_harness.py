@@ -27,7 +27,7 @@ import shutil
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -62,12 +62,13 @@ def compiled_pyswitch_program(path: str = str(INA_P4)):
 
 
 class PySwitchTarget:
-    """`Target` on pyswitch's in-process Switch."""
+    """`Target` on pyswitch's in-process Switch (ina.p4 as compiled by default, or
+    ``program``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, program: Any = None) -> None:
         import pyswitch
 
-        self.sw = pyswitch.Switch(compiled_pyswitch_program(), device_id=0, seed=0)
+        self.sw = pyswitch.Switch(program or compiled_pyswitch_program(), device_id=0, seed=0)
 
     def insert_entry(self, table: str, match: dict, action: str, params: dict) -> None:
         self.sw.insert_entry(table, match, action, params)

@@ -14,7 +14,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from ina_harness import INA_P4, InaSwitch, pyswitch_unavailable
+from ina_harness import INA_P4, InaSwitch, PySwitchTarget, pyswitch_unavailable
 from ina_sim import SimConfig, run_sim
 
 from workers.ina import constants as C
@@ -97,31 +97,9 @@ def _small_program():
     return pyswitch.compile_p4(str(INA_P4), defines={"INA_NUM_SLOTS": SMALL})
 
 
-class SmallPoolTarget:
+def SmallPoolTarget() -> PySwitchTarget:  # noqa: N802 - reads as the target it is
     """`ina_harness.Target` on ina.p4 compiled with -D INA_NUM_SLOTS=4, in-process."""
-
-    def __init__(self) -> None:
-        import pyswitch
-
-        self.sw = pyswitch.Switch(_small_program(), device_id=0, seed=0)
-
-    def insert_entry(self, table: str, match: dict, action: str, params: dict) -> None:
-        self.sw.insert_entry(table, match, action, params)
-
-    def set_default_action(self, table: str, action: str, params: dict) -> None:
-        self.sw.set_default_action(table, action, params)
-
-    def set_multicast_group(self, group_id: int, ports: list[int]) -> None:
-        self.sw.set_multicast_group(group_id, [(p, 0) for p in ports])
-
-    def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
-        return self.sw.process(port, frame)
-
-    def counter(self, name: str) -> int:
-        return self.sw.counter_read(f"MyIngress.{name}", 0)[0]
-
-    def register(self, name: str, index: int) -> int | None:
-        return self.sw.register_read(f"MyIngress.{name}", index)
+    return PySwitchTarget(_small_program())
 
 
 @pytest.fixture

@@ -73,7 +73,9 @@ def test_reduced_ndn_experiment_vs_tcp_ps(tmp_path):
     assert res["complete"] is True and res["provenance"]["command_line"][3:5] == ["run",
                                                                                   "--method"]
     assert set(res["provenance"]["cpu"]) == {"ndn@3", "tcp-ps@3"}
-    assert res["provenance"]["cpu"]["ndn@3"]["switches_cpu_total_s"] > 0  # the NDN routers
+    # every NDN router process measured (3 rounds can stay under one 10 ms clock tick)
+    routers = res["provenance"]["cpu"]["ndn@3"]["switches_cpu_s"]
+    assert set(routers) == {"leaf0", "leaf1", "spine0"} and min(routers.values()) >= 0
 
 
 @pytest.mark.root
