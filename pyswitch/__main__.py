@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 USAGE = """usage: python -m pyswitch {compile,run,stf} ...
 
@@ -14,37 +11,6 @@ USAGE = """usage: python -m pyswitch {compile,run,stf} ...
   run       run a switch on Linux interfaces with a P4Runtime server (mirrors simple_switch_grpc)
   stf       run STF packet tests, one program or a corpus (as p4c's bmv2stf.py)
 """
-
-
-class _ArgumentError(Exception):
-    """An argparse mistake of a subcommand, already shortened to one line."""
-
-
-@contextmanager
-def _one_line_usage_errors(prog: str) -> Iterator[None]:
-    """argparse answers a mistake with the usage text and a message (several lines, exit via
-    SystemExit); the subcommands' parsers live in modules this CLI does not own, so their
-    ``error`` is replaced while they run, giving the one ``prog: message`` line every
-    pyswitch command prints for bad input."""
-    original = argparse.ArgumentParser.error
-
-    def error(self: argparse.ArgumentParser, message: str) -> None:
-        raise _ArgumentError(f"{prog}: {message}")
-
-    argparse.ArgumentParser.error = error  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
-        argparse.ArgumentParser.error = original  # type: ignore[method-assign]
-
-
-def _run(prog: str, func: Callable[[list[str]], int], rest: list[str]) -> int:
-    try:
-        with _one_line_usage_errors(prog):
-            return func(rest)
-    except _ArgumentError as exc:
-        print(exc, file=sys.stderr)
-        return 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,11 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     if command == "run":
         from pyswitch.daemon import main as run_main
 
-        return _run("pyswitch run", run_main, rest)
+        return run_main(rest)
     if command == "stf":
         from pyswitch.stf.runner import main as stf_main
 
-        return _run("pyswitch stf", stf_main, rest)
+        return stf_main(rest)
     print(f"pyswitch: unknown command {command!r} (one of compile, run, stf)", file=sys.stderr)
     return 2
 

@@ -13,23 +13,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from pyswitch.errors import P4CompileError
+from pyswitch.errors import OneLineParser, P4CompileError, UsageError
 from pyswitch.program import compile_p4, write_files_atomic
 
 PROG = "pyswitch compile"
 
 
-class UsageError(Exception):
-    """A command-line mistake: one line on stderr, exit 1 (as p4c)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]  # one line, not usage + message
-        raise UsageError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="python -m pyswitch compile",
+    ap = OneLineParser(prog="python -m pyswitch compile",
                  description="compile a P4_16 v1model program for pyswitch")
     ap.add_argument("source", help="the P4 program")
     ap.add_argument("-o", "--output", help="device config to write (default: <name>.json)")

@@ -40,6 +40,7 @@ from typing import Any
 # gRPC's C core logs bind failures etc. to stderr itself; we report them in one line.
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
+from pyswitch.errors import OneLineParser, UsageError  # noqa: E402
 from pyswitch.impairment import (  # noqa: E402
     ImpairmentSpecError,
     PortImpairments,
@@ -58,10 +59,6 @@ from pyswitch.ports import Port, PortError  # noqa: E402
 
 log = logging.getLogger("pyswitch.run")
 BATCH = 64
-
-
-class UsageError(Exception):
-    """A command-line mistake: printed as one line, exit status 2."""
 
 
 class ForwardingLoop:
@@ -344,7 +341,7 @@ def control_request(path: str, request: dict[str, Any], timeout: float = 5.0) ->
 # ---------------------------------------------------------------- command line
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m pyswitch run",
         description="Run a pyswitch v1model switch on Linux interfaces with a P4Runtime "
                     "server (command line as BMv2's simple_switch_grpc).")
@@ -407,11 +404,10 @@ def setup_logging(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--"]
-    parser = build_parser()
-    args = parser.parse_args(argv)
     prog = "pyswitch run"
     ports: dict[int, Port] = {}
     try:
+        args = build_parser().parse_args(argv)
         ifaces = parse_interfaces(args.interface)
         impairments = PortImpairments()
         for text in args.impair:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 
 class P4CompileError(Exception):
     """A located error in a P4 program: ``str(e) == "file:line:col: message"``."""
@@ -28,3 +30,15 @@ class EntryNotFound(SwitchError):
 
 class InvalidArgument(SwitchError):
     """Unknown name, value wider than its field, prefix too long, ... (INVALID_ARGUMENT)."""
+
+
+class UsageError(Exception):
+    """A command-line mistake: printed as one line, non-zero exit."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that raises :class:`UsageError` instead of printing the usage text and a
+    message (several lines): every pyswitch command prints one ``prog: message`` line."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(message)

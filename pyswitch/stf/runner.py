@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyswitch.errors import P4CompileError, SwitchError
+from pyswitch.errors import OneLineParser, P4CompileError, SwitchError, UsageError
 from pyswitch.p4info.compare import check_against_p4c
 from pyswitch.program import compile_p4, write_files_atomic
 from pyswitch.stf.parser import StfSyntaxError, Stmt, parse_int, parse_stf
@@ -548,7 +548,7 @@ def summary(entries: list[CorpusEntry], expect_reject: bool = False) -> str:
 
 # ----------------------------------------------------------------------------- CLI
 def _argparser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="python -m pyswitch stf",
         description="run STF packet tests (p4c's BMv2 format) on pyswitch")
     ap.add_argument("program", nargs="?", help="the P4 program (single-test mode)")
@@ -607,14 +607,17 @@ def _main_corpus(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``python -m pyswitch stf``: 0 = pass, 1 = wrong packets (or, in a corpus, any wrong
     answer), 2 = the test could not run (compile error, bad STF, unknown table, ...)."""
-    ap = _argparser()
-    args = ap.parse_args(argv)
+    try:
+        args = _argparser().parse_args(argv)
+        if args.corpus and (args.program or args.stf):
+            raise UsageError("give either PROG.p4 TEST.stf or --corpus DIR")
+        if not args.corpus and not args.program:
+            raise UsageError("PROG.p4 is required (or --corpus DIR)")
+    except UsageError as exc:
+        print(f"pyswitch stf: {exc}", file=sys.stderr)
+        return 2
     if args.corpus:
-        if args.program or args.stf:
-            ap.error("give either PROG.p4 TEST.stf or --corpus DIR")
         return _main_corpus(args)
-    if not args.program:
-        ap.error("PROG.p4 is required (or --corpus DIR)")
     stf = args.stf or str(Path(args.program).with_suffix(".stf"))
     defines = {}
     for d in args.defines:
