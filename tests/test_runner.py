@@ -213,7 +213,7 @@ def test_launch_names_the_node_that_failed(tmp_path):
 
 
 def test_clean_matches_only_what_our_runs_start():
-    py = "/work/main/.venv/bin/python"
+    py = ".venv/bin/python"  # any interpreter: the module decides
     procs = {
         10: [py, "-m", "pyswitch", "run", "--device-id", "1"],
         11: [py, "-m", "workers.ina.ps_node", "job.json"],
