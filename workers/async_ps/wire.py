@@ -39,11 +39,15 @@ import numpy as np
 
 from workers.async_ps.core import Push, Reply
 from workers.common.framing import (
+    HEAD,
     FrameDecoder,
     TransportError,
     decode_array,
     encode_array,
+    expect_end,
     frame,
+    read_fixed,
+    read_head,
     recv_frame,
 )
 
@@ -65,7 +69,6 @@ ASYNC_TCP_PORT = 50100
 MAGIC = b"AS"
 VERSION = 1
 
-_HEAD = struct.Struct("!2sBB")
 _HELLO = struct.Struct("!I")
 _WELCOME = struct.Struct("!Q")
 _PUSH = struct.Struct("!IQdH")
@@ -108,73 +111,57 @@ Message = Hello | Welcome | Push | Answer | Stop | Error
 def encode(msg: Message) -> bytes:
     """The body of ``msg`` (without the length prefix)."""
     if isinstance(msg, Hello):
-        return _HEAD.pack(MAGIC, VERSION, T_HELLO) + _HELLO.pack(msg.worker)
+        return HEAD.pack(MAGIC, VERSION, T_HELLO) + _HELLO.pack(msg.worker)
     if isinstance(msg, Welcome):
-        return (_HEAD.pack(MAGIC, VERSION, T_WELCOME) + _WELCOME.pack(msg.t_ps)
+        return (HEAD.pack(MAGIC, VERSION, T_WELCOME) + _WELCOME.pack(msg.t_ps)
                 + encode_array(msg.params))
     if isinstance(msg, Push):
         prev = tuple(int(x) for x in msg.previous)
         kappa = math.nan if msg.kappa is None else float(msg.kappa)
-        return (_HEAD.pack(MAGIC, VERSION, T_PUSH)
+        return (HEAD.pack(MAGIC, VERSION, T_PUSH)
                 + _PUSH.pack(msg.worker, msg.t_w, kappa, len(prev))
                 + struct.pack(f"!{len(prev)}I", *prev) + encode_array(msg.gradient))
     if isinstance(msg, Answer):
         r = msg.reply
         flags = (1 if r.applied else 0) | (2 if msg.stop else 0)
-        return (_HEAD.pack(MAGIC, VERSION, T_ANSWER)
+        return (HEAD.pack(MAGIC, VERSION, T_ANSWER)
                 + _ANSWER.pack(r.t_ps, r.sigma, r.kappa, r.scale, flags)
                 + encode_array(r.params))
     if isinstance(msg, Stop):
-        return _HEAD.pack(MAGIC, VERSION, T_STOP)
+        return HEAD.pack(MAGIC, VERSION, T_STOP)
     if isinstance(msg, Error):
-        return _HEAD.pack(MAGIC, VERSION, T_ERROR) + msg.text.encode()
+        return HEAD.pack(MAGIC, VERSION, T_ERROR) + msg.text.encode()
     raise TypeError(f"not a message: {type(msg).__name__}")
-
-
-def _fixed(body: bytes, off: int, st: struct.Struct, what: str) -> tuple:
-    if len(body) < off + st.size:
-        raise TransportError(f"truncated {what} message ({len(body)} bytes)")
-    return st.unpack_from(body, off)
-
-
-def _done(body: bytes, end: int, what: str) -> None:
-    if end != len(body):
-        raise TransportError(f"{what} message has {len(body) - end} trailing bytes")
 
 
 def decode(body: bytes) -> Message:
     """The message in ``body``; raises :class:`TransportError` for anything malformed."""
-    magic, version, kind = _fixed(body, 0, _HEAD, "any")
-    if magic != MAGIC:
-        raise TransportError(f"bad magic {magic!r} (not an async-PS message)")
-    if version != VERSION:
-        raise TransportError(f"unsupported version {version} (expected {VERSION})")
-    off = _HEAD.size
+    kind, off = read_head(body, MAGIC, VERSION, "an async-PS")
     if kind == T_HELLO:
-        (worker,) = _fixed(body, off, _HELLO, "Hello")
-        _done(body, off + _HELLO.size, "Hello")
+        (worker,) = read_fixed(body, off, _HELLO, "Hello")
+        expect_end(body, off + _HELLO.size, "Hello")
         return Hello(worker)
     if kind == T_WELCOME:
-        (t_ps,) = _fixed(body, off, _WELCOME, "Welcome")
+        (t_ps,) = read_fixed(body, off, _WELCOME, "Welcome")
         params, end = decode_array(body, off + _WELCOME.size)
-        _done(body, end, "Welcome")
+        expect_end(body, end, "Welcome")
         return Welcome(params, t_ps)
     if kind == T_PUSH:
-        worker, t_w, kappa, n_prev = _fixed(body, off, _PUSH, "Push")
+        worker, t_w, kappa, n_prev = read_fixed(body, off, _PUSH, "Push")
         off += _PUSH.size
         if len(body) < off + 4 * n_prev:
             raise TransportError("truncated Push message (staleness samples)")
         prev = struct.unpack_from(f"!{n_prev}I", body, off)
         grad, end = decode_array(body, off + 4 * n_prev)
-        _done(body, end, "Push")
+        expect_end(body, end, "Push")
         return Push(worker, grad, t_w, tuple(prev), None if math.isnan(kappa) else kappa)
     if kind == T_ANSWER:
-        t_ps, sigma, kappa, scale, flags = _fixed(body, off, _ANSWER, "Answer")
+        t_ps, sigma, kappa, scale, flags = read_fixed(body, off, _ANSWER, "Answer")
         params, end = decode_array(body, off + _ANSWER.size)
-        _done(body, end, "Answer")
+        expect_end(body, end, "Answer")
         return Answer(Reply(params, t_ps, sigma, kappa, scale, bool(flags & 1)), bool(flags & 2))
     if kind == T_STOP:
-        _done(body, off, "Stop")
+        expect_end(body, off, "Stop")
         return Stop()
     if kind == T_ERROR:
         return Error(body[off:].decode(errors="replace"))

@@ -33,14 +33,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workers.common.framing import TransportError, decode_array, encode_array
+from workers.common.framing import (
+    HEAD,
+    TransportError,
+    decode_array,
+    encode_array,
+    expect_end,
+    read_fixed,
+    read_head,
+)
 
 __all__ = ["Assign", "ClusterMessage", "Features", "Grad", "Handover", "Params", "PeerAvg",
            "Update", "decode", "encode"]
 
 MAGIC = b"CL"
 VERSION = 1
-_HEAD = struct.Struct("!2sBB")
 _FEATURES = struct.Struct("!II")
 _ASSIGN = struct.Struct("!IIBdH")
 _GRAD = struct.Struct("!III")
@@ -118,7 +125,7 @@ ClusterMessage = Features | Assign | Grad | Update | PeerAvg | Handover | Params
 
 
 def _head(kind: int) -> bytes:
-    return _HEAD.pack(MAGIC, VERSION, kind)
+    return HEAD.pack(MAGIC, VERSION, kind)
 
 
 def encode(msg: ClusterMessage) -> bytes:
@@ -153,32 +160,20 @@ def encode(msg: ClusterMessage) -> bytes:
     raise TypeError(f"not a cluster message: {type(msg).__name__}")
 
 
-def _fixed(body: bytes, off: int, st: struct.Struct, what: str) -> tuple:
-    if len(body) < off + st.size:
-        raise TransportError(f"truncated {what} message ({len(body)} bytes)")
-    return st.unpack_from(body, off)
-
-
 def _array_to_end(body: bytes, off: int, what: str) -> np.ndarray:
     arr, end = decode_array(body, off)
-    if end != len(body):
-        raise TransportError(f"{what} message has {len(body) - end} trailing bytes")
+    expect_end(body, end, what)
     return arr
 
 
 def decode(body: bytes) -> ClusterMessage:
     """The message in ``body``; :class:`TransportError` for anything malformed."""
-    magic, version, kind = _fixed(body, 0, _HEAD, "any")
-    if magic != MAGIC:
-        raise TransportError(f"bad magic {magic!r} (not a clustered-PS message)")
-    if version != VERSION:
-        raise TransportError(f"unsupported version {version} (expected {VERSION})")
-    off = _HEAD.size
+    kind, off = read_head(body, MAGIC, VERSION, "a clustered-PS")
     if kind == T_FEATURES:
-        worker, period = _fixed(body, off, _FEATURES, "Features")
+        worker, period = read_fixed(body, off, _FEATURES, "Features")
         return Features(worker, period, _array_to_end(body, off + _FEATURES.size, "Features"))
     if kind == T_ASSIGN:
-        period, epoch, flags, sil, n = _fixed(body, off, _ASSIGN, "Assign")
+        period, epoch, flags, sil, n = read_fixed(body, off, _ASSIGN, "Assign")
         off += _ASSIGN.size
         if len(body) < off + 2 * n + 2:
             raise TransportError("truncated Assign message (labels)")
@@ -194,23 +189,23 @@ def decode(body: bytes) -> ClusterMessage:
         return Assign(period, epoch, tuple(labels), tuple(ps), bool(flags & 1), bool(flags & 2),
                       None if math.isnan(sil) else sil)
     if kind == T_GRAD:
-        period, batch, worker = _fixed(body, off, _GRAD, "Grad")
+        period, batch, worker = read_fixed(body, off, _GRAD, "Grad")
         return Grad(period, batch, worker, _array_to_end(body, off + _GRAD.size, "Grad"))
     if kind == T_UPDATE:
-        period, batch = _fixed(body, off, _UPDATE, "Update")
+        period, batch = read_fixed(body, off, _UPDATE, "Update")
         return Update(period, batch, _array_to_end(body, off + _UPDATE.size, "Update"))
     if kind == T_PEER:
-        period, cluster = _fixed(body, off, _PEER, "PeerAvg")
+        period, cluster = read_fixed(body, off, _PEER, "PeerAvg")
         return PeerAvg(period, cluster, _array_to_end(body, off + _PEER.size, "PeerAvg"))
     if kind == T_HANDOVER:
-        period, cluster, periods = _fixed(body, off, _HANDOVER, "Handover")
+        period, cluster, periods = read_fixed(body, off, _HANDOVER, "Handover")
         flat = _array_to_end(body, off + _HANDOVER.size, "Handover")
         k = math.isqrt(flat.size)
         if k * k != flat.size:
             raise TransportError(f"Handover message: {flat.size} values is not a K x K matrix")
         return Handover(period, cluster, periods, flat.reshape(k, k))
     if kind == T_PARAMS:
-        (period,) = _fixed(body, off, _PARAMS, "Params")
+        (period,) = read_fixed(body, off, _PARAMS, "Params")
         params, end = decode_array(body, off + _PARAMS.size)
         return Params(period, params, _array_to_end(body, end, "Params"))
     raise TransportError(f"unknown message type {kind}")

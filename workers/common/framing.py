@@ -45,6 +45,33 @@ class TransportError(ValueError):
     """Bytes that are not a valid message (bad magic, version, type, length or array)."""
 
 
+HEAD = struct.Struct("!2sBB")
+"""Every message body starts ``magic (2 bytes) ++ version (uint8) ++ type (uint8)``."""
+
+
+def read_fixed(body: bytes, off: int, st: struct.Struct, what: str) -> tuple:
+    """``st`` unpacked at ``off``; :class:`TransportError` if ``body`` is too short."""
+    if len(body) < off + st.size:
+        raise TransportError(f"truncated {what} message ({len(body)} bytes)")
+    return st.unpack_from(body, off)
+
+
+def expect_end(body: bytes, end: int, what: str) -> None:
+    """:class:`TransportError` unless the message ends at ``end``."""
+    if end != len(body):
+        raise TransportError(f"{what} message has {len(body) - end} trailing bytes")
+
+
+def read_head(body: bytes, magic: bytes, version: int, protocol: str) -> tuple[int, int]:
+    """The message type and the offset of its fields, after checking magic and version."""
+    got, ver, kind = read_fixed(body, 0, HEAD, "any")
+    if got != magic:
+        raise TransportError(f"bad magic {got!r} (not {protocol} message)")
+    if ver != version:
+        raise TransportError(f"unsupported version {ver} (expected {version})")
+    return kind, HEAD.size
+
+
 def encode_array(a: np.ndarray) -> bytes:
     """``a`` (flat, float32 or float64) in the array layout of the module docstring."""
     a = np.asarray(a)
