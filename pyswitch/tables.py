@@ -4,7 +4,8 @@ higher number = higher priority)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pyswitch.errors import EntryExists, EntryNotFound, InvalidArgument
@@ -75,6 +76,8 @@ class Table:
         self.default = self._make(d["action"], self._params_from_args(d["action"], d["args"]),
                                   hit=False, scope_check=False)
         self.initial_default = self.default
+        self._defer = 0  # > 0: inside deferred_rebuild(), the index is rebuilt at its end
+        self._stale = False
         self._rebuild()
         if self.const:
             for ce in spec["const_entries"]:
@@ -172,7 +175,24 @@ class Table:
             raise InvalidArgument(f"table {self.name!r} takes no priority")
         return (tuple(canon), priority), checks, shown
 
+    @contextlib.contextmanager
+    def deferred_rebuild(self) -> Iterator[None]:
+        """Rebuild the lookup index once, when the block ends, instead of after every
+        insert, modify and delete inside it (each rebuild is O(entries)).  Only for callers
+        that look nothing up meanwhile (a P4Runtime Write holds the lock packets need)."""
+        self._defer += 1
+        try:
+            yield
+        finally:
+            self._defer -= 1
+            if not self._defer and self._stale:
+                self._stale = False
+                self._rebuild()
+
     def _rebuild(self) -> None:
+        if self._defer:
+            self._stale = True
+            return
         if self.kind == "exact":
             d = {}
             for e in self.entries.values():

@@ -51,19 +51,10 @@ class Entities:
         the lock the caller holds; Write and Read use the entry dict, not the index), so the
         rebuilds can wait until the batch ends.
         """
-        dirty: dict[int, Any] = {}
-        patched = []
-        for t in getattr(self.dev.switch, "tables", {}).values():
-            if callable(getattr(t, "_rebuild", None)) and "_rebuild" not in vars(t):
-                t._rebuild = lambda t=t: dirty.setdefault(id(t), t)
-                patched.append(t)
-        try:
+        with contextlib.ExitStack() as stack:
+            for t in getattr(self.dev.switch, "tables", {}).values():
+                stack.enter_context(t.deferred_rebuild())
             yield
-        finally:
-            for t in patched:
-                del t._rebuild
-            for t in dirty.values():
-                t._rebuild()
 
     # -- write
     def apply(self, tr: Translator, update: Any, undo: list[Callable[[], None]] | None = None
