@@ -24,8 +24,12 @@ import networkx as nx
 
 from controller.mcast_tree import result_tree
 from topo.paths import ecmp_next_hops
+from workers.ina.constants import num_slots
 
 ING = "MyIngress."
+
+
+SLOT_POLICIES = ("shared", "partitioned")
 
 
 @dataclass(frozen=True)
@@ -33,11 +37,18 @@ class JobSpec:
     """A job as the switches see it: its id and its workers (bit i = ``workers[i]``).
 
     ``removed``: bits of workers taken out of the job (a worker that died, docs/design.md §9);
-    the survivors keep their bits, so packets in flight keep their meaning."""
+    the survivors keep their bits, so packets in flight keep their meaning.
+
+    Several jobs (docs/design.md §3.10): ``plan`` is the job's own plan (its PS, PS ToR,
+    deployment; None = the plan :func:`switch_rules` is given) and ``tenant`` names the
+    training job it belongs to: the sync modes of one tenant run one after another and
+    share its slot range under the ``partitioned`` policy (empty = the job is its own)."""
 
     job_id: int
     workers: tuple[str, ...]
     removed: frozenset[int] = frozenset()
+    plan: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    tenant: str = ""
 
     @property
     def full_mask(self) -> int:
@@ -108,50 +119,141 @@ def routing_rules(
     return rules
 
 
+def _aggregation_points(plan: Mapping[str, Any]) -> set[str]:
+    return set(plan["deployed"]) | {plan["ps_tor"]}
+
+
+class _Groups:
+    """The ina_nexthop members of one switch, written group after group: ``toward(t)``
+    appends the equal-cost next hops toward ``t`` and returns the set_group params (None:
+    no path)."""
+
+    def __init__(self, graph: nx.Graph, switch: str, ports: Mapping[str, int],
+                 entries: list[Entry]) -> None:
+        self.graph, self.switch, self.ports, self.entries = graph, switch, ports, entries
+        self.member = 0
+
+    def toward(self, target: str) -> dict[str, int] | None:
+        hops = ecmp_next_hops(self.graph, self.switch, target)
+        if not hops:
+            return None
+        params = {"base": self.member, "size": len(hops)}
+        for hop in hops:
+            self.entries.append(Entry(ING + "ina_nexthop", {"meta.member_index": self.member},
+                                      ING + "set_port", {"port": self.ports[hop]}))
+            self.member += 1
+        return params
+
+
+def slot_ranges(
+    jobs: Iterable[JobSpec],
+    plan: Mapping[str, Any],
+    switches: Iterable[str],
+    policy: str = "shared",
+    n_slots: int | None = None,
+) -> dict[str, dict[int, tuple[int, int]]]:
+    """Per switch, per job id: the slot range ``(base, size)`` its ``set_job`` entry gets
+    (pure; docs/design.md §3.10).
+
+    ``shared`` (ATP-style): every job hashes into the whole pool ``(0, n_slots)``; a slot
+    held by another job is a collision and falls back (the key holds the job id).
+    ``partitioned``: at each switch, the tenants that aggregate there (it is in their plan's
+    deployment or their PS ToR) split the pool in proportion to their planned γ (equal
+    shares when every γ is 0), each at least one slot; a job that does not aggregate at a
+    switch gets ``(0, 0)``: nothing of it is aggregated there.  Jobs of one tenant (its
+    sync modes, which never run at once) share the tenant's range."""
+    if policy not in SLOT_POLICIES:
+        raise ValueError(f"slot policy {policy!r}: expected one of {', '.join(SLOT_POLICIES)}")
+    if n_slots is None:
+        n_slots = num_slots()
+    jobs = list(jobs)
+    out: dict[str, dict[int, tuple[int, int]]] = {}
+    for s in switches:
+        if policy == "shared":
+            out[s] = {j.job_id: (0, n_slots) for j in jobs}
+            continue
+        weight: dict[str, float] = {}
+        for j in jobs:
+            p = j.plan or plan
+            if s in _aggregation_points(p):
+                key = j.tenant or str(j.job_id)
+                weight[key] = max(weight.get(key, 0.0), float(p.get("gamma") or 0.0))
+        tenants = sorted(weight)
+        if len(tenants) > n_slots:
+            raise ValueError(f"switch {s}: {len(tenants)} jobs aggregate there but the pool "
+                             f"has only {n_slots} slots")
+        if tenants and sum(weight.values()) <= 0:
+            weight = dict.fromkeys(tenants, 1.0)
+        total = sum(weight.values())
+        # at least one slot each, the rest by largest remainder of the γ shares
+        spare = n_slots - len(tenants)
+        exact = {t: spare * weight[t] / total for t in tenants} if tenants else {}
+        size = {t: 1 + int(exact[t]) for t in tenants}
+        left = n_slots - sum(size.values())
+        for t in sorted(tenants, key=lambda t: (-(exact[t] - int(exact[t])), t))[:left]:
+            size[t] += 1
+        base, ranges = 0, {}
+        for t in tenants:
+            ranges[t] = (base, size[t])
+            base += size[t]
+        out[s] = {j.job_id: ranges.get(j.tenant or str(j.job_id), (0, 0)) for j in jobs}
+    return out
+
+
 def switch_rules(
     graph: nx.Graph,
     plan: Mapping[str, Any],
     ports: Mapping[str, Mapping[str, int]],
     host_addrs: Mapping[str, tuple[str, str]],
     jobs: Iterable[JobSpec],
+    slot_policy: str = "shared",
+    n_slots: int | None = None,
 ) -> dict[str, SwitchRules]:
     """The entries of every switch for ``plan`` and ``jobs``.
 
     ``ports[node][neighbour]`` is the port of ``node`` facing ``neighbour``;
-    ``host_addrs[host] = (ip, mac)`` of the host's first interface.  The ids in the plan's
-    ``retired_ids`` (switches that died, :mod:`controller.replan`) are routed like agg_id 0,
-    so that packets still addressed to them reach the PS, which merges them by bitmap.
+    ``host_addrs[host] = (ip, mac)`` of the host's first interface.  A job with its own
+    ``plan`` (several jobs, docs/design.md §3.10) has its own PS, PS ToR, deployment,
+    RESULT tree and route to its PS (``ps_route``); ``plan`` gives the switch ids and the
+    jobs without one.  The ids in a plan's ``retired_ids`` (switches that died,
+    :mod:`controller.replan`) are routed to the job's PS (``route_to_ps``), so that packets
+    still addressed to them reach it, and it merges them by bitmap.  ``slot_policy``: see
+    :func:`slot_ranges`.
     """
     jobs = list(jobs)
     ids: dict[str, int] = {s: int(i) for s, i in plan["switch_ids"].items()}
-    ps, tor = plan["ps"], plan["ps_tor"]
-    deployed = list(plan["deployed"])
-    aggregators = set(deployed) | {tor}
+    plans = {j.job_id: j.plan or plan for j in jobs}
+    aggregators: set[str] = set().union(*(_aggregation_points(p) for p in plans.values()),
+                                        _aggregation_points(plan))
+    retired = sorted({int(i) for p in (plan, *plans.values()) for i in p.get("retired_ids", [])})
     switches = sorted(ids)
-    workers = sorted({w for j in jobs for w in j.members})
-    tree = result_tree(graph, tor, workers, deployed)
-    # a job without some worker multicasts down its own, smaller tree (§9)
-    trees = {j.job_id: tree if sorted(j.members) == workers
-             else result_tree(graph, tor, j.members, deployed) for j in jobs}
+    trees: dict[int, dict[str, list[str]]] = {}
+    for j in jobs:
+        p = plans[j.job_id]
+        trees[j.job_id] = result_tree(graph, p["ps_tor"], sorted(j.members), list(p["deployed"]))
+    slots = slot_ranges(jobs, plan, switches, slot_policy, n_slots)
     rules = routing_rules(graph, ports, host_addrs, ids, aggregators)
     for s in switches:
         r = rules[s]
-        # INA: ECMP groups toward each aggregation point and toward the PS (agg_id 0)
-        member = 0
-        targets = [(ids[t], t) for t in sorted(aggregators) if t != s] + [(0, ps)]
-        for agg_id, target in targets:
-            hops = ecmp_next_hops(graph, s, target)
-            if not hops:
-                continue
-            aliases = plan.get("retired_ids", []) if agg_id == 0 else []
-            for a in (agg_id, *aliases):
-                r.entries.append(Entry(ING + "ina_route", {"hdr.ina.agg_id": int(a)},
-                                       ING + "set_group", {"base": member, "size": len(hops)}))
-            for hop in hops:
-                r.entries.append(Entry(ING + "ina_nexthop", {"meta.member_index": member},
-                                       ING + "set_port", {"port": ports[s][hop]}))
-                member += 1
+        groups = _Groups(graph, s, ports[s], r.entries)
+        # INA: ECMP groups toward each aggregation point, and toward each job's PS (agg_id 0)
+        for t in sorted(aggregators, key=lambda t: ids[t]):
+            if t != s and (params := groups.toward(t)) is not None:
+                r.entries.append(Entry(ING + "ina_route", {"hdr.ina.agg_id": ids[t]},
+                                       ING + "set_group", params))
+        for a in retired:
+            r.entries.append(Entry(ING + "ina_route", {"hdr.ina.agg_id": a},
+                                   ING + "route_to_ps", {}))
+        to_ps: dict[str, dict[str, int] | None] = {}
         for job in jobs:
+            p = plans[job.job_id]
+            ps, tor = p["ps"], p["ps_tor"]
+            if ps not in to_ps:
+                to_ps[ps] = groups.toward(ps)
+            if to_ps[ps] is not None:
+                r.entries.append(Entry(ING + "ps_route", {"hdr.ina.job_id": job.job_id},
+                                       ING + "set_group", to_ps[ps]))
+            base, size = slots[s][job.job_id]
             r.entries.append(Entry(ING + "job_table", {"hdr.ina.job_id": job.job_id},
                                    ING + "set_job", {
                                        "full_mask": job.full_mask,
@@ -159,6 +261,8 @@ def switch_rules(
                                        "tor_id": ids[tor],
                                        "ps_port": ports[s].get(ps, 0) if s == tor else 0,
                                        "mcast_grp": job.job_id,
+                                       "slot_base": base,
+                                       "slot_size": size,
                                    }))
             for bit, w in enumerate(job.workers):
                 if w in ports[s] and bit not in job.removed:
@@ -167,7 +271,9 @@ def switch_rules(
                         "standard_metadata.ingress_port": ports[s][w]}, ING + "member_ok", {}))
             if s in trees[job.job_id]:
                 r.mcast_groups[job.job_id] = [ports[s][c] for c in trees[job.job_id][s]]
-        for c in tree.get(s, []):
+        # RESULT copies to a host get its own address (one entry per port, whichever job)
+        children = sorted({c for t in trees.values() for c in t.get(s, [])})
+        for c in children:
             if graph.nodes[c].get("kind") == "host":
                 ip, mac = host_addrs[c]
                 r.entries.append(Entry("MyEgress.result_rewrite",

@@ -16,7 +16,8 @@ multicast groups and clone sessions and pushing the pipeline again (`NetSwitchTa
 Independent re-implementations of the two hashes the program uses (BMv2's crc32 is the
 standard reflected CRC-32 = zlib.crc32 over the big-endian concatenation of the fields):
 
-    slot       = crc32(job_id:16 ++ round:32 ++ chunk_id:32) mod NUM_SLOTS
+    slot       = base + crc32(job_id:16 ++ round:32 ++ chunk_id:32) mod size
+                 (the job's slot range; default the whole pool [0, NUM_SLOTS))
     ECMP index = crc32(chunk_id:32 ++ switch_id:16) mod group_size   (into the sorted ports)
 """
 
@@ -31,7 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from workers.ina.constants import INA_UDP_PORT
+from workers.ina.constants import INA_UDP_PORT, num_slots
 from workers.ina.wire import FrameTemplate, InaHeader, decode_frame, ecmp_member, slot_index
 
 REPO = Path(__file__).resolve().parents[1]
@@ -123,8 +124,9 @@ def target_unavailable(name: str) -> str | None:
 # ------------------------------------------------------------------ independent hashes
 
 
-def slot_of(job_id: int, round_: int, chunk_id: int) -> int:
-    return slot_index(job_id, round_, chunk_id)
+def slot_of(job_id: int, round_: int, chunk_id: int, base: int = 0,
+            size: int | None = None) -> int:
+    return slot_index(job_id, round_, chunk_id, base, size)
 
 
 def colliding_chunks(job_id: int, round_: int, chunk_id: int, how_many: int = 1) -> list[int]:
@@ -162,6 +164,9 @@ class InaSwitch:
     switch_id: int
     _next_member: int = 0
     routes: dict[int, list[int]] = field(default_factory=dict)
+    jobs: list[int] = field(default_factory=list)
+    ps_groups: dict[int, dict[str, int]] = field(default_factory=dict)  # job -> its PS's group
+    ps_ports: dict[int, list[int]] = field(default_factory=dict)  # job -> that group's ports
 
     def configure(self, agg_enabled: bool = True) -> InaSwitch:
         self.target.set_default_action(
@@ -177,15 +182,22 @@ class InaSwitch:
                                      "MyIngress.set_port_fabric", {})
 
     def job(self, job_id: int, workers: list[int], *, is_ps_tor: bool, tor_id: int,
-            ps_port: int = 0, mcast_grp: int = 0, member_ports: bool = True) -> None:
+            ps_port: int = 0, mcast_grp: int = 0, member_ports: bool = True,
+            slot_base: int = 0, slot_size: int | None = None) -> None:
+        """A job_table entry (slot range: the whole pool unless given) and, once a route
+        to the PS exists (``route(0, ...)``), the job's ps_route toward it."""
         mask = 0
         for w in workers:
             mask |= 1 << w
         self.target.insert_entry(
             "MyIngress.job_table", {"hdr.ina.job_id": job_id}, "MyIngress.set_job",
             {"full_mask": mask, "is_ps_tor": int(is_ps_tor), "tor_id": tor_id,
-             "ps_port": ps_port, "mcast_grp": mcast_grp},
+             "ps_port": ps_port, "mcast_grp": mcast_grp, "slot_base": slot_base,
+             "slot_size": num_slots() if slot_size is None else slot_size},
         )
+        self.jobs.append(job_id)
+        if 0 in self.routes and job_id not in self.ps_groups:
+            self.ps_route(job_id, self.routes[0])
         if member_ports:
             for w in workers:
                 self.member(job_id, w, w + 1)
@@ -198,20 +210,45 @@ class InaSwitch:
             "MyIngress.member_ok", {},
         )
 
-    def route(self, agg_id: int, ports: list[int]) -> None:
-        """ECMP group for agg_id: members = sorted ports, stored from `_next_member` on."""
+    def _group(self, ports: list[int]) -> dict[str, int]:
+        """ina_nexthop members = sorted ports, stored from `_next_member` on."""
         members = sorted(ports)
         base = self._next_member
-        self.target.insert_entry("MyIngress.ina_route", {"hdr.ina.agg_id": agg_id},
-                                 "MyIngress.set_group", {"base": base, "size": len(members)})
         for i, p in enumerate(members):
             self.target.insert_entry("MyIngress.ina_nexthop", {"meta.member_index": base + i},
                                      "MyIngress.set_port", {"port": p})
         self._next_member += len(members)
-        self.routes[agg_id] = members
+        return {"base": base, "size": len(members)}
 
-    def expected_port(self, agg_id: int, chunk_id: int) -> int:
-        members = self.routes[agg_id]
+    def route(self, agg_id: int, ports: list[int]) -> None:
+        """ECMP group for agg_id.  agg_id 0 (the PS) is routed per job (ps_route): every
+        job configured here, before or after, gets this group unless given its own."""
+        if agg_id == 0:
+            self.routes[0] = sorted(ports)
+            for j in self.jobs:
+                if j not in self.ps_groups:
+                    self.ps_route(j, ports)
+            return
+        params = self._group(ports)
+        self.target.insert_entry("MyIngress.ina_route", {"hdr.ina.agg_id": agg_id},
+                                 "MyIngress.set_group", params)
+        self.routes[agg_id] = sorted(ports)
+
+    def ps_route(self, job_id: int, ports: list[int]) -> None:
+        """The group toward ``job_id``'s own PS (agg_id 0 of that job)."""
+        self.ps_groups[job_id] = self._group(ports)
+        self.target.insert_entry("MyIngress.ps_route", {"hdr.ina.job_id": job_id},
+                                 "MyIngress.set_group", self.ps_groups[job_id])
+        self.ps_ports[job_id] = sorted(ports)
+
+    def retire(self, agg_id: int) -> None:
+        """A dead switch's id: routed to each job's PS (route_to_ps)."""
+        self.target.insert_entry("MyIngress.ina_route", {"hdr.ina.agg_id": agg_id},
+                                 "MyIngress.route_to_ps", {})
+
+    def expected_port(self, agg_id: int, chunk_id: int, job_id: int | None = None) -> int:
+        members = (self.ps_ports[job_id] if agg_id == 0 and job_id in self.ps_ports
+                   else self.routes[agg_id])
         return members[ecmp_member(chunk_id, self.switch_id, len(members))]
 
     # -------------------------------------------------------------- frames
@@ -234,8 +271,9 @@ class InaSwitch:
 
 
 COUNTERS = ("aggregated", "completed", "duplicate", "reemitted", "flushed", "collision",
-            "bypassed", "evicted", "release", "dropped_malformed", "dropped_nonmember",
-            "dropped_noroute")
+            "bypassed", "evicted", "release", "absorbed", "dropped_duplicate",
+            "dropped_malformed", "dropped_nonmember", "dropped_not_ipv4", "dropped_noroute",
+            "dropped_ipv4_noroute")
 
 __all__ = ["COUNTERS", "INA_P4", "INA_UDP_PORT", "TARGET_NAMES", "InaSwitch", "Out",
            "PySwitchTarget", "Target", "bmv2_unavailable", "colliding_chunks", "ecmp_member",

@@ -13,6 +13,7 @@ from controller.lp import make_job, solve_lp
 from controller.plan import build_plan
 from topo.mininet_net import plan_network
 from topo.models import parse_topology
+from workers.ina.constants import num_slots
 
 ING = "MyIngress."
 
@@ -53,13 +54,15 @@ def test_ina_routes_follow_the_ecmp_next_hops(setup):
     ports_of = {agg: [hops[routes[agg]["base"] + i] for i in range(routes[agg]["size"])]
                 for agg in routes}
     assert ports_of == {ids["leaf0"]: [p["spine0"]["leaf0"]],
-                        ids["leaf1"]: [p["spine0"]["leaf1"]],
-                        0: [p["spine0"]["leaf0"]]}
-    # at the PS's ToR, agg_id 0 is the PS's own port
-    r0 = {e.match["hdr.ina.agg_id"]: e.params for e in entries(rules, "leaf0", "ina_route")}
+                        ids["leaf1"]: [p["spine0"]["leaf1"]]}
+    # agg_id 0: the job's own PS, by job id (ps_route)
+    ps = {e.match["hdr.ina.job_id"]: e.params for e in entries(rules, "spine0", "ps_route")}
+    assert [hops[ps[1]["base"] + i] for i in range(ps[1]["size"])] == [p["spine0"]["leaf0"]]
+    # at the PS's ToR, the PS's own port
+    r0 = {e.match["hdr.ina.job_id"]: e.params for e in entries(rules, "leaf0", "ps_route")}
     h0 = {e.match["meta.member_index"]: e.params["port"]
           for e in entries(rules, "leaf0", "ina_nexthop")}
-    assert h0[r0[0]["base"]] == p["leaf0"]["h0"] and r0[0]["size"] == 1
+    assert h0[r0[1]["base"]] == p["leaf0"]["h0"] and r0[1]["size"] == 1
 
 
 def test_membership_job_table_and_result_tree(setup):
@@ -70,7 +73,8 @@ def test_membership_job_table_and_result_tree(setup):
     assert members == {(0, p["leaf0"]["h1"]), (1, p["leaf1"]["h2"]), (2, p["leaf1"]["h3"])}
     job0 = entries(rules, "leaf0", "job_table")[0].params
     assert job0 == {"full_mask": 0b111, "is_ps_tor": 1, "tor_id": plan["switch_ids"]["leaf0"],
-                    "ps_port": p["leaf0"]["h0"], "mcast_grp": 1}
+                    "ps_port": p["leaf0"]["h0"], "mcast_grp": 1, "slot_base": 0,
+                    "slot_size": num_slots()}
     assert entries(rules, "leaf1", "job_table")[0].params["is_ps_tor"] == 0
     groups = {s: r.mcast_groups for s, r in rules.items()}
     assert groups == {"leaf0": {1: [p["leaf0"]["h1"], p["leaf0"]["spine0"]]},

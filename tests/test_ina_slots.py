@@ -110,7 +110,7 @@ def small_agg() -> InaSwitch:
     t = SmallPoolTarget()
     sw = InaSwitch(t, AGG).configure()
     sw.fabric(*UPLINKS)
-    sw.job(JOB, [0, 1], is_ps_tor=False, tor_id=TOR, mcast_grp=MCAST)
+    sw.job(JOB, [0, 1], is_ps_tor=False, tor_id=TOR, mcast_grp=MCAST, slot_size=SMALL)
     sw.route(TOR, UPLINKS)
     sw.route(0, UPLINKS)
     t.set_multicast_group(MCAST, [1, 2, 20])

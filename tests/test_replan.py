@@ -99,10 +99,12 @@ def test_failover_rules_route_the_retired_id_like_the_ps():
     rules = switch_rules(g3, new, net.ports, addrs, [JobSpec(1, ("h1", "h2", "h3"))])
     assert sorted(rules) == ["leaf0", "leaf1", "spine2"]  # no rules for the dead
     for s, r in rules.items():
-        routes = {e.match["hdr.ina.agg_id"]: e.params for e in r.entries
+        routes = {e.match["hdr.ina.agg_id"]: e.action for e in r.entries
                   if e.table == ING + "ina_route"}
-        for dead in new["retired_ids"]:
-            assert routes[dead] == routes[0], s
+        for dead in new["retired_ids"]:  # to the job's PS, whose group ps_route holds
+            assert routes[dead] == ING + "route_to_ps", s
+        assert [e.match for e in r.entries if e.table == ING + "ps_route"] == \
+            [{"hdr.ina.job_id": 1}], s
         out_ports = {e.params["port"] for e in r.entries if "port" in e.params}
         dead_ports = {net.ports[s][d] for d in ("spine0", "spine1") if d in net.ports[s]}
         assert not out_ports & dead_ports, s

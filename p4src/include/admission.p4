@@ -56,13 +56,16 @@ control InaAdmission(inout headers_t hdr,
 
     @name(".MyIngress.set_job")
     action set_job(workerSet_t full_mask, bit<1> is_ps_tor, switchId_t tor_id,
-                   egressSpec_t ps_port, mcastGroup_t mcast_grp) {
+                   egressSpec_t ps_port, mcastGroup_t mcast_grp,
+                   slotIndex_t slot_base, slotIndex_t slot_size) {
         meta.job_known = 1;
         meta.job_mask = full_mask;
         meta.is_ps_tor = is_ps_tor;
         meta.tor_id = tor_id;
         meta.ps_port = ps_port;
         meta.mcast_grp = mcast_grp;
+        meta.slot_base = slot_base;
+        meta.slot_size = slot_size;
     }
 
     @name(".MyIngress.member_ok")

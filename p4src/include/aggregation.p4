@@ -1,8 +1,10 @@
 /* Slot aggregation: the aggregator slots and everything that reads or writes them.
  *
  * Applied to a GRAD/PARTIAL addressed to this switch (agg_id == switch_id) and to every
- * RESULT. Slot crc32(job_id ++ round ++ chunk_id) mod INA_NUM_SLOTS, computed once per
- * packet, holds one key's running sums: a GRAD/PARTIAL claims a free (or stale) slot,
+ * RESULT. Slot slot_base + crc32(job_id ++ round ++ chunk_id) mod slot_size, the job's range
+ * from job_table (the whole pool [0, INA_NUM_SLOTS) when jobs share it), computed once per
+ * packet, holds one key's running sums; the key includes the job id, so a slot held by
+ * another job is a collision, never a join (jobs never touch each other's sums): a GRAD/PARTIAL claims a free (or stale) slot,
  * joins its key, or is re-emitted / flushed / sent on when it cannot be added
  * (docs/protocol.md has the state machine); a complete slot turns the packet into the
  * PARTIAL for the next aggregation point, an incomplete one absorbs it (exit). A RESULT
@@ -102,9 +104,21 @@ control InaAggregation(inout headers_t hdr,
             return;
         }
 
-        hash(meta.slot, HashAlgorithm.crc32, (slotIndex_t)0,
-             { hdr.ina.job_id, hdr.ina.round, hdr.ina.chunk_id },
-             (slotIndex_t)INA_NUM_SLOTS);
+        if (meta.slot_size == 0 || meta.slot_size > INA_NUM_SLOTS
+                || meta.slot_base > INA_NUM_SLOTS - meta.slot_size) {
+            /* the job has no slots at this switch (partitioned pool, docs/design.md
+             * §3.10; a range outside the pool counts as none): what is addressed here
+             * goes on to the PS unaggregated */
+            if (hdr.ina.msg_type != INA_TYPE_RESULT) {
+                fall_back(INA_AGG_ID_PS);
+                bypassed.count(0);
+            }
+            return;
+        }
+        /* the job's slot range [slot_base, slot_base + slot_size) (job_table): the whole
+         * pool under the shared policy, the job's own part under the partitioned one */
+        hash(meta.slot, HashAlgorithm.crc32, meta.slot_base,
+             { hdr.ina.job_id, hdr.ina.round, hdr.ina.chunk_id }, meta.slot_size);
         meta.key = hdr.ina.job_id ++ hdr.ina.round ++ hdr.ina.chunk_id;
         slot_key.read(meta.slot_key, meta.slot);
         slot_count.read(meta.slot_count, meta.slot);

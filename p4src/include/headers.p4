@@ -76,6 +76,8 @@ struct metadata_t {
     switchId_t     tor_id;       /* id(s_d): where this switch's PARTIALs and fallbacks go */
     egressSpec_t   ps_port;      /* at s_d: the port of the PS (only RESULTs enter there) */
     mcastGroup_t   mcast_grp;    /* multicast group of the job's RESULTs at this switch */
+    slotIndex_t    slot_base;    /* the job's slot range at this switch: [base, base + size) */
+    slotIndex_t    slot_size;    /* 0 = no slots here: what is addressed here goes to the PS */
     /* aggregation */
     slotIndex_t    slot;
     slotKey_t      key;          /* job_id ++ round ++ chunk_id */
@@ -86,7 +88,8 @@ struct metadata_t {
     workerSet_t    new_bitmap;
     contribCount_t new_count;
     switchId_t     next_agg_id;  /* next aggregation point: tor_id, or 0 (PS) at s_d */
-    /* ECMP toward agg_id (tables ina_route, ina_nexthop) */
+    /* ECMP toward agg_id (tables ina_route, ps_route, ina_nexthop) */
+    bit<1>         to_ps;        /* toward the job's PS (agg_id 0 or a retired switch id) */
     memberIndex_t  group_base;
     bit<16>        group_size;
     memberIndex_t  member_index;

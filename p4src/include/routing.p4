@@ -2,8 +2,9 @@
  *  - plain IPv4: longest-prefix match (ipv4_lpm);
  *  - RESULT: multicast down the job's tree (the job's group at this switch; the egress
  *    control keeps copies from going back where they came from);
- *  - GRAD/PARTIAL: toward agg_id (another switch, or 0 = the PS) over the controller's
- *    equal-cost group for it, member crc32(chunk_id ++ switch_id) mod group size.
+ *  - GRAD/PARTIAL: toward agg_id over the controller's equal-cost group for it (ina_route;
+ *    agg_id 0 = the job's own PS, ps_route by job_id, so that every job has its PS),
+ *    member crc32(chunk_id ++ switch_id) mod group size.
  * A packet with nowhere to go is counted and dropped: an INA packet in dropped_noroute,
  * plain IPv4 that misses ipv4_lpm (or hits a drop entry) in dropped_ipv4_noroute, so that
  * INA's own routing faults stay apart from stray host traffic. Control-plane names keep
@@ -63,13 +64,29 @@ control InaRouting(inout headers_t hdr,
         size = 1024;
     }
 
-    /* agg_id -> equal-cost next-hop group [base, base + size) of ina_nexthop. */
+    /* Toward the job's PS instead (a switch id retired after the switch died). */
+    @name(".MyIngress.route_to_ps")
+    action route_to_ps() {
+        meta.to_ps = 1;
+    }
+
+    /* agg_id -> equal-cost next-hop group, for every aggregation point; ids of retired
+     * switches are routed to the job's PS (route_to_ps). */
     @name(".MyIngress.ina_route")
     table ina_route {
         key = { hdr.ina.agg_id: exact; }
-        actions = { set_group; NoAction; }
+        actions = { set_group; route_to_ps; NoAction; }
         default_action = NoAction();
         size = 1024;
+    }
+
+    /* job_id -> equal-cost group toward that job's PS (agg_id 0): each job has its own. */
+    @name(".MyIngress.ps_route")
+    table ps_route {
+        key = { hdr.ina.job_id: exact; }
+        actions = { set_group; NoAction; }
+        default_action = NoAction();
+        size = 256;
     }
 
     @name(".MyIngress.ina_nexthop")
@@ -94,13 +111,21 @@ control InaRouting(inout headers_t hdr,
             standard_metadata.mcast_grp = meta.mcast_grp;
             return;
         }
-        if (ina_route.apply().hit) {
-            if (meta.group_size != 0) {
-                hash(meta.member_index, HashAlgorithm.crc32, meta.group_base,
-                     { hdr.ina.chunk_id, meta.switch_id }, meta.group_size);
-                if (ina_nexthop.apply().hit) {
-                    return;
-                }
+        /* the group [base, base + size) of ina_nexthop toward agg_id */
+        bool found = false;
+        if (hdr.ina.agg_id == INA_AGG_ID_PS) {
+            meta.to_ps = 1;
+        } else {
+            found = ina_route.apply().hit;
+        }
+        if (meta.to_ps == 1) {
+            found = ps_route.apply().hit;
+        }
+        if (found && meta.group_size != 0) {
+            hash(meta.member_index, HashAlgorithm.crc32, meta.group_base,
+                 { hdr.ina.chunk_id, meta.switch_id }, meta.group_size);
+            if (ina_nexthop.apply().hit) {
+                return;
             }
         }
         drop_noroute();

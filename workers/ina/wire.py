@@ -263,10 +263,13 @@ def decode_frame(frame: bytes | memoryview) -> tuple[InaHeader, np.ndarray] | No
     return decode_payload(frame, FRAME_PREFIX_BYTES)
 
 
-def slot_index(job_id: int, round: int, chunk_id: int) -> int:
-    """Aggregator slot of a key, as ina.p4 computes it: v1model crc32 (= zlib.crc32) over
-    job_id:16 ++ round:32 ++ chunk_id:32, mod NUM_SLOTS."""
-    return zlib.crc32(struct.pack("!HII", job_id, round, chunk_id)) % NUM_SLOTS
+def slot_index(job_id: int, round: int, chunk_id: int, base: int = 0,
+               size: int | None = None) -> int:
+    """Aggregator slot of a key, as ina.p4 computes it: base + v1model crc32 (= zlib.crc32)
+    over job_id:16 ++ round:32 ++ chunk_id:32, mod size -- the job's slot range at the
+    switch (docs/design.md §3.10; default the whole pool, NUM_SLOTS)."""
+    n = NUM_SLOTS if size is None else size
+    return base + zlib.crc32(struct.pack("!HII", job_id, round, chunk_id)) % n
 
 
 def ecmp_member(chunk_id: int, switch_id: int, group_size: int) -> int:
