@@ -22,12 +22,12 @@ from controller.files import OutputPathError, check_output_file
 from controller.greedy import greedy
 from controller.jobs import jobs_argument
 from controller.lp import FastLP, PlanError, make_job
-from controller.lp_jobs import alone_gammas, greedy_jobs, jobs_summary_lines, make_jobset, plan_jobs
+from controller.lp_jobs import jobs_summary_lines, joint_plan
 from controller.network_cli import add_network_parsers
 from controller.options import MAX_COMBINATIONS, finite_float, int_option, read_topology
-from controller.plan import PLAN_VERSION, build_plan, resolve_workers, write_plan
+from controller.plan import build_plan, resolve_workers, write_plan
 from controller.run_cli import add_run_parser
-from topo.models import TopologyError, switch_ids, to_dict
+from topo.models import TopologyError
 
 __all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_workers"]
 
@@ -98,28 +98,19 @@ def _plan_jobs(args: argparse.Namespace) -> int:
     fairness of the planned γ_j / w_j."""
     graph = read_topology(args.topo)
     specs = jobs_argument(args.jobs, graph)
-    js = make_jobset(graph, specs, capacity=args.capacity, result_load=args.result_load)
-    t0 = time.perf_counter()
-    res = greedy_jobs(js, args.budget, objective=args.objective, solver=args.solver,
-                      time_limit=args.time_limit)
-    t_greedy = time.perf_counter() - t0
-    alone = None if args.no_baselines else alone_gammas(js, args.budget, solver=args.solver,
-                                                        time_limit=args.time_limit)
-    part = plan_jobs(js, res, budget=args.budget, specs=specs, alone=alone)
-    spec = args.topo if not args.topo.endswith(".json") else None
-    plan = {"version": PLAN_VERSION,
-            "topology": {"spec": spec, "name": graph.graph.get("name"), "graph": to_dict(graph)},
-            "switch_ids": switch_ids(graph), "routing": "ecmp-per-hop-even",
-            "budget": args.budget, "capacity": args.capacity,
-            "timings": {"greedy": t_greedy}, **part}
+    plan = joint_plan(graph, specs, args.budget, objective=args.objective,
+                      capacity=args.capacity, result_load=args.result_load,
+                      solver=args.solver, time_limit=args.time_limit,
+                      alone=not args.no_baselines,
+                      spec=args.topo if not args.topo.endswith(".json") else None)
     try:
         write_plan(plan, args.out)
     except OSError as exc:
         raise PlanError(f"--out {args.out}: cannot write the plan "
                         f"({exc.strerror or exc})") from None
-    for line in jobs_summary_lines(part):
+    for line in jobs_summary_lines(plan):
         print(line)
-    print(f"greedy {t_greedy:.2f}s; plan written to {args.out}")
+    print(f"greedy {plan['timings']['greedy']:.2f}s; plan written to {args.out}")
     return 0
 
 

@@ -223,8 +223,7 @@ def switch_rules(
     jobs = list(jobs)
     ids: dict[str, int] = {s: int(i) for s, i in plan["switch_ids"].items()}
     plans = {j.job_id: j.plan or plan for j in jobs}
-    aggregators: set[str] = set().union(*(_aggregation_points(p) for p in plans.values()),
-                                        _aggregation_points(plan))
+    aggregators: set[str] = set().union(*(_aggregation_points(p) for p in plans.values()))
     retired = sorted({int(i) for p in (plan, *plans.values()) for i in p.get("retired_ids", [])})
     switches = sorted(ids)
     trees: dict[int, dict[str, list[str]]] = {}

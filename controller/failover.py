@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +83,10 @@ class SwitchMonitor:
     def __init__(self, mininet: Any, graph: nx.Graph, plan: dict,
                  rules: Mapping[str, SwitchRules], jobs: Iterable[JobSpec],
                  host_addrs: Mapping[str, tuple[str, str]], p4info: Path,
-                 say: Callable[[str], None], fail: tuple[str, int] | None = None) -> None:
+                 say: Callable[[str], None], fail: tuple[str, int] | None = None,
+                 slot_policy: str = "shared") -> None:
         self.mininet, self.graph, self.plan, self.rules = mininet, graph, plan, dict(rules)
+        self.slot_policy = slot_policy
         self.jobs, self.host_addrs, self.p4info = list(jobs), host_addrs, p4info
         self.say, self.fail = say, fail
         self.events: list[FailoverEvent] = []
@@ -131,7 +133,8 @@ class SwitchMonitor:
         self.say(f"switch {dead} is down (after round {after}): re-planning")
         graph, plan = replan_without(self.graph, self.plan, dead)  # may stop the run
         replanned = time.monotonic()
-        rules = switch_rules(graph, plan, self.mininet.plan.ports, self.host_addrs, self.jobs)
+        rules = switch_rules(graph, plan, self.mininet.plan.ports, self.host_addrs, self.jobs,
+                             self.slot_policy)
         addresses = {s: (self.mininet.grpc_address(s), self.mininet.device_id(s)) for s in rules}
         try:
             writes = update(self.rules, rules, addresses, self.p4info)
@@ -218,12 +221,19 @@ class WorkerMonitor:
     written to the switches, as for a dead switch."""
 
     def __init__(self, switches: SwitchMonitor, policy: str, say: Callable[[str], None],
-                 kill: tuple[str, int] | None = None) -> None:
+                 kill: tuple[str, int] | None = None, scope: Iterable[str] | None = None,
+                 label: str = "") -> None:
         if policy not in WORKER_POLICIES:
             raise ExperimentError(f"--on-worker-failure: expected stop or continue, "
                                   f"got {policy!r}")
         self.switches, self.policy, self.say, self.kill = switches, policy, say, kill
         self.events: list[WorkerFailureEvent] = []
+        # Several jobs at once (docs/design.md §3.10): ``scope`` is this job's hosts (its PS
+        # and workers), the only processes ``stop`` ends; a stop then ends this job alone
+        # (``stopped`` says why) instead of raising WorkerStopped for the whole run.
+        self.scope = set(scope) if scope is not None else None
+        self.label = label
+        self.stopped: str | None = None
 
     def begin(self, job_mode: str, job: JobSpec, ps: str, removal_file: Path,
               schedules: Callable[[list[str]], dict | None]) -> None:
@@ -240,6 +250,7 @@ class WorkerMonitor:
         self._silent: list[str] = []
         self._killed_at: float | None = None
         self._gone: set[str] = set()  # silent workers whose process this monitor ended
+        self.stopped = None
         self._set_job(job.job_id, frozenset())  # a worker removed in the last repeat is back
 
     def on_procs(self, procs: Any) -> None:
@@ -266,7 +277,7 @@ class WorkerMonitor:
                      f"{max(self.reported.values())}")
             self._killed_at = time.monotonic()
             self.procs.procs[host].kill()
-        while self._silent:
+        while self._silent and self.stopped is None:
             host = self._silent.pop(0)
             if host in self._gone:
                 continue
@@ -278,6 +289,8 @@ class WorkerMonitor:
                 self.procs.procs[host].kill()
 
     def on_failure(self, host: str, code: int) -> bool:
+        if self.stopped is not None and self.scope is not None and host in self.scope:
+            return True  # this job already stopped: its processes were ended on purpose
         if host not in self.workers or host in self.removed_hosts():
             return False
         cause = "silent" if host in self._gone else "exit"
@@ -306,8 +319,13 @@ class WorkerMonitor:
         what = (f"died (exit code {code})" if cause == "exit"
                 else "went silent (the PS heard nothing from it)")
         if self.policy == "stop":
-            self._end_all()
-            raise WorkerStopped(f"worker {host} {what} in round {r}; the job stops")
+            if self.scope is None:
+                self._end_all()
+            why = f"worker {host} {what} in round {r}; the job stops"
+            if self.scope is None:
+                raise WorkerStopped(why)
+            self.stop_job(why)
+            return True
         survivors = [w for i, w in enumerate(self.workers)
                      if i != bit and i not in self.removed]
         if not survivors:
@@ -338,8 +356,9 @@ class WorkerMonitor:
         old = sm.jobs[self._job_index]
         if old.removed == removed:
             return 0
-        sm.jobs[self._job_index] = JobSpec(old.job_id, old.workers, removed)
-        rules = switch_rules(sm.graph, sm.plan, sm.mininet.plan.ports, sm.host_addrs, sm.jobs)
+        sm.jobs[self._job_index] = replace(old, removed=removed)
+        rules = switch_rules(sm.graph, sm.plan, sm.mininet.plan.ports, sm.host_addrs, sm.jobs,
+                             sm.slot_policy)
         addresses = {s: (sm.mininet.grpc_address(s), sm.mininet.device_id(s)) for s in rules}
         try:
             writes = update(sm.rules, rules, addresses, sm.p4info)
@@ -348,15 +367,23 @@ class WorkerMonitor:
         sm.rules = rules
         return sum(writes.values())
 
+    def stop_job(self, why: str) -> None:
+        """End this job alone (several jobs at once: ``scope`` set), with one line; its
+        processes write what they finished."""
+        self.stopped = f"{self.label}: {why}" if self.label else why
+        self.say(self.stopped)
+        self._end_all()
+
     def _end_all(self) -> None:
         """SIGTERM to the PS and the workers still running, which then write what they
         finished (a silent worker too: it may be hung, not dead)."""
         if self.procs is None:
             return
-        for proc in self.procs.procs.values():
+        mine = [p for h, p in self.procs.procs.items() if self.scope is None or h in self.scope]
+        for proc in mine:
             if proc.poll() is None:
                 proc.terminate()
         deadline = time.monotonic() + 10.0
-        for proc in self.procs.procs.values():
+        for proc in mine:
             while proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.02)

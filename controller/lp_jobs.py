@@ -90,7 +90,7 @@ from controller.lp import (
     tor_input_terms,
     worker_groups,
 )
-from topo.models import natural_key, switch_ids
+from topo.models import natural_key, switch_ids, to_dict
 from topo.paths import hop_distance, reachable
 
 __all__ = [
@@ -569,6 +569,44 @@ def plan_jobs(
         "greedy": [{"switch": s, "score": list(sc)} for s, sc in history],
         "solver": res.solver,
     }
+
+
+def joint_plan(
+    graph: nx.Graph,
+    specs: Sequence[JobSpec],
+    budget: int,
+    *,
+    objective: str = "maxmin",
+    capacity: float | Mapping[str, float] | None = None,
+    result_load: bool = False,
+    solver: str = "auto",
+    time_limit: float | None = 60.0,
+    alone: bool = True,
+    spec: str | None = None,
+) -> dict[str, Any]:
+    """The whole plan document of several jobs (``plan --jobs`` writes it; ``run --jobs``
+    deploys it): topology, switch ids, :func:`plan_jobs` 's part, and the greedy's time.
+    ``alone``: also plan each job alone (``gamma_alone``, the reference of the fairness)."""
+    from controller.plan import PLAN_VERSION  # plan.py is the single-job document's module
+
+    js = make_jobset(graph, specs, capacity=capacity, result_load=result_load)
+    t0 = time.perf_counter()
+    res = greedy_jobs(js, budget, objective=objective, solver=solver, time_limit=time_limit)
+    t_greedy = time.perf_counter() - t0
+    solo = alone_gammas(js, budget, solver=solver, time_limit=time_limit) if alone else None
+    part = plan_jobs(js, res, budget=budget, specs=specs, alone=solo)
+    return {"version": PLAN_VERSION,
+            "topology": {"spec": spec, "name": graph.graph.get("name"), "graph": to_dict(graph)},
+            "switch_ids": switch_ids(graph), "routing": "ecmp-per-hop-even",
+            "budget": budget, "capacity": capacity, "result_load": result_load,
+            "timings": {"greedy": t_greedy}, **part}
+
+
+def job_plan(plan: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """One job of a :func:`joint_plan` document, shaped as a single-job plan (what
+    :func:`controller.plan.chunk_schedule` and :func:`controller.deploy.switch_rules` read)."""
+    return {**plan["jobs"][name], "switch_ids": plan["switch_ids"],
+            "retired_ids": list(plan.get("retired_ids", []))}
 
 
 def jobs_summary_lines(part: Mapping[str, Any]) -> list[str]:

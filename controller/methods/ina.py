@@ -20,19 +20,14 @@ The run folder, the network's lifetime, the launch sequence, results after every
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from controller.baselines import all_baselines
-from controller.deploy import JobSpec, deploy, switch_rules
+from controller.deploy import SLOT_POLICIES, JobSpec
 from controller.errors import ExperimentError
 from controller.failover import (
     WORKER_POLICIES,
@@ -42,13 +37,28 @@ from controller.failover import (
     parse_fail_switch,
     parse_kill_worker,
 )
-from controller.greedy import greedy
-from controller.lp import FastLP, make_job, solve_lp
-from controller.network import P4_PROGRAM, ROOT, check_environment, compile_program
-from controller.plan import build_plan, chunk_schedule, resolve_workers, write_plan
+from controller.jobs import jobs_argument
+from controller.lp import PlanError
+from controller.lp_jobs import OBJECTIVES
+from controller.methods.ina_core import (
+    JOB_IDS,
+    Deployed,
+    Settings,
+    deployed_network,
+    exact_sums_by_round,
+    exact_sums_ok,
+    job_record,
+    member_schedules,
+    plan_job,
+    schedules_for,
+    worker_failure_record,
+)
+from controller.methods.ina_jobs import execute_jobs, jobs_summary, print_jobs, references
+from controller.network import check_environment
+from controller.options import finite_float
+from controller.plan import resolve_workers
 from controller.records import seed_stats
-from controller.replan import replan_members
-from controller.report import mean, plot_modes, print_summary, print_written
+from controller.report import plot_modes, print_summary, print_written
 from controller.runner import Launch, Method, Node, Run, execute
 from topo.models import parse_topology
 from workers.common.model import Replica, TrainConfig, train_synchronous
@@ -56,186 +66,12 @@ from workers.common.quantize import choose_frac_bits
 from workers.ina.constants import INA_UDP_PORT, K, num_slots
 from workers.ina.job import MODES, JobConfig
 from workers.ina.wire import FRAME_BYTES
-from workers.ina.worker import n_chunks_for, ps_only_schedule
+from workers.ina.worker import n_chunks_for
 
+# the shared pieces stay importable from here, where one-job callers look for them
 __all__ = ["InaMethod", "Settings", "run_experiment", "summarize", "schedules_for",
-           "exact_sums_ok", "plan_job", "Deployed", "deployed_network", "JOB_IDS"]
-
-JOB_IDS = {"ina": 1, "tor_only": 2, "ps_only": 3}
-
-
-@dataclass
-class Settings:
-    topo: str = "fattree:4"
-    ps: str = "h0"
-    workers: str = "6"
-    budget: int = 2
-    rounds: int = 30
-    model: str = "mlp"
-    hidden: int = 32
-    batch_size: int = 16
-    lr: float = 0.2
-    bw: float | None = 1.0  # Mbit/s on every link (TCLink); None = unshaped (link-bound by default
-    # so that the LP's γ is what limits the run, not pyswitch's CPU)
-    loss: float = 0.0
-    dup: float = 0.0
-    reorder: float = 0.0
-    seed: int = 0
-    target: str = "pyswitch"
-    modes: tuple[str, ...] = ("ina", "ps_only")
-    window: int = 16
-    timeout: float = 0.3  # pyswitch hops are ~0.5 ms each; bursts queue for tens of ms
-    round_timeout: float = 120.0
-    fail_switch: str | None = None  # "SWITCH@ROUND": kill it after that round (docs/design.md §9)
-    # a worker that dies (docs/design.md §9): stop the job, or go on without it
-    on_worker_failure: str = "stop"
-    kill_worker: str | None = None  # "HOST@ROUND": kill that worker after that round
-    worker_timeout: float = 10.0  # the PS reports a member silent this long (s)
-    out: str = "results"
-    name: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-    repeats: int = 1  # --repeats: seeds seed .. seed + repeats - 1 (controller.runner)
-
-
-# ------------------------------------------------------------------ pure helpers
-
-
-def schedules_for(mode: str, plan: dict, workers: list[str], n_chunks: int) -> dict[str, list]:
-    """Each worker's ``[(chunk, agg_id, fan_in)]`` in ``mode`` (keys: worker bit as str)."""
-    if mode == "ina":
-        by_name = chunk_schedule(plan, n_chunks)
-        return {str(i): [tuple(e) for e in by_name[w]] for i, w in enumerate(workers)}
-    if mode == "tor_only":
-        tor_id = int(plan["switch_ids"][plan["ps_tor"]])
-        return {str(i): [(c, tor_id, len(workers)) for c in range(n_chunks)]
-                for i in range(len(workers))}
-    if mode == "ps_only":
-        return {str(i): ps_only_schedule(n_chunks) for i in range(len(workers))}
-    raise ValueError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
-
-
-def member_schedules(mode: str, plan: dict, workers: list[str], survivors: list[str],
-                     n_chunks: int, graph: nx.Graph) -> dict[str, list] | None:
-    """The survivors' schedules after workers left the job (keys: their original bits; None
-    when the mode's schedules do not depend on the members, i.e. ``ps_only``)."""
-    if mode == "ina":
-        by_name = chunk_schedule(replan_members(graph, plan, survivors), n_chunks)
-        return {str(workers.index(w)): [tuple(e) for e in by_name[w]] for w in survivors}
-    if mode == "tor_only":
-        tor_id = int(plan["switch_ids"][plan["ps_tor"]])
-        return {str(workers.index(w)): [(c, tor_id, len(survivors)) for c in range(n_chunks)]
-                for w in survivors}
-    return None
-
-
-def exact_sums_by_round(out_dir: Path, n_workers: int, n_values: int,
-                        members: list[list[int]]) -> list[bool]:
-    """Per round r < len(members): did every worker that finished r apply exactly the int32
-    sum of the quantized gradients of ``members[r]`` (that round's member set)?  A worker
-    that died has no ``.npz``; its gradients come from the ``.q`` file it appends to before
-    sending each round."""
-    q: dict[int, np.ndarray] = {}
-    sums: dict[int, np.ndarray] = {}
-    for w in range(n_workers):
-        raw, npz = out_dir / f"worker{w}.q", out_dir / f"worker{w}.npz"
-        if npz.exists():
-            with np.load(npz) as d:
-                q[w], sums[w] = d["q"], d["sums"]
-        elif raw.exists():
-            q[w] = np.fromfile(raw, dtype=np.int32).reshape(-1, n_values)
-    out = []
-    for r, ids in enumerate(members):
-        have = [w for w in sums if len(sums[w]) > r]
-        if not have or any(w not in q or len(q[w]) <= r for w in ids):
-            out.append(False)
-            continue
-        total = np.sum([q[w][r].astype(np.int64) for w in ids], axis=0)
-        wrapped = ((total + 2**31) % 2**32 - 2**31).astype(np.int32)
-        out.append(all(np.array_equal(sums[w][r], wrapped) for w in have))
-    return out
-
-
-def exact_sums_ok(out_dir: Path, n_workers: int) -> list[bool]:
-    """Per round: did every worker apply exactly the int32 sum of all quantized gradients?"""
-    data = [np.load(out_dir / f"worker{w}.npz") for w in range(n_workers)]
-    exact = np.sum([d["q"].astype(np.int64) for d in data], axis=0)
-    wrapped = ((exact + 2**31) % 2**32 - 2**31).astype(np.int32)
-    return [all(np.array_equal(d["sums"][r], wrapped[r]) for d in data)
-            for r in range(wrapped.shape[0])]
-
-
-def _impairments(s: Settings) -> list[str]:
-    if not (s.loss or s.dup or s.reorder):
-        return []
-    return [f"all:loss={s.loss},dup={s.dup},reorder={s.reorder},seed={s.seed}"]
-
-
-def plan_job(s: Settings, graph: nx.Graph, out_dir: Path, console: Any = None) -> dict:
-    """Plan the job (greedy + LP, with baselines) and write ``plan.json``; says what it does on
-    ``console`` if given."""
-    if console is not None:
-        console.print(f"[bold]planning[/] {s.topo}, PS {s.ps}, workers {s.workers}, "
-                      f"budget {s.budget}")
-    workers = resolve_workers(graph, s.ps, s.workers)
-    # The data plane multicasts every RESULT down a tree, so plan with that load counted
-    # (controller.lp.result_tree_coeffs); the docs/design.md §3.3 γ of the same deployment is kept too.
-    job = make_job(graph, s.ps, workers, result_load=True)
-    t0 = time.perf_counter()
-    fast = FastLP(job)
-    res = greedy(job, s.budget, lp=fast)
-    t_greedy = time.perf_counter() - t0
-    base = all_baselines(job, s.budget, seed=s.seed, lp=fast, max_combinations=500)
-    plan = build_plan(job, res.lp, budget=s.budget, baselines=base, spec=s.topo,
-                      greedy_history=res.history,
-                      timings={"greedy": t_greedy, "lp_solves": res.lp_solves})
-    plan["result_load"] = True
-    plan["gamma_without_result_load"] = solve_lp(make_job(graph, s.ps, workers),
-                                                 list(res.deployed)).gamma
-    write_plan(plan, out_dir / "plan.json")
-    if console is not None:
-        console.print(f"plan: γ = {plan['gamma']:.4g}, deployed "
-                      f"{plan['deployed'] or '(none)'}, PS ToR {plan['ps_tor']}")
-    return plan
-
-
-@dataclass
-class Deployed:
-    """A live Mininet network with a plan installed (:func:`deployed_network`)."""
-
-    mininet: Any
-    hosts: dict[str, tuple[str, str]]  # host -> (IPv4, MAC)
-    rules: dict[str, Any]  # switch -> controller.deploy.SwitchRules
-    p4info: Path
-    info: dict[str, Any]  # deploy seconds and table writes, for results.json
-
-
-@contextlib.contextmanager
-def deployed_network(run: Run, s: Settings, graph: nx.Graph, plan: dict,
-                     jobs: list[JobSpec]) -> Iterator[Deployed]:
-    """Compile ina.p4, start the Mininet network of ``s.target`` switches (links at ``s.bw``,
-    pyswitch impairments) and install ``plan`` for every job over P4Runtime; the network is
-    stopped when the block ends (:meth:`Run.network`).  Every method that runs INA jobs on a
-    planned network (ina, ddp) starts it this way."""
-    from topo.mininet_net import build_net
-    from topo.mininet_switch import BMv2Switch, PySwitch
-
-    console = run.console
-    console.print(f"[bold]compiling[/] {P4_PROGRAM.relative_to(ROOT)} for {s.target}")
-    p4info, device_config = compile_program(s.target, run.out_dir / "build")
-    switch_cls = BMv2Switch if s.target == "bmv2" else PySwitch
-    opts = {"impair": _impairments(s)} if s.target == "pyswitch" else {}
-    console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, "
-                  f"{s.target} switches" + (f", {s.bw:g} Mbit/s links" if s.bw else ""))
-    with run.network(build_net(graph, switch_cls, switch_opts=opts,
-                               bw_unit_mbps=1.0 if s.bw else None)) as mininet:
-        hosts = {h: (info.ip, info.mac) for h, info in mininet.plan.hosts.items()}
-        rules = switch_rules(graph, plan, mininet.plan.ports, hosts, jobs)
-        addresses = {sw: (mininet.grpc_address(sw), mininet.device_id(sw)) for sw in rules}
-        console.print(f"[bold]deploying[/] over P4Runtime to {len(rules)} switches")
-        t0 = time.perf_counter()
-        writes = deploy(rules, addresses, p4info, device_config)
-        yield Deployed(mininet, hosts, rules, p4info,
-                       {"deploy_s": time.perf_counter() - t0, "writes": sum(writes.values())})
+           "member_schedules", "exact_sums_ok", "exact_sums_by_round", "plan_job", "Deployed",
+           "deployed_network", "JOB_IDS", "run_mode", "settings_from_args"]
 
 
 def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: float,
@@ -352,44 +188,12 @@ def run_mode(run: Run, mininet: Any, mode: str, cfg: JobConfig, workers: list[st
                               f"(see {out_dir}/logs.txt)")
     gone = (set(deaths.removed_hosts()) | {e.worker for e in deaths.job_events} if deaths
             else set())
-    alive = [i for i, w in enumerate(workers) if w not in gone]
-    reports = [json.loads((out_dir / f"worker{i}.json").read_text()) for i in alive
-               if (out_dir / f"worker{i}.json").exists()]
-    ps_path = out_dir / "ps.json"
-    ps_report = json.loads(ps_path.read_text()) if ps_path.exists() else {"stats": {}}
-    n_done = min(len(rep["rounds"]) for rep in reports) if reports else 0
-    members = [reports[0]["rounds"][r].get("members", cfg.worker_ids) for r in range(n_done)]
-    exact = (exact_sums_ok(out_dir, len(workers)) if not gone and stopped is None
-             else exact_sums_by_round(out_dir, len(workers), cfg.n_values, members))
     tor = mininet.plan.hosts[ps].neighbours[0]
-    if not moved:  # stopped before the runner read the counters: no per-round bytes
-        moved = {(tor, ps): 0}
-    rounds = []
-    for r in range(n_done):
-        per_worker = [rep["rounds"][r] for rep in reports]
-        rounds.append({
-            "time_s": max(x["time_s"] for x in per_worker),
-            # the last worker to start the round waits for nobody's compute: its time is the
-            # network's share of the round
-            "sync_time_s": min(x["time_s"] for x in per_worker),
-            "accuracy": per_worker[0]["accuracy"],
-            "loss": mean([x["loss"] for x in per_worker]),
-            "retransmissions": sum(x["retransmits"] for x in per_worker),
-            "clipped": sum(x["clipped"] for x in per_worker),
-            "exact": exact[r],
-            "schedule_version": per_worker[0].get("schedule_version", 0),
-            "ps_rx_bytes": moved[(tor, ps)] / cfg.rounds,
-            "busiest_link_bytes": max(moved.values()) / cfg.rounds,
-            **({"members": [workers[i] for i in members[r]]} if gone else {}),
-        })
-    busiest = max(moved, key=moved.get)
-    record = {"job_id": cfg.job_id, "rounds": rounds, "ps": ps_report["stats"],
-            "grad_bytes": 4 * cfg.n_values,  # int32 values synchronized per round
-            "ps_link_bytes_total": moved[(tor, ps)], "busiest_link": list(busiest),
-            "busiest_link_bytes_total": moved[busiest],
-            "failover": [asdict(e) for e in monitor.events[n_events:]],
-            "plan_gamma": plan_gamma,  # of the plan this mode started on
-            "link_bytes_total": {f"{a}->{b}": v for (a, b), v in sorted(moved.items())}}
+    record, ps_report = job_record(cfg, workers, ps, tor, moved, gone,
+                                   complete=stopped is None)
+    record["failover"] = [asdict(e) for e in monitor.events[n_events:]]
+    record["plan_gamma"] = plan_gamma  # of the plan this mode started on
+    rounds = record["rounds"]
     if deaths is not None and deaths.job_events:
         record["worker_failure"] = worker_failure_record(deaths, rounds, ps_report)
     if stopped is not None:
@@ -397,27 +201,6 @@ def run_mode(run: Run, mininet: Any, mode: str, cfg: JobConfig, workers: list[st
         stopped.record = record  # the caller records it under its label, then stops
         raise stopped
     return record
-
-
-def worker_failure_record(deaths: WorkerMonitor, rounds: list[dict],
-                          ps_report: dict) -> list[dict]:
-    """results.json's record of each worker that died in one job (docs/design.md §9): the
-    event, the round the PS made it take effect (its own report is the authority), and
-    exactness of the rounds before and after."""
-    changes = ps_report.get("member_changes", [])
-    out = []
-    for i, e in enumerate(deaths.job_events):
-        d = asdict(e)
-        if i < len(changes):
-            d["round_effective"] = changes[i]["from_round"]
-        cut = d["round_effective"] if d["round_effective"] is not None else len(rounds)
-        d["rounds_completed"] = len(rounds)
-        d["exact_before"] = all(r["exact"] for r in rounds[:cut])
-        d["exact_after"] = (all(r["exact"] for r in rounds[cut:])
-                            if d["round_effective"] is not None else None)
-        d["accuracy_after"] = rounds[-1]["accuracy"] if rounds else None
-        out.append(d)
-    return out
 
 
 # ------------------------------------------------------------------ the method
@@ -446,6 +229,29 @@ class InaMethod(Method):
         parser.add_argument(
             "--kill-worker", metavar="HOST@ROUND", default=None,
             help="INA fault injection: kill worker HOST once a worker finished ROUND")
+        parser.add_argument(
+            "--worker-timeout", type=finite_float, default=d.worker_timeout, metavar="S",
+            help="INA: the PS reports a worker it has not heard from for S seconds while a "
+                 f"round waits for it (default {d.worker_timeout:g}; 0 = never)")
+        parser.add_argument(
+            "--jobs", metavar="FILE|N", default=None,
+            help="INA: several training jobs at once instead of --ps/--workers: a jobs file "
+                 "(JSON list) or N (the hosts dealt out to N jobs; docs/design.md §3.10)")
+        parser.add_argument(
+            "--slot-policy", choices=SLOT_POLICIES, default=d.slot_policy,
+            help="with --jobs: every job hashes into the whole slot pool (shared, default; "
+                 "a slot held by another job falls back) or into its own part (partitioned, "
+                 "sized by the plan)")
+        parser.add_argument(
+            "--objective", choices=OBJECTIVES, default=d.objective,
+            help="with --jobs: maximise min_j γ_j/w_j (default) or the sum of γ_j")
+        parser.add_argument(
+            "--kill-ps", metavar="HOST@ROUND", default=None,
+            help="with --jobs, fault injection: kill the PS on HOST once its job finished "
+                 "ROUND (that job stops, the others go on)")
+        parser.add_argument(
+            "--no-alone", action="store_true",
+            help="with --jobs: do not run each job alone afterwards for reference")
 
     def repeats(self) -> int:
         return self.s.repeats
@@ -464,13 +270,43 @@ class InaMethod(Method):
         if s.on_worker_failure not in WORKER_POLICIES:
             raise ExperimentError(f"--on-worker-failure: expected stop or continue, got "
                                   f"{s.on_worker_failure!r}")
-        self.kill = (parse_kill_worker(s.kill_worker, resolve_workers(graph, s.ps, s.workers),
-                                       s.rounds) if s.kill_worker else None)
+        if s.jobs is not None:
+            self._prepare_jobs(graph)
+        else:
+            for what, v in (("--kill-ps", s.kill_ps), ("--slot-policy partitioned",
+                                                       s.slot_policy != "shared" or None)):
+                if v:
+                    raise ExperimentError(f"{what} applies to several jobs (--jobs)")
+            self.kill = (parse_kill_worker(s.kill_worker,
+                                           resolve_workers(graph, s.ps, s.workers), s.rounds)
+                         if s.kill_worker else None)
         # the slot count the program is compiled with (--slots, docs/protocol.md §2)
         s.extra["num_slots"] = num_slots()
         run.settings = asdict(s)
 
+    def _prepare_jobs(self, graph: nx.Graph) -> None:
+        s = self.s
+        if s.fail_switch:
+            raise ExperimentError("--fail-switch with --jobs: re-planning several jobs after "
+                                  "a switch failure is not supported yet")
+        if s.slot_policy not in SLOT_POLICIES:
+            raise ExperimentError(f"--slot-policy: expected one of {', '.join(SLOT_POLICIES)}")
+        try:
+            self.job_specs = jobs_argument(s.jobs, graph)
+        except PlanError as exc:
+            raise ExperimentError(str(exc)) from None
+        everyone = [w for j in self.job_specs for w in j.workers]
+        rounds = min(j.rounds or s.rounds for j in self.job_specs)
+        self.kill = parse_kill_worker(s.kill_worker, everyone, rounds) if s.kill_worker else None
+        if s.kill_ps and s.kill_ps.partition("@")[0].strip() not in [j.ps for j in
+                                                                        self.job_specs]:
+            raise ExperimentError(f"--kill-ps: {s.kill_ps.partition('@')[0].strip()!r} is "
+                                  "not the PS of a job")
+
     def execute(self, run: Run) -> None:
+        if self.s.jobs is not None:
+            execute_jobs(self, run)
+            return
         s, graph, console, out_dir = self.s, self.graph, run.console, run.out_dir
         plan = self.plan = plan_job(s, graph, out_dir, console)
         workers = list(plan["workers"])
@@ -532,6 +368,13 @@ class InaMethod(Method):
                     run.record(m, record, rep)
 
     def results(self, run: Run) -> dict[str, Any]:
+        if self.s.jobs is not None:
+            refs = references(self.tenants, self.s, run.seeds[0])
+            return {"run": run.name, "method": "ina", "settings": asdict(self.s),
+                    "plan": {k: self.plan[k] for k in ("objective", "deployed",
+                                                       "programmable", "fairness")},
+                    "deploy": self.deploy_info, "modes": run.modes,
+                    **jobs_summary(self.plan, self.tenants, run.modes, refs, self.s.bw)}
         reference = train_synchronous(self.train)
         res = summarize(self.s, run.name, self.plan, run.modes, reference.final_accuracy,
                         self.n_chunks, self.deploy_info)
@@ -544,6 +387,10 @@ class InaMethod(Method):
 
     def report(self, run: Run, results: dict[str, Any]) -> None:
         plots = plot_modes(run.modes, run.out_dir)
+        if self.s.jobs is not None:
+            print_jobs(results, run.console)
+            print_written(run.console, run.out_dir, plots)
+            return
         print_summary(results, run.console)
         print_written(run.console, run.out_dir, plots)
 
@@ -561,7 +408,15 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                  fail_switch=args.fail_switch, out=args.out, name=args.name,
                  on_worker_failure=getattr(args, "on_worker_failure", "stop"),
                  kill_worker=getattr(args, "kill_worker", None),
+                 worker_timeout=getattr(args, "worker_timeout", Settings.worker_timeout),
+                 jobs=getattr(args, "jobs", None),
+                 slot_policy=getattr(args, "slot_policy", "shared"),
+                 objective=getattr(args, "objective", "maxmin"),
+                 kill_ps=getattr(args, "kill_ps", None),
+                 no_alone=getattr(args, "no_alone", False),
                  repeats=args.repeats)
+    if not s.worker_timeout >= 0:
+        raise ExperimentError(f"--worker-timeout must be >= 0 seconds, got {s.worker_timeout}")
     for what, v in (("--rounds", s.rounds), ("--window", s.window), ("--repeats", s.repeats)):
         if v < 1:
             raise ExperimentError(f"{what} must be >= 1, got {v}")
