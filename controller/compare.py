@@ -17,7 +17,8 @@ messages), and "exact" means every node's parameters equalled the in-process sim
 Columns: seconds per round; goodput (synchronized gradient bytes per second, where the run
 records the gradient size); bytes per round into the PS host and on the busiest link;
 retransmissions; final accuracy; exactness; and the LP's predicted vs measured γ where the run
-has one (INA).  A row's settings (topology, link rate, workers, rounds) are printed with it,
+has one (INA).  A run of several jobs at once (``run --jobs``) has one row per job and mode
+(``<job>/<mode>``, and ``alone/<job>`` for a job run alone), each INA row with its own job's γ.  A row's settings (topology, link rate, workers, rounds) are printed with it,
 since a time means nothing without them.
 
 A results file that cannot be read or does not have that shape (not JSON, not an object,
@@ -194,6 +195,12 @@ def rows_of(run: str, doc: dict[str, Any]) -> list[Row]:
             rows.append(_async_ndn_row(run, method, name, mode, R))
             continue
         is_ina = method == "ina" and name == "ina"
+        job, _, job_mode = name.partition("/")  # several jobs: "<job>/<mode>" (§3.10)
+        if method == "ina" and job_mode == "ina" and isinstance(doc.get("jobs"), dict):
+            g = (doc["jobs"].get(job) or {}).get("gamma")
+            rows.append(summarize_mode(run, method, name, mode,
+                                       g if isinstance(g, dict) else None))
+            continue
         rows.append(summarize_mode(run, method, name, mode, gamma if is_ina else None))
     for policy, data in (doc.get("policies") or {}).items():
         runs = data.get("runs") or []

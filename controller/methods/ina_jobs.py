@@ -334,7 +334,7 @@ def execute_jobs(method: Any, run: Run) -> None:
         monitors = {t.name: WorkerMonitor(
             switches, s.on_worker_failure, console.print,
             method.kill if method.kill and method.kill[0] in t.workers else None,
-            scope=t.hosts, label=f"job {t.name}") for t in tenants}
+            scope=t.hosts, label=t.name) for t in tenants}
         # (mode, label, jobs, alone): every job at once per mode, then each job alone
         runs = [(m, None, tenants) for m in s.modes]
         if not s.no_alone:
