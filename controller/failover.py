@@ -59,6 +59,20 @@ def parse_fail_switch(text: str, graph: nx.Graph, rounds: int) -> tuple[str, int
     return name, r
 
 
+Replan = Callable[[nx.Graph, dict, str, list[JobSpec]], tuple[nx.Graph, dict, list[JobSpec]]]
+
+
+def _replan_one_job(graph: nx.Graph, plan: dict, dead: str,
+                    jobs: list[JobSpec]) -> tuple[nx.Graph, dict, list[JobSpec]]:
+    g, new = replan_without(graph, plan, dead)
+    return g, new, jobs
+
+
+def plan_gamma(plan: Mapping[str, Any]) -> float:
+    """A plan's γ: one job's, or for several jobs the smallest γ_j / w_j."""
+    return float(plan["gamma"] if "gamma" in plan else plan["min_gamma_per_weight"])
+
+
 @dataclass
 class FailoverEvent:
     switch: str
@@ -84,24 +98,31 @@ class SwitchMonitor:
                  rules: Mapping[str, SwitchRules], jobs: Iterable[JobSpec],
                  host_addrs: Mapping[str, tuple[str, str]], p4info: Path,
                  say: Callable[[str], None], fail: tuple[str, int] | None = None,
-                 slot_policy: str = "shared") -> None:
+                 slot_policy: str = "shared", replan: Replan | None = None) -> None:
         self.mininet, self.graph, self.plan, self.rules = mininet, graph, plan, dict(rules)
         self.slot_policy = slot_policy
         self.jobs, self.host_addrs, self.p4info = list(jobs), host_addrs, p4info
         self.say, self.fail = say, fail
+        # how a plan is made again without a switch: one job's by default; several jobs'
+        # (docs/design.md §3.10) also give every job its new plan (the JobSpecs)
+        self.replan = replan or _replan_one_job
         self.events: list[FailoverEvent] = []
         self._killed_at: dict[str, float] = {}
-        self._job: tuple[Path, Callable[[dict], dict]] | None = None
-        self._updates: list[dict] = []
+        # the running jobs' schedule files, how a plan becomes their schedules, and the
+        # updates published so far
+        self._followers: list[tuple[Path, Callable[[dict], dict], list[dict]]] = []
         self.newest_round = -1
 
     def follow(self, schedule_file: Path | None,
-               schedules: Callable[[dict], dict] | None) -> None:
+               schedules: Callable[[dict], dict] | None, more: bool = False) -> None:
         """Start watching a job: where its workers read schedule updates, and how a plan
-        becomes their schedules (None for modes whose schedules do not depend on the plan)."""
-        self._job = (schedule_file, schedules) if schedule_file and schedules else None
-        self._updates = []
-        self.newest_round = -1
+        becomes their schedules (None for modes whose schedules do not depend on the plan).
+        ``more``: one more job running at the same time (else the job replaces the last)."""
+        if not more:
+            self._followers = []
+            self.newest_round = -1
+        if schedule_file and schedules:
+            self._followers.append((schedule_file, schedules, []))
 
     def on_worker_round(self, round_: int) -> None:
         self.newest_round = max(self.newest_round, round_)
@@ -131,9 +152,9 @@ class SwitchMonitor:
         noticed, after = time.monotonic(), self.newest_round
         killed = self._killed_at.get(dead)
         self.say(f"switch {dead} is down (after round {after}): re-planning")
-        graph, plan = replan_without(self.graph, self.plan, dead)  # may stop the run
+        graph, plan, jobs = self.replan(self.graph, self.plan, dead, self.jobs)  # may stop
         replanned = time.monotonic()
-        rules = switch_rules(graph, plan, self.mininet.plan.ports, self.host_addrs, self.jobs,
+        rules = switch_rules(graph, plan, self.mininet.plan.ports, self.host_addrs, jobs,
                              self.slot_policy)
         addresses = {s: (self.mininet.grpc_address(s), self.mininet.device_id(s)) for s in rules}
         try:
@@ -142,20 +163,18 @@ class SwitchMonitor:
             raise ExperimentError(f"fail-over after switch {dead} died: {exc}") from None
         deployed = time.monotonic()
         start = self.newest_round + SCHEDULE_DELAY_ROUNDS  # rounds went on meanwhile
-        if self._job is not None:
-            path, schedules = self._job
-            self._updates.append({"from_round": start, "switch": dead,
-                                  "schedules": schedules(plan)})
-            write_json_atomic(path, self._updates)
+        for path, schedules, updates in self._followers:
+            updates.append({"from_round": start, "switch": dead, "schedules": schedules(plan)})
+            write_json_atomic(path, updates)
         event = FailoverEvent(
             switch=dead, after_round=after,
             detected_s=round(noticed - killed, 4) if killed is not None else None,
             replan_s=round(replanned - noticed, 4), redeploy_s=round(deployed - replanned, 4),
             writes=sum(writes.values()),
-            gamma_before=self.plan["gamma"], gamma_after=plan["gamma"],
+            gamma_before=plan_gamma(self.plan), gamma_after=plan_gamma(plan),
             deployed_after=list(plan["deployed"]), schedules_from_round=start)
         self.events.append(event)
-        self.graph, self.plan, self.rules = graph, plan, rules
+        self.graph, self.plan, self.rules, self.jobs = graph, plan, rules, jobs
         self.say(f"switch {dead}: γ {event.gamma_before:.4g} → {event.gamma_after:.4g}, "
                  f"deployed {plan['deployed'] or '(none: the PS ToR aggregates)'}, "
                  f"{event.writes} writes to {len(rules)} switches in "

@@ -15,13 +15,15 @@ merges whatever reaches it by bitmap), see :func:`controller.deploy.switch_rules
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import networkx as nx
 
 from controller.errors import ExperimentError
+from controller.jobs import JobSpec as JobEntry
 from controller.lp import make_job, solve_lp
+from controller.lp_jobs import make_jobset, plan_jobs, solve_jobs_lp
 from controller.plan import build_plan
 from topo.models import natural_key
 
@@ -79,6 +81,37 @@ def replan_without(graph: nx.Graph, plan: Mapping[str, Any], dead: str) -> tuple
     new["switch_ids"] = {s: int(i) for s, i in plan["switch_ids"].items() if s != dead}
     new["ps_tor_id"] = new["switch_ids"][new["ps_tor"]]
     new["result_load"] = bool(plan.get("result_load"))
+    new["failed"] = [*plan.get("failed", []), dead]
+    new["retired_ids"] = [*plan.get("retired_ids", []), int(plan["switch_ids"][dead])]
+    return g, new
+
+
+def replan_jobs_without(graph: nx.Graph, plan: Mapping[str, Any], dead: str,
+                        specs: Sequence[JobEntry]) -> tuple[nx.Graph, dict]:
+    """:func:`replan_without` for a plan of several jobs (docs/design.md §3.10): every job is
+    planned again *jointly* on the reduced graph, with the surviving shared deployment
+    S' = S \\ {dead} and the same objective; switch ids are kept and ``dead``'s id retired.
+    A job whose PS or workers are cut off ends the run (:class:`SwitchFailureError`, naming
+    the job): the other jobs' plans would otherwise count its traffic."""
+    g = without_switch(graph, dead)
+    for spec in specs:
+        lost = cut_off(g, spec.ps, list(spec.workers))
+        if lost:
+            who = (f"its PS {spec.ps}" if lost[0] == spec.ps
+                   else f"worker(s) {', '.join(lost)}")
+            raise SwitchFailureError(f"switch {dead} died: job {spec.name!r}: {who} cut off; "
+                                     "the run stops")
+    js = make_jobset(g, specs, capacity=plan.get("capacity") or None,
+                     result_load=bool(plan.get("result_load")))
+    deployed = [s for s in plan["deployed"] if s != dead]
+    res = solve_jobs_lp(js, deployed, objective=plan.get("objective", "maxmin"))
+    part = plan_jobs(js, res, budget=plan.get("budget"), specs=specs)
+    for name, job in part["jobs"].items():  # the planned-alone reference is the original's
+        job["gamma_alone"] = plan["jobs"][name].get("gamma_alone")
+    new = {**plan, **part}
+    new["switch_ids"] = {s: int(i) for s, i in plan["switch_ids"].items() if s != dead}
+    for job in new["jobs"].values():
+        job["ps_tor_id"] = new["switch_ids"][job["ps_tor"]]
     new["failed"] = [*plan.get("failed", []), dead]
     new["retired_ids"] = [*plan.get("retired_ids", []), int(plan["switch_ids"][dead])]
     return g, new

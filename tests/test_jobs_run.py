@@ -100,7 +100,6 @@ def test_kill_ps_must_name_a_jobs_ps(two_jobs) -> None:
 
 
 @pytest.mark.parametrize("settings, msg", [
-    (dict(jobs="2", fail_switch="spine0@1"), "--fail-switch with --jobs"),
     (dict(jobs="2", kill_ps="h5@1"), "--kill-ps: 'h5' is not the PS of a job"),
     (dict(jobs="99"), "--jobs 99: each job needs a PS and a worker"),
     (dict(jobs="2", kill_worker="h0@1"), "--kill-worker: 'h0' is not a worker"),
@@ -113,3 +112,30 @@ def test_bad_jobs_options_are_one_line_before_any_network(settings, msg, tmp_pat
     with pytest.raises(ExperimentError, match=msg):
         m.prepare(Run("ina", str(tmp_path), "x"))
     assert not any(tmp_path.iterdir())
+
+
+def test_a_dead_switch_replans_every_job_jointly_on_the_rest() -> None:
+    """fat-tree k=4, --jobs 2, budget 2: the joint plan deploys two switches; without one of
+    them both jobs are planned again on the survivor (ids kept, the dead one retired), each
+    γ_j the joint LP's for S' on the reduced graph and never above the plan before."""
+    from controller.lp_jobs import make_jobset, solve_jobs_lp
+    from controller.replan import SwitchFailureError, replan_jobs_without, without_switch
+
+    g = nx.Graph(parse_topology("fattree:4"))
+    nx.set_edge_attributes(g, 1.0, "bw")
+    specs = jobs_from_count(g, 2)
+    plan = joint_plan(g, specs, 2, result_load=True, alone=False)
+    dead, keep = plan["deployed"][0], plan["deployed"][1:]
+    g2, new = replan_jobs_without(g, plan, dead, specs)
+    assert dead not in g2 and new["deployed"] == keep and new["failed"] == [dead]
+    assert new["retired_ids"] == [plan["switch_ids"][dead]]
+    assert dead not in new["switch_ids"] and all(
+        new["switch_ids"][s] == plan["switch_ids"][s] for s in new["switch_ids"])
+    direct = solve_jobs_lp(make_jobset(without_switch(g, dead), specs, result_load=True), keep)
+    for name in ("job1", "job2"):
+        assert new["jobs"][name]["gamma"] == pytest.approx(direct.gammas[name], abs=1e-7)
+        assert new["jobs"][name]["gamma"] <= plan["jobs"][name]["gamma"] + 1e-7
+        assert job_plan(new, name)["retired_ids"] == new["retired_ids"]
+    # a PS's only switch: that job is cut off, the run stops naming it
+    with pytest.raises(SwitchFailureError, match=r"job 'job1': its PS h0 cut off"):
+        replan_jobs_without(g, plan, "edge0", specs)

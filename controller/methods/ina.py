@@ -286,9 +286,6 @@ class InaMethod(Method):
 
     def _prepare_jobs(self, graph: nx.Graph) -> None:
         s = self.s
-        if s.fail_switch:
-            raise ExperimentError("--fail-switch with --jobs: re-planning several jobs after "
-                                  "a switch failure is not supported yet")
         if s.slot_policy not in SLOT_POLICIES:
             raise ExperimentError(f"--slot-policy: expected one of {', '.join(SLOT_POLICIES)}")
         try:
@@ -374,6 +371,7 @@ class InaMethod(Method):
                     "plan": {k: self.plan[k] for k in ("objective", "deployed",
                                                        "programmable", "fairness")},
                     "deploy": self.deploy_info, "modes": run.modes,
+                    "failover": [asdict(e) for e in self.switch_events],
                     **jobs_summary(self.plan, self.tenants, run.modes, refs, self.s.bw)}
         reference = train_synchronous(self.train)
         res = summarize(self.s, run.name, self.plan, run.modes, reference.final_accuracy,

@@ -28,7 +28,7 @@ show one row per job and mode.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from controller.methods.ina_core import (
     worker_failure_record,
 )
 from controller.plan import write_plan
+from controller.replan import replan_jobs_without
 from controller.runner import Launch, Node, Run
 from workers.common.model import Replica, TrainConfig, train_synchronous
 from workers.common.quantize import choose_frac_bits
@@ -166,6 +167,7 @@ class _JobWatch:
         words = line.split()  # "worker I round R ..."
         if len(words) > 3 and words[0] == "worker" and words[2] == "round":
             r = int(words[3])
+            self.switches.on_worker_round(r)
             if r > self.newest[t.name]:
                 self.newest[t.name] = r
                 self.run.progress.update(self.tasks[t.name], completed=r + 1)
@@ -175,7 +177,7 @@ class _JobWatch:
         return t is not None and self.monitors[t.name].on_failure(host, code)
 
     def watch(self) -> None:
-        check_switches(self.switches)
+        self.switches.poll()  # a dead switch: every job planned again, jointly
         for t in self.tenants:
             mon = self.monitors[t.name]
             mon.poll()
@@ -202,6 +204,8 @@ def run_jobs_mode(run: Run, mininet: Any, mode: str, label: str, tenants: list[T
     """One launch of every job in ``tenants`` at once (module docstring); returns each job's
     record (:func:`controller.methods.ina_core.job_record`, plus ``collisions`` and ``stopped``)."""
     jw = _JobWatch(run, mode, tenants, monitors, switches, kill_ps)
+    planned = {t.name: t.plan["gamma"] for t in tenants}  # the plans this launch starts on
+    n_events = len(switches.events)
     servers, nodes = [], []
     for t in tenants:
         job_file = Path(cfgs[t.name].out_dir) / "job.json"
@@ -230,7 +234,8 @@ def run_jobs_mode(run: Run, mininet: Any, mode: str, label: str, tenants: list[T
         rec, ps_report = job_record(cfg, t.workers, t.ps, tor, done.moved, gone,
                                     complete=stopped is None)
         rec["job"] = t.name
-        rec["plan_gamma"] = t.plan["gamma"]
+        rec["plan_gamma"] = planned[t.name]
+        rec["failover"] = [asdict(e) for e in switches.events[n_events:]]
         # contributions that reached the PS unaggregated: a slot held by another key (of
         # this job or another), no slot for the job at a switch, or no aggregator
         rec["collisions"] = int(ps_report.get("stats", {}).get("fallbacks", 0))
@@ -269,7 +274,7 @@ def jobs_summary(plan: dict[str, Any], tenants: list[Tenant], modes: dict[str, d
         ina = mine.get("ina")
         measured = _gamma_measured(ina["rounds"], t.n_chunks) if ina else None
         alone_measured = _gamma_measured(alone["rounds"], t.n_chunks) if alone else None
-        predicted = t.plan["gamma"]
+        predicted = ina["plan_gamma"] if ina and "plan_gamma" in ina else t.plan["gamma"]
         unit = bw is not None  # with --bw the LP's γ is in Mbit/s, as measured
         jobs[t.name] = {
             "ps": t.ps, "workers": t.workers, "weight": t.weight, "job_ids": {
@@ -329,8 +334,19 @@ def execute_jobs(method: Any, run: Run) -> None:
     with deployed_network(run, s, graph, plan, specs) as net:
         mininet, hosts = net.mininet, net.hosts
         method.deploy_info = net.info
+        by_name = {t.name: t for t in tenants}
+
+        def replan(g: Any, doc: dict, dead: str,
+                   jobs: list[JobSpec]) -> tuple[Any, dict, list[JobSpec]]:
+            g2, new = replan_jobs_without(g, doc, dead, method.job_specs)
+            for t in tenants:
+                t.plan = job_plan(new, t.name)
+            return g2, new, [replace(j, plan=by_name[j.tenant].plan) for j in jobs]
+
         switches = SwitchMonitor(mininet, graph, plan, net.rules, specs, hosts, net.p4info,
-                                 say=console.print, slot_policy=s.slot_policy)
+                                 say=console.print, fail=method.fail,
+                                 slot_policy=s.slot_policy, replan=replan)
+        method.switch_events = switches.events
         monitors = {t.name: WorkerMonitor(
             switches, s.on_worker_failure, console.print,
             method.kill if method.kill and method.kill[0] in t.workers else None,
@@ -347,7 +363,14 @@ def execute_jobs(method: Any, run: Run) -> None:
                 cfgs = {t.name: _job_config(s, t, mode, seed, hosts, folder if alone
                                             else folder / t.name, folder / "start")
                         for t in group}
-                for t in group:
+                for i, t in enumerate(group):
+                    def after_switch(doc: dict, t: Tenant = t) -> dict:
+                        left = [w for w in t.workers
+                                if w not in monitors[t.name].removed_hosts()]
+                        return member_schedules("ina", job_plan(doc, t.name), t.workers, left,
+                                                t.n_chunks, switches.graph) or {}
+                    sched = cfgs[t.name].schedule_file
+                    switches.follow(Path(sched) if sched else None, after_switch, more=i > 0)
                     job = next(j for j in switches.jobs if j.job_id == t.job_id(mode))
 
                     def after_worker(left: list[str], t: Tenant = t,
@@ -384,19 +407,8 @@ def _job_config(s: Settings, t: Tenant, mode: str, seed: int,
         frac_bits=t.frac_bits, n_values=t.n_values, out_dir=str(jdir), window=s.window,
         timeout=s.timeout, round_timeout_s=s.round_timeout, start_file=str(start),
         removal_file=str(jdir / "removals.json"), members_file=str(jdir / "members.json"),
+        schedule_file=str(jdir / "schedules.json") if mode == "ina" else None,
         worker_timeout_s=s.worker_timeout)
-
-
-def check_switches(monitor: SwitchMonitor) -> None:
-    """A switch that dies while several jobs run: re-planning them jointly is not done yet
-    (docs/design.md §3.10), so the run stops with one line rather than going on with rules
-    that route through a dead switch."""
-    for sw in monitor.alive():
-        proc = monitor.mininet.net.get(sw).proc
-        if proc is None or proc.poll() is not None:
-            raise ExperimentError(f"switch {sw} died while several jobs ran; re-planning "
-                                  "several jobs after a switch failure is not supported yet: "
-                                  "the run stops")
 
 
 def references(tenants: list[Tenant], s: Settings, seed: int) -> dict[str, float]:
