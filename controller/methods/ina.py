@@ -53,7 +53,13 @@ from controller.methods.ina_core import (
     schedules_for,
     worker_failure_record,
 )
-from controller.methods.ina_jobs import execute_jobs, jobs_summary, print_jobs, references
+from controller.methods.ina_jobs import (
+    execute_jobs,
+    jobs_summary,
+    plot_jobs_gamma,
+    print_jobs,
+    references,
+)
 from controller.network import check_environment
 from controller.options import finite_float
 from controller.plan import resolve_workers
@@ -386,6 +392,7 @@ class InaMethod(Method):
     def report(self, run: Run, results: dict[str, Any]) -> None:
         plots = plot_modes(run.modes, run.out_dir)
         if self.s.jobs is not None:
+            plots += [p for p in (plot_jobs_gamma(results, run.out_dir),) if p is not None]
             print_jobs(results, run.console)
             print_written(run.console, run.out_dir, plots)
             return

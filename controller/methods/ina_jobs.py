@@ -447,3 +447,33 @@ def print_jobs(results: dict[str, Any], console: Any) -> None:
     console.print(f"fairness (Jain's index of measured γ_j / w_j): "
                   f"{'-' if fair is None else format(fair, '.3f')}; planned "
                   f"{f(results.get('fairness_planned'), '.3f')}")
+
+
+def plot_jobs_gamma(results: dict[str, Any], out_dir: Path) -> Path | None:
+    """``jobs_gamma.png``: per job, γ planned, measured with the others, and measured alone
+    (bars), with the settings in the title."""
+    import matplotlib.pyplot as plt
+
+    jobs = results.get("jobs") or {}
+    if not jobs:
+        return None
+    names = list(jobs)
+    series = [("planned", [jobs[n]["gamma"]["predicted"] for n in names]),
+              ("measured, all jobs", [jobs[n]["gamma"]["measured"] for n in names]),
+              ("measured, alone", [jobs[n]["gamma"]["measured_alone"] for n in names])]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    width = 0.8 / len(series)
+    for i, (label, ys) in enumerate(series):
+        xs = [k + (i - 1) * width for k in range(len(names))]
+        ax.bar(xs, [y or 0.0 for y in ys], width, label=label)
+    st = results["settings"]
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel(f"γ ({next(iter(jobs.values()))['gamma']['unit']})", fontsize=8)
+    ax.set_title(f"{st['topo']}, {len(names)} jobs, budget {st['budget']}, "
+                 f"{st['slot_policy']} slots, loss {st['loss']:g}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(out_dir) / "jobs_gamma.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
