@@ -21,16 +21,21 @@ deployed side by side, as ``run`` does).  Before each run the pipeline is pushed
 clears every aggregator slot: runs restart their rounds at 0 with the same job ids, and a slot
 left incomplete by a lossy run would otherwise hold a *newer* round than the next run's and
 push its chunks into fallback (docs/protocol.md §5, stale-round rule).  The ``slots`` runs
-push the small-pool program instead.  A killed switch cannot be brought back into a running
-Mininet network with its state, so every ``kill`` run gets a fresh network (the runner does
-not allow reuse there); ``campaign.json`` lists every network and what it served.
+push the small-pool program instead, with rules made for that pool (a job's slot range in
+``set_job`` must lie inside it, or the job gets no slot there and every chunk bypasses).  A
+killed switch cannot be brought back into a running Mininet network with its state, so every
+``kill`` run gets a fresh network (the runner does not allow reuse there); ``campaign.json``
+lists every network and what it served.
 
 Output ``results/<name>/campaign.json`` (rewritten after every run): ``runs`` — one object per
 run with ``fault`` (``what`` plus ``rate``, ``slots`` or ``switch``/``round``), ``mode``,
 ``seed``, ``exact`` (every round exact), ``rounds_completed``, ``time_per_round_s``,
-``retransmissions`` and the run's folder; ``table`` (mean ± std per fault and mode),
-``settings``, ``networks``, ``total_s``; ``campaign.png`` (time per round and
-retransmissions vs loss rate, INA vs PS-only, with the settings) and ``table.md``.
+``retransmissions``, the switch counters it moved (``drops`` {reason: packets} of every
+``dropped_*`` counter, ``counters`` for the others, ``counters_per_switch``; read over
+P4Runtime before and after the run, :mod:`controller.drop_counters`) and the run's folder;
+``table`` (mean ± std per fault and mode, mean counters), ``settings``, ``networks``,
+``total_s``; ``campaign.png`` (time per round and retransmissions vs loss rate, INA vs
+PS-only, with the settings) and ``table.md`` (both tables).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from typing import Any
 
 import networkx as nx
 
+from controller.drop_counters import drops_markdown, mean_counts, read_snapshot, run_counters
 from controller.errors import ExperimentError
 from controller.files import write_json_atomic
 from controller.network import check_environment, compile_program
@@ -193,10 +199,14 @@ def summarize_runs(runs: list[dict]) -> list[dict]:
         key = (label, r["mode"])
         row = rows.setdefault(key, {"fault": label, "what": r["fault"]["what"],
                                     "rate": r["fault"].get("rate"), "mode": r["mode"],
-                                    "runs": 0, "exact": 0, "_t": [], "_x": [], "_c": []})
+                                    "runs": 0, "exact": 0, "_t": [], "_x": [], "_c": [],
+                                    "_d": [], "_n": []})
         row["runs"] += 1
         row["exact"] += int(bool(r["exact"]))
         row["_c"].append(r["rounds_completed"])
+        if "drops" in r:  # runs recorded before the counters were read have none
+            row["_d"].append(r["drops"])
+            row["_n"].append(r["counters"])
         if r["time_per_round_s"] is not None:
             row["_t"].append(r["time_per_round_s"])
             row["_x"].append(r["retransmissions"])
@@ -205,6 +215,7 @@ def summarize_runs(runs: list[dict]) -> list[dict]:
         row["time_per_round_s"] = _mean_std(row.pop("_t"))
         row["retransmissions"] = _mean_std(row.pop("_x"))
         row["rounds_completed"] = _mean_std(row.pop("_c"))
+        row["drops"], row["counters"] = mean_counts(row.pop("_d")), mean_counts(row.pop("_n"))
         out.append(row)
     return out
 
@@ -317,6 +328,27 @@ def _set_impairment(net: Any, spec: str) -> None:
             raise ExperimentError(f"impairment on {sw}: {answer.get('error')}")
 
 
+def _read_counters(net: Any, p4info: Path) -> tuple[dict, dict[str, str]]:
+    """Every switch's counters (controller.drop_counters); a killed switch is named, not
+    asked (its gRPC port would only time out)."""
+    live, dead = {}, {}
+    for sw, addr in net.info["addresses"].items():
+        proc = net.mininet.net.get(sw).proc
+        if proc is None or proc.poll() is not None:
+            dead[sw] = "switch process not running"
+        else:
+            live[sw] = addr
+    snap, errors = read_snapshot(live, p4info)
+    return snap, {**dead, **errors}
+
+
+def _rules(net: Any, graph: nx.Graph, plan: dict, jobs: list) -> dict:
+    """The plan's rules for the slot count in force (:func:`workers.ina.constants.num_slots`)."""
+    from controller.deploy import switch_rules
+
+    return switch_rules(graph, plan, net.mininet.plan.ports, net.hosts, jobs)
+
+
 def _push(net: Any, p4info: Path, config: Path, rules: dict | None = None) -> None:
     """Push a pipeline (clears every slot) and the rules again to every switch."""
     from controller.deploy import deploy
@@ -401,6 +433,17 @@ def _one_run(ctx: _Context, net: Any, monitor: Any, fault: Fault, mode: str, see
     return out
 
 
+def _counted_run(ctx: _Context, net: Any, monitor: Any, fault: Fault, mode: str, seed: int,
+                 run_dir: Path) -> dict:
+    """:func:`_one_run` with the switch counters it moved (read after the pipeline push,
+    which zeroes them, and after the run)."""
+    before, unread = _read_counters(net, monitor.p4info)
+    r = _one_run(ctx, net, monitor, fault, mode, seed, run_dir)
+    after, unread_after = _read_counters(net, monitor.p4info)
+    r.update(run_counters(before, after, {**unread, **unread_after}))
+    return r
+
+
 # ------------------------------------------------------------------ the campaign
 
 
@@ -410,6 +453,11 @@ def _settings_line(s: CampaignSettings, plan: dict) -> str:
             f"(deployed {', '.join(plan['deployed']) or '—'}), {bw}, {s.rounds} rounds/run, "
             f"{s.seeds} seeds, {s.model}, window {s.window}, timeout {s.timeout:g} s, "
             f"{s.target}")
+
+
+def _drops_line(drops: dict[str, int]) -> str:
+    moved = [f"{n.removeprefix('dropped_')} {v}" for n, v in drops.items() if v]
+    return f"; dropped: {', '.join(moved)}" if moved else ""
 
 
 def run_campaign(s: CampaignSettings, console: Any = None,
@@ -481,6 +529,7 @@ def run_campaign(s: CampaignSettings, console: Any = None,
             + f", {r['rounds_completed']}/{s.rounds} rounds"
             + (f", {t:.3f} s/round, {r['retransmissions']} retx" if t is not None else "")
             + (f" — {r['error']}" if r.get("error") else "")
+            + _drops_line(r.get("drops", {}))
             + f"  ({time.perf_counter() - t_start:.0f} s)")
 
     console.print(f"[bold]campaign[/] {run.name}: {len(todo)} runs ({len(faults)} faults × "
@@ -498,25 +547,26 @@ def run_campaign(s: CampaignSettings, console: Any = None,
                                      "start_s": round(time.perf_counter() - t0, 1)})
                     monitor = SwitchMonitor(net.mininet, graph, plan, net.rules, jobs,
                                             net.hosts, net.p4info, say=console.print)
-                    small: tuple[Path, Path] | None = None
+                    small: tuple[Path, Path, dict] | None = None
                     for fault, mode, seed in shared:
                         i += 1
                         if fault.what == "slots":
                             # the one override path: compile step and host processes
                             set_num_slots(fault.slots)
                             if small is None:
-                                small = compile_program(s.target,
-                                                        out_dir / f"build-slots{fault.slots}")
+                                small = (*compile_program(s.target,
+                                                          out_dir / f"build-slots{fault.slots}"),
+                                         _rules(net, graph, plan, jobs))
                             _push(net, *small)
-                            monitor.p4info = small[0]
+                            monitor.p4info, monitor.rules = small[0], dict(small[2])
                         else:
                             set_num_slots(int(default_slots) if default_slots else None)
                             _push(net, net.p4info, net.info["config"])
-                            monitor.p4info = net.p4info
+                            monitor.p4info, monitor.rules = net.p4info, dict(net.rules)
                         _set_impairment(net, fault.impairment(seed))
                         run_dir = out_dir / "runs" / f"{fault.label.replace(' ', '-')}" \
                             f"-{mode}-seed{seed}"
-                        r = _one_run(ctx, net, monitor, fault, mode, seed, run_dir)
+                        r = _counted_run(ctx, net, monitor, fault, mode, seed, run_dir)
                         _set_impairment(net, Fault("loss", rate=0.0).impairment(seed))
                         runs.append(r)
                         say_run(i, r)
@@ -536,7 +586,7 @@ def run_campaign(s: CampaignSettings, console: Any = None,
                                             net.hosts, net.p4info, say=console.print,
                                             fail=(switch, rnd))
                     run_dir = out_dir / "runs" / f"kill-{switch}@{rnd}-{mode}-seed{seed}"
-                    r = _one_run(ctx, net, monitor, f, mode, seed, run_dir)
+                    r = _counted_run(ctx, net, monitor, f, mode, seed, run_dir)
                 runs.append(r)
                 say_run(i, r)
                 write(False)
@@ -544,7 +594,9 @@ def run_campaign(s: CampaignSettings, console: Any = None,
         set_num_slots(int(default_slots) if default_slots else None)
     doc = write(True)
     rows = doc["table"]
-    (out_dir / "table.md").write_text(f"{line}\n\n" + table_markdown(rows))
+    drops = drops_markdown(rows)
+    (out_dir / "table.md").write_text(f"{line}\n\n" + table_markdown(rows)
+                                      + (f"\n{drops}" if drops else ""))
     plot = plot_campaign(rows, out_dir / "campaign.png", line)
     print_campaign_table(rows, console, f"campaign {run.name}: {line}")
     total = time.perf_counter() - t_start

@@ -537,6 +537,19 @@ class SwitchConnection:
                 (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
                 for e in self.read([p4runtime_pb2.Entity(counter_entry=ce)])}
 
+    def read_counters(self) -> dict[str, dict[int, tuple[int, int]]]:
+        """Every cell of every counter array, ``{name: {index: (packets, bytes)}}``, in one
+        Read: counter id 0 is P4Runtime's wildcard (one round trip per switch, not one per
+        counter)."""
+        index = self._need_index()
+        out: dict[str, dict[int, tuple[int, int]]] = {}
+        wildcard = p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry())
+        for e in self.read([wildcard]):
+            ce = e.counter_entry
+            out.setdefault(index.counter(ce.counter_id).name, {})[ce.index.index] = (
+                ce.data.packet_count, ce.data.byte_count)
+        return out
+
     def read_direct_counter(self, table: str, match: dict[str, Any],
                             priority: int = 0) -> tuple[int, int]:
         dce = p4runtime_pb2.DirectCounterEntry()

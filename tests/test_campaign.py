@@ -1,6 +1,8 @@
 """``python -m controller campaign`` (controller/campaign.py): what it sweeps, how it picks the
-switch to kill, the table it makes, and a reduced campaign in Mininet that injects 5% loss and
-a 4-slot pool (many collisions) into INA and PS-only runs — every round exact."""
+switch to kill, the table it makes, the switch counters it records per run
+(controller/drop_counters.py: differences per drop reason, read over P4Runtime from a real
+pyswitch), and a reduced campaign in Mininet that injects 5% loss and a 4-slot pool (many
+collisions) into INA and PS-only runs — every round exact, every drop reason recorded."""
 
 from __future__ import annotations
 
@@ -20,6 +22,14 @@ from controller.campaign import (
     table_markdown,
 )
 from controller.cli import build_parser
+from controller.drop_counters import (
+    counter_delta,
+    drops_markdown,
+    mean_counts,
+    read_snapshot,
+    run_counters,
+    short_names,
+)
 from controller.errors import ExperimentError
 from topo.models import parse_topology
 
@@ -88,6 +98,105 @@ def test_cli_registers_campaign_with_the_issue_defaults() -> None:
     assert args.faults == ("loss", "slots") and args.loss_rates == (0.0, 0.1)
 
 
+# ------------------------------------------------------------------ switch counters
+
+ING, EG = "MyIngress.", "MyEgress."
+
+
+def test_counter_names_lose_their_control_unless_two_controls_share_one() -> None:
+    assert short_names([ING + "collision", EG + "dropped_echo", ING + "dropped_noroute"]) == {
+        ING + "collision": "collision", EG + "dropped_echo": "dropped_echo",
+        ING + "dropped_noroute": "dropped_noroute"}
+    assert short_names([ING + "x", EG + "x"]) == {ING + "x": ING + "x", EG + "x": EG + "x"}
+
+
+def test_counter_delta_per_switch_and_a_reset_counter_counts_from_zero() -> None:
+    before = {"s1": {ING + "collision": 5, ING + "dropped_noroute": 2}, "s2": {ING + "a": 1}}
+    after = {"s1": {ING + "collision": 9, ING + "dropped_noroute": 1}, "s3": {ING + "a": 4}}
+    # s1's dropped_noroute went down: the pipeline was pushed in between, 1 since then
+    assert counter_delta(before, after) == {"s1": {ING + "collision": 4,
+                                                   ING + "dropped_noroute": 1}}
+
+
+def test_run_counters_split_drop_reasons_from_events_and_keep_zero_reasons() -> None:
+    names = [ING + "dropped_malformed", ING + "dropped_noroute", EG + "dropped_echo",
+             ING + "collision", ING + "bypassed", ING + "absorbed"]
+    before = {sw: dict.fromkeys(names, 10) for sw in ("edge0", "agg0", "core0")}
+    after = {sw: dict(v) for sw, v in before.items()}
+    after["edge0"][EG + "dropped_echo"] += 7
+    after["agg0"][EG + "dropped_echo"] += 3
+    after["agg0"][ING + "collision"] += 4
+    after["agg0"][ING + "absorbed"] += 12
+    del after["core0"]  # killed during the run
+    got = run_counters(before, after, {"core0": "switch process not running"})
+    assert got["drops"] == {"dropped_echo": 10, "dropped_malformed": 0, "dropped_noroute": 0}
+    assert got["counters"] == {"absorbed": 12, "bypassed": 0, "collision": 4}
+    assert got["counters_per_switch"] == {
+        "agg0": {"absorbed": 12, "collision": 4, "dropped_echo": 3},
+        "edge0": {"dropped_echo": 7}}
+    assert got["counters_unread"] == {"core0": "switch process not running"}
+    json.dumps(got)  # goes into campaign.json as it is
+
+
+def test_summary_rows_average_the_counters_and_table_md_shows_nonzero_reasons() -> None:
+    def run(seed, echo, noroute, collision):
+        return {"fault": {"what": "slots", "slots": 4}, "fault_label": "slots 4", "mode": "ina",
+                "seed": seed, "exact": True, "rounds_completed": 10, "time_per_round_s": 0.3,
+                "retransmissions": 0,
+                "drops": {"dropped_echo": echo, "dropped_noroute": noroute,
+                          "dropped_malformed": 0},
+                "counters": {"collision": collision, "aggregated": 100}}
+
+    rows = summarize_runs([run(0, 100, 0, 40), run(1, 300, 2, 60)])
+    assert rows[0]["drops"] == {"dropped_echo": 200, "dropped_malformed": 0,
+                                "dropped_noroute": 1}
+    assert rows[0]["counters"] == {"aggregated": 100, "collision": 50}
+    assert mean_counts([]) == {} and mean_counts([{"a": 1}, {}]) == {"a": 0.5}
+    md = drops_markdown(rows)
+    assert "| fault | mode | dropped_echo | dropped_noroute | collision |" in md
+    assert "| slots 4 | ina | 200 | 1 | 50 |" in md
+    assert "always 0: dropped_malformed" in md
+    # runs from before counters were recorded: the same table, no second one
+    old = summarize_runs([{k: v for k, v in run(0, 1, 1, 1).items()
+                           if k not in ("drops", "counters")}])
+    assert old[0]["drops"] == {} and drops_markdown(old) == ""
+
+
+def test_counters_are_read_from_a_running_pyswitch_and_a_dead_switch_is_named(
+        tmp_path) -> None:
+    """Every counter of ina.p4 comes back by name in one wildcard Read per switch."""
+    from ina_harness import pyswitch_unavailable
+    from switch_harness import start_switch
+
+    from controller.network import compile_program
+
+    why = pyswitch_unavailable()
+    if why:
+        pytest.skip(why)
+    p4info, config = compile_program("pyswitch", tmp_path / "build")
+    sw = start_switch("pyswitch", {}, tmp_path)
+    try:
+        c = sw.client(election_id=1)
+        c.set_pipeline(p4info, config)
+        c.write_counter(ING + "collision", 0, packets=3, nbytes=300)
+        c.write_counter(EG + "dropped_echo", 0, packets=7, nbytes=700)
+        before, errors = read_snapshot({"s1": (sw.address, sw.device_id),
+                                        "dead": ("127.0.0.1:1", 9)}, p4info, timeout=1.0)
+        assert set(before) == {"s1"} and set(errors) == {"dead"}
+        got = before["s1"]
+        assert got[ING + "collision"] == 3 and got[EG + "dropped_echo"] == 7
+        # the drop reasons of docs/protocol.md §4 are all there, untouched ones at 0
+        for name in ("dropped_malformed", "dropped_not_ipv4", "dropped_nonmember",
+                     "dropped_noroute", "dropped_ipv4_noroute", "dropped_duplicate"):
+            assert got[ING + name] == 0, name
+        c.write_counter(ING + "collision", 0, packets=5, nbytes=500)
+        after, _ = read_snapshot({"s1": (sw.address, sw.device_id)}, p4info)
+        assert run_counters(before, after)["counters"]["collision"] == 2
+        c.close()
+    finally:
+        sw.stop()
+
+
 @pytest.mark.root
 @pytest.mark.mininet
 @pytest.mark.slow
@@ -113,3 +222,9 @@ def test_reduced_campaign_loss_and_small_slot_pool_stay_exact(tmp_path) -> None:
     assert (tmp_path / "camp" / "build-slots4" / "num_slots.txt").read_text().strip() == "4"
     assert (tmp_path / "camp" / "campaign.png").exists()
     assert (tmp_path / "camp" / "table.md").exists() and doc["table"]
+    # the switch counters each run moved: every drop reason present, read from every switch
+    for r in runs:
+        assert "dropped_malformed" in r["drops"] and r["counters_unread"] == {}, r
+        assert not r["drops"]["dropped_malformed"] and not r["drops"]["dropped_nonmember"]
+    assert slots_ina["counters"]["collision"] > 0
+    assert "Switch counters" in (tmp_path / "camp" / "table.md").read_text()

@@ -117,6 +117,11 @@ def round_plan(cfg: JobConfig, worker_id: int, r: int, schedules: ScheduleBook,
     return schedule, version, members.members(r)
 
 
+def _rows(path: Path, n_values: int, n: int) -> np.ndarray:
+    """The first ``n`` int32 rows of ``n_values`` appended to ``path``."""
+    return np.fromfile(path, np.int32).reshape(-1, n_values)[:n]
+
+
 def run(cfg: JobConfig, worker_id: int) -> dict:
     index = cfg.worker_ids.index(worker_id)
     replica = Replica(cfg.train, index)
@@ -126,14 +131,20 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
     schedules = ScheduleBook(cfg, worker_id)
     members = MemberBook(cfg)
     wait_for_start(cfg, worker_id)
-    rounds, sent_q, sums = [], [], []
+    # what the exactness check reads goes to disk each round, not into lists that would
+    # grow for the whole job (bench/soak.py measured 19 KiB per round); a worker that dies
+    # leaves its gradients behind too (docs/design.md §9)
+    out = Path(cfg.out_dir)
+    q_path, sums_path = out / f"worker{worker_id}.q", out / f"worker{worker_id}.sums"
+    for p in (q_path, sums_path):
+        p.write_bytes(b"")  # a folder used again starts empty
+    rounds = []
     try:
         for r in range(cfg.rounds):
             loss, grad = replica.gradient(r)
             q, clipped = quantize(grad, cfg.frac_bits, n_workers)
-            if cfg.removal_file:  # members may die: their gradients must outlive them (§9)
-                with open(Path(cfg.out_dir) / f"worker{worker_id}.q", "ab") as f:
-                    f.write(q.astype(np.int32).tobytes())
+            with open(q_path, "ab") as f:
+                f.write(q.astype(np.int32).tobytes())
             restarts, extra_retx, t0 = 0, 0, time.monotonic()
             while True:
                 schedule, version, ids = round_plan(cfg, worker_id, r, schedules, members)
@@ -158,8 +169,8 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
             if restarts:
                 stats["time_s"] = time.monotonic() - t0
             replica.apply(dequantize(total, cfg.frac_bits) / np.float32(len(ids)))
-            sent_q.append(q)
-            sums.append(total)
+            with open(sums_path, "ab") as f:
+                f.write(total.astype(np.int32).tobytes())
             rounds.append({"round": r, "loss": float(loss), "clipped": clipped,
                            "schedule_version": version, "members": ids, "restarts": restarts,
                            "accuracy": replica.test_accuracy(), **stats})
@@ -167,8 +178,10 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
                   f"retx {stats['retransmits']}", flush=True)
     finally:  # also on SIGTERM (Stopped): the rounds finished so far are kept
         sock.close()
-        out = Path(cfg.out_dir)
-        np.savez(out / f"worker{worker_id}.npz", q=np.array(sent_q), sums=np.array(sums))
+        n = len(rounds)
+        np.savez(out / f"worker{worker_id}.npz", q=_rows(q_path, cfg.n_values, n),
+                 sums=_rows(sums_path, cfg.n_values, n))
+        sums_path.unlink()  # in the .npz now; the .q stays for a worker that dies (§9)
         report = {"worker_id": worker_id, "rounds": rounds}
         (out / f"worker{worker_id}.json").write_text(json.dumps(report, indent=1) + "\n")
     return report
