@@ -28,11 +28,21 @@ from mininet.node import Switch
 _device_ids = itertools.count(1)
 
 
+_given_ports: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port free on 127.0.0.1 right now, never one this process handed out before: the
+    switches of a network take theirs only when they start, so the kernel may offer a freed
+    port twice meanwhile (two switches on one port: the second one's deploy reaches the
+    first one, "unknown device id")."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _given_ports:
+            _given_ports.add(port)
+            return port
 
 
 class SwitchStartError(RuntimeError):

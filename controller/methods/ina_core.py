@@ -19,7 +19,8 @@ import networkx as nx
 import numpy as np
 
 from controller.baselines import all_baselines
-from controller.deploy import JobSpec, deploy, switch_rules
+from controller.deploy import DeployError, JobSpec, deploy, switch_rules
+from controller.errors import ExperimentError
 from controller.failover import WorkerMonitor
 from controller.greedy import greedy
 from controller.lp import FastLP, make_job, solve_lp
@@ -214,7 +215,10 @@ def deployed_network(run: Run, s: Settings, graph: nx.Graph, plan: dict,
         addresses = {sw: (mininet.grpc_address(sw), mininet.device_id(sw)) for sw in rules}
         console.print(f"[bold]deploying[/] over P4Runtime to {len(rules)} switches")
         t0 = time.perf_counter()
-        writes = deploy(rules, addresses, p4info, device_config)
+        try:
+            writes = deploy(rules, addresses, p4info, device_config)
+        except DeployError as exc:
+            raise ExperimentError(f"deploying the plan: {exc}") from None
         yield Deployed(mininet, hosts, rules, p4info,
                        {"deploy_s": time.perf_counter() - t0, "writes": sum(writes.values())})
 
