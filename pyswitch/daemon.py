@@ -17,8 +17,11 @@ loop takes it once per batch of received frames.
 Control socket: a UNIX stream socket speaking JSON lines (one request object per line, one
 answer per line). Requests: ``{"op": "counters"}``, ``{"op": "get_impairment"}``,
 ``{"op": "set_impairment", "port": N | "all", "spec": "loss=0.1,seed=3"}`` (keys not given
-keep their value; ``"none"`` clears), ``{"op": "ping"}``. Answers carry ``"ok": true`` or
-``"ok": false, "error": "..."``.
+keep their value; ``"none"`` clears), ``{"op": "ping"}``, ``{"op": "memory", "collect": true,
+"pymalloc": true}`` (RSS, live Python blocks, pymalloc arenas, malloc in-use bytes:
+``pyswitch/memstats.py``), ``{"op": "tracemalloc", "action": "start" | "diff" | "stop"}``
+(leak hunting: what was allocated since ``start`` and is still alive). Answers carry
+``"ok": true`` or ``"ok": false, "error": "..."``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from pyswitch.impairment import (  # noqa: E402
     parse_port_option,
     parse_spec,
 )
+from pyswitch.memstats import memory_figures, trace  # noqa: E402
 from pyswitch.p4runtime.pipeline import (  # noqa: E402
     Device,
     check_limits,
@@ -286,6 +290,15 @@ def handle_control(loop: ForwardingLoop, req: Any) -> dict[str, Any]:
                 return {"ok": False, "error": f"port must be an int or 'all', got {port!r}"}
             loop.set_impairment(None if port == "all" else port, str(req.get("spec", "")))
             return {"ok": True, "impairments": loop.counters()["impairments"]}
+        if op == "memory":  # leak hunting and the abuse bench: live objects vs RSS
+            return {"ok": True, **memory_figures(collect=bool(req.get("collect")),
+                                                 pymalloc=bool(req.get("pymalloc")))}
+        if op == "tracemalloc":
+            frames, top = req.get("frames", 1), req.get("top", 15)
+            if not isinstance(frames, int) or not isinstance(top, int):
+                return {"ok": False, "error": "frames and top must be ints"}
+            answer = trace(str(req.get("action")), frames, top)
+            return {"ok": "error" not in answer, **answer}
     except ImpairmentSpecError as exc:
         return {"ok": False, "error": str(exc)}
     return {"ok": False, "error": f"unknown op {op!r}"}

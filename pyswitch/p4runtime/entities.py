@@ -260,7 +260,9 @@ class Entities:
 
     # -- read
     def read(self, tr: Translator, ent: Any, resp: Any) -> None:
-        """Append the entities that match the query ``ent`` to the ReadResponse ``resp``."""
+        """Append the entities that match the query ``ent`` to the ReadResponse ``resp``
+        (or the server's ``wire.ReadChunks``: ``resp.entities`` is read once per entity
+        added, with ``resp.entities.add()``, after the previous one is filled)."""
         which = ent.WhichOneof("entity")
         sw = self.dev.switch
         idx = tr.index

@@ -10,7 +10,10 @@ This module is the gRPC service; the layers below it are separate modules:
 * ``pyswitch.p4runtime.pipeline`` — the :class:`Device` shared with the forwarding loop and the
   forwarding-pipeline configs (pyswitch's device config, bare or in BMv2's wrapper);
 * ``pyswitch.p4runtime.arbitration`` — primary arbitration per (device, role);
-* ``pyswitch.p4runtime.packetio`` — PacketIn / PacketOut ⇄ CPU-port frames.
+* ``pyswitch.p4runtime.packetio`` — PacketIn / PacketOut ⇄ CPU-port frames;
+* ``pyswitch.p4runtime.wire`` — the service's registration: Write requests arrive as bytes
+  and are parsed one update at a time, Read answers leave in chunks of serialized entities
+  (a whole 10,000-entity message in pure-Python protobuf is ~55 MB of small objects).
 
 Error answers match what BMv2 does (measured on BMv2, see docs/pyswitch-api.md): a Write
 whose updates fail ends with gRPC status UNKNOWN and a ``google.rpc.Status`` in the
@@ -36,7 +39,9 @@ codes always stay) and reports each update's result for batches of up to
 batch in which any update fails is rolled back as a whole (the device lock is held
 throughout, so the data plane never sees it) and refused with INVALID_ARGUMENT naming the
 limit, the number of failures and the first ones. Nothing goes unreported either way.
-Any unexpected exception is INTERNAL with its message, never an empty UNKNOWN.
+Any unexpected exception is INTERNAL with its message, never an empty UNKNOWN. Failures
+set the status on the context (:func:`_finish`) instead of raising ``context.abort``, which
+would leave the request alive until the next RPC (see there).
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from typing import Any, NoReturn
 
 import grpc
 from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
@@ -61,6 +67,7 @@ from pyswitch.p4runtime.packetio import packet_in_message, packet_out_frame
 from pyswitch.p4runtime.pipeline import Device, trim_heap, verify_pipeline
 from pyswitch.p4runtime.ratelog import RateLimitedLog
 from pyswitch.p4runtime.translate import CODE_NAMES, P4RTError, Translator, grpc_status, invalid
+from pyswitch.p4runtime.wire import ReadChunks, WriteBatch, add_servicer
 
 log = logging.getLogger("pyswitch.p4runtime")
 rlog = RateLimitedLog(log)
@@ -71,7 +78,7 @@ UNARY_WORKERS = 8           # threads for Write/Read/pipeline work (never used b
 STREAM_BACKLOG = 1024       # PacketIns queued for a primary that does not read; then dropped
 WRITE_REPORT_LIMIT = 100    # updates per Write that always get one p4.v1.Error each
 STATUS_DETAILS_BUDGET = 5000  # bytes of the encoded google.rpc.Status (base64 ~6.7 KiB < 8 KiB)
-BIG_REQUEST = 1000          # updates/entities after which the heap is trimmed
+BIG_REQUEST = 32 * 1024     # request/answer bytes (~800 entries) after which the heap is trimmed
 _MESSAGE_CUTS = (None, 200, 64, 24, 0)  # per-update message lengths tried, longest first
 
 __all__ = ["MAX_STREAMS", "P4RUNTIME_VERSION", "STATUS_DETAILS_BUDGET", "WRITE_REPORT_LIMIT",
@@ -79,7 +86,7 @@ __all__ = ["MAX_STREAMS", "P4RUNTIME_VERSION", "STATUS_DETAILS_BUDGET", "WRITE_R
 
 
 class _Fail(Exception):
-    """End the RPC with this status (raised in pool threads, turned into an abort)."""
+    """End the RPC with this status (raised in pool threads, set by :func:`_finish`)."""
 
     def __init__(self, code: grpc.StatusCode, message: str,
                  trailing: tuple[tuple[str, bytes], ...] = ()) -> None:
@@ -112,14 +119,28 @@ def write_error_status(errors: list[p4runtime_pb2.Error], message: str,
     return data
 
 
-def _summary(errors: list[p4runtime_pb2.Error], first: int = 3) -> str:
-    """``ALREADY_EXISTS x30, NOT_FOUND x7; first: update 3: ALREADY_EXISTS: ...``"""
-    counts = collections.Counter(CODE_NAMES.get(e.canonical_code, str(e.canonical_code))
-                                 for e in errors if e.canonical_code)
+def _summary(failures: list[tuple[int, int, str]], first: int = 3) -> str:
+    """``ALREADY_EXISTS x30, NOT_FOUND x7; first: update 3: ALREADY_EXISTS: ...`` from
+    (update index, canonical code, message) of the failed updates."""
+    counts = collections.Counter(CODE_NAMES.get(code, str(code)) for _, code, _ in failures)
     kinds = ", ".join(f"{name} x{n}" for name, n in counts.most_common())
-    shown = [f"update {i}: {CODE_NAMES.get(e.canonical_code)}: {_cut(e.message, 120)}"
-             for i, e in enumerate(errors) if e.canonical_code][:first]
+    shown = [f"update {i}: {CODE_NAMES.get(code)}: {_cut(text, 120)}"
+             for i, code, text in failures[:first]]
     return f"{kinds}; first: " + "; ".join(shown)
+
+
+def _finish(context: grpc.aio.ServicerContext, code: grpc.StatusCode, message: str,
+            trailing: tuple[tuple[str, bytes], ...] = ()) -> None:
+    """End an RPC with a non-OK status by setting it, not by ``context.abort``: abort raises
+    through the handler, and grpc.aio keeps the finished RPC's state with that exception
+    (its traceback, our frames and their locals: the whole request and its per-update
+    work) until the next RPC arrives. A refused 10,000-update Write held ~850 K Python
+    blocks (~45 MB) that way, and what the next calls allocated meanwhile stayed scattered
+    over the arenas they pinned (the abuse bench's RSS growth)."""
+    context.set_code(code)
+    context.set_details(message)
+    if trailing:
+        context.set_trailing_metadata(trailing)
 
 
 class _StreamQueue:
@@ -159,17 +180,22 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     # -- plumbing: blocking work in the pool, failures as statuses
     async def _run(self, context: grpc.aio.ServicerContext, fn: Callable[..., Any],
                    *args: Any) -> Any:
+        """``fn(*args)`` in the pool; its result, or None after setting the failure status on
+        ``context`` (the handler then returns None: grpc.aio sends the status, no body)."""
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self.pool, fn, *args)
         except _Fail as f:
-            await context.abort(f.code, f.message, f.trailing)
+            failure = (f.code, f.message, f.trailing)
         except P4RTError as e:
-            await context.abort(grpc_status(e.code), e.message)
+            failure = (grpc_status(e.code), e.message, ())
         except Exception as exc:  # a bug or MemoryError: say what, never an empty UNKNOWN
             rlog.exception("%s failed", getattr(fn, "__name__", "request"))
-            await context.abort(grpc.StatusCode.INTERNAL,
-                                f"internal error: {type(exc).__name__}: {exc}"[:500])
+            failure = (grpc.StatusCode.INTERNAL,
+                       f"internal error: {type(exc).__name__}: {exc}"[:500], ())
+        del args  # the request: nothing below may keep it
+        _finish(context, *failure)
+        return None
 
     def _check_device(self, device_id: int) -> None:
         if device_id != self.dev.device_id:
@@ -227,9 +253,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                             ) -> AsyncIterator[p4runtime_pb2.StreamMessageResponse]:
         if self.open_streams >= self.max_streams:
             rlog.warning("StreamChannel refused: %d streams open", self.open_streams)
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"too many open StreamChannels: the limit is "
-                                f"{self.max_streams} (docs/pyswitch-api.md, Limits)")
+            _finish(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"too many open StreamChannels: the limit is {self.max_streams} "
+                    f"(docs/pyswitch-api.md, Limits)")
+            return
         self.open_streams += 1
         sq = _StreamQueue(asyncio.get_running_loop())
         s = Stream(sq)
@@ -241,7 +268,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     return
                 if isinstance(item, Abort):
                     self.arbiter.drop(s)
-                    await context.abort(item.code, item.message)
+                    _finish(context, item.code, item.message)
+                    return
                 yield item
         finally:  # also when the client cancels: the task is cancelled at the await
             self.open_streams -= 1
@@ -308,7 +336,11 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=P4RUNTIME_VERSION)
 
     # -- write
-    def _write(self, request: Any) -> p4runtime_pb2.WriteResponse:
+    def _write(self, raw: bytes | p4runtime_pb2.WriteRequest) -> p4runtime_pb2.WriteResponse:
+        try:
+            request = WriteBatch(raw)  # updates parsed one at a time (wire.py says why)
+        except DecodeError as exc:
+            raise invalid(f"the WriteRequest does not parse: {exc}") from None
         self._check_write_access(request)
         pipe = self.dev.pipeline
         if pipe is None:
@@ -319,25 +351,26 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         n = len(request.updates)
         # a batch too large to report each update's result is undone if anything fails
         undo: list[Callable[[], None]] | None = [] if n > WRITE_REPORT_LIMIT else None
-        errors: list[p4runtime_pb2.Error] = []
-        failed = 0
+        # (update index, canonical code, message) of the failed updates only: a protobuf
+        # Error per update (10,000 pure-Python messages for a clean batch) is built just for
+        # the report, which is at most WRITE_REPORT_LIMIT long
+        failures: list[tuple[int, int, str]] = []
         with self.dev.lock, self.entities.batch():
-            for update in request.updates:
+            for i, update in enumerate(request.updates):
                 try:
+                    if isinstance(update, P4RTError):  # it did not parse
+                        raise update
                     self.entities.apply(tr, update, undo)
-                    errors.append(p4runtime_pb2.Error(canonical_code=code_pb2.OK))
                 except P4RTError as e:
-                    failed += 1
-                    errors.append(p4runtime_pb2.Error(canonical_code=e.code, message=e.message))
+                    failures.append((i, e.code, e.message))
                 except Exception as e:  # a bug must not kill the switch
                     rlog.exception("write update failed")
-                    failed += 1
-                    errors.append(p4runtime_pb2.Error(canonical_code=code_pb2.INTERNAL,
-                                                      message=f"internal error: {e}"))
-            rollback_error = self._roll_back(undo) if failed and undo is not None else None
-        if not failed:
+                    failures.append((i, code_pb2.INTERNAL, f"internal error: {e}"))
+            rollback_error = self._roll_back(undo) if failures and undo is not None else None
+        if not failures:
             return p4runtime_pb2.WriteResponse()
-        summary = _summary(errors)
+        failed = len(failures)
+        summary = _summary(failures)
         # one line per failed Write (not per update), and at most a burst per window
         rlog.info("write: %d of %d updates failed%s: %s", failed, n,
                   " (batch rolled back)" if undo is not None else "", summary)
@@ -352,6 +385,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 f"Per-update errors are reported for batches of at most {WRITE_REPORT_LIMIT} "
                 f"updates (they must fit a client's 8 KiB status metadata); send smaller "
                 f"batches to learn each failure", 900))
+        errors = [p4runtime_pb2.Error(canonical_code=code_pb2.OK)] * n
+        for i, code, text in failures:
+            errors[i] = p4runtime_pb2.Error(canonical_code=code, message=text)
         message = f"{failed} of {n} updates failed"
         raise _Fail(grpc.StatusCode.UNKNOWN, message,
                     (("grpc-status-details-bin", write_error_status(errors, message)),))
@@ -370,22 +406,24 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         undo.clear()
         return problem
 
-    async def Write(self, request: Any, context: grpc.aio.ServicerContext
-                    ) -> p4runtime_pb2.WriteResponse:
+    async def Write(self, request: bytes | p4runtime_pb2.WriteRequest,
+                    context: grpc.aio.ServicerContext) -> p4runtime_pb2.WriteResponse | None:
+        """``request`` is the wire bytes (:func:`add_servicer` does not parse it)."""
+        size = len(request) if isinstance(request, bytes) else request.ByteSize()
         try:
             return await self._run(context, self._write, request)
         finally:
-            if len(request.updates) > BIG_REQUEST:
+            if size > BIG_REQUEST:
                 self._trim()
 
     # -- read
-    def _read(self, request: Any) -> p4runtime_pb2.ReadResponse:
+    def _read(self, request: Any) -> list[bytes]:
         self._check_device(request.device_id)
         pipe = self.dev.pipeline
         if pipe is None:
             raise _Fail(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline set")
         tr = Translator(pipe.index)
-        resp = p4runtime_pb2.ReadResponse()
+        resp = ReadChunks()  # serialized every READ_CHUNK entities (wire.py says why)
         try:
             with self.dev.lock:
                 for ent in request.entities:
@@ -394,14 +432,17 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             code = code_pb2.NOT_FOUND if isinstance(e, EntryNotFound) else \
                 code_pb2.INVALID_ARGUMENT
             raise P4RTError(code, str(e)) from None
-        return resp
+        return resp.finish()
 
     async def Read(self, request: Any, context: grpc.aio.ServicerContext
-                   ) -> AsyncIterator[p4runtime_pb2.ReadResponse]:
-        resp = await self._run(context, self._read, request)
-        big = len(resp.entities) > BIG_REQUEST
-        yield resp
-        del resp
+                   ) -> AsyncIterator[bytes]:
+        """Serialized ReadResponses, READ_CHUNK entities each (``add_servicer`` sends bytes)."""
+        chunks = await self._run(context, self._read, request)
+        if chunks is None:  # failed: the status is set
+            return
+        big = sum(map(len, chunks)) > BIG_REQUEST
+        while chunks:
+            yield chunks.pop(0)
         if big:
             self._trim()
 
@@ -454,7 +495,7 @@ def serve(device: Device, address: str, max_workers: int = UNARY_WORKERS,
 
     async def start() -> tuple[grpc.aio.Server, int]:
         server = grpc.aio.server()
-        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+        add_servicer(servicer, server)
         try:
             port = server.add_insecure_port(address)
         except RuntimeError as exc:
