@@ -149,12 +149,15 @@ def test_fast_codec_equals_scapy_byte_for_byte(
     assert encode_payload(hdr, vals) == expected[42:]
 
 
-def test_decode_rejects_truncated_and_bad_type_and_ignores_non_ina() -> None:
+def test_decode_rejects_truncated_oversized_and_bad_type_and_ignores_non_ina() -> None:
     hdr = grad_header(job_id=1, round=0, chunk_id=5, agg_id=3, fan_in=2, worker_id=9)
     assert hdr.bitmap == 1 << 9 and hdr.count == 1 and hdr.msg_type == MsgType.GRAD
     payload = encode_payload(hdr, np.arange(C.K, dtype=np.int32))
-    with pytest.raises(InaDecodeError, match="truncated"):
+    with pytest.raises(InaDecodeError, match=f"{len(payload) - 1} bytes, expected"):
         decode_payload(payload[:-1])
+    # longer than an INA payload: the switch drops it by its UDP length, so do the hosts
+    with pytest.raises(InaDecodeError, match=f"{len(payload) + 4} bytes, expected"):
+        decode_payload(payload + b"\0" * 4)
     bad = bytes([9]) + payload[1:]
     with pytest.raises(InaDecodeError, match="msg_type 9"):
         decode_payload(bad)

@@ -180,11 +180,12 @@ def encode_payload(header: InaHeader, values: np.ndarray | list[int]) -> bytes:
 def decode_payload(buf: bytes | memoryview, offset: int = 0) -> tuple[InaHeader, np.ndarray]:
     """Parse header and values (native int32 array) from `buf[offset:]`.
 
-    Raises InaDecodeError when fewer than PAYLOAD_BYTES bytes are present or msg_type is
-    not a known type (the same packets the switch counts as malformed)."""
-    if len(buf) - offset < PAYLOAD_BYTES:
+    Raises InaDecodeError when the payload is not exactly PAYLOAD_BYTES long or msg_type is
+    not a known type (the same packets the switch counts as malformed: it checks the UDP
+    length, so a host must not accept a longer datagram either)."""
+    if len(buf) - offset != PAYLOAD_BYTES:
         raise InaDecodeError(
-            f"INA payload truncated: {len(buf) - offset} bytes < {PAYLOAD_BYTES}"
+            f"INA payload of {len(buf) - offset} bytes, expected {PAYLOAD_BYTES}"
         )
     header = InaHeader._make(HEADER_STRUCT.unpack_from(buf, offset))
     if header.msg_type not in (TYPE_GRAD, TYPE_PARTIAL, TYPE_RESULT):

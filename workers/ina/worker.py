@@ -90,6 +90,7 @@ class WorkerStats:
     conflicting_results: int = 0
     stale_results: int = 0  # other round
     unexpected_results: int = 0  # wrong job, unknown/unsent chunk, bitmap without us, bad size
+    malformed: int = 0  # datagrams that did not decode (counted by the I/O shell)
 
 
 class WorkerRound:

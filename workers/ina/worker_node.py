@@ -80,7 +80,9 @@ def sync_round(sock, cfg: JobConfig, worker_id: int, round_: int, q: np.ndarray,
                     pkt = receive(sock)
                 except BlockingIOError:
                     break
-                if pkt is not None:
+                if pkt is None:  # not an INA payload: discarded, counted (docs/design.md §9)
+                    wr.stats.malformed += 1
+                else:
                     out += wr.on_packet(pkt, time.monotonic())
         out += wr.tick(time.monotonic())
         for pkt in out:
