@@ -124,9 +124,11 @@ def check_run_options(args: argparse.Namespace) -> None:
     if args.method == "ina":  # its topology, workers and fault spec, as prepare() reads them
         try:
             graph = read_topology(args.topo)
-            if args.ps not in graph or graph.nodes[args.ps].get("kind") != "host":
-                raise ExperimentError(f"--ps {args.ps[:40]!r} is not a host of the topology")
-            resolve_workers(graph, args.ps, args.workers)
+            if getattr(args, "jobs", None) is None:  # --jobs names every job's hosts instead
+                if args.ps not in graph or graph.nodes[args.ps].get("kind") != "host":
+                    raise ExperimentError(f"--ps {args.ps[:40]!r} is not a host of the "
+                                          "topology")
+                resolve_workers(graph, args.ps, args.workers)
         except (TopologyError, PlanError) as exc:
             raise ExperimentError(str(exc)) from None
         modes = [m.strip() for m in args.modes.split(",") if m.strip()]

@@ -139,3 +139,13 @@ def test_a_dead_switch_replans_every_job_jointly_on_the_rest() -> None:
     # a PS's only switch: that job is cut off, the run stops naming it
     with pytest.raises(SwitchFailureError, match=r"job 'job1': its PS h0 cut off"):
         replan_jobs_without(g, plan, "edge0", specs)
+
+
+def test_a_jobs_file_with_an_unknown_model_is_refused_before_any_file(tmp_path) -> None:
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text('[{"name": "a", "ps": "h0", "workers": 2, "model": "cnn"}]')
+    out = tmp_path / "out"
+    m = InaMethod(settings=Settings(topo="leafspine:2,1,3", jobs=str(jobs), out=str(out)))
+    with pytest.raises(ExperimentError, match=r"^--jobs: job 'a': model 'cnn' \(expected"):
+        m.prepare(Run("ina", str(out), "x"))
+    assert not out.exists()

@@ -54,6 +54,7 @@ from controller.methods.ina_core import (
     worker_failure_record,
 )
 from controller.methods.ina_jobs import (
+    MODELS,
     execute_jobs,
     jobs_summary,
     plot_jobs_gamma,
@@ -298,6 +299,10 @@ class InaMethod(Method):
             self.job_specs = jobs_argument(s.jobs, graph)
         except PlanError as exc:
             raise ExperimentError(str(exc)) from None
+        for j in self.job_specs:  # before any network or file (also checked when built)
+            if (j.model or s.model) not in MODELS:
+                raise ExperimentError(f"--jobs: job {j.name!r}: model {j.model!r} (expected "
+                                      f"{' or '.join(MODELS)})")
         everyone = [w for j in self.job_specs for w in j.workers]
         rounds = min(j.rounds or s.rounds for j in self.job_specs)
         self.kill = parse_kill_worker(s.kill_worker, everyone, rounds) if s.kill_worker else None
