@@ -121,9 +121,10 @@ def test_duplicates_are_not_double_counted_and_late_packets_get_the_result_again
     assert res == [] and ps.stats.duplicates == 1 and ps.stats.redundant == 2
     res, _ = feed(ps, [g.pkt([2])])
     assert np.array_equal(res[0].values, g.exact(0, range(3)))
-    # a retransmission (the RESULT was lost) and a re-emitted partial: stored RESULT again
+    # a retransmission (the RESULT was lost) and a re-emitted partial: stored RESULT again,
+    # the second time in resend_copies (2) copies
     res, rounds = feed(ps, [g.pkt([1], flags=FLAG_RETRANSMIT), g.pkt([0, 1, 2])])
-    assert rounds == [] and len(res) == 2
+    assert rounds == [] and len(res) == 3
     for r in res:
         assert r.flags == FLAG_RETRANSMIT and np.array_equal(r.values, g.exact(0, range(3)))
     assert ps.stats.late == 2 and ps.stats.results_resent == 2 and ps.stats.results_sent == 1
@@ -282,3 +283,46 @@ def test_randomized_arrivals_give_the_exact_sum_exactly_when_a_cover_exists():
                 assert np.array_equal(out.results[0].values, g.exact(0, range(n)))
         assert done  # the decomposition itself is a cover
         assert ps.stats.results_sent == 1
+
+
+def test_result_echo_names_the_packet_that_caused_it():
+    """docs/protocol.md §6: RESULT worker_id = sender of the packet that completed (or asked
+    again for) the chunk; fan_in = 1 + its copy number when it is a raw GRAD, else 0."""
+    from dataclasses import replace
+
+    from workers.ina.constants import COPY_SHIFT, NO_WORKER
+
+    g = Grads(3, 2)
+    ps = PsState(JOB, range(3), n_chunks=2, k=K)
+    # chunk 0: an aggregate from a switch (worker_id = the GRAD that completed it there)
+    res, _ = feed(ps, [replace(g.pkt([0, 1, 2]), worker_id=2)])
+    assert (res[0].flags, res[0].worker_id, res[0].fan_in) == (0, 2, 0)
+    # chunk 1: completed by worker 1's raw copy 3 (FALLBACK, RETRANSMIT)
+    res, _ = feed(ps, [g.pkt([0, 2], c=1),
+                       g.pkt([1], c=1, flags=FLAG_RETRANSMIT | FLAG_FALLBACK | 3 << COPY_SHIFT)])
+    assert (res[0].flags, res[0].worker_id, res[0].fan_in) == (0, 1, 4)
+    # a late copy 5 of worker 0: the resend names it
+    res, _ = feed(ps, [g.pkt([0], c=1, flags=FLAG_RETRANSMIT | 5 << COPY_SHIFT)])
+    assert (res[0].flags, res[0].worker_id, res[0].fan_in) == (FLAG_RETRANSMIT, 0, 6)
+    # copy bits above the protocol flags never change what is merged
+    assert np.array_equal(res[0].values, g.exact(0, range(3), 1))
+    # a member change completes a chunk on its own: no packet caused that RESULT
+    ps2 = PsState(JOB, range(3), n_chunks=1, k=K)
+    feed(ps2, [g.pkt([0, 1])])
+    _, out = ps2.change_members([0, 1])
+    assert [(r.worker_id, r.fan_in) for r in out.results] == [(NO_WORKER, 0)]
+
+
+def test_resends_escalate_to_more_copies_from_the_second_one():
+    g = Grads(2, 2)
+    ps = PsState(JOB, range(2), n_chunks=2, k=K)
+    feed(ps, [g.pkt([0, 1]), g.pkt([0, 1], c=1)])
+    late = g.pkt([0], flags=FLAG_RETRANSMIT)
+    assert [len(feed(ps, [late])[0]) for _ in range(4)] == [1, 2, 2, 2]
+    assert len(feed(ps, [g.pkt([1], c=1, flags=FLAG_RETRANSMIT)])[0]) == 1  # per chunk
+    assert ps.stats.late == 5 and ps.stats.results_resent == 5
+    one = PsState(JOB, range(2), n_chunks=1, k=K, resend_copies=1)
+    feed(one, [g.pkt([0, 1])])
+    assert [len(feed(one, [late])[0]) for _ in range(3)] == [1, 1, 1]
+    with pytest.raises(ValueError):
+        PsState(JOB, range(2), n_chunks=1, k=K, resend_copies=0)

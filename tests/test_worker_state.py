@@ -5,18 +5,39 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workers.ina.constants import AGG_ID_PS, FLAG_FALLBACK, FLAG_RETRANSMIT, TYPE_GRAD, TYPE_RESULT
+from workers.ina.constants import (
+    AGG_ID_PS,
+    COPY_SHIFT,
+    FLAG_FALLBACK,
+    FLAG_RETRANSMIT,
+    NO_WORKER,
+    TYPE_GRAD,
+    TYPE_RESULT,
+)
 from workers.ina.messages import InaPacket
-from workers.ina.worker import WorkerRound, n_chunks_for, pad_to_chunks, ps_only_schedule
+from workers.ina.worker import (
+    RttEstimator,
+    WorkerRound,
+    n_chunks_for,
+    pad_to_chunks,
+    ps_only_schedule,
+)
 
 K = 4
 JOB = 3
 
 
-def result(c: int, values, *, r: int = 0, bitmap: int = 0b111, job: int = JOB) -> InaPacket:
-    return InaPacket(type=TYPE_RESULT, flags=0, job_id=job, round=r, chunk_id=c, agg_id=0,
-                     fan_in=0, count=3, worker_id=0, bitmap=bitmap,
-                     values=np.asarray(values, dtype=np.int32))
+def result(c: int, values, *, r: int = 0, bitmap: int = 0b111, job: int = JOB,
+           flags: int = 0, echo: int = NO_WORKER, copy: int | None = None) -> InaPacket:
+    """A RESULT; ``echo``/``copy``: the worker and GRAD copy the PS names as its cause."""
+    return InaPacket(type=TYPE_RESULT, flags=flags, job_id=job, round=r, chunk_id=c, agg_id=0,
+                     fan_in=0 if copy is None else copy + 1, count=3, worker_id=echo,
+                     bitmap=bitmap, values=np.asarray(values, dtype=np.int32))
+
+
+def flags_copy(p: InaPacket) -> tuple[int, int]:
+    """(protocol flags, copy number) of a GRAD."""
+    return p.flags & ((1 << COPY_SHIFT) - 1), p.flags >> COPY_SHIFT
 
 
 def make(n_values: int = 10, window: int = 2, **kw) -> tuple[WorkerRound, np.ndarray]:
@@ -67,22 +88,28 @@ def test_results_slide_the_window_and_fill_the_sum():
 
 
 def test_timeout_retransmits_same_route_with_flag_and_backoff():
-    w, _ = make()
+    w, _ = make(silence=100.0)  # no silence probing here (its own test)
     w.start(0.0)
     assert w.tick(0.99) == []
     rt = w.tick(1.0)
-    assert [(p.chunk_id, p.agg_id, p.fan_in, p.flags) for p in rt] == [
-        (2, 5, 2, FLAG_RETRANSMIT), (0, 9, 3, FLAG_RETRANSMIT)]
+    assert [(p.chunk_id, p.agg_id, p.fan_in, flags_copy(p)) for p in rt] == [
+        (2, 5, 2, (FLAG_RETRANSMIT, 1)), (0, 9, 3, (FLAG_RETRANSMIT, 1))]
     assert rt[1].values.tolist() == [10, 20, 30, 40]
-    # rto doubled: next retransmission at 1 + 2 = 3; then capped at 3 -> 6, 9
+    # no round trip measured yet: each chunk's timer doubles, next retransmission at
+    # 1 + 2 = 3; then capped at 3 -> 6
     assert w.tick(2.9) == [] and w.next_deadline() == 3.0
-    assert len(w.tick(3.0)) == 2
+    assert [flags_copy(p) for p in w.tick(3.0)] == [(FLAG_RETRANSMIT, 2)] * 2
     assert w.next_deadline() == 6.0
-    w.on_packet(result(2, [0] * 4), now=6.5)  # chunk 1 enters the window with a fresh timer
-    assert w.next_deadline() == 6.0
-    assert [p.chunk_id for p in w.tick(6.0)] == [0]
-    assert w.next_deadline() == 7.5 and [p.chunk_id for p in w.tick(7.5)] == [1]
-    assert w.stats.retransmits == 6 and w.stats.sent == 3
+    # the RESULT of chunk 2 names our copy 2 (sent at 3.0): a round trip of 0.5 s
+    assert [p.chunk_id for p in w.on_packet(result(2, [0] * 4, echo=1, copy=2), 3.5)] == [1]
+    assert w.rtt.measured and w.rtt.srtt == 0.5 and w.rtt.rto == 1.5  # 0.5 + 4 * 0.25
+    # RESULTs come again: chunk 0's doubled timer (6.0) comes back to now + rto, chunk 1
+    # entered with the first timeout max(rto, completion timeout 1.0)
+    assert w.next_deadline() == 5.0
+    assert [p.chunk_id for p in w.tick(5.0)] == [0, 1]
+    # measured: every retransmission waits the estimator's rto, no more doubling
+    assert w.next_deadline() == 6.5 and [p.chunk_id for p in w.tick(6.5)] == [0, 1]
+    assert w.stats.retransmits == 8 and w.stats.sent == 3
 
 
 def test_max_retries_fails_the_round():
@@ -141,21 +168,21 @@ def test_bad_schedules_are_rejected(sched):
 
 
 def test_direct_escape_after_retries_goes_raw_to_the_ps():
-    w, _ = make(direct_after=1)
+    w, _ = make(direct_after=1, silence=100.0)
     w.start(0.0)
     first = w.tick(1.0)
-    assert [(p.chunk_id, p.agg_id, p.flags) for p in first] == [
-        (2, 5, FLAG_RETRANSMIT), (0, 9, FLAG_RETRANSMIT)]
+    assert [(p.chunk_id, p.agg_id, flags_copy(p)) for p in first] == [
+        (2, 5, (FLAG_RETRANSMIT, 1)), (0, 9, (FLAG_RETRANSMIT, 1))]
     second = w.tick(3.0)
-    assert [(p.chunk_id, p.agg_id, p.fan_in, p.flags) for p in second] == [
-        (2, AGG_ID_PS, 2, FLAG_RETRANSMIT | FLAG_FALLBACK),
-        (0, AGG_ID_PS, 3, FLAG_RETRANSMIT | FLAG_FALLBACK)]
+    assert [(p.chunk_id, p.agg_id, p.fan_in, flags_copy(p)) for p in second] == [
+        (2, AGG_ID_PS, 2, (FLAG_RETRANSMIT | FLAG_FALLBACK, 2)),
+        (0, AGG_ID_PS, 3, (FLAG_RETRANSMIT | FLAG_FALLBACK, 2))]
     assert second[1].values.tolist() == [10, 20, 30, 40] and second[1].bitmap == 0b10
     assert w.stats.direct == 2 and w.stats.retransmits == 4
     now, _ = make(direct_after=0)
     now.start(0.0)
     assert all(p.agg_id == AGG_ID_PS for p in now.tick(1.0))
-    never, _ = make(direct_after=None)
+    never, _ = make(direct_after=None, silence=100.0)
     never.start(0.0)
     for t in (1.0, 3.0, 6.0, 9.0, 12.0):
         assert [p.agg_id for p in never.tick(t)] == [5, 9]
@@ -175,3 +202,140 @@ def test_packets_round_trip_through_the_wire_codec():
         back = InaPacket.from_header(*protocol.decode_payload(wire))
         assert back.header_tuple() == p.header_tuple()
         assert back.values.dtype == np.int32 and np.array_equal(back.values, p.values)
+
+
+def test_rtt_estimator_timeouts():
+    e = RttEstimator(0.3, 0.01, 1.0)
+    assert (e.rto, e.first_rto, e.measured) == (0.3, 0.3, False)
+    e.sample(0.1)  # RFC 6298: srtt 0.1, rttvar 0.05 -> 0.3
+    assert e.measured and e.rto == pytest.approx(0.3)
+    e.sample(0.1)  # rttvar 0.0375, srtt 0.1 -> 0.25
+    assert e.rto == pytest.approx(0.25)
+    # completion timeout: 2 x the median of the completion times, at least rto
+    for t in (0.2, 0.05, 0.3):
+        e.completion(t)
+    assert e.first_rto == pytest.approx(0.4)
+    # rto at least a quarter of the completion timeout; all within [min_rto, max_rto]
+    for _ in range(60):
+        e.sample(0.001)
+    assert e.rto == pytest.approx(0.1)
+    for t in (5.0, 5.0, 5.0):
+        e.completion(t)
+    assert e.first_rto == 1.0 and e.rto == 0.25
+    # the job's timeout stays the least first timeout; rto at least a quarter of that
+    tiny = RttEstimator(0.3, 0.01, 1.0)
+    for _ in range(10):
+        tiny.sample(0.0)
+        tiny.completion(0.0)
+    assert tiny.rto == 0.075 and tiny.first_rto == 0.3
+    assert RttEstimator(0.02, 0.01, 1.0).rto == 0.02
+    tiny = RttEstimator(0.02, 0.01, 1.0)
+    tiny.sample(0.0)
+    assert tiny.rto == 0.01  # min_rto
+    with pytest.raises(ValueError):
+        RttEstimator(2.0, 0.01, 1.0)
+
+
+def test_completion_timeout_escapes_a_too_short_start():
+    """Before any completion sample, every `escape` retransmitted completions in a row double
+    the first timeout (it may be below the completion time, so no sample could come)."""
+    e = RttEstimator(0.05, 0.01, 1.0, escape=4)
+    for _ in range(3):
+        e.ambiguous()
+    assert e.first_rto == 0.05
+    e.ambiguous()
+    assert e.first_rto == 0.1
+    for _ in range(4):
+        e.ambiguous()
+    assert e.first_rto == 0.2
+    e.completion(0.03)  # a sample: the measured value rules from now on
+    assert e.first_rto == pytest.approx(0.06)
+    for _ in range(20):
+        e.ambiguous()
+    assert e.first_rto == pytest.approx(0.06)
+
+
+def test_only_our_own_copies_are_timed():
+    """Which RESULTs give a round-trip sample (the RESULT echo) and which a completion
+    sample (Karn's rule)."""
+    w, _ = make(window=3)
+    w.start(0.0)  # chunks 2, 0, 1 at t = 0
+    w.on_packet(result(2, [0] * 4, echo=0, copy=0), 0.2)  # another worker's GRAD
+    assert not w.rtt.measured and list(w.rtt.completions) == [0.2]
+    w.on_packet(result(0, [0] * 4, echo=1), 0.3)  # an aggregate our only copy completed
+    assert list(w.rtt.rtts) == [0.3]
+    w.tick(1.0)  # chunk 1 retransmitted: copy 1 at t = 1.0
+    w.on_packet(result(1, [0] * 4, echo=1, flags=FLAG_RETRANSMIT), 1.1)  # resend, no copy
+    assert list(w.rtt.rtts) == [0.3] and list(w.rtt.completions) == [0.2, 0.3]
+    # the PS answers our late copy 1 again after completion: its exact round trip
+    w.on_packet(result(1, [0] * 4, echo=1, copy=1, flags=FLAG_RETRANSMIT), 1.25)
+    assert w.rtt.rtts[-1] == pytest.approx(0.25) and w.stats.dup_results == 1
+
+
+def test_copy_numbers_count_retransmissions_mod_16():
+    w, _ = make(n_values=4, window=1, silence=100.0, direct_after=None)
+    assert flags_copy(w.start(0.0)[0]) == (0, 0)
+    copies = []
+    t = 0.0
+    for _ in range(18):
+        t = w.next_deadline()
+        copies += [flags_copy(p)[1] for p in w.tick(t)]
+    assert copies == [*range(1, 16), 0, 1, 2]
+    # an echo of copy 1 names the latest copy numbered 1 (the 17th retransmission)
+    sent_17th = w._inflight[0].times[17]
+    w.on_packet(result(0, [0] * 4, echo=1, copy=1), t + 0.5)
+    assert w.rtt.rtts[-1] == pytest.approx(t + 0.5 - sent_17th)
+
+
+def test_silence_probes_one_chunk_per_interval():
+    """No RESULT for `silence` seconds (a dead link or worker): one retransmission per
+    interval, oldest timer first, instead of the whole window; a RESULT ends it."""
+    w, _ = make(window=3, silence=2.5)
+    w.start(0.0)  # all three time out at 1.0, 3.0 (doubling: nothing measured yet)
+    assert len(w.tick(1.0)) == 3
+    probed = []
+    t = 3.0
+    for _ in range(3):  # silent since 0.0 for >= 2.5 s: one probe per tick, in turn
+        out = w.tick(t)
+        assert len(out) == 1 and w.next_deadline() == t + 3.0  # the rto (capped doubling)
+        probed.append(out[0].chunk_id)
+        t = w.next_deadline()
+    assert sorted(probed) == [0, 1, 2]
+    w.on_packet(result(probed[0], [0] * 4), t - 0.5)  # a RESULT: deferred timers come back
+    assert w.next_deadline() <= t - 0.5 + 1.0 and len(w.tick(t + 0.5)) == 2
+
+
+def test_estimator_carries_over_to_the_next_round():
+    e = RttEstimator(0.1, 0.01, 3.0)
+    w, _ = make(rtt=e)
+    w.start(0.0)
+    w.on_packet(result(2, [0] * 4, echo=1), 0.1)
+    w.on_packet(result(0, [0] * 4, echo=1), 0.1)
+    w.on_packet(result(1, [0] * 4, echo=1), 0.2)
+    assert w.done
+    vals = np.ones(10, dtype=np.int32)
+    nxt = WorkerRound(job_id=JOB, worker_id=1, round_=1, values=vals,
+                      schedule=[(c, 9, 3) for c in range(3)], k=K, window=2, timeout=1.0,
+                      max_timeout=3.0, rtt=e)
+    nxt.start(5.0)
+    # round 1 starts with what round 0 measured, not with its own timeout (1.0)
+    # three round trips of 0.1 (window 2: chunk 1 left at 0.1): srtt 0.1, rttvar 0.028125
+    assert e.first_rto == pytest.approx(0.1 + 4 * 0.028125)
+    assert nxt.next_deadline() == pytest.approx(5.0 + e.first_rto) and e.first_rto < 1.0
+
+
+def test_first_copies_wait_first_rto_until_a_later_result_comes():
+    """The first window of a round waits first_rto (the others may not have started); once
+    a RESULT arrives after a chunk was sent, the chunk gets rto from then at most."""
+    e = RttEstimator(1.0, 0.01, 3.0)
+    e.sample(0.1)  # rto 0.1 + max(4 * 0.05, 0.1) = 0.3; first_rto stays the timeout, 1.0
+    assert (e.rto, e.first_rto) == (pytest.approx(0.3), 1.0)
+    w, _ = make(rtt=e, silence=100.0)
+    w.start(0.0)  # chunks 2 and 0, until 1.0
+    assert w.next_deadline() == 1.0
+    assert [p.chunk_id for p in w.on_packet(result(2, [0] * 4), 0.2)] == [1]
+    assert w._inflight[0].deadline == pytest.approx(0.5)  # cut to 0.2 + rto
+    assert w._inflight[1].deadline == pytest.approx(1.2)  # sent now: first_rto
+    assert [p.chunk_id for p in w.tick(0.5)] == [0]
+    w.on_packet(result(0, [0] * 4), 0.6)
+    assert w._inflight[1].deadline == pytest.approx(0.9)

@@ -60,8 +60,19 @@ Completion, RESULTs, retransmissions
     multicast down the tree; its stored pieces are dropped and S is kept.  Any later GRAD or
     PARTIAL for a completed chunk (a worker's retransmission because a RESULT was lost, or a
     switch re-emitting its stored aggregate) is answered with the stored RESULT again, flagged
-    RETRANSMIT (counted ``results_resent``).  A round is complete when all its chunks are; its
-    full int32 sum vector (n_chunks * K values) is then available from :meth:`PsState.round_sum`.
+    RETRANSMIT (counted ``results_resent``); from the second time a chunk is asked for again,
+    in ``resend_copies`` copies (default 2): a chunk asked for twice has a path that loses
+    RESULTs, and at 10 % loss per port a RESULT reaches a far worker only about one time in
+    three, so a lost-RESULT recovery otherwise needs many round trips.  A round is complete
+    when all its chunks are; its full int32 sum vector (n_chunks * K values) is then
+    available from :meth:`PsState.round_sum`.
+
+RESULT echo (docs/protocol.md §6)
+    Every RESULT names the packet that caused it (the one that completed the chunk, or the
+    late one it answers): ``worker_id`` = that packet's ``worker_id`` (``NO_WORKER`` for a
+    completion by a member change), ``fan_in`` = 1 + its copy number (GRAD flags bits 4-7)
+    when it is a worker's own GRAD, else 0.  Workers time their copies with it
+    (``workers.ina.worker``, "Timeouts"); switches never read these RESULT fields.
 
 Rounds  [decision]
     ``current_round`` is the lowest incomplete round.  Packets of a completed round still kept
@@ -99,10 +110,12 @@ import numpy as np
 
 from workers.ina.constants import (
     AGG_ID_PS,
+    COPY_SHIFT,
     FLAG_FALLBACK,
     FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
     MAX_WORKERS,
+    NO_WORKER,
     TYPE_GRAD,
     TYPE_PARTIAL,
     TYPE_RESULT,
@@ -206,6 +219,7 @@ class _Round:
         self.mask = mask  # the round's full mask F (members change between rounds, §9)
         self.chunks: dict[int, _Chunk] = {}
         self.done = np.zeros(n_chunks, dtype=bool)
+        self.resent = np.zeros(n_chunks, dtype=np.int64)  # RESULT resends per chunk
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
         self.n_done = 0
 
@@ -234,6 +248,7 @@ class PsState:
         max_pieces: int | None = None,
         cover_budget: int = 100_000,
         max_anomalies: int = 1000,
+        resend_copies: int = 2,
     ) -> None:
         ids = sorted(set(int(w) for w in worker_ids))
         if not ids:
@@ -256,6 +271,9 @@ class PsState:
         self.max_pieces = max_pieces if max_pieces is not None else 4 * len(ids) + 16
         self.cover_budget = cover_budget
         self.max_anomalies = max_anomalies
+        if resend_copies < 1:
+            raise ValueError(f"resend_copies must be >= 1, got {resend_copies}")
+        self.resend_copies = resend_copies
         self.current_round = first_round
         self.stats = PsStats()
         self.anomalies: list[Anomaly] = []
@@ -264,6 +282,9 @@ class PsState:
         self._masks: list[tuple[int, int]] = [(first_round, self.full_mask)]
         self.removed_mask = 0  # every worker ever removed from the job
         self._heard: dict[int, float] = {}  # worker -> when a packet last held its bit
+        # the RESULT echo (docs/protocol.md §6): who sent the packet being merged, and
+        # 1 + its copy number when it is a worker's own GRAD (0: not known)
+        self._trigger, self._copy = NO_WORKER, 0
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -331,6 +352,7 @@ class PsState:
             if removed >> w & 1:
                 del self._heard[w]
         out = PsOutput()
+        self._trigger, self._copy = NO_WORKER, 0
         for r in [r for r in self._rounds if r >= e]:
             old = self._rounds.pop(r)
             rs = self._rounds[r] = _Round(self.n_chunks, self.k, self.full_mask)
@@ -375,6 +397,8 @@ class PsState:
             st.incomplete += 1
 
         r, c = pkt.round, pkt.chunk_id
+        self._trigger = pkt.worker_id  # echoed in the RESULTs this packet causes
+        self._copy = 1 + (pkt.flags >> COPY_SHIFT) if pkt.type == TYPE_GRAD else 0
         rs = self._rounds.get(r)
         if r < self.current_round and rs is None:
             st.stale_round += 1
@@ -387,7 +411,11 @@ class PsState:
         if rs.done[c]:
             st.late += 1
             st.results_resent += 1
-            out.results.append(self._result(r, c, rs.sums[c], resent=True))
+            rs.resent[c] += 1
+            # a chunk asked for again has a lossy path to some worker: from its second
+            # resend on, send more copies (the module docstring)
+            copies = self.resend_copies if rs.resent[c] > 1 else 1
+            out.results.extend([self._result(r, c, rs.sums[c], resent=True)] * copies)
             return out
 
         ch = rs.chunks.get(c)
@@ -502,9 +530,9 @@ class PsState:
             round=r,
             chunk_id=c,
             agg_id=AGG_ID_PS,
-            fan_in=0,
+            fan_in=self._copy,
             count=mask.bit_count(),
-            worker_id=0,
+            worker_id=self._trigger,
             bitmap=mask,
             values=vals,
         )

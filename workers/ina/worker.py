@@ -32,9 +32,40 @@ Timeouts and retransmission  [decision]
     with agg_id = AGG_ID_PS and FLAG_RETRANSMIT | FLAG_FALLBACK: no switch aggregates them, the
     PS receives this worker's raw contribution, and raw singletons always complete a cover.
     (``tests/ina_sim.py`` reproduces the deadlock when this is disabled.)
-    rto starts at ``timeout`` and is multiplied by ``backoff`` after every retransmission of
-    that chunk, capped at ``max_timeout``.  With ``max_retries`` set, a chunk that needs more
-    retransmissions fails the round (``failed`` holds why); the caller decides what to do.
+    With ``max_retries`` set, a chunk that needs more retransmissions fails the round
+    (``failed`` holds why); the caller decides what to do.
+
+Timeouts: measured, not backed off  [decision]
+    Each copy of a GRAD carries its copy number (0 = first, mod 16) in flags bits 4-7
+    (``COPY_SHIFT``); the PS echoes, in every RESULT, the ``worker_id`` of the packet that
+    caused it and, if that packet was a worker's own GRAD, ``fan_in`` = 1 + its copy number
+    (docs/protocol.md §6).  So a RESULT naming this worker and one of its copies times that
+    copy's round trip exactly, retransmitted or not (Karn's ambiguity is gone); one naming
+    this worker with ``fan_in`` 0 and no retransmission times an aggregate its only copy
+    completed.  :class:`RttEstimator` (one per job, kept across rounds) turns these into:
+
+    * ``first_rto``, how long a chunk's first copy waits for the other workers to start:
+      twice the median time from a chunk's only copy to its RESULT (Karn), never less than
+      ``timeout``.  Retransmitting before the others' copies could arrive only adds flushes;
+    * ``rto``, the timeout of every retransmission, and of a first copy once a RESULT
+      arrived after it (the others have started, the pipeline answers): ``srtt + 4 rttvar``
+      of the exact round trips (at least ``2 srtt``), at least a quarter of ``first_rto``;
+      ``timeout`` until the first sample.  So the first window of a round waits
+      ``first_rto``, and a chunk still unanswered ``rto`` after a later RESULT is taken as
+      lost.
+
+    A retransmission's timer does not double: random loss is not congestion, and at 10 % loss
+    per port a chunk needs several retransmissions, so the old doubling to ``max_timeout``
+    (1 s) made a round last tens of seconds (bench/ina_loss_twin.py).
+    What doubling protected against is covered otherwise: (1) a timeout below the round trip
+    makes copies late, and their exact round trips (the PS answers late copies too) raise
+    ``rto`` within a few samples; (2) until the first exact sample, a chunk's timer still
+    doubles per retransmission (capped at ``max_timeout``), as a too-short configured
+    ``timeout`` would otherwise never be corrected; (3) before the first completion sample,
+    every ``escape`` completions of retransmitted chunks double ``first_rto``; (4) when no
+    RESULT has come for ``silence`` seconds (default ``max_timeout``: a dead link, a removed
+    worker), the worker sends one retransmission per ``rto``, in turn, not its whole window;
+    the next RESULT brings every deferred timer back to ``rto``.
 
 RESULT handling
     A RESULT for this job and round, of a chunk this worker has sent, whose bitmap contains
@@ -48,16 +79,25 @@ RESULT handling
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from workers.ina.constants import AGG_ID_PS, FLAG_FALLBACK, FLAG_RETRANSMIT, TYPE_GRAD, TYPE_RESULT
+from workers.ina.constants import (
+    AGG_ID_PS,
+    COPY_SHIFT,
+    FLAG_FALLBACK,
+    FLAG_RETRANSMIT,
+    TYPE_GRAD,
+    TYPE_RESULT,
+)
 from workers.ina.constants import K as DEFAULT_K
 from workers.ina.messages import InaPacket
 
 Schedule = Sequence[tuple[int, int, int]]
+COPY_MOD = 1 << (8 - COPY_SHIFT)  # copy numbers the GRAD flags can carry
 
 
 def ps_only_schedule(n_chunks: int) -> list[tuple[int, int, int]]:
@@ -93,6 +133,97 @@ class WorkerStats:
     malformed: int = 0  # datagrams that did not decode (counted by the I/O shell)
 
 
+class RttEstimator:
+    """A worker's two retransmission timeouts, measured (module docstring, "Timeouts").  It
+    outlives a round: the I/O shell passes the same one to every :class:`WorkerRound` of a
+    job, so that round r starts with what rounds < r measured.
+
+    ``sample(rtt)``: the exact round trip of one copy, known from the RESULT echo.
+    ``completion(t)``: the time from a chunk's only copy to its RESULT (Karn's rule), which
+    also holds the wait for the other workers' copies.  ``ambiguous()``: a retransmitted
+    chunk completed.  Both timeouts lie within ``[min_rto, max_rto]``:
+
+    * ``first_rto``, a chunk's first copy: ``mult`` times the median of the last ``window``
+      completion times (a median: some of them also hold another worker's loss recovery),
+      at least ``initial`` (the job's ``timeout``: without loss no first copy goes again
+      sooner than with fixed timers) and at least the round-trip timeout;
+    * ``rto``, every copy after the first: RFC 6298's ``srtt + 4 rttvar`` over the exact
+      round trips (unambiguous, and it follows a growing queue within a few samples), at
+      least ``2 srtt``, and at least a quarter of ``first_rto`` (a worker next to the PS
+      measures very short round trips, and a window of copies that fast would fill its own
+      link); ``initial`` before the first sample.
+
+    Until the first completion sample, ``escape`` ambiguous completions in a row double the
+    completion timeout: a first timeout below the completion time (a ``timeout`` set too
+    short) retransmits every chunk, so no completion sample could ever correct it.
+    """
+
+    def __init__(self, initial: float, min_rto: float, max_rto: float, *, mult: float = 2.0,
+                 window: int = 64, escape: int = 32) -> None:
+        if not 0 < min_rto <= max_rto or not 0 < initial <= max_rto:
+            raise ValueError("need 0 < min_rto <= max_rto and 0 < initial <= max_rto")
+        if mult < 1 or window < 1 or escape < 1:
+            raise ValueError("need mult >= 1, window >= 1 and escape >= 1")
+        self.initial, self.min_rto, self.max_rto = initial, min_rto, max_rto
+        self.mult, self.escape = mult, escape
+        self.rtts: deque[float] = deque(maxlen=window)
+        self.completions: deque[float] = deque(maxlen=window)
+        self._rtt_rto = self._wait = initial
+        self.srtt: float | None = None
+        self.rttvar = 0.0
+        self._run = 0  # ambiguous completions in a row, before the first completion sample
+
+    @property
+    def measured(self) -> bool:
+        """Whether a round trip was measured yet (before: timers back off per chunk)."""
+        return bool(self.rtts)
+
+    @property
+    def rto(self) -> float:
+        return max(self._rtt_rto, self.first_rto / 4)
+
+    @property
+    def first_rto(self) -> float:
+        return max(self.initial, self._rtt_rto, self._wait)
+
+    def sample(self, rtt: float) -> None:
+        rtt = max(0.0, rtt)
+        self.rtts.append(rtt)
+        if self.srtt is None:
+            self.srtt, self.rttvar = rtt, rtt / 2
+        else:
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
+            self.srtt = 0.875 * self.srtt + 0.125 * rtt
+        # at least twice srtt: steady samples shrink rttvar to nothing, but host scheduling
+        # and a software switch's queues still jitter by about srtt
+        rto = self.srtt + max(4 * self.rttvar, self.srtt)
+        self._rtt_rto = min(self.max_rto, max(self.min_rto, rto))
+
+    def completion(self, t: float) -> None:
+        self.completions.append(max(0.0, t))
+        ordered = sorted(self.completions)
+        median = ordered[len(ordered) // 2]
+        self._wait = min(self.max_rto, max(self.min_rto, self.mult * median))
+
+    def ambiguous(self) -> None:
+        if self.completions:
+            return
+        self._run += 1
+        if self._run >= self.escape:
+            self._run = 0
+            self._wait = min(self.max_rto, 2 * self.first_rto)
+
+
+class _Flight:
+    """An in-flight chunk: its timer and when each of its copies went out."""
+
+    __slots__ = ("deadline", "retries", "rto", "times")
+
+    def __init__(self, now: float, rto: float) -> None:
+        self.deadline, self.retries, self.rto = now + rto, 0, rto
+        self.times = [now]  # copy i went out at times[i] (copy 0: the first transmission)
+
+
 class WorkerRound:
     """One worker, one round.  See the module docstring for the rules."""
 
@@ -112,6 +243,9 @@ class WorkerRound:
         max_retries: int | None = None,
         direct_after: int | None = 3,
         expect_mask: int | None = None,
+        rtt: RttEstimator | None = None,
+        min_timeout: float = 0.01,
+        silence: float | None = None,
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
@@ -137,15 +271,21 @@ class WorkerRound:
         if direct_after is not None and direct_after < 0:
             raise ValueError(f"direct_after must be >= 0 or None, got {direct_after}")
         self.direct_after = direct_after
+        self.silence = max_timeout if silence is None else silence
         self.expect_mask = expect_mask
+        # one estimator per job in the I/O shell; a round on its own starts from ``timeout``
+        self.rtt = rtt if rtt is not None else RttEstimator(timeout, min(min_timeout, timeout),
+                                                            max_timeout)
         self.bit = 1 << worker_id
         self.result = np.zeros_like(self.values)
         self.stats = WorkerStats()
         self.failed: str | None = None
         self._next = 0  # index into schedule of the next chunk to send
         self._route = {c: (a, f) for c, a, f in sched}
-        # chunk -> (deadline, retries, rto) for chunks in flight
-        self._inflight: dict[int, tuple[float, int, float]] = {}
+        self._inflight: dict[int, _Flight] = {}
+        self._copies_of_done: dict[int, list[float]] = {}  # completed chunk -> its copies' times
+        self._progress_at = float("-inf")  # when a RESULT last completed a chunk
+        self._probe_at = float("-inf")  # in a silence: when the next probe may go
         self._done = np.zeros(self.n_chunks, dtype=bool)
         self._n_done = 0
         self._started = False
@@ -170,7 +310,7 @@ class WorkerRound:
         """Earliest retransmission time, for the caller's poll timeout (None: nothing pending)."""
         if not self._inflight:
             return None
-        return min(d for d, _, _ in self._inflight.values())
+        return min(f.deadline for f in self._inflight.values())
 
     # -- events ------------------------------------------------------------------------------
 
@@ -179,6 +319,7 @@ class WorkerRound:
         if self._started:
             raise RuntimeError("start() called twice")
         self._started = True
+        self._progress_at = now
         return self._fill(now)
 
     def on_packet(self, pkt: InaPacket, now: float) -> list[InaPacket]:
@@ -200,15 +341,28 @@ class WorkerRound:
             st.dup_results += 1
             if not np.array_equal(self.result[c * self.k:(c + 1) * self.k], pkt.values):
                 st.conflicting_results += 1
+            if c in self._copies_of_done:  # it may still time one of our late copies
+                self._echo(self._copies_of_done[c], pkt, now)
             return []
         if c not in self._inflight:  # never sent: it cannot contain our contribution
             st.unexpected_results += 1
             return []
-        del self._inflight[c]
+        f = self._inflight.pop(c)
+        self._measure(f, pkt, now)
+        if f.retries:
+            self._copies_of_done[c] = f.times
+        self._progress_at = now
         self.result[c * self.k:(c + 1) * self.k] = pkt.values
         self._done[c] = True
         self._n_done += 1
         st.results += 1
+        # The network answers: whatever is still in flight gets rto from now at most.  A
+        # first copy's longer first_rto covers the others' start; once RESULTs come after
+        # it, they have started (module docstring).  Also ends a silence's deferrals.
+        rto = self.rtt.rto
+        for g in self._inflight.values():
+            if g.deadline > now + rto:
+                g.deadline = now + rto
         return self._fill(now)
 
     def tick(self, now: float) -> list[InaPacket]:
@@ -216,34 +370,72 @@ class WorkerRound:
         if self.failed:
             return []
         # earliest deadline first; ties in (re)transmission order (dict order, stable sort)
-        due = sorted((c for c, (d, _, _) in self._inflight.items() if d <= now),
-                     key=lambda c: self._inflight[c][0])
+        due = sorted((c for c, f in self._inflight.items() if f.deadline <= now),
+                     key=lambda c: self._inflight[c].deadline)
         out = []
         for c in due:
-            _, retries, rto = self._inflight.pop(c)
-            if self.max_retries is not None and retries >= self.max_retries:
-                self._inflight[c] = (now, retries, rto)
+            f = self._inflight[c]
+            if self.max_retries is not None and f.retries >= self.max_retries:
+                f.deadline = now
                 self.failed = (f"worker {self.worker_id} round {self.round}: chunk {c} "
-                               f"unanswered after {retries} retransmissions")
+                               f"unanswered after {f.retries} retransmissions")
                 return out
-            rto = min(rto * self.backoff, self.max_timeout)
-            self._inflight[c] = (now + rto, retries + 1, rto)
-            self.stats.retransmits += 1
-            if self.direct_after is not None and retries >= self.direct_after:
-                self.stats.direct += 1
-                out.append(self._grad(c, FLAG_RETRANSMIT | FLAG_FALLBACK, AGG_ID_PS))
+            if not self.rtt.measured:  # no round trip known yet: the timer backs off
+                rto = min(f.rto * self.backoff, self.max_timeout)
             else:
-                out.append(self._grad(c, FLAG_RETRANSMIT))
+                rto = self.rtt.rto
+            if now - self._progress_at >= self.silence:
+                # nothing came for a while (a dead link, a removed worker, or bad luck): one
+                # probe per interval, not the whole window
+                if now < self._probe_at:
+                    f.deadline = self._probe_at
+                    continue
+                self._probe_at = now + rto
+            out.append(self._retransmit(c, f, rto, now))
         return out
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _measure(self, f: _Flight, pkt: InaPacket, now: float) -> None:
+        """Feed the estimator from a RESULT that completed the in-flight chunk ``f``."""
+        if not f.retries:  # Karn: a retransmitted chunk's RESULT may answer any copy
+            self.rtt.completion(now - f.times[0])
+        else:
+            self.rtt.ambiguous()
+        if not self._echo(f.times, pkt, now) and pkt.worker_id == self.worker_id \
+                and not f.retries and not pkt.flags & FLAG_RETRANSMIT:
+            self.rtt.sample(now - f.times[0])  # an aggregate that our only copy completed
+
+    def _echo(self, times: list[float], pkt: InaPacket, now: float) -> bool:
+        """If the RESULT echo names one of our GRADs (``worker_id`` us, ``fan_in`` = 1 + its
+        copy number mod 16), sample its exact round trip (the latest copy with that number)."""
+        if pkt.worker_id != self.worker_id or not pkt.fan_in:
+            return False
+        copies = [t for i, t in enumerate(times) if i % COPY_MOD == pkt.fan_in - 1]
+        if copies:
+            self.rtt.sample(now - copies[-1])
+        return bool(copies)
+
+    def _retransmit(self, c: int, f: _Flight, rto: float, now: float) -> InaPacket:
+        """Send chunk ``c`` again and restart its timer with ``rto``."""
+        copy = len(f.times)
+        f.deadline, f.rto = now + rto, rto
+        f.retries += 1
+        f.times.append(now)
+        self._inflight[c] = self._inflight.pop(c)  # ties in tick(): retransmission order
+        self.stats.retransmits += 1
+        flags = FLAG_RETRANSMIT | copy % COPY_MOD << COPY_SHIFT
+        if self.direct_after is not None and f.retries > self.direct_after:
+            self.stats.direct += 1
+            return self._grad(c, flags | FLAG_FALLBACK, AGG_ID_PS)
+        return self._grad(c, flags)
 
     def _fill(self, now: float) -> list[InaPacket]:
         out = []
         while len(self._inflight) < self.window and self._next < len(self.schedule):
             c = self.schedule[self._next][0]
             self._next += 1
-            self._inflight[c] = (now + self.timeout, 0, self.timeout)
+            self._inflight[c] = _Flight(now, self.rtt.first_rto)
             self.stats.sent += 1
             out.append(self._grad(c, 0))
         return out

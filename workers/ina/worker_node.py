@@ -36,7 +36,7 @@ from workers.ina.constants import K
 from workers.ina.job import JobConfig, MemberBook, ScheduleBook
 from workers.ina.messages import mask_of
 from workers.ina.udp import open_socket, receive, send
-from workers.ina.worker import WorkerRound
+from workers.ina.worker import RttEstimator, WorkerRound
 
 
 class RoundFailed(RuntimeError):
@@ -53,13 +53,15 @@ class Stopped(Exception):
 
 def sync_round(sock, cfg: JobConfig, worker_id: int, round_: int, q: np.ndarray,
                schedule: list[tuple[int, int, int]], expect_mask: int | None = None,
-               members_changed: Callable[[], bool] | None = None) -> tuple[np.ndarray, dict]:
+               members_changed: Callable[[], bool] | None = None,
+               rtt: RttEstimator | None = None) -> tuple[np.ndarray, dict]:
     """Send one round's quantized gradient; return the int32 sum and the round's stats.
-    ``members_changed()`` (checked every poll) raises :class:`MembersChanged` when true."""
+    ``members_changed()`` (checked every poll) raises :class:`MembersChanged` when true.
+    ``rtt``: the job's timeout estimator, kept from round to round."""
     wr = WorkerRound(job_id=cfg.job_id, worker_id=worker_id, round_=round_, values=q,
                      schedule=schedule, k=K, window=cfg.window,
                      timeout=cfg.timeout, max_timeout=cfg.max_timeout,
-                     direct_after=cfg.direct_after, expect_mask=expect_mask)
+                     direct_after=cfg.direct_after, expect_mask=expect_mask, rtt=rtt)
     start = time.monotonic()
     for pkt in wr.start(start):
         send(sock, pkt, cfg.ps_addr)
@@ -88,7 +90,8 @@ def sync_round(sock, cfg: JobConfig, worker_id: int, round_: int, q: np.ndarray,
         for pkt in out:
             send(sock, pkt, cfg.ps_addr)
     elapsed = time.monotonic() - start
-    return wr.result_values(), {"time_s": elapsed, **asdict(wr.stats)}
+    return wr.result_values(), {"time_s": elapsed, **asdict(wr.stats),
+                                "rto_s": wr.rtt.rto, "first_rto_s": wr.rtt.first_rto}
 
 
 def wait_for_start(cfg: JobConfig, worker_id: int) -> None:
@@ -132,6 +135,8 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
     n_workers = len(cfg.worker_ids)  # the clip bound: fewer members later stay inside it
     schedules = ScheduleBook(cfg, worker_id)
     members = MemberBook(cfg)
+    # measured timeouts carry over from round to round (workers.ina.worker, "Timeouts")
+    rtt = RttEstimator(cfg.timeout, min(0.01, cfg.timeout), cfg.max_timeout)
     wait_for_start(cfg, worker_id)
     # what the exactness check reads goes to disk each round, not into lists that would
     # grow for the whole job (bench/soak.py measured 19 KiB per round); a worker that dies
@@ -162,7 +167,7 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
                         # members this worker knows: one over the PS's newer set may come
                         # before the members file is read (then the round starts again)
                         expect_mask=mask_of(ids) if members.path else None,
-                        members_changed=changed if members.path else None)
+                        members_changed=changed if members.path else None, rtt=rtt)
                     break
                 except MembersChanged as exc:
                     restarts += 1
