@@ -75,15 +75,16 @@ from hostile_input import (  # noqa: E402
     tor_model,
 )
 
+from controller.methods.ina_core import Settings  # noqa: E402
 from workers.ina.constants import INA_UDP_PORT, K  # noqa: E402
 
 
 @dataclass
 class HostileSettings:
-    topo: str = "fattree:4"
-    ps: str = "h0"
-    workers: str = "6"
-    budget: int = 2
+    topo: str = Settings.topo  # the `make run` network: one default, ina_core's
+    ps: str = Settings.ps
+    workers: str = Settings.workers
+    budget: int = Settings.budget
     bw: float | None = 1.0  # Mbit/s per link (None: unshaped)
     model: str = "mlp"
     hidden: int = 32

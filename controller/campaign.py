@@ -58,6 +58,7 @@ import networkx as nx
 from controller.drop_counters import drops_markdown, mean_counts, read_snapshot, run_counters
 from controller.errors import ExperimentError
 from controller.files import write_json_atomic
+from controller.methods.ina_core import Settings
 from controller.network import check_environment, compile_program
 from controller.runner import Run
 
@@ -103,10 +104,10 @@ class Fault:
 
 @dataclass
 class CampaignSettings:
-    topo: str = "fattree:4"
-    ps: str = "h0"
-    workers: str = "6"
-    budget: int = 2
+    topo: str = Settings.topo  # the `make run` network: one default, ina_core's
+    ps: str = Settings.ps
+    workers: str = Settings.workers
+    budget: int = Settings.budget
     bw: float | None = 1.0
     rounds: int = 10
     seeds: int = 3
