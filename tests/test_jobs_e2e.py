@@ -17,7 +17,7 @@ from workers.ina.constants import SLOTS_ENV
 
 pytestmark = [pytest.mark.root, pytest.mark.mininet, pytest.mark.slow]
 
-ROUNDS = 5
+ROUNDS = 12  # rounds outlast the 50 ms poll, so a stopped job has rounds left (timers are fast now)
 
 
 def test_one_job_losing_a_worker_and_one_losing_its_ps_leave_the_third_exact(tmp_path,
