@@ -75,7 +75,7 @@ from hostile_input import (  # noqa: E402
     tor_model,
 )
 
-from controller.methods.ina_core import Settings  # noqa: E402
+from controller.experiment.methods.ina_core import Settings  # noqa: E402
 from workers.ina.constants import INA_UDP_PORT, K  # noqa: E402
 
 
@@ -151,7 +151,7 @@ def switch_health(net: Any) -> dict[str, dict[str, Any]]:
 
 def _job(s: HostileSettings, net: Any, plan: dict, workers: list[str], rounds: int,
          n_values: int, mode_dir: Path, monitor: Any) -> Any:
-    from controller.methods.ina import JOB_IDS, schedules_for
+    from controller.experiment.methods.ina import JOB_IDS, schedules_for
     from workers.common.model import TrainConfig
     from workers.common.quantize import choose_frac_bits
     from workers.ina.job import JobConfig
@@ -177,7 +177,7 @@ def _job(s: HostileSettings, net: Any, plan: dict, workers: list[str], rounds: i
 def _run_job(run: Any, net: Any, cfg: Any, workers: list[str], ps: str,
              monitor: Any) -> tuple[dict | None, str | None]:
     from controller.errors import ExperimentError
-    from controller.methods.ina import run_mode
+    from controller.experiment.methods.ina import run_mode
 
     try:
         return run_mode(run, net.mininet, "ina", cfg, workers, ps, monitor), None
@@ -250,13 +250,13 @@ def run_bench(s: HostileSettings, console: Any = None,
     """The whole bench (module docstring); returns the hostile.json document."""
     import networkx as nx
 
-    from controller.campaign import campaign_network
-    from controller.deploy import JobSpec, deploy
-    from controller.drop_counters import counter_delta, read_snapshot
-    from controller.failover import SwitchMonitor
+    from controller.dataplane.deploy import JobSpec, deploy
+    from controller.dataplane.drop_counters import counter_delta, read_snapshot
+    from controller.experiment.campaign import campaign_network
+    from controller.experiment.failover import SwitchMonitor
+    from controller.experiment.methods.ina import JOB_IDS, Settings, plan_job
+    from controller.experiment.runner import Run
     from controller.files import write_json_atomic
-    from controller.methods.ina import JOB_IDS, Settings, plan_job
-    from controller.runner import Run
     from topo.models import parse_topology
     from workers.common.model import Replica, TrainConfig
     from workers.ina.worker import n_chunks_for
@@ -475,7 +475,7 @@ def print_summary(doc: dict[str, Any], console: Any) -> None:
     the job with and without the attack, and the checks."""
     from rich.table import Table
 
-    from controller.report import print_table
+    from controller.experiment.report import print_table
 
     st, net = doc["settings"], doc["network"]
     console.print(

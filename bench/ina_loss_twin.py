@@ -5,7 +5,7 @@
 one before a change, on the same network: before/after figures from one command)
 
 What is real: ``p4src/ina.p4`` on in-process pyswitch switches, configured with the very
-rules the campaign deploys (:func:`controller.deploy.switch_rules` for the ``make run`` plan:
+rules the campaign deploys (:func:`controller.dataplane.deploy.switch_rules` for the ``make run`` plan:
 fat-tree k=4, PS h0, 6 workers, budget 2, ports and addresses of
 :func:`topo.mininet_net.plan_network`), and the worker and PS state machines
 (:class:`workers.ina.worker.WorkerRound`, :class:`workers.ina.ps.PsState`) driven the way
@@ -87,8 +87,8 @@ def network() -> dict[str, Any]:
     import networkx as nx
 
     import pyswitch
-    from controller.deploy import JobSpec, switch_rules
-    from controller.methods.ina import JOB_IDS, Settings, plan_job, schedules_for
+    from controller.dataplane.deploy import JobSpec, switch_rules
+    from controller.experiment.methods.ina import JOB_IDS, Settings, plan_job, schedules_for
     from topo.mininet_net import plan_network
     from topo.models import parse_topology
     from workers.common.model import Replica, TrainConfig

@@ -65,7 +65,7 @@ from test_p4runtime_abuse import (  # noqa: E402
     raw_write,
 )
 
-from controller.p4runtime_client import NotPrimaryError, P4RuntimeError  # noqa: E402
+from controller.dataplane.p4runtime_client import NotPrimaryError, P4RuntimeError  # noqa: E402
 from pyswitch.daemon import control_request  # noqa: E402
 from pyswitch.p4runtime.server import WRITE_REPORT_LIMIT  # noqa: E402
 

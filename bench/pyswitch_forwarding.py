@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from google.protobuf import text_format  # noqa: E402
 
-from controller.p4runtime_client import SwitchConnection  # noqa: E402
+from controller.dataplane.p4runtime_client import SwitchConnection  # noqa: E402
 
 SENDER = r"""
 import socket, struct, sys, time

@@ -4,8 +4,8 @@ every process measured (issue 20 item 6; docs/design.md §9).
 One job of ``--rounds`` rounds (default 1,000) with ``--loss`` (default 2%) on every switch
 port, on the network ``make run`` builds (fat-tree k=4, PS h0, 6 workers, budget 2, 1 Mbit/s
 links), planned, deployed and run by the same code as ``python -m controller run``
-(:func:`controller.methods.ina.plan_job`, :func:`~controller.methods.ina.deployed_network`,
-:func:`~controller.methods.ina.run_mode`), which checks every round's sum against the exact
+(:func:`controller.experiment.methods.ina.plan_job`, :func:`~controller.experiment.methods.ina.deployed_network`,
+:func:`~controller.experiment.methods.ina.run_mode`), which checks every round's sum against the exact
 int32 sum of the workers' quantized gradients.
 
 While the job runs, every process is measured from /proc: each pyswitch switch, the PS, every
@@ -15,7 +15,7 @@ open file descriptors and threads.  The first sample is taken once ``--warmup`` 
 allocations and the allocator's arenas have settled by then), ``--samples`` more on the way,
 and the last once a worker finished round ``rounds - 2``: every process is still needed for
 the last round then, so none has exited.  The switch counters of ina.p4
-(:mod:`controller.drop_counters`) are read at the first and last sample too.
+(:mod:`controller.dataplane.drop_counters`) are read at the first and last sample too.
 
 Exit status 1 when a round is not exact, the job failed, or any process grew by
 ``--threshold`` % (default 5) or more from the first sample to the last in RSS, anonymous RSS
@@ -44,12 +44,11 @@ sys.path.insert(0, str(ROOT))
 import networkx as nx  # noqa: E402
 from rich.console import Console  # noqa: E402
 
-from controller.deploy import JobSpec  # noqa: E402
-from controller.drop_counters import read_snapshot, run_counters  # noqa: E402
+from controller.dataplane.deploy import JobSpec  # noqa: E402
+from controller.dataplane.drop_counters import read_snapshot, run_counters  # noqa: E402
 from controller.errors import ExperimentError  # noqa: E402
-from controller.failover import SwitchMonitor  # noqa: E402
-from controller.files import write_json_atomic  # noqa: E402
-from controller.methods.ina import (  # noqa: E402
+from controller.experiment.failover import SwitchMonitor  # noqa: E402
+from controller.experiment.methods.ina import (  # noqa: E402
     JOB_IDS,
     Settings,
     deployed_network,
@@ -57,8 +56,9 @@ from controller.methods.ina import (  # noqa: E402
     run_mode,
     schedules_for,
 )
-from controller.network import check_environment  # noqa: E402
-from controller.runner import Run  # noqa: E402
+from controller.experiment.network import check_environment  # noqa: E402
+from controller.experiment.runner import Run  # noqa: E402
+from controller.files import write_json_atomic  # noqa: E402
 from topo.models import parse_topology  # noqa: E402
 from workers.common.model import Replica, TrainConfig  # noqa: E402
 from workers.common.quantize import choose_frac_bits  # noqa: E402

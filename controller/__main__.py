@@ -1,7 +1,7 @@
-"""``python -m controller`` entry point (see :mod:`controller.cli`)."""
+"""``python -m controller`` entry point (see :mod:`controller.cli.main`)."""
 
 import sys
 
-from controller.cli import main
+from controller.cli.main import main
 
 sys.exit(main())

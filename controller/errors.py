@@ -1,4 +1,4 @@
-"""The error a run raises for its user: one line, no traceback (``controller.cli`` prints it)."""
+"""The error a run raises for its user: one line, no traceback (``controller.cli.main`` prints it)."""
 
 
 class ExperimentError(RuntimeError):

@@ -3,7 +3,7 @@
 Python's ``int`` accepts ``1_000`` and refuses a 5,000-digit string with a ValueError that
 argparse does not turn into a usage error; ``float`` accepts ``inf``, ``nan`` and ``1e400``
 (= inf), which would reach an LP solver or a timer.  These types refuse all of them with a
-message argparse prints as ``argument --X: ...`` (controller.cli shows it as one line).
+message argparse prints as ``argument --X: ...`` (controller.cli.main shows it as one line).
 """
 
 from __future__ import annotations

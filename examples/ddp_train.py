@@ -86,8 +86,8 @@ def write_job(args: argparse.Namespace) -> int:
             print("error: --write-job needs --loopback N, or --plan and --network",
                   file=sys.stderr)
             return 2
-        from controller.network_cli import load_network
-        from controller.plan import chunk_schedule, load_plan
+        from controller.cli.network import load_network
+        from controller.plan.document import chunk_schedule, load_plan
         from workers.ina.worker import ps_only_schedule
 
         plan, net = load_plan(args.plan), load_network(Path(args.network))

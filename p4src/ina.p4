@@ -23,7 +23,7 @@
  *
  * Types of the quantities: include/types.p4. Every control-plane name (tables, actions,
  * counters, registers) stays under MyIngress./MyEgress. via @name(".MyIngress.x"), so
- * the controller (controller/deploy.py) and docs/protocol.md do not depend on this
+ * the controller (controller/dataplane/deploy.py) and docs/protocol.md do not depend on this
  * layout. Valid for p4c's BMv2 backend: no run-time division, shift amounts of 8 bits.
  */
 #include <core.p4>

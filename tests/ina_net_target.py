@@ -4,7 +4,7 @@
 ``simple_switch_grpc`` (kind ``bmv2``) with one veth per switch port; the host end of each
 veth sits in its own network namespace (tests/netns.py) where the harness holds a raw
 socket. Tables, default actions and multicast groups are written with the project's
-P4Runtime client (controller/p4runtime_client.py); counters (and, on pyswitch, registers)
+P4Runtime client (controller/dataplane/p4runtime_client.py); counters (and, on pyswitch, registers)
 are read with it too.
 
 **Collecting "everything that comes out".** A frame may produce zero, one or several frames

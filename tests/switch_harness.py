@@ -34,7 +34,12 @@ from google.protobuf import text_format
 from netns import HostNs, free_tcp_port, veth_hosts
 from p4.config.v1 import p4info_pb2
 
-from controller.p4runtime_client import P4RuntimeError, SwitchConnection, SwitchTimeout, WriteError
+from controller.dataplane.p4runtime_client import (
+    P4RuntimeError,
+    SwitchConnection,
+    SwitchTimeout,
+    WriteError,
+)
 from pyswitch.p4runtime.p4info_index import load_p4info
 
 TARGETS = ("pyswitch", "bmv2")

@@ -1,6 +1,6 @@
 """The asynchronous PS as a method of the testbed (docs/design.md §5), end to end.
 
-* pure helpers of ``controller.methods.async_ps`` on hand-made logs;
+* pure helpers of ``controller.experiment.methods.async_ps`` on hand-made logs;
 * the PS and worker processes over TCP on the loopback (no root), soft sync C = 2;
 * a reduced ``run --method async`` over Mininet (root): leaf-spine, PS h0, workers h1, h2 and
   a 4x slower h3, all three policies.  Checked from the run's own logs: the push budget, the
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.cli import main as cli_main
+from controller.cli.main import main as cli_main
 from controller.errors import ExperimentError
-from controller.methods.async_ps import (
+from controller.experiment.methods.async_ps import (
     aggregate,
     expected_duration,
     parse_policies,

@@ -1,6 +1,6 @@
-"""``python -m controller campaign`` (controller/campaign.py): what it sweeps, how it picks the
+"""``python -m controller campaign`` (controller/experiment/campaign.py): what it sweeps, how it picks the
 switch to kill, the table it makes, the switch counters it records per run
-(controller/drop_counters.py: differences per drop reason, read over P4Runtime from a real
+(controller/dataplane/drop_counters.py: differences per drop reason, read over P4Runtime from a real
 pyswitch), and a reduced campaign in Mininet that injects 5% loss and a 4-slot pool (many
 collisions) into INA and PS-only runs — every round exact, every drop reason recorded."""
 
@@ -11,7 +11,17 @@ import json
 import networkx as nx
 import pytest
 
-from controller.campaign import (
+from controller.cli.main import build_parser
+from controller.dataplane.drop_counters import (
+    counter_delta,
+    drops_markdown,
+    mean_counts,
+    read_snapshot,
+    run_counters,
+    short_names,
+)
+from controller.errors import ExperimentError
+from controller.experiment.campaign import (
     CampaignSettings,
     Fault,
     expand_faults,
@@ -21,16 +31,6 @@ from controller.campaign import (
     summarize_runs,
     table_markdown,
 )
-from controller.cli import build_parser
-from controller.drop_counters import (
-    counter_delta,
-    drops_markdown,
-    mean_counts,
-    read_snapshot,
-    run_counters,
-    short_names,
-)
-from controller.errors import ExperimentError
 from topo.models import parse_topology
 
 
@@ -168,7 +168,7 @@ def test_counters_are_read_from_a_running_pyswitch_and_a_dead_switch_is_named(
     from ina_harness import pyswitch_unavailable
     from switch_harness import start_switch
 
-    from controller.network import compile_program
+    from controller.experiment.network import compile_program
 
     why = pyswitch_unavailable()
     if why:

@@ -502,10 +502,10 @@ def _no_launch(*_a: object, **_k: object) -> None:
 
 @pytest.fixture
 def no_launch(monkeypatch: pytest.MonkeyPatch) -> None:
-    import controller.run_cli
+    import controller.cli.run
     import pyswitch.daemon
 
-    monkeypatch.setattr(controller.run_cli, "execute", _no_launch)
+    monkeypatch.setattr(controller.cli.run, "execute", _no_launch)
     monkeypatch.setattr(pyswitch.daemon, "serve", _no_launch)
     monkeypatch.setattr(pyswitch.daemon, "Port", _no_launch)
 
@@ -521,7 +521,7 @@ def test_bad_input(name: str, fx: Path, capsys: pytest.CaptureFixture[str],
     argv = case.argv(fx)
     before = _snapshot(fx)
     if case.cli == "controller":
-        from controller.cli import main
+        from controller.cli.main import main
     else:
         from pyswitch.__main__ import main
     try:
@@ -541,7 +541,7 @@ def test_bad_input(name: str, fx: Path, capsys: pytest.CaptureFixture[str],
 
 def test_compare_skips_bad_runs_and_prints_the_good(fx: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from controller.cli import main
+    from controller.cli.main import main
 
     bad = ["c_notjson", "c_time_str", "c_ps_5000digits", "c_deep", "c_noresults"]
     code = main(["compare", str(fx / "runs" / "good"), *(str(fx / "runs" / b) for b in bad)])

@@ -1,7 +1,7 @@
 """Clustered temporary PSs as a method of the testbed (docs/design.md §7), end to end.
 
 * option and profile mistakes are one error line, nothing written;
-* pure helpers of ``controller.methods.cluster`` (message-pattern bytes);
+* pure helpers of ``controller.experiment.methods.cluster`` (message-pattern bytes);
 * a reduced ``run --method cluster`` over Mininet (root): leaf-spine, the 8 nodes of the
   example profile on h1..h8 with their uplinks (100 / 10 Mbit/s), the central PS on h0, all
   three rules.  Checked from the run's own files: every node's final parameters equal the
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller.cli import main as cli_main
+from controller.cli.main import main as cli_main
 from controller.errors import ExperimentError
-from controller.methods.cluster import parse_rules, predicted_link_bytes
+from controller.experiment.methods.cluster import parse_rules, predicted_link_bytes
 from topo.models import leaf_spine
 from workers.cluster.clustering import ps_schedule
 from workers.cluster.job import ClusterJob

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from controller.cli import main as cli_main
-from controller.compare import compare_rows, load_results, rows_of, settings_text
+from controller.cli.main import main as cli_main
 from controller.errors import ExperimentError
+from controller.experiment.compare import compare_rows, load_results, rows_of, settings_text
 
 
 def _round(t: float, ps: float, busiest: float, retx: int, acc: float, exact: bool = True):
@@ -133,7 +133,7 @@ def test_cli_compare(tmp_path, capsys):
 def test_check_results_accepts_every_method_shape():
     """The shape check that lets compare skip malformed files has no false alarms on the
     documents each method writes (INA, async PS, NDN async, clusters)."""
-    from controller.compare import check_results
+    from controller.experiment.compare import check_results
 
     for doc in (INA, ASYNC, NDN_ASYNC, CLUSTER):
         assert check_results(doc) is None

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from controller.cli import main
+from controller.cli.main import main
 from workers.ina.wire import FRAME_BYTES
 
 pytestmark = [pytest.mark.root, pytest.mark.mininet, pytest.mark.slow]

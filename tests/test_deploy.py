@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from controller.deploy import JobSpec, switch_rules
-from controller.lp import make_job, solve_lp
-from controller.plan import build_plan
+from controller.dataplane.deploy import JobSpec, switch_rules
+from controller.plan.document import build_plan
+from controller.plan.lp import make_job, solve_lp
 from topo.mininet_net import plan_network
 from topo.models import parse_topology
 from workers.ina.constants import num_slots
@@ -121,7 +121,7 @@ def test_deploy_cli_errors_are_one_line(tmp_path, setup):
 @pytest.mark.root
 @pytest.mark.mininet
 def test_deploy_into_a_running_network_is_idempotent(tmp_path, setup):
-    from controller.p4runtime_client import SwitchConnection
+    from controller.dataplane.p4runtime_client import SwitchConnection
     from topo.mininet_net import build_net
 
     g, plan, _, rules = setup

@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from controller.methods.ina import Settings, run_experiment
-from controller.provenance import PROVENANCE_KEYS
+from controller.experiment.methods.ina import Settings, run_experiment
+from controller.experiment.provenance import PROVENANCE_KEYS
 from workers.common.model import Replica, TrainConfig
 from workers.ina.constants import K
 from workers.ina.wire import FRAME_BYTES
@@ -40,7 +40,7 @@ def test_ina_and_ps_only_clean_network(tmp_path):
     saved = json.loads((tmp_path / "clean" / "results.json").read_text())
     assert saved["ps_bytes"] == res["ps_bytes"]
     assert (tmp_path / "clean" / "ps_bytes.png").stat().st_size > 0
-    # provenance (controller.runner): code, packages, host, and per-mode CPU time of the node
+    # provenance (controller.experiment.runner): code, packages, host, and per-mode CPU time of the node
     # processes next to the switches', so a run shows whether cores or links bound it
     prov = saved["provenance"]
     assert saved["complete"] is True
@@ -95,7 +95,7 @@ def test_a_dead_tor_stops_the_run_with_one_line(tmp_path):
 
 
 def test_bad_fail_switch_is_one_line_and_writes_nothing(tmp_path, capsys):
-    from controller.cli import main as cli_main
+    from controller.cli.main import main as cli_main
 
     out = tmp_path / "out"
     for extra, msg in ((["--fail-switch", "h1@1"], "--fail-switch: 'h1' is not a switch"),

@@ -8,9 +8,9 @@ import os
 import pytest
 
 from controller.errors import ExperimentError
-from controller.failover import parse_fail_switch
+from controller.experiment.failover import parse_fail_switch
+from controller.experiment.methods.ina import Settings, summarize
 from controller.files import write_json_atomic
-from controller.methods.ina import Settings, summarize
 from topo.models import parse_topology
 from workers.common.model import TrainConfig
 from workers.ina.job import JobConfig, ScheduleBook

@@ -1,4 +1,4 @@
-"""controller.host_processes on plain local processes (a stand-in for Mininet's ``net``)."""
+"""controller.experiment.host_processes on plain local processes (a stand-in for Mininet's ``net``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import pytest
 
 from controller.errors import ExperimentError
-from controller.host_processes import HostProcesses
+from controller.experiment.host_processes import HostProcesses
 
 
 class _Host:

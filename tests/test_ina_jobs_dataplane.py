@@ -4,7 +4,7 @@ Each job has its own PS (agg_id 0 is routed by job id: ps_route), its own slot r
 job_table (``shared``: the whole pool; ``partitioned``: the controller's part), and no job
 ever changes another job's sums: a slot held by another job is a collision that falls back,
 and a RESULT releases only a slot holding its own key.  The slot ranges the controller
-computes (:func:`controller.deploy.slot_ranges`) are checked against hand-computed ones.
+computes (:func:`controller.dataplane.deploy.slot_ranges`) are checked against hand-computed ones.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from ina_harness import InaSwitch, PySwitchTarget, compiled_pyswitch_program, pyswitch_unavailable
 
-from controller.deploy import JobSpec, slot_ranges
+from controller.dataplane.deploy import JobSpec, slot_ranges
 from workers.ina import constants as C
 from workers.ina.wire import Flag, InaHeader, MsgType, grad_header
 

@@ -58,7 +58,7 @@ def test_constants_p4_default_is_guarded_by_ifndef() -> None:
 
 
 def test_run_option_slots_sets_the_override(monkeypatch) -> None:
-    from controller.cli import UsageError, build_parser
+    from controller.cli.main import UsageError, build_parser
 
     monkeypatch.setenv(C.SLOTS_ENV, "")  # restored after the test
     args = build_parser().parse_args(["run", "--slots", "8"])
@@ -68,8 +68,8 @@ def test_run_option_slots_sets_the_override(monkeypatch) -> None:
 
 
 def test_compile_step_passes_the_override(monkeypatch, tmp_path) -> None:
-    """controller/network.py compile_program: the P4Info's registers have N cells."""
-    from controller.network import compile_program
+    """controller/experiment/network.py compile_program: the P4Info's registers have N cells."""
+    from controller.experiment.network import compile_program
 
     monkeypatch.setenv(C.SLOTS_ENV, str(SMALL))
     p4info, _config = compile_program("pyswitch", tmp_path)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from controller.jobs import (
+from controller.plan.jobs import (
     JobSpec,
     jobs_argument,
     jobs_from_count,
@@ -12,7 +12,7 @@ from controller.jobs import (
     parse_jobs,
     resolve_jobs,
 )
-from controller.lp import PlanError
+from controller.plan.lp import PlanError
 from topo.models import parse_topology
 
 FT4 = parse_topology("fattree:4")

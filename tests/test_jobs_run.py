@@ -7,18 +7,18 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from controller.compare import rows_of
 from controller.errors import ExperimentError
-from controller.jobs import jobs_from_count
-from controller.lp_jobs import job_plan, joint_plan
-from controller.methods.ina import InaMethod, Settings
-from controller.methods.ina_jobs import (
+from controller.experiment.compare import rows_of
+from controller.experiment.methods.ina import InaMethod, Settings
+from controller.experiment.methods.ina_jobs import (
     deploy_specs,
     jobs_summary,
     make_tenants,
     parse_kill_ps,
 )
-from controller.runner import Run
+from controller.experiment.runner import Run
+from controller.plan.jobs import jobs_from_count
+from controller.plan.lp_jobs import job_plan, joint_plan
 from topo.models import parse_topology
 from workers.ina.wire import FRAME_BYTES
 
@@ -118,8 +118,8 @@ def test_a_dead_switch_replans_every_job_jointly_on_the_rest() -> None:
     """fat-tree k=4, --jobs 2, budget 2: the joint plan deploys two switches; without one of
     them both jobs are planned again on the survivor (ids kept, the dead one retired), each
     γ_j the joint LP's for S' on the reduced graph and never above the plan before."""
-    from controller.lp_jobs import make_jobset, solve_jobs_lp
-    from controller.replan import SwitchFailureError, replan_jobs_without, without_switch
+    from controller.plan.lp_jobs import make_jobset, solve_jobs_lp
+    from controller.plan.replan import SwitchFailureError, replan_jobs_without, without_switch
 
     g = nx.Graph(parse_topology("fattree:4"))
     nx.set_edge_attributes(g, 1.0, "bw")

@@ -97,6 +97,44 @@ def test_no_cycle_between_top_level_packages():
     assert list(nx.simple_cycles(g)) == []
 
 
+# Inside ``controller``, its packages are floors of their own (docs/design.md §1): the command
+# line over the experiment over the control plane over the planner; the few top-level modules
+# (errors, atomic files, option types) sit under all of them, ``__main__`` over all.
+CONTROLLER_FLOORS = {"cli": 4, "experiment": 3, "dataplane": 2, "plan": 1}
+CONTROLLER_TOP_MODULES = {"__main__": 5, "errors": 0, "files": 0, "options": 0}
+
+
+def _controller_floor(module: str) -> int:
+    part = module.split(".")[1] if module.count(".") else ""
+    if part in CONTROLLER_FLOORS:
+        return CONTROLLER_FLOORS[part]
+    return CONTROLLER_TOP_MODULES.get(part, 5)  # ``controller`` itself: its __init__
+
+
+def test_controller_top_level_holds_packages():
+    """The folders show the layers: at the top only the packages and a few small modules."""
+    top = ROOT / "controller"
+    modules = {p.stem for p in top.glob("*.py")} - {"__init__"}
+    assert modules <= set(CONTROLLER_TOP_MODULES), sorted(modules - set(CONTROLLER_TOP_MODULES))
+    assert {p.name for p in top.iterdir() if (p / "__init__.py").is_file()} == \
+        set(CONTROLLER_FLOORS)
+    big = [p.name for p in top.glob("*.py") if len(p.read_text().splitlines()) > 100]
+    assert not big, f"top-level modules should stay small: {big}"
+
+
+def test_controller_packages_point_down_only():
+    upward = []
+    for module, path in ALL_MODULES.items():
+        if _top(module) != "controller":
+            continue
+        for imported in sorted(imports_of(path, module)):
+            if (_top(imported) == "controller"
+                    and _controller_floor(imported) > _controller_floor(module)):
+                upward.append(f"{path.relative_to(ROOT)} imports {imported}")
+    assert not upward, ("upward imports (cli > experiment > dataplane > plan > "
+                        "errors/files/options):\n" + "\n".join(upward))
+
+
 def _parents(module: str) -> set[str]:
     parts = module.split(".")
     return {".".join(parts[:i]) for i in range(1, len(parts))}
@@ -200,10 +238,10 @@ def test_launched_modules_exist_in_an_allowed_layer():
 def test_the_checks_catch_what_they_look_for(tmp_path):
     """The scanners see function-local imports, relative imports and -m strings."""
     src = tmp_path / "x.py"
-    src.write_text("def f():\n    from controller.runner import Run\n"
+    src.write_text("def f():\n    from controller.experiment.runner import Run\n"
                    "    from . import wire\n"
                    "cmd = ['python', '-m', 'workers.ina.ps_node']\n"
                    "nodes.launch(h, 'workers.ina.worker_node', 'x')\n")
-    assert imports_of(src, "workers.ina.fake") == {"controller.runner", "workers.ina.wire"}
+    assert imports_of(src, "workers.ina.fake") == {"controller.experiment.runner", "workers.ina.wire"}
     assert [m for _, m in launched_modules(src)] == ["workers.ina.ps_node",
                                                      "workers.ina.worker_node"]

@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from controller.greedy import greedy
-from controller.jobs import JobSpec, jobs_from_count
-from controller.lp import PlanError, make_job, solve_lp
-from controller.lp_jobs import (
+from controller.plan.document import chunk_schedule
+from controller.plan.greedy import greedy
+from controller.plan.jobs import JobSpec, jobs_from_count
+from controller.plan.lp import PlanError, make_job, solve_lp
+from controller.plan.lp_jobs import (
     alone_gammas,
     greedy_jobs,
     jain,
@@ -17,7 +18,6 @@ from controller.lp_jobs import (
     plan_jobs,
     solve_jobs_lp,
 )
-from controller.plan import chunk_schedule
 from topo.models import from_dict, parse_topology, switch_ids
 
 AB = [JobSpec("A", "pa", ("a1", "a2")), JobSpec("B", "pb", ("b1", "b2"))]
@@ -230,7 +230,7 @@ def test_short_form_on_fat_tree():
 
 def test_plan_part_and_schedule():
     """The plan's jobs part: per job γ, weight, deployment; fairness; JSON-clean; a job's
-    entry plus switch_ids is a plan that :func:`controller.plan.chunk_schedule` reads.
+    entry plus switch_ids is a plan that :func:`controller.plan.document.chunk_schedule` reads.
     Sum objective on the split T1 gives B γ = 0: no intervals, everything to its s_d."""
     g = together()
     js = make_jobset(g, AB)

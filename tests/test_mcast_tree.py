@@ -3,7 +3,7 @@
 import networkx as nx
 import pytest
 
-from controller.mcast_tree import result_tree
+from controller.plan.mcast_tree import result_tree
 
 
 def _graph(links, hosts):

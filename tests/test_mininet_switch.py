@@ -97,7 +97,7 @@ SENDER = textwrap.dedent("""
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 @pytest.mark.skipif(importlib.util.find_spec("mininet") is None, reason="Mininet not installed")
 def test_two_hosts_ping_and_udp_through_pyswitch(tmp_path):
-    from controller.p4runtime_client import SwitchConnection
+    from controller.dataplane.p4runtime_client import SwitchConnection
     from topo.mininet_net import build_net
     from topo.mininet_switch import PySwitch
 

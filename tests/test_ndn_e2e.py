@@ -22,7 +22,7 @@ import math
 
 import pytest
 
-from controller.cli import main as cli_main
+from controller.cli.main import main as cli_main
 
 BASE = ["run", "--method", "ndn", "--topo", "leafspine:2,1,2", "--ps", "h0", "--workers", "3",
         "--model", "logreg", "--bw", "0"]
@@ -69,7 +69,7 @@ def test_reduced_ndn_experiment_vs_tcp_ps(tmp_path):
     assert ndn["recoveries"] == 0 and ndn["impairment_dropped"] == 0
     for png in ("distribution_bytes.png", "distribution_ratio.png", "time_per_round.png"):
         assert (tmp_path / "clean" / png).stat().st_size > 0
-    # provenance of every method (controller.runner): CPU per mode, command line as typed
+    # provenance of every method (controller.experiment.runner): CPU per mode, command line as typed
     assert res["complete"] is True and res["provenance"]["command_line"][3:5] == ["run",
                                                                                   "--method"]
     assert set(res["provenance"]["cpu"]) == {"ndn@3", "tcp-ps@3"}

@@ -25,7 +25,7 @@ from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from switch_harness import compile_for, start_switch
 
-from controller.p4runtime_client import NotPrimaryError, P4RuntimeError, WriteError
+from controller.dataplane.p4runtime_client import NotPrimaryError, P4RuntimeError, WriteError
 from pyswitch.p4runtime.pipeline import MAX_STATE_CELLS, MAX_TABLE_SIZE
 from pyswitch.p4runtime.server import WRITE_REPORT_LIMIT, write_error_status
 from pyswitch.program import FORMAT

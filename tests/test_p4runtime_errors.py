@@ -13,7 +13,7 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from switch_harness import REPO, compile_for, start_switch, target  # noqa: F401
 
-from controller.p4runtime_client import NotPrimaryError, P4RuntimeError, WriteError
+from controller.dataplane.p4runtime_client import NotPrimaryError, P4RuntimeError, WriteError
 
 P4 = REPO / "tests" / "p4" / "rt_forward.p4"
 L2, DST = "MyIngress.l2", "hdr.ethernet.dstAddr"

@@ -10,7 +10,7 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 from switch_harness import REPO, compile_for, reset_switch, start_switch, target  # noqa: F401
 
-from controller.p4runtime_client import UpdateError, WriteError
+from controller.dataplane.p4runtime_client import UpdateError, WriteError
 
 P4 = REPO / "tests" / "p4" / "rt_state.p4"
 ACL = "MyIngress.acl"

@@ -13,7 +13,7 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller.p4runtime_client import SwitchConnection
+from controller.dataplane.p4runtime_client import SwitchConnection
 from pyswitch.p4runtime.codec import CodecError, decode_int, encode_int, to_int
 from pyswitch.p4runtime.p4info_index import P4InfoIndex, load_p4info
 from pyswitch.p4runtime.translate import P4RTError, Translator, field_value, same_match

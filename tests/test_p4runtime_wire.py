@@ -15,7 +15,7 @@ from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from controller.p4runtime_client import SwitchConnection
+from controller.dataplane.p4runtime_client import SwitchConnection
 from pyswitch.p4runtime.pipeline import Device
 from pyswitch.p4runtime.server import serve
 from pyswitch.p4runtime.wire import READ_CHUNK, ReadChunks, WriteBatch, split_write_request

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.plan import chunk_schedule, load_plan
+from controller.plan.document import chunk_schedule, load_plan
 from topo.models import load_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,7 +129,7 @@ def test_unwritable_out_is_found_before_the_lp(tmp_path, capsys):
     bad topology is not even read (the --out line is the one shown)."""
     import time
 
-    from controller.cli import main
+    from controller.cli.main import main
 
     (tmp_path / "file").write_text("x")
     for out in (tmp_path, tmp_path / "file" / "plan.json", "/proc/insync-nope/plan.json"):

@@ -129,7 +129,7 @@ def test_device_config_roundtrip_and_bad_config() -> None:
 
 def test_ina_p4_control_plane_names_stay_put() -> None:
     """ina.p4's controls are instantiated inside MyIngress; @name(".MyIngress.x") keeps the
-    names controller/deploy.py, the harness and docs/protocol.md use (ids follow names)."""
+    names controller/dataplane/deploy.py, the harness and docs/protocol.md use (ids follow names)."""
     from workers.ina import constants as C
 
     info = compile_p4(ROOT / "p4src/ina.p4").p4info

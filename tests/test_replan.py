@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from controller.deploy import JobSpec, rule_changes, switch_rules
-from controller.lp import make_job, solve_lp
-from controller.plan import build_plan, chunk_schedule
-from controller.replan import SwitchFailureError, cut_off, replan_without, without_switch
+from controller.dataplane.deploy import JobSpec, rule_changes, switch_rules
+from controller.plan.document import build_plan, chunk_schedule
+from controller.plan.lp import make_job, solve_lp
+from controller.plan.replan import SwitchFailureError, cut_off, replan_without, without_switch
 from topo.mininet_net import plan_network
 from topo.models import hosts, parse_topology
 

@@ -1,4 +1,4 @@
-"""The RESULT-tree term of the LP (controller.lp.result_tree_coeffs), hand-computed.
+"""The RESULT-tree term of the LP (controller.plan.lp.result_tree_coeffs), hand-computed.
 
 fat-tree k=4, PS h0 (edge0), workers h1 (edge0), h2, h3 (edge1), h4 (edge2), S = {edge1},
 all links capacity 1.  The RESULT tree from edge0 reaches edge1 through agg0 (the
@@ -8,7 +8,7 @@ h1 and h4 send to edge1 (split evenly over agg0 and agg1).
 
 import pytest
 
-from controller.lp import FastLP, compute_loads, make_job, result_tree_coeffs, solve_lp
+from controller.plan.lp import FastLP, compute_loads, make_job, result_tree_coeffs, solve_lp
 from topo.models import parse_topology
 
 WORKERS = ["h1", "h2", "h3", "h4"]

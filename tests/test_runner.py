@@ -1,4 +1,4 @@
-"""controller.runner without Mininet: results kept when a run stops mid-way, --repeats
+"""controller.experiment.runner without Mininet: results kept when a run stops mid-way, --repeats
 statistics, provenance, the launch sequence on local processes, and ``clean``'s matching."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import sys
 import pytest
 from rich.console import Console
 
-from controller import provenance
-from controller.clean import find_leftovers, is_our_process
-from controller.records import ModeSummary, repeat_stats
-from controller.runner import Launch, Method, Node, Run, execute
+from controller.experiment import provenance
+from controller.experiment.clean import find_leftovers, is_our_process
+from controller.experiment.records import ModeSummary, repeat_stats
+from controller.experiment.runner import Launch, Method, Node, Run, execute
 
 
 def _console() -> Console:

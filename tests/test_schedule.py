@@ -2,9 +2,9 @@
 
 import pytest
 
-from controller.greedy import greedy
-from controller.lp import PlanError, make_job
-from controller.plan import build_plan, chunk_schedule
+from controller.plan.document import build_plan, chunk_schedule
+from controller.plan.greedy import greedy
+from controller.plan.lp import PlanError, make_job
 from topo.models import parse_topology
 
 HAND = {

@@ -17,17 +17,17 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from controller.deploy import JobSpec, rule_changes, switch_rules
+from controller.dataplane.deploy import JobSpec, rule_changes, switch_rules
 from controller.errors import ExperimentError
-from controller.failover import (
+from controller.experiment.failover import (
     WorkerMonitor,
     WorkerStopped,
     parse_kill_worker,
 )
-from controller.lp import make_job, solve_lp
-from controller.methods.ina import exact_sums_by_round, member_schedules
-from controller.plan import build_plan, chunk_schedule
-from controller.replan import replan_members
+from controller.experiment.methods.ina import exact_sums_by_round, member_schedules
+from controller.plan.document import build_plan, chunk_schedule
+from controller.plan.lp import make_job, solve_lp
+from controller.plan.replan import replan_members
 from topo.mininet_net import plan_network
 from topo.models import parse_topology
 from workers.common.files import write_json_atomic
@@ -236,8 +236,8 @@ def test_parse_kill_worker():
 
 
 def test_worker_failure_options_parse_and_bad_ones_are_one_line(tmp_path, capsys):
-    from controller.cli import UsageError, build_parser
-    from controller.methods.ina import settings_from_args
+    from controller.cli.main import UsageError, build_parser
+    from controller.experiment.methods.ina import settings_from_args
 
     parser = build_parser()
     args = parser.parse_args(["run", "--on-worker-failure", "continue", "--kill-worker", "h2@1"])
@@ -247,7 +247,7 @@ def test_worker_failure_options_parse_and_bad_ones_are_one_line(tmp_path, capsys
     with pytest.raises(UsageError, match="--on-worker-failure: invalid choice: 'maybe'"):
         parser.parse_args(["run", "--on-worker-failure", "maybe"])
 
-    from controller.cli import main as cli_main
+    from controller.cli.main import main as cli_main
     out = tmp_path / "out"
     for extra, msg in ((["--kill-worker", "h9@1"], "--kill-worker: 'h9' is not a worker"),
                        (["--kill-worker", "h1@7", "--rounds", "5"], "round 7 must be in 0..3")):

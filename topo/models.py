@@ -182,7 +182,7 @@ def bcube(n: int, k: int, bw: float = 1.0) -> nx.Graph:
     planner servers are *hosts that never relay* (:mod:`topo.paths`): the P4 data plane forwards
     only in switches.  Since BCube switches link only to servers, a worker can then reach the
     PS's switch s_d only if it shares s_d with the PS (its level group); the planner rejects
-    other workers with a clear error (:func:`controller.lp.check_job`).
+    other workers with a clear error (:func:`controller.plan.lp.check_job`).
     """
     if not isinstance(n, int) or n < 2:
         raise TopologyError(f"bcube: n (servers per switch) must be an integer >= 2, got {n!r}")

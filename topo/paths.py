@@ -25,7 +25,7 @@ Why (b), the even per-hop split, rather than (a), one hashed path per pair
       e.g. all hosts under one edge switch — *interchangeable*: their path sets differ only in
       their own access links.  Option (a) would break that symmetry with per-pair hashes.  The
       planner uses it to merge such workers into one LP variable per (group, switch) without
-      changing the optimum (proof in :mod:`controller.lp`).
+      changing the optimum (proof in :mod:`controller.plan.lp`).
 
 Caching
     Per-destination BFS distances and per-pair fractions are cached for *frozen* graphs (all of

@@ -11,7 +11,7 @@
 #define INA_K 32            /* int32 values carried by one INA packet */
 /* Aggregator slots per switch. Overridable at compile time (`-D INA_NUM_SLOTS=N`, e.g. a
  * tiny pool to force collisions): workers/ina/constants.py reads the same override from
- * INSYNC_INA_NUM_SLOTS, and controller/network.py compile_program passes that variable as
+ * INSYNC_INA_NUM_SLOTS, and controller/experiment/network.py compile_program passes that variable as
  * -D, so the program and Python's slot index never disagree (docs/protocol.md §2). */
 #ifndef INA_NUM_SLOTS
 #define INA_NUM_SLOTS 1024

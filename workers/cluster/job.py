@@ -1,6 +1,6 @@
 """The job file of a clustered-PS run (``job.json``): what every process of the run agrees on.
 
-Written by the runner (:mod:`controller.methods.cluster`), read by :mod:`workers.cluster.node`;
+Written by the runner (:mod:`controller.experiment.methods.cluster`), read by :mod:`workers.cluster.node`;
 :mod:`workers.cluster.protocol`'s state machines take it as their configuration.
 """
 

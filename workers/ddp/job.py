@@ -5,7 +5,7 @@ of the model's parameters: one step = one round of that many chunks) and whose `
 number of training steps; ``python -m workers.ina.ps_node`` serves it unchanged.  ``train`` is
 not used by DDP ranks (the training script owns model and data) and only filled in.
 
-The schedules come from the plan (``controller.plan.chunk_schedule(plan, capacity)``, or
+The schedules come from the plan (``controller.plan.document.chunk_schedule(plan, capacity)``, or
 ``workers.ina.worker.ps_only_schedule`` for the PS-only mode): the caller passes them in, since
 code under ``workers/`` never imports the controller (docs/design.md §1.1).
 """

@@ -18,7 +18,7 @@ pool (many collisions) and the program's registers must have exactly as many cel
 Python's slot index assumes.  One mechanism carries it everywhere: the environment variable
 ``INSYNC_INA_NUM_SLOTS``.  ``constants.p4`` wraps the default in ``#ifndef INA_NUM_SLOTS``;
 :func:`compile_defines` turns the variable into ``-D INA_NUM_SLOTS=N`` for the compile step
-(controller/network.py), :func:`num_slots` reads it in Python, and every host process the
+(controller/experiment/network.py), :func:`num_slots` reads it in Python, and every host process the
 controller starts inherits it.  :data:`NUM_SLOTS` is the value at import; code that may run
 after :func:`set_num_slots` calls :func:`num_slots`.
 """

@@ -2,7 +2,7 @@
 no I/O.
 
 Input: the worker's schedule for the round -- a list of ``(chunk_id, agg_id, fan_in)`` covering
-every chunk of the gradient exactly once (``controller.plan.chunk_schedule`` computes it from
+every chunk of the gradient exactly once (``controller.plan.document.chunk_schedule`` computes it from
 the plan; :func:`ps_only_schedule` is the no-INA mode) -- and its quantized gradient (int32,
 zero-padded to n_chunks * K).  Output: GRAD packets to send, and, once every chunk has its
 RESULT, the synchronized int32 sum vector.

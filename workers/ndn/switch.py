@@ -4,7 +4,7 @@ Why a switch class and not hosts used as routers  [decision]
     docs/design.md §6 puts the NDN forwarders "on the Mininet switch nodes".  As a switch class the
     router sits exactly where the other methods' switches sit: same graph, same port numbering
     (:func:`topo.mininet_net.plan_network`), same TCLink shaping, and its interfaces are in the
-    root namespace, where :func:`controller.network.interface_counters` and the byte tap
+    root namespace, where :func:`controller.experiment.network.interface_counters` and the byte tap
     read them, so bytes are measured on the same interfaces for NDN and for the baselines.
     Hosts-as-routers would need IP-less multi-interface hosts, a different topology mapping and
     namespace-aware counters for no gain: the router speaks raw Ethernet (ethertype 0x8624),

@@ -1,0 +1,211 @@
+"""``python -m controller``: the controller's command line.
+
+Subcommands are registered in :func:`build_parser`; each has its own function (``plan`` here;
+others, e.g. ``deploy``, add theirs with :func:`add_subcommand`).  User mistakes print one line
+``error: ...`` on stderr and exit with code 2; nothing is written then (the plan is written
+atomically, after everything succeeded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from controller.cli.network import add_network_parsers
+from controller.cli.run import add_run_parser
+from controller.errors import ExperimentError
+from controller.experiment.campaign import add_campaign_parser
+from controller.experiment.clean import add_clean_parser
+from controller.experiment.compare import add_compare_parser
+from controller.files import OutputPathError, check_output_file
+from controller.options import MAX_COMBINATIONS, finite_float, int_option, read_topology
+from controller.plan.baselines import all_baselines
+from controller.plan.document import build_plan, resolve_workers, write_plan
+from controller.plan.greedy import greedy
+from controller.plan.jobs import jobs_argument
+from controller.plan.lp import FastLP, PlanError, make_job
+from controller.plan.lp_jobs import jobs_summary_lines, joint_plan
+from topo.models import TopologyError
+
+__all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_workers"]
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A command-line mistake (one line, exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line instead of usage + message
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.6g}"
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Compute a deployment plan and write it as JSON."""
+    if args.budget < 0:
+        raise PlanError(f"--budget must be >= 0, got {args.budget}")
+    if args.capacity is not None and not args.capacity > 0:
+        raise PlanError(f"--capacity must be > 0, got {args.capacity}")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise PlanError(f"--time-limit must be > 0, got {args.time_limit}")
+    # the output path first: an unwritable --out must not be found only after the LP
+    check_output_file(args.out, "--out")
+    if args.jobs is not None:
+        if args.ps is not None or args.workers is not None:
+            raise PlanError("--jobs names every job's PS and workers: drop --ps and --workers")
+        return _plan_jobs(args)
+    if args.ps is None or args.workers is None:
+        raise PlanError("give --ps and --workers (one job), or --jobs FILE|N (several)")
+    graph = read_topology(args.topo)
+    workers = resolve_workers(graph, args.ps, args.workers)
+    job = make_job(graph, args.ps, workers, capacity=args.capacity,
+                   result_load=args.result_load)
+    t0 = time.perf_counter()
+    fast = FastLP(job, solver=args.solver, time_limit=args.time_limit)
+    res = greedy(job, args.budget, solver=args.solver, time_limit=args.time_limit, lp=fast)
+    t_greedy = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    base = {}
+    if not args.no_baselines:
+        base = all_baselines(job, args.budget, seed=args.seed, solver=args.solver,
+                             time_limit=args.time_limit, lp=fast,
+                             max_combinations=args.max_combinations)
+    t_base = time.perf_counter() - t1
+    spec = args.topo if not args.topo.endswith(".json") else None
+    plan = build_plan(job, res.lp, budget=args.budget, baselines=base, spec=spec,
+                      capacity=args.capacity, greedy_history=res.history,
+                      timings={"greedy": t_greedy, "baselines": t_base,
+                               "lp_solves": res.lp_solves})
+    try:
+        write_plan(plan, args.out)
+    except OSError as exc:  # e.g. the disk filled up during the LP (nothing is left behind)
+        raise PlanError(f"--out {args.out}: cannot write the plan "
+                        f"({exc.strerror or exc})") from None
+    _summary(plan, args)
+    return 0
+
+
+def _plan_jobs(args: argparse.Namespace) -> int:
+    """``plan --jobs``: several jobs sharing the programmable switches (docs/design.md
+    §3.10): the joint greedy + LP, each job's γ planned alone for comparison, and Jain's
+    fairness of the planned γ_j / w_j."""
+    graph = read_topology(args.topo)
+    specs = jobs_argument(args.jobs, graph)
+    plan = joint_plan(graph, specs, args.budget, objective=args.objective,
+                      capacity=args.capacity, result_load=args.result_load,
+                      solver=args.solver, time_limit=args.time_limit,
+                      alone=not args.no_baselines,
+                      spec=args.topo if not args.topo.endswith(".json") else None)
+    try:
+        write_plan(plan, args.out)
+    except OSError as exc:
+        raise PlanError(f"--out {args.out}: cannot write the plan "
+                        f"({exc.strerror or exc})") from None
+    for line in jobs_summary_lines(plan):
+        print(line)
+    print(f"greedy {plan['timings']['greedy']:.2f}s; plan written to {args.out}")
+    return 0
+
+
+def _summary(plan: dict, args: argparse.Namespace) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    t = Table(title=f"INA plan — {args.topo}, PS {plan['ps']} (ToR {plan['ps_tor']}), "
+                    f"{len(plan['workers'])} workers, budget {plan['budget']}")
+    t.add_column("method")
+    t.add_column("γ", justify="right")
+    t.add_column("× PS-only", justify="right")
+    t.add_column("switches")
+    ps = plan["baselines"].get("ps_only")
+    rows = [("greedy (plan)", plan["gamma"], plan["deployed"], "")]
+    for name, d in plan["baseline_details"].items():
+        rows.append((name, d["gamma"], d.get("deployed", []), d.get("note", "")))
+    for name, g, dep, note in rows:
+        ratio = _fmt(g / ps) if (g is not None and ps) else "—"
+        shown = ", ".join(dep[:8]) + (" …" if len(dep) > 8 else "")
+        if g is None:
+            shown = note
+        t.add_row(name, _fmt(g), ratio, shown)
+    con.print(t)
+    con.print(f"deployed (interval order): {', '.join(plan['deployed']) or '(none)'}; "
+              f"PS link load {plan['ps_link_load']:.6g} (= γ); "
+              f"greedy {plan['timings']['greedy']:.2f}s, "
+              f"{plan['timings']['lp_solves']} LPs; plan written to {args.out}")
+
+
+def add_subcommand(
+    sub: argparse._SubParsersAction, name: str, func: Callable[[argparse.Namespace], int],
+    help: str,
+) -> argparse.ArgumentParser:
+    """Register a subcommand; ``func(args) -> exit code``."""
+    p = sub.add_parser(name, help=help, description=help)
+    p.set_defaults(func=func)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m controller", description="INSync controller")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = add_subcommand(sub, "plan", cmd_plan,
+                       "compute which switches aggregate and how workers route (greedy + LP)")
+    p.add_argument("--topo", required=True,
+                   help="fattree:K | leafspine:L,S,H | bcube:N,K | dumbbell:L,R[,B] | FILE.json")
+    p.add_argument("--ps", help="the parameter server host (one job)")
+    p.add_argument("--workers",
+                   help="NAME,NAME,... or a COUNT (first COUNT hosts besides the PS)")
+    p.add_argument("--jobs", metavar="FILE|N",
+                   help="several jobs sharing the switches instead of --ps/--workers: a jobs "
+                        "file (JSON list) or N (the hosts dealt out to N jobs; docs/design.md "
+                        "§3.10)")
+    p.add_argument("--objective", choices=["maxmin", "sum"], default="maxmin",
+                   help="with --jobs: maximise min_j γ_j/w_j (default) or the sum of γ_j")
+    p.add_argument("--budget", type=int_option(), required=True,  # < 0: cmd_plan's message
+                   help="M: programmable switches besides the PS's ToR")
+    p.add_argument("--capacity", type=finite_float, default=None,
+                   help="aggregation capacity C_s of every switch (default: unlimited)")
+    p.add_argument("--solver", choices=["auto", "highs", "cbc"], default="auto")
+    p.add_argument("--time-limit", type=finite_float, default=60.0, help="seconds per LP")
+    p.add_argument("--seed", type=int_option(), default=0,
+                   help="seed of the random-M baseline")
+    p.add_argument("--max-combinations", type=int_option(0, MAX_COMBINATIONS), default=2000,
+                   help="largest number of subsets the exact-optimum baseline tries "
+                        f"(at most {MAX_COMBINATIONS:,})")
+    p.add_argument("--no-baselines", action="store_true", help="skip the baselines")
+    p.add_argument("--result-load", action="store_true",
+                   help="count the RESULT multicast tree in link loads (what the testbed's "
+                        "data plane does; docs/design.md §3.3 leaves it out)")
+    p.add_argument("--out", required=True, help="plan file to write (JSON)")
+    add_run_parser(sub, add_subcommand)
+    add_compare_parser(sub, add_subcommand)
+    add_network_parsers(sub, add_subcommand)
+    add_clean_parser(sub, add_subcommand)
+    add_campaign_parser(sub, add_subcommand)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        # provenance records the command as typed (or as a test passed it)
+        args.command_line = ["python", "-m", "controller",
+                             *(sys.argv[1:] if argv is None else argv)]
+        return args.func(args)
+    except (UsageError, PlanError, TopologyError, ExperimentError, OutputPathError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

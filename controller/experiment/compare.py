@@ -1,0 +1,365 @@
+"""``python -m controller compare RUN...``: finished runs of any method side by side
+(docs/design.md §8).
+
+Every ``run --method`` writes ``results/<run>/results.json``.  Runs with ``modes`` (INA, BCube and
+its PS/ring baselines, NDN, clusters) keep per-round records with the same keys -- ``time_s``,
+``ps_rx_bytes``, ``busiest_link_bytes``, ``retransmissions``, ``accuracy``, ``exact`` -- so one
+row per mode is their mean over the rounds (:func:`controller.experiment.records.summarize_mode`, the
+record type every runner writes).  The asynchronous PS has no rounds: it has
+policies, each run over seeds with a push budget of ``rounds x learners``; its row divides the
+run's duration and the PS link's bytes by ``rounds`` (the same amount of gradient work as R
+synchronous rounds) and averages over seeds; so does an NDN run in async mode (one row per
+mode, from its duration and the PS link's bytes).  Clustered PSs have ``rules``, each run over
+seeds: their rows average the per-round records over rounds and seeds; the PS column is the
+central PS host's incoming link (for the cluster rules it carries only the coordinator's
+messages), and "exact" means every node's parameters equalled the in-process simulation's.
+
+Columns: seconds per round; goodput (synchronized gradient bytes per second, where the run
+records the gradient size); bytes per round into the PS host and on the busiest link;
+retransmissions; final accuracy; exactness; and the LP's predicted vs measured γ where the run
+has one (INA).  A run of several jobs at once (``run --jobs``) has one row per job and mode
+(``<job>/<mode>``, and ``alone/<job>`` for a job run alone), each INA row with its own job's γ.  A row's settings (topology, link rate, workers, rounds) are printed with it,
+since a time means nothing without them.
+
+A results file that cannot be read or does not have that shape (not JSON, not an object,
+a key of the wrong type, a number that is not finite, nesting where a number belongs) is
+skipped with one line naming the file and the offending key; the table of the other runs is
+still printed, and only when no run is left does ``compare`` exit non-zero.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from controller.errors import ExperimentError
+from controller.experiment.records import ModeSummary, summarize_mode
+from controller.files import OutputPathError, check_output_file, write_json_atomic
+
+__all__ = ["Row", "load_results", "rows_of", "compare_rows", "settings_text"]
+
+Row = ModeSummary  # one mode (or async policy, or cluster rule) of one run
+
+MAX_RESULTS_BYTES = 512 * 2**20
+"""Largest results.json read (a 1,000-round run with every record is a few MB)."""
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """``results.json`` of a run (``path`` is the file or its run folder)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.json"
+    try:
+        if p.stat().st_size > MAX_RESULTS_BYTES:
+            raise ExperimentError(f"{p}: {p.stat().st_size:,} bytes, more than the "
+                                  f"{MAX_RESULTS_BYTES:,} a results file may have")
+        doc = json.loads(p.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise ExperimentError(f"{path}: no results.json there") from None
+    except UnicodeDecodeError as exc:
+        raise ExperimentError(f"{p}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ExperimentError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ExperimentError(f"{p}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise ExperimentError(f"{p}: not usable JSON: {exc}".split("; use")[0]) from None
+    except RecursionError:
+        raise ExperimentError(f"{p}: JSON nested too deeply") from None
+    if not isinstance(doc, dict) or not any(k in doc for k in ("modes", "policies", "rules")):
+        raise ExperimentError(f"{p}: not an INSync results file (no 'modes', 'policies' or "
+                              "'rules')")
+    problem = check_results(doc)
+    if problem:
+        raise ExperimentError(f"{p}: {problem}")
+    return doc
+
+
+# -- the shape rows_of reads (one message naming the first key that does not fit) ----------
+
+class _Bad(Exception):
+    pass
+
+
+def _number(v: Any, where: str) -> None:
+    """``None`` or a finite number (not a bool, which JSON's true would be)."""
+    if v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _Bad(f"{where} must be a number, not {_kind(v)}")
+    try:
+        ok = math.isfinite(float(v))
+    except OverflowError:
+        ok = False
+    if not ok:
+        raise _Bad(f"{where} is not a finite number of usable size")
+
+
+def _obj(v: Any, where: str) -> dict[str, Any]:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise _Bad(f"{where} must be an object, not {_kind(v)}")
+    return v
+
+
+def _records(v: Any, where: str) -> list[dict[str, Any]]:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise _Bad(f"{where} must be a list, not {_kind(v)}")
+    for i, r in enumerate(v):
+        _obj(r, f"{where}[{i}]")
+        if r is None:
+            raise _Bad(f"{where}[{i}] must be an object, not null")
+    return v
+
+
+def _kind(v: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false"}.get(
+        type(v), "null" if v is None else type(v).__name__)
+
+
+_ROUND_NUMBERS = ("time_s", "ps_rx_bytes", "busiest_link_bytes", "retransmissions", "accuracy")
+
+
+def check_results(doc: dict[str, Any]) -> str | None:
+    """What in ``doc`` does not have the shape :func:`rows_of` reads, or ``None``."""
+    try:
+        for key in ("run", "method"):
+            if key in doc and not isinstance(doc[key], (str, type(None))):
+                raise _Bad(f"'{key}' must be a string, not {_kind(doc[key])}")
+        settings = _obj(doc.get("settings"), "'settings'")
+        for key in ("rounds", "grad_bytes", "bw", "bw_mbps"):
+            _number(settings.get(key), f"settings.{key}")
+        if settings.get("rounds") is not None and not isinstance(settings["rounds"], int):
+            raise _Bad("settings.rounds must be a whole number")
+        bc = settings.get("bcube")
+        if bc and not (isinstance(bc, list) and len(bc) == 2):
+            raise _Bad("settings.bcube must be [N, K]")
+        gamma = _obj(doc.get("gamma"), "'gamma'")
+        for key in ("predicted", "measured"):
+            _number(gamma.get(key), f"gamma.{key}")
+        for name, mode in _obj(doc.get("modes"), "'modes'").items():
+            where = f"modes.{name}"
+            mode = _obj(mode, where)
+            for key in ("grad_bytes", "grad_values", "pushes", "duration_s",
+                        "ps_link_bytes_total", "retransmissions", "final_accuracy"):
+                _number(mode.get(key), f"{where}.{key}")
+            for i, r in enumerate(_records(mode.get("rounds"), f"{where}.rounds")):
+                for key in _ROUND_NUMBERS:
+                    _number(r.get(key), f"{where}.rounds[{i}].{key}")
+        for name, data in _obj(doc.get("policies"), "'policies'").items():
+            where = f"policies.{name}"
+            for i, r in enumerate(_records(_obj(data, where).get("runs"), f"{where}.runs")):
+                for key in ("duration_s", "ps_link_bytes", "final_accuracy"):
+                    _number(r.get(key), f"{where}.runs[{i}].{key}")
+        for name, data in _obj(doc.get("rules"), "'rules'").items():
+            where = f"rules.{name}"
+            for i, r in enumerate(_records(_obj(data, where).get("runs"), f"{where}.runs")):
+                w = f"{where}.runs[{i}]"
+                for key in ("busiest_link_bytes_per_round", "final_accuracy"):
+                    _number(r.get(key), f"{w}.{key}")
+                for k, v in _obj(r.get("link_bytes"), f"{w}.link_bytes").items():
+                    _number(v, f"{w}.link_bytes.{k}")
+                for j, rr in enumerate(_records(r.get("rounds"), f"{w}.rounds")):
+                    _number(rr.get("time_s"), f"{w}.rounds[{j}].time_s")
+    except _Bad as exc:
+        return str(exc)
+    return None
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _round_mean(rounds: list[dict], key: str) -> float | None:
+    return _mean([float(r[key]) for r in rounds if r.get(key) is not None])
+
+
+def rows_of(run: str, doc: dict[str, Any]) -> list[Row]:
+    """The rows of one results document (see the module docstring for what a row means)."""
+    method = str(doc.get("method", "ina"))
+    rows: list[Row] = []
+    gamma = doc.get("gamma") or {}
+    settings = doc.get("settings") or {}
+    R = settings.get("rounds")
+    for name, mode in (doc.get("modes") or {}).items():
+        rounds = mode.get("rounds") or []
+        if not rounds and "pushes" in mode:  # NDN async: pushes, no rounds
+            rows.append(_async_ndn_row(run, method, name, mode, R))
+            continue
+        is_ina = method == "ina" and name == "ina"
+        job, _, job_mode = name.partition("/")  # several jobs: "<job>/<mode>" (§3.10)
+        if method == "ina" and job_mode == "ina" and isinstance(doc.get("jobs"), dict):
+            g = (doc["jobs"].get(job) or {}).get("gamma")
+            rows.append(summarize_mode(run, method, name, mode,
+                                       g if isinstance(g, dict) else None))
+            continue
+        rows.append(summarize_mode(run, method, name, mode, gamma if is_ina else None))
+    for policy, data in (doc.get("policies") or {}).items():
+        runs = data.get("runs") or []
+        durations = [float(r["duration_s"]) for r in runs if r.get("duration_s") is not None]
+        ps_bytes = [float(r["ps_link_bytes"]) for r in runs if r.get("ps_link_bytes") is not None]
+        acc = [float(r["final_accuracy"]) for r in runs if r.get("final_accuracy") is not None]
+        rows.append(Row(
+            run=run, method=method, mode=f"{policy} ({len(runs)} seed{'s' if len(runs) != 1 else ''})", rounds=R or 0,
+            s_per_round=_mean(durations) / R if durations and R else None, goodput_Bps=None,
+            ps_bytes_per_round=_mean(ps_bytes) / R if ps_bytes and R else None,
+            busiest_bytes_per_round=None, retransmissions=None, accuracy=_mean(acc),
+            exact=None))
+    for rule, data in (doc.get("rules") or {}).items():
+        rows.append(_cluster_row(run, method, rule, data.get("runs") or [], settings))
+    return rows
+
+
+def _async_ndn_row(run: str, method: str, name: str, mode: dict, R: int | None) -> Row:
+    duration, ps_total = mode.get("duration_s"), mode.get("ps_link_bytes_total")
+    return Row(
+        run=run, method=method,
+        mode=f"{name} async {mode.get('policy', '?')} C={mode.get('soft_sync', 1)}",
+        rounds=R or 0, s_per_round=duration / R if duration is not None and R else None,
+        goodput_Bps=None,
+        ps_bytes_per_round=ps_total / R if ps_total is not None and R else None,
+        busiest_bytes_per_round=None, retransmissions=mode.get("retransmissions"),
+        accuracy=mode.get("final_accuracy"), exact=None)
+
+
+def _cluster_row(run: str, method: str, rule: str, runs: list[dict],
+                 settings: dict[str, Any]) -> Row:
+    R = settings.get("rounds") or 0
+    times = [t for r in runs if (t := _round_mean(r.get("rounds") or [], "time_s")) is not None]
+    t = _mean(times)
+    g = settings.get("grad_bytes")
+    ps = settings.get("central_ps")
+    into_ps = [float(v) for r in runs for k, v in (r.get("link_bytes") or {}).items()
+               if ps and k.endswith(f"->{ps}")]
+    busiest = [float(r["busiest_link_bytes_per_round"]) for r in runs
+               if r.get("busiest_link_bytes_per_round") is not None]
+    acc = [float(r["final_accuracy"]) for r in runs if r.get("final_accuracy") is not None]
+    same = [bool(r["matches_simulation"]) for r in runs if "matches_simulation" in r]
+    return Row(
+        run=run, method=method, mode=f"{rule} ({len(runs)} seed{'s' if len(runs) != 1 else ''})",
+        rounds=R, s_per_round=t, goodput_Bps=g / t if g and t else None,
+        ps_bytes_per_round=_mean(into_ps) / R if into_ps and R else None,
+        busiest_bytes_per_round=_mean(busiest), retransmissions=None, accuracy=_mean(acc),
+        exact=all(same) if same else None)
+
+
+def settings_text(doc: dict[str, Any]) -> str:
+    """The settings a row's figures depend on, in one line."""
+    s = doc.get("settings") or {}
+    parts = []
+    if s.get("bcube"):
+        parts.append(f"BCube({s['bcube'][0]},{s['bcube'][1]})")
+    elif s.get("topo"):
+        parts.append(str(s["topo"]))
+    bw = s.get("bw_mbps", s.get("bw"))
+    parts.append(f"{bw:g} Mbit/s" if bw else "unshaped links")
+    workers = s.get("learners") or s.get("workers") or s.get("servers") or s.get("nodes")
+    if isinstance(workers, list):
+        parts.append(f"workers {','.join(str(w) for w in workers)}")
+    elif workers is not None:
+        parts.append(f"workers {workers}")
+    for key in ("rounds", "model", "loss"):
+        if s.get(key):
+            parts.append(f"{key} {s[key]}")
+    return ", ".join(parts)
+
+
+def compare_rows(paths: list[str], skip: Callable[[str], None] | None = None,
+                 ) -> tuple[list[Row], dict[str, str]]:
+    """Rows of every run, and each run's settings line (run name -> text).
+
+    A run that cannot be used raises :class:`ExperimentError`, or with ``skip`` is reported
+    through ``skip(message)`` and left out (the other runs are still compared)."""
+    rows: list[Row] = []
+    settings: dict[str, str] = {}
+    for path in paths:
+        try:
+            doc = load_results(path)
+            run = str(doc.get("run") or Path(path).name)
+            if run in settings:
+                run = f"{run} ({path})"
+            try:  # check_results covers what rows_of reads; this is the backstop
+                these, text = rows_of(run, doc), settings_text(doc)
+            except (TypeError, ValueError, KeyError, AttributeError, IndexError,
+                    OverflowError, ZeroDivisionError) as exc:
+                raise ExperimentError(f"{path}: unexpected content "
+                                      f"({type(exc).__name__}: {exc})") from None
+        except ExperimentError as exc:
+            if skip is None:
+                raise
+            skip(str(exc))
+            continue
+        rows.extend(these)
+        settings[run] = text
+    return rows, settings
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def cmd_compare(args: Any) -> int:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    if args.out:  # before reading anything: a bad --out must not cost the table
+        try:
+            check_output_file(args.out, "--out")
+        except OutputPathError as exc:
+            raise ExperimentError(str(exc)) from None
+
+    def skip(message: str) -> None:
+        print(f"error: {message} (skipped)", file=sys.stderr)
+
+    rows, settings = compare_rows(args.runs, skip=skip)
+    if not settings:  # every run was skipped, each with its line
+        return 2
+    index = {run: i + 1 for i, run in enumerate(settings)}  # short run labels for the table
+    method = {r.run: r.method for r in rows}
+    table = Table(title="INSync runs side by side (# = run, listed below; kB per round)",
+                  box=box.SIMPLE_HEAD)
+    for col in ("#", "mode", "rounds", "s/round", "MB/s", "PS kB", "max link kB", "retx",
+                "accuracy", "exact", "γ LP/meas"):
+        table.add_column(col, justify="left" if col == "mode" else "right", no_wrap=True)
+    previous = None
+    for r in rows:
+        if previous is not None and r.run != previous:
+            table.add_section()
+        previous = r.run
+        table.add_row(
+            str(index[r.run]), r.mode, str(r.rounds), _fmt(r.s_per_round, ".3f"),
+            _fmt(None if r.goodput_Bps is None else r.goodput_Bps / 1e6, ".2f"),
+            _fmt(None if r.ps_bytes_per_round is None else r.ps_bytes_per_round / 1e3, ",.0f"),
+            _fmt(None if r.busiest_bytes_per_round is None
+                 else r.busiest_bytes_per_round / 1e3, ",.0f"),
+            "-" if r.retransmissions is None else str(r.retransmissions),
+            _fmt(r.accuracy, ".3f"), "-" if r.exact is None else ("yes" if r.exact else "NO"),
+            "-" if r.gamma_predicted is None else
+            f"{r.gamma_predicted:.2f}/{_fmt(r.gamma_measured, '.2f')}")
+    console = Console()
+    if not console.is_terminal:  # a file or a pipe: no reason to cut columns at 80
+        console = Console(width=160)
+    console.print(table)
+    for run, text in settings.items():
+        console.print(f"{index[run]}  {run} (--method {method.get(run, '?')}): {text}")
+    if args.out:
+        write_json_atomic(Path(args.out), {"runs": settings, "rows": [asdict(r) for r in rows]})
+        console.print(f"written: {args.out}")
+    return 0
+
+
+def add_compare_parser(sub: Any, add_subcommand: Any) -> None:
+    p = add_subcommand(sub, "compare", cmd_compare,
+                       "put finished runs (results/<run>/results.json) side by side")
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="a run folder or its results.json (any method)")
+    p.add_argument("--out", default="", help="also write the rows as JSON to this file")

@@ -1,0 +1,408 @@
+"""The controller's switch-failure monitor for the INA experiment (docs/design.md §9): the I/O
+shell around :mod:`controller.plan.replan`.
+
+While a job runs, :meth:`SwitchMonitor.poll` (called by the runner's wait loop, every ~50 ms)
+checks every switch's process.  When one has died it
+
+1. re-plans on the surviving network (:func:`controller.plan.replan.replan_without`; hosts cut off
+   from the PS end the run with one error line),
+2. writes the difference between the old and the new rules to every surviving switch over
+   P4Runtime (:func:`controller.dataplane.deploy.update`; no pipeline push, so the aggregator slots of
+   chunks in flight survive): routes avoid the dead switch, and its agg_id is routed to the
+   PS, so packets still addressed to it are merged there,
+3. publishes the new chunk schedules in the job's schedule file, effective two rounds after
+   the newest round a worker reported (a worker that is one round ahead of the reports never
+   mixes schedules within a round; if one did, the retransmission rules still complete the
+   round exactly, only later).
+
+Packets in flight through the dead switch, or through a switch between two of its writes, are
+lost; the workers' retransmissions recover them (docs/protocol.md §6).
+
+The monitor watches the switch processes because that is what the testbed owns; a controller
+of real switches would watch its P4Runtime stream channels the same way.  ``fail`` =
+``(switch, round)`` kills that switch once a worker reported ``round`` (fault injection for
+experiments and tests).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from controller.dataplane.deploy import DeployError, JobSpec, SwitchRules, switch_rules, update
+from controller.errors import ExperimentError
+from controller.files import write_json_atomic
+from controller.plan.replan import replan_without
+
+SCHEDULE_DELAY_ROUNDS = 2  # new schedules start this many rounds after the newest reported
+
+
+def parse_fail_switch(text: str, graph: nx.Graph, rounds: int) -> tuple[str, int]:
+    """``NAME@ROUND`` → (switch, round), or one ExperimentError naming the option."""
+    name, sep, rnd = text.partition("@")
+    if not sep or not rnd.strip().isdigit():
+        raise ExperimentError(f"--fail-switch: expected SWITCH@ROUND, got {text!r}")
+    name, r = name.strip(), int(rnd)
+    if name not in graph or graph.nodes[name].get("kind") != "switch":
+        raise ExperimentError(f"--fail-switch: {name!r} is not a switch of the topology")
+    if rounds < 2:
+        raise ExperimentError("--fail-switch needs --rounds >= 2 (a round before the failure "
+                              "and one after it)")
+    if not 0 <= r < rounds - 1:
+        raise ExperimentError(f"--fail-switch: round {r} must be in 0..{rounds - 2} "
+                              f"(the switch dies after that round; --rounds {rounds})")
+    return name, r
+
+
+Replan = Callable[[nx.Graph, dict, str, list[JobSpec]], tuple[nx.Graph, dict, list[JobSpec]]]
+
+
+def _replan_one_job(graph: nx.Graph, plan: dict, dead: str,
+                    jobs: list[JobSpec]) -> tuple[nx.Graph, dict, list[JobSpec]]:
+    g, new = replan_without(graph, plan, dead)
+    return g, new, jobs
+
+
+def plan_gamma(plan: Mapping[str, Any]) -> float:
+    """A plan's γ: one job's, or for several jobs the smallest γ_j / w_j."""
+    return float(plan["gamma"] if "gamma" in plan else plan["min_gamma_per_weight"])
+
+
+@dataclass
+class FailoverEvent:
+    switch: str
+    after_round: int  # newest round a worker had reported when the death was noticed
+    detected_s: float | None  # from the kill (injected failures) to the notice; else None
+    replan_s: float
+    redeploy_s: float  # writing the rule differences to every surviving switch
+    writes: int
+    gamma_before: float
+    gamma_after: float
+    deployed_after: list[str]
+    schedules_from_round: int
+
+
+class SwitchMonitor:
+    """Watches the switches of a running INA network and fails over (module docstring).
+
+    ``graph``/``plan`` are the current ones (replaced on every failover, so later modes of
+    the run start on the degraded network); ``schedules(plan)`` gives the workers' schedules
+    of a plan, keyed by worker id."""
+
+    def __init__(self, mininet: Any, graph: nx.Graph, plan: dict,
+                 rules: Mapping[str, SwitchRules], jobs: Iterable[JobSpec],
+                 host_addrs: Mapping[str, tuple[str, str]], p4info: Path,
+                 say: Callable[[str], None], fail: tuple[str, int] | None = None,
+                 slot_policy: str = "shared", replan: Replan | None = None) -> None:
+        self.mininet, self.graph, self.plan, self.rules = mininet, graph, plan, dict(rules)
+        self.slot_policy = slot_policy
+        self.jobs, self.host_addrs, self.p4info = list(jobs), host_addrs, p4info
+        self.say, self.fail = say, fail
+        # how a plan is made again without a switch: one job's by default; several jobs'
+        # (docs/design.md §3.10) also give every job its new plan (the JobSpecs)
+        self.replan = replan or _replan_one_job
+        self.events: list[FailoverEvent] = []
+        self._killed_at: dict[str, float] = {}
+        # the running jobs' schedule files, how a plan becomes their schedules, and the
+        # updates published so far
+        self._followers: list[tuple[Path, Callable[[dict], dict], list[dict]]] = []
+        self.newest_round = -1
+
+    def follow(self, schedule_file: Path | None,
+               schedules: Callable[[dict], dict] | None, more: bool = False) -> None:
+        """Start watching a job: where its workers read schedule updates, and how a plan
+        becomes their schedules (None for modes whose schedules do not depend on the plan).
+        ``more``: one more job running at the same time (else the job replaces the last)."""
+        if not more:
+            self._followers = []
+            self.newest_round = -1
+        if schedule_file and schedules:
+            self._followers.append((schedule_file, schedules, []))
+
+    def on_worker_round(self, round_: int) -> None:
+        self.newest_round = max(self.newest_round, round_)
+
+    def alive(self) -> list[str]:
+        return [s for s in self.plan["switch_ids"] if s in self.graph]
+
+    def poll(self) -> None:
+        if self.fail and self.newest_round >= self.fail[1] and self.fail[0] not in self._killed_at:
+            self._kill(self.fail[0])
+        for s in self.alive():
+            proc = self.mininet.net.get(s).proc
+            if proc is None or proc.poll() is not None:
+                self._fail_over(s)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _kill(self, switch: str) -> None:
+        proc = self.mininet.net.get(switch).proc
+        self.say(f"[fault injection] killing switch {switch} after round {self.newest_round}")
+        self._killed_at[switch] = time.monotonic()
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def _fail_over(self, dead: str) -> None:
+        noticed, after = time.monotonic(), self.newest_round
+        killed = self._killed_at.get(dead)
+        self.say(f"switch {dead} is down (after round {after}): re-planning")
+        graph, plan, jobs = self.replan(self.graph, self.plan, dead, self.jobs)  # may stop
+        replanned = time.monotonic()
+        rules = switch_rules(graph, plan, self.mininet.plan.ports, self.host_addrs, jobs,
+                             self.slot_policy)
+        addresses = {s: (self.mininet.grpc_address(s), self.mininet.device_id(s)) for s in rules}
+        try:
+            writes = update(self.rules, rules, addresses, self.p4info)
+        except DeployError as exc:
+            raise ExperimentError(f"fail-over after switch {dead} died: {exc}") from None
+        deployed = time.monotonic()
+        start = self.newest_round + SCHEDULE_DELAY_ROUNDS  # rounds went on meanwhile
+        for path, schedules, updates in self._followers:
+            updates.append({"from_round": start, "switch": dead, "schedules": schedules(plan)})
+            write_json_atomic(path, updates)
+        event = FailoverEvent(
+            switch=dead, after_round=after,
+            detected_s=round(noticed - killed, 4) if killed is not None else None,
+            replan_s=round(replanned - noticed, 4), redeploy_s=round(deployed - replanned, 4),
+            writes=sum(writes.values()),
+            gamma_before=plan_gamma(self.plan), gamma_after=plan_gamma(plan),
+            deployed_after=list(plan["deployed"]), schedules_from_round=start)
+        self.events.append(event)
+        self.graph, self.plan, self.rules, self.jobs = graph, plan, rules, jobs
+        self.say(f"switch {dead}: γ {event.gamma_before:.4g} → {event.gamma_after:.4g}, "
+                 f"deployed {plan['deployed'] or '(none: the PS ToR aggregates)'}, "
+                 f"{event.writes} writes to {len(rules)} switches in "
+                 f"{event.redeploy_s:.2f} s; "
+                 f"new schedules from round {start}")
+
+
+# ------------------------------------------------------------------ a worker that dies
+
+WORKER_POLICIES = ("stop", "continue")
+
+
+def parse_kill_worker(text: str, workers: list[str], rounds: int) -> tuple[str, int]:
+    """``HOST@ROUND`` → (worker host, round), or one ExperimentError naming the option."""
+    name, sep, rnd = text.partition("@")
+    if not sep or not rnd.strip().isdigit():
+        raise ExperimentError(f"--kill-worker: expected HOST@ROUND, got {text!r}")
+    name, r = name.strip(), int(rnd)
+    if name not in workers:
+        raise ExperimentError(f"--kill-worker: {name!r} is not a worker of the job "
+                              f"({', '.join(workers)})")
+    if len(workers) < 2:
+        raise ExperimentError("--kill-worker needs at least 2 workers")
+    if rounds < 2 or not 0 <= r < rounds - 1:
+        raise ExperimentError(f"--kill-worker: round {r} must be in 0..{max(0, rounds - 2)} "
+                              f"(the worker dies after that round; --rounds {rounds})")
+    return name, r
+
+
+class WorkerStopped(ExperimentError):
+    """``--on-worker-failure stop``: a worker died and the job stops (one line)."""
+
+    record: dict | None = None  # the job's finished rounds, for results.json (methods/ina.py)
+
+
+@dataclass
+class WorkerFailureEvent:
+    worker: str
+    worker_id: int
+    cause: str  # "exit" (its process ended) or "silent" (the PS stopped hearing it)
+    exit_code: int | None
+    round_noticed: int  # the round it was synchronizing: its last reported round + 1
+    policy: str  # --on-worker-failure
+    job_mode: str  # ina / tor_only / ps_only
+    round_effective: int | None = None  # first round without it (the PS's choice); continue
+    detected_s: float | None = None  # from the injected kill to the notice
+    writes: int = 0  # rule differences written to the switches
+    redeploy_s: float = 0.0
+
+
+class WorkerMonitor:
+    """Notices a worker that dies during one job and applies ``--on-worker-failure``
+    (docs/design.md §9).
+
+    It sees every output line (worker round reports, the PS's ``silent`` and ``members``
+    lines), every failed node process (``on_failure``, the runner's hook; True = the worker
+    left the job) and every poll (``poll``: fault injection, silences).  ``stop`` asks the
+    PS and the survivors to end (they write what they finished) and raises
+    :class:`WorkerStopped`.  ``continue`` takes the worker out of the job: the survivors'
+    schedules are planned again (:func:`controller.plan.replan.replan_members`, for the ``ina``
+    mode), the PS is asked to drop it (it picks the round, ``removal_file``), and only the
+    rule differences (the job's mask, the worker's membership entry, the RESULT tree) are
+    written to the switches, as for a dead switch."""
+
+    def __init__(self, switches: SwitchMonitor, policy: str, say: Callable[[str], None],
+                 kill: tuple[str, int] | None = None, scope: Iterable[str] | None = None,
+                 label: str = "") -> None:
+        if policy not in WORKER_POLICIES:
+            raise ExperimentError(f"--on-worker-failure: expected stop or continue, "
+                                  f"got {policy!r}")
+        self.switches, self.policy, self.say, self.kill = switches, policy, say, kill
+        self.events: list[WorkerFailureEvent] = []
+        # Several jobs at once (docs/design.md §3.10): ``scope`` is this job's hosts (its PS
+        # and workers), the only processes ``stop`` ends; a stop then ends this job alone
+        # (``stopped`` says why) instead of raising WorkerStopped for the whole run.
+        self.scope = set(scope) if scope is not None else None
+        self.label = label
+        self.stopped: str | None = None
+
+    def begin(self, job_mode: str, job: JobSpec, ps: str, removal_file: Path,
+              schedules: Callable[[list[str]], dict | None]) -> None:
+        """A new job (one mode): every worker is a member again; ``schedules(survivors)``
+        gives the survivors' schedules keyed by worker id (None: they do not change)."""
+        self.job_mode, self.ps, self.removal_file = job_mode, ps, removal_file
+        self.schedules = schedules
+        self._first_event = len(self.events)  # events of earlier jobs are theirs
+        self.workers = list(job.workers)
+        self.removed: set[int] = set()
+        self.reported: dict[str, int] = {}  # host -> newest round it finished
+        self.requests: list[dict] = []
+        self.procs: Any = None
+        self._silent: list[str] = []
+        self._killed_at: float | None = None
+        self._gone: set[str] = set()  # silent workers whose process this monitor ended
+        self.stopped = None
+        self._set_job(job.job_id, frozenset())  # a worker removed in the last repeat is back
+
+    def on_procs(self, procs: Any) -> None:
+        self.procs = procs
+
+    def on_line(self, host: str, line: str) -> None:
+        words = line.split()
+        if len(words) > 3 and words[0] == "worker" and words[2] == "round":
+            self.reported[host] = max(self.reported.get(host, -1), int(words[3]))
+        elif line.startswith("ps members from round "):
+            e = int(words[4].rstrip(":"))
+            for ev in self.job_events:
+                if ev.round_effective is None and ev.policy == "continue":
+                    ev.round_effective = e
+        elif line.startswith("ps round ") and " silent " in line:
+            ids = words[4].split(",")
+            self._silent += [self.workers[int(i)] for i in ids if int(i) < len(self.workers)]
+
+    def poll(self) -> None:
+        if (self.kill is not None and self._killed_at is None and self.procs is not None
+                and max(self.reported.values(), default=-1) >= self.kill[1]):
+            host = self.kill[0]
+            self.say(f"[fault injection] killing worker {host} after round "
+                     f"{max(self.reported.values())}")
+            self._killed_at = time.monotonic()
+            self.procs.procs[host].kill()
+        while self._silent and self.stopped is None:
+            host = self._silent.pop(0)
+            if host in self._gone:
+                continue
+            if self.policy == "stop":
+                self._fail(host, None, "silent")
+            else:  # end it, so it cannot come back mid-job; its exit takes it out
+                self.say(f"worker {host} is silent: ending its process")
+                self._gone.add(host)
+                self.procs.procs[host].kill()
+
+    def on_failure(self, host: str, code: int) -> bool:
+        if self.stopped is not None and self.scope is not None and host in self.scope:
+            return True  # this job already stopped: its processes were ended on purpose
+        if host not in self.workers or host in self.removed_hosts():
+            return False
+        cause = "silent" if host in self._gone else "exit"
+        return self._fail(host, code, cause)
+
+    @property
+    def job_events(self) -> list[WorkerFailureEvent]:
+        """The events of the current job (since :meth:`begin`)."""
+        return self.events[self._first_event:]
+
+    def removed_hosts(self) -> list[str]:
+        return [self.workers[b] for b in sorted(self.removed)]
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _fail(self, host: str, code: int | None, cause: str) -> bool:
+        bit = self.workers.index(host)
+        r = self.reported.get(host, -1) + 1
+        ev = WorkerFailureEvent(
+            worker=host, worker_id=bit, cause=cause, exit_code=code, round_noticed=r,
+            policy=self.policy, job_mode=self.job_mode,
+            detected_s=(round(time.monotonic() - self._killed_at, 4)
+                        if self._killed_at is not None and self.kill
+                        and self.kill[0] == host else None))
+        self.events.append(ev)
+        what = (f"died (exit code {code})" if cause == "exit"
+                else "went silent (the PS heard nothing from it)")
+        if self.policy == "stop":
+            if self.scope is None:
+                self._end_all()
+            why = f"worker {host} {what} in round {r}; the job stops"
+            if self.scope is None:
+                raise WorkerStopped(why)
+            self.stop_job(why)
+            return True
+        survivors = [w for i, w in enumerate(self.workers)
+                     if i != bit and i not in self.removed]
+        if not survivors:
+            raise ExperimentError(f"worker {host} {what} in round {r}: no worker is left; "
+                                  "the job stops")
+        self.say(f"worker {host} {what} in round {r}: the job goes on with "
+                 f"{', '.join(survivors)}")
+        self.removed.add(bit)
+        # the PS first: exactness depends only on the PS and the workers agreeing on the
+        # members of each round; the switches' rules only decide how fast a round completes
+        sched = self.schedules(survivors)
+        self.requests.append({"removed": sorted(self.removed), "worker": host,
+                              **({"schedules": sched} if sched is not None else {})})
+        write_json_atomic(self.removal_file, self.requests)
+        t0 = time.monotonic()
+        ev.writes = self._set_job(self.switches.jobs[self._job_index].job_id,
+                                  frozenset(self.removed))
+        ev.redeploy_s = round(time.monotonic() - t0, 4)
+        self.say(f"worker {host}: {ev.writes} rule writes in {ev.redeploy_s:.2f} s")
+        return True
+
+    def _set_job(self, job_id: int, removed: frozenset[int]) -> int:
+        """Make the switches' entries of ``job_id`` those of the members without
+        ``removed``: only the differences are written (no pipeline push: slots of chunks in
+        flight survive)."""
+        sm = self.switches
+        self._job_index = next(i for i, j in enumerate(sm.jobs) if j.job_id == job_id)
+        old = sm.jobs[self._job_index]
+        if old.removed == removed:
+            return 0
+        sm.jobs[self._job_index] = replace(old, removed=removed)
+        rules = switch_rules(sm.graph, sm.plan, sm.mininet.plan.ports, sm.host_addrs, sm.jobs,
+                             sm.slot_policy)
+        addresses = {s: (sm.mininet.grpc_address(s), sm.mininet.device_id(s)) for s in rules}
+        try:
+            writes = update(sm.rules, rules, addresses, sm.p4info)
+        except DeployError as exc:
+            raise ExperimentError(f"removing a worker from job {job_id}: {exc}") from None
+        sm.rules = rules
+        return sum(writes.values())
+
+    def stop_job(self, why: str) -> None:
+        """End this job alone (several jobs at once: ``scope`` set), with one line; its
+        processes write what they finished."""
+        self.stopped = f"{self.label}: {why}" if self.label else why
+        self.say(self.stopped)
+        self._end_all()
+
+    def _end_all(self) -> None:
+        """SIGTERM to the PS and the workers still running, which then write what they
+        finished (a silent worker too: it may be hung, not dead)."""
+        if self.procs is None:
+            return
+        mine = [p for h, p in self.procs.procs.items() if self.scope is None or h in self.scope]
+        for proc in mine:
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + 10.0
+        for proc in mine:
+            while proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)

@@ -1,0 +1,292 @@
+"""What the INA method's runs share (docs/design.md §3, §8): the settings, the job ids of the
+sync modes, the workers' schedules, the exactness check, planning one job, starting a planned
+network, and the record of one job that ran.  :mod:`controller.experiment.methods.ina` (one job) and
+:mod:`controller.experiment.methods.ina_jobs` (several at once) are built on it; so are ``ddp`` and the
+campaign.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from controller.dataplane.deploy import DeployError, JobSpec, deploy, switch_rules
+from controller.errors import ExperimentError
+from controller.experiment.failover import WorkerMonitor
+from controller.experiment.network import P4_PROGRAM, ROOT, compile_program
+from controller.experiment.report import mean
+from controller.experiment.runner import Run
+from controller.plan.baselines import all_baselines
+from controller.plan.document import build_plan, chunk_schedule, resolve_workers, write_plan
+from controller.plan.greedy import greedy
+from controller.plan.lp import FastLP, make_job, solve_lp
+from controller.plan.replan import replan_members
+from workers.ina.job import MODES, JobConfig
+from workers.ina.worker import ps_only_schedule
+
+__all__ = ["JOB_IDS", "Settings", "schedules_for", "member_schedules", "exact_sums_by_round",
+           "exact_sums_ok", "plan_job", "Deployed", "deployed_network", "job_record",
+           "worker_failure_record"]
+
+JOB_IDS = {"ina": 1, "tor_only": 2, "ps_only": 3}
+
+
+@dataclass
+class Settings:
+    topo: str = "fattree:4"
+    ps: str = "h0"
+    workers: str = "6"
+    budget: int = 2
+    rounds: int = 30
+    model: str = "mlp"
+    hidden: int = 32
+    batch_size: int = 16
+    lr: float = 0.2
+    bw: float | None = 1.0  # Mbit/s on every link (TCLink); None = unshaped (link-bound by default
+    # so that the LP's γ is what limits the run, not pyswitch's CPU)
+    loss: float = 0.0
+    dup: float = 0.0
+    reorder: float = 0.0
+    seed: int = 0
+    target: str = "pyswitch"
+    modes: tuple[str, ...] = ("ina", "ps_only")
+    window: int = 16
+    timeout: float = 0.3  # pyswitch hops are ~0.5 ms each; bursts queue for tens of ms
+    round_timeout: float = 120.0
+    fail_switch: str | None = None  # "SWITCH@ROUND": kill it after that round (docs/design.md §9)
+    # a worker that dies (docs/design.md §9): stop the job, or go on without it
+    on_worker_failure: str = "stop"
+    kill_worker: str | None = None  # "HOST@ROUND": kill that worker after that round
+    worker_timeout: float = 10.0  # the PS reports a member silent this long (s)
+    # several jobs at once (docs/design.md §3.10): a jobs file or a count; None = one job
+    jobs: str | None = None
+    slot_policy: str = "shared"  # how jobs share each switch's slots (controller.dataplane.deploy)
+    objective: str = "maxmin"  # the joint LP's objective with --jobs
+    kill_ps: str | None = None  # "HOST@ROUND": kill that PS (fault injection, --jobs)
+    no_alone: bool = False  # --jobs: skip running each job alone for reference
+    out: str = "results"
+    name: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    repeats: int = 1  # --repeats: seeds seed .. seed + repeats - 1 (controller.experiment.runner)
+
+
+
+# ------------------------------------------------------------------ pure helpers
+
+
+def schedules_for(mode: str, plan: dict, workers: list[str], n_chunks: int) -> dict[str, list]:
+    """Each worker's ``[(chunk, agg_id, fan_in)]`` in ``mode`` (keys: worker bit as str)."""
+    if mode == "ina":
+        by_name = chunk_schedule(plan, n_chunks)
+        return {str(i): [tuple(e) for e in by_name[w]] for i, w in enumerate(workers)}
+    if mode == "tor_only":
+        tor_id = int(plan["switch_ids"][plan["ps_tor"]])
+        return {str(i): [(c, tor_id, len(workers)) for c in range(n_chunks)]
+                for i in range(len(workers))}
+    if mode == "ps_only":
+        return {str(i): ps_only_schedule(n_chunks) for i in range(len(workers))}
+    raise ValueError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
+
+
+def member_schedules(mode: str, plan: dict, workers: list[str], survivors: list[str],
+                     n_chunks: int, graph: nx.Graph) -> dict[str, list] | None:
+    """The survivors' schedules after workers left the job (keys: their original bits; None
+    when the mode's schedules do not depend on the members, i.e. ``ps_only``)."""
+    if mode == "ina":
+        by_name = chunk_schedule(replan_members(graph, plan, survivors), n_chunks)
+        return {str(workers.index(w)): [tuple(e) for e in by_name[w]] for w in survivors}
+    if mode == "tor_only":
+        tor_id = int(plan["switch_ids"][plan["ps_tor"]])
+        return {str(workers.index(w)): [(c, tor_id, len(survivors)) for c in range(n_chunks)]
+                for w in survivors}
+    return None
+
+
+def exact_sums_by_round(out_dir: Path, n_workers: int, n_values: int,
+                        members: list[list[int]]) -> list[bool]:
+    """Per round r < len(members): did every worker that finished r apply exactly the int32
+    sum of the quantized gradients of ``members[r]`` (that round's member set)?  A worker
+    that died has no ``.npz``; its gradients come from the ``.q`` file it appends to before
+    sending each round."""
+    q: dict[int, np.ndarray] = {}
+    sums: dict[int, np.ndarray] = {}
+    for w in range(n_workers):
+        raw, npz = out_dir / f"worker{w}.q", out_dir / f"worker{w}.npz"
+        if npz.exists():
+            with np.load(npz) as d:
+                q[w], sums[w] = d["q"], d["sums"]
+        elif raw.exists():
+            q[w] = np.fromfile(raw, dtype=np.int32).reshape(-1, n_values)
+    out = []
+    for r, ids in enumerate(members):
+        have = [w for w in sums if len(sums[w]) > r]
+        if not have or any(w not in q or len(q[w]) <= r for w in ids):
+            out.append(False)
+            continue
+        total = np.sum([q[w][r].astype(np.int64) for w in ids], axis=0)
+        wrapped = ((total + 2**31) % 2**32 - 2**31).astype(np.int32)
+        out.append(all(np.array_equal(sums[w][r], wrapped) for w in have))
+    return out
+
+
+def exact_sums_ok(out_dir: Path, n_workers: int) -> list[bool]:
+    """Per round: did every worker apply exactly the int32 sum of all quantized gradients?"""
+    data = [np.load(out_dir / f"worker{w}.npz") for w in range(n_workers)]
+    exact = np.sum([d["q"].astype(np.int64) for d in data], axis=0)
+    wrapped = ((exact + 2**31) % 2**32 - 2**31).astype(np.int32)
+    return [all(np.array_equal(d["sums"][r], wrapped[r]) for d in data)
+            for r in range(wrapped.shape[0])]
+
+
+def _impairments(s: Settings) -> list[str]:
+    if not (s.loss or s.dup or s.reorder):
+        return []
+    return [f"all:loss={s.loss},dup={s.dup},reorder={s.reorder},seed={s.seed}"]
+
+
+def plan_job(s: Settings, graph: nx.Graph, out_dir: Path, console: Any = None) -> dict:
+    """Plan the job (greedy + LP, with baselines) and write ``plan.json``; says what it does on
+    ``console`` if given."""
+    if console is not None:
+        console.print(f"[bold]planning[/] {s.topo}, PS {s.ps}, workers {s.workers}, "
+                      f"budget {s.budget}")
+    workers = resolve_workers(graph, s.ps, s.workers)
+    # The data plane multicasts every RESULT down a tree, so plan with that load counted
+    # (controller.plan.lp.result_tree_coeffs); the docs/design.md §3.3 γ of the same deployment is kept too.
+    job = make_job(graph, s.ps, workers, result_load=True)
+    t0 = time.perf_counter()
+    fast = FastLP(job)
+    res = greedy(job, s.budget, lp=fast)
+    t_greedy = time.perf_counter() - t0
+    base = all_baselines(job, s.budget, seed=s.seed, lp=fast, max_combinations=500)
+    plan = build_plan(job, res.lp, budget=s.budget, baselines=base, spec=s.topo,
+                      greedy_history=res.history,
+                      timings={"greedy": t_greedy, "lp_solves": res.lp_solves})
+    plan["result_load"] = True
+    plan["gamma_without_result_load"] = solve_lp(make_job(graph, s.ps, workers),
+                                                 list(res.deployed)).gamma
+    write_plan(plan, out_dir / "plan.json")
+    if console is not None:
+        console.print(f"plan: γ = {plan['gamma']:.4g}, deployed "
+                      f"{plan['deployed'] or '(none)'}, PS ToR {plan['ps_tor']}")
+    return plan
+
+
+@dataclass
+class Deployed:
+    """A live Mininet network with a plan installed (:func:`deployed_network`)."""
+
+    mininet: Any
+    hosts: dict[str, tuple[str, str]]  # host -> (IPv4, MAC)
+    rules: dict[str, Any]  # switch -> controller.dataplane.deploy.SwitchRules
+    p4info: Path
+    info: dict[str, Any]  # deploy seconds and table writes, for results.json
+
+
+@contextlib.contextmanager
+def deployed_network(run: Run, s: Settings, graph: nx.Graph, plan: dict,
+                     jobs: list[JobSpec]) -> Iterator[Deployed]:
+    """Compile ina.p4, start the Mininet network of ``s.target`` switches (links at ``s.bw``,
+    pyswitch impairments) and install ``plan`` for every job over P4Runtime; the network is
+    stopped when the block ends (:meth:`Run.network`).  Every method that runs INA jobs on a
+    planned network (ina, ddp) starts it this way."""
+    from topo.mininet_net import build_net
+    from topo.mininet_switch import BMv2Switch, PySwitch
+
+    console = run.console
+    console.print(f"[bold]compiling[/] {P4_PROGRAM.relative_to(ROOT)} for {s.target}")
+    p4info, device_config = compile_program(s.target, run.out_dir / "build")
+    switch_cls = BMv2Switch if s.target == "bmv2" else PySwitch
+    opts = {"impair": _impairments(s)} if s.target == "pyswitch" else {}
+    console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, "
+                  f"{s.target} switches" + (f", {s.bw:g} Mbit/s links" if s.bw else ""))
+    with run.network(build_net(graph, switch_cls, switch_opts=opts,
+                               bw_unit_mbps=1.0 if s.bw else None)) as mininet:
+        hosts = {h: (info.ip, info.mac) for h, info in mininet.plan.hosts.items()}
+        rules = switch_rules(graph, plan, mininet.plan.ports, hosts, jobs, s.slot_policy)
+        addresses = {sw: (mininet.grpc_address(sw), mininet.device_id(sw)) for sw in rules}
+        console.print(f"[bold]deploying[/] over P4Runtime to {len(rules)} switches")
+        t0 = time.perf_counter()
+        try:
+            writes = deploy(rules, addresses, p4info, device_config)
+        except DeployError as exc:
+            raise ExperimentError(f"deploying the plan: {exc}") from None
+        yield Deployed(mininet, hosts, rules, p4info,
+                       {"deploy_s": time.perf_counter() - t0, "writes": sum(writes.values())})
+
+
+def job_record(cfg: JobConfig, workers: list[str], ps: str, tor: str,
+               moved: dict[tuple[str, str], int], gone: set[str],
+               complete: bool = True) -> tuple[dict, dict]:
+    """The per-round record of one job that ran (its folder ``cfg.out_dir`` holds the
+    workers' and the PS's reports): time, accuracy, retransmissions, exactness against the
+    workers' quantized gradients, bytes on the PS's link (``tor`` → ``ps``) and on the
+    busiest link from ``moved``.  ``gone``: workers that left the job; ``complete`` False
+    when the job was stopped (exactness is then checked round by round over the rounds
+    every survivor finished).  Returns the record and the PS's report."""
+    out_dir = Path(cfg.out_dir)
+    alive = [i for i, w in enumerate(workers) if w not in gone]
+    reports = [json.loads((out_dir / f"worker{i}.json").read_text()) for i in alive
+               if (out_dir / f"worker{i}.json").exists()]
+    ps_path = out_dir / "ps.json"
+    ps_report = json.loads(ps_path.read_text()) if ps_path.exists() else {"stats": {}}
+    n_done = min(len(rep["rounds"]) for rep in reports) if reports else 0
+    members = [reports[0]["rounds"][r].get("members", cfg.worker_ids) for r in range(n_done)]
+    exact = (exact_sums_ok(out_dir, len(workers)) if not gone and complete
+             else exact_sums_by_round(out_dir, len(workers), cfg.n_values, members))
+    if not moved:  # stopped before the runner read the counters: no per-round bytes
+        moved = {(tor, ps): 0}
+    rounds = []
+    for r in range(n_done):
+        per_worker = [rep["rounds"][r] for rep in reports]
+        rounds.append({
+            "time_s": max(x["time_s"] for x in per_worker),
+            # the last worker to start the round waits for nobody's compute: its time is the
+            # network's share of the round
+            "sync_time_s": min(x["time_s"] for x in per_worker),
+            "accuracy": per_worker[0]["accuracy"],
+            "loss": mean([x["loss"] for x in per_worker]),
+            "retransmissions": sum(x["retransmits"] for x in per_worker),
+            "clipped": sum(x["clipped"] for x in per_worker),
+            "exact": exact[r],
+            "schedule_version": per_worker[0].get("schedule_version", 0),
+            "ps_rx_bytes": moved.get((tor, ps), 0) / cfg.rounds,
+            "busiest_link_bytes": max(moved.values()) / cfg.rounds,
+            **({"members": [workers[i] for i in members[r]]} if gone else {}),
+        })
+    busiest = max(moved, key=moved.get)
+    return {"job_id": cfg.job_id, "rounds": rounds, "ps": ps_report["stats"],
+            "grad_bytes": 4 * cfg.n_values,  # int32 values synchronized per round
+            "ps_link_bytes_total": moved.get((tor, ps), 0), "busiest_link": list(busiest),
+            "busiest_link_bytes_total": moved[busiest],
+            "link_bytes_total": {f"{a}->{b}": v for (a, b), v in sorted(moved.items())},
+            }, ps_report
+
+
+def worker_failure_record(deaths: WorkerMonitor, rounds: list[dict],
+                          ps_report: dict) -> list[dict]:
+    """results.json's record of each worker that died in one job (docs/design.md §9): the
+    event, the round the PS made it take effect (its own report is the authority), and
+    exactness of the rounds before and after."""
+    changes = ps_report.get("member_changes", [])
+    out = []
+    for i, e in enumerate(deaths.job_events):
+        d = asdict(e)
+        if i < len(changes):
+            d["round_effective"] = changes[i]["from_round"]
+        cut = d["round_effective"] if d["round_effective"] is not None else len(rounds)
+        d["rounds_completed"] = len(rounds)
+        d["exact_before"] = all(r["exact"] for r in rounds[:cut])
+        d["exact_after"] = (all(r["exact"] for r in rounds[cut:])
+                            if d["round_effective"] is not None else None)
+        d["accuracy_after"] = rounds[-1]["accuracy"] if rounds else None
+        out.append(d)
+    return out

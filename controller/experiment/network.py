@@ -1,0 +1,137 @@
+"""What every method's runner does with a Mininet network: check it can be built, compile the
+P4 program, start a routed network, and count bytes on every link (docs/design.md §8).
+
+A network whose switches are plain IPv4 routers is what the methods that need no in-network
+computation but should cross the same P4 switches as INA use (async, cluster): every switch
+runs ``p4src/ina.p4`` (compiled for ``--target``) with only the IPv4 routes of
+:func:`controller.dataplane.deploy.routing_rules` installed over P4Runtime, i.e. the ECMP paths of
+:mod:`topo.paths`, so their traffic takes the paths INA's planner assumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from controller.errors import ExperimentError
+
+__all__ = ["ROOT", "P4_PROGRAM", "SlotsOption", "check_environment", "compile_program",
+           "interface_counters", "link_bytes", "start_routed_network"]
+
+ROOT = Path(__file__).resolve().parents[2]
+P4_PROGRAM = ROOT / "p4src" / "ina.p4"
+
+
+def check_environment(target: str) -> None:
+    """One ExperimentError unless this process can build a Mininet network of ``target``."""
+    if os.geteuid() != 0:
+        raise ExperimentError("the experiment builds a Mininet network: run it as root")
+    try:
+        import mininet.net  # noqa: F401
+    except ImportError:
+        raise ExperimentError("Mininet is not importable: run `make run` (it installs Debian's "
+                              "mininet) or apt-get install mininet") from None
+    if target == "bmv2":
+        missing = [t for t in ("p4c", "simple_switch_grpc") if shutil.which(t) is None]
+        if missing:
+            raise ExperimentError(f"--target bmv2 needs {' and '.join(missing)} on PATH "
+                                  "(see docker/Dockerfile)")
+
+
+class SlotsOption(argparse.Action):
+    """``--slots N``: aggregator slots per switch for every ina.p4 this process compiles and
+    every host process it starts (sets INSYNC_INA_NUM_SLOTS; docs/protocol.md §2).  An
+    action, not a post-parse step, so that a command adds the option in one line."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from workers.ina.constants import ConstantsError, check_num_slots, set_num_slots
+
+        try:
+            n = check_num_slots(values, option_string or "--slots")
+        except ConstantsError as exc:
+            parser.error(str(exc))
+        set_num_slots(n)
+        setattr(namespace, self.dest, n)
+
+
+def compile_program(target: str, build: Path) -> tuple[Path, Path]:
+    """Compile ina.p4 like p4c's BMv2 backend; returns (p4info, device config).
+
+    The slot-count override (``INSYNC_INA_NUM_SLOTS``, :func:`workers.ina.constants.
+    compile_defines`) becomes ``-D INA_NUM_SLOTS=N`` here, the one place every method
+    compiles the program, so the switches' registers and Python's slot index agree
+    (docs/protocol.md §2).  The count is also written next to the program
+    (``num_slots.txt``) so that a build folder says what it was compiled with."""
+    from workers.ina.constants import ConstantsError, compile_defines, num_slots
+
+    try:
+        defines = [f"-D{k}={v}" for k, v in compile_defines().items()]
+        slots = num_slots()
+    except ConstantsError as exc:
+        raise ExperimentError(str(exc)) from None
+    build.mkdir(parents=True, exist_ok=True)
+    p4info, config = build / "ina.p4info.txtpb", build / "ina.json"
+    if target == "bmv2":
+        cmd = ["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(build), *defines,
+               "--p4runtime-files", str(p4info), str(P4_PROGRAM)]
+    else:
+        cmd = [sys.executable, "-m", "pyswitch", "compile", str(P4_PROGRAM), "-o", str(config),
+               *defines, "--p4runtime-files", str(p4info)]
+    (build / "num_slots.txt").write_text(f"{slots}\n")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ExperimentError(f"compiling {P4_PROGRAM.name} failed: "
+                              f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    return p4info, config
+
+
+def interface_counters(net_plan: Any) -> dict[tuple[str, str], int]:
+    """Bytes per directed link, from the switch-side interface counters (root namespace)."""
+    out = {}
+    for s in net_plan.switches:
+        for nb, port in net_plan.ports[s].items():
+            base = Path(f"/sys/class/net/{s}-eth{port}/statistics")
+            out[(s, nb)] = int((base / "tx_bytes").read_text())
+            out[(nb, s)] = int((base / "rx_bytes").read_text())
+    return out
+
+
+def link_bytes(counters_before: dict, counters_after: dict) -> dict[tuple[str, str], int]:
+    """Bytes moved per directed link between two :func:`interface_counters` readings."""
+    return {k: counters_after[k] - counters_before.get(k, 0) for k in counters_after}
+
+
+def start_routed_network(graph: nx.Graph, target: str, build_dir: Path, console: Any,
+                         bw_unit_mbps: float | None, links: str
+                         ) -> tuple[Any, dict[str, tuple[str, str]]]:
+    """Start the network and install the routes; returns it and ``host -> (ip, mac)``.
+
+    ``links`` describes the link rates for the progress line.  On any error the network is
+    stopped before the error propagates; otherwise the caller stops it."""
+    from controller.dataplane.deploy import deploy, routing_rules
+    from topo.mininet_net import build_net
+    from topo.mininet_switch import BMv2Switch, PySwitch
+
+    p4info, device_config = compile_program(target, build_dir)
+    console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, {target} "
+                  f"switches, {links}")
+    mininet = build_net(graph, BMv2Switch if target == "bmv2" else PySwitch,
+                        bw_unit_mbps=bw_unit_mbps)
+    try:
+        addrs = {h: (info.ip, info.mac) for h, info in mininet.plan.hosts.items()}
+        rules = routing_rules(graph, mininet.plan.ports, addrs, mininet.plan.device_ids)
+        addresses = {sw: (mininet.grpc_address(sw), mininet.device_id(sw)) for sw in rules}
+        console.print(f"[bold]deploying[/] IPv4 routes over P4Runtime to {len(rules)} switches")
+        deploy(rules, addresses, p4info, device_config)
+    except BaseException:
+        mininet.stop()
+        raise
+    return mininet, addrs
