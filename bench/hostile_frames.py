@@ -76,7 +76,7 @@ from hostile_input import (  # noqa: E402
 )
 
 from controller.experiment.methods.ina_core import Settings  # noqa: E402
-from workers.ina.constants import INA_UDP_PORT, K  # noqa: E402
+from workers.ina.constants import K  # noqa: E402
 
 
 @dataclass
@@ -100,7 +100,7 @@ class HostileSettings:
     time_budget_s: float = 420.0  # no new job after this (one Mininet lock: ~10 min)
     baseline_rounds: int = 10  # clean run first (0: none)
     round_timeout: float = 60.0
-    target: str = "pyswitch"  # campaign_network's switches (impairment-free here)
+    target: str = "pyswitch"  # deployed_network's switches (impairment-free here)
     seed: int = 0
     out: str = "results"
     name: str = ""
@@ -132,7 +132,7 @@ def _control(net: Any, sw: str) -> dict[str, Any] | None:
     if proc is None or proc.poll() is not None:
         return None
     try:
-        return control_request(net.info["sockets"][sw], {"op": "counters"})
+        return control_request(net.sockets[sw], {"op": "counters"})
     except OSError:
         return None
 
@@ -140,7 +140,7 @@ def _control(net: Any, sw: str) -> dict[str, Any] | None:
 def switch_health(net: Any) -> dict[str, dict[str, Any]]:
     """Per switch: process alive, and pyswitch's own error counters (control socket)."""
     out = {}
-    for sw in net.info["sockets"]:
+    for sw in net.sockets:
         c = _control(net, sw)
         st = (c or {}).get("switch", {})
         out[sw] = {"alive": c is not None, "processed": st.get("processed"),
@@ -151,27 +151,18 @@ def switch_health(net: Any) -> dict[str, dict[str, Any]]:
 
 def _job(s: HostileSettings, net: Any, plan: dict, workers: list[str], rounds: int,
          n_values: int, mode_dir: Path, monitor: Any) -> Any:
-    from controller.experiment.methods.ina import JOB_IDS, schedules_for
+    from controller.experiment.methods.ina import JOB_IDS, job_config, schedules_for
     from workers.common.model import TrainConfig
-    from workers.common.quantize import choose_frac_bits
-    from workers.ina.job import JobConfig
     from workers.ina.worker import n_chunks_for
 
-    hosts, n_chunks = net.hosts, n_chunks_for(n_values, K)
-    schedule_file = mode_dir / "schedules.json"
-    monitor.follow(schedule_file, lambda p: schedules_for("ina", p, workers, n_chunks))
-    return JobConfig(
-        job_id=JOB_IDS["ina"], mode="ina", rounds=rounds,
-        train=TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers),
-                          rounds=rounds, seed=s.seed),
-        worker_ids=list(range(len(workers))),
-        worker_addrs=[(hosts[w][0], INA_UDP_PORT) for w in workers],
-        ps_addr=(hosts[s.ps][0], INA_UDP_PORT),
-        result_dests=[(hosts[workers[0]][0], INA_UDP_PORT)],
-        schedules=schedules_for("ina", monitor.plan, workers, n_chunks),
-        schedule_file=str(schedule_file), frac_bits=choose_frac_bits(8.0, len(workers)),
-        n_values=n_values, out_dir=str(mode_dir), window=s.window, timeout=s.timeout,
-        round_timeout_s=s.round_timeout, start_file=str(mode_dir / "start"))
+    n_chunks = n_chunks_for(n_values, K)
+    monitor.follow(mode_dir / "schedules.json",
+                   lambda p: schedules_for("ina", p, workers, n_chunks))
+    train = TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers), rounds=rounds,
+                        seed=s.seed)
+    return job_config(s, job_id=JOB_IDS["ina"], mode="ina", plan=monitor.plan,
+                      workers=workers, ps=s.ps, hosts=net.hosts, train=train,
+                      n_values=n_values, out_dir=mode_dir, members=False)
 
 
 def _run_job(run: Any, net: Any, cfg: Any, workers: list[str], ps: str,
@@ -252,9 +243,9 @@ def run_bench(s: HostileSettings, console: Any = None,
 
     from controller.dataplane.deploy import JobSpec, deploy
     from controller.dataplane.drop_counters import counter_delta, read_snapshot
-    from controller.experiment.campaign import campaign_network
     from controller.experiment.failover import SwitchMonitor
     from controller.experiment.methods.ina import JOB_IDS, Settings, plan_job
+    from controller.experiment.methods.ina_core import deployed_network
     from controller.experiment.runner import Run
     from controller.files import write_json_atomic
     from topo.models import parse_topology
@@ -284,8 +275,9 @@ def run_bench(s: HostileSettings, console: Any = None,
     errors: list[str] = []
     dirs: list[Path] = []
     delta: dict[str, dict[str, int]] = {}
-    with run.progress_bars(), campaign_network(run, s, graph, plan, jobs,
-                                               out_dir / "build") as net:
+    with run.progress_bars(), deployed_network(run, s, graph, plan, jobs,
+                                               control_sockets=True, build=out_dir / "build",
+                                               impair=False) as net:
         mn, hosts = net.mininet, net.hosts
         attacker = choose_attacker(mn.plan, s.ps, workers, s.attacker)
         tor = mn.plan.hosts[attacker].neighbours[0]
@@ -302,7 +294,7 @@ def run_bench(s: HostileSettings, console: Any = None,
                       host_ips=[hosts[h][0] for h in sorted(hosts)])
         monitor = SwitchMonitor(mn, graph, plan, net.rules, jobs, hosts, net.p4info,
                                 say=console.print)
-        addresses = net.info["addresses"]
+        addresses = net.addresses
         doc["settings"] = settings = {
             **asdict(s), "attacker": attacker, "tor": tor, "tor_port": port,
             "host_target_worker": target_worker, "workers_list": workers,
@@ -320,7 +312,7 @@ def run_bench(s: HostileSettings, console: Any = None,
                                    before, after).get(tor, {}).items() if v}}
         # -- the frames and their predicted fate at the ToR, the pacing
         frames = make_frames(ctx, s.frames, random.Random(f"net-{s.seed}"))
-        model = tor_model(net.info["config"], net.rules[tor])
+        model = tor_model(net.device_config, net.rules[tor])
         fate = predict(model, port, frames, ending_counters(model))
         link = [len(d) for _, d in frames if len(d) <= MAX_FRAME]
         bytes_per_s = s.link_share * s.bw * 1e6 / 8 if s.bw else None
@@ -357,7 +349,7 @@ def run_bench(s: HostileSettings, console: Any = None,
         t_attack = time.monotonic()
         while (attack.is_alive() or inject.is_alive()) and len(records) < s.max_jobs \
                 and time.monotonic() - t_attack < s.time_budget_s:
-            deploy(net.rules, addresses, net.p4info, net.info["config"])
+            deploy(net.rules, addresses, net.p4info, net.device_config)
             mode_dir = out_dir / "attacked" / f"job{len(records)}"
             cfg = _job(s, net, plan, workers, s.rounds, n_values, mode_dir, monitor)
             snap0, _ = read_snapshot(addresses, net.p4info)

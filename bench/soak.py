@@ -52,6 +52,7 @@ from controller.experiment.methods.ina import (  # noqa: E402
     JOB_IDS,
     Settings,
     deployed_network,
+    job_config,
     plan_job,
     run_mode,
     schedules_for,
@@ -61,9 +62,7 @@ from controller.experiment.runner import Run  # noqa: E402
 from controller.files import write_json_atomic  # noqa: E402
 from topo.models import parse_topology  # noqa: E402
 from workers.common.model import Replica, TrainConfig  # noqa: E402
-from workers.common.quantize import choose_frac_bits  # noqa: E402
-from workers.ina.constants import INA_UDP_PORT, K, num_slots  # noqa: E402
-from workers.ina.job import JobConfig  # noqa: E402
+from workers.ina.constants import K, num_slots  # noqa: E402
 from workers.ina.worker import n_chunks_for  # noqa: E402
 
 # The verdict checks RSS, its anonymous part (heap and stacks: where a leak grows) and open
@@ -368,19 +367,10 @@ def soak(args: argparse.Namespace) -> int:
         monitor = SoakMonitor(net.mininet, graph, plan, net.rules, jobs, net.hosts,
                               net.p4info, say=console.print)
         monitor.sampler = sampler
-        schedule_file = mode_dir / "schedules.json" if mode == "ina" else None
-        monitor.follow(schedule_file, lambda p: schedules_for("ina", p, workers, n_chunks))
-        cfg = JobConfig(
-            job_id=JOB_IDS[mode], mode=mode, rounds=s.rounds, train=train,
-            worker_ids=list(range(len(workers))),
-            worker_addrs=[(net.hosts[w][0], INA_UDP_PORT) for w in workers],
-            ps_addr=(net.hosts[s.ps][0], INA_UDP_PORT),
-            result_dests=[(net.hosts[workers[0]][0], INA_UDP_PORT)],
-            schedules=schedules_for(mode, monitor.plan, workers, n_chunks),
-            schedule_file=str(schedule_file) if schedule_file else None,
-            frac_bits=choose_frac_bits(8.0, len(workers)), n_values=n_values,
-            out_dir=str(mode_dir), window=s.window, timeout=s.timeout,
-            round_timeout_s=s.round_timeout, start_file=str(mode_dir / "start"))
+        monitor.follow(mode_dir / "schedules.json" if mode == "ina" else None, lambda p: schedules_for("ina", p, workers, n_chunks))
+        cfg = job_config(s, job_id=JOB_IDS[mode], mode=mode, plan=monitor.plan,
+                         workers=workers, ps=s.ps, hosts=net.hosts, train=train,
+                         n_values=n_values, out_dir=mode_dir, members=False)
         record, error = None, None
         with _progress(run) as progress:
             run.progress = progress

@@ -98,12 +98,10 @@ def write_job(args: argparse.Namespace) -> int:
             schedules = {str(i): by_name[w] for i, w in enumerate(workers)}
         else:
             schedules = {str(i): ps_only_schedule(cap) for i in range(len(workers))}
-        # RESULTs go toward the PS's ToR, whose multicast group and result_rewrite deliver a
-        # copy to every worker (docs/protocol.md §3): one destination is enough
         cfg = ddp_job(job_id=args.job_id, mode=args.mode, steps=args.steps,
                       worker_addrs=[(ip[w], INA_UDP_PORT) for w in workers],
                       ps_addr=(ip[plan["ps"]], INA_UDP_PORT),
-                      result_dests=[(ip[workers[0]], INA_UDP_PORT)], schedules=schedules,
+                      schedules=schedules,
                       capacity=cap, frac_bits=choose_frac_bits(BOUND, len(workers)),
                       out_dir=out_dir)
         print("rank -> host: " + ", ".join(f"{i}={w}" for i, w in enumerate(workers)))

@@ -59,9 +59,10 @@ def test_plan_leaf_spine_file(tmp_path):
 
 def test_plan_generated_topology_with_count(tmp_path):
     out = tmp_path / "plan.json"
+    # hand-checked in the model of docs/design.md §3.3, which leaves the RESULT tree out
     r = run("plan", "--topo", "fattree:4", "--ps", "h0", "--workers", "15", "--budget", "1",
-            "--capacity", "100", "--solver", "highs", "--seed", "3", "--out", str(out),
-            cwd=tmp_path)
+            "--capacity", "100", "--solver", "highs", "--seed", "3", "--no-result-load",
+            "--out", str(out), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     plan = json.loads(out.read_text())
     assert plan["workers"] == [f"h{i}" for i in range(1, 16)]
@@ -190,3 +191,29 @@ def test_plan_jobs_errors_one_line(tmp_path, extra, needle):
             cwd=tmp_path)
     assert r.returncode == 2 and needle in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_plan_shows_what_run_deploys(tmp_path):
+    """One pipeline, one set of defaults: ``plan`` with make-run's settings prints the γ
+    and deployment that ``run`` plans (and writes to its plan.json) for them."""
+    import networkx as nx
+
+    from controller.experiment.methods.ina_core import Settings, plan_job
+    from topo.models import parse_topology
+
+    s = Settings()
+    out = tmp_path / "plan.json"
+    r = run("plan", "--topo", s.topo, "--ps", s.ps, "--workers", s.workers, "--budget",
+            str(s.budget), "--bw", str(s.bw), "--out", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    by_plan = json.loads(out.read_text())
+    graph = nx.Graph(parse_topology(s.topo))
+    nx.set_edge_attributes(graph, float(s.bw), "bw")  # as the run shapes every link
+    (tmp_path / "run").mkdir()
+    by_run = plan_job(s, nx.freeze(graph), tmp_path / "run")
+    assert by_plan["deployed"] == by_run["deployed"] == ["edge1", "agg0"]
+    assert by_plan["gamma"] == pytest.approx(by_run["gamma"]) and by_run["gamma"] == \
+        pytest.approx(0.75)
+    assert by_plan["result_load"] is by_run["result_load"] is True
+    assert json.loads((tmp_path / "run" / "plan.json").read_text())["gamma"] == \
+        pytest.approx(by_plan["gamma"])

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable, Sequence
 
 from controller.cli.network import add_network_parsers
@@ -20,13 +19,19 @@ from controller.experiment.campaign import add_campaign_parser
 from controller.experiment.clean import add_clean_parser
 from controller.experiment.compare import add_compare_parser
 from controller.files import OutputPathError, check_output_file
-from controller.options import MAX_COMBINATIONS, finite_float, int_option, read_topology
-from controller.plan.baselines import all_baselines
-from controller.plan.document import build_plan, resolve_workers, write_plan
-from controller.plan.greedy import greedy
+from controller.options import (
+    MAX_COMBINATIONS,
+    finite_float,
+    int_option,
+    read_topology,
+    with_bandwidth,
+)
+from controller.plan.document import resolve_workers, write_plan
 from controller.plan.jobs import jobs_argument
-from controller.plan.lp import FastLP, PlanError, make_job
-from controller.plan.lp_jobs import jobs_summary_lines, joint_plan
+from controller.plan.lp import PlanError
+from controller.plan.lp_jobs import jobs_summary_lines
+from controller.plan.pipeline import PlanRequest, make_plan
+from controller.plan.planners import DEFAULT_PLANNER, PLANNERS
 from topo.models import TopologyError
 
 __all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_workers"]
@@ -47,70 +52,49 @@ def _fmt(x: float | None) -> str:
     return "—" if x is None else f"{x:.6g}"
 
 
+def plan_request(args: argparse.Namespace) -> PlanRequest:
+    """The :class:`~controller.plan.pipeline.PlanRequest` of ``plan``'s options (``run``
+    builds its own from the same defaults)."""
+    return PlanRequest(
+        budget=args.budget, planner=args.planner, result_load=args.result_load,
+        capacity=args.capacity, objective=args.objective, solver=args.solver,
+        time_limit=args.time_limit, seed=args.seed, baselines=not args.no_baselines,
+        max_combinations=args.max_combinations,
+        spec=args.topo if not args.topo.endswith(".json") else None)
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
-    """Compute a deployment plan and write it as JSON."""
-    if args.budget < 0:
-        raise PlanError(f"--budget must be >= 0, got {args.budget}")
-    if args.capacity is not None and not args.capacity > 0:
-        raise PlanError(f"--capacity must be > 0, got {args.capacity}")
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise PlanError(f"--time-limit must be > 0, got {args.time_limit}")
+    """Compute a deployment plan and write it as JSON (:mod:`controller.plan.pipeline`)."""
+    req = plan_request(args)
+    req.check()
     # the output path first: an unwritable --out must not be found only after the LP
     check_output_file(args.out, "--out")
     if args.jobs is not None:
         if args.ps is not None or args.workers is not None:
             raise PlanError("--jobs names every job's PS and workers: drop --ps and --workers")
-        return _plan_jobs(args)
-    if args.ps is None or args.workers is None:
+    elif args.ps is None or args.workers is None:
         raise PlanError("give --ps and --workers (one job), or --jobs FILE|N (several)")
     graph = read_topology(args.topo)
-    workers = resolve_workers(graph, args.ps, args.workers)
-    job = make_job(graph, args.ps, workers, capacity=args.capacity,
-                   result_load=args.result_load)
-    t0 = time.perf_counter()
-    fast = FastLP(job, solver=args.solver, time_limit=args.time_limit)
-    res = greedy(job, args.budget, solver=args.solver, time_limit=args.time_limit, lp=fast)
-    t_greedy = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    base = {}
-    if not args.no_baselines:
-        base = all_baselines(job, args.budget, seed=args.seed, solver=args.solver,
-                             time_limit=args.time_limit, lp=fast,
-                             max_combinations=args.max_combinations)
-    t_base = time.perf_counter() - t1
-    spec = args.topo if not args.topo.endswith(".json") else None
-    plan = build_plan(job, res.lp, budget=args.budget, baselines=base, spec=spec,
-                      capacity=args.capacity, greedy_history=res.history,
-                      timings={"greedy": t_greedy, "baselines": t_base,
-                               "lp_solves": res.lp_solves})
+    if args.bw is not None:
+        if not args.bw > 0:
+            raise PlanError(f"--bw must be > 0 Mbit/s, got {args.bw}")
+        graph = with_bandwidth(graph, args.bw)
+    if args.jobs is not None:
+        plan = make_plan(graph, req, jobs=jobs_argument(args.jobs, graph))
+    else:
+        plan = make_plan(graph, req, ps=args.ps,
+                         workers=resolve_workers(graph, args.ps, args.workers))
     try:
         write_plan(plan, args.out)
     except OSError as exc:  # e.g. the disk filled up during the LP (nothing is left behind)
         raise PlanError(f"--out {args.out}: cannot write the plan "
                         f"({exc.strerror or exc})") from None
-    _summary(plan, args)
-    return 0
-
-
-def _plan_jobs(args: argparse.Namespace) -> int:
-    """``plan --jobs``: several jobs sharing the programmable switches (docs/design.md
-    §3.10): the joint greedy + LP, each job's γ planned alone for comparison, and Jain's
-    fairness of the planned γ_j / w_j."""
-    graph = read_topology(args.topo)
-    specs = jobs_argument(args.jobs, graph)
-    plan = joint_plan(graph, specs, args.budget, objective=args.objective,
-                      capacity=args.capacity, result_load=args.result_load,
-                      solver=args.solver, time_limit=args.time_limit,
-                      alone=not args.no_baselines,
-                      spec=args.topo if not args.topo.endswith(".json") else None)
-    try:
-        write_plan(plan, args.out)
-    except OSError as exc:
-        raise PlanError(f"--out {args.out}: cannot write the plan "
-                        f"({exc.strerror or exc})") from None
-    for line in jobs_summary_lines(plan):
-        print(line)
-    print(f"greedy {plan['timings']['greedy']:.2f}s; plan written to {args.out}")
+    if args.jobs is not None:
+        for line in jobs_summary_lines(plan):
+            print(line)
+        print(f"greedy {plan['timings']['greedy']:.2f}s; plan written to {args.out}")
+    else:
+        _summary(plan, args)
     return 0
 
 
@@ -126,7 +110,7 @@ def _summary(plan: dict, args: argparse.Namespace) -> None:
     t.add_column("× PS-only", justify="right")
     t.add_column("switches")
     ps = plan["baselines"].get("ps_only")
-    rows = [("greedy (plan)", plan["gamma"], plan["deployed"], "")]
+    rows = [(f"{plan['planner']} (plan)", plan["gamma"], plan["deployed"], "")]
     for name, d in plan["baseline_details"].items():
         rows.append((name, d["gamma"], d.get("deployed", []), d.get("note", "")))
     for name, g, dep, note in rows:
@@ -138,7 +122,7 @@ def _summary(plan: dict, args: argparse.Namespace) -> None:
     con.print(t)
     con.print(f"deployed (interval order): {', '.join(plan['deployed']) or '(none)'}; "
               f"PS link load {plan['ps_link_load']:.6g} (= γ); "
-              f"greedy {plan['timings']['greedy']:.2f}s, "
+              f"{plan['planner']} {plan['timings']['greedy']:.2f}s, "
               f"{plan['timings']['lp_solves']} LPs; plan written to {args.out}")
 
 
@@ -180,9 +164,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="largest number of subsets the exact-optimum baseline tries "
                         f"(at most {MAX_COMBINATIONS:,})")
     p.add_argument("--no-baselines", action="store_true", help="skip the baselines")
-    p.add_argument("--result-load", action="store_true",
-                   help="count the RESULT multicast tree in link loads (what the testbed's "
-                        "data plane does; docs/design.md §3.3 leaves it out)")
+    p.add_argument("--planner", choices=sorted(PLANNERS), default=DEFAULT_PLANNER,
+                   help=f"placement algorithm (default {DEFAULT_PLANNER}; docs/design.md "
+                        "§3.4: adding one is a module and a line in PLANNERS)")
+    p.add_argument("--result-load", action=argparse.BooleanOptionalAction, default=True,
+                   help="count the RESULT multicast tree in link loads, as the data plane "
+                        "and run do (default); --no-result-load: the model of "
+                        "docs/design.md §3.3, which leaves it out")
+    p.add_argument("--bw", type=finite_float, default=None,
+                   help="Mbit/s on every link, as run --bw sets them (default: the "
+                        "topology's own, 1 where it names none -- run's default)")
     p.add_argument("--out", required=True, help="plan file to write (JSON)")
     add_run_parser(sub, add_subcommand)
     add_compare_parser(sub, add_subcommand)

@@ -41,14 +41,13 @@ PS-only, with the settings) and ``table.md`` (both tables).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import random
 import statistics
 import textwrap
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -62,7 +61,7 @@ from controller.dataplane.drop_counters import (
     run_counters,
 )
 from controller.errors import ExperimentError
-from controller.experiment.methods.ina_core import Settings
+from controller.experiment.methods.ina_core import Settings, deployed_network
 from controller.experiment.network import check_environment, compile_program
 from controller.experiment.runner import Run
 from controller.files import write_json_atomic
@@ -287,45 +286,14 @@ def plot_campaign(rows: list[dict], path: Path, settings_line: str) -> Path | No
 
 
 # ------------------------------------------------------------------ the networks
-
-
-def _sockets(switches: Sequence[str]) -> dict[str, str]:
-    # UNIX socket paths: the switch processes run in the root namespace, like this one
-    return {sw: f"/tmp/insync-campaign-{os.getpid()}-{sw}.sock" for sw in switches}
-
-
-@contextlib.contextmanager
-def campaign_network(run: Run, s: CampaignSettings, graph: nx.Graph, plan: dict,
-                     jobs: list, build: Path) -> Iterator[Any]:
-    """Like :func:`controller.experiment.methods.ina.deployed_network`, with a control socket on every
-    switch (the campaign changes impairments between runs; ``run`` fixes them at start)."""
-    from controller.dataplane.deploy import deploy, switch_rules
-    from controller.experiment.methods.ina import Deployed
-    from topo.mininet_net import build_net
-    from topo.mininet_switch import PySwitch
-
-    p4info, config = compile_program(s.target, build)
-    switches = [n for n, d in graph.nodes(data=True) if d.get("kind") == "switch"]
-    socks = _sockets(switches)
-    mn = build_net(graph, PySwitch, per_switch_opts={sw: {"control_socket": p}
-                                                    for sw, p in socks.items()},
-                   bw_unit_mbps=1.0 if s.bw else None)
-    with run.network(mn) as mininet:
-        hosts = {h: (info.ip, info.mac) for h, info in mininet.plan.hosts.items()}
-        rules = switch_rules(graph, plan, mininet.plan.ports, hosts, jobs)
-        addresses = {sw: (mininet.grpc_address(sw), mininet.device_id(sw)) for sw in rules}
-        t0 = time.perf_counter()
-        writes = deploy(rules, addresses, p4info, config)
-        net = Deployed(mininet, hosts, rules, p4info,
-                       {"deploy_s": time.perf_counter() - t0, "writes": sum(writes.values())})
-        net.info.update(sockets=socks, addresses=addresses, config=config)
-        yield net
+# (started by ina_core.deployed_network with a control socket on every switch: the campaign
+# changes impairments between runs, where ``run`` fixes them at start)
 
 
 def _set_impairment(net: Any, spec: str) -> None:
     from pyswitch.daemon import control_request
 
-    for sw, path in net.info["sockets"].items():
+    for sw, path in net.sockets.items():
         proc = net.mininet.net.get(sw).proc
         if proc is None or proc.poll() is not None:
             continue  # a killed switch
@@ -338,7 +306,7 @@ def _read_counters(net: Any, p4info: Path) -> tuple[dict, dict[str, str]]:
     """Every switch's counters (controller.dataplane.drop_counters); a killed switch is named, not
     asked (its gRPC port would only time out)."""
     live, dead = {}, {}
-    for sw, addr in net.info["addresses"].items():
+    for sw, addr in net.addresses.items():
         proc = net.mininet.net.get(sw).proc
         if proc is None or proc.poll() is not None:
             dead[sw] = "switch process not running"
@@ -359,7 +327,7 @@ def _push(net: Any, p4info: Path, config: Path, rules: dict | None = None) -> No
     """Push a pipeline (clears every slot) and the rules again to every switch."""
     from controller.dataplane.deploy import deploy
 
-    deploy(rules or net.rules, net.info["addresses"], p4info, config)
+    deploy(rules or net.rules, net.addresses, p4info, config)
 
 
 # ------------------------------------------------------------------ one run
@@ -375,7 +343,6 @@ class _Context:
     jobs: list
     n_values: int
     n_chunks: int
-    frac_bits: int
 
 
 def _worker_rounds(out_dir: Path, n: int) -> int:
@@ -392,27 +359,17 @@ def _worker_rounds(out_dir: Path, n: int) -> int:
 
 def _one_run(ctx: _Context, net: Any, monitor: Any, fault: Fault, mode: str, seed: int,
              run_dir: Path) -> dict:
-    from controller.experiment.methods.ina import JOB_IDS, run_mode, schedules_for
+    from controller.experiment.methods.ina import JOB_IDS, job_config, run_mode, schedules_for
     from workers.common.model import TrainConfig
-    from workers.ina.constants import INA_UDP_PORT
-    from workers.ina.job import JobConfig
 
     s, hosts, workers = ctx.s, net.hosts, ctx.workers
     train = TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers),
                         rounds=s.rounds, seed=seed)
-    schedule_file = run_dir / "schedules.json" if mode == "ina" else None
-    monitor.follow(schedule_file, lambda p: schedules_for("ina", p, workers, ctx.n_chunks))
-    cfg = JobConfig(
-        job_id=JOB_IDS[mode], mode=mode, rounds=s.rounds, train=train,
-        worker_ids=list(range(len(workers))),
-        worker_addrs=[(hosts[w][0], INA_UDP_PORT) for w in workers],
-        ps_addr=(hosts[s.ps][0], INA_UDP_PORT),
-        result_dests=[(hosts[workers[0]][0], INA_UDP_PORT)],
-        schedules=schedules_for(mode, monitor.plan, workers, ctx.n_chunks),
-        schedule_file=str(schedule_file) if schedule_file else None,
-        frac_bits=ctx.frac_bits, n_values=ctx.n_values, out_dir=str(run_dir),
-        window=s.window, timeout=s.timeout, round_timeout_s=s.round_timeout,
-        start_file=str(run_dir / "start"))
+    monitor.follow(run_dir / "schedules.json" if mode == "ina" else None,
+                   lambda p: schedules_for("ina", p, workers, ctx.n_chunks))
+    cfg = job_config(s, job_id=JOB_IDS[mode], mode=mode, plan=monitor.plan, workers=workers,
+                     ps=s.ps, hosts=hosts, train=train, n_values=ctx.n_values,
+                     out_dir=run_dir, members=False)
     error = None
     record: dict | None = None
     try:
@@ -474,7 +431,6 @@ def run_campaign(s: CampaignSettings, console: Any = None,
     from controller.experiment.methods.ina import JOB_IDS, Settings, plan_job
     from topo.models import parse_topology
     from workers.common.model import Replica, TrainConfig
-    from workers.common.quantize import choose_frac_bits
     from workers.ina.constants import K, num_slots, set_num_slots
     from workers.ina.job import MODES
     from workers.ina.worker import n_chunks_for
@@ -509,8 +465,7 @@ def run_campaign(s: CampaignSettings, console: Any = None,
     n_values = Replica(TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers)),
                        0).params.size
     jobs = [JobSpec(JOB_IDS[m], tuple(workers)) for m in s.modes]
-    ctx = _Context(run, s, graph, plan, workers, jobs, n_values, n_chunks_for(n_values, K),
-                   choose_frac_bits(8.0, len(workers)))
+    ctx = _Context(run, s, graph, plan, workers, jobs, n_values, n_chunks_for(n_values, K))
     seeds = [s.seed + i for i in range(s.seeds)]
     todo = plan_runs(faults, s.modes, seeds)
     runs: list[dict] = []
@@ -547,7 +502,8 @@ def run_campaign(s: CampaignSettings, console: Any = None,
         with run.progress_bars():
             if shared:
                 t0 = time.perf_counter()
-                with campaign_network(run, s, graph, plan, jobs, out_dir / "build") as net:
+                with deployed_network(run, s, graph, plan, jobs, control_sockets=True,
+                                      build=out_dir / "build", impair=False) as net:
                     networks.append({"serves": "every fault but kill", "runs": len(shared),
                                      "deploy_s": round(net.info["deploy_s"], 2),
                                      "start_s": round(time.perf_counter() - t0, 1)})
@@ -567,7 +523,7 @@ def run_campaign(s: CampaignSettings, console: Any = None,
                             monitor.p4info, monitor.rules = small[0], dict(small[2])
                         else:
                             set_num_slots(int(default_slots) if default_slots else None)
-                            _push(net, net.p4info, net.info["config"])
+                            _push(net, net.p4info, net.device_config)
                             monitor.p4info, monitor.rules = net.p4info, dict(net.rules)
                         _set_impairment(net, fault.impairment(seed))
                         run_dir = out_dir / "runs" / f"{fault.label.replace(' ', '-')}" \
@@ -583,8 +539,8 @@ def run_campaign(s: CampaignSettings, console: Any = None,
                 switch, rnd = kill_choice(plan, graph, s.rounds, seed)
                 f = replace(fault, switch=switch, round=rnd)
                 t0 = time.perf_counter()
-                with campaign_network(run, s, graph, plan, jobs,
-                                      out_dir / "build") as net:
+                with deployed_network(run, s, graph, plan, jobs, control_sockets=True,
+                                      build=out_dir / "build", impair=False) as net:
                     networks.append({"serves": f"{f.label} {mode} seed {seed}", "runs": 1,
                                      "deploy_s": round(net.info["deploy_s"], 2),
                                      "start_s": round(time.perf_counter() - t0, 1)})

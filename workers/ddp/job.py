@@ -14,29 +14,30 @@ from __future__ import annotations
 
 from workers.common.model import TrainConfig
 from workers.ina.constants import INA_UDP_PORT, K
-from workers.ina.job import JobConfig
+from workers.ina.job import JobConfig, make_job_config
 from workers.ina.worker import ps_only_schedule
 
 Addr = tuple[str, int]
 
 
 def ddp_job(*, job_id: int, mode: str, steps: int, worker_addrs: list[Addr], ps_addr: Addr,
-            result_dests: list[Addr], schedules: dict[str, list[tuple[int, int, int]]],
-            capacity: int, frac_bits: int, out_dir: str, window: int = 16,
+            schedules: dict[str, list[tuple[int, int, int]]], capacity: int, frac_bits: int,
+            out_dir: str, results_to: str = "network", window: int = 16,
             timeout: float = 0.05, round_timeout_s: float = 120.0) -> JobConfig:
-    """Rank r is worker r (bit r of the INA bitmap) at ``worker_addrs[r]``."""
+    """Rank r is worker r (bit r of the INA bitmap) at ``worker_addrs[r]``; ``results_to``
+    as :func:`workers.ina.job.make_job_config` (``"every_worker"`` on loopback)."""
     n = len(worker_addrs)
     for w in range(n):
         sched = schedules.get(str(w))
         if sched is None or sorted(c for c, _, _ in sched) != list(range(capacity)):
             raise ValueError(f"worker {w}: schedule must list chunks 0..{capacity - 1} once each")
-    return JobConfig(job_id=job_id, mode=mode, rounds=steps,
-                     train=TrainConfig(n_workers=n, rounds=steps), worker_ids=list(range(n)),
-                     worker_addrs=list(worker_addrs), ps_addr=ps_addr,
-                     result_dests=list(result_dests), schedules=schedules,
-                     frac_bits=frac_bits, n_values=capacity * K, out_dir=out_dir,
-                     window=window, timeout=timeout, round_timeout_s=round_timeout_s,
-                     extra={"method": "ddp", "capacity": capacity})
+    return make_job_config(job_id=job_id, mode=mode, rounds=steps,
+                           train=TrainConfig(n_workers=n, rounds=steps),
+                           worker_addrs=list(worker_addrs), ps_addr=ps_addr,
+                           schedules=schedules, frac_bits=frac_bits, n_values=capacity * K,
+                           out_dir=out_dir, results_to=results_to, window=window,
+                           timeout=timeout, round_timeout_s=round_timeout_s,
+                           extra={"method": "ddp", "capacity": capacity})
 
 
 def loopback_job(*, n_ranks: int, steps: int, capacity: int, frac_bits: int, out_dir: str,
@@ -46,6 +47,6 @@ def loopback_job(*, n_ranks: int, steps: int, capacity: int, frac_bits: int, out
     ranks = [("127.0.0.1", base_port + 1 + r) for r in range(n_ranks)]
     sched = ps_only_schedule(capacity)
     return ddp_job(job_id=job_id, mode="ps_only", steps=steps, worker_addrs=ranks,
-                   ps_addr=("127.0.0.1", base_port), result_dests=ranks,
+                   ps_addr=("127.0.0.1", base_port), results_to="every_worker",
                    schedules={str(r): sched for r in range(n_ranks)}, capacity=capacity,
                    frac_bits=frac_bits, out_dir=out_dir)

@@ -74,6 +74,35 @@ class JobConfig:
         return cls(**data)
 
 
+RESULTS_TO = ("network", "every_worker")
+
+
+def make_job_config(*, job_id: int, mode: str, rounds: int, train: TrainConfig,
+                    worker_addrs: list[tuple[str, int]], ps_addr: tuple[str, int],
+                    schedules: dict[str, list[tuple[int, int, int]]], frac_bits: int,
+                    n_values: int, out_dir: str, results_to: str = "network",
+                    **options: object) -> JobConfig:
+    """The one constructor of an INA job file: worker ``i`` is ``worker_addrs[i]`` (bit ``i``
+    of the bitmap), and the RESULT addressing follows from where the job runs.
+
+    ``results_to="network"``: the PS sends each RESULT once, addressed to worker 0; the
+    switches multicast it down the job's RESULT tree to every member and rewrite the
+    addresses per port (docs/protocol.md §3), so one copy leaves the PS whatever the job's
+    size.  ``"every_worker"``: no switch multicasts (loopback), so the PS sends one copy to
+    every worker's address.  ``options``: the other :class:`JobConfig` fields (window,
+    timeouts, start/schedule/removal/members files, ``extra``)."""
+    if results_to not in RESULTS_TO:
+        raise ValueError(f"results_to must be one of {RESULTS_TO}, got {results_to!r}")
+    if not worker_addrs:
+        raise ValueError("a job needs at least one worker")
+    dests = [worker_addrs[0]] if results_to == "network" else list(worker_addrs)
+    return JobConfig(job_id=job_id, mode=mode, rounds=rounds, train=train,
+                     worker_ids=list(range(len(worker_addrs))),
+                     worker_addrs=list(worker_addrs), ps_addr=ps_addr, result_dests=dests,
+                     schedules=schedules, frac_bits=frac_bits, n_values=n_values,
+                     out_dir=out_dir, **options)  # type: ignore[arg-type]
+
+
 class ScheduleBook:
     """A worker's schedule for each round: the job file's, until the controller publishes a
     new one in ``cfg.schedule_file`` (written atomically; a list of ``{"from_round": R,

@@ -233,9 +233,6 @@ class DdpMethod(Method):
                             job_id=JOB_IDS[m], mode=m, steps=s.rounds,
                             worker_addrs=[(ip[w], INA_UDP_PORT) for w in workers],
                             ps_addr=(ip[s.ps], INA_UDP_PORT),
-                            # RESULTs go toward the PS's ToR, whose multicast group copies
-                            # them to every worker (docs/protocol.md §3)
-                            result_dests=[(ip[workers[0]], INA_UDP_PORT)],
                             schedules=schedules_for(m, plan, workers, self.capacity),
                             capacity=self.capacity, frac_bits=frac_bits,
                             out_dir=str(out_dir / name), window=s.window, timeout=s.timeout,

@@ -21,22 +21,15 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from controller.dataplane.deploy import SLOT_POLICIES, JobSpec
+from controller.dataplane.deploy import SLOT_POLICIES
 from controller.errors import ExperimentError
-from controller.experiment.failover import (
-    WORKER_POLICIES,
-    SwitchMonitor,
-    WorkerMonitor,
-    WorkerStopped,
-    parse_fail_switch,
-    parse_kill_worker,
-)
+from controller.experiment.failover import WORKER_POLICIES, parse_fail_switch, parse_kill_worker
+from controller.experiment.methods import ina_engine as engine
 from controller.experiment.methods.ina_core import (
     JOB_IDS,
     Deployed,
@@ -44,39 +37,36 @@ from controller.experiment.methods.ina_core import (
     deployed_network,
     exact_sums_by_round,
     exact_sums_ok,
-    job_record,
+    job_config,
     member_schedules,
     plan_job,
     schedules_for,
-    worker_failure_record,
 )
+from controller.experiment.methods.ina_engine import run_mode
 from controller.experiment.methods.ina_jobs import (
-    MODELS,
-    execute_jobs,
     jobs_summary,
     plot_jobs_gamma,
     print_jobs,
     references,
 )
+from controller.experiment.methods.ina_tenants import MODELS
 from controller.experiment.network import check_environment
 from controller.experiment.records import seed_stats
 from controller.experiment.report import plot_modes, print_summary, print_written
-from controller.experiment.runner import Launch, Method, Node, Run, execute
+from controller.experiment.runner import Method, Run, execute
 from controller.options import finite_float
 from controller.plan.document import resolve_workers
 from controller.plan.jobs import jobs_argument
 from controller.plan.lp import PlanError
 from controller.plan.lp_jobs import OBJECTIVES
 from topo.models import parse_topology
-from workers.common.model import Replica, TrainConfig, train_synchronous
-from workers.common.quantize import choose_frac_bits
-from workers.ina.constants import INA_UDP_PORT, K, num_slots
-from workers.ina.job import MODES, JobConfig
+from workers.common.model import train_synchronous
+from workers.ina.constants import num_slots
+from workers.ina.job import MODES
 from workers.ina.wire import FRAME_BYTES
-from workers.ina.worker import n_chunks_for
 
 # the shared pieces stay importable from here, where one-job callers look for them
-__all__ = ["InaMethod", "Settings", "run_experiment", "summarize", "schedules_for",
+__all__ = ["InaMethod", "Settings", "run_experiment", "summarize", "schedules_for", "job_config",
            "member_schedules", "exact_sums_ok", "exact_sums_by_round", "plan_job", "Deployed",
            "deployed_network", "JOB_IDS", "run_mode", "settings_from_args"]
 
@@ -138,76 +128,6 @@ def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: fl
         "worker_failure": [{**e, "mode": e["policy"]} for d in modes.values()
                            for e in d.get("worker_failure", [])],
     }
-
-
-# ------------------------------------------------------------------ one mode
-
-
-def run_mode(run: Run, mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: str,
-             monitor: SwitchMonitor, deaths: WorkerMonitor | None = None) -> dict:
-    """Run one mode's job on the live network; returns its per-round records.  ``deaths``
-    handles a worker that dies (docs/design.md §9); with ``stop`` the rounds every survivor
-    finished are recorded before :class:`WorkerStopped` goes on up."""
-    out_dir = Path(cfg.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    job_file = out_dir / "job.json"
-    cfg.save(job_file)
-    task = run.progress.add_task(f"{mode}: rounds", total=cfg.rounds)
-
-    def on_line(host: str, line: str) -> None:
-        if deaths is not None:
-            deaths.on_line(host, line)
-        words = line.split()  # "worker I round R ..."
-        if len(words) > 3 and words[0] == "worker" and words[2] == "round":
-            monitor.on_worker_round(int(words[3]))
-            if host == min(run_hosts, key=workers.index):  # the first worker still running
-                run.progress.advance(task)
-
-    def watch() -> None:
-        monitor.poll()
-        if deaths is not None:
-            deaths.poll()
-
-    def on_failure(host: str, code: int) -> bool:
-        if deaths is None or not deaths.on_failure(host, code):
-            return False
-        run_hosts.discard(host)
-        return True
-
-    run_hosts = set(workers)
-    n_events, plan_gamma = len(monitor.events), monitor.plan["gamma"]
-    stopped: WorkerStopped | None = None
-    try:
-        done = run.launch(mininet, Launch(
-            label=mode, out_dir=out_dir,
-            servers=[Node(ps, "workers.ina.ps_node", (str(job_file),))],
-            nodes=[Node(w, "workers.ina.worker_node", (str(job_file), "--worker", str(i)))
-                   for i, w in enumerate(workers)],
-            start_file=Path(cfg.start_file) if cfg.start_file else None,
-            timeout_s=cfg.round_timeout_s * cfg.rounds, watch=watch, on_line=on_line,
-            on_failure=on_failure, on_procs=deaths.on_procs if deaths else None,
-            server_exit="stop", stop_timeout_s=30))  # the PS serves retransmissions to the end
-        moved, ps_code = done.moved, done.server_codes[ps]
-    except WorkerStopped as exc:  # the finished rounds are kept (results.json), then stop
-        stopped, moved, ps_code = exc, {}, 0
-    if ps_code != 0:
-        raise ExperimentError(f"{mode}: the PS did not complete every round "
-                              f"(see {out_dir}/logs.txt)")
-    gone = (set(deaths.removed_hosts()) | {e.worker for e in deaths.job_events} if deaths
-            else set())
-    tor = mininet.plan.hosts[ps].neighbours[0]
-    record, ps_report = job_record(cfg, workers, ps, tor, moved, gone,
-                                   complete=stopped is None)
-    record["failover"] = [asdict(e) for e in monitor.events[n_events:]]
-    record["plan_gamma"] = plan_gamma  # of the plan this mode started on
-    rounds = record["rounds"]
-    if deaths is not None and deaths.job_events:
-        record["worker_failure"] = worker_failure_record(deaths, rounds, ps_report)
-    if stopped is not None:
-        record["stopped"] = str(stopped)
-        stopped.record = record  # the caller records it under its label, then stops
-        raise stopped
-    return record
 
 
 # ------------------------------------------------------------------ the method
@@ -312,91 +232,35 @@ class InaMethod(Method):
                                   "not the PS of a job")
 
     def execute(self, run: Run) -> None:
-        if self.s.jobs is not None:
-            execute_jobs(self, run)
-            return
-        s, graph, console, out_dir = self.s, self.graph, run.console, run.out_dir
-        plan = self.plan = plan_job(s, graph, out_dir, console)
-        workers = list(plan["workers"])
-        trains = [TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers),
-                              rounds=s.rounds, batch_size=s.batch_size, lr=s.lr, seed=seed)
-                  for seed in run.seeds]
-        self.train = trains[0]
-        n_values = Replica(self.train, 0).params.size
-        self.n_chunks = n_chunks = n_chunks_for(n_values, K)
-        frac_bits = choose_frac_bits(8.0, len(workers))
-        jobs = [JobSpec(JOB_IDS[m], tuple(workers)) for m in s.modes]
-        with deployed_network(run, s, graph, plan, jobs) as net:
-            mininet, hosts = net.mininet, net.hosts
-            self.deploy_info = net.info
-            monitor = SwitchMonitor(mininet, graph, plan, net.rules, jobs, hosts, net.p4info,
-                                    say=console.print, fail=self.fail)
-            deaths = WorkerMonitor(monitor, s.on_worker_failure, console.print, self.kill)
-            for rep, train in enumerate(trains):
-                for m in s.modes:
-                    # the first repeat keeps the folders it always had; later ones add the seed
-                    mode_dir = out_dir / (m if rep == 0 else f"{m}-seed{train.seed}")
-                    # a switch that died in an earlier mode stays dead: plan from the current
-                    schedule_file = mode_dir / "schedules.json" if m == "ina" else None
-
-                    def after_switch(p: dict) -> dict:
-                        # a switch that dies after a worker did: plan for the survivors
-                        left = [w for w in workers if w not in deaths.removed_hosts()]
-                        if len(left) == len(workers):
-                            return schedules_for("ina", p, workers, n_chunks)
-                        return member_schedules("ina", p, workers, left, n_chunks,
-                                                monitor.graph) or {}
-
-                    def after_worker(left: list[str], m: str = m) -> dict | None:
-                        return member_schedules(m, monitor.plan, workers, left, n_chunks,
-                                                monitor.graph)
-                    monitor.follow(schedule_file, after_switch)
-                    deaths.begin(m, next(j for j in jobs if j.job_id == JOB_IDS[m]), s.ps,
-                                 mode_dir / "removals.json", after_worker)
-                    cfg = JobConfig(
-                        job_id=JOB_IDS[m], mode=m, rounds=s.rounds, train=train,
-                        worker_ids=list(range(len(workers))),
-                        worker_addrs=[(hosts[w][0], INA_UDP_PORT) for w in workers],
-                        ps_addr=(hosts[s.ps][0], INA_UDP_PORT),
-                        result_dests=[(hosts[workers[0]][0], INA_UDP_PORT)],
-                        schedules=schedules_for(m, monitor.plan, workers, n_chunks),
-                        schedule_file=str(schedule_file) if schedule_file else None,
-                        frac_bits=frac_bits,
-                        n_values=n_values, out_dir=str(mode_dir), window=s.window,
-                        timeout=s.timeout, round_timeout_s=s.round_timeout,
-                        start_file=str(mode_dir / "start"),
-                        removal_file=str(mode_dir / "removals.json"),
-                        members_file=str(mode_dir / "members.json"),
-                        worker_timeout_s=s.worker_timeout)
-                    try:
-                        record = run_mode(run, mininet, m, cfg, workers, s.ps, monitor, deaths)
-                    except WorkerStopped as exc:
-                        run.record(m, exc.record, rep)
-                        raise
-                    run.record(m, record, rep)
+        # one engine: a single job is a run of one tenant (controller.experiment.methods.ina_engine)
+        self.done = engine.execute(run, self.s, self.graph,
+                                   self.job_specs if self.s.jobs is not None else None,
+                                   self.fail, self.kill)
 
     def results(self, run: Run) -> dict[str, Any]:
-        if self.s.jobs is not None:
-            refs = references(self.tenants, self.s, run.seeds[0])
+        done = self.done
+        if not done.solo:
+            refs = references(done.tenants, self.s, run.seeds[0])
             return {"run": run.name, "method": "ina", "settings": asdict(self.s),
-                    "plan": {k: self.plan[k] for k in ("objective", "deployed",
+                    "plan": {k: done.plan[k] for k in ("objective", "deployed",
                                                        "programmable", "fairness")},
-                    "deploy": self.deploy_info, "modes": run.modes,
-                    "failover": [asdict(e) for e in self.switch_events],
-                    **jobs_summary(self.plan, self.tenants, run.modes, refs, self.s.bw)}
-        reference = train_synchronous(self.train)
-        res = summarize(self.s, run.name, self.plan, run.modes, reference.final_accuracy,
-                        self.n_chunks, self.deploy_info)
+                    "deploy": done.deploy_info, "modes": run.modes,
+                    "failover": [asdict(e) for e in done.switch_events],
+                    **jobs_summary(done.plan, done.tenants, run.modes, refs, self.s.bw)}
+        tenant = done.tenants[0]
+        reference = train_synchronous(tenant.train(self.s, run.seeds[0]))
+        res = summarize(self.s, run.name, done.plan, run.modes, reference.final_accuracy,
+                        tenant.n_chunks, done.deploy_info)
         if len(run.seeds) > 1:  # the figures of summarize, per repeat, mean ± std
-            per = [summarize(self.s, run.name, self.plan, rep, reference.final_accuracy,
-                             self.n_chunks, self.deploy_info) for rep in run.repeats]
+            per = [summarize(self.s, run.name, done.plan, rep, reference.final_accuracy,
+                             tenant.n_chunks, done.deploy_info) for rep in run.repeats]
             res["gamma"]["measured_over_repeats"] = seed_stats(
                 [p["gamma"]["measured"] for p in per])
         return res
 
     def report(self, run: Run, results: dict[str, Any]) -> None:
         plots = plot_modes(run.modes, run.out_dir)
-        if self.s.jobs is not None:
+        if not self.done.solo:
             plots += [p for p in (plot_jobs_gamma(results, run.out_dir),) if p is not None]
             print_jobs(results, run.console)
             print_written(run.console, run.out_dir, plots)

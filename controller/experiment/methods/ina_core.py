@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import networkx as nx
 import numpy as np
@@ -24,16 +25,18 @@ from controller.experiment.failover import WorkerMonitor
 from controller.experiment.network import P4_PROGRAM, ROOT, compile_program
 from controller.experiment.report import mean
 from controller.experiment.runner import Run
-from controller.plan.baselines import all_baselines
-from controller.plan.document import build_plan, chunk_schedule, resolve_workers, write_plan
-from controller.plan.greedy import greedy
-from controller.plan.lp import FastLP, make_job, solve_lp
+from controller.plan.document import chunk_schedule, resolve_workers, write_plan
+from controller.plan.pipeline import PlanRequest, make_plan
+from controller.plan.planners import DEFAULT_PLANNER
 from controller.plan.replan import replan_members
-from workers.ina.job import MODES, JobConfig
-from workers.ina.worker import ps_only_schedule
+from workers.common.model import TrainConfig
+from workers.common.quantize import choose_frac_bits
+from workers.ina.constants import INA_UDP_PORT, K
+from workers.ina.job import MODES, JobConfig, make_job_config
+from workers.ina.worker import n_chunks_for, ps_only_schedule
 
-__all__ = ["JOB_IDS", "Settings", "schedules_for", "member_schedules", "exact_sums_by_round",
-           "exact_sums_ok", "plan_job", "Deployed", "deployed_network", "job_record",
+__all__ = ["JOB_IDS", "Settings", "TransportSettings", "job_config", "schedules_for", "member_schedules", "exact_sums_by_round",
+           "exact_sums_ok", "plan_request", "plan_job", "Deployed", "deployed_network", "job_record",
            "worker_failure_record"]
 
 JOB_IDS = {"ina": 1, "tor_only": 2, "ps_only": 3}
@@ -45,6 +48,7 @@ class Settings:
     ps: str = "h0"
     workers: str = "6"
     budget: int = 2
+    planner: str = DEFAULT_PLANNER  # controller.plan.planners.PLANNERS
     rounds: int = 30
     model: str = "mlp"
     hidden: int = 32
@@ -80,6 +84,44 @@ class Settings:
 
 
 # ------------------------------------------------------------------ pure helpers
+
+
+class TransportSettings(Protocol):
+    """What :func:`job_config` reads of a run's settings (:class:`Settings`, the campaign's
+    and the benches')."""
+
+    window: int
+    timeout: float
+    round_timeout: float
+
+
+def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: dict, workers: list[str],
+               ps: str, hosts: dict[str, tuple[str, str]], train: TrainConfig, n_values: int,
+               out_dir: Path, start: Path | None = None, members: bool = True) -> JobConfig:
+    """The job file of one INA job in one mode on a deployed network -- the only place the
+    runner, the several-jobs runner, the campaign and the benches make one: worker ``i`` is
+    ``workers[i]``, RESULTs go into the network (:func:`workers.ina.job.make_job_config`),
+    the schedules are the plan's for ``mode`` (:func:`schedules_for`), the ``ina`` mode
+    follows re-plans through ``schedules.json``, and with ``members`` a worker's removal
+    travels through ``removals.json`` and ``members.json`` (docs/design.md §9).  Every job of
+    one launch shares ``start`` (default: ``out_dir/start``)."""
+    n_chunks = n_chunks_for(n_values, K)
+    out = dict(
+        window=s.window, timeout=s.timeout, round_timeout_s=s.round_timeout,
+        start_file=str(start or out_dir / "start"),
+        schedule_file=str(out_dir / "schedules.json") if mode == "ina" else None)
+    if members:
+        out.update(removal_file=str(out_dir / "removals.json"),
+                   members_file=str(out_dir / "members.json"),
+                   worker_timeout_s=getattr(s, "worker_timeout", Settings.worker_timeout))
+    return make_job_config(
+        job_id=job_id, mode=mode, rounds=train.rounds, train=train,
+        worker_addrs=[(hosts[w][0], INA_UDP_PORT) for w in workers],
+        ps_addr=(hosts[ps][0], INA_UDP_PORT),
+        schedules=schedules_for(mode, plan, workers, n_chunks),
+        frac_bits=choose_frac_bits(8.0, len(workers)), n_values=n_values,
+        out_dir=str(out_dir), **out)
+
 
 
 def schedules_for(mode: str, plan: dict, workers: list[str], n_chunks: int) -> dict[str, list]:
@@ -152,27 +194,21 @@ def _impairments(s: Settings) -> list[str]:
     return [f"all:loss={s.loss},dup={s.dup},reorder={s.reorder},seed={s.seed}"]
 
 
+def plan_request(s: Settings) -> PlanRequest:
+    """The plan request of a run's settings: ``plan``'s defaults (one pipeline,
+    :mod:`controller.plan.pipeline`), with the run's budget, planner, seed and objective."""
+    return PlanRequest(budget=s.budget, planner=s.planner, objective=s.objective,
+                       seed=s.seed, max_combinations=500, spec=s.topo)
+
+
 def plan_job(s: Settings, graph: nx.Graph, out_dir: Path, console: Any = None) -> dict:
-    """Plan the job (greedy + LP, with baselines) and write ``plan.json``; says what it does on
-    ``console`` if given."""
+    """Plan the job (``s.planner``, with baselines) and write ``plan.json``; says what it
+    does on ``console`` if given."""
     if console is not None:
         console.print(f"[bold]planning[/] {s.topo}, PS {s.ps}, workers {s.workers}, "
-                      f"budget {s.budget}")
-    workers = resolve_workers(graph, s.ps, s.workers)
-    # The data plane multicasts every RESULT down a tree, so plan with that load counted
-    # (controller.plan.lp.result_tree_coeffs); the docs/design.md §3.3 γ of the same deployment is kept too.
-    job = make_job(graph, s.ps, workers, result_load=True)
-    t0 = time.perf_counter()
-    fast = FastLP(job)
-    res = greedy(job, s.budget, lp=fast)
-    t_greedy = time.perf_counter() - t0
-    base = all_baselines(job, s.budget, seed=s.seed, lp=fast, max_combinations=500)
-    plan = build_plan(job, res.lp, budget=s.budget, baselines=base, spec=s.topo,
-                      greedy_history=res.history,
-                      timings={"greedy": t_greedy, "lp_solves": res.lp_solves})
-    plan["result_load"] = True
-    plan["gamma_without_result_load"] = solve_lp(make_job(graph, s.ps, workers),
-                                                 list(res.deployed)).gamma
+                      f"budget {s.budget}, planner {s.planner}")
+    plan = make_plan(graph, plan_request(s), ps=s.ps,
+                     workers=resolve_workers(graph, s.ps, s.workers))
     write_plan(plan, out_dir / "plan.json")
     if console is not None:
         console.print(f"plan: γ = {plan['gamma']:.4g}, deployed "
@@ -189,29 +225,51 @@ class Deployed:
     rules: dict[str, Any]  # switch -> controller.dataplane.deploy.SwitchRules
     p4info: Path
     info: dict[str, Any]  # deploy seconds and table writes, for results.json
+    device_config: Path | None = None  # the compiled program (to push it again)
+    addresses: dict[str, tuple[str, int]] = field(default_factory=dict)  # gRPC, device id
+    sockets: dict[str, str] = field(default_factory=dict)  # switch -> control socket
+
+
+def _control_sockets(switches: list[str]) -> dict[str, str]:
+    # UNIX socket paths: the switch processes run in the root namespace, like this one
+    return {sw: f"/tmp/insync-{os.getpid()}-{sw}.sock" for sw in switches}
 
 
 @contextlib.contextmanager
-def deployed_network(run: Run, s: Settings, graph: nx.Graph, plan: dict,
-                     jobs: list[JobSpec]) -> Iterator[Deployed]:
+def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: dict, jobs: list[JobSpec], *,
+                     control_sockets: bool = False, build: Path | None = None,
+                     impair: bool = True) -> Iterator[Deployed]:
     """Compile ina.p4, start the Mininet network of ``s.target`` switches (links at ``s.bw``,
-    pyswitch impairments) and install ``plan`` for every job over P4Runtime; the network is
-    stopped when the block ends (:meth:`Run.network`).  Every method that runs INA jobs on a
-    planned network (ina, ddp) starts it this way."""
+    pyswitch impairments from ``s`` when ``impair``) and install ``plan`` for every job over
+    P4Runtime; the network is stopped when the block ends (:meth:`Run.network`).  Every user
+    of a planned INA network starts it this way: the runner (one job or several), DDP, the
+    fault campaign and the benches.  ``control_sockets``: every pyswitch gets a control
+    socket (``Deployed.sockets``), through which the campaign changes impairments and reads
+    counters between runs; ``build``: where the program is compiled (default
+    ``run.out_dir/build``).  ``s``: :class:`Settings` or any settings with ``target``,
+    ``bw`` (and ``loss``, ``dup``, ``reorder``, ``seed`` when ``impair``; ``slot_policy``
+    when several jobs share the switches)."""
     from topo.mininet_net import build_net
     from topo.mininet_switch import BMv2Switch, PySwitch
 
     console = run.console
+    if control_sockets and s.target != "pyswitch":
+        raise ExperimentError("control sockets (the campaign's impairments) need pyswitch")
     console.print(f"[bold]compiling[/] {P4_PROGRAM.relative_to(ROOT)} for {s.target}")
-    p4info, device_config = compile_program(s.target, run.out_dir / "build")
+    p4info, device_config = compile_program(s.target, build or run.out_dir / "build")
     switch_cls = BMv2Switch if s.target == "bmv2" else PySwitch
-    opts = {"impair": _impairments(s)} if s.target == "pyswitch" else {}
+    opts = {"impair": _impairments(s)} if s.target == "pyswitch" and impair else {}
+    socks = _control_sockets([n for n, k in graph.nodes(data="kind") if k == "switch"]) \
+        if control_sockets else {}
     console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, "
                   f"{s.target} switches" + (f", {s.bw:g} Mbit/s links" if s.bw else ""))
     with run.network(build_net(graph, switch_cls, switch_opts=opts,
+                               per_switch_opts={sw: {"control_socket": p}
+                                                for sw, p in socks.items()} or None,
                                bw_unit_mbps=1.0 if s.bw else None)) as mininet:
         hosts = {h: (info.ip, info.mac) for h, info in mininet.plan.hosts.items()}
-        rules = switch_rules(graph, plan, mininet.plan.ports, hosts, jobs, s.slot_policy)
+        rules = switch_rules(graph, plan, mininet.plan.ports, hosts, jobs,
+                             getattr(s, "slot_policy", "shared"))
         addresses = {sw: (mininet.grpc_address(sw), mininet.device_id(sw)) for sw in rules}
         console.print(f"[bold]deploying[/] over P4Runtime to {len(rules)} switches")
         t0 = time.perf_counter()
@@ -220,7 +278,8 @@ def deployed_network(run: Run, s: Settings, graph: nx.Graph, plan: dict,
         except DeployError as exc:
             raise ExperimentError(f"deploying the plan: {exc}") from None
         yield Deployed(mininet, hosts, rules, p4info,
-                       {"deploy_s": time.perf_counter() - t0, "writes": sum(writes.values())})
+                       {"deploy_s": time.perf_counter() - t0, "writes": sum(writes.values())},
+                       device_config, addresses, socks)
 
 
 def job_record(cfg: JobConfig, workers: list[str], ps: str, tor: str,

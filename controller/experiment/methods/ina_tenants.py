@@ -1,0 +1,102 @@
+"""The tenants of an INA run (:mod:`controller.experiment.methods.ina_engine`): each job with
+its PS, workers, model, rounds, weight, its part of the plan, and one job id per sync mode
+(``JOB_IDS[mode] + 4 k`` for the k-th job, so every (job, mode) has its own id, membership,
+masks and multicast group); what the switches hold for them; ``--kill-ps``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from controller.dataplane.deploy import JobSpec
+from controller.errors import ExperimentError
+from controller.experiment.methods.ina_core import JOB_IDS, Settings
+from controller.plan.jobs import JobSpec as JobEntry
+from controller.plan.lp_jobs import job_plan
+from workers.common.model import Replica, TrainConfig
+from workers.ina.constants import K
+from workers.ina.worker import n_chunks_for
+
+__all__ = ["Tenant", "JOB_ID_STRIDE", "MODELS", "make_tenants", "solo_tenant",
+           "deploy_specs", "parse_kill_ps"]
+
+JOB_ID_STRIDE = 4  # (job k, mode m) -> JOB_IDS[m] + 4 k: ids never shared across jobs
+MODELS = ("mlp", "logreg")
+
+
+@dataclass
+class Tenant:
+    """One training job of a run and its part of the plan."""
+
+    index: int
+    name: str
+    ps: str
+    workers: list[str]
+    weight: float
+    plan: dict[str, Any]  # single-job-shaped (controller.plan.lp_jobs.job_plan)
+    rounds: int
+    model: str
+    hidden: int
+    n_values: int
+    n_chunks: int
+
+    def job_id(self, mode: str) -> int:
+        return JOB_IDS[mode] + JOB_ID_STRIDE * self.index
+
+    def train(self, s: Settings, seed: int) -> TrainConfig:
+        return TrainConfig(model=self.model, hidden=self.hidden, n_workers=len(self.workers),
+                           rounds=self.rounds, batch_size=s.batch_size, lr=s.lr, seed=seed)
+
+    @property
+    def hosts(self) -> list[str]:
+        return [self.ps, *self.workers]
+
+
+def _tenant(s: Settings, k: int, name: str, ps: str, plan: dict[str, Any], weight: float,
+            rounds: int | None, model: str | None, hidden: int | None) -> Tenant:
+    model = model or s.model
+    if model not in MODELS:
+        raise ExperimentError(f"--jobs: job {name!r}: model {model!r} (expected "
+                              f"{' or '.join(MODELS)})")
+    hidden = hidden or s.hidden
+    workers = list(plan["workers"])
+    n_values = Replica(TrainConfig(model=model, hidden=hidden, n_workers=len(workers)),
+                       0).params.size
+    return Tenant(index=k, name=name, ps=ps, workers=workers, weight=float(weight), plan=plan,
+                  rounds=rounds or s.rounds, model=model, hidden=hidden, n_values=n_values,
+                  n_chunks=n_chunks_for(n_values, K))
+
+
+def make_tenants(s: Settings, plan: dict[str, Any], specs: list[JobEntry]) -> list[Tenant]:
+    """The tenants of a joint plan, with the model each job file entry asks for
+    (``model_size`` = the MLP's hidden units; defaults: the run's options)."""
+    return [_tenant(s, k, spec.name, spec.ps, job_plan(plan, spec.name), spec.weight,
+                    spec.rounds, spec.model, spec.model_size) for k, spec in enumerate(specs)]
+
+
+def solo_tenant(s: Settings, plan: dict[str, Any]) -> Tenant:
+    """The one tenant of a single-job run: the run's PS, workers, model and rounds."""
+    return _tenant(s, 0, "job", plan["ps"], plan, 1.0, s.rounds, s.model, s.hidden)
+
+
+def deploy_specs(tenants: list[Tenant], modes: tuple[str, ...],
+                 solo: bool = False) -> list[JobSpec]:
+    """What the switches hold: every (job, mode), each with the job's plan; the modes of
+    one job share its slot range (``tenant``).  ``solo``: the plan is the network's own."""
+    if solo:
+        return [JobSpec(tenants[0].job_id(m), tuple(tenants[0].workers)) for m in modes]
+    return [JobSpec(t.job_id(m), tuple(t.workers), plan=t.plan, tenant=t.name)
+            for t in tenants for m in modes]
+
+
+def parse_kill_ps(text: str, tenants: list[Tenant]) -> tuple[str, int]:
+    """``HOST@ROUND`` of ``--kill-ps``: a job's PS, killed once its workers reported ROUND."""
+    name, sep, rnd = text.partition("@")
+    if not sep or not rnd.strip().isdigit():
+        raise ExperimentError(f"--kill-ps: expected HOST@ROUND, got {text!r}")
+    pss = [t.ps for t in tenants]
+    if name.strip() not in pss:
+        raise ExperimentError(f"--kill-ps: {name.strip()!r} is not the PS of a job "
+                              f"({', '.join(pss)})")
+    return name.strip(), int(rnd)

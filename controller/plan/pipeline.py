@@ -1,0 +1,123 @@
+"""One pipeline from the settings of a job (or of several) to its plan document.
+
+``plan``, ``run``, the campaign, the benches and ``plan --jobs`` / ``run --jobs`` all plan
+through :func:`make_plan`, with the defaults of :class:`PlanRequest`, so that a plan printed
+by ``plan`` is the plan ``run`` deploys for the same settings (same γ, same deployment):
+
+* the RESULT multicast load is counted (``result_load=True``): the data plane multicasts every
+  RESULT down a tree from the PS's ToR (:func:`controller.plan.lp.result_tree_coeffs`), so the
+  γ it can reach is the LP's with that load; the γ of the same deployment in the model of
+  docs/design.md §3.3 (without it) is kept as ``gamma_without_result_load``;
+* the placement algorithm is a name in :data:`controller.plan.planners.PLANNERS`
+  (``greedy`` by default);
+* one job's document is :func:`controller.plan.document.build_plan`'s; several jobs' is
+  :func:`controller.plan.lp_jobs.joint_plan`'s (joint greedy + LP, docs/design.md §3.10).
+
+Pure but for the time it measures; writing the document is the caller's
+(:func:`controller.plan.document.write_plan`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from controller.plan.baselines import all_baselines
+from controller.plan.document import build_plan
+from controller.plan.jobs import JobSpec
+from controller.plan.lp import FastLP, PlanError, make_job, solve_lp
+from controller.plan.lp_jobs import OBJECTIVES, joint_plan
+from controller.plan.planners import DEFAULT_PLANNER, get_planner
+
+__all__ = ["PlanRequest", "make_plan", "plan_one_job", "plan_several_jobs"]
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What a plan depends on besides the graph and the jobs; the one set of defaults."""
+
+    budget: int
+    planner: str = DEFAULT_PLANNER
+    result_load: bool = True  # count the RESULT multicast tree (module docstring)
+    capacity: float | None = None  # C_s of every switch; None = unlimited
+    objective: str = "maxmin"  # several jobs: max-min of γ_j / w_j, or "sum"
+    solver: str = "auto"
+    time_limit: float | None = 60.0  # seconds per LP
+    seed: int = 0  # of the random baseline and of randomized planners
+    baselines: bool = True  # one job: the baselines table; several: each job planned alone
+    max_combinations: int = 2000  # the exact baseline's limit
+    spec: str | None = None  # the --topo text, kept in the document
+
+    def check(self) -> None:
+        """One :class:`PlanError` per bad value (before any LP)."""
+        if self.budget < 0:
+            raise PlanError(f"--budget must be >= 0, got {self.budget}")
+        if self.capacity is not None and not self.capacity > 0:
+            raise PlanError(f"--capacity must be > 0, got {self.capacity}")
+        if self.time_limit is not None and not self.time_limit > 0:
+            raise PlanError(f"--time-limit must be > 0, got {self.time_limit}")
+        if self.objective not in OBJECTIVES:
+            raise PlanError(f"--objective: expected one of {', '.join(OBJECTIVES)}, "
+                            f"got {self.objective!r}")
+        get_planner(self.planner)  # an unknown name: one line listing the known ones
+
+
+def plan_one_job(graph: nx.Graph, ps: str, workers: Sequence[str],
+                 req: PlanRequest) -> dict[str, Any]:
+    """The plan document of one job: its placement by ``req.planner``, the LP routing of
+    that placement, the baselines (unless ``req.baselines`` is False) and the timings."""
+    req.check()
+    job = make_job(graph, ps, list(workers), capacity=req.capacity,
+                   result_load=req.result_load)
+    fast = FastLP(job, solver=req.solver, time_limit=req.time_limit)
+    t0 = time.perf_counter()
+    placed = get_planner(req.planner)(job, req.budget, lp=fast, seed=req.seed,
+                                      solver=req.solver, time_limit=req.time_limit)
+    t_place = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    base = (all_baselines(job, req.budget, seed=req.seed, solver=req.solver,
+                          time_limit=req.time_limit, lp=fast,
+                          max_combinations=req.max_combinations)
+            if req.baselines else {})
+    t_base = time.perf_counter() - t1
+    plan = build_plan(job, placed.lp, budget=req.budget, baselines=base, spec=req.spec,
+                      capacity=req.capacity, greedy_history=placed.history,
+                      timings={"greedy": t_place, "baselines": t_base,
+                               "lp_solves": placed.lp_solves})
+    plan["planner"] = req.planner
+    plan["result_load"] = req.result_load
+    if req.result_load:  # the same deployment in the model of docs/design.md §3.3
+        plain = make_job(graph, ps, list(workers), capacity=req.capacity)
+        plan["gamma_without_result_load"] = solve_lp(plain, list(placed.deployed)).gamma
+    return plan
+
+
+def plan_several_jobs(graph: nx.Graph, specs: Sequence[JobSpec],
+                      req: PlanRequest) -> dict[str, Any]:
+    """The plan document of several jobs sharing the switches (docs/design.md §3.10): the
+    joint greedy + LP with ``req.objective``; each job planned alone too when
+    ``req.baselines``.  Only the greedy places several jobs jointly today."""
+    req.check()
+    if req.planner != "greedy":
+        raise PlanError(f"--planner {req.planner}: several jobs are placed by the joint "
+                        "greedy only (--planner greedy)")
+    plan = joint_plan(graph, specs, req.budget, objective=req.objective,
+                      capacity=req.capacity, result_load=req.result_load, solver=req.solver,
+                      time_limit=req.time_limit, alone=req.baselines, spec=req.spec)
+    plan["planner"] = req.planner
+    return plan
+
+
+def make_plan(graph: nx.Graph, req: PlanRequest, *, ps: str | None = None,
+              workers: Sequence[str] | None = None,
+              jobs: Sequence[JobSpec] | None = None) -> dict[str, Any]:
+    """One job (``ps`` and ``workers``) or several (``jobs``): the plan document."""
+    if jobs is not None:
+        return plan_several_jobs(graph, jobs, req)
+    if ps is None or workers is None:
+        raise PlanError("give a PS and workers (one job), or jobs (several)")
+    return plan_one_job(graph, ps, workers, req)

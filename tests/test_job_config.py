@@ -1,0 +1,71 @@
+"""One constructor of INA job files (``workers.ina.job.make_job_config``) and the runner's one
+use of it (``controller.experiment.methods.ina_core.job_config``): the RESULT addressing rule,
+worker bits, schedules and the files that carry run-time changes."""
+
+from pathlib import Path
+
+import pytest
+
+from controller.experiment.methods.ina_core import JOB_IDS, Settings, job_config
+from controller.plan.document import chunk_schedule
+from workers.common.model import TrainConfig
+from workers.ina.constants import INA_UDP_PORT
+from workers.ina.job import JobConfig, make_job_config
+
+ADDRS = [("10.0.0.2", 7000), ("10.0.0.3", 7000), ("10.0.0.4", 7000)]
+
+
+def _make(**kw):
+    base = dict(job_id=1, mode="ps_only", rounds=2, train=TrainConfig(n_workers=3, rounds=2),
+                worker_addrs=ADDRS, ps_addr=("10.0.0.1", 7000),
+                schedules={str(i): [(0, 0, 3)] for i in range(3)}, frac_bits=20,
+                n_values=32, out_dir="/nonexistent")
+    return make_job_config(**{**base, **kw})
+
+
+def test_results_go_into_the_network_once_or_to_every_worker_on_loopback():
+    net = _make()
+    assert net.result_dests == [ADDRS[0]] and net.worker_ids == [0, 1, 2]
+    assert _make(results_to="every_worker").result_dests == ADDRS
+    with pytest.raises(ValueError, match="results_to"):
+        _make(results_to="ps")
+    with pytest.raises(ValueError, match="at least one worker"):
+        _make(worker_addrs=[])
+
+
+def test_job_file_round_trip(tmp_path):
+    cfg = _make(window=4, start_file="s")
+    cfg.save(tmp_path / "job.json")
+    assert JobConfig.load(tmp_path / "job.json") == cfg
+
+
+def test_runner_job_config_follows_the_plan(tmp_path):
+    """The runner's job file of the ina mode: worker i is the plan's i-th worker, its
+    schedule the plan's chunk schedule, re-plans and removals through files in its folder."""
+    workers = ["h1", "h2"]
+    plan = {"workers": workers, "switch_ids": {"e0": 1, "e1": 2}, "ps_tor": "e0",
+            "deployed": ["e1"], "intervals": {"e1": {"offset": 0.0, "length": 0.5}},
+            "fractions": {"h1": {"e1": 0.5}, "h2": {"e1": 0.5}}}
+    hosts = {"h0": ("10.0.0.1", "m0"), "h1": ("10.0.0.2", "m1"), "h2": ("10.0.0.3", "m2")}
+    train = TrainConfig(n_workers=2, rounds=3)
+    s = Settings()
+    cfg = job_config(s, job_id=JOB_IDS["ina"], mode="ina", plan=plan, workers=workers,
+                     ps="h0", hosts=hosts, train=train, n_values=4 * 32, out_dir=tmp_path)
+    assert cfg.worker_addrs == [("10.0.0.2", INA_UDP_PORT), ("10.0.0.3", INA_UDP_PORT)]
+    assert cfg.ps_addr == ("10.0.0.1", INA_UDP_PORT)
+    assert cfg.result_dests == [("10.0.0.2", INA_UDP_PORT)]
+    assert cfg.rounds == 3 and cfg.n_values == 128
+    by_name = chunk_schedule(plan, 4)
+    assert cfg.schedules == {"0": by_name["h1"], "1": by_name["h2"]}
+    assert cfg.schedules["0"][:2] == [(0, 2, 2), (1, 2, 2)]  # first half at e1, both workers
+    assert cfg.schedules["0"][2:] == [(2, 1, 2), (3, 1, 2)]  # the rest at the PS's ToR
+    assert Path(cfg.schedule_file) == tmp_path / "schedules.json"
+    assert Path(cfg.removal_file) == tmp_path / "removals.json"
+    assert Path(cfg.start_file) == tmp_path / "start"
+    assert (cfg.window, cfg.timeout, cfg.worker_timeout_s) == (s.window, s.timeout,
+                                                                 s.worker_timeout)
+    quiet = job_config(s, job_id=JOB_IDS["ps_only"], mode="ps_only", plan=plan,
+                       workers=workers, ps="h0", hosts=hosts, train=train, n_values=128,
+                       out_dir=tmp_path, members=False)
+    assert quiet.schedule_file is None and quiet.removal_file is None
+    assert quiet.schedules["1"] == [(c, 0, 1) for c in range(4)]
