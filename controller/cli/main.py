@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from controller.cli.network import add_network_parsers
+from controller.cli.parser import Parser, UsageError
 from controller.cli.run import add_run_parser
 from controller.errors import ExperimentError
 from controller.experiment.campaign import add_campaign_parser
@@ -29,18 +30,10 @@ from controller.plan.lp import FastLP, PlanError, make_job
 from controller.plan.lp_jobs import jobs_summary_lines, joint_plan
 from topo.models import TopologyError
 
-__all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_workers"]
+__all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_workers",
+           "UsageError"]
 
 EXIT_USAGE = 2
-
-
-class UsageError(Exception):
-    """A command-line mistake (one line, exit 2)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line instead of usage + message
-        raise UsageError(f"{self.prog}: {message}")
 
 
 def _fmt(x: float | None) -> str:
@@ -153,8 +146,8 @@ def add_subcommand(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m controller", description="INSync controller")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="python -m controller", description="INSync controller")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p = add_subcommand(sub, "plan", cmd_plan,
                        "compute which switches aggregate and how workers route (greedy + LP)")
     p.add_argument("--topo", required=True,

@@ -61,13 +61,19 @@ from controller.experiment.methods.ina_jobs import (
 from controller.experiment.network import check_environment
 from controller.experiment.records import seed_stats
 from controller.experiment.report import plot_modes, print_summary, print_written
+from controller.experiment.run_options import (
+    add_impairment_options,
+    add_round_timeout,
+    add_topology_options,
+    add_transport_options,
+)
 from controller.experiment.runner import Launch, Method, Node, Run, execute
-from controller.options import finite_float
+from controller.options import finite_float, read_topology
 from controller.plan.document import resolve_workers
 from controller.plan.jobs import jobs_argument
 from controller.plan.lp import PlanError
 from controller.plan.lp_jobs import OBJECTIVES
-from topo.models import parse_topology
+from topo.models import TopologyError, parse_topology
 from workers.common.model import Replica, TrainConfig, train_synchronous
 from workers.common.quantize import choose_frac_bits
 from workers.ina.constants import INA_UDP_PORT, K, num_slots
@@ -227,36 +233,49 @@ class InaMethod(Method):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """INA's options: its network, plan and transport, faults, several jobs."""
         d = Settings()
-        parser.add_argument(
+        add_topology_options(parser, topo=d.topo, ps=d.ps, workers=d.workers)
+        g = parser.add_argument_group("--method ina (P4 in-network aggregation, "
+                                      "docs/design.md §3)")
+        add_transport_options(g, budget=d.budget, window=d.window, timeout=d.timeout)
+        add_round_timeout(g, d.round_timeout)
+        add_impairment_options(g)
+        g.add_argument("--modes", default=",".join(d.modes),
+                       help=f"comma list of {', '.join(MODES)} (default {','.join(d.modes)})")
+        g.add_argument(
+            "--fail-switch", metavar="SWITCH@ROUND", default=None,
+            help="fault injection: kill SWITCH once a worker finished ROUND; the controller "
+                 "notices, re-plans without it and redeploys (docs/design.md §9)")
+        g.add_argument(
             "--on-worker-failure", choices=WORKER_POLICIES, default=d.on_worker_failure,
             help="INA: when a worker dies, stop the job (one line naming it; finished rounds "
                  "kept) or continue without it from the next round the PS has not completed "
                  "(docs/design.md §9; default stop)")
-        parser.add_argument(
+        g.add_argument(
             "--kill-worker", metavar="HOST@ROUND", default=None,
             help="INA fault injection: kill worker HOST once a worker finished ROUND")
-        parser.add_argument(
+        g.add_argument(
             "--worker-timeout", type=finite_float, default=d.worker_timeout, metavar="S",
             help="INA: the PS reports a worker it has not heard from for S seconds while a "
                  f"round waits for it (default {d.worker_timeout:g}; 0 = never)")
-        parser.add_argument(
+        g.add_argument(
             "--jobs", metavar="FILE|N", default=None,
             help="INA: several training jobs at once instead of --ps/--workers: a jobs file "
                  "(JSON list) or N (the hosts dealt out to N jobs; docs/design.md §3.10)")
-        parser.add_argument(
+        g.add_argument(
             "--slot-policy", choices=SLOT_POLICIES, default=d.slot_policy,
             help="with --jobs: every job hashes into the whole slot pool (shared, default; "
                  "a slot held by another job falls back) or into its own part (partitioned, "
                  "sized by the plan)")
-        parser.add_argument(
+        g.add_argument(
             "--objective", choices=OBJECTIVES, default=d.objective,
             help="with --jobs: maximise min_j γ_j/w_j (default) or the sum of γ_j")
-        parser.add_argument(
+        g.add_argument(
             "--kill-ps", metavar="HOST@ROUND", default=None,
             help="with --jobs, fault injection: kill the PS on HOST once its job finished "
                  "ROUND (that job stops, the others go on)")
-        parser.add_argument(
+        g.add_argument(
             "--no-alone", action="store_true",
             help="with --jobs: do not run each job alone afterwards for reference")
 
@@ -406,33 +425,49 @@ class InaMethod(Method):
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    """Settings of the ``run`` options, checked (one ExperimentError per mistake)."""
-    if args.bw < 0:
-        raise ExperimentError(f"--bw must be >= 0 Mbit/s, got {args.bw}")
+    """Settings of the ``run`` options, checked (one ExperimentError per mistake; the shared
+    options were checked when the method was built): the topology, PS, workers, modes and
+    fault spec as prepare() reads them, before any network or file."""
+    d = Settings()
     s = Settings(topo=args.topo, ps=args.ps, workers=args.workers, budget=args.budget,
                  rounds=args.rounds, model=args.model, hidden=args.hidden,
                  bw=args.bw or None,
                  loss=args.loss, dup=args.dup, reorder=args.reorder, seed=args.seed,
-                 target=args.target, modes=tuple(m.strip() for m in args.modes.split(",")),
+                 target=args.target,
+                 modes=tuple(m.strip() for m in getattr(args, "modes", ",".join(d.modes))
+                             .split(",")),
                  window=args.window, timeout=args.timeout, round_timeout=args.round_timeout,
-                 fail_switch=args.fail_switch, out=args.out, name=args.name,
-                 on_worker_failure=getattr(args, "on_worker_failure", "stop"),
+                 fail_switch=getattr(args, "fail_switch", None), out=args.out, name=args.name,
+                 on_worker_failure=getattr(args, "on_worker_failure", d.on_worker_failure),
                  kill_worker=getattr(args, "kill_worker", None),
-                 worker_timeout=getattr(args, "worker_timeout", Settings.worker_timeout),
+                 worker_timeout=getattr(args, "worker_timeout", d.worker_timeout),
                  jobs=getattr(args, "jobs", None),
-                 slot_policy=getattr(args, "slot_policy", "shared"),
-                 objective=getattr(args, "objective", "maxmin"),
+                 slot_policy=getattr(args, "slot_policy", d.slot_policy),
+                 objective=getattr(args, "objective", d.objective),
                  kill_ps=getattr(args, "kill_ps", None),
                  no_alone=getattr(args, "no_alone", False),
                  repeats=args.repeats)
     if not s.worker_timeout >= 0:
         raise ExperimentError(f"--worker-timeout must be >= 0 seconds, got {s.worker_timeout}")
-    for what, v in (("--rounds", s.rounds), ("--window", s.window), ("--repeats", s.repeats)):
-        if v < 1:
-            raise ExperimentError(f"{what} must be >= 1, got {v}")
-    for what, v in (("--loss", s.loss), ("--dup", s.dup), ("--reorder", s.reorder)):
-        if not 0 <= v < 1:
-            raise ExperimentError(f"{what} must be in [0, 1), got {v}")
+    modes = [m for m in s.modes if m]
+    bad = [m for m in modes if m not in MODES]
+    if not modes or bad:
+        raise ExperimentError(f"--modes: unknown mode {(bad or [''])[0][:40]!r} "
+                              f"(expected {', '.join(MODES)})")
+    try:
+        graph = read_topology(s.topo)
+        if s.jobs is None:  # --jobs names every job's hosts instead
+            if s.ps not in graph or graph.nodes[s.ps].get("kind") != "host":
+                raise ExperimentError(f"--ps {s.ps[:40]!r} is not a host of the topology")
+            resolve_workers(graph, s.ps, s.workers)
+    except (TopologyError, PlanError) as exc:
+        raise ExperimentError(str(exc)) from None
+    if s.fail_switch:
+        rnd = s.fail_switch.partition("@")[2].strip()
+        if not (rnd.isascii() and rnd.isdigit() and len(rnd) <= 9):
+            raise ExperimentError(f"--fail-switch: expected SWITCH@ROUND, got "
+                                  f"{s.fail_switch[:40]!r}")
+        parse_fail_switch(s.fail_switch, graph, s.rounds)
     return s
 
 
