@@ -15,8 +15,7 @@ from typing import Any
 
 from topo.models import TopologyError, parse_topology
 
-__all__ = ["MAX_COMBINATIONS", "int_option", "finite_float", "short", "read_topology",
-           "with_bandwidth"]
+__all__ = ["MAX_COMBINATIONS", "int_option", "finite_float", "short", "read_topology"]
 
 MAX_COMBINATIONS = 1_000_000
 """Largest --max-combinations: each combination is one LP (milliseconds to seconds), so a
@@ -75,12 +74,3 @@ def read_topology(spec: str) -> Any:
         reason = str(exc).split("; use")[0]
         raise TopologyError(f"{short(spec, 200)}: not a usable topology ({reason})") from None
 
-
-def with_bandwidth(graph: Any, bw: float) -> Any:
-    """A copy of ``graph`` with ``bw`` (Mbit/s, the LP's capacity unit) on every link: what
-    ``run --bw`` shapes every link to, so a plan made with it predicts γ in Mbit/s."""
-    import networkx as nx
-
-    g = nx.Graph(graph)
-    nx.set_edge_attributes(g, float(bw), "bw")
-    return g

@@ -4,6 +4,7 @@ statistics, provenance, the launch sequence on local processes, and ``clean``'s 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import subprocess
@@ -15,7 +16,7 @@ from rich.console import Console
 from controller.experiment import provenance
 from controller.experiment.clean import find_leftovers, is_our_process
 from controller.experiment.records import ModeSummary, repeat_stats
-from controller.experiment.runner import Launch, Method, Node, Run, execute
+from controller.experiment.runner import Launch, Method, Node, RoutedNetwork, Run, execute
 
 
 def _console() -> Console:
@@ -207,6 +208,71 @@ def test_launch_names_the_node_that_failed(tmp_path):
             nodes=[Node("h1", "node", (str(start), "0")), Node("h2", "node", (str(start), "3"))],  # layers: not launched
             start_file=start, timeout_s=20))
     assert "m" in run.provenance["cpu"]  # measured even when the mode failed
+
+
+class GroupedFake(Method):
+    """The declared skeleton on local processes: two kinds per seed, each trial one node
+    process; results.json lays the trials out per kind (``GROUPS``) with mean ± std."""
+
+    name = "grouped"
+    GROUPS = "kinds"
+    SUMMARY_KEYS = ("x",)
+
+    def __init__(self, args: argparse.Namespace, stop_at: str | None = None) -> None:
+        super().__init__(args)
+        self.stop_at = stop_at
+
+    def prepare(self, run: Run) -> None:
+        self.kinds = ("a", "b")
+        run.settings = {"k": 1}
+
+    @contextlib.contextmanager
+    def network(self, run: Run):
+        yield RoutedNetwork(_FakeMininet(), {})
+
+    def job(self, run, trial, net):
+        if trial.label == self.stop_at:
+            raise KeyboardInterrupt
+        trial.folder.mkdir(parents=True, exist_ok=True)
+        return trial.folder / "start"
+
+    def nodes(self, run, trial, job, net) -> Launch:
+        return Launch(label=trial.label, out_dir=trial.folder, start_file=job, timeout_s=20,
+                      nodes=[Node("h1", "node", (str(job), "0"))])  # layers: not launched
+
+    def record(self, run, trial, job, net, done) -> dict:
+        assert done.wall_s > 0
+        return {"x": trial.seed + (10 if trial.kind == "b" else 0)}
+
+
+def test_the_skeleton_runs_every_kind_for_every_seed_and_groups_them(tmp_path):
+    res = execute(GroupedFake(_args(tmp_path, repeats=2, seed=3)), console=_console())
+    assert res["method"] == "grouped" and "modes" not in res
+    assert res["kinds"]["a"]["runs"] == [{"x": 3}, {"x": 4}]
+    assert res["kinds"]["b"]["summary"]["x"] == {"mean": 13.5, "std": 0.5, "n": 2, "of": 2}
+    assert res["repeats"] == {"n": 2, "seeds": [3, 4], "stats_in": "kinds"}
+    assert (tmp_path / "r" / "b-seed4" / "logs.txt").exists()
+    assert list(res["provenance"]["cpu"]) == ["a seed 3", "b seed 3", "a seed 4", "b seed 4"]
+
+
+def test_a_grouped_run_stopped_midway_keeps_its_layout(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        execute(GroupedFake(_args(tmp_path), stop_at="b seed 0"), console=_console())
+    doc = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert doc["complete"] is False and doc["settings"] == {"k": 1}
+    assert doc["kinds"] == {"a": {"summary": {"x": {"mean": 0.0, "std": 0.0, "n": 1, "of": 1}},
+                                  "runs": [{"x": 0}]}}
+
+
+def test_shared_options_are_checked_when_a_method_is_built(tmp_path):
+    from controller.errors import ExperimentError
+
+    for extra, msg in (({"bw": -1.0}, "--bw must be >= 0"), ({"loss": 1.0}, "--loss must be in"),
+                       ({"round_timeout": 0.0}, "--round-timeout must be > 0"),
+                       ({"name": "a/b"}, "--name")):
+        with pytest.raises(ExperimentError, match=msg):
+            FakeMethod(argparse.Namespace(**{**vars(_args(tmp_path)), **extra}))
+    assert not any(tmp_path.iterdir())
 
 
 # ------------------------------------------------------------------ clean

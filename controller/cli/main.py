@@ -13,18 +13,19 @@ import sys
 from collections.abc import Callable, Sequence
 
 from controller.cli.network import add_network_parsers
+from controller.cli.parser import Parser, UsageError
 from controller.cli.run import add_run_parser
 from controller.errors import ExperimentError
 from controller.experiment.campaign import add_campaign_parser
 from controller.experiment.clean import add_clean_parser
 from controller.experiment.compare import add_compare_parser
+from controller.experiment.network import shaped_graph
 from controller.files import OutputPathError, check_output_file
 from controller.options import (
     MAX_COMBINATIONS,
     finite_float,
     int_option,
     read_topology,
-    with_bandwidth,
 )
 from controller.plan.document import resolve_workers, write_plan
 from controller.plan.jobs import jobs_argument
@@ -34,18 +35,10 @@ from controller.plan.pipeline import PlanRequest, make_plan
 from controller.plan.planners import DEFAULT_PLANNER, PLANNERS
 from topo.models import TopologyError
 
-__all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_workers"]
+__all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_workers",
+           "UsageError"]
 
 EXIT_USAGE = 2
-
-
-class UsageError(Exception):
-    """A command-line mistake (one line, exit 2)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line instead of usage + message
-        raise UsageError(f"{self.prog}: {message}")
 
 
 def _fmt(x: float | None) -> str:
@@ -78,7 +71,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.bw is not None:
         if not args.bw > 0:
             raise PlanError(f"--bw must be > 0 Mbit/s, got {args.bw}")
-        graph = with_bandwidth(graph, args.bw)
+        graph = shaped_graph(graph, args.bw)
     if args.jobs is not None:
         plan = make_plan(graph, req, jobs=jobs_argument(args.jobs, graph))
     else:
@@ -137,8 +130,8 @@ def add_subcommand(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m controller", description="INSync controller")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="python -m controller", description="INSync controller")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p = add_subcommand(sub, "plan", cmd_plan,
                        "compute which switches aggregate and how workers route (greedy + LP)")
     p.add_argument("--topo", required=True,

@@ -19,7 +19,7 @@ from typing import Any
 
 from controller.dataplane.deploy import DeployError, JobSpec, deploy, switch_rules
 from controller.errors import ExperimentError
-from controller.experiment.network import check_environment, compile_program
+from controller.experiment.network import check_environment, compile_program, shaped_graph
 from controller.files import write_json_atomic
 from controller.plan.document import load_plan
 
@@ -61,7 +61,6 @@ def check_matches(graph: Any, net: dict[str, Any], where: Path) -> None:
 
 
 def cmd_net(args: argparse.Namespace) -> int:
-    import networkx as nx
     from rich.console import Console
 
     from topo.mininet_net import build_net
@@ -69,11 +68,9 @@ def cmd_net(args: argparse.Namespace) -> int:
     from topo.models import parse_topology
 
     check_environment(args.target)
-    graph = nx.Graph(parse_topology(args.topo))
-    if args.bw:
-        nx.set_edge_attributes(graph, float(args.bw), "bw")
+    graph = shaped_graph(parse_topology(args.topo), args.bw)
     console = Console()
-    mininet = build_net(nx.freeze(graph), BMv2Switch if args.target == "bmv2" else PySwitch,
+    mininet = build_net(graph, BMv2Switch if args.target == "bmv2" else PySwitch,
                         bw_unit_mbps=1.0 if args.bw else None)
     try:
         write_json_atomic(Path(args.out), network_description(mininet))

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ import networkx as nx
 from controller.errors import ExperimentError
 
 __all__ = ["ROOT", "P4_PROGRAM", "SlotsOption", "check_environment", "compile_program",
-           "interface_counters", "link_bytes", "start_routed_network"]
+           "interface_counters", "link_bytes", "shaped_graph", "start_routed_network"]
 
 ROOT = Path(__file__).resolve().parents[2]
 P4_PROGRAM = ROOT / "p4src" / "ina.p4"
@@ -43,6 +44,22 @@ def check_environment(target: str) -> None:
         if missing:
             raise ExperimentError(f"--target bmv2 needs {' and '.join(missing)} on PATH "
                                   "(see docker/Dockerfile)")
+
+
+def shaped_graph(graph: nx.Graph, bw: float | None,
+                 host_bw: Mapping[str, float] | None = None) -> nx.Graph:
+    """A frozen copy of ``graph`` with every link at ``bw`` Mbit/s (0 or None: left as the
+    topology has it; the network is then built unshaped) and, if ``host_bw`` names hosts,
+    their access links at their own rates (:func:`topo.models.with_link_bw`, which leaves the
+    other links unshaped when ``bw`` is 0)."""
+    from topo.models import with_link_bw
+
+    if host_bw:
+        return with_link_bw(graph, bw or None, host_bw)
+    g = nx.Graph(graph)
+    if bw:
+        nx.set_edge_attributes(g, float(bw), "bw")
+    return nx.freeze(g)
 
 
 class SlotsOption(argparse.Action):

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ModeSummary", "summarize_mode", "seed_stats", "format_stats", "repeat_stats",
-           "STAT_FIELDS"]
+__all__ = ["ModeSummary", "summarize_mode", "seed_stats", "seed_summary", "format_stats",
+           "repeat_stats", "STAT_FIELDS"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,11 @@ def seed_stats(values: list[float | None]) -> dict[str, Any]:
     return {"mean": sum(vals) / len(vals) if vals else None,
             "std": float(np.std(vals)) if len(vals) > 1 else (0.0 if vals else None),
             "n": len(vals), "of": len(values)}
+
+
+def seed_summary(runs: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """:func:`seed_stats` of every figure in ``keys`` over runs of different seeds."""
+    return {k: seed_stats([r[k] for r in runs]) for k in keys}
 
 
 def format_stats(stat: dict, digits: int = 3, sci: bool = False) -> str:

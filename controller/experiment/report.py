@@ -8,6 +8,7 @@ formats and draws; measuring is the runner's job.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,51 @@ def summary_table(results: dict[str, Any]) -> Table:
             "yes" if rounds and all(r["exact"] for r in rounds) else "NO",
         )
     return table
+
+
+def group_table(title: str, caption: str, first: str,
+                columns: list[tuple[str, Callable[[str, dict[str, Any]], str]]],
+                groups: dict[str, dict[str, Any]]) -> Table:
+    """One row per kind of a grouped method (``results[GROUPS]``: async policies, cluster
+    rules): ``first`` names the kind, each column's function formats it from the kind's
+    ``{"summary", "runs"}``."""
+    table = Table(title=title)
+    table.caption = caption
+    table.add_column(first, justify="left")
+    for header, _ in columns:
+        table.add_column(header, justify="right")
+    for kind, d in groups.items():
+        table.add_row(kind, *(cell(kind, d) for _, cell in columns))
+    return table
+
+
+def plot_seed_curves(groups: dict[str, dict[str, Any]], colours: dict[str, str], xkey: str,
+                     ykey: str, path: Path, *, xlabel: str, ylabel: str, title: str,
+                     log: bool = False, from_origin: bool = False,
+                     marker: str | None = None) -> Path:
+    """``ykey`` vs ``xkey`` of every run's ``curve``, one line per seed and one colour per
+    kind of a grouped method; ``from_origin`` starts the x axis at 0."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    for kind, d in groups.items():
+        for k, run in enumerate(d["runs"]):
+            xs = [e[xkey] for e in run["curve"]]
+            ys = [e[ykey] for e in run["curve"]]
+            if from_origin:  # an invisible point at x = 0
+                xs, ys = [0, *xs], [None, *ys]
+            ax.plot(xs, ys, color=colours.get(kind), alpha=0.8, lw=1.2,
+                    label=kind if k == 0 else None,
+                    **({"marker": marker, "ms": 3} if marker else {}))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if log:
+        ax.set_yscale("log")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def print_table(console: Console, table: Table, min_width: int) -> None:

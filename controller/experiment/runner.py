@@ -16,11 +16,23 @@ that, every run does the same things (docs/design.md §8), and they live here on
   ``results.json`` under ``repeats``;
 * provenance (:mod:`controller.experiment.provenance`) in every ``results.json``.
 
-A method is a subclass of :class:`Method` overriding a few hooks, Mininet-style (a class per
-behaviour, a small name -> class table in :mod:`controller.experiment.registry`):
-``add_arguments`` (its options), ``prepare`` (check options, settings; before any network),
-``execute`` (its trials, calling :meth:`Run.record` after each), ``results`` (the final
-document) and ``report`` (plots and tables).
+A method is a subclass of :class:`Method` filling a declared skeleton, Mininet-style (a class
+per behaviour, a small name -> class table in :mod:`controller.experiment.registry`):
+
+* options: ``add_arguments`` (its own; ``run`` holds only the shared ones,
+  :mod:`controller.experiment.run_options`); the shared ones are checked once when the method
+  is built;
+* before any network (``prepare``): ``validate`` (its options), ``topology`` (the graph, built
+  once from ``--topo``/``--bw``; ``check_hosts`` and ``host_links`` refine it), ``target`` (the
+  switches the machine must run) and ``settings`` (``results.json``'s ``settings``);
+* the trials (``execute``): ``network`` (started once), ``trials`` (every kind for every seed),
+  and per trial ``job`` (its files), ``nodes`` (its processes, a :class:`Launch`) and ``record``
+  (its figures, kept with :meth:`Run.record`);
+* the end: ``results`` (the document; ``GROUPS``/``SUMMARY_KEYS`` lay it out per kind with
+  mean ± std over the seeds) and ``report`` (``plots`` and ``tables``).
+
+A method whose trials do not fit one network and one launch per trial (BCube, NDN, DDP)
+overrides ``execute`` and keeps the rest.
 """
 
 from __future__ import annotations
@@ -36,12 +48,26 @@ from typing import Any, ClassVar
 from controller.errors import ExperimentError
 from controller.experiment import provenance
 from controller.experiment.host_processes import HostProcesses
-from controller.experiment.network import interface_counters, link_bytes
-from controller.experiment.records import format_stats, repeat_stats, summarize_mode
-from controller.experiment.report import print_table
+from controller.experiment.network import (
+    check_environment,
+    interface_counters,
+    link_bytes,
+    shaped_graph,
+    start_routed_network,
+)
+from controller.experiment.records import (
+    format_stats,
+    repeat_stats,
+    seed_summary,
+    summarize_mode,
+)
+from controller.experiment.report import plot_modes, print_table, print_written
+from controller.experiment.run_options import add_topology_options, check_options
 from controller.files import write_json_atomic
+from controller.options import read_topology
+from controller.plan.document import resolve_workers
 
-__all__ = ["Method", "Run", "Node", "Launch", "Launched", "execute"]
+__all__ = ["Method", "Run", "Node", "Launch", "Launched", "Trial", "RoutedNetwork", "execute"]
 
 
 # ------------------------------------------------------------------ the launch sequence
@@ -108,7 +134,13 @@ class Run:
     """One ``run``: console, folder, progress, records, provenance (module docstring)."""
 
     def __init__(self, method: str, out: str, name: str, seed: int = 0, repeats: int = 1,
-                 console: Any = None, argv: Sequence[str] | None = None) -> None:
+                 console: Any = None, argv: Sequence[str] | None = None, *,
+                 document: Callable[[Run], dict[str, Any]] | None = None,
+                 stats_in: str | None = None) -> None:
+        """``document``: the in-progress ``results.json`` of a method that lays it out itself
+        (default: run, method, settings and ``modes``); ``stats_in``: the key where such a
+        method keeps its own mean ± std over the seeds (async: ``policies``, cluster:
+        ``rules``) -- the repeats block then points there instead of repeating them."""
         from rich.console import Console
 
         if repeats < 1:
@@ -123,9 +155,8 @@ class Run:
         self.repeats: list[dict[str, Any]] = [{} for _ in self.seeds]  # label -> record
         self.progress: Any = None
         self._networks: list[Any] = []
-        # a method that keeps its own per-seed statistics (async: ``policies``, cluster:
-        # ``rules``) names that key; the repeats block then points there instead of copying
-        self.stats_in: str | None = None
+        self.document = document
+        self.stats_in = stats_in
 
     @property
     def modes(self) -> dict[str, Any]:
@@ -245,15 +276,16 @@ class Run:
         self.write(self._partial())
 
     def _partial(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"run": self.name, "method": self.method,
-                               "settings": self.settings, "modes": self.modes}
+        doc: dict[str, Any]
+        if self.document is not None:
+            doc = self.document(self)
+        else:
+            doc = {"run": self.name, "method": self.method, "settings": self.settings,
+                   "modes": self.modes}
         return self._with_repeats(doc)
 
-    partial_document: Callable[[], dict[str, Any]] | None = None  # a method's own layout
-
     def write(self, doc: dict[str, Any], complete: bool = False) -> None:
-        if not complete and self.partial_document is not None:
-            doc = self.partial_document()
+        """Write ``results.json`` atomically, with ``complete`` and the provenance."""
         doc = {**doc, "complete": complete, "provenance": self.provenance}
         write_json_atomic(self.out_dir / "results.json", doc)
 
@@ -305,46 +337,217 @@ class Run:
 # ------------------------------------------------------------------ the method base
 
 
+@dataclass(frozen=True)
+class Trial:
+    """One run of a method's processes: ``kind`` (a policy, a rule, a mode) with ``seed``, in
+    repeat ``repeat``; ``label`` names its record and progress bar, ``folder`` holds its
+    files."""
+
+    label: str
+    kind: str
+    seed: int
+    repeat: int
+    folder: Path
+
+
+@dataclass
+class RoutedNetwork:
+    """A started network whose P4 switches route IPv4 (:meth:`Method.network`): the Mininet
+    wrapper and every host's ``(ip, mac)``."""
+
+    mininet: Any
+    hosts: dict[str, tuple[str, str]]
+
+
 class Method:
-    """One synchronization method's runner: override the hooks (module docstring)."""
+    """One synchronization method's runner: the skeleton every method fills (module
+    docstring).  Each hook has a default that most methods keep."""
 
     name: ClassVar[str] = ""
     help: ClassVar[str] = ""
+    # the topology options' defaults (DEFAULT_WORKERS None: the method takes no --workers)
+    DEFAULT_TOPO: ClassVar[str] = "fattree:4"
+    DEFAULT_PS: ClassVar[str] = "h0"
+    DEFAULT_WORKERS: ClassVar[str | None] = "6"
+    # A method whose trials are kinds of its own (async: policies, cluster: rules) names them:
+    # results.json then holds ``{GROUPS: {kind: {"summary", "runs"}}}`` -- rewritten so after
+    # every trial -- with mean ± std over the seeds of SUMMARY_KEYS; None: ``modes``.
+    GROUPS: ClassVar[str | None] = None
+    SUMMARY_KEYS: ClassVar[tuple[str, ...]] = ()
+    TABLE_WIDTH: ClassVar[int] = 120  # columns the report's tables get in a file or pipe
 
     def __init__(self, args: argparse.Namespace) -> None:
+        """Keep the options and check the shared ones (before anything else happens)."""
+        check_options(args)
         self.args = args
+        self.graph: Any = None
+        self.kinds: tuple[str, ...] = ()  # what ``trials`` runs for every seed
+        self._kind_of: dict[str, str] = {}  # trial label -> kind, for ``groups``
+
+    # -- options -----------------------------------------------------------------------
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        """This method's own options (the shared ones belong to ``run``)."""
+        """This method's own options (``run`` holds the shared ones).  The base declares the
+        topology (``--topo``, ``--ps``, ``--workers``) with the class's defaults; a method
+        without ``--topo`` does not call it."""
+        add_topology_options(parser, topo=cls.DEFAULT_TOPO, ps=cls.DEFAULT_PS,
+                             workers=cls.DEFAULT_WORKERS)
 
     def repeats(self) -> int:
         """How many seeds the run takes (``--repeats``; methods with their own option merge
         it here)."""
         return int(getattr(self.args, "repeats", 1) or 1)
 
+    # -- before any network --------------------------------------------------------------
+
     def prepare(self, run: Run) -> None:
-        """Check the options and fill ``run.settings``; no network yet, nothing written."""
+        """Check the options, build the graph once, check the machine, fill ``run.settings``;
+        no network yet, nothing written."""
+        self.validate()
+        self.graph = self.topology()
+        check_environment(self.target())
+        run.settings = self.settings(run)
+
+    def validate(self) -> None:
+        """Check this method's own options (the shared ones were checked when it was built)."""
+
+    def topology(self) -> Any:
+        """The frozen graph the method runs on, from ``--topo`` with ``--bw`` on every link
+        (``host_links`` on those hosts' access links); None for a method that builds its own
+        networks."""
+        graph = read_topology(self.args.topo)
+        self.check_hosts(graph)
+        return shaped_graph(graph, self.args.bw, self.host_links())
+
+    def check_hosts(self, graph: Any) -> None:
+        """Check the hosts the options name against the topology: here, ``--ps``."""
+        from topo.models import hosts
+
+        if self.args.ps not in hosts(graph):
+            raise ExperimentError(f"--ps {self.args.ps}: not a host of {self.args.topo}")
+
+    def worker_hosts(self, graph: Any, spec: str) -> list[str]:
+        """``--workers`` (NAMES or a COUNT) on ``graph``: hosts other than the PS."""
+        from topo.models import hosts
+
+        workers = resolve_workers(graph, self.args.ps, spec)
+        bad = [h for h in workers if h not in hosts(graph) or h == self.args.ps]
+        if bad:
+            raise ExperimentError(f"--workers: {bad[0]} is not a host of {self.args.topo} "
+                                  "other than the PS")
+        return workers
+
+    def host_links(self) -> dict[str, float]:
+        """Access-link rates (Mbit/s) of hosts that differ from ``--bw`` (none here)."""
+        return {}
+
+    def target(self) -> str:
+        """The switches this method starts, which the machine must be able to run."""
+        return str(self.args.target)
+
+    def settings(self, run: Run) -> dict[str, Any]:
+        """``results.json``'s ``settings``."""
+        return {}
+
+    # -- the trials ----------------------------------------------------------------------
 
     def execute(self, run: Run) -> None:
-        """Run every trial of every seed in ``run.seeds``, :meth:`Run.record` after each."""
+        """Every trial on one network: its job, its processes, its record."""
+        with self.network(run) as net:
+            for trial in self.trials(run):
+                job = self.job(run, trial, net)
+                done = run.launch(net.mininet, self.nodes(run, trial, job, net))
+                record = self.record(run, trial, job, net, done)
+                self._kind_of[trial.label] = trial.kind
+                run.record(trial.label, record, trial.repeat)
+
+    @contextlib.contextmanager
+    def network(self, run: Run) -> Iterator[RoutedNetwork]:
+        """The network every trial uses, stopped whatever happens: ``self.graph`` with
+        ``--target`` switches running ``ina.p4`` as IPv4 routers along the ECMP paths."""
+        shaped = bool(self.args.bw or self.host_links())
+        mininet, addrs = start_routed_network(self.graph, self.args.target,
+                                              run.out_dir / "build", run.console,
+                                              1.0 if shaped else None, self.links_text())
+        with run.network(mininet):
+            yield RoutedNetwork(mininet, addrs)
+
+    def links_text(self) -> str:
+        """The link rates, for the line that starts the network."""
+        return f"{self.args.bw:g} Mbit/s links" if self.args.bw else "unshaped links"
+
+    def trials(self, run: Run) -> Iterator[Trial]:
+        """Every kind for every seed, seed by seed (so that slow drifts of the shared
+        machine's load hit every kind alike)."""
+        for rep, seed in enumerate(run.seeds):
+            for kind in self.kinds:
+                yield Trial(f"{kind} seed {seed}", kind, seed, rep,
+                            run.out_dir / f"{kind}-seed{seed}")
+
+    def job(self, run: Run, trial: Trial, net: Any) -> Any:
+        """Write what the trial's processes read (its job file); returns the job."""
         raise NotImplementedError
+
+    def nodes(self, run: Run, trial: Trial, job: Any, net: Any) -> Launch:
+        """The trial's processes and how they start and end."""
+        raise NotImplementedError
+
+    def record(self, run: Run, trial: Trial, job: Any, net: Any,
+               done: Launched) -> dict[str, Any]:
+        """The trial's figures from what its processes wrote and the bytes they moved."""
+        raise NotImplementedError
+
+    # -- the end -------------------------------------------------------------------------
+
+    def groups(self, run: Run) -> dict[str, dict[str, Any]]:
+        """Per kind that ran: its runs in seed order and their mean ± std (``GROUPS``)."""
+        runs: dict[str, list[dict[str, Any]]] = {k: [] for k in self.kinds}
+        for rep in run.repeats:
+            for label, rec in rep.items():
+                runs[self._kind_of[label]].append(rec)
+        return {k: {"summary": self.aggregate(runs[k]), "runs": runs[k]}
+                for k in self.kinds if runs[k]}
+
+    @classmethod
+    def aggregate(cls, runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Mean / std over the seeds of every ``SUMMARY_KEYS`` figure."""
+        return seed_summary(runs, cls.SUMMARY_KEYS)
 
     def results(self, run: Run) -> dict[str, Any]:
         """The final ``results.json`` document (provenance and repeats are added)."""
-        return {"run": run.name, "method": run.method, "settings": run.settings,
-                "modes": run.modes}
+        doc: dict[str, Any] = {"run": run.name, "method": run.method,
+                               "settings": run.settings}
+        if self.GROUPS is None:
+            doc["modes"] = run.modes
+        else:
+            doc[self.GROUPS] = self.groups(run)
+        return doc
+
+    def plots(self, run: Run, results: dict[str, Any]) -> list[Path]:
+        """The PNG files of the finished run (here: one per per-round figure and mode)."""
+        return plot_modes(run.modes, run.out_dir)
+
+    def tables(self, run: Run, results: dict[str, Any]) -> list[Any]:
+        """The tables printed at the end (rich Tables)."""
+        return []
 
     def report(self, run: Run, results: dict[str, Any]) -> None:
-        """Plots and tables of the finished run."""
+        """Plots, tables, and where everything is."""
+        plots = self.plots(run, results)
+        for table in self.tables(run, results):
+            print_table(run.console, table, self.TABLE_WIDTH)
+        print_written(run.console, run.out_dir, plots)
 
 
 def execute(method: Method, argv: Sequence[str] | None = None,
             console: Any = None) -> dict[str, Any]:
     """Run ``method`` start to end; returns the results document (also on disk)."""
     a = method.args
-    run = Run(method.name, a.out, a.name, seed=getattr(a, "seed", 0), repeats=method.repeats(),
-              console=console, argv=argv)
+    # the name run under (``--method ps`` is the BCube runner's, named ps)
+    run = Run(getattr(a, "method", None) or method.name, a.out, a.name,
+              seed=getattr(a, "seed", 0), repeats=method.repeats(), console=console, argv=argv,
+              document=method.results if method.GROUPS else None, stats_in=method.GROUPS)
     method.prepare(run)
     with run.progress_bars():
         method.execute(run)

@@ -65,8 +65,9 @@ from controller.experiment.methods.bridged import (
     start_bridges,
     summarize_run,
 )
-from controller.experiment.network import check_environment
-from controller.experiment.report import plot_modes, print_written, summary_table
+from controller.experiment.methods.collective_report import comparison, sync_time_table
+from controller.experiment.network import shaped_graph
+from controller.experiment.report import print_written, summary_table
 from controller.experiment.runner import Method, Run, execute
 from workers.collective.baselines import (
     VALUE_BYTES,
@@ -202,22 +203,17 @@ class CollectiveMethod(Method):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        add_arguments(parser)
+        add_arguments(parser)  # no --topo: it builds BCube(N, K) and the baselines' fat-tree
 
-    def prepare(self, run: Run) -> None:
+    def validate(self) -> None:
         from topo.models import fat_tree
         from topo.models import hosts as host_names
 
         args = self.args
-        run.method = args.method  # bcube, ps or ring: the results say which
         self.N, self.k = N, k = parse_bcube(args.bcube)
         self.sizes = parse_sizes(args.grad_mb)
         self.selected = selected_methods(args.method, args.baselines)
         self.baselines = [m for m in self.selected if m != "bcube"]
-        if args.rounds < 1:
-            raise ExperimentError(f"--rounds must be >= 1, got {args.rounds}")
-        if args.bw < 0:
-            raise ExperimentError(f"--bw must be >= 0 Mbit/s, got {args.bw}")
         if args.frame_kb < 1:
             raise ExperimentError(f"--frame-kb must be >= 1, got {args.frame_kb}")
         self.P = P = N**k
@@ -231,7 +227,6 @@ class CollectiveMethod(Method):
             if len(host_names(ft)) < P:
                 raise ExperimentError(f"--fattree-k {args.fattree_k}: {len(host_names(ft))} "
                                       f"hosts, need {P} for BCube({N},{k})")
-        check_environment("pyswitch")
         self.bw = args.bw or None
         self.train = TrainConfig(model=args.model, hidden=args.hidden, n_workers=P,
                                  rounds=args.rounds, seed=args.seed)
@@ -240,8 +235,17 @@ class CollectiveMethod(Method):
         self.n_of = {s: (self.n_model if s is None else max(self.n_model,
                                                               round(s * MB / VALUE_BYTES)))
                      for s in self.sizes}
-        run.settings = {
-            "bcube": [N, k], "servers": P, "grad_mb": self.sizes,
+
+    def topology(self) -> Any:
+        return None  # its networks: execute() builds them from --bcube and --fattree-k
+
+    def target(self) -> str:
+        return "pyswitch"  # Linux bridges; pyswitch's check is the machine's (root, Mininet)
+
+    def settings(self, run: Run) -> dict[str, Any]:
+        args, N, k = self.args, self.N, self.k
+        settings = {
+            "bcube": [N, k], "servers": self.P, "grad_mb": self.sizes,
             "n_values": list(self.n_of.values()), "methods": self.selected,
             "baselines": self.baselines,
             "fattree_k": args.fattree_k if self.fat_needed else None,
@@ -250,7 +254,8 @@ class CollectiveMethod(Method):
             "frac_bits": self.frac_bits, "frame_kb": args.frame_kb, "transport": "tcp",
             "switches": "linux-bridge (static fdb)"}
         if len(run.seeds) > 1:
-            run.settings["seeds"] = run.seeds
+            settings["seeds"] = run.seeds
+        return settings
 
     def execute(self, run: Run) -> None:
         from mininet.nodelib import LinuxBridge
@@ -274,10 +279,7 @@ class CollectiveMethod(Method):
                       f"{', '.join(size_label(s) for s in self.sizes)}, methods "
                       f"{', '.join(self.selected)}" + (f", {bw:g} Mbit/s links" if bw else ""))
         for net_kind, graph0, methods in networks:
-            graph = nx.Graph(graph0)
-            if bw:
-                nx.set_edge_attributes(graph, float(bw), "bw")
-            graph = nx.freeze(graph)
+            graph = shaped_graph(graph0, bw)
             hosts = host_names(graph)[:P]
             console.print(f"[bold]starting Mininet[/] ({net_kind}): "
                           f"{graph.number_of_nodes()} nodes, Linux bridges")
@@ -339,54 +341,23 @@ class CollectiveMethod(Method):
         run.record(label, rec, rep)
 
     def results(self, run: Run) -> dict[str, Any]:
-        modes, k = run.modes, self.k
+        modes = run.modes
         reference = train_synchronous(self.train)
-        comparison: dict[str, dict[str, Any]] = {}
-        for size in self.sizes:
-            sl = size_label(size)
-            base = modes.get(f"bcube@{sl}")  # absent with --method ps / ring
-            row = {}
-            for m in modes.values():
-                if m["size"] != sl:
-                    continue
-                t = m["sync_s_median"]
-                row[m["method"]] = {
-                    "sync_s_median": t, "predicted_sync_s": m["predicted_sync_s"],
-                    "bcube_over_this": base["sync_s_median"] / t if base else None,
-                    "predicted_bcube_over_this": (
-                        base["predicted_sync_s"] / m["predicted_sync_s"]
-                        if base and m["predicted_sync_s"] else None)}
-            comparison[sl] = row
         first = f"{self.selected[0]}@{size_label(self.sizes[0])}"
         return {
             "run": run.name, "method": self.args.method, "settings": run.settings,
-            "modes": modes, "comparison": comparison, "bml_theory_bcube_over_ps": 1 / k,
+            "modes": modes, "comparison": comparison(modes, [size_label(s) for s in self.sizes]),
+            "bml_theory_bcube_over_ps": 1 / self.k,
             "exact_all_rounds": all(r["exact"] for m in modes.values() for r in m["rounds"]),
             "accuracy": {"final": modes[first]["rounds"][-1]["accuracy"],
                          "reference": reference.final_accuracy},
         }
 
     def report(self, run: Run, results: dict[str, Any]) -> None:
-        from rich.table import Table
-
-        console, bw, P, k = run.console, self.bw, self.P, self.k
-        plots = plot_modes(run.modes, run.out_dir)
+        console, k = run.console, self.k
+        plots = self.plots(run, results)
         console.print(summary_table(results))
-        table = Table(title=f"sync time per round (median), {', '.join(self.selected)} on {P} "
-                            "servers" + (f", {bw:g} Mbit/s links" if bw else ", unshaped links"))
-        for col in ("size", "method", "measured s", "predicted s", "BCube/this",
-                    "predicted ratio"):
-            table.add_column(col)
-        for sl, row in results["comparison"].items():
-            for method, c in row.items():
-                table.add_row(sl, method, f"{c['sync_s_median']:.3f}",
-                              "-" if c["predicted_sync_s"] is None
-                              else f"{c['predicted_sync_s']:.3f}",
-                              "-" if c["bcube_over_this"] is None
-                              else f"{c['bcube_over_this']:.3f}",
-                              "-" if c["predicted_bcube_over_this"] is None
-                              else f"{c['predicted_bcube_over_this']:.3f}")
-        console.print(table)
+        console.print(sync_time_table(results, self.selected, self.P, self.bw))
         if "bcube" in self.selected:
             console.print(f"BML theory: BCube sync time ≈ 1/k = {1 / k:.3f} of (sharded) PS on "
                           "a fat-tree")

@@ -41,23 +41,27 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from controller.dataplane.deploy import JobSpec
 from controller.errors import ExperimentError, parse_name_list
 from controller.experiment.methods.ina import (
     JOB_IDS,
+    Settings,
     deployed_network,
     plan_job,
     schedules_for,
     settings_from_args,
 )
-from controller.experiment.network import ROOT, check_environment
+from controller.experiment.network import ROOT
 from controller.experiment.records import seed_stats
-from controller.experiment.report import print_table, print_written
+from controller.experiment.run_options import (
+    add_impairment_options,
+    add_round_timeout,
+    add_topology_options,
+    add_transport_options,
+)
 from controller.experiment.runner import Launch, Method, Node, Run
-from topo.models import parse_topology
 from workers.common.quantize import choose_frac_bits
 from workers.ddp.check import check_exact
 from workers.ddp.job import ddp_job
@@ -67,15 +71,14 @@ __all__ = ["DdpMethod", "MODES", "script_capacity", "mode_record", "gloo_band"]
 
 MODES = ("ina", "ps_only", "gloo")
 DEFAULTS = {"script": "examples/ddp_train.py", "modes": ",".join(MODES), "gloo_seeds": 3,
-            "workers": "4", "master_port": 29500}
+            "master_port": 29500}
 BAND_KEYS = ("seed", "accuracy", "time_per_step_s", "rank0_bytes_per_step", "loss")
 BOUND = 8.0  # |gradient| the fixed-point scale is chosen for (the example's and INA's)
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def add_arguments(g: argparse._ArgumentGroup) -> None:
+    """This method's own options besides INA's network, plan and transport."""
     d = DEFAULTS
-    g = p.add_argument_group("--method ddp (PyTorch DDP through the switches, docs/ddp.md; "
-                             "--rounds = training steps, --workers default 4)")
     g.add_argument("--script", default=d["script"],
                    help=f"the DDP training script torchrun runs (default {d['script']})")
     g.add_argument("--ddp-modes", default=d["modes"],
@@ -88,15 +91,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # ------------------------------------------------------------------ pure helpers
-
-
-def _given(args: argparse.Namespace, flag: str) -> bool:
-    """Did the command line name ``flag``?  (The shared options' defaults are the INA
-    method's; a namespace without a command line counts as given.)"""
-    line = getattr(args, "command_line", None)
-    if line is None:
-        return True
-    return any(a == flag or a.startswith(flag + "=") for a in line)
 
 
 def script_capacity(script: Path) -> tuple[int, int]:
@@ -172,11 +166,22 @@ class DdpMethod(Method):
     name = "ddp"
     help = "ddp: PyTorch DDP (torchrun per host) with gradients summed in the network"
 
+    DEFAULT_WORKERS = "4"  # INA's 6 workers would be 6 ranks on 2 cores
+    TABLE_WIDTH = 100
+
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        add_arguments(parser)
+        """INA's network, plan and transport options (its defaults, 4 workers), and DDP's."""
+        d = Settings()
+        add_topology_options(parser, topo=d.topo, ps=d.ps, workers=cls.DEFAULT_WORKERS)
+        g = parser.add_argument_group("--method ddp (PyTorch DDP through the switches, "
+                                      "docs/ddp.md; --rounds = training steps)")
+        add_transport_options(g, budget=d.budget, window=d.window, timeout=d.timeout)
+        add_round_timeout(g, d.round_timeout)
+        add_impairment_options(g)
+        add_arguments(g)
 
-    def prepare(self, run: Run) -> None:
+    def validate(self) -> None:
         import importlib.util
 
         a = self.args
@@ -191,18 +196,17 @@ class DdpMethod(Method):
         if not self.script.is_file():
             raise ExperimentError(f"--script {a.script}: no such file")
         self.script_args = shlex.split(a.ddp_args)
-        s = self.s = settings_from_args(a)
-        if not _given(a, "--workers"):
-            s.workers = DEFAULTS["workers"]  # INA's 6 workers would be 6 ranks on 2 cores
+        s = self.s = settings_from_args(a)  # INA's network and plan: its checks too
         s.modes = tuple(m for m in self.modes if m != "gloo")
-        check_environment(s.target)
-        graph = nx.Graph(parse_topology(s.topo))
-        if s.bw is not None:
-            nx.set_edge_attributes(graph, float(s.bw), "bw")
-        self.graph = nx.freeze(graph)
+
+    def check_hosts(self, graph: Any) -> None:
+        """Checked with INA's settings (``settings_from_args``)."""
+
+    def settings(self, run: Run) -> dict[str, Any]:
+        s, a = self.s, self.args
         self.capacity, self.parameters = script_capacity(self.script)
         self.eval_every = max(1, s.rounds // 10)
-        run.settings = {
+        return {
             "topo": s.topo, "ps": s.ps, "workers": s.workers, "budget": s.budget,
             "steps": s.rounds, "bw": s.bw, "loss": s.loss, "dup": s.dup, "reorder": s.reorder,
             "seed": s.seed, "target": s.target, "modes": list(self.modes),
@@ -327,7 +331,10 @@ class DdpMethod(Method):
                 acc[f"{m}_minus_gloo"] = a - modes["gloo"]["accuracy"]["final"]
         return out
 
-    def report(self, run: Run, results: dict[str, Any]) -> None:
+    def plots(self, run: Run, results: dict[str, Any]) -> list[Path]:
+        return [plot_accuracy(run.modes, run.out_dir)]
+
+    def tables(self, run: Run, results: dict[str, Any]) -> list[Any]:
         from rich.table import Table
 
         table = Table(title=f"ddp: {run.settings['steps']} steps, ranks "
@@ -345,8 +352,7 @@ class DdpMethod(Method):
                           f"{d['rank0_bytes_per_step']:.0f}", acc,
                           "—" if exact is None else str(exact),
                           str(d.get("retransmissions", "—")))
-        print_table(run.console, table, 100)
-        print_written(run.console, run.out_dir, [plot_accuracy(run.modes, run.out_dir)])
+        return [table]
 
 
 def plot_accuracy(modes: dict[str, dict], out_dir: Path) -> Path:

@@ -49,16 +49,15 @@ from controller.experiment.methods.ina_jobs import (
     print_jobs,
     references,
 )
+from controller.experiment.methods.ina_options import add_ina_arguments, settings_from_args
 from controller.experiment.methods.ina_tenants import MODELS
-from controller.experiment.network import check_environment
+from controller.experiment.network import check_environment, shaped_graph
 from controller.experiment.records import seed_stats
 from controller.experiment.report import plot_modes, print_summary, print_written
 from controller.experiment.runner import Method, Run, execute
-from controller.options import finite_float
 from controller.plan.document import resolve_workers
 from controller.plan.jobs import jobs_argument
 from controller.plan.lp import PlanError
-from controller.plan.lp_jobs import OBJECTIVES
 from topo.models import parse_topology
 from workers.common.model import train_synchronous
 from workers.ina.constants import num_slots
@@ -147,38 +146,8 @@ class InaMethod(Method):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        d = Settings()
-        parser.add_argument(
-            "--on-worker-failure", choices=WORKER_POLICIES, default=d.on_worker_failure,
-            help="INA: when a worker dies, stop the job (one line naming it; finished rounds "
-                 "kept) or continue without it from the next round the PS has not completed "
-                 "(docs/design.md §9; default stop)")
-        parser.add_argument(
-            "--kill-worker", metavar="HOST@ROUND", default=None,
-            help="INA fault injection: kill worker HOST once a worker finished ROUND")
-        parser.add_argument(
-            "--worker-timeout", type=finite_float, default=d.worker_timeout, metavar="S",
-            help="INA: the PS reports a worker it has not heard from for S seconds while a "
-                 f"round waits for it (default {d.worker_timeout:g}; 0 = never)")
-        parser.add_argument(
-            "--jobs", metavar="FILE|N", default=None,
-            help="INA: several training jobs at once instead of --ps/--workers: a jobs file "
-                 "(JSON list) or N (the hosts dealt out to N jobs; docs/design.md §3.10)")
-        parser.add_argument(
-            "--slot-policy", choices=SLOT_POLICIES, default=d.slot_policy,
-            help="with --jobs: every job hashes into the whole slot pool (shared, default; "
-                 "a slot held by another job falls back) or into its own part (partitioned, "
-                 "sized by the plan)")
-        parser.add_argument(
-            "--objective", choices=OBJECTIVES, default=d.objective,
-            help="with --jobs: maximise min_j γ_j/w_j (default) or the sum of γ_j")
-        parser.add_argument(
-            "--kill-ps", metavar="HOST@ROUND", default=None,
-            help="with --jobs, fault injection: kill the PS on HOST once its job finished "
-                 "ROUND (that job stops, the others go on)")
-        parser.add_argument(
-            "--no-alone", action="store_true",
-            help="with --jobs: do not run each job alone afterwards for reference")
+        """INA's options: its network, plan and transport, faults, several jobs."""
+        add_ina_arguments(parser)
 
     def repeats(self) -> int:
         return self.s.repeats
@@ -189,10 +158,7 @@ class InaMethod(Method):
             if m not in MODES:
                 raise ExperimentError(f"--modes: unknown mode {m!r} (expected {', '.join(MODES)})")
         check_environment(s.target)
-        graph = nx.Graph(parse_topology(s.topo))
-        if s.bw is not None:
-            nx.set_edge_attributes(graph, float(s.bw), "bw")
-        self.graph = nx.freeze(graph)
+        self.graph = graph = shaped_graph(parse_topology(s.topo), s.bw)
         self.fail = parse_fail_switch(s.fail_switch, graph, s.rounds) if s.fail_switch else None
         if s.on_worker_failure not in WORKER_POLICIES:
             raise ExperimentError(f"--on-worker-failure: expected stop or continue, got "
@@ -267,37 +233,6 @@ class InaMethod(Method):
             return
         print_summary(results, run.console)
         print_written(run.console, run.out_dir, plots)
-
-
-def settings_from_args(args: argparse.Namespace) -> Settings:
-    """Settings of the ``run`` options, checked (one ExperimentError per mistake)."""
-    if args.bw < 0:
-        raise ExperimentError(f"--bw must be >= 0 Mbit/s, got {args.bw}")
-    s = Settings(topo=args.topo, ps=args.ps, workers=args.workers, budget=args.budget,
-                 rounds=args.rounds, model=args.model, hidden=args.hidden,
-                 bw=args.bw or None,
-                 loss=args.loss, dup=args.dup, reorder=args.reorder, seed=args.seed,
-                 target=args.target, modes=tuple(m.strip() for m in args.modes.split(",")),
-                 window=args.window, timeout=args.timeout, round_timeout=args.round_timeout,
-                 fail_switch=args.fail_switch, out=args.out, name=args.name,
-                 on_worker_failure=getattr(args, "on_worker_failure", "stop"),
-                 kill_worker=getattr(args, "kill_worker", None),
-                 worker_timeout=getattr(args, "worker_timeout", Settings.worker_timeout),
-                 jobs=getattr(args, "jobs", None),
-                 slot_policy=getattr(args, "slot_policy", "shared"),
-                 objective=getattr(args, "objective", "maxmin"),
-                 kill_ps=getattr(args, "kill_ps", None),
-                 no_alone=getattr(args, "no_alone", False),
-                 repeats=args.repeats)
-    if not s.worker_timeout >= 0:
-        raise ExperimentError(f"--worker-timeout must be >= 0 seconds, got {s.worker_timeout}")
-    for what, v in (("--rounds", s.rounds), ("--window", s.window), ("--repeats", s.repeats)):
-        if v < 1:
-            raise ExperimentError(f"{what} must be >= 1, got {v}")
-    for what, v in (("--loss", s.loss), ("--dup", s.dup), ("--reorder", s.reorder)):
-        if not 0 <= v < 1:
-            raise ExperimentError(f"{what} must be in [0, 1), got {v}")
-    return s
 
 
 def run_experiment(s: Settings) -> dict:

@@ -1,4 +1,4 @@
-"""Plots and the async table of ``run --method ndn`` (:mod:`controller.experiment.methods.ndn`)."""
+"""Plots and tables of ``run --method ndn`` (:mod:`controller.experiment.methods.ndn`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,32 @@ from typing import Any
 
 from controller.experiment.report import print_written
 
-__all__ = ["plot_distribution", "report_async", "plot_async"]
+__all__ = ["plot_distribution", "report_async", "plot_async", "sync_table"]
+
+
+def sync_table(results: dict) -> Any:
+    """Distribution bytes on the PS link per round, NDN vs the TCP PS, per worker count."""
+    from rich.table import Table
+
+    modes = results["modes"]
+    table = Table(title="parameter distribution bytes on the PS link per round "
+                        "(frames the PS host sends, measured on its link)")
+    for col in ("N", "NDN B/round", "TCP PS B/round", "TCP/NDN", "÷N", "NDN s/round",
+                "TCP s/round", "recoveries"):
+        table.add_column(col, justify="right")
+
+    def f(x: float | None, spec: str = ",.0f") -> str:
+        return "-" if x is None else format(x, spec)
+    for row in results["comparison"].values():
+        n = row["n_workers"]
+        table.add_row(str(n), f(row.get("ndn_dist_bytes_per_round")),
+                      f(row.get("tcp-ps_dist_bytes_per_round")),
+                      f(row.get("dist_ratio_tcp_over_ndn"), ".2f"),
+                      f(row.get("ratio_over_n"), ".2f"),
+                      f(row.get("ndn_round_s_median"), ".3f"),
+                      f(row.get("tcp-ps_round_s_median"), ".3f"),
+                      str(modes[f"ndn@{n}"]["recoveries"]) if f"ndn@{n}" in modes else "-")
+    return table
 
 
 def plot_distribution(results: dict, out_dir: Path) -> list[Path]:

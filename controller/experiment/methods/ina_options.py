@@ -1,0 +1,125 @@
+"""The INA method's own options (``run --method ina --help``) and its settings from them,
+checked before any network or file (one :class:`ExperimentError` per mistake)."""
+
+from __future__ import annotations
+
+import argparse
+
+from controller.dataplane.deploy import SLOT_POLICIES
+from controller.errors import ExperimentError
+from controller.experiment.failover import WORKER_POLICIES, parse_fail_switch
+from controller.experiment.methods.ina_core import Settings
+from controller.experiment.run_options import (
+    add_impairment_options,
+    add_round_timeout,
+    add_topology_options,
+    add_transport_options,
+)
+from controller.options import finite_float, read_topology
+from controller.plan.document import resolve_workers
+from controller.plan.lp import PlanError
+from controller.plan.lp_jobs import OBJECTIVES
+from controller.plan.planners import PLANNERS
+from topo.models import TopologyError
+from workers.ina.job import MODES
+
+__all__ = ["add_ina_arguments", "settings_from_args"]
+
+
+def add_ina_arguments(parser: argparse.ArgumentParser) -> None:
+    """INA's options: its network, plan and transport, faults, several jobs."""
+    d = Settings()
+    add_topology_options(parser, topo=d.topo, ps=d.ps, workers=d.workers)
+    g = parser.add_argument_group("--method ina (P4 in-network aggregation, "
+                                  "docs/design.md §3)")
+    add_transport_options(g, budget=d.budget, window=d.window, timeout=d.timeout)
+    add_round_timeout(g, d.round_timeout)
+    add_impairment_options(g)
+    g.add_argument("--planner", choices=sorted(PLANNERS), default=d.planner,
+                   help=f"placement algorithm (default {d.planner}; the names of "
+                        "controller/plan/planners.py, as plan --planner)")
+    g.add_argument("--modes", default=",".join(d.modes),
+                   help=f"comma list of {', '.join(MODES)} (default {','.join(d.modes)})")
+    g.add_argument(
+        "--fail-switch", metavar="SWITCH@ROUND", default=None,
+        help="fault injection: kill SWITCH once a worker finished ROUND; the controller "
+             "notices, re-plans without it and redeploys (docs/design.md §9)")
+    g.add_argument(
+        "--on-worker-failure", choices=WORKER_POLICIES, default=d.on_worker_failure,
+        help="INA: when a worker dies, stop the job (one line naming it; finished rounds "
+             "kept) or continue without it from the next round the PS has not completed "
+             "(docs/design.md §9; default stop)")
+    g.add_argument(
+        "--kill-worker", metavar="HOST@ROUND", default=None,
+        help="INA fault injection: kill worker HOST once a worker finished ROUND")
+    g.add_argument(
+        "--worker-timeout", type=finite_float, default=d.worker_timeout, metavar="S",
+        help="INA: the PS reports a worker it has not heard from for S seconds while a "
+             f"round waits for it (default {d.worker_timeout:g}; 0 = never)")
+    g.add_argument(
+        "--jobs", metavar="FILE|N", default=None,
+        help="INA: several training jobs at once instead of --ps/--workers: a jobs file "
+             "(JSON list) or N (the hosts dealt out to N jobs; docs/design.md §3.10)")
+    g.add_argument(
+        "--slot-policy", choices=SLOT_POLICIES, default=d.slot_policy,
+        help="with --jobs: every job hashes into the whole slot pool (shared, default; "
+             "a slot held by another job falls back) or into its own part (partitioned, "
+             "sized by the plan)")
+    g.add_argument(
+        "--objective", choices=OBJECTIVES, default=d.objective,
+        help="with --jobs: maximise min_j γ_j/w_j (default) or the sum of γ_j")
+    g.add_argument(
+        "--kill-ps", metavar="HOST@ROUND", default=None,
+        help="with --jobs, fault injection: kill the PS on HOST once its job finished "
+             "ROUND (that job stops, the others go on)")
+    g.add_argument(
+        "--no-alone", action="store_true",
+        help="with --jobs: do not run each job alone afterwards for reference")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """Settings of the ``run`` options, checked (one ExperimentError per mistake; the shared
+    options were checked when the method was built): the topology, PS, workers, modes and
+    fault spec as prepare() reads them, before any network or file."""
+    d = Settings()
+    s = Settings(topo=args.topo, ps=args.ps, workers=args.workers, budget=args.budget,
+                 planner=getattr(args, "planner", d.planner),
+                 rounds=args.rounds, model=args.model, hidden=args.hidden,
+                 bw=args.bw or None,
+                 loss=args.loss, dup=args.dup, reorder=args.reorder, seed=args.seed,
+                 target=args.target,
+                 modes=tuple(m.strip() for m in getattr(args, "modes", ",".join(d.modes))
+                             .split(",")),
+                 window=args.window, timeout=args.timeout, round_timeout=args.round_timeout,
+                 fail_switch=getattr(args, "fail_switch", None), out=args.out, name=args.name,
+                 on_worker_failure=getattr(args, "on_worker_failure", d.on_worker_failure),
+                 kill_worker=getattr(args, "kill_worker", None),
+                 worker_timeout=getattr(args, "worker_timeout", d.worker_timeout),
+                 jobs=getattr(args, "jobs", None),
+                 slot_policy=getattr(args, "slot_policy", d.slot_policy),
+                 objective=getattr(args, "objective", d.objective),
+                 kill_ps=getattr(args, "kill_ps", None),
+                 no_alone=getattr(args, "no_alone", False),
+                 repeats=args.repeats)
+    if not s.worker_timeout >= 0:
+        raise ExperimentError(f"--worker-timeout must be >= 0 seconds, got {s.worker_timeout}")
+    modes = [m for m in s.modes if m]
+    bad = [m for m in modes if m not in MODES]
+    if not modes or bad:
+        raise ExperimentError(f"--modes: unknown mode {(bad or [''])[0][:40]!r} "
+                              f"(expected {', '.join(MODES)})")
+    try:
+        graph = read_topology(s.topo)
+        if s.jobs is None:  # --jobs names every job's hosts instead
+            if s.ps not in graph or graph.nodes[s.ps].get("kind") != "host":
+                raise ExperimentError(f"--ps {s.ps[:40]!r} is not a host of the topology")
+            resolve_workers(graph, s.ps, s.workers)
+    except (TopologyError, PlanError) as exc:
+        raise ExperimentError(str(exc)) from None
+    if s.fail_switch:
+        rnd = s.fail_switch.partition("@")[2].strip()
+        if not (rnd.isascii() and rnd.isdigit() and len(rnd) <= 9):
+            raise ExperimentError(f"--fail-switch: expected SWITCH@ROUND, got "
+                                  f"{s.fail_switch[:40]!r}")
+        parse_fail_switch(s.fail_switch, graph, s.rounds)
+    return s
