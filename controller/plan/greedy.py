@@ -1,45 +1,54 @@
-"""Greedy placement (docs/design.md §3.4).
+"""Greedy placement (docs/design.md §3.4): one loop, the objective passed in.
 
-S ← ∅; U ← candidates (all switches but s_d that can carry traffic, :func:`lp.candidates`).
-While |S| < M: solve LP(S ∪ {s}) for every s ∈ U; move the s with the largest γ from U to S,
-ties (γ within 1e-9 relative) broken by name; stop early when the best candidate does not
-improve γ by more than 1e-9 relative.  The result carries the last LP's routing (x, a, u).
+:func:`greedy_loop` is the loop of docs/design.md §3.4 for any objective.  With a solve function
+S ↦ R (an LP result of the deployment set S), a rule ``pick`` that names the winner of a step
+among the candidates' results (ties included) and a test ``improves(new, old)``::
 
-Speed-ups that do not change the answer:
+    S ← ∅;  U ← pool;  best ← solve(∅)
+    while |S| < M and U ≠ ∅:
+        R_s ← solve(S ∪ {s})  for s ∈ U           (one solve per class, see ``classes``)
+        s* ← pick({s: R_s})
+        if not improves(R_{s*}, best): stop        (no candidate improves)
+        S ← S ∪ {s*};  U ← U \\ {s*};  best ← solve(S)  (already solved unless s* shared a class)
+    return S in choice order (= interval order), best, history [(s*, best after)]
+
+Two objectives use it:
+
+* :func:`greedy` (one job): R = LP(S) of :mod:`controller.plan.lp`; ``pick`` = the largest
+  γ, candidates within ``REL_TOL`` (relative) of it tied and broken by name
+  (:func:`pick_best`); ``improves`` = γ larger by more than ``REL_TOL`` relative.
+* :func:`controller.plan.lp_jobs.greedy_jobs` (several jobs, docs/design.md §3.10): R = the joint
+  LP, compared by its score vector with a relative tolerance (see there).
+
+Speed-ups of the single-job greedy that do not change the answer:
 
 * the LP merges twin workers (:mod:`controller.plan.lp`, exact);
 * candidates that cannot carry traffic are pruned (exact: γ(S ∪ {s}) = γ(S) for them);
-* symmetry: if an automorphism σ of the capacitated graph fixes d, s_d, the worker set, the
-  switch capacities and S (setwise), then LP(S ∪ {s}) and LP(S ∪ {σ(s)}) are the same LP up to
-  renaming, so γ is equal.  :func:`topo.symmetry.candidate_orbits` returns classes of
-  candidates proven equivalent by such automorphisms (verified permutations, so a class is
-  never merged by mistake); we solve one LP per class and give every member its γ.  The
-  name tie-break is then applied over *all* candidates exactly as in the plain loop, so the
-  chosen switch is the same.
+* symmetry (``classes``): if an automorphism σ of the capacitated graph fixes d, s_d, the
+  worker set, the switch capacities and S (setwise), then LP(S ∪ {s}) and LP(S ∪ {σ(s)}) are
+  the same LP up to renaming, so γ is equal.  :func:`topo.symmetry.candidate_orbits` returns
+  classes of candidates proven equivalent by such automorphisms (verified permutations, so a
+  class is never merged by mistake); the loop solves one LP per class (its first member in
+  name order) and gives every member that result.  ``pick`` then sees *all* candidates exactly
+  as in the plain loop, so the chosen switch is the same; if the winner is not the solved
+  member, its own LP is solved for its routing.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
-from controller.plan.lp import Job, LPResult, PlanError, candidates, solve_lp
+from controller.plan.lp import Job, LPResult, candidates, solve_lp
+from controller.plan.placement import Placement, check_budget
 from topo.models import natural_key
 
-__all__ = ["GreedyResult", "greedy", "pick_best"]
+__all__ = ["greedy", "greedy_loop", "pick_best"]
 
 REL_TOL = 1e-9
 
-
-@dataclass
-class GreedyResult:
-    deployed: tuple[str, ...]
-    gamma: float
-    lp: LPResult
-    history: list[tuple[str, float]] = field(default_factory=list)  # (chosen, γ after)
-    lp_solves: int = 0
-    seconds: float = 0.0
+R = TypeVar("R")
 
 
 def pick_best(scores: dict[str, float]) -> tuple[str, float]:
@@ -50,20 +59,94 @@ def pick_best(scores: dict[str, float]) -> tuple[str, float]:
     return name, scores[name]
 
 
+def greedy_loop(
+    solve: Callable[[Sequence[str]], R],
+    pool: Sequence[str],
+    budget: int,
+    *,
+    pick: Callable[[Mapping[str, R]], str],
+    improves: Callable[[R, R], bool],
+    classes: Callable[[Sequence[str], Sequence[str]], list[list[str]]] | None = None,
+    progress: Callable[[int, str, R], None] | None = None,
+) -> tuple[list[str], R, list[tuple[str, R]]]:
+    """The greedy of the module doc for the objective given by ``solve``, ``pick``, ``improves``.
+
+    Parameters
+    ----------
+    solve : S ↦ its result (S in choice order).
+    pool : the candidates U, in the order ``pick`` sees them.
+    budget : M ≥ 0, the most switches to choose.
+    pick : {candidate: result of S ∪ {candidate}} (in ``pool`` order) ↦ the winner's name.
+    improves : ``improves(new, best)`` is true when ``new`` is worth taking over ``best``.
+    classes : ``classes(S, U)`` ↦ a partition of U into classes whose members are proven to
+        have equal results; one ``solve`` per class (its first member by name).  Default:
+        singletons.
+    progress : called as ``progress(|S|, chosen switch, result)`` after every step.
+
+    Returns
+    -------
+    (S in choice order, result of S, history [(switch, result after)]).
+    """
+    check_budget(budget)
+    S: list[str] = []
+    best = solve(S)
+    history: list[tuple[str, R]] = []
+    U = list(pool)
+    while len(S) < budget and U:
+        groups = classes(S, U) if classes is not None else [[s] for s in U]
+        solved: dict[str, R] = {}
+        rep_of: dict[str, str] = {}
+        for cls in groups:
+            rep = min(cls, key=natural_key)
+            solved[rep] = solve([*S, rep])
+            for s in cls:
+                rep_of[s] = rep
+        scored = {s: solved[rep_of[s]] for s in U if s in rep_of}
+        name = pick(scored)
+        if not improves(scored[name], best):
+            break
+        if name not in solved:  # a class member: solve it to get its own routing
+            solved[name] = solve([*S, name])
+        S.append(name)
+        U.remove(name)
+        best = solved[name]
+        history.append((name, best))
+        if progress is not None:
+            progress(len(S), name, best)
+    return S, best, history
+
+
 def greedy(
     job: Job,
     budget: int,
     *,
+    lp: Callable[..., LPResult] = solve_lp,
+    seed: int = 0,
     solver: str = "auto",
     time_limit: float | None = 60.0,
     merge: bool = True,
     symmetry: bool = True,
-    lp: Callable[..., LPResult] = solve_lp,
     progress: Callable[[int, str, float], None] | None = None,
-) -> GreedyResult:
-    """Greedy deployment of at most ``budget`` switches besides s_d."""
-    if budget < 0:
-        raise PlanError(f"budget must be >= 0, got {budget}")
+) -> Placement:
+    """Greedy deployment of at most ``budget`` switches besides s_d (the ``greedy`` planner).
+
+    Parameters
+    ----------
+    job : the job.
+    budget : M.
+    lp : the LP(S) solver (:func:`controller.plan.lp.solve_lp` or a ``FastLP``).
+    seed : unused (the greedy is deterministic); part of the planners' common signature.
+    solver, time_limit, merge : passed to ``lp`` (time limit per LP).
+    symmetry : solve one LP per candidate orbit (module doc); off when the RESULT tree is
+        counted (``job.result_load``), whose name tie-breaks no automorphism respects.
+    progress : called as ``progress(|S|, chosen switch, γ after)``.
+
+    Returns
+    -------
+    :class:`controller.plan.placement.Placement`: S in choice order, γ, LP(S), the history
+    (switch, γ after) and the number of LPs solved.
+    """
+    check_budget(budget)
     t0 = time.perf_counter()
     solves = 0
 
@@ -72,35 +155,22 @@ def greedy(
         solves += 1
         return lp(job, S, solver=solver, time_limit=time_limit, merge=merge)
 
-    S: list[str] = []
-    best = solve(S)
-    history: list[tuple[str, float]] = []
-    U = candidates(job)
-    while len(S) < budget and U:
-        if symmetry and not job.result_load:  # the RESULT tree breaks ties by name
-            from topo.symmetry import candidate_orbits
+    def orbits(S: Sequence[str], U: Sequence[str]) -> list[list[str]]:
+        from topo.symmetry import candidate_orbits
 
-            classes = candidate_orbits(job.graph, job.ps, job.ps_tor, job.workers,
-                                       job.capacity, S, U)
-        else:
-            classes = [[s] for s in U]
-        scores: dict[str, float] = {}
-        results: dict[str, LPResult] = {}
-        for cls in classes:
-            rep = min(cls, key=natural_key)
-            res = solve([*S, rep])
-            results[rep] = res
-            for s in cls:
-                scores[s] = res.gamma
-        name, gam = pick_best(scores)
-        if gam <= best.gamma * (1 + REL_TOL):
-            break
-        if name not in results:  # an orbit member: solve it to get its own routing
-            results[name] = solve([*S, name])
-        S.append(name)
-        U.remove(name)
-        best = results[name]
-        history.append((name, best.gamma))
+        return candidate_orbits(job.graph, job.ps, job.ps_tor, job.workers, job.capacity,
+                                S, U)
+
+    def step(k: int, name: str, res: LPResult) -> None:
         if progress is not None:
-            progress(len(S), name, best.gamma)
-    return GreedyResult(tuple(S), best.gamma, best, history, solves, time.perf_counter() - t0)
+            progress(k, name, res.gamma)
+
+    S, best, history = greedy_loop(
+        solve, candidates(job), budget,
+        pick=lambda scored: pick_best({s: r.gamma for s, r in scored.items()})[0],
+        improves=lambda new, old: new.gamma > old.gamma * (1 + REL_TOL),
+        classes=orbits if symmetry and not job.result_load else None,
+        progress=step,
+    )
+    return Placement(tuple(S), best.gamma, best, [(s, r.gamma) for s, r in history], solves,
+                     time.perf_counter() - t0)

@@ -50,10 +50,12 @@ Sum
 Twin merging stays exact: swapping two twins of one job is an automorphism that fixes every
 other job's nodes, so it maps the joint LP onto itself (the argument of docs/design.md §3.3).
 
-Greedy (:func:`greedy_jobs`): the loop of docs/design.md §3.4 over the candidates of all jobs (minus D),
+Greedy (:func:`greedy_jobs`): the one loop of docs/design.md §3.4
+(:func:`controller.plan.greedy.greedy_loop`) over the candidates of all jobs (minus D),
 scoring LP(S ∪ {s}) by ``(t, next level, …)`` for max-min and by ``(Σ γ_j, levels…)`` for sum,
-compared lexicographically with relative tolerance ``SCORE_TOL`` (ties by name; stop when no
-candidate improves).  The single-job symmetry speed-up is not used (orbits are per job).
+compared lexicographically with relative tolerance ``SCORE_TOL`` (ties by name: scanning in
+name order, a later candidate must be strictly better; stop when no candidate improves).  The
+single-job symmetry speed-up is not used (orbits are per job).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ from typing import Any
 import networkx as nx
 import pulp
 
-from controller.plan.greedy import greedy
+from controller.plan.greedy import greedy, greedy_loop
 from controller.plan.jobs import JobSpec
 from controller.plan.lp import (
     FastLP,
@@ -395,6 +397,17 @@ def _better(a: Sequence[float], b: Sequence[float]) -> bool:
     return False
 
 
+def _first_best(scored: Mapping[str, JointResult]) -> str:
+    """The winner of a greedy step: scanning the candidates in name order, a later one must
+    be strictly :func:`_better` to take the lead, so ties go to the first name."""
+    top: JointResult | None = None
+    name = ""
+    for s, res in scored.items():
+        if top is None or _better(res.score, top.score):
+            top, name = res, s
+    return name
+
+
 @dataclass
 class JointGreedyResult:
     deployed: tuple[str, ...]
@@ -427,8 +440,6 @@ def greedy_jobs(
     :class:`JointGreedyResult`: S in choice order, the last joint LP, the history
     (switch, score after) and the number of LPs solved.
     """
-    if budget < 0:
-        raise PlanError(f"budget must be >= 0, got {budget}")
     t0 = time.perf_counter()
     solves = 0
 
@@ -439,27 +450,15 @@ def greedy_jobs(
         solves += res.lp_solves
         return res
 
-    S: list[str] = []
-    best = solve(S)
-    history: list[tuple[str, tuple[float, ...]]] = []
-    U = joint_candidates(js)
-    while len(S) < budget and U:
-        top: JointResult | None = None
-        top_name = ""
-        for s in U:  # name order: a later candidate must be strictly better to win a tie
-            res = solve([*S, s])
-            if top is None or _better(res.score, top.score):
-                top, top_name = res, s
-        assert top is not None
-        if not _better(top.score, best.score):
-            break
-        S.append(top_name)
-        U.remove(top_name)
-        best = top
-        history.append((top_name, top.score))
+    def step(k: int, name: str, res: JointResult) -> None:
         if progress is not None:
-            progress(len(S), top_name, top.score)
-    return JointGreedyResult(tuple(S), best, history, solves, time.perf_counter() - t0)
+            progress(k, name, res.score)
+
+    S, best, history = greedy_loop(
+        solve, joint_candidates(js), budget, pick=_first_best,
+        improves=lambda new, old: _better(new.score, old.score), progress=step)
+    return JointGreedyResult(tuple(S), best, [(s, r.score) for s, r in history], solves,
+                             time.perf_counter() - t0)
 
 
 def alone_gammas(js: JobSet, budget: int, *, solver: str = "auto",
