@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from workers.ina.constants import INA_UDP_PORT, TYPE_GRAD, TYPE_PARTIAL, TYPE_RESULT, K
-from workers.ina.wire import FrameTemplate, InaHeader, encode_payload, ipv4_checksum
+from workers.ina.wire import HEADER_NAMES, FrameTemplate, InaPacket, encode_payload, ipv4_checksum
 
 MARK_TOS = 0xB4  # DSCP 45 on every hostile IPv4 header: honest frames carry TOS 0
 MAX_FRAME = 1514  # MTU 1500 + Ethernet header (AF_PACKET allows 4 more for VLAN frames only)
@@ -74,7 +74,7 @@ def _frame(ctx: Context, hdr: tuple, rng: random.Random, src: tuple[str, str] | 
     dst = dst or ctx.ps
     t = FrameTemplate(src[1], dst[1], src[0], dst[0], sport=rng.choice((INA_UDP_PORT, 40000)),
                       ip_id=rng.randrange(1 << 16), tos=MARK_TOS)
-    return t.encode(InaHeader(*hdr), _values(rng))
+    return t.encode(InaPacket(*hdr, _values(rng)))
 
 
 def _grad(ctx: Context, rng: random.Random, w: int, **over: int) -> tuple:
@@ -83,7 +83,7 @@ def _grad(ctx: Context, rng: random.Random, w: int, **over: int) -> tuple:
              agg_id=rng.choice(ctx.agg_ids), fan_in=rng.randint(1, len(ctx.workers)),
              count=1, worker_id=w, bitmap=1 << w)
     h.update(over)
-    return tuple(h[f] for f in InaHeader._fields)
+    return tuple(h[f] for f in HEADER_NAMES)
 
 
 def honest_like(ctx: Context, rng: random.Random) -> bytes:
@@ -249,7 +249,7 @@ def host_datagram(target: str, kind: str, ctx: Context, bit: int, newest: int,
     full = (1 << n) - 1
 
     def payload(hdr: tuple) -> bytes:
-        return encode_payload(InaHeader(*hdr), _values(rng))
+        return encode_payload(InaPacket(*hdr, _values(rng)))
 
     far = FAR + rng.randrange(4096)
     if target == "ps":
@@ -301,15 +301,14 @@ def host_datagram(target: str, kind: str, ctx: Context, bit: int, newest: int,
 
 def ps_outcome(state: Any, data: bytes) -> str:
     """What the PS does with ``data``: its counter that moves (``workers.ina.ps``)."""
-    from workers.ina.messages import InaPacket
     from workers.ina.wire import InaDecodeError, decode_payload
 
     try:
-        hdr, vals = decode_payload(data)
+        pkt = decode_payload(data)
     except InaDecodeError:
         return "malformed_datagrams"
     before = asdict(state.stats)
-    state.on_packet(InaPacket.from_header(hdr, vals))
+    state.on_packet(pkt)
     after = asdict(state.stats)
     if after["malformed"] > before["malformed"]:
         why = [k for k, v in after["malformed_reasons"].items()
@@ -324,15 +323,14 @@ def ps_outcome(state: Any, data: bytes) -> str:
 def worker_outcome(replica: Any, data: bytes) -> str:
     """What a worker does with ``data`` (``workers.ina.worker``; the replica's round is one
     no datagram names)."""
-    from workers.ina.messages import InaPacket
     from workers.ina.wire import InaDecodeError, decode_payload
 
     try:
-        hdr, vals = decode_payload(data)
+        pkt = decode_payload(data)
     except InaDecodeError:
         return "malformed"
     before = asdict(replica.stats)
-    replica.on_packet(InaPacket.from_header(hdr, vals), 0.0)
+    replica.on_packet(pkt, 0.0)
     moved = [k for k, v in asdict(replica.stats).items() if v != before[k]]
     return moved[0] if moved else "accepted"
 

@@ -39,9 +39,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from workers.ina.messages import InaPacket  # noqa: E402
 from workers.ina.ps import PsState  # noqa: E402
-from workers.ina.wire import FrameTemplate, decode_frame  # noqa: E402
+from workers.ina.wire import FrameTemplate, InaPacket, decode_frame  # noqa: E402
 from workers.ina.worker import RttEstimator, WorkerRound  # noqa: E402
 
 FRAME_BITS = 196 * 8
@@ -211,7 +210,7 @@ def run_twin(cfg: TwinConfig) -> TwinResult:
     def host_send(t: float, w: int, pkts: list[InaPacket]) -> None:
         for p in pkts:
             trace.setdefault((p.round, p.chunk_id), [t, -1.0, -1.0])
-            transmit(t + cfg.proc_s, workers[w], 0, tmpl[w].encode(p.header_tuple(), p.values))
+            transmit(t + cfg.proc_s, workers[w], 0, tmpl[w].encode(p))
 
     def arm(w: int) -> None:
         d = machines[w].next_deadline()
@@ -262,16 +261,15 @@ def run_twin(cfg: TwinConfig) -> TwinResult:
                 for eport, out in switches[node].process(port, frame):
                     transmit(t + cfg.proc_s, node, eport, out)
                 continue
-            dec = decode_frame(frame)
-            if dec is None:
+            pkt = decode_frame(frame)
+            if pkt is None:
                 continue
-            pkt = InaPacket.from_header(*dec)
             if node == ps_host:
                 for res in ps.on_packet(pkt, t).results:
                     if not res.flags:
                         trace[(res.round, res.chunk_id)][1] = t
                     transmit(t + cfg.proc_s, ps_host, 0,
-                             ps_tmpl.encode(res.header_tuple(), res.values))
+                             ps_tmpl.encode(res))
                 continue
             w = host_of[node]
             m = machines.get(w)
@@ -331,7 +329,13 @@ def state_machines(code: str | None) -> tuple[Any, Any]:
         assert spec is not None and spec.loader is not None
         mod = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = mod  # dataclasses look their module up there
-        spec.loader.exec_module(mod)
+        try:
+            spec.loader.exec_module(mod)
+        except ImportError as exc:  # it imports this tree's modules, whose API may differ
+            raise SystemExit(f"--code {code}: its workers/ina/{name}.py does not run against "
+                             f"this tree ({exc}); revisions before InaPacket moved to "
+                             "workers/ina/wire.py (with msg_type) cannot be compared here") \
+                from exc
         out.append(getattr(mod, "WorkerRound" if name == "worker" else "PsState"))
     return out[0], out[1]
 

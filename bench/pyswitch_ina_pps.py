@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 
 from pyswitch import Switch, compile_p4  # noqa: E402
 from workers.ina import constants as C  # noqa: E402
-from workers.ina.wire import FrameTemplate, InaHeader, MsgType, grad_header  # noqa: E402
+from workers.ina.wire import FrameTemplate, InaPacket, MsgType  # noqa: E402
 
 PROG = ROOT / "p4src" / "ina.p4"
 AGG, TOR, JOB, MCAST = 5, 9, 3, 1
@@ -66,10 +66,10 @@ def frames(chunks: int, workers: int) -> list[tuple[int, bytes]]:
     for c in range(chunks):
         for w in range(workers):
             vals = np.arange(C.K, dtype=np.int64) * (w + 1) + c
-            out.append((w + 1, tmpl.encode(grad_header(JOB, 1, c, AGG, workers, w), vals)))
-        res = InaHeader(int(MsgType.RESULT), 0, JOB, 1, c, 0, 0, workers, 0,
-                        (1 << workers) - 1)
-        out.append((UPLINKS[0], tmpl.encode(res, np.zeros(C.K, dtype=np.int64))))
+            out.append((w + 1, tmpl.encode(InaPacket.grad(JOB, 1, c, AGG, workers, w, vals))))
+        res = InaPacket(int(MsgType.RESULT), 0, JOB, 1, c, 0, 0, workers, 0,
+                        (1 << workers) - 1, np.zeros(C.K, dtype=np.int64))
+        out.append((UPLINKS[0], tmpl.encode(res)))
     return out
 
 

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from workers.ina.constants import INA_UDP_PORT, num_slots
-from workers.ina.wire import FrameTemplate, InaHeader, decode_frame, ecmp_member, slot_index
+from workers.ina.wire import FrameTemplate, InaPacket, decode_frame, ecmp_member, slot_index
 
 REPO = Path(__file__).resolve().parents[1]
 # INSYNC_INA_P4 points the tests at another copy of the program (e.g. a mutated one).
@@ -147,9 +147,12 @@ class Out:
     """One emitted INA frame, decoded."""
 
     port: int
-    hdr: InaHeader
-    values: np.ndarray
+    pkt: InaPacket
     frame: bytes
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.pkt.values
 
 
 @dataclass
@@ -254,16 +257,16 @@ class InaSwitch:
     # -------------------------------------------------------------- frames
 
     @staticmethod
-    def frame(hdr: InaHeader, values, src_ip: str = "10.0.0.1", ttl: int = 64) -> bytes:
+    def frame(pkt: InaPacket, src_ip: str = "10.0.0.1", ttl: int = 64) -> bytes:
         tmpl = FrameTemplate("02:00:00:00:00:01", PS_MAC, src_ip, PS_IP, ttl=ttl)
-        return tmpl.encode(hdr, np.asarray(values, dtype=np.int64))
+        return tmpl.encode(pkt)
 
     def send(self, port: int, frame: bytes) -> list[Out]:
         outs = []
         for out_port, data in self.target.process(port, frame):
             dec = decode_frame(data)
             assert dec is not None, f"non-INA frame out of port {out_port}"
-            outs.append(Out(out_port, dec[0], dec[1], data))
+            outs.append(Out(out_port, dec, data))
         return outs
 
     def counters(self, *names: str) -> dict[str, int]:

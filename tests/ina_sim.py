@@ -48,8 +48,9 @@ from workers.ina.constants import (
     TYPE_PARTIAL,
     num_slots,
 )
-from workers.ina.messages import InaPacket, mask_of
+from workers.ina.messages import mask_of
 from workers.ina.ps import PsState
+from workers.ina.wire import InaPacket
 from workers.ina.worker import WorkerRound, ps_only_schedule
 
 S_D = 1  # the PS's ToR switch id
@@ -146,9 +147,9 @@ class SimSwitch:
 
     def _emit(self, slot: Slot, flags: int, dest: str) -> tuple[str, InaPacket]:
         job, rnd, chunk = slot.key
-        pkt = InaPacket(type=TYPE_PARTIAL, flags=flags, job_id=job, round=rnd, chunk_id=chunk,
-                        agg_id=AGG_ID_PS if dest == "ps" else S_D, fan_in=slot.fan_in,
-                        count=slot.count, worker_id=0, bitmap=slot.bitmap,
+        pkt = InaPacket(msg_type=TYPE_PARTIAL, flags=flags, job_id=job, round=rnd,
+                        chunk_id=chunk, agg_id=AGG_ID_PS if dest == "ps" else S_D,
+                        fan_in=slot.fan_in, count=slot.count, worker_id=0, bitmap=slot.bitmap,
                         values=slot.values.copy())
         return (dest, pkt)
 

@@ -139,7 +139,7 @@ def test_several_buckets_per_step_distinct_chunk_ids_exact_sums() -> None:
     inner = net.on_packet
 
     def logging(pkt):
-        if pkt.type == TYPE_GRAD:
+        if pkt.msg_type == TYPE_GRAD:
             seen.append((pkt.round, pkt.chunk_id, pkt.worker_id, pkt.agg_id, pkt.fan_in))
         return inner(pkt)
 

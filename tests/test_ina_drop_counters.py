@@ -15,7 +15,7 @@ from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
 from workers.ina import constants as C
-from workers.ina.wire import Flag, InaHeader, MsgType, grad_header
+from workers.ina.wire import Flag, InaPacket, MsgType
 
 AGG, TOR = 5, 9
 UPLINKS, PS_PORT = [20, 21], 30
@@ -54,7 +54,7 @@ def delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
 
 def grad(worker: int, chunk: int = 11, flags: int = 0, values=None) -> bytes:
     v = np.arange(C.K) if values is None else values
-    return InaSwitch.frame(grad_header(JOB, 0, chunk, AGG, 2, worker, flags), v,
+    return InaSwitch.frame(InaPacket.grad(JOB, 0, chunk, AGG, 2, worker, v, flags),
                            src_ip=f"10.0.1.{worker + 1}")
 
 
@@ -91,7 +91,7 @@ def test_grad_summed_into_an_incomplete_slot_is_counted_in_absorbed(agg) -> None
     assert agg.send(1, grad(0)) == []
     assert delta(before, counts(agg)) == {"MyIngress.absorbed": 1}
     (part,) = agg.send(2, grad(1))          # completes: leaves the switch, no drop counted
-    assert part.hdr.msg_type == MsgType.PARTIAL
+    assert part.pkt.msg_type == MsgType.PARTIAL
     assert delta(before, counts(agg)) == {"MyIngress.absorbed": 1}
 
 
@@ -103,14 +103,14 @@ def test_duplicate_of_an_incomplete_slot_is_counted_in_dropped_duplicate(agg) ->
     assert agg.counters("duplicate")["duplicate"] == dup_before + 1
     # a RETRANSMIT duplicate is flushed to the PS instead: it leaves, nothing dropped
     (flush,) = agg.send(1, grad(0, flags=Flag.RETRANSMIT))
-    assert flush.hdr.flags & Flag.INCOMPLETE
+    assert flush.pkt.flags & Flag.INCOMPLETE
     assert delta(before, counts(agg)) == {"MyIngress.dropped_duplicate": 1}
 
 
 def test_result_copy_toward_its_ingress_port_is_counted_in_dropped_echo(agg) -> None:
     before = counts(agg)
-    res = InaHeader(MsgType.RESULT, 0, JOB, 0, 11, 0, 0, 3, 0, 0b111)
-    outs = agg.send(20, InaSwitch.frame(res, np.zeros(C.K, dtype=np.int64)))
+    res = InaPacket(MsgType.RESULT, 0, JOB, 0, 11, 0, 0, 3, 0, 0b111, np.zeros(C.K, np.int64))
+    outs = agg.send(20, InaSwitch.frame(res))
     assert sorted(o.port for o in outs) == [1, 2, 3]         # not back out of port 20
     assert delta(before, counts(agg)) == {"MyEgress.dropped_echo": 1}
 
@@ -133,8 +133,9 @@ def _hostile_stream(rng: np.random.Generator, n: int) -> list[tuple[int, bytes, 
         elif kind == 6:
             out.append((1, plain_udp(f"10.{int(rng.integers(1, 200))}.0.1"), False))
         elif kind == 7:                                  # RESULT from the fabric
-            res = InaHeader(MsgType.RESULT, 0, JOB, 0, chunk, 0, 0, 3, 0, 0b111)
-            out.append((20, InaSwitch.frame(res, np.zeros(C.K, dtype=np.int64)), True))
+            res = InaPacket(MsgType.RESULT, 0, JOB, 0, chunk, 0, 0, 3, 0, 0b111,
+                            np.zeros(C.K, dtype=np.int64))
+            out.append((20, InaSwitch.frame(res), True))
         else:                                            # random bytes
             out.append((int(rng.integers(1, 4)),
                         rng.integers(0, 256, int(rng.integers(1, 300))).astype(np.uint8)

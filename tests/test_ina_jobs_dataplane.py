@@ -18,7 +18,7 @@ from ina_harness import InaSwitch, PySwitchTarget, compiled_pyswitch_program, py
 
 from controller.dataplane.deploy import JobSpec, slot_ranges
 from workers.ina import constants as C
-from workers.ina.wire import Flag, InaHeader, MsgType, grad_header
+from workers.ina.wire import Flag, InaPacket, MsgType
 
 AGG, TOR = 5, 9
 UPLINKS = [20, 21]
@@ -53,8 +53,8 @@ def two_jobs(ranges: dict[int, tuple[int, int]], is_ps_tor: bool = False) -> Ina
 def send(sw: InaSwitch, job: int, worker: int, chunk: int, values, rnd: int = 0,
          agg: int = AGG) -> list:
     port = worker + (1 if job == JA else 3)
-    hdr = grad_header(job, rnd, chunk, agg, 2, worker, 0)
-    return sw.send(port, InaSwitch.frame(hdr, values, src_ip=f"10.0.{job}.{worker + 1}"))
+    pkt = InaPacket.grad(job, rnd, chunk, agg, 2, worker, values)
+    return sw.send(port, InaSwitch.frame(pkt, src_ip=f"10.0.{job}.{worker + 1}"))
 
 
 def test_agg_id_0_goes_to_each_jobs_own_ps() -> None:
@@ -67,8 +67,8 @@ def test_agg_id_0_goes_to_each_jobs_own_ps() -> None:
     sw.job(99, [0], is_ps_tor=False, tor_id=TOR, member_ports=False)
     sw.member(99, 0, 6)
     before = sw.target.counter("dropped_noroute")
-    hdr = grad_header(99, 0, 7, 0, 1, 0, 0)
-    assert sw.send(6, InaSwitch.frame(hdr, v)) == []
+    pkt = InaPacket.grad(99, 0, 7, 0, 1, 0, v)
+    assert sw.send(6, InaSwitch.frame(pkt)) == []
     assert sw.target.counter("dropped_noroute") == before + 1
 
 
@@ -101,13 +101,13 @@ def test_shared_pool_cross_job_collisions_fall_back_and_every_sum_is_exact() -> 
     cross = 0
     for (j, c), got in out.items():
         exact = vals[(j, 0, c)] + vals[(j, 1, c)]
-        assert sum(o.hdr.bitmap for o in got) == 0b11, (j, c)
-        assert all(o.hdr.job_id == j for o in got)
+        assert sum(o.pkt.bitmap for o in got) == 0b11, (j, c)
+        assert all(o.pkt.job_id == j for o in got)
         total = np.sum([o.values.astype(np.int64) for o in got], axis=0)
         assert total.tolist() == exact.tolist(), (j, c)
         holder = owner[crc_slot(j, 0, c, *pool)]
         if holder != (j, c):
-            assert all(o.hdr.flags & Flag.FALLBACK for o in got)
+            assert all(o.pkt.flags & Flag.FALLBACK for o in got)
             cross += holder[0] != j
     assert cross > 0  # the test really made jobs collide with each other
     assert sw.counters("collision")["collision"] == 2 * sum(
@@ -134,12 +134,12 @@ def test_a_job_without_slots_here_goes_to_its_ps_unaggregated() -> None:
     sw = two_jobs({JA: (0, 4), JB: (0, 0)})
     v = np.arange(C.K)
     (out,) = send(sw, JB, 0, 9, v)
-    assert out.hdr.agg_id == 0 and out.hdr.flags & Flag.FALLBACK and out.port == PS_B[0]
+    assert out.pkt.agg_id == 0 and out.pkt.flags & Flag.FALLBACK and out.port == PS_B[0]
     assert send(sw, JA, 0, 9, v) == []  # JA still aggregates
     # a range outside the pool counts as none (the program never indexes past its registers)
     sw2 = two_jobs({JA: (C.num_slots() - 1, 2), JB: (0, 1)})
     (out2,) = send(sw2, JA, 0, 9, v)
-    assert out2.hdr.flags & Flag.FALLBACK and out2.port == PS_A[0]
+    assert out2.pkt.flags & Flag.FALLBACK and out2.port == PS_A[0]
 
 
 def test_a_result_releases_only_its_own_jobs_slot() -> None:
@@ -148,12 +148,12 @@ def test_a_result_releases_only_its_own_jobs_slot() -> None:
     v = np.arange(C.K)
     assert send(sw, JA, 0, 4, v) == []  # JA's chunk 4 holds the slot
     # JB's RESULT of the same round and chunk: another key, nothing released
-    res = InaHeader(MsgType.RESULT, 0, JB, 0, 4, 0, 0, 2, 0, 0b11)
-    sw.send(UPLINKS[0], InaSwitch.frame(res, v))
+    res = InaPacket(MsgType.RESULT, 0, JB, 0, 4, 0, 0, 2, 0, 0b11, v)
+    sw.send(UPLINKS[0], InaSwitch.frame(res))
     assert sw.counters("release")["release"] == 0
     assert sw.target.register("slot_key", 0) >> 64 == JA
     (part,) = send(sw, JA, 1, 4, 2 * v)
-    assert part.hdr.msg_type == MsgType.PARTIAL and part.values.tolist() == (3 * v).tolist()
+    assert part.pkt.msg_type == MsgType.PARTIAL and part.values.tolist() == (3 * v).tolist()
 
 
 # ---------------------------------------------------------------- slot_ranges (pure)

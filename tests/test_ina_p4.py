@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from workers.ina import constants as C
-from workers.ina.wire import HEADER_FIELDS, Flag, InaHeader, MsgType, decode_frame, grad_header
+from workers.ina.wire import HEADER_FIELDS, Flag, InaPacket, MsgType, decode_frame
 
 REPO = Path(__file__).resolve().parents[1]
 P4SRC = REPO / "p4src"
@@ -168,7 +169,7 @@ def tor_switch(target, job_workers=JOB6) -> InaSwitch:
 
 
 def grad(worker, values, chunk=11, rnd=0, agg=AGG, fan_in=2, flags=0, job=JOB) -> bytes:
-    return InaSwitch.frame(grad_header(job, rnd, chunk, agg, fan_in, worker, flags), values,
+    return InaSwitch.frame(InaPacket.grad(job, rnd, chunk, agg, fan_in, worker, values, flags),
                            src_ip=f"10.0.1.{worker + 1}")
 
 
@@ -215,8 +216,8 @@ def test_n_workers_give_one_partial_with_exact_sums(target, n) -> None:
     assert np.all((exact >= I32_MIN) & (exact <= I32_MAX))
     assert out.values.tolist() == exact.tolist()
     # worker_id: that of the GRAD that completed the chunk
-    assert out.hdr == InaHeader(MsgType.PARTIAL, 0, JOB, 0, chunk, TOR, n, n,
-                                int(order[-1]), (1 << n) - 1)
+    assert out.pkt == InaPacket(MsgType.PARTIAL, 0, JOB, 0, chunk, TOR, n, n,
+                                int(order[-1]), (1 << n) - 1, exact)
     assert out.port == sw.expected_port(TOR, chunk)
     # the job has 10 workers: completion was by fan-in, not by the job's mask
     assert sw.counters("aggregated", "completed") == {"aggregated": n, "completed": 1}
@@ -230,12 +231,12 @@ def test_tor_completes_on_full_mask_not_fan_in(target) -> None:
     assert sw.send(1, grad(0, g[0], agg=TOR, fan_in=2)) == []
     assert sw.send(2, grad(1, g[1], agg=TOR, fan_in=2)) == []
     # PARTIAL from AGG with workers 2..5 arrives on a fabric port and completes the mask
-    part = InaHeader(MsgType.PARTIAL, 0, JOB, 0, 11, TOR, 4, 4, 2, 0b111100)
-    outs = sw.send(20, InaSwitch.frame(part, g[2:].sum(axis=0)))
+    part = InaPacket(MsgType.PARTIAL, 0, JOB, 0, 11, TOR, 4, 4, 2, 0b111100, g[2:].sum(axis=0))
+    outs = sw.send(20, InaSwitch.frame(part))
     assert len(outs) == 1
     out = outs[0]
     assert out.port == PS_PORT
-    assert (out.hdr.msg_type, out.hdr.agg_id, out.hdr.count, out.hdr.bitmap) == (
+    assert (out.pkt.msg_type, out.pkt.agg_id, out.pkt.count, out.pkt.bitmap) == (
         MsgType.PARTIAL, 0, 6, 0b111111)
     assert out.values.tolist() == g.sum(axis=0).tolist()
 
@@ -247,7 +248,7 @@ def test_duplicate_before_completion_is_not_added(target) -> None:
     assert sw.send(1, grad(0, a, fan_in=2)) == []             # network duplicate: dropped
     outs = sw.send(2, grad(1, b, fan_in=2))
     assert len(outs) == 1 and outs[0].values.tolist() == (a + b).tolist()
-    assert outs[0].hdr.count == 2
+    assert outs[0].pkt.count == 2
     assert sw.counters("duplicate", "aggregated") == {"duplicate": 1, "aggregated": 2}
 
 
@@ -260,8 +261,8 @@ def test_duplicate_after_completion_reemits_stored_partial(target) -> None:
     # carrying different (e.g. recomputed) values that must not be added
     (again,) = sw.send(1, grad(0, vals(999), flags=Flag.RETRANSMIT))
     assert again.values.tolist() == first.values.tolist() == (a + b).tolist()
-    assert again.hdr._replace(flags=0, worker_id=0) == first.hdr._replace(worker_id=0)
-    assert again.hdr.flags == Flag.RETRANSMIT
+    assert replace(again.pkt, flags=0, worker_id=0) == replace(first.pkt, worker_id=0)
+    assert again.pkt.flags == Flag.RETRANSMIT
     assert again.port == sw.expected_port(TOR, 11)
     # a plain network duplicate after completion is answered the same way
     (third,) = sw.send(2, grad(1, b))
@@ -276,7 +277,7 @@ def test_retransmit_never_claims_a_free_slot_but_joins_its_own(target) -> None:
     frame = grad(0, g0, chunk=40, flags=Flag.RETRANSMIT)
     (out,) = sw.send(1, frame)
     # unchanged except agg_id -> PS, FALLBACK flag, TTL; not aggregated
-    assert out.hdr == grad_header(JOB, 0, 40, 0, 2, 0, Flag.RETRANSMIT | Flag.FALLBACK)
+    assert out.pkt == InaPacket.grad(JOB, 0, 40, 0, 2, 0, g0, Flag.RETRANSMIT | Flag.FALLBACK)
     assert out.values.tolist() == g0.tolist()
     assert out.port == sw.expected_port(0, 40)
     assert sw.counters("aggregated", "bypassed") == {"aggregated": 0, "bypassed": 1}
@@ -285,7 +286,7 @@ def test_retransmit_never_claims_a_free_slot_but_joins_its_own(target) -> None:
     g1 = vals(5, 6)
     assert sw.send(2, grad(1, g1, chunk=40)) == []
     (done,) = sw.send(1, frame)
-    assert done.hdr.msg_type == MsgType.PARTIAL and done.values.tolist() == (g0 + g1).tolist()
+    assert done.pkt.msg_type == MsgType.PARTIAL and done.values.tolist() == (g0 + g1).tolist()
 
 
 def test_incomplete_slot_is_flushed_to_ps_on_retransmit(target) -> None:
@@ -293,9 +294,9 @@ def test_incomplete_slot_is_flushed_to_ps_on_retransmit(target) -> None:
     g0 = vals(3, 4)
     assert sw.send(1, grad(0, g0, chunk=50, fan_in=3)) == []
     (out,) = sw.send(1, grad(0, g0, chunk=50, fan_in=3, flags=Flag.RETRANSMIT))
-    assert out.hdr.msg_type == MsgType.PARTIAL and out.hdr.agg_id == 0
-    assert out.hdr.flags == Flag.RETRANSMIT | Flag.INCOMPLETE
-    assert (out.hdr.count, out.hdr.bitmap) == (1, 1)
+    assert out.pkt.msg_type == MsgType.PARTIAL and out.pkt.agg_id == 0
+    assert out.pkt.flags == Flag.RETRANSMIT | Flag.INCOMPLETE
+    assert (out.pkt.count, out.pkt.bitmap) == (1, 1)
     assert out.values.tolist() == g0.tolist()
     assert sw.counters("flushed")["flushed"] == 1
 
@@ -307,7 +308,7 @@ def test_collision_falls_back_to_tor_then_to_ps(make_target) -> None:
     assert sw.send(1, grad(0, vals(1), chunk=11)) == []      # chunk 11 holds the slot
     g = vals(77, -77)
     (out,) = sw.send(2, grad(1, g, chunk=other))
-    assert out.hdr == grad_header(JOB, 0, other, TOR, 2, 1, Flag.FALLBACK)
+    assert out.pkt == InaPacket.grad(JOB, 0, other, TOR, 2, 1, g, Flag.FALLBACK)
     assert out.values.tolist() == g.tolist()
     assert out.port == sw.expected_port(TOR, other)
     assert sw.counters("collision", "aggregated") == {"collision": 1, "aggregated": 1}
@@ -316,7 +317,7 @@ def test_collision_falls_back_to_tor_then_to_ps(make_target) -> None:
     assert tor.send(1, grad(0, vals(1), chunk=11, agg=TOR)) == []
     (out2,) = tor.send(20, out.frame)                       # the fallback reaches s_d
     assert out2.port == PS_PORT
-    assert out2.hdr == grad_header(JOB, 0, other, 0, 2, 1, Flag.FALLBACK)
+    assert out2.pkt == InaPacket.grad(JOB, 0, other, 0, 2, 1, g, Flag.FALLBACK)
     assert out2.values.tolist() == g.tolist()
     assert tor.counters("collision")["collision"] == 1
 
@@ -324,9 +325,10 @@ def test_collision_falls_back_to_tor_then_to_ps(make_target) -> None:
 def test_partial_overlap_goes_to_ps_unaggregated(target) -> None:
     sw = tor_switch(target)
     assert sw.send(1, grad(0, vals(1), agg=TOR)) == []
-    part = InaHeader(MsgType.PARTIAL, 0, JOB, 0, 11, TOR, 3, 3, 0, 0b000111)  # has worker 0
-    (out,) = sw.send(20, InaSwitch.frame(part, vals(9)))
-    assert out.port == PS_PORT and out.hdr == part._replace(agg_id=0, flags=Flag.FALLBACK)
+    part = InaPacket(MsgType.PARTIAL, 0, JOB, 0, 11, TOR, 3, 3, 0, 0b000111,  # has worker 0
+                     vals(9))
+    (out,) = sw.send(20, InaSwitch.frame(part))
+    assert out.port == PS_PORT and out.pkt == replace(part, agg_id=0, flags=Flag.FALLBACK)
     assert out.values.tolist() == vals(9).tolist()
 
 
@@ -336,13 +338,13 @@ def test_result_releases_slot_and_is_multicast(target) -> None:
     (partial,) = sw.send(2, grad(1, vals(2)))
     (other,) = colliding_chunks(JOB, 0, 11)
     (coll,) = sw.send(1, grad(0, vals(5), chunk=other))      # slot busy: collision
-    assert coll.hdr.flags == Flag.FALLBACK
-    result = InaHeader(MsgType.RESULT, 0, JOB, 0, 11, 0, 0, 2, 0, 0b11)
+    assert coll.pkt.flags == Flag.FALLBACK
     res_vals = vals(3, 3, 3)
-    outs = sw.send(20, InaSwitch.frame(result, res_vals))
+    result = InaPacket(MsgType.RESULT, 0, JOB, 0, 11, 0, 0, 2, 0, 0b11, res_vals)
+    outs = sw.send(20, InaSwitch.frame(result))
     # group {1, 2, 3, 20} minus the ingress port 20, payload untouched
     assert sorted(o.port for o in outs) == [1, 2, 3]
-    assert all(o.hdr == result and o.values.tolist() == res_vals.tolist() for o in outs)
+    assert all(o.pkt == result and o.values.tolist() == res_vals.tolist() for o in outs)
     assert sw.counters("release")["release"] == 1
     slot = slot_of(JOB, 0, 11)
     state = [target.register(r, slot) for r in ("slot_count", "slot_bitmap", "slot_key",
@@ -353,15 +355,16 @@ def test_result_releases_slot_and_is_multicast(target) -> None:
     # free, so a retransmitted GRAD of the released chunk neither re-emits the stored
     # PARTIAL nor joins (it would if key and count had survived) but bypasses to the PS.
     (late,) = sw.send(1, grad(0, vals(1), flags=Flag.RETRANSMIT))
-    assert late.hdr == grad_header(JOB, 0, 11, 0, 2, 0, Flag.RETRANSMIT | Flag.FALLBACK)
+    assert late.pkt == InaPacket.grad(JOB, 0, 11, 0, 2, 0, vals(1),
+                                      Flag.RETRANSMIT | Flag.FALLBACK)
     assert late.values.tolist() == vals(1).tolist()
     assert sw.counters("bypassed", "reemitted") == {"bypassed": 1, "reemitted": 0}
     # released: the colliding key can claim the slot now and complete there
     assert sw.send(1, grad(0, vals(5), chunk=other)) == []
     (p2,) = sw.send(2, grad(1, vals(6), chunk=other))
-    assert p2.hdr.msg_type == MsgType.PARTIAL and p2.values.tolist() == (vals(5) + vals(6)).tolist()
+    assert p2.pkt.msg_type == MsgType.PARTIAL and p2.values.tolist() == (vals(5) + vals(6)).tolist()
     # a RESULT for a key not held releases nothing but is still multicast
-    outs = sw.send(20, InaSwitch.frame(result._replace(chunk_id=12345), res_vals))
+    outs = sw.send(20, InaSwitch.frame(replace(result, chunk_id=12345)))
     assert len(outs) == 3 and sw.counters("release")["release"] == 1
 
 
@@ -370,8 +373,7 @@ def test_result_only_from_ps_port_at_tor_and_rewritten_per_port(target) -> None:
     target.insert_entry("MyEgress.result_rewrite", {"standard_metadata.egress_port": 1},
                         "MyEgress.set_result_dst",
                         {"dstAddr": 0x020000000011, "ip": 0x0A000101})
-    result = InaSwitch.frame(InaHeader(MsgType.RESULT, 0, JOB, 0, 11, 0, 0, 6, 0, 63),
-                             vals(8))
+    result = InaSwitch.frame(InaPacket(MsgType.RESULT, 0, JOB, 0, 11, 0, 0, 6, 0, 63, vals(8)))
     assert sw.send(2, result) == []                          # a worker cannot inject RESULTs
     assert sw.counters("dropped_nonmember")["dropped_nonmember"] == 1
     outs = {o.port: o for o in sw.send(PS_PORT, result)}
@@ -388,7 +390,7 @@ def test_result_without_multicast_group_is_dropped(target) -> None:
     sw = InaSwitch(target, AGG).configure()
     sw.fabric(20)
     sw.job(JOB, [0, 1], is_ps_tor=False, tor_id=TOR, mcast_grp=0)
-    result = InaSwitch.frame(InaHeader(MsgType.RESULT, 0, JOB, 0, 11, 0, 0, 2, 0, 3), vals())
+    result = InaSwitch.frame(InaPacket(MsgType.RESULT, 0, JOB, 0, 11, 0, 0, 2, 0, 3, vals()))
     assert target.process(20, result) == []
     assert sw.counters("dropped_noroute")["dropped_noroute"] == 1
 
@@ -431,7 +433,7 @@ def test_disabled_aggregation_forwards_to_ps(target) -> None:
     sw = agg_switch(target)
     sw.configure(agg_enabled=False)
     (out,) = sw.send(1, grad(0, vals(4)))
-    assert out.hdr == grad_header(JOB, 0, 11, 0, 2, 0, Flag.FALLBACK)
+    assert out.pkt == InaPacket.grad(JOB, 0, 11, 0, 2, 0, vals(4), Flag.FALLBACK)
     assert sw.counters("aggregated", "bypassed") == {"aggregated": 0, "bypassed": 1}
 
 
@@ -469,8 +471,8 @@ def test_malformed_ina_dropped_and_counted(target) -> None:
         good[:42] + bytes([0]) + good[43:],                  # msg_type 0
     ]
     # GRAD whose bitmap is not 1 << worker_id, and GRAD with count 2
-    bad.append(InaSwitch.frame(grad_header(JOB, 0, 11, AGG, 1, 0)._replace(bitmap=3), vals()))
-    bad.append(InaSwitch.frame(grad_header(JOB, 0, 11, AGG, 1, 0)._replace(count=2), vals()))
+    bad.append(InaSwitch.frame(replace(InaPacket.grad(JOB, 0, 11, AGG, 1, 0, vals()), bitmap=3)))
+    bad.append(InaSwitch.frame(replace(InaPacket.grad(JOB, 0, 11, AGG, 1, 0, vals()), count=2)))
     # UDP length field disagreeing with the INA size (frame itself complete)
     p = Ether(good)
     p[UDP].len = C.INA_UDP_LEN - 4
@@ -494,8 +496,8 @@ def test_nonmember_contributions_dropped_and_counted(target) -> None:
         (2, grad(0, vals(1))),             # worker 0 on worker 1's port
         (9, grad(8, vals(1))),             # worker 8: no registration on any port
         (1, grad(0, vals(1), job=99)),     # unknown job
-        (1, InaSwitch.frame(InaHeader(MsgType.PARTIAL, 0, JOB, 0, 11, AGG, 2, 2, 0, 3),
-                            vals(1))),     # PARTIAL from a host port
+        (1, InaSwitch.frame(InaPacket(MsgType.PARTIAL, 0, JOB, 0, 11, AGG, 2, 2, 0, 3,
+                                      vals(1)))),  # PARTIAL from a host port
         (20, grad(7, vals(1))),            # from the fabric, but worker 7 is not in the job
     ]
     for port, frame in cases:
@@ -527,23 +529,23 @@ def test_random_order_and_duplicates_give_exact_sums(target, seed) -> None:
         c, w, flags = sends[i]
         frame = grad(w, values[c][w], chunk=c, fan_in=fan[c], flags=flags)
         for out in sw.send(w + 1, frame):
-            if out.hdr.msg_type == MsgType.PARTIAL:
+            if out.pkt.msg_type == MsgType.PARTIAL:
                 # every emitted partial is the exact sum of the workers in its bitmap
-                members = [b for b in range(fan[c]) if out.hdr.bitmap >> b & 1]
-                assert out.hdr.count == len(members)
+                members = [b for b in range(fan[c]) if out.pkt.bitmap >> b & 1]
+                assert out.pkt.count == len(members)
                 assert out.values.tolist() == values[c][members].sum(axis=0).tolist()
-                if not out.hdr.flags & Flag.INCOMPLETE:
-                    assert out.hdr.bitmap == (1 << fan[c]) - 1 and out.hdr.agg_id == TOR
+                if not out.pkt.flags & Flag.INCOMPLETE:
+                    assert out.pkt.bitmap == (1 << fan[c]) - 1 and out.pkt.agg_id == TOR
                     partials.setdefault(c, []).append(out)
             else:                                                  # GRAD sent on unaggregated
-                assert out.hdr.flags & Flag.FALLBACK
+                assert out.pkt.flags & Flag.FALLBACK
                 assert out.values.tolist() == values[c][w].tolist()
                 fallbacks.setdefault(c, set()).add(w)
     for c in range(n_chunks):
         # every chunk completes exactly once (re-emits repeat it identically), or, when
         # its slot was taken by another chunk, reaches the next point as raw GRADs
         if c in partials:
-            firsts = [p for p in partials[c] if not p.hdr.flags & Flag.RETRANSMIT]
+            firsts = [p for p in partials[c] if not p.pkt.flags & Flag.RETRANSMIT]
             assert len(firsts) == 1
             assert all(p.values.tolist() == firsts[0].values.tolist() for p in partials[c])
         else:
@@ -630,20 +632,20 @@ def test_two_switches_lossy_reordering_network_exact_results(make_target, seed) 
             agg_id, flags = 0, Flag.RETRANSMIT | Flag.FALLBACK  # straight to the PS
         else:
             agg_id = AGG if w < 4 else TOR
-        frame = InaSwitch.frame(grad_header(JOB, 0, c, agg_id, 4, w, flags), grads[c][w])
+        frame = InaSwitch.frame(InaPacket.grad(JOB, 0, c, agg_id, 4, w, grads[c][w], flags))
         queue.append(("agg" if w < 4 else "tor", w + 1, frame))
 
     def ps_receive(frame: bytes) -> None:
-        hdr, v = decode_frame(frame)
-        c = hdr.chunk_id
+        pkt = decode_frame(frame)
+        c = pkt.chunk_id
         if c not in ps_done:
-            ps_sets[c].append((hdr.bitmap, v.astype(np.int64)))
+            ps_sets[c].append((pkt.bitmap, pkt.values.astype(np.int64)))
             total = _disjoint_cover(ps_sets[c], full)
             if total is None:
                 return
             ps_done[c] = total
-        res = InaHeader(MsgType.RESULT, 0, JOB, 0, c, 0, 0, 6, 0, full)
-        queue.append(("tor", PS_PORT, InaSwitch.frame(res, ps_done[c])))
+        res = InaPacket(MsgType.RESULT, 0, JOB, 0, c, 0, 0, 6, 0, full, ps_done[c])
+        queue.append(("tor", PS_PORT, InaSwitch.frame(res)))
 
     for c in chunks:
         for w in workers:
@@ -658,7 +660,7 @@ def test_two_switches_lossy_reordering_network_exact_results(make_target, seed) 
                 queue.append((where, port, frame))            # duplicated
             sw = agg if where == "agg" else tor
             for out_port, data in sw.target.process(port, frame):
-                hdr, v = decode_frame(data)
+                pkt = decode_frame(data)
                 if where == "agg" and out_port == 20:
                     queue.append(("tor", 20, data))
                 elif where == "tor" and out_port == 20:
@@ -666,8 +668,8 @@ def test_two_switches_lossy_reordering_network_exact_results(make_target, seed) 
                 elif where == "tor" and out_port == PS_PORT:
                     ps_receive(data)
                 else:                                         # a RESULT copy to a worker
-                    assert hdr.msg_type == MsgType.RESULT
-                    got[(hdr.chunk_id, out_port - 1)] = v.tolist()
+                    assert pkt.msg_type == MsgType.RESULT
+                    got[(pkt.chunk_id, out_port - 1)] = pkt.values.tolist()
         missing = [(c, w) for c in chunks for w in workers if (c, w) not in got]
         if not missing:
             break

@@ -18,7 +18,7 @@ from ina_harness import INA_P4, InaSwitch, PySwitchTarget, pyswitch_unavailable
 from ina_sim import SimConfig, run_sim
 
 from workers.ina import constants as C
-from workers.ina.wire import Flag, InaHeader, MsgType, grad_header
+from workers.ina.wire import Flag, InaPacket, MsgType
 
 AGG, TOR = 5, 9
 UPLINKS = [20, 21]
@@ -127,8 +127,8 @@ def test_small_pool_program_has_four_cells_per_register() -> None:
 
 
 def _send(sw: InaSwitch, worker: int, chunk: int, values: np.ndarray, rnd: int = 0) -> list:
-    hdr = grad_header(JOB, rnd, chunk, AGG, 2, worker, 0)
-    return sw.send(worker + 1, InaSwitch.frame(hdr, values, src_ip=f"10.0.1.{worker + 1}"))
+    pkt = InaPacket.grad(JOB, rnd, chunk, AGG, 2, worker, values)
+    return sw.send(worker + 1, InaSwitch.frame(pkt, src_ip=f"10.0.1.{worker + 1}"))
 
 
 def test_collisions_fall_back_and_every_chunk_sums_exactly(small_agg) -> None:
@@ -151,11 +151,11 @@ def test_collisions_fall_back_and_every_chunk_sums_exactly(small_agg) -> None:
         exact = vals[(0, c)] + vals[(1, c)]
         got = out[c]
         if c in collided:
-            assert [o.hdr.msg_type for o in got] == [MsgType.GRAD, MsgType.GRAD]
-            assert all(o.hdr.flags & Flag.FALLBACK and o.hdr.agg_id == TOR for o in got)
+            assert [o.pkt.msg_type for o in got] == [MsgType.GRAD, MsgType.GRAD]
+            assert all(o.pkt.flags & Flag.FALLBACK and o.pkt.agg_id == TOR for o in got)
         else:
-            assert [(o.hdr.msg_type, o.hdr.count) for o in got] == [(MsgType.PARTIAL, 2)]
-        bitmaps = [o.hdr.bitmap for o in got]
+            assert [(o.pkt.msg_type, o.pkt.count) for o in got] == [(MsgType.PARTIAL, 2)]
+        bitmaps = [o.pkt.bitmap for o in got]
         assert sum(bitmaps) == 0b11 and bitmaps[0] & (bitmaps[-1] if len(got) > 1 else 0) == 0
         total = np.sum([o.values.astype(np.int64) for o in got], axis=0)
         assert total.tolist() == exact.tolist(), c
@@ -172,14 +172,14 @@ def test_result_frees_a_small_slot_for_the_next_chunk(small_agg) -> None:
     b = next(c for c in range(a + 1, 1000) if slot4(JOB, 0, c) == 0)
     v = np.arange(C.K, dtype=np.int64)
     assert _send(sw, 0, a, v) == []                        # a claims slot 0
-    assert _send(sw, 0, b, v)[0].hdr.flags & Flag.FALLBACK  # b collides
+    assert _send(sw, 0, b, v)[0].pkt.flags & Flag.FALLBACK  # b collides
     (part,) = _send(sw, 1, a, 2 * v)
     assert part.values.tolist() == (3 * v).tolist()
-    res = InaHeader(MsgType.RESULT, 0, JOB, 0, a, 0, 0, 2, 0, 0b11)
-    sw.send(20, InaSwitch.frame(res, part.values))          # releases slot 0
+    res = InaPacket(MsgType.RESULT, 0, JOB, 0, a, 0, 0, 2, 0, 0b11, part.values)
+    sw.send(20, InaSwitch.frame(res))                       # releases slot 0
     assert sw.counters("release")["release"] == 1
     c = next(c for c in range(b + 1, 2000) if slot4(JOB, 0, c) == 0)
     assert _send(sw, 0, c, v) == []
     (part_c,) = _send(sw, 1, c, -v)
-    assert part_c.values.tolist() == [0] * C.K and part_c.hdr.msg_type == MsgType.PARTIAL
+    assert part_c.values.tolist() == [0] * C.K and part_c.pkt.msg_type == MsgType.PARTIAL
 

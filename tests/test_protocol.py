@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -16,23 +17,31 @@ from scapy.packet import Raw
 from workers.ina import constants as C
 from workers.ina.constants import ConstantsError, parse_constants
 from workers.ina.wire import (
+    COPY_MOD,
+    FIELD_MEANINGS,
     FRAME_BYTES,
     HEADER_FIELDS,
+    HEADER_NAMES,
     HEADER_STRUCT,
     INA,
+    NO_ECHO,
+    NO_WORKER,
+    Echo,
     Flag,
     FrameTemplate,
     InaDecodeError,
-    InaHeader,
+    InaPacket,
     MsgType,
     decode_frame,
     decode_payload,
     encode_payload,
-    grad_header,
-    header_from_scapy,
+    from_scapy,
+    with_copy,
 )
 
-P4_INCLUDE = Path(__file__).resolve().parents[1] / "p4src" / "include"
+REPO = Path(__file__).resolve().parents[1]
+P4_INCLUDE = REPO / "p4src" / "include"
+PROTOCOL_MD = REPO / "docs" / "protocol.md"
 
 # ---------------------------------------------------------------- constants
 
@@ -91,7 +100,7 @@ def test_scapy_layer_bound_to_udp_port_and_roundtrips() -> None:
     back = Ether(raw)
     assert back.haslayer(INA)
     assert back[INA].values == vals
-    assert header_from_scapy(back) == InaHeader(2, 3, 7, 3, 99, 2, 4, 3, 5, 0b1011)
+    assert from_scapy(back) == InaPacket(2, 3, 7, 3, 99, 2, 4, 3, 5, 0b1011, vals)
     assert "RETRANSMIT" in str(back[INA].flags) and "FALLBACK" in str(back[INA].flags)
 
 
@@ -109,8 +118,7 @@ def test_scapy_dissects_by_destination_port_like_the_switch() -> None:
 # ---------------------------------------------------------------- fast codec
 
 _u = st.integers
-headers = st.builds(
-    InaHeader,
+headers = st.tuples(
     st.sampled_from([1, 2, 3]), _u(0, 255), _u(0, 2**16 - 1), _u(0, 2**32 - 1),
     _u(0, 2**32 - 1), _u(0, 2**16 - 1), _u(0, 255), _u(0, 255), _u(0, 2**16 - 1),
     _u(0, 2**64 - 1),
@@ -126,7 +134,7 @@ def _scapy_frame(src_mac, dst_mac, src_ip, dst_ip, sport, ttl, ip_id, hdr, vals)
         Ether(src=src_mac, dst=dst_mac)
         / IP(src=src_ip, dst=dst_ip, ttl=ttl, id=ip_id)
         / UDP(sport=sport, chksum=0)
-        / INA(**hdr._asdict(), values=list(vals))
+        / INA(**dict(zip(HEADER_NAMES, hdr, strict=True)), values=list(vals))
     )
 
 
@@ -138,21 +146,24 @@ def test_fast_codec_equals_scapy_byte_for_byte(
 ) -> None:
     expected = _scapy_frame(src_mac, dst_mac, src_ip, dst_ip, sport, ttl, ip_id, hdr, vals)
     tmpl = FrameTemplate(src_mac, dst_mac, src_ip, dst_ip, sport=sport, ttl=ttl, ip_id=ip_id)
-    got = tmpl.encode(hdr, np.array(vals, dtype=np.int32))
+    pkt = InaPacket(*hdr, np.array(vals, dtype=np.int32))
+    got = tmpl.encode(pkt)
     assert got == expected
-    assert tmpl.encode(hdr, vals) == expected  # python ints accepted too
+    assert tmpl.encode(InaPacket(*hdr, vals)) == expected  # python ints accepted too
     # decode the Scapy-built frame with the fast decoder, and vice versa
-    dec_hdr, dec_vals = decode_frame(expected)
-    assert dec_hdr == hdr
-    assert dec_vals.dtype == np.int32 and dec_vals.tolist() == vals
-    assert header_from_scapy(Ether(got)) == hdr
-    assert encode_payload(hdr, vals) == expected[42:]
+    dec = decode_frame(expected)
+    assert dec.header() == hdr
+    assert dec.values.dtype == np.int32 and dec.values.tolist() == vals
+    assert dec == pkt
+    assert from_scapy(Ether(got)) == pkt
+    assert encode_payload(pkt) == expected[42:]
 
 
 def test_decode_rejects_truncated_oversized_and_bad_type_and_ignores_non_ina() -> None:
-    hdr = grad_header(job_id=1, round=0, chunk_id=5, agg_id=3, fan_in=2, worker_id=9)
-    assert hdr.bitmap == 1 << 9 and hdr.count == 1 and hdr.msg_type == MsgType.GRAD
-    payload = encode_payload(hdr, np.arange(C.K, dtype=np.int32))
+    pkt = InaPacket.grad(job_id=1, round=0, chunk_id=5, agg_id=3, fan_in=2, worker_id=9,
+                         values=np.arange(C.K, dtype=np.int32))
+    assert pkt.bitmap == 1 << 9 and pkt.count == 1 and pkt.msg_type == MsgType.GRAD
+    payload = encode_payload(pkt)
     with pytest.raises(InaDecodeError, match=f"{len(payload) - 1} bytes, expected"):
         decode_payload(payload[:-1])
     # longer than an INA payload: the switch drops it by its UDP length, so do the hosts
@@ -168,12 +179,129 @@ def test_decode_rejects_truncated_oversized_and_bad_type_and_ignores_non_ina() -
 
 
 def test_encode_rejects_wrong_count_or_range() -> None:
-    hdr = grad_header(1, 0, 0, 1, 1, 0)
+    pkt = InaPacket.grad(1, 0, 0, 1, 1, 0, np.zeros(C.K, dtype=np.int32))
     with pytest.raises(ValueError, match="exactly K"):
-        encode_payload(hdr, [1, 2, 3])
+        encode_payload(replace(pkt, values=[1, 2, 3]))
     with pytest.raises(ValueError, match="int32"):
-        encode_payload(hdr, np.full(C.K, 2**31, dtype=np.int64))
+        encode_payload(replace(pkt, values=np.full(C.K, 2**31, dtype=np.int64)))
     with pytest.raises(ValueError, match="integers"):
-        encode_payload(hdr, np.zeros(C.K))
+        encode_payload(replace(pkt, values=np.zeros(C.K)))
     with pytest.raises(ValueError, match="worker_id 64"):
-        grad_header(1, 0, 0, 1, 1, 64)
+        InaPacket.grad(1, 0, 0, 1, 1, 64, pkt.values)
+
+
+# ---------------------------------------------------------------- one meaning per field and type
+
+
+def test_record_has_exactly_the_layers_fields_in_wire_order() -> None:
+    """One header form: InaPacket's fields are the Scapy layer's, values last (also checked
+    at import; pinned here so a failure names the test)."""
+    assert tuple(f.name for f in fields(InaPacket)) == (*HEADER_NAMES, "values")
+    assert tuple(f.name for f in INA.fields_desc) == (*HEADER_NAMES, "values")
+    assert tuple(FIELD_MEANINGS) == (*HEADER_NAMES, "values")
+
+
+def _docs_field_table() -> list[tuple[str, ...]]:
+    """Rows of the per-type field table of docs/protocol.md §1, cells stripped."""
+    lines = PROTOCOL_MD.read_text().splitlines()
+    start = lines.index("| offset | bits | field | GRAD | PARTIAL | RESULT |")
+    assert re.fullmatch(r"(\|-+:?)+\|", lines[start + 1]), lines[start + 1]
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(tuple(cell.strip() for cell in line.strip().strip("|").split("|")))
+    return rows
+
+
+def test_docs_field_table_is_the_python_declaration() -> None:
+    """docs/protocol.md §1 says, field by field and type by type, what FIELD_MEANINGS says
+    (offsets and widths from the layer)."""
+    expected, bit = [], 0
+    for name, width in HEADER_FIELDS:
+        expected.append((str(bit // 8), str(width), f"`{name}`", *FIELD_MEANINGS[name]))
+        bit += width
+    expected.append((str(bit // 8), "32·K", "values", *FIELD_MEANINGS["values"]))
+    assert _docs_field_table() == expected
+
+
+def test_p4_header_comments_give_each_fields_meaning_per_type() -> None:
+    """headers.p4 documents ina_h per message type: a field whose meaning differs between
+    types names GRAD, PARTIAL and RESULT in its comment, one that does not says "all types";
+    the hosts' overloads (copy number, RESULT echo) are named where they live."""
+    text = (P4_INCLUDE / "headers.p4").read_text()
+    body = re.search(r"header\s+ina_h\s*\{(.*?)\}", text, re.S).group(1)
+    parts = re.split(r"bit<\d+>\s+(\w+)\s*;", body)
+    # each field's comment as one line of words (no comment markers)
+    comments = {parts[i]: " ".join(re.sub(r"/\*|\*/|\n\s*\*", " ", parts[i + 1]).split())
+                for i in range(1, len(parts), 2)}
+    assert tuple(comments) == HEADER_NAMES
+    for name in HEADER_NAMES:
+        meaning, comment = FIELD_MEANINGS[name], comments[name]
+        if len(set(meaning)) == 1:
+            assert "all types:" in comment, name
+        else:
+            for kind in ("GRAD:", "PARTIAL:", "RESULT:"):
+                assert kind in comment, (name, kind)
+        if meaning.result.startswith("echo:"):
+            assert "RESULT: echo" in comment, name
+    assert "copy number" in comments["flags"] and "copy number" in FIELD_MEANINGS["flags"].grad
+
+
+def test_meaning_of_a_type() -> None:
+    assert FIELD_MEANINGS["msg_type"] == (str(C.TYPE_GRAD), str(C.TYPE_PARTIAL),
+                                          str(C.TYPE_RESULT))
+    assert FIELD_MEANINGS["worker_id"].of(MsgType.GRAD) == "sender"
+    assert FIELD_MEANINGS["worker_id"].of(C.TYPE_RESULT).startswith("echo:")
+    assert "0xFFFF" in FIELD_MEANINGS["worker_id"].result and NO_WORKER == 0xFFFF
+    assert not any("|" in text for m in FIELD_MEANINGS.values() for text in m)  # table-safe
+
+
+def test_grad_copy_number_lives_in_flags_bits_4_to_7() -> None:
+    """docs/protocol.md §6: the copy number (mod 16) in a GRAD's flags bits 4-7, next to
+    the flag bits, which it never changes."""
+    assert COPY_MOD == 16
+    assert with_copy(Flag.RETRANSMIT, 3) == 0x31
+    assert with_copy(0x31, 0) == 0x01 and with_copy(0x0F, 17) == 0x1F
+    g = InaPacket.grad(4, 2, 9, 5, 3, 7, np.zeros(C.K, dtype=np.int32),
+                       flags=Flag.RETRANSMIT | Flag.FALLBACK, copy=21)
+    assert (g.flags, g.copy_number, g.flag_bits) == (0x53, 5, 3)  # 21 mod 16
+    assert (g.job_id, g.count, g.bitmap, g.worker_id) == (4, 1, 1 << 7, 7)
+    wire = encode_payload(g)
+    assert wire[1] == 0x53
+    flags = str(INA(wire).flags)
+    assert "copy0" in flags and "copy2" in flags and "RETRANSMIT" in flags
+    assert InaPacket.grad(4, 2, 9, 5, 3, 7, g.values).copy_number == 0
+    with pytest.raises(ValueError, match="copy="):
+        InaPacket.grad(4, 2, 9, 5, 3, 7, g.values, flags=0x31)
+    with pytest.raises(ValueError, match="copy number"):
+        with_copy(0, -1)
+
+
+def test_result_echo_lives_in_worker_id_and_fan_in() -> None:
+    """docs/protocol.md §6: a RESULT's worker_id echoes the causing packet's worker_id
+    (0xFFFF: none), its fan_in 1 + that packet's copy number if it was a worker's own GRAD,
+    else 0."""
+    v = np.arange(C.K, dtype=np.int32)
+    g = InaPacket.grad(4, 2, 9, 5, 3, 7, v, copy=5)
+    part = InaPacket(C.TYPE_PARTIAL, 0, 4, 2, 9, 0, 3, 2, 6, 0b1000000, v)
+    assert Echo.of(g) == Echo(7, 5) and Echo.of(part) == Echo(6, None)
+    r = InaPacket.result(4, 2, 9, 0b1110, v, flags=Flag.RETRANSMIT, echo=Echo.of(g))
+    assert (r.msg_type, r.flags, r.agg_id, r.count, r.bitmap) == (
+        C.TYPE_RESULT, Flag.RETRANSMIT, C.AGG_ID_PS, 3, 0b1110)
+    assert (r.worker_id, r.fan_in, r.echo) == (7, 6, Echo(7, 5))
+    wire = encode_payload(r)
+    assert wire[14] == 6 and wire[16:18] == b"\x00\x07"  # fan_in, worker_id (§1 offsets)
+    r = InaPacket.result(4, 2, 9, 0b1110, v, echo=Echo.of(part))
+    assert (r.worker_id, r.fan_in, r.echo) == (6, 0, Echo(6, None))
+    r = InaPacket.result(4, 2, 9, 0b1110, v)
+    assert (r.worker_id, r.fan_in, r.echo) == (0xFFFF, 0, NO_ECHO)
+    assert decode_payload(encode_payload(r)).echo == NO_ECHO
+
+
+def test_packet_equality_compares_header_and_values() -> None:
+    v = np.arange(C.K, dtype=np.int32)
+    p = InaPacket.grad(1, 0, 3, 2, 2, 1, v)
+    assert p == InaPacket.grad(1, 0, 3, 2, 2, 1, v.astype(np.int64))
+    assert p != replace(p, values=v + 1) and p != replace(p, chunk_id=4)
+    assert p.header() == (C.TYPE_GRAD, 0, 1, 0, 3, 2, 2, 1, 1, 0b10)

@@ -15,8 +15,9 @@ from workers.ina.constants import (
     TYPE_PARTIAL,
     TYPE_RESULT,
 )
-from workers.ina.messages import InaPacket, mask_of
+from workers.ina.messages import mask_of
 from workers.ina.ps import CoverBudgetExceeded, PsState, find_exact_cover
+from workers.ina.wire import InaPacket
 
 K = 32
 JOB = 7
@@ -50,7 +51,7 @@ class Grads:
         ws = sorted(workers)
         if typ is None:
             typ = TYPE_GRAD if len(ws) == 1 else TYPE_PARTIAL
-        return InaPacket(type=typ, flags=flags, job_id=job, round=r, chunk_id=c, agg_id=0,
+        return InaPacket(msg_type=typ, flags=flags, job_id=job, round=r, chunk_id=c, agg_id=0,
                          fan_in=len(ws), count=len(ws) if count is None else count,
                          worker_id=ws[0], bitmap=mask_of(ws), values=self.exact(r, ws, c))
 
@@ -70,7 +71,7 @@ def test_full_partial_completes_chunk_and_round():
     res, rounds = feed(ps, [g.pkt(range(4), c=0)])
     assert len(res) == 1 and rounds == []
     r = res[0]
-    assert (r.type, r.flags, r.round, r.chunk_id, r.bitmap, r.count) == (
+    assert (r.msg_type, r.flags, r.round, r.chunk_id, r.bitmap, r.count) == (
         TYPE_RESULT, 0, 0, 0, 0b1111, 4)
     assert np.array_equal(r.values, g.exact(0, range(4), 0))
     res, rounds = feed(ps, [g.pkt(range(4), c=1)])
@@ -168,7 +169,7 @@ def test_malformed_packets_are_dropped_and_counted():
     fields = {f: getattr(good, f) for f in good.__slots__}
     bad = [
         g.pkt([0], job=JOB + 1),
-        InaPacket(**{**fields, "type": TYPE_RESULT}),
+        InaPacket(**{**fields, "msg_type": TYPE_RESULT}),
         InaPacket(**{**fields, "chunk_id": 2}),
         InaPacket(**{**fields, "bitmap": 0}),
         InaPacket(**{**fields, "bitmap": 1 << 5}),
@@ -290,20 +291,23 @@ def test_result_echo_names_the_packet_that_caused_it():
     again for) the chunk; fan_in = 1 + its copy number when it is a raw GRAD, else 0."""
     from dataclasses import replace
 
-    from workers.ina.constants import COPY_SHIFT, NO_WORKER
+    from workers.ina.wire import NO_WORKER, Echo, with_copy
 
     g = Grads(3, 2)
     ps = PsState(JOB, range(3), n_chunks=2, k=K)
     # chunk 0: an aggregate from a switch (worker_id = the GRAD that completed it there)
     res, _ = feed(ps, [replace(g.pkt([0, 1, 2]), worker_id=2)])
     assert (res[0].flags, res[0].worker_id, res[0].fan_in) == (0, 2, 0)
+    assert res[0].echo == Echo(2, None)
     # chunk 1: completed by worker 1's raw copy 3 (FALLBACK, RETRANSMIT)
     res, _ = feed(ps, [g.pkt([0, 2], c=1),
-                       g.pkt([1], c=1, flags=FLAG_RETRANSMIT | FLAG_FALLBACK | 3 << COPY_SHIFT)])
+                       g.pkt([1], c=1, flags=with_copy(FLAG_RETRANSMIT | FLAG_FALLBACK, 3))])
     assert (res[0].flags, res[0].worker_id, res[0].fan_in) == (0, 1, 4)
+    assert res[0].echo == Echo(1, 3)
     # a late copy 5 of worker 0: the resend names it
-    res, _ = feed(ps, [g.pkt([0], c=1, flags=FLAG_RETRANSMIT | 5 << COPY_SHIFT)])
+    res, _ = feed(ps, [g.pkt([0], c=1, flags=with_copy(FLAG_RETRANSMIT, 5))])
     assert (res[0].flags, res[0].worker_id, res[0].fan_in) == (FLAG_RETRANSMIT, 0, 6)
+    assert res[0].echo == Echo(0, 5)
     # copy bits above the protocol flags never change what is merged
     assert np.array_equal(res[0].values, g.exact(0, range(3), 1))
     # a member change completes a chunk on its own: no packet caused that RESULT

@@ -33,10 +33,11 @@ from topo.models import parse_topology
 from workers.common.files import write_json_atomic
 from workers.common.model import Replica, TrainConfig
 from workers.common.quantize import choose_frac_bits
-from workers.ina.constants import TYPE_GRAD, TYPE_PARTIAL, TYPE_RESULT
+from workers.ina.constants import TYPE_PARTIAL, TYPE_RESULT
 from workers.ina.job import JobConfig, MemberBook
-from workers.ina.messages import InaPacket, mask_of
+from workers.ina.messages import mask_of
 from workers.ina.ps import PsState
+from workers.ina.wire import InaPacket
 from workers.ina.worker import WorkerRound, n_chunks_for, ps_only_schedule
 
 K = 32
@@ -45,12 +46,11 @@ ING = "MyIngress."
 
 
 def grad(w: int, r: int, c: int, vals: np.ndarray) -> InaPacket:
-    return InaPacket(type=TYPE_GRAD, flags=0, job_id=JOB, round=r, chunk_id=c, agg_id=0,
-                     fan_in=1, count=1, worker_id=w, bitmap=1 << w, values=vals)
+    return InaPacket.grad(JOB, r, c, agg_id=0, fan_in=1, worker_id=w, values=vals)
 
 
 def partial(bits: list[int], r: int, c: int, vals: np.ndarray) -> InaPacket:
-    return InaPacket(type=TYPE_PARTIAL, flags=0, job_id=JOB, round=r, chunk_id=c, agg_id=0,
+    return InaPacket(msg_type=TYPE_PARTIAL, flags=0, job_id=JOB, round=r, chunk_id=c, agg_id=0,
                      fan_in=0, count=len(bits), worker_id=bits[0], bitmap=mask_of(bits),
                      values=vals)
 
@@ -138,7 +138,7 @@ def test_killed_worker_result_over_the_old_mask_is_refused_after_the_change():
     wr = WorkerRound(job_id=JOB, worker_id=0, round_=3, values=np.arange(K, dtype=np.int32),
                      schedule=[(0, 0, 1)], k=K, expect_mask=0b011)
     wr.start(0.0)
-    old = InaPacket(type=TYPE_RESULT, flags=0, job_id=JOB, round=3, chunk_id=0, agg_id=0,
+    old = InaPacket(msg_type=TYPE_RESULT, flags=0, job_id=JOB, round=3, chunk_id=0, agg_id=0,
                     fan_in=0, count=3, worker_id=0, bitmap=0b111, values=vec(1))
     wr.on_packet(old, 0.1)
     assert not wr.done and wr.stats.unexpected_results == 1

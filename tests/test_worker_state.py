@@ -7,14 +7,11 @@ import pytest
 
 from workers.ina.constants import (
     AGG_ID_PS,
-    COPY_SHIFT,
     FLAG_FALLBACK,
     FLAG_RETRANSMIT,
-    NO_WORKER,
     TYPE_GRAD,
-    TYPE_RESULT,
 )
-from workers.ina.messages import InaPacket
+from workers.ina.wire import NO_WORKER, Echo, InaPacket
 from workers.ina.worker import (
     RttEstimator,
     WorkerRound,
@@ -30,14 +27,13 @@ JOB = 3
 def result(c: int, values, *, r: int = 0, bitmap: int = 0b111, job: int = JOB,
            flags: int = 0, echo: int = NO_WORKER, copy: int | None = None) -> InaPacket:
     """A RESULT; ``echo``/``copy``: the worker and GRAD copy the PS names as its cause."""
-    return InaPacket(type=TYPE_RESULT, flags=flags, job_id=job, round=r, chunk_id=c, agg_id=0,
-                     fan_in=0 if copy is None else copy + 1, count=3, worker_id=echo,
-                     bitmap=bitmap, values=np.asarray(values, dtype=np.int32))
+    return InaPacket.result(job, r, c, bitmap, np.asarray(values, dtype=np.int32), flags=flags,
+                            echo=Echo(echo, copy))
 
 
 def flags_copy(p: InaPacket) -> tuple[int, int]:
     """(protocol flags, copy number) of a GRAD."""
-    return p.flags & ((1 << COPY_SHIFT) - 1), p.flags >> COPY_SHIFT
+    return p.flag_bits, p.copy_number
 
 
 def make(n_values: int = 10, window: int = 2, **kw) -> tuple[WorkerRound, np.ndarray]:
@@ -63,7 +59,7 @@ def test_window_and_packet_fields():
     out = w.start(now=0.0)
     assert [(p.chunk_id, p.agg_id, p.fan_in) for p in out] == [(2, 5, 2), (0, 9, 3)]
     p = out[0]
-    assert (p.type, p.flags, p.job_id, p.round, p.worker_id, p.bitmap, p.count) == (
+    assert (p.msg_type, p.flags, p.job_id, p.round, p.worker_id, p.bitmap, p.count) == (
         TYPE_GRAD, 0, JOB, 0, 1, 0b10, 1)
     assert p.values.tolist() == [90, 100, 0, 0]  # last chunk zero-padded
     assert out[1].values.tolist() == [10, 20, 30, 40]
@@ -198,9 +194,9 @@ def test_packets_round_trip_through_the_wire_codec():
     w = WorkerRound(job_id=513, worker_id=37, round_=70000, values=vals,
                     schedule=[(1, 258, 5), (0, 0, 1)], k=WIRE_K, window=2)
     for p in w.start(0.0) + w.tick(10.0):
-        wire = protocol.encode_payload(protocol.InaHeader(*p.header_tuple()), p.values)
-        back = InaPacket.from_header(*protocol.decode_payload(wire))
-        assert back.header_tuple() == p.header_tuple()
+        wire = protocol.encode_payload(p)
+        back = protocol.decode_payload(wire)
+        assert back.header() == p.header()
         assert back.values.dtype == np.int32 and np.array_equal(back.values, p.values)
 
 

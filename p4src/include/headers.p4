@@ -37,18 +37,41 @@ header udp_t {
 }
 
 /* The INA header (26 bytes). Python's truth is the Scapy layer workers.ina.wire.INA;
- * tests/test_ina_p4.py checks this declaration against it field by field. */
+ * tests/test_ina_p4.py checks this declaration against it field by field.
+ * A field may hold something else in each message type: each field's comment says what it
+ * holds in a GRAD, a PARTIAL and a RESULT ("all types" when the same), as the declaration
+ * beside the Scapy layer (workers.ina.wire.FIELD_MEANINGS) and the table of
+ * docs/protocol.md section 1 do (tests/test_protocol.py checks that they agree). Two uses
+ * belong to the hosts only and this program never reads them: the copy number in a GRAD's
+ * flags bits 4-7 (kept when a GRAD is forwarded; make_partial writes the whole byte) and
+ * the echo in a RESULT's worker_id and fan_in (docs/protocol.md section 6). */
 header ina_h {
-    bit<8>  msg_type;   /* INA_TYPE_GRAD / PARTIAL / RESULT */
-    bit<8>  flags;      /* INA_FLAG_* bits */
-    bit<16> job_id;
-    bit<32> round;
-    bit<32> chunk_id;
-    bit<16> agg_id;     /* aggregation point this packet is addressed to; 0 = the PS */
-    bit<8>  fan_in;     /* contributions the agg_id switch waits for (not used at s_d) */
-    bit<8>  count;      /* contributions summed in this packet (GRAD: 1) */
-    bit<16> worker_id;  /* GRAD: sender; other types: informational */
-    bit<64> bitmap;     /* set of workers summed in this packet; worker i <-> bit i */
+    bit<8>  msg_type;   /* GRAD: INA_TYPE_GRAD (1). PARTIAL: INA_TYPE_PARTIAL (2).
+                         * RESULT: INA_TYPE_RESULT (3). */
+    bit<8>  flags;      /* GRAD: INA_FLAG_RETRANSMIT, INA_FLAG_FALLBACK; bits 4-7: copy
+                         *   number mod 16 (hosts only).
+                         * PARTIAL: RETRANSMIT (re-emitted or flushed), INCOMPLETE (flushed),
+                         *   FALLBACK; bits 4-7: 0.
+                         * RESULT: RETRANSMIT on a resend. */
+    bit<16> job_id;     /* all types: the job. */
+    bit<32> round;      /* all types: the training round. */
+    bit<32> chunk_id;   /* all types: which K values of the gradient. */
+    bit<16> agg_id;     /* GRAD: aggregation point it is addressed to; 0 (INA_AGG_ID_PS) =
+                         *   the PS.
+                         * PARTIAL: next aggregation point; 0 = the PS.
+                         * RESULT: 0, unused (RESULTs follow the multicast tree). */
+    bit<8>  fan_in;     /* GRAD: contributions the agg_id switch waits for (not read at s_d).
+                         * PARTIAL: that of the packet that made a switch emit it.
+                         * RESULT: echo (hosts only): 1 + copy number if the packet that
+                         *   caused it was a worker's own GRAD, else 0. */
+    bit<8>  count;      /* GRAD: 1. PARTIAL: contributions summed (popcount of bitmap).
+                         * RESULT: contributions summed (popcount of bitmap). */
+    bit<16> worker_id;  /* GRAD: sender.
+                         * PARTIAL: that of the packet that made a switch emit it.
+                         * RESULT: echo (hosts only): worker_id of the packet that caused
+                         *   it, 0xFFFF for none. */
+    bit<64> bitmap;     /* GRAD: 1 << worker_id. PARTIAL: workers summed; worker i <-> bit i.
+                         * RESULT: workers summed, the job's full mask. */
 }
 
 /* header ina_values_h: INA_K x bit<32> (generated) */

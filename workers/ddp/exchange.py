@@ -24,7 +24,7 @@ import numpy as np
 
 from workers.ddp.codec import ChunkRange
 from workers.ina.constants import K as DEFAULT_K
-from workers.ina.messages import InaPacket
+from workers.ina.wire import InaPacket
 from workers.ina.worker import WorkerRound, WorkerStats
 
 

@@ -28,9 +28,9 @@ from workers.ddp.exchange import Completed, RankEngine, SenderParams
 from workers.ddp.transport import EngineTransport
 from workers.ina.constants import TYPE_GRAD, TYPE_PARTIAL
 from workers.ina.constants import K as DEFAULT_K
-from workers.ina.messages import InaPacket
 from workers.ina.ps import PsState
 from workers.ina.udp import open_socket, receive, send
+from workers.ina.wire import InaPacket
 
 # (RESULT, destination worker id) -> drop this copy?
 DropRule = Callable[[InaPacket, int], bool]
@@ -65,7 +65,7 @@ class FakeNetwork:
         self.ps = PsState(self.job_id, self.worker_ids, self.n_chunks, self.k)
 
     def on_packet(self, pkt: InaPacket) -> list[tuple[int, InaPacket]]:
-        if pkt.type not in (TYPE_GRAD, TYPE_PARTIAL):
+        if pkt.msg_type not in (TYPE_GRAD, TYPE_PARTIAL):
             return []
         out = []
         for result in self.ps.on_packet(pkt).results:

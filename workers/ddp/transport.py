@@ -27,8 +27,8 @@ import numpy as np
 
 from workers.ddp.codec import ChunkRange
 from workers.ddp.exchange import EngineStats, RankEngine, SenderParams
-from workers.ina.messages import InaPacket
 from workers.ina.udp import open_socket, receive, send
+from workers.ina.wire import InaPacket
 
 
 class ExchangeFailed(RuntimeError):

@@ -170,17 +170,9 @@ FLAG_FALLBACK: int = _C["INA_FLAG_FALLBACK"]
 FLAG_INCOMPLETE: int = _C["INA_FLAG_INCOMPLETE"]
 AGG_ID_PS: int = _C["INA_AGG_ID_PS"]
 
-# Python-side fields the switches never interpret (docs/protocol.md §6, "RTT echo"):
-COPY_SHIFT = 4
-"""GRAD ``flags`` bits 4-7 carry which copy of the chunk this is (0 = first), mod 16.
-Switches pass them through on GRADs they forward; a PARTIAL they emit has them 0."""
-NO_WORKER = 0xFFFF
-"""RESULT ``worker_id`` when no packet of a worker caused the RESULT."""
-
 __all__ = [
     "AGG_ID_PS",
     "CONSTANTS_P4",
-    "COPY_SHIFT",
     "FLAG_FALLBACK",
     "FLAG_INCOMPLETE",
     "FLAG_RETRANSMIT",
@@ -190,7 +182,6 @@ __all__ = [
     "K",
     "MAX_NUM_SLOTS",
     "MAX_WORKERS",
-    "NO_WORKER",
     "NUM_SLOTS",
     "SLOTS_ENV",
     "TYPE_GRAD",

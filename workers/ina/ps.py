@@ -71,7 +71,8 @@ RESULT echo (docs/protocol.md §6)
     Every RESULT names the packet that caused it (the one that completed the chunk, or the
     late one it answers): ``worker_id`` = that packet's ``worker_id`` (``NO_WORKER`` for a
     completion by a member change), ``fan_in`` = 1 + its copy number (GRAD flags bits 4-7)
-    when it is a worker's own GRAD, else 0.  Workers time their copies with it
+    when it is a worker's own GRAD, else 0 -- ``workers.ina.wire.Echo``, declared with the
+    other meanings of the header fields.  Workers time their copies with it
     (``workers.ina.worker``, "Timeouts"); switches never read these RESULT fields.
 
 Rounds  [decision]
@@ -109,19 +110,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workers.ina.constants import (
-    AGG_ID_PS,
-    COPY_SHIFT,
     FLAG_FALLBACK,
     FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
     MAX_WORKERS,
-    NO_WORKER,
     TYPE_GRAD,
     TYPE_PARTIAL,
-    TYPE_RESULT,
 )
 from workers.ina.constants import K as DEFAULT_K
-from workers.ina.messages import InaPacket, mask_of, wrap_sum
+from workers.ina.messages import mask_of, wrap_sum
+from workers.ina.wire import NO_ECHO, Echo, InaPacket
 
 
 class CoverBudgetExceeded(RuntimeError):
@@ -282,9 +280,8 @@ class PsState:
         self._masks: list[tuple[int, int]] = [(first_round, self.full_mask)]
         self.removed_mask = 0  # every worker ever removed from the job
         self._heard: dict[int, float] = {}  # worker -> when a packet last held its bit
-        # the RESULT echo (docs/protocol.md §6): who sent the packet being merged, and
-        # 1 + its copy number when it is a worker's own GRAD (0: not known)
-        self._trigger, self._copy = NO_WORKER, 0
+        # the RESULT echo (docs/protocol.md §6) of the packet being merged
+        self._echo = NO_ECHO
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -352,7 +349,7 @@ class PsState:
             if removed >> w & 1:
                 del self._heard[w]
         out = PsOutput()
-        self._trigger, self._copy = NO_WORKER, 0
+        self._echo = NO_ECHO
         for r in [r for r in self._rounds if r >= e]:
             old = self._rounds.pop(r)
             rs = self._rounds[r] = _Round(self.n_chunks, self.k, self.full_mask)
@@ -385,7 +382,7 @@ class PsState:
                 low = b & -b
                 self._heard[low.bit_length() - 1] = now
                 b ^= low
-        if pkt.type == TYPE_GRAD:
+        if pkt.msg_type == TYPE_GRAD:
             st.grads += 1
         else:
             st.partials += 1
@@ -397,8 +394,7 @@ class PsState:
             st.incomplete += 1
 
         r, c = pkt.round, pkt.chunk_id
-        self._trigger = pkt.worker_id  # echoed in the RESULTs this packet causes
-        self._copy = 1 + (pkt.flags >> COPY_SHIFT) if pkt.type == TYPE_GRAD else 0
+        self._echo = Echo.of(pkt)  # echoed in the RESULTs this packet causes
         rs = self._rounds.get(r)
         if r < self.current_round and rs is None:
             st.stale_round += 1
@@ -460,7 +456,7 @@ class PsState:
     # -- internals -------------------------------------------------------------------------
 
     def _check(self, pkt: InaPacket) -> str | None:
-        if pkt.type not in (TYPE_GRAD, TYPE_PARTIAL):
+        if pkt.msg_type not in (TYPE_GRAD, TYPE_PARTIAL):
             return "type"
         if pkt.job_id != self.job_id:
             return "job"
@@ -473,7 +469,7 @@ class PsState:
             return "removed_member"  # §9: a worker that left the job (late or stray)
         if b <= 0 or b & ~self.mask_for(pkt.round):
             return "bitmap"
-        if pkt.type == TYPE_GRAD and b != 1 << pkt.worker_id:
+        if pkt.msg_type == TYPE_GRAD and b != 1 << pkt.worker_id:
             return "grad_bitmap"
         if pkt.count != b.bit_count():
             return "count"
@@ -523,19 +519,8 @@ class PsState:
         mask = self.mask_for(r)
         vals = values.view()  # a row of the round's sums, never written again
         vals.setflags(write=False)
-        return InaPacket(
-            type=TYPE_RESULT,
-            flags=FLAG_RETRANSMIT if resent else 0,
-            job_id=self.job_id,
-            round=r,
-            chunk_id=c,
-            agg_id=AGG_ID_PS,
-            fan_in=self._copy,
-            count=mask.bit_count(),
-            worker_id=self._trigger,
-            bitmap=mask,
-            values=vals,
-        )
+        return InaPacket.result(self.job_id, r, c, mask, vals,
+                                flags=FLAG_RETRANSMIT if resent else 0, echo=self._echo)
 
     def _advance(self) -> None:
         while (rs := self._rounds.get(self.current_round)) is not None and rs.complete:

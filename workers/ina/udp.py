@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import socket
 
-from workers.ina.messages import InaPacket
-from workers.ina.wire import InaDecodeError, decode_payload, encode_payload
+from workers.ina.wire import InaDecodeError, InaPacket, decode_payload, encode_payload
 
 RCVBUF = 8 << 20
 
@@ -26,7 +25,7 @@ def open_socket(bind: tuple[str, int]) -> socket.socket:
 
 def send(sock: socket.socket, pkt: InaPacket, dest: tuple[str, int]) -> None:
     try:
-        sock.sendto(encode_payload(pkt.header_tuple(), pkt.values), dest)
+        sock.sendto(encode_payload(pkt), dest)
     except BlockingIOError:  # a full send buffer is a lost packet: retransmission recovers it
         pass
 
@@ -35,7 +34,6 @@ def receive(sock: socket.socket) -> InaPacket | None:
     """One datagram, decoded; ``None`` for a malformed one (counted by the caller)."""
     data = sock.recv(4096)
     try:
-        header, values = decode_payload(data)
+        return decode_payload(data)
     except InaDecodeError:
         return None
-    return InaPacket.from_header(header, values)

@@ -1,4 +1,5 @@
-"""The INA wire protocol: Scapy layer (the layout's Python truth), enums and a fast codec.
+"""The INA wire protocol: Scapy layer (the layout's Python truth), what each field means per
+message type, the one host-side record of a packet, and a fast codec.
 
 Frame: Ethernet / IPv4 (IHL 5) / UDP (dport = INA_UDP_PORT, checksum 0) / INA header /
 K x int32 (big-endian two's complement). See docs/protocol.md for the semantics.
@@ -8,10 +9,24 @@ INA header (26 bytes, network byte order)::
     msg_type:8  flags:8  job_id:16  round:32  chunk_id:32  agg_id:16
     fan_in:8    count:8  worker_id:16  bitmap:64
 
-The Scapy layer `INA` is the single definition of that layout on the Python side; the
-P4 header `ina_h` (p4src/include/headers.p4) is tested equal to it field by field, and
-the hot-path codec (`encode_payload`, `decode_payload`, `FrameTemplate`, `decode_frame`;
-struct + numpy, ~100x faster than Scapy) is tested byte-for-byte equal to it.
+Declared once, here, and checked everywhere else it is written down:
+
+* the layout: the Scapy layer `INA`; the P4 header `ina_h` (p4src/include/headers.p4) is
+  tested equal to it field by field (tests/test_ina_p4.py);
+* the meaning of each field in each message type: `FIELD_MEANINGS`, beside the layer; the
+  table of docs/protocol.md §1 is tested equal to it and the comments of `ina_h` to follow
+  it (tests/test_protocol.py).  Two fields are overloaded by the hosts only (the switches
+  never read them there): a GRAD's copy number in ``flags`` bits 4-7 and a RESULT's echo
+  in ``worker_id`` / ``fan_in`` (docs/protocol.md §6).  Code reads and writes them through
+  `InaPacket.copy_number` / `with_copy` / `InaPacket.grad` and `InaPacket.echo` / `Echo` /
+  `InaPacket.result`, never by hand;
+* the host-side record: `InaPacket`, one decoded packet (header fields under their wire
+  names, plus the values), checked at import to have exactly the layer's fields. The state
+  machines (workers/ina/ps.py, worker.py) consume and produce it and never see bytes.
+
+The hot-path codec (`encode_payload`, `decode_payload`, `FrameTemplate`, `decode_frame`;
+struct + numpy, ~100x faster than Scapy) goes straight between bytes and `InaPacket` and is
+tested byte-for-byte equal to Scapy.
 
 Why UDP checksum 0: aggregation rewrites the values in flight; recomputing a UDP
 checksum over the payload in every switch costs more than it protects (Ethernet FCS
@@ -22,7 +37,9 @@ from __future__ import annotations
 
 import struct
 import zlib
+from dataclasses import dataclass, fields
 from enum import IntEnum, IntFlag
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -40,6 +57,7 @@ from scapy.layers.inet import UDP
 from scapy.packet import Packet, bind_layers
 
 from workers.ina.constants import (
+    AGG_ID_PS,
     FLAG_FALLBACK,
     FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
@@ -72,11 +90,27 @@ class Flag(IntFlag):
     INCOMPLETE = FLAG_INCOMPLETE
 
 
+# The two host-only overloads (docs/protocol.md §6).  They live in Python only: the switches
+# pass a GRAD's copy bits through and never read a RESULT's echo, so constants.p4 has no say.
+COPY_SHIFT = 4
+"""A GRAD's ``flags`` bits COPY_SHIFT.. carry which copy of the chunk it is (0 = first)."""
+COPY_BITS = 4
+COPY_MOD = 1 << COPY_BITS
+"""Copy numbers are carried mod COPY_MOD."""
+COPY_MASK = (COPY_MOD - 1) << COPY_SHIFT
+"""The copy-number bits of ``flags``."""
+NO_WORKER = 0xFFFF
+"""RESULT ``worker_id`` when no packet of a worker caused the RESULT."""
+
+
 def _flag_names() -> list[str]:
-    """FlagsField wants one name per bit, least significant first."""
+    """FlagsField wants one name per bit, least significant first; the copy number's bits
+    are named too, so Scapy's dissection shows them for what they are."""
     names = [f"bit{i}" for i in range(8)]
     for flag in (Flag.RETRANSMIT, Flag.FALLBACK, Flag.INCOMPLETE):
         names[int(flag).bit_length() - 1] = str(flag.name)
+    for i in range(COPY_BITS):
+        names[COPY_SHIFT + i] = f"copy{i}"
     return names
 
 
@@ -120,10 +154,205 @@ HEADER_FIELDS: tuple[tuple[str, int], ...] = tuple(
 """(name, bit width) of the INA header in wire order, read off the Scapy layer; the P4
 header ina_h is tested equal to it (tests/test_ina_p4.py)."""
 
+HEADER_NAMES: tuple[str, ...] = tuple(name for name, _ in HEADER_FIELDS)
+"""The header's field names in wire order."""
+
 HEADER_STRUCT = struct.Struct(
     "!" + "".join({8: "B", 16: "H", 32: "I", 64: "Q"}[w] for _, w in HEADER_FIELDS)
 )
 """struct layout of `HEADER_FIELDS` (26 bytes)."""
+
+
+# ---------------------------------------------------------------- meaning per message type
+
+
+class Meaning(NamedTuple):
+    """What one field of the layer holds in each message type (markdown: the words of the
+    table in docs/protocol.md §1, which is tested equal to `FIELD_MEANINGS`)."""
+
+    grad: str
+    partial: str
+    result: str
+
+    def of(self, msg_type: int) -> str:
+        """The meaning in a packet of type ``msg_type``."""
+        return getattr(self, MsgType(msg_type).name.lower())
+
+
+def _same(text: str) -> Meaning:
+    return Meaning(text, text, text)
+
+
+_COPY_BITS_TEXT = f"bits {COPY_SHIFT}–{COPY_SHIFT + COPY_BITS - 1}"
+_EMITTED = "that of the packet that made a switch emit it"
+
+FIELD_MEANINGS: dict[str, Meaning] = {
+    "msg_type": Meaning(str(TYPE_GRAD), str(TYPE_PARTIAL), str(TYPE_RESULT)),
+    "flags": Meaning(
+        f"RETRANSMIT={FLAG_RETRANSMIT}, FALLBACK={FLAG_FALLBACK}; {_COPY_BITS_TEXT}: copy "
+        f"number, mod {COPY_MOD} (§6)",
+        f"RETRANSMIT={FLAG_RETRANSMIT} (re-emitted or flushed), INCOMPLETE={FLAG_INCOMPLETE} "
+        f"(flushed), FALLBACK={FLAG_FALLBACK} (§5); {_COPY_BITS_TEXT}: 0",
+        f"RETRANSMIT={FLAG_RETRANSMIT} on a resend"),
+    "job_id": _same("job"),
+    "round": _same("training round"),
+    "chunk_id": _same("chunk of K values"),
+    "agg_id": Meaning(
+        f"aggregation point it is addressed to ({AGG_ID_PS} = the PS)",
+        f"next aggregation point ({AGG_ID_PS} = the PS)",
+        f"{AGG_ID_PS} (unused: RESULTs follow the multicast tree)"),
+    "fan_in": Meaning(
+        "contributions the `agg_id` switch waits for (not read at s_d)",
+        _EMITTED,
+        "echo: 1 + copy number if the packet that caused it was a worker's own GRAD, "
+        "else 0 (§6)"),
+    "count": Meaning("1", "contributions summed (= popcount(`bitmap`))",
+                     "contributions summed (= popcount(`bitmap`))"),
+    "worker_id": Meaning(
+        "sender",
+        _EMITTED,
+        f"echo: `worker_id` of the packet that caused it, `0x{NO_WORKER:04X}` for none (§6)"),
+    "bitmap": Meaning("`1 << worker_id`", "workers summed (bit i = worker i)",
+                      "workers summed: the job's full mask"),
+    "values": Meaning("quantized gradient", "sums over `bitmap`", "global sum"),
+}
+"""For every field of the layer (header fields and values), what it holds in a GRAD, a
+PARTIAL and a RESULT.  The hosts' two overloads -- a GRAD's copy number in ``flags``, a
+RESULT's echo in ``worker_id`` and ``fan_in`` -- are read and written only through the
+accessors below (`with_copy`, `Echo`, `InaPacket.grad` / `.result` / `.copy_number` /
+`.echo`), so their bit positions live here alone."""
+
+
+def with_copy(flags: int, copy: int) -> int:
+    """GRAD ``flags``: the Flag bits of ``flags`` and copy number ``copy`` (mod COPY_MOD) in
+    the copy bits (whatever copy number ``flags`` held is replaced)."""
+    if copy < 0:
+        raise ValueError(f"copy number {copy} < 0")
+    return (int(flags) & ~COPY_MASK) | (copy % COPY_MOD) << COPY_SHIFT
+
+
+class Echo(NamedTuple):
+    """A RESULT's echo of the packet that caused it (docs/protocol.md §6): on the wire,
+    ``worker_id`` = ``worker`` and ``fan_in`` = 1 + ``copy``, or 0 when ``copy`` is None."""
+
+    worker: int = NO_WORKER
+    """``worker_id`` of the causing packet; NO_WORKER: no packet caused the RESULT."""
+    copy: int | None = None
+    """Copy number of the causing packet when it was a worker's own GRAD, else None."""
+
+    @classmethod
+    def of(cls, cause: InaPacket) -> Echo:
+        """The echo of a RESULT that ``cause`` (a GRAD or PARTIAL) made the PS send."""
+        return cls(cause.worker_id,
+                   cause.copy_number if cause.msg_type == TYPE_GRAD else None)
+
+    @property
+    def fan_in(self) -> int:
+        """The RESULT ``fan_in`` that carries ``copy``."""
+        return 0 if self.copy is None else 1 + self.copy
+
+
+NO_ECHO = Echo()
+"""The echo of a RESULT no packet caused (e.g. a completion by a member change)."""
+
+
+# ---------------------------------------------------------------- the host-side record
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class InaPacket:
+    """One INA packet, decoded: the header fields under their wire names (in wire order:
+    the layer's, checked at import) and ``values``, a 1-D ``np.int32`` array of K values
+    (the state machines check that themselves: a hostile record is theirs to refuse).
+
+    Equality compares every header field and the values (numerically)."""
+
+    msg_type: int
+    flags: int
+    job_id: int
+    round: int
+    chunk_id: int
+    agg_id: int
+    fan_in: int
+    count: int
+    worker_id: int
+    bitmap: int
+    values: np.ndarray
+
+    @classmethod
+    def grad(cls, job_id: int, round: int, chunk_id: int, agg_id: int, fan_in: int,
+             worker_id: int, values: np.ndarray, flags: int = 0, copy: int = 0) -> InaPacket:
+        """Worker ``worker_id``'s GRAD: count 1, bitmap = 1 << worker_id, ``flags`` (Flag
+        bits only) with copy number ``copy`` (mod COPY_MOD) in the copy bits."""
+        if not 0 <= worker_id < MAX_WORKERS:
+            raise ValueError(f"worker_id {worker_id} outside 0..{MAX_WORKERS - 1}")
+        if int(flags) & COPY_MASK:
+            raise ValueError(f"flags {int(flags):#x} hold copy bits: give the copy number as "
+                             "copy=")
+        return cls(TYPE_GRAD, with_copy(flags, copy), job_id, round, chunk_id, agg_id, fan_in,
+                   1, worker_id, 1 << worker_id, values)
+
+    @classmethod
+    def result(cls, job_id: int, round: int, chunk_id: int, bitmap: int, values: np.ndarray,
+               flags: int = 0, echo: Echo = NO_ECHO) -> InaPacket:
+        """The PS's RESULT of a chunk summed over ``bitmap``, echoing ``echo``: agg_id
+        AGG_ID_PS, count = popcount(bitmap)."""
+        return cls(TYPE_RESULT, int(flags), job_id, round, chunk_id, AGG_ID_PS, echo.fan_in,
+                   bitmap.bit_count(), echo.worker, bitmap, values)
+
+    @property
+    def copy_number(self) -> int:
+        """A GRAD's copy number (0 = first, mod COPY_MOD); 0 in what a switch emits."""
+        return (self.flags & COPY_MASK) >> COPY_SHIFT
+
+    @property
+    def flag_bits(self) -> int:
+        """``flags`` without the copy-number bits: the Flag bits (and any unassigned)."""
+        return self.flags & ~COPY_MASK
+
+    @property
+    def echo(self) -> Echo:
+        """A RESULT's echo of the packet that caused it (its ``worker_id`` and ``fan_in``)."""
+        return Echo(self.worker_id, self.fan_in - 1 if self.fan_in else None)
+
+    def header(self) -> tuple[int, ...]:
+        """The header fields in wire order (what HEADER_STRUCT packs)."""
+        return _header_of(self)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InaPacket):
+            return NotImplemented
+        return (_header_of(self) == _header_of(other)
+                and np.array_equal(self.values, other.values))
+
+    __hash__ = None  # type: ignore[assignment]  # the values are a mutable array
+
+    def __repr__(self) -> str:  # short, for test failure messages
+        try:
+            kind = MsgType(self.msg_type).name
+        except ValueError:
+            kind = str(self.msg_type)
+        return (
+            f"InaPacket({kind} flags={self.flags:#x} job={self.job_id} r={self.round} "
+            f"c={self.chunk_id} agg={self.agg_id} fan_in={self.fan_in} count={self.count} "
+            f"w={self.worker_id} bitmap={self.bitmap:#x})"
+        )
+
+
+_header_of = attrgetter(*HEADER_NAMES)  # InaPacket -> header tuple, at C speed
+
+# The layout is declared once, by the layer: everything above that names its fields is
+# checked against it here, at import, so a field added to one and not the others fails
+# loudly rather than shifting bytes.
+if tuple(f.name for f in fields(InaPacket)) != (*HEADER_NAMES, "values"):
+    raise RuntimeError("workers/ina/wire.py: InaPacket's fields are not the INA layer's")
+if tuple(FIELD_MEANINGS) != (*HEADER_NAMES, "values"):
+    raise RuntimeError("workers/ina/wire.py: FIELD_MEANINGS does not cover the INA layer's "
+                       "fields in wire order")
+if COPY_MASK >> dict(HEADER_FIELDS)["flags"] or COPY_MASK & (
+        FLAG_RETRANSMIT | FLAG_FALLBACK | FLAG_INCOMPLETE):
+    raise RuntimeError("workers/ina/wire.py: the copy-number bits overlap the flag bits of "
+                       "constants.p4 or leave the flags field")
 
 PAYLOAD_BYTES = INA_HDR_BYTES + 4 * K
 """UDP payload of an INA datagram: header + K int32."""
@@ -144,22 +373,6 @@ class InaDecodeError(ValueError):
     """Bytes that are not a well-formed INA payload (too short, bad type...)."""
 
 
-# The header fields in wire order, as a tuple type (struct packs it directly).  Derived from
-# the Scapy layer like HEADER_FIELDS, so the layout is declared once.
-InaHeader = NamedTuple("InaHeader", [(name, int) for name, _ in HEADER_FIELDS])
-
-
-def grad_header(
-    job_id: int, round: int, chunk_id: int, agg_id: int, fan_in: int, worker_id: int,
-    flags: int = 0,
-) -> InaHeader:
-    """Header of worker `worker_id`'s GRAD: count 1, bitmap = 1 << worker_id."""
-    if not 0 <= worker_id < MAX_WORKERS:
-        raise ValueError(f"worker_id {worker_id} outside 0..{MAX_WORKERS - 1}")
-    return InaHeader(int(MsgType.GRAD), flags, job_id, round, chunk_id, agg_id, fan_in, 1,
-                     worker_id, 1 << worker_id)
-
-
 def _values_bytes(values: np.ndarray | list[int]) -> bytes:
     arr = np.asarray(values)
     if arr.shape != (K,):
@@ -172,13 +385,13 @@ def _values_bytes(values: np.ndarray | list[int]) -> bytes:
     return arr.astype(_VALUES_DTYPE, copy=False).tobytes()
 
 
-def encode_payload(header: InaHeader, values: np.ndarray | list[int]) -> bytes:
+def encode_payload(pkt: InaPacket) -> bytes:
     """UDP payload bytes: packed header + K big-endian int32 values."""
-    return HEADER_STRUCT.pack(*header) + _values_bytes(values)
+    return HEADER_STRUCT.pack(*_header_of(pkt)) + _values_bytes(pkt.values)
 
 
-def decode_payload(buf: bytes | memoryview, offset: int = 0) -> tuple[InaHeader, np.ndarray]:
-    """Parse header and values (native int32 array) from `buf[offset:]`.
+def decode_payload(buf: bytes | memoryview, offset: int = 0) -> InaPacket:
+    """Parse the packet (values as a native int32 array) from `buf[offset:]`.
 
     Raises InaDecodeError when the payload is not exactly PAYLOAD_BYTES long or msg_type is
     not a known type (the same packets the switch counts as malformed: it checks the UDP
@@ -187,11 +400,11 @@ def decode_payload(buf: bytes | memoryview, offset: int = 0) -> tuple[InaHeader,
         raise InaDecodeError(
             f"INA payload of {len(buf) - offset} bytes, expected {PAYLOAD_BYTES}"
         )
-    header = InaHeader._make(HEADER_STRUCT.unpack_from(buf, offset))
-    if header.msg_type not in (TYPE_GRAD, TYPE_PARTIAL, TYPE_RESULT):
-        raise InaDecodeError(f"unknown INA msg_type {header.msg_type}")
+    header = HEADER_STRUCT.unpack_from(buf, offset)
+    if header[0] not in (TYPE_GRAD, TYPE_PARTIAL, TYPE_RESULT):
+        raise InaDecodeError(f"unknown INA msg_type {header[0]}")
     values = np.frombuffer(buf, _VALUES_DTYPE, K, offset + INA_HDR_BYTES).astype(np.int32)
-    return header, values
+    return InaPacket(*header, values)
 
 
 def ipv4_checksum(header: bytes) -> int:
@@ -241,13 +454,13 @@ class FrameTemplate:
         udp = struct.pack("!HHHH", sport, INA_UDP_PORT, INA_UDP_LEN, 0)
         self.prefix: bytes = eth + ip + udp
 
-    def encode(self, header: InaHeader, values: np.ndarray | list[int]) -> bytes:
-        """Whole frame bytes for `header` and `values`."""
-        return self.prefix + HEADER_STRUCT.pack(*header) + _values_bytes(values)
+    def encode(self, pkt: InaPacket) -> bytes:
+        """Whole frame bytes for `pkt`."""
+        return self.prefix + HEADER_STRUCT.pack(*_header_of(pkt)) + _values_bytes(pkt.values)
 
 
-def decode_frame(frame: bytes | memoryview) -> tuple[InaHeader, np.ndarray] | None:
-    """Return (header, values) if `frame` is an INA frame as the switch parses it, else None.
+def decode_frame(frame: bytes | memoryview) -> InaPacket | None:
+    """Return the packet if `frame` is an INA frame as the switch parses it, else None.
 
     Mirrors the P4 parser: Ethernet type 0x0800, IPv4 with IHL 5 and protocol 17, UDP
     destination port INA_UDP_PORT. An INA frame that is truncated or has a bad type
@@ -279,30 +492,42 @@ def ecmp_member(chunk_id: int, switch_id: int, group_size: int) -> int:
     return zlib.crc32(struct.pack("!IH", chunk_id, switch_id)) % group_size
 
 
-def header_from_scapy(pkt: Packet) -> InaHeader:
-    """InaHeader of a Scapy packet containing an INA layer."""
+def from_scapy(pkt: Packet) -> InaPacket:
+    """The InaPacket of a Scapy packet containing an INA layer (tests, tools: not a hot
+    path)."""
     layer = pkt[INA]
-    return InaHeader(*(int(getattr(layer, name)) for name, _ in HEADER_FIELDS))
+    return InaPacket(*(int(getattr(layer, name)) for name in HEADER_NAMES),
+                     np.array(layer.values, dtype=np.int32))
 
 
 __all__ = [
+    "COPY_BITS",
+    "COPY_MASK",
+    "COPY_MOD",
+    "COPY_SHIFT",
+    "FIELD_MEANINGS",
     "FRAME_BYTES",
     "FRAME_PREFIX_BYTES",
     "HEADER_FIELDS",
+    "HEADER_NAMES",
     "HEADER_STRUCT",
     "INA",
+    "NO_ECHO",
+    "NO_WORKER",
     "PAYLOAD_BYTES",
+    "Echo",
     "Flag",
     "FrameTemplate",
     "InaDecodeError",
-    "InaHeader",
+    "InaPacket",
+    "Meaning",
     "MsgType",
     "decode_frame",
     "decode_payload",
     "ecmp_member",
     "encode_payload",
-    "grad_header",
-    "header_from_scapy",
+    "from_scapy",
     "ipv4_checksum",
     "slot_index",
+    "with_copy",
 ]

@@ -37,12 +37,12 @@ Timeouts and retransmission  [decision]
 
 Timeouts: measured, not backed off  [decision]
     Each copy of a GRAD carries its copy number (0 = first, mod 16) in flags bits 4-7
-    (``COPY_SHIFT``); the PS echoes, in every RESULT, the ``worker_id`` of the packet that
-    caused it and, if that packet was a worker's own GRAD, ``fan_in`` = 1 + its copy number
-    (docs/protocol.md §6).  So a RESULT naming this worker and one of its copies times that
-    copy's round trip exactly, retransmitted or not (Karn's ambiguity is gone); one naming
-    this worker with ``fan_in`` 0 and no retransmission times an aggregate its only copy
-    completed.  :class:`RttEstimator` (one per job, kept across rounds) turns these into:
+    (``InaPacket.grad(copy=...)``); the PS echoes, in every RESULT, the ``worker_id`` of the
+    packet that caused it and, if that packet was a worker's own GRAD, ``fan_in`` = 1 + its
+    copy number (docs/protocol.md §6; read as ``InaPacket.echo``).  So a RESULT naming this
+    worker and one of its copies times that copy's round trip exactly, retransmitted or not
+    (Karn's ambiguity is gone); one naming this worker with no copy number (``fan_in`` 0)
+    and no retransmission times an aggregate its only copy completed.  :class:`RttEstimator` (one per job, kept across rounds) turns these into:
 
     * ``first_rto``, how long a chunk's first copy waits for the other workers to start:
       twice the median time from a chunk's only copy to its RESULT (Karn), never less than
@@ -87,17 +87,14 @@ import numpy as np
 
 from workers.ina.constants import (
     AGG_ID_PS,
-    COPY_SHIFT,
     FLAG_FALLBACK,
     FLAG_RETRANSMIT,
-    TYPE_GRAD,
     TYPE_RESULT,
 )
 from workers.ina.constants import K as DEFAULT_K
-from workers.ina.messages import InaPacket
+from workers.ina.wire import COPY_MOD, InaPacket
 
 Schedule = Sequence[tuple[int, int, int]]
-COPY_MOD = 1 << (8 - COPY_SHIFT)  # copy numbers the GRAD flags can carry
 
 
 def ps_only_schedule(n_chunks: int) -> list[tuple[int, int, int]]:
@@ -325,7 +322,7 @@ class WorkerRound:
     def on_packet(self, pkt: InaPacket, now: float) -> list[InaPacket]:
         """Take a received packet (a RESULT); return the packets to send next."""
         st = self.stats
-        if pkt.type != TYPE_RESULT or pkt.job_id != self.job_id:
+        if pkt.msg_type != TYPE_RESULT or pkt.job_id != self.job_id:
             st.unexpected_results += 1
             return []
         if pkt.round != self.round:
@@ -402,16 +399,17 @@ class WorkerRound:
             self.rtt.completion(now - f.times[0])
         else:
             self.rtt.ambiguous()
-        if not self._echo(f.times, pkt, now) and pkt.worker_id == self.worker_id \
+        if not self._echo(f.times, pkt, now) and pkt.echo.worker == self.worker_id \
                 and not f.retries and not pkt.flags & FLAG_RETRANSMIT:
             self.rtt.sample(now - f.times[0])  # an aggregate that our only copy completed
 
     def _echo(self, times: list[float], pkt: InaPacket, now: float) -> bool:
-        """If the RESULT echo names one of our GRADs (``worker_id`` us, ``fan_in`` = 1 + its
-        copy number mod 16), sample its exact round trip (the latest copy with that number)."""
-        if pkt.worker_id != self.worker_id or not pkt.fan_in:
+        """If the RESULT echo names one of our GRADs (and its copy number mod 16), sample its
+        exact round trip (the latest copy with that number)."""
+        echo = pkt.echo
+        if echo.worker != self.worker_id or echo.copy is None:
             return False
-        copies = [t for i, t in enumerate(times) if i % COPY_MOD == pkt.fan_in - 1]
+        copies = [t for i, t in enumerate(times) if i % COPY_MOD == echo.copy]
         if copies:
             self.rtt.sample(now - copies[-1])
         return bool(copies)
@@ -424,11 +422,10 @@ class WorkerRound:
         f.times.append(now)
         self._inflight[c] = self._inflight.pop(c)  # ties in tick(): retransmission order
         self.stats.retransmits += 1
-        flags = FLAG_RETRANSMIT | copy % COPY_MOD << COPY_SHIFT
         if self.direct_after is not None and f.retries > self.direct_after:
             self.stats.direct += 1
-            return self._grad(c, flags | FLAG_FALLBACK, AGG_ID_PS)
-        return self._grad(c, flags)
+            return self._grad(c, FLAG_RETRANSMIT | FLAG_FALLBACK, copy, AGG_ID_PS)
+        return self._grad(c, FLAG_RETRANSMIT, copy)
 
     def _fill(self, now: float) -> list[InaPacket]:
         out = []
@@ -440,20 +437,10 @@ class WorkerRound:
             out.append(self._grad(c, 0))
         return out
 
-    def _grad(self, c: int, flags: int, agg_id: int | None = None) -> InaPacket:
+    def _grad(self, c: int, flags: int, copy: int = 0, agg_id: int | None = None) -> InaPacket:
+        """Copy number ``copy`` of chunk ``c``'s GRAD (to ``agg_id``, default its route)."""
         agg, fan_in = self._route[c]
         if agg_id is not None:
             agg = agg_id
-        return InaPacket(
-            type=TYPE_GRAD,
-            flags=flags,
-            job_id=self.job_id,
-            round=self.round,
-            chunk_id=c,
-            agg_id=agg,
-            fan_in=fan_in,
-            count=1,
-            worker_id=self.worker_id,
-            bitmap=self.bit,
-            values=self.values[c * self.k:(c + 1) * self.k],
-        )
+        return InaPacket.grad(self.job_id, self.round, c, agg, fan_in, self.worker_id,
+                              self.values[c * self.k:(c + 1) * self.k], flags=flags, copy=copy)
