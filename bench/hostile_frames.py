@@ -156,7 +156,7 @@ def _job(s: HostileSettings, net: Any, plan: dict, workers: list[str], rounds: i
     from workers.ina.worker import n_chunks_for
 
     n_chunks = n_chunks_for(n_values, K)
-    monitor.follow(mode_dir / "schedules.json",
+    monitor.follow(mode_dir / "control.json",
                    lambda p: schedules_for("ina", p, workers, n_chunks))
     train = TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers), rounds=rounds,
                         seed=s.seed)

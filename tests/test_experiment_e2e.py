@@ -78,12 +78,14 @@ def test_a_dead_aggregator_is_replanned_around(tmp_path):
     assert event["detected_s"] < 1.0
     assert res["exact_all_rounds"] is True
     start = event["schedules_from_round"]
-    assert 2 <= start < rounds  # two rounds after the newest reported one
+    assert 2 <= start < rounds  # two rounds after the newest reported one (or the PS's next)
     versions = [r["schedule_version"] for r in res["modes"]["ina"]["rounds"]]
     assert versions == [0] * start + [1] * (rounds - start)
     assert res["accuracy"]["final"] == pytest.approx(res["accuracy"]["reference"], abs=0.02)
-    updates = json.loads((tmp_path / "failover" / "ina" / "schedules.json").read_text())
-    assert [u["switch"] for u in updates] == ["agg0"]
+    # the PS's control record: one change, the re-plan after agg0 died
+    record = json.loads((tmp_path / "failover" / "ina" / "control.json").read_text())
+    updates = record["changes"]
+    assert [u["cause"]["switch"] for u in updates] == ["agg0"]
 
 
 def test_a_dead_tor_stops_the_run_with_one_line(tmp_path):

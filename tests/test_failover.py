@@ -1,19 +1,18 @@
 """Switch fail-over around the live run (docs/design.md §9), without a network: the option, the workers'
-schedule book, and how results split γ between the original plan and the re-planned one."""
+schedules from the control record, and how results split γ between the original plan and the re-planned one."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
 from controller.errors import ExperimentError
 from controller.experiment.failover import parse_fail_switch
 from controller.experiment.methods.ina import Settings, summarize
-from controller.files import write_json_atomic
 from topo.models import parse_topology
 from workers.common.model import TrainConfig
-from workers.ina.job import JobConfig, ScheduleBook
+from workers.ina.control import ControlLog
+from workers.ina.control_io import ControlReader, write_record
+from workers.ina.job import JobConfig
 from workers.ina.wire import FRAME_BYTES
 
 
@@ -29,28 +28,35 @@ def test_parse_fail_switch():
         parse_fail_switch("agg0@0", g, 1)
 
 
-def job(tmp_path, schedule_file):
+def job(tmp_path, control_file):
     return JobConfig(job_id=1, mode="ina", rounds=10, train=TrainConfig(), worker_ids=[0, 1],
                      worker_addrs=[], ps_addr=("", 0), result_dests=[],
                      schedules={"0": [(0, 5, 2)], "1": [(0, 5, 2)]}, frac_bits=8, n_values=1,
-                     out_dir=str(tmp_path), schedule_file=schedule_file)
+                     out_dir=str(tmp_path), control_file=control_file)
 
 
-def test_schedule_book_switches_at_from_round(tmp_path):
-    path = tmp_path / "schedules.json"
-    book = ScheduleBook(job(tmp_path, str(path)), 1)
-    assert book.for_round(0) == ([(0, 5, 2)], 0)  # no file yet: the job file's schedule
-    write_json_atomic(path, [{"from_round": 3, "schedules": {"0": [[0, 7, 2]],
-                                                             "1": [[0, 9, 2]]}}])
-    assert book.for_round(2) == ([(0, 5, 2)], 0)
-    assert book.for_round(3) == ([(0, 9, 2)], 1)
-    write_json_atomic(path, [{"from_round": 3, "schedules": {"1": [[0, 9, 2]]}},
-                             {"from_round": 6, "schedules": {"1": [[0, 11, 2]]}}])
-    st = path.stat()
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1))  # a new mtime even on coarse clocks
-    assert book.for_round(5) == ([(0, 9, 2)], 1)
-    assert book.for_round(6) == ([(0, 11, 2)], 2)
-    assert ScheduleBook(job(tmp_path, None), 0).for_round(9) == ([(0, 5, 2)], 0)
+def test_workers_switch_schedules_at_from_round(tmp_path):
+    path = tmp_path / "control.json"
+    book = ControlReader(job(tmp_path, str(path)))
+
+    def for_round(r):  # (schedule, schedule version) of worker 1, as the worker reads them
+        book.refresh()
+        return book.at(r).schedule(1), book.at(r).replans
+
+    assert for_round(0) == ([(0, 5, 2)], 0)  # no record yet: the job file's schedule
+    log = ControlLog(1, [0, 1])  # the PS's side: it alone writes the record
+    log.accept({"kind": "schedules", "from_round": 3,
+                "schedules": {"0": [[0, 7, 2]], "1": [[0, 9, 2]]}}, lowest_incomplete=1)
+    write_record(path, log.record)
+    assert for_round(2) == ([(0, 5, 2)], 0)
+    assert for_round(3) == ([(0, 9, 2)], 1)
+    log.accept({"kind": "schedules", "from_round": 6, "schedules": {"1": [[0, 11, 2]]}},
+               lowest_incomplete=4)
+    write_record(path, log.record)  # at once: seen without waiting for a coarse clock
+    assert for_round(5) == ([(0, 9, 2)], 1)
+    assert for_round(6) == ([(0, 11, 2)], 2)
+    assert ControlReader(job(tmp_path, None)).at(9).schedule(0) == [(0, 5, 2)]
+    assert ControlReader(job(tmp_path, None)).at(9).replans == 0
 
 
 def test_summarize_splits_gamma_at_the_failover():

@@ -41,7 +41,8 @@ def test_job_file_round_trip(tmp_path):
 
 def test_runner_job_config_follows_the_plan(tmp_path):
     """The runner's job file of the ina mode: worker i is the plan's i-th worker, its
-    schedule the plan's chunk schedule, re-plans and removals through files in its folder."""
+    schedule the plan's chunk schedule, re-plans and removals through the control record
+    in its folder."""
     workers = ["h1", "h2"]
     plan = {"workers": workers, "switch_ids": {"e0": 1, "e1": 2}, "ps_tor": "e0",
             "deployed": ["e1"], "intervals": {"e1": {"offset": 0.0, "length": 0.5}},
@@ -59,13 +60,12 @@ def test_runner_job_config_follows_the_plan(tmp_path):
     assert cfg.schedules == {"0": by_name["h1"], "1": by_name["h2"]}
     assert cfg.schedules["0"][:2] == [(0, 2, 2), (1, 2, 2)]  # first half at e1, both workers
     assert cfg.schedules["0"][2:] == [(2, 1, 2), (3, 1, 2)]  # the rest at the PS's ToR
-    assert Path(cfg.schedule_file) == tmp_path / "schedules.json"
-    assert Path(cfg.removal_file) == tmp_path / "removals.json"
+    assert Path(cfg.control_file) == tmp_path / "control.json"
     assert Path(cfg.start_file) == tmp_path / "start"
     assert (cfg.window, cfg.timeout, cfg.worker_timeout_s) == (s.window, s.timeout,
                                                                  s.worker_timeout)
     quiet = job_config(s, job_id=JOB_IDS["ps_only"], mode="ps_only", plan=plan,
                        workers=workers, ps="h0", hosts=hosts, train=train, n_values=128,
                        out_dir=tmp_path, members=False)
-    assert quiet.schedule_file is None and quiet.removal_file is None
+    assert quiet.control_file is None
     assert quiet.schedules["1"] == [(c, 0, 1) for c in range(4)]

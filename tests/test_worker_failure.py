@@ -1,5 +1,5 @@
 """A worker that dies (docs/design.md §9, issue 20 item 2), without Mininet: the PS state machine
-across a member change, the worker's RESULT filter, the member book, the switch-rule
+across a member change, the worker's RESULT filter, the members from the control record, the switch-rule
 difference for a removed worker, the options, the monitor's `stop` line, and the PS and
 worker processes over loopback with a worker killed mid-run."""
 
@@ -30,11 +30,13 @@ from controller.plan.lp import make_job, solve_lp
 from controller.plan.replan import replan_members
 from topo.mininet_net import plan_network
 from topo.models import parse_topology
-from workers.common.files import write_json_atomic
 from workers.common.model import Replica, TrainConfig
 from workers.common.quantize import choose_frac_bits
 from workers.ina.constants import TYPE_PARTIAL, TYPE_RESULT
-from workers.ina.job import JobConfig, MemberBook
+from workers.ina.control import ControlLog
+from workers.ina.control_io import ControlReader, request_path, send_request, write_record
+from workers.ina.events import ControlEvent, RoundEvent, SilentEvent, parse_event
+from workers.ina.job import JobConfig
 from workers.ina.messages import mask_of
 from workers.ina.ps import PsState
 from workers.ina.wire import InaPacket
@@ -154,16 +156,20 @@ def _cfg(tmp_path, **kw) -> JobConfig:
     return JobConfig(**{**base, **kw})
 
 
-def test_member_book_follows_the_ps_file(tmp_path):
-    path = tmp_path / "members.json"
-    book = MemberBook(_cfg(tmp_path, members_file=str(path)))
-    assert not book.refresh() and book.members(5) == [0, 1, 2]
-    write_json_atomic(path, [{"from_round": 4, "workers": [0, 2],
-                              "schedules": {"0": [[0, 5, 2]], "2": [[0, 5, 2]]}}])
+def test_members_follow_the_ps_record(tmp_path):
+    path = tmp_path / "control.json"
+    book = ControlReader(_cfg(tmp_path, control_file=str(path)))
+    assert not book.refresh() and book.at(5).members == [0, 1, 2]
+    log = ControlLog(1, [0, 1, 2])  # the PS: worker 1 removed while round 4 is incomplete
+    log.accept({"kind": "members", "removed": [1],
+                "schedules": {"0": [[0, 5, 2]], "2": [[0, 5, 2]]}}, lowest_incomplete=4)
+    write_record(path, log.record)
     assert book.refresh() and not book.refresh()  # read again only when it changes
-    assert book.members(3) == [0, 1, 2] and book.members(4) == [0, 2]
-    assert book.schedule(3, 0) is None and book.schedule(9, 2) == [(0, 5, 2)]
-    assert MemberBook(_cfg(tmp_path)).members(9) == [0, 1, 2]  # no file: never changes
+    assert book.at(3).members == [0, 1, 2] and book.at(4).members == [0, 2]
+    # the change's schedules hold from its round only
+    assert book.at(3).schedule(0) == [(0, 5, 3)] and book.at(9).schedule(2) == [(0, 5, 2)]
+    # no record: never changes
+    assert ControlReader(_cfg(tmp_path)).at(9).members == [0, 1, 2]
 
 
 # ------------------------------------------------------------------ the controller side
@@ -283,17 +289,21 @@ class _Switches:
         self.jobs = jobs
 
 
+def _round(worker: int, r: int) -> RoundEvent:
+    return RoundEvent(job=1, worker=worker, round=r, time_s=0.1, retransmits=0)
+
+
 def test_killed_worker_with_stop_ends_the_job_with_one_line_naming_it(tmp_path):
     job = JobSpec(1, ("h1", "h2", "h3"))
     mon = WorkerMonitor(_Switches([job]), "stop", say=lambda _: None, kill=("h2", 1))
-    mon.begin("ina", job, "h0", tmp_path / "removals.json", lambda left: None)
+    mon.begin("ina", job, "h0", tmp_path / "control.json", lambda left: None)
     procs = _Procs(["h0", "h1", "h2", "h3"])
     mon.on_procs(procs)
     for host, i in (("h1", 0), ("h2", 1), ("h3", 2)):
-        mon.on_line(host, f"worker {i} round 0 0.1s retx 0")
+        mon.on_event(host, _round(i, 0))
     mon.poll()
     assert procs.procs["h2"].code is None  # round 1 not reported yet
-    mon.on_line("h1", "worker 0 round 1 0.1s retx 0")
+    mon.on_event("h1", _round(0, 1))
     mon.poll()
     assert procs.procs["h2"].code == -9  # the injected kill
     assert not mon.on_failure("h0", 1)  # not a worker: the runner's own rules apply
@@ -307,16 +317,16 @@ def test_killed_worker_with_stop_ends_the_job_with_one_line_naming_it(tmp_path):
     assert (ev.worker, ev.worker_id, ev.cause, ev.exit_code, ev.round_noticed, ev.policy,
             ev.round_effective) == ("h2", 1, "exit", -9, 1, "stop", None)
     assert ev.detected_s is not None and ev.detected_s >= 0
-    assert not (tmp_path / "removals.json").exists()
+    assert mon.requests == []  # no removal asked of the PS
 
 
 def test_silent_worker_with_stop_is_named_from_the_ps_line(tmp_path):
     job = JobSpec(1, ("h1", "h2", "h3"))
     mon = WorkerMonitor(_Switches([job]), "stop", say=lambda _: None)
-    mon.begin("ps_only", job, "h0", tmp_path / "removals.json", lambda left: None)
+    mon.begin("ps_only", job, "h0", tmp_path / "control.json", lambda left: None)
     mon.on_procs(_Procs(["h0", "h1", "h2", "h3"]))
-    mon.on_line("h3", "worker 2 round 4 0.1s retx 0")
-    mon.on_line("h0", "ps round 5: worker(s) 2 silent for 10 s")
+    mon.on_event("h3", _round(2, 4))
+    mon.on_event("h0", SilentEvent(job=1, round=5, workers=[2], after_s=10.0))
     with pytest.raises(WorkerStopped, match=r"^worker h3 went silent .* in round 5; the job"):
         mon.poll()
 
@@ -351,20 +361,21 @@ def _free_udp_ports(n: int) -> list[int]:
 def test_killed_worker_over_loopback_leaves_and_survivor_sums_stay_exact(tmp_path):
     """PS and 3 workers on loopback (PS-only schedules); worker 1 is killed (SIGKILL) once
     round 1 is reported; the test plays the controller: it asks the PS to drop it.  The
-    survivors finish every round, each sum exact over the round's members."""
+    survivors finish every round, each sum exact over the round's members.  What the test
+    follows of the processes is their events."""
     n_workers, rounds = 3, 6
     train = TrainConfig(model="logreg", n_workers=n_workers, rounds=rounds, batch_size=16)
     n_values = Replica(train, 0).params.size
     ports = _free_udp_ports(n_workers + 1)
     addrs = [("127.0.0.1", p) for p in ports[1:]]
-    removals = tmp_path / "removals.json"
+    control = tmp_path / "control.json"
     cfg = JobConfig(
         job_id=7, mode="ps_only", rounds=rounds, train=train, worker_ids=[0, 1, 2],
         worker_addrs=addrs, ps_addr=("127.0.0.1", ports[0]), result_dests=addrs,
         schedules={str(w): ps_only_schedule(n_chunks_for(n_values, K)) for w in range(3)},
         frac_bits=choose_frac_bits(8.0, n_workers), n_values=n_values, out_dir=str(tmp_path),
-        round_timeout_s=30, timeout=0.05, removal_file=str(removals),
-        members_file=str(tmp_path / "members.json"), start_file=str(tmp_path / "start"))
+        round_timeout_s=30, timeout=0.05, control_file=str(control),
+        start_file=str(tmp_path / "start"))
     job = tmp_path / "job.json"
     cfg.save(job)
     ps = subprocess.Popen([sys.executable, "-m", "workers.ina.ps_node", str(job)],
@@ -376,14 +387,14 @@ def test_killed_worker_over_loopback_leaves_and_survivor_sums_stay_exact(tmp_pat
         for p in procs:
             assert p.stdout.readline().endswith("ready\n")
         (tmp_path / "start").touch()
-        while True:  # worker 0's reports: kill worker 1 once round 1 is done
-            line = procs[0].stdout.readline()
-            if line.startswith("worker 0 round 1 "):
+        while True:  # worker 0's events: kill worker 1 once round 1 is done
+            ev = parse_event(procs[0].stdout.readline())
+            if isinstance(ev, RoundEvent) and ev.round == 1:
                 break
         os.kill(procs[1].pid, signal.SIGKILL)
         assert procs[1].wait(timeout=10) == -9
         time.sleep(0.3)  # the survivors are now stuck in the round worker 1 never finished
-        write_json_atomic(removals, [{"removed": [1]}])
+        assert send_request(request_path(control), {"kind": "members", "removed": [1]})
         assert [procs[w].wait(timeout=60) for w in (0, 2)] == [0, 0]
         ps.terminate()
         assert ps.wait(timeout=30) == 0
@@ -395,7 +406,8 @@ def test_killed_worker_over_loopback_leaves_and_survivor_sums_stay_exact(tmp_pat
     (change,) = report["member_changes"]
     e = change["from_round"]
     assert change["removed"] == [1] and 2 <= e <= 3
-    assert f"ps members from round {e}: 0,2" in ps_out
+    assert ControlEvent(job=7, version=1, kind="members", from_round=e, members=[0, 2]) in [
+        parse_event(line) for line in ps_out.splitlines()]
     assert report["rounds_completed"] == rounds
     per_round = json.loads((tmp_path / "worker0.json").read_text())["rounds"]
     members = [r["members"] for r in per_round]

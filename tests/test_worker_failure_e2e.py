@@ -68,6 +68,7 @@ def test_killed_worker_with_continue_trains_on_with_exact_survivor_sums(tmp_path
         assert e["accuracy_after"] == rounds[-1]["accuracy"] > 0.5
     # INA: the switches lost h3 from job 1 by rule differences (mask, membership, tree)
     assert events[0]["writes"] > 0
-    members = json.loads((tmp_path / "continue" / "ina" / "members.json").read_text())
-    assert [m["workers"] for m in members] == [[0, 1]] and set(members[0]["schedules"]) == {
+    # the PS's control record: one member change, with the survivors' schedules
+    members = json.loads((tmp_path / "continue" / "ina" / "control.json").read_text())["changes"]
+    assert [m["members"] for m in members] == [[0, 1]] and set(members[0]["schedules"]) == {
         "0", "1"}

@@ -365,7 +365,7 @@ def _one_run(ctx: _Context, net: Any, monitor: Any, fault: Fault, mode: str, see
     s, hosts, workers = ctx.s, net.hosts, ctx.workers
     train = TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers),
                         rounds=s.rounds, seed=seed)
-    monitor.follow(run_dir / "schedules.json" if mode == "ina" else None,
+    monitor.follow(run_dir / "control.json" if mode == "ina" else None,
                    lambda p: schedules_for("ina", p, workers, ctx.n_chunks))
     cfg = job_config(s, job_id=JOB_IDS[mode], mode=mode, plan=monitor.plan, workers=workers,
                      ps=s.ps, hosts=hosts, train=train, n_values=ctx.n_values,

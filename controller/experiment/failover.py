@@ -10,10 +10,11 @@ checks every switch's process.  When one has died it
    P4Runtime (:func:`controller.dataplane.deploy.update`; no pipeline push, so the aggregator slots of
    chunks in flight survive): routes avoid the dead switch, and its agg_id is routed to the
    PS, so packets still addressed to it are merged there,
-3. publishes the new chunk schedules in the job's schedule file, effective two rounds after
-   the newest round a worker reported (a worker that is one round ahead of the reports never
-   mixes schedules within a round; if one did, the retransmission rules still complete the
-   round exactly, only later).
+3. asks each running job's PS for the new chunk schedules from two rounds after the newest
+   round a worker reported (:func:`workers.ina.control_io.send_request`).  The PS, the one
+   writer of the job's control record, takes them from that round or, if it has already
+   completed the round before it, from the first round no worker has started, so no worker
+   mixes schedules within a round; its ``control`` event gives the round it chose.
 
 Packets in flight through the dead switch, or through a switch between two of its writes, are
 lost; the workers' retransmissions recover them (docs/protocol.md §6).
@@ -22,6 +23,10 @@ The monitor watches the switch processes because that is what the testbed owns; 
 of real switches would watch its P4Runtime stream channels the same way.  ``fail`` =
 ``(switch, round)`` kills that switch once a worker reported ``round`` (fault injection for
 experiments and tests).
+
+What the workers and the PS print is read as events (:mod:`workers.ina.events`): the
+workers' ``round`` events drive fault injection, the PS's ``control`` and ``silent`` events the
+worker-failure handling; no human line is parsed.
 """
 
 from __future__ import annotations
@@ -36,10 +41,11 @@ import networkx as nx
 
 from controller.dataplane.deploy import DeployError, JobSpec, SwitchRules, switch_rules, update
 from controller.errors import ExperimentError
-from controller.files import write_json_atomic
 from controller.plan.replan import replan_without
+from workers.ina.control_io import request_path, send_request
+from workers.ina.events import ControlEvent, Event, RoundEvent, SilentEvent
 
-SCHEDULE_DELAY_ROUNDS = 2  # new schedules start this many rounds after the newest reported
+SCHEDULE_DELAY_ROUNDS = 2  # new schedules asked from this many rounds after the newest reported
 
 
 def parse_fail_switch(text: str, graph: nx.Graph, rounds: int) -> tuple[str, int]:
@@ -84,6 +90,8 @@ class FailoverEvent:
     gamma_before: float
     gamma_after: float
     deployed_after: list[str]
+    # the round the new schedules took effect from: the one asked for, or the later one a
+    # job's PS chose (the latest of them with several jobs)
     schedules_from_round: int
 
 
@@ -108,24 +116,36 @@ class SwitchMonitor:
         self.replan = replan or _replan_one_job
         self.events: list[FailoverEvent] = []
         self._killed_at: dict[str, float] = {}
-        # the running jobs' schedule files, how a plan becomes their schedules, and the
-        # updates published so far
-        self._followers: list[tuple[Path, Callable[[dict], dict], list[dict]]] = []
+        # the running jobs' control records and how a plan becomes their schedules
+        self._followers: list[tuple[Path, Callable[[dict], dict]]] = []
         self.newest_round = -1
 
-    def follow(self, schedule_file: Path | None,
+    def follow(self, control_file: Path | None,
                schedules: Callable[[dict], dict] | None, more: bool = False) -> None:
-        """Start watching a job: where its workers read schedule updates, and how a plan
-        becomes their schedules (None for modes whose schedules do not depend on the plan).
-        ``more``: one more job running at the same time (else the job replaces the last)."""
+        """Start watching a job: its control record (``JobConfig.control_file``; the
+        requests go to its PS beside it), and how a plan becomes its workers' schedules
+        (None for modes whose schedules do not depend on the plan).  ``more``: one more job
+        running at the same time (else the job replaces the last)."""
         if not more:
             self._followers = []
             self.newest_round = -1
-        if schedule_file and schedules:
-            self._followers.append((schedule_file, schedules, []))
+        if control_file and schedules:
+            self._followers.append((control_file, schedules))
 
     def on_worker_round(self, round_: int) -> None:
+        """A worker reported ``round_`` (its ``round`` event)."""
         self.newest_round = max(self.newest_round, round_)
+
+    def on_control(self, event: ControlEvent) -> None:
+        """A PS wrote a control record version: a schedule change it took later than asked
+        moves the fail-over's ``schedules_from_round``."""
+        switch = event.cause.get("switch")
+        if event.kind != "schedules" or switch is None:
+            return
+        for ev in reversed(self.events):
+            if ev.switch == switch:
+                ev.schedules_from_round = max(ev.schedules_from_round, event.from_round)
+                return
 
     def alive(self) -> list[str]:
         return [s for s in self.plan["switch_ids"] if s in self.graph]
@@ -163,9 +183,6 @@ class SwitchMonitor:
             raise ExperimentError(f"fail-over after switch {dead} died: {exc}") from None
         deployed = time.monotonic()
         start = self.newest_round + SCHEDULE_DELAY_ROUNDS  # rounds went on meanwhile
-        for path, schedules, updates in self._followers:
-            updates.append({"from_round": start, "switch": dead, "schedules": schedules(plan)})
-            write_json_atomic(path, updates)
         event = FailoverEvent(
             switch=dead, after_round=after,
             detected_s=round(noticed - killed, 4) if killed is not None else None,
@@ -173,13 +190,18 @@ class SwitchMonitor:
             writes=sum(writes.values()),
             gamma_before=plan_gamma(self.plan), gamma_after=plan_gamma(plan),
             deployed_after=list(plan["deployed"]), schedules_from_round=start)
-        self.events.append(event)
+        self.events.append(event)  # before the requests: the PSs' answers update it
+        for path, schedules in self._followers:
+            # a job whose PS has exited has no round left to change
+            send_request(request_path(path), {"kind": "schedules", "from_round": start,
+                                              "schedules": schedules(plan),
+                                              "cause": {"switch": dead}})
         self.graph, self.plan, self.rules, self.jobs = graph, plan, rules, jobs
         self.say(f"switch {dead}: γ {event.gamma_before:.4g} → {event.gamma_after:.4g}, "
                  f"deployed {plan['deployed'] or '(none: the PS ToR aggregates)'}, "
                  f"{event.writes} writes to {len(rules)} switches in "
                  f"{event.redeploy_s:.2f} s; "
-                 f"new schedules from round {start}")
+                 f"new schedules asked from round {start}")
 
 
 # ------------------------------------------------------------------ a worker that dies
@@ -229,15 +251,17 @@ class WorkerMonitor:
     """Notices a worker that dies during one job and applies ``--on-worker-failure``
     (docs/design.md §9).
 
-    It sees every output line (worker round reports, the PS's ``silent`` and ``members``
-    lines), every failed node process (``on_failure``, the runner's hook; True = the worker
-    left the job) and every poll (``poll``: fault injection, silences).  ``stop`` asks the
-    PS and the survivors to end (they write what they finished) and raises
-    :class:`WorkerStopped`.  ``continue`` takes the worker out of the job: the survivors'
-    schedules are planned again (:func:`controller.plan.replan.replan_members`, for the ``ina``
-    mode), the PS is asked to drop it (it picks the round, ``removal_file``), and only the
-    rule differences (the job's mask, the worker's membership entry, the RESULT tree) are
-    written to the switches, as for a dead switch."""
+    It sees every event of the job's processes (:meth:`on_event`: the workers' ``round``, the
+    PS's ``silent`` and ``control``), every failed node process (``on_failure``, the
+    runner's hook; True = the worker left the job) and every poll (``poll``: fault
+    injection, silences).  ``stop`` asks the PS and the survivors to end (they write what
+    they finished) and raises :class:`WorkerStopped`.  ``continue`` takes the worker out of
+    the job: the survivors' schedules are planned again
+    (:func:`controller.plan.replan.replan_members`, for the ``ina`` mode), the PS is asked to
+    drop it (a request on the channel beside the job's control record; the PS picks the
+    round and writes the record the workers follow), and only the rule differences (the
+    job's mask, the worker's membership entry, the RESULT tree) are written to the
+    switches, as for a dead switch."""
 
     def __init__(self, switches: SwitchMonitor, policy: str, say: Callable[[str], None],
                  kill: tuple[str, int] | None = None, scope: Iterable[str] | None = None,
@@ -254,17 +278,18 @@ class WorkerMonitor:
         self.label = label
         self.stopped: str | None = None
 
-    def begin(self, job_mode: str, job: JobSpec, ps: str, removal_file: Path,
+    def begin(self, job_mode: str, job: JobSpec, ps: str, control_file: Path,
               schedules: Callable[[list[str]], dict | None]) -> None:
-        """A new job (one mode): every worker is a member again; ``schedules(survivors)``
-        gives the survivors' schedules keyed by worker id (None: they do not change)."""
-        self.job_mode, self.ps, self.removal_file = job_mode, ps, removal_file
+        """A new job (one mode) with its control record (``JobConfig.control_file``): every
+        worker is a member again; ``schedules(survivors)`` gives the survivors' schedules
+        keyed by worker id (None: they do not change)."""
+        self.job_mode, self.ps, self.control_file = job_mode, ps, control_file
         self.schedules = schedules
         self._first_event = len(self.events)  # events of earlier jobs are theirs
         self.workers = list(job.workers)
         self.removed: set[int] = set()
         self.reported: dict[str, int] = {}  # host -> newest round it finished
-        self.requests: list[dict] = []
+        self.requests: list[dict] = []  # sent to the PS, in order
         self.procs: Any = None
         self._silent: list[str] = []
         self._killed_at: float | None = None
@@ -275,18 +300,17 @@ class WorkerMonitor:
     def on_procs(self, procs: Any) -> None:
         self.procs = procs
 
-    def on_line(self, host: str, line: str) -> None:
-        words = line.split()
-        if len(words) > 3 and words[0] == "worker" and words[2] == "round":
-            self.reported[host] = max(self.reported.get(host, -1), int(words[3]))
-        elif line.startswith("ps members from round "):
-            e = int(words[4].rstrip(":"))
+    def on_event(self, host: str, event: Event) -> None:
+        """An event printed by ``host``, one of the job's processes."""
+        if isinstance(event, RoundEvent):
+            self.reported[host] = max(self.reported.get(host, -1), event.round)
+        elif isinstance(event, ControlEvent) and event.kind == "members":
             for ev in self.job_events:
                 if ev.round_effective is None and ev.policy == "continue":
-                    ev.round_effective = e
-        elif line.startswith("ps round ") and " silent " in line:
-            ids = words[4].split(",")
-            self._silent += [self.workers[int(i)] for i in ids if int(i) < len(self.workers)]
+                    ev.round_effective = event.from_round
+        elif isinstance(event, SilentEvent):
+            self._silent += [self.workers[i] for i in event.workers
+                             if 0 <= i < len(self.workers)]
 
     def poll(self) -> None:
         if (self.kill is not None and self._killed_at is None and self.procs is not None
@@ -356,9 +380,11 @@ class WorkerMonitor:
         # the PS first: exactness depends only on the PS and the workers agreeing on the
         # members of each round; the switches' rules only decide how fast a round completes
         sched = self.schedules(survivors)
-        self.requests.append({"removed": sorted(self.removed), "worker": host,
-                              **({"schedules": sched} if sched is not None else {})})
-        write_json_atomic(self.removal_file, self.requests)
+        request = {"kind": "members", "removed": sorted(self.removed), "cause": {"worker": host},
+                   **({"schedules": sched} if sched is not None else {})}
+        self.requests.append(request)
+        if not send_request(request_path(self.control_file), request):
+            self.say(f"worker {host}: the job's PS is not running; nothing to change")
         t0 = time.monotonic()
         ev.writes = self._set_job(self.switches.jobs[self._job_index].job_id,
                                   frozenset(self.removed))

@@ -32,7 +32,8 @@ from workers.ddp.codec import StepLayout, bucket_schedule, decode_mean, encode_b
 from workers.ddp.exchange import SenderParams
 from workers.ddp.transport import Transport, udp_transport
 from workers.ina.constants import K as DEFAULT_K
-from workers.ina.job import JobConfig, ScheduleBook
+from workers.ina.control_io import ControlReader
+from workers.ina.job import JobConfig
 from workers.ina.worker import n_chunks_for
 
 ScheduleFor = Callable[[int], Sequence[tuple[int, int, int]]]
@@ -82,10 +83,14 @@ class InaHookState:
                                   cfg.max_timeout, cfg.direct_after)
             transport = udp_transport(params, tuple(cfg.worker_addrs[rank]), tuple(cfg.ps_addr),
                                       stall_timeout_s=cfg.round_timeout_s)
-        book = ScheduleBook(cfg, worker_id)
+        control = ControlReader(cfg)
+
+        def schedule_for(step: int) -> list[tuple[int, int, int]]:
+            control.refresh()  # a re-planned schedule takes effect from a step's start
+            return control.at(step).schedule(worker_id)
         return cls(transport=transport, worker_id=worker_id, n_workers=len(cfg.worker_ids),
                    frac_bits=cfg.frac_bits, capacity=n_chunks_for(cfg.n_values, DEFAULT_K),
-                   schedule_for=lambda step: book.for_round(step)[0], record=record)
+                   schedule_for=schedule_for, record=record)
 
     def close(self) -> None:
         self.transport.close()

@@ -22,6 +22,19 @@ class JobConfig:
     ``schedules[str(worker_id)]`` is that worker's ``[(chunk_id, agg_id, fan_in), ...]``.
     ``result_dests``: where the PS sends each RESULT -- one address toward its ToR in a
     network (the switches multicast it), or every worker's address on loopback.
+
+    ``control_file``: the job's control record (docs/design.md §9, :mod:`workers.ina.control`)
+    while the job runs::
+
+        {"version": N, "job_id": J,
+         "changes": [{"version": 1, "kind": "schedules" | "members", "from_round": R,
+                      "members": [ids] (kind "members" only),
+                      "schedules": {worker: [[chunk, agg_id, fan_in], ...]},
+                      "cause": {...}}, ...]}
+
+    Round r applies, in version order, every change with ``from_round <= r`` to the members
+    and schedules above.  The PS is its only writer; the controller asks for changes on the
+    FIFO ``control.requests`` beside it.
     """
 
     job_id: int
@@ -44,16 +57,14 @@ class JobConfig:
     # Start barrier: workers print 'ready' and wait for this file before round 0, so that
     # start-up skew (imports, data loading) never looks like loss.  None: start at once.
     start_file: str | None = None
-    # Schedule changes while the job runs (the controller re-planned after a switch died):
-    # a JSON list of {"from_round": R, "schedules": {...}} read by :class:`ScheduleBook`.
-    schedule_file: str | None = None
-    # A worker that died (docs/design.md §9): the controller appends removal requests to
-    # ``removal_file`` ({"removed": [ids], "schedules": {...}}); the PS, which alone knows the
-    # lowest round it has not completed, picks that round as the one the change takes
-    # effect in and publishes it in ``members_file`` (:class:`MemberBook`), which the PS and
-    # the workers share.  None: the member set never changes.
-    removal_file: str | None = None
-    members_file: str | None = None
+    # Run-time control (docs/design.md §9, workers.ina.control): the job's control record,
+    # one versioned JSON file of changes to the members and schedules, each from the round it
+    # takes effect in.  The PS alone writes it (it alone knows the lowest round it has not
+    # completed, where a member change must take effect); the workers read it when it
+    # changes (workers.ina.control_io.ControlReader); the controller sends its requests to
+    # the PS over the FIFO beside it (control_io.request_path).  None: the job file's
+    # members and schedules hold in every round.
+    control_file: str | None = None
     # The PS reports a member it has not heard from for this long while the lowest
     # incomplete round still lacks that member's contribution (0: never).
     worker_timeout_s: float = 10.0
@@ -90,7 +101,7 @@ def make_job_config(*, job_id: int, mode: str, rounds: int, train: TrainConfig,
     addresses per port (docs/protocol.md §3), so one copy leaves the PS whatever the job's
     size.  ``"every_worker"``: no switch multicasts (loopback), so the PS sends one copy to
     every worker's address.  ``options``: the other :class:`JobConfig` fields (window,
-    timeouts, start/schedule/removal/members files, ``extra``)."""
+    timeouts, start and control files, ``extra``)."""
     if results_to not in RESULTS_TO:
         raise ValueError(f"results_to must be one of {RESULTS_TO}, got {results_to!r}")
     if not worker_addrs:
@@ -101,97 +112,3 @@ def make_job_config(*, job_id: int, mode: str, rounds: int, train: TrainConfig,
                      worker_addrs=list(worker_addrs), ps_addr=ps_addr, result_dests=dests,
                      schedules=schedules, frac_bits=frac_bits, n_values=n_values,
                      out_dir=out_dir, **options)  # type: ignore[arg-type]
-
-
-class ScheduleBook:
-    """A worker's schedule for each round: the job file's, until the controller publishes a
-    new one in ``cfg.schedule_file`` (written atomically; a list of ``{"from_round": R,
-    "schedules": {worker: [...]}}``, in order).  Round r uses the last entry with
-    ``from_round <= r``.  The file is read again only when its mtime changes, so looking
-    once per round costs one stat."""
-
-    def __init__(self, cfg: JobConfig, worker_id: int) -> None:
-        self.key = str(worker_id)
-        self.base = cfg.schedules[self.key]
-        self.path = Path(cfg.schedule_file) if cfg.schedule_file else None
-        self.updates: list[tuple[int, list[tuple[int, int, int]]]] = []
-        self._mtime: int | None = None
-
-    def for_round(self, round_: int) -> tuple[list[tuple[int, int, int]], int]:
-        """``(schedule, version)`` for ``round_``; version 0 is the job file's."""
-        self._refresh()
-        version, sched = 0, self.base
-        for i, (start, s) in enumerate(self.updates, 1):
-            if start <= round_:
-                version, sched = i, s
-        return sched, version
-
-    def _refresh(self) -> None:
-        if self.path is None:
-            return
-        try:
-            mtime = self.path.stat().st_mtime_ns
-        except FileNotFoundError:
-            return
-        if mtime == self._mtime:
-            return
-        data = json.loads(self.path.read_text())
-        self.updates = [(int(u["from_round"]), [tuple(e) for e in u["schedules"][self.key]])
-                        for u in data]
-        self._mtime = mtime
-
-
-def read_json_list(path: Path | None, mtime: int | None) -> tuple[list | None, int | None]:
-    """The JSON list in ``path`` if its mtime differs from ``mtime`` (else None), and the
-    mtime; a missing file is an empty list."""
-    if path is None:
-        return None, mtime
-    try:
-        now = path.stat().st_mtime_ns
-    except FileNotFoundError:
-        return ([] if mtime is not None else None), None
-    if now == mtime:
-        return None, mtime
-    return json.loads(path.read_text()), now
-
-
-class MemberBook:
-    """The job's member set for each round (docs/design.md §9, a worker that died): the job
-    file's ``worker_ids`` until the PS publishes a change in ``cfg.members_file`` (a list of
-    ``{"from_round": E, "workers": [ids], "schedules": {worker: [...]}}``, in order, written
-    atomically).  Round r uses the last entry with ``from_round <= r``.  Like
-    :class:`ScheduleBook` it re-reads the file only when its mtime changes."""
-
-    def __init__(self, cfg: JobConfig) -> None:
-        self.base = list(cfg.worker_ids)
-        self.path = Path(cfg.members_file) if cfg.members_file else None
-        self.entries: list[dict] = []
-        self._mtime: int | None = None
-
-    def refresh(self) -> bool:
-        """Re-read the file if it changed; True if it did."""
-        data, self._mtime = read_json_list(self.path, self._mtime)
-        if data is None:
-            return False
-        self.entries = data
-        return True
-
-    def entry_for(self, round_: int) -> dict | None:
-        """The change in force in ``round_`` (None: the job file's member set)."""
-        found = None
-        for e in self.entries:
-            if int(e["from_round"]) <= round_:
-                found = e
-        return found
-
-    def members(self, round_: int) -> list[int]:
-        e = self.entry_for(round_)
-        return sorted(int(w) for w in e["workers"]) if e is not None else self.base
-
-    def schedule(self, round_: int, worker_id: int) -> list[tuple[int, int, int]] | None:
-        """The schedule the change gives ``worker_id`` (None: no change in force, or none
-        given)."""
-        e = self.entry_for(round_)
-        if e is None or str(worker_id) not in e.get("schedules", {}):
-            return None
-        return [tuple(x) for x in e["schedules"][str(worker_id)]]

@@ -88,11 +88,11 @@ Rounds  [decision]
 Member changes (docs/design.md §9, a worker that died)  [decision]
     :meth:`PsState.change_members` takes a new member set from the lowest incomplete round E
     on: the PS alone knows E (a round it completed can no longer change), so it picks it and
-    the workers learn it from the PS (``workers.ina.job.MemberBook``).  Round E is merged again
-    over the new full mask F': its chunks already completed over the old mask are re-opened
-    (their RESULTs counted the removed worker), stored pieces holding a removed worker are
-    dropped, the others stay (a survivor's quantized gradient is the same when it resends the
-    round).  Rounds before E keep their mask for late retransmissions.  The PS also tracks
+    the workers learn it from the PS's control record (``workers.ina.control``).  Round E is
+    merged again over the new full mask F': its chunks already completed over the old mask
+    are re-opened (their RESULTs counted the removed worker), stored pieces holding a removed
+    worker are dropped, the others stay (a survivor's quantized gradient is the same when it
+    resends the round).  Rounds before E keep their mask for late retransmissions.  The PS also tracks
     when it last heard each member (:meth:`PsState.silent`), so a round stuck because one
     worker's chunks never come is reported, not waited for forever.
 

@@ -7,11 +7,14 @@ the PS: it stops on SIGTERM/SIGINT (the runner sends it once every worker has ex
 no round makes progress for ``round_timeout_s``.  Then it writes ``ps.json`` (statistics,
 round completion times, anomalies) into the job's ``out_dir``.
 
-A worker that died (docs/design.md §9): the PS prints ``ps round R: worker(s) I silent for T
-s`` when the lowest incomplete round lacks a member it has not heard from for
-``worker_timeout_s`` (the controller decides what to do), and applies the controller's removal
-requests (``removal_file``) from the lowest round it has not completed, which it publishes in
-``members_file`` and prints as ``ps members from round E: I,J,...``.
+Run-time control (docs/design.md §9): the PS is the one writer of the job's control record
+(``control_file``, :mod:`workers.ina.control`).  The controller's requests -- a worker removed,
+new schedules after a switch died -- come on the FIFO beside it, watched in the same
+``select`` as the socket; the PS picks the round each change takes effect in (a member
+change: the lowest round it has not completed), writes the record's next version and prints
+a ``control`` event (:mod:`workers.ina.events`).  It prints a ``silent`` event when the lowest
+incomplete round lacks a member it has not heard from for ``worker_timeout_s`` (the controller
+decides what to do).
 """
 
 from __future__ import annotations
@@ -25,12 +28,53 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from workers.common.files import write_json_atomic
 from workers.ina.constants import K
-from workers.ina.job import JobConfig, read_json_list
-from workers.ina.ps import PsState
+from workers.ina.control import Change, ControlLog, RequestError, parse_request
+from workers.ina.control_io import RequestChannel, request_path, write_record
+from workers.ina.events import ControlEvent, SilentEvent, emit
+from workers.ina.job import JobConfig
+from workers.ina.ps import PsOutput, PsState
 from workers.ina.udp import open_socket, receive, send
 from workers.ina.worker import n_chunks_for
+
+
+class _Control:
+    """The PS's control shell: the request channel, the record and its events."""
+
+    def __init__(self, cfg: JobConfig, path: Path) -> None:
+        self.path = path
+        self.log = ControlLog(cfg.job_id, cfg.worker_ids)
+        # version 0 first: a folder used again must not show the last run's changes
+        write_record(self.path, self.log.record)
+        self.channel = RequestChannel(request_path(self.path))
+
+    def take(self, state: PsState) -> list[tuple[Change, list[int], PsOutput | None]]:
+        """Apply the requests that came: each becomes the record's next version (written
+        before any RESULT it causes is sent) and one ``control`` event.  Returns each change,
+        the members it removed and what the member change completed at once."""
+        done = []
+        for line in self.channel.read():
+            before = list(self.log.members)
+            try:
+                change = self.log.accept(parse_request(line), state.current_round)
+            except RequestError as exc:
+                print(f"ps: control request refused: {exc}", file=sys.stderr, flush=True)
+                continue
+            out = None
+            if change.members is not None:
+                e, out = state.change_members(change.members)
+                assert e == change.from_round  # both are the lowest incomplete round
+            write_record(self.path, self.log.record)
+            emit(ControlEvent(job=self.log.record.job_id, version=change.version,
+                              kind=change.kind, from_round=change.from_round,
+                              members=list(change.members) if change.members else None,
+                              cause=change.cause))
+            removed = sorted(set(before) - set(change.members or before))
+            done.append((change, removed, out))
+        return done
+
+    def close(self) -> None:
+        self.channel.close()
 
 
 def run(cfg: JobConfig) -> dict:
@@ -46,70 +90,65 @@ def run(cfg: JobConfig) -> dict:
     state = PsState(cfg.job_id, cfg.worker_ids, n_chunks_for(cfg.n_values, K), K)
     sock = open_socket(("0.0.0.0", cfg.ps_addr[1]))
     sock.setblocking(False)
+    control = _Control(cfg, Path(cfg.control_file)) if cfg.control_file else None
     print("ps ready", flush=True)
     started = time.monotonic()
     round_done_at: dict[int, float] = {}
     last_progress = started
     malformed = 0
-    removal_path = Path(cfg.removal_file) if cfg.removal_file else None
-    removal_mtime: int | None = None
-    applied = 0  # removal requests already applied
-    published: list[dict] = []  # the members file's entries
     member_events: list[dict] = []
-    reported: set[tuple[int, int]] = set()  # (round, worker) silences already printed
+    reported: set[tuple[int, int]] = set()  # (round, worker) silences already reported
     last_check = 0.0
-    while not stop:
-        now = time.monotonic()
-        if now - last_progress > cfg.round_timeout_s:
-            break
-        if now - last_check > 0.05:  # a stat and a scan, not per packet
-            last_check = now
-            requests, removal_mtime = read_json_list(removal_path, removal_mtime)
-            for req in (requests or [])[applied:]:
-                applied += 1
-                gone = {int(w) for w in req["removed"]}
-                survivors = [w for w in state.worker_ids if w not in gone]
-                e, out = state.change_members(survivors)
-                published.append({"from_round": e, "workers": survivors,
-                                  "schedules": req.get("schedules", {})})
-                write_json_atomic(Path(cfg.members_file), published)
-                member_events.append({"removed": sorted(gone), "from_round": e,
-                                      "at_s": now - started})
-                print(f"ps members from round {e}: {','.join(map(str, survivors))}",
-                      flush=True)
-                for result in out.results:
-                    for dest in cfg.result_dests:
-                        send(sock, result, dest)
-                for r in out.completed_rounds:
-                    round_done_at[r] = now - started
-                    last_progress = now
-            for w in state.silent(now, cfg.worker_timeout_s):
-                if (state.current_round, w) not in reported:
-                    reported.add((state.current_round, w))
-                    print(f"ps round {state.current_round}: worker(s) {w} silent for "
-                          f"{cfg.worker_timeout_s:g} s", flush=True)
-        try:
-            ready, _, _ = select.select([sock], [], [], 0.2)
-        except InterruptedError:
-            continue
-        if not ready:
-            continue
-        while True:
-            try:
-                pkt = receive(sock)
-            except BlockingIOError:
+    watched: list = [sock] + ([control.channel] if control else [])
+
+    def deliver(out: PsOutput, now: float) -> None:
+        nonlocal last_progress
+        for result in out.results:
+            for dest in cfg.result_dests:
+                send(sock, result, dest)
+        for r in out.completed_rounds:
+            round_done_at[r] = now - started
+            last_progress = now
+
+    try:
+        while not stop:
+            now = time.monotonic()
+            if now - last_progress > cfg.round_timeout_s:
                 break
-            if pkt is None:
-                malformed += 1
+            if now - last_check > 0.05:  # a scan of the lowest round, not per packet
+                last_check = now
+                quiet = [w for w in state.silent(now, cfg.worker_timeout_s)
+                         if (state.current_round, w) not in reported]
+                if quiet:
+                    reported.update((state.current_round, w) for w in quiet)
+                    emit(SilentEvent(job=cfg.job_id, round=state.current_round, workers=quiet,
+                                     after_s=cfg.worker_timeout_s))
+            try:
+                ready, _, _ = select.select(watched, [], [], 0.2)
+            except InterruptedError:
                 continue
-            out = state.on_packet(pkt, time.monotonic())
-            for result in out.results:
-                for dest in cfg.result_dests:
-                    send(sock, result, dest)
-            for r in out.completed_rounds:
-                round_done_at[r] = time.monotonic() - started
-                last_progress = time.monotonic()
-    sock.close()
+            if control is not None and control.channel in ready:
+                for change, removed, out in control.take(state):
+                    if out is not None:
+                        member_events.append({"removed": removed,
+                                              "from_round": change.from_round,
+                                              "at_s": now - started})
+                        deliver(out, time.monotonic())
+            if sock not in ready:
+                continue
+            while True:
+                try:
+                    pkt = receive(sock)
+                except BlockingIOError:
+                    break
+                if pkt is None:
+                    malformed += 1
+                    continue
+                deliver(state.on_packet(pkt, time.monotonic()), time.monotonic())
+    finally:
+        sock.close()
+        if control is not None:
+            control.close()
     report = {
         "job_id": cfg.job_id,
         "mode": cfg.mode,

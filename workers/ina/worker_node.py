@@ -7,13 +7,14 @@ RESULT, apply the mean gradient.  Writes ``worker<I>.json`` (per-round time, ret
 clips, loss, accuracy) and ``worker<I>.npz`` (its quantized gradients and the sums it
 applied, so the runner can check exactness independently).
 
-A worker that died (docs/design.md §9): the member set of each round comes from the PS
-(:class:`workers.ina.job.MemberBook`).  When the PS publishes a change taking effect in the
+Run-time control (docs/design.md §9): each round's members and schedule come from the job's
+control record, which the PS writes (:class:`workers.ina.control_io.ControlReader`, looked at
+when a round starts and every 50 ms while it waits).  When a version removes a worker from the
 round this worker is synchronizing, the worker starts that round's synchronization again with
 the same quantized gradient, the new schedule, and RESULTs accepted only over the new mask
-(older ones counted the removed worker); the mean divides by the round's member count.
-SIGTERM (the controller stopping the job) ends the worker after writing the rounds it
-finished.
+(older ones counted the removed worker); the mean divides by the round's member count.  Each
+finished round is printed as a ``round`` event (:mod:`workers.ina.events`).  SIGTERM (the
+controller stopping the job) ends the worker after writing the rounds it finished.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ import numpy as np
 from workers.common.model import Replica
 from workers.common.quantize import dequantize, quantize
 from workers.ina.constants import K
-from workers.ina.job import JobConfig, MemberBook, ScheduleBook
+from workers.ina.control_io import ControlReader
+from workers.ina.events import RoundEvent, emit
+from workers.ina.job import JobConfig
 from workers.ina.messages import mask_of
 from workers.ina.udp import open_socket, receive, send
 from workers.ina.worker import RttEstimator, WorkerRound
@@ -107,21 +110,6 @@ def wait_for_start(cfg: JobConfig, worker_id: int) -> None:
         time.sleep(0.01)
 
 
-def round_plan(cfg: JobConfig, worker_id: int, r: int, schedules: ScheduleBook,
-               members: MemberBook) -> tuple[list[tuple[int, int, int]], int, list[int]]:
-    """Schedule, schedule version and member set of round ``r``: the newer of the switch
-    fail-over's schedule (ScheduleBook) and the member change's (MemberBook) applies."""
-    schedule, version = schedules.for_round(r)
-    members.refresh()
-    change = members.entry_for(r)
-    mine = members.schedule(r, worker_id)
-    if change is not None and mine is not None:
-        since = schedules.updates[version - 1][0] if version else -1
-        if since <= int(change["from_round"]):
-            schedule = mine
-    return schedule, version, members.members(r)
-
-
 def _rows(path: Path, n_values: int, n: int) -> np.ndarray:
     """The first ``n`` int32 rows of ``n_values`` appended to ``path``."""
     return np.fromfile(path, np.int32).reshape(-1, n_values)[:n]
@@ -133,8 +121,7 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
     sock = open_socket(("0.0.0.0", cfg.worker_addrs[index][1]))
     sock.setblocking(False)
     n_workers = len(cfg.worker_ids)  # the clip bound: fewer members later stay inside it
-    schedules = ScheduleBook(cfg, worker_id)
-    members = MemberBook(cfg)
+    control = ControlReader(cfg)
     # measured timeouts carry over from round to round (workers.ina.worker, "Timeouts")
     rtt = RttEstimator(cfg.timeout, min(0.01, cfg.timeout), cfg.max_timeout)
     wait_for_start(cfg, worker_id)
@@ -154,20 +141,23 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
                 f.write(q.astype(np.int32).tobytes())
             restarts, extra_retx, t0 = 0, 0, time.monotonic()
             while True:
-                schedule, version, ids = round_plan(cfg, worker_id, r, schedules, members)
+                control.refresh()  # every round: a change may start with it
+                ctl = control.at(r)
+                ids = ctl.members
                 if worker_id not in ids:
                     raise RoundFailed(f"worker {worker_id}: removed from the job in round {r}")
 
                 def changed(ids: list[int] = ids, r: int = r) -> bool:
-                    return members.refresh() and members.members(r) != ids
+                    return (control.refresh(time.monotonic())
+                            and control.at(r).members != ids)
                 try:
                     total, stats = sync_round(
-                        sock, cfg, worker_id, r, q, schedule,
+                        sock, cfg, worker_id, r, q, ctl.schedule(worker_id),
                         # with members that may change, a RESULT must be over exactly the
                         # members this worker knows: one over the PS's newer set may come
-                        # before the members file is read (then the round starts again)
-                        expect_mask=mask_of(ids) if members.path else None,
-                        members_changed=changed if members.path else None, rtt=rtt)
+                        # before the record is read (then the round starts again)
+                        expect_mask=mask_of(ids) if control.live else None,
+                        members_changed=changed if control.live else None, rtt=rtt)
                     break
                 except MembersChanged as exc:
                     restarts += 1
@@ -179,10 +169,12 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
             with open(sums_path, "ab") as f:
                 f.write(total.astype(np.int32).tobytes())
             rounds.append({"round": r, "loss": float(loss), "clipped": clipped,
-                           "schedule_version": version, "members": ids, "restarts": restarts,
+                           "schedule_version": ctl.replans, "members": ids,
+                           "restarts": restarts,
                            "accuracy": replica.test_accuracy(), **stats})
-            print(f"worker {worker_id} round {r} {stats['time_s']:.3f}s "
-                  f"retx {stats['retransmits']}", flush=True)
+            emit(RoundEvent(job=cfg.job_id, worker=worker_id, round=r,
+                            time_s=round(stats["time_s"], 4),
+                            retransmits=stats["retransmits"]))
     finally:  # also on SIGTERM (Stopped): the rounds finished so far are kept
         sock.close()
         n = len(rounds)

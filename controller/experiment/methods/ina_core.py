@@ -101,19 +101,17 @@ def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: dict, work
     """The job file of one INA job in one mode on a deployed network -- the only place the
     runner, the several-jobs runner, the campaign and the benches make one: worker ``i`` is
     ``workers[i]``, RESULTs go into the network (:func:`workers.ina.job.make_job_config`),
-    the schedules are the plan's for ``mode`` (:func:`schedules_for`), the ``ina`` mode
-    follows re-plans through ``schedules.json``, and with ``members`` a worker's removal
-    travels through ``removals.json`` and ``members.json`` (docs/design.md §9).  Every job of
-    one launch shares ``start`` (default: ``out_dir/start``)."""
+    the schedules are the plan's for ``mode`` (:func:`schedules_for`).  The job has a control
+    record, ``control.json`` (docs/design.md §9), when its schedules can change (the ``ina``
+    mode follows re-plans) or, with ``members``, its members (a worker's removal).  Every
+    job of one launch shares ``start`` (default: ``out_dir/start``)."""
     n_chunks = n_chunks_for(n_values, K)
     out = dict(
         window=s.window, timeout=s.timeout, round_timeout_s=s.round_timeout,
         start_file=str(start or out_dir / "start"),
-        schedule_file=str(out_dir / "schedules.json") if mode == "ina" else None)
+        control_file=str(out_dir / "control.json") if mode == "ina" or members else None)
     if members:
-        out.update(removal_file=str(out_dir / "removals.json"),
-                   members_file=str(out_dir / "members.json"),
-                   worker_timeout_s=getattr(s, "worker_timeout", Settings.worker_timeout))
+        out.update(worker_timeout_s=getattr(s, "worker_timeout", Settings.worker_timeout))
     return make_job_config(
         job_id=job_id, mode=mode, rounds=train.rounds, train=train,
         worker_addrs=[(hosts[w][0], INA_UDP_PORT) for w in workers],

@@ -51,6 +51,7 @@ from controller.plan.jobs import JobSpec as JobEntry
 from controller.plan.lp_jobs import job_plan, jobs_summary_lines
 from controller.plan.pipeline import make_plan
 from controller.plan.replan import replan_jobs_without
+from workers.ina.events import ControlEvent, RoundEvent, parse_event
 from workers.ina.job import JobConfig
 
 __all__ = ["EngineRun", "ALONE", "run_launch", "run_mode", "execute"]
@@ -77,8 +78,9 @@ class _Job:
 
 
 class _Watch:
-    """Follows the jobs of one launch: routes output lines to each job's WorkerMonitor and
-    progress bar, ends a job whose PS exits early, injects ``--kill-ps``."""
+    """Follows the jobs of one launch: routes the events its processes print
+    (:mod:`workers.ina.events`) to each job's WorkerMonitor and progress bar and to the
+    switch monitor, ends a job whose PS exits early, injects ``--kill-ps``."""
 
     def __init__(self, run: Run, mode: str, jobs: list[_Job],
                  monitors: dict[str, WorkerMonitor | None], switches: SwitchMonitor,
@@ -100,19 +102,22 @@ class _Watch:
                 m.on_procs(procs)
 
     def on_line(self, host: str, line: str) -> None:
+        """One output line of ``host``: an event is followed, any other line only logged."""
         j = self.owner.get(host)
-        if j is None:
+        event = parse_event(line) if j is not None else None
+        if j is None or event is None:
             return
         mon = self.monitors.get(j.name)
         if mon is not None:
-            mon.on_line(host, line)
-        words = line.split()  # "worker I round R ..."
-        if len(words) > 3 and words[0] == "worker" and words[2] == "round":
-            r = int(words[3])
+            mon.on_event(host, event)
+        if isinstance(event, RoundEvent):
+            r = event.round
             self.switches.on_worker_round(r)
             if r > self.newest[j.name]:
                 self.newest[j.name] = r
                 self.run.progress.update(self.tasks[j.name], completed=r + 1)
+        elif isinstance(event, ControlEvent):
+            self.switches.on_control(event)
 
     def on_failure(self, host: str, code: int) -> bool:
         j = self.owner.get(host)
@@ -325,16 +330,17 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
                         return member_schedules("ina", plan_of(doc, t), t.workers, left,
                                                 t.n_chunks, switches.graph) or {}
 
-                    sched = cfg.schedule_file
+                    control = Path(cfg.control_file) if cfg.control_file else None
                     # a switch that died in an earlier mode stays dead: plan from the current
-                    switches.follow(Path(sched) if sched else None, after_switch, more=i > 0)
+                    switches.follow(control if mode == "ina" else None, after_switch,
+                                    more=i > 0)
 
                     def after_worker(left: list[str], t: Tenant = t,
                                      mode: str = mode) -> dict | None:
                         return member_schedules(mode, plan_of(switches.plan, t), t.workers,
                                                 left, t.n_chunks, switches.graph)
                     job = next(j for j in switches.jobs if j.job_id == t.job_id(mode))
-                    mon.begin(mode, job, t.ps, Path(cfg.removal_file), after_worker)
+                    mon.begin(mode, job, t.ps, Path(cfg.control_file), after_worker)
                     launch.append(_Job(t.name, t.ps, t.workers, cfg,
                                        plan_of(switches.plan, t)["gamma"]))
                 t0 = time.perf_counter()
