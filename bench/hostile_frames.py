@@ -241,7 +241,7 @@ def run_bench(s: HostileSettings, console: Any = None,
     """The whole bench (module docstring); returns the hostile.json document."""
     import networkx as nx
 
-    from controller.dataplane.deploy import JobSpec, deploy
+    from controller.dataplane.deploy import SwitchJob, deploy
     from controller.dataplane.drop_counters import counter_delta, read_snapshot
     from controller.experiment.failover import SwitchMonitor
     from controller.experiment.methods.ina import JOB_IDS, Settings, plan_job
@@ -269,7 +269,7 @@ def run_bench(s: HostileSettings, console: Any = None,
                        0).params.size
     n_chunks = n_chunks_for(n_values, K)
     # the PS-only job is deployed too (as ``run`` does): a foreign job the switches know
-    jobs = [JobSpec(JOB_IDS[m], tuple(workers)) for m in ("ina", "ps_only")]
+    jobs = [SwitchJob(JOB_IDS[m], tuple(workers)) for m in ("ina", "ps_only")]
     doc: dict[str, Any] = {"bench": "hostile_frames", "run": run.name}
     records: list[dict | None] = []
     errors: list[str] = []

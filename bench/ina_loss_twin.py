@@ -86,7 +86,7 @@ def network() -> dict[str, Any]:
     import networkx as nx
 
     import pyswitch
-    from controller.dataplane.deploy import JobSpec, switch_rules
+    from controller.dataplane.deploy import SwitchJob, switch_rules
     from controller.experiment.methods.ina import JOB_IDS, Settings, plan_job, schedules_for
     from topo.mininet_net import plan_network
     from topo.models import parse_topology
@@ -102,7 +102,7 @@ def network() -> dict[str, Any]:
     workers = list(plan["workers"])
     netplan = plan_network(graph, 1.0)
     hosts = {h: (info.ips[0], info.macs[0]) for h, info in netplan.hosts.items()}
-    jobs = [JobSpec(JOB_IDS[m], tuple(workers)) for m in ("ina", "ps_only")]
+    jobs = [SwitchJob(JOB_IDS[m], tuple(workers)) for m in ("ina", "ps_only")]
     rules = switch_rules(graph, plan, netplan.ports, hosts, jobs)
     n_values = Replica(TrainConfig(model="mlp", hidden=32, n_workers=len(workers)), 0).params.size
     n_chunks = n_chunks_for(n_values, K)

@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 import networkx as nx  # noqa: E402
 from rich.console import Console  # noqa: E402
 
-from controller.dataplane.deploy import JobSpec  # noqa: E402
+from controller.dataplane.deploy import SwitchJob  # noqa: E402
 from controller.dataplane.drop_counters import read_snapshot, run_counters  # noqa: E402
 from controller.errors import ExperimentError  # noqa: E402
 from controller.experiment.failover import SwitchMonitor  # noqa: E402
@@ -318,7 +318,7 @@ def soak(args: argparse.Namespace) -> int:
     n_chunks = n_chunks_for(n_values, K)
     mode, mode_dir = args.mode, out_dir / args.mode
     job_file = mode_dir / "job.json"
-    jobs = [JobSpec(JOB_IDS[mode], tuple(workers))]
+    jobs = [SwitchJob(JOB_IDS[mode], tuple(workers))]
     settings = {**asdict(s), "warmup": args.warmup, "sample_points": points,
                 "threshold_pct": args.threshold, "num_slots": num_slots(),
                 "n_values": n_values, "n_chunks": n_chunks,

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from controller.dataplane.deploy import JobSpec, switch_rules
+from controller.dataplane.deploy import SwitchJob, switch_rules
 from controller.plan.document import build_plan
 from controller.plan.lp import make_job, solve_lp
 from topo.mininet_net import plan_network
@@ -26,7 +26,7 @@ def setup():
     plan = build_plan(job, solve_lp(job, ["leaf1"]), budget=1)
     net = plan_network(g)
     hosts = {h: (i.ip, i.mac) for h, i in net.hosts.items()}
-    rules = switch_rules(g, plan, net.ports, hosts, [JobSpec(1, ("h1", "h2", "h3"))])
+    rules = switch_rules(g, plan, net.ports, hosts, [SwitchJob(1, ("h1", "h2", "h3"))])
     return g, plan, net, rules
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from ina_harness import InaSwitch, PySwitchTarget, compiled_pyswitch_program, pyswitch_unavailable
 
-from controller.dataplane.deploy import JobSpec, slot_ranges
+from controller.dataplane.deploy import SwitchJob, slot_ranges
 from workers.ina import constants as C
 from workers.ina.wire import Flag, InaPacket, MsgType
 
@@ -164,8 +164,8 @@ def _plan(deployed: list[str], tor: str, gamma: float) -> dict:
 
 
 def test_shared_policy_gives_every_job_the_whole_pool() -> None:
-    jobs = [JobSpec(1, ("h1",), plan=_plan(["s1"], "s0", 1.0)),
-            JobSpec(5, ("h2",), plan=_plan([], "s2", 1.0))]
+    jobs = [SwitchJob(1, ("h1",), plan=_plan(["s1"], "s0", 1.0)),
+            SwitchJob(5, ("h2",), plan=_plan([], "s2", 1.0))]
     assert slot_ranges(jobs, {}, ["s0", "s1", "s2"], "shared", 16) == {
         s: {1: (0, 16), 5: (0, 16)} for s in ("s0", "s1", "s2")}
 
@@ -177,8 +177,8 @@ def test_partitioned_policy_splits_by_planned_gamma_per_switch() -> None:
     (0, 0)."""
     a = _plan(["s1"], "s0", 0.3)
     b = _plan(["s1"], "s2", 0.1)
-    jobs = [JobSpec(1, ("h1",), plan=a, tenant="a"), JobSpec(3, ("h1",), plan=a, tenant="a"),
-            JobSpec(5, ("h2",), plan=b, tenant="b")]
+    jobs = [SwitchJob(1, ("h1",), plan=a, tenant="a"), SwitchJob(3, ("h1",), plan=a, tenant="a"),
+            SwitchJob(5, ("h2",), plan=b, tenant="b")]
     got = slot_ranges(jobs, {}, ["s0", "s1", "s2", "s3"], "partitioned", 10)
     assert got["s1"] == {1: (0, 7), 3: (0, 7), 5: (7, 3)}
     assert got["s0"] == {1: (0, 10), 3: (0, 10), 5: (0, 0)}
@@ -187,7 +187,7 @@ def test_partitioned_policy_splits_by_planned_gamma_per_switch() -> None:
 
 
 def test_partitioned_policy_without_gamma_splits_equally_and_needs_a_slot_each() -> None:
-    jobs = [JobSpec(i, ("h",), plan=_plan(["s1"], "s1", 0.0)) for i in (1, 2, 3)]
+    jobs = [SwitchJob(i, ("h",), plan=_plan(["s1"], "s1", 0.0)) for i in (1, 2, 3)]
     assert slot_ranges(jobs, {}, ["s1"], "partitioned", 8)["s1"] == {
         1: (0, 3), 2: (3, 3), 3: (6, 2)}
     with pytest.raises(ValueError, match="only 2 slots"):

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from controller.plan.jobs import (
-    JobSpec,
+    JobEntry,
     jobs_argument,
     jobs_from_count,
     load_jobs,
@@ -54,9 +54,9 @@ def test_file_round_trip_and_counts(tmp_path):
     ]))
     jobs = jobs_argument(str(path), FT4)
     assert jobs == [
-        JobSpec("b", "h5", ("h1", "h4"), 2.0, None, 64, 7),
-        JobSpec("a", "h0", ("h2", "h3"), 1.0, "mlp"),
-        JobSpec("c", "h6", ("h7",)),
+        JobEntry("b", "h5", ("h1", "h4"), 2.0, None, 64, 7),
+        JobEntry("a", "h0", ("h2", "h3"), 1.0, "mlp"),
+        JobEntry("c", "h6", ("h7",)),
     ]
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from controller.plan.document import chunk_schedule
 from controller.plan.greedy import greedy
-from controller.plan.jobs import JobSpec, jobs_from_count
+from controller.plan.jobs import JobEntry, jobs_from_count
 from controller.plan.lp import PlanError, make_job, solve_lp
 from controller.plan.lp_jobs import (
     alone_gammas,
@@ -20,7 +20,7 @@ from controller.plan.lp_jobs import (
 )
 from topo.models import from_dict, parse_topology, switch_ids
 
-AB = [JobSpec("A", "pa", ("a1", "a2")), JobSpec("B", "pb", ("b1", "b2"))]
+AB = [JobEntry("A", "pa", ("a1", "a2")), JobEntry("B", "pb", ("b1", "b2"))]
 
 
 def together(extra_hosts=(), extra_links=()):
@@ -133,12 +133,12 @@ def test_weights_change_the_split():
     links).  The planned γ_j / w_j are equal, so Jain's index is 1; of the raw γ it would be
     (1)² / (2·(4/9 + 1/9)) = 0.9.  Swapping the weights swaps the split."""
     g = together()
-    heavy_a = [JobSpec("A", "pa", ("a1", "a2"), weight=2), AB[1]]
+    heavy_a = [JobEntry("A", "pa", ("a1", "a2"), weight=2), AB[1]]
     res = solve_jobs_lp(make_jobset(g, heavy_a), ["leaf1"])
     assert gammas(res) == pytest.approx([2 / 3, 1 / 3])
     assert res.fairness == pytest.approx(1.0)
     assert jain(gammas(res)) == pytest.approx(0.9)
-    heavy_b = [AB[0], JobSpec("B", "pb", ("b1", "b2"), weight=2)]
+    heavy_b = [AB[0], JobEntry("B", "pb", ("b1", "b2"), weight=2)]
     assert gammas(solve_jobs_lp(make_jobset(g, heavy_b), ["leaf1"])) == pytest.approx(
         [1 / 3, 2 / 3])
 
@@ -179,7 +179,7 @@ def test_water_filling_shares_out_what_is_left():
     [1/4, 1].  Jain of (1/4, 1/4, 1): (3/2)² / (3·(1/16 + 1/16 + 1)) = 2/3."""
     g = together(extra_hosts=["c1", "pc"],
                  extra_links=[{"a": "c1", "b": "leaf2"}, {"a": "pc", "b": "leaf2"}])
-    js = make_jobset(g, [*AB, JobSpec("C", "pc", ("c1",))])
+    js = make_jobset(g, [*AB, JobEntry("C", "pc", ("c1",))])
     res = solve_jobs_lp(js, [])
     assert gammas(res) == pytest.approx([0.25, 0.25, 1.0])
     assert res.fairness == pytest.approx(2 / 3)
@@ -189,7 +189,7 @@ def test_one_job_is_the_single_job_lp():
     """With one job the joint LP is docs/design.md §3.3's LP: fat-tree k=4, PS h0, 15 workers:
     ToR-only 1/7, S = {agg2} 1/3 (tests/test_planner.py), and the greedy agrees."""
     g = parse_topology("fattree:4")
-    spec = JobSpec("only", "h0", tuple(f"h{i}" for i in range(1, 16)))
+    spec = JobEntry("only", "h0", tuple(f"h{i}" for i in range(1, 16)))
     js = make_jobset(g, [spec])
     job = make_job(g, "h0", spec.workers)
     assert gammas(solve_jobs_lp(js, [])) == pytest.approx([1 / 7])
@@ -209,9 +209,9 @@ def test_one_job_capacity_matches_single_job():
               {"a": "leaf2", "b": "spine"}]
     g = from_dict({"hosts": ws + ["ps"], "switches": ["leaf1", "leaf2", "spine"],
                    "links": links})
-    js = make_jobset(g, [JobSpec("j", "ps", tuple(ws))], capacity=2.0)
+    js = make_jobset(g, [JobEntry("j", "ps", tuple(ws))], capacity=2.0)
     assert gammas(solve_jobs_lp(js, ["leaf1"])) == pytest.approx([5 / 8])
-    js = make_jobset(g, [JobSpec("j", "ps", tuple(ws))], capacity=0.1)
+    js = make_jobset(g, [JobEntry("j", "ps", tuple(ws))], capacity=0.1)
     assert gammas(solve_jobs_lp(js, [])) == pytest.approx([0.025])
 
 
@@ -234,7 +234,7 @@ def test_plan_part_and_schedule():
     Sum objective on the split T1 gives B γ = 0: no intervals, everything to its s_d."""
     g = together()
     js = make_jobset(g, AB)
-    specs = [JobSpec("A", "pa", ("a1", "a2"), rounds=5), AB[1]]
+    specs = [JobEntry("A", "pa", ("a1", "a2"), rounds=5), AB[1]]
     part = plan_jobs(js, greedy_jobs(js, 2), budget=2, specs=specs)
     json.dumps(part)
     assert part["deployed"] == ["leaf1"] and part["programmable"] == ["leaf1", "leaf2", "leaf3"]
@@ -265,11 +265,11 @@ def test_plan_part_and_schedule():
 def test_jobset_errors():
     g = together()
     with pytest.raises(PlanError, match="job 'B': host 'a1' is already in job 'A'"):
-        make_jobset(g, [AB[0], JobSpec("B", "pb", ("a1",))])
+        make_jobset(g, [AB[0], JobEntry("B", "pb", ("a1",))])
     with pytest.raises(PlanError, match="job 'B': unknown worker node 'zz'"):
-        make_jobset(g, [AB[0], JobSpec("B", "pb", ("zz",))])
+        make_jobset(g, [AB[0], JobEntry("B", "pb", ("zz",))])
     with pytest.raises(PlanError, match="resolve the jobs"):
-        make_jobset(g, [JobSpec("A", "pa", 2)])
+        make_jobset(g, [JobEntry("A", "pa", 2)])
     with pytest.raises(PlanError, match="no jobs"):
         make_jobset(g, [])
     js = make_jobset(g, AB)

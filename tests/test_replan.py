@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from controller.dataplane.deploy import JobSpec, rule_changes, switch_rules
+from controller.dataplane.deploy import SwitchJob, rule_changes, switch_rules
 from controller.plan.document import build_plan, chunk_schedule
 from controller.plan.lp import make_job, solve_lp
 from controller.plan.replan import SwitchFailureError, cut_off, replan_without, without_switch
@@ -96,7 +96,7 @@ def test_failover_rules_route_the_retired_id_like_the_ps():
     g3, new = replan_without(g2, new, "spine1")
     assert new["deployed"] == ["leaf1"]
     assert new["retired_ids"] == [plan["switch_ids"]["spine0"], plan["switch_ids"]["spine1"]]
-    rules = switch_rules(g3, new, net.ports, addrs, [JobSpec(1, ("h1", "h2", "h3"))])
+    rules = switch_rules(g3, new, net.ports, addrs, [SwitchJob(1, ("h1", "h2", "h3"))])
     assert sorted(rules) == ["leaf0", "leaf1", "spine2"]  # no rules for the dead
     for s, r in rules.items():
         routes = {e.match["hdr.ina.agg_id"]: e.action for e in r.entries
@@ -123,7 +123,7 @@ def test_rule_changes_turn_the_old_rules_into_the_new():
     g, plan = fat_tree_plan(["edge1", "agg0"], workers=["h1", "h2", "h3", "h4", "h5", "h6"])
     net = plan_network(g)
     addrs = {h: (i.ip, i.mac) for h, i in net.hosts.items()}
-    jobs = [JobSpec(1, tuple(plan["workers"]))]
+    jobs = [SwitchJob(1, tuple(plan["workers"]))]
     old = switch_rules(g, plan, net.ports, addrs, jobs)
     g2, new_plan = replan_without(g, plan, "agg0")
     new = switch_rules(g2, new_plan, net.ports, addrs, jobs)

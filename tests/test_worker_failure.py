@@ -17,7 +17,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from controller.dataplane.deploy import JobSpec, rule_changes, switch_rules
+from controller.dataplane.deploy import SwitchJob, rule_changes, switch_rules
 from controller.errors import ExperimentError
 from controller.experiment.failover import (
     WorkerMonitor,
@@ -191,10 +191,10 @@ def test_killed_worker_rule_diff_is_its_membership_mask_and_tree(leafspine):
     membership entry at leaf1, leaf1's RESULT group without h3's port); job 2 keeps h3."""
     g, plan, net, hosts = leafspine
     workers = ("h1", "h2", "h3")
-    old = switch_rules(g, plan, net.ports, hosts, [JobSpec(1, workers), JobSpec(2, workers)])
+    old = switch_rules(g, plan, net.ports, hosts, [SwitchJob(1, workers), SwitchJob(2, workers)])
     new = switch_rules(g, plan, net.ports, hosts,
-                       [JobSpec(1, workers, frozenset({2})), JobSpec(2, workers)])
-    assert JobSpec(1, workers, frozenset({2})).full_mask == 0b011
+                       [SwitchJob(1, workers, frozenset({2})), SwitchJob(2, workers)])
+    assert SwitchJob(1, workers, frozenset({2})).full_mask == 0b011
     for s in old:
         ch = rule_changes(old[s], new[s])
         assert not ch.insert and ch.default is None
@@ -285,7 +285,7 @@ class _Procs:
 class _Switches:
     """A SwitchMonitor with no switch to write to (the stop path never writes rules)."""
 
-    def __init__(self, jobs: list[JobSpec]) -> None:
+    def __init__(self, jobs: list[SwitchJob]) -> None:
         self.jobs = jobs
 
 
@@ -294,7 +294,7 @@ def _round(worker: int, r: int) -> RoundEvent:
 
 
 def test_killed_worker_with_stop_ends_the_job_with_one_line_naming_it(tmp_path):
-    job = JobSpec(1, ("h1", "h2", "h3"))
+    job = SwitchJob(1, ("h1", "h2", "h3"))
     mon = WorkerMonitor(_Switches([job]), "stop", say=lambda _: None, kill=("h2", 1))
     mon.begin("ina", job, "h0", tmp_path / "control.json", lambda left: None)
     procs = _Procs(["h0", "h1", "h2", "h3"])
@@ -321,7 +321,7 @@ def test_killed_worker_with_stop_ends_the_job_with_one_line_naming_it(tmp_path):
 
 
 def test_silent_worker_with_stop_is_named_from_the_ps_line(tmp_path):
-    job = JobSpec(1, ("h1", "h2", "h3"))
+    job = SwitchJob(1, ("h1", "h2", "h3"))
     mon = WorkerMonitor(_Switches([job]), "stop", say=lambda _: None)
     mon.begin("ps_only", job, "h0", tmp_path / "control.json", lambda left: None)
     mon.on_procs(_Procs(["h0", "h1", "h2", "h3"]))

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from controller.dataplane.deploy import DeployError, JobSpec, deploy, switch_rules
+from controller.dataplane.deploy import DeployError, SwitchJob, deploy, switch_rules
 from controller.errors import ExperimentError
 from controller.experiment.network import check_environment, compile_program, shaped_graph
 from controller.files import write_json_atomic
@@ -103,7 +103,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         p4info, config = compile_program(args.target, build)
     ports = {n: d["ports"] for n, d in {**net["switches"], **net["hosts"]}.items()}
     hosts = {h: (d["ip"], d["mac"]) for h, d in net["hosts"].items()}
-    rules = switch_rules(graph, plan, ports, hosts, [JobSpec(args.job_id, tuple(plan["workers"]))])
+    rules = switch_rules(graph, plan, ports, hosts, [SwitchJob(args.job_id, tuple(plan["workers"]))])
     addresses = {s: (net["switches"][s]["grpc"], net["switches"][s]["device_id"]) for s in rules}
     try:
         written = deploy(rules, addresses, p4info, config, timeout=args.timeout)

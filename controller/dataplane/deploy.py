@@ -33,7 +33,7 @@ SLOT_POLICIES = ("shared", "partitioned")
 
 
 @dataclass(frozen=True)
-class JobSpec:
+class SwitchJob:
     """A job as the switches see it: its id and its workers (bit i = ``workers[i]``).
 
     ``removed``: bits of workers taken out of the job (a worker that died, docs/design.md §9);
@@ -146,7 +146,7 @@ class _Groups:
 
 
 def slot_ranges(
-    jobs: Iterable[JobSpec],
+    jobs: Iterable[SwitchJob],
     plan: Mapping[str, Any],
     switches: Iterable[str],
     policy: str = "shared",
@@ -205,7 +205,7 @@ def switch_rules(
     plan: Mapping[str, Any],
     ports: Mapping[str, Mapping[str, int]],
     host_addrs: Mapping[str, tuple[str, str]],
-    jobs: Iterable[JobSpec],
+    jobs: Iterable[SwitchJob],
     slot_policy: str = "shared",
     n_slots: int | None = None,
 ) -> dict[str, SwitchRules]:

@@ -426,7 +426,7 @@ def _drops_line(drops: dict[str, int]) -> str:
 def run_campaign(s: CampaignSettings, console: Any = None,
                  argv: Sequence[str] | None = None) -> dict:
     """The whole campaign; returns the campaign.json document (also on disk)."""
-    from controller.dataplane.deploy import JobSpec
+    from controller.dataplane.deploy import SwitchJob
     from controller.experiment.failover import SwitchMonitor
     from controller.experiment.methods.ina import JOB_IDS, Settings, plan_job
     from topo.models import parse_topology
@@ -464,7 +464,7 @@ def run_campaign(s: CampaignSettings, console: Any = None,
     workers = list(plan["workers"])
     n_values = Replica(TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers)),
                        0).params.size
-    jobs = [JobSpec(JOB_IDS[m], tuple(workers)) for m in s.modes]
+    jobs = [SwitchJob(JOB_IDS[m], tuple(workers)) for m in s.modes]
     ctx = _Context(run, s, graph, plan, workers, jobs, n_values, n_chunks_for(n_values, K))
     seeds = [s.seed + i for i in range(s.seeds)]
     todo = plan_runs(faults, s.modes, seeds)

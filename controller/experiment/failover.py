@@ -39,7 +39,7 @@ from typing import Any
 
 import networkx as nx
 
-from controller.dataplane.deploy import DeployError, JobSpec, SwitchRules, switch_rules, update
+from controller.dataplane.deploy import DeployError, SwitchJob, SwitchRules, switch_rules, update
 from controller.errors import ExperimentError
 from controller.plan.replan import replan_without
 from workers.ina.control_io import request_path, send_request
@@ -65,11 +65,11 @@ def parse_fail_switch(text: str, graph: nx.Graph, rounds: int) -> tuple[str, int
     return name, r
 
 
-Replan = Callable[[nx.Graph, dict, str, list[JobSpec]], tuple[nx.Graph, dict, list[JobSpec]]]
+Replan = Callable[[nx.Graph, dict, str, list[SwitchJob]], tuple[nx.Graph, dict, list[SwitchJob]]]
 
 
 def _replan_one_job(graph: nx.Graph, plan: dict, dead: str,
-                    jobs: list[JobSpec]) -> tuple[nx.Graph, dict, list[JobSpec]]:
+                    jobs: list[SwitchJob]) -> tuple[nx.Graph, dict, list[SwitchJob]]:
     g, new = replan_without(graph, plan, dead)
     return g, new, jobs
 
@@ -103,7 +103,7 @@ class SwitchMonitor:
     of a plan, keyed by worker id."""
 
     def __init__(self, mininet: Any, graph: nx.Graph, plan: dict,
-                 rules: Mapping[str, SwitchRules], jobs: Iterable[JobSpec],
+                 rules: Mapping[str, SwitchRules], jobs: Iterable[SwitchJob],
                  host_addrs: Mapping[str, tuple[str, str]], p4info: Path,
                  say: Callable[[str], None], fail: tuple[str, int] | None = None,
                  slot_policy: str = "shared", replan: Replan | None = None) -> None:
@@ -112,7 +112,7 @@ class SwitchMonitor:
         self.jobs, self.host_addrs, self.p4info = list(jobs), host_addrs, p4info
         self.say, self.fail = say, fail
         # how a plan is made again without a switch: one job's by default; several jobs'
-        # (docs/design.md §3.10) also give every job its new plan (the JobSpecs)
+        # (docs/design.md §3.10) also give every job its new plan (the SwitchJobs)
         self.replan = replan or _replan_one_job
         self.events: list[FailoverEvent] = []
         self._killed_at: dict[str, float] = {}
@@ -278,7 +278,7 @@ class WorkerMonitor:
         self.label = label
         self.stopped: str | None = None
 
-    def begin(self, job_mode: str, job: JobSpec, ps: str, control_file: Path,
+    def begin(self, job_mode: str, job: SwitchJob, ps: str, control_file: Path,
               schedules: Callable[[list[str]], dict | None]) -> None:
         """A new job (one mode) with its control record (``JobConfig.control_file``): every
         worker is a member again; ``schedules(survivors)`` gives the survivors' schedules

@@ -37,7 +37,7 @@ import networkx as nx
 from controller.plan.lp import PlanError
 from topo.models import hosts
 
-__all__ = ["JobSpec", "parse_jobs", "load_jobs", "jobs_from_count", "resolve_jobs",
+__all__ = ["JobEntry", "parse_jobs", "load_jobs", "jobs_from_count", "resolve_jobs",
            "jobs_argument"]
 
 _KEYS = ("name", "ps", "workers", "weight", "model", "model_size", "rounds")
@@ -45,7 +45,7 @@ MAX_JOBS_FILE_BYTES = 16 * 2**20
 
 
 @dataclass(frozen=True)
-class JobSpec:
+class JobEntry:
     """One job as the user gave it; ``workers`` is a tuple of hosts, or a COUNT before
     :func:`resolve_jobs`."""
 
@@ -67,7 +67,7 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def parse_jobs(data: Any, where: str = "<jobs>") -> list[JobSpec]:
+def parse_jobs(data: Any, where: str = "<jobs>") -> list[JobEntry]:
     """Check the structure of a decoded jobs file (module doc) and return its jobs in order.
 
     Parameters
@@ -77,14 +77,14 @@ def parse_jobs(data: Any, where: str = "<jobs>") -> list[JobSpec]:
 
     Returns
     -------
-    list of :class:`JobSpec`; ``workers`` is a tuple of names or an int COUNT.
+    list of :class:`JobEntry`; ``workers`` is a tuple of names or an int COUNT.
     """
     if not isinstance(data, list):
         raise PlanError(f"{where}: a jobs file must be a JSON list of jobs, got "
                         f"{type(data).__name__}")
     if not data:
         raise PlanError(f"{where}: the jobs list is empty")
-    out: list[JobSpec] = []
+    out: list[JobEntry] = []
     names: set[str] = set()
     for i, item in enumerate(data, 1):
         at = f"{where}: job {i}"
@@ -139,12 +139,12 @@ def parse_jobs(data: Any, where: str = "<jobs>") -> list[JobSpec]:
             if v is not None and (not _is_int(v) or v < 1):
                 raise PlanError(f"{at}: {key!r} must be an integer >= 1, got {_short(v)}")
             ints[key] = v
-        out.append(JobSpec(name, ps, workers, float(weight), model, ints["model_size"],
+        out.append(JobEntry(name, ps, workers, float(weight), model, ints["model_size"],
                            ints["rounds"]))
     return out
 
 
-def load_jobs(path: str | Path) -> list[JobSpec]:
+def load_jobs(path: str | Path) -> list[JobEntry]:
     """Read and parse a jobs file; unreadable files and bad JSON name the file (and the line
     and column)."""
     path = Path(path)
@@ -163,7 +163,7 @@ def load_jobs(path: str | Path) -> list[JobSpec]:
     return parse_jobs(data, str(path))
 
 
-def jobs_from_count(graph: nx.Graph, n: int) -> list[JobSpec]:
+def jobs_from_count(graph: nx.Graph, n: int) -> list[JobEntry]:
     """The short form: deal the topology's hosts (name order) out to ``n`` jobs in turn;
     each job's first host is its PS (module doc)."""
     if not _is_int(n) or n < 1:
@@ -175,15 +175,15 @@ def jobs_from_count(graph: nx.Graph, n: int) -> list[JobSpec]:
     dealt: list[list[str]] = [[] for _ in range(n)]
     for i, h in enumerate(pool):
         dealt[i % n].append(h)
-    return [JobSpec(f"job{k + 1}", hs[0], tuple(hs[1:])) for k, hs in enumerate(dealt)]
+    return [JobEntry(f"job{k + 1}", hs[0], tuple(hs[1:])) for k, hs in enumerate(dealt)]
 
 
-def resolve_jobs(specs: Sequence[JobSpec], graph: nx.Graph,
-                 where: str = "<jobs>") -> list[JobSpec]:
+def resolve_jobs(specs: Sequence[JobEntry], graph: nx.Graph,
+                 where: str = "<jobs>") -> list[JobEntry]:
     """Check every named host against ``graph`` (exists, is a host, in one job only) and turn
     COUNTs into host tuples (module doc)."""
 
-    def at(i: int, spec: JobSpec) -> str:
+    def at(i: int, spec: JobEntry) -> str:
         return f"{where}: job {i} ({spec.name!r})"
 
     owner: dict[str, str] = {}
@@ -198,7 +198,7 @@ def resolve_jobs(specs: Sequence[JobSpec], graph: nx.Graph,
                 raise PlanError(f"{at(i, spec)}: host {h!r} is already in job {owner[h]!r}")
             owner[h] = spec.name
     free = [h for h in hosts(graph) if h not in owner]
-    out: list[JobSpec] = []
+    out: list[JobEntry] = []
     for i, spec in enumerate(specs, 1):
         if isinstance(spec.workers, int):
             k = spec.workers
@@ -211,7 +211,7 @@ def resolve_jobs(specs: Sequence[JobSpec], graph: nx.Graph,
     return out
 
 
-def jobs_argument(value: str, graph: nx.Graph) -> list[JobSpec]:
+def jobs_argument(value: str, graph: nx.Graph) -> list[JobEntry]:
     """``--jobs N`` (digits: the short form) or ``--jobs FILE``, resolved on ``graph``."""
     text = value.strip()
     if text.isdigit():

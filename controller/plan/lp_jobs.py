@@ -71,7 +71,7 @@ import networkx as nx
 import pulp
 
 from controller.plan.greedy import greedy, greedy_loop
-from controller.plan.jobs import JobSpec
+from controller.plan.jobs import JobEntry
 from controller.plan.lp import (
     FastLP,
     Job,
@@ -136,7 +136,7 @@ class JobSet:
 
 def make_jobset(
     graph: nx.Graph,
-    specs: Sequence[JobSpec],
+    specs: Sequence[JobEntry],
     *,
     capacity: float | Mapping[str, float] | None = None,
     result_load: bool = False,
@@ -504,7 +504,7 @@ def plan_jobs(
     planned: JointGreedyResult | JointResult,
     *,
     budget: int | None = None,
-    specs: Sequence[JobSpec] | None = None,
+    specs: Sequence[JobEntry] | None = None,
     alone: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """The multi-job part of a plan document (docs/design.md §3.10).
@@ -572,7 +572,7 @@ def plan_jobs(
 
 def joint_plan(
     graph: nx.Graph,
-    specs: Sequence[JobSpec],
+    specs: Sequence[JobEntry],
     budget: int,
     *,
     objective: str = "maxmin",

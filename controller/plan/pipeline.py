@@ -28,7 +28,7 @@ import networkx as nx
 
 from controller.plan.baselines import all_baselines
 from controller.plan.document import build_plan
-from controller.plan.jobs import JobSpec
+from controller.plan.jobs import JobEntry
 from controller.plan.lp import FastLP, PlanError, make_job, solve_lp
 from controller.plan.lp_jobs import OBJECTIVES, joint_plan
 from controller.plan.planners import DEFAULT_PLANNER, get_planner
@@ -96,7 +96,7 @@ def plan_one_job(graph: nx.Graph, ps: str, workers: Sequence[str],
     return plan
 
 
-def plan_several_jobs(graph: nx.Graph, specs: Sequence[JobSpec],
+def plan_several_jobs(graph: nx.Graph, specs: Sequence[JobEntry],
                       req: PlanRequest) -> dict[str, Any]:
     """The plan document of several jobs sharing the switches (docs/design.md §3.10): the
     joint greedy + LP with ``req.objective``; each job planned alone too when
@@ -114,7 +114,7 @@ def plan_several_jobs(graph: nx.Graph, specs: Sequence[JobSpec],
 
 def make_plan(graph: nx.Graph, req: PlanRequest, *, ps: str | None = None,
               workers: Sequence[str] | None = None,
-              jobs: Sequence[JobSpec] | None = None) -> dict[str, Any]:
+              jobs: Sequence[JobEntry] | None = None) -> dict[str, Any]:
     """One job (``ps`` and ``workers``) or several (``jobs``): the plan document."""
     if jobs is not None:
         return plan_several_jobs(graph, jobs, req)

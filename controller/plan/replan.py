@@ -22,7 +22,7 @@ import networkx as nx
 
 from controller.errors import ExperimentError
 from controller.plan.document import build_plan
-from controller.plan.jobs import JobSpec as JobEntry
+from controller.plan.jobs import JobEntry
 from controller.plan.lp import make_job, solve_lp
 from controller.plan.lp_jobs import make_jobset, plan_jobs, solve_jobs_lp
 from topo.models import natural_key

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from controller.dataplane.deploy import JobSpec
+from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError, parse_name_list
 from controller.experiment.methods.ina import (
     JOB_IDS,
@@ -223,7 +223,7 @@ class DdpMethod(Method):
         workers = list(plan["workers"])
         frac_bits = choose_frac_bits(BOUND, len(workers))
         run.settings.update(ranks=workers, frac_bits=frac_bits)
-        jobs = [JobSpec(JOB_IDS[m], tuple(workers)) for m in s.modes]
+        jobs = [SwitchJob(JOB_IDS[m], tuple(workers)) for m in s.modes]
         with deployed_network(run, s, self.graph, plan, jobs) as net:
             self.deploy_info = net.info
             ip = {h: addr[0] for h, addr in net.hosts.items()}

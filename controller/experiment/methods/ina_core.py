@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import networkx as nx
 import numpy as np
 
-from controller.dataplane.deploy import DeployError, JobSpec, deploy, switch_rules
+from controller.dataplane.deploy import DeployError, SwitchJob, deploy, switch_rules
 from controller.errors import ExperimentError
 from controller.experiment.failover import WorkerMonitor
 from controller.experiment.network import P4_PROGRAM, ROOT, compile_program
@@ -234,7 +234,7 @@ def _control_sockets(switches: list[str]) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: dict, jobs: list[JobSpec], *,
+def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: dict, jobs: list[SwitchJob], *,
                      control_sockets: bool = False, build: Path | None = None,
                      impair: bool = True) -> Iterator[Deployed]:
     """Compile ina.p4, start the Mininet network of ``s.target`` switches (links at ``s.bw``,

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from controller.dataplane.deploy import JobSpec
+from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError
 from controller.experiment.failover import SwitchMonitor, WorkerMonitor, WorkerStopped
 from controller.experiment.methods.ina_core import (
@@ -47,7 +47,7 @@ from controller.experiment.methods.ina_tenants import (
 )
 from controller.experiment.runner import Launch, Node, Run
 from controller.plan.document import resolve_workers, write_plan
-from controller.plan.jobs import JobSpec as JobEntry
+from controller.plan.jobs import JobEntry
 from controller.plan.lp_jobs import job_plan, jobs_summary_lines
 from controller.plan.pipeline import make_plan
 from controller.plan.replan import replan_jobs_without
@@ -281,7 +281,7 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
         by_name = {t.name: t for t in tenants}
 
         def replan(g: Any, doc: dict, dead: str,
-                   jobs: list[JobSpec]) -> tuple[Any, dict, list[JobSpec]]:
+                   jobs: list[SwitchJob]) -> tuple[Any, dict, list[SwitchJob]]:
             g2, new = replan_jobs_without(g, doc, dead, job_specs or [])
             for t in tenants:
                 t.plan = job_plan(new, t.name)

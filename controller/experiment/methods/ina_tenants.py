@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from controller.dataplane.deploy import JobSpec
+from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError
 from controller.experiment.methods.ina_core import JOB_IDS, Settings
-from controller.plan.jobs import JobSpec as JobEntry
+from controller.plan.jobs import JobEntry
 from controller.plan.lp_jobs import job_plan
 from workers.common.model import Replica, TrainConfig
 from workers.ina.constants import K
@@ -81,12 +81,12 @@ def solo_tenant(s: Settings, plan: dict[str, Any]) -> Tenant:
 
 
 def deploy_specs(tenants: list[Tenant], modes: tuple[str, ...],
-                 solo: bool = False) -> list[JobSpec]:
+                 solo: bool = False) -> list[SwitchJob]:
     """What the switches hold: every (job, mode), each with the job's plan; the modes of
     one job share its slot range (``tenant``).  ``solo``: the plan is the network's own."""
     if solo:
-        return [JobSpec(tenants[0].job_id(m), tuple(tenants[0].workers)) for m in modes]
-    return [JobSpec(t.job_id(m), tuple(t.workers), plan=t.plan, tenant=t.name)
+        return [SwitchJob(tenants[0].job_id(m), tuple(tenants[0].workers)) for m in modes]
+    return [SwitchJob(t.job_id(m), tuple(t.workers), plan=t.plan, tenant=t.name)
             for t in tenants for m in modes]
 
 
