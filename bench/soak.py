@@ -367,7 +367,8 @@ def soak(args: argparse.Namespace) -> int:
         monitor = SoakMonitor(net.mininet, graph, plan, net.rules, jobs, net.hosts,
                               net.p4info, say=console.print)
         monitor.sampler = sampler
-        monitor.follow(mode_dir / "control.json" if mode == "ina" else None, lambda p: schedules_for("ina", p, workers, n_chunks))
+        monitor.follow(mode_dir / "control.json" if mode == "ina" else None,
+                       lambda p: schedules_for("ina", p, workers, n_chunks))
         cfg = job_config(s, job_id=JOB_IDS[mode], mode=mode, plan=monitor.plan,
                          workers=workers, ps=s.ps, hosts=net.hosts, train=train,
                          n_values=n_values, out_dir=mode_dir, members=False)

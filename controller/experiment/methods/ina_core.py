@@ -1,8 +1,8 @@
-"""What the INA method's runs share (docs/design.md §3, §8): the settings, the job ids of the
-sync modes, the workers' schedules, the exactness check, planning one job, starting a planned
-network, and the record of one job that ran.  :mod:`controller.experiment.methods.ina` (one job) and
-:mod:`controller.experiment.methods.ina_jobs` (several at once) are built on it; so are ``ddp`` and the
-campaign.
+"""What every INA run shares (docs/design.md §3, §8): the settings, the job ids of the sync
+modes, the one constructor of a network job's file (:func:`job_config`), the workers'
+schedules, the exactness check, the plan request of a run, starting a planned network, and the
+record of one job that ran.  The engine (:mod:`controller.experiment.methods.ina_engine`, one
+job or several), ``ddp``, the fault campaign and the benches are built on it.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from workers.ina.constants import INA_UDP_PORT, K
 from workers.ina.job import MODES, JobConfig, make_job_config
 from workers.ina.worker import n_chunks_for, ps_only_schedule
 
-__all__ = ["JOB_IDS", "Settings", "TransportSettings", "job_config", "schedules_for", "member_schedules", "exact_sums_by_round",
-           "exact_sums_ok", "plan_request", "plan_job", "Deployed", "deployed_network", "job_record",
-           "worker_failure_record"]
+__all__ = ["JOB_IDS", "Settings", "TransportSettings", "job_config", "schedules_for",
+           "member_schedules", "exact_sums_by_round", "exact_sums_ok", "plan_request", "plan_job",
+           "Deployed", "deployed_network", "job_record", "worker_failure_record"]
 
 JOB_IDS = {"ina": 1, "tor_only": 2, "ps_only": 3}
 
@@ -82,7 +82,6 @@ class Settings:
     repeats: int = 1  # --repeats: seeds seed .. seed + repeats - 1 (controller.experiment.runner)
 
 
-
 # ------------------------------------------------------------------ pure helpers
 
 
@@ -119,7 +118,6 @@ def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: dict, work
         schedules=schedules_for(mode, plan, workers, n_chunks),
         frac_bits=choose_frac_bits(8.0, len(workers)), n_values=n_values,
         out_dir=str(out_dir), **out)
-
 
 
 def schedules_for(mode: str, plan: dict, workers: list[str], n_chunks: int) -> dict[str, list]:
