@@ -305,9 +305,12 @@ def test_killed_worker_with_stop_ends_the_job_with_one_line_naming_it(tmp_path):
     assert procs.procs["h2"].code is None  # round 1 not reported yet
     mon.on_event("h1", _round(0, 1))
     mon.poll()
-    assert procs.procs["h2"].code == -9  # the injected kill
+    assert procs.procs["h2"].code is None  # another worker's round 1: h2 has not finished it
+    mon.on_event("h2", _round(1, 1))
+    mon.poll()
+    assert procs.procs["h2"].code == -9  # the injected kill, once h2 finished round 1
     assert not mon.on_failure("h0", 1)  # not a worker: the runner's own rules apply
-    with pytest.raises(WorkerStopped, match=r"^worker h2 died \(exit code -9\) in round 1; "
+    with pytest.raises(WorkerStopped, match=r"^worker h2 died \(exit code -9\) in round 2; "
                                             r"the job stops$"):
         mon.on_failure("h2", -9)
     # the PS and the survivors were asked to end (they write what they finished)
@@ -315,7 +318,7 @@ def test_killed_worker_with_stop_ends_the_job_with_one_line_naming_it(tmp_path):
                                                             "h3": 3}
     (ev,) = mon.events
     assert (ev.worker, ev.worker_id, ev.cause, ev.exit_code, ev.round_noticed, ev.policy,
-            ev.round_effective) == ("h2", 1, "exit", -9, 1, "stop", None)
+            ev.round_effective) == ("h2", 1, "exit", -9, 2, "stop", None)
     assert ev.detected_s is not None and ev.detected_s >= 0
     assert mon.requests == []  # no removal asked of the PS
 

@@ -1,7 +1,7 @@
 """A worker killed mid-run, end to end in Mininet (docs/design.md §9, issue 20 item 2), reduced:
 leaf-spine with 2 leaves, PS h0 and h1 on leaf0, h2 and h3 on leaf1 (deployed), 8 rounds at
 1 Mbit/s (so that a round outlasts the controller's 50 ms poll).
-``--kill-worker h3@1`` SIGKILLs h3's worker process once a worker finished round 1.
+``--kill-worker h3@1`` SIGKILLs h3's worker process once it finished round 1.
 
 * ``stop``: one line naming h3, its exit code and round; the finished rounds are in
   results.json (``complete: false``) with the event, all exact.

@@ -313,11 +313,13 @@ class WorkerMonitor:
                              if 0 <= i < len(self.workers)]
 
     def poll(self) -> None:
+        # the victim's own report: killed on another worker's, it could die before its own
+        # report of ROUND was read, and the death would be noticed a round early
         if (self.kill is not None and self._killed_at is None and self.procs is not None
-                and max(self.reported.values(), default=-1) >= self.kill[1]):
+                and self.reported.get(self.kill[0], -1) >= self.kill[1]):
             host = self.kill[0]
             self.say(f"[fault injection] killing worker {host} after round "
-                     f"{max(self.reported.values())}")
+                     f"{self.reported[host]}")
             self._killed_at = time.monotonic()
             self.procs.procs[host].kill()
         while self._silent and self.stopped is None:

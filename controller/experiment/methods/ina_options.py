@@ -51,7 +51,7 @@ def add_ina_arguments(parser: argparse.ArgumentParser) -> None:
              "(docs/design.md §9; default stop)")
     g.add_argument(
         "--kill-worker", metavar="HOST@ROUND", default=None,
-        help="INA fault injection: kill worker HOST once a worker finished ROUND")
+        help="INA fault injection: kill worker HOST once it finished ROUND")
     g.add_argument(
         "--worker-timeout", type=finite_float, default=d.worker_timeout, metavar="S",
         help="INA: the PS reports a worker it has not heard from for S seconds while a "
