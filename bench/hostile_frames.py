@@ -76,6 +76,7 @@ from hostile_input import (  # noqa: E402
 )
 
 from controller.experiment.methods.ina_core import Settings  # noqa: E402
+from controller.plan.types import Plan  # noqa: E402
 from workers.ina.constants import K  # noqa: E402
 
 
@@ -149,7 +150,7 @@ def switch_health(net: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _job(s: HostileSettings, net: Any, plan: dict, workers: list[str], rounds: int,
+def _job(s: HostileSettings, net: Any, plan: Plan, workers: list[str], rounds: int,
          n_values: int, mode_dir: Path, monitor: Any) -> Any:
     from controller.experiment.methods.ina import JOB_IDS, job_config, schedules_for
     from workers.common.model import TrainConfig
@@ -264,7 +265,7 @@ def run_bench(s: HostileSettings, console: Any = None,
     plan = plan_job(Settings(topo=s.topo, ps=s.ps, workers=s.workers, budget=s.budget,
                              bw=s.bw, seed=s.seed, model=s.model, hidden=s.hidden),
                     graph, out_dir, console)
-    workers = list(plan["workers"])
+    workers = list(plan.job.workers)
     n_values = Replica(TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers)),
                        0).params.size
     n_chunks = n_chunks_for(n_values, K)
@@ -288,8 +289,8 @@ def run_bench(s: HostileSettings, console: Any = None,
                       workers=[hosts[w] for w in workers],
                       neighbour=workers.index(near[0]) if near else -1,
                       job_id=JOB_IDS["ina"], foreign_jobs=(JOB_IDS["ps_only"], 0x0BAD),
-                      agg_ids=(0, *(plan["switch_ids"][x] for x in
-                                    sorted({*plan["deployed"], plan["ps_tor"]}))),
+                      agg_ids=(0, *(plan.switch_ids[x] for x in
+                                    sorted({*plan.deployed, plan.job.ps_tor}))),
                       n_chunks=n_chunks, rounds=s.rounds,
                       host_ips=[hosts[h][0] for h in sorted(hosts)])
         monitor = SwitchMonitor(mn, graph, plan, net.rules, jobs, hosts, net.p4info,
@@ -298,7 +299,7 @@ def run_bench(s: HostileSettings, console: Any = None,
         doc["settings"] = settings = {
             **asdict(s), "attacker": attacker, "tor": tor, "tor_port": port,
             "host_target_worker": target_worker, "workers_list": workers,
-            "deployed": plan["deployed"], "ps_tor": plan["ps_tor"], "n_chunks": n_chunks,
+            "deployed": plan.deployed, "ps_tor": plan.job.ps_tor, "n_chunks": n_chunks,
             "mark_tos": MARK_TOS}
         # -- clean baseline: round times, and what honest traffic moves at the ToR
         if s.baseline_rounds:

@@ -99,7 +99,7 @@ def network() -> dict[str, Any]:
     graph = nx.freeze(graph)
     with tempfile.TemporaryDirectory() as tmp:
         plan = plan_job(Settings(), graph, Path(tmp))
-    workers = list(plan["workers"])
+    workers = list(plan.job.workers)
     netplan = plan_network(graph, 1.0)
     hosts = {h: (info.ips[0], info.macs[0]) for h, info in netplan.hosts.items()}
     jobs = [SwitchJob(JOB_IDS[m], tuple(workers)) for m in ("ina", "ps_only")]
@@ -152,7 +152,7 @@ def run_twin(cfg: TwinConfig) -> TwinResult:
     for a, nbrs in ports.items():
         for b, pa in nbrs.items():
             peer[(a, pa)] = (b, ports[b][a])
-    ps_host = net["plan"]["ps"]
+    ps_host = net["plan"].job.ps
     job_id = net["job_ids"][cfg.mode]
     k, n_chunks = net["k"], net["n_chunks"]
     n = len(workers)

@@ -311,7 +311,7 @@ def soak(args: argparse.Namespace) -> int:
         nx.set_edge_attributes(graph, float(s.bw), "bw")
     graph = nx.freeze(graph)
     plan = plan_job(s, graph, out_dir, console)
-    workers = list(plan["workers"])
+    workers = list(plan.job.workers)
     train = TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers),
                         rounds=s.rounds, batch_size=s.batch_size, lr=s.lr, seed=s.seed)
     n_values = Replica(train, 0).params.size
@@ -322,9 +322,10 @@ def soak(args: argparse.Namespace) -> int:
     settings = {**asdict(s), "warmup": args.warmup, "sample_points": points,
                 "threshold_pct": args.threshold, "num_slots": num_slots(),
                 "n_values": n_values, "n_chunks": n_chunks,
-                "plan": {k: plan[k] for k in ("gamma", "deployed", "ps_tor", "workers")}}
+                "plan": {"gamma": plan.job.gamma, "deployed": plan.deployed,
+                         "ps_tor": plan.job.ps_tor, "workers": plan.job.workers}}
     line = (f"{s.topo}, PS {s.ps}, {len(workers)} workers, budget {s.budget} (deployed "
-            f"{', '.join(plan['deployed']) or '—'}), "
+            f"{', '.join(plan.deployed) or '—'}), "
             + (f"{s.bw:g} Mbit/s" if s.bw else "unshaped")
             + f", loss {s.loss:g} dup {s.dup:g} reorder {s.reorder:g} (seed {s.seed}), "
             f"{mode}, {s.rounds} rounds, {s.model} ({n_values} values, {n_chunks} chunks), "

@@ -91,7 +91,7 @@ def write_job(args: argparse.Namespace) -> int:
         from workers.ina.worker import ps_only_schedule
 
         plan, net = load_plan(args.plan), load_network(Path(args.network))
-        workers = list(plan["workers"])
+        workers = list(plan.job.workers)
         ip = {h: d["ip"] for h, d in net["hosts"].items()}
         if args.mode == "ina":
             by_name = chunk_schedule(plan, cap)
@@ -100,7 +100,7 @@ def write_job(args: argparse.Namespace) -> int:
             schedules = {str(i): ps_only_schedule(cap) for i in range(len(workers))}
         cfg = ddp_job(job_id=args.job_id, mode=args.mode, steps=args.steps,
                       worker_addrs=[(ip[w], INA_UDP_PORT) for w in workers],
-                      ps_addr=(ip[plan["ps"]], INA_UDP_PORT),
+                      ps_addr=(ip[plan.job.ps], INA_UDP_PORT),
                       schedules=schedules,
                       capacity=cap, frac_bits=choose_frac_bits(BOUND, len(workers)),
                       out_dir=out_dir)

@@ -31,6 +31,7 @@ from controller.experiment.campaign import (
     summarize_runs,
     table_markdown,
 )
+from controller.plan.types import JobPlan, Plan
 from topo.models import parse_topology
 
 
@@ -57,16 +58,23 @@ def test_impairment_spec_of_each_fault_clears_the_others() -> None:
         "what": "kill", "switch": "agg0", "round": 3}
 
 
+def _plan(deployed: list[str], ps_tor: str) -> Plan:
+    """The parts of a plan kill_choice reads: the deployment (and a PS ToR)."""
+    job = JobPlan(ps="h0", ps_tor=ps_tor, ps_tor_id=1, workers=[], worker_ids={}, gamma=1.0,
+                  deployed=list(deployed), intervals={}, fractions={})
+    return Plan(topology={}, switch_ids={}, jobs={"job": job}, deployed=list(deployed))
+
+
 def test_kill_picks_a_deployed_switch_without_hosts_and_a_round_with_one_after() -> None:
     g = nx.Graph(parse_topology("fattree:4"))
-    plan = {"deployed": ["edge1", "agg0"], "ps_tor": "edge0"}
+    plan = _plan(["edge1", "agg0"], "edge0")
     for seed in range(5):
         sw, rnd = kill_choice(plan, g, 10, seed)
         assert sw == "agg0" and 0 <= rnd <= 8
         assert kill_choice(plan, g, 10, seed) == (sw, rnd)  # reproducible
     # only a ToR deployed: fall back to a switch without hosts (it carries ECMP paths)
     g2 = nx.Graph(parse_topology("leafspine:2,1,2"))
-    assert kill_choice({"deployed": ["leaf1"], "ps_tor": "leaf0"}, g2, 2, 0) == ("spine0", 0)
+    assert kill_choice(_plan(["leaf1"], "leaf0"), g2, 2, 0) == ("spine0", 0)
     with pytest.raises(ExperimentError, match="rounds"):
         kill_choice(plan, g, 1, 0)
 

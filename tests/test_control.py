@@ -22,6 +22,7 @@ import pytest
 from controller.experiment.failover import FailoverEvent, SwitchMonitor
 from controller.experiment.methods.ina import exact_sums_by_round
 from controller.experiment.methods.ina_engine import _Job, _Watch
+from controller.plan.types import Plan
 from workers.common.model import Replica, TrainConfig
 from workers.common.quantize import choose_frac_bits
 from workers.ina.constants import K
@@ -301,7 +302,8 @@ def test_progress_and_monitors_follow_events_only(tmp_path):
 
 
 def test_the_failover_records_the_round_the_ps_chose():
-    sm = SwitchMonitor(None, nx.Graph(), {"switch_ids": {}}, {}, [], {}, Path("p4info"),
+    empty = Plan(topology={}, switch_ids={}, jobs={})  # the monitor only reads switch_ids
+    sm = SwitchMonitor(None, nx.Graph(), empty, {}, [], {}, Path("p4info"),
                        say=lambda _: None)
     ev = FailoverEvent(switch="agg0", after_round=3, detected_s=None, replan_s=0.0,
                        redeploy_s=0.0, writes=0, gamma_before=1.0, gamma_after=0.5,

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from controller.dataplane.deploy import SwitchJob, switch_rules
-from controller.plan.document import build_plan
+from controller.plan.document import build_plan, write_plan
 from controller.plan.lp import make_job, solve_lp
 from topo.mininet_net import plan_network
 from topo.models import parse_topology
@@ -36,7 +36,7 @@ def entries(rules, switch, table):
 
 def test_aggregation_enabled_only_on_deployed_switches_and_the_ps_tor(setup):
     _, plan, _, rules = setup
-    ids = plan["switch_ids"]
+    ids = plan.switch_ids
     cfg = {s: r.default.params for s, r in rules.items()}
     assert cfg == {"leaf0": {"switch_id": ids["leaf0"], "agg_enabled": 1},
                    "leaf1": {"switch_id": ids["leaf1"], "agg_enabled": 1},
@@ -46,7 +46,7 @@ def test_aggregation_enabled_only_on_deployed_switches_and_the_ps_tor(setup):
 def test_ina_routes_follow_the_ecmp_next_hops(setup):
     _, plan, net, rules = setup
     p = net.ports
-    ids = plan["switch_ids"]
+    ids = plan.switch_ids
     # spine0: toward leaf0 (the PS's ToR), toward leaf1, and toward the PS (agg_id 0)
     routes = {e.match["hdr.ina.agg_id"]: e.params for e in entries(rules, "spine0", "ina_route")}
     hops = {e.match["meta.member_index"]: e.params["port"]
@@ -72,7 +72,7 @@ def test_membership_job_table_and_result_tree(setup):
                for s in rules for e in entries(rules, s, "ina_member")}
     assert members == {(0, p["leaf0"]["h1"]), (1, p["leaf1"]["h2"]), (2, p["leaf1"]["h3"])}
     job0 = entries(rules, "leaf0", "job_table")[0].params
-    assert job0 == {"full_mask": 0b111, "is_ps_tor": 1, "tor_id": plan["switch_ids"]["leaf0"],
+    assert job0 == {"full_mask": 0b111, "is_ps_tor": 1, "tor_id": plan.switch_ids["leaf0"],
                     "ps_port": p["leaf0"]["h0"], "mcast_grp": 1, "slot_base": 0,
                     "slot_size": num_slots()}
     assert entries(rules, "leaf1", "job_table")[0].params["is_ps_tor"] == 0
@@ -106,7 +106,7 @@ def _deploy(tmp_path, plan_file, net_file, *extra):
 def test_deploy_cli_errors_are_one_line(tmp_path, setup):
     _, plan, net, _ = setup
     plan_file = tmp_path / "plan.json"
-    plan_file.write_text(json.dumps(plan))
+    write_plan(plan, plan_file)
     dead = _network_file(tmp_path, net, lambda s: "127.0.0.1:1")
     out = _deploy(tmp_path, plan_file, dead, "--timeout", "0.5")
     assert out.returncode == 2
@@ -126,7 +126,7 @@ def test_deploy_into_a_running_network_is_idempotent(tmp_path, setup):
 
     g, plan, _, rules = setup
     plan_file = tmp_path / "plan.json"
-    plan_file.write_text(json.dumps(plan))
+    write_plan(plan, plan_file)
     mininet = build_net(g, bw_unit_mbps=None)
     try:
         net_file = _network_file(tmp_path, mininet.plan, mininet.grpc_address)

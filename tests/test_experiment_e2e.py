@@ -15,6 +15,7 @@ import pytest
 
 from controller.experiment.methods.ina import Settings, run_experiment
 from controller.experiment.provenance import PROVENANCE_KEYS
+from controller.plan.document import load_plan
 from workers.common.model import Replica, TrainConfig
 from workers.ina.constants import K
 from workers.ina.wire import FRAME_BYTES
@@ -40,8 +41,8 @@ def test_ina_and_ps_only_clean_network(tmp_path):
     saved = json.loads((tmp_path / "clean" / "results.json").read_text())
     assert saved["ps_bytes"] == res["ps_bytes"]
     # one pipeline: the plan the run wrote is the γ it predicts (and what `plan` prints)
-    plan = json.loads((tmp_path / "clean" / "plan.json").read_text())
-    assert saved["gamma"]["predicted"] == plan["gamma"] and plan["deployed"] == ["leaf1"]
+    plan = load_plan(tmp_path / "clean" / "plan.json")
+    assert saved["gamma"]["predicted"] == plan.job.gamma and plan.deployed == ["leaf1"]
     assert (tmp_path / "clean" / "ps_bytes.png").stat().st_size > 0
     # provenance (controller.experiment.runner): code, packages, host, and per-mode CPU time of the node
     # processes next to the switches', so a run shows whether cores or links bound it

@@ -8,6 +8,7 @@ import pytest
 from controller.errors import ExperimentError
 from controller.experiment.failover import parse_fail_switch
 from controller.experiment.methods.ina import Settings, summarize
+from controller.plan.types import JobPlan, Plan
 from topo.models import parse_topology
 from workers.common.model import TrainConfig
 from workers.ina.control import ControlLog
@@ -73,8 +74,9 @@ def test_summarize_splits_gamma_at_the_failover():
     event = {"switch": "agg0", "after_round": 2, "gamma_after": mbit / 2.5,
              "schedules_from_round": 6}
     modes = {"ina": {"rounds": rounds, "failover": [event]}}
-    plan = {"gamma": mbit / 1.25, "deployed": ["agg0"], "ps": "h0", "ps_tor": "edge0",
-            "workers": ["h1"], "baselines": {}}
+    job = JobPlan(gamma=mbit / 1.25, deployed=["agg0"], ps="h0", ps_tor="edge0", ps_tor_id=1,
+                  workers=["h1"], worker_ids={"h1": 0}, intervals={}, fractions={})
+    plan = Plan(topology={}, switch_ids={}, jobs={"job": job}, deployed=["agg0"], baselines={})
     res = summarize(Settings(), "t", plan, modes, 0.5, n_chunks, {})
     g = res["gamma"]
     assert g["measured"] == pytest.approx(mbit) and g["ratio"] == pytest.approx(1.25)

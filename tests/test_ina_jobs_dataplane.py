@@ -17,6 +17,7 @@ import pytest
 from ina_harness import InaSwitch, PySwitchTarget, compiled_pyswitch_program, pyswitch_unavailable
 
 from controller.dataplane.deploy import SwitchJob, slot_ranges
+from controller.plan.types import JobPlan, Plan
 from workers.ina import constants as C
 from workers.ina.wire import Flag, InaPacket, MsgType
 
@@ -159,8 +160,11 @@ def test_a_result_releases_only_its_own_jobs_slot() -> None:
 # ---------------------------------------------------------------- slot_ranges (pure)
 
 
-def _plan(deployed: list[str], tor: str, gamma: float) -> dict:
-    return {"deployed": deployed, "ps_tor": tor, "gamma": gamma}
+def _plan(deployed: list[str], tor: str, gamma: float) -> Plan:
+    """A one-job plan with what slot_ranges reads: the deployment, the PS ToR and γ."""
+    job = JobPlan(ps="h0", ps_tor=tor, ps_tor_id=1, workers=[], worker_ids={}, gamma=gamma,
+                  deployed=list(deployed), intervals={}, fractions={})
+    return Plan(topology={}, switch_ids={}, jobs={"job": job}, deployed=list(deployed))
 
 
 def test_shared_policy_gives_every_job_the_whole_pool() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from controller.experiment.methods.ina_core import JOB_IDS, Settings, job_config
 from controller.plan.document import chunk_schedule
+from controller.plan.types import JobPlan, Plan
 from workers.common.model import TrainConfig
 from workers.ina.constants import INA_UDP_PORT
 from workers.ina.job import JobConfig, make_job_config
@@ -44,9 +45,11 @@ def test_runner_job_config_follows_the_plan(tmp_path):
     schedule the plan's chunk schedule, re-plans and removals through the control record
     in its folder."""
     workers = ["h1", "h2"]
-    plan = {"workers": workers, "switch_ids": {"e0": 1, "e1": 2}, "ps_tor": "e0",
-            "deployed": ["e1"], "intervals": {"e1": {"offset": 0.0, "length": 0.5}},
-            "fractions": {"h1": {"e1": 0.5}, "h2": {"e1": 0.5}}}
+    job = JobPlan(ps="h0", ps_tor="e0", ps_tor_id=1, workers=workers,
+                  worker_ids={"h1": 0, "h2": 1}, gamma=1.0, deployed=["e1"],
+                  intervals={"e1": {"offset": 0.0, "length": 0.5}},
+                  fractions={"h1": {"e1": 0.5}, "h2": {"e1": 0.5}})
+    plan = Plan(topology={}, switch_ids={"e0": 1, "e1": 2}, jobs={"job": job}, deployed=["e1"])
     hosts = {"h0": ("10.0.0.1", "m0"), "h1": ("10.0.0.2", "m1"), "h2": ("10.0.0.3", "m2")}
     train = TrainConfig(n_workers=2, rounds=3)
     s = Settings()

@@ -36,7 +36,7 @@ def test_every_job_and_mode_has_its_own_id_and_plan(two_jobs) -> None:
     assert [(j.job_id, j.tenant, j.workers) for j in specs] == [
         (1, "job1", ("h2", "h4")), (3, "job1", ("h2", "h4")),
         (5, "job2", ("h3", "h5")), (7, "job2", ("h3", "h5"))]
-    assert specs[0].plan == job_plan(plan, "job1") and specs[0].plan["ps"] == "h0"
+    assert specs[0].plan == job_plan(plan, "job1") and specs[0].plan.job.ps == "h0"
     assert tenants[0].n_values == 650 and tenants[0].n_chunks == 21  # logreg: 64·10 + 10
 
 
@@ -60,7 +60,7 @@ def test_jobs_summary_per_job_figures_and_jain_fairness(two_jobs) -> None:
     gamma_of = n * FRAME_BYTES * 8 / 1e6  # Mbit per round; γ = that / median round time
     assert j1["gamma"]["measured"] == pytest.approx(gamma_of / 1.0)
     assert j1["gamma"]["measured_alone"] == pytest.approx(gamma_of / 0.25)
-    assert j1["gamma"]["predicted"] == plan["jobs"]["job1"]["gamma"]
+    assert j1["gamma"]["predicted"] == plan.jobs["job1"].gamma
     assert j1["time_per_round_s"] == {"ina": pytest.approx(1.0), "ps_only": pytest.approx(2.0)}
     assert j1["goodput_Mbps"]["ina"] == pytest.approx(2600 * 8 / 1e6)
     assert j1["collisions"] == {"ina": 4, "ps_only": 0}
@@ -121,17 +121,17 @@ def test_a_dead_switch_replans_every_job_jointly_on_the_rest() -> None:
     nx.set_edge_attributes(g, 1.0, "bw")
     specs = jobs_from_count(g, 2)
     plan = joint_plan(g, specs, 2, result_load=True, alone=False)
-    dead, keep = plan["deployed"][0], plan["deployed"][1:]
+    dead, keep = plan.deployed[0], plan.deployed[1:]
     g2, new = replan_jobs_without(g, plan, dead, specs)
-    assert dead not in g2 and new["deployed"] == keep and new["failed"] == [dead]
-    assert new["retired_ids"] == [plan["switch_ids"][dead]]
-    assert dead not in new["switch_ids"] and all(
-        new["switch_ids"][s] == plan["switch_ids"][s] for s in new["switch_ids"])
+    assert dead not in g2 and new.deployed == keep and new.failed == [dead]
+    assert new.retired_ids == [plan.switch_ids[dead]]
+    assert dead not in new.switch_ids and all(
+        new.switch_ids[s] == plan.switch_ids[s] for s in new.switch_ids)
     direct = solve_jobs_lp(make_jobset(without_switch(g, dead), specs, result_load=True), keep)
     for name in ("job1", "job2"):
-        assert new["jobs"][name]["gamma"] == pytest.approx(direct.gammas[name], abs=1e-7)
-        assert new["jobs"][name]["gamma"] <= plan["jobs"][name]["gamma"] + 1e-7
-        assert job_plan(new, name)["retired_ids"] == new["retired_ids"]
+        assert new.jobs[name].gamma == pytest.approx(direct.gammas[name], abs=1e-7)
+        assert new.jobs[name].gamma <= plan.jobs[name].gamma + 1e-7
+        assert job_plan(new, name).retired_ids == new.retired_ids
     # a PS's only switch: that job is cut off, the run stops naming it
     with pytest.raises(SwitchFailureError, match=r"job 'job1': its PS h0 cut off"):
         replan_jobs_without(g, plan, "edge0", specs)

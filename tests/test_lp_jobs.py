@@ -236,14 +236,14 @@ def test_plan_part_and_schedule():
     js = make_jobset(g, AB)
     specs = [JobEntry("A", "pa", ("a1", "a2"), rounds=5), AB[1]]
     part = plan_jobs(js, greedy_jobs(js, 2), budget=2, specs=specs)
-    json.dumps(part)
-    assert part["deployed"] == ["leaf1"] and part["programmable"] == ["leaf1", "leaf2", "leaf3"]
-    assert part["fairness"] == pytest.approx(1.0)
-    assert part["min_gamma_per_weight"] == pytest.approx(0.5)
-    a = part["jobs"]["A"]
-    assert a["gamma"] == pytest.approx(0.5) and a["rounds"] == 5
-    assert a["intervals"]["leaf1"] == pytest.approx({"offset": 0.0, "length": 1.0})
-    sched = chunk_schedule({**a, "switch_ids": switch_ids(g)}, 4)
+    json.dumps(part.to_json())
+    assert part.deployed == ["leaf1"] and part.programmable == ["leaf1", "leaf2", "leaf3"]
+    assert part.fairness == pytest.approx(1.0)
+    assert part.min_gamma_per_weight == pytest.approx(0.5)
+    a = part.jobs["A"]
+    assert a.gamma == pytest.approx(0.5) and a.rounds == 5
+    assert a.intervals["leaf1"] == pytest.approx({"offset": 0.0, "length": 1.0})
+    sched = chunk_schedule(a, 4, switch_ids=switch_ids(g))
     leaf1 = switch_ids(g)["leaf1"]
     assert sched["a1"] == [(c, leaf1, 2) for c in range(4)]
     lines = jobs_summary_lines(part)
@@ -253,13 +253,13 @@ def test_plan_part_and_schedule():
     alone = alone_gammas(js, 2)
     assert alone == pytest.approx({"A": 1.0, "B": 1.0})
     part = plan_jobs(js, greedy_jobs(js, 2), budget=2, alone=alone)
-    assert part["jobs"]["B"]["gamma_alone"] == pytest.approx(1.0)
+    assert part.jobs["B"].gamma_alone == pytest.approx(1.0)
     assert "γ 0.5000 (alone 1.0000)" in jobs_summary_lines(part)[2]
     starved = plan_jobs(js, solve_jobs_lp(js, ["leaf1"], allow={"leaf1": ["A"]},
                                           objective="sum"))
-    b = starved["jobs"]["B"]
-    assert b["gamma"] == pytest.approx(0.0, abs=1e-7) and b["intervals"] == {}
-    assert starved["fairness"] == pytest.approx(0.5)
+    b = starved.jobs["B"]
+    assert b.gamma == pytest.approx(0.0, abs=1e-7) and b.intervals == {}
+    assert starved.fairness == pytest.approx(0.5)
 
 
 def test_jobset_errors():

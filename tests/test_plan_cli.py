@@ -41,15 +41,15 @@ def test_plan_leaf_spine_file(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "greedy (plan)" in r.stdout and "ps_only" in r.stdout
     plan = load_plan(out)
-    assert plan["deployed"] == ["leaf1"] and plan["gamma"] == pytest.approx(1.0)
-    assert plan["baselines"]["ps_only"] == pytest.approx(0.25)
-    assert plan["baselines"]["tor_only"] == pytest.approx(0.25)
-    assert plan["baselines"]["exact"] == pytest.approx(1.0)
-    assert plan["switch_ids"] == {"leaf1": 1, "leaf2": 2, "spine": 3}
-    assert plan["ps_tor"] == "leaf2" and plan["ps_link_load"] == pytest.approx(1.0)
-    assert plan["intervals"]["leaf1"] == {"offset": 0.0, "length": pytest.approx(1.0)}
-    assert all(plan["fractions"][w]["leaf1"] == pytest.approx(1.0) for w in plan["workers"])
-    loads = {(e["from"], e["to"]): e["load"] for e in plan["loads"]}
+    assert plan.deployed == ["leaf1"] and plan.job.gamma == pytest.approx(1.0)
+    assert plan.baselines["ps_only"] == pytest.approx(0.25)
+    assert plan.baselines["tor_only"] == pytest.approx(0.25)
+    assert plan.baselines["exact"] == pytest.approx(1.0)
+    assert plan.switch_ids == {"leaf1": 1, "leaf2": 2, "spine": 3}
+    assert plan.job.ps_tor == "leaf2" and plan.job.ps_link_load == pytest.approx(1.0)
+    assert plan.job.intervals["leaf1"] == {"offset": 0.0, "length": pytest.approx(1.0)}
+    assert all(plan.job.fractions[w]["leaf1"] == pytest.approx(1.0) for w in plan.job.workers)
+    loads = {(e["from"], e["to"]): e["load"] for e in plan.loads}
     assert loads[("leaf1", "spine")] == pytest.approx(1.0)
     # the plan is self-contained: its embedded topology reloads, and schedules follow
     assert load_json(out).number_of_edges() == 7
@@ -64,11 +64,11 @@ def test_plan_generated_topology_with_count(tmp_path):
             "--capacity", "100", "--solver", "highs", "--seed", "3", "--no-result-load",
             "--out", str(out), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    plan = json.loads(out.read_text())
-    assert plan["workers"] == [f"h{i}" for i in range(1, 16)]
-    assert plan["gamma"] == pytest.approx(1 / 3) and plan["deployed"] == ["agg2"]
-    assert plan["topology"]["spec"] == "fattree:4"
-    assert set(plan["baselines"]) == {"ps_only", "tor_only", "all_programmable", "random",
+    plan = load_plan(out)
+    assert plan.job.workers == [f"h{i}" for i in range(1, 16)]
+    assert plan.job.gamma == pytest.approx(1 / 3) and plan.deployed == ["agg2"]
+    assert plan.topology["spec"] == "fattree:4"
+    assert set(plan.baselines) == {"ps_only", "tor_only", "all_programmable", "random",
                                       "top_degree", "exact", "rounding"}
     assert not list(tmp_path.glob(".plan.json.*"))  # no temp file left behind
     assert out.stat().st_mode & 0o444 == 0o444  # readable plan, not mkstemp's 0600
@@ -171,10 +171,10 @@ def test_plan_jobs_file_shares_the_leaf(tmp_path):
     r = run("plan", "--topo", str(topo), "--jobs", str(jobs), "--budget", "2",
             "--out", str(out), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    plan = json.loads(out.read_text())
-    assert plan["deployed"] == ["leaf1"]
-    assert {n: round(j["gamma"], 6) for n, j in plan["jobs"].items()} == {"A": 0.5, "B": 0.5}
-    assert plan["fairness"] == pytest.approx(1.0)
+    plan = load_plan(out)
+    assert plan.deployed == ["leaf1"]
+    assert {n: round(j.gamma, 6) for n, j in plan.jobs.items()} == {"A": 0.5, "B": 0.5}
+    assert plan.fairness == pytest.approx(1.0)
     assert "fairness (Jain's index of γ/w) 1.0000" in r.stdout
     assert "A  γ 0.5000 (alone 1.0000)" in r.stdout
 
@@ -206,14 +206,14 @@ def test_plan_shows_what_run_deploys(tmp_path):
     r = run("plan", "--topo", s.topo, "--ps", s.ps, "--workers", s.workers, "--budget",
             str(s.budget), "--bw", str(s.bw), "--out", str(out), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    by_plan = json.loads(out.read_text())
+    by_plan = load_plan(out)
     graph = nx.Graph(parse_topology(s.topo))
     nx.set_edge_attributes(graph, float(s.bw), "bw")  # as the run shapes every link
     (tmp_path / "run").mkdir()
     by_run = plan_job(s, nx.freeze(graph), tmp_path / "run")
-    assert by_plan["deployed"] == by_run["deployed"] == ["edge1", "agg0"]
-    assert by_plan["gamma"] == pytest.approx(by_run["gamma"]) and by_run["gamma"] == \
+    assert by_plan.deployed == by_run.deployed == ["edge1", "agg0"]
+    assert by_plan.job.gamma == pytest.approx(by_run.job.gamma) and by_run.job.gamma == \
         pytest.approx(0.75)
-    assert by_plan["result_load"] is by_run["result_load"] is True
-    assert json.loads((tmp_path / "run" / "plan.json").read_text())["gamma"] == \
-        pytest.approx(by_plan["gamma"])
+    assert by_plan.result_load is by_run.result_load is True
+    assert load_plan(tmp_path / "run" / "plan.json").job.gamma == \
+        pytest.approx(by_plan.job.gamma)

@@ -26,24 +26,24 @@ def fat_tree_plan(deployed, workers=None):
 def test_dead_aggregator_falls_back_to_the_ps_tor_by_hand():
     # Budget 1 on fat-tree k=4, 15 workers: S = {agg2}, γ = 1/3 (tests/test_planner.py).
     g, plan = fat_tree_plan(["agg2"])
-    assert plan["gamma"] == pytest.approx(1 / 3)
+    assert plan.job.gamma == pytest.approx(1 / 3)
     g2, new = replan_without(g, plan, "agg2")
     assert "agg2" not in g2 and "agg2" in g
-    assert new["deployed"] == [] and new["failed"] == ["agg2"]
+    assert new.deployed == [] and new.failed == ["agg2"]
     # Without agg2, pod 1 (h4..h7) goes up through agg3 only, whose cores (core2, core3)
     # reach pod 0 through agg1 alone: agg1->edge0 carries pod 1's 4 streams, half of h2/h3's
     # (1) and half of pods 2-3 (4) = 9γ; agg0->edge0 carries 1 + 4 = 5γ.  So γ = 1/9.
-    assert new["gamma"] == pytest.approx(1 / 9)
-    loads = {(x["from"], x["to"]): x["load"] for x in new["loads"]}
+    assert new.job.gamma == pytest.approx(1 / 9)
+    loads = {(x["from"], x["to"]): x["load"] for x in new.loads}
     assert loads[("agg1", "edge0")] == pytest.approx(1.0)
     assert loads[("agg0", "edge0")] == pytest.approx(5 / 9)
     assert not any("agg2" in k for k in loads)
     # ids are the original ones; the dead switch's id is retired, never reused
-    assert new["switch_ids"] == {s: i for s, i in plan["switch_ids"].items() if s != "agg2"}
-    assert new["retired_ids"] == [plan["switch_ids"]["agg2"]]
-    assert new["ps_tor"] == "edge0" and new["ps_tor_id"] == plan["switch_ids"]["edge0"]
+    assert new.switch_ids == {s: i for s, i in plan.switch_ids.items() if s != "agg2"}
+    assert new.retired_ids == [plan.switch_ids["agg2"]]
+    assert new.job.ps_tor == "edge0" and new.job.ps_tor_id == plan.switch_ids["edge0"]
     # every chunk now goes to s_d with the full fan-in
-    tor_id = plan["switch_ids"]["edge0"]
+    tor_id = plan.switch_ids["edge0"]
     sched = chunk_schedule(new, 8)
     assert all(e == (c, tor_id, 15) for s in sched.values() for c, e in enumerate(s))
 
@@ -51,20 +51,20 @@ def test_dead_aggregator_falls_back_to_the_ps_tor_by_hand():
 def test_surviving_aggregators_are_kept():
     g, plan = fat_tree_plan(["agg2", "agg4"])
     _, new = replan_without(g, plan, "agg4")
-    assert new["deployed"] == ["agg2"]
+    assert new.deployed == ["agg2"]
     # a second failure accumulates
     _, again = replan_without(without_switch(g, "agg4"), new, "agg2")
-    assert again["failed"] == ["agg4", "agg2"]
-    assert again["retired_ids"] == [plan["switch_ids"]["agg4"], plan["switch_ids"]["agg2"]]
-    assert again["gamma"] > 0
+    assert again.failed == ["agg4", "agg2"]
+    assert again.retired_ids == [plan.switch_ids["agg4"], plan.switch_ids["agg2"]]
+    assert again.job.gamma > 0
 
 
 def test_a_dead_core_switch_only_reroutes():
     g, plan = fat_tree_plan(["agg2"])
     _, new = replan_without(g, plan, "core0")
-    assert new["deployed"] == ["agg2"] and new["failed"] == ["core0"]
-    assert not any("core0" in (x["from"], x["to"]) for x in new["loads"])
-    assert 0 < new["gamma"] <= plan["gamma"] + 1e-9
+    assert new.deployed == ["agg2"] and new.failed == ["core0"]
+    assert not any("core0" in (x["from"], x["to"]) for x in new.loads)
+    assert 0 < new.job.gamma <= plan.job.gamma + 1e-9
 
 
 @pytest.mark.parametrize("dead, needle", [
@@ -92,16 +92,16 @@ def test_failover_rules_route_the_retired_id_like_the_ps():
     net = plan_network(g)  # the live network keeps the dead switch's ports
     addrs = {h: (i.ip, i.mac) for h, i in net.hosts.items()}
     g2, new = replan_without(g, plan, "spine0")
-    assert new["deployed"] == ["leaf1", "spine1"]
+    assert new.deployed == ["leaf1", "spine1"]
     g3, new = replan_without(g2, new, "spine1")
-    assert new["deployed"] == ["leaf1"]
-    assert new["retired_ids"] == [plan["switch_ids"]["spine0"], plan["switch_ids"]["spine1"]]
+    assert new.deployed == ["leaf1"]
+    assert new.retired_ids == [plan.switch_ids["spine0"], plan.switch_ids["spine1"]]
     rules = switch_rules(g3, new, net.ports, addrs, [SwitchJob(1, ("h1", "h2", "h3"))])
     assert sorted(rules) == ["leaf0", "leaf1", "spine2"]  # no rules for the dead
     for s, r in rules.items():
         routes = {e.match["hdr.ina.agg_id"]: e.action for e in r.entries
                   if e.table == ING + "ina_route"}
-        for dead in new["retired_ids"]:  # to the job's PS, whose group ps_route holds
+        for dead in new.retired_ids:  # to the job's PS, whose group ps_route holds
             assert routes[dead] == ING + "route_to_ps", s
         assert [e.match for e in r.entries if e.table == ING + "ps_route"] == \
             [{"hdr.ina.job_id": 1}], s
@@ -123,11 +123,11 @@ def test_rule_changes_turn_the_old_rules_into_the_new():
     g, plan = fat_tree_plan(["edge1", "agg0"], workers=["h1", "h2", "h3", "h4", "h5", "h6"])
     net = plan_network(g)
     addrs = {h: (i.ip, i.mac) for h, i in net.hosts.items()}
-    jobs = [SwitchJob(1, tuple(plan["workers"]))]
+    jobs = [SwitchJob(1, tuple(plan.job.workers))]
     old = switch_rules(g, plan, net.ports, addrs, jobs)
     g2, new_plan = replan_without(g, plan, "agg0")
     new = switch_rules(g2, new_plan, net.ports, addrs, jobs)
-    assert new_plan["deployed"] == ["edge1"]
+    assert new_plan.deployed == ["edge1"]
     touched = 0
     for s in new:
         ch = rule_changes(old[s], new[s])

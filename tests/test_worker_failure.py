@@ -214,17 +214,17 @@ def test_killed_worker_rule_diff_is_its_membership_mask_and_tree(leafspine):
 def test_killed_worker_survivors_are_planned_again(leafspine):
     g, plan, _, _ = leafspine
     new = replan_members(g, plan, ["h1", "h2"])
-    assert new["deployed"] == plan["deployed"] and new["switch_ids"] == plan["switch_ids"]
-    assert new["workers"] == ["h1", "h2"] and new["removed_workers"] == ["h3"]
+    assert new.deployed == plan.deployed and new.switch_ids == plan.switch_ids
+    assert new.job.workers == ["h1", "h2"] and new.job.removed_workers == ["h3"]
     sched = member_schedules("ina", plan, ["h1", "h2", "h3"], ["h1", "h2"], 10, g)
     assert set(sched) == {"0", "1"}
     assert sched == {"0": chunk_schedule(new, 10)["h1"], "1": chunk_schedule(new, 10)["h2"]}
     # every chunk aggregated at leaf1 now waits for h2 alone (h3 is gone)
-    leaf1 = plan["switch_ids"]["leaf1"]
+    leaf1 = plan.switch_ids["leaf1"]
     assert all(f == 1 for _, a, f in sched["1"] if a == leaf1)
     assert member_schedules("tor_only", plan, ["h1", "h2", "h3"], ["h1", "h3"], 2, g) == {
-        "0": [(0, plan["switch_ids"]["leaf0"], 2), (1, plan["switch_ids"]["leaf0"], 2)],
-        "2": [(0, plan["switch_ids"]["leaf0"], 2), (1, plan["switch_ids"]["leaf0"], 2)]}
+        "0": [(0, plan.switch_ids["leaf0"], 2), (1, plan.switch_ids["leaf0"], 2)],
+        "2": [(0, plan.switch_ids["leaf0"], 2), (1, plan.switch_ids["leaf0"], 2)]}
     assert member_schedules("ps_only", plan, ["h1", "h2"], ["h1"], 2, g) is None
     with pytest.raises(ExperimentError, match="every worker"):
         replan_members(g, plan, [])

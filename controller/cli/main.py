@@ -33,6 +33,7 @@ from controller.plan.lp import PlanError
 from controller.plan.lp_jobs import jobs_summary_lines
 from controller.plan.pipeline import PlanRequest, make_plan
 from controller.plan.planners import DEFAULT_PLANNER, PLANNERS
+from controller.plan.types import Plan
 from topo.models import TopologyError
 
 __all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_workers",
@@ -85,26 +86,27 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.jobs is not None:
         for line in jobs_summary_lines(plan):
             print(line)
-        print(f"greedy {plan['timings']['greedy']:.2f}s; plan written to {args.out}")
+        print(f"greedy {plan.timings['greedy']:.2f}s; plan written to {args.out}")
     else:
         _summary(plan, args)
     return 0
 
 
-def _summary(plan: dict, args: argparse.Namespace) -> None:
+def _summary(plan: Plan, args: argparse.Namespace) -> None:
     from rich.console import Console
     from rich.table import Table
 
     con = Console()
-    t = Table(title=f"INA plan — {args.topo}, PS {plan['ps']} (ToR {plan['ps_tor']}), "
-                    f"{len(plan['workers'])} workers, budget {plan['budget']}")
+    job = plan.job
+    t = Table(title=f"INA plan — {args.topo}, PS {job.ps} (ToR {job.ps_tor}), "
+                    f"{len(job.workers)} workers, budget {plan.budget}")
     t.add_column("method")
     t.add_column("γ", justify="right")
     t.add_column("× PS-only", justify="right")
     t.add_column("switches")
-    ps = plan["baselines"].get("ps_only")
-    rows = [(f"{plan['planner']} (plan)", plan["gamma"], plan["deployed"], "")]
-    for name, d in plan["baseline_details"].items():
+    ps = plan.baselines.get("ps_only")
+    rows = [(f"{plan.planner} (plan)", job.gamma, plan.deployed, "")]
+    for name, d in plan.baseline_details.items():
         rows.append((name, d["gamma"], d.get("deployed", []), d.get("note", "")))
     for name, g, dep, note in rows:
         ratio = _fmt(g / ps) if (g is not None and ps) else "—"
@@ -113,10 +115,10 @@ def _summary(plan: dict, args: argparse.Namespace) -> None:
             shown = note
         t.add_row(name, _fmt(g), ratio, shown)
     con.print(t)
-    con.print(f"deployed (interval order): {', '.join(plan['deployed']) or '(none)'}; "
-              f"PS link load {plan['ps_link_load']:.6g} (= γ); "
-              f"{plan['planner']} {plan['timings']['greedy']:.2f}s, "
-              f"{plan['timings']['lp_solves']} LPs; plan written to {args.out}")
+    con.print(f"deployed (interval order): {', '.join(plan.deployed) or '(none)'}; "
+              f"PS link load {job.ps_link_load:.6g} (= γ); "
+              f"{plan.planner} {plan.timings['greedy']:.2f}s, "
+              f"{plan.timings['lp_solves']} LPs; plan written to {args.out}")
 
 
 def add_subcommand(

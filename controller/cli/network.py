@@ -17,11 +17,18 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from controller.dataplane.deploy import DeployError, SwitchJob, deploy, switch_rules
+from controller.dataplane.deploy import (
+    DeployError,
+    SwitchJob,
+    SwitchRules,
+    deploy,
+    switch_rules,
+)
 from controller.errors import ExperimentError
 from controller.experiment.network import check_environment, compile_program, shaped_graph
 from controller.files import write_json_atomic
 from controller.plan.document import load_plan
+from controller.plan.types import Plan
 
 
 def network_description(mininet: Any) -> dict[str, Any]:
@@ -87,30 +94,40 @@ def cmd_net(args: argparse.Namespace) -> int:
     return 0
 
 
+def plan_rules(plan_file: Path, network_file: Path, job_id: int,
+               ) -> tuple[Plan, dict[str, Any], dict[str, SwitchRules]]:
+    """The plan in ``plan_file`` (any version :func:`load_plan` reads; one job), the network
+    file and the entries of every switch of that network for the plan, as job ``job_id``
+    (no network is touched)."""
+    from topo.models import load_json
+
+    plan = load_plan(plan_file)
+    job = plan.job  # a plan of several jobs is deployed by `run --jobs`, not here
+    graph = load_json(plan_file)
+    net = load_network(network_file)
+    check_matches(graph, net, network_file)
+    ports = {n: d["ports"] for n, d in {**net["switches"], **net["hosts"]}.items()}
+    hosts = {h: (d["ip"], d["mac"]) for h, d in net["hosts"].items()}
+    rules = switch_rules(graph, plan, ports, hosts, [SwitchJob(job_id, tuple(job.workers))])
+    return plan, net, rules
+
+
 def cmd_deploy(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from topo.models import load_json
-
-    plan = load_plan(args.plan)
-    graph = load_json(args.plan)
-    net = load_network(Path(args.network))
-    check_matches(graph, net, Path(args.network))
+    plan, net, rules = plan_rules(Path(args.plan), Path(args.network), args.job_id)
     build = Path(args.build)
     if args.p4info and args.config:
         p4info, config = Path(args.p4info), Path(args.config)
     else:
         p4info, config = compile_program(args.target, build)
-    ports = {n: d["ports"] for n, d in {**net["switches"], **net["hosts"]}.items()}
-    hosts = {h: (d["ip"], d["mac"]) for h, d in net["hosts"].items()}
-    rules = switch_rules(graph, plan, ports, hosts, [SwitchJob(args.job_id, tuple(plan["workers"]))])
     addresses = {s: (net["switches"][s]["grpc"], net["switches"][s]["device_id"]) for s in rules}
     try:
         written = deploy(rules, addresses, p4info, config, timeout=args.timeout)
     except DeployError as exc:
         raise ExperimentError(str(exc)) from None
     Console().print(f"deployed plan {args.plan} (job {args.job_id}, aggregating at "
-                    f"{', '.join(plan['deployed'] + [plan['ps_tor']])}) to {len(written)} "
+                    f"{', '.join([*plan.deployed, plan.job.ps_tor])}) to {len(written)} "
                     f"switches, {sum(written.values())} writes")
     return 0
 

@@ -23,6 +23,7 @@ from typing import Any
 import networkx as nx
 
 from controller.plan.mcast_tree import result_tree
+from controller.plan.types import Plan
 from topo.paths import ecmp_next_hops
 from workers.ina.constants import num_slots
 
@@ -47,7 +48,7 @@ class SwitchJob:
     job_id: int
     workers: tuple[str, ...]
     removed: frozenset[int] = frozenset()
-    plan: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    plan: Plan | None = field(default=None, compare=False, hash=False)  # a one-job plan
     tenant: str = ""
 
     @property
@@ -119,8 +120,8 @@ def routing_rules(
     return rules
 
 
-def _aggregation_points(plan: Mapping[str, Any]) -> set[str]:
-    return set(plan["deployed"]) | {plan["ps_tor"]}
+def _aggregation_points(plan: Plan) -> set[str]:
+    return set(plan.job.deployed) | {plan.job.ps_tor}
 
 
 class _Groups:
@@ -147,7 +148,7 @@ class _Groups:
 
 def slot_ranges(
     jobs: Iterable[SwitchJob],
-    plan: Mapping[str, Any],
+    plan: Plan,
     switches: Iterable[str],
     policy: str = "shared",
     n_slots: int | None = None,
@@ -177,7 +178,7 @@ def slot_ranges(
             p = j.plan or plan
             if s in _aggregation_points(p):
                 key = j.tenant or str(j.job_id)
-                weight[key] = max(weight.get(key, 0.0), float(p.get("gamma") or 0.0))
+                weight[key] = max(weight.get(key, 0.0), float(p.job.gamma or 0.0))
         tenants = sorted(weight)
         if len(tenants) > n_slots:
             raise ValueError(f"switch {s}: {len(tenants)} jobs aggregate there but the pool "
@@ -202,7 +203,7 @@ def slot_ranges(
 
 def switch_rules(
     graph: nx.Graph,
-    plan: Mapping[str, Any],
+    plan: Plan,
     ports: Mapping[str, Mapping[str, int]],
     host_addrs: Mapping[str, tuple[str, str]],
     jobs: Iterable[SwitchJob],
@@ -221,15 +222,16 @@ def switch_rules(
     :func:`slot_ranges`.
     """
     jobs = list(jobs)
-    ids: dict[str, int] = {s: int(i) for s, i in plan["switch_ids"].items()}
+    ids: dict[str, int] = {s: int(i) for s, i in plan.switch_ids.items()}
     plans = {j.job_id: j.plan or plan for j in jobs}
     aggregators: set[str] = set().union(*(_aggregation_points(p) for p in plans.values()))
-    retired = sorted({int(i) for p in (plan, *plans.values()) for i in p.get("retired_ids", [])})
+    retired = sorted({int(i) for p in (plan, *plans.values()) for i in p.retired_ids})
     switches = sorted(ids)
     trees: dict[int, dict[str, list[str]]] = {}
     for j in jobs:
         p = plans[j.job_id]
-        trees[j.job_id] = result_tree(graph, p["ps_tor"], sorted(j.members), list(p["deployed"]))
+        trees[j.job_id] = result_tree(graph, p.job.ps_tor, sorted(j.members),
+                                      list(p.job.deployed))
     slots = slot_ranges(jobs, plan, switches, slot_policy, n_slots)
     rules = routing_rules(graph, ports, host_addrs, ids, aggregators)
     for s in switches:
@@ -246,7 +248,7 @@ def switch_rules(
         to_ps: dict[str, dict[str, int] | None] = {}
         for job in jobs:
             p = plans[job.job_id]
-            ps, tor = p["ps"], p["ps_tor"]
+            ps, tor = p.job.ps, p.job.ps_tor
             if ps not in to_ps:
                 to_ps[ps] = groups.toward(ps)
             if to_ps[ps] is not None:

@@ -65,6 +65,7 @@ from controller.experiment.methods.ina_core import Settings, deployed_network
 from controller.experiment.network import check_environment, compile_program
 from controller.experiment.runner import Run
 from controller.files import write_json_atomic
+from controller.plan.types import Plan
 
 __all__ = ["Fault", "CampaignSettings", "add_campaign_parser", "expand_faults", "plan_runs",
            "run_campaign", "summarize_runs", "kill_choice", "cmd_campaign"]
@@ -156,7 +157,7 @@ def expand_faults(s: CampaignSettings) -> list[Fault]:
     return out
 
 
-def kill_choice(plan: dict, graph: nx.Graph, rounds: int, seed: int) -> tuple[str, int]:
+def kill_choice(plan: Plan, graph: nx.Graph, rounds: int, seed: int) -> tuple[str, int]:
     """The switch and round a ``kill`` run uses, drawn from ``seed``: after a round in 0 ..
     rounds - 2 (one round before and one after), a deployed switch with no host attached —
     killing a ToR cuts its hosts off, which ends the job by design (docs/design.md §9), so
@@ -166,7 +167,7 @@ def kill_choice(plan: dict, graph: nx.Graph, rounds: int, seed: int) -> tuple[st
         return all(graph.nodes[n].get("kind") == "switch" for n in graph[sw])
 
     switches = [n for n, d in graph.nodes(data=True) if d.get("kind") == "switch"]
-    candidates = sorted(sw for sw in plan["deployed"] if sw in graph and hostless(sw))
+    candidates = sorted(sw for sw in plan.deployed if sw in graph and hostless(sw))
     candidates = candidates or sorted(sw for sw in switches if hostless(sw))
     if not candidates:
         raise ExperimentError("kill: every switch has hosts attached; killing one would cut "
@@ -316,7 +317,7 @@ def _read_counters(net: Any, p4info: Path) -> tuple[dict, dict[str, str]]:
     return snap, {**dead, **errors}
 
 
-def _rules(net: Any, graph: nx.Graph, plan: dict, jobs: list) -> dict:
+def _rules(net: Any, graph: nx.Graph, plan: Plan, jobs: list) -> dict:
     """The plan's rules for the slot count in force (:func:`workers.ina.constants.num_slots`)."""
     from controller.dataplane.deploy import switch_rules
 
@@ -338,7 +339,7 @@ class _Context:
     run: Run
     s: CampaignSettings
     graph: nx.Graph
-    plan: dict
+    plan: Plan
     workers: list[str]
     jobs: list
     n_values: int
@@ -410,10 +411,10 @@ def _counted_run(ctx: _Context, net: Any, monitor: Any, fault: Fault, mode: str,
 # ------------------------------------------------------------------ the campaign
 
 
-def _settings_line(s: CampaignSettings, plan: dict) -> str:
+def _settings_line(s: CampaignSettings, plan: Plan) -> str:
     bw = f"{s.bw:g} Mbit/s" if s.bw else "unshaped"
-    return (f"{s.topo}, PS {s.ps}, {len(plan['workers'])} workers, budget {s.budget} "
-            f"(deployed {', '.join(plan['deployed']) or '—'}), {bw}, {s.rounds} rounds/run, "
+    return (f"{s.topo}, PS {s.ps}, {len(plan.job.workers)} workers, budget {s.budget} "
+            f"(deployed {', '.join(plan.deployed) or '—'}), {bw}, {s.rounds} rounds/run, "
             f"{s.seeds} seeds, {s.model}, window {s.window}, timeout {s.timeout:g} s, "
             f"{s.target}")
 
@@ -461,7 +462,7 @@ def run_campaign(s: CampaignSettings, console: Any = None,
     ina_s = Settings(topo=s.topo, ps=s.ps, workers=s.workers, budget=s.budget, bw=s.bw,
                      seed=s.seed, model=s.model, hidden=s.hidden)
     plan = plan_job(ina_s, graph, out_dir, console)
-    workers = list(plan["workers"])
+    workers = list(plan.job.workers)
     n_values = Replica(TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers)),
                        0).params.size
     jobs = [SwitchJob(JOB_IDS[m], tuple(workers)) for m in s.modes]
@@ -471,7 +472,8 @@ def run_campaign(s: CampaignSettings, console: Any = None,
     runs: list[dict] = []
     networks: list[dict] = []
     settings = {**asdict(s), "num_slots_default": num_slots(),
-                "plan": {k: plan[k] for k in ("gamma", "deployed", "ps_tor", "workers")}}
+                "plan": {"gamma": plan.job.gamma, "deployed": plan.deployed,
+                         "ps_tor": plan.job.ps_tor, "workers": plan.job.workers}}
     line = _settings_line(s, plan)
 
     def write(complete: bool) -> dict:

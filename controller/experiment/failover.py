@@ -42,6 +42,7 @@ import networkx as nx
 from controller.dataplane.deploy import DeployError, SwitchJob, SwitchRules, switch_rules, update
 from controller.errors import ExperimentError
 from controller.plan.replan import replan_without
+from controller.plan.types import Plan
 from workers.ina.control_io import request_path, send_request
 from workers.ina.events import ControlEvent, Event, RoundEvent, SilentEvent
 
@@ -65,18 +66,18 @@ def parse_fail_switch(text: str, graph: nx.Graph, rounds: int) -> tuple[str, int
     return name, r
 
 
-Replan = Callable[[nx.Graph, dict, str, list[SwitchJob]], tuple[nx.Graph, dict, list[SwitchJob]]]
+Replan = Callable[[nx.Graph, Plan, str, list[SwitchJob]], tuple[nx.Graph, Plan, list[SwitchJob]]]
 
 
-def _replan_one_job(graph: nx.Graph, plan: dict, dead: str,
+def _replan_one_job(graph: nx.Graph, plan: Plan, dead: str,
                     jobs: list[SwitchJob]) -> tuple[nx.Graph, dict, list[SwitchJob]]:
     g, new = replan_without(graph, plan, dead)
     return g, new, jobs
 
 
-def plan_gamma(plan: Mapping[str, Any]) -> float:
+def plan_gamma(plan: Plan) -> float:
     """A plan's γ: one job's, or for several jobs the smallest γ_j / w_j."""
-    return float(plan["gamma"] if "gamma" in plan else plan["min_gamma_per_weight"])
+    return plan.gamma
 
 
 @dataclass
@@ -102,7 +103,7 @@ class SwitchMonitor:
     the run start on the degraded network); ``schedules(plan)`` gives the workers' schedules
     of a plan, keyed by worker id."""
 
-    def __init__(self, mininet: Any, graph: nx.Graph, plan: dict,
+    def __init__(self, mininet: Any, graph: nx.Graph, plan: Plan,
                  rules: Mapping[str, SwitchRules], jobs: Iterable[SwitchJob],
                  host_addrs: Mapping[str, tuple[str, str]], p4info: Path,
                  say: Callable[[str], None], fail: tuple[str, int] | None = None,
@@ -117,11 +118,11 @@ class SwitchMonitor:
         self.events: list[FailoverEvent] = []
         self._killed_at: dict[str, float] = {}
         # the running jobs' control records and how a plan becomes their schedules
-        self._followers: list[tuple[Path, Callable[[dict], dict]]] = []
+        self._followers: list[tuple[Path, Callable[[Plan], dict]]] = []
         self.newest_round = -1
 
     def follow(self, control_file: Path | None,
-               schedules: Callable[[dict], dict] | None, more: bool = False) -> None:
+               schedules: Callable[[Plan], dict] | None, more: bool = False) -> None:
         """Start watching a job: its control record (``JobConfig.control_file``; the
         requests go to its PS beside it), and how a plan becomes its workers' schedules
         (None for modes whose schedules do not depend on the plan).  ``more``: one more job
@@ -148,7 +149,7 @@ class SwitchMonitor:
                 return
 
     def alive(self) -> list[str]:
-        return [s for s in self.plan["switch_ids"] if s in self.graph]
+        return [s for s in self.plan.switch_ids if s in self.graph]
 
     def poll(self) -> None:
         if self.fail and self.newest_round >= self.fail[1] and self.fail[0] not in self._killed_at:
@@ -189,7 +190,7 @@ class SwitchMonitor:
             replan_s=round(replanned - noticed, 4), redeploy_s=round(deployed - replanned, 4),
             writes=sum(writes.values()),
             gamma_before=plan_gamma(self.plan), gamma_after=plan_gamma(plan),
-            deployed_after=list(plan["deployed"]), schedules_from_round=start)
+            deployed_after=list(plan.deployed), schedules_from_round=start)
         self.events.append(event)  # before the requests: the PSs' answers update it
         for path, schedules in self._followers:
             # a job whose PS has exited has no round left to change
@@ -198,7 +199,7 @@ class SwitchMonitor:
                                               "cause": {"switch": dead}})
         self.graph, self.plan, self.rules, self.jobs = graph, plan, rules, jobs
         self.say(f"switch {dead}: γ {event.gamma_before:.4g} → {event.gamma_after:.4g}, "
-                 f"deployed {plan['deployed'] or '(none: the PS ToR aggregates)'}, "
+                 f"deployed {plan.deployed or '(none: the PS ToR aggregates)'}, "
                  f"{event.writes} writes to {len(rules)} switches in "
                  f"{event.redeploy_s:.2f} s; "
                  f"new schedules asked from round {start}")

@@ -1,19 +1,10 @@
 """The plan file (docs/design.md §3.5) and the chunk schedule workers derive from it.
 
-Plan (JSON object; everything workers and switches need, self-contained):
-
-* ``topology``: ``{"spec": str | null, "graph": <topology file format>}`` (so a plan can be
-  re-read without the original spec: :func:`topo.models.load_json` accepts a plan file);
-* ``switch_ids``: name → id (1..n in name order; 0 is the PS); ``ps``, ``ps_tor``,
-  ``ps_tor_id``, ``workers`` (name order), ``worker_ids`` (w → index in ``workers``: its bit
-  in the bitmap), ``routing`` (``"ecmp-per-hop-even"``: :mod:`topo.paths`), ``budget``,
-  ``capacity``;
-* ``gamma``: γ of the plan; ``deployed``: S in interval order;
-* ``intervals``: s → ``{"offset": o_s, "length": a_s/γ}`` (consecutive from 0 in ``deployed``
-  order); ``fractions``: w → s → x_{w,s}/γ; ``rates``: the raw LP values x, a, u;
-* ``loads``: directed link loads ``[{"from", "to", "load", "bw"}]``; ``ps_link_load``;
-* ``baselines``: name → γ (None when skipped) and ``baseline_details``;
-* ``solver``, ``timings`` (seconds), ``greedy`` (choices and γ after each).
+The plan is a :class:`controller.plan.types.Plan` (one or several
+:class:`~controller.plan.types.JobPlan`); its JSON form, version 2, is tabled in
+docs/design.md §3.5.  :func:`write_plan` writes it and :func:`load_plan` reads it (a version-1
+file of either shape too).  Per job: ``intervals`` s → ``{"offset": o_s, "length": a_s/γ}``
+(consecutive from 0 in ``deployed`` order) and ``fractions`` w → s → x_{w,s}/γ.
 
 Chunk schedule (pure): chunk c of n has position p = (c + 0.5)/n.  If p ∈ I_s and
 p − o_s < x_{w,s}/γ, worker w sends chunk c to s with ``agg_id = id(s)`` and
@@ -31,11 +22,11 @@ from typing import Any
 
 from controller.files import write_json_atomic
 from controller.plan.lp import Job, LPResult, PlanError
+from controller.plan.types import PLAN_VERSION, SOLO, JobPlan, Plan
 from topo.models import hosts, natural_key, switch_ids, to_dict
 
-__all__ = ["build_plan", "chunk_schedule", "write_plan", "load_plan", "resolve_workers"]
-
-PLAN_VERSION = 1
+__all__ = ["PLAN_VERSION", "Plan", "JobPlan", "build_plan", "chunk_schedule", "write_plan",
+           "load_plan", "resolve_workers"]
 
 
 def resolve_workers(graph: Any, ps: str, spec: str) -> list[str]:
@@ -71,8 +62,8 @@ def build_plan(
     timings: Mapping[str, float] | None = None,
     greedy_history: list[tuple[str, float]] | None = None,
     capacity: float | None = None,
-) -> dict[str, Any]:
-    """Assemble the plan dict from a job and the LP result of its deployment."""
+) -> Plan:
+    """The one-job :class:`Plan` of a job and the LP result of its deployment."""
     gamma = result.gamma
     if not gamma > 0:
         raise PlanError(f"plan has γ = {gamma}; nothing can be synchronized")
@@ -99,49 +90,47 @@ def build_plan(
         if load > 1e-12
     ]
     base = {name: b.get("gamma") for name, b in (baselines or {}).items()}
-    return {
-        "version": PLAN_VERSION,
-        "topology": {"spec": spec, "name": job.graph.graph.get("name"),
-                     "graph": to_dict(job.graph)},
-        "switch_ids": ids,
-        "ps": job.ps,
-        "ps_tor": job.ps_tor,
-        "ps_tor_id": ids[job.ps_tor],
-        "workers": list(job.workers),
-        "worker_ids": {w: i for i, w in enumerate(job.workers)},
-        "routing": "ecmp-per-hop-even",
-        "budget": budget,
-        "capacity": capacity,
-        "gamma": gamma,
-        "deployed": list(result.deployed),
-        "intervals": intervals,
-        "fractions": fractions,
-        "rates": {
+    job_plan = JobPlan(
+        ps=job.ps, ps_tor=job.ps_tor, ps_tor_id=ids[job.ps_tor], workers=list(job.workers),
+        worker_ids={w: i for i, w in enumerate(job.workers)}, gamma=gamma,
+        deployed=list(result.deployed), intervals=intervals, fractions=fractions,
+        rates={
             "x": {w: {s: result.x.get((w, s), 0.0) for s in result.deployed}
                   for w in job.workers},
             "a": dict(result.a),
             "u": dict(result.u),
         },
-        "loads": loads,
-        "ps_link_load": result.loads.get((job.ps_tor, job.ps), 0.0),
-        "baselines": base,
-        "baseline_details": {k: dict(v) for k, v in (baselines or {}).items()},
-        "solver": result.solver,
-        "timings": dict(timings or {}),
-        "greedy": [{"switch": s, "gamma": g} for s, g in (greedy_history or [])],
-    }
+        ps_link_load=result.loads.get((job.ps_tor, job.ps), 0.0))
+    return Plan(
+        topology={"spec": spec, "name": job.graph.graph.get("name"),
+                  "graph": to_dict(job.graph)},
+        switch_ids=ids, jobs={SOLO: job_plan}, budget=budget, capacity=capacity,
+        deployed=list(result.deployed), loads=loads, baselines=base,
+        baseline_details={k: dict(v) for k, v in (baselines or {}).items()},
+        solver=result.solver, timings=dict(timings or {}),
+        greedy=[{"switch": s, "gamma": g} for s, g in (greedy_history or [])])
 
 
-def chunk_schedule(plan: Mapping[str, Any], n_chunks: int) -> dict[str, list[tuple[int, int, int]]]:
-    """Per worker, for every chunk c: ``(c, agg_id, fan_in)`` (docs/design.md §3.5; module doc)."""
+def chunk_schedule(plan: Plan | JobPlan, n_chunks: int, *,
+                   switch_ids: Mapping[str, int] | None = None,
+                   ) -> dict[str, list[tuple[int, int, int]]]:
+    """Per worker, for every chunk c: ``(c, agg_id, fan_in)`` (docs/design.md §3.5; module doc).
+
+    ``plan``: a one-job :class:`Plan` (its switch ids), or a :class:`JobPlan` with the
+    plan's ``switch_ids``."""
     if not isinstance(n_chunks, int) or n_chunks < 1:
         raise PlanError(f"number of chunks must be an integer >= 1, got {n_chunks!r}")
-    workers = list(plan["workers"])
-    ids = plan["switch_ids"]
-    tor_id = ids[plan["ps_tor"]]
-    fractions = plan["fractions"]
-    layout = [(s, plan["intervals"][s]["offset"], plan["intervals"][s]["length"])
-              for s in plan["deployed"]]
+    if isinstance(plan, Plan):
+        job, ids = plan.job, switch_ids or plan.switch_ids
+    elif switch_ids is None:
+        raise PlanError("chunk_schedule of a JobPlan needs the plan's switch_ids")
+    else:
+        job, ids = plan, switch_ids
+    workers = list(job.workers)
+    tor_id = ids[job.ps_tor]
+    fractions = job.fractions
+    layout = [(s, job.intervals[s]["offset"], job.intervals[s]["length"])
+              for s in job.deployed]
     out: dict[str, list[tuple[int, int, int]]] = {w: [] for w in workers}
     for c in range(n_chunks):
         p = (c + 0.5) / n_chunks
@@ -159,17 +148,14 @@ def chunk_schedule(plan: Mapping[str, Any], n_chunks: int) -> dict[str, list[tup
     return out
 
 
-def write_plan(plan: Mapping[str, Any], path: str | Path) -> None:
-    """Write atomically (a crash never leaves half a plan)."""
-    write_json_atomic(Path(path), plan)
+def write_plan(plan: Plan, path: str | Path) -> None:
+    """Write the version-2 JSON form atomically (a crash never leaves half a plan)."""
+    write_json_atomic(Path(path), plan.to_json())
 
 
-_REQUIRED = ("switch_ids", "ps", "ps_tor", "workers", "gamma", "deployed", "intervals",
-             "fractions")
-
-
-def load_plan(path: str | Path) -> dict[str, Any]:
-    """Read a plan file; any problem → :class:`PlanError` naming the file."""
+def load_plan(path: str | Path) -> Plan:
+    """Read a plan file (version 2, or 1 of either shape, converted); any problem → one
+    :class:`PlanError` line naming the file."""
     path = Path(path)
     try:
         data = json.loads(path.read_text())
@@ -177,15 +163,9 @@ def load_plan(path: str | Path) -> dict[str, Any]:
         raise PlanError(f"{path}: cannot read plan ({exc.strerror})") from None
     except json.JSONDecodeError as exc:
         raise PlanError(f"{path}:{exc.lineno}:{exc.colno}: bad JSON ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise PlanError(f"{path}: a plan must be a JSON object")
-    for key in _REQUIRED:
-        if key not in data:
-            raise PlanError(f"{path}: plan lacks {key!r}")
-    for s in data["deployed"]:
-        if s not in data["intervals"] or s not in data["switch_ids"]:
-            raise PlanError(f"{path}: deployed switch {s!r} has no interval or id")
-    for w in data["workers"]:
-        if w not in data["fractions"]:
-            raise PlanError(f"{path}: worker {w!r} has no fractions")
-    return data
+    try:
+        return Plan.from_json(data)
+    except PlanError as exc:
+        raise PlanError(f"{path}: {exc}") from None
+    except (TypeError, ValueError, AttributeError) as exc:  # a field of the wrong type
+        raise PlanError(f"{path}: malformed plan ({exc})") from None

@@ -92,6 +92,7 @@ from controller.plan.lp import (
     tor_input_terms,
     worker_groups,
 )
+from controller.plan.types import JobPlan, Plan
 from topo.models import natural_key, switch_ids, to_dict
 from topo.paths import hop_distance, reachable
 
@@ -506,12 +507,13 @@ def plan_jobs(
     budget: int | None = None,
     specs: Sequence[JobEntry] | None = None,
     alone: Mapping[str, float] | None = None,
-) -> dict[str, Any]:
-    """The multi-job part of a plan document (docs/design.md §3.10).
+) -> Plan:
+    """The multi-job part of a plan (docs/design.md §3.10), as a :class:`Plan` whose
+    ``topology`` is empty.
 
     Returns
     -------
-    dict with ``objective``, ``budget``, ``deployed`` (S, choice order), ``programmable``
+    Plan with ``objective``, ``budget``, ``deployed`` (S, choice order), ``programmable``
     (S then D), ``jobs`` (name → ``gamma``, ``weight``, ``gamma_per_weight``, ``ps``,
     ``ps_tor``, ``ps_tor_id``, ``workers``, ``worker_ids``, ``deployed`` (S_j, interval
     order), ``intervals``, ``fractions``, ``rates``, ``ps_link_load`` and, from ``specs``,
@@ -524,25 +526,18 @@ def plan_jobs(
     history = planned.history if isinstance(planned, JointGreedyResult) else []
     ids = switch_ids(js.graph)
     by_name = {s.name: s for s in specs or []}
-    jobs: dict[str, Any] = {}
+    jobs: dict[str, JobPlan] = {}
     for name, job, w, r in zip(js.names, js.jobs, js.weights, res.results, strict=True):
-        entry: dict[str, Any] = {
-            "gamma": r.gamma,
-            "weight": w,
-            "gamma_per_weight": r.gamma / w,
-            "ps": job.ps,
-            "ps_tor": job.ps_tor,
-            "ps_tor_id": ids[job.ps_tor],
-            "workers": list(job.workers),
-            "worker_ids": {x: i for i, x in enumerate(job.workers)},
-            **_deployment(job, r),
-            "ps_link_load": r.loads.get((job.ps_tor, job.ps), 0.0),
-        }
+        entry = JobPlan(
+            gamma=r.gamma, weight=w, gamma_per_weight=r.gamma / w, ps=job.ps,
+            ps_tor=job.ps_tor, ps_tor_id=ids[job.ps_tor], workers=list(job.workers),
+            worker_ids={x: i for i, x in enumerate(job.workers)}, **_deployment(job, r),
+            ps_link_load=r.loads.get((job.ps_tor, job.ps), 0.0))
         spec = by_name.get(name)
         if spec is not None:
-            entry.update(model=spec.model, model_size=spec.model_size, rounds=spec.rounds)
+            entry.model, entry.model_size, entry.rounds = spec.model, spec.model_size, spec.rounds
         if alone is not None:
-            entry["gamma_alone"] = alone.get(name)
+            entry.gamma_alone = alone.get(name)
         jobs[name] = entry
     bw: dict[Link, float] = {}
     for u, v, b in js.graph.edges(data="bw", default=1.0):
@@ -553,21 +548,14 @@ def plan_jobs(
                                                      natural_key(kv[0][1])))
              if x > 1e-12]
     levels = list(res.levels.values())
-    return {
-        "objective": res.objective,
-        "budget": budget,
-        "deployed": list(res.deployed),
-        "programmable": [*res.deployed, *js.tors],
-        "tor_sharing": js.tor_sharing,
-        "capacity": dict(js.capacity) or None,
-        "jobs": jobs,
-        "fairness": res.fairness,
-        "min_gamma_per_weight": min(levels),
-        "sum_gamma": sum(res.gammas.values()),
-        "loads": loads,
-        "greedy": [{"switch": s, "score": list(sc)} for s, sc in history],
-        "solver": res.solver,
-    }
+    # the topology is joint_plan's to fill in (a part is also merged into a re-plan)
+    return Plan(
+        topology={}, switch_ids=ids, jobs=jobs, objective=res.objective, budget=budget,
+        deployed=list(res.deployed), programmable=[*res.deployed, *js.tors],
+        tor_sharing=js.tor_sharing, capacity=dict(js.capacity) or None,
+        fairness=res.fairness, min_gamma_per_weight=min(levels),
+        sum_gamma=sum(res.gammas.values()), loads=loads,
+        greedy=[{"switch": s, "score": list(sc)} for s, sc in history], solver=res.solver)
 
 
 def joint_plan(
@@ -582,46 +570,43 @@ def joint_plan(
     time_limit: float | None = 60.0,
     alone: bool = True,
     spec: str | None = None,
-) -> dict[str, Any]:
-    """The whole plan document of several jobs (``plan --jobs`` writes it; ``run --jobs``
+) -> Plan:
+    """The whole plan of several jobs (``plan --jobs`` writes it; ``run --jobs``
     deploys it): topology, switch ids, :func:`plan_jobs` 's part, and the greedy's time.
     ``alone``: also plan each job alone (``gamma_alone``, the reference of the fairness)."""
-    from controller.plan.document import PLAN_VERSION  # plan.py is the single-job document's module
-
     js = make_jobset(graph, specs, capacity=capacity, result_load=result_load)
     t0 = time.perf_counter()
     res = greedy_jobs(js, budget, objective=objective, solver=solver, time_limit=time_limit)
     t_greedy = time.perf_counter() - t0
     solo = alone_gammas(js, budget, solver=solver, time_limit=time_limit) if alone else None
     part = plan_jobs(js, res, budget=budget, specs=specs, alone=solo)
-    return {"version": PLAN_VERSION,
-            "topology": {"spec": spec, "name": graph.graph.get("name"), "graph": to_dict(graph)},
-            "switch_ids": switch_ids(graph), "routing": "ecmp-per-hop-even",
-            "budget": budget, "capacity": capacity, "result_load": result_load,
-            "timings": {"greedy": t_greedy}, **part}
+    part.topology = {"spec": spec, "name": graph.graph.get("name"), "graph": to_dict(graph)}
+    part.result_load = result_load
+    part.timings = {"greedy": t_greedy}
+    return part
 
 
-def job_plan(plan: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """One job of a :func:`joint_plan` document, shaped as a single-job plan (what
-    :func:`controller.plan.document.chunk_schedule` and :func:`controller.dataplane.deploy.switch_rules` read)."""
-    return {**plan["jobs"][name], "switch_ids": plan["switch_ids"],
-            "retired_ids": list(plan.get("retired_ids", []))}
+def job_plan(plan: Plan, name: str) -> Plan:
+    """One job of a :func:`joint_plan` plan, as a one-job plan with the joint plan's switch
+    ids and retired ids (what :func:`controller.plan.document.chunk_schedule` and
+    :func:`controller.dataplane.deploy.switch_rules` read)."""
+    return plan.only(name)
 
 
-def jobs_summary_lines(part: Mapping[str, Any]) -> list[str]:
+def jobs_summary_lines(part: Plan) -> list[str]:
     """Human lines for ``plan --jobs``: one per job (γ, weight, the switches of S_j it
     actually uses, i.e. with a nonempty interval) and the fairness of the plan."""
-    out = [f"objective {part['objective']}, deployed "
-           f"{{{', '.join(part['deployed'])}}} (+ PS ToRs {{"
-           f"{', '.join(s for s in part['programmable'] if s not in part['deployed'])}}})"]
-    width = max(len(n) for n in part["jobs"])
-    for name, j in part["jobs"].items():
-        used = [s for s in j["deployed"] if j["intervals"][s]["length"] > 1e-9]
-        alone = j.get("gamma_alone")
+    out = [f"objective {part.objective}, deployed "
+           f"{{{', '.join(part.deployed)}}} (+ PS ToRs {{"
+           f"{', '.join(s for s in part.programmable if s not in part.deployed)}}})"]
+    width = max(len(n) for n in part.jobs)
+    for name, j in part.jobs.items():
+        used = [s for s in j.deployed if j.intervals[s]["length"] > 1e-9]
+        alone = j.gamma_alone
         solo = f" (alone {alone:.4f})" if alone is not None else ""
-        out.append(f"  {name:<{width}}  γ {j['gamma']:.4f}{solo}  weight {j['weight']:g}  "
-                   f"γ/w {j['gamma_per_weight']:.4f}  PS {j['ps']}  "
+        out.append(f"  {name:<{width}}  γ {j.gamma:.4f}{solo}  weight {j.weight:g}  "
+                   f"γ/w {j.gamma_per_weight:.4f}  PS {j.ps}  "
                    f"aggregates on {{{', '.join(used)}}}")
-    out.append(f"fairness (Jain's index of γ/w) {part['fairness']:.4f}, "
-               f"min γ/w {part['min_gamma_per_weight']:.4f}, Σγ {part['sum_gamma']:.4f}")
+    out.append(f"fairness (Jain's index of γ/w) {part.fairness:.4f}, "
+               f"min γ/w {part.min_gamma_per_weight:.4f}, Σγ {part.sum_gamma:.4f}")
     return out

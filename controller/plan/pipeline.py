@@ -1,7 +1,7 @@
 """One pipeline from the settings of a job (or of several) to its plan document.
 
 ``plan``, ``run``, the campaign, the benches and ``plan --jobs`` / ``run --jobs`` all plan
-through :func:`make_plan`, with the defaults of :class:`PlanRequest`, so that a plan printed
+through :func:`make_plan` (a :class:`controller.plan.types.Plan`), with the defaults of :class:`PlanRequest`, so that a plan printed
 by ``plan`` is the plan ``run`` deploys for the same settings (same γ, same deployment):
 
 * the RESULT multicast load is counted (``result_load=True``): the data plane multicasts every
@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 
@@ -32,6 +31,7 @@ from controller.plan.jobs import JobEntry
 from controller.plan.lp import FastLP, PlanError, make_job, solve_lp
 from controller.plan.lp_jobs import OBJECTIVES, joint_plan
 from controller.plan.planners import DEFAULT_PLANNER, get_planner
+from controller.plan.types import Plan
 
 __all__ = ["PlanRequest", "make_plan", "plan_one_job", "plan_several_jobs"]
 
@@ -67,7 +67,7 @@ class PlanRequest:
 
 
 def plan_one_job(graph: nx.Graph, ps: str, workers: Sequence[str],
-                 req: PlanRequest) -> dict[str, Any]:
+                 req: PlanRequest) -> Plan:
     """The plan document of one job: its placement by ``req.planner``, the LP routing of
     that placement, the baselines (unless ``req.baselines`` is False) and the timings."""
     req.check()
@@ -88,16 +88,16 @@ def plan_one_job(graph: nx.Graph, ps: str, workers: Sequence[str],
                       capacity=req.capacity, greedy_history=placed.history,
                       timings={"greedy": t_place, "baselines": t_base,
                                "lp_solves": placed.lp_solves})
-    plan["planner"] = req.planner
-    plan["result_load"] = req.result_load
+    plan.planner = req.planner
+    plan.result_load = req.result_load
     if req.result_load:  # the same deployment in the model of docs/design.md §3.3
         plain = make_job(graph, ps, list(workers), capacity=req.capacity)
-        plan["gamma_without_result_load"] = solve_lp(plain, list(placed.deployed)).gamma
+        plan.job.gamma_without_result_load = solve_lp(plain, list(placed.deployed)).gamma
     return plan
 
 
 def plan_several_jobs(graph: nx.Graph, specs: Sequence[JobEntry],
-                      req: PlanRequest) -> dict[str, Any]:
+                      req: PlanRequest) -> Plan:
     """The plan document of several jobs sharing the switches (docs/design.md §3.10): the
     joint greedy + LP with ``req.objective``; each job planned alone too when
     ``req.baselines``.  Only the greedy places several jobs jointly today."""
@@ -108,13 +108,13 @@ def plan_several_jobs(graph: nx.Graph, specs: Sequence[JobEntry],
     plan = joint_plan(graph, specs, req.budget, objective=req.objective,
                       capacity=req.capacity, result_load=req.result_load, solver=req.solver,
                       time_limit=req.time_limit, alone=req.baselines, spec=req.spec)
-    plan["planner"] = req.planner
+    plan.planner = req.planner
     return plan
 
 
 def make_plan(graph: nx.Graph, req: PlanRequest, *, ps: str | None = None,
               workers: Sequence[str] | None = None,
-              jobs: Sequence[JobEntry] | None = None) -> dict[str, Any]:
+              jobs: Sequence[JobEntry] | None = None) -> Plan:
     """One job (``ps`` and ``workers``) or several (``jobs``): the plan document."""
     if jobs is not None:
         return plan_several_jobs(graph, jobs, req)

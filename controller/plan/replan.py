@@ -15,8 +15,8 @@ merges whatever reaches it by bitmap), see :func:`controller.dataplane.deploy.sw
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import fields, replace
 
 import networkx as nx
 
@@ -25,6 +25,7 @@ from controller.plan.document import build_plan
 from controller.plan.jobs import JobEntry
 from controller.plan.lp import make_job, solve_lp
 from controller.plan.lp_jobs import make_jobset, plan_jobs, solve_jobs_lp
+from controller.plan.types import Plan
 from topo.models import natural_key
 
 
@@ -56,14 +57,15 @@ def cut_off(graph: nx.Graph, ps: str, hosts: list[str]) -> list[str]:
     return out
 
 
-def replan_without(graph: nx.Graph, plan: Mapping[str, Any], dead: str) -> tuple[nx.Graph, dict]:
+def replan_without(graph: nx.Graph, plan: Plan, dead: str) -> tuple[nx.Graph, Plan]:
     """The network and plan after switch ``dead`` died (module docstring).
 
     Returns ``(reduced graph, new plan)``; the new plan keeps the original ``switch_ids``
-    (without ``dead``), lists ``dead`` under ``failed``, and its ``gamma`` is the LP's for the
+    (without ``dead``), lists ``dead`` under ``failed``, and its γ is the LP's for the
     surviving deployment on the reduced graph.  Raises :class:`SwitchFailureError` when the
     PS or a worker is cut off."""
-    ps, workers = plan["ps"], list(plan["workers"])
+    old = plan.job
+    ps, workers = old.ps, list(old.workers)
     g = without_switch(graph, dead)
     lost = cut_off(g, ps, workers)
     if lost:
@@ -72,22 +74,22 @@ def replan_without(graph: nx.Graph, plan: Mapping[str, Any], dead: str) -> tuple
                                      "worker; the job stops")
         raise SwitchFailureError(f"switch {dead} died: worker(s) {', '.join(lost)} cut off "
                                  f"from the PS {ps}; the job stops")
-    job = make_job(g, ps, workers, ps_tor=plan["ps_tor"] if plan["ps_tor"] != dead else None,
-                   result_load=bool(plan.get("result_load")))
-    deployed = sorted((s for s in plan["deployed"] if s != dead), key=natural_key)
+    job = make_job(g, ps, workers, ps_tor=old.ps_tor if old.ps_tor != dead else None,
+                   result_load=plan.result_load)
+    deployed = sorted((s for s in old.deployed if s != dead), key=natural_key)
     result = solve_lp(job, deployed)
-    spec = (plan.get("topology") or {}).get("spec")
-    new = build_plan(job, result, budget=int(plan.get("budget", len(deployed))), spec=spec)
-    new["switch_ids"] = {s: int(i) for s, i in plan["switch_ids"].items() if s != dead}
-    new["ps_tor_id"] = new["switch_ids"][new["ps_tor"]]
-    new["result_load"] = bool(plan.get("result_load"))
-    new["failed"] = [*plan.get("failed", []), dead]
-    new["retired_ids"] = [*plan.get("retired_ids", []), int(plan["switch_ids"][dead])]
+    budget = plan.budget if plan.budget is not None else len(deployed)
+    new = build_plan(job, result, budget=int(budget), spec=plan.topology.get("spec"))
+    new.switch_ids = {s: int(i) for s, i in plan.switch_ids.items() if s != dead}
+    new.job.ps_tor_id = new.switch_ids[new.job.ps_tor]
+    new.result_load = plan.result_load
+    new.failed = [*plan.failed, dead]
+    new.retired_ids = [*plan.retired_ids, int(plan.switch_ids[dead])]
     return g, new
 
 
-def replan_jobs_without(graph: nx.Graph, plan: Mapping[str, Any], dead: str,
-                        specs: Sequence[JobEntry]) -> tuple[nx.Graph, dict]:
+def replan_jobs_without(graph: nx.Graph, plan: Plan, dead: str,
+                        specs: Sequence[JobEntry]) -> tuple[nx.Graph, Plan]:
     """:func:`replan_without` for a plan of several jobs (docs/design.md §3.10): every job is
     planned again *jointly* on the reduced graph, with the surviving shared deployment
     S' = S \\ {dead} and the same objective; switch ids are kept and ``dead``'s id retired.
@@ -101,23 +103,30 @@ def replan_jobs_without(graph: nx.Graph, plan: Mapping[str, Any], dead: str,
                    else f"worker(s) {', '.join(lost)}")
             raise SwitchFailureError(f"switch {dead} died: job {spec.name!r}: {who} cut off; "
                                      "the run stops")
-    js = make_jobset(g, specs, capacity=plan.get("capacity") or None,
-                     result_load=bool(plan.get("result_load")))
-    deployed = [s for s in plan["deployed"] if s != dead]
-    res = solve_jobs_lp(js, deployed, objective=plan.get("objective", "maxmin"))
-    part = plan_jobs(js, res, budget=plan.get("budget"), specs=specs)
-    for name, job in part["jobs"].items():  # the planned-alone reference is the original's
-        job["gamma_alone"] = plan["jobs"][name].get("gamma_alone")
-    new = {**plan, **part}
-    new["switch_ids"] = {s: int(i) for s, i in plan["switch_ids"].items() if s != dead}
-    for job in new["jobs"].values():
-        job["ps_tor_id"] = new["switch_ids"][job["ps_tor"]]
-    new["failed"] = [*plan.get("failed", []), dead]
-    new["retired_ids"] = [*plan.get("retired_ids", []), int(plan["switch_ids"][dead])]
+    js = make_jobset(g, specs, capacity=plan.capacity or None, result_load=plan.result_load)
+    deployed = [s for s in plan.deployed if s != dead]
+    res = solve_jobs_lp(js, deployed, objective=plan.objective or "maxmin")
+    part = plan_jobs(js, res, budget=plan.budget, specs=specs)
+    for name, job in part.jobs.items():  # the planned-alone reference is the original's
+        job.gamma_alone = plan.jobs[name].gamma_alone
+    # keep the original's topology, planner, timings...; take the new joint solution
+    new = replace(plan, **{f.name: getattr(part, f.name) for f in fields(Plan)
+                           if f.name in _JOINT_PART})
+    new.switch_ids = {s: int(i) for s, i in plan.switch_ids.items() if s != dead}
+    for job in new.jobs.values():
+        job.ps_tor_id = new.switch_ids[job.ps_tor]
+    new.failed = [*plan.failed, dead]
+    new.retired_ids = [*plan.retired_ids, int(plan.switch_ids[dead])]
     return g, new
 
 
-def replan_members(graph: nx.Graph, plan: Mapping[str, Any], workers: list[str]) -> dict:
+# the fields of a several-jobs plan that :func:`controller.plan.lp_jobs.plan_jobs` computes
+_JOINT_PART = ("objective", "budget", "deployed", "programmable", "tor_sharing", "capacity",
+               "jobs", "fairness", "min_gamma_per_weight", "sum_gamma", "loads", "greedy",
+               "solver")
+
+
+def replan_members(graph: nx.Graph, plan: Plan, workers: list[str]) -> Plan:
     """The plan after workers left the job (docs/design.md §9, a worker that died): the same
     network, deployment and PS ToR, the LP solved again for the surviving ``workers`` (their
     shares of each switch change with the fan-in).  Switch ids, failed switches and retired
@@ -125,14 +134,16 @@ def replan_members(graph: nx.Graph, plan: Mapping[str, Any], workers: list[str])
     the jobs' masks, memberships and RESULT trees differ, and the schedules."""
     if not workers:
         raise ExperimentError("every worker of the job has died; the job stops")
-    job = make_job(graph, plan["ps"], list(workers), ps_tor=plan["ps_tor"],
-                   result_load=bool(plan.get("result_load")))
-    result = solve_lp(job, list(plan["deployed"]))
-    spec = (plan.get("topology") or {}).get("spec")
-    new = build_plan(job, result, budget=int(plan.get("budget", len(plan["deployed"]))),
-                     spec=spec)
-    for key in ("switch_ids", "ps_tor_id", "result_load", "failed", "retired_ids"):
-        if key in plan:
-            new[key] = plan[key]
-    new["removed_workers"] = [w for w in plan["workers"] if w not in workers]
+    old = plan.job
+    job = make_job(graph, old.ps, list(workers), ps_tor=old.ps_tor,
+                   result_load=plan.result_load)
+    result = solve_lp(job, list(old.deployed))
+    budget = plan.budget if plan.budget is not None else len(old.deployed)
+    new = build_plan(job, result, budget=int(budget), spec=plan.topology.get("spec"))
+    new.switch_ids = plan.switch_ids
+    new.job.ps_tor_id = old.ps_tor_id
+    new.result_load = plan.result_load
+    new.failed = list(plan.failed)
+    new.retired_ids = list(plan.retired_ids)
+    new.job.removed_workers = [w for w in old.workers if w not in workers]
     return new

@@ -220,7 +220,7 @@ class DdpMethod(Method):
     def execute(self, run: Run) -> None:
         s, out_dir = self.s, run.out_dir
         plan = self.plan = plan_job(s, self.graph, out_dir, run.console)
-        workers = list(plan["workers"])
+        workers = list(plan.job.workers)
         frac_bits = choose_frac_bits(BOUND, len(workers))
         run.settings.update(ranks=workers, frac_bits=frac_bits)
         jobs = [SwitchJob(JOB_IDS[m], tuple(workers)) for m in s.modes]
@@ -313,7 +313,8 @@ class DdpMethod(Method):
         ina_modes = [m for m in ("ina", "ps_only") if m in modes]
         out: dict[str, Any] = {
             "run": run.name, "method": run.method, "settings": run.settings,
-            "plan": {k: plan[k] for k in ("gamma", "deployed", "ps", "ps_tor", "workers")},
+            "plan": {"gamma": plan.job.gamma, "deployed": plan.deployed, "ps": plan.job.ps,
+                     "ps_tor": plan.job.ps_tor, "workers": plan.job.workers},
             "deploy": self.deploy_info, "modes": modes,
             "exact_all_rounds": all(modes[m]["exact_all_rounds"] for m in ina_modes)
             if ina_modes else None,

@@ -58,6 +58,7 @@ from controller.experiment.runner import Method, Run, execute
 from controller.plan.document import resolve_workers
 from controller.plan.jobs import jobs_argument
 from controller.plan.lp import PlanError
+from controller.plan.types import Plan
 from topo.models import parse_topology
 from workers.common.model import train_synchronous
 from workers.ina.constants import num_slots
@@ -70,7 +71,7 @@ __all__ = ["InaMethod", "Settings", "run_experiment", "summarize", "schedules_fo
            "deployed_network", "JOB_IDS", "run_mode", "settings_from_args"]
 
 
-def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: float,
+def summarize(s: Settings, name: str, plan: Plan, modes: dict, reference_acc: float,
               n_chunks: int, deploy_info: dict) -> dict:
     """The results.json document (pure)."""
     main_mode = "ina" if "ina" in modes else next(iter(modes))
@@ -90,9 +91,10 @@ def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: fl
     # failure for the original plan, and those on each new schedule for the re-planned one
     # (a mode after a failure in an earlier mode starts on the re-planned network)
     before = rounds[:events[0]["after_round"] + 1] if events else rounds
-    predicted = modes[main_mode].get("plan_gamma", plan["gamma"])
+    job = plan.job
+    predicted = modes[main_mode].get("plan_gamma", job.gamma)
     gamma = {"predicted": predicted, "measured": measured(before),
-             "predicted_without_result_load": plan.get("gamma_without_result_load"),
+             "predicted_without_result_load": job.gamma_without_result_load,
              "unit": "Mbit/s of gradient frames" if s.bw else "link-capacity units (no --bw)"}
     gamma["ratio"] = ratio(gamma["measured"], predicted)
     # the same from the last worker's start: without the workers' compute skew
@@ -110,8 +112,8 @@ def summarize(s: Settings, name: str, plan: dict, modes: dict, reference_acc: fl
     return {
         "run": name,
         "settings": asdict(s),
-        "plan": {k: plan[k] for k in ("gamma", "deployed", "ps", "ps_tor", "workers",
-                                      "baselines")},
+        "plan": {"gamma": job.gamma, "deployed": plan.deployed, "ps": job.ps,
+                 "ps_tor": job.ps_tor, "workers": job.workers, "baselines": plan.baselines},
         "deploy": deploy_info,
         "modes": modes,
         "exact_all_rounds": all(r["exact"] for m in modes.values() for r in m["rounds"]),
@@ -208,8 +210,10 @@ class InaMethod(Method):
         if not done.solo:
             refs = references(done.tenants, self.s, run.seeds[0])
             return {"run": run.name, "method": "ina", "settings": asdict(self.s),
-                    "plan": {k: done.plan[k] for k in ("objective", "deployed",
-                                                       "programmable", "fairness")},
+                    "plan": {"objective": done.plan.objective,
+                             "deployed": done.plan.deployed,
+                             "programmable": done.plan.programmable,
+                             "fairness": done.plan.fairness},
                     "deploy": done.deploy_info, "modes": run.modes,
                     "failover": [asdict(e) for e in done.switch_events],
                     **jobs_summary(done.plan, done.tenants, run.modes, refs, self.s.bw)}

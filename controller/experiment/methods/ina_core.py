@@ -29,6 +29,7 @@ from controller.plan.document import chunk_schedule, resolve_workers, write_plan
 from controller.plan.pipeline import PlanRequest, make_plan
 from controller.plan.planners import DEFAULT_PLANNER
 from controller.plan.replan import replan_members
+from controller.plan.types import Plan
 from workers.common.model import TrainConfig
 from workers.common.quantize import choose_frac_bits
 from workers.ina.constants import INA_UDP_PORT, K
@@ -94,7 +95,7 @@ class TransportSettings(Protocol):
     round_timeout: float
 
 
-def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: dict, workers: list[str],
+def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: Plan, workers: list[str],
                ps: str, hosts: dict[str, tuple[str, str]], train: TrainConfig, n_values: int,
                out_dir: Path, start: Path | None = None, members: bool = True) -> JobConfig:
     """The job file of one INA job in one mode on a deployed network -- the only place the
@@ -120,13 +121,13 @@ def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: dict, work
         out_dir=str(out_dir), **out)
 
 
-def schedules_for(mode: str, plan: dict, workers: list[str], n_chunks: int) -> dict[str, list]:
+def schedules_for(mode: str, plan: Plan, workers: list[str], n_chunks: int) -> dict[str, list]:
     """Each worker's ``[(chunk, agg_id, fan_in)]`` in ``mode`` (keys: worker bit as str)."""
     if mode == "ina":
         by_name = chunk_schedule(plan, n_chunks)
         return {str(i): [tuple(e) for e in by_name[w]] for i, w in enumerate(workers)}
     if mode == "tor_only":
-        tor_id = int(plan["switch_ids"][plan["ps_tor"]])
+        tor_id = int(plan.switch_ids[plan.job.ps_tor])
         return {str(i): [(c, tor_id, len(workers)) for c in range(n_chunks)]
                 for i in range(len(workers))}
     if mode == "ps_only":
@@ -134,7 +135,7 @@ def schedules_for(mode: str, plan: dict, workers: list[str], n_chunks: int) -> d
     raise ValueError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
 
 
-def member_schedules(mode: str, plan: dict, workers: list[str], survivors: list[str],
+def member_schedules(mode: str, plan: Plan, workers: list[str], survivors: list[str],
                      n_chunks: int, graph: nx.Graph) -> dict[str, list] | None:
     """The survivors' schedules after workers left the job (keys: their original bits; None
     when the mode's schedules do not depend on the members, i.e. ``ps_only``)."""
@@ -142,7 +143,7 @@ def member_schedules(mode: str, plan: dict, workers: list[str], survivors: list[
         by_name = chunk_schedule(replan_members(graph, plan, survivors), n_chunks)
         return {str(workers.index(w)): [tuple(e) for e in by_name[w]] for w in survivors}
     if mode == "tor_only":
-        tor_id = int(plan["switch_ids"][plan["ps_tor"]])
+        tor_id = int(plan.switch_ids[plan.job.ps_tor])
         return {str(workers.index(w)): [(c, tor_id, len(survivors)) for c in range(n_chunks)]
                 for w in survivors}
     return None
@@ -197,7 +198,7 @@ def plan_request(s: Settings) -> PlanRequest:
                        seed=s.seed, max_combinations=500, spec=s.topo)
 
 
-def plan_job(s: Settings, graph: nx.Graph, out_dir: Path, console: Any = None) -> dict:
+def plan_job(s: Settings, graph: nx.Graph, out_dir: Path, console: Any = None) -> Plan:
     """Plan the job (``s.planner``, with baselines) and write ``plan.json``; says what it
     does on ``console`` if given."""
     if console is not None:
@@ -207,8 +208,8 @@ def plan_job(s: Settings, graph: nx.Graph, out_dir: Path, console: Any = None) -
                      workers=resolve_workers(graph, s.ps, s.workers))
     write_plan(plan, out_dir / "plan.json")
     if console is not None:
-        console.print(f"plan: γ = {plan['gamma']:.4g}, deployed "
-                      f"{plan['deployed'] or '(none)'}, PS ToR {plan['ps_tor']}")
+        console.print(f"plan: γ = {plan.job.gamma:.4g}, deployed "
+                      f"{plan.deployed or '(none)'}, PS ToR {plan.job.ps_tor}")
     return plan
 
 
@@ -232,7 +233,7 @@ def _control_sockets(switches: list[str]) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: dict, jobs: list[SwitchJob], *,
+def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: Plan, jobs: list[SwitchJob], *,
                      control_sockets: bool = False, build: Path | None = None,
                      impair: bool = True) -> Iterator[Deployed]:
     """Compile ina.p4, start the Mininet network of ``s.target`` switches (links at ``s.bw``,

@@ -51,6 +51,7 @@ from controller.plan.jobs import JobEntry
 from controller.plan.lp_jobs import job_plan, jobs_summary_lines
 from controller.plan.pipeline import make_plan
 from controller.plan.replan import replan_jobs_without
+from controller.plan.types import Plan
 from workers.ina.events import ControlEvent, RoundEvent, parse_event
 from workers.ina.job import JobConfig
 
@@ -224,7 +225,7 @@ def run_mode(run: Run, mininet: Any, mode: str, cfg: JobConfig, workers: list[st
     """One job file run on the live network (:func:`run_launch` of one solo job): the fault
     campaign's and the benches' way in; returns its per-round record.  ``deaths`` handles a
     worker that dies (docs/design.md §9)."""
-    job = _Job("job", ps, list(workers), cfg, monitor.plan["gamma"])
+    job = _Job("job", ps, list(workers), cfg, monitor.plan.job.gamma)
     return run_launch(run, mininet, mode, mode, [job], {"job": deaths}, monitor,
                       Path(cfg.out_dir), solo=True)["job"]
 
@@ -236,7 +237,7 @@ def run_mode(run: Run, mininet: Any, mode: str, cfg: JobConfig, workers: list[st
 class EngineRun:
     """What a run leaves for its results (:func:`execute`)."""
 
-    plan: dict[str, Any]  # the plan document (plan.json)
+    plan: Plan  # the plan (plan.json)
     tenants: list[Tenant]
     solo: bool
     deploy_info: dict[str, Any] = field(default_factory=dict)
@@ -252,8 +253,8 @@ def _plan(run: Run, s: Settings, graph: Any,
         plan = make_plan(graph, plan_request(s), ps=s.ps,
                          workers=resolve_workers(graph, s.ps, s.workers))
         write_plan(plan, out_dir / "plan.json")
-        console.print(f"plan: γ = {plan['gamma']:.4g}, deployed "
-                      f"{plan['deployed'] or '(none)'}, PS ToR {plan['ps_tor']}")
+        console.print(f"plan: γ = {plan.job.gamma:.4g}, deployed "
+                      f"{plan.deployed or '(none)'}, PS ToR {plan.job.ps_tor}")
         return plan, [solo_tenant(s, plan)]
     console.print(f"[bold]planning[/] {len(job_specs)} jobs on {s.topo}, budget "
                   f"{s.budget}, objective {s.objective}")
@@ -280,8 +281,8 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
         out.deploy_info = net.info
         by_name = {t.name: t for t in tenants}
 
-        def replan(g: Any, doc: dict, dead: str,
-                   jobs: list[SwitchJob]) -> tuple[Any, dict, list[SwitchJob]]:
+        def replan(g: Any, doc: Plan, dead: str,
+                   jobs: list[SwitchJob]) -> tuple[Any, Plan, list[SwitchJob]]:
             g2, new = replan_jobs_without(g, doc, dead, job_specs or [])
             for t in tenants:
                 t.plan = job_plan(new, t.name)
@@ -296,7 +297,7 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
             kill if kill and kill[0] in t.workers else None,
             scope=None if solo else t.hosts, label="" if solo else t.name) for t in tenants}
 
-        def plan_of(doc: dict, t: Tenant) -> dict:
+        def plan_of(doc: Plan, t: Tenant) -> Plan:
             return doc if solo else job_plan(doc, t.name)
 
         # (mode, label, jobs, alone): every job at once per mode, then each job alone
@@ -342,7 +343,7 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
                     job = next(j for j in switches.jobs if j.job_id == t.job_id(mode))
                     mon.begin(mode, job, t.ps, Path(cfg.control_file), after_worker)
                     launch.append(_Job(t.name, t.ps, t.workers, cfg,
-                                       plan_of(switches.plan, t)["gamma"]))
+                                       plan_of(switches.plan, t).job.gamma))
                 t0 = time.perf_counter()
                 try:
                     records = run_launch(run, net.mininet, mode, label, launch, monitors,

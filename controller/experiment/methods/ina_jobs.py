@@ -22,6 +22,7 @@ from controller.experiment.methods.ina_core import Settings
 from controller.experiment.methods.ina_engine import ALONE
 from controller.experiment.methods.ina_tenants import Tenant
 from controller.plan.lp_jobs import jain
+from controller.plan.types import Plan
 from workers.common.model import train_synchronous
 from workers.ina.wire import FRAME_BYTES
 
@@ -39,7 +40,7 @@ def _gamma_measured(rounds: list[dict], n_chunks: int) -> float | None:
     return float(np.median([n_chunks * FRAME_BYTES * 8 / r["time_s"] / 1e6 for r in rounds]))
 
 
-def jobs_summary(plan: dict[str, Any], tenants: list[Tenant], modes: dict[str, dict],
+def jobs_summary(plan: Plan, tenants: list[Tenant], modes: dict[str, dict],
                  references: dict[str, float], bw: float | None) -> dict[str, Any]:
     """``jobs`` and ``fairness`` of results.json (pure): per job and mode, from the mode
     records ``modes["<job>/<mode>"]`` (and ``alone/<job>``)."""
@@ -56,7 +57,7 @@ def jobs_summary(plan: dict[str, Any], tenants: list[Tenant], modes: dict[str, d
         ina = mine.get("ina")
         measured = _gamma_measured(ina["rounds"], t.n_chunks) if ina else None
         alone_measured = _gamma_measured(alone["rounds"], t.n_chunks) if alone else None
-        predicted = ina["plan_gamma"] if ina and "plan_gamma" in ina else t.plan["gamma"]
+        predicted = ina["plan_gamma"] if ina and "plan_gamma" in ina else t.plan.job.gamma
         unit = bw is not None  # with --bw the LP's γ is in Mbit/s, as measured
         jobs[t.name] = {
             "ps": t.ps, "workers": t.workers, "weight": t.weight, "job_ids": {
@@ -78,7 +79,7 @@ def jobs_summary(plan: dict[str, Any], tenants: list[Tenant], modes: dict[str, d
             "gamma": {
                 "predicted": predicted, "measured": measured,
                 "ratio": measured / predicted if unit and measured and predicted else None,
-                "predicted_alone": t.plan.get("gamma_alone"),
+                "predicted_alone": t.plan.job.gamma_alone,
                 "measured_alone": alone_measured,
                 "unit": "Mbit/s of gradient frames" if unit else "link-capacity units",
             },
@@ -92,7 +93,7 @@ def jobs_summary(plan: dict[str, Any], tenants: list[Tenant], modes: dict[str, d
         "jobs": jobs,
         # Jain's index of the measured γ_j / w_j over the jobs that ran the ina mode
         "fairness": jain(measured_per_weight) if measured_per_weight else None,
-        "fairness_planned": plan.get("fairness"),
+        "fairness_planned": plan.fairness,
     }
 
 

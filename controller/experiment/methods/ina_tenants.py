@@ -7,13 +7,13 @@ masks and multicast group); what the switches hold for them; ``--kill-ps``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError
 from controller.experiment.methods.ina_core import JOB_IDS, Settings
 from controller.plan.jobs import JobEntry
 from controller.plan.lp_jobs import job_plan
+from controller.plan.types import Plan
 from workers.common.model import Replica, TrainConfig
 from workers.ina.constants import K
 from workers.ina.worker import n_chunks_for
@@ -34,7 +34,7 @@ class Tenant:
     ps: str
     workers: list[str]
     weight: float
-    plan: dict[str, Any]  # single-job-shaped (controller.plan.lp_jobs.job_plan)
+    plan: Plan  # this job alone (controller.plan.types.Plan.only)
     rounds: int
     model: str
     hidden: int
@@ -53,14 +53,14 @@ class Tenant:
         return [self.ps, *self.workers]
 
 
-def _tenant(s: Settings, k: int, name: str, ps: str, plan: dict[str, Any], weight: float,
+def _tenant(s: Settings, k: int, name: str, ps: str, plan: Plan, weight: float,
             rounds: int | None, model: str | None, hidden: int | None) -> Tenant:
     model = model or s.model
     if model not in MODELS:
         raise ExperimentError(f"--jobs: job {name!r}: model {model!r} (expected "
                               f"{' or '.join(MODELS)})")
     hidden = hidden or s.hidden
-    workers = list(plan["workers"])
+    workers = list(plan.job.workers)
     n_values = Replica(TrainConfig(model=model, hidden=hidden, n_workers=len(workers)),
                        0).params.size
     return Tenant(index=k, name=name, ps=ps, workers=workers, weight=float(weight), plan=plan,
@@ -68,16 +68,16 @@ def _tenant(s: Settings, k: int, name: str, ps: str, plan: dict[str, Any], weigh
                   n_chunks=n_chunks_for(n_values, K))
 
 
-def make_tenants(s: Settings, plan: dict[str, Any], specs: list[JobEntry]) -> list[Tenant]:
+def make_tenants(s: Settings, plan: Plan, specs: list[JobEntry]) -> list[Tenant]:
     """The tenants of a joint plan, with the model each job file entry asks for
     (``model_size`` = the MLP's hidden units; defaults: the run's options)."""
     return [_tenant(s, k, spec.name, spec.ps, job_plan(plan, spec.name), spec.weight,
                     spec.rounds, spec.model, spec.model_size) for k, spec in enumerate(specs)]
 
 
-def solo_tenant(s: Settings, plan: dict[str, Any]) -> Tenant:
+def solo_tenant(s: Settings, plan: Plan) -> Tenant:
     """The one tenant of a single-job run: the run's PS, workers, model and rounds."""
-    return _tenant(s, 0, "job", plan["ps"], plan, 1.0, s.rounds, s.model, s.hidden)
+    return _tenant(s, 0, "job", plan.job.ps, plan, 1.0, s.rounds, s.model, s.hidden)
 
 
 def deploy_specs(tenants: list[Tenant], modes: tuple[str, ...],

@@ -1,0 +1,173 @@
+"""The typed plan (docs/design.md §3.5): :class:`Plan` and :class:`JobPlan`, one JSON form.
+
+A plan is one document whatever the number of jobs: ``Plan.jobs`` maps a job's name to its
+:class:`JobPlan`; the plan of one job (``plan``, ``run`` without ``--jobs``) holds a single
+job named ``"job"`` and no ``objective``.  :meth:`Plan.to_json` writes version
+:data:`PLAN_VERSION`; :meth:`Plan.from_json` reads it, and also version-1 documents of both
+shapes (the single-job dict and the several-jobs dict) so that old plan files still deploy.
+Any problem is one :class:`PlanError` line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from typing import Any
+
+from controller.plan.lp import PlanError
+
+__all__ = ["PLAN_VERSION", "SOLO", "JobPlan", "Plan"]
+
+PLAN_VERSION = 2
+SOLO = "job"  # the name of the only job of a single-job plan
+
+
+@dataclass
+class JobPlan:
+    """One job's part of a plan: where its gradient is aggregated and how it is split."""
+
+    ps: str
+    ps_tor: str
+    ps_tor_id: int
+    workers: list[str]  # name order; a worker's index is its bit in the bitmap
+    worker_ids: dict[str, int]
+    gamma: float
+    deployed: list[str]  # S_j in interval order
+    intervals: dict[str, dict[str, float]]  # s → {"offset", "length"}
+    fractions: dict[str, dict[str, float]]  # w → s → x_{w,s}/γ
+    rates: dict[str, Any] = field(default_factory=dict)  # raw LP values x, a, u
+    ps_link_load: float = 0.0
+    weight: float = 1.0
+    gamma_per_weight: float | None = None  # several jobs
+    gamma_alone: float | None = None  # several jobs: the job planned alone
+    gamma_without_result_load: float | None = None  # one job, result_load: §3.3's model
+    model: str | None = None  # from the jobs file
+    model_size: int | None = None
+    rounds: int | None = None
+    removed_workers: list[str] = field(default_factory=list)  # workers that left (§9)
+
+
+@dataclass
+class Plan:
+    """The plan document: the network it was made for, the shared deployment, the jobs."""
+
+    topology: dict[str, Any]  # {"spec", "name", "graph": topology file format}
+    switch_ids: dict[str, int]  # name → id (1..n in name order; 0 is the PS)
+    jobs: dict[str, JobPlan]
+    version: int = PLAN_VERSION
+    routing: str = "ecmp-per-hop-even"
+    budget: int | None = None
+    capacity: float | dict[str, float] | None = None
+    result_load: bool = False
+    planner: str | None = None
+    objective: str | None = None  # several jobs: "maxmin" or "sum"; None for one job
+    deployed: list[str] = field(default_factory=list)  # S
+    programmable: list[str] = field(default_factory=list)  # several jobs: S then the PS ToRs
+    tor_sharing: bool | None = None
+    loads: list[dict[str, Any]] = field(default_factory=list)  # {"from", "to", "load", "bw"}
+    baselines: dict[str, float | None] = field(default_factory=dict)
+    baseline_details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    solver: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    greedy: list[dict[str, Any]] = field(default_factory=list)  # choices, γ or score after each
+    fairness: float | None = None
+    min_gamma_per_weight: float | None = None
+    sum_gamma: float | None = None
+    failed: list[str] = field(default_factory=list)  # switches that died (§9)
+    retired_ids: list[int] = field(default_factory=list)  # their ids
+
+    @property
+    def several(self) -> bool:
+        """True for a plan of several jobs (the joint LP of §3.10), even with one entry."""
+        return self.objective is not None
+
+    @property
+    def job(self) -> JobPlan:
+        """The only job of the plan; :class:`PlanError` when it has several."""
+        if len(self.jobs) != 1:
+            raise PlanError(f"the plan has {len(self.jobs)} jobs; name one")
+        return next(iter(self.jobs.values()))
+
+    @property
+    def gamma(self) -> float:
+        """One job's γ; for several jobs the smallest γ_j / w_j."""
+        if self.several:
+            return float(self.min_gamma_per_weight or 0.0)
+        return float(self.job.gamma)
+
+    def only(self, name: str) -> Plan:
+        """Job ``name`` alone, as a one-job plan sharing this plan's switch ids and retired
+        ids (what :func:`controller.plan.document.chunk_schedule` and the rule installer
+        read for one job of several)."""
+        if name not in self.jobs:
+            raise PlanError(f"the plan has no job {name!r}")
+        job = self.jobs[name]
+        return replace(self, jobs={name: job}, deployed=list(job.deployed),
+                       retired_ids=list(self.retired_ids))
+
+    def to_json(self) -> dict[str, Any]:
+        """The version-2 JSON object (docs/design.md §3.5)."""
+        out = asdict(self)
+        out["version"] = PLAN_VERSION
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> Plan:
+        """A plan from its JSON object (version 2, or 1 converted); :class:`PlanError`."""
+        if not isinstance(data, dict):
+            raise PlanError("a plan must be a JSON object")
+        version = data.get("version", 1)
+        if version == 1:
+            data = _from_v1(data)
+        elif version != PLAN_VERSION:
+            raise PlanError(f"plan version {version!r} is not supported "
+                            f"(this controller reads 1 and {PLAN_VERSION})")
+        jobs_raw = data.get("jobs")
+        if not isinstance(jobs_raw, dict) or not jobs_raw:
+            raise PlanError("plan lacks 'jobs' (an object of at least one job)")
+        jobs = {str(name): _build(JobPlan, entry, f"job {name!r}")
+                for name, entry in jobs_raw.items()}
+        plan = _build(cls, {**data, "jobs": jobs}, "plan")
+        _check(plan)
+        return plan
+
+
+def _build(cls: Any, data: Any, what: str) -> Any:
+    """``cls(**data)`` on the known fields; a missing required field is a PlanError."""
+    if not isinstance(data, dict):
+        raise PlanError(f"{what} must be a JSON object")
+    known = {f.name for f in fields(cls)}
+    required = [f.name for f in fields(cls)
+                if f.default is MISSING and f.default_factory is MISSING]
+    for key in required:
+        if key not in data:
+            raise PlanError(f"{what} lacks {key!r}")
+    return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _check(plan: Plan) -> None:
+    """The cross references chunk schedules and rules rely on."""
+    for name, job in plan.jobs.items():
+        for s in job.deployed:
+            if s not in job.intervals or s not in plan.switch_ids:
+                raise PlanError(f"job {name!r}: deployed switch {s!r} has no interval or id")
+        for w in job.workers:
+            if w not in job.fractions:
+                raise PlanError(f"job {name!r}: worker {w!r} has no fractions")
+
+
+_JOB_KEYS = {f.name for f in fields(JobPlan)}
+_PLAN_KEYS = {f.name for f in fields(Plan)} - {"jobs"}
+
+
+def _from_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 document (either shape) in the version-2 form."""
+    out: dict[str, Any] = {k: v for k, v in data.items() if k in _PLAN_KEYS}
+    out["version"] = PLAN_VERSION
+    out.setdefault("topology", {"spec": None, "name": None, "graph": None})
+    if "jobs" in data:  # several jobs: entries are already per job
+        out["jobs"] = data["jobs"]
+        return out
+    # one job: its fields sat at the top of the document
+    out["jobs"] = {SOLO: {k: v for k, v in data.items() if k in _JOB_KEYS}}
+    out["result_load"] = bool(data.get("result_load", False))
+    return out
