@@ -116,6 +116,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             resolve_workers(graph, s.ps, s.workers)
     except (TopologyError, PlanError) as exc:
         raise ExperimentError(str(exc)) from None
+    if s.jobs is not None and s.planner != "greedy":
+        raise ExperimentError(f"--planner {s.planner}: several jobs (--jobs) are placed by the "
+                              "joint greedy only (--planner greedy)")
     if s.fail_switch:
         rnd = s.fail_switch.partition("@")[2].strip()
         if not (rnd.isascii() and rnd.isdigit() and len(rnd) <= 9):
