@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from types import SimpleNamespace
 import networkx as nx
 import numpy as np
 import pytest
+from netns import free_udp_ports
 
 from controller.experiment.failover import FailoverEvent, SwitchMonitor
 from controller.experiment.methods.ina import exact_sums_by_round
@@ -322,16 +322,6 @@ def test_the_failover_records_the_round_the_ps_chose():
 # ------------------------------------------------------------------ processes over loopback
 
 
-def _free_udp_ports(n: int) -> list[int]:
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def test_a_schedule_change_over_loopback_takes_effect_where_the_ps_says(tmp_path):
     """PS and 2 workers on loopback; before round 0 starts the test (as the controller) asks
     for a new schedule (the chunks in reverse order) from round 0, which workers may already
@@ -342,7 +332,7 @@ def test_a_schedule_change_over_loopback_takes_effect_where_the_ps_says(tmp_path
     train = TrainConfig(model="logreg", n_workers=n_workers, rounds=rounds, batch_size=16)
     n_values = Replica(train, 0).params.size
     n_chunks = n_chunks_for(n_values, K)
-    ports = _free_udp_ports(n_workers + 1)
+    ports = free_udp_ports(n_workers + 1)
     addrs = [("127.0.0.1", p) for p in ports[1:]]
     control = tmp_path / "control.json"
     control.write_text("stale")  # a folder used again: the PS starts the record afresh

@@ -1,11 +1,11 @@
 """PS and worker processes over loopback UDP (no switch): exact sums, real training."""
 
 import json
-import socket
 import subprocess
 import sys
 
 import numpy as np
+from netns import free_udp_ports
 
 from workers.common.model import Replica, TrainConfig
 from workers.common.quantize import choose_frac_bits
@@ -14,21 +14,11 @@ from workers.ina.job import JobConfig
 from workers.ina.worker import n_chunks_for, ps_only_schedule
 
 
-def _free_udp_ports(n):
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def test_ps_only_over_loopback_gives_exact_sums(tmp_path):
     n_workers, rounds = 3, 3
     train = TrainConfig(model="logreg", n_workers=n_workers, rounds=rounds, batch_size=16)
     n_values = Replica(train, 0).params.size
-    ports = _free_udp_ports(n_workers + 1)
+    ports = free_udp_ports(n_workers + 1)
     workers = [("127.0.0.1", p) for p in ports[1:]]
     cfg = JobConfig(
         job_id=7, mode="ps_only", rounds=rounds, train=train, worker_ids=[0, 1, 2],

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from netns import free_udp_ports
 
 from controller.dataplane.deploy import SwitchJob, rule_changes, switch_rules
 from controller.errors import ExperimentError
@@ -351,16 +351,6 @@ def test_exact_sums_by_round_uses_each_rounds_members(tmp_path):
 # ------------------------------------------------------------------ processes over loopback
 
 
-def _free_udp_ports(n: int) -> list[int]:
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def test_killed_worker_over_loopback_leaves_and_survivor_sums_stay_exact(tmp_path):
     """PS and 3 workers on loopback (PS-only schedules); worker 1 is killed (SIGKILL) once
     round 1 is reported; the test plays the controller: it asks the PS to drop it.  The
@@ -369,7 +359,7 @@ def test_killed_worker_over_loopback_leaves_and_survivor_sums_stay_exact(tmp_pat
     n_workers, rounds = 3, 6
     train = TrainConfig(model="logreg", n_workers=n_workers, rounds=rounds, batch_size=16)
     n_values = Replica(train, 0).params.size
-    ports = _free_udp_ports(n_workers + 1)
+    ports = free_udp_ports(n_workers + 1)
     addrs = [("127.0.0.1", p) for p in ports[1:]]
     control = tmp_path / "control.json"
     cfg = JobConfig(

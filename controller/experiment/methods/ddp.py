@@ -47,20 +47,14 @@ from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError, parse_name_list
 from controller.experiment.methods.ina import (
     JOB_IDS,
-    Settings,
     deployed_network,
     plan_job,
     schedules_for,
     settings_from_args,
 )
+from controller.experiment.methods.ina_options import add_network_options
 from controller.experiment.network import ROOT
 from controller.experiment.records import seed_stats
-from controller.experiment.run_options import (
-    add_impairment_options,
-    add_round_timeout,
-    add_topology_options,
-    add_transport_options,
-)
 from controller.experiment.runner import Launch, Method, Node, Run
 from workers.common.quantize import choose_frac_bits
 from workers.ddp.check import check_exact
@@ -172,13 +166,9 @@ class DdpMethod(Method):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         """INA's network, plan and transport options (its defaults, 4 workers), and DDP's."""
-        d = Settings()
-        add_topology_options(parser, topo=d.topo, ps=d.ps, workers=cls.DEFAULT_WORKERS)
-        g = parser.add_argument_group("--method ddp (PyTorch DDP through the switches, "
-                                      "docs/ddp.md; --rounds = training steps)")
-        add_transport_options(g, budget=d.budget, window=d.window, timeout=d.timeout)
-        add_round_timeout(g, d.round_timeout)
-        add_impairment_options(g)
+        g = add_network_options(parser, "--method ddp (PyTorch DDP through the switches, "
+                                        "docs/ddp.md; --rounds = training steps)",
+                                workers=cls.DEFAULT_WORKERS)
         add_arguments(g)
 
     def validate(self) -> None:

@@ -23,18 +23,28 @@ from controller.plan.planners import PLANNERS
 from topo.models import TopologyError
 from workers.ina.job import MODES
 
-__all__ = ["add_ina_arguments", "settings_from_args"]
+__all__ = ["add_network_options", "add_ina_arguments", "settings_from_args"]
+
+
+def add_network_options(parser: argparse.ArgumentParser, title: str,
+                        workers: str | None = None) -> argparse._ArgumentGroup:
+    """The options of a planned INA network, with INA's defaults (``workers``: another
+    default count): topology, PS and workers, budget and transport, round timeout,
+    impairments.  Returns the method's option group (INA's and DDP's, which run on it)."""
+    d = Settings()
+    add_topology_options(parser, topo=d.topo, ps=d.ps, workers=workers or d.workers)
+    g = parser.add_argument_group(title)
+    add_transport_options(g, budget=d.budget, window=d.window, timeout=d.timeout)
+    add_round_timeout(g, d.round_timeout)
+    add_impairment_options(g)
+    return g
 
 
 def add_ina_arguments(parser: argparse.ArgumentParser) -> None:
     """INA's options: its network, plan and transport, faults, several jobs."""
     d = Settings()
-    add_topology_options(parser, topo=d.topo, ps=d.ps, workers=d.workers)
-    g = parser.add_argument_group("--method ina (P4 in-network aggregation, "
-                                  "docs/design.md §3)")
-    add_transport_options(g, budget=d.budget, window=d.window, timeout=d.timeout)
-    add_round_timeout(g, d.round_timeout)
-    add_impairment_options(g)
+    g = add_network_options(parser, "--method ina (P4 in-network aggregation, "
+                                    "docs/design.md §3)")
     g.add_argument("--planner", choices=sorted(PLANNERS), default=d.planner,
                    help=f"placement algorithm (default {d.planner}; the names of "
                         "controller/plan/planners.py, as plan --planner)")
