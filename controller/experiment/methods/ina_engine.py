@@ -34,6 +34,7 @@ from controller.experiment.methods.ina_core import (
     job_config,
     job_record,
     member_schedules,
+    plan_job,
     plan_request,
     schedules_for,
     worker_failure_record,
@@ -46,7 +47,7 @@ from controller.experiment.methods.ina_tenants import (
     solo_tenant,
 )
 from controller.experiment.runner import Launch, Node, Run
-from controller.plan.document import resolve_workers, write_plan
+from controller.plan.document import write_plan
 from controller.plan.jobs import JobEntry
 from controller.plan.lp_jobs import job_plan, jobs_summary_lines
 from controller.plan.pipeline import make_plan
@@ -245,16 +246,11 @@ class EngineRun:
 
 
 def _plan(run: Run, s: Settings, graph: Any,
-          job_specs: list[JobEntry] | None) -> tuple[dict[str, Any], list[Tenant]]:
+          job_specs: list[JobEntry] | None) -> tuple[Plan, list[Tenant]]:
+    """Plan one job (:func:`plan_job`) or several jointly; write ``plan.json``."""
     console, out_dir = run.console, run.out_dir
     if job_specs is None:
-        console.print(f"[bold]planning[/] {s.topo}, PS {s.ps}, workers {s.workers}, "
-                      f"budget {s.budget}, planner {s.planner}")
-        plan = make_plan(graph, plan_request(s), ps=s.ps,
-                         workers=resolve_workers(graph, s.ps, s.workers))
-        write_plan(plan, out_dir / "plan.json")
-        console.print(f"plan: γ = {plan.job.gamma:.4g}, deployed "
-                      f"{plan.deployed or '(none)'}, PS ToR {plan.job.ps_tor}")
+        plan = plan_job(s, graph, out_dir, console)
         return plan, [solo_tenant(s, plan)]
     console.print(f"[bold]planning[/] {len(job_specs)} jobs on {s.topo}, budget "
                   f"{s.budget}, objective {s.objective}")
