@@ -4,17 +4,44 @@ The writer lives in :mod:`workers.common.files` (host processes write their repo
 and must not import ``controller``); the controller uses it from here.
 :func:`check_output_file` lets a command refuse an output path it could never write *before*
 it does its work (an LP, a run), instead of failing at the end with nothing to show.
+
+Input files (topology, jobs, results) are read with :func:`read_input_text` from
+``pyswitch.inputfile`` (the lowest layer, so topo and pyswitch use the same helper): regular
+files only, each with a size bound, one line naming the path otherwise.
+:func:`non_finite` finds a number JSON cannot hold (NaN, infinity) before a file is written.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
+from pyswitch.inputfile import InputFileError, read_input_text, shown_path
 from workers.common.files import write_json_atomic
 
-__all__ = ["write_json_atomic", "check_output_file", "OutputPathError"]
+__all__ = ["write_json_atomic", "check_output_file", "OutputPathError", "InputFileError",
+           "read_input_text", "shown_path", "non_finite"]
+
+
+def non_finite(data: Any, where: str = "") -> str | None:
+    """The dotted path of the first number in ``data`` that standard JSON cannot hold (NaN,
+    ±infinity), or ``None``: JSON files are written only when this is ``None``."""
+    if isinstance(data, float):
+        return None if math.isfinite(data) else (where or "<value>")
+    if isinstance(data, dict):
+        items = data.items()
+    elif isinstance(data, (list, tuple)):
+        items = enumerate(data)
+    else:
+        return None
+    for k, v in items:
+        found = non_finite(v, f"{where}.{k}" if where else str(k))
+        if found is not None:
+            return found
+    return None
 
 
 class OutputPathError(ValueError):

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from pyswitch.errors import OneLineParser, P4CompileError, UsageError
+from pyswitch.inputfile import shown_path
 from pyswitch.program import compile_p4, write_files_atomic
 
 PROG = "pyswitch compile"
@@ -52,7 +53,9 @@ def _defines(items: list[str]) -> dict[str, str]:
 def _outputs(args: argparse.Namespace, src: Path) -> list[Path]:
     """Every file to write, checked before compiling (a mistake in a path should not cost a
     compile, and is reported as the path, not as an OSError from deep inside)."""
-    out = Path(args.output) if args.output else src.with_suffix(".json")
+    if args.output is not None and not args.output.strip():
+        raise UsageError("-o: empty path (leave -o out to write <name>.json)")
+    out = Path(args.output) if args.output is not None else src.with_suffix(".json")
     paths = [out, *(Path(f) for f in args.p4info)]
     seen: set[Path] = set()
     for p in paths:
@@ -81,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         if src.is_dir():  # the preprocessor would call it "no such file"
             raise UsageError(f"{src}: the source is a directory, not a P4 program")
         outputs = _outputs(args, src)
+    except OSError as e:  # a path the OS cannot even look up (too long)
+        print(f"{PROG}: {shown_path(e.filename or args.source)}: {e.strerror or e}",
+              file=sys.stderr)
+        return 1
     except UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1

@@ -1,13 +1,21 @@
 """Macro expansion for `pyswitch.preprocess`: object-like and function-like macros, as the
 C preprocessor p4c runs expands them (arguments are expanded before they are substituted,
 the result is rescanned, a macro is not expanded inside its own expansion). The ``#`` and
-``##`` operators and variadic macros are not supported (rejected at the ``#define``)."""
+``##`` operators and variadic macros are not supported (rejected at the ``#define``).
+
+Expansion is bounded: one line expands to at most :data:`MAX_EXPANSION` characters, counted
+while expanding, so a "macro bomb" (39 nested ``#define``s that each double the one before
+would give 2^39 tokens) is refused after about a million characters of work instead of
+running for hours."""
 
 from __future__ import annotations
 
 import re
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+MAX_EXPANSION = 1 << 20
+"""Most characters one source line may expand to (pyswitch's own limit; documented in
+docs/pyswitch-api.md, "Limits")."""
 
 
 class MacroError(Exception):
@@ -48,21 +56,39 @@ def _split_args(text: str, open_pos: int) -> tuple[list[str], int]:
     raise MacroError("a function-like macro invocation must end on its line in pyswitch")
 
 
+class _Budget:
+    """Characters an expansion may still produce (shared by its recursive calls)."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+
+    def spend(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise MacroError(f"macro expansion of this line exceeds {MAX_EXPANSION:,} "
+                             "characters (pyswitch.macros.MAX_EXPANSION)")
+
+
 def expand(text: str, objs: dict[str, str], funcs: dict[str, tuple[list[str], str]],
-           guard: frozenset[str] = frozenset()) -> str:
+           guard: frozenset[str] = frozenset(), budget: _Budget | None = None) -> str:
     """`text` with every macro of `objs` (object-like) and `funcs` (function-like,
-    name -> (parameters, body)) expanded."""
+    name -> (parameters, body)) expanded; :class:`MacroError` beyond
+    :data:`MAX_EXPANSION` characters."""
+    budget = budget if budget is not None else _Budget(MAX_EXPANSION)
     out: list[str] = []
     pos = 0
     while True:
         m = _IDENT.search(text, pos)
         if m is None:
             out.append(text[pos:])
+            budget.spend(len(text) - pos)
             return "".join(out)
         out.append(text[pos:m.start()])
+        budget.spend(m.start() - pos)
         name, pos = m.group(0), m.end()
         if name in guard or name not in objs:
             out.append(name)
+            budget.spend(len(name))
             continue
         if name in funcs:
             j = pos
@@ -78,10 +104,11 @@ def expand(text: str, objs: dict[str, str], funcs: dict[str, tuple[list[str], st
             if len(args) != len(params):
                 raise MacroError(f"macro {name!r} takes {len(params)} argument(s), "
                                  f"got {len(args)}")
-            vals = {p: expand(a.strip(), objs, funcs, guard) for p, a in zip(params, args,
-                                                                             strict=True)}
+            vals = {p: expand(a.strip(), objs, funcs, guard, budget)
+                    for p, a in zip(params, args, strict=True)}
             subst = _IDENT.sub(lambda x, v=vals: v.get(x.group(0), x.group(0)), body)
-            out.append(expand(subst, objs, funcs, guard | {name}))
+            budget.spend(len(subst))
+            out.append(expand(subst, objs, funcs, guard | {name}, budget))
             pos = close + 1
             continue
-        out.append(expand(objs[name], objs, funcs, guard | {name}))
+        out.append(expand(objs[name], objs, funcs, guard | {name}, budget))

@@ -4,7 +4,9 @@ Supported: ``#include <f>`` (pyswitch's own include directory first, then ``-I``
 ``#include "f"`` (relative to the including file, then ``-I`` dirs), object-like and
 function-like ``#define`` (see `pyswitch.macros`), ``#undef``,
 ``#ifdef``/``#ifndef``/``#if``/``#elif``/``#else``/``#endif`` with integer expressions over
-``defined(X)`` and macros, ``#pragma`` and ``#line`` (ignored), ``#error``. Comments are
+``defined(X)`` and macros, ``#pragma`` and ``#line`` (ignored), ``#error``. Every file read must be a regular file of at most
+:data:`MAX_SOURCE_BYTES`; a line expands to at most ``pyswitch.macros.MAX_EXPANSION``
+characters. Comments are
 removed first (their newlines kept) so that line numbers survive. Each output line records
 ``(file, line)`` of the original line it came from, so that later errors can say
 ``file:line:col``.
@@ -18,10 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyswitch.errors import P4CompileError
+from pyswitch.inputfile import InputFileError, read_input, shown_path
 from pyswitch.macros import MacroError, parse_function_macro
 from pyswitch.macros import expand as expand_macros
 
 BUILTIN_INCLUDE = Path(__file__).parent / "include"
+MAX_SOURCE_BYTES = 16 * 2**20
+"""Largest P4 source (or included) file read (docs/pyswitch-api.md, "Limits")."""
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _DIRECTIVE = re.compile(r"^\s*#\s*(\w+)\s*(.*?)\s*$")
@@ -49,8 +54,17 @@ class Source:
         return P4CompileError(f, ln, c, message)
 
 
+class UnterminatedComment(ValueError):
+    """A ``/*`` that is never closed: ``line`` and ``col`` of the ``/*``."""
+
+    def __init__(self, line: int, col: int) -> None:
+        super().__init__("comment opened here is never closed (end of file inside /* */)")
+        self.line, self.col = line, col
+
+
 def strip_comments(text: str) -> str:
-    """Replace ``//`` and ``/* */`` comments by spaces, keeping newlines and strings."""
+    """Replace ``//`` and ``/* */`` comments by spaces, keeping newlines and strings;
+    :class:`UnterminatedComment` for a ``/*`` without its ``*/``."""
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
@@ -68,7 +82,10 @@ def strip_comments(text: str) -> str:
             i = j
         elif text.startswith("/*", i):
             j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
+            if j < 0:  # as p4c: a file may not end inside a comment
+                line = text.count("\n", 0, i) + 1
+                raise UnterminatedComment(line, i - text.rfind("\n", 0, i))
+            j += 2
             out.append("".join(ch if ch == "\n" else " " for ch in text[i:j]))
             i = j
         else:
@@ -92,10 +109,7 @@ class Preprocessor:
         self._depth = 0
 
     def run(self, path: str) -> Source:
-        p = Path(path)
-        if not p.is_file():
-            raise P4CompileError(str(path), 0, 0, "no such file")
-        self._file(p, str(path))
+        self._file(Path(path), str(path))
         return Source("\n".join(self.lines) + "\n", self.linemap)
 
     # -- helpers -----------------------------------------------------------------------
@@ -149,7 +163,15 @@ class Preprocessor:
         self._depth += 1
         if self._depth > 50:
             raise self._err(shown, 1, "#include nested too deeply")
-        raw = strip_comments(path.read_text(encoding="utf-8", errors="replace"))
+        try:  # a regular file of bounded size (a FIFO or a device: one line, no hang)
+            data = read_input(path, MAX_SOURCE_BYTES, "P4 source")
+        except InputFileError as exc:
+            raise P4CompileError(shown_path(shown), 0, 0, str(exc).partition(": ")[2]) \
+                from None
+        try:
+            raw = strip_comments(data.decode("utf-8", errors="replace"))
+        except UnterminatedComment as exc:
+            raise P4CompileError(shown, exc.line, exc.col, str(exc)) from None
         lines = raw.split("\n")
         # active stack entries: (currently_active, some_branch_taken, parent_active)
         stack: list[list[bool]] = []

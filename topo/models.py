@@ -48,6 +48,8 @@ from typing import Any
 
 import networkx as nx
 
+from pyswitch.inputfile import InputFileError, read_input_text, shown_path
+
 __all__ = [
     "TopologyError",
     "natural_key",
@@ -316,16 +318,10 @@ def to_dict(graph: nx.Graph) -> dict[str, Any]:
 def load_json(path: str | Path) -> nx.Graph:
     """Read a topology file; any problem → :class:`TopologyError` naming the file."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise TopologyError(f"{path}: topology file of {size:,} bytes is larger than the "
-                                f"limit of {MAX_FILE_BYTES:,} (topo.models.MAX_FILE_BYTES)")
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise TopologyError(f"{path}: cannot read topology file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise TopologyError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    try:  # a regular file of at most MAX_FILE_BYTES (a FIFO or /dev/zero: one line)
+        text = read_input_text(path, MAX_FILE_BYTES, "topology file")
+    except InputFileError as exc:
+        raise TopologyError(str(exc)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -335,7 +331,7 @@ def load_json(path: str | Path) -> nx.Graph:
     except RecursionError:
         raise TopologyError(f"{path}: JSON nested too deeply to be a topology") from None
     except ValueError as exc:  # e.g. an integer longer than Python's int-string limit
-        raise TopologyError(f"{path}: bad JSON ({exc})") from None
+        raise TopologyError(f"{shown_path(path)}: bad JSON ({exc})") from None
     # A plan file embeds its topology: accept it too, so a plan is self-contained.
     if isinstance(data, Mapping) and isinstance(data.get("topology"), Mapping):
         data = data["topology"].get("graph", data["topology"])
@@ -350,7 +346,11 @@ def parse_topology(spec: str) -> nx.Graph:
     ``dumbbell:L,R[,BOTTLENECK]`` | a path to a ``.json`` file."""
     name, sep, rest = spec.partition(":")
     if not sep or name not in _SPEC_ARGS:
-        if spec.endswith(".json") or Path(spec).is_file():
+        try:
+            named_file = spec.endswith(".json") or Path(spec).exists()
+        except OSError:  # a name the OS cannot look up (too long): load_json says why
+            named_file = True
+        if named_file:
             return load_json(spec)
         raise TopologyError(
             f"topology {spec!r}: expected fattree:K, leafspine:L,S,H, bcube:N,K, "

@@ -39,7 +39,15 @@ from typing import Any
 
 from controller.errors import ExperimentError
 from controller.experiment.records import ModeSummary, summarize_mode
-from controller.files import OutputPathError, check_output_file, write_json_atomic
+from controller.files import (
+    InputFileError,
+    OutputPathError,
+    check_output_file,
+    non_finite,
+    read_input_text,
+    shown_path,
+    write_json_atomic,
+)
 
 __all__ = ["Row", "load_results", "rows_of", "compare_rows", "settings_text"]
 
@@ -52,19 +60,17 @@ MAX_RESULTS_BYTES = 512 * 2**20
 def load_results(path: str | Path) -> dict[str, Any]:
     """``results.json`` of a run (``path`` is the file or its run folder)."""
     p = Path(path)
-    if p.is_dir():
-        p = p / "results.json"
     try:
-        if p.stat().st_size > MAX_RESULTS_BYTES:
-            raise ExperimentError(f"{p}: {p.stat().st_size:,} bytes, more than the "
-                                  f"{MAX_RESULTS_BYTES:,} a results file may have")
-        doc = json.loads(p.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        raise ExperimentError(f"{path}: no results.json there") from None
-    except UnicodeDecodeError as exc:
-        raise ExperimentError(f"{p}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise ExperimentError(f"{p}: cannot read: {exc.strerror or exc}") from None
+        if p.is_dir():
+            p = p / "results.json"
+        if not p.exists():
+            raise ExperimentError(f"{shown_path(path)}: no results.json there")
+    except OSError as exc:  # a name the OS cannot look up (too long)
+        raise ExperimentError(f"{shown_path(path)}: {exc.strerror or exc}") from None
+    try:  # a regular file of bounded size: a FIFO gives one line, never a hang
+        doc = json.loads(read_input_text(p, MAX_RESULTS_BYTES, "results file"))
+    except InputFileError as exc:
+        raise ExperimentError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise ExperimentError(f"{p}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
     except ValueError as exc:  # an integer of more than 4,300 digits
@@ -125,35 +131,95 @@ def _kind(v: Any) -> str:
         type(v), "null" if v is None else type(v).__name__)
 
 
+def _bool(v: Any, where: str) -> None:
+    """Absent or JSON's true/false (a string "false" must not count as exact)."""
+    if v is not None and not isinstance(v, bool):
+        raise _Bad(f"{where} must be true or false, not {_kind(v)} {_short(v)}")
+
+
+def _text(v: Any, where: str) -> None:
+    if v is not None and not isinstance(v, str):
+        raise _Bad(f"{where} must be a string, not {_kind(v)}")
+
+
+def _whole(v: Any, where: str, low: int) -> None:
+    """Absent or a whole number >= ``low`` (JSON's 3.0 counts)."""
+    _number(v, where)
+    if v is not None and (v != int(v) or v < low):
+        raise _Bad(f"{where} must be a whole number >= {low}, not {_short(v)}")
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 _ROUND_NUMBERS = ("time_s", "ps_rx_bytes", "busiest_link_bytes", "retransmissions", "accuracy")
+_BYTES = ("ps_rx_bytes", "busiest_link_bytes")  # and every other count: >= 0
+
+
+def _round_record(r: dict[str, Any], where: str) -> None:
+    for key in _ROUND_NUMBERS:
+        _number(r.get(key), f"{where}.{key}")
+    for key in ("time_s", *_BYTES, "retransmissions"):
+        if r.get(key) is not None and r[key] < 0:
+            raise _Bad(f"{where}.{key} must be >= 0, not {_short(r[key])}")
+    _bool(r.get("exact"), f"{where}.exact")
+
+
+def _settings(settings: dict[str, Any]) -> None:
+    for key in ("grad_bytes", "bw", "bw_mbps"):
+        _number(settings.get(key), f"settings.{key}")
+    _whole(settings.get("rounds"), "settings.rounds", 1)
+    for key in ("topo", "central_ps"):
+        _text(settings.get(key), f"settings.{key}")
+    for key in ("model", "loss"):
+        if not isinstance(settings.get(key), (str, int, float, type(None))):
+            raise _Bad(f"settings.{key} must be a string or number, not "
+                       f"{_kind(settings[key])}")
+    for key in ("learners", "workers", "servers", "nodes"):
+        v = settings.get(key)
+        if isinstance(v, list):
+            if not all(isinstance(w, (str, int)) and not isinstance(w, bool) for w in v):
+                raise _Bad(f"settings.{key} must list host names")
+        elif not isinstance(v, (str, int, type(None))) or isinstance(v, bool):
+            raise _Bad(f"settings.{key} must be a count, a string or a list, not {_kind(v)}")
+    bc = settings.get("bcube")
+    if bc and not (isinstance(bc, list) and len(bc) == 2
+                   and all(isinstance(x, int) and not isinstance(x, bool) for x in bc)):
+        raise _Bad("settings.bcube must be [N, K] (two whole numbers)")
+
+
+def _gamma(v: Any, where: str) -> None:
+    gamma = _obj(v, where)
+    for key in ("predicted", "measured"):
+        _number(gamma.get(key), f"{where}.{key}")
 
 
 def check_results(doc: dict[str, Any]) -> str | None:
-    """What in ``doc`` does not have the shape :func:`rows_of` reads, or ``None``."""
+    """What in ``doc`` does not have the shape :func:`rows_of` reads, or ``None``: every
+    field it reads has its type checked here (numbers finite, counts >= 0, ``exact`` and
+    ``matches_simulation`` true/false, names strings)."""
     try:
         for key in ("run", "method"):
-            if key in doc and not isinstance(doc[key], (str, type(None))):
-                raise _Bad(f"'{key}' must be a string, not {_kind(doc[key])}")
-        settings = _obj(doc.get("settings"), "'settings'")
-        for key in ("rounds", "grad_bytes", "bw", "bw_mbps"):
-            _number(settings.get(key), f"settings.{key}")
-        if settings.get("rounds") is not None and not isinstance(settings["rounds"], int):
-            raise _Bad("settings.rounds must be a whole number")
-        bc = settings.get("bcube")
-        if bc and not (isinstance(bc, list) and len(bc) == 2):
-            raise _Bad("settings.bcube must be [N, K]")
-        gamma = _obj(doc.get("gamma"), "'gamma'")
-        for key in ("predicted", "measured"):
-            _number(gamma.get(key), f"gamma.{key}")
+            _text(doc.get(key), f"'{key}'")
+        _settings(_obj(doc.get("settings"), "'settings'"))
+        _gamma(doc.get("gamma"), "'gamma'")
+        for name, job in _obj(doc.get("jobs"), "'jobs'").items():
+            _gamma(_obj(job, f"jobs.{name}").get("gamma"), f"jobs.{name}.gamma")
         for name, mode in _obj(doc.get("modes"), "'modes'").items():
             where = f"modes.{name}"
             mode = _obj(mode, where)
             for key in ("grad_bytes", "grad_values", "pushes", "duration_s",
-                        "ps_link_bytes_total", "retransmissions", "final_accuracy"):
+                        "ps_link_bytes_total", "retransmissions", "final_accuracy",
+                        "soft_sync"):
                 _number(mode.get(key), f"{where}.{key}")
+                if key != "final_accuracy" and mode.get(key) is not None and mode[key] < 0:
+                    raise _Bad(f"{where}.{key} must be >= 0, not {_short(mode[key])}")
+            if not isinstance(mode.get("policy"), (str, int, type(None))):
+                raise _Bad(f"{where}.policy must be a string, not {_kind(mode['policy'])}")
             for i, r in enumerate(_records(mode.get("rounds"), f"{where}.rounds")):
-                for key in _ROUND_NUMBERS:
-                    _number(r.get(key), f"{where}.rounds[{i}].{key}")
+                _round_record(r, f"{where}.rounds[{i}]")
         for name, data in _obj(doc.get("policies"), "'policies'").items():
             where = f"policies.{name}"
             for i, r in enumerate(_records(_obj(data, where).get("runs"), f"{where}.runs")):
@@ -167,11 +233,21 @@ def check_results(doc: dict[str, Any]) -> str | None:
                     _number(r.get(key), f"{w}.{key}")
                 for k, v in _obj(r.get("link_bytes"), f"{w}.link_bytes").items():
                     _number(v, f"{w}.link_bytes.{k}")
+                _bool(r.get("matches_simulation"), f"{w}.matches_simulation")
                 for j, rr in enumerate(_records(r.get("rounds"), f"{w}.rounds")):
                     _number(rr.get("time_s"), f"{w}.rounds[{j}].time_s")
     except _Bad as exc:
         return str(exc)
     return None
+
+
+def check_row(row: Row) -> str | None:
+    """A figure of ``row`` that is not a finite number (inputs so large that their mean or
+    quotient overflows), or ``None``: such a row would print ``inf`` and could not be
+    written as standard JSON."""
+    found = non_finite(asdict(row))
+    return None if found is None else (f"mode {row.mode}: {found} is not a finite number "
+                                       "(the recorded figures are too large)")
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -288,6 +364,9 @@ def compare_rows(paths: list[str], skip: Callable[[str], None] | None = None,
                 run = f"{run} ({path})"
             try:  # check_results covers what rows_of reads; this is the backstop
                 these, text = rows_of(run, doc), settings_text(doc)
+                problem = next((p for p in map(check_row, these) if p), None)
+                if problem:
+                    raise ExperimentError(f"{path}: {problem}")
             except (TypeError, ValueError, KeyError, AttributeError, IndexError,
                     OverflowError, ZeroDivisionError) as exc:
                 raise ExperimentError(f"{path}: unexpected content "
@@ -309,6 +388,7 @@ def _fmt(x: float | None, spec: str) -> str:
 def cmd_compare(args: Any) -> int:
     from rich import box
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     if args.out:  # before reading anything: a bad --out must not cost the table
@@ -336,7 +416,7 @@ def cmd_compare(args: Any) -> int:
             table.add_section()
         previous = r.run
         table.add_row(
-            str(index[r.run]), r.mode, str(r.rounds), _fmt(r.s_per_round, ".3f"),
+            str(index[r.run]), escape(r.mode), str(r.rounds), _fmt(r.s_per_round, ".3f"),
             _fmt(None if r.goodput_Bps is None else r.goodput_Bps / 1e6, ".2f"),
             _fmt(None if r.ps_bytes_per_round is None else r.ps_bytes_per_round / 1e3, ",.0f"),
             _fmt(None if r.busiest_bytes_per_round is None
@@ -350,10 +430,16 @@ def cmd_compare(args: Any) -> int:
         console = Console(width=160)
     console.print(table)
     for run, text in settings.items():
-        console.print(f"{index[run]}  {run} (--method {method.get(run, '?')}): {text}")
+        # names are the user's text, not rich markup ("[/bogus]" would raise MarkupError)
+        console.print(escape(f"{index[run]}  {run} (--method {method.get(run, '?')}): {text}"))
     if args.out:
-        write_json_atomic(Path(args.out), {"runs": settings, "rows": [asdict(r) for r in rows]})
-        console.print(f"written: {args.out}")
+        doc = {"runs": settings, "rows": [asdict(r) for r in rows]}
+        found = non_finite(doc)  # compare_rows skipped such runs: this is the backstop
+        if found is not None:
+            raise ExperimentError(f"--out {args.out}: {found} is not a finite number; "
+                                  "nothing written")
+        write_json_atomic(Path(args.out), doc)
+        console.print(escape(f"written: {args.out}"))
     return 0
 
 

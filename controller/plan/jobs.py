@@ -6,7 +6,8 @@ Jobs file: a JSON list, one object per job::
      {"name": "b", "ps": "h3", "workers": 2, "rounds": 20, "model_size": 4096}]
 
 Keys: ``name`` (non-empty string, unique), ``ps`` (a host), ``workers`` (a list of hosts, or
-a COUNT ≥ 1), and optionally ``weight`` (number > 0, default 1: the w_j of max-min fairness),
+a COUNT ≥ 1), and optionally ``weight`` (a number from 0.001 to 1000, default 1: the w_j of
+max-min fairness),
 ``model`` (string), ``model_size`` (integer ≥ 1) and ``rounds`` (integer ≥ 1), which the
 planner ignores and passes on to the runner.  Unknown keys are errors: a typo such as
 ``"wieght"`` would otherwise silently plan with weight 1.
@@ -34,6 +35,7 @@ from typing import Any
 
 import networkx as nx
 
+from controller.files import InputFileError, read_input_text
 from controller.plan.lp import PlanError
 from topo.models import hosts
 
@@ -42,6 +44,9 @@ __all__ = ["JobEntry", "parse_jobs", "load_jobs", "jobs_from_count", "resolve_jo
 
 _KEYS = ("name", "ps", "workers", "weight", "model", "model_size", "rounds")
 MAX_JOBS_FILE_BYTES = 16 * 2**20
+MIN_WEIGHT, MAX_WEIGHT = 1e-3, 1e3
+"""Bounds of a job's weight: weights are relative (max-min fairness divides by them), and a
+ratio beyond 10^6 only makes the LP numerically unsound (1e300 or 1e-300 broke its solve)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,13 @@ class JobEntry:
 def _short(v: Any) -> str:
     text = repr(v)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _finite(v: int | float) -> bool:
+    try:  # an int of 400 digits does not convert to float
+        return math.isfinite(float(v))
+    except OverflowError:
+        return False
 
 
 def _is_int(v: Any) -> bool:
@@ -128,8 +140,9 @@ def parse_jobs(data: Any, where: str = "<jobs>") -> list[JobEntry]:
                             f"{_short(raw)}")
         weight = item.get("weight", 1.0)
         if (isinstance(weight, bool) or not isinstance(weight, int | float)
-                or not math.isfinite(weight) or weight <= 0):
-            raise PlanError(f"{at}: 'weight' must be a number > 0, got {_short(weight)}")
+                or not _finite(weight) or not MIN_WEIGHT <= weight <= MAX_WEIGHT):
+            raise PlanError(f"{at}: 'weight' must be a number from {MIN_WEIGHT:g} to "
+                            f"{MAX_WEIGHT:g}, got {_short(weight)}")
         model = item.get("model")
         if model is not None and (not isinstance(model, str) or not model):
             raise PlanError(f"{at}: 'model' must be a non-empty string, got {_short(model)}")
@@ -148,18 +161,18 @@ def load_jobs(path: str | Path) -> list[JobEntry]:
     """Read and parse a jobs file; unreadable files and bad JSON name the file (and the line
     and column)."""
     path = Path(path)
-    try:
-        if path.stat().st_size > MAX_JOBS_FILE_BYTES:
-            raise PlanError(f"{path}: jobs file larger than {MAX_JOBS_FILE_BYTES} bytes")
-        text = path.read_text()
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read jobs file ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise PlanError(f"{path}: jobs file is not UTF-8 text") from None
+    try:  # a regular file of bounded size: a FIFO or /dev/zero gives one line, not a hang
+        text = read_input_text(path, MAX_JOBS_FILE_BYTES, "jobs file")
+    except InputFileError as exc:
+        raise PlanError(str(exc)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PlanError(f"{path}:{exc.lineno}:{exc.colno}: bad JSON ({exc.msg})") from None
+    except RecursionError:
+        raise PlanError(f"{path}: JSON nested too deeply to be a jobs file") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise PlanError(f"{path}: bad JSON ({str(exc).split('; use')[0]})") from None
     return parse_jobs(data, str(path))
 
 

@@ -46,6 +46,10 @@ from pyswitch.types import (
     Ty,
 )
 
+MAX_STACK_SIZE = 4096
+"""Most elements of one header stack (an array of headers): p4c has no limit, but pyswitch
+builds every element while compiling, and ``h_t[1000000000]`` ran for minutes."""
+
 
 class CompilerBase:
     """See module docstring."""
@@ -219,6 +223,9 @@ class CompilerBase:
             if not isinstance(el, (HeaderTy, UnionTy)):
                 raise self.err(node, "only stacks of headers or header unions are supported")
             n = self.const_int(node.children[1])
+            if not 0 <= n <= MAX_STACK_SIZE:  # checked before any element is built
+                raise self.err(node.children[1], f"header stack size {n} is outside 0.."
+                               f"{MAX_STACK_SIZE} (pyswitch's limit, docs/pyswitch-api.md)")
             return StackTy(el, n)
         if d == "tuple_type":
             return self.tuple_type(node)  # see compiler.typedefs

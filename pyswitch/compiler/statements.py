@@ -28,6 +28,17 @@ from pyswitch.types import (
 class Statements:
     """See module docstring."""
 
+    def check_duplicate_local(self, name_node: Any, scope: Scope) -> None:
+        """p4c: "x: Duplicates declaration x" for two locals of one name in one block (an
+        inner block may shadow an outer one: each block has its own scope)."""
+        nm = self.name_of(name_node)
+        seen = scope.__dict__.setdefault("local_decls", {})
+        if nm in seen:
+            first = self.err(seen[nm], "")
+            raise self.err(name_node, f"{nm}: Duplicates declaration {nm} (previous "
+                                      f"declaration at {first.file}:{first.line}:{first.col})")
+        seen[nm] = name_node
+
     def block(self, node: Tree, scope: Scope, em: Emitter) -> None:
         for s in node.children:
             self.stmt(s, scope, em)
@@ -98,9 +109,12 @@ class Statements:
                 em("return")
         elif k == "var_decl":
             ch = self.strip_annots(s.children)
+            self.check_duplicate_local(ch[1], scope)
             self.var_decl(ch, scope, em, s)
         elif k == "const_decl":
-            self.decl_const(self.strip_annots(s.children), scope)
+            ch = self.strip_annots(s.children)
+            self.check_duplicate_local(ch[1], scope)
+            self.decl_const(ch, scope)
         elif k == "empty_stmt":
             pass
         elif k == "op_assignment":

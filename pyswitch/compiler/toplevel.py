@@ -20,6 +20,7 @@ from pyswitch.compiler.model import (
 )
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import VarbitTy
+from pyswitch.errors import P4CompileError
 from pyswitch.p4info import meta as p4info_meta
 from pyswitch.types import (
     Bits,
@@ -63,6 +64,7 @@ class TopLevel:
         elif k in ("header_decl", "struct_decl"):
             nm = self.name_of(ch[0])
             fields = []
+            self.check_duplicate_members(ch[1:], lambda f: self.strip_annots(f.children)[1])
             for f in ch[1:]:
                 fc = self.strip_annots(f.children)
                 ft = self.resolve_type(fc[0])
@@ -93,12 +95,14 @@ class TopLevel:
             self.union_decl(d, ch)  # see compiler.unions
         elif k == "enum_decl":
             nm = self.name_of(ch[0])
+            self.check_duplicate_members(ch[1:], lambda m: m)
             self.types[nm] = EnumTy(nm, {self.name_of(m): i for i, m in enumerate(ch[1:])})
         elif k == "ser_enum_decl":
             ut = self.resolve_type(ch[0])
             if not isinstance(ut, Bits):
                 raise self.err(d, "enum underlying type must be bit<N> or int<N>")
             nm = self.name_of(ch[1])
+            self.check_duplicate_members(ch[2:], lambda m: m.children[0])
             members = {}
             for m in ch[2:]:
                 members[self.name_of(m.children[0])] = self.const_int(m.children[1]) & ut.mask
@@ -174,11 +178,38 @@ class TopLevel:
         nm = str(node) if isinstance(node, Token) else self.name_of(node)
         seen = self.__dict__.setdefault("_top_decls", {})
         prev = seen.get(nm)
+        if prev is not None and prev[0] is not d and self.same_typedef(prev[0], d):
+            return  # p4c accepts a typedef repeated with the same type (PortId_t of v1model)
         if prev is not None and prev[0] is not d:
             first = self.err(prev[1], "")
             raise self.err(node, f"{nm}: Duplicates declaration {nm} (previous declaration "
                                  f"at {first.file}:{first.line}:{first.col})")
         seen[nm] = (d, node)
+
+    def same_typedef(self, a: Tree, b: Tree) -> bool:
+        """Whether two declarations are both ``typedef``s of one type (``typedef bit<9>
+        PortId_t;`` again after v1model.p4's): p4c accepts the repetition."""
+        if a.data != "typedef_decl" or b.data != "typedef_decl":
+            return False
+        try:
+            ta = self.resolve_type(self.strip_annots(a.children)[0])
+            tb = self.resolve_type(self.strip_annots(b.children)[0])
+        except P4CompileError:
+            return False
+        return same_type(ta, tb)
+
+    def check_duplicate_members(self, items: list, name_node: Any) -> None:
+        """p4c: "x: Duplicates declaration x" for two fields of one header, struct or
+        header_union, or two members of one enum (``name_node(item)`` is its name)."""
+        seen: dict[str, Any] = {}
+        for item in items:
+            node = name_node(item)
+            nm = self.name_of(node)
+            if nm in seen:
+                first = self.err(seen[nm], "")
+                raise self.err(node, f"{nm}: Duplicates declaration {nm} (previous "
+                                     f"declaration at {first.file}:{first.line}:{first.col})")
+            seen[nm] = node
 
     def decl_const(self, ch: list, scope: Scope) -> None:
         ty = self.resolve_type(ch[0])

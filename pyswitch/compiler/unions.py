@@ -51,6 +51,7 @@ class Unions:
     def union_decl(self, d: Tree, ch: list) -> None:
         nm = self.name_of(ch[0])
         fields = []
+        self.check_duplicate_members(ch[1:], lambda f: self.strip_annots(f.children)[1])
         for f in ch[1:]:
             fc = self.strip_annots(f.children)
             ft = self.resolve_type(fc[0])

@@ -7,8 +7,8 @@ device lock. Switch errors become canonical codes as in BMv2: ``EntryExists`` �
 ALREADY_EXISTS, ``EntryNotFound`` → NOT_FOUND, ``InvalidArgument`` → INVALID_ARGUMENT.
 
 Given an ``undo`` list, :meth:`Entities.apply` appends a callable that reverts each update
-it carried out: the server rolls a whole batch back when its per-update errors would not
-fit a client's status metadata (see server.py, "Write answers").
+it carried out (the server applies every update it can, as BMv2, and no longer rolls
+batches back; the undo steps remain for callers that want all-or-nothing).
 """
 
 from __future__ import annotations
@@ -343,7 +343,28 @@ class Entities:
         elif which is None:
             raise invalid("empty entity")
         else:
+            self._read_unsupported(tr, ent, which)
+
+    def _read_unsupported(self, tr: Translator, ent: Any, which: str) -> None:
+        """A kind pyswitch does not keep (meters, action profiles, value sets, digests,
+        externs). As BMv2: a wildcard Read answers every kind the program has, so a kind the
+        program has none of answers nothing (what p4runtime-shell's "read all" needs); an id
+        the P4Info does not hold is NOT_FOUND; only a kind the program really has is
+        UNIMPLEMENTED."""
+        p4info_field, id_field = _UNSUPPORTED_READS.get(which, (None, None))
+        if p4info_field is None:
             raise P4RTError(code_pb2.UNIMPLEMENTED, f"reading {which} is not supported")
+        objs = getattr(tr.index.p4info, p4info_field)
+        declared = ({i.preamble.id for x in objs for i in x.instances}
+                    if p4info_field == "externs" else {x.preamble.id for x in objs})
+        q = getattr(ent, which)
+        wanted = getattr(q, id_field) if id_field else 0
+        if wanted and wanted not in declared:
+            raise P4RTError(code_pb2.NOT_FOUND, f"{which}: the P4Info has no "
+                            f"{p4info_field[:-1].replace('_', ' ')} with id {wanted}")
+        if declared:
+            raise P4RTError(code_pb2.UNIMPLEMENTED, f"reading {which} is not supported by "
+                            "pyswitch")
 
     def _read_default(self, tr: Translator, t: TableInfo, resp: Any) -> None:
         te = p4runtime_pb2.TableEntry(table_id=t.id, is_default_action=True)
@@ -382,6 +403,18 @@ class Entities:
             dev.clone_sessions.clear()
             dev.clone_sessions.update(sessions)
         return revert
+
+
+# entity kind -> (P4Info field listing the objects of that kind, the entity's id field)
+_UNSUPPORTED_READS = {
+    "meter_entry": ("meters", "meter_id"),
+    "direct_meter_entry": ("direct_meters", ""),
+    "action_profile_member": ("action_profiles", "action_profile_id"),
+    "action_profile_group": ("action_profiles", "action_profile_id"),
+    "value_set_entry": ("value_sets", "value_set_id"),
+    "digest_entry": ("digests", "digest_id"),
+    "extern_entry": ("externs", ""),
+}
 
 
 def _replicas(reps: Any) -> list[tuple[int, int]]:

@@ -269,8 +269,82 @@ def verify_pipeline(config: Any) -> Pipeline:
         extra = sorted(set(g) - set(o))
         if extra:
             raise invalid(f"P4Info {kind} {extra[0]} is not in the device config's program")
+    difference = p4info_difference(p4info, program.p4info)
+    if difference is not None:
+        raise invalid(f"the P4Info does not describe the device config: {difference}")
     if not p4info.tables and not p4info.actions:
         p4info = program.p4info
     return Pipeline(p4info, bytes(config.p4_device_config), config.cookie.cookie, program,
                     P4InfoIndex(p4info))
 
+
+
+def _by_name(items: Any) -> dict[str, Any]:
+    return {x.preamble.name: x for x in items}
+
+
+def p4info_difference(given: p4info_pb2.P4Info, own: p4info_pb2.P4Info) -> str | None:
+    """The first way in which ``given`` (the controller's P4Info) contradicts ``own`` (the
+    P4Info of the device config's program), or ``None``. Ids may differ (the controller's
+    P4Info defines them) and ``given`` may leave objects out; what it does describe must be
+    what the program has: a table's match fields (name, width, match kind, order), the
+    actions it may use, its size; an action's parameters (name, width, order); a counter's,
+    direct counter's or register's unit, size and width. Without this check a P4Info
+    saying a 16-bit key is 3 bits wide was committed, and valid entries were refused."""
+    own_actions = {a.preamble.id: a.preamble.name for a in own.actions}
+    given_actions = {a.preamble.id: a.preamble.name for a in given.actions}
+    own_tables = _by_name(own.tables)
+    for t in given.tables:
+        o = own_tables.get(t.preamble.name)
+        if o is None:
+            return f"table {t.preamble.name} is not in the program"
+        where = f"table {t.preamble.name}"
+        g_fields = [(f.name, f.bitwidth, f.match_type) for f in t.match_fields]
+        o_fields = [(f.name, f.bitwidth, f.match_type) for f in o.match_fields]
+        if g_fields != o_fields:
+            for i, (gf, of) in enumerate(zip(g_fields, o_fields, strict=False)):
+                if gf != of:
+                    return (f"{where}: match field {i + 1} is {_field(gf)} in the P4Info, "
+                            f"{_field(of)} in the program")
+            return (f"{where}: {len(g_fields)} match fields in the P4Info, "
+                    f"{len(o_fields)} in the program")
+        refs = {given_actions.get(r.id, f"id {r.id}") for r in t.action_refs}
+        extra = sorted(refs - {own_actions.get(r.id) for r in o.action_refs})
+        if extra:
+            return f"{where}: action {extra[0]} is not one of the table's actions"
+        if t.size and t.size != o.size:
+            return f"{where}: size {t.size} in the P4Info, {o.size} in the program"
+    own_by_name = _by_name(own.actions)
+    for a in given.actions:
+        o = own_by_name.get(a.preamble.name)
+        if o is None:
+            return f"action {a.preamble.name} is not in the program"
+        g_params = [(p.name, p.bitwidth) for p in a.params]
+        o_params = [(p.name, p.bitwidth) for p in o.params]
+        if g_params != o_params:
+            return (f"action {a.preamble.name}: parameters {_params(g_params)} in the "
+                    f"P4Info, {_params(o_params)} in the program")
+    for kind, g_items, o_items, facts in (
+            ("counter", given.counters, own.counters, lambda c: (c.spec.unit, c.size)),
+            ("direct counter", given.direct_counters, own.direct_counters,
+             lambda c: (c.spec.unit,)),
+            ("register", given.registers, own.registers,
+             lambda r: (r.size, r.type_spec.bitstring.bit.bitwidth))):
+        o_named = _by_name(o_items)
+        for x in g_items:
+            o = o_named.get(x.preamble.name)
+            if o is None:
+                return f"{kind} {x.preamble.name} is not in the program"
+            if facts(x) != facts(o):
+                return (f"{kind} {x.preamble.name}: (unit/size/width) {facts(x)} in the "
+                        f"P4Info, {facts(o)} in the program")
+    return None
+
+
+def _field(f: tuple[str, int, int]) -> str:
+    kinds = {1: "exact", 2: "lpm", 3: "ternary", 4: "range", 5: "optional"}
+    return f"{f[0]} ({f[1]} bits, {kinds.get(f[2], f'match type {f[2]}')})"
+
+
+def _params(ps: list[tuple[str, int]]) -> str:
+    return "(" + ", ".join(f"{n}: {w} bits" for n, w in ps) + ")"

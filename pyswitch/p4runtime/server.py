@@ -35,10 +35,10 @@ default gRPC client refuses trailers over 8 KiB (it then reports RESOURCE_EXHAUS
 controller cannot tell which updates were applied). The server therefore keeps the encoded
 status within :data:`STATUS_DETAILS_BUDGET` bytes (messages are shortened, then dropped, the
 codes always stay) and reports each update's result for batches of up to
-:data:`WRITE_REPORT_LIMIT` updates. A larger batch that applies cleanly answers OK; a larger
-batch in which any update fails is rolled back as a whole (the device lock is held
-throughout, so the data plane never sees it) and refused with INVALID_ARGUMENT naming the
-limit, the number of failures and the first ones. Nothing goes unreported either way.
+:data:`WRITE_REPORT_LIMIT` updates. As BMv2 (CONTINUE_ON_ERROR), every update that can be
+applied is, whatever the batch size; a larger batch in which updates fail answers UNKNOWN
+with a message naming how many failed and were applied, the failures by code, the first
+ones, and why one error per update is not attached (docs/pyswitch-api.md, "Write answers").
 Any unexpected exception is INTERNAL with its message, never an empty UNKNOWN. Failures
 set the status on the context (:func:`_finish`) instead of raising ``context.abort``, which
 would leave the request alive until the next RPC (see there).
@@ -349,8 +349,6 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise _Fail(grpc.StatusCode.UNIMPLEMENTED, "only CONTINUE_ON_ERROR atomicity")
         tr = Translator(pipe.index)
         n = len(request.updates)
-        # a batch too large to report each update's result is undone if anything fails
-        undo: list[Callable[[], None]] | None = [] if n > WRITE_REPORT_LIMIT else None
         # (update index, canonical code, message) of the failed updates only: a protobuf
         # Error per update (10,000 pure-Python messages for a clean batch) is built just for
         # the report, which is at most WRITE_REPORT_LIMIT long
@@ -360,51 +358,33 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 try:
                     if isinstance(update, P4RTError):  # it did not parse
                         raise update
-                    self.entities.apply(tr, update, undo)
+                    self.entities.apply(tr, update)
                 except P4RTError as e:
                     failures.append((i, e.code, e.message))
                 except Exception as e:  # a bug must not kill the switch
                     rlog.exception("write update failed")
                     failures.append((i, code_pb2.INTERNAL, f"internal error: {e}"))
-            rollback_error = self._roll_back(undo) if failures and undo is not None else None
         if not failures:
             return p4runtime_pb2.WriteResponse()
         failed = len(failures)
         summary = _summary(failures)
         # one line per failed Write (not per update), and at most a burst per window
-        rlog.info("write: %d of %d updates failed%s: %s", failed, n,
-                  " (batch rolled back)" if undo is not None else "", summary)
-        if rollback_error is not None:
-            raise _Fail(grpc.StatusCode.INTERNAL,
-                        f"{failed} of {n} updates failed and rolling the batch back failed "
-                        f"too ({rollback_error}); the device state is uncertain: push the "
-                        f"pipeline again")
-        if undo is not None:
-            raise _Fail(grpc.StatusCode.INVALID_ARGUMENT, _cut(
-                f"batch of {n} updates refused, none applied: {failed} failed ({summary}). "
-                f"Per-update errors are reported for batches of at most {WRITE_REPORT_LIMIT} "
-                f"updates (they must fit a client's 8 KiB status metadata); send smaller "
-                f"batches to learn each failure", 900))
+        rlog.info("write: %d of %d updates failed: %s", failed, n, summary)
+        if n > WRITE_REPORT_LIMIT:
+            # as BMv2 (CONTINUE_ON_ERROR): every update that could be applied was; one
+            # p4.v1.Error per update would not fit a default client's 8 KiB of trailers
+            raise _Fail(grpc.StatusCode.UNKNOWN, _cut(
+                f"{failed} of {n} updates failed, the other {n - failed} were applied "
+                f"({summary}). One p4.v1.Error per update is reported for batches of at "
+                f"most {WRITE_REPORT_LIMIT} updates (their status must fit the 8 KiB of "
+                f"trailing metadata a default gRPC client accepts); send smaller batches, "
+                f"or read the entries back, to learn each failure", 900))
         errors = [p4runtime_pb2.Error(canonical_code=code_pb2.OK)] * n
         for i, code, text in failures:
             errors[i] = p4runtime_pb2.Error(canonical_code=code, message=text)
         message = f"{failed} of {n} updates failed"
         raise _Fail(grpc.StatusCode.UNKNOWN, message,
                     (("grpc-status-details-bin", write_error_status(errors, message)),))
-
-    @staticmethod
-    def _roll_back(undo: list[Callable[[], None]]) -> str | None:
-        """Revert the applied updates, last first; the first error, if any (none expected:
-        each undo reverses an operation that just succeeded)."""
-        problem = None
-        for fn in reversed(undo):
-            try:
-                fn()
-            except Exception as exc:
-                rlog.exception("write rollback step failed")
-                problem = problem or f"{type(exc).__name__}: {exc}"
-        undo.clear()
-        return problem
 
     async def Write(self, request: bytes | p4runtime_pb2.WriteRequest,
                     context: grpc.aio.ServicerContext) -> p4runtime_pb2.WriteResponse | None:

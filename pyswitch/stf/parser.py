@@ -96,11 +96,18 @@ _DIRECT = {
     "register_reset": (True, 0, 0),
 }
 _METER = ("meter_get_rates", "meter_set_rates", "meter_array_set_rates")
+_COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+MAX_PORT = 511
+"""Largest STF port: v1model's ``PortId_t`` is ``bit<9>``."""
+MAX_NUMBER_DIGITS = 200
+"""Longest number an STF line may hold (a 512-bit value has 155 decimal digits)."""
 
 
 def parse_int(text: str) -> int:
     """An STF number without don't-care digits (decimal, 0x, 0b, 0o)."""
     t = text.strip().lower()
+    if len(t) > MAX_NUMBER_DIGITS:
+        raise ValueError(f"number of {len(t)} digits: the limit is {MAX_NUMBER_DIGITS}")
     if "*" in t:
         raise ValueError(f"'*' digits not allowed here: {text}")
     if t.startswith(("0x", "0b", "0o")):
@@ -231,6 +238,34 @@ def _packet_data(rest: str, file: str, line: int, expect: bool) -> tuple[str, bo
     return data.upper(), exact
 
 
+def _parse_check_counter(t: _Toks, st: Stmt) -> None:
+    """``check_counter NAME(INDEX|$ID) [packets|bytes OP NUMBER]`` (p4c's stf grammar):
+    ``st.name`` the counter, ``st.nums`` [index, kind, op, number] as text."""
+    st.name = t.take("name", "a counter name")
+    t.punct("(")
+    tok = t.peek()
+    if tok is not None and tok[0] == "name" and tok[1].startswith("$"):
+        index = t.take("name", "an index or $ID")
+    else:
+        index = t.take("num", "an index or $ID")
+        parse_int(index)
+    t.punct(")")
+    st.nums = [index]
+    if not t.at_end():
+        kind = t.take("name", "packets or bytes")
+        if kind not in ("packets", "bytes"):
+            raise t.err(f"check_counter: expected packets or bytes, got {kind!r}")
+        tok = t.peek()
+        if tok is None or tok[0] != "punct" or tok[1] not in _COMPARISONS:
+            raise t.err("check_counter: expected a comparison (==, !=, <, <=, >, >=), got "
+                        + ("end of line" if tok is None else repr(tok[1])))
+        t.i += 1
+        number = t.take("num", "a number to compare with")
+        parse_int(number)
+        st.nums += [kind, tok[1], number]
+    t.end()
+
+
 def _parse_line(text: str, file: str, line: int) -> Stmt | None:
     text = _strip_comment(text)
     if not text:
@@ -242,9 +277,15 @@ def _parse_line(text: str, file: str, line: int) -> Stmt | None:
     cmd = word.lower()
     st = Stmt(cmd, line, text=text)
     if cmd in ("packet", "expect"):
-        m = re.match(r"\s*([0-9]+)(.*)$", rest)
+        # the port is a whole word: "packet 1e3 ..." is not port 1 with data "e3..."
+        m = re.match(r"\s*([0-9]+)(?=\s|$)(.*)$", rest)
         if not m:
-            raise StfSyntaxError(file, line, f"{cmd}: expected a port number")
+            raise StfSyntaxError(file, line, f"{cmd}: expected a port number (decimal), got "
+                                 f"{rest.split()[0][:24]!r}" if rest.split() else
+                                 f"{cmd}: expected a port number")
+        if len(m.group(1)) > 4 or int(m.group(1)) > MAX_PORT:
+            raise StfSyntaxError(file, line, f"{cmd}: port {m.group(1)[:24]} is not a v1model "
+                                 f"port (0..{MAX_PORT}, PortId_t is bit<9>)")
         st.port = int(m.group(1))
         body = m.group(2)
         if cmd == "packet":
@@ -271,9 +312,7 @@ def _parse_line(text: str, file: str, line: int) -> Stmt | None:
             raise t.err("only 'remove all' is STF")
         t.end()
     elif cmd == "check_counter":
-        # check_counter NAME(INDEX|$ID) [packets|bytes OP NUMBER]: kept as text
-        st.name = t.take("name", "a counter name")
-        st.nums = [v for _, v in t.items[t.i:]]
+        _parse_check_counter(t, st)
     elif cmd in _DIRECT:
         has_name, lo, hi = _DIRECT[cmd]
         if has_name:

@@ -16,13 +16,18 @@ What "BMv2's semantics" means here, in short:
   without ``/len`` gets the prefix of its written non-``*`` digits; a key not named
   matches anything, except exact keys, which default to 0 (as bmv2stf's key template);
 - ``wait`` is a no-op (pyswitch is synchronous); ``remove``, ``check_counter`` and
-  ``no_packet`` are ignored, as bmv2stf ignores them.
+  ``no_packet`` are ignored, as bmv2stf ignores them (``check_counter`` must still be
+  well-formed and name a counter of the program);
+- every value is checked against the width of what it sets (a key wider than its field,
+  an lpm ``/99`` on a 32-bit key, a port beyond v1model's 9 bits): the test cannot run,
+  exit 2, where BMv2's CLI would refuse the command.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import signal
 import sys
@@ -36,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from pyswitch.errors import OneLineParser, P4CompileError, SwitchError, UsageError
+from pyswitch.inputfile import InputFileError, read_input, read_input_text
 from pyswitch.p4info.compare import check_against_p4c
 from pyswitch.program import compile_p4, write_files_atomic
 from pyswitch.stf.parser import StfSyntaxError, Stmt, parse_int, parse_stf
@@ -43,6 +49,10 @@ from pyswitch.switch import Switch
 
 __all__ = ["CorpusEntry", "StfError", "StfResult", "main", "run_corpus", "run_stf",
            "run_stf_file"]
+
+
+MAX_STF_BYTES = 64 * 2**20
+"""Largest STF file read (p4c's largest is a few hundred kB)."""
 
 
 class StfError(Exception):
@@ -153,16 +163,23 @@ def _digits(text: str) -> tuple[str, int, int]:
     raise StfError(f"a decimal value ({text}) cannot be a ternary/lpm pattern: write it in hex")
 
 
+def _fits(value: int, width: int, name: str) -> int:
+    """``value`` if it fits the ``width`` bits of key ``name``, else :class:`StfError`."""
+    if value >> width:
+        raise StfError(f"value {value:#x} does not fit key {name} of {width} bits")
+    return value
+
+
 def _key_value(kind: str, width: int, text: str, name: str) -> Any:
     full = (1 << width) - 1
     if kind == "exact":
-        return parse_int(text)
+        return _fits(parse_int(text), width, name)
     if kind == "ternary":
         if "*" not in text and not text.lower().startswith(("0x", "0b", "0o")):
             raise StfError(f"decimal value {text} not supported for ternary key {name}")
         digits, base, bits = _digits(text)
         top = (1 << bits) - 1
-        value = int(digits.replace("*", "0"), base)
+        value = _fits(int(digits.replace("*", "0"), base), width, name)
         mask = 0
         for d in digits:
             mask = (mask << bits) | (0 if d == "*" else top)
@@ -171,31 +188,35 @@ def _key_value(kind: str, width: int, text: str, name: str) -> Any:
         if "/" in text:
             v, _, p = text.partition("/")
             value, plen = parse_int(v), parse_int(p)
+            if plen > width:
+                raise StfError(f"prefix length /{plen} of lpm key {name} is longer than the "
+                               f"key's {width} bits")
         elif not text.lower().startswith(("0x", "0b", "0o")):
             value, plen = parse_int(text), width
         else:
             digits, base, bits = _digits(text)
             value = int(digits.replace("*", "0"), base)
             plen = bits * (len(digits) - digits.count("*"))
-        plen = min(plen, width) if plen >= 0 else 0
+        _fits(value, width, name)
+        plen = min(plen, width) if plen >= 0 else 0  # digits written past the width: 0s
         keep = full ^ ((1 << (width - plen)) - 1)
         return value & keep, plen  # bits past the prefix never take part in the match
     if kind == "range":
         if "->" in text:
             lo, _, hi = text.partition("->")
-            return parse_int(lo), parse_int(hi)
+            return _fits(parse_int(lo), width, name), _fits(parse_int(hi), width, name)
         if "*" in text:
             if set(_digits(text)[0]) == {"*"}:
                 return None  # all don't care: the whole range
             raise StfError(f"range key {name}: lo->hi, a value or all '*', not {text}")
-        v = parse_int(text)
+        v = _fits(parse_int(text), width, name)
         return v, v
     if kind == "optional":
         if "*" in text:
             if set(_digits(text)[0]) == {"*"}:
                 return None
             raise StfError(f"optional key {name}: a value or all '*', not {text}")
-        return parse_int(text)
+        return _fits(parse_int(text), width, name)
     raise StfError(f"unsupported match kind {kind!r} of key {name}")
 
 
@@ -306,8 +327,12 @@ class StfRunner:
             self.mirror_mc.pop(n[0], None)
             if n[0] in self.sw.clone_sessions:
                 self.sw.delete_clone_session(n[0])
-        elif c in ("mirroring_get", "counter_read", "register_read"):
+        elif c == "mirroring_get":
             pass  # reads only print in simple_switch_CLI
+        elif c == "counter_read":  # only prints, but the counter and index must exist
+            self.sw.counter_read(self._extern(st.name, self.sw.counters), n[0])
+        elif c == "register_read":
+            self.sw.register_read(self._extern(st.name, self.sw.registers), n[0])
         elif c == "register_write":
             self.sw.register_write(self._extern(st.name, self.sw.registers), n[0], n[1])
         elif c == "register_reset":
@@ -385,7 +410,10 @@ class StfRunner:
             self.add(st)
         elif st.cmd == "setdefault":
             self.setdefault(st)
-        elif st.cmd in ("wait", "no_packet", "remove", "check_counter"):
+        elif st.cmd == "check_counter":  # ignored as bmv2stf does, but it must name one
+            self._extern(st.name, {**self.sw.counters, **self.sw.direct_counters})
+            self.notes.append(f"line {st.line}: check_counter ignored (as p4c's bmv2stf)")
+        elif st.cmd in ("wait", "no_packet", "remove"):
             if st.cmd != "wait":
                 self.notes.append(f"line {st.line}: {st.cmd} ignored (as p4c's bmv2stf)")
         else:
@@ -401,8 +429,11 @@ def run_stf_file(p4: str | Path, stf: str | Path, include_dirs: list[str] | tupl
                  defines: dict[str, str] | None = None) -> StfResult:
     """Compile `p4`, run `stf` on a fresh switch (raises P4CompileError / StfSyntaxError /
     StfError)."""
+    try:  # read (and parse) the test first: a bad STF file should not cost a compile
+        stmts = parse_stf(read_input_text(stf, MAX_STF_BYTES, "STF file"), str(stf))
+    except InputFileError as exc:
+        raise StfError(str(exc)) from None
     prog = compile_p4(p4, include_dirs, defines)
-    stmts = parse_stf(Path(stf).read_text(), str(stf))
     return run_stf(Switch(prog), stmts)
 
 
@@ -457,8 +488,8 @@ def corpus_programs(d: Path, need_stf: bool) -> list[Path]:
         if need_stf and not p.with_suffix(".stf").is_file():
             continue
         try:
-            text = p.read_text(errors="replace")
-        except OSError:
+            text = read_input(p, MAX_STF_BYTES, "P4 program").decode(errors="replace")
+        except InputFileError:
             continue
         if _V1MODEL.search(text):
             out.append(p)
@@ -487,7 +518,11 @@ def run_one(p4: Path, include_dirs: list[str], timeout: float,
                 return ent
             ent.p4info, ent.p4info_diff = check_against_p4c(p4, prog.p4info)
             stf = p4.with_suffix(".stf")
-            stmts = parse_stf(stf.read_text(errors="replace"), stf.name)
+            try:
+                text = read_input(stf, MAX_STF_BYTES, "STF file").decode(errors="replace")
+            except InputFileError as exc:
+                raise StfError(str(exc)) from None
+            stmts = parse_stf(text, stf.name)
             res = run_stf(Switch(prog), stmts)
             ent.status = "pass" if res.passed else "wrong"
             ent.diff = res.diff()
@@ -613,6 +648,16 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("give either PROG.p4 TEST.stf or --corpus DIR")
         if not args.corpus and not args.program:
             raise UsageError("PROG.p4 is required (or --corpus DIR)")
+        if not (math.isfinite(args.timeout) and args.timeout > 0):
+            raise UsageError(f"--timeout {args.timeout:g}: must be a number of seconds > 0")
+        if args.only is not None:
+            try:
+                re.compile(args.only)
+            except re.error as exc:
+                raise UsageError(f"--only {args.only!r}: not a regular expression "
+                                 f"({exc})") from None
+        if args.json is not None and not args.json.strip():
+            raise UsageError("--json: empty path")
     except UsageError as exc:
         print(f"pyswitch stf: {exc}", file=sys.stderr)
         return 2
@@ -622,6 +667,9 @@ def main(argv: list[str] | None = None) -> int:
     defines = {}
     for d in args.defines:
         k, _, v = d.partition("=")
+        if not k.isidentifier():
+            print(f"pyswitch stf: -D {d!r}: {k!r} is not a macro name", file=sys.stderr)
+            return 2
         defines[k] = v if v else "1"
     try:
         res = run_stf_file(args.program, stf, args.include, defines)
