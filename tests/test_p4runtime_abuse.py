@@ -276,7 +276,7 @@ def test_batch_one_over_the_limit_all_failing_names_the_failures(switch, c):
                                          c.table_entry(BIG, {DST: mac(i)}))
                                 for i in range(n)])
     assert err is not None and err.code() == grpc.StatusCode.UNKNOWN
-    assert f"{n} failed" in err.details() and "NOT_FOUND" in err.details()
+    assert f"{n} of {n} updates failed" in err.details() and "NOT_FOUND" in err.details()
 
 
 def test_insert_into_full_table_is_resource_exhausted(switch, c):

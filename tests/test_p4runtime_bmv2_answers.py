@@ -5,6 +5,9 @@ difference. Large batches are covered in tests/test_p4runtime_abuse.py."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import grpc
@@ -111,7 +114,7 @@ def _mismatched(info: p4info_pb2.P4Info, edit: str) -> p4info_pb2.P4Info:
         a = next(a for a in out.actions if a.params)
         a.params[0].bitwidth += 1
     elif edit == "register":
-        out.registers[0].size += 1
+        out.registers[0].type_spec.bitstring.bit.bitwidth += 1
     return out
 
 
@@ -135,3 +138,51 @@ def test_p4info_not_describing_the_device_config_is_refused(server, ina: Program
 def test_p4info_describing_the_device_config_is_accepted(server, ina: Program) -> None:
     assert p4info_difference(ina.p4info, ina.p4info) is None
     server.c.set_pipeline(ina.p4info, ina.to_bytes())
+
+
+SHELL_SCRIPT = textwrap.dedent("""
+    import sys
+    import p4runtime_sh.shell as sh
+    from p4.v1 import p4runtime_pb2
+    addr, p4info, config, bad_p4info = sys.argv[1:5]
+    try:
+        sh.setup(device_id=0, grpc_addr=addr, election_id=(0, 7),
+                 config=sh.FwdPipeConfig(bad_p4info, config), verbose=False)
+    except (Exception, SystemExit) as exc:  # p4runtime-shell logs the error and exits
+        print("refused:", type(exc).__name__)
+    sh.setup(device_id=0, grpc_addr=addr, election_id=(0, 7),
+             config=sh.FwdPipeConfig(p4info, config), verbose=False)
+    kinds = [f.name for f in p4runtime_pb2.Entity.DESCRIPTOR.oneofs_by_name["entity"].fields]
+    for kind in kinds:
+        ent = p4runtime_pb2.Entity()
+        getattr(ent, kind).SetInParent()
+        if kind == "packet_replication_engine_entry":
+            ent.packet_replication_engine_entry.multicast_group_entry.SetInParent()
+        if kind == "direct_counter_entry":
+            ent.direct_counter_entry.table_entry.SetInParent()
+        n = sum(len(r.entities) for r in sh.client.read_one(ent))
+        print("read", kind, n)
+    sh.teardown()
+""")
+
+
+def test_p4runtime_shell_reads_every_kind_and_is_refused_a_mismatched_p4info(
+        server, ina: Program, tmp_path: Path) -> None:
+    from google.protobuf import text_format
+
+    p4info, config, bad = tmp_path / "ina.txtpb", tmp_path / "ina.json", tmp_path / "bad.txtpb"
+    p4info.write_text(text_format.MessageToString(ina.p4info))
+    bad.write_text(text_format.MessageToString(_mismatched(ina.p4info, "width")))
+    config.write_bytes(ina.to_bytes())
+    run = subprocess.run([sys.executable, "-c", SHELL_SCRIPT, server.address, str(p4info),
+                          str(config), str(bad)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("refused:"), lines[0]
+    assert "INVALID_ARGUMENT" in run.stderr and "does not describe the device config" in \
+        run.stderr and "3 bits" in run.stderr  # p4runtime-shell logs the server's answer
+    counts = dict(line.split()[1:] for line in lines[1:])
+    assert set(counts) == set(ENTITY_KINDS)
+    assert int(counts["counter_entry"]) == sum(x.size for x in ina.p4info.counters)
+    assert int(counts["register_entry"]) == sum(x.size for x in ina.p4info.registers)
+    assert counts["meter_entry"] == counts["action_profile_group"] == "0"

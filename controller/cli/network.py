@@ -26,7 +26,7 @@ from controller.dataplane.deploy import (
 )
 from controller.errors import ExperimentError
 from controller.experiment.network import check_environment, compile_program, shaped_graph
-from controller.files import write_json_atomic
+from controller.files import InputFileError, read_input_text, write_json_atomic
 from controller.plan.document import load_plan
 from controller.plan.types import Plan
 
@@ -43,12 +43,12 @@ def network_description(mininet: Any) -> dict[str, Any]:
 
 
 def load_network(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
+    try:  # a regular file of bounded size (a FIFO or a device: one line, no hang)
+        data = json.loads(read_input_text(path, 64 * 2**20, "network file"))
         data["switches"], data["hosts"]  # noqa: B018 - shape check
-    except OSError as exc:
-        raise ExperimentError(f"{path}: cannot read network file ({exc.strerror})") from None
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except InputFileError as exc:
+        raise ExperimentError(str(exc)) from None
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, RecursionError) as exc:
         raise ExperimentError(f"{path}: not a network file written by "
                               f"`python -m controller net` ({exc})") from None
     return data

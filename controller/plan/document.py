@@ -20,10 +20,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from controller.files import write_json_atomic
+from controller.files import InputFileError, read_input_text, write_json_atomic
 from controller.plan.lp import Job, LPResult, PlanError
 from controller.plan.types import PLAN_VERSION, SOLO, JobPlan, Plan
 from topo.models import hosts, natural_key, switch_ids, to_dict
+
+MAX_PLAN_BYTES = 256 * 2**20
+"""Largest plan file read (a plan embeds its topology; fat-tree k=40 is a few MB)."""
 
 __all__ = ["PLAN_VERSION", "Plan", "JobPlan", "build_plan", "chunk_schedule", "write_plan",
            "load_plan", "resolve_workers"]
@@ -157,12 +160,16 @@ def load_plan(path: str | Path) -> Plan:
     """Read a plan file (version 2, or 1 of either shape, converted); any problem → one
     :class:`PlanError` line naming the file."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read plan ({exc.strerror})") from None
+    try:  # a regular file of bounded size (a FIFO or a device: one line, no hang)
+        data = json.loads(read_input_text(path, MAX_PLAN_BYTES, "plan file"))
+    except InputFileError as exc:
+        raise PlanError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise PlanError(f"{path}:{exc.lineno}:{exc.colno}: bad JSON ({exc.msg})") from None
+    except RecursionError:
+        raise PlanError(f"{path}: JSON nested too deeply to be a plan") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise PlanError(f"{path}: bad JSON ({str(exc).split('; use')[0]})") from None
     try:
         return Plan.from_json(data)
     except PlanError as exc:

@@ -287,9 +287,10 @@ def p4info_difference(given: p4info_pb2.P4Info, own: p4info_pb2.P4Info) -> str |
     """The first way in which ``given`` (the controller's P4Info) contradicts ``own`` (the
     P4Info of the device config's program), or ``None``. Ids may differ (the controller's
     P4Info defines them) and ``given`` may leave objects out; what it does describe must be
-    what the program has: a table's match fields (name, width, match kind, order), the
-    actions it may use, its size; an action's parameters (name, width, order); a counter's,
-    direct counter's or register's unit, size and width. Without this check a P4Info
+    what the program has: a table's match fields (name, width, match kind, order) and the
+    actions it may use; an action's parameters (name, width, order); a counter's or direct
+    counter's unit, a register's width. Sizes are not compared (the program's own sizes
+    bound the indices and entries). Without this check a P4Info
     saying a 16-bit key is 3 bits wide was committed, and valid entries were refused."""
     own_actions = {a.preamble.id: a.preamble.name for a in own.actions}
     given_actions = {a.preamble.id: a.preamble.name for a in given.actions}
@@ -312,8 +313,6 @@ def p4info_difference(given: p4info_pb2.P4Info, own: p4info_pb2.P4Info) -> str |
         extra = sorted(refs - {own_actions.get(r.id) for r in o.action_refs})
         if extra:
             return f"{where}: action {extra[0]} is not one of the table's actions"
-        if t.size and t.size != o.size:
-            return f"{where}: size {t.size} in the P4Info, {o.size} in the program"
     own_by_name = _by_name(own.actions)
     for a in given.actions:
         o = own_by_name.get(a.preamble.name)
@@ -325,19 +324,20 @@ def p4info_difference(given: p4info_pb2.P4Info, own: p4info_pb2.P4Info) -> str |
             return (f"action {a.preamble.name}: parameters {_params(g_params)} in the "
                     f"P4Info, {_params(o_params)} in the program")
     for kind, g_items, o_items, facts in (
-            ("counter", given.counters, own.counters, lambda c: (c.spec.unit, c.size)),
+            ("counter", given.counters, own.counters, lambda c: c.spec.unit),
             ("direct counter", given.direct_counters, own.direct_counters,
-             lambda c: (c.spec.unit,)),
+             lambda c: c.spec.unit),
             ("register", given.registers, own.registers,
-             lambda r: (r.size, r.type_spec.bitstring.bit.bitwidth))):
+             lambda r: r.type_spec.bitstring.bit.bitwidth)):
         o_named = _by_name(o_items)
         for x in g_items:
             o = o_named.get(x.preamble.name)
             if o is None:
                 return f"{kind} {x.preamble.name} is not in the program"
             if facts(x) != facts(o):
-                return (f"{kind} {x.preamble.name}: (unit/size/width) {facts(x)} in the "
-                        f"P4Info, {facts(o)} in the program")
+                what = "width" if kind == "register" else "unit"
+                return (f"{kind} {x.preamble.name}: {what} {facts(x)} in the P4Info, "
+                        f"{facts(o)} in the program")
     return None
 
 

@@ -434,7 +434,10 @@ def run_stf_file(p4: str | Path, stf: str | Path, include_dirs: list[str] | tupl
     except InputFileError as exc:
         raise StfError(str(exc)) from None
     prog = compile_p4(p4, include_dirs, defines)
-    return run_stf(Switch(prog), stmts)
+    try:
+        return run_stf(Switch(prog), stmts)
+    except StfError as exc:  # "FILE: line N (...): why", as a syntax error names its file
+        raise StfError(f"{stf}: {exc}") from None
 
 
 # ----------------------------------------------------------------------------- corpus

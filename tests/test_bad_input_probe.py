@@ -1,0 +1,420 @@
+"""The hostile probe of issue 27, table-driven: every input it found (and its kin) gives one
+line on stderr, a non-zero exit, no traceback and no file created or changed.
+
+The harness is tests/test_cli_bad_input.py's (one CLI run in-process through its
+``main(argv)``); this file adds the probe's inputs: FIFOs, ``/dev/zero`` and over-long paths
+as input files, results whose fields have the wrong type or do not give finite figures, job
+weights that break the LP, STF values wider than their fields and commands naming what does
+not exist, P4 programs with duplicate names, unclosed comments, macro bombs and huge stacks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from test_cli_bad_input import GOOD_RESULTS, PLAN, C, Case, _with, p4
+
+LONG = "x" * 5000  # longer than any file name (ENAMETOOLONG)
+
+STF_P4 = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<32> a; bit<16> b; bit<8> c; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) {
+    state start { p.extract(h.h); transition accept; } }
+control VC(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t s) {
+    counter(4, CounterType.packets) hits;
+    register<bit<8>>(4) store;
+    action fwd(bit<9> port) { s.egress_spec = port; }
+    action set_c(bit<8> v) { h.h.c = v; }
+    table route { key = { h.h.a: lpm; } actions = { fwd; NoAction; } default_action = NoAction(); }
+    table ex { key = { h.h.b: exact; } actions = { set_c; NoAction; } default_action = NoAction(); }
+    table tern { key = { h.h.c: ternary; } actions = { set_c; NoAction; }
+                 default_action = NoAction(); }
+    apply { route.apply(); ex.apply(); tern.apply(); hits.count(0); }
+}
+control E(inout H h, inout M m, inout standard_metadata_t s) { apply { } }
+control CC(inout H h, inout M m) { apply { } }
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+GOOD_STF = "add route h.a:0x0A000000/8 fwd(port:1)\npacket 0 0A000001 0000 00\nexpect 1 0A000001\n"
+
+# name -> the STF file's text (each case runs it on STF_P4)
+STF_FILES: dict[str, str | bytes] = {
+    "lpm_prefix_99": "add route h.a:0x0A000000/99 fwd(port:1)\n",
+    "lpm_value_too_wide": "add route h.a:0x1FFFFFFFF/8 fwd(port:1)\n",
+    "exact_too_wide": "add ex h.b:0x12345 set_c(v:1)\n",
+    "ternary_too_wide": "add tern 1 h.c:0x1FF set_c(v:1)\n",
+    "param_too_wide": "add ex h.b:1 set_c(v:0x100)\n",
+    "port_26_digits": "packet 12345678901234567890123456 00\n",
+    "port_512": "packet 512 00\n",
+    "expect_port_512": "expect 512 00\n",
+    "packet_1e3": "packet 1e3 00\n",
+    "counter_read_missing": "counter_read I.nothere 0\n",
+    "counter_read_index": "counter_read I.hits 4\n",
+    "register_read_missing": "register_read I.nothere 0\n",
+    "check_counter_abc": "check_counter I.hits(0) packets == abc\n",
+    "check_counter_no_paren": "check_counter I.hits 0\n",
+    "check_counter_kind": "check_counter I.hits(0) frames == 1\n",
+    "check_counter_missing": "check_counter I.nothere(0) packets == 1\n",
+    "number_300_digits": "add ex h.b:" + "1" * 300 + " set_c(v:1)\n",
+    "not_utf8": b"packet 0 00 # caf\xe9\n",
+}
+
+
+@pytest.fixture(scope="module")
+def fx(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("probe")
+    (d / "outdir").mkdir()
+    os.mkfifo(d / "fifo.json")
+    os.mkfifo(d / "fifo.p4")
+    os.mkfifo(d / "fifo.stf")
+    for name in ("zero.json", "zero.p4", "zero.stf"):
+        os.symlink("/dev/zero", d / name)
+    (d / "ok.p4").write_text(p4())
+    (d / "prog.p4").write_text(STF_P4)
+    (d / "good.stf").write_text(GOOD_STF)
+    for name, text in STF_FILES.items():
+        path = d / f"{name}.stf"
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    for name, text in P4_FILES.items():
+        (d / f"{name}.p4").write_text(text)
+    for name, text in JOBS_FILES.items():
+        (d / f"jobs_{name}.json").write_text(text)
+    runs = d / "runs"
+    for name, content in RESULTS.items():
+        run = runs / name
+        run.mkdir(parents=True)
+        if content == "FIFO":
+            os.mkfifo(run / "results.json")
+        elif content == "ZERO":
+            os.symlink("/dev/zero", run / "results.json")
+        else:
+            (run / "results.json").write_text(content if isinstance(content, str)
+                                              else json.dumps(content))
+    return d
+
+
+def _rounds(n: int, **values: object) -> dict:
+    doc = json.loads(json.dumps(GOOD_RESULTS))
+    doc["modes"]["ina"]["rounds"] = [dict(doc["modes"]["ina"]["rounds"][0], **values)
+                                     for _ in range(n)]
+    return doc
+
+
+# name -> results.json of runs/<name> ("FIFO"/"ZERO": a FIFO, a symlink to /dev/zero)
+RESULTS: dict[str, object] = {
+    "good": GOOD_RESULTS,
+    "markup": {**GOOD_RESULTS, "run": "[/bogus]"},
+    "r_exact_str": _with("modes.ina.rounds.0.exact", "false"),
+    "r_exact_int": _with("modes.ina.rounds.0.exact", 1),
+    "r_matches_sim_str": {"settings": {"rounds": 2}, "rules": {"central": {"runs": [
+        {"matches_simulation": "false", "rounds": [{"time_s": 1}]}]}}},
+    "r_rounds_negative": {**_with("settings.rounds", -5), "policies": {"kappa": {"runs": [
+        {"duration_s": 2.0}]}}},
+    "r_rounds_zero": _with("settings.rounds", 0),
+    "r_rounds_fraction": _with("settings.rounds", 2.5),
+    "r_bytes_1e308": _rounds(3, ps_rx_bytes=1e308),
+    "r_busiest_1e308": _rounds(2, busiest_link_bytes=1.5e308),
+    "r_goodput_overflow": {**_rounds(1, time_s=1e-310), "modes": {"ina": {
+        "grad_bytes": 1e300, "rounds": [{"time_s": 1e-310}]}}},
+    "r_time_negative": _with("modes.ina.rounds.0.time_s", -0.4),
+    "r_bytes_negative": _with("modes.ina.rounds.0.ps_rx_bytes", -10),
+    "r_job_gamma_str": {**GOOD_RESULTS, "modes": {"a/ina": GOOD_RESULTS["modes"]["ina"]},
+                        "jobs": {"a": {"gamma": {"predicted": "0.7"}}}},
+    "r_jobs_list": {**GOOD_RESULTS, "jobs": [1]},
+    "r_soft_sync_str": {"settings": {"rounds": 2}, "modes": {"ndn": {
+        "pushes": 4, "duration_s": 1.0, "soft_sync": "two"}}},
+    "r_policy_obj": {"settings": {"rounds": 2}, "modes": {"ndn": {
+        "pushes": 4, "duration_s": 1.0, "policy": {"a": 1}}}},
+    "r_topo_list": _with("settings.topo", ["fattree", 4]),
+    "r_workers_obj": _with("settings.workers", {"n": 2}),
+    "r_bcube_str": _with("settings.bcube", ["4", "1"]),
+    "r_central_ps_int": {"settings": {"rounds": 2, "central_ps": 5}, "rules": {
+        "central": {"runs": []}}},
+    "r_fifo": "FIFO",
+    "r_devzero": "ZERO",
+}
+BAD_RESULTS = {  # name -> what the error line must name besides the run
+    "r_exact_str": "exact", "r_exact_int": "exact", "r_matches_sim_str": "matches_simulation",
+    "r_rounds_negative": "settings.rounds", "r_rounds_zero": "settings.rounds",
+    "r_rounds_fraction": "settings.rounds", "r_bytes_1e308": "finite",
+    "r_busiest_1e308": "finite", "r_goodput_overflow": "finite", "r_time_negative": "time_s",
+    "r_bytes_negative": "ps_rx_bytes", "r_job_gamma_str": "jobs.a.gamma.predicted",
+    "r_jobs_list": "jobs", "r_soft_sync_str": "soft_sync", "r_policy_obj": "policy",
+    "r_topo_list": "settings.topo", "r_workers_obj": "settings.workers",
+    "r_bcube_str": "settings.bcube", "r_central_ps_int": "central_ps", "r_fifo": "FIFO",
+    "r_devzero": "character device",
+}
+
+JOBS_FILES: dict[str, str] = {
+    "deep": "[" * 100_000 + "]" * 100_000,
+    "weight_400_digits": '[{"name": "a", "ps": "h0", "workers": ["h1"], "weight": 1'
+                         + "0" * 400 + "}]",
+    "weight_5000_digits": '[{"name": "a", "ps": "h0", "workers": ["h1"], "weight": '
+                          + "9" * 5000 + "}]",
+    "weight_1e300": '[{"name": "a", "ps": "h0", "workers": ["h1"], "weight": 1e300}, '
+                    '{"name": "b", "ps": "h2", "workers": ["h3"]}]',
+    "weight_1e-300": '[{"name": "a", "ps": "h0", "workers": ["h1"], "weight": 1e-300}, '
+                     '{"name": "b", "ps": "h2", "workers": ["h3"]}]',
+    "weight_1e4": '[{"name": "a", "ps": "h0", "workers": ["h1"], "weight": 10000}]',
+}
+
+P4_FILES: dict[str, str] = {
+    "dup_header_field": p4().replace("header h_t { bit<8> a; }",
+                                     "header h_t { bit<8> a; bit<8> a; }"),
+    "dup_struct_field": p4().replace("struct M { }", "struct M { bit<8> x; bit<16> x; }"),
+    "dup_union_member": p4().replace("struct H { h_t h; }",
+                                     "header_union u_t { h_t a; h_t a; }\nstruct H { h_t h; }"),
+    "dup_enum_member": p4().replace("struct M { }", "enum e_t { A, B, A }\nstruct M { }"),
+    "dup_local": p4(body="bit<8> x = 1; bit<8> x = 2; h.h.a = x;"),
+    "dup_local_in_action": p4(decl="action a() { bit<8> y = 1; bool y = true; }",
+                              body="a();"),
+    "dup_const_local": p4(body="const bit<8> k = 1; const bit<8> k = 2; h.h.a = k;"),
+    "unclosed_comment": p4() + "\n/* never closed\n",
+    "macro_bomb": "#define M0 x\n" + "".join(f"#define M{i + 1} M{i} M{i}\n" for i in range(39))
+                  + p4(body="h.h.a = 8w1; M39"),
+    "stack_1e9": p4().replace("struct H { h_t h; }", "struct H { h_t h; h_t[1000000000] st; }"),
+    "local_stack_1e9": p4(decl="h_t[1000000000] st;"),
+    "typedef_differs": p4().replace("#include <v1model.p4>",
+                                    "#include <v1model.p4>\ntypedef bit<16> PortId_t;"),
+    "include_fifo": '#include "fifo.p4"\n' + p4(),
+}
+P4_NEEDLES = {
+    "dup_header_field": "a: Duplicates declaration", "dup_struct_field": "x: Duplicates",
+    "dup_union_member": "a: Duplicates", "dup_enum_member": "A: Duplicates",
+    "dup_local": "x: Duplicates", "dup_local_in_action": "y: Duplicates",
+    "dup_const_local": "k: Duplicates", "unclosed_comment": "never closed",
+    "macro_bomb": "MAX_EXPANSION", "stack_1e9": "1000000000", "local_stack_1e9": "1000000000",
+    "typedef_differs": "PortId_t", "include_fifo": "fifo.p4",
+}
+
+
+def plan(*override: str) -> Callable[[Path], list[str]]:
+    argv = list(PLAN)
+    for opt, val in zip(override[::2], override[1::2], strict=True):
+        if opt in argv:
+            argv[argv.index(opt) + 1] = val
+        else:
+            argv[-2:-2] = [opt, val]
+    return C(*argv)
+
+
+def jobs(name: str) -> Callable[[Path], list[str]]:
+    return C("plan", "--topo", "leafspine:2,1,4", "--jobs", f"{{fx}}/jobs_{name}.json",
+             "--budget", "1", "--no-baselines", "--out", "{fx}/outdir/plan.json")
+
+
+def stf(name: str) -> Callable[[Path], list[str]]:
+    return C("stf", "{fx}/prog.p4", f"{{fx}}/{name}.stf")
+
+
+def compile_(src: str) -> Callable[[Path], list[str]]:
+    return C("compile", src, "-o", "{fx}/outdir/prog.json", "--p4runtime-files",
+             "{fx}/outdir/prog.p4info.txtpb")
+
+
+CASES: dict[str, Case] = {
+    # ---- plan: input files that are not regular files, or cannot be named -----------------
+    "plan-topo-5000-chars": Case("controller", plan("--topo", LONG), ("File name too long",)),
+    "plan-topo-fifo": Case("controller", plan("--topo", "{fx}/fifo.json"), ("fifo.json", "FIFO")),
+    "plan-topo-devzero": Case("controller", plan("--topo", "{fx}/zero.json"),
+                              ("zero.json", "character device")),
+    "plan-jobs-fifo": Case("controller", C("plan", "--topo", "leafspine:2,1,4", "--jobs",
+                                           "{fx}/fifo.json", "--budget", "1", "--out",
+                                           "{fx}/outdir/plan.json"), ("fifo.json", "FIFO")),
+    "plan-jobs-devzero": Case("controller", C("plan", "--topo", "leafspine:2,1,4", "--jobs",
+                                              "{fx}/zero.json", "--budget", "1", "--out",
+                                              "{fx}/outdir/plan.json"), ("zero.json",)),
+    "plan-jobs-5000-chars": Case("controller", C("plan", "--topo", "leafspine:2,1,4", "--jobs",
+                                                 LONG + ".json", "--budget", "1", "--out",
+                                                 "{fx}/outdir/plan.json"),
+                                 ("File name too long",)),
+    # ---- deploy: the plan and network files -------------------------------------------
+    "deploy-plan-fifo": Case("controller", C("deploy", "--plan", "{fx}/fifo.json",
+                                             "--network", "{fx}/fifo.json"), ("fifo.json",
+                                                                              "FIFO")),
+    "deploy-plan-devzero": Case("controller", C("deploy", "--plan", "{fx}/zero.json",
+                                                "--network", "{fx}/zero.json"),
+                                ("zero.json", "character device")),
+    # ---- plan: jobs files -------------------------------------------------------------
+    "plan-jobs-deep": Case("controller", jobs("deep"), ("jobs_deep.json", "nested")),
+    "plan-jobs-weight-400-digits": Case("controller", jobs("weight_400_digits"), ("'weight'",)),
+    "plan-jobs-weight-5000-digits": Case("controller", jobs("weight_5000_digits"),
+                                         ("jobs_weight_5000_digits.json",)),
+    "plan-jobs-weight-1e300": Case("controller", jobs("weight_1e300"), ("'weight'", "1000")),
+    "plan-jobs-weight-1e-300": Case("controller", jobs("weight_1e-300"), ("'weight'", "0.001")),
+    "plan-jobs-weight-1e4": Case("controller", jobs("weight_1e4"), ("'weight'",)),
+    # ---- compare: a path that cannot be named ------------------------------------------
+    "compare-5000-chars": Case("controller", C("compare", LONG), ("File name too long",)),
+    # ---- pyswitch compile ---------------------------------------------------------------
+    "compile-o-empty": Case("pyswitch", C("compile", "{fx}/ok.p4", "-o", ""), ("-o", "empty")),
+    "compile-source-fifo": Case("pyswitch", compile_("{fx}/fifo.p4"), ("fifo.p4", "FIFO")),
+    "compile-source-devzero": Case("pyswitch", compile_("{fx}/zero.p4"),
+                                   ("zero.p4", "character device")),
+    "compile-source-5000-chars": Case("pyswitch", compile_(LONG + ".p4"),
+                                      ("File name too long",)),
+    # ---- pyswitch stf: files and options -----------------------------------------------
+    "stf-file-fifo": Case("pyswitch", C("stf", "{fx}/prog.p4", "{fx}/fifo.stf"),
+                          ("fifo.stf", "FIFO")),
+    "stf-file-devzero": Case("pyswitch", C("stf", "{fx}/prog.p4", "{fx}/zero.stf"),
+                             ("zero.stf", "character device")),
+    "stf-program-fifo": Case("pyswitch", C("stf", "{fx}/fifo.p4", "{fx}/good.stf"),
+                             ("fifo.p4", "FIFO")),
+    "stf-only-bad-regex": Case("pyswitch", C("stf", "--corpus", "{fx}", "--only", "(("),
+                               ("--only", "((")),
+    "stf-timeout-nan": Case("pyswitch", C("stf", "--corpus", "{fx}", "--timeout", "nan"),
+                            ("--timeout",)),
+    "stf-timeout-negative": Case("pyswitch", C("stf", "--corpus", "{fx}", "--timeout", "-1"),
+                                 ("--timeout",)),
+    "stf-define-bad-name": Case("pyswitch", C("stf", "{fx}/prog.p4", "{fx}/good.stf",
+                                              "-D", "1X=2"), ("1X",)),
+}
+STF_NEEDLES = {
+    "lpm_prefix_99": "/99", "lpm_value_too_wide": "32 bits", "exact_too_wide": "16 bits",
+    "ternary_too_wide": "8 bits", "param_too_wide": "8 bits", "port_26_digits": "port",
+    "port_512": "port 512", "expect_port_512": "port 512", "packet_1e3": "1e3",
+    "counter_read_missing": "nothere", "counter_read_index": "index 4",
+    "register_read_missing": "nothere", "check_counter_abc": "abc",
+    "check_counter_no_paren": "'('", "check_counter_kind": "frames",
+    "check_counter_missing": "nothere", "number_300_digits": "digits",
+    "not_utf8": "UTF-8",
+}
+for _n in STF_FILES:
+    CASES[f"stf-{_n}"] = Case("pyswitch", stf(_n), (f"{_n}.stf", STF_NEEDLES[_n]))
+for _n in P4_FILES:
+    CASES[f"compile-{_n}"] = Case("pyswitch", compile_(f"{{fx}}/{_n}.p4"),
+                                  (f"{_n}.p4", P4_NEEDLES[_n]))
+for _n, _needle in BAD_RESULTS.items():
+    CASES[f"compare-{_n}"] = Case("controller", C("compare", f"{{fx}}/runs/{_n}", "--out",
+                                                  "{fx}/outdir/cmp.json"), (_n, _needle))
+
+
+def _run(case: Case, argv: list[str]) -> int | str | None:
+    if case.cli == "controller":
+        from controller.cli.main import main
+    else:
+        from pyswitch.__main__ import main
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse's own exit would mean a multi-line usage message
+        return exc.code
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_probe_input_refused_in_one_line(name: str, fx: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    case = CASES[name]
+    before = _snapshot_safe(fx)
+    code = _run(case, case.argv(fx))
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert code not in (0, None), (code, captured.err)
+    assert "Traceback" not in captured.err
+    assert len(lines) == 1, captured.err
+    for needle in case.needles:
+        assert needle.replace("{fx}", str(fx)) in lines[0], (needle, lines[0])
+    assert _snapshot_safe(fx) == before, "bad input created or changed files"
+
+
+def _snapshot_safe(root: Path) -> dict[str, str]:
+    """Every path under ``root`` with a digest of its contents; FIFOs and symlinks (to
+    /dev/zero) are listed, never opened."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in dirnames:
+            out[os.path.join(dirpath, n)] = "dir"
+        for n in filenames:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            out[p] = (hashlib.sha1(Path(p).read_bytes()).hexdigest()
+                      if stat.S_ISREG(st.st_mode) else f"special {st.st_mode:o}")
+    return out
+
+
+def test_at_least_70_probe_cases() -> None:
+    assert len(CASES) >= 70
+
+
+def test_compare_shows_a_run_named_like_rich_markup(fx: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A run or mode named ``[/bogus]`` is text, not markup: shown, and the good runs too."""
+    from controller.cli.main import main
+
+    out = fx / "outdir" / "markup.json"
+    try:
+        assert main(["compare", str(fx / "runs" / "markup"), str(fx / "runs" / "good"),
+                     "--out", str(out)]) == 0
+        captured = capsys.readouterr()
+        assert "Traceback" not in captured.err and captured.err == ""
+        assert "[/bogus]" in captured.out and "good" in captured.out
+        doc = json.loads(out.read_text())
+        assert list(doc["runs"]) == ["[/bogus]", "good"]
+    finally:
+        out.unlink(missing_ok=True)
+
+
+def test_compare_skips_a_fifo_and_prints_the_good_runs(fx: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    from controller.cli.main import main
+
+    bad = ["r_fifo", "r_exact_str", "r_bytes_1e308", "r_devzero"]
+    code = main(["compare", *(str(fx / "runs" / b) for b in bad), str(fx / "runs" / "good")])
+    captured = capsys.readouterr()
+    assert code == 0
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == len(bad)
+    assert all(b in line and "skipped" in line for b, line in zip(bad, lines, strict=True))
+    assert "good" in captured.out and "inf" not in captured.out
+
+
+def test_stf_good_test_still_passes(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The checks refuse only what does not fit: a test within the widths passes."""
+    from pyswitch.__main__ import main
+
+    text = (GOOD_STF + "add ex h.b:0xFFFF set_c(v:0xFF)\nadd tern 1 h.c:0x0* set_c(v:2)\n"
+            "counter_read I.hits 3\nregister_read I.store 0\ncheck_counter I.hits(0) "
+            "packets == 1\ncheck_counter I.hits($1)\n"
+            "add route h.a:0x0B000000/32 fwd(port:511)\n")
+    path = fx / "outdir" / "fine.stf"
+    path.write_text(text)
+    try:
+        assert main(["stf", str(fx / "prog.p4"), str(path)]) == 0, capsys.readouterr()
+        assert "PASS" in capsys.readouterr().out
+    finally:
+        path.unlink()
+
+
+def test_repeated_identical_typedef_of_an_architecture_type_is_accepted(tmp_path: Path) -> None:
+    """As p4c (and a p4lang tutorial program): ``typedef bit<9> PortId_t;`` again after
+    v1model.p4's compiles; a different type is refused (a compile case above)."""
+    from pyswitch import compile_p4
+
+    src = tmp_path / "port.p4"
+    src.write_text(p4(decl="action setp(PortId_t p) { s.egress_spec = p; }",
+                      body="setp(9w3);").replace(
+        "#include <v1model.p4>", "#include <v1model.p4>\ntypedef bit<9> PortId_t;\n"
+                                 "typedef bit<9> PortId_t;"))
+    prog = compile_p4(src)
+    assert prog.p4info.actions
+
+
+def test_macro_expansion_within_the_bound_still_works(tmp_path: Path) -> None:
+    from pyswitch.macros import MAX_EXPANSION, MacroError, expand
+
+    objs = {"A": "1 + 1", "B": "A * A"}
+    assert expand("B", objs, {}) == "1 + 1 * 1 + 1"
+    objs = {"M0": "x"} | {f"M{i + 1}": f"M{i} M{i}" for i in range(39)}
+    with pytest.raises(MacroError, match="exceeds"):
+        expand("M39", objs, {})
+    assert len(expand("M15", objs, {})) < MAX_EXPANSION  # 2^15 tokens: fine
