@@ -21,9 +21,12 @@ has one (INA).  A run of several jobs at once (``run --jobs``) has one row per j
 (``<job>/<mode>``, and ``alone/<job>`` for a job run alone), each INA row with its own job's γ.  A row's settings (topology, link rate, workers, rounds) are printed with it,
 since a time means nothing without them.
 
-A results file that cannot be read or does not have that shape (not JSON, not an object,
-a key of the wrong type, a number that is not finite, nesting where a number belongs) is
-skipped with one line naming the file and the offending key; the table of the other runs is
+A results file that cannot be read or does not have that shape (not a regular file of at
+most :data:`MAX_RESULTS_BYTES`, not JSON, not an object, a key of the wrong type -- every
+field a row reads is checked: ``exact`` and ``matches_simulation`` true/false, not the
+string "false"; ``settings.rounds`` a whole number >= 1; times and byte counts >= 0 --, a
+number that is not finite, nesting where a number belongs, figures whose mean or quotient
+overflows) is skipped with one line naming the file and the offending key; the table of the other runs is
 still printed, and only when no run is left does ``compare`` exit non-zero.
 """
 
