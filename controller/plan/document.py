@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from controller.files import InputFileError, read_input_text, write_json_atomic
+from controller.files import InputFileError, non_finite, read_input_text, write_json_atomic
 from controller.plan.lp import Job, LPResult, PlanError
 from controller.plan.types import PLAN_VERSION, SOLO, JobPlan, Plan
 from topo.models import hosts, natural_key, switch_ids, to_dict
@@ -152,8 +152,13 @@ def chunk_schedule(plan: Plan | JobPlan, n_chunks: int, *,
 
 
 def write_plan(plan: Plan, path: str | Path) -> None:
-    """Write the version-2 JSON form atomically (a crash never leaves half a plan)."""
-    write_json_atomic(Path(path), plan.to_json())
+    """Write the version-2 JSON form atomically (a crash never leaves half a plan); a plan
+    holding a number standard JSON cannot (NaN, infinity) is refused, nothing written."""
+    data = plan.to_json()
+    found = non_finite(data)
+    if found is not None:
+        raise PlanError(f"{path}: the plan's {found} is not a finite number; nothing written")
+    write_json_atomic(Path(path), data)
 
 
 def load_plan(path: str | Path) -> Plan:
