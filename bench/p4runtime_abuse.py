@@ -99,10 +99,10 @@ def step_batches(sw: SimpleNamespace, c: object, n: int, check: Checks) -> None:
     c.write(batch)
     check(len(c.read_table_entries(BIG)) == n, f"{n} inserts all applied")
     err = raw_write(sw, c, batch)
-    check(err is not None and err.code() == grpc.StatusCode.INVALID_ARGUMENT
-          and f"{n} failed" in err.details()
+    check(err is not None and err.code() == grpc.StatusCode.UNKNOWN
+          and f"{n} of {n} updates failed" in err.details()
           and f"at most {WRITE_REPORT_LIMIT}" in err.details(),
-          f"{n} failing inserts refused naming the limit")
+          f"{n} failing inserts reported, naming the limit")
     err = raw_write(sw, c, [c.update("DELETE", "table_entry", c.table_entry(BIG, {DST: mac(i)}))
                             for i in range(n, n + WRITE_REPORT_LIMIT)])
     details = [v for k, v in (err.trailing_metadata() if err else ()) if
@@ -111,8 +111,9 @@ def step_batches(sw: SimpleNamespace, c: object, n: int, check: Checks) -> None:
           f"{WRITE_REPORT_LIMIT} failing updates reported one by one to a default client")
     err = raw_write(sw, c, [c.update("DELETE", "table_entry", c.table_entry(BIG, {DST: mac(i)}))
                             for i in range(n, n + WRITE_REPORT_LIMIT + 1)])
-    check(err is not None and err.code() == grpc.StatusCode.INVALID_ARGUMENT,
-          f"{WRITE_REPORT_LIMIT + 1} failing updates refused")
+    check(err is not None and err.code() == grpc.StatusCode.UNKNOWN
+          and f"{WRITE_REPORT_LIMIT + 1} of {WRITE_REPORT_LIMIT + 1} updates failed"
+          in err.details(), f"{WRITE_REPORT_LIMIT + 1} failing updates reported by count")
 
 
 def step_bad_updates(c: object, check: Checks) -> None:
