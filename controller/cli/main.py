@@ -20,6 +20,7 @@ from controller.experiment.campaign import add_campaign_parser
 from controller.experiment.clean import add_clean_parser
 from controller.experiment.compare import add_compare_parser
 from controller.experiment.network import shaped_graph
+from controller.experiment.plan_figure import draw_plan, plan_picture_path
 from controller.files import OutputPathError, check_output_file
 from controller.options import (
     MAX_COMBINATIONS,
@@ -83,10 +84,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     except OSError as exc:  # e.g. the disk filled up during the LP (nothing is left behind)
         raise PlanError(f"--out {args.out}: cannot write the plan "
                         f"({exc.strerror or exc})") from None
+    picture = plan_picture_path(args.out)
+    try:
+        draw_plan(plan, picture, graph)
+    except OSError as exc:
+        raise PlanError(f"--out {args.out}: cannot write the picture {picture} "
+                        f"({exc.strerror or exc})") from None
     if args.jobs is not None:
         for line in jobs_summary_lines(plan):
             print(line)
-        print(f"greedy {plan.timings['greedy']:.2f}s; plan written to {args.out}")
+        print(f"greedy {plan.timings['greedy']:.2f}s; plan written to {args.out}, "
+              f"its picture to {picture}")
     else:
         _summary(plan, args)
     return 0
@@ -118,7 +126,8 @@ def _summary(plan: Plan, args: argparse.Namespace) -> None:
     con.print(f"deployed (interval order): {', '.join(plan.deployed) or '(none)'}; "
               f"PS link load {job.ps_link_load:.6g} (= γ); "
               f"{plan.planner} {plan.timings['greedy']:.2f}s, "
-              f"{plan.timings['lp_solves']} LPs; plan written to {args.out}")
+              f"{plan.timings['lp_solves']} LPs; plan written to {args.out}, "
+              f"its picture to {plan_picture_path(args.out)}")
 
 
 def add_subcommand(

@@ -46,6 +46,7 @@ from controller.experiment.methods.ina_tenants import (
     parse_kill_ps,
     solo_tenant,
 )
+from controller.experiment.plan_figure import draw_plan
 from controller.experiment.runner import Launch, Node, Run
 from controller.plan.document import write_plan
 from controller.plan.jobs import JobEntry
@@ -247,7 +248,8 @@ class EngineRun:
 
 def _plan(run: Run, s: Settings, graph: Any,
           job_specs: list[JobEntry] | None) -> tuple[Plan, list[Tenant]]:
-    """Plan one job (:func:`plan_job`) or several jointly; write ``plan.json``."""
+    """Plan one job (:func:`plan_job`) or several jointly; write ``plan.json`` and
+    ``plan.png``."""
     console, out_dir = run.console, run.out_dir
     if job_specs is None:
         plan = plan_job(s, graph, out_dir, console)
@@ -256,6 +258,7 @@ def _plan(run: Run, s: Settings, graph: Any,
                   f"{s.budget}, objective {s.objective}")
     plan = make_plan(graph, plan_request(s), jobs=job_specs)
     write_plan(plan, out_dir / "plan.json")
+    draw_plan(plan, out_dir / "plan.png", graph)
     for line in jobs_summary_lines(plan):
         console.print(line)
     return plan, make_tenants(s, plan, job_specs)
