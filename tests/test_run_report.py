@@ -106,3 +106,8 @@ def test_grouped_results_get_a_row_per_kind(tmp_path):
 def test_plot_modes_pictures_are_what_the_report_links(tmp_path):
     written = plot_modes({"ina": _mode(0.2)}, tmp_path)
     assert {p.name for p in written} == set(pictures(tmp_path))
+
+
+def test_fallbacks_at_the_ps_are_named():
+    doc = {"run": "x", "method": "ina", "modes": {"ina": {**_mode(0.2), "collisions": 1234}}}
+    assert "(slot collisions, fall-backs): ina 1,234" in report_markdown(doc, [])

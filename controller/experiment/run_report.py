@@ -105,6 +105,11 @@ def _headline(results: dict[str, Any]) -> list[str]:
     if isinstance(acc, dict) and acc.get("final") is not None:
         lines.append(f"- final accuracy {_cell(acc.get('final'))}, single-process reference "
                      f"{_cell(acc.get('reference'))}")
+    coll = {m: d["collisions"] for m, d in (results.get("modes") or {}).items()
+            if isinstance(d, dict) and isinstance(d.get("collisions"), int)}
+    if coll:
+        lines.append("- contributions that reached the PS unaggregated (slot collisions, "
+                     "fall-backs): " + ", ".join(f"{m} {n:,}" for m, n in coll.items()))
     if "exact_all_rounds" in results:
         lines.append(f"- exact sums in every round: {_cell(results['exact_all_rounds'])}")
     return lines

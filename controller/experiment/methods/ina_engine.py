@@ -157,8 +157,9 @@ def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
                solo: bool = False) -> dict[str, dict]:
     """One launch of every job in ``jobs`` at once (module docstring); returns each job's
     record (:func:`~controller.experiment.methods.ina_core.job_record`, plus the plan's γ it
-    started on, the switch fail-overs and worker failures during it; with several jobs also
-    ``job``, ``collisions`` and ``stopped``).  ``solo``: one job whose PS failing is an
+    started on, the switch fail-overs and worker failures during it, ``collisions``: the
+    contributions flagged FALLBACK at the PS; with several jobs also ``job`` and
+    ``stopped``).  ``solo``: one job whose PS failing is an
     :class:`ExperimentError` and whose stopped worker ends the run (:class:`WorkerStopped`,
     raised with the finished rounds' record attached)."""
     jw = _Watch(run, mode, jobs, monitors, switches, kill_ps, solo)
@@ -205,10 +206,9 @@ def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
             rec["job"] = j.name
         rec["failover"] = [asdict(e) for e in switches.events[n_events:]]
         rec["plan_gamma"] = j.planned_gamma
-        if not solo:
-            # contributions that reached the PS unaggregated: a slot held by another key (of
-            # this job or another), no slot for the job at a switch, or no aggregator
-            rec["collisions"] = int(ps_report.get("stats", {}).get("fallbacks", 0))
+        # contributions that reached the PS unaggregated: a slot held by another key (of
+        # this job or another), no slot for the job at a switch, or no aggregator
+        rec["collisions"] = int(ps_report.get("stats", {}).get("fallbacks", 0))
         if mon is not None and mon.job_events:
             rec["worker_failure"] = worker_failure_record(mon, rec["rounds"], ps_report)
         if stopped is not None:
