@@ -42,6 +42,23 @@ __all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_worker
 
 EXIT_USAGE = 2
 
+# the example line every subcommand's --help ends with (``run``'s: controller.cli.run)
+EXAMPLES = {
+    "plan": "python -m controller plan --topo fattree:4 --ps h0 --workers 8 --budget 2 "
+            "--out results/plan.json",
+    "compare": "python -m controller compare results/run-a results/run-b --out compare.json",
+    "net": "python -m controller net --topo fattree:4 --out results/network.json",
+    "deploy": "python -m controller deploy --plan plan.json --network results/network.json",
+    "clean": "python -m controller clean --dry-run",
+    "campaign": "python -m controller campaign --faults loss,slots --seeds 3",
+}
+
+
+def with_example(parser: argparse.ArgumentParser, example: str) -> None:
+    """End ``parser``'s --help with ``example:`` and the line (kept as written)."""
+    parser.epilog = (f"{parser.epilog}\n\n" if parser.epilog else "") + f"example:\n  {example}"
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
 
 def _fmt(x: float | None) -> str:
     return "—" if x is None else f"{x:.6g}"
@@ -184,6 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_network_parsers(sub, add_subcommand)
     add_clean_parser(sub, add_subcommand)
     add_campaign_parser(sub, add_subcommand)
+    for name, example in EXAMPLES.items():
+        if name in sub.choices:
+            with_example(sub.choices[name], example)
+    with_example(parser, "python -m controller plan --help; python -m controller run "
+                         "--rounds 10")
     return parser
 
 

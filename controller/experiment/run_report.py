@@ -32,7 +32,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:,.0f}"
     if isinstance(value, int):
         return f"{value:,}"
     text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
