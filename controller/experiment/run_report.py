@@ -137,7 +137,7 @@ def report_markdown(results: dict[str, Any], pictures: list[str]) -> str:
     name, method = results.get("run", "run"), results.get("method", "")
     done = bool(results.get("complete"))
     modes = list((results.get("modes") or {}).keys())
-    out = [f"# Run {name} ({method})", "",
+    out = [f"# Run {name}" + (f" ({method})" if method else ""), "",
            ("Complete." if done else "In progress: the modes that finished so far"
             + (f" ({', '.join(modes)})" if modes else "") + "."),
            "Every figure below is in [`results.json`](results.json).", ""]
