@@ -31,7 +31,7 @@ HELP = "run a synchronization experiment over Mininet (root; default: INA)"
 
 # the example line of ``run --help`` and of ``run --method X --help`` (docs/methods.md)
 RUN_EXAMPLES = {
-    None: "python -m controller run --topo fattree:4 --workers 6 --budget 2 --rounds 10",
+    None: "python -m controller run --rounds 10 --bw 1 --name first-run",
     "ina": "python -m controller run --workers 4 --rounds 10 --loss 0.02",
     "bcube": "python -m controller run --method bcube --bcube 4,2 --grad-mb 1,4 --bw 20 "
              "--rounds 3",
