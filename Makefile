@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-# make run options (see README)
+# make run options (see docs/running.md)
 TARGET ?= pyswitch
 ARGS ?=
 

@@ -32,16 +32,27 @@ def int_option(lo: int | None = None, hi: int | None = None) -> Callable[[str], 
         body = t[1:] if t[:1] in "+-" else t
         if not (body.isascii() and body.isdigit()):
             # argparse's own wording for type=int, which scripts and tests already match
-            raise argparse.ArgumentTypeError(f"invalid int value: {short(text)!r}")
+            want = "a whole number" + ("" if lo is None and hi is None else
+                                        f" {_bounds(lo, hi)}")
+            raise argparse.ArgumentTypeError(f"invalid int value: {short(text)!r} "
+                                             f"(expected {want})")
         if len(body) > 30:
             raise argparse.ArgumentTypeError(f"{len(body)}-digit number is out of range")
         value = int(t)
         if (lo is not None and value < lo) or (hi is not None and value > hi):
-            bounds = f">= {lo}" if hi is None else f"between {lo} and {hi:,}"
-            raise argparse.ArgumentTypeError(f"{value} is out of range (must be {bounds})")
+            raise argparse.ArgumentTypeError(f"{value} is out of range "
+                                             f"(must be {_bounds(lo, hi)})")
         return value
 
     return parse
+
+
+def _bounds(lo: int | None, hi: int | None) -> str:
+    if hi is None:
+        return f">= {lo}"
+    if lo is None:
+        return f"<= {hi:,}"
+    return f"between {lo} and {hi:,}"
 
 
 def finite_float(text: str) -> float:
@@ -50,7 +61,8 @@ def finite_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid float value: {short(text)!r}") from None
+        raise argparse.ArgumentTypeError(f"invalid float value: {short(text)!r} (expected a "
+                                         "number such as 0.5 or 2e-3)") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{short(text)!r} is not a finite number")
     return value
@@ -60,17 +72,17 @@ def short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
-
-
 def read_topology(spec: str) -> Any:
     """:func:`topo.models.parse_topology`, with the one ValueError it lets through -- a JSON
     integer of more than 4,300 digits, which ``json.loads`` refuses outside its
-    JSONDecodeError -- turned into a :class:`TopologyError` naming the file."""
+    JSONDecodeError -- turned into a :class:`TopologyError` naming the file; every message
+    starts with ``--topo``, the option the spec came from."""
     try:
         return parse_topology(spec)
-    except TopologyError:
-        raise
+    except TopologyError as exc:  # named by its option, as every other mistake is
+        raise TopologyError(f"--topo {exc}") from None
     except ValueError as exc:
         reason = str(exc).split("; use")[0]
-        raise TopologyError(f"{short(spec, 200)}: not a usable topology ({reason})") from None
+        raise TopologyError(f"--topo {short(spec, 200)}: not a usable topology "
+                            f"({reason})") from None
 

@@ -10,6 +10,9 @@ USAGE = """usage: python -m pyswitch {compile,run,stf} ...
   compile   compile a P4_16 v1model program (mirrors p4c --target bmv2 --arch v1model)
   run       run a switch on Linux interfaces with a P4Runtime server (mirrors simple_switch_grpc)
   stf       run STF packet tests, one program or a corpus (as p4c's bmv2stf.py)
+
+example:
+  python -m pyswitch compile p4src/ina.p4 -o build/ina.json --p4runtime-files build/ina.p4info.txtpb
 """
 
 

@@ -22,7 +22,11 @@ PROG = "pyswitch compile"
 
 def _parser() -> argparse.ArgumentParser:
     ap = OneLineParser(prog="python -m pyswitch compile",
-                 description="compile a P4_16 v1model program for pyswitch")
+                       description="compile a P4_16 v1model program for pyswitch",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="example:\n  python -m pyswitch compile p4src/ina.p4 -o "
+                              "build/ina.json --p4runtime-files build/ina.p4info.txtpb "
+                              "-D INA_NUM_SLOTS=64")
     ap.add_argument("source", help="the P4 program")
     ap.add_argument("-o", "--output", help="device config to write (default: <name>.json)")
     ap.add_argument("--p4runtime-files", dest="p4info", action="append", default=[],

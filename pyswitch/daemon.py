@@ -357,7 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="python -m pyswitch run",
         description="Run a pyswitch v1model switch on Linux interfaces with a P4Runtime "
-                    "server (command line as BMv2's simple_switch_grpc).")
+                    "server (command line as BMv2's simple_switch_grpc).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python -m pyswitch run -i 1@veth1 -i 2@veth2 --device-id 1 "
+               "--grpc-server-addr 127.0.0.1:9559 build/ina.json")
     p.add_argument("config", nargs="?", help="compiled program (pyswitch compile output)")
     p.add_argument("-i", "--interface", action="append", default=[], metavar="N@IFACE",
                    help="attach port N to interface IFACE (repeatable)")

@@ -20,6 +20,7 @@ from controller.experiment.campaign import add_campaign_parser
 from controller.experiment.clean import add_clean_parser
 from controller.experiment.compare import add_compare_parser
 from controller.experiment.network import shaped_graph
+from controller.experiment.plan_figure import draw_plan, plan_picture_path
 from controller.files import OutputPathError, check_output_file
 from controller.options import (
     MAX_COMBINATIONS,
@@ -40,6 +41,23 @@ __all__ = ["main", "build_parser", "add_subcommand", "cmd_plan", "resolve_worker
            "UsageError"]
 
 EXIT_USAGE = 2
+
+# the example line every subcommand's --help ends with (``run``'s: controller.cli.run)
+EXAMPLES = {
+    "plan": "python -m controller plan --topo fattree:4 --ps h0 --workers 8 --budget 2 "
+            "--out results/plan.json",
+    "compare": "python -m controller compare results/run-a results/run-b --out compare.json",
+    "net": "python -m controller net --topo fattree:4 --out results/network.json",
+    "deploy": "python -m controller deploy --plan plan.json --network results/network.json",
+    "clean": "python -m controller clean --dry-run",
+    "campaign": "python -m controller campaign --faults loss,slots --seeds 3",
+}
+
+
+def with_example(parser: argparse.ArgumentParser, example: str) -> None:
+    """End ``parser``'s --help with ``example:`` and the line (kept as written)."""
+    parser.epilog = (f"{parser.epilog}\n\n" if parser.epilog else "") + f"example:\n  {example}"
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def _fmt(x: float | None) -> str:
@@ -83,10 +101,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     except OSError as exc:  # e.g. the disk filled up during the LP (nothing is left behind)
         raise PlanError(f"--out {args.out}: cannot write the plan "
                         f"({exc.strerror or exc})") from None
+    picture = plan_picture_path(args.out)
+    try:
+        draw_plan(plan, picture, graph)
+    except OSError as exc:
+        raise PlanError(f"--out {args.out}: cannot write the picture {picture} "
+                        f"({exc.strerror or exc})") from None
     if args.jobs is not None:
         for line in jobs_summary_lines(plan):
             print(line)
-        print(f"greedy {plan.timings['greedy']:.2f}s; plan written to {args.out}")
+        print(f"greedy {plan.timings['greedy']:.2f}s; plan written to {args.out}, "
+              f"its picture to {picture}")
     else:
         _summary(plan, args)
     return 0
@@ -118,7 +143,8 @@ def _summary(plan: Plan, args: argparse.Namespace) -> None:
     con.print(f"deployed (interval order): {', '.join(plan.deployed) or '(none)'}; "
               f"PS link load {job.ps_link_load:.6g} (= γ); "
               f"{plan.planner} {plan.timings['greedy']:.2f}s, "
-              f"{plan.timings['lp_solves']} LPs; plan written to {args.out}")
+              f"{plan.timings['lp_solves']} LPs; plan written to {args.out}, "
+              f"its picture to {plan_picture_path(args.out)}")
 
 
 def add_subcommand(
@@ -175,6 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_network_parsers(sub, add_subcommand)
     add_clean_parser(sub, add_subcommand)
     add_campaign_parser(sub, add_subcommand)
+    for name, example in EXAMPLES.items():
+        if name in sub.choices:
+            with_example(sub.choices[name], example)
+    with_example(parser, "python -m controller plan --help; python -m controller run "
+                         "--rounds 10")
     return parser
 
 

@@ -29,6 +29,24 @@ __all__ = ["add_run_parser", "cmd_run", "run_parser", "parse_run", "MAX_ROUNDS",
 HELP = "run a synchronization experiment over Mininet (root; default: INA)"
 
 
+# the example line of ``run --help`` and of ``run --method X --help`` (docs/methods.md)
+RUN_EXAMPLES = {
+    None: "python -m controller run --rounds 10 --bw 1 --name first-run",
+    "ina": "python -m controller run --workers 4 --rounds 10 --loss 0.02",
+    "bcube": "python -m controller run --method bcube --bcube 4,2 --grad-mb 1,4 --bw 20 "
+             "--rounds 3",
+    "ps": "python -m controller run --method ps --bcube 4,2 --grad-mb 1 --bw 20 --rounds 3",
+    "ring": "python -m controller run --method ring --bcube 4,2 --grad-mb 1 --bw 20 --rounds 3",
+    "async": "python -m controller run --method async --workers 8 --rounds 40 "
+             "--policies async,sigma,kappa",
+    "ndn": "python -m controller run --method ndn --topo fattree:4 --ps h0 --ndn-sweep 4,8 "
+           "--rounds 10 --bw 100",
+    "cluster": "python -m controller run --method cluster --topo leafspine:2,1,5 --ps h0 "
+               "--bw 100 --rounds 60",
+    "ddp": "python -m controller run --method ddp --rounds 100",
+}
+
+
 def _methods_help() -> str:
     """One line per method class: its names and what it runs."""
     return "\n".join(f"  {cls.help}" for cls in dict.fromkeys(METHODS.values()))
@@ -37,9 +55,11 @@ def _methods_help() -> str:
 def run_parser(prog: str, method: str | None) -> Parser:
     """The ``run`` options for ``method``: the shared ones and its own; None: the shared ones
     and the list of methods (what ``run --help`` shows)."""
+    example = RUN_EXAMPLES.get(method, RUN_EXAMPLES[None])
+    methods = (f"methods (`run --method X --help` shows X's options):\n{_methods_help()}\n\n"
+               if method is None else "")
     p = Parser(prog=prog, description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
-               epilog=f"methods (`run --method X --help` shows X's options):\n{_methods_help()}"
-               if method is None else None)
+               epilog=f"{methods}example:\n  {example}")
     p.set_defaults(func=cmd_run)
     p.add_argument("--method", choices=sorted(METHODS), default=DEFAULT_METHOD,
                    help=f"the synchronization method (default {DEFAULT_METHOD})")

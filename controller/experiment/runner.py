@@ -14,7 +14,9 @@ that, every run does the same things (docs/design.md §8), and they live here on
 * ``--repeats N``: seeds ``--seed`` … ``--seed + N - 1`` (:attr:`Run.seeds`), and mean ± std
   over them of every mode's figures (:mod:`controller.experiment.records`), in the table and in
   ``results.json`` under ``repeats``;
-* provenance (:mod:`controller.experiment.provenance`) in every ``results.json``.
+* provenance (:mod:`controller.experiment.provenance`) in every ``results.json``;
+* one page per run, ``report.md`` (:mod:`controller.experiment.run_report`), rewritten with
+  ``results.json`` and once more after the plots.
 
 A method is a subclass of :class:`Method` filling a declared skeleton, Mininet-style (a class
 per behaviour, a small name -> class table in :mod:`controller.experiment.registry`):
@@ -63,6 +65,7 @@ from controller.experiment.records import (
 )
 from controller.experiment.report import plot_modes, print_table, print_written
 from controller.experiment.run_options import add_topology_options, check_options
+from controller.experiment.run_report import write_report
 from controller.files import write_json_atomic
 from controller.options import read_topology
 from controller.plan.document import resolve_workers
@@ -285,9 +288,11 @@ class Run:
         return self._with_repeats(doc)
 
     def write(self, doc: dict[str, Any], complete: bool = False) -> None:
-        """Write ``results.json`` atomically, with ``complete`` and the provenance."""
+        """Write ``results.json`` atomically, with ``complete`` and the provenance, and the
+        run's page ``report.md`` from it (:mod:`controller.experiment.run_report`)."""
         doc = {**doc, "complete": complete, "provenance": self.provenance}
         write_json_atomic(self.out_dir / "results.json", doc)
+        write_report(self.out_dir, doc)
 
     def _with_repeats(self, doc: dict[str, Any]) -> dict[str, Any]:
         if len(self.seeds) > 1:
@@ -556,5 +561,6 @@ def execute(method: Method, argv: Sequence[str] | None = None,
     results["complete"] = True
     run.write(results, complete=True)
     method.report(run, results)
+    write_report(run.out_dir, results)  # again: it now names the plots report() drew
     run.print_repeats()
     return results

@@ -588,7 +588,10 @@ def summary(entries: list[CorpusEntry], expect_reject: bool = False) -> str:
 def _argparser() -> argparse.ArgumentParser:
     ap = OneLineParser(
         prog="python -m pyswitch stf",
-        description="run STF packet tests (p4c's BMv2 format) on pyswitch")
+        description="run STF packet tests (p4c's BMv2 format) on pyswitch",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python -m pyswitch stf tests/stf/action_params.p4 tests/stf/action_params.stf\n"
+               "  python -m pyswitch stf --corpus /tmp/p4c/testdata/p4_16_samples")
     ap.add_argument("program", nargs="?", help="the P4 program (single-test mode)")
     ap.add_argument("stf", nargs="?", help="its STF test (single-test mode)")
     ap.add_argument("--corpus", metavar="DIR", help="run every v1model program of DIR that "

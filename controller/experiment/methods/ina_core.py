@@ -23,6 +23,7 @@ from controller.dataplane.deploy import DeployError, SwitchJob, deploy, switch_r
 from controller.errors import ExperimentError
 from controller.experiment.failover import WorkerMonitor
 from controller.experiment.network import P4_PROGRAM, ROOT, compile_program
+from controller.experiment.plan_figure import draw_plan
 from controller.experiment.report import mean
 from controller.experiment.runner import Run
 from controller.plan.document import chunk_schedule, resolve_workers, write_plan
@@ -199,7 +200,8 @@ def plan_request(s: Settings) -> PlanRequest:
 
 
 def plan_job(s: Settings, graph: nx.Graph, out_dir: Path, console: Any = None) -> Plan:
-    """Plan the job (``s.planner``, with baselines) and write ``plan.json``; says what it
+    """Plan the job (``s.planner``, with baselines) and write ``plan.json`` and its picture
+    ``plan.png`` (:mod:`controller.experiment.plan_figure`); says what it
     does on ``console`` if given."""
     if console is not None:
         console.print(f"[bold]planning[/] {s.topo}, PS {s.ps}, workers {s.workers}, "
@@ -207,6 +209,7 @@ def plan_job(s: Settings, graph: nx.Graph, out_dir: Path, console: Any = None) -
     plan = make_plan(graph, plan_request(s), ps=s.ps,
                      workers=resolve_workers(graph, s.ps, s.workers))
     write_plan(plan, out_dir / "plan.json")
+    draw_plan(plan, out_dir / "plan.png", graph)
     if console is not None:
         console.print(f"plan: γ = {plan.job.gamma:.4g}, deployed "
                       f"{plan.deployed or '(none)'}, PS ToR {plan.job.ps_tor}")

@@ -46,6 +46,7 @@ from controller.experiment.methods.ina_tenants import (
     parse_kill_ps,
     solo_tenant,
 )
+from controller.experiment.plan_figure import draw_plan
 from controller.experiment.runner import Launch, Node, Run
 from controller.plan.document import write_plan
 from controller.plan.jobs import JobEntry
@@ -156,8 +157,9 @@ def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
                solo: bool = False) -> dict[str, dict]:
     """One launch of every job in ``jobs`` at once (module docstring); returns each job's
     record (:func:`~controller.experiment.methods.ina_core.job_record`, plus the plan's γ it
-    started on, the switch fail-overs and worker failures during it; with several jobs also
-    ``job``, ``collisions`` and ``stopped``).  ``solo``: one job whose PS failing is an
+    started on, the switch fail-overs and worker failures during it, ``collisions``: the
+    contributions flagged FALLBACK at the PS; with several jobs also ``job`` and
+    ``stopped``).  ``solo``: one job whose PS failing is an
     :class:`ExperimentError` and whose stopped worker ends the run (:class:`WorkerStopped`,
     raised with the finished rounds' record attached)."""
     jw = _Watch(run, mode, jobs, monitors, switches, kill_ps, solo)
@@ -204,10 +206,9 @@ def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
             rec["job"] = j.name
         rec["failover"] = [asdict(e) for e in switches.events[n_events:]]
         rec["plan_gamma"] = j.planned_gamma
-        if not solo:
-            # contributions that reached the PS unaggregated: a slot held by another key (of
-            # this job or another), no slot for the job at a switch, or no aggregator
-            rec["collisions"] = int(ps_report.get("stats", {}).get("fallbacks", 0))
+        # contributions that reached the PS unaggregated: a slot held by another key (of
+        # this job or another), no slot for the job at a switch, or no aggregator
+        rec["collisions"] = int(ps_report.get("stats", {}).get("fallbacks", 0))
         if mon is not None and mon.job_events:
             rec["worker_failure"] = worker_failure_record(mon, rec["rounds"], ps_report)
         if stopped is not None:
@@ -247,7 +248,8 @@ class EngineRun:
 
 def _plan(run: Run, s: Settings, graph: Any,
           job_specs: list[JobEntry] | None) -> tuple[Plan, list[Tenant]]:
-    """Plan one job (:func:`plan_job`) or several jointly; write ``plan.json``."""
+    """Plan one job (:func:`plan_job`) or several jointly; write ``plan.json`` and
+    ``plan.png``."""
     console, out_dir = run.console, run.out_dir
     if job_specs is None:
         plan = plan_job(s, graph, out_dir, console)
@@ -256,6 +258,7 @@ def _plan(run: Run, s: Settings, graph: Any,
                   f"{s.budget}, objective {s.objective}")
     plan = make_plan(graph, plan_request(s), jobs=job_specs)
     write_plan(plan, out_dir / "plan.json")
+    draw_plan(plan, out_dir / "plan.png", graph)
     for line in jobs_summary_lines(plan):
         console.print(line)
     return plan, make_tenants(s, plan, job_specs)
