@@ -38,5 +38,27 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def p4c_bm2_ss() -> int:
+    """``pyswitch-p4c-bm2-ss``: p4c-bm2-ss's command line (``P4C=pyswitch-p4c-bm2-ss``)."""
+    from pyswitch.compile_cli import main as compile_main
+
+    return compile_main(sys.argv[1:])
+
+
+def p4c_driver() -> int:
+    """``pyswitch-p4c``: the ``p4c`` driver's command line (``-o`` may be a directory)."""
+    from pyswitch.compile_cli import main as compile_main
+
+    return compile_main(sys.argv[1:], driver=True)
+
+
+def simple_switch() -> int:
+    """``pyswitch-simple-switch`` / ``pyswitch-simple-switch-grpc``: simple_switch(_grpc)'s
+    command line (``BMV2_SWITCH_EXE=pyswitch-simple-switch-grpc``)."""
+    from pyswitch.daemon import main as run_main
+
+    return run_main(sys.argv[1:])
+
+
 if __name__ == "__main__":
     sys.exit(main())
