@@ -52,12 +52,21 @@ def p4c_driver() -> int:
     return compile_main(sys.argv[1:], driver=True)
 
 
-def simple_switch() -> int:
-    """``pyswitch-simple-switch`` / ``pyswitch-simple-switch-grpc``: simple_switch(_grpc)'s
-    command line (``BMV2_SWITCH_EXE=pyswitch-simple-switch-grpc``)."""
+def simple_switch_grpc() -> int:
+    """``pyswitch-simple-switch-grpc``: simple_switch_grpc's command line
+    (``BMV2_SWITCH_EXE=pyswitch-simple-switch-grpc``): P4Runtime on 0.0.0.0:9559 unless
+    ``--grpc-server-addr`` says otherwise."""
     from pyswitch.daemon import main as run_main
 
     return run_main(sys.argv[1:])
+
+
+def simple_switch() -> int:
+    """``pyswitch-simple-switch``: simple_switch's command line (Thrift, no P4Runtime server
+    unless ``--grpc-server-addr`` is given)."""
+    from pyswitch.daemon import main as run_main
+
+    return run_main(sys.argv[1:], p4runtime_by_default=False)
 
 
 if __name__ == "__main__":

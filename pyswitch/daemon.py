@@ -366,7 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-i", "--interface", action="append", default=[], metavar="N@IFACE",
                    help="attach port N to interface IFACE (repeatable)")
     p.add_argument("--device-id", type=int, default=0)
-    p.add_argument("--grpc-server-addr", default="0.0.0.0:9559", metavar="HOST:PORT")
+    p.add_argument("--grpc-server-addr", default=None, metavar="HOST:PORT",
+                   help="P4Runtime server address (default 0.0.0.0:9559; as "
+                        "pyswitch-simple-switch, like BMv2's simple_switch: none unless given)")
     p.add_argument("--cpu-port", type=int, default=None,
                    help="port number of the CPU port (packet-in/out); none by default")
     p.add_argument("--no-p4", action="store_true",
@@ -478,7 +480,10 @@ def _traced_make_switch(device: Device) -> None:
     device.make_switch = make_switch  # type: ignore[method-assign]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, p4runtime_by_default: bool = True) -> int:
+    """simple_switch_grpc's command line; with ``p4runtime_by_default`` False, simple_switch's
+    (no P4Runtime server unless ``--grpc-server-addr`` is given: the ``pyswitch-simple-switch``
+    entry point, which p4-utils' Thrift-only P4Switch starts several of on one host)."""
     # ``--`` separates BMv2's general options from the target's (simple_switch_grpc's
     # --grpc-server-addr, --cpu-port, ...): pyswitch has one parser for both
     argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--"]
@@ -517,7 +522,10 @@ def main(argv: list[str] | None = None) -> int:
             if args.pcap is not None or args.dump_packet_data:
                 ports[n] = ObservedPort(ports[n], n, args.pcap, args.dump_packet_data)
         loop = ForwardingLoop(device, ports, impairments)
-        server, bound = serve(device, args.grpc_server_addr)
+        if args.grpc_server_addr is None and p4runtime_by_default:
+            args.grpc_server_addr = "0.0.0.0:9559"
+        server, bound = (serve(device, args.grpc_server_addr) if args.grpc_server_addr
+                         else (None, 0))
         if args.thrift_port is not None:
             from pyswitch.thriftapi.server import serve_thrift
 
@@ -544,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     log.info("device %d: P4Runtime on %s (port %d), ports %s", args.device_id,
-             args.grpc_server_addr, bound,
+             args.grpc_server_addr or "none", bound,
              ", ".join(f"{n}@{i}" for n, i in sorted(ifaces.items())) or "none")
     if thrift is not None:
         log.info("device %d: Thrift runtime server on %s:%d", args.device_id,
@@ -552,7 +560,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         loop.run()
     finally:
-        server.stop(grace=0.5).wait(2)
+        if server is not None:
+            server.stop(grace=0.5).wait(2)
         if thrift is not None:
             thrift.stop()
         if control is not None:
