@@ -497,9 +497,18 @@ class PreHandler:
         self.groups: dict[int, list[int]] = {}  # mgid -> node handles
         self.nodes: dict[int, tuple[int, list[int], list[int]]] = {}  # handle -> rid, ports
         self.handles = itertools.count()
+        self.state: dict[str, Any] = {"switch": device.switch}
 
     def _err(self, code: int) -> Any:
         return self.t.InvalidMcOperation(code)
+
+    def _fresh(self) -> None:
+        """A new pipeline (SetForwardingPipelineConfig) starts with no groups: forget the
+        node structure of the old one (lock held)."""
+        if self.state.get("switch") is not self.dev.switch:
+            self.groups.clear()
+            self.nodes.clear()
+            self.state["switch"] = self.dev.switch
 
     def _sync(self, mgid: int) -> None:
         reps = [(p, self.nodes[h][0]) for h in self.groups[mgid] for p in self.nodes[h][1]]
@@ -507,6 +516,7 @@ class PreHandler:
 
     def bm_mc_mgrp_create(self, cxt_id: int, mgrp: int) -> int:
         with self.dev.lock:
+            self._fresh()
             if not 0 < mgrp < 65536 or self.dev.switch is None:
                 raise self._err(self.t.McOperationErrorCode.INVALID_MGID)
             self.groups[mgrp] = []
@@ -515,6 +525,7 @@ class PreHandler:
 
     def bm_mc_mgrp_destroy(self, cxt_id: int, mgrp_handle: int) -> None:
         with self.dev.lock:
+            self._fresh()
             if mgrp_handle not in self.groups:
                 raise self._err(self.t.McOperationErrorCode.INVALID_MGRP_HANDLE)
             del self.groups[mgrp_handle]
@@ -526,6 +537,7 @@ class PreHandler:
     def bm_mc_node_create(self, cxt_id: int, rid: int, port_map: str,
                           lag_map: str = "") -> int:
         with self.dev.lock:
+            self._fresh()
             h = next(self.handles)
             self.nodes[h] = (rid, _port_map(port_map), _port_map(lag_map or ""))
             return h
@@ -537,6 +549,7 @@ class PreHandler:
 
     def bm_mc_node_associate(self, cxt_id: int, mgrp_handle: int, l1_handle: int) -> None:
         with self.dev.lock:
+            self._fresh()
             self._node(l1_handle)
             if mgrp_handle not in self.groups:
                 raise self._err(self.t.McOperationErrorCode.INVALID_MGRP_HANDLE)
@@ -546,6 +559,7 @@ class PreHandler:
 
     def bm_mc_node_dissociate(self, cxt_id: int, mgrp_handle: int, l1_handle: int) -> None:
         with self.dev.lock:
+            self._fresh()
             self._node(l1_handle)
             if mgrp_handle not in self.groups or l1_handle not in self.groups[mgrp_handle]:
                 raise self._err(self.t.McOperationErrorCode.INVALID_MGRP_HANDLE)
@@ -554,6 +568,7 @@ class PreHandler:
 
     def bm_mc_node_destroy(self, cxt_id: int, l1_handle: int) -> None:
         with self.dev.lock:
+            self._fresh()
             self._node(l1_handle)
             del self.nodes[l1_handle]
             for g, hs in self.groups.items():
@@ -564,6 +579,7 @@ class PreHandler:
     def bm_mc_node_update(self, cxt_id: int, l1_handle: int, port_map: str,
                           lag_map: str = "") -> None:
         with self.dev.lock:
+            self._fresh()
             rid, _, _ = self._node(l1_handle)
             self.nodes[l1_handle] = (rid, _port_map(port_map), _port_map(lag_map or ""))
             for g, hs in self.groups.items():
@@ -575,6 +591,7 @@ class PreHandler:
 
     def bm_mc_get_entries(self, cxt_id: int) -> str:
         with self.dev.lock:
+            self._fresh()
             l1, l2 = [], []
             for h, (rid, ports, lags) in sorted(self.nodes.items()):
                 l1.append({"handle": h, "rid": rid, "l2_handle": h})
@@ -711,7 +728,8 @@ def make_processor(device: Any, thrift_port: int,
     proc.registerProcessor("simple_pre_lag", SimplePreLAG.Processor(pre))
     pre_plain = PreHandler(device, pre_t)
     # one PRE behind both services
-    pre_plain.groups, pre_plain.nodes, pre_plain.handles = pre.groups, pre.nodes, pre.handles
+    pre_plain.groups, pre_plain.nodes, pre_plain.handles, pre_plain.state = \
+        pre.groups, pre.nodes, pre.handles, pre.state
     proc.registerProcessor("simple_pre", SimplePre.Processor(pre_plain))
     proc.registerProcessor("simple_switch", SimpleSwitch.Processor(SimpleSwitchHandler(device)))
     return proc
