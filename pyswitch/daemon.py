@@ -529,8 +529,14 @@ def main(argv: list[str] | None = None, p4runtime_by_default: bool = True) -> in
         if args.thrift_port is not None:
             from pyswitch.thriftapi.server import serve_thrift
 
-            thrift = serve_thrift(device, args.thrift_addr, args.thrift_port,
-                                  sorted(ifaces.items()))
+            try:
+                thrift = serve_thrift(device, args.thrift_addr, args.thrift_port,
+                                      sorted(ifaces.items()))
+            except OSError as exc:
+                if server is not None:
+                    server.stop(grace=0)
+                raise OSError(f"--thrift-port {args.thrift_port}: "
+                              f"{exc.strerror or exc}") from None
     except UsageError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         _close(ports)

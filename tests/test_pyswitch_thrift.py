@@ -226,3 +226,20 @@ table_add l2 set_port {hosts[0].mac} => 1
         assert "Table 'MyIngress.l2': hit with handle 0" in trace
         assert "Action entry is MyIngress.set_port - port=0x2" in trace
         assert "Transmitting packet of size" in trace and "out of port 2" in trace
+
+
+def test_thrift_port_in_use_is_one_line(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        config = tmp_path / "p.json"
+        subprocess.run([sys.executable, "-m", "pyswitch", "compile", str(P4 / "rt_state.p4"),
+                        "-o", str(config)], check=True, cwd=REPO, timeout=300)
+        r = subprocess.run([sys.executable, "-m", "pyswitch", "run", str(config),
+                            "--thrift-addr", "127.0.0.1", "--thrift-port", str(port),
+                            "--grpc-server-addr", f"127.0.0.1:{free_tcp_port()}"],
+                           cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert r.stderr.startswith(f"pyswitch run: --thrift-port {port}: Address already in use")
