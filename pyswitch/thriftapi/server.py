@@ -45,6 +45,17 @@ from pyswitch.thriftapi.bmv2_json import describe_text
 
 log = logging.getLogger("pyswitch.thrift")
 TE = st.TableOperationErrorCode
+# BMv2's Thrift priorities run the other way from P4Runtime's (lower wins); BMv2's own
+# P4Runtime server converts with this pivot (PI's targets/bmv2/pi_tables_imp.cpp), so one
+# entry reads as priority p over Thrift and BM_MAX_PRIORITY - p over P4Runtime
+BM_MAX_PRIORITY = 2**31 - 1
+
+
+def to_switch_priority(bm_priority: int) -> int:
+    """A Thrift (BMv2) priority as pyswitch's (P4Runtime's: higher wins)."""
+    if not 0 <= bm_priority <= BM_MAX_PRIORITY:
+        raise st.InvalidTableOperation(TE.ERROR)
+    return BM_MAX_PRIORITY - bm_priority
 
 
 def _int(b: bytes) -> int:
@@ -176,7 +187,8 @@ class StandardHandler:
         return st.BmActionEntry(st.BmActionEntryType.ACTION_DATA, e.action, data)
 
     def _mt_entry(self, t: Any, e: Any) -> st.BmMtEntry:
-        return st.BmMtEntry(self._encode_match(t, e.match), st.BmAddEntryOptions(e.priority),
+        prio = BM_MAX_PRIORITY - e.priority if t.kind == "ternary" else 0
+        return st.BmMtEntry(self._encode_match(t, e.match), st.BmAddEntryOptions(prio),
                             e.seq - 1, self._action_entry(t, e))
 
     def _call(self, fn: Any, *args: Any) -> Any:
@@ -217,8 +229,7 @@ class StandardHandler:
             match = self._match(t, match_key)
             params = self._params(t, action_name, action_data)
             prio = options.priority if options is not None and options.priority else 0
-            if t.kind != "ternary":
-                prio = 0
+            prio = to_switch_priority(prio) if t.kind == "ternary" else 0
             self._call(self._sw().insert_entry, table_name, match, action_name, params, prio)
             return t.find(match, prio).seq - 1
 
@@ -280,8 +291,8 @@ class StandardHandler:
         with self.dev.lock:
             t = self._table(table_name)
             prio = options.priority if options is not None and options.priority else 0
-            e = self._call(t.find, self._match(t, match_key), prio if t.kind == "ternary"
-                           else 0)
+            e = self._call(t.find, self._match(t, match_key),
+                           to_switch_priority(prio) if t.kind == "ternary" else 0)
             return self._mt_entry(t, e)
 
     def bm_mt_read_counter(self, cxt_id: int, table_name: str, entry_handle: int) -> Any:
