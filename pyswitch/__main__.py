@@ -41,5 +41,36 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def p4c_bm2_ss() -> int:
+    """``pyswitch-p4c-bm2-ss``: p4c-bm2-ss's command line (``P4C=pyswitch-p4c-bm2-ss``)."""
+    from pyswitch.compile_cli import main as compile_main
+
+    return compile_main(sys.argv[1:])
+
+
+def p4c_driver() -> int:
+    """``pyswitch-p4c``: the ``p4c`` driver's command line (``-o`` may be a directory)."""
+    from pyswitch.compile_cli import main as compile_main
+
+    return compile_main(sys.argv[1:], driver=True)
+
+
+def simple_switch_grpc() -> int:
+    """``pyswitch-simple-switch-grpc``: simple_switch_grpc's command line
+    (``BMV2_SWITCH_EXE=pyswitch-simple-switch-grpc``): P4Runtime on 0.0.0.0:9559 unless
+    ``--grpc-server-addr`` says otherwise."""
+    from pyswitch.daemon import main as run_main
+
+    return run_main(sys.argv[1:])
+
+
+def simple_switch() -> int:
+    """``pyswitch-simple-switch``: simple_switch's command line (Thrift, no P4Runtime server
+    unless ``--grpc-server-addr`` is given)."""
+    from pyswitch.daemon import main as run_main
+
+    return run_main(sys.argv[1:], p4runtime_by_default=False)
+
+
 if __name__ == "__main__":
     sys.exit(main())

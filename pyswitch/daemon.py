@@ -51,6 +51,7 @@ from pyswitch.impairment import (  # noqa: E402
     parse_spec,
 )
 from pyswitch.memstats import memory_figures, trace  # noqa: E402
+from pyswitch.observe import TRACE, ObservedPort, install_trace  # noqa: E402
 from pyswitch.p4runtime.pipeline import (  # noqa: E402
     Device,
     check_limits,
@@ -63,6 +64,7 @@ from pyswitch.ports import Port, PortError  # noqa: E402
 
 log = logging.getLogger("pyswitch.run")
 BATCH = 64
+BMV2_JSON_VERSION = "2.23"  # the "__meta__" version of the JSON the Thrift server describes
 
 
 class ForwardingLoop:
@@ -354,6 +356,8 @@ def control_request(path: str, request: dict[str, Any], timeout: float = 5.0) ->
 # ---------------------------------------------------------------- command line
 
 def build_parser() -> argparse.ArgumentParser:
+    """simple_switch(_grpc)'s command line (BMv2's options_parse.cpp and the target options
+    after ``--``); every flag and what pyswitch does with it: docs/pyswitch-api.md, "Flags"."""
     p = OneLineParser(
         prog="python -m pyswitch run",
         description="Run a pyswitch v1model switch on Linux interfaces with a P4Runtime "
@@ -365,16 +369,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-i", "--interface", action="append", default=[], metavar="N@IFACE",
                    help="attach port N to interface IFACE (repeatable)")
     p.add_argument("--device-id", type=int, default=0)
-    p.add_argument("--grpc-server-addr", default="0.0.0.0:9559", metavar="HOST:PORT")
+    p.add_argument("--grpc-server-addr", default=None, metavar="HOST:PORT",
+                   help="P4Runtime server address (default 0.0.0.0:9559; as "
+                        "pyswitch-simple-switch, like BMv2's simple_switch: none unless given)")
     p.add_argument("--cpu-port", type=int, default=None,
                    help="port number of the CPU port (packet-in/out); none by default")
     p.add_argument("--no-p4", action="store_true",
                    help="start without a program (wait for SetForwardingPipelineConfig)")
     p.add_argument("--log-console", action="store_true", help="log to stderr")
     p.add_argument("--log-file", metavar="PATH", help="log to this file")
-    p.add_argument("--log-level", default="info",
-                   choices=["trace", "debug", "info", "warn", "error", "off"])
-    p.add_argument("--thrift-port", type=int, help="accepted for compatibility; ignored")
+    p.add_argument("--log-flush", action="store_true",
+                   help="with --log-file: flush after every message")
+    p.add_argument("-L", "--log-level", default="info",
+                   choices=["trace", "debug", "info", "warn", "error", "off"],
+                   help="trace: one account per packet (parser, tables, actions, egress); "
+                        "default info (BMv2's default is trace)")
+    p.add_argument("--pcap", nargs="?", const=".", default=None, metavar="DIR",
+                   help="write IFACE_in.pcap and IFACE_out.pcap per port into DIR "
+                        "(default: the current directory)")
+    p.add_argument("--dump-packet-data", type=int, default=0, metavar="N",
+                   help="log the first N bytes of every received and sent frame (info)")
+    p.add_argument("--thrift-port", type=int, default=None,
+                   help="serve BMv2's Thrift runtime API (simple_switch_CLI) on this port")
+    p.add_argument("--thrift-addr", default="0.0.0.0", metavar="HOST",
+                   help="address the Thrift server binds (pyswitch's own flag)")
+    # accepted, no effect (docs/pyswitch-api.md, "Flags"): BMv2 facilities pyswitch lacks
+    for flag in ("--nanolog", "--notifications-addr", "--debugger-addr", "--restore-state",
+                 "--packet-in", "--grpc-server-ssl-cert", "--grpc-server-ssl-key",
+                 "--grpc-server-cacert", "--dp-grpc-server-addr", "--load-modules"):
+        p.add_argument(flag, metavar="X", help="accepted, no effect")
+    for flag in ("--debugger", "--grpc-server-ssl", "--grpc-server-with-client-auth",
+                 "--enable-swap"):
+        p.add_argument(flag, action="store_true", help="accepted, no effect")
+    p.add_argument("--priority-queues", type=int, metavar="N", help="accepted, no effect")
+    p.add_argument("--max-port-count", type=int, default=512, metavar="N",
+                   help="accepted, no effect")
+    p.add_argument("--drop-port", type=int, metavar="N",
+                   help="accepted; only 511 (BMv2's default) is supported")
+    p.add_argument("-v", "--version", action="store_true", help="print the version and exit")
+    p.add_argument("--json-version", action="store_true",
+                   help="print the BMv2 JSON version pyswitch's Thrift server emits and exit")
     p.add_argument("--impair", action="append", default=[], metavar="PORT|all:SPEC",
                    help="link impairment, e.g. 'all:loss=0.02,dup=0.01,reorder=0.01,"
                         "delay_ms=1,seed=7' (dir=in|out|both, default both)")
@@ -382,6 +416,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="UNIX socket for run-time impairment changes and counters")
     p.add_argument("--seed", type=int, default=0, help="seed of the switch's own randomness")
     return p
+
+
+def check_bmv2_options(args: argparse.Namespace) -> None:
+    """BMv2's own checks of its options, as one-line usage errors (pure, no I/O but stat)."""
+    if args.pcap is not None and not os.path.isdir(args.pcap):
+        if args.config is None and args.pcap.endswith(".json"):
+            # ``--pcap prog.json``: the optional DIR swallowed the program (BMv2's implicit
+            # value never takes the next word)
+            args.config, args.pcap = args.pcap, "."
+        else:
+            raise UsageError(f"directory {args.pcap!r} specified with '--pcap' does not exist")
+    if args.dump_packet_data < 0:
+        raise UsageError("--dump-packet-data must be >= 0")
+    if args.drop_port is not None and args.drop_port != 511:
+        raise UsageError(f"--drop-port {args.drop_port}: only 511 is supported")
+    if args.max_port_count < 0:
+        raise UsageError("--max-port-count cannot be negative")
+    if args.thrift_port is not None and not 0 <= args.thrift_port < 65536:
+        raise UsageError(f"--thrift-port {args.thrift_port}: not a TCP port")
 
 
 def parse_interfaces(specs: list[str]) -> dict[int, str]:
@@ -403,7 +456,7 @@ def parse_interfaces(specs: list[str]) -> dict[int, str]:
 
 
 def setup_logging(args: argparse.Namespace) -> None:
-    level = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
+    level = {"trace": TRACE, "debug": logging.DEBUG, "info": logging.INFO,
              "warn": logging.WARNING, "error": logging.ERROR, "off": logging.CRITICAL + 1}
     root = logging.getLogger("pyswitch")
     root.setLevel(level[args.log_level])
@@ -412,18 +465,43 @@ def setup_logging(args: argparse.Namespace) -> None:
     if args.log_console:
         handlers.append(logging.StreamHandler(sys.stderr))
     if args.log_file:
+        # a FileHandler flushes after every record: --log-flush is what it always does
         handlers.append(logging.FileHandler(args.log_file))
     for h in handlers:
         h.setFormatter(fmt)
         root.addHandler(h)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _traced_make_switch(device: Device) -> None:
+    """Every switch the device builds (at start and on each SetForwardingPipelineConfig)
+    gets the per-packet trace (``--log-level trace``)."""
+    plain = device.make_switch
+
+    def make_switch(program: Any) -> Any:
+        return install_trace(plain(program))
+
+    device.make_switch = make_switch  # type: ignore[method-assign]
+
+
+def main(argv: list[str] | None = None, p4runtime_by_default: bool = True) -> int:
+    """simple_switch_grpc's command line; with ``p4runtime_by_default`` False, simple_switch's
+    (no P4Runtime server unless ``--grpc-server-addr`` is given: the ``pyswitch-simple-switch``
+    entry point, which p4-utils' Thrift-only P4Switch starts several of on one host)."""
+    # ``--`` separates BMv2's general options from the target's (simple_switch_grpc's
+    # --grpc-server-addr, --cpu-port, ...): pyswitch has one parser for both
     argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--"]
     prog = "pyswitch run"
-    ports: dict[int, Port] = {}
+    ports: dict[int, Any] = {}
+    thrift = None
     try:
         args = build_parser().parse_args(argv)
+        if args.version:
+            print(f"pyswitch {version()}")
+            return 0
+        if args.json_version:
+            print(BMV2_JSON_VERSION)
+            return 0
+        check_bmv2_options(args)
         ifaces = parse_interfaces(args.interface)
         impairments = PortImpairments()
         for text in args.impair:
@@ -437,13 +515,31 @@ def main(argv: list[str] | None = None) -> int:
         setup_logging(args)
         pin_mmap_threshold()  # replaced pipelines' registers go back to the OS
         device = Device(device_id=args.device_id, cpu_port=args.cpu_port, seed=args.seed)
+        if args.log_level == "trace" and (args.log_console or args.log_file):
+            _traced_make_switch(device)
         if args.config:
             program, raw = _load_program(args.config)
             device.load(program, raw)
         for n, ifname in ifaces.items():
             ports[n] = Port(ifname)
+            if args.pcap is not None or args.dump_packet_data:
+                ports[n] = ObservedPort(ports[n], n, args.pcap, args.dump_packet_data)
         loop = ForwardingLoop(device, ports, impairments)
-        server, bound = serve(device, args.grpc_server_addr)
+        if args.grpc_server_addr is None and p4runtime_by_default:
+            args.grpc_server_addr = "0.0.0.0:9559"
+        server, bound = (serve(device, args.grpc_server_addr) if args.grpc_server_addr
+                         else (None, 0))
+        if args.thrift_port is not None:
+            from pyswitch.thriftapi.server import serve_thrift
+
+            try:
+                thrift = serve_thrift(device, args.thrift_addr, args.thrift_port,
+                                      sorted(ifaces.items()))
+            except OSError as exc:
+                if server is not None:
+                    server.stop(grace=0)
+                raise OSError(f"--thrift-port {args.thrift_port}: "
+                              f"{exc.strerror or exc}") from None
     except UsageError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         _close(ports)
@@ -465,12 +561,18 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     log.info("device %d: P4Runtime on %s (port %d), ports %s", args.device_id,
-             args.grpc_server_addr, bound,
+             args.grpc_server_addr or "none", bound,
              ", ".join(f"{n}@{i}" for n, i in sorted(ifaces.items())) or "none")
+    if thrift is not None:
+        log.info("device %d: Thrift runtime server on %s:%d", args.device_id,
+                 args.thrift_addr, args.thrift_port)
     try:
         loop.run()
     finally:
-        server.stop(grace=0.5).wait(2)
+        if server is not None:
+            server.stop(grace=0.5).wait(2)
+        if thrift is not None:
+            thrift.stop()
         if control is not None:
             control.close()
             try:
@@ -479,6 +581,16 @@ def main(argv: list[str] | None = None) -> int:
                 pass
         _close(ports)
     return 0
+
+
+def version() -> str:
+    """The installed package's version (``pyswitch run --version``)."""
+    try:
+        from importlib.metadata import version as _v
+
+        return _v("insync")
+    except Exception:  # not installed (a source tree on PYTHONPATH)
+        return "unknown"
 
 
 def _load_program(path: str) -> tuple[Any, bytes]:
@@ -498,7 +610,7 @@ def _load_program(path: str) -> tuple[Any, bytes]:
     return program, raw
 
 
-def _close(ports: dict[int, Port]) -> None:
+def _close(ports: dict[int, Any]) -> None:
     for p in ports.values():
         p.close()
 

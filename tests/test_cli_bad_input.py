@@ -434,7 +434,7 @@ CASES: dict[str, Case] = {
     "compile-std": Case("pyswitch", compile_("{fx}/ok.p4", "--std", "p4-14", "-o",
                                              "{fx}/outdir/p.json"), ("--std",)),
     "compile-p4info-format": Case("pyswitch", compile_("{fx}/ok.p4", "--p4runtime-format",
-                                                       "json"), ("--p4runtime-format",)),
+                                                       "yaml"), ("--p4runtime-format",)),
     "compile-unknown-option": Case("pyswitch", compile_("{fx}/ok.p4", "--bogus"),
                                    ("--bogus",)),
     "compile-no-source": Case("pyswitch", compile_(), ("source",)),

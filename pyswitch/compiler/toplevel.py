@@ -343,6 +343,7 @@ class TopLevel:
             "hidden": dict(self.hidden),
             "mtempl": mtempl,
             "htempl": htempl,
+            "hslot_types": [t.name for t in self.hslots],  # names for the packet trace
             "errors": self.errors,
             "actions": [{"name": a.name, "fn": a.fn, "idx": a.idx,
                          "params": [{"name": pn, "width": t.width if isinstance(t, Bits) else 1}
