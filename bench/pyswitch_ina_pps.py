@@ -10,7 +10,7 @@ pre-built frames leaves the registers as it found them. The figure is frames int
 of --repeat runs is printed with every run.
 
     python bench/pyswitch_ina_pps.py [--frames 40000] [--repeat 5] [--workers 4]
-                                    [--program p4src/ina.p4]
+                                    [--program p4src/ina.p4] [--smoke]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 
 from pyswitch import Switch, compile_p4  # noqa: E402
 from workers.ina import constants as C  # noqa: E402
+from workers.ina.constants import num_slots  # noqa: E402
 from workers.ina.wire import FrameTemplate, InaPacket, MsgType  # noqa: E402
 
 PROG = ROOT / "p4src" / "ina.p4"
@@ -46,7 +47,8 @@ def configure(sw: Switch, workers: int) -> None:
                         ING + "set_port_fabric", {})
     sw.insert_entry(ING + "job_table", {"hdr.ina.job_id": JOB}, ING + "set_job",
                     {"full_mask": (1 << workers) - 1, "is_ps_tor": 0, "tor_id": TOR,
-                     "ps_port": 0, "mcast_grp": MCAST})
+                     "ps_port": 0, "mcast_grp": MCAST,
+                     "slot_base": 0, "slot_size": num_slots()})
     for w in range(workers):
         sw.insert_entry(ING + "ina_member", {"hdr.ina.job_id": JOB, "hdr.ina.worker_id": w,
                                              "standard_metadata.ingress_port": w + 1},
@@ -88,7 +90,11 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=4, help="workers of the job (fan-in)")
     ap.add_argument("--program", type=Path, default=PROG,
                     help="the P4 program (default p4src/ina.p4; e.g. an older copy to compare)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="a seconds-long run checking the bench still works (figure rough)")
     args = ap.parse_args()
+    if args.smoke:
+        args.frames, args.repeat = 500, 1
     t0 = time.perf_counter()
     prog = compile_p4(args.program)
     t_compile = time.perf_counter() - t0
