@@ -125,7 +125,7 @@ def measure(kind: str, seconds: float, tag: str, workdir: Path,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
             time.sleep(0.3)
-            return _flood(kind, seconds, snd, rcv, pin_tx, None, forwarder)
+            return _flood(kind, seconds, snd, rcv, pin_tx, None, forwarder, proc.pid)
         proc = subprocess.Popen(pin_sw + [sys.executable, "-m", "pyswitch", "run",
                                           "-i", f"1@{tag}p1", "-i", f"2@{tag}p2",
                                           "--grpc-server-addr", addr, "--control-socket", ctl,
@@ -147,7 +147,7 @@ def measure(kind: str, seconds: float, tag: str, workdir: Path,
             c.insert_table_entry("MyIngress.l2", {"hdr.ethernet.dstAddr": "02:00:00:00:00:02"},
                                  "MyIngress.set_port", {"port": 2})
         c.close()
-        return _flood(kind, seconds, snd, rcv, pin_tx, ctl, forwarder)
+        return _flood(kind, seconds, snd, rcv, pin_tx, ctl, forwarder, proc.pid)
     finally:
         if proc is not None:
             proc.send_signal(signal.SIGTERM)
@@ -160,8 +160,28 @@ def measure(kind: str, seconds: float, tag: str, workdir: Path,
             sh("ip", "netns", "del", ns, check=False)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (all its threads) so far."""
+    fields_ = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields_[11]) + int(fields_[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of each thread of ``pid`` by thread name (comm, ``name/tid``)."""
+    out = {}
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (t / "stat").read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        f = text.rsplit(")", 1)[1].split()
+        out[f"{name}/{t.name}"] = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def _flood(kind: str, seconds: float, snd: str, rcv: str, pin_tx: list[str],
-           ctl: str | None, forwarder: str) -> dict[str, float]:
+           ctl: str | None, forwarder: str, pid: int) -> dict[str, float]:
     """Flood from ``snd`` and count what reaches ``rcv`` (the forwarder is running)."""
     sender = None
     try:
@@ -170,14 +190,21 @@ def _flood(kind: str, seconds: float, snd: str, rcv: str, pin_tx: list[str],
                                   [sys.executable, "-c", SENDER, kind, str(seconds + warm + 0.5)],
                                   stdout=subprocess.PIPE, text=True)
         time.sleep(warm)
-        r0, t0 = rx_packets(rcv), time.monotonic()
+        r0, t0, c0 = rx_packets(rcv), time.monotonic(), cpu_seconds(pid)
+        th0 = thread_cpu(pid)
         time.sleep(seconds)
-        r1, t1 = rx_packets(rcv), time.monotonic()
+        r1, t1, c1 = rx_packets(rcv), time.monotonic(), cpu_seconds(pid)
+        th1 = thread_cpu(pid)
         sent = int(sender.communicate(timeout=seconds + 30)[0].strip() or 0)
         sender = None
         r = {"program": kind, "forwarder": forwarder,
              "forwarded_fps": round((r1 - r0) / (t1 - t0)),
-             "offered_fps": round(sent / (seconds + warm + 0.5))}
+             # CPU the forwarder spent per forwarded frame: its cost, whatever the load
+             "cpu_us_per_frame": round((c1 - c0) / max(1, r1 - r0) * 1e6, 2),
+             "offered_fps": round(sent / (seconds + warm + 0.5)),
+             "busiest_threads_cpu_s": dict(sorted(
+                 ((k, round(v - th0.get(k, 0.0), 2)) for k, v in th1.items()),
+                 key=lambda kv: -kv[1])[:3])}
         if ctl is not None:
             from pyswitch.daemon import control_request
 
@@ -215,20 +242,25 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for kind in kinds:
             rates: dict[str, list[int]] = {f: [] for f in forwarders}
+            costs: dict[str, list[float]] = {f: [] for f in forwarders}
             for run in range(args.repeat):
                 for fw in forwarders:
                     tag = f"b{os.getpid() % 10000}{kind[0]}{fw[0]}{run}"
                     r = measure(kind, args.seconds, tag, Path(tmp), fw)
                     print(json.dumps(r))
                     rates[fw].append(r["forwarded_fps"])
-            med = {}
+                    costs[fw].append(r["cpu_us_per_frame"])
+            med, cost = {}, {}
             for fw in forwarders:
-                rs = sorted(rates[fw])
-                med[fw] = rs[len(rs) // 2]
+                rs, cs = sorted(rates[fw]), sorted(costs[fw])
+                med[fw], cost[fw] = rs[len(rs) // 2], cs[len(cs) // 2]
                 print(f"{kind} {fw}: {med[fw]} frames/s forwarded (median of {len(rs)}; "
-                      f"min {rs[0]}, max {rs[-1]})")
+                      f"min {rs[0]}, max {rs[-1]}); {cost[fw]:.2f} us CPU per frame")
             ratio = med["pyswitch"] / med["raw"] if med["raw"] else float("nan")
-            print(f"{kind}: pyswitch / raw Python forwarder = {ratio:.2f}")
+            cratio = cost["raw"] / cost["pyswitch"] if cost["pyswitch"] else float("nan")
+            print(f"{kind}: pyswitch / raw Python forwarder = {ratio:.2f} in frames/s, "
+                  f"{cratio:.2f} in CPU per frame (raw's / pyswitch's: the frames/s ratio "
+                  f"of an idle machine)")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 
