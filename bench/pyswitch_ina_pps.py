@@ -16,6 +16,7 @@ of --repeat runs is printed with every run.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import sys
@@ -106,13 +107,14 @@ def main() -> int:
         sw.process(p, f)
     process = sw.process
     n, m = args.frames, len(workload)
-    rates = []
+    rates, cpus = [], []
     for _ in range(args.repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         for i in range(n):
             p, f = workload[i % m]
             process(p, f)
         rates.append(n / (time.perf_counter() - t))
+        cpus.append((time.process_time() - c) / n * 1e6)
     med = statistics.median(rates)
     try:
         shown = args.program.resolve().relative_to(ROOT)
@@ -125,6 +127,8 @@ def main() -> int:
           f"(release, {args.workers} multicast copies); {len(workload[0][1])}-byte frames; "
           f"one core, in-process; Python {platform.python_version()} on "
           f"{platform.machine()}; compile {t_compile:.2f}s")
+    print(f"  CPU per frame (median, steadier than frames/s on a shared machine): "
+          f"{statistics.median(cpus):.2f} us; load average {os.getloadavg()[0]:.2f}")
     return 0
 
 
