@@ -41,10 +41,20 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
+## make bench: every bench/ script, full size (root ones skipped with a note when not root;
+## the Mininet ones take the lock MININET_LOCK). tests/test_bench_smoke.py runs reduced forms.
+MININET_LOCK ?= /tmp/insync-mininet.lock
 bench: $(STAMP)
 	$(PY) bench/plan_scaling.py
 	$(PY) bench/pyswitch_pps.py
 	$(PY) bench/pyswitch_ina_pps.py
+	$(PY) bench/ina_loss_twin.py
+	$(PY) bench/p4runtime_abuse.py
+	@if [ "$$(id -u)" = 0 ]; then \
+	  $(PY) bench/pyswitch_forwarding.py && \
+	  flock $(MININET_LOCK) $(PY) bench/hostile_frames.py && \
+	  flock $(MININET_LOCK) $(PY) bench/soak.py; \
+	else echo "bench: pyswitch_forwarding, hostile_frames and soak need root: skipped"; fi
 
 clean:
 	rm -rf $(VENV) build results .pytest_cache *.egg-info

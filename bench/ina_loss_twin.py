@@ -357,7 +357,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--code", metavar="REV", help="run the worker and PS state machines of "
                    "git revision REV instead of this tree's (before/after comparisons)")
     p.add_argument("--verbose", action="store_true", help="PS and switch counters per run")
+    p.add_argument("--smoke", action="store_true",
+                   help="one loss-free INA round, one seed (seconds; figures rough)")
     a = p.parse_args(argv)
+    if a.smoke:
+        a.loss, a.modes, a.seeds, a.rounds = [0.0], "ina", 1, 1
     print(f"{'loss':>5} {'mode':>7} {'exact':>5} {'s/round':>8} {'± std':>6} "
           f"{'retx/round':>10} {'direct/rd':>9} {'bench s':>7}")
     for loss in a.loss:

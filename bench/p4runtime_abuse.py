@@ -327,7 +327,12 @@ def main() -> int:
                          "(pymalloc is what the switch uses unless told otherwise)")
     ap.add_argument("--traced", action=argparse.BooleanOptionalAction, default=True,
                     help="one more campaign with PYTHONTRACEMALLOC=1: live-bytes growth")
+    ap.add_argument("--smoke", action="store_true",
+                    help="a short campaign checking the bench still works (figures rough)")
     args = ap.parse_args()
+    if args.smoke:
+        args.rounds, args.batch, args.streams, args.held = 1, 200, 20, 5
+        args.fights, args.pushes, args.allocators, args.traced = 3, 1, "pymalloc", False
     print(f"settings: warm-up round + rounds={args.rounds} batch={args.batch} "
           f"streams={args.streams} held={args.held} fights={args.fights} "
           f"pushes={args.pushes} allocators={args.allocators} traced={args.traced} "

@@ -41,7 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per LP")
     ap.add_argument("--compare-plain", action="store_true",
                     help="also run the plain greedy (slow: use small k)")
+    ap.add_argument("--smoke", action="store_true", help="k=4, budget 4 only (seconds)")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.k, args.budget = [4], [4]
     try:
         cpu = sorted(os.sched_getaffinity(0))[0]
         os.sched_setaffinity(0, {cpu})

@@ -58,6 +58,24 @@ print(n)
 """
 
 
+RAW_FORWARDER = r"""
+import socket, sys
+# the reference: a bare Python forwarder, one recv and one send system call per frame
+a, b = sys.argv[1], sys.argv[2]
+rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+rx.setsockopt(263, 23, 1)  # PACKET_IGNORE_OUTGOING
+rx.bind((a, 3))
+tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+tx.bind((b, 0))
+recv, send = rx.recv, tx.send
+while True:
+    try:
+        send(recv(65600))
+    except OSError:
+        pass
+"""
+
+
 def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=check, capture_output=True, text=True, timeout=30)
 
@@ -73,7 +91,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def measure(kind: str, seconds: float, tag: str, workdir: Path) -> dict[str, float]:
+def measure(kind: str, seconds: float, tag: str, workdir: Path,
+            forwarder: str = "pyswitch") -> dict[str, float]:
     from pyswitch import compile_p4
 
     p4 = REPO / "tests" / "p4" / ("rt_ina_like.p4" if kind == "ina" else "rt_forward.p4")
@@ -83,7 +102,7 @@ def measure(kind: str, seconds: float, tag: str, workdir: Path) -> dict[str, flo
     info.write_text(text_format.MessageToString(prog.p4info))
     snd, rcv = f"{tag}snd", f"{tag}rcv"
     created: list[tuple[str, str]] = []
-    proc = sender = None
+    proc = None
     try:
         for ns, sw_if in ((snd, f"{tag}p1"), (rcv, f"{tag}p2")):
             sh("ip", "netns", "add", ns)
@@ -100,6 +119,13 @@ def measure(kind: str, seconds: float, tag: str, workdir: Path) -> dict[str, flo
         cpus = sorted(os.sched_getaffinity(0))
         pin_sw = ["taskset", "-c", str(cpus[0])] if os.environ.get("PIN", "1") == "1" else []
         pin_tx = ["taskset", "-c", str(cpus[1])] if len(cpus) > 1 else []
+        if forwarder == "raw":
+            proc = subprocess.Popen(pin_sw + [sys.executable, "-c", RAW_FORWARDER,
+                                              f"{tag}p1", f"{tag}p2"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
+            time.sleep(0.3)
+            return _flood(kind, seconds, snd, rcv, pin_tx, None, forwarder, proc.pid)
         proc = subprocess.Popen(pin_sw + [sys.executable, "-m", "pyswitch", "run",
                                           "-i", f"1@{tag}p1", "-i", f"2@{tag}p2",
                                           "--grpc-server-addr", addr, "--control-socket", ctl,
@@ -121,26 +147,8 @@ def measure(kind: str, seconds: float, tag: str, workdir: Path) -> dict[str, flo
             c.insert_table_entry("MyIngress.l2", {"hdr.ethernet.dstAddr": "02:00:00:00:00:02"},
                                  "MyIngress.set_port", {"port": 2})
         c.close()
-        warm = 1.0
-        sender = subprocess.Popen(["ip", "netns", "exec", snd] + pin_tx +
-                                  [sys.executable, "-c", SENDER, kind, str(seconds + warm + 0.5)],
-                                  stdout=subprocess.PIPE, text=True)
-        time.sleep(warm)
-        r0, t0 = rx_packets(rcv), time.monotonic()
-        time.sleep(seconds)
-        r1, t1 = rx_packets(rcv), time.monotonic()
-        sent = int(sender.communicate(timeout=seconds + 30)[0].strip() or 0)
-        sender = None
-        from pyswitch.daemon import control_request
-
-        counters = control_request(ctl, {"op": "counters"})
-        return {"program": kind, "forwarded_fps": round((r1 - r0) / (t1 - t0)),
-                "offered_fps": round(sent / (seconds + warm + 0.5)),
-                "switch_processed": counters["switch"]["processed"],
-                "port2_tx": counters["ports"]["2"]["tx_frames"]}
+        return _flood(kind, seconds, snd, rcv, pin_tx, ctl, forwarder, proc.pid)
     finally:
-        if sender is not None:
-            sender.kill()
         if proc is not None:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -152,32 +160,108 @@ def measure(kind: str, seconds: float, tag: str, workdir: Path) -> dict[str, flo
             sh("ip", "netns", "del", ns, check=False)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (all its threads) so far."""
+    fields_ = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields_[11]) + int(fields_[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of each thread of ``pid`` by thread name (comm, ``name/tid``)."""
+    out = {}
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (t / "stat").read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        f = text.rsplit(")", 1)[1].split()
+        out[f"{name}/{t.name}"] = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def _flood(kind: str, seconds: float, snd: str, rcv: str, pin_tx: list[str],
+           ctl: str | None, forwarder: str, pid: int) -> dict[str, float]:
+    """Flood from ``snd`` and count what reaches ``rcv`` (the forwarder is running)."""
+    sender = None
+    try:
+        warm = 1.0
+        sender = subprocess.Popen(["ip", "netns", "exec", snd] + pin_tx +
+                                  [sys.executable, "-c", SENDER, kind, str(seconds + warm + 0.5)],
+                                  stdout=subprocess.PIPE, text=True)
+        time.sleep(warm)
+        r0, t0, c0 = rx_packets(rcv), time.monotonic(), cpu_seconds(pid)
+        th0 = thread_cpu(pid)
+        time.sleep(seconds)
+        r1, t1, c1 = rx_packets(rcv), time.monotonic(), cpu_seconds(pid)
+        th1 = thread_cpu(pid)
+        sent = int(sender.communicate(timeout=seconds + 30)[0].strip() or 0)
+        sender = None
+        r = {"program": kind, "forwarder": forwarder,
+             "forwarded_fps": round((r1 - r0) / (t1 - t0)),
+             # CPU the forwarder spent per forwarded frame: its cost, whatever the load
+             "cpu_us_per_frame": round((c1 - c0) / max(1, r1 - r0) * 1e6, 2),
+             "offered_fps": round(sent / (seconds + warm + 0.5)),
+             "busiest_threads_cpu_s": dict(sorted(
+                 ((k, round(v - th0.get(k, 0.0), 2)) for k, v in th1.items()),
+                 key=lambda kv: -kv[1])[:3])}
+        if ctl is not None:
+            from pyswitch.daemon import control_request
+
+            counters = control_request(ctl, {"op": "counters"})
+            r["switch_processed"] = counters["switch"]["processed"]
+            r["port2_tx"] = counters["ports"]["2"]["tx_frames"]
+        return r
+    finally:
+        if sender is not None:
+            sender.kill()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--program", choices=["plain", "ina", "both"], default="both")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per program; the median is the figure (the 2 CPUs are shared)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="a seconds-long check that the harness still works (figures rough)")
     args = ap.parse_args()
+    if args.smoke:
+        args.seconds, args.repeat, args.program = 0.5, 1, "ina"
     if os.geteuid() != 0:
         print("pyswitch_forwarding: needs root (namespaces, raw sockets)", file=sys.stderr)
         return 1
     kinds = ["plain", "ina"] if args.program == "both" else [args.program]
+    forwarders = ["pyswitch", "raw"]
     print(f"settings: {args.seconds:g} s per run after 1 s warm-up, {args.repeat} runs per "
-          f"program, sender floods 64 distinct frames from namespace snd on the other CPU, "
-          f"switch `pyswitch run` pinned to CPU {sorted(os.sched_getaffinity(0))[0]}, "
-          f"figure = receive rate at namespace rcv, Python {sys.version.split()[0]}")
+          f"program and forwarder (interleaved), sender floods 64 distinct frames from "
+          f"namespace snd on the other CPU, forwarder pinned to CPU "
+          f"{sorted(os.sched_getaffinity(0))[0]}, figure = receive rate at namespace rcv; "
+          f"raw = a bare Python AF_PACKET forwarder (one recv + one send per frame); "
+          f"Python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         for kind in kinds:
-            rates = []
+            rates: dict[str, list[int]] = {f: [] for f in forwarders}
+            costs: dict[str, list[float]] = {f: [] for f in forwarders}
             for run in range(args.repeat):
-                tag = f"b{os.getpid() % 10000}{kind[0]}{run}"
-                r = measure(kind, args.seconds, tag, Path(tmp))
-                print(json.dumps(r))
-                rates.append(r["forwarded_fps"])
-            rates.sort()
-            print(f"{kind}: {rates[len(rates) // 2]} frames/s forwarded (median of "
-                  f"{len(rates)}; min {rates[0]}, max {rates[-1]})")
+                for fw in forwarders:
+                    tag = f"b{os.getpid() % 10000}{kind[0]}{fw[0]}{run}"
+                    r = measure(kind, args.seconds, tag, Path(tmp), fw)
+                    print(json.dumps(r))
+                    rates[fw].append(r["forwarded_fps"])
+                    costs[fw].append(r["cpu_us_per_frame"])
+            med, cost = {}, {}
+            for fw in forwarders:
+                rs, cs = sorted(rates[fw]), sorted(costs[fw])
+                med[fw], cost[fw] = rs[len(rs) // 2], cs[len(cs) // 2]
+                print(f"{kind} {fw}: {med[fw]} frames/s forwarded (median of {len(rs)}; "
+                      f"min {rs[0]}, max {rs[-1]}); {cost[fw]:.2f} us CPU per frame")
+            ratio = med["pyswitch"] / med["raw"] if med["raw"] else float("nan")
+            cratio = cost["raw"] / cost["pyswitch"] if cost["pyswitch"] else float("nan")
+            print(f"{kind}: pyswitch / raw Python forwarder = {ratio:.2f} in frames/s, "
+                  f"{cratio:.2f} in CPU per frame (raw's / pyswitch's: the frames/s ratio "
+                  f"of an idle machine)")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 
 

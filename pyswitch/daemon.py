@@ -177,8 +177,10 @@ class ForwardingLoop:
         if sw is None:
             self.dropped_no_pipeline += len(frames)
             return
-        # fast path (no impairment on this port): inlined _process/_transmit/_send
+        # fast path (no impairment on this port): inlined _process/_transmit/_send; what
+        # the batch sends to a port leaves in one Port.send_batch, in order, at the end
         process, ports, tx, cpu = sw.process, self.ports, self.imp.tx, self.dev.cpu_port
+        pending: dict[int, list[bytes]] = {}
         for frame in frames:
             try:
                 outs = process(port, frame)
@@ -192,11 +194,17 @@ class ForwardingLoop:
                 if out_port in tx or out_port == cpu:
                     self._transmit(out_port, out)
                     continue
-                p = ports.get(out_port)
-                if p is None:
-                    self.unknown_port_out += 1
+                q = pending.get(out_port)
+                if q is None:
+                    pending[out_port] = [out]
                 else:
-                    p.send(out)
+                    q.append(out)
+        for out_port, outs_ in pending.items():
+            p = ports.get(out_port)
+            if p is None:
+                self.unknown_port_out += len(outs_)
+            else:
+                p.send_batch(outs_)
 
     def _run_timers(self) -> None:
         now = time.monotonic()

@@ -56,6 +56,14 @@ def csum16(data: bytes) -> int:
     return (~s) & 0xFFFF
 
 
+def csum16_int(x: int) -> int:
+    """``csum16`` of the bytes of ``x`` read as big-endian 16-bit words (``x`` already holds
+    whole words: a field list of an odd byte count shifted left by 8).  The sum of the words
+    folded with end-around carries is ``x`` mod 0xFFFF in 1..0xFFFF (0 only when every word
+    is 0), since 2**16 is 1 mod 0xFFFF; one big-int modulo instead of bytes, unpack, sum."""
+    return 0xFFFE - (x - 1) % 0xFFFF if x else 0xFFFF
+
+
 def identity(data: bytes) -> int:
     return int.from_bytes(data, "big") & 0xFFFFFFFFFFFFFFFF
 

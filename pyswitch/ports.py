@@ -15,6 +15,13 @@ What makes frames cross a pyswitch port intact (as they cross BMv2, which uses l
   bound to the interface with ``ETH_P_ALL``, so no frame of another interface slips in
   before the bind.
 
+**Batches.** A busy port moves many frames per system call: ``recvmmsg`` fills up to
+``BATCH`` slots of one anonymous mapping (each ``MAX_FRAME`` bytes long, as one ``recvmsg``
+would take; pages the kernel never writes cost no memory) with the frames, their
+``sockaddr_ll`` (for ``sll_pkttype``) and their auxdata, and ``sendmmsg`` sends the frames a
+batch produced for a port in one call (called through ctypes; where libc lacks them, one
+``recvmsg``/``send`` per frame as before).  Every check above applies to each frame of a batch.
+
 The interface is put in promiscuous mode through ``PACKET_ADD_MEMBERSHIP`` (dropped
 automatically when the socket closes).
 
@@ -29,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import mmap
 import socket
 import struct
 import sys
@@ -52,6 +60,91 @@ _ORDER = sys.byteorder  # auxdata is in host byte order
 SIOCETHTOOL = 0x8946
 ETHTOOL_STXCSUM = 0x17
 ETHTOOL_GTXCSUM = 0x16
+
+
+_MSG_DONTWAIT = int(socket.MSG_DONTWAIT)
+BATCH = 64
+_SLL_SIZE = 20  # struct sockaddr_ll
+_SLL_PKTTYPE = 10
+
+
+class _IoVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class _MsgHdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
+                ("iov", ctypes.c_void_p), ("iovlen", ctypes.c_size_t),
+                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+
+
+class _MMsgHdr(ctypes.Structure):
+    _fields_ = [("hdr", _MsgHdr), ("len", ctypes.c_uint)]
+
+
+_MM = ctypes.sizeof(_MMsgHdr)
+_OFF_CTLLEN = _MsgHdr.controllen.offset
+_OFF_FLAGS = _MsgHdr.flags.offset
+_OFF_LEN = _MMsgHdr.len.offset
+_IOV = ctypes.sizeof(_IoVec)
+_OFF_IOVLEN = _IoVec.len.offset
+_U32 = struct.Struct("=I")
+_SIZE_T = struct.Struct("@N")
+_CMSG_HDR = socket.CMSG_LEN(0)  # struct cmsghdr, then the data
+_CMSG = struct.Struct("@Nii")  # cmsg_len, cmsg_level, cmsg_type
+
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+    _recvmmsg = _libc.recvmmsg
+    _recvmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
+                          ctypes.c_void_p]
+    _recvmmsg.restype = ctypes.c_int
+    _sendmmsg = _libc.sendmmsg
+    _sendmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int]
+    _sendmmsg.restype = ctypes.c_int
+except (OSError, AttributeError):  # no such libc functions: one call per frame
+    _recvmmsg = _sendmmsg = None
+
+
+class _Slots:
+    """``n`` message slots for recvmmsg/sendmmsg: frame buffers in one anonymous mapping,
+    sockaddr_ll and control buffers, the iovecs and the mmsghdr array (a pristine copy of
+    it is written back before each receive: the kernel overwrites lengths and flags)."""
+
+    def __init__(self, n: int, with_meta: bool) -> None:
+        self.n = n
+        self.data = mmap.mmap(-1, n * MAX_FRAME)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(self.data))
+        self.names = ctypes.create_string_buffer(n * _SLL_SIZE if with_meta else 1)
+        self.ctrl = ctypes.create_string_buffer(n * _ANC_SIZE if with_meta else 1)
+        self.iov = (_IoVec * n)()
+        self.msgs = (_MMsgHdr * n)()
+        for k in range(n):
+            self.iov[k].base = base + k * MAX_FRAME
+            self.iov[k].len = MAX_FRAME
+            h = self.msgs[k].hdr
+            h.iov = ctypes.addressof(self.iov[k])
+            h.iovlen = 1
+            if with_meta:
+                h.name = ctypes.addressof(self.names) + k * _SLL_SIZE
+                h.namelen = _SLL_SIZE
+                h.control = ctypes.addressof(self.ctrl) + k * _ANC_SIZE
+                h.controllen = _ANC_SIZE
+        self.pristine = bytes(self.msgs)
+        self.addr = ctypes.addressof(self.msgs)
+        self.names_v = memoryview(self.names).cast("B")
+        self.ctrl_v = memoryview(self.ctrl).cast("B")
+
+    def close(self) -> None:
+        # the ctypes structures point into the mapping; drop them before closing it
+        self.names_v.release()
+        self.ctrl_v.release()
+        del self.iov, self.msgs
+        try:
+            self.data.close()
+        except BufferError:  # a from_buffer view still alive: the GC frees it with us
+            pass
 
 
 class PortError(OSError):
@@ -128,6 +221,9 @@ class Port:
             raise
         self.sock = sock
         self.ifindex = ifindex
+        self._fd = sock.fileno()
+        self._rx: _Slots | None = None  # made at the first batch receive / send
+        self._tx: _Slots | None = None
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -137,7 +233,56 @@ class Port:
         frames = self.recv_batch(1)
         return frames[0] if frames else None
 
-    def recv_batch(self, limit: int = 64) -> list[bytes]:
+    def recv_batch(self, limit: int = BATCH) -> list[bytes]:
+        """Up to ``limit`` waiting frames (fewer, maybe none, if the queue empties): one
+        ``recvmmsg`` where libc has it, else one ``recvmsg`` per frame."""
+        if _recvmmsg is None or limit <= 1:
+            return self._recv_each(limit)
+        rx = self._rx
+        if rx is None or rx.n < limit:
+            if rx is not None:
+                rx.close()
+            rx = self._rx = _Slots(max(limit, BATCH), with_meta=True)
+        msgs = rx.msgs
+        ctypes.memmove(rx.addr, rx.pristine, limit * _MM)
+        n = _recvmmsg(self._fd, rx.addr, limit, _MSG_DONTWAIT, None)
+        c = self.counters
+        if n <= 0:
+            if n < 0 and ctypes.get_errno() not in (errno.EAGAIN, errno.EINTR):
+                # e.g. ENETDOWN once after the link went down (or the interface left):
+                # reported, never fatal; frames flow again when the link comes back
+                c.rx_errors += 1
+            return []
+        out: list[bytes] = []
+        data, names, ctrl = rx.data, rx.names_v, rx.ctrl_v
+        u32, size_t, cm = _U32.unpack_from, _SIZE_T.unpack_from, _CMSG.unpack_from
+        nbytes = 0
+        for k in range(n):
+            m = k * _MM
+            if names[k * _SLL_SIZE + _SLL_PKTTYPE] == PACKET_OUTGOING:
+                continue
+            if u32(msgs, m + _OFF_FLAGS)[0] & _MSG_TRUNC:
+                c.rx_truncated += 1
+                continue
+            off = k * MAX_FRAME
+            frame = data[off:off + u32(msgs, m + _OFF_LEN)[0]]
+            if size_t(msgs, m + _OFF_CTLLEN)[0] >= _CMSG_HDR + _AUXDATA.size:
+                a = k * _ANC_SIZE
+                _len, level, typ = cm(ctrl, a)
+                blob = ctrl[a + _CMSG_HDR:a + _CMSG_HDR + _AUXDATA.size]
+                # tp_status (first u32) says whether a VLAN tag was stripped into metadata
+                if (int.from_bytes(blob[:4], _ORDER) & TP_STATUS_VLAN_VALID
+                        or blob[16] or blob[17]) and level == SOL_PACKET \
+                        and typ == PACKET_AUXDATA:
+                    frame, restored = restore_vlan(frame, blob)
+                    c.vlan_restored += restored
+            out.append(frame)
+            nbytes += len(frame)
+        c.rx_frames += len(out)
+        c.rx_bytes += nbytes
+        return out
+
+    def _recv_each(self, limit: int) -> list[bytes]:
         """Up to ``limit`` waiting frames (fewer, maybe none, if the queue empties).
 
         This is the switch's hot path, hence the inlined checks: the auxdata status word is
@@ -186,7 +331,56 @@ class Port:
         c.tx_bytes += len(frame)
         return True
 
+    def send_batch(self, frames: list[bytes]) -> int:
+        """Transmit ``frames`` in order, as many per ``sendmmsg`` as the kernel takes;
+        each frame it refuses counts in ``tx_errors`` (as `send`).  Returns frames sent."""
+        if _sendmmsg is None or len(frames) == 1:
+            return sum(self.send(f) for f in frames)
+        tx = self._tx
+        if tx is None:
+            tx = self._tx = _Slots(BATCH, with_meta=False)
+        c = self.counters
+        data, iov, pack = tx.data, tx.iov, _SIZE_T.pack_into
+        sent = 0
+        for i in range(0, len(frames), tx.n):
+            chunk = frames[i:i + tx.n]
+            k = 0
+            for f in chunk:
+                ln = len(f)
+                if ln > MAX_FRAME:  # cannot be a slot: sent (and refused) on its own
+                    sent += self._flush(tx, k)
+                    k = 0
+                    sent += self.send(f)
+                    continue
+                off = k * MAX_FRAME
+                data[off:off + ln] = f
+                pack(iov, k * _IOV + _OFF_IOVLEN, ln)
+                k += 1
+                c.tx_bytes += ln
+            sent += self._flush(tx, k)
+        return sent
+
+    def _flush(self, tx: _Slots, k: int) -> int:
+        """sendmmsg the first ``k`` slots; a refused frame is counted and skipped."""
+        c = self.counters
+        done = sent = 0
+        while done < k:
+            r = _sendmmsg(self._fd, tx.addr + done * _MM, k - done, _MSG_DONTWAIT)
+            if r <= 0:
+                c.tx_errors += 1
+                c.tx_bytes -= tx.iov[done].len
+                done += 1
+            else:
+                sent += r
+                done += r
+        c.tx_frames += sent
+        return sent
+
     def close(self) -> None:
+        for slots in (self._rx, self._tx):
+            if slots is not None:
+                slots.close()
+        self._rx = self._tx = None
         self.sock.close()
 
     def __enter__(self) -> Port:

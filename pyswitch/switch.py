@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import random as _random_mod
 import struct as _struct
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,9 +104,10 @@ class Switch:
 
         ns: dict[str, Any] = {"_PErr": _PErr, "_Exit": _Exit, "_struct": _struct,
                               "_shl": _shl, "_div": _div, "_sat_s": _sat_s, "_hmod": _hmod,
-                              "_random": _random, "_crc32": hashes.crc32,
+                              "_random": _random, "_crc32": zlib.crc32,
                               "_crc16": hashes.crc16, "_csum16": hashes.csum16,
-                              "_identity": hashes.identity}
+                              "_identity": hashes.identity,
+                              "_csum16i": hashes.csum16_int}
         self.registers: dict[str, tuple[list[int], dict]] = {}
         for r in meta["registers"]:
             lst = [0] * r["size"]
@@ -143,6 +145,7 @@ class Switch:
         self.mcast: dict[int, list[tuple[int, int]]] = {}
         self.clone_sessions: dict[int, list[tuple[int, int]]] = {}
         self.stats = PortStats()
+        self.process = self._specialised_process()  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ tables
     def _table(self, name: str) -> Table:
@@ -263,8 +266,55 @@ class Switch:
     def _new_state(self) -> tuple[list, list]:
         return [h[:] for h in self._htempl], self._mtempl[:]
 
+    def _specialised_process(self) -> Any:
+        """`process` for this program: the same steps with the metadata indices as
+        constants, the state copied without a loop, and a unicast frame without clones
+        run to the end inline (anything else: the general `_after_ingress`)."""
+        i, hid = self._i, self._hid
+        nh = len(self._htempl)
+        ns: dict[str, Any] = {f"_h{k}": h for k, h in enumerate(self._htempl)}
+        ns.update(_mt=self._mtempl, parser=self._parser, verify=self._verify,
+                  ingress=self._ingress, egress=self._egress, compute=self._compute,
+                  deparser=self._deparser, stats=self.stats, rx=self.stats.rx,
+                  tx=self.stats.tx, after_ingress=self._after_ingress,
+                  after_egress=self._after_egress, bytes=bytes)
+        src = f"""
+def process(ingress_port, frame):
+    if frame.__class__ is not bytes:
+        frame = bytes(frame)
+    rx[ingress_port] += 1
+    S = [{", ".join(f"_h{k}[:]" for k in range(nh))}{"," if nh == 1 else ""}]
+    M = _mt[:]
+    M[{i["ingress_port"]}] = ingress_port
+    M[{i["packet_length"]}] = len(frame)
+    M[{hid["payload"]}] = frame[parser(S, M, frame):]
+    verify(S, M)
+    ingress(S, M)
+    if M[{hid["clone_type"]}] == 1 or M[{i["mcast_grp"]}] or M[{i["egress_spec"]}] == {DROP_PORT}:
+        return after_ingress(ingress_port, frame, S, M)
+    port = M[{i["egress_spec"]}]
+    M[{i["egress_port"]}] = port
+    M[{i["egress_spec"]}] = 0
+    M[{i["egress_rid"]}] = 0
+    M[{hid["clone_type"]}] = 0
+    egress(S, M)
+    if M[{hid["clone_type"]}] == 2 or M[{i["egress_spec"]}] == {DROP_PORT}:
+        out = []
+        after_egress(S, M, port, out, 0)
+        return out
+    compute(S, M)
+    parts = []
+    deparser(S, M, parts)
+    parts.append(M[{hid["payload"]}])
+    tx[port] += 1
+    return [(port, b"".join(parts))]
+"""
+        exec(compile(src, "<pyswitch:process>", "exec"), ns)  # noqa: S102 - fixed template
+        return ns["process"]
+
     def process(self, ingress_port: int, frame: bytes) -> list[tuple[int, bytes]]:
-        """Run one frame through the pipeline; returns every emitted (port, frame)."""
+        """Run one frame through the pipeline; returns every emitted (port, frame).
+        (Each switch replaces this by `_specialised_process`'s equivalent.)"""
         frame = bytes(frame)
         i = self._i
         hid = self._hid
@@ -276,6 +326,13 @@ class Switch:
         M[hid["payload"]] = frame[pos:]
         self._verify(S, M)
         self._ingress(S, M)
+        return self._after_ingress(ingress_port, frame, S, M)
+
+    def _after_ingress(self, ingress_port: int, frame: bytes, S: list,
+                       M: list) -> list[tuple[int, bytes]]:
+        """BMv2's after-ingress decisions (module docstring), then egress for each copy."""
+        i = self._i
+        hid = self._hid
         out: list[tuple[int, bytes]] = []
         if M[hid["clone_type"]] == 1:
             for port, rid in self.clone_sessions.get(M[hid["clone_session"]], []):
@@ -309,6 +366,13 @@ class Switch:
         M[i["instance_type"]] = itype
         M[hid["clone_type"]] = 0
         self._egress(S, M)
+        self._after_egress(S, M, port, out, depth)
+
+    def _after_egress(self, S: list, M: list, port: int, out: list[tuple[int, bytes]],
+                      depth: int) -> None:
+        """E2E clones, the drop decision, ComputeChecksum and the deparser of one copy."""
+        i = self._i
+        hid = self._hid
         if M[hid["clone_type"]] == 2 and depth < _MAX_E2E_DEPTH:
             for cport, crid in self.clone_sessions.get(M[hid["clone_session"]], []):
                 M2 = self._mtempl[:]  # metadata reset, headers kept (BMv2 E2E clone)

@@ -71,6 +71,8 @@ class Table:
         self.const = spec.get("const_entries") is not None
         self.default_const = spec["default_const"]
         self.entries: dict[Any, Entry] = {}
+        # exact tables: key -> entry, read in place by generated code (never rebound)
+        self.exact: dict[Any, Entry] = {}
         self.seq = 0
         d = spec["default"]
         self.default = self._make(d["action"], self._params_from_args(d["action"], d["args"]),
@@ -198,8 +200,9 @@ class Table:
             for e in self.entries.values():
                 key = e.canon[0][0] if self.single else e.canon[0]
                 d[key] = e
-            self.dict = d
-            dg = d.get
+            self.exact.clear()
+            self.exact.update(d)
+            dg = self.exact.get
             self.lookup = lambda k: dg(k) or self.default  # noqa: E731
         elif self.kind == "lpm":
             p = self.lpm_pos

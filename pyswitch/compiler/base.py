@@ -75,6 +75,7 @@ class CompilerBase:
         self.controls: dict[str, Tree] = {}
         self.top_actions: list[Tree] = []
         self.header_plans: dict[int, str] = {}
+        self.header_fmts: dict[str, str] = {}  # struct variable -> its format (">HHI...")
         self.tmp = 0
         self.ctrl_name = ""
         self.ctrl_kind = ""

@@ -59,6 +59,8 @@ class Controls:
         body.lines[:0] = init.lines
         self.block_init = None
         params_py = ["S", "M", "out"] if kind == "deparser" else ["S", "M"]
+        if kind == "deparser":
+            body.lines = self.merge_emits(body.lines)
         self.emit_function(kind, params_py, body, pre=["try:"],
                            post=["except _Exit:", "    pass"], extra_indent=True)
 

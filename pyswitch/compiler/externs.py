@@ -287,15 +287,38 @@ class Externs:
         to a whole byte (BMv2's packing)."""
         if any(isinstance(e.ty, VarbitTy) for e in items):
             return self.packed_bytes_vl(items)  # lengths known at run time: compiler.varbit
-        total = sum(e.ty.width for e in items)
-        nbytes = (total + 7) // 8
-        pad = nbytes * 8 - total
+        nbytes = (sum(e.ty.width for e in items) + 7) // 8
+        return f"{self.packed_int(items, nbytes * 8)}.to_bytes({nbytes}, 'big')"
+
+    @staticmethod
+    def packed_int(items: list[E], bits: int) -> str:
+        """Python expr of the field list (no varbit) as one number of ``bits`` bits: fields
+        MSB-first, zero-padded at the end (the number whose big-endian bytes
+        `packed_bytes` gives when ``bits`` is the whole-byte size)."""
         parts = []
-        shift = total
+        shift = bits
         for e in items:
             shift -= e.ty.width
-            parts.append(f"({e.code} << {shift + pad})" if shift + pad else e.code)
-        return f"({' | '.join(parts) or '0'}).to_bytes({nbytes}, 'big')"
+            parts.append(f"({e.code} << {shift})" if shift else e.code)
+        return f"({' | '.join(parts) or '0'})"
+
+    def digest_code(self, algo: str, items: list[E], payload: str | None = None) -> str:
+        """The call computing ``algo`` over the field list (+ ``payload`` bytes): csum16 of a
+        fixed-width list sums its 16-bit words as one number (`hashes.csum16_int`) and
+        identity is that number itself, without building bytes; every other case hashes
+        `packed_bytes`."""
+        if algo == "csum16" and payload is None and \
+                not any(isinstance(e.ty, VarbitTy) for e in items):
+            nbytes = (sum(e.ty.width for e in items) + 7) // 8
+            return f"_csum16i({self.packed_int(items, (nbytes + nbytes % 2) * 8)})"
+        if algo == "identity" and payload is None and \
+                not any(isinstance(e.ty, VarbitTy) for e in items):
+            nbytes = (sum(e.ty.width for e in items) + 7) // 8
+            return f"({self.packed_int(items, nbytes * 8)} & 0xffffffffffffffff)"
+        data = self.packed_bytes(items)
+        if payload is not None:
+            data = f"({data} + {payload})"
+        return f"_{algo}({data})"
 
     def func_call(self, fn: str, args: list, scope: Scope, em: Emitter, node: Any) -> Any:
         if fn in UNSUPPORTED_FUNCS:
@@ -361,8 +384,7 @@ class Externs:
             for x, n in ((base, args[2]), (mx, args[4])):
                 if not isinstance(x.ty, (Bits, IntLit)):
                     raise self.err(n, "hash base/max must be bit<N>")
-            data = self.packed_bytes(self.data_list(args[3], scope, em))
-            h = f"_{algo}({data})"
+            h = self.digest_code(algo, self.data_list(args[3], scope, em))
             if mx.const is not None:
                 if mx.const == 0:
                     raise self.err(args[4], "hash max must not be 0")
@@ -380,9 +402,9 @@ class Externs:
             if not isinstance(cond.ty, BoolTy):
                 raise self.err(args[0], "checksum condition must be bool")
             algo = self.algo(args[3], scope)
-            data = self.packed_bytes(self.data_list(args[1], scope, em))
-            if fn.endswith("_with_payload"):
-                data = f"({data} + M[{self.hidden['payload']}])"
+            digest = self.digest_code(
+                algo, self.data_list(args[1], scope, em),
+                f"M[{self.hidden['payload']}]" if fn.endswith("_with_payload") else None)
             if fn.startswith("verify"):
                 if self.ctrl_kind != "verify":
                     raise self.err(node, f"{fn} belongs in the VerifyChecksum control")
@@ -391,7 +413,7 @@ class Externs:
                     raise self.err(args[2], "checksum field must be bit<N>")
                 ce = self.std.fields["checksum_error"].code
                 cc = "" if cond.const is True else f"{cond.code} and "
-                em(f"if {cc}(_{algo}({data}) & {_lit(ck.ty.mask)}) != {ck.code}: {ce} = 1")
+                em(f"if {cc}({digest} & {_lit(ck.ty.mask)}) != {ck.code}: {ce} = 1")
             else:
                 if self.ctrl_kind != "compute":
                     raise self.err(node, f"{fn} belongs in the ComputeChecksum control")
@@ -399,7 +421,7 @@ class Externs:
                 if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
                     raise self.err(args[2], "checksum field must be a bit<N> l-value")
                 pre = "" if cond.const is True else f"if {cond.code}: "
-                em(f"{pre}{lv.code} = _{algo}({data}) & {_lit(lv.ty.mask)}")
+                em(f"{pre}{lv.code} = {digest} & {_lit(lv.ty.mask)}")
             return None
         raise self.err(node, f"unknown function {fn!r}")
 

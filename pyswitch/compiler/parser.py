@@ -6,6 +6,7 @@ serves the deparser.
 
 from __future__ import annotations
 
+import re
 import struct
 from typing import Any
 
@@ -25,6 +26,9 @@ from pyswitch.types import (
     BoolTy,
     HeaderTy,
 )
+
+_EMIT_IF = re.compile(r"^(\s*)if (h\d+)\[0\]:$")
+_EMIT_APPEND = re.compile(r"^(\s*)out\.append\((_st\d+)\.pack\((.*)\)\)$")
 
 
 class ParserGen:
@@ -244,6 +248,7 @@ class ParserGen:
         if key not in self.header_plans:
             var = f"_st{len(self.header_plans)}"
             self.header_plans[key] = var
+            self.header_fmts[var] = fmt
             self.module.insert(0, f"{var} = _struct.Struct({fmt!r})")
         var = self.header_plans[key]
         simple = field_exprs == [f"a{i}" for i in range(nitems)]
@@ -263,6 +268,44 @@ class ParserGen:
             em(f"{h}[1:] = ({', '.join(exprs)},)")
         em(f"{h}[0] = True")
         em(f"pos += {size}")
+
+    def merge_emits(self, lines: list[str]) -> list[str]:
+        """The deparser's runs of consecutive ``if hN[0]: out.append(_stK.pack(...))`` (two
+        or more, same block) get a fast path: when every header of the run is valid, one
+        struct of the concatenated big-endian formats packs them all at once (standard
+        sizes have no padding, so its bytes are the concatenation); otherwise the run as
+        it was."""
+        out: list[str] = []
+        i = 0
+        while i < len(lines):
+            run: list[tuple[str, str, str, str]] = []
+            j = i
+            while j + 1 < len(lines):
+                m1 = _EMIT_IF.match(lines[j])
+                m2 = _EMIT_APPEND.match(lines[j + 1])
+                if not (m1 and m2 and m2.group(1) == m1.group(1) + "    "
+                        and m2.group(2) in self.header_fmts
+                        # the header packed is the header tested (what emit_emit writes)
+                        and set(re.findall(r"\bh\d+\b", m2.group(3))) == {m1.group(2)}
+                        and (not run or m1.group(1) == run[0][0])):
+                    break
+                run.append((m1.group(1), m1.group(2), m2.group(2), m2.group(3)))
+                j += 2
+            if len(run) < 2:
+                out.append(lines[i])
+                i += 1
+                continue
+            ind = run[0][0]
+            fmt = ">" + "".join(self.header_fmts[v][1:] for _i, _h, v, _a in run)
+            var = self.header_fmts.setdefault(f"_sd{fmt}", f"_sd{len(self.header_fmts)}")
+            if not any(m.startswith(f"{var} = ") for m in self.module):
+                self.module.insert(0, f"{var} = _struct.Struct({fmt!r})")
+            out.append(f"{ind}if {' and '.join(f'{h}[0]' for _i, h, _v, _a in run)}:")
+            out.append(f"{ind}    out.append({var}.pack({', '.join(a for *_r, a in run)}))")
+            out.append(f"{ind}else:")
+            out.extend("    " + x for x in lines[i:j])
+            i = j
+        return out
 
     def emit_emit(self, e: E, em: Emitter, node: Any) -> None:
         loc = e.loc

@@ -341,8 +341,13 @@ class Tables:
 
     def table_apply(self, t: TableDef, em: Emitter) -> ApplyResult:
         v = self.new_tmp("e")
+        exact = all(k["match"] == "exact" for k in t.keys)
         if len(t.keys) == 0:
             em(f"{v} = {t.var}.default")
+        elif exact:  # a dict look-up in place (Table.exact keeps its identity)
+            key = t.keys[0]["code"] if len(t.keys) == 1 else \
+                f"({', '.join(k['code'] for k in t.keys)})"
+            em(f"{v} = {t.var}.exact.get({key}) or {t.var}.default")
         elif len(t.keys) == 1:
             em(f"{v} = {t.var}.lookup({t.keys[0]['code']})")
         else:

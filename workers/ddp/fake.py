@@ -141,6 +141,10 @@ class _HubChannel:
     def send(self, pkt: InaPacket) -> None:
         self.hub._send(pkt)
 
+    def send_all(self, pkts: list[InaPacket]) -> None:
+        for pkt in pkts:
+            self.hub._send(pkt)
+
     def recv(self, timeout: float) -> list[InaPacket]:
         out: list[InaPacket] = []
         try:

@@ -27,7 +27,7 @@ import numpy as np
 
 from workers.ddp.codec import ChunkRange
 from workers.ddp.exchange import EngineStats, RankEngine, SenderParams
-from workers.ina.udp import open_socket, receive, send
+from workers.ina.udp import open_socket, receive_many, send, send_many
 from workers.ina.wire import InaPacket
 
 
@@ -37,6 +37,9 @@ class ExchangeFailed(RuntimeError):
 
 class Channel(Protocol):
     def send(self, pkt: InaPacket) -> None: ...
+
+    def send_all(self, pkts: list[InaPacket]) -> None:
+        """Send ``pkts`` in order (as many per system call as the channel can)."""
 
     def recv(self, timeout: float) -> list[InaPacket]:
         """Packets that arrived, waiting up to ``timeout`` s for the first (or a wake-up)."""
@@ -77,6 +80,9 @@ class UdpChannel:
     def send(self, pkt: InaPacket) -> None:
         send(self.sock, pkt, self.ps_addr)
 
+    def send_all(self, pkts: list[InaPacket]) -> None:
+        send_many(self.sock, pkts, self.ps_addr)
+
     def recv(self, timeout: float) -> list[InaPacket]:
         ready, _, _ = select.select([self.sock, self._wake_r], [], [], max(0.0, timeout))
         if self._wake_r in ready:
@@ -87,14 +93,14 @@ class UdpChannel:
         out: list[InaPacket] = []
         if self.sock in ready:
             while True:
-                try:
-                    pkt = receive(self.sock)
-                except BlockingIOError:
+                got = receive_many(self.sock)  # every waiting datagram, one system call
+                if not got:
                     break
-                if pkt is None:
-                    self.malformed += 1
-                else:
-                    out.append(pkt)
+                for pkt in got:
+                    if pkt is None:
+                        self.malformed += 1
+                    else:
+                        out.append(pkt)
         return out
 
     def wake(self) -> None:
@@ -184,16 +190,16 @@ class EngineTransport:
                     self._pending[req.ticket] = req
                     out += eng.submit(req.ticket, req.round, req.rng, req.values, req.schedule,
                                       now)
-                for pkt in out:
-                    ch.send(pkt)
+                if out:
+                    ch.send_all(out)
                 deadline = eng.next_deadline()
                 wait = self.poll_s if deadline is None else min(self.poll_s, deadline - now)
                 out = []
                 for pkt in ch.recv(wait):
                     out += eng.on_packet(pkt, time.monotonic())
                 out += eng.tick(time.monotonic())
-                for pkt in out:
-                    ch.send(pkt)
+                if out:
+                    ch.send_all(out)
                 for c in eng.pop_completed():
                     last_progress = time.monotonic()
                     self._pending.pop(c.ticket).future.set_result(c.total)

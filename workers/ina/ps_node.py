@@ -34,7 +34,7 @@ from workers.ina.control_io import RequestChannel, request_path, write_record
 from workers.ina.events import ControlEvent, SilentEvent, emit
 from workers.ina.job import JobConfig
 from workers.ina.ps import PsOutput, PsState
-from workers.ina.udp import open_socket, receive, send
+from workers.ina.udp import open_socket, receive_many, send_many
 from workers.ina.worker import n_chunks_for
 
 
@@ -103,9 +103,9 @@ def run(cfg: JobConfig) -> dict:
 
     def deliver(out: PsOutput, now: float) -> None:
         nonlocal last_progress
-        for result in out.results:
+        if out.results:
             for dest in cfg.result_dests:
-                send(sock, result, dest)
+                send_many(sock, list(out.results), dest)
         for r in out.completed_rounds:
             round_done_at[r] = now - started
             last_progress = now
@@ -137,14 +137,14 @@ def run(cfg: JobConfig) -> dict:
             if sock not in ready:
                 continue
             while True:
-                try:
-                    pkt = receive(sock)
-                except BlockingIOError:
+                got = receive_many(sock)  # every waiting datagram, one system call
+                if not got:
                     break
-                if pkt is None:
-                    malformed += 1
-                    continue
-                deliver(state.on_packet(pkt, time.monotonic()), time.monotonic())
+                for pkt in got:
+                    if pkt is None:
+                        malformed += 1
+                        continue
+                    deliver(state.on_packet(pkt, time.monotonic()), time.monotonic())
     finally:
         sock.close()
         if control is not None:

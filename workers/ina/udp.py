@@ -3,15 +3,26 @@
 Workers and the PS are ordinary hosts: GRADs are UDP datagrams to the PS's INA port (the
 switches aggregate them in flight), RESULTs come back as UDP datagrams (the switches rewrite
 each multicast copy's destination to the worker, ``MyEgress.result_rewrite``).
+
+Batches (issue 26): `send_many` hands the kernel every datagram of a burst in one
+``sendmmsg`` and `receive_many` takes every waiting datagram in one ``recvmmsg`` (through
+ctypes; one system call per datagram where libc lacks them).  Each datagram is still one
+packet with the same checks: a datagram the kernel refuses is lost (retransmission recovers
+it, as with `send`), a malformed one is ``None``.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import socket
+import struct
 
 from workers.ina.wire import InaDecodeError, InaPacket, decode_payload, encode_payload
 
 RCVBUF = 8 << 20
+BATCH = 64
+_SLOT = 4096  # receive buffer per datagram (what `receive` reads)
 
 
 def open_socket(bind: tuple[str, int]) -> socket.socket:
@@ -37,3 +48,152 @@ def receive(sock: socket.socket) -> InaPacket | None:
         return decode_payload(data)
     except InaDecodeError:
         return None
+
+
+class _IoVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class _MsgHdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
+                ("iov", ctypes.c_void_p), ("iovlen", ctypes.c_size_t),
+                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+
+
+class _MMsgHdr(ctypes.Structure):
+    _fields_ = [("hdr", _MsgHdr), ("len", ctypes.c_uint)]
+
+
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+    _sendmmsg = _libc.sendmmsg
+    _sendmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int]
+    _sendmmsg.restype = ctypes.c_int
+    _recvmmsg = _libc.recvmmsg
+    _recvmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
+                          ctypes.c_void_p]
+    _recvmmsg.restype = ctypes.c_int
+except (OSError, AttributeError):  # no such libc functions: one call per datagram
+    _sendmmsg = _recvmmsg = None
+
+_MM = ctypes.sizeof(_MMsgHdr)
+_OFF_LEN = _MMsgHdr.len.offset
+_OFF_FLAGS = _MsgHdr.flags.offset
+_U32 = struct.Struct("=I")
+_DONTWAIT = int(socket.MSG_DONTWAIT)
+_TRUNC = int(socket.MSG_TRUNC)
+
+
+class _Batch:
+    """``BATCH`` datagram slots (buffers, iovecs, one sockaddr_in, the mmsghdr array)."""
+
+    def __init__(self) -> None:
+        self.buf = ctypes.create_string_buffer(BATCH * _SLOT)
+        self.view = memoryview(self.buf).cast("B")
+        self.iov = (_IoVec * BATCH)()
+        self.msgs = (_MMsgHdr * BATCH)()
+        self.name = ctypes.create_string_buffer(16)  # struct sockaddr_in
+        self.dest: tuple[str, int] | None = None
+        base = ctypes.addressof(self.buf)
+        for k in range(BATCH):
+            self.iov[k].base = base + k * _SLOT
+            self.iov[k].len = _SLOT
+            self.msgs[k].hdr.iov = ctypes.addressof(self.iov[k])
+            self.msgs[k].hdr.iovlen = 1
+        self.addr = ctypes.addressof(self.msgs)
+
+    def aim(self, dest: tuple[str, int]) -> None:
+        """Every slot sends to ``dest`` (an IPv4 address and port)."""
+        if dest != self.dest:
+            self.name.raw = struct.pack("=H", socket.AF_INET) + struct.pack(
+                "!H", dest[1]) + socket.inet_aton(socket.gethostbyname(dest[0])) + bytes(8)
+            self.dest = dest
+        for k in range(BATCH):
+            self.msgs[k].hdr.name = ctypes.addressof(self.name)
+            self.msgs[k].hdr.namelen = 16
+
+    def unaim(self) -> None:
+        for k in range(BATCH):
+            self.msgs[k].hdr.name = None
+            self.msgs[k].hdr.namelen = 0
+            self.msgs[k].hdr.flags = 0
+            self.iov[k].len = _SLOT
+        self.dest = None
+
+
+_batches: dict[int, _Batch] = {}  # by socket fd: a process has one or two INA sockets
+
+
+def _batch(sock: socket.socket) -> _Batch:
+    b = _batches.get(sock.fileno())
+    if b is None:
+        b = _batches[sock.fileno()] = _Batch()
+    return b
+
+
+def send_many(sock: socket.socket, pkts: list[InaPacket], dest: tuple[str, int]) -> int:
+    """Send every packet to ``dest``, ``BATCH`` per ``sendmmsg``; a datagram the kernel
+    refuses (full send buffer) is lost, as with `send`.  Returns the datagrams sent."""
+    if _sendmmsg is None or len(pkts) <= 1 or sock.family != socket.AF_INET:
+        for p in pkts:
+            send(sock, p, dest)
+        return len(pkts)
+    b = _batch(sock)
+    b.aim(dest)
+    view, iov = b.view, b.iov
+    fd = sock.fileno()
+    sent = 0
+    for i in range(0, len(pkts), BATCH):
+        chunk = pkts[i:i + BATCH]
+        for k, p in enumerate(chunk):
+            data = encode_payload(p)
+            view[k * _SLOT:k * _SLOT + len(data)] = data
+            iov[k].len = len(data)
+        done = 0
+        while done < len(chunk):
+            r = _sendmmsg(fd, b.addr + done * _MM, len(chunk) - done, _DONTWAIT)
+            if r <= 0:
+                if r < 0 and ctypes.get_errno() == errno.EINTR:
+                    continue
+                done += 1  # refused: lost, retransmission recovers it
+            else:
+                done += r
+                sent += r
+    b.unaim()
+    return sent
+
+
+def receive_many(sock: socket.socket) -> list[InaPacket | None]:
+    """Every waiting datagram (up to ``BATCH``) decoded, ``None`` for a malformed one; an
+    empty list when none waits (never blocks)."""
+    if _recvmmsg is None:
+        out: list[InaPacket | None] = []
+        for _ in range(BATCH):
+            try:
+                out.append(receive(sock))
+            except BlockingIOError:
+                break
+        return out
+    b = _batch(sock)
+    n = _recvmmsg(sock.fileno(), b.addr, BATCH, _DONTWAIT, None)
+    if n <= 0:
+        if n < 0 and ctypes.get_errno() not in (errno.EAGAIN, errno.EINTR):
+            raise OSError(ctypes.get_errno(), "recvmmsg failed")
+        return []
+    msgs, buf = b.msgs, b.buf
+    res: list[InaPacket | None] = []
+    u32 = _U32.unpack_from
+    for k in range(n):
+        m = k * _MM
+        ln = u32(msgs, m + _OFF_LEN)[0]
+        if u32(msgs, m + _OFF_FLAGS)[0] & _TRUNC:
+            res.append(None)  # longer than any INA payload: malformed
+            continue
+        try:
+            res.append(decode_payload(buf[k * _SLOT:k * _SLOT + ln]))
+        except InaDecodeError:
+            res.append(None)
+    for k in range(n):
+        msgs[k].hdr.flags = 0
+    return res

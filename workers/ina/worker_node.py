@@ -38,7 +38,7 @@ from workers.ina.control_io import ControlReader
 from workers.ina.events import RoundEvent, emit
 from workers.ina.job import JobConfig
 from workers.ina.messages import mask_of
-from workers.ina.udp import open_socket, receive, send
+from workers.ina.udp import open_socket, receive_many, send_many
 from workers.ina.worker import RttEstimator, WorkerRound
 
 
@@ -66,8 +66,7 @@ def sync_round(sock, cfg: JobConfig, worker_id: int, round_: int, q: np.ndarray,
                      timeout=cfg.timeout, max_timeout=cfg.max_timeout,
                      direct_after=cfg.direct_after, expect_mask=expect_mask, rtt=rtt)
     start = time.monotonic()
-    for pkt in wr.start(start):
-        send(sock, pkt, cfg.ps_addr)
+    send_many(sock, list(wr.start(start)), cfg.ps_addr)
     while not wr.done:
         now = time.monotonic()
         if members_changed is not None and members_changed():
@@ -81,17 +80,17 @@ def sync_round(sock, cfg: JobConfig, worker_id: int, round_: int, q: np.ndarray,
         out = []
         if ready:
             while True:
-                try:
-                    pkt = receive(sock)
-                except BlockingIOError:
+                got = receive_many(sock)  # every waiting datagram, one system call
+                if not got:
                     break
-                if pkt is None:  # not an INA payload: discarded, counted (docs/design.md §9)
-                    wr.stats.malformed += 1
-                else:
-                    out += wr.on_packet(pkt, time.monotonic())
+                for pkt in got:
+                    if pkt is None:  # not an INA payload: discarded, counted (design §9)
+                        wr.stats.malformed += 1
+                    else:
+                        out += wr.on_packet(pkt, time.monotonic())
         out += wr.tick(time.monotonic())
-        for pkt in out:
-            send(sock, pkt, cfg.ps_addr)
+        if out:
+            send_many(sock, out, cfg.ps_addr)
     elapsed = time.monotonic() - start
     return wr.result_values(), {"time_s": elapsed, **asdict(wr.stats),
                                 "rto_s": wr.rtt.rto, "first_rto_s": wr.rtt.first_rto}

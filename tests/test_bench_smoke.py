@@ -1,0 +1,74 @@
+"""Benchmarks that cannot rot (issue 26 item 4): every ``bench/`` script runs here in a
+reduced form (``--smoke``: seconds each) and must finish with status 0 and print its figure
+line.  The figures of a smoke run are rough and not judged; ``make bench`` runs the full forms.
+
+The two Mininet benches (``hostile_frames.py``, ``soak.py``) need the Mininet lock and
+minutes even reduced: here they must import and parse their options (``--help``); their
+reduced runs are tests/test_hostile_e2e.py and tests/test_soak_bench.py.
+``hostile_input.py`` is the library of hostile_frames.py and must import."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+
+
+def _run(*args: str, timeout: float = 240) -> str:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=timeout)
+    assert p.returncode == 0, f"{args}: exit {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
+    return p.stdout
+
+
+def test_every_bench_script_is_covered_here() -> None:
+    covered = {"pyswitch_pps", "pyswitch_ina_pps", "pyswitch_forwarding", "plan_scaling",
+               "ina_loss_twin", "p4runtime_abuse", "hostile_frames", "soak", "hostile_input"}
+    assert {p.stem for p in BENCH.glob("*.py")} == covered
+
+
+def test_pyswitch_pps_smoke() -> None:
+    out = _run("bench/pyswitch_pps.py", "--smoke")
+    assert "packets/s" in out and "INA-like" in out
+
+
+def test_pyswitch_ina_pps_smoke() -> None:
+    out = _run("bench/pyswitch_ina_pps.py", "--smoke")
+    assert "frames/s" in out and "p4src/ina.p4" in out
+
+
+def test_plan_scaling_smoke() -> None:
+    assert "4" in _run("bench/plan_scaling.py", "--smoke")
+
+
+def test_ina_loss_twin_smoke() -> None:
+    out = _run("bench/ina_loss_twin.py", "--smoke")
+    assert "ina 1/1" in " ".join(out.split())  # the one round was exact
+
+
+def test_p4runtime_abuse_smoke() -> None:
+    out = _run("bench/p4runtime_abuse.py", "--smoke", timeout=300)
+    assert "RESULT (PYTHONMALLOC=pymalloc): OK" in out
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces, raw sockets)")
+def test_pyswitch_forwarding_smoke() -> None:
+    out = _run("bench/pyswitch_forwarding.py", "--smoke")
+    assert "pyswitch / raw Python forwarder" in out
+
+
+@pytest.mark.parametrize("script", ["hostile_frames.py", "soak.py"])
+def test_mininet_benches_parse_their_options(script: str) -> None:
+    assert "usage" in _run(f"bench/{script}", "--help")
+
+
+def test_hostile_input_imports() -> None:
+    _run("-c", "import sys; sys.path.insert(0, 'bench'); import hostile_input")

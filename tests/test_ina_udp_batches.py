@@ -1,0 +1,56 @@
+"""Hosts in batches (issue 26): `send_many`/`receive_many` move INA datagrams many per
+system call over loopback, exactly as one `send`/`receive` per datagram would."""
+
+from __future__ import annotations
+
+import select
+import socket
+
+import numpy as np
+
+from workers.ina import constants as C
+from workers.ina import udp
+from workers.ina.wire import InaPacket, encode_payload
+
+
+def _pkts(n: int) -> list[InaPacket]:
+    return [InaPacket.grad(1, 2, c, 5, 4, c % 4, np.arange(C.K, dtype=np.int64) * 3 - c)
+            for c in range(n)]
+
+
+def _drain(sock: socket.socket, want: int) -> list:
+    got: list = []
+    while len(got) < want and select.select([sock], [], [], 2.0)[0]:
+        got += udp.receive_many(sock)
+    return got
+
+
+def test_batches_arrive_whole_in_order_and_malformed_is_none() -> None:
+    a, b = udp.open_socket(("127.0.0.1", 0)), udp.open_socket(("127.0.0.1", 0))
+    try:
+        b.setblocking(False)
+        sent = _pkts(150)  # more than one batch
+        assert udp.send_many(a, sent, b.getsockname()) == 150
+        got = _drain(b, 150)
+        assert [encode_payload(p) for p in got] == [encode_payload(p) for p in sent]
+        # a short datagram, an oversized one and a good one, in one receive
+        a.sendto(b"\x01\x02", b.getsockname())
+        a.sendto(b"\0" * 5000, b.getsockname())
+        a.sendto(encode_payload(sent[7]), b.getsockname())
+        got = _drain(b, 3)
+        assert got[:2] == [None, None] and encode_payload(got[2]) == encode_payload(sent[7])
+        assert udp.receive_many(b) == []  # nothing waits: an empty list, no blocking
+        # one packet and a second destination still work (the batch is re-aimed)
+        c = udp.open_socket(("127.0.0.1", 0))
+        c.setblocking(False)
+        try:
+            assert udp.send_many(a, sent[:3], c.getsockname()) == 3
+            assert udp.send_many(a, sent[3:4], b.getsockname()) == 1
+            assert [encode_payload(p) for p in _drain(c, 3)] == \
+                [encode_payload(p) for p in sent[:3]]
+            assert [encode_payload(p) for p in _drain(b, 1)] == [encode_payload(sent[3])]
+        finally:
+            c.close()
+    finally:
+        a.close()
+        b.close()
