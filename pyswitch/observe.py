@@ -108,6 +108,11 @@ class ObservedPort:
                       len(frame), _hex(frame, self.dump))
         return ok
 
+    def send_batch(self, frames: list[bytes]) -> int:
+        """The daemon's batched send (``Port.send_batch``), one frame at a time here so that
+        each frame the port takes is written and logged as `send` does."""
+        return sum(self.send(f) for f in frames)
+
     def close(self) -> None:
         self.port.close()
         for w in (self.pin, self.pout):
@@ -155,6 +160,23 @@ class TracedTable:
     def default(self) -> Any:
         return self._say(self._t.default)
 
+    @property
+    def exact(self) -> _TracedExact:
+        """The all-exact tables' in-place dict look-up (``exact.get(key) or default``)."""
+        return _TracedExact(self)
+
+
+class _TracedExact:
+    """``Table.exact`` as the traced switch's generated code sees it: a hit is logged here,
+    a miss by `TracedTable.default`, which the generated code reads next."""
+
+    def __init__(self, table: TracedTable) -> None:
+        self._table = table
+
+    def get(self, key: Any) -> Any:
+        e = self._table._t.exact.get(key)
+        return None if e is None else self._table._say(e)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._t, name)
 
@@ -171,7 +193,7 @@ def install_trace(sw: Any) -> Any:
     std = meta["std"]
     for t in sw.tables.values():
         sw.ns[t.spec["var"]] = TracedTable(t, ctx)
-    process, parser, ingress, egress = sw.process, sw._parser, sw._ingress, sw._egress
+    parser, ingress, egress = sw._parser, sw._ingress, sw._egress
 
     def traced_parser(S: list, M: list, buf: bytes) -> int:
         pos = parser(S, M, buf)
@@ -209,5 +231,8 @@ def install_trace(sw: Any) -> Any:
         return out
 
     sw._parser, sw._ingress, sw._egress = traced_parser, traced_ingress, traced_egress
+    # the specialised `process` holds the stages it was built with: build it again around
+    # the traced ones
+    process = sw._specialised_process()
     sw.process = traced_process
     return sw
