@@ -173,6 +173,7 @@ def _no_launch(*_a: object, **_k: object) -> None:
     (["--model", "resnet50", "--bw", "5"], "drop --bw"),
     (["--model", "vgg16", "--link-gbps", "0"], "--link-gbps must be > 0"),
     (["--model", "bert-base", "--compute-ms", "-1"], "--compute-ms must be >= 0"),
+    (["--model", "resnet50", "--jobs", "2"], "runs as one job"),
 ])
 def test_bad_workload_options(argv: list[str], needle: str, tmp_path,
                               capsys: pytest.CaptureFixture[str],

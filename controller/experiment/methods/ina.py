@@ -193,8 +193,7 @@ class InaMethod(Method):
         except PlanError as exc:
             raise ExperimentError(str(exc)) from None
         for j in self.job_specs:  # before any network or file (also checked when built)
-            if (j.model or s.model) not in MODELS and not (
-                    s.workload is not None and (j.model or s.model) == s.model):
+            if (j.model or s.model) not in MODELS:
                 raise ExperimentError(f"--jobs: job {j.name!r}: model {j.model!r} (expected "
                                       f"{' or '.join(MODELS)})")
         everyone = [w for j in self.job_specs for w in j.workers]

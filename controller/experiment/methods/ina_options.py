@@ -162,6 +162,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                  no_alone=getattr(args, "no_alone", False),
                  repeats=args.repeats, scale=scale, link_gbps=gbps, compute_ms=compute_ms)
     if s.workload is not None:
+        if s.jobs is not None:
+            raise ExperimentError(f"--jobs: --model {s.model} (a real model's scaled "
+                                  "emulation) runs as one job; drop --jobs")
         s.bw = s.workload.emulated_mbps
     if not s.worker_timeout >= 0:
         raise ExperimentError(f"--worker-timeout must be >= 0 seconds, got {s.worker_timeout}")
