@@ -4,7 +4,9 @@
 # sees it through --system-site-packages.  Without root we only warn: unit tests
 # still run, and the tests that need root/Mininet skip themselves.
 set -euo pipefail
-pkgs=(mininet bridge-utils iputils-ping iproute2 python3-venv python3-pip)
+# openssh-server and sudo: Mininet's cluster mode (run --servers, docs/servers.md) reaches
+# every server over SSH and runs its commands there with sudo
+pkgs=(mininet bridge-utils iputils-ping iproute2 python3-venv python3-pip openssh-server sudo)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -21,6 +21,7 @@ from pathlib import Path
 from controller.errors import ExperimentError
 from controller.experiment.network import SlotsOption
 from controller.options import finite_float, int_option
+from workers.models.shapes import WORKLOADS
 
 __all__ = ["MAX_ROUNDS", "MAX_HIDDEN", "MAX_REPEATS", "MAX_WINDOW", "SHARED_DEFAULTS",
            "add_shared_options", "add_topology_options", "add_impairment_options",
@@ -45,7 +46,10 @@ def add_shared_options(p: argparse.ArgumentParser) -> None:
     d = SHARED_DEFAULTS
     p.add_argument("--rounds", type=int_option(1, MAX_ROUNDS), default=d["rounds"],
                    help=f"training rounds per mode (default {d['rounds']})")
-    p.add_argument("--model", choices=["mlp", "logreg"], default=d["model"])
+    p.add_argument("--model", choices=["mlp", "logreg", *WORKLOADS], default=d["model"],
+                   help="mlp/logreg: numpy models trained on digits; "
+                        f"{'/'.join(WORKLOADS)}: a real model's gradients, scaled "
+                        "(--method ina or ddp with --scale; docs/models.md)")
     p.add_argument("--hidden", type=int_option(1, MAX_HIDDEN), default=d["hidden"],
                    help="MLP hidden units (sets the gradient size)")
     p.add_argument("--bw", type=finite_float, default=d["bw"],
@@ -141,5 +145,8 @@ def check_options(args: argparse.Namespace) -> None:
     for what, name in (("--timeout", "timeout"), ("--round-timeout", "round_timeout")):
         if given(name) and not getattr(args, name) > 0:
             raise ExperimentError(f"{what} must be > 0 seconds, got {getattr(args, name)}")
+    if given("model") and args.model in WORKLOADS and not hasattr(args, "scale"):
+        raise ExperimentError(f"--model {args.model}: a real model's scaled emulation runs "
+                              "with --method ina or --method ddp (docs/models.md)")
     if given("out") and given("name"):
         check_out(args.out, args.name)

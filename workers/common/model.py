@@ -226,6 +226,10 @@ class TrainConfig:
     momentum: float = 0.9
     seed: int = 0
     test_fraction: float = 0.2
+    # a real model's scaled emulation (workers.models): the scale S and the compute time
+    # each round waits before its gradient (s); unused by the numpy models
+    scale: int = 1
+    compute_s: float = 0.0
 
 
 @dataclass

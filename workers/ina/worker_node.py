@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 
-from workers.common.model import Replica
 from workers.common.quantize import dequantize, quantize
 from workers.ina.constants import K
 from workers.ina.control_io import ControlReader
@@ -40,6 +39,7 @@ from workers.ina.job import JobConfig
 from workers.ina.messages import mask_of
 from workers.ina.udp import open_socket, receive_many, send_many
 from workers.ina.worker import RttEstimator, WorkerRound
+from workers.models.synthetic import make_replica
 
 
 class RoundFailed(RuntimeError):
@@ -116,7 +116,7 @@ def _rows(path: Path, n_values: int, n: int) -> np.ndarray:
 
 def run(cfg: JobConfig, worker_id: int) -> dict:
     index = cfg.worker_ids.index(worker_id)
-    replica = Replica(cfg.train, index)
+    replica = make_replica(cfg.train, index)  # a real model's: synthetic (docs/models.md)
     sock = open_socket(("0.0.0.0", cfg.worker_addrs[index][1]))
     sock.setblocking(False)
     n_workers = len(cfg.worker_ids)  # the clip bound: fewer members later stay inside it

@@ -38,6 +38,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,8 @@ from controller.experiment.methods.ina import (
     schedules_for,
     settings_from_args,
 )
-from controller.experiment.methods.ina_options import add_network_options
+from controller.experiment.methods.ina_options import add_network_options, add_workload_options
+from controller.experiment.methods.ina_workload import print_projection, workload_results
 from controller.experiment.network import ROOT
 from controller.experiment.records import seed_stats
 from controller.experiment.runner import Launch, Method, Node, Run
@@ -64,6 +66,7 @@ from workers.ina.constants import INA_UDP_PORT
 __all__ = ["DdpMethod", "MODES", "script_capacity", "mode_record", "gloo_band"]
 
 MODES = ("ina", "ps_only", "gloo")
+WORKLOAD_SCRIPT = "workers/ddp/workload.py"  # a real model's scaled gradient (docs/models.md)
 DEFAULTS = {"script": "examples/ddp_train.py", "modes": ",".join(MODES), "gloo_seeds": 3,
             "master_port": 29500}
 BAND_KEYS = ("seed", "accuracy", "time_per_step_s", "rank0_bytes_per_step", "loss")
@@ -87,9 +90,11 @@ def add_arguments(g: argparse._ArgumentGroup) -> None:
 # ------------------------------------------------------------------ pure helpers
 
 
-def script_capacity(script: Path) -> tuple[int, int]:
-    """``(chunks per step, parameters)`` the script's model needs (``--print-capacity``)."""
-    proc = subprocess.run([sys.executable, str(script), "--print-capacity"], cwd=str(ROOT),
+def script_capacity(script: Path, args: Sequence[str] = ()) -> tuple[int, int]:
+    """``(chunks per step, parameters)`` the script's model needs (``--print-capacity``;
+    ``args``: the script's own options that choose the model)."""
+    proc = subprocess.run([sys.executable, str(script), *args, "--print-capacity"],
+                          cwd=str(ROOT),
                           capture_output=True, text=True, timeout=120)
     m = re.search(r"(\d+) chunks per step.*parameters (\d+)", proc.stdout)
     if proc.returncode != 0 or m is None:
@@ -170,6 +175,7 @@ class DdpMethod(Method):
                                         "docs/ddp.md; --rounds = training steps)",
                                 workers=cls.DEFAULT_WORKERS)
         add_arguments(g)
+        add_workload_options(g)
 
     def validate(self) -> None:
         import importlib.util
@@ -181,20 +187,27 @@ class DdpMethod(Method):
         self.modes = parse_name_list(a.ddp_modes, "--ddp-modes", MODES, "mode")
         if a.ddp_gloo_seeds < 1:
             raise ExperimentError(f"--ddp-gloo-seeds must be >= 1, got {a.ddp_gloo_seeds}")
-        script = Path(a.script)
+        s = self.s = settings_from_args(a)  # INA's network and plan: its checks too
+        s.modes = tuple(m for m in self.modes if m != "gloo")
+        self.workload = sw = s.workload
+        if sw is not None and a.script != DEFAULTS["script"]:
+            raise ExperimentError(f"--script: --model {s.model} runs {WORKLOAD_SCRIPT}")
+        script = Path(a.script if sw is None else WORKLOAD_SCRIPT)
         self.script = script if script.is_absolute() else (ROOT / script)
         if not self.script.is_file():
             raise ExperimentError(f"--script {a.script}: no such file")
         self.script_args = shlex.split(a.ddp_args)
-        s = self.s = settings_from_args(a)  # INA's network and plan: its checks too
-        s.modes = tuple(m for m in self.modes if m != "gloo")
+        self.model_args: list[str] = []
+        if sw is not None:  # the model, its scale and the emulated compute per step
+            self.model_args = ["--model", sw.model, "--scale", str(sw.scale),
+                               "--compute-s", f"{sw.emulated_compute_s:.6f}"]
 
     def check_hosts(self, graph: Any) -> None:
         """Checked with INA's settings (``settings_from_args``)."""
 
     def settings(self, run: Run) -> dict[str, Any]:
         s, a = self.s, self.args
-        self.capacity, self.parameters = script_capacity(self.script)
+        self.capacity, self.parameters = script_capacity(self.script, self.model_args)
         self.eval_every = max(1, s.rounds // 10)
         return {
             "topo": s.topo, "ps": s.ps, "workers": s.workers, "budget": s.budget,
@@ -205,7 +218,10 @@ class DdpMethod(Method):
                           else self.script),
             "script_args": self.script_args, "gloo_seeds": a.ddp_gloo_seeds,
             "capacity": self.capacity, "parameters": self.parameters,
-            "eval_every": self.eval_every, "repeats": self.repeats()}
+            "eval_every": self.eval_every, "repeats": self.repeats(),
+            **({"model": s.model, "scale": self.workload.scale,
+                "link_gbps": self.workload.link_gbps, "emulated_mbps": s.bw}
+               if self.workload is not None else {})}
 
     def execute(self, run: Run) -> None:
         s, out_dir = self.s, run.out_dir
@@ -231,8 +247,10 @@ class DdpMethod(Method):
                             capacity=self.capacity, frac_bits=frac_bits,
                             out_dir=str(out_dir / name), window=s.window, timeout=s.timeout,
                             round_timeout_s=s.round_timeout)
-                    # gloo's band: the same training from further seeds
-                    n_seeds = self.args.ddp_gloo_seeds if m == "gloo" else 1
+                    # gloo's band: the same training from further seeds (a real model's
+                    # gradients are synthetic: no accuracy, no band)
+                    n_seeds = (self.args.ddp_gloo_seeds if m == "gloo" and self.workload is None
+                               else 1)
                     recs = []
                     for k in range(n_seeds):
                         folder = out_dir / (name if k == 0 else f"{name}-band{seed + k}")
@@ -258,7 +276,7 @@ class DdpMethod(Method):
         servers = []
         script = [str(self.script), "--steps", str(s.rounds), "--seed", str(seed),
                   "--eval-every", str(self.eval_every), "--out", str(folder),
-                  "--start-file", str(start), *self.script_args]
+                  "--start-file", str(start), *self.model_args, *self.script_args]
         if job is not None:
             job_file = folder / "job.json"
             job.save(job_file)
@@ -312,8 +330,12 @@ class DdpMethod(Method):
                for key in ("time_per_step_s", "ps_bytes_per_step", "rank0_bytes_per_step")},
             "accuracy": {"final": {m: d["accuracy"]["final"] for m, d in modes.items()}},
         }
+        if self.workload is not None:  # the real cluster, projected (docs/models.md §3)
+            out["workload"] = workload_results(
+                self.workload, len(plan.job.workers),
+                step_s={m: d["time_per_step_median_s"] for m, d in modes.items()})
         band = modes.get("gloo", {}).get("band")
-        if band is not None:
+        if band is not None and band["min"] is not None:
             acc = out["accuracy"]
             acc["gloo_band"] = band
             for m in ina_modes:
@@ -323,7 +345,7 @@ class DdpMethod(Method):
         return out
 
     def plots(self, run: Run, results: dict[str, Any]) -> list[Path]:
-        return [plot_accuracy(run.modes, run.out_dir)]
+        return [] if self.workload is not None else [plot_accuracy(run.modes, run.out_dir)]
 
     def tables(self, run: Run, results: dict[str, Any]) -> list[Any]:
         from rich.table import Table
@@ -336,7 +358,8 @@ class DdpMethod(Method):
         for m, d in run.modes.items():
             ps = d["ps_bytes_per_step"]
             exact = d["exact_all_rounds"]
-            acc = f"{d['accuracy']['final']:.4f}"
+            final = d["accuracy"]["final"]
+            acc = "—" if final is None else f"{final:.4f}"
             if "band" in d and d["band"]["n"] > 1:
                 acc += f" [{d['band']['min']:.4f}, {d['band']['max']:.4f}]"
             table.add_row(m, f"{d['time_per_step_s']:.3f}", "—" if ps is None else f"{ps:.0f}",
@@ -344,6 +367,11 @@ class DdpMethod(Method):
                           "—" if exact is None else str(exact),
                           str(d.get("retransmissions", "—")))
         return [table]
+
+    def report(self, run: Run, results: dict[str, Any]) -> None:
+        super().report(run, results)
+        if results.get("workload"):
+            print_projection(results["workload"], run.console)
 
 
 def plot_accuracy(modes: dict[str, dict], out_dir: Path) -> Path:

@@ -51,6 +51,11 @@ from controller.experiment.methods.ina_jobs import (
 )
 from controller.experiment.methods.ina_options import add_ina_arguments, settings_from_args
 from controller.experiment.methods.ina_tenants import MODELS
+from controller.experiment.methods.ina_workload import (
+    print_projection,
+    sync_times,
+    workload_results,
+)
 from controller.experiment.network import check_environment, shaped_graph
 from controller.experiment.records import seed_stats
 from controller.experiment.report import plot_modes, print_summary, print_written
@@ -218,11 +223,17 @@ class InaMethod(Method):
                     "failover": [asdict(e) for e in done.switch_events],
                     **jobs_summary(done.plan, done.tenants, run.modes, refs, self.s.bw)}
         tenant = done.tenants[0]
-        reference = train_synchronous(tenant.train(self.s, run.seeds[0]))
-        res = summarize(self.s, run.name, done.plan, run.modes, reference.final_accuracy,
+        sw = self.s.workload
+        # a real model's gradients are synthetic: no accuracy to compare (docs/models.md)
+        ref_acc = (float("nan") if sw is not None
+                   else train_synchronous(tenant.train(self.s, run.seeds[0])).final_accuracy)
+        res = summarize(self.s, run.name, done.plan, run.modes, ref_acc,
                         tenant.n_chunks, done.deploy_info)
+        if sw is not None:
+            res["accuracy"] = None
+            res["workload"] = workload_results(sw, len(tenant.workers), sync_times(run.modes))
         if len(run.seeds) > 1:  # the figures of summarize, per repeat, mean ± std
-            per = [summarize(self.s, run.name, done.plan, rep, reference.final_accuracy,
+            per = [summarize(self.s, run.name, done.plan, rep, ref_acc,
                              tenant.n_chunks, done.deploy_info) for rep in run.repeats]
             res["gamma"]["measured_over_repeats"] = seed_stats(
                 [p["gamma"]["measured"] for p in per])
@@ -236,6 +247,8 @@ class InaMethod(Method):
             print_written(run.console, run.out_dir, plots)
             return
         print_summary(results, run.console)
+        if results.get("workload"):
+            print_projection(results["workload"], run.console)
         print_written(run.console, run.out_dir, plots)
 
 

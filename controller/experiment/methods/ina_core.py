@@ -36,6 +36,13 @@ from workers.common.quantize import choose_frac_bits
 from workers.ina.constants import INA_UDP_PORT, K
 from workers.ina.job import MODES, JobConfig, make_job_config
 from workers.ina.worker import n_chunks_for, ps_only_schedule
+from workers.models.scaling import (
+    DEFAULT_LINK_GBPS,
+    DEFAULT_SCALE,
+    ScaledWorkload,
+    scale_workload,
+)
+from workers.models.synthetic import is_workload
 
 __all__ = ["JOB_IDS", "Settings", "TransportSettings", "job_config", "schedules_for",
            "member_schedules", "exact_sums_by_round", "exact_sums_ok", "plan_request", "plan_job",
@@ -82,6 +89,20 @@ class Settings:
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     repeats: int = 1  # --repeats: seeds seed .. seed + repeats - 1 (controller.experiment.runner)
+    # a real model's scaled emulation (--model resnet50|vgg16|bert-base, docs/models.md):
+    # its scale (None: DEFAULT_SCALE), the real cluster's link rate, and the compute time per
+    # step instead of the model's published profile (None: the profile)
+    scale: int | None = None
+    link_gbps: float = DEFAULT_LINK_GBPS
+    compute_ms: float | None = None
+
+    @property
+    def workload(self) -> ScaledWorkload | None:
+        """The real model this run emulates, scaled (None: a numpy model that trains)."""
+        if not is_workload(self.model):
+            return None
+        return scale_workload(self.model, self.scale or DEFAULT_SCALE, self.link_gbps,
+                              None if self.compute_ms is None else self.compute_ms / 1000)
 
 
 # ------------------------------------------------------------------ pure helpers

@@ -10,20 +10,24 @@ from controller.errors import ExperimentError
 from controller.experiment.failover import WORKER_POLICIES, parse_fail_switch
 from controller.experiment.methods.ina_core import Settings
 from controller.experiment.run_options import (
+    SHARED_DEFAULTS,
     add_impairment_options,
     add_round_timeout,
     add_topology_options,
     add_transport_options,
 )
-from controller.options import finite_float, read_topology
+from controller.options import finite_float, int_option, read_topology
 from controller.plan.document import resolve_workers
 from controller.plan.lp import PlanError
 from controller.plan.lp_jobs import OBJECTIVES
 from controller.plan.planners import PLANNERS
 from topo.models import TopologyError
 from workers.ina.job import MODES
+from workers.models.scaling import DEFAULT_LINK_GBPS, DEFAULT_SCALE
+from workers.models.shapes import WORKLOADS
 
-__all__ = ["add_network_options", "add_ina_arguments", "settings_from_args"]
+__all__ = ["add_network_options", "add_ina_arguments", "add_workload_options",
+           "settings_from_args", "check_workload"]
 
 
 def add_network_options(parser: argparse.ArgumentParser, title: str,
@@ -40,11 +44,56 @@ def add_network_options(parser: argparse.ArgumentParser, title: str,
     return g
 
 
+def add_workload_options(g: argparse._ArgumentGroup) -> None:
+    """A real model's scaled emulation (``--model resnet50|vgg16|bert-base``,
+    docs/models.md): ``--scale``, ``--link-gbps``, ``--compute-ms`` (INA and DDP)."""
+    g.add_argument(
+        "--scale", type=int_option(1, 10**9), default=None, metavar="S",
+        help=f"with --model {'|'.join(WORKLOADS)}: emulate the real model with 1/S of its "
+             f"gradient on links of --link-gbps/S, compute time kept in proportion "
+             f"(default {DEFAULT_SCALE}; docs/models.md)")
+    g.add_argument(
+        "--link-gbps", type=finite_float, default=DEFAULT_LINK_GBPS, metavar="B",
+        help=f"with a real --model: the real cluster's link rate, Gbit/s (default "
+             f"{DEFAULT_LINK_GBPS:g}; the emulated links run at B*1000/S Mbit/s)")
+    g.add_argument(
+        "--compute-ms", type=finite_float, default=None, metavar="MS",
+        help="with a real --model: compute time per step of the real cluster instead of "
+             "the model's published profile (docs/models.md §2)")
+
+
+def check_workload(args: argparse.Namespace) -> tuple[int | None, float, float | None]:
+    """``--scale``, ``--link-gbps``, ``--compute-ms`` checked against ``--model`` (one
+    ExperimentError per mistake); returns them.  With a real model the links' rate follows
+    from them, so ``--bw`` must stay at its default."""
+    scale = getattr(args, "scale", None)
+    gbps = getattr(args, "link_gbps", DEFAULT_LINK_GBPS)
+    compute_ms = getattr(args, "compute_ms", None)
+    if args.model not in WORKLOADS:
+        given = [o for o, v in (("--scale", scale), ("--compute-ms", compute_ms),
+                                ("--link-gbps", None if gbps == DEFAULT_LINK_GBPS else gbps))
+                 if v is not None]
+        if given:
+            raise ExperimentError(f"{given[0]} applies to a real model (--model "
+                                  f"{'|'.join(WORKLOADS)}), not --model {args.model}")
+        return None, gbps, None
+    if not gbps > 0:
+        raise ExperimentError(f"--link-gbps must be > 0, got {gbps}")
+    if compute_ms is not None and not compute_ms >= 0:
+        raise ExperimentError(f"--compute-ms must be >= 0, got {compute_ms}")
+    if args.bw != SHARED_DEFAULTS["bw"]:
+        raise ExperimentError(f"--bw: with --model {args.model} the links run at "
+                              "--link-gbps*1000/--scale Mbit/s (drop --bw)")
+    return scale, gbps, compute_ms
+
+
 def add_ina_arguments(parser: argparse.ArgumentParser) -> None:
-    """INA's options: its network, plan and transport, faults, several jobs."""
+    """INA's options: its network, plan and transport, faults, several jobs, a real
+    model's scaled emulation."""
     d = Settings()
     g = add_network_options(parser, "--method ina (P4 in-network aggregation, "
                                     "docs/design.md §3)")
+    add_workload_options(g)
     g.add_argument("--planner", choices=sorted(PLANNERS), default=d.planner,
                    help=f"placement algorithm (default {d.planner}; the names of "
                         "controller/plan/planners.py, as plan --planner)")
@@ -92,6 +141,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     options were checked when the method was built): the topology, PS, workers, modes and
     fault spec as prepare() reads them, before any network or file."""
     d = Settings()
+    scale, gbps, compute_ms = check_workload(args)
     s = Settings(topo=args.topo, ps=args.ps, workers=args.workers, budget=args.budget,
                  planner=getattr(args, "planner", d.planner),
                  rounds=args.rounds, model=args.model, hidden=args.hidden,
@@ -110,7 +160,12 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                  objective=getattr(args, "objective", d.objective),
                  kill_ps=getattr(args, "kill_ps", None),
                  no_alone=getattr(args, "no_alone", False),
-                 repeats=args.repeats)
+                 repeats=args.repeats, scale=scale, link_gbps=gbps, compute_ms=compute_ms)
+    if s.workload is not None:
+        if s.jobs is not None:
+            raise ExperimentError(f"--jobs: --model {s.model} (a real model's scaled "
+                                  "emulation) runs as one job; drop --jobs")
+        s.bw = s.workload.emulated_mbps
     if not s.worker_timeout >= 0:
         raise ExperimentError(f"--worker-timeout must be >= 0 seconds, got {s.worker_timeout}")
     modes = [m for m in s.modes if m]

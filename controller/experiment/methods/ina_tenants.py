@@ -22,7 +22,7 @@ __all__ = ["Tenant", "JOB_ID_STRIDE", "MODELS", "make_tenants", "solo_tenant",
            "deploy_specs", "parse_kill_ps"]
 
 JOB_ID_STRIDE = 4  # (job k, mode m) -> JOB_IDS[m] + 4 k: ids never shared across jobs
-MODELS = ("mlp", "logreg")
+MODELS = ("mlp", "logreg")  # a job of a jobs file; a single job may also be a real model
 
 
 @dataclass
@@ -45,8 +45,11 @@ class Tenant:
         return JOB_IDS[mode] + JOB_ID_STRIDE * self.index
 
     def train(self, s: Settings, seed: int) -> TrainConfig:
+        sw = s.workload
         return TrainConfig(model=self.model, hidden=self.hidden, n_workers=len(self.workers),
-                           rounds=self.rounds, batch_size=s.batch_size, lr=s.lr, seed=seed)
+                           rounds=self.rounds, batch_size=s.batch_size, lr=s.lr, seed=seed,
+                           **({"scale": sw.scale, "compute_s": sw.emulated_compute_s}
+                              if sw is not None and self.model == sw.model else {}))
 
     @property
     def hosts(self) -> list[str]:
@@ -56,13 +59,16 @@ class Tenant:
 def _tenant(s: Settings, k: int, name: str, ps: str, plan: Plan, weight: float,
             rounds: int | None, model: str | None, hidden: int | None) -> Tenant:
     model = model or s.model
-    if model not in MODELS:
-        raise ExperimentError(f"--jobs: job {name!r}: model {model!r} (expected "
-                              f"{' or '.join(MODELS)})")
     hidden = hidden or s.hidden
     workers = list(plan.job.workers)
-    n_values = Replica(TrainConfig(model=model, hidden=hidden, n_workers=len(workers)),
-                       0).params.size
+    if s.workload is not None and model == s.workload.model:  # a real model (docs/models.md)
+        n_values = s.workload.n_values
+    elif model not in MODELS:
+        raise ExperimentError(f"--jobs: job {name!r}: model {model!r} (expected "
+                              f"{' or '.join(MODELS)})")
+    else:
+        n_values = Replica(TrainConfig(model=model, hidden=hidden, n_workers=len(workers)),
+                           0).params.size
     return Tenant(index=k, name=name, ps=ps, workers=workers, weight=float(weight), plan=plan,
                   rounds=rounds or s.rounds, model=model, hidden=hidden, n_values=n_values,
                   n_chunks=n_chunks_for(n_values, K))
