@@ -13,6 +13,7 @@ worker 0, and the switches multicast it (``results_to="network"``).  The record 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -41,18 +42,21 @@ class ModeRun:
     events: int
     virtual_s: float
     ps_stats: dict[str, Any] = field(default_factory=dict)
+    sums: dict[int, list[np.ndarray]] = field(default_factory=dict)  # round -> each worker's
 
 
 def run_mode(loop: EventLoop, net: SimNetwork, cfg: JobConfig, workers: list[str], ps: str,
              hosts: dict[str, tuple[str, str]], compute_s: float = 0.0,
              jitter_s: float = 0.0, train: bool = True,
-             max_time: float | None = None) -> ModeRun:
+             max_time: float | None = None,
+             gradient_of: Callable[[int, int], np.ndarray] | None = None) -> ModeRun:
     """Run job ``cfg`` (its mode's schedules, window, timeouts) on ``net`` until every worker
     finished every round (or ``max_time``, default ``round_timeout_s x rounds``, of virtual
     time).  ``workers[i]`` is worker ``i``'s host.  A worker starts round 0 after a seeded
     uniform ``[0, jitter_s)`` (``worker_node`` polls the start file every 10 ms) and each
     later round ``compute_s`` plus such a draw after it finished the previous one.  ``train`` False: seeded random int32
-    gradients instead of a model's (faster; exactness is checked the same way)."""
+    gradients instead of a model's (faster; exactness is checked the same way);
+    ``gradient_of(worker, round)``: the int32 vector a worker sends (tests)."""
     n = len(workers)
     n_values = cfg.n_values
     ps_ip, ps_mac = hosts[ps]
@@ -81,6 +85,8 @@ def run_mode(loop: EventLoop, net: SimNetwork, cfg: JobConfig, workers: list[str
     ps_port, port0 = 0, 0  # a host has one port
 
     def gradient(w: int, r: int) -> tuple[float, np.ndarray, int]:
+        if gradient_of is not None:
+            return 0.0, np.asarray(gradient_of(w, r), dtype=np.int32), 0
         if train:
             loss, grad = replicas[w].gradient(r)
             q, clipped = quantize(grad, cfg.frac_bits, n)
@@ -191,4 +197,4 @@ def run_mode(loop: EventLoop, net: SimNetwork, cfg: JobConfig, workers: list[str
                            "ps": asdict(state.stats), "grad_bytes": 4 * n_values},
                    rounds_done=done, exact=exact_all and done == cfg.rounds,
                    events=loop.events - before, virtual_s=loop.now - t0,
-                   ps_stats=asdict(state.stats))
+                   ps_stats=asdict(state.stats), sums=sums)

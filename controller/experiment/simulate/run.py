@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from controller.dataplane.deploy import switch_rules
 from controller.experiment.methods.ina import summarize
@@ -86,11 +88,15 @@ def _impairment(s: Settings) -> ImpairmentSpec | None:
 
 
 def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
-             graph: nx.Graph | None = None, plan: Plan | None = None
+             graph: nx.Graph | None = None, plan: Plan | None = None,
+             gradient_of: Callable[[int, int], np.ndarray] | None = None,
+             sums: dict[str, dict[int, list[np.ndarray]]] | None = None,
              ) -> tuple[dict[str, Any], SimStats]:
     """Plan (unless ``plan`` is given), build the network and run every mode of ``s`` in
     virtual time; returns ``results.json``'s document and the run's cost.  Writes
-    ``plan.json`` into ``out_dir`` (as ``run`` does); the caller writes the results."""
+    ``plan.json`` into ``out_dir`` (as ``run`` does); the caller writes the results.
+    ``gradient_of(worker, round)``: the int32 vectors the workers send instead of a model's
+    (tests); ``sums``, if given, receives per mode the sums every worker applied."""
     from workers.ina.constants import num_slots
 
     stats = SimStats()
@@ -126,7 +132,9 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
         t0 = time.perf_counter()
         done = run_mode(loop, net, cfg, tenant.workers, tenant.ps, hosts,
                         compute_s=opt.compute_ms / 1000.0, jitter_s=opt.jitter_ms / 1000.0,
-                        train=opt.train)
+                        train=opt.train, gradient_of=gradient_of)
+        if sums is not None:
+            sums[mode] = done.sums
         loop.run(until=loop.now + 5 * cfg.max_timeout)  # frames still in flight, as the
         # PS serves on until run stops it
         wall = time.perf_counter() - t0
