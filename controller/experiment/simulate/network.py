@@ -14,6 +14,7 @@ crosses; one lost by the receiver's impairment did).
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,9 +51,12 @@ def load_switch(program: Any, rules: Any) -> Any:
     sw = pyswitch.Switch(program, device_id=0, seed=0)
     sw.set_default_action(rules.default.table, rules.default.action,
                           {k: rule_value(v) for k, v in rules.default.params.items()})
-    for e in rules.entries:
-        sw.insert_entry(e.table, {k: rule_value(v) for k, v in e.match.items()}, e.action,
-                        {k: rule_value(v) for k, v in e.params.items()})
+    with contextlib.ExitStack() as stack:  # one index rebuild per table, not per entry
+        for table in sw.tables.values():
+            stack.enter_context(table.deferred_rebuild())
+        for e in rules.entries:
+            sw.insert_entry(e.table, {k: rule_value(v) for k, v in e.match.items()}, e.action,
+                            {k: rule_value(v) for k, v in e.params.items()})
     for g, ports in rules.mcast_groups.items():
         sw.set_multicast_group(g, [(p, 0) for p in ports])
     return sw
