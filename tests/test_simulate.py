@@ -126,6 +126,27 @@ def test_loss_is_recovered_exactly_and_reproducibly(tmp_path: Path) -> None:
     assert a == b  # seeded: the same run twice (only the machine's wall time differs)
 
 
+def test_two_jobs_share_the_network_with_exact_sums(tmp_path: Path) -> None:
+    """--jobs 2 on fattree:4: hosts dealt in turn, job1 = PS h0 + 7 workers, job2 = PS h1 +
+    7 workers; each job's sums are 28 (i+1)(r+1), and v[0] = 7 (2^31 - 1) mod 2^32 =
+    2^31 - 7.  PS-only: each PS receives 7 x 10 frames of 196 bytes per round."""
+    sums: dict = {}
+    doc, _ = simulate(settings(jobs="2"), SimOptions(reference=False), tmp_path, "t",
+                      gradient_of=gradient, sums=sums)
+    assert sorted(sums) == ["job1/ina", "job1/ps_only", "job2/ina", "job2/ps_only"]
+    for label, by_round in sums.items():
+        for r in range(ROUNDS):
+            want = np.array([28 * (i + 1) * (r + 1) for i in range(N_VALUES)], np.int32)
+            want[0] = 2**31 - 7
+            assert len(by_round[r]) == 7, label
+            assert all(np.array_equal(s, want) for s in by_round[r]), label
+    assert doc["simulated"] is True and set(doc["jobs"]) == {"job1", "job2"}
+    for job in ("job1", "job2"):
+        assert doc["jobs"][job]["ps_bytes"]["ps_only"] == 7 * N_CHUNKS * 196
+        assert doc["jobs"][job]["exact_all_rounds"] is True
+    assert [r.method for r in rows_of("t", doc)] == ["ina (simulated)"] * 4
+
+
 def test_cli_writes_results_compare_shows_simulated(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture) -> None:
     rc = main(["simulate", "--hidden", "4", "--rounds", "1", "--modes", "ina",

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from controller.dataplane.deploy import SLOT_POLICIES
 from controller.errors import ExperimentError
 from controller.experiment.methods.ina_core import Settings
 from controller.experiment.methods.ina_options import add_network_options, settings_from_args
@@ -20,6 +21,7 @@ from controller.experiment.run_options import add_shared_options, check_options
 from controller.experiment.simulate.run import SimOptions, simulate
 from controller.files import write_json_atomic
 from controller.options import finite_float, int_option
+from controller.plan.lp_jobs import OBJECTIVES
 from controller.plan.planners import PLANNERS
 from workers.ina.job import MODES
 
@@ -51,6 +53,12 @@ def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
                    help=f"placement algorithm (default {d.planner})")
     g.add_argument("--modes", default=",".join(d.modes),
                    help=f"comma list of {', '.join(MODES)} (default {','.join(d.modes)})")
+    g.add_argument("--jobs", metavar="FILE|N", default=None,
+                   help="several jobs at once instead of --ps/--workers (as run --jobs)")
+    g.add_argument("--slot-policy", choices=SLOT_POLICIES, default=d.slot_policy,
+                   help="with --jobs: how jobs share each switch's slots (as run)")
+    g.add_argument("--objective", choices=OBJECTIVES, default=d.objective,
+                   help="with --jobs: the joint LP's objective (as run)")
     o = SimOptions()
     v = p.add_argument_group("virtual time (docs/simulate.md)")
     v.add_argument("--budgets", type=_budgets, default=None, metavar="M,M,...",
@@ -107,7 +115,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _print(doc: dict[str, Any], stats: Any, out_dir: Path) -> None:
-    s, g = doc["settings"], doc["gamma"]
+    s = doc["settings"]
+    if "jobs" in doc:  # several jobs
+        print(f"simulated {s['topo']}, {len(doc['jobs'])} jobs, budget {s['budget']}, "
+              f"{s['bw']:g} Mbit/s, loss {s['loss']:g}, {s['rounds']} rounds; fairness "
+              f"{doc['fairness'] if doc['fairness'] is None else round(doc['fairness'], 3)}")
+        for job, j in doc["jobs"].items():
+            g = j["gamma"]
+            print(f"  {job}: {len(j['workers'])} workers, γ predicted {g['predicted']:.4g}, "
+                  f"measured {g['measured'] or 0:.4g}, s/round {j['time_per_round_s']}, "
+                  f"exact {'yes' if j['exact_all_rounds'] else 'NO'}")
+        print(f"  {stats.wall_s:.1f} s on this machine, {stats.events:,} events "
+              f"({stats.events_per_s:,.0f}/s), peak RSS {stats.peak_mib:.0f} MiB; "
+              f"{out_dir / 'results.json'}")
+        return
+    g = doc["gamma"]
     print(f"simulated {s['topo']}, PS {s['ps']}, {len(doc['plan']['workers'])} workers, "
           f"budget {s['budget']} ({s['planner']}), {s['bw']:g} Mbit/s, loss {s['loss']:g}, "
           f"{s['rounds']} rounds: γ predicted {g['predicted']:.4g}, measured "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from workers.ina.ps import PsState
 from workers.ina.wire import FrameTemplate, decode_frame
 from workers.ina.worker import RttEstimator, WorkerRound
 
-__all__ = ["ModeRun", "run_mode"]
+__all__ = ["ModeRun", "SimJob", "run_mode", "run_jobs"]
 
 
 @dataclass
@@ -45,18 +46,67 @@ class ModeRun:
     sums: dict[int, list[np.ndarray]] = field(default_factory=dict)  # round -> each worker's
 
 
+@dataclass
+class SimJob:
+    """One job of a simulated launch: its file (mode, schedules, window, timeouts), hosts and
+    where its gradients come from."""
+
+    cfg: JobConfig
+    workers: list[str]  # worker i's host
+    ps: str
+    train: bool = True  # a model's gradients (False: seeded random int32 vectors)
+    gradient_of: Callable[[int, int], np.ndarray] | None = None  # (worker, round) -> int32
+
+
 def run_mode(loop: EventLoop, net: SimNetwork, cfg: JobConfig, workers: list[str], ps: str,
              hosts: dict[str, tuple[str, str]], compute_s: float = 0.0,
              jitter_s: float = 0.0, train: bool = True,
              max_time: float | None = None,
              gradient_of: Callable[[int, int], np.ndarray] | None = None) -> ModeRun:
-    """Run job ``cfg`` (its mode's schedules, window, timeouts) on ``net`` until every worker
-    finished every round (or ``max_time``, default ``round_timeout_s x rounds``, of virtual
-    time).  ``workers[i]`` is worker ``i``'s host.  A worker starts round 0 after a seeded
-    uniform ``[0, jitter_s)`` (``worker_node`` polls the start file every 10 ms) and each
-    later round ``compute_s`` plus such a draw after it finished the previous one.  ``train`` False: seeded random int32
-    gradients instead of a model's (faster; exactness is checked the same way);
-    ``gradient_of(worker, round)``: the int32 vector a worker sends (tests)."""
+    """:func:`run_jobs` of one job."""
+    return run_jobs(loop, net, [SimJob(cfg, workers, ps, train, gradient_of)], hosts,
+                    compute_s, jitter_s, max_time)[0]
+
+
+def run_jobs(loop: EventLoop, net: SimNetwork, jobs: list[SimJob],
+             hosts: dict[str, tuple[str, str]], compute_s: float = 0.0,
+             jitter_s: float = 0.0, max_time: float | None = None) -> list[ModeRun]:
+    """Run every job at once on ``net`` (they share its links and switches, as ``run
+    --jobs`` launches them behind one start barrier) until every worker of every job
+    finished every round (or ``max_time``, default the longest ``round_timeout_s x
+    rounds``, of virtual time).  A worker starts round 0 after a seeded uniform
+    ``[0, jitter_s)`` (``worker_node`` polls the start file every 10 ms) and each later
+    round ``compute_s`` plus such a draw after it finished the previous one.  Returns each
+    job's :class:`ModeRun` (``events`` and ``virtual_s`` are the launch's)."""
+    left = [len(jobs)]
+
+    def one_done() -> None:
+        left[0] -= 1
+        if not left[0]:
+            loop.stop()
+
+    sims = [_job(loop, net, j, hosts, compute_s, jitter_s, one_done) for j in jobs]
+    owner = {h: sim for sim, j in zip(sims, jobs, strict=True) for h in (j.ps, *j.workers)}
+
+    def on_host(host: str, frame: bytes) -> None:
+        sim = owner.get(host)
+        if sim is not None:
+            sim.on_host(host, frame)
+
+    net.on_host = on_host
+    before, t0 = loop.events, loop.now
+    for sim in sims:
+        sim.start()
+    loop.run(until=t0 + (max_time if max_time is not None
+                         else max(j.cfg.round_timeout_s * j.cfg.rounds for j in jobs)))
+    return [sim.result(loop.events - before, loop.now - t0) for sim in sims]
+
+
+def _job(loop: EventLoop, net: SimNetwork, job: SimJob, hosts: dict[str, tuple[str, str]],
+         compute_s: float, jitter_s: float, all_done: Callable[[], None]) -> Any:
+    """The closures that run one job (``start``, ``on_host``, ``result``)."""
+    cfg, workers, ps, train, gradient_of = (job.cfg, job.workers, job.ps, job.train,
+                                            job.gradient_of)
     n = len(workers)
     n_values = cfg.n_values
     ps_ip, ps_mac = hosts[ps]
@@ -146,7 +196,7 @@ def run_mode(loop: EventLoop, net: SimNetwork, cfg: JobConfig, workers: list[str
         if round_of[w] == cfg.rounds:
             finished += 1
             if finished == n:
-                loop.stop()
+                all_done()
         else:
             loop.at(loop.now + compute_s + jit(), begin, w)
 
@@ -168,13 +218,23 @@ def run_mode(loop: EventLoop, net: SimNetwork, cfg: JobConfig, workers: list[str
         else:
             arm(w)
 
-    net.on_host = on_host
-    before = loop.events
-    t0 = loop.now
-    for w in range(n):
-        loop.at(t0 + jit(), begin, w)
-    loop.run(until=t0 + (max_time if max_time is not None
-                         else cfg.round_timeout_s * cfg.rounds))
+    def start() -> None:
+        for w in range(n):
+            loop.at(loop.now + jit(), begin, w)
+
+    def result(events: int, virtual_s: float) -> ModeRun:
+        return _result(cfg, n, round_of, q_of, sums, per_round, accuracy, state, events,
+                       virtual_s)
+
+    return SimpleNamespace(start=start, on_host=on_host, result=result)
+
+
+def _result(cfg: JobConfig, n: int, round_of: list[int], q_of: dict, sums: dict,
+            per_round: dict, accuracy: dict, state: PsState, events: int,
+            virtual_s: float) -> ModeRun:
+    """One job's :class:`ModeRun`: per-round record with ``job_record``'s keys, exactness
+    against the int32 sum of the workers' vectors."""
+    n_values = cfg.n_values
     done = min(round_of)
     rounds, exact_all = [], True
     for r in range(done):
@@ -196,5 +256,5 @@ def run_mode(loop: EventLoop, net: SimNetwork, cfg: JobConfig, workers: list[str
     return ModeRun(record={"job_id": cfg.job_id, "rounds": rounds,
                            "ps": asdict(state.stats), "grad_bytes": 4 * n_values},
                    rounds_done=done, exact=exact_all and done == cfg.rounds,
-                   events=loop.events - before, virtual_s=loop.now - t0,
+                   events=events, virtual_s=virtual_s,
                    ps_stats=asdict(state.stats), sums=sums)

@@ -26,12 +26,16 @@ import numpy as np
 
 from controller.dataplane.deploy import switch_rules
 from controller.experiment.methods.ina import summarize
-from controller.experiment.methods.ina_core import Settings, job_config, plan_job
-from controller.experiment.methods.ina_tenants import deploy_specs, solo_tenant
+from controller.experiment.methods.ina_core import Settings, job_config, plan_job, plan_request
+from controller.experiment.methods.ina_jobs import jobs_summary, references
+from controller.experiment.methods.ina_tenants import deploy_specs, make_tenants, solo_tenant
 from controller.experiment.network import P4_PROGRAM, shaped_graph
-from controller.experiment.simulate.engine import run_mode
+from controller.experiment.simulate.engine import SimJob, run_jobs
 from controller.experiment.simulate.events import EventLoop
 from controller.experiment.simulate.network import SimNetwork, load_switch
+from controller.plan.document import write_plan
+from controller.plan.jobs import jobs_argument
+from controller.plan.pipeline import make_plan
 from controller.plan.types import Plan
 from pyswitch.impairment import ImpairmentSpec
 from topo.mininet_net import plan_network
@@ -99,7 +103,8 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
     virtual time; returns ``results.json``'s document and the run's cost.  Writes
     ``plan.json`` into ``out_dir`` (as ``run`` does); the caller writes the results.
     ``gradient_of(worker, round)``: the int32 vectors the workers send instead of a model's
-    (tests); ``sums``, if given, receives per mode the sums every worker applied."""
+    (tests); ``sums``, if given, receives per mode (``<job>/<mode>`` with several jobs) the
+    sums every worker applied."""
     from workers.ina.constants import num_slots
 
     stats = SimStats()
@@ -107,15 +112,22 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
     if graph is None:
         graph = shaped_graph(parse_topology(s.topo), s.bw)
     out_dir.mkdir(parents=True, exist_ok=True)
-    if plan is None:
-        t0 = time.perf_counter()
-        plan = plan_job(s, graph, out_dir)
-        stats.plan_s = time.perf_counter() - t0
+    solo = s.jobs is None
+    t0 = time.perf_counter()
+    if solo:
+        plan = plan if plan is not None else plan_job(s, graph, out_dir)
+        tenants = [solo_tenant(s, plan)]
+    else:  # several jobs at once, planned jointly (run --jobs, docs/design.md §3.10)
+        job_specs = jobs_argument(s.jobs, graph)
+        if plan is None:
+            plan = make_plan(graph, plan_request(s), jobs=job_specs)
+            write_plan(plan, out_dir / "plan.json")
+        tenants = make_tenants(s, plan, job_specs)
+    stats.plan_s = time.perf_counter() - t0
     bw_unit = 1.0 if s.bw else None
     netplan = plan_network(graph, bw_unit)
     hosts = {h: (info.ips[0], info.macs[0]) for h, info in netplan.hosts.items()}
-    tenant = solo_tenant(s, plan)
-    specs = deploy_specs([tenant], s.modes, True)
+    specs = deploy_specs(tenants, s.modes, solo)
     rules = switch_rules(graph, plan, netplan.ports, hosts, specs, s.slot_policy)
     prog = program(num_slots())
     s.extra["num_slots"] = num_slots()
@@ -129,49 +141,65 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
         net = SimNetwork(loop, graph, netplan.ports, switches, bw_unit,
                          opt.delay_ms / 1000.0, opt.queue, _impairment(s),
                          on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0)
-        cfg = job_config(s, job_id=tenant.job_id(mode), mode=mode, plan=plan,
-                         workers=tenant.workers, ps=tenant.ps, hosts=hosts,
-                         train=tenant.train(s, s.seed), n_values=tenant.n_values,
-                         out_dir=out_dir / mode)
+        jobs = [SimJob(job_config(s, job_id=t.job_id(mode), mode=mode, plan=t.plan,
+                                  workers=t.workers, ps=t.ps, hosts=hosts,
+                                  train=t.train(s, s.seed), n_values=t.n_values,
+                                  out_dir=out_dir / mode / ("" if solo else t.name)),
+                       t.workers, t.ps, opt.train, gradient_of) for t in tenants]
         t0 = time.perf_counter()
         setup = t0 - t_setup
-        done = run_mode(loop, net, cfg, tenant.workers, tenant.ps, hosts,
-                        compute_s=opt.compute_ms / 1000.0, jitter_s=opt.jitter_ms / 1000.0,
-                        train=opt.train, gradient_of=gradient_of)
-        if sums is not None:
-            sums[mode] = done.sums
-        loop.run(until=loop.now + 5 * cfg.max_timeout)  # frames still in flight, as the
-        # PS serves on until run stops it
+        done = run_jobs(loop, net, jobs, hosts, compute_s=opt.compute_ms / 1000.0,
+                        jitter_s=opt.jitter_ms / 1000.0)
+        # frames still in flight, as the PS serves on until run stops it
+        loop.run(until=loop.now + 5 * max(j.cfg.max_timeout for j in jobs))
         wall = time.perf_counter() - t0
-        rec = done.record
         moved = net.moved()
-        tor = netplan.hosts[tenant.ps].neighbours[0]
         busiest = max(moved, key=moved.get)
-        for r in rec["rounds"]:
-            r["ps_rx_bytes"] = moved[(tor, tenant.ps)] / cfg.rounds
-            r["busiest_link_bytes"] = moved[busiest] / cfg.rounds
-        rec.update({"ps_link_bytes_total": moved[(tor, tenant.ps)],
-                    "busiest_link": list(busiest), "busiest_link_bytes_total": moved[busiest],
-                    "link_bytes_total": {f"{a}->{b}": v for (a, b), v in sorted(moved.items())
-                                         if v},
-                    "failover": [], "plan_gamma": plan.job.gamma, "simulated": True,
-                    "sim": {"events": loop.events, "wall_s": wall,
-                            "virtual_s": loop.now, "switch_frames": net.switch_frames,
-                            "queue_drops": net.queue_drops(),
-                            "impairment": net.impairment_counters(),
-                            "exact": done.exact, "rounds_done": done.rounds_done}})
-        modes[mode] = rec
+        for t, job, d in zip(tenants, jobs, done, strict=True):
+            rec = d.record
+            tor = netplan.hosts[t.ps].neighbours[0]
+            for r in rec["rounds"]:
+                r["ps_rx_bytes"] = moved[(tor, t.ps)] / job.cfg.rounds
+                r["busiest_link_bytes"] = moved[busiest] / job.cfg.rounds
+            rec.update({"ps_link_bytes_total": moved[(tor, t.ps)],
+                        "busiest_link": list(busiest),
+                        "busiest_link_bytes_total": moved[busiest],
+                        "link_bytes_total": {f"{a}->{b}": v
+                                             for (a, b), v in sorted(moved.items()) if v},
+                        "failover": [], "plan_gamma": t.plan.job.gamma, "simulated": True,
+                        "sim": {"events": loop.events, "wall_s": wall,
+                                "virtual_s": loop.now, "switch_frames": net.switch_frames,
+                                "queue_drops": net.queue_drops(),
+                                "impairment": net.impairment_counters(),
+                                "exact": d.exact, "rounds_done": d.rounds_done}})
+            if not solo:
+                rec["job"] = t.name
+                rec["collisions"] = int(d.ps_stats.get("fallbacks", 0))
+            label = mode if solo else f"{t.name}/{mode}"
+            modes[label] = rec
+            if sums is not None:
+                sums[label] = d.sums
         stats.events += loop.events
         stats.switch_frames += net.switch_frames
         stats.per_mode[mode] = {"events": loop.events, "wall_s": wall, "setup_s": setup}
-    if opt.reference and opt.train:
-        reference = train_synchronous(tenant.train(s, s.seed)).final_accuracy
-    else:
-        reference = None
     if not all(m["rounds"] for m in modes.values()):
         missing = [m for m, d in modes.items() if not d["rounds"]]
         raise RuntimeError(f"no round completed in mode(s) {', '.join(missing)}")
-    doc = summarize(s, name, plan, modes, reference, tenant.n_chunks, {"simulated": True})
+    train_refs = opt.reference and opt.train
+    if not solo:
+        refs = references(tenants, s, s.seed) if train_refs else {}
+        doc = {"run": name, "method": "ina", "settings": asdict(s),
+               "plan": {"objective": plan.objective, "deployed": plan.deployed,
+                        "programmable": plan.programmable, "fairness": plan.fairness},
+               "deploy": {"simulated": True}, "modes": modes, "failover": [],
+               "exact_all_rounds": all(r["exact"] for m in modes.values()
+                                       for r in m["rounds"]),
+               **jobs_summary(plan, tenants, modes, refs, s.bw)}
+    else:
+        reference = (train_synchronous(tenants[0].train(s, s.seed)).final_accuracy
+                     if train_refs else None)
+        doc = summarize(s, name, plan, modes, reference, tenants[0].n_chunks,
+                        {"simulated": True})
     stats.wall_s = time.perf_counter() - t_all
     stats.peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # process peak
     doc.update({"method": "ina", "simulated": True,
