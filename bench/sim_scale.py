@@ -16,6 +16,7 @@ events per second, peak RSS).  Writes ``summary.json`` and ``gamma_vs_budget.png
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -30,6 +31,7 @@ from controller.experiment.network import shaped_graph  # noqa: E402
 from controller.experiment.simulate.run import SimOptions, simulate  # noqa: E402
 from controller.files import write_json_atomic  # noqa: E402
 from controller.plan.document import resolve_workers, write_plan  # noqa: E402
+from controller.plan.jobs import jobs_argument  # noqa: E402
 from controller.plan.pipeline import make_plan  # noqa: E402
 from topo.models import parse_topology  # noqa: E402
 
@@ -73,12 +75,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hidden", type=int, default=32)
     p.add_argument("--train", action="store_true", help="train the model (default: seeded "
                    "random int32 gradients; sums are checked exactly either way)")
+    p.add_argument("--jobs", type=int, default=0, help="J jobs at once, each with its own PS "
+                   "and --workers workers spread over the pods (J x W workers in all; ina.p4's "
+                   "bitmap carries at most 64 workers per job)")
     p.add_argument("--out", default="/tmp/sim_scale")
     a = p.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     graph = shaped_graph(parse_topology(a.topo), 1.0)
     workers = resolve_workers(graph, a.ps, a.workers)
+    jobs_file = None
+    if a.jobs:
+        n_hosts = sum(1 for _, k in graph.nodes(data="kind") if k == "host")
+        w = len(workers)
+        stride = n_hosts // w
+        jobs = [{"name": f"job{j + 1}", "ps": f"h{j}",
+                 "workers": [f"h{stride * i + stride // 2 + j}" for i in range(w)]}
+                for j in range(a.jobs)]
+        jobs_file = out / "jobs.json"
+        jobs_file.write_text(json.dumps(jobs, indent=1))
+        workers = [h for j in jobs for h in j["workers"]]
     opt = SimOptions(train=a.train, reference=False)
     print(f"settings: {a.topo}, PS {a.ps}, {len(workers)} workers, 1 Mbit/s links, MLP "
           f"hidden {a.hidden}, {a.rounds} rounds, modes {a.modes}, loss {a.loss:g}, window "
@@ -91,20 +107,33 @@ def main(argv: list[str] | None = None) -> int:
         for b in a.budgets:
             s = Settings(topo=a.topo, ps=a.ps, workers=a.workers, budget=b, planner=planner,
                          rounds=a.rounds, hidden=a.hidden, loss=a.loss,
-                         modes=tuple(a.modes.split(",")))
+                         modes=tuple(a.modes.split(",")),
+                         jobs=str(jobs_file) if jobs_file else None)
             name = f"{planner}-b{b}" + (f"-loss{a.loss:g}" if a.loss else "")
             t0 = time.perf_counter()
-            plan = make_plan(graph, replace(plan_request(s), baselines=False), ps=a.ps,
-                             workers=workers)
+            req = replace(plan_request(s), baselines=False)
+            plan = (make_plan(graph, req, jobs=jobs_argument(s.jobs, graph)) if s.jobs
+                    else make_plan(graph, req, ps=a.ps, workers=workers))
             plan_s = time.perf_counter() - t0
             (out / name).mkdir(exist_ok=True)
             write_plan(plan, out / name / "plan.json")
             doc, st = simulate(s, opt, out / name, name, graph=graph, plan=plan)
             doc["complete"] = True
             write_json_atomic(out / name / "results.json", doc)
-            g = doc["gamma"]
-            rec = doc["modes"]["ina" if "ina" in doc["modes"] else s.modes[0]]
-            rs = rec["rounds"]
+            if s.jobs:  # the jobs' sums of γ, their slowest round, the PSs' bytes
+                js = doc["jobs"].values()
+                g = {"predicted": sum(j["gamma"]["predicted"] for j in js),
+                     "measured": sum(j["gamma"]["measured"] for j in js)}
+                g["ratio"] = g["measured"] / g["predicted"]
+                recs = [d for m, d in doc["modes"].items() if m.endswith("/ina")]
+                rs = [{"time_s": max(d["rounds"][r]["time_s"] for d in recs),
+                       "ps_rx_bytes": sum(d["rounds"][0]["ps_rx_bytes"] for d in recs),
+                       "retransmissions": sum(d["rounds"][r]["retransmissions"]
+                                              for d in recs)}
+                      for r in range(len(recs[0]["rounds"]))]
+            else:
+                g = doc["gamma"]
+                rs = doc["modes"]["ina" if "ina" in doc["modes"] else s.modes[0]]["rounds"]
             row = {"planner": planner, "budget": b, "deployed": plan.deployed,
                    "gamma_predicted": g["predicted"], "gamma_measured": g["measured"],
                    "ratio": g["ratio"], "exact": doc["exact_all_rounds"],
@@ -113,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                    "retransmissions": sum(r["retransmissions"] for r in rs),
                    "plan_s": plan_s, "sim_s": st.wall_s, "events": st.events,
                    "events_per_s": st.events_per_s, "peak_rss_mib": st.peak_mib,
+                   "jobs": {n: j["gamma"] for n, j in doc.get("jobs", {}).items()},
                    "modes": {m: {"s_per_round": statistics.mean(r["time_s"] for r in d["rounds"]),
                                  "ps_bytes_per_round": d["rounds"][0]["ps_rx_bytes"],
                                  "retransmissions": sum(r["retransmissions"]
