@@ -168,6 +168,7 @@ def test_cli_writes_results_compare_shows_simulated(tmp_path: Path,
     (["--delay-ms", "-1"], "--delay-ms"),
     (["--topo", "fattree:3"], "fat-tree"),
     (["--ps", "h99"], "--ps"),
+    (["--topo", "fattree:8", "--workers", "65"], "at most 64"),
 ])
 def test_bad_options_are_one_line(argv: list[str], words: str, tmp_path: Path,
                                   capsys: pytest.CaptureFixture) -> None:

@@ -25,6 +25,7 @@ import networkx as nx
 import numpy as np
 
 from controller.dataplane.deploy import switch_rules
+from controller.errors import ExperimentError
 from controller.experiment.methods.ina import summarize
 from controller.experiment.methods.ina_core import Settings, job_config, plan_job, plan_request
 from controller.experiment.methods.ina_jobs import jobs_summary, references
@@ -33,7 +34,7 @@ from controller.experiment.network import P4_PROGRAM, shaped_graph
 from controller.experiment.simulate.engine import SimJob, run_jobs
 from controller.experiment.simulate.events import EventLoop
 from controller.experiment.simulate.network import SimNetwork, load_switch
-from controller.plan.document import write_plan
+from controller.plan.document import resolve_workers, write_plan
 from controller.plan.jobs import jobs_argument
 from controller.plan.pipeline import make_plan
 from controller.plan.types import Plan
@@ -41,6 +42,7 @@ from pyswitch.impairment import ImpairmentSpec
 from topo.mininet_net import plan_network
 from topo.models import parse_topology
 from workers.common.model import train_synchronous
+from workers.ina.constants import MAX_WORKERS
 
 __all__ = ["SimOptions", "simulate", "program"]
 
@@ -114,11 +116,16 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
     out_dir.mkdir(parents=True, exist_ok=True)
     solo = s.jobs is None
     t0 = time.perf_counter()
+    job_specs = [] if solo else jobs_argument(s.jobs, graph)
+    for name_, members in ([("the job", resolve_workers(graph, s.ps, s.workers))] if solo
+                           else [(f"job {j.name!r}", j.workers) for j in job_specs]):
+        if len(members) > MAX_WORKERS:
+            raise ExperimentError(f"{name_} has {len(members)} workers: ina.p4 carries at most "
+                                  f"{MAX_WORKERS} per job (its bitmap); split them with --jobs")
     if solo:
         plan = plan if plan is not None else plan_job(s, graph, out_dir)
         tenants = [solo_tenant(s, plan)]
     else:  # several jobs at once, planned jointly (run --jobs, docs/design.md §3.10)
-        job_specs = jobs_argument(s.jobs, graph)
         if plan is None:
             plan = make_plan(graph, plan_request(s), jobs=job_specs)
             write_plan(plan, out_dir / "plan.json")
