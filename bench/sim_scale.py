@@ -47,11 +47,14 @@ def plot(summary: list[dict], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for planner in dict.fromkeys(r["planner"] for r in summary):
+    for i, planner in enumerate(dict.fromkeys(r["planner"] for r in summary)):
         rs = [r for r in summary if r["planner"] == planner]
         b = [r["budget"] for r in rs]
-        ax.plot(b, [r["gamma_predicted"] for r in rs], "--o", label=f"{planner}: LP")
-        ax.plot(b, [r["gamma_measured"] for r in rs], "-s", label=f"{planner}: simulated")
+        c = f"C{i}"
+        ax.plot(b, [r["gamma_predicted"] for r in rs], "--o", color=c, alpha=0.6,
+                label=f"{planner}: LP")
+        ax.plot(b, [r["gamma_measured"] for r in rs], "-s", color=c,
+                label=f"{planner}: simulated")
     ax.set_xlabel("budget M (programmable switches besides the PS's ToR)")
     ax.set_ylabel("γ (Mbit/s of gradient frames)")
     ax.set_title(title, fontsize=9)
@@ -60,6 +63,15 @@ def plot(summary: list[dict], path: Path, title: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def replot(out: Path) -> None:
+    """Draw ``gamma_vs_budget.png`` again from ``out/summary.json`` (also a partial one)."""
+    doc = json.loads((out / "summary.json").read_text())
+    a = doc["settings"]
+    n = len(doc["runs"][0]["jobs"]) if doc["runs"][0].get("jobs") else 1
+    plot(doc["runs"], out / "gamma_vs_budget.png",
+         f"{a['topo']}, {n} job(s), {a['rounds']} rounds, loss {a['loss']:g} (simulated)")
 
 
 def main(argv: list[str] | None = None) -> int:
