@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from controller.cli.network import add_network_parsers
 from controller.cli.parser import Parser, UsageError
 from controller.cli.run import add_run_parser
+from controller.cli.simulate import add_simulate_parser
 from controller.errors import ExperimentError
 from controller.experiment.campaign import add_campaign_parser
 from controller.experiment.clean import add_clean_parser
@@ -197,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "topology's own, 1 where it names none -- run's default)")
     p.add_argument("--out", required=True, help="plan file to write (JSON)")
     add_run_parser(sub, add_subcommand)
+    add_simulate_parser(sub, add_subcommand)
     add_compare_parser(sub, add_subcommand)
     add_network_parsers(sub, add_subcommand)
     add_clean_parser(sub, add_subcommand)

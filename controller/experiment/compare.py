@@ -36,7 +36,7 @@ import json
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -294,6 +294,8 @@ def rows_of(run: str, doc: dict[str, Any]) -> list[Row]:
             exact=None))
     for rule, data in (doc.get("rules") or {}).items():
         rows.append(_cluster_row(run, method, rule, data.get("runs") or [], settings))
+    if doc.get("simulated") is True:  # python -m controller simulate (docs/simulate.md)
+        rows = [replace(r, method=f"{r.method} (simulated)") for r in rows]
     return rows
 
 

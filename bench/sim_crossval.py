@@ -1,0 +1,58 @@
+"""The cross-validation table of docs/simulate.md: a Mininet run and a simulated run of the
+same settings, side by side, as Markdown.
+
+``python bench/sim_crossval.py MININET_RUN SIM_RUN [MININET_RUN SIM_RUN ...]``
+
+Per mode: seconds per round (mean over rounds of the slowest worker, and of the fastest:
+``sync_time_s``), bytes into the PS per round, worker retransmissions over the run, those
+bytes less the retransmitted frames (``ps_rx_bytes - 196 x retransmissions / rounds``: what
+the plan alone sends), γ measured and measured / predicted, final accuracy, exactness.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+FRAME = 196
+
+
+def rows(path: Path) -> list[str]:
+    doc = json.loads((path / "results.json").read_text())
+    s = doc["settings"]
+    what = "sim" if doc.get("simulated") else "Mininet"
+    out = []
+    for mode, rec in doc["modes"].items():
+        rs = rec["rounds"]
+        retx = sum(r["retransmissions"] for r in rs)
+        ps = rs[0]["ps_rx_bytes"]
+        g = doc["gamma"] if mode == "ina" else {}
+        gm = f"{g['measured']:.3f} / {g['ratio']:.3f}" if g else "—"
+        out.append(
+            f"| {s['topo']}, {len(doc['plan']['workers'])} w, M={s['budget']} | {mode} | {what} "
+            f"| {statistics.mean(r['time_s'] for r in rs):.3f} "
+            f"| {statistics.mean(r['sync_time_s'] for r in rs):.3f} | {ps:,.1f} | {retx} "
+            f"| {ps - FRAME * retx / len(rs):,.1f} | {gm} | {rs[-1]['accuracy']:.4f} "
+            f"| {'yes' if all(r['exact'] for r in rs) else 'NO'} |")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if not argv or len(argv) % 2:
+        print("usage: python bench/sim_crossval.py MININET_RUN SIM_RUN [...]", file=sys.stderr)
+        return 2
+    print("| settings | mode | by | s/round | s/round (fastest) | PS B/round | retx "
+          "| PS B/round − retx | γ meas. / ratio | accuracy | exact |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for i in range(0, len(argv), 2):
+        mn, sim = rows(Path(argv[i])), rows(Path(argv[i + 1]))
+        for a, b in zip(mn, sim, strict=True):
+            print(a)
+            print(b)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

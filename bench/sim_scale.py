@@ -1,0 +1,178 @@
+"""The INA experiment at datacenter scale in virtual time (docs/simulate.md, "At scale").
+
+``python bench/sim_scale.py --topo fattree:16 --workers 256 --budgets 0,2,4,8 --rounds 3``
+
+For each planner and budget: plan as ``run`` does (:func:`~controller.experiment.methods.
+ina_core.plan_request`, without the baselines table, which the network does not use), then
+simulate the job (:func:`controller.experiment.simulate.run.simulate`: ina.p4 on in-process
+pyswitch for every switch, the real worker and PS state machines) and print, with the
+settings: γ predicted by the LP, γ measured (gradient frames per second over the median
+round, as ``run`` computes it) and their ratio, exactness of every sum, seconds per round,
+PS bytes per round, retransmissions, and the simulator's cost on this machine (run time,
+events per second, peak RSS).  Writes ``summary.json`` and ``gamma_vs_budget.png`` into
+``--out`` and every run's ``results.json`` under it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from controller.experiment.methods.ina_core import Settings, plan_request  # noqa: E402
+from controller.experiment.network import shaped_graph  # noqa: E402
+from controller.experiment.simulate.run import SimOptions, simulate  # noqa: E402
+from controller.files import write_json_atomic  # noqa: E402
+from controller.plan.document import resolve_workers, write_plan  # noqa: E402
+from controller.plan.jobs import jobs_argument  # noqa: E402
+from controller.plan.pipeline import make_plan  # noqa: E402
+from topo.models import parse_topology  # noqa: E402
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def plot(summary: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for i, planner in enumerate(dict.fromkeys(r["planner"] for r in summary)):
+        rs = [r for r in summary if r["planner"] == planner]
+        b = [r["budget"] for r in rs]
+        c = f"C{i}"
+        ax.plot(b, [r["gamma_predicted"] for r in rs], "--o", color=c, alpha=0.6,
+                label=f"{planner}: LP")
+        ax.plot(b, [r["gamma_measured"] for r in rs], "-s", color=c,
+                label=f"{planner}: simulated")
+    ax.set_xlabel("budget M (programmable switches besides the PS's ToR)")
+    ax.set_ylabel("γ (Mbit/s of gradient frames)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def replot(out: Path) -> None:
+    """Draw ``gamma_vs_budget.png`` again from ``out/summary.json`` (also a partial one)."""
+    doc = json.loads((out / "summary.json").read_text())
+    a = doc["settings"]
+    n = len(doc["runs"][0]["jobs"]) if doc["runs"][0].get("jobs") else 1
+    plot(doc["runs"], out / "gamma_vs_budget.png",
+         f"{a['topo']}, {n} job(s), {a['rounds']} rounds, loss {a['loss']:g} (simulated)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--topo", default="fattree:16")
+    p.add_argument("--ps", default="h0")
+    p.add_argument("--workers", default="256")
+    p.add_argument("--budgets", type=_ints, default=[0, 2, 4, 8])
+    p.add_argument("--planners", default="greedy")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--modes", default="ina")
+    p.add_argument("--loss", type=float, default=0.0)
+    p.add_argument("--hidden", type=int, default=32)
+    p.add_argument("--train", action="store_true", help="train the model (default: seeded "
+                   "random int32 gradients; sums are checked exactly either way)")
+    p.add_argument("--jobs", type=int, default=0, help="J jobs at once, each with its own PS "
+                   "and --workers workers spread over the pods (J x W workers in all; ina.p4's "
+                   "bitmap carries at most 64 workers per job)")
+    p.add_argument("--out", default="/tmp/sim_scale")
+    a = p.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    graph = shaped_graph(parse_topology(a.topo), 1.0)
+    workers = resolve_workers(graph, a.ps, a.workers)
+    jobs_file = None
+    if a.jobs:
+        n_hosts = sum(1 for _, k in graph.nodes(data="kind") if k == "host")
+        w = len(workers)
+        stride = n_hosts // w
+        jobs = [{"name": f"job{j + 1}", "ps": f"h{j}",
+                 "workers": [f"h{stride * i + stride // 2 + j}" for i in range(w)]}
+                for j in range(a.jobs)]
+        jobs_file = out / "jobs.json"
+        jobs_file.write_text(json.dumps(jobs, indent=1))
+        workers = [h for j in jobs for h in j["workers"]]
+    opt = SimOptions(train=a.train, reference=False)
+    print(f"settings: {a.topo}, PS {a.ps}, {len(workers)} workers, 1 Mbit/s links, MLP "
+          f"hidden {a.hidden}, {a.rounds} rounds, modes {a.modes}, loss {a.loss:g}, window "
+          f"{Settings.window}, timeout {Settings.timeout:g} s, sim options {opt}")
+    print(f"{'planner':>10} {'M':>3} {'γ LP':>7} {'γ sim':>7} {'ratio':>6} {'exact':>5} "
+          f"{'s/round':>8} {'PS B/rd':>9} {'retx':>6} {'plan s':>7} {'sim s':>7} "
+          f"{'events':>9} {'ev/s':>7} {'RSS MiB':>7}")
+    summary = []
+    for planner in a.planners.split(","):
+        for b in a.budgets:
+            s = Settings(topo=a.topo, ps=a.ps, workers=a.workers, budget=b, planner=planner,
+                         rounds=a.rounds, hidden=a.hidden, loss=a.loss,
+                         modes=tuple(a.modes.split(",")),
+                         jobs=str(jobs_file) if jobs_file else None)
+            name = f"{planner}-b{b}" + (f"-loss{a.loss:g}" if a.loss else "")
+            t0 = time.perf_counter()
+            req = replace(plan_request(s), baselines=False)
+            plan = (make_plan(graph, req, jobs=jobs_argument(s.jobs, graph)) if s.jobs
+                    else make_plan(graph, req, ps=a.ps, workers=workers))
+            plan_s = time.perf_counter() - t0
+            (out / name).mkdir(exist_ok=True)
+            write_plan(plan, out / name / "plan.json")
+            doc, st = simulate(s, opt, out / name, name, graph=graph, plan=plan)
+            doc["complete"] = True
+            write_json_atomic(out / name / "results.json", doc)
+            if s.jobs:  # the jobs' sums of γ, their slowest round, the PSs' bytes
+                js = doc["jobs"].values()
+                g = {"predicted": sum(j["gamma"]["predicted"] for j in js),
+                     "measured": sum(j["gamma"]["measured"] for j in js)}
+                g["ratio"] = g["measured"] / g["predicted"]
+                recs = [d for m, d in doc["modes"].items() if m.endswith("/ina")]
+                rs = [{"time_s": max(d["rounds"][r]["time_s"] for d in recs),
+                       "ps_rx_bytes": sum(d["rounds"][0]["ps_rx_bytes"] for d in recs),
+                       "retransmissions": sum(d["rounds"][r]["retransmissions"]
+                                              for d in recs)}
+                      for r in range(len(recs[0]["rounds"]))]
+            else:
+                g = doc["gamma"]
+                rs = doc["modes"]["ina" if "ina" in doc["modes"] else s.modes[0]]["rounds"]
+            row = {"planner": planner, "budget": b, "deployed": plan.deployed,
+                   "gamma_predicted": g["predicted"], "gamma_measured": g["measured"],
+                   "ratio": g["ratio"], "exact": doc["exact_all_rounds"],
+                   "s_per_round": statistics.mean(r["time_s"] for r in rs),
+                   "ps_bytes_per_round": rs[0]["ps_rx_bytes"],
+                   "retransmissions": sum(r["retransmissions"] for r in rs),
+                   "plan_s": plan_s, "sim_s": st.wall_s, "events": st.events,
+                   "events_per_s": st.events_per_s, "peak_rss_mib": st.peak_mib,
+                   "jobs": {n: j["gamma"] for n, j in doc.get("jobs", {}).items()},
+                   "modes": {m: {"s_per_round": statistics.mean(r["time_s"] for r in d["rounds"]),
+                                 "ps_bytes_per_round": d["rounds"][0]["ps_rx_bytes"],
+                                 "retransmissions": sum(r["retransmissions"]
+                                                        for r in d["rounds"])}
+                             for m, d in doc["modes"].items()}}
+            summary.append(row)
+            print(f"{planner:>10} {b:>3} {row['gamma_predicted']:7.4f} "
+                  f"{row['gamma_measured']:7.4f} {row['ratio']:6.3f} "
+                  f"{'yes' if row['exact'] else 'NO':>5} {row['s_per_round']:8.3f} "
+                  f"{row['ps_bytes_per_round']:9,.0f} {row['retransmissions']:6d} "
+                  f"{plan_s:7.1f} {st.wall_s:7.1f} {st.events:9,d} {st.events_per_s:7,.0f} "
+                  f"{st.peak_mib:7.0f}", flush=True)
+            write_json_atomic(out / "summary.json", {"settings": vars(a), "runs": summary})
+    plot(summary, out / "gamma_vs_budget.png",
+         f"{a.topo}, {len(workers)} workers, {a.rounds} rounds, loss {a.loss:g} (simulated)")
+    print(f"written: {out / 'summary.json'}, {out / 'gamma_vs_budget.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""``python -m controller simulate``: the INA experiment of ``run`` in virtual time
+(docs/simulate.md): the same options where they apply, the same plan, rules, ``ina.p4``,
+worker and PS state machines, the same ``results.json`` keys (marked ``"simulated": true``),
+no Mininet and no root.  ``--budgets 1,2,4`` runs one simulation per budget, each its own
+run folder ``<name>-b<M>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from controller.dataplane.deploy import SLOT_POLICIES
+from controller.errors import ExperimentError
+from controller.experiment.methods.ina_core import Settings
+from controller.experiment.methods.ina_options import add_network_options, settings_from_args
+from controller.experiment.run_options import add_shared_options, check_options
+from controller.experiment.simulate.run import SimOptions, simulate
+from controller.files import write_json_atomic
+from controller.options import finite_float, int_option
+from controller.plan.lp_jobs import OBJECTIVES
+from controller.plan.planners import PLANNERS
+from workers.ina.job import MODES
+
+__all__ = ["add_simulate_parser", "cmd_simulate"]
+
+HELP = "run the INA experiment in virtual time (no Mininet; docs/simulate.md)"
+MAX_BUDGETS = 64
+
+
+def _budgets(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        msg = f"expected budgets like 1,2,4, got {text[:40]!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+    if not out or len(out) > MAX_BUDGETS or any(b < 0 for b in out):
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_BUDGETS} budgets >= 0, got "
+                                         f"{text[:40]!r}")
+    return out
+
+
+def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
+    """Register ``simulate`` with ``run``'s INA options that apply and its own."""
+    p = add_subcommand(sub, "simulate", cmd_simulate, HELP)
+    add_shared_options(p)
+    g = add_network_options(p, "the INA job (as run --method ina)")
+    d = Settings()
+    g.add_argument("--planner", choices=sorted(PLANNERS), default=d.planner,
+                   help=f"placement algorithm (default {d.planner})")
+    g.add_argument("--modes", default=",".join(d.modes),
+                   help=f"comma list of {', '.join(MODES)} (default {','.join(d.modes)})")
+    g.add_argument("--jobs", metavar="FILE|N", default=None,
+                   help="several jobs at once instead of --ps/--workers (as run --jobs)")
+    g.add_argument("--slot-policy", choices=SLOT_POLICIES, default=d.slot_policy,
+                   help="with --jobs: how jobs share each switch's slots (as run)")
+    g.add_argument("--objective", choices=OBJECTIVES, default=d.objective,
+                   help="with --jobs: the joint LP's objective (as run)")
+    o = SimOptions()
+    v = p.add_argument_group("virtual time (docs/simulate.md)")
+    v.add_argument("--budgets", type=_budgets, default=None, metavar="M,M,...",
+                   help="one simulation per budget (instead of --budget), folders <name>-b<M>")
+    v.add_argument("--delay-ms", type=finite_float, default=o.delay_ms,
+                   help=f"propagation delay per link (default {o.delay_ms:g}, as Mininet's)")
+    v.add_argument("--queue", type=int_option(1), default=o.queue,
+                   help=f"frames a link direction queues, drop-tail (default {o.queue})")
+    v.add_argument("--compute-ms", type=finite_float, default=o.compute_ms,
+                   help=f"a worker's time between two rounds (default {o.compute_ms:g})")
+    v.add_argument("--jitter-ms", type=finite_float, default=o.jitter_ms,
+                   help="plus uniform [0, J) per worker and round, seeded "
+                        f"(default {o.jitter_ms:g}: the start-file poll)")
+    v.add_argument("--switch-proc-ms", type=finite_float, default=o.switch_proc_ms,
+                   help=f"a switch's time per frame (default {o.switch_proc_ms:g})")
+    v.add_argument("--no-train", action="store_true",
+                   help="seeded random int32 gradients instead of training the model "
+                        "(faster at scale; sums still checked exactly)")
+
+
+def _check(args: argparse.Namespace) -> None:
+    check_options(args)
+    if not args.bw:
+        raise ExperimentError("--bw 0 (unshaped links): virtual time needs a link rate")
+    if args.repeats != 1:
+        raise ExperimentError("--repeats: run simulate once per --seed instead")
+    if args.target != "pyswitch":
+        raise ExperimentError("--target: simulate runs ina.p4 on in-process pyswitch only")
+    for what, v in (("--delay-ms", args.delay_ms), ("--compute-ms", args.compute_ms),
+                    ("--jitter-ms", args.jitter_ms), ("--switch-proc-ms", args.switch_proc_ms)):
+        if not 0 <= v <= 60_000:
+            raise ExperimentError(f"{what} must be in [0, 60000] ms, got {v:g}")
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """Simulate one run per budget; write each ``results.json``; print one line per mode."""
+    _check(args)
+    s = settings_from_args(args)
+    opt = SimOptions(delay_ms=args.delay_ms, queue=args.queue, compute_ms=args.compute_ms,
+                     jitter_ms=args.jitter_ms, switch_proc_ms=args.switch_proc_ms,
+                     train=not args.no_train)
+    name = args.name or time.strftime("sim-%Y%m%d-%H%M%S")
+    budgets = args.budgets if args.budgets is not None else [s.budget]
+    for b in budgets:
+        sb = replace(s, budget=b, extra=dict(s.extra))
+        run_name = name if args.budgets is None else f"{name}-b{b}"
+        out_dir = Path(args.out) / run_name
+        doc, stats = simulate(sb, opt, out_dir, run_name)
+        doc["complete"] = True
+        doc["command"] = getattr(args, "command_line", None)
+        write_json_atomic(out_dir / "results.json", doc)
+        _print(doc, stats, out_dir)
+    return 0
+
+
+def _print(doc: dict[str, Any], stats: Any, out_dir: Path) -> None:
+    s = doc["settings"]
+    if "jobs" in doc:  # several jobs
+        print(f"simulated {s['topo']}, {len(doc['jobs'])} jobs, budget {s['budget']}, "
+              f"{s['bw']:g} Mbit/s, loss {s['loss']:g}, {s['rounds']} rounds; fairness "
+              f"{doc['fairness'] if doc['fairness'] is None else round(doc['fairness'], 3)}")
+        for job, j in doc["jobs"].items():
+            g = j["gamma"]
+            print(f"  {job}: {len(j['workers'])} workers, γ predicted {g['predicted']:.4g}, "
+                  f"measured {g['measured'] or 0:.4g}, s/round {j['time_per_round_s']}, "
+                  f"exact {'yes' if j['exact_all_rounds'] else 'NO'}")
+        print(f"  {stats.wall_s:.1f} s on this machine, {stats.events:,} events "
+              f"({stats.events_per_s:,.0f}/s), peak RSS {stats.peak_mib:.0f} MiB; "
+              f"{out_dir / 'results.json'}")
+        return
+    g = doc["gamma"]
+    print(f"simulated {s['topo']}, PS {s['ps']}, {len(doc['plan']['workers'])} workers, "
+          f"budget {s['budget']} ({s['planner']}), {s['bw']:g} Mbit/s, loss {s['loss']:g}, "
+          f"{s['rounds']} rounds: γ predicted {g['predicted']:.4g}, measured "
+          f"{g['measured']:.4g} (ratio {g['ratio']:.3f})")
+    for mode, rec in doc["modes"].items():
+        rs = rec["rounds"]
+        print(f"  {mode:8} {sum(r['time_s'] for r in rs) / len(rs):.4f} s/round, PS "
+              f"{rs[0]['ps_rx_bytes']:,.1f} B/round, retx "
+              f"{sum(r['retransmissions'] for r in rs)}, exact "
+              f"{'yes' if all(r['exact'] for r in rs) else 'NO'}")
+    print(f"  {stats.wall_s:.1f} s on this machine (plan {stats.plan_s:.1f} s), "
+          f"{stats.events:,} events ({stats.events_per_s:,.0f}/s), peak RSS "
+          f"{stats.peak_mib:.0f} MiB; {out_dir / 'results.json'}")

@@ -1,0 +1,1 @@
+"""``python -m controller simulate``: the INA experiment in virtual time (docs/simulate.md)."""

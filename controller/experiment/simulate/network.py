@@ -1,0 +1,218 @@
+"""The simulated network: hosts, pyswitch switches running ``ina.p4`` with the deployed rules,
+and links in virtual time (docs/simulate.md).
+
+A link direction is a FIFO served at the link's rate (TCLink's htb shaping: a frame takes
+``8 * len / rate`` seconds), then ``delay`` seconds of propagation; its queue holds at most
+``queue`` frames, the one on the wire included (drop-tail, htb's leaf pfifo of ``txqueuelen``
+1000 by default).  A switch applies pyswitch's own impairment
+(:class:`pyswitch.impairment.LinkImpairment`, the spec ``run`` gives every pyswitch port: one
+per port and direction, the same seed) to every frame it receives and sends.  Bytes are
+counted per directed link when a frame has crossed it: what the switch-side interface
+counters count in ``run`` (a frame lost by the sender's impairment or the queue never
+crosses; one lost by the receiver's impairment did).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from controller.experiment.simulate.events import EventLoop
+from pyswitch.impairment import ImpairmentSpec, LinkImpairment
+
+__all__ = ["Link", "SimNetwork", "rule_value", "load_switch"]
+
+Deliver = Callable[[str, int, bytes], None]
+
+
+def rule_value(v: Any) -> Any:
+    """A P4Runtime-style rule value (IPv4/MAC strings, lpm tuples) as pyswitch's ints."""
+    if isinstance(v, tuple):
+        return tuple(rule_value(x) for x in v)
+    if isinstance(v, str):
+        if ":" in v:
+            return int(v.replace(":", ""), 16)
+        a, b, c, d = (int(x) for x in v.split("."))
+        return (a << 24) | (b << 16) | (c << 8) | d
+    return v
+
+
+def load_switch(program: Any, rules: Any) -> Any:
+    """An in-process pyswitch running ``program`` with one switch's
+    :class:`controller.dataplane.deploy.SwitchRules` installed (what ``deploy`` writes over
+    P4Runtime)."""
+    import pyswitch
+
+    sw = pyswitch.Switch(program, device_id=0, seed=0)
+    sw.set_default_action(rules.default.table, rules.default.action,
+                          {k: rule_value(v) for k, v in rules.default.params.items()})
+    with contextlib.ExitStack() as stack:  # one index rebuild per table, not per entry
+        for table in sw.tables.values():
+            stack.enter_context(table.deferred_rebuild())
+        for e in rules.entries:
+            sw.insert_entry(e.table, {k: rule_value(v) for k, v in e.match.items()}, e.action,
+                            {k: rule_value(v) for k, v in e.params.items()})
+    for g, ports in rules.mcast_groups.items():
+        sw.set_multicast_group(g, [(p, 0) for p in ports])
+    return sw
+
+
+@dataclass
+class Link:
+    """One direction of one link (module docstring)."""
+
+    tx_s_per_byte: float  # 0: unshaped
+    delay_s: float
+    queue: int
+    peer: tuple[str, int]  # (node, port) the frames arrive at
+    free_at: float = 0.0
+    departures: deque = field(default_factory=deque)  # end of transmission of queued frames
+    bytes: int = 0
+    frames: int = 0
+    dropped: int = 0
+
+
+class SimNetwork:
+    """Hosts and switches joined by :class:`Link` s on one :class:`EventLoop`.
+
+    ``ports``: ``node -> {neighbour: port}`` (:func:`topo.mininet_net.plan_network`);
+    ``switches``: switch name -> pyswitch; ``impair``: the ``run`` impairment spec of every
+    switch port (None: none); ``on_host(host, frame)`` receives what reaches a host;
+    ``proc_s``: a switch's time per frame (one FIFO server per switch, as pyswitch's one
+    thread; 0: none)."""
+
+    def __init__(self, loop: EventLoop, graph: nx.Graph, ports: dict[str, dict[str, int]],
+                 switches: dict[str, Any], bw_unit_mbps: float | None, delay_s: float,
+                 queue: int, impair: ImpairmentSpec | None,
+                 on_host: Callable[[str, bytes], None], proc_s: float = 0.0) -> None:
+        self.loop, self.switches, self.on_host = loop, switches, on_host
+        self.links: dict[tuple[str, int], Link] = {}
+        self.name_of: dict[tuple[str, int], str] = {}  # (node, port) -> neighbour
+        for a, nbrs in ports.items():
+            for b, pa in nbrs.items():
+                bw = graph.edges[a, b].get("bw")
+                rate = bw * bw_unit_mbps * 1e6 if bw is not None and bw_unit_mbps else None
+                self.links[(a, pa)] = Link(8.0 / rate if rate else 0.0, delay_s, queue,
+                                           (b, ports[b][a]))
+                self.name_of[(a, pa)] = b
+        self.rx_imp: dict[tuple[str, int], LinkImpairment] = {}
+        self.tx_imp: dict[tuple[str, int], LinkImpairment] = {}
+        if impair is not None and not impair.is_noop:
+            for (node, port) in self.links:
+                if node in switches:
+                    if impair.direction in ("in", "both"):
+                        self.rx_imp[(node, port)] = LinkImpairment(impair)
+                    if impair.direction in ("out", "both"):
+                        self.tx_imp[(node, port)] = LinkImpairment(impair)
+        self.switch_frames = 0  # frames run through a pyswitch
+        self.proc_s = proc_s
+        self._busy: dict[str, float] = {}  # switch -> when its server is free
+
+    # -- sending ----------------------------------------------------------------------
+
+    def send(self, node: str, port: int, frame: bytes) -> None:
+        """``node`` puts ``frame`` on its port ``port`` now."""
+        imp = self.tx_imp.get((node, port))
+        if imp is None:
+            self._enqueue(node, port, frame, self.loop.now)
+            return
+        for t, f in imp.offer(frame, self.loop.now):
+            self._enqueue(node, port, f, t)
+        self._watch_hold(imp, self._tx_expired, (node, port))
+
+    def _tx_expired(self, arg: tuple[LinkImpairment, tuple[str, int]]) -> None:
+        imp, (node, port) = arg
+        for t, f in imp.expire(self.loop.now):
+            self._enqueue(node, port, f, t)
+
+    def _enqueue(self, node: str, port: int, frame: bytes, t: float) -> None:
+        link = self.links[(node, port)]
+        if t > self.loop.now:  # pyswitch's delay_ms: offered to the queue later
+            self.loop.at(t, lambda a: self._enqueue(*a, self.loop.now), (node, port, frame))
+            return
+        q = link.departures
+        while q and q[0] <= t:
+            q.popleft()
+        if len(q) >= link.queue:
+            link.dropped += 1
+            return
+        done = (t if t > link.free_at else link.free_at) + len(frame) * link.tx_s_per_byte
+        link.free_at = done
+        q.append(done)
+        self.loop.at(done + link.delay_s, self._arrive, (link, frame))
+
+    # -- receiving --------------------------------------------------------------------
+
+    def _arrive(self, arg: tuple[Link, bytes]) -> None:
+        link, frame = arg
+        link.bytes += len(frame)
+        link.frames += 1
+        node, port = link.peer
+        sw = self.switches.get(node)
+        if sw is None:
+            self.on_host(node, frame)
+            return
+        imp = self.rx_imp.get((node, port))
+        if imp is None:
+            self._process(node, port, frame)
+            return
+        for t, f in imp.offer(frame, self.loop.now):
+            if t > self.loop.now:
+                self.loop.at(t, lambda a: self._process(*a), (node, port, f))
+            else:
+                self._process(node, port, f)
+        self._watch_hold(imp, self._rx_expired, (node, port))
+
+    def _rx_expired(self, arg: tuple[LinkImpairment, tuple[str, int]]) -> None:
+        imp, (node, port) = arg
+        for _, f in imp.expire(self.loop.now):
+            self._process(node, port, f)
+
+    def _process(self, node: str, port: int, frame: bytes) -> None:
+        if self.proc_s:
+            now = self.loop.now
+            start = max(now, self._busy.get(node, 0.0))
+            self._busy[node] = start + self.proc_s
+            self.loop.at(start + self.proc_s, self._run, (node, port, frame))
+            return
+        self._run((node, port, frame))
+
+    def _run(self, arg: tuple[str, int, bytes]) -> None:
+        node, port, frame = arg
+        self.switch_frames += 1
+        for eport, out in self.switches[node].process(port, frame):
+            self.send(node, eport, out)
+
+    def _watch_hold(self, imp: LinkImpairment, cb: Callable[[Any], None],
+                    where: tuple[str, int]) -> None:
+        d = imp.next_deadline()
+        if d is not None:
+            self.loop.at(d, cb, (imp, where))
+
+    # -- figures ----------------------------------------------------------------------
+
+    def moved(self) -> dict[tuple[str, str], int]:
+        """Bytes per directed link ``(from, to)``, as ``run`` reads them off the counters."""
+        return {(a, self.name_of[(a, p)]): link.bytes for (a, p), link in self.links.items()}
+
+    def reset_counters(self) -> None:
+        """Zero the byte counters (between modes: ``run`` reads them around each launch)."""
+        for link in self.links.values():
+            link.bytes = link.frames = link.dropped = 0
+
+    def impairment_counters(self) -> dict[str, int]:
+        """Summed pyswitch impairment counters (dropped, duplicated, reordered)."""
+        out = {"dropped": 0, "duplicated": 0, "reordered": 0}
+        for imp in (*self.rx_imp.values(), *self.tx_imp.values()):
+            for k in out:
+                out[k] += getattr(imp.counters, k)
+        return out
+
+    def queue_drops(self) -> int:
+        """Frames dropped by full queues (drop-tail)."""
+        return sum(link.dropped for link in self.links.values())

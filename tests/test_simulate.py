@@ -1,0 +1,177 @@
+"""``python -m controller simulate`` (docs/simulate.md): small simulations of the make-run
+network, checked against values computed by hand.
+
+fattree:4, PS h0, 6 workers (h1..h6), budget 2, MLP with 4 hidden units: 310 values, i.e.
+10 chunks of K = 32; every INA frame (GRAD, PARTIAL, RESULT) is 196 bytes on the wire.
+Worker w sends, in round r, v[0] = 2^31 - 1 and v[i] = (w+1)(i+1)(r+1) for i >= 1, so the
+exact int32 sum is v[0] = 6 (2^31 - 1) mod 2^32 = -6 (it wraps) and v[i] = 21 (i+1)(r+1).
+Without loss and retransmissions every chunk crosses the PS's link once per round in INA
+mode (the aggregate of s_d) and once per worker in PS-only mode, and every worker's link
+carries one GRAD up and one RESULT down per chunk.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from controller.cli.main import main
+from controller.experiment.compare import load_results, rows_of
+from controller.experiment.methods.ina_core import Settings
+from controller.experiment.simulate.events import EventLoop
+from controller.experiment.simulate.run import SimOptions, simulate
+from workers.ina.wire import FRAME_BYTES
+
+N, N_VALUES, N_CHUNKS, ROUNDS = 6, 310, 10, 2
+WORKERS = [f"h{i}" for i in range(1, N + 1)]
+
+
+def gradient(w: int, r: int) -> np.ndarray:
+    v = np.array([(w + 1) * (i + 1) * (r + 1) for i in range(N_VALUES)], dtype=np.int64)
+    v[0] = 2**31 - 1
+    return v.astype(np.int32)
+
+
+def hand_sum(r: int) -> np.ndarray:
+    out = np.array([21 * (i + 1) * (r + 1) for i in range(N_VALUES)], dtype=np.int32)
+    out[0] = -6
+    return out
+
+
+def settings(**kw: object) -> Settings:
+    return Settings(hidden=4, rounds=ROUNDS, **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
+    sums: dict = {}
+    doc, _ = simulate(settings(), SimOptions(reference=False),
+                      tmp_path_factory.mktemp("sim"), "t", gradient_of=gradient, sums=sums)
+    return doc, sums
+
+
+def test_event_loop_runs_in_time_then_schedule_order() -> None:
+    loop, seen = EventLoop(), []
+    for t, tag in ((2.0, "c"), (1.0, "a"), (1.0, "b"), (0.5, "first")):
+        loop.at(t, seen.append, tag)
+    loop.at(3.0, lambda _: loop.stop())
+    loop.at(4.0, seen.append, "never")
+    loop.run()
+    assert seen == ["first", "a", "b", "c"] and loop.now == 3.0 and loop.events == 5
+
+
+def test_sums_equal_the_hand_computed_ones(clean_run: tuple[dict, dict]) -> None:
+    doc, sums = clean_run
+    assert set(sums) == {"ina", "ps_only"}
+    for mode in sums:
+        for r in range(ROUNDS):
+            assert len(sums[mode][r]) == N
+            for s in sums[mode][r]:
+                assert np.array_equal(s, hand_sum(r))
+    assert doc["exact_all_rounds"] is True
+    assert all(r["exact"] for m in doc["modes"].values() for r in m["rounds"])
+
+
+def test_bytes_equal_the_hand_computed_ones(clean_run: tuple[dict, dict]) -> None:
+    doc, _ = clean_run
+    assert FRAME_BYTES == 196
+    ina, ps_only = doc["modes"]["ina"], doc["modes"]["ps_only"]
+    for rec in (ina, ps_only):
+        assert sum(r["retransmissions"] for r in rec["rounds"]) == 0
+    assert doc["ps_bytes"] == {"ina": N_CHUNKS * 196, "ps_only": N * N_CHUNKS * 196}
+    assert ina["ps_link_bytes_total"] == ROUNDS * N_CHUNKS * 196 == 3920
+    assert ps_only["ps_link_bytes_total"] == ROUNDS * N * N_CHUNKS * 196 == 23520
+    for rec in (ina, ps_only):
+        links = rec["link_bytes_total"]
+        assert links["h0->edge0"] == ROUNDS * N_CHUNKS * 196  # one RESULT per chunk
+        for w in WORKERS:
+            tor = f"edge{int(w[1:]) // 2}"
+            assert links[f"{w}->{tor}"] == ROUNDS * N_CHUNKS * 196  # its GRADs
+            assert links[f"{tor}->{w}"] == ROUNDS * N_CHUNKS * 196  # its RESULTs
+    assert ina["ps"]["partials"] == ROUNDS * N_CHUNKS and ina["ps"]["grads"] == 0
+    assert ps_only["ps"]["grads"] == ROUNDS * N * N_CHUNKS
+
+
+def test_results_keep_runs_keys_marked_simulated(clean_run: tuple[dict, dict]) -> None:
+    doc, _ = clean_run
+    assert doc["simulated"] is True and doc["method"] == "ina"
+    for key in ("settings", "plan", "modes", "gamma", "ps_bytes", "busiest_link_bytes",
+                "retransmissions", "exact_all_rounds"):
+        assert key in doc
+    for r in doc["modes"]["ina"]["rounds"]:
+        for key in ("time_s", "sync_time_s", "ps_rx_bytes", "busiest_link_bytes",
+                    "retransmissions", "exact", "accuracy"):
+            assert key in r
+    # PS-only: 60 frames of 196 bytes through the PS's 1 Mbit/s link take 94.08 ms at least
+    assert min(r["time_s"] for r in doc["modes"]["ps_only"]["rounds"]) >= 60 * 196 * 8 / 1e6
+
+
+def test_loss_is_recovered_exactly_and_reproducibly(tmp_path: Path) -> None:
+    runs = []
+    for i in range(2):
+        sums: dict = {}
+        doc, _ = simulate(settings(loss=0.2, modes=("ina",)), SimOptions(reference=False),
+                          tmp_path / str(i), "t", gradient_of=gradient, sums=sums)
+        runs.append(doc)
+        for r in range(ROUNDS):
+            for s in sums["ina"][r]:
+                assert np.array_equal(s, hand_sum(r))
+    rec = runs[0]["modes"]["ina"]
+    assert rec["sim"]["impairment"]["dropped"] > 0
+    assert sum(r["retransmissions"] for r in rec["rounds"]) > 0
+    a, b = ({k: v for k, v in d["modes"]["ina"].items() if k != "sim"} for d in runs)
+    assert a == b  # seeded: the same run twice (only the machine's wall time differs)
+
+
+def test_two_jobs_share_the_network_with_exact_sums(tmp_path: Path) -> None:
+    """--jobs 2 on fattree:4: hosts dealt in turn, job1 = PS h0 + 7 workers, job2 = PS h1 +
+    7 workers; each job's sums are 28 (i+1)(r+1), and v[0] = 7 (2^31 - 1) mod 2^32 =
+    2^31 - 7.  PS-only: each PS receives 7 x 10 frames of 196 bytes per round."""
+    sums: dict = {}
+    doc, _ = simulate(settings(jobs="2"), SimOptions(reference=False), tmp_path, "t",
+                      gradient_of=gradient, sums=sums)
+    assert sorted(sums) == ["job1/ina", "job1/ps_only", "job2/ina", "job2/ps_only"]
+    for label, by_round in sums.items():
+        for r in range(ROUNDS):
+            want = np.array([28 * (i + 1) * (r + 1) for i in range(N_VALUES)], np.int32)
+            want[0] = 2**31 - 7
+            assert len(by_round[r]) == 7, label
+            assert all(np.array_equal(s, want) for s in by_round[r]), label
+    assert doc["simulated"] is True and set(doc["jobs"]) == {"job1", "job2"}
+    for job in ("job1", "job2"):
+        assert doc["jobs"][job]["ps_bytes"]["ps_only"] == 7 * N_CHUNKS * 196
+        assert doc["jobs"][job]["exact_all_rounds"] is True
+    assert [r.method for r in rows_of("t", doc)] == ["ina (simulated)"] * 4
+
+
+def test_cli_writes_results_compare_shows_simulated(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    rc = main(["simulate", "--hidden", "4", "--rounds", "1", "--modes", "ina",
+               "--budgets", "0,2", "--no-train", "--out", str(tmp_path), "--name", "s"])
+    assert rc == 0
+    for b in (0, 2):
+        doc = load_results(tmp_path / f"s-b{b}")
+        assert doc["settings"]["budget"] == b and doc["simulated"] is True
+        assert [r.method for r in rows_of("s", doc)] == ["ina (simulated)"]
+    out = capsys.readouterr().out
+    assert "budget 0" in out and "budget 2" in out and "exact yes" in out
+    json.loads((tmp_path / "s-b2" / "plan.json").read_text())
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--bw", "0"], "--bw 0"),
+    (["--budgets", "1,x"], "--budgets"),
+    (["--target", "bmv2"], "--target"),
+    (["--delay-ms", "-1"], "--delay-ms"),
+    (["--topo", "fattree:3"], "fat-tree"),
+    (["--ps", "h99"], "--ps"),
+    (["--topo", "fattree:8", "--workers", "65"], "at most 64"),
+])
+def test_bad_options_are_one_line(argv: list[str], words: str, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture) -> None:
+    assert main(["simulate", "--out", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and words in err[0]
