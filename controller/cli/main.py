@@ -52,6 +52,8 @@ EXAMPLES = {
     "deploy": "python -m controller deploy --plan plan.json --network results/network.json",
     "clean": "python -m controller clean --dry-run",
     "campaign": "python -m controller campaign --faults loss,slots --seeds 3",
+    "simulate": "python -m controller simulate --topo fattree:8 --workers 16 --budgets 0,2,4 "
+                "--no-train",
 }
 
 

@@ -67,7 +67,9 @@ def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
                    help=f"propagation delay per link (default {o.delay_ms:g}, as Mininet's)")
     v.add_argument("--queue", type=int_option(1), default=o.queue,
                    help=f"frames a link direction queues, drop-tail (default {o.queue})")
-    v.add_argument("--compute-ms", type=finite_float, default=o.compute_ms,
+    # dest apart from run's --compute-ms (a real model's step time, ina_options.check_workload)
+    v.add_argument("--compute-ms", dest="sim_compute_ms", type=finite_float,
+                   default=o.compute_ms,
                    help=f"a worker's time between two rounds (default {o.compute_ms:g})")
     v.add_argument("--jitter-ms", type=finite_float, default=o.jitter_ms,
                    help="plus uniform [0, J) per worker and round, seeded "
@@ -87,7 +89,7 @@ def _check(args: argparse.Namespace) -> None:
         raise ExperimentError("--repeats: run simulate once per --seed instead")
     if args.target != "pyswitch":
         raise ExperimentError("--target: simulate runs ina.p4 on in-process pyswitch only")
-    for what, v in (("--delay-ms", args.delay_ms), ("--compute-ms", args.compute_ms),
+    for what, v in (("--delay-ms", args.delay_ms), ("--compute-ms", args.sim_compute_ms),
                     ("--jitter-ms", args.jitter_ms), ("--switch-proc-ms", args.switch_proc_ms)):
         if not 0 <= v <= 60_000:
             raise ExperimentError(f"{what} must be in [0, 60000] ms, got {v:g}")
@@ -97,7 +99,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     """Simulate one run per budget; write each ``results.json``; print one line per mode."""
     _check(args)
     s = settings_from_args(args)
-    opt = SimOptions(delay_ms=args.delay_ms, queue=args.queue, compute_ms=args.compute_ms,
+    opt = SimOptions(delay_ms=args.delay_ms, queue=args.queue, compute_ms=args.sim_compute_ms,
                      jitter_ms=args.jitter_ms, switch_proc_ms=args.switch_proc_ms,
                      train=not args.no_train)
     name = args.name or time.strftime("sim-%Y%m%d-%H%M%S")
