@@ -42,6 +42,12 @@ import struct
 import sys
 from dataclasses import dataclass, fields
 
+from pyswitch.mmsg import IoVec as _IoVec
+from pyswitch.mmsg import MMsgHdr as _MMsgHdr
+from pyswitch.mmsg import MsgHdr as _MsgHdr
+from pyswitch.mmsg import recvmmsg as _recvmmsg
+from pyswitch.mmsg import sendmmsg as _sendmmsg
+
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
@@ -68,21 +74,6 @@ _SLL_SIZE = 20  # struct sockaddr_ll
 _SLL_PKTTYPE = 10
 
 
-class _IoVec(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
-
-class _MsgHdr(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
-                ("iov", ctypes.c_void_p), ("iovlen", ctypes.c_size_t),
-                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
-                ("flags", ctypes.c_int)]
-
-
-class _MMsgHdr(ctypes.Structure):
-    _fields_ = [("hdr", _MsgHdr), ("len", ctypes.c_uint)]
-
-
 _MM = ctypes.sizeof(_MMsgHdr)
 _OFF_CTLLEN = _MsgHdr.controllen.offset
 _OFF_FLAGS = _MsgHdr.flags.offset
@@ -93,18 +84,6 @@ _U32 = struct.Struct("=I")
 _SIZE_T = struct.Struct("@N")
 _CMSG_HDR = socket.CMSG_LEN(0)  # struct cmsghdr, then the data
 _CMSG = struct.Struct("@Nii")  # cmsg_len, cmsg_level, cmsg_type
-
-try:
-    _libc = ctypes.CDLL(None, use_errno=True)
-    _recvmmsg = _libc.recvmmsg
-    _recvmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
-                          ctypes.c_void_p]
-    _recvmmsg.restype = ctypes.c_int
-    _sendmmsg = _libc.sendmmsg
-    _sendmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int]
-    _sendmmsg.restype = ctypes.c_int
-except (OSError, AttributeError):  # no such libc functions: one call per frame
-    _recvmmsg = _sendmmsg = None
 
 
 class _Slots:

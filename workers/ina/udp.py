@@ -18,6 +18,11 @@ import errno
 import socket
 import struct
 
+from pyswitch.mmsg import IoVec as _IoVec
+from pyswitch.mmsg import MMsgHdr as _MMsgHdr
+from pyswitch.mmsg import MsgHdr as _MsgHdr
+from pyswitch.mmsg import recvmmsg as _recvmmsg
+from pyswitch.mmsg import sendmmsg as _sendmmsg
 from workers.ina.wire import InaDecodeError, InaPacket, decode_payload, encode_payload
 
 RCVBUF = 8 << 20
@@ -49,33 +54,6 @@ def receive(sock: socket.socket) -> InaPacket | None:
     except InaDecodeError:
         return None
 
-
-class _IoVec(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
-
-class _MsgHdr(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
-                ("iov", ctypes.c_void_p), ("iovlen", ctypes.c_size_t),
-                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
-                ("flags", ctypes.c_int)]
-
-
-class _MMsgHdr(ctypes.Structure):
-    _fields_ = [("hdr", _MsgHdr), ("len", ctypes.c_uint)]
-
-
-try:
-    _libc = ctypes.CDLL(None, use_errno=True)
-    _sendmmsg = _libc.sendmmsg
-    _sendmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int]
-    _sendmmsg.restype = ctypes.c_int
-    _recvmmsg = _libc.recvmmsg
-    _recvmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
-                          ctypes.c_void_p]
-    _recvmmsg.restype = ctypes.c_int
-except (OSError, AttributeError):  # no such libc functions: one call per datagram
-    _sendmmsg = _recvmmsg = None
 
 _MM = ctypes.sizeof(_MMsgHdr)
 _OFF_LEN = _MMsgHdr.len.offset
