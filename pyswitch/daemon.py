@@ -50,6 +50,11 @@ from pyswitch.impairment import (  # noqa: E402
     parse_port_option,
     parse_spec,
 )
+from pyswitch.inputfile import (  # noqa: E402
+    MAX_DEVICE_CONFIG_BYTES,
+    InputFileError,
+    read_input,
+)
 from pyswitch.memstats import memory_figures, trace  # noqa: E402
 from pyswitch.observe import TRACE, ObservedPort, install_trace  # noqa: E402
 from pyswitch.p4runtime.pipeline import (  # noqa: E402
@@ -602,11 +607,10 @@ def version() -> str:
 
 
 def _load_program(path: str) -> tuple[Any, bytes]:
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    try:  # a regular file of bounded size: a FIFO or /dev/zero is one line, not a hang
+        raw = read_input(path, MAX_DEVICE_CONFIG_BYTES, "compiled program")
+    except InputFileError as exc:
+        raise UsageError(f"cannot read {exc}") from None
     try:
         program = program_from_device_config(raw)
     except Exception as exc:

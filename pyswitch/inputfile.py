@@ -17,7 +17,12 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["InputFileError", "read_input", "read_input_text", "shown_path"]
+__all__ = ["InputFileError", "read_input", "read_input_text", "shown_path",
+           "MAX_DEVICE_CONFIG_BYTES"]
+
+# a compiled program (pyswitch's or BMv2's JSON) read from a file: far above any real one
+# (ina.p4's is well under 1 MiB), far below what would exhaust memory
+MAX_DEVICE_CONFIG_BYTES = 64 << 20
 
 
 class InputFileError(ValueError):

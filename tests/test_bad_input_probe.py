@@ -418,3 +418,34 @@ def test_macro_expansion_within_the_bound_still_works(tmp_path: Path) -> None:
     with pytest.raises(MacroError, match="exceeds"):
         expand("M39", objs, {})
     assert len(expand("M15", objs, {})) < MAX_EXPANSION  # 2^15 tokens: fine
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "too_long"])
+def test_switch_and_client_read_their_program_as_a_bounded_regular_file(tmp_path: Path,
+                                                                        kind: str) -> None:
+    """``pyswitch run PROG`` and the controller's ``set_pipeline(…, PATH)`` read a compiled
+    program only from a regular file of bounded size: a FIFO, ``/dev/zero`` or a name the OS
+    refuses is one line (and for the switch exit 2), never a hang or a memory blow-up."""
+    import subprocess
+    import sys
+
+    from p4.config.v1 import p4info_pb2
+
+    from controller.dataplane.p4runtime_client import SwitchConnection
+    from pyswitch.inputfile import InputFileError
+
+    path = tmp_path / "prog.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev_zero":
+        os.symlink("/dev/zero", path)
+    else:
+        path = tmp_path / LONG
+    run = subprocess.run([sys.executable, "-m", "pyswitch", "run", str(path)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pyswitch run: cannot read"), run.stderr
+    conn = SwitchConnection.__new__(SwitchConnection)  # no server: the file is read first
+    with pytest.raises(InputFileError, match="device config|regular file|too long"):
+        conn.set_pipeline(p4info_pb2.P4Info(), path)

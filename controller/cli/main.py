@@ -22,7 +22,7 @@ from controller.experiment.clean import add_clean_parser
 from controller.experiment.compare import add_compare_parser
 from controller.experiment.network import shaped_graph
 from controller.experiment.plan_figure import draw_plan, plan_picture_path
-from controller.files import OutputPathError, check_output_file
+from controller.files import InputFileError, OutputPathError, check_output_file
 from controller.options import (
     MAX_COMBINATIONS,
     finite_float,
@@ -220,7 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.command_line = ["python", "-m", "controller",
                              *(sys.argv[1:] if argv is None else argv)]
         return args.func(args)
-    except (UsageError, PlanError, TopologyError, ExperimentError, OutputPathError) as exc:
+    except (UsageError, PlanError, TopologyError, ExperimentError, OutputPathError,
+            InputFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -33,6 +33,7 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from pyswitch.inputfile import MAX_DEVICE_CONFIG_BYTES, read_input
 from pyswitch.p4runtime.codec import (
     decode_field_match,
     decode_int,
@@ -282,9 +283,9 @@ class SwitchConnection:
                      action: str = "VERIFY_AND_COMMIT") -> None:
         """SetForwardingPipelineConfig from a P4Info (file or message) and the device config
         (file path or bytes: BMv2 JSON or pyswitch compile output)."""
-        info = load_p4info(p4info)
         raw = device_config if isinstance(device_config, bytes) else \
-            Path(device_config).read_bytes()
+            read_input(device_config, MAX_DEVICE_CONFIG_BYTES, "device config")
+        info = load_p4info(p4info)
         req = self._stamp(p4runtime_pb2.SetForwardingPipelineConfigRequest())
         req.action = p4runtime_pb2.SetForwardingPipelineConfigRequest.Action.Value(action)
         req.config.p4info.CopyFrom(info)
