@@ -193,3 +193,14 @@ def test_control_socket_memory_ops_report_live_memory():
     finally:
         assert handle_control(None, {"op": "tracemalloc", "action": "stop"})["ok"]
     assert not handle_control(None, {"op": "tracemalloc", "action": "bogus"})["ok"]
+
+
+def test_a_second_server_on_a_port_in_use_is_refused():
+    """Two switches must not share a P4Runtime port (gRPC's default SO_REUSEPORT would let
+    the second bind and take some of the first one's connections): BMv2 refuses, so do we."""
+    srv, port = serve(Device(), "127.0.0.1:0")
+    try:
+        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}"):
+            serve(Device(), f"127.0.0.1:{port}")
+    finally:
+        srv.stop(0).wait(5)

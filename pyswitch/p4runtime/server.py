@@ -474,7 +474,9 @@ def serve(device: Device, address: str, max_workers: int = UNARY_WORKERS,
     servicer = P4RuntimeServicer(device, max_streams=max_streams, workers=max_workers)
 
     async def start() -> tuple[grpc.aio.Server, int]:
-        server = grpc.aio.server()
+        # gRPC sets SO_REUSEPORT by default: a second switch on the same port would then
+        # bind too and share the connections; BMv2 refuses the port in use, and so do we
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         add_servicer(servicer, server)
         try:
             port = server.add_insecure_port(address)
