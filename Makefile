@@ -50,6 +50,9 @@ bench: $(STAMP)
 	$(PY) bench/pyswitch_ina_pps.py
 	$(PY) bench/ina_loss_twin.py
 	$(PY) bench/p4runtime_abuse.py
+	$(PY) bench/sim_event_core.py
+	$(PY) bench/sim_scale.py --topo fattree:8 --workers 16 --budgets 0,2,4 --out results/sim_scale
+	@echo "bench: sim_crossval.py pairs finished runs (MININET_RUN SIM_RUN ...): see docs/simulate.md"
 	@if [ "$$(id -u)" = 0 ]; then \
 	  $(PY) bench/pyswitch_forwarding.py && \
 	  flock $(MININET_LOCK) $(PY) bench/hostile_frames.py && \

@@ -30,11 +30,12 @@ def rows(path: Path) -> list[str]:
         ps = rs[0]["ps_rx_bytes"]
         g = doc["gamma"] if mode == "ina" else {}
         gm = f"{g['measured']:.3f} / {g['ratio']:.3f}" if g else "—"
+        acc = rs[-1].get("accuracy")  # None when the run did not train (--no-train)
         out.append(
             f"| {s['topo']}, {len(doc['plan']['workers'])} w, M={s['budget']} | {mode} | {what} "
             f"| {statistics.mean(r['time_s'] for r in rs):.3f} "
             f"| {statistics.mean(r['sync_time_s'] for r in rs):.3f} | {ps:,.1f} | {retx} "
-            f"| {ps - FRAME * retx / len(rs):,.1f} | {gm} | {rs[-1]['accuracy']:.4f} "
+            f"| {ps - FRAME * retx / len(rs):,.1f} | {gm} | {'—' if acc is None else f'{acc:.4f}'} "
             f"| {'yes' if all(r['exact'] for r in rs) else 'NO'} |")
     return out
 

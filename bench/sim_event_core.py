@@ -81,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--events", type=int, default=200_000)
     p.add_argument("--links", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--smoke", action="store_true",
+                   help="a reduced run (5,000 deliveries, 8 links) that only shows it works")
     a = p.parse_args(argv)
+    if a.smoke:
+        a.events, a.links = 5_000, 8
     print(f"settings: {a.events:,} deliveries, {a.links} links, seed {a.seed}, "
           f"Python {sys.version.split()[0]}")
     impls = {"heap": run_heap, "simpy": run_simpy}

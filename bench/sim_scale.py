@@ -91,7 +91,12 @@ def main(argv: list[str] | None = None) -> int:
                    "and --workers workers spread over the pods (J x W workers in all; ina.p4's "
                    "bitmap carries at most 64 workers per job)")
     p.add_argument("--out", default="/tmp/sim_scale")
+    p.add_argument("--smoke", action="store_true",
+                   help="a reduced run (fat-tree k=4, 4 workers, budgets 0 and 1, 1 round) "
+                        "that only shows it works")
     a = p.parse_args(argv)
+    if a.smoke:
+        a.topo, a.workers, a.budgets, a.rounds = "fattree:4", "4", [0, 1], 1
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     graph = shaped_graph(parse_topology(a.topo), 1.0)

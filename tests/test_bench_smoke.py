@@ -30,7 +30,8 @@ def _run(*args: str, timeout: float = 240) -> str:
 
 def test_every_bench_script_is_covered_here() -> None:
     covered = {"pyswitch_pps", "pyswitch_ina_pps", "pyswitch_forwarding", "plan_scaling",
-               "ina_loss_twin", "p4runtime_abuse", "hostile_frames", "soak", "hostile_input"}
+               "ina_loss_twin", "p4runtime_abuse", "hostile_frames", "soak", "hostile_input",
+               "sim_event_core", "sim_scale", "sim_crossval"}
     assert {p.stem for p in BENCH.glob("*.py")} == covered
 
 
@@ -72,3 +73,18 @@ def test_mininet_benches_parse_their_options(script: str) -> None:
 
 def test_hostile_input_imports() -> None:
     _run("-c", "import sys; sys.path.insert(0, 'bench'); import hostile_input")
+
+
+def test_sim_event_core_smoke() -> None:
+    out = _run("bench/sim_event_core.py", "--smoke")
+    assert "heap:" in out and "µs/event" in out
+
+
+def test_sim_scale_and_crossval_smoke(tmp_path: Path) -> None:
+    """sim_scale's reduced sweep (exact in every row), then sim_crossval on two of its runs
+    (the table's form; its full use pairs a Mininet run with a simulated one)."""
+    out = _run("bench/sim_scale.py", "--smoke", "--out", str(tmp_path))
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("greedy")]
+    assert len(rows) == 2 and all(r[5] == "yes" for r in rows), out
+    table = _run("bench/sim_crossval.py", str(tmp_path / "greedy-b0"), str(tmp_path / "greedy-b1"))
+    assert table.count("| sim |") == 2 and "| yes |" in table
