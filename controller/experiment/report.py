@@ -139,8 +139,10 @@ def print_table(console: Console, table: Table, min_width: int) -> None:
 
 
 def print_written(console: Console, out_dir: Path, plots: list[Path]) -> None:
-    """The closing line of every run: where its results and plots are."""
-    console.print(f"results: {out_dir / 'results.json'}; plots: "
+    """The closing line of every run: where its one-page report, results and plots are."""
+    report = out_dir / "report.md"
+    head = f"report: {report}; " if report.exists() else ""
+    console.print(f"{head}results: {out_dir / 'results.json'}; plots: "
                   f"{', '.join(p.name for p in plots)}")
 
 
