@@ -39,6 +39,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from controller.experiment.simulate.network import rule_value  # noqa: E402
 from workers.ina.ps import PsState  # noqa: E402
 from workers.ina.wire import FrameTemplate, InaPacket, decode_frame  # noqa: E402
 from workers.ina.worker import RttEstimator, WorkerRound  # noqa: E402
@@ -113,18 +114,6 @@ def network() -> dict[str, Any]:
             "schedules": {m: schedules_for(m, plan, workers, n_chunks) for m in ("ina", "ps_only")}}
 
 
-def _int(v: Any) -> Any:
-    """P4Runtime-style rule values (IPv4/MAC strings, lpm tuples) as pyswitch ints."""
-    if isinstance(v, tuple):
-        return tuple(_int(x) for x in v)
-    if isinstance(v, str):
-        if ":" in v:
-            return int(v.replace(":", ""), 16)
-        a, b, c, d = (int(x) for x in v.split("."))
-        return (a << 24) | (b << 16) | (c << 8) | d
-    return v
-
-
 def build_switches(net: dict[str, Any]) -> dict[str, Any]:
     import pyswitch
 
@@ -132,10 +121,10 @@ def build_switches(net: dict[str, Any]) -> dict[str, Any]:
     for name, r in net["rules"].items():
         sw = pyswitch.Switch(net["program"], device_id=0, seed=0)
         sw.set_default_action(r.default.table, r.default.action,
-                              {k: _int(v) for k, v in r.default.params.items()})
+                              {k: rule_value(v) for k, v in r.default.params.items()})
         for e in r.entries:
-            sw.insert_entry(e.table, {k: _int(v) for k, v in e.match.items()}, e.action,
-                            {k: _int(v) for k, v in e.params.items()})
+            sw.insert_entry(e.table, {k: rule_value(v) for k, v in e.match.items()}, e.action,
+                            {k: rule_value(v) for k, v in e.params.items()})
         for g, ports in r.mcast_groups.items():
             sw.set_multicast_group(g, [(p, 0) for p in ports])
         out[name] = sw
