@@ -56,8 +56,9 @@ bench: $(STAMP)
 	@if [ "$$(id -u)" = 0 ]; then \
 	  $(PY) bench/pyswitch_forwarding.py && \
 	  flock $(MININET_LOCK) $(PY) bench/hostile_frames.py && \
-	  flock $(MININET_LOCK) $(PY) bench/soak.py; \
-	else echo "bench: pyswitch_forwarding, hostile_frames and soak need root: skipped"; fi
+	  flock $(MININET_LOCK) $(PY) bench/soak.py && \
+	  flock $(MININET_LOCK) $(PY) bench/e2e_unshaped.py; \
+	else echo "bench: pyswitch_forwarding, hostile_frames, soak and e2e_unshaped need root: skipped"; fi
 
 clean:
 	rm -rf $(VENV) build results .pytest_cache *.egg-info

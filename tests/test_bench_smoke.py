@@ -2,9 +2,11 @@
 reduced form (``--smoke``: seconds each) and must finish with status 0 and print its figure
 line.  The figures of a smoke run are rough and not judged; ``make bench`` runs the full forms.
 
-The two Mininet benches (``hostile_frames.py``, ``soak.py``) need the Mininet lock and
-minutes even reduced: here they must import and parse their options (``--help``); their
-reduced runs are tests/test_hostile_e2e.py and tests/test_soak_bench.py.
+The Mininet benches (``hostile_frames.py``, ``soak.py``, ``e2e_unshaped.py``) need the
+Mininet lock and minutes even reduced: here they must import and parse their options
+(``--help``); the reduced runs of the first two are tests/test_hostile_e2e.py and
+tests/test_soak_bench.py, e2e_unshaped's is any ``controller run`` test (it only adds
+``--bw 0``), and its figures are checked here on a hand-made results.json.
 ``hostile_input.py`` is the library of hostile_frames.py and must import."""
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def _run(*args: str, timeout: float = 240) -> str:
 def test_every_bench_script_is_covered_here() -> None:
     covered = {"pyswitch_pps", "pyswitch_ina_pps", "pyswitch_forwarding", "plan_scaling",
                "ina_loss_twin", "p4runtime_abuse", "hostile_frames", "soak", "hostile_input",
-               "sim_event_core", "sim_scale", "sim_crossval"}
+               "sim_event_core", "sim_scale", "sim_crossval", "e2e_unshaped"}
     assert {p.stem for p in BENCH.glob("*.py")} == covered
 
 
@@ -66,7 +68,7 @@ def test_pyswitch_forwarding_smoke() -> None:
     assert "pyswitch / raw Python forwarder" in out
 
 
-@pytest.mark.parametrize("script", ["hostile_frames.py", "soak.py"])
+@pytest.mark.parametrize("script", ["hostile_frames.py", "soak.py", "e2e_unshaped.py"])
 def test_mininet_benches_parse_their_options(script: str) -> None:
     assert "usage" in _run(f"bench/{script}", "--help")
 
@@ -88,3 +90,23 @@ def test_sim_scale_and_crossval_smoke(tmp_path: Path) -> None:
     assert len(rows) == 2 and all(r[5] == "yes" for r in rows), out
     table = _run("bench/sim_crossval.py", str(tmp_path / "greedy-b0"), str(tmp_path / "greedy-b1"))
     assert table.count("| sim |") == 2 and "| yes |" in table
+
+
+def test_e2e_unshaped_figures_from_a_hand_made_results_file() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import e2e_unshaped as e2e
+    finally:
+        sys.path.remove(str(BENCH))
+    rounds = [{"time_s": t, "exact": True} for t in (0.1, 0.3, 0.2)]
+    results = {"settings": {"workers": 6, "bw": 0, "topo": "fattree:4", "ps": "h0",
+                            "budget": 2, "rounds": 3, "target": "pyswitch"},
+               "modes": {"ina": {"grad_bytes": 9640, "rounds": rounds}}}
+    f = e2e.mode_figures(results["modes"]["ina"], 6)
+    # 9,640 bytes = 2,410 int32 values; median 0.2 s -> 12,050 values/s, x6 workers 72,300
+    assert (f["values"], f["median_s"]) == (2410, 0.2)
+    assert round(f["aggregated_per_s"]) == 12050 and round(f["summed_per_s"]) == 72300
+    text, ok = e2e.report(results, 12.0)
+    assert ok and "72,300" in text
+    rounds[1]["exact"] = False
+    assert e2e.report(results, 12.0)[1] is False
