@@ -60,6 +60,7 @@ from controller.experiment.network import check_environment, shaped_graph
 from controller.experiment.records import seed_stats
 from controller.experiment.report import plot_modes, print_summary, print_written
 from controller.experiment.runner import Method, Run, execute
+from controller.experiment.servers import cluster_spec, placement_summary
 from controller.plan.document import resolve_workers
 from controller.plan.jobs import jobs_argument
 from controller.plan.lp import PlanError
@@ -180,6 +181,11 @@ class InaMethod(Method):
             self.kill = (parse_kill_worker(s.kill_worker,
                                            resolve_workers(graph, s.ps, s.workers), s.rounds)
                          if s.kill_worker else None)
+        if s.servers is not None:  # every server checked before any network (docs/servers.md)
+            cluster = cluster_spec(graph, s.servers, s.ssh_config)
+            s.extra["placement"] = placement_summary(cluster.placement)
+            run.console.print(f"[bold]servers[/]: {', '.join(cluster.placement.servers)} "
+                              f"({len(cluster.placement.tunnels)} links as tunnels)")
         # the slot count the program is compiled with (--slots, docs/protocol.md §2)
         s.extra["num_slots"] = num_slots()
         run.settings = asdict(s)
