@@ -165,8 +165,13 @@ class InaMethod(Method):
         for m in s.modes:
             if m not in MODES:
                 raise ExperimentError(f"--modes: unknown mode {m!r} (expected {', '.join(MODES)})")
-        check_environment(s.target)
         self.graph = graph = shaped_graph(parse_topology(s.topo), s.bw)
+        if s.servers is not None:  # every server checked before any network (docs/servers.md)
+            cluster = cluster_spec(graph, s.servers, s.ssh_config)
+            s.extra["placement"] = placement_summary(cluster.placement)
+            run.console.print(f"[bold]servers[/]: {', '.join(cluster.placement.servers)} "
+                              f"({len(cluster.placement.tunnels)} links as tunnels)")
+        check_environment(s.target)
         self.fail = parse_fail_switch(s.fail_switch, graph, s.rounds) if s.fail_switch else None
         if s.on_worker_failure not in WORKER_POLICIES:
             raise ExperimentError(f"--on-worker-failure: expected stop or continue, got "
@@ -181,11 +186,6 @@ class InaMethod(Method):
             self.kill = (parse_kill_worker(s.kill_worker,
                                            resolve_workers(graph, s.ps, s.workers), s.rounds)
                          if s.kill_worker else None)
-        if s.servers is not None:  # every server checked before any network (docs/servers.md)
-            cluster = cluster_spec(graph, s.servers, s.ssh_config)
-            s.extra["placement"] = placement_summary(cluster.placement)
-            run.console.print(f"[bold]servers[/]: {', '.join(cluster.placement.servers)} "
-                              f"({len(cluster.placement.tunnels)} links as tunnels)")
         # the slot count the program is compiled with (--slots, docs/protocol.md §2)
         s.extra["num_slots"] = num_slots()
         run.settings = asdict(s)
