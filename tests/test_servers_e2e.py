@@ -15,13 +15,16 @@ leaf1--spine0 link an SSH tunnel that carries the gradients of h2 and h3 to the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,8 +49,17 @@ def second_server():
     if not have_netns_support() or not Path("/usr/sbin/sshd").exists() \
             or shutil.which("sudo") is None:
         pytest.skip("needs root, ip, sshd and sudo (scripts/ensure_system.sh)")
+    with second_server_namespace() as found:
+        yield found
+
+
+@contextlib.contextmanager
+def second_server_namespace() -> Iterator[tuple[str, Path, str]]:
+    """The second server of :func:`second_server` (also for trying runs by hand:
+    ``with second_server_namespace() as (ip, config, local): ...``), removed on leaving."""
     tag = unique_tag("sv")
     ns, va, vb = tag, f"{tag}a", f"{tag}b"
+    taps_before = _taps()
     n = os.getpid() % 200 + 20
     a, b = f"10.251.{n}.1", f"10.251.{n}.2"
     tmp = Path(tempfile.mkdtemp(prefix="insync-servers-"))
@@ -85,6 +97,15 @@ def second_server():
         if sshd is not None:
             sshd.terminate()
             sshd.wait(timeout=10)
+        # whatever a failed or killed run left: the sessions in the namespace (and with them
+        # the remote shells and processes), the ssh clients naming the server, the tap devices
+        pids = _sh("ip", "netns", "pids", ns, check=False).stdout.split()
+        pids += [pid for pid, _ in _processes_naming(b)]
+        for pid in {int(p) for p in pids} - {os.getpid()}:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for tap in _taps() - taps_before:
+            _sh("ip", "link", "del", tap, check=False)
         _sh("ip", "link", "del", va, check=False)
         _sh("ip", "netns", "del", ns, check=False)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -149,8 +170,8 @@ def _taps() -> set[str]:
     return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line}
 
 
-def _processes_naming(text: str) -> list[str]:
-    """Command lines of the processes that name ``text``."""
+def _processes_naming(text: str) -> list[tuple[str, str]]:
+    """(pid, command line) of the processes that name ``text``."""
     found = []
     for p in Path("/proc").iterdir():
         try:
@@ -158,7 +179,7 @@ def _processes_naming(text: str) -> list[str]:
         except OSError:
             continue
         if p.name.isdigit() and text in cmd and int(p.name) != os.getpid():
-            found.append(cmd)
+            found.append((p.name, cmd))
     return found
 
 
