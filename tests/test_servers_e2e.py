@@ -10,7 +10,8 @@ with "Host key verification failed."), so :class:`_Tunnel` makes the same tunnel
 :func:`test_ina_run_split_over_two_servers` runs ``python -m controller run --servers`` over
 the same two servers: leaf-spine 2,1,2 with leaf1 and its hosts on the second server, pyswitch
 started there, the controller deploying to its P4Runtime port on the server's address, and the
-leaf1--spine0 link an SSH tunnel that carries the gradients of h2 and h3 to the PS on h0.
+leaf1--spine0 link an SSH tunnel that carries the gradients of h0 and h1 to the PS on h3
+(h2's stay on the second server).
 """
 
 from __future__ import annotations
@@ -187,8 +188,8 @@ def test_ina_run_split_over_two_servers(second_server, tmp_path):
     """An INA run over two servers ends exact, and the tunnel carried the gradients."""
     server, config, local = second_server
     taps_before = _taps()
-    cmd = [sys.executable, "-m", "controller", "run", "--topo", "leafspine:2,1,2", "--ps", "h0",
-           "--workers", "h1,h2,h3", "--budget", "3", "--rounds", "3", "--bw", "10",
+    cmd = [sys.executable, "-m", "controller", "run", "--topo", "leafspine:2,1,2", "--ps", "h3",
+           "--workers", "h0,h1,h2", "--budget", "3", "--rounds", "3", "--bw", "10",
            "--modes", "ina", "--servers", f"{local},{server}", "--ssh-config", str(config),
            "--out", str(tmp_path), "--name", "two"]
     t0 = time.monotonic()
@@ -202,10 +203,11 @@ def test_ina_run_split_over_two_servers(second_server, tmp_path):
     assert placement["tunnels"] == [["leaf1", "spine0"]]
     rec = res["modes"]["ina"]
     assert len(rec["rounds"]) == 3 and all(r["exact"] for r in rec["rounds"])
-    # every round at least the gradient's bytes: from h2 into leaf1 (counted on the second
-    # server), from leaf1 over the tunnel into spine0 (counted here), and the results back
+    # every round at least the gradient's bytes: from h0 into leaf0 (counted here), from
+    # spine0 over the tunnel to leaf1 and the results back, into the PS (counted on the
+    # second server; the PS there ended by SIGTERM reports its own exit status)
     links = rec["link_bytes_total"]
-    for link in ("h2->leaf1", "h3->leaf1", "leaf1->spine0", "spine0->leaf1"):
+    for link in ("h0->leaf0", "spine0->leaf1", "leaf1->spine0", "leaf1->h3"):
         assert links[link] >= 3 * rec["grad_bytes"], (link, links[link], rec["grad_bytes"])
     assert _taps() <= taps_before  # the tunnels' tap devices are gone
     # nor a process: ssh clients and tunnels, pyswitch (its gRPC address), workers and PS
@@ -214,8 +216,9 @@ def test_ina_run_split_over_two_servers(second_server, tmp_path):
 
 
 def test_remote_processes_report_and_end(second_server):
-    """A process on a host of the second server reports its own exit status, and ends when
-    its local ssh is killed (topo.mininet_cluster.remote_script); so does a local one."""
+    """A process on a host of the second server reports its own exit status, gets SIGTERM
+    from ``terminate()`` and ends when its local ssh is killed
+    (topo.mininet_cluster.remote_script); so does a local one."""
     from topo.cluster_placement import place
     from topo.mininet_cluster import ClusterSpec, build_cluster_net
     from topo.models import parse_topology
@@ -232,6 +235,12 @@ def test_remote_processes_report_and_end(second_server):
             t0 = time.monotonic()
             proc = host.popen(["sh", "-c", "sleep 0.5; exit 3"])
             assert proc.wait(10) == 3 and time.monotonic() - t0 >= 0.5
+            proc = host.popen([sys.executable, "-c", "import signal, sys, time; signal.signal("
+                               "signal.SIGTERM, lambda *a: sys.exit(7)); print('up', flush="
+                               "True); time.sleep(30)"], text=True)
+            assert proc.stdout.readline().strip() == "up"
+            proc.terminate()  # SIGTERM to the command itself, whose own status comes back
+            assert proc.wait(10) == 7, name
             mark = f"30.{os.getpid()}{len(name)}{name[-1]}"  # a sleep only this test makes
             proc = host.popen(["sleep", mark])
             time.sleep(0.5)

@@ -15,8 +15,13 @@ this module adds, each for a place where the shipped code does not fit an INSync
   joined by ``ssh -w``) with those options, a tap number of its own instead of the hard-wired
   ``tap9`` (removed again if the tunnel fails), and ``TCIntf`` interfaces so that a tunnel is
   shaped like any other link (the shipped ``RemoteLink`` is a plain ``Link``);
-* a remote host's processes (``popen``) start in the project folder, and end when their
-  local ``ssh`` ends (the shipped ``popen`` leaves them running on the server);
+* a remote host's processes (``popen``) start in the project folder, end when their local
+  ``ssh`` ends (the shipped ``popen`` leaves them running on the server), and
+  ``terminate()`` sends them SIGTERM, so that their own exit status comes back;
+* on the local server processes start as plain Mininet starts them (the shipped
+  ``RemoteMixin._popen`` makes each a process-group leader, whereupon ``mnexec -d`` forks
+  and the ``Popen`` ends at once while the command runs on), and ssh is started directly,
+  not as ``sudo -u USER ssh`` for the user already running (SIGKILL to sudo leaves ssh);
 * :class:`ClusterPySwitch` -- pyswitch started on the switch's server, listening for
   P4Runtime on that server's address (the controller reaches ``SERVER:PORT``);
 * :class:`ClusterNet` -- reads a remote switch's interface counters on its server.
@@ -187,7 +192,15 @@ def cluster_classes(spec: ClusterSpec, switch_cls: type = PySwitch) -> tuple[typ
             cmd = list(args[0]) if len(args) == 1 and isinstance(args[0], list) else list(args)
             kwargs.pop("cwd", None)
             kwargs["stdin"] = subprocess.PIPE  # held open: its end ends the remote process
-            return super().popen(["sh", "-c", shlex.quote(remote_script(cmd))], **kwargs)
+            proc = super().popen(["sh", "-c", shlex.quote(remote_script(cmd))], **kwargs)
+
+            def terminate() -> None:
+                """SIGTERM for the remote process (``remote_script``), whose own exit
+                status then comes back through ssh (SIGTERM to ssh would be ssh's)."""
+                if proc.stdin is not None and not proc.stdin.closed:
+                    proc.stdin.close()
+            proc.terminate = terminate  # type: ignore[method-assign]
+            return proc
 
     class ClusterSwitch(LocalAsMininet, cluster.RemoteMixin, PySwitch):
         """pyswitch on its server, P4Runtime on the server's address."""
