@@ -119,7 +119,7 @@ def test_ssh_config_needs_servers(capsys):
 
 def test_bad_servers_exit_code_of_the_process():
     proc = subprocess.run([sys.executable, "-m", "controller", "run", "--servers", "x"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "error: --servers 'x': name at least two servers, the local one first (A,B,...)"]

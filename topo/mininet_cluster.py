@@ -48,7 +48,6 @@ import networkx as nx
 
 from topo.cluster_placement import Placement
 from topo.mininet_net import MininetNet, build_net, quiet_tc_intf
-from topo.mininet_switch import PySwitch
 
 __all__ = ["ClusterError", "ClusterSpec", "ClusterNet", "ROOT", "resolve_server",
            "is_local_address", "check_server", "cluster_classes", "remote_script",
@@ -134,12 +133,17 @@ def remote_script(cmd: list[str], cwd: Path = ROOT) -> str:
 _tap_numbers = iter(range(100_000 + (os.getpid() % 100_000) * 1000, 2**31 - 2))
 
 
-def cluster_classes(spec: ClusterSpec, switch_cls: type = PySwitch) -> tuple[type, type, type]:
+def cluster_classes(spec: ClusterSpec, switch_cls: type | None = None
+                    ) -> tuple[type, type, type]:
     """(host, switch, link) classes whose ssh carries ``spec``'s options (module
     docstring); ``switch_cls``: pyswitch only (BMv2 is not started remotely)."""
     from mininet.examples import cluster
     from mininet.node import Node
     from mininet.util import decode
+
+    from topo.mininet_switch import PySwitch
+
+    switch_cls = switch_cls or PySwitch
 
     opts = spec.ssh_options()
     sshbase = ["ssh", *opts, "-q", "-o", "ForwardAgent=yes", "-tt"]
@@ -310,7 +314,7 @@ class ClusterNet(MininetNet):
         return {i: (nums[2 * k], nums[2 * k + 1]) for k, i in enumerate(interfaces)}
 
 
-def build_cluster_net(graph: nx.Graph, spec: ClusterSpec, switch_cls: type = PySwitch,
+def build_cluster_net(graph: nx.Graph, spec: ClusterSpec, switch_cls: type | None = None,
                       switch_opts: dict[str, Any] | None = None,
                       per_switch_opts: dict[str, dict[str, Any]] | None = None,
                       start: bool = True, bw_unit_mbps: float | None = 1.0) -> ClusterNet:
