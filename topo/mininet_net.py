@@ -174,20 +174,29 @@ def set_htb_rate(ifname: str, mbps: float) -> None:
         raise RuntimeError(f"{' '.join(cmd)}: {proc.stderr.strip()}")
 
 
-def _quiet_tc_link() -> type:
-    """TCLink whose interfaces drop htb's "quantum of class ... is big" warning.
+def quiet_tc_intf() -> type:
+    """TCIntf that drops htb's "quantum of class ... is big" warning.
 
     Above ~16 Mbit/s htb's default r2q gives a quantum over 200 kB and tc warns; the quantum
     only shares bandwidth among sibling classes and TCIntf makes one class per interface, so
     the warning says nothing about our links (Mininet prints it as "*** Error").  Every other
     tc output is still reported."""
-    from mininet.link import TCIntf, TCLink
+    from mininet.link import TCIntf
 
     class QuietTCIntf(TCIntf):
         def tc(self, cmd: str, tc: str = "tc") -> str:
             out = super().tc(cmd, tc)
             return "".join(line for line in out.splitlines(keepends=True)
                            if "quantum of class" not in line)
+
+    return QuietTCIntf
+
+
+def _quiet_tc_link() -> type:
+    """TCLink whose interfaces are :func:`quiet_tc_intf`'s."""
+    from mininet.link import TCLink
+
+    QuietTCIntf = quiet_tc_intf()  # noqa: N806 -- a class
 
     class QuietTCLink(TCLink):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -201,12 +210,16 @@ def _quiet_tc_link() -> type:
 def build_net(graph: nx.Graph, switch_cls: type | None = None,
               switch_opts: dict[str, Any] | None = None,
               per_switch_opts: dict[str, dict[str, Any]] | None = None,
-              start: bool = True, bw_unit_mbps: float | None = 1.0) -> MininetNet:
+              start: bool = True, bw_unit_mbps: float | None = 1.0, *,
+              node_opts: dict[str, dict[str, Any]] | None = None,
+              net_opts: dict[str, Any] | None = None) -> MininetNet:
     """Create the Mininet network for ``graph`` (controller=None, TCLink) and start it.
 
     ``switch_cls`` defaults to :class:`topo.mininet_switch.PySwitch`; ``switch_opts`` go to
     every switch, ``per_switch_opts[name]`` to one; ``bw_unit_mbps`` as in
-    :func:`plan_network`. Returns after every switch's P4Runtime
+    :func:`plan_network`. ``node_opts[name]`` and ``net_opts`` go to that node's and to
+    Mininet's constructor (the cluster mode's server and classes,
+    :mod:`topo.mininet_cluster`). Returns after every switch's P4Runtime
     server answers; on any error the partly built network is stopped."""
     from mininet.net import Mininet
 
@@ -214,15 +227,18 @@ def build_net(graph: nx.Graph, switch_cls: type | None = None,
 
     switch_cls = switch_cls or PySwitch
     plan = plan_network(graph, bw_unit_mbps)
-    net = Mininet(topo=None, controller=None, link=_quiet_tc_link(), autoSetMacs=False,
-                  autoStaticArp=False, build=False, waitConnected=False)
+    node_opts = node_opts or {}
+    net = Mininet(**{"topo": None, "controller": None, "link": _quiet_tc_link(),
+                     "autoSetMacs": False, "autoStaticArp": False, "build": False,
+                     "waitConnected": False, **(net_opts or {})})
     try:
         for name in plan.hosts:
-            net.addHost(name, ip=None)
+            net.addHost(name, ip=None, **node_opts.get(name, {}))
         for s in plan.switches:
-            opts = dict(switch_opts or {})
+            opts = {"cls": switch_cls, **(switch_opts or {})}
             opts.update((per_switch_opts or {}).get(s, {}))
-            net.addSwitch(s, cls=switch_cls, device_id=plan.device_ids[s], **opts)
+            opts.update(node_opts.get(s, {}))
+            net.addSwitch(s, device_id=plan.device_ids[s], **opts)
         for u, v, pu, pv, opts in plan.links:
             net.addLink(u, v, port1=pu, port2=pv, **opts)
         net.build()

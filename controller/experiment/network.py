@@ -110,11 +110,19 @@ def compile_program(target: str, build: Path) -> tuple[Path, Path]:
     return p4info, config
 
 
-def interface_counters(net_plan: Any) -> dict[tuple[str, str], int]:
-    """Bytes per directed link, from the switch-side interface counters (root namespace)."""
+def interface_counters(net_plan: Any, read: Any = None) -> dict[tuple[str, str], int]:
+    """Bytes per directed link, from the switch-side interface counters (root namespace;
+    ``read(switch, interfaces) -> {interface: (tx, rx)}`` reads them instead, e.g. on a
+    switch's own server, :meth:`topo.mininet_cluster.ClusterNet.interface_bytes`)."""
     out = {}
     for s in net_plan.switches:
-        for nb, port in net_plan.ports[s].items():
+        ports = net_plan.ports[s]
+        if read is not None:
+            got = read(s, [f"{s}-eth{port}" for port in ports.values()])
+            for nb, port in ports.items():
+                out[(s, nb)], out[(nb, s)] = got[f"{s}-eth{port}"]
+            continue
+        for nb, port in ports.items():
             base = Path(f"/sys/class/net/{s}-eth{port}/statistics")
             out[(s, nb)] = int((base / "tx_bytes").read_text())
             out[(nb, s)] = int((base / "rx_bytes").read_text())

@@ -227,7 +227,8 @@ class Run:
         """The launch sequence of one mode (module docstring); raises ExperimentError naming
         the process that failed (servers' exit codes are returned for ``"stop"``)."""
         def counters() -> dict[tuple[str, str], int]:
-            return interface_counters(mininet.plan)
+            # a network over several servers reads them there (topo.mininet_cluster)
+            return interface_counters(mininet.plan, getattr(mininet, "interface_bytes", None))
 
         if spec.start_file is not None:
             spec.start_file.unlink(missing_ok=True)

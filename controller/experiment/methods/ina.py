@@ -60,6 +60,7 @@ from controller.experiment.network import check_environment, shaped_graph
 from controller.experiment.records import seed_stats
 from controller.experiment.report import plot_modes, print_summary, print_written
 from controller.experiment.runner import Method, Run, execute
+from controller.experiment.servers import cluster_spec, placement_summary
 from controller.plan.document import resolve_workers
 from controller.plan.jobs import jobs_argument
 from controller.plan.lp import PlanError
@@ -164,8 +165,13 @@ class InaMethod(Method):
         for m in s.modes:
             if m not in MODES:
                 raise ExperimentError(f"--modes: unknown mode {m!r} (expected {', '.join(MODES)})")
-        check_environment(s.target)
         self.graph = graph = shaped_graph(parse_topology(s.topo), s.bw)
+        if s.servers is not None:  # every server checked before any network (docs/servers.md)
+            cluster = cluster_spec(graph, s.servers, s.ssh_config)
+            s.extra["placement"] = placement_summary(cluster.placement)
+            run.console.print(f"[bold]servers[/]: {', '.join(cluster.placement.servers)} "
+                              f"({len(cluster.placement.tunnels)} links as tunnels)")
+        check_environment(s.target)
         self.fail = parse_fail_switch(s.fail_switch, graph, s.rounds) if s.fail_switch else None
         if s.on_worker_failure not in WORKER_POLICIES:
             raise ExperimentError(f"--on-worker-failure: expected stop or continue, got "

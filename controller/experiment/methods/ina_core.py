@@ -95,6 +95,10 @@ class Settings:
     scale: int | None = None
     link_gbps: float = DEFAULT_LINK_GBPS
     compute_ms: float | None = None
+    # several servers (run --servers A,B,..., docs/servers.md): the list, the local one first,
+    # and the ssh client configuration every ssh to them uses (None: ssh's own)
+    servers: str | None = None
+    ssh_config: str | None = None
 
     @property
     def workload(self) -> ScaledWorkload | None:
@@ -283,8 +287,13 @@ def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: Plan, jobs: list[S
     socks = _control_sockets([n for n, k in graph.nodes(data="kind") if k == "switch"]) \
         if control_sockets else {}
     console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, "
-                  f"{s.target} switches" + (f", {s.bw:g} Mbit/s links" if s.bw else ""))
-    with run.network(build_net(graph, switch_cls, switch_opts=opts,
+                  f"{s.target} switches" + (f", {s.bw:g} Mbit/s links" if s.bw else "")
+                  + (f", over servers {s.servers}" if getattr(s, "servers", None) else ""))
+    builder: Any = build_net
+    if getattr(s, "servers", None):  # several servers (docs/servers.md)
+        from controller.experiment.servers import cluster_builder
+        builder = cluster_builder(graph, s.servers, getattr(s, "ssh_config", None))
+    with run.network(builder(graph, switch_cls, switch_opts=opts,
                                per_switch_opts={sw: {"control_socket": p}
                                                 for sw, p in socks.items()} or None,
                                bw_unit_mbps=1.0 if s.bw else None)) as mininet:

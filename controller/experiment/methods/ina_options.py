@@ -16,6 +16,7 @@ from controller.experiment.run_options import (
     add_topology_options,
     add_transport_options,
 )
+from controller.experiment.servers import check_servers_option
 from controller.options import finite_float, int_option, read_topology
 from controller.plan.document import resolve_workers
 from controller.plan.lp import PlanError
@@ -134,6 +135,15 @@ def add_ina_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--no-alone", action="store_true",
         help="with --jobs: do not run each job alone afterwards for reference")
+    g.add_argument(
+        "--servers", metavar="A,B,...", default=None,
+        help="spread the network over these servers with Mininet's cluster mode, this "
+             "machine first: pods in blocks, the top tier here, links between servers as "
+             "SSH tunnels (docs/servers.md)")
+    g.add_argument(
+        "--ssh-config", metavar="FILE", default=None,
+        help="with --servers: the ssh client configuration (ssh -F) for every ssh to them "
+             "(default: ssh's own)")
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -160,7 +170,12 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                  objective=getattr(args, "objective", d.objective),
                  kill_ps=getattr(args, "kill_ps", None),
                  no_alone=getattr(args, "no_alone", False),
-                 repeats=args.repeats, scale=scale, link_gbps=gbps, compute_ms=compute_ms)
+                 repeats=args.repeats, scale=scale, link_gbps=gbps, compute_ms=compute_ms,
+                 servers=getattr(args, "servers", None),
+                 ssh_config=getattr(args, "ssh_config", None))
+    check_servers_option(s.servers, s.target)
+    if s.ssh_config is not None and s.servers is None:
+        raise ExperimentError("--ssh-config applies to --servers")
     if s.workload is not None:
         if s.jobs is not None:
             raise ExperimentError(f"--jobs: --model {s.model} (a real model's scaled "
