@@ -107,6 +107,7 @@ class CpuClock:
         self.per_host: dict[str, float] = {}
         self._switch_pids = dict(switch_pids or {})
         self._switch0 = {s: process_cpu_s(p) for s, p in self._switch_pids.items()}
+        self._rounds0: tuple[float, dict[str, float], dict[str, float | None]] | None = None
 
     def _children_s(self) -> float:
         ru = self._resource.getrusage(self._resource.RUSAGE_CHILDREN)
@@ -116,6 +117,13 @@ class CpuClock:
         cpu = process_cpu_s(pid)
         if cpu is not None:
             self.per_host[host] = cpu
+
+    def mark_rounds(self, pids: dict[str, int]) -> None:
+        """The moment the rounds start (every node up, the start signal given): the report
+        then also tells how busy the cores were from here on, without the start-up."""
+        self._rounds0 = (time.monotonic(),
+                         {h: process_cpu_s(p) or 0.0 for h, p in pids.items()},
+                         {s: process_cpu_s(p) for s, p in self._switch_pids.items()})
 
     def report(self) -> dict[str, Any]:
         switches = {}
@@ -137,4 +145,21 @@ class CpuClock:
             "busy_cores": round((nodes_total + sum(switches.values())) / wall, 2)
             if wall > 0 else None,
             "cpus": os.cpu_count(),
+            **self._rounds_report(),
         }
+
+    def _rounds_report(self) -> dict[str, Any]:
+        """``rounds_wall_s`` and ``rounds_busy_cores``: from :meth:`mark_rounds` to now."""
+        mark = self._rounds0
+        if mark is None:
+            return {}
+        t0, nodes0, switches0 = mark
+        wall = time.monotonic() - t0
+        nodes = sum(max(0.0, v - nodes0.get(h, 0.0)) for h, v in self.per_host.items())
+        sw = 0.0
+        for s, pid in self._switch_pids.items():
+            a, b = switches0.get(s), process_cpu_s(pid)
+            if a is not None and b is not None:
+                sw += b - a
+        return {"rounds_wall_s": round(wall, 3),
+                "rounds_busy_cores": round((nodes + sw) / wall, 2) if wall > 0 else None}

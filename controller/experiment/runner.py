@@ -121,13 +121,15 @@ class Launch:
 class Launched:
     """What :meth:`Run.launch` measured: wall-clock start (``time.time``), seconds from the
     start to the last node's exit, bytes per directed link, the servers' exit codes, and the
-    processes (for their logs)."""
+    processes (for their logs), and their CPU report (:class:`provenance.CpuClock`: busy
+    cores over the launch and over the rounds alone)."""
 
     t_start: float
     wall_s: float
     moved: dict[tuple[str, str], int]
     server_codes: dict[str, int]
     procs: HostProcesses
+    cpu: dict[str, Any] | None = None
 
 
 # ------------------------------------------------------------------ the run
@@ -218,9 +220,11 @@ class Run:
         self.provenance["cpu"][key] = None  # reserved in launch order
 
         class _Tracked(HostProcesses):
+            cpu_report: dict[str, Any] | None = None
+
             def close(self) -> None:
                 super().close()
-                run.provenance["cpu"][key] = clock.report()
+                self.cpu_report = run.provenance["cpu"][key] = clock.report()
         return _Tracked(mininet.net, label, log_dir, on_line, cpu=clock)
 
     def launch(self, mininet: Any, spec: Launch) -> Launched:
@@ -251,6 +255,8 @@ class Run:
             if spec.on_ready is not None:
                 spec.on_ready()
             t_start, t0 = time.time(), time.perf_counter()
+            if procs.cpu is not None:  # busy cores from here on, without the start-up
+                procs.cpu.mark_rounds({h: p.pid for h, p in procs.procs.items()})
             if spec.start_file is not None:
                 spec.start_file.touch()  # every process is up: start together
             deadline = time.monotonic() + spec.timeout_s + 30
@@ -269,7 +275,7 @@ class Run:
                             spec.servers_what)
             moved = link_bytes(before, counters())
         return Launched(t_start=t_start, wall_s=wall, moved=moved, server_codes=codes,
-                        procs=procs)
+                        procs=procs, cpu=getattr(procs, "cpu_report", None))
 
     # -- records and results -----------------------------------------------------------
 
