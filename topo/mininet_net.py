@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,6 +134,9 @@ class MininetNet:
 
     net: Any
     plan: NetPlan
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent building: ``links`` (nodes, links and their shaping), ``hosts``
+    (addresses, offload, neighbours), ``switches`` (switch processes until they answer)."""
 
     def grpc_address(self, switch: str) -> str:
         return self.net.get(switch).grpc_address
@@ -264,7 +268,9 @@ def build_net(graph: nx.Graph, switch_cls: type | None = None,
             net.addSwitch(s, cls=switch_cls, device_id=plan.device_ids[s], **opts)
         for u, v, pu, pv, opts in plan.links:
             net.addLink(u, v, port1=pu, port2=pv, **opts)
+        t0 = time.monotonic()
         net.build()
+        t1 = time.monotonic()
         for name, info in plan.hosts.items():
             host = net.get(name)
             for j, ifname in enumerate(info.interfaces):
@@ -273,9 +279,12 @@ def build_net(graph: nx.Graph, switch_cls: type | None = None,
                 intf.setIP(info.ips[j], 16)
             for line in host_setup_commands(plan, name, sys.executable):
                 host.cmd(line)
+        t2 = time.monotonic()
         if start:
             net.start()
+        timings = {"links": round(t1 - t0, 1), "hosts": round(t2 - t1, 1),
+                   "switches": round(time.monotonic() - t2, 1)}
     except BaseException:
         net.stop()
         raise
-    return MininetNet(net, plan)
+    return MininetNet(net, plan, timings)

@@ -64,13 +64,14 @@ def collect(argv: list[str] | None = None) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "command_line": list(sys.argv if argv is None else argv),
         "host": {"name": platform.node(), "platform": platform.platform(),
-                 "cpus": os.cpu_count(), "load_avg": _load_avg()},
+                 "cpus": os.cpu_count(), "load_avg": load_avg()},
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "cpu": {},
     }
 
 
-def _load_avg() -> list[float] | None:
+def load_avg() -> list[float] | None:
+    """The 1, 5 and 15 min load averages (None where unknown)."""
     try:
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:

@@ -146,6 +146,9 @@ def _provenance_lines(prov: dict[str, Any]) -> list[str]:
              f"- started {prov.get('started', '—')} on {host.get('name', '—')} "
              f"({host.get('cpus', '—')} CPUs, load {host.get('load_avg', '—')}), "
              f"Python {prov.get('python', '—')}"]
+    if prov.get("wall_s") is not None:
+        lines.append(f"- {_cell(prov['wall_s'])} s from start to results (load at the end "
+                     f"{prov.get('load_avg_end', '—')})")
     packages = prov.get("packages") or {}
     if packages:
         lines.append("- packages: " + ", ".join(f"{k} {v}" for k, v in packages.items()))

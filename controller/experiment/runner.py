@@ -554,6 +554,7 @@ class Method:
 def execute(method: Method, argv: Sequence[str] | None = None,
             console: Any = None) -> dict[str, Any]:
     """Run ``method`` start to end; returns the results document (also on disk)."""
+    t0 = time.monotonic()
     a = method.args
     # the name run under (``--method ps`` is the BCube runner's, named ps)
     run = Run(getattr(a, "method", None) or method.name, a.out, a.name,
@@ -563,6 +564,10 @@ def execute(method: Method, argv: Sequence[str] | None = None,
     with run.progress_bars():
         method.execute(run)
     results = run._with_repeats(method.results(run))
+    # seconds from the start of the run (after parsing the command) to its results: what a
+    # scale target like "k=8 with 64 workers in 10 minutes" is measured by
+    run.provenance["wall_s"] = round(time.monotonic() - t0, 1)
+    run.provenance["load_avg_end"] = provenance.load_avg()
     results["provenance"] = run.provenance
     results["complete"] = True
     run.write(results, complete=True)

@@ -299,8 +299,14 @@ def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: Plan, jobs: list[S
             writes = deploy(rules, addresses, p4info, device_config)
         except DeployError as exc:
             raise ExperimentError(f"deploying the plan: {exc}") from None
+        deploy_s = time.perf_counter() - t0
+        built = getattr(mininet, "timings", {})
+        console.print(f"network up: links {built.get('links', '?')} s, hosts "
+                      f"{built.get('hosts', '?')} s, switches {built.get('switches', '?')} s, "
+                      f"deploy {deploy_s:.1f} s")
         yield Deployed(mininet, hosts, rules, p4info,
-                       {"deploy_s": time.perf_counter() - t0, "writes": sum(writes.values())},
+                       {"deploy_s": deploy_s, "writes": sum(writes.values()),
+                        **{f"{k}_s": v for k, v in built.items()}},
                        device_config, addresses, socks)
 
 
