@@ -70,10 +70,16 @@ def test_spread_of_per_worker_figures():
 
 def test_pace_says_cores_or_links_from_the_record():
     links = pace(_mode([1.0, 3.0, 2.0], 0.25, 4, 1.2))
-    assert links == {"busy_cores": 1.2, "cpus": 2, "binding": "links", "start_skew_s": 0.25,
-                     "s_per_round": 2.0, "retransmissions_per_round": 4.0}
+    assert links == {"busy_cores": 1.2, "machine_busy_cores": None, "cpus": 2,
+                     "binding": "links", "start_skew_s": 0.25, "s_per_round": 2.0,
+                     "retransmissions_per_round": 4.0}
     assert pace(_mode([1.0], 0.0, 0, 1.7))["binding"] == "cores"  # 1.7 >= 0.85 x 2
     assert pace(_mode([1.0], 0.0, 0, None))["binding"] is None  # not measured
+    # our processes left cores idle, but other users' took them: the cores bound
+    shared = _mode([1.0], 0.0, 0, 1.2)
+    shared["cores"]["rounds_machine_busy_cores"] = 1.9
+    assert pace(shared)["binding"] == "cores"
+    assert "(1.90 with the machine's other processes)" in pace_text("ina", pace(shared))
     text = pace_text("ina", links)
     assert text == ("ina: 1.20 of 2 cores busy during the rounds, start skew 0.250 s of "
                     "2.000 s/round (medians), 4.0 retransmissions/round: links bind")

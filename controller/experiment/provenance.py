@@ -70,6 +70,18 @@ def collect(argv: list[str] | None = None) -> dict[str, Any]:
     }
 
 
+def machine_busy_s() -> float | None:
+    """CPU seconds every core of the machine spent busy since boot (``/proc/stat``: all
+    but idle and iowait), or None where unreadable."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        busy = sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)
+        return busy / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def load_avg() -> list[float] | None:
     """The 1, 5 and 15 min load averages (None where unknown)."""
     try:
@@ -109,6 +121,7 @@ class CpuClock:
         self._switch_pids = dict(switch_pids or {})
         self._switch0 = {s: process_cpu_s(p) for s, p in self._switch_pids.items()}
         self._rounds0: tuple[float, dict[str, float], dict[str, float | None]] | None = None
+        self._machine0: float | None = None
 
     def _children_s(self) -> float:
         ru = self._resource.getrusage(self._resource.RUSAGE_CHILDREN)
@@ -125,6 +138,7 @@ class CpuClock:
         self._rounds0 = (time.monotonic(),
                          {h: process_cpu_s(p) or 0.0 for h, p in pids.items()},
                          {s: process_cpu_s(p) for s, p in self._switch_pids.items()})
+        self._machine0 = machine_busy_s()
 
     def report(self) -> dict[str, Any]:
         switches = {}
@@ -162,5 +176,11 @@ class CpuClock:
             a, b = switches0.get(s), process_cpu_s(pid)
             if a is not None and b is not None:
                 sw += b - a
+        machine0, machine = self._machine0, machine_busy_s()
         return {"rounds_wall_s": round(wall, 3),
-                "rounds_busy_cores": round((nodes + sw) / wall, 2) if wall > 0 else None}
+                "rounds_busy_cores": round((nodes + sw) / wall, 2) if wall > 0 else None,
+                # every process of the machine (other users' too): cores can bind a run
+                # whose own processes leave some idle
+                "rounds_machine_busy_cores": (round((machine - machine0) / wall, 2)
+                                              if wall > 0 and None not in (machine0, machine)
+                                              else None)}

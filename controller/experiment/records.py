@@ -139,20 +139,24 @@ paced by the cores, not by the links (:func:`pace`)."""
 
 def pace(mode: dict[str, Any]) -> dict[str, Any]:
     """What set a mode's pace, from its own record (pure): the cores its processes kept busy
-    during the rounds (``cores``, written by the runner), the median start skew of a round
+    during the rounds (``cores``, written by the runner), and the whole machine's (other
+    users' processes included, where measured), the median start skew of a round
     (how much later than the first the last worker started it), the median round time and
     the retransmissions per round; ``binding`` is ``"cores"`` when the busy cores reached
-    :data:`CORES_BIND` of the machine's, ``"links"`` when they did not, None unknown."""
+    :data:`CORES_BIND` of the machine's (either figure), ``"links"`` when they did not, None
+    unknown."""
     rounds = mode.get("rounds") or []
     cores = mode.get("cores") or {}
     busy, cpus = cores.get("rounds_busy_cores"), cores.get("cpus")
+    machine = cores.get("rounds_machine_busy_cores")
     skews = [r["start_skew_s"] for r in rounds if r.get("start_skew_s") is not None]
     times = [r["time_s"] for r in rounds if r.get("time_s") is not None]
     retx = [r.get("retransmissions", 0) for r in rounds]
+    top = max((b for b in (busy, machine) if b is not None), default=None)
     return {
-        "busy_cores": busy, "cpus": cpus,
-        "binding": (None if busy is None or not cpus
-                    else "cores" if busy >= CORES_BIND * cpus else "links"),
+        "busy_cores": busy, "machine_busy_cores": machine, "cpus": cpus,
+        "binding": (None if top is None or not cpus
+                    else "cores" if top >= CORES_BIND * cpus else "links"),
         "start_skew_s": float(np.median(skews)) if skews else None,
         "s_per_round": float(np.median(times)) if times else None,
         "retransmissions_per_round": sum(retx) / len(retx) if retx else None,
@@ -165,6 +169,8 @@ def pace_text(name: str, p: dict[str, Any]) -> str:
         return "—" if v is None else format(v, spec)
     cores = (f"{f(p['busy_cores'], '.2f')} of {p['cpus']} cores busy during the rounds"
              if p.get("busy_cores") is not None else "busy cores not measured")
+    if p.get("machine_busy_cores") is not None:
+        cores += f" ({f(p['machine_busy_cores'], '.2f')} with the machine's other processes)"
     why = {"cores": "cores bind", "links": "links bind", None: "binding unknown"}[p["binding"]]
     return (f"{name}: {cores}, start skew {f(p['start_skew_s'], '.3f')} s of "
             f"{f(p['s_per_round'], '.3f')} s/round (medians), "
@@ -192,11 +198,14 @@ def pace_by_kind(modes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
             groups.setdefault(mode_kind(label), []).append(rec)
     out = {}
     for kind, recs in groups.items():
-        busy = [r["cores"]["rounds_busy_cores"] for r in recs
-                if (r.get("cores") or {}).get("rounds_busy_cores") is not None]
+        def median(key: str, recs: list[dict[str, Any]] = recs) -> float | None:
+            vals = [r["cores"][key] for r in recs
+                    if (r.get("cores") or {}).get(key) is not None]
+            return float(np.median(vals)) if vals else None
         cpus = next((r["cores"].get("cpus") for r in recs if r.get("cores")), None)
         merged = {"rounds": [x for r in recs for x in (r.get("rounds") or [])],
-                  "cores": {"rounds_busy_cores": float(np.median(busy)) if busy else None,
+                  "cores": {"rounds_busy_cores": median("rounds_busy_cores"),
+                            "rounds_machine_busy_cores": median("rounds_machine_busy_cores"),
                             "cpus": cpus}}
         out[kind] = pace(merged)
     return out

@@ -211,6 +211,7 @@ def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
         rec["collisions"] = int(ps_report.get("stats", {}).get("fallbacks", 0))
         if cpu:  # what paced the launch: busy cores (all its jobs together), its length
             rec["cores"] = {k: cpu.get(k) for k in ("busy_cores", "rounds_busy_cores",
+                                                     "rounds_machine_busy_cores",
                                                      "rounds_wall_s", "wall_s", "cpus")}
         if mon is not None and mon.job_events:
             rec["worker_failure"] = worker_failure_record(mon, rec["rounds"], ps_report)
