@@ -31,7 +31,7 @@ def _run(*args: str, timeout: float = 240) -> str:
 def test_every_bench_script_is_covered_here() -> None:
     covered = {"pyswitch_pps", "pyswitch_ina_pps", "pyswitch_forwarding", "plan_scaling",
                "ina_loss_twin", "p4runtime_abuse", "hostile_frames", "soak", "hostile_input",
-               "sim_event_core", "sim_scale", "sim_crossval"}
+               "sim_event_core", "sim_scale", "sim_crossval", "scale_k8"}
     assert {p.stem for p in BENCH.glob("*.py")} == covered
 
 
@@ -88,3 +88,9 @@ def test_sim_scale_and_crossval_smoke(tmp_path: Path) -> None:
     assert len(rows) == 2 and all(r[5] == "yes" for r in rows), out
     table = _run("bench/sim_crossval.py", str(tmp_path / "greedy-b0"), str(tmp_path / "greedy-b1"))
     assert table.count("| sim |") == 2 and "| yes |" in table
+
+
+def test_scale_k8_smoke() -> None:
+    out = _run("bench/scale_k8.py", "--smoke")
+    assert "| smoke | ina | 300 s | 2.00 | 1,000 | 0.1000 | 0.0800 (0.80) | 0.0900 (0.90) | yes" \
+        in out

@@ -183,7 +183,7 @@ def print_written(console: Console, out_dir: Path, plots: list[Path]) -> None:
 
 def print_summary(results: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
-    console.print(summary_table(results))
+    print_table(console, summary_table(results), 100)  # a pipe: no figure cut short
     extra = []
     gamma = results.get("gamma")
     if gamma:
