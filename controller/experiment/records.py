@@ -143,8 +143,9 @@ def pace(mode: dict[str, Any]) -> dict[str, Any]:
     users' processes included, where measured), the median start skew of a round
     (how much later than the first the last worker started it), the median round time and
     the retransmissions per round; ``binding`` is ``"cores"`` when the busy cores reached
-    :data:`CORES_BIND` of the machine's (either figure), ``"links"`` when they did not, None
-    unknown."""
+    :data:`CORES_BIND` of the machine's, ``"shared cores"`` when only the whole machine's did
+    (other processes took the rest: the run may have waited for cores), ``"links"`` when
+    neither did, None unknown."""
     rounds = mode.get("rounds") or []
     cores = mode.get("cores") or {}
     busy, cpus = cores.get("rounds_busy_cores"), cores.get("cpus")
@@ -152,11 +153,17 @@ def pace(mode: dict[str, Any]) -> dict[str, Any]:
     skews = [r["start_skew_s"] for r in rounds if r.get("start_skew_s") is not None]
     times = [r["time_s"] for r in rounds if r.get("time_s") is not None]
     retx = [r.get("retransmissions", 0) for r in rounds]
-    top = max((b for b in (busy, machine) if b is not None), default=None)
+    if busy is None or not cpus:
+        binding = None
+    elif busy >= CORES_BIND * cpus:
+        binding = "cores"
+    elif machine is not None and machine >= CORES_BIND * cpus:
+        binding = "shared cores"  # others' processes took what ours left: either may bind
+    else:
+        binding = "links"
     return {
         "busy_cores": busy, "machine_busy_cores": machine, "cpus": cpus,
-        "binding": (None if top is None or not cpus
-                    else "cores" if top >= CORES_BIND * cpus else "links"),
+        "binding": binding,
         "start_skew_s": float(np.median(skews)) if skews else None,
         "s_per_round": float(np.median(times)) if times else None,
         "retransmissions_per_round": sum(retx) / len(retx) if retx else None,
@@ -171,7 +178,9 @@ def pace_text(name: str, p: dict[str, Any]) -> str:
              if p.get("busy_cores") is not None else "busy cores not measured")
     if p.get("machine_busy_cores") is not None:
         cores += f" ({f(p['machine_busy_cores'], '.2f')} with the machine's other processes)"
-    why = {"cores": "cores bind", "links": "links bind", None: "binding unknown"}[p["binding"]]
+    why = {"cores": "cores bind", "links": "links bind", None: "binding unknown",
+           "shared cores": "the machine's cores were all busy (other processes too): links "
+                           "or cores bind"}[p["binding"]]
     return (f"{name}: {cores}, start skew {f(p['start_skew_s'], '.3f')} s of "
             f"{f(p['s_per_round'], '.3f')} s/round (medians), "
             f"{f(p['retransmissions_per_round'], ',.1f')} retransmissions/round: {why}")
