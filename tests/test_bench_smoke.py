@@ -33,7 +33,7 @@ def _run(*args: str, timeout: float = 240) -> str:
 def test_every_bench_script_is_covered_here() -> None:
     covered = {"pyswitch_pps", "pyswitch_ina_pps", "pyswitch_forwarding", "plan_scaling",
                "ina_loss_twin", "p4runtime_abuse", "hostile_frames", "soak", "hostile_input",
-               "sim_event_core", "sim_scale", "sim_crossval", "e2e_unshaped"}
+               "sim_event_core", "sim_scale", "sim_crossval", "e2e_unshaped", "scale_k8"}
     assert {p.stem for p in BENCH.glob("*.py")} == covered
 
 
@@ -110,3 +110,9 @@ def test_e2e_unshaped_figures_from_a_hand_made_results_file() -> None:
     assert ok and "72,300" in text
     rounds[1]["exact"] = False
     assert e2e.report(results, 12.0)[1] is False
+
+
+def test_scale_k8_smoke() -> None:
+    out = _run("bench/scale_k8.py", "--smoke")
+    assert "| smoke | ina | 300 s | 2.00 | 1,000 | 0.1000 | 0.0800 (0.80) | 0.0900 (0.90) | yes" \
+        in out

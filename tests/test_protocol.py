@@ -23,7 +23,6 @@ from workers.ina.wire import (
     HEADER_FIELDS,
     HEADER_NAMES,
     HEADER_STRUCT,
-    INA,
     NO_ECHO,
     NO_WORKER,
     Echo,
@@ -35,9 +34,9 @@ from workers.ina.wire import (
     decode_frame,
     decode_payload,
     encode_payload,
-    from_scapy,
     with_copy,
 )
+from workers.ina.wire_scapy import INA, from_scapy
 
 REPO = Path(__file__).resolve().parents[1]
 P4_INCLUDE = REPO / "p4src" / "include"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,6 +134,9 @@ class MininetNet:
 
     net: Any
     plan: NetPlan
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent building: ``links`` (nodes, links and their shaping), ``hosts``
+    (addresses, offload, neighbours), ``switches`` (switch processes until they answer)."""
 
     def grpc_address(self, switch: str) -> str:
         return self.net.get(switch).grpc_address
@@ -207,6 +211,45 @@ def _quiet_tc_link() -> type:
     return QuietTCLink
 
 
+def host_setup_commands(plan: NetPlan, host: str, python: str,
+                        max_line: int = 3000) -> list[str]:
+    """The shell lines that finish ``host``'s set-up once its addresses are on (pure):
+
+    * IPv4 only: no IPv6 neighbour discovery or MLD frames in the pipelines and in the byte
+      counters the experiments measure;
+    * transmit checksum offload off on every interface (one ``python -m pyswitch.ports``);
+    * a permanent neighbour entry for every other host's address on the interface of that
+      address's subnet, written by ``ip -batch -`` in lines of at most ``max_line``
+      characters (a Mininet shell reads commands through a terminal, whose line buffer
+      holds 4,095).
+
+    A k=8 fat-tree has 128 hosts: one ``ip neigh`` command per pair was 16,256 round trips
+    through the hosts' shells; these are 3 or 4 lines per host."""
+    info = plan.hosts[host]
+    lines = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1; "
+             f"{python} -m pyswitch.ports tx-off {' '.join(info.interfaces)}"]
+    neigh = []
+    for other, oinfo in plan.hosts.items():
+        if other == host:
+            continue
+        for ip, mac in zip(oinfo.ips, oinfo.macs, strict=True):
+            nic = int(ip.split(".")[1])
+            if nic < len(info.interfaces):
+                neigh.append(f"neigh replace {ip} lladdr {mac} dev {info.interfaces[nic]} "
+                             "nud permanent")
+    head, tail = "printf '%s\\n' ", " | ip -batch -"
+    batch: list[str] = []
+    for entry in neigh:
+        if batch and len(head) + len(tail) + sum(len(b) + 3 for b in batch) + len(entry) + 3 \
+                > max_line:
+            lines.append(head + " ".join(f"'{b}'" for b in batch) + tail)
+            batch = []
+        batch.append(entry)
+    if batch:
+        lines.append(head + " ".join(f"'{b}'" for b in batch) + tail)
+    return lines
+
+
 def build_net(graph: nx.Graph, switch_cls: type | None = None,
               switch_opts: dict[str, Any] | None = None,
               per_switch_opts: dict[str, dict[str, Any]] | None = None,
@@ -241,30 +284,23 @@ def build_net(graph: nx.Graph, switch_cls: type | None = None,
             net.addSwitch(s, device_id=plan.device_ids[s], **opts)
         for u, v, pu, pv, opts in plan.links:
             net.addLink(u, v, port1=pu, port2=pv, **opts)
+        t0 = time.monotonic()
         net.build()
+        t1 = time.monotonic()
         for name, info in plan.hosts.items():
             host = net.get(name)
-            # IPv4 only: no IPv6 neighbour discovery or MLD frames in the pipelines and in the
-            # byte counters the experiments measure
-            host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
             for j, ifname in enumerate(info.interfaces):
                 intf = host.intf(ifname)
                 intf.setMAC(info.macs[j])
                 intf.setIP(info.ips[j], 16)
-                host.cmd(f"{sys.executable} -m pyswitch.ports tx-off {ifname}")
-        for name, info in plan.hosts.items():
-            host = net.get(name)
-            for other, oinfo in plan.hosts.items():
-                if other == name:
-                    continue
-                for ip, mac in zip(oinfo.ips, oinfo.macs, strict=True):
-                    nic = int(ip.split(".")[1])
-                    if nic < len(info.interfaces):
-                        host.cmd(f"ip neigh replace {ip} lladdr {mac} dev "
-                                 f"{info.interfaces[nic]} nud permanent")
+            for line in host_setup_commands(plan, name, sys.executable):
+                host.cmd(line)
+        t2 = time.monotonic()
         if start:
             net.start()
+        timings = {"links": round(t1 - t0, 1), "hosts": round(t2 - t1, 1),
+                   "switches": round(time.monotonic() - t2, 1)}
     except BaseException:
         net.stop()
         raise
-    return MininetNet(net, plan)
+    return MininetNet(net, plan, timings)

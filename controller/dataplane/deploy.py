@@ -426,11 +426,17 @@ def deploy(
     p4info: Path,
     device_config: Path,
     timeout: float = 10.0,
+    parallel: int = 8,
 ) -> dict[str, int]:
     """Configure every switch (``addresses[s] = (grpc address, device id)``).
 
     Returns writes per switch; raises :class:`DeployError` naming the first switch that does
-    not answer or refuses an entry.
+    not answer or refuses an entry.  Each switch gets one pipeline push, one default-action
+    write, its table entries in Write RPCs of up to 500 updates and one write per multicast
+    group, over its own connection; ``parallel`` switches are configured at once (a switch
+    spends most of a deploy loading the pipeline, so the 80 switches of a k=8 fat-tree load
+    theirs side by side).
     """
     return _each_switch(rules, addresses, timeout,
-                        lambda conn, s: apply_rules(conn, rules[s], p4info, device_config))
+                        lambda conn, s: apply_rules(conn, rules[s], p4info, device_config),
+                        parallel=parallel)

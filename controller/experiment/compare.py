@@ -332,6 +332,10 @@ def _cluster_row(run: str, method: str, rule: str, runs: list[dict],
         exact=all(same) if same else None)
 
 
+SHOWN_NAMES = 8
+"""A settings line names at most this many workers; more are shown as a count."""
+
+
 def settings_text(doc: dict[str, Any]) -> str:
     """The settings a row's figures depend on, in one line."""
     s = doc.get("settings") or {}
@@ -343,10 +347,14 @@ def settings_text(doc: dict[str, Any]) -> str:
     bw = s.get("bw_mbps", s.get("bw"))
     parts.append(f"{bw:g} Mbit/s" if bw else "unshaped links")
     workers = s.get("learners") or s.get("workers") or s.get("servers") or s.get("nodes")
-    if isinstance(workers, list):
+    if isinstance(workers, list) and len(workers) > SHOWN_NAMES:  # 64 names: a count
+        parts.append(f"{len(workers)} workers ({workers[0]} … {workers[-1]})")
+    elif isinstance(workers, list):
         parts.append(f"workers {','.join(str(w) for w in workers)}")
     elif workers is not None:
         parts.append(f"workers {workers}")
+    if s.get("jobs") is not None:
+        parts.append(f"jobs {s['jobs']}")
     for key in ("rounds", "model", "loss"):
         if s.get(key):
             parts.append(f"{key} {s[key]}")

@@ -64,13 +64,26 @@ def collect(argv: list[str] | None = None) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "command_line": list(sys.argv if argv is None else argv),
         "host": {"name": platform.node(), "platform": platform.platform(),
-                 "cpus": os.cpu_count(), "load_avg": _load_avg()},
+                 "cpus": os.cpu_count(), "load_avg": load_avg()},
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "cpu": {},
     }
 
 
-def _load_avg() -> list[float] | None:
+def machine_busy_s() -> float | None:
+    """CPU seconds every core of the machine spent busy since boot (``/proc/stat``: all
+    but idle and iowait), or None where unreadable."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        busy = sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)
+        return busy / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def load_avg() -> list[float] | None:
+    """The 1, 5 and 15 min load averages (None where unknown)."""
     try:
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:
@@ -107,6 +120,8 @@ class CpuClock:
         self.per_host: dict[str, float] = {}
         self._switch_pids = dict(switch_pids or {})
         self._switch0 = {s: process_cpu_s(p) for s, p in self._switch_pids.items()}
+        self._rounds0: tuple[float, dict[str, float], dict[str, float | None]] | None = None
+        self._machine0: float | None = None
 
     def _children_s(self) -> float:
         ru = self._resource.getrusage(self._resource.RUSAGE_CHILDREN)
@@ -116,6 +131,14 @@ class CpuClock:
         cpu = process_cpu_s(pid)
         if cpu is not None:
             self.per_host[host] = cpu
+
+    def mark_rounds(self, pids: dict[str, int]) -> None:
+        """The moment the rounds start (every node up, the start signal given): the report
+        then also tells how busy the cores were from here on, without the start-up."""
+        self._rounds0 = (time.monotonic(),
+                         {h: process_cpu_s(p) or 0.0 for h, p in pids.items()},
+                         {s: process_cpu_s(p) for s, p in self._switch_pids.items()})
+        self._machine0 = machine_busy_s()
 
     def report(self) -> dict[str, Any]:
         switches = {}
@@ -137,4 +160,27 @@ class CpuClock:
             "busy_cores": round((nodes_total + sum(switches.values())) / wall, 2)
             if wall > 0 else None,
             "cpus": os.cpu_count(),
+            **self._rounds_report(),
         }
+
+    def _rounds_report(self) -> dict[str, Any]:
+        """``rounds_wall_s`` and ``rounds_busy_cores``: from :meth:`mark_rounds` to now."""
+        mark = self._rounds0
+        if mark is None:
+            return {}
+        t0, nodes0, switches0 = mark
+        wall = time.monotonic() - t0
+        nodes = sum(max(0.0, v - nodes0.get(h, 0.0)) for h, v in self.per_host.items())
+        sw = 0.0
+        for s, pid in self._switch_pids.items():
+            a, b = switches0.get(s), process_cpu_s(pid)
+            if a is not None and b is not None:
+                sw += b - a
+        machine0, machine = self._machine0, machine_busy_s()
+        return {"rounds_wall_s": round(wall, 3),
+                "rounds_busy_cores": round((nodes + sw) / wall, 2) if wall > 0 else None,
+                # every process of the machine (other users' too): cores can bind a run
+                # whose own processes leave some idle
+                "rounds_machine_busy_cores": (round((machine - machine0) / wall, 2)
+                                              if wall > 0 and None not in (machine0, machine)
+                                              else None)}

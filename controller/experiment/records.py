@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["ModeSummary", "summarize_mode", "seed_stats", "seed_summary", "format_stats",
-           "repeat_stats", "STAT_FIELDS"]
+           "repeat_stats", "STAT_FIELDS", "spread", "pace", "pace_text", "CORES_BIND", "mode_kind",
+           "pace_by_kind", "pace_lines"]
 
 
 @dataclass(frozen=True)
@@ -120,3 +121,109 @@ def repeat_stats(summaries: list[ModeSummary]) -> dict[str, Any]:
     out["exact"] = {"n": sum(exact), "of": len(exact)}
     out["repeats"] = len(summaries)
     return out
+
+
+def spread(values: list[float]) -> dict[str, float | None]:
+    """``min``, ``median`` and ``max`` of ``values`` (None for none): how a figure of many
+    workers is shown, in place of one entry per worker."""
+    vals = [float(v) for v in values if v is not None]
+    if not vals:
+        return {"min": None, "median": None, "max": None}
+    return {"min": min(vals), "median": float(np.median(vals)), "max": max(vals)}
+
+
+CORES_BIND = 0.85
+"""A mode whose processes kept at least this share of the cores busy during its rounds was
+paced by the cores, not by the links (:func:`pace`)."""
+
+
+def pace(mode: dict[str, Any]) -> dict[str, Any]:
+    """What set a mode's pace, from its own record (pure): the cores its processes kept busy
+    during the rounds (``cores``, written by the runner), and the whole machine's (other
+    users' processes included, where measured), the median start skew of a round
+    (how much later than the first the last worker started it), the median round time and
+    the retransmissions per round; ``binding`` is ``"cores"`` when the busy cores reached
+    :data:`CORES_BIND` of the machine's, ``"shared cores"`` when only the whole machine's did
+    (other processes took the rest: the run may have waited for cores), ``"links"`` when
+    neither did, None unknown."""
+    rounds = mode.get("rounds") or []
+    cores = mode.get("cores") or {}
+    busy, cpus = cores.get("rounds_busy_cores"), cores.get("cpus")
+    machine = cores.get("rounds_machine_busy_cores")
+    skews = [r["start_skew_s"] for r in rounds if r.get("start_skew_s") is not None]
+    times = [r["time_s"] for r in rounds if r.get("time_s") is not None]
+    retx = [r.get("retransmissions", 0) for r in rounds]
+    if busy is None or not cpus:
+        binding = None
+    elif busy >= CORES_BIND * cpus:
+        binding = "cores"
+    elif machine is not None and machine >= CORES_BIND * cpus:
+        binding = "shared cores"  # others' processes took what ours left: either may bind
+    else:
+        binding = "links"
+    return {
+        "busy_cores": busy, "machine_busy_cores": machine, "cpus": cpus,
+        "binding": binding,
+        "start_skew_s": float(np.median(skews)) if skews else None,
+        "s_per_round": float(np.median(times)) if times else None,
+        "retransmissions_per_round": sum(retx) / len(retx) if retx else None,
+    }
+
+
+def pace_text(name: str, p: dict[str, Any]) -> str:
+    """One line saying what paced mode ``name`` (:func:`pace`)."""
+    def f(v: float | None, spec: str) -> str:
+        return "—" if v is None else format(v, spec)
+    cores = (f"{f(p['busy_cores'], '.2f')} of {p['cpus']} cores busy during the rounds"
+             if p.get("busy_cores") is not None else "busy cores not measured")
+    if p.get("machine_busy_cores") is not None:
+        cores += f" ({f(p['machine_busy_cores'], '.2f')} with the machine's other processes)"
+    why = {"cores": "cores bind", "links": "links bind", None: "binding unknown",
+           "shared cores": "the machine's cores were all busy (other processes too): links "
+                           "or cores bind"}[p["binding"]]
+    return (f"{name}: {cores}, start skew {f(p['start_skew_s'], '.3f')} s of "
+            f"{f(p['s_per_round'], '.3f')} s/round (medians), "
+            f"{f(p['retransmissions_per_round'], ',.1f')} retransmissions/round: {why}")
+
+
+ALONE_PREFIX = "alone/"
+
+
+def mode_kind(label: str) -> str:
+    """The sync mode a ``modes`` label stands for: ``ina`` for ``ina`` and for a job's
+    ``jA/ina`` (several jobs, docs/design.md §3.10), ``alone`` for ``alone/jA``."""
+    if label.startswith(ALONE_PREFIX):
+        return "alone"
+    return label.split("/", 1)[1] if "/" in label else label
+
+
+def pace_by_kind(modes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """:func:`pace` per sync mode, over every job that ran it: the rounds of all its jobs
+    together, and the median of their launches' busy cores (the jobs of one launch share
+    them): what a run of 4 jobs x 16 workers shows in a few lines."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for label, rec in modes.items():
+        if isinstance(rec, dict):
+            groups.setdefault(mode_kind(label), []).append(rec)
+    out = {}
+    for kind, recs in groups.items():
+        def median(key: str, recs: list[dict[str, Any]] = recs) -> float | None:
+            vals = [r["cores"][key] for r in recs
+                    if (r.get("cores") or {}).get(key) is not None]
+            return float(np.median(vals)) if vals else None
+        cpus = next((r["cores"].get("cpus") for r in recs if r.get("cores")), None)
+        merged = {"rounds": [x for r in recs for x in (r.get("rounds") or [])],
+                  "cores": {"rounds_busy_cores": median("rounds_busy_cores"),
+                            "rounds_machine_busy_cores": median("rounds_machine_busy_cores"),
+                            "cpus": cpus}}
+        out[kind] = pace(merged)
+    return out
+
+
+def pace_lines(results: dict[str, Any]) -> list[str]:
+    """What paced each sync mode of a results document (cores or links;
+    :func:`pace_by_kind`), one line per mode whatever the number of jobs and workers; none
+    for runs without the figures."""
+    modes = {k: v for k, v in (results.get("modes") or {}).items() if isinstance(v, dict)}
+    return [pace_text(kind, p) for kind, p in pace_by_kind(modes).items()
+            if p["busy_cores"] is not None or p["start_skew_s"] is not None]

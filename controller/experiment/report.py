@@ -13,11 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")  # headless: plots are files
 import matplotlib.pyplot as plt  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+
+from controller.experiment.records import mode_kind, pace_lines  # noqa: E402
 
 PLOTS = (
     ("time_s", "time per round (s)", "time_per_round.png"),
@@ -31,18 +34,50 @@ def mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
+MAX_LINES = 6
+"""Most lines in one plot; beyond, the modes of several jobs are drawn per sync mode."""
+
+
+def plot_series(modes: dict[str, dict[str, Any]], key: str,
+                max_lines: int = MAX_LINES) -> list[dict[str, Any]]:
+    """What one plot of ``key`` draws (pure): one series per mode (``label``, ``ys``), or,
+    with more than ``max_lines`` modes (4 jobs x 3 modes), one per sync mode
+    (:func:`records.mode_kind`) with the median of its jobs' values per round and their
+    ``low``/``high`` (min, max) band, its label saying how many jobs it sums up.  Modes
+    without the figure in every round are left out."""
+    lines = {}
+    for mode, data in modes.items():
+        ys = [r.get(key) for r in data.get("rounds", [])]
+        if ys and all(y is not None for y in ys):
+            lines[mode] = [float(y) for y in ys]
+    if len(lines) <= max_lines:
+        return [{"label": m, "ys": ys} for m, ys in lines.items()]
+    kinds: dict[str, list[list[float]]] = {}
+    for mode, ys in lines.items():
+        kinds.setdefault(mode_kind(mode), []).append(ys)
+    out = []
+    for kind, runs in kinds.items():
+        n = min(len(ys) for ys in runs)
+        cols = [[ys[i] for ys in runs] for i in range(n)]
+        out.append({"label": f"{kind} ({len(runs)} jobs: median, min–max)",
+                    "ys": [float(np.median(c)) for c in cols],
+                    "low": [min(c) for c in cols], "high": [max(c) for c in cols]})
+    return out
+
+
 def plot_modes(modes: dict[str, dict[str, Any]], out_dir: Path) -> list[Path]:
-    """One PNG per metric with one line per mode; returns the files written."""
+    """One PNG per metric with one line per mode (per sync mode beyond :data:`MAX_LINES`
+    modes: :func:`plot_series`); returns the files written."""
     written = []
     for key, label, filename in PLOTS:
         fig, ax = plt.subplots(figsize=(6, 3.5))
         drawn = False
-        for mode, data in modes.items():
-            rounds = data.get("rounds", [])
-            ys = [r.get(key) for r in rounds]
-            if not ys or any(y is None for y in ys):
-                continue
-            ax.plot(range(1, len(ys) + 1), ys, marker="o", label=mode)
+        for series in plot_series(modes, key):
+            xs = range(1, len(series["ys"]) + 1)
+            line, = ax.plot(xs, series["ys"], marker="o", label=series["label"])
+            if "low" in series:
+                ax.fill_between(xs, series["low"], series["high"], color=line.get_color(),
+                                alpha=0.2)
             drawn = True
         if not drawn:
             plt.close(fig)
@@ -148,7 +183,7 @@ def print_written(console: Console, out_dir: Path, plots: list[Path]) -> None:
 
 def print_summary(results: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
-    console.print(summary_table(results))
+    print_table(console, summary_table(results), 100)  # a pipe: no figure cut short
     extra = []
     gamma = results.get("gamma")
     if gamma:
@@ -174,5 +209,7 @@ def print_summary(results: dict[str, Any], console: Console | None = None) -> No
     acc = results.get("accuracy")
     if acc:
         extra.append(f"accuracy: final {acc['final']:.4f}, single-process reference {acc['reference']:.4f}")
+    extra += pace_lines(results)
     for line in extra:
         console.print(line)
+

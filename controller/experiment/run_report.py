@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from controller.experiment.records import format_stats, summarize_mode
+from controller.experiment.records import format_stats, pace_lines, summarize_mode
 
 __all__ = ["REPORT_NAME", "report_markdown", "write_report", "pictures"]
 
@@ -75,19 +75,39 @@ def _group_lines(results: dict[str, Any]) -> list[str]:
 
 
 def _job_lines(results: dict[str, Any]) -> list[str]:
+    """One row per job and sync mode (the per-mode figures of ``jobs``), then Jain's
+    fairness index."""
     jobs = results.get("jobs")
     if not isinstance(jobs, dict) or not jobs:
         return []
     rows = []
+
+    def per_mode(job: dict[str, Any], key: str, mode: str) -> Any:
+        v = job.get(key)
+        return v.get(mode) if isinstance(v, dict) else None
     for name, job in jobs.items():
         if not isinstance(job, dict):
             continue
         gamma = job.get("gamma") or {}
-        rows.append([name, job.get("exact_all_rounds"), job.get("time_per_round_s"),
-                     job.get("ps_bytes"), gamma.get("predicted"), gamma.get("measured"),
-                     job.get("retransmissions")])
-    return ["Per job:", "", *_table(["job", "exact", "s/round", "PS bytes/round",
-                                     "γ predicted", "γ measured", "retransmissions"], rows)]
+        done = job.get("rounds_completed")
+        for mode in (done if isinstance(done, dict) else {}):
+            ina = mode == "ina"
+            rows.append([name, mode, per_mode(job, "rounds_completed", mode),
+                         job.get("exact_all_rounds"), per_mode(job, "time_per_round_s", mode),
+                         per_mode(job, "ps_bytes", mode),
+                         gamma.get("predicted") if ina else None,
+                         gamma.get("measured") if ina else None,
+                         gamma.get("ratio") if ina else None,
+                         per_mode(job, "retransmissions", mode)])
+    out = ["Per job and mode:", "",
+           *_table(["job", "mode", "rounds", "exact", "s/round", "PS bytes/round",
+                    "γ predicted", "γ measured", "measured/predicted", "retransmissions"],
+                   rows)]
+    if results.get("fairness") is not None:
+        out += ["", f"Fairness (Jain's index of measured γ_j / w_j): "
+                    f"{_cell(results.get('fairness'))}; planned "
+                    f"{_cell(results.get('fairness_planned'))}"]
+    return out
 
 
 def _headline(results: dict[str, Any]) -> list[str]:
@@ -112,6 +132,7 @@ def _headline(results: dict[str, Any]) -> list[str]:
                      "fall-backs): " + ", ".join(f"{m} {n:,}" for m, n in coll.items()))
     if "exact_all_rounds" in results:
         lines.append(f"- exact sums in every round: {_cell(results['exact_all_rounds'])}")
+    lines += [f"- {line}" for line in pace_lines(results)]
     return lines
 
 
@@ -125,6 +146,9 @@ def _provenance_lines(prov: dict[str, Any]) -> list[str]:
              f"- started {prov.get('started', '—')} on {host.get('name', '—')} "
              f"({host.get('cpus', '—')} CPUs, load {host.get('load_avg', '—')}), "
              f"Python {prov.get('python', '—')}"]
+    if prov.get("wall_s") is not None:
+        lines.append(f"- {_cell(prov['wall_s'])} s from start to results (load at the end "
+                     f"{prov.get('load_avg_end', '—')})")
     packages = prov.get("packages") or {}
     if packages:
         lines.append("- packages: " + ", ".join(f"{k} {v}" for k, v in packages.items()))

@@ -121,13 +121,15 @@ class Launch:
 class Launched:
     """What :meth:`Run.launch` measured: wall-clock start (``time.time``), seconds from the
     start to the last node's exit, bytes per directed link, the servers' exit codes, and the
-    processes (for their logs)."""
+    processes (for their logs), and their CPU report (:class:`provenance.CpuClock`: busy
+    cores over the launch and over the rounds alone)."""
 
     t_start: float
     wall_s: float
     moved: dict[tuple[str, str], int]
     server_codes: dict[str, int]
     procs: HostProcesses
+    cpu: dict[str, Any] | None = None
 
 
 # ------------------------------------------------------------------ the run
@@ -218,9 +220,11 @@ class Run:
         self.provenance["cpu"][key] = None  # reserved in launch order
 
         class _Tracked(HostProcesses):
+            cpu_report: dict[str, Any] | None = None
+
             def close(self) -> None:
                 super().close()
-                run.provenance["cpu"][key] = clock.report()
+                self.cpu_report = run.provenance["cpu"][key] = clock.report()
         return _Tracked(mininet.net, label, log_dir, on_line, cpu=clock)
 
     def launch(self, mininet: Any, spec: Launch) -> Launched:
@@ -252,6 +256,8 @@ class Run:
             if spec.on_ready is not None:
                 spec.on_ready()
             t_start, t0 = time.time(), time.perf_counter()
+            if procs.cpu is not None:  # busy cores from here on, without the start-up
+                procs.cpu.mark_rounds({h: p.pid for h, p in procs.procs.items()})
             if spec.start_file is not None:
                 spec.start_file.touch()  # every process is up: start together
             deadline = time.monotonic() + spec.timeout_s + 30
@@ -270,7 +276,7 @@ class Run:
                             spec.servers_what)
             moved = link_bytes(before, counters())
         return Launched(t_start=t_start, wall_s=wall, moved=moved, server_codes=codes,
-                        procs=procs)
+                        procs=procs, cpu=getattr(procs, "cpu_report", None))
 
     # -- records and results -----------------------------------------------------------
 
@@ -549,6 +555,7 @@ class Method:
 def execute(method: Method, argv: Sequence[str] | None = None,
             console: Any = None) -> dict[str, Any]:
     """Run ``method`` start to end; returns the results document (also on disk)."""
+    t0 = time.monotonic()
     a = method.args
     # the name run under (``--method ps`` is the BCube runner's, named ps)
     run = Run(getattr(a, "method", None) or method.name, a.out, a.name,
@@ -558,6 +565,10 @@ def execute(method: Method, argv: Sequence[str] | None = None,
     with run.progress_bars():
         method.execute(run)
     results = run._with_repeats(method.results(run))
+    # seconds from the start of the run (after parsing the command) to its results: what a
+    # scale target like "k=8 with 64 workers in 10 minutes" is measured by
+    run.provenance["wall_s"] = round(time.monotonic() - t0, 1)
+    run.provenance["load_avg_end"] = provenance.load_avg()
     results["provenance"] = run.provenance
     results["complete"] = True
     run.write(results, complete=True)

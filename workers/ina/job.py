@@ -70,6 +70,11 @@ class JobConfig:
     worker_timeout_s: float = 10.0
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # the cap of a retransmission timeout is never below the first one (a --timeout of
+        # 2 s for a 64-worker round whose workers start up to a second apart)
+        self.max_timeout = max(self.max_timeout, self.timeout)
+
     def save(self, path: Path) -> None:
         data = asdict(self)
         path.write_text(json.dumps(data, indent=1) + "\n")

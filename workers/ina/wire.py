@@ -1,5 +1,5 @@
-"""The INA wire protocol: Scapy layer (the layout's Python truth), what each field means per
-message type, the one host-side record of a packet, and a fast codec.
+"""The INA wire protocol: the header layout, what each field means per message type, the one
+host-side record of a packet, and a fast codec (the Scapy layer: :mod:`workers.ina.wire_scapy`).
 
 Frame: Ethernet / IPv4 (IHL 5) / UDP (dport = INA_UDP_PORT, checksum 0) / INA header /
 K x int32 (big-endian two's complement). See docs/protocol.md for the semantics.
@@ -11,9 +11,11 @@ INA header (26 bytes, network byte order)::
 
 Declared once, here, and checked everywhere else it is written down:
 
-* the layout: the Scapy layer `INA`; the P4 header `ina_h` (p4src/include/headers.p4) is
-  tested equal to it field by field (tests/test_ina_p4.py);
-* the meaning of each field in each message type: `FIELD_MEANINGS`, beside the layer; the
+* the layout: `HEADER_FIELDS`; the Scapy layer `INA` (built on it in
+  :mod:`workers.ina.wire_scapy`, apart so that host processes never import Scapy, which
+  takes them a second or more) is checked equal to it at import, and the P4 header `ina_h`
+  (p4src/include/headers.p4) is tested equal to it field by field (tests/test_ina_p4.py);
+* the meaning of each field in each message type: `FIELD_MEANINGS`, beside the layout; the
   table of docs/protocol.md §1 is tested equal to it and the comments of `ina_h` to follow
   it (tests/test_protocol.py).  Two fields are overloaded by the hosts only (the switches
   never read them there): a GRAD's copy number in ``flags`` bits 4-7 and a RESULT's echo
@@ -21,7 +23,7 @@ Declared once, here, and checked everywhere else it is written down:
   `InaPacket.copy_number` / `with_copy` / `InaPacket.grad` and `InaPacket.echo` / `Echo` /
   `InaPacket.result`, never by hand;
 * the host-side record: `InaPacket`, one decoded packet (header fields under their wire
-  names, plus the values), checked at import to have exactly the layer's fields. The state
+  names, plus the values), checked at import to have exactly the layout's fields. The state
   machines (workers/ina/ps.py, worker.py) consume and produce it and never see bytes.
 
 The hot-path codec (`encode_payload`, `decode_payload`, `FrameTemplate`, `decode_frame`;
@@ -43,18 +45,6 @@ from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
-from scapy.fields import (
-    ByteEnumField,
-    ByteField,
-    FieldListField,
-    FlagsField,
-    IntField,
-    ShortField,
-    SignedIntField,
-    XLongField,
-)
-from scapy.layers.inet import UDP
-from scapy.packet import Packet, bind_layers
 
 from workers.ina.constants import (
     AGG_ID_PS,
@@ -103,56 +93,14 @@ NO_WORKER = 0xFFFF
 """RESULT ``worker_id`` when no packet of a worker caused the RESULT."""
 
 
-def _flag_names() -> list[str]:
-    """FlagsField wants one name per bit, least significant first; the copy number's bits
-    are named too, so Scapy's dissection shows them for what they are."""
-    names = [f"bit{i}" for i in range(8)]
-    for flag in (Flag.RETRANSMIT, Flag.FALLBACK, Flag.INCOMPLETE):
-        names[int(flag).bit_length() - 1] = str(flag.name)
-    for i in range(COPY_BITS):
-        names[COPY_SHIFT + i] = f"copy{i}"
-    return names
-
-
-class INA(Packet):
-    """INA header plus its K int32 values (the values are the layer's last field)."""
-
-    name = "INA"
-    fields_desc = [
-        ByteEnumField("msg_type", TYPE_GRAD, {t.value: t.name for t in MsgType}),
-        FlagsField("flags", 0, 8, _flag_names()),
-        ShortField("job_id", 0),
-        IntField("round", 0),
-        IntField("chunk_id", 0),
-        ShortField("agg_id", 0),
-        ByteField("fan_in", 0),
-        ByteField("count", 0),
-        ShortField("worker_id", 0),
-        XLongField("bitmap", 0),
-        FieldListField("values", [0] * K, SignedIntField("v", 0), count_from=lambda pkt: K),
-    ]
-
-    def mysummary(self) -> str:
-        return self.sprintf(
-            "INA %msg_type% job=%job_id% r=%round% c=%chunk_id% agg=%agg_id% "
-            "n=%count%/%fan_in% w=%worker_id% bm=%bitmap% fl=%flags%"
-        )
-
-
-bind_layers(UDP, INA, dport=INA_UDP_PORT)
-# The switch decides by destination port alone; make Scapy's dissector do the same even
-# when the source port belongs to another protocol (e.g. 53 -> DNS would otherwise win).
-UDP.payload_guess.sort(key=lambda guess: guess[1] is not INA)
-
-def _field_bits(f) -> int:
-    return f.size if isinstance(f, FlagsField) else f.sz * 8
-
-
-HEADER_FIELDS: tuple[tuple[str, int], ...] = tuple(
-    (f.name, _field_bits(f)) for f in INA.fields_desc if f.name != "values"
+HEADER_FIELDS: tuple[tuple[str, int], ...] = (
+    ("msg_type", 8), ("flags", 8), ("job_id", 16), ("round", 32), ("chunk_id", 32),
+    ("agg_id", 16), ("fan_in", 8), ("count", 8), ("worker_id", 16), ("bitmap", 64),
 )
-"""(name, bit width) of the INA header in wire order, read off the Scapy layer; the P4
-header ina_h is tested equal to it (tests/test_ina_p4.py)."""
+"""(name, bit width) of the INA header in wire order: the layout's one declaration.  The
+Scapy layer `INA` (:mod:`workers.ina.wire_scapy`, never imported by host processes) is
+built from it and checked equal to it at import, and so is the P4 header ina_h
+(tests/test_ina_p4.py)."""
 
 HEADER_NAMES: tuple[str, ...] = tuple(name for name, _ in HEADER_FIELDS)
 """The header's field names in wire order."""
@@ -341,11 +289,11 @@ class InaPacket:
 
 _header_of = attrgetter(*HEADER_NAMES)  # InaPacket -> header tuple, at C speed
 
-# The layout is declared once, by the layer: everything above that names its fields is
+# The layout is declared once, by HEADER_FIELDS: everything above that names its fields is
 # checked against it here, at import, so a field added to one and not the others fails
 # loudly rather than shifting bytes.
 if tuple(f.name for f in fields(InaPacket)) != (*HEADER_NAMES, "values"):
-    raise RuntimeError("workers/ina/wire.py: InaPacket's fields are not the INA layer's")
+    raise RuntimeError("workers/ina/wire.py: InaPacket's fields are not the INA layout's")
 if tuple(FIELD_MEANINGS) != (*HEADER_NAMES, "values"):
     raise RuntimeError("workers/ina/wire.py: FIELD_MEANINGS does not cover the INA layer's "
                        "fields in wire order")
@@ -492,14 +440,6 @@ def ecmp_member(chunk_id: int, switch_id: int, group_size: int) -> int:
     return zlib.crc32(struct.pack("!IH", chunk_id, switch_id)) % group_size
 
 
-def from_scapy(pkt: Packet) -> InaPacket:
-    """The InaPacket of a Scapy packet containing an INA layer (tests, tools: not a hot
-    path)."""
-    layer = pkt[INA]
-    return InaPacket(*(int(getattr(layer, name)) for name in HEADER_NAMES),
-                     np.array(layer.values, dtype=np.int32))
-
-
 __all__ = [
     "COPY_BITS",
     "COPY_MASK",
@@ -511,7 +451,6 @@ __all__ = [
     "HEADER_FIELDS",
     "HEADER_NAMES",
     "HEADER_STRUCT",
-    "INA",
     "NO_ECHO",
     "NO_WORKER",
     "PAYLOAD_BYTES",
@@ -526,7 +465,6 @@ __all__ = [
     "decode_payload",
     "ecmp_member",
     "encode_payload",
-    "from_scapy",
     "ipv4_checksum",
     "slot_index",
     "with_copy",

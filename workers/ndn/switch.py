@@ -51,9 +51,11 @@ class NdnRouterSwitch(P4RuntimeSwitch):
         Path(self.config_path).write_text(json.dumps(cfg, indent=1))
         return [self.python, "-m", "workers.ndn.router_node", self.config_path]
 
-    def wait_ready(self) -> None:
-        """Block until the log says ``ready``; raise with the log tail if the process died."""
-        deadline = time.monotonic() + self.start_timeout
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """Block until the log says ``ready`` (at most ``timeout`` s, default
+        ``start_timeout``); raise with the log tail if the process died."""
+        limit = self.start_timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
         while True:
             if self.proc is not None and self.proc.poll() is not None:
                 raise SwitchStartError(f"{self.name}: the NDN router exited with status "
@@ -67,5 +69,5 @@ class NdnRouterSwitch(P4RuntimeSwitch):
             if time.monotonic() > deadline:
                 self._terminate()
                 raise SwitchStartError(f"{self.name}: the NDN router did not start within "
-                                       f"{self.start_timeout:g} s")
+                                       f"{limit:g} s")
             time.sleep(0.05)

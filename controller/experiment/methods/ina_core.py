@@ -24,6 +24,7 @@ from controller.errors import ExperimentError
 from controller.experiment.failover import WorkerMonitor
 from controller.experiment.network import P4_PROGRAM, ROOT, compile_program
 from controller.experiment.plan_figure import draw_plan
+from controller.experiment.records import spread
 from controller.experiment.report import mean
 from controller.experiment.runner import Run
 from controller.plan.document import chunk_schedule, resolve_workers, write_plan
@@ -307,8 +308,14 @@ def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: Plan, jobs: list[S
             writes = deploy(rules, addresses, p4info, device_config)
         except DeployError as exc:
             raise ExperimentError(f"deploying the plan: {exc}") from None
+        deploy_s = time.perf_counter() - t0
+        built = getattr(mininet, "timings", {})
+        console.print(f"network up: links {built.get('links', '?')} s, hosts "
+                      f"{built.get('hosts', '?')} s, switches {built.get('switches', '?')} s, "
+                      f"deploy {deploy_s:.1f} s")
         yield Deployed(mininet, hosts, rules, p4info,
-                       {"deploy_s": time.perf_counter() - t0, "writes": sum(writes.values())},
+                       {"deploy_s": deploy_s, "writes": sum(writes.values()),
+                        **{f"{k}_s": v for k, v in built.items()}},
                        device_config, addresses, socks)
 
 
@@ -341,6 +348,12 @@ def job_record(cfg: JobConfig, workers: list[str], ps: str, tor: str,
             # the last worker to start the round waits for nobody's compute: its time is the
             # network's share of the round
             "sync_time_s": min(x["time_s"] for x in per_worker),
+            # how much later than the first the last worker started the round (its
+            # compute or its process scheduled later): the round's start skew
+            "start_skew_s": (max(x["time_s"] for x in per_worker)
+                             - min(x["time_s"] for x in per_worker)),
+            # retransmissions per worker, collapsed (64 workers make no readable list)
+            "retransmissions_per_worker": spread([x["retransmits"] for x in per_worker]),
             "accuracy": per_worker[0]["accuracy"],
             "loss": mean([x["loss"] for x in per_worker]),
             "retransmissions": sum(x["retransmits"] for x in per_worker),

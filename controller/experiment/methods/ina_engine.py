@@ -183,9 +183,9 @@ def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
             watch=jw.watch, on_line=jw.on_line, on_failure=jw.on_failure,
             on_procs=jw.on_procs,
             server_exit="stop", stop_timeout_s=30))  # the PS serves retransmissions to the end
-        moved, codes = done.moved, done.server_codes
+        moved, codes, cpu = done.moved, done.server_codes, done.cpu
     except WorkerStopped as exc:  # solo: the finished rounds are kept, then the run stops
-        stopped_run, moved, codes = exc, {}, {}
+        stopped_run, moved, codes, cpu = exc, {}, {}, None
     records = {}
     for j in jobs:
         mon = monitors.get(j.name)
@@ -209,6 +209,10 @@ def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
         # contributions that reached the PS unaggregated: a slot held by another key (of
         # this job or another), no slot for the job at a switch, or no aggregator
         rec["collisions"] = int(ps_report.get("stats", {}).get("fallbacks", 0))
+        if cpu:  # what paced the launch: busy cores (all its jobs together), its length
+            rec["cores"] = {k: cpu.get(k) for k in ("busy_cores", "rounds_busy_cores",
+                                                     "rounds_machine_busy_cores",
+                                                     "rounds_wall_s", "wall_s", "cpus")}
         if mon is not None and mon.job_events:
             rec["worker_failure"] = worker_failure_record(mon, rec["rounds"], ps_report)
         if stopped is not None:

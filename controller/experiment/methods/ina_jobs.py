@@ -21,6 +21,7 @@ import numpy as np
 from controller.experiment.methods.ina_core import Settings
 from controller.experiment.methods.ina_engine import ALONE
 from controller.experiment.methods.ina_tenants import Tenant
+from controller.experiment.records import pace_lines
 from controller.plan.lp_jobs import jain
 from controller.plan.types import Plan
 from workers.common.model import train_synchronous
@@ -136,6 +137,8 @@ def print_jobs(results: dict[str, Any], console: Any) -> None:
     console.print(f"fairness (Jain's index of measured γ_j / w_j): "
                   f"{'-' if fair is None else format(fair, '.3f')}; planned "
                   f"{f(results.get('fairness_planned'), '.3f')}")
+    for line in pace_lines(results):  # one per sync mode, over every job
+        console.print(line)
 
 
 def plot_jobs_gamma(results: dict[str, Any], out_dir: Path) -> Path | None:
