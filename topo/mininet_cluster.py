@@ -332,4 +332,4 @@ def build_cluster_net(graph: nx.Graph, spec: ClusterSpec, switch_cls: type | Non
         node_opts[str(node)] = opts
     mn = build_net(graph, sw_cls, switch_opts, per_switch_opts, start, bw_unit_mbps,
                    node_opts=node_opts, net_opts={"host": host_cls, "link": link_cls})
-    return ClusterNet(mn.net, mn.plan, spec)
+    return ClusterNet(mn.net, mn.plan, timings=mn.timings, spec=spec)
