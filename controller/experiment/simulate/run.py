@@ -33,6 +33,7 @@ from controller.experiment.methods.ina_tenants import deploy_specs, make_tenants
 from controller.experiment.network import P4_PROGRAM, shaped_graph
 from controller.experiment.simulate.engine import SimJob, run_jobs
 from controller.experiment.simulate.events import EventLoop
+from controller.experiment.simulate.fastpath import forwarder
 from controller.experiment.simulate.network import SimNetwork, load_switch
 from controller.plan.document import resolve_workers, write_plan
 from controller.plan.jobs import jobs_argument
@@ -58,6 +59,8 @@ class SimOptions:
     jitter_ms: float = 10.0  # + uniform [0, jitter) per worker and round (start-file poll)
     switch_proc_ms: float = 0.0  # a switch's time per frame (pyswitch: ~0.5 ms on our machine)
     train: bool = True  # a real model's gradients (False: seeded random int32 vectors)
+    full_p4: bool = False  # every switch executes ina.p4 (default: forwarding-only switches
+    # take the tested shortcut of simulate/fastpath.py, docs/simulate.md "Speed")
     reference: bool = True  # train the single-process reference (results' accuracy)
 
 
@@ -69,6 +72,7 @@ class SimStats:
     plan_s: float = 0.0
     events: int = 0
     switch_frames: int = 0
+    fast_frames: int = 0  # of switch_frames, forwarded by simulate/fastpath.py
     peak_mib: float = 0.0  # the process's peak RSS so far (MiB)
     per_mode: dict[str, Any] = field(default_factory=dict)
 
@@ -144,7 +148,8 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
         t_setup = time.perf_counter()
         # a fresh network per mode: run launches every mode on the same switches, whose
         # slots are empty again once the previous mode's RESULTs released them
-        switches = {sw: load_switch(prog, r) for sw, r in rules.items()}
+        switches = {sw: (load_switch(prog, r) if opt.full_p4
+                         else forwarder(load_switch(prog, r), r)) for sw, r in rules.items()}
         net = SimNetwork(loop, graph, netplan.ports, switches, bw_unit,
                          opt.delay_ms / 1000.0, opt.queue, _impairment(s),
                          on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0)
@@ -188,6 +193,7 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
                 sums[label] = d.sums
         stats.events += loop.events
         stats.switch_frames += net.switch_frames
+        stats.fast_frames += sum(getattr(sw, "fast", 0) for sw in switches.values())
         stats.per_mode[mode] = {"events": loop.events, "wall_s": wall, "setup_s": setup}
     if not all(m["rounds"] for m in modes.values()):
         missing = [m for m, d in modes.items() if not d["rounds"]]
@@ -214,5 +220,6 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
                                "plan_s": stats.plan_s, "events": stats.events,
                                "events_per_s": stats.events_per_s,
                                "switch_frames": stats.switch_frames,
+                               "fast_frames": stats.fast_frames,
                                "peak_mib": stats.peak_mib, "per_mode": stats.per_mode}})
     return doc, stats
