@@ -13,6 +13,7 @@ carries one GRAD up and one RESULT down per chunk.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -276,3 +277,35 @@ def test_the_shortcut_changes_no_figure_of_a_run(clean_run: tuple[dict, dict],
         a, b = ({k: v for k, v in d["modes"][mode].items() if k != "sim"} for d in (doc, full))
         assert a == b
         assert doc["modes"][mode]["sim"]["events"] == full["modes"][mode]["sim"]["events"]
+
+
+def test_rules_without_idle_hosts_differ_only_by_their_routes() -> None:
+    """simulate computes the rules on the graph without idle hosts: on fattree:4 with PS h0
+    and workers h5, h9 the rules are the full ones less the /32 routes of the 13 idle
+    hosts, on every switch."""
+    from controller.dataplane.deploy import SwitchJob, switch_rules
+    from controller.experiment.methods.ina_core import plan_request
+    from controller.experiment.network import shaped_graph
+    from controller.experiment.simulate.run import active_graph
+    from controller.plan.pipeline import make_plan
+    from topo.mininet_net import plan_network
+    from topo.models import parse_topology
+
+    s = settings(workers="h5,h9", budget=2)
+    graph = shaped_graph(parse_topology(s.topo), s.bw)
+    plan = make_plan(graph, replace(plan_request(s), baselines=False), ps="h0",
+                     workers=["h5", "h9"])
+    netplan = plan_network(graph, 1.0)
+    hosts = {h: (i.ips[0], i.macs[0]) for h, i in netplan.hosts.items()}
+    jobs = [SwitchJob(1, ("h5", "h9"))]
+    full = switch_rules(graph, plan, netplan.ports, hosts, jobs)
+    pruned = switch_rules(active_graph(graph, {"h0", "h5", "h9"}), plan, netplan.ports, hosts,
+                          jobs)
+    used_ips = {hosts[h][0] for h in ("h0", "h5", "h9")}
+    assert full.keys() == pruned.keys()
+    for sw, r in full.items():
+        keep = [e for e in r.entries if not (e.table.endswith("ipv4_lpm")
+                                             and e.match["hdr.ipv4.dstAddr"][0] not in used_ips)]
+        assert len(keep) < len(r.entries)
+        assert (keep, r.default, r.mcast_groups) == (pruned[sw].entries, pruned[sw].default,
+                                                      pruned[sw].mcast_groups)

@@ -45,7 +45,7 @@ from topo.models import parse_topology
 from workers.common.model import train_synchronous
 from workers.ina.constants import MAX_WORKERS
 
-__all__ = ["SimOptions", "simulate", "program"]
+__all__ = ["SimOptions", "active_graph", "simulate", "program"]
 
 
 @dataclass
@@ -94,6 +94,18 @@ def program(slots: int) -> Any:
     return pyswitch.compile_p4(str(P4_PROGRAM), defines=compile_defines())
 
 
+def active_graph(graph: nx.Graph, used: set[str]) -> nx.Graph:
+    """``graph`` without the hosts that take no part in the run (neither a worker nor a PS),
+    for computing the rules: a host is a leaf and paths never transit one (``topo.paths``),
+    so every other rule is the same and only the /32 routes toward idle hosts -- which no
+    frame of the run is addressed to -- are left out (at fat-tree k=32, 8,192 routes on each
+    of 1,280 switches).  Ports and addresses still come from the whole graph."""
+    idle = [n for n, k in graph.nodes(data="kind") if k == "host" and n not in used]
+    if not idle:
+        return graph
+    return nx.freeze(graph.subgraph(n for n in graph if n not in set(idle)).copy())
+
+
 def _impairment(s: Settings) -> ImpairmentSpec | None:
     if not (s.loss or s.dup or s.reorder):
         return None
@@ -139,7 +151,8 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
     netplan = plan_network(graph, bw_unit)
     hosts = {h: (info.ips[0], info.macs[0]) for h, info in netplan.hosts.items()}
     specs = deploy_specs(tenants, s.modes, solo)
-    rules = switch_rules(graph, plan, netplan.ports, hosts, specs, s.slot_policy)
+    rules = switch_rules(active_graph(graph, {h for t in tenants for h in (t.ps, *t.workers)}),
+                         plan, netplan.ports, hosts, specs, s.slot_policy)
     prog = program(num_slots())
     s.extra["num_slots"] = num_slots()
     modes: dict[str, Any] = {}
