@@ -220,6 +220,8 @@ def _odd_frames(frames: list[tuple[int, bytes]], mcast_ports: set[int]
                 (port, fix(f[:23] + b"\x06" + f[24:])),             # TCP
                 (port, f[:12] + b"\x08\x06" + f[14:]),              # ARP
                 (port, f[:24] + b"\x00\x00" + f[26:]),              # bad IPv4 checksum
+                (port, f[:24] + b"\xff\xff" + f[26:]),              # bad, or -0 for 0
+                (port, fix(f[:22] + b"\x00" + f[23:])),             # TTL 0 (wraps to 255)
                 (port, f[:150]),                                    # truncated
                 (port, f[:38] + b"\x00\x10" + f[40:]),              # wrong UDP length
                 (port, f[:42] + b"\x07" + f[43:]),                  # unknown msg_type

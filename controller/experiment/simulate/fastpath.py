@@ -18,6 +18,7 @@ tested in ``tests/test_simulate.py``.
 
 from __future__ import annotations
 
+import struct
 import zlib
 from typing import Any
 
@@ -29,14 +30,13 @@ from workers.ina.constants import K
 __all__ = ["FastForwarder", "forwarder"]
 
 _FRAME_LEN = 14 + 20 + 8 + 26 + 4 * K  # ethernet, IPv4, UDP, ina_h, ina_values_h
-_UDP_LEN = (8 + 26 + 4 * K).to_bytes(2, "big")
-_INA_PORT = (18000).to_bytes(2, "big")  # INA_UDP_PORT (p4src/include/constants.p4)
+_UDP_LEN = 8 + 26 + 4 * K
+_INA_PORT = 18000  # INA_UDP_PORT (p4src/include/constants.p4)
+# ethertype, version|ihl, ttl, protocol, IPv4 checksum, UDP dst port, UDP length, msg_type,
+# job_id, agg_id, count, worker_id, bitmap (p4src/include/headers.p4)
+_FIELDS = struct.Struct("!12xHB7xBBH8x2xHH2xBxH4x4xHxBHQ")
 _GRAD, _PARTIAL, _RESULT = 1, 2, 3
 _MAX_WORKERS = 64
-
-
-def _csum(ip_no_sum: bytes) -> int:
-    return csum16(ip_no_sum)
 
 
 class FastForwarder:
@@ -84,16 +84,16 @@ class FastForwarder:
 
     def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """The program's outputs for ``frame`` arriving on ``port``."""
-        if (len(frame) != _FRAME_LEN or frame[12:14] != b"\x08\x00" or frame[14] != 0x45
-                or frame[23] != 17 or frame[36:38] != _INA_PORT or frame[38:40] != _UDP_LEN
-                or _csum(frame[14:24] + frame[26:34]) != int.from_bytes(frame[24:26], "big")):
+        if len(frame) != _FRAME_LEN:
             return self.slow(port, frame)
-        mt = frame[42]
-        job_id = int.from_bytes(frame[44:46], "big")
-        agg_id = int.from_bytes(frame[54:56], "big")
-        count = frame[57]
-        worker = int.from_bytes(frame[58:60], "big")
-        bitmap = int.from_bytes(frame[60:68], "big")
+        (etype, ver_ihl, ttl, proto, hc, dport, ulen, mt, job_id, agg_id, count, worker,
+         bitmap) = _FIELDS.unpack_from(frame)
+        # MyVerifyChecksum: the sum over the 20 header bytes folds to 0xFFFF exactly when
+        # the stored checksum equals the computed one, except a stored 0xFFFF for a
+        # computed 0 (pyswitch flags that one: left to the program)
+        if (etype != 0x0800 or ver_ihl != 0x45 or proto != 17 or dport != _INA_PORT
+                or ulen != _UDP_LEN or hc == 0xFFFF or csum16(frame[14:34])):
+            return self.slow(port, frame)
         if mt == _GRAD:
             if count != 1 or worker >= _MAX_WORKERS or bitmap != 1 << worker:
                 return self.slow(port, frame)
@@ -120,17 +120,23 @@ class FastForwarder:
         if not group or not group[1]:
             return self.slow(port, frame)
         base, size = group
-        idx = (base + zlib.crc32(frame[50:54] + self._sid) % size) & 0xFFFF
-        out_port = self.nexthop.get(idx)
+        out_port = self.nexthop.get((base + zlib.crc32(frame[50:54] + self._sid) % size)
+                                    & 0xFFFF)
         if out_port is None:
             return self.slow(port, frame)
-        ttl = (frame[22] - 1) & 0xFF
-        ip = frame[14:22] + bytes((ttl,)) + frame[23:24]
-        s = _csum(ip + frame[26:34]).to_bytes(2, "big")
+        # set_port: ttl - 1; MyComputeChecksum, done incrementally (RFC 1624 eq. 3: the
+        # 16-bit word ttl|protocol changes; the result equals the recomputed sum since
+        # the stored one was verified)
+        new_ttl = (ttl - 1) & 0xFF
+        x = (~hc & 0xFFFF) + (~((ttl << 8) | proto) & 0xFFFF) + ((new_ttl << 8) | proto)
+        x = (x & 0xFFFF) + (x >> 16)
+        x = (x & 0xFFFF) + (x >> 16)
         self.stats.rx[port] += 1
         self.stats.tx[out_port] += 1
         self.fast += 1
-        return [(out_port, frame[:14] + ip + s + frame[26:40] + b"\x00\x00" + frame[42:])]
+        return [(out_port, b"".join((frame[:22], bytes((new_ttl,)), frame[23:24],
+                                     (~x & 0xFFFF).to_bytes(2, "big"), frame[26:40],
+                                     b"\x00\x00", frame[42:])))]
 
     def _multicast(self, port: int, frame: bytes,
                    ports: list[int]) -> list[tuple[int, bytes]]:
@@ -153,7 +159,7 @@ class FastForwarder:
                 out.append((p, plain))
             else:
                 ip = frame[14:24] + frame[26:30] + rw[6:]
-                s = _csum(ip).to_bytes(2, "big")
+                s = csum16(ip).to_bytes(2, "big")
                 out.append((p, rw[:6] + frame[6:24] + s + frame[26:30] + rw[6:]
                             + plain[34:]))
             stats.tx[p] += 1
