@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                    "retransmissions": sum(r["retransmissions"] for r in rs),
                    "plan_s": plan_s, "sim_s": st.wall_s, "events": st.events,
                    "events_per_s": st.events_per_s, "peak_rss_mib": st.peak_mib,
+                   "events_per_cpu_s": st.events_per_cpu_s,
                    "switch_frames": st.switch_frames, "fast_frames": st.fast_frames,
                    "queue_drops": sum(d["sim"]["queue_drops"] for d in doc["modes"].values())
                    // max(1, len(doc["jobs"]) if s.jobs else 1),
