@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=0, help="J jobs at once, each with its own PS "
                    "and --workers workers spread over the pods (J x W workers in all; ina.p4's "
                    "bitmap carries at most 64 workers per job)")
+    p.add_argument("--ps-spread", action="store_true",
+                   help="with --jobs: job j's PS is h(j x hosts/J), one per part of the tree, "
+                        "instead of h(j-1) (all on the first edge switch)")
     p.add_argument("--out", default="/tmp/sim_scale")
     p.add_argument("--reuse-plans", action="store_true",
                    help="take a run's plan.json from --out if an earlier sweep wrote it "
@@ -112,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         n_hosts = sum(1 for _, k in graph.nodes(data="kind") if k == "host")
         w = len(workers)
         stride = n_hosts // w
-        jobs = [{"name": f"job{j + 1}", "ps": f"h{j}",
+        jobs = [{"name": f"job{j + 1}",
+                 "ps": f"h{j * (n_hosts // a.jobs) if a.ps_spread else j}",
                  "workers": [f"h{stride * i + stride // 2 + j}" for i in range(w)]}
                 for j in range(a.jobs)]
         jobs_file = out / "jobs.json"
