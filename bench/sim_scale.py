@@ -30,7 +30,7 @@ from controller.experiment.methods.ina_core import Settings, plan_request  # noq
 from controller.experiment.network import shaped_graph  # noqa: E402
 from controller.experiment.simulate.run import SimOptions, simulate  # noqa: E402
 from controller.files import write_json_atomic  # noqa: E402
-from controller.plan.document import resolve_workers, write_plan  # noqa: E402
+from controller.plan.document import load_plan, resolve_workers, write_plan  # noqa: E402
 from controller.plan.jobs import jobs_argument  # noqa: E402
 from controller.plan.pipeline import make_plan  # noqa: E402
 from topo.models import parse_topology  # noqa: E402
@@ -90,7 +90,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=0, help="J jobs at once, each with its own PS "
                    "and --workers workers spread over the pods (J x W workers in all; ina.p4's "
                    "bitmap carries at most 64 workers per job)")
+    p.add_argument("--ps-spread", action="store_true",
+                   help="with --jobs: job j's PS is h(j x hosts/J), one per part of the tree, "
+                        "instead of h(j-1) (all on the first edge switch)")
     p.add_argument("--out", default="/tmp/sim_scale")
+    p.add_argument("--reuse-plans", action="store_true",
+                   help="take a run's plan.json from --out if an earlier sweep wrote it "
+                        "(the joint plan of several jobs takes minutes at k=16)")
+    p.add_argument("--full-p4", action="store_true",
+                   help="every switch executes ina.p4 (default: forwarding-only switches take "
+                        "simulate's tested shortcut)")
     p.add_argument("--smoke", action="store_true",
                    help="a reduced run (fat-tree k=4, 4 workers, budgets 0 and 1, 1 round) "
                         "that only shows it works")
@@ -106,13 +115,14 @@ def main(argv: list[str] | None = None) -> int:
         n_hosts = sum(1 for _, k in graph.nodes(data="kind") if k == "host")
         w = len(workers)
         stride = n_hosts // w
-        jobs = [{"name": f"job{j + 1}", "ps": f"h{j}",
+        jobs = [{"name": f"job{j + 1}",
+                 "ps": f"h{j * (n_hosts // a.jobs) if a.ps_spread else j}",
                  "workers": [f"h{stride * i + stride // 2 + j}" for i in range(w)]}
                 for j in range(a.jobs)]
         jobs_file = out / "jobs.json"
         jobs_file.write_text(json.dumps(jobs, indent=1))
         workers = [h for j in jobs for h in j["workers"]]
-    opt = SimOptions(train=a.train, reference=False)
+    opt = SimOptions(train=a.train, reference=False, full_p4=a.full_p4)
     print(f"settings: {a.topo}, PS {a.ps}, {len(workers)} workers, 1 Mbit/s links, MLP "
           f"hidden {a.hidden}, {a.rounds} rounds, modes {a.modes}, loss {a.loss:g}, window "
           f"{Settings.window}, timeout {Settings.timeout:g} s, sim options {opt}")
@@ -128,12 +138,18 @@ def main(argv: list[str] | None = None) -> int:
                          jobs=str(jobs_file) if jobs_file else None)
             name = f"{planner}-b{b}" + (f"-loss{a.loss:g}" if a.loss else "")
             t0 = time.perf_counter()
-            req = replace(plan_request(s), baselines=False)
-            plan = (make_plan(graph, req, jobs=jobs_argument(s.jobs, graph)) if s.jobs
-                    else make_plan(graph, req, ps=a.ps, workers=workers))
-            plan_s = time.perf_counter() - t0
             (out / name).mkdir(exist_ok=True)
-            write_plan(plan, out / name / "plan.json")
+            cached = out / name / "plan.json"
+            if a.reuse_plans and cached.exists():
+                plan = load_plan(cached)
+                plan_s = float((plan.timings or {}).get("bench_plan_s", 0.0))
+            else:
+                req = replace(plan_request(s), baselines=False)
+                plan = (make_plan(graph, req, jobs=jobs_argument(s.jobs, graph)) if s.jobs
+                        else make_plan(graph, req, ps=a.ps, workers=workers))
+                plan_s = time.perf_counter() - t0
+                plan.timings = {**(plan.timings or {}), "bench_plan_s": plan_s}
+                write_plan(plan, cached)
             doc, st = simulate(s, opt, out / name, name, graph=graph, plan=plan)
             doc["complete"] = True
             write_json_atomic(out / name / "results.json", doc)
@@ -159,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
                    "retransmissions": sum(r["retransmissions"] for r in rs),
                    "plan_s": plan_s, "sim_s": st.wall_s, "events": st.events,
                    "events_per_s": st.events_per_s, "peak_rss_mib": st.peak_mib,
+                   "events_per_cpu_s": st.events_per_cpu_s,
+                   "switch_frames": st.switch_frames, "fast_frames": st.fast_frames,
+                   "queue_drops": sum(d["sim"]["queue_drops"] for d in doc["modes"].values())
+                   // max(1, len(doc["jobs"]) if s.jobs else 1),
+                   "virtual_s": max(d["sim"]["virtual_s"] for d in doc["modes"].values()),
                    "jobs": {n: j["gamma"] for n, j in doc.get("jobs", {}).items()},
                    "modes": {m: {"s_per_round": statistics.mean(r["time_s"] for r in d["rounds"]),
                                  "ps_bytes_per_round": d["rounds"][0]["ps_rx_bytes"],

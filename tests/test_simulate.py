@@ -13,6 +13,7 @@ carries one GRAD up and one RESULT down per chunk.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +23,9 @@ from controller.cli.main import main
 from controller.experiment.compare import load_results, rows_of
 from controller.experiment.methods.ina_core import Settings
 from controller.experiment.simulate.events import EventLoop
+from controller.experiment.simulate.network import load_switch
 from controller.experiment.simulate.run import SimOptions, simulate
-from workers.ina.wire import FRAME_BYTES
+from workers.ina.wire import FRAME_BYTES, ipv4_checksum
 
 N, N_VALUES, N_CHUNKS, ROUNDS = 6, 310, 10, 2
 WORKERS = [f"h{i}" for i in range(1, N + 1)]
@@ -175,3 +177,137 @@ def test_bad_options_are_one_line(argv: list[str], words: str, tmp_path: Path,
     assert main(["simulate", "--out", str(tmp_path), *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and words in err[0]
+
+
+def _recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+              s: Settings) -> tuple[dict, list[tuple[str, int, bytes]]]:
+    """Run ``s`` with every switch executing ina.p4, recording what each switch receives
+    (its rules, and the (switch, port, frame) stream in order)."""
+    import controller.experiment.simulate.run as run_mod
+
+    rules: dict = {}
+    seen: list[tuple[str, int, bytes]] = []
+
+    def recording(prog: object, r: object) -> object:
+        sw = load_switch(prog, r)
+        rules[r.switch] = r  # type: ignore[attr-defined]
+        real = sw.process
+
+        def process(port: int, frame: bytes) -> list:
+            seen.append((r.switch, port, frame))  # type: ignore[attr-defined]
+            return real(port, frame)
+        sw.process = process
+        return sw
+
+    monkeypatch.setattr(run_mod, "load_switch", recording)
+    simulate(s, SimOptions(reference=False, full_p4=True), tmp_path, "t",
+             gradient_of=gradient)
+    return rules, seen
+
+
+def _odd_frames(frames: list[tuple[int, bytes]], mcast_ports: set[int]
+                ) -> list[tuple[int, bytes]]:
+    """Frames the shortcut must hand to the program (other IPv4, ARP, malformed, unknown
+    routes and jobs, wrong ports) or copy with care (a RESULT entering where its multicast
+    group sends: the echo the egress drops and counts)."""
+    def fix(f: bytes) -> bytes:  # a valid IPv4 checksum again
+        return f[:24] + ipv4_checksum(f[14:24] + f[26:34]).to_bytes(2, "big") + f[26:]
+
+    first = {f[42]: (p, f) for p, f in reversed(frames)}  # the first of each msg_type
+    out = [(p, f) for f in (f for _, f in first.values() if f[42] == 3) for p in mcast_ports]
+    for port, f in first.values():
+        out += [(port, fix(f[:36] + b"\x13\x89" + f[38:])),        # UDP to another port
+                (port, fix(f[:23] + b"\x06" + f[24:])),             # TCP
+                (port, f[:12] + b"\x08\x06" + f[14:]),              # ARP
+                (port, f[:24] + b"\x00\x00" + f[26:]),              # bad IPv4 checksum
+                (port, f[:24] + b"\xff\xff" + f[26:]),              # bad, or -0 for 0
+                (port, fix(f[:22] + b"\x00" + f[23:])),             # TTL 0 (wraps to 255)
+                (port, f[:150]),                                    # truncated
+                (port, f[:38] + b"\x00\x10" + f[40:]),              # wrong UDP length
+                (port, f[:42] + b"\x07" + f[43:]),                  # unknown msg_type
+                (port, f[:44] + b"\x03\xe7" + f[46:]),              # unknown job 999
+                (port, f[:54] + b"\x03\xe7" + f[56:]),              # unknown agg_id 999
+                (port, f[:57] + b"\x00" + f[58:]),                  # count 0
+                (port, f[:60] + (3).to_bytes(8, "big") + f[68:]),   # bitmap of two workers
+                (port ^ 1, f), (0, f), (9, f)]                      # other ingress ports
+    return out
+
+
+@pytest.mark.parametrize("kw", [dict(budget=0, loss=0.1, modes=("ina", "ps_only")),
+                                dict(budget=2, dup=0.1, reorder=0.1, jobs="2")])
+def test_the_forwarding_shortcut_equals_ina_p4(kw: dict, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every frame a forwarding-only switch received in a run (GRADs, PARTIALs, RESULTs of
+    INA and PS-only mode, retransmissions, duplicates, two jobs), plus other IPv4, ARP,
+    malformed frames and unknown jobs/routes, fed to ina.p4 and to the shortcut of a fresh
+    copy of that switch: the same (port, bytes) out, the same port, drop and program
+    counters, registers untouched."""
+    from controller.experiment.simulate.fastpath import FastForwarder, forwarder
+    from controller.experiment.simulate.run import program
+    from workers.ina.constants import num_slots
+
+    rules, seen = _recorded(tmp_path, monkeypatch, settings(**kw))
+    prog = program(num_slots())
+    fwd = {n: r for n, r in rules.items() if not r.default.params["agg_enabled"]}
+    assert fwd and len(fwd) < len(rules)
+    fast_total = 0
+    for name, r in fwd.items():
+        frames = [(p, f) for n, p, f in seen if n == name]
+        ref, fast = load_switch(prog, r), forwarder(load_switch(prog, r), r)
+        assert isinstance(fast, FastForwarder)
+        mports = {p for ps in r.mcast_groups.values() for p in ps}
+        for port, f in frames + _odd_frames(frames, mports):
+            assert fast.process(port, f) == ref.process(port, f), (name, port, f[42:68].hex())
+        assert (fast.stats.rx, fast.stats.tx, fast.stats.dropped) == (
+            ref.stats.rx, ref.stats.tx, ref.stats.dropped)
+        assert fast.switch.counters.keys() == ref.counters.keys()
+        for c in ref.counters:
+            assert fast.switch.counters[c][:2] == ref.counters[c][:2], (name, c)
+        for reg in ref.registers:
+            assert fast.switch.registers[reg][0] == ref.registers[reg][0], (name, reg)
+        fast_total += fast.fast
+    assert fast_total > 0.5 * sum(1 for n, _, _ in seen if n in fwd)
+
+
+def test_the_shortcut_changes_no_figure_of_a_run(clean_run: tuple[dict, dict],
+                                                tmp_path: Path) -> None:
+    doc, _ = clean_run
+    full, _ = simulate(settings(), SimOptions(reference=False, full_p4=True), tmp_path, "t",
+                       gradient_of=gradient)
+    assert doc["simulation"]["fast_frames"] > 0 and full["simulation"]["fast_frames"] == 0
+    for mode in ("ina", "ps_only"):
+        a, b = ({k: v for k, v in d["modes"][mode].items() if k != "sim"} for d in (doc, full))
+        assert a == b
+        assert doc["modes"][mode]["sim"]["events"] == full["modes"][mode]["sim"]["events"]
+
+
+def test_rules_without_idle_hosts_differ_only_by_their_routes() -> None:
+    """simulate computes the rules on the graph without idle hosts: on fattree:4 with PS h0
+    and workers h5, h9 the rules are the full ones less the /32 routes of the 13 idle
+    hosts, on every switch."""
+    from controller.dataplane.deploy import SwitchJob, switch_rules
+    from controller.experiment.methods.ina_core import plan_request
+    from controller.experiment.network import shaped_graph
+    from controller.experiment.simulate.run import active_graph
+    from controller.plan.pipeline import make_plan
+    from topo.mininet_net import plan_network
+    from topo.models import parse_topology
+
+    s = settings(workers="h5,h9", budget=2)
+    graph = shaped_graph(parse_topology(s.topo), s.bw)
+    plan = make_plan(graph, replace(plan_request(s), baselines=False), ps="h0",
+                     workers=["h5", "h9"])
+    netplan = plan_network(graph, 1.0)
+    hosts = {h: (i.ips[0], i.macs[0]) for h, i in netplan.hosts.items()}
+    jobs = [SwitchJob(1, ("h5", "h9"))]
+    full = switch_rules(graph, plan, netplan.ports, hosts, jobs)
+    pruned = switch_rules(active_graph(graph, {"h0", "h5", "h9"}), plan, netplan.ports, hosts,
+                          jobs)
+    used_ips = {hosts[h][0] for h in ("h0", "h5", "h9")}
+    assert full.keys() == pruned.keys()
+    for sw, r in full.items():
+        keep = [e for e in r.entries if not (e.table.endswith("ipv4_lpm")
+                                             and e.match["hdr.ipv4.dstAddr"][0] not in used_ips)]
+        assert len(keep) < len(r.entries)
+        assert (keep, r.default, r.mcast_groups) == (pruned[sw].entries, pruned[sw].default,
+                                                      pruned[sw].mcast_groups)

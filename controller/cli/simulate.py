@@ -79,6 +79,9 @@ def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
     v.add_argument("--no-train", action="store_true",
                    help="seeded random int32 gradients instead of training the model "
                         "(faster at scale; sums still checked exactly)")
+    v.add_argument("--full-p4", action="store_true",
+                   help="every switch executes ina.p4 (default: a switch that never "
+                        "aggregates forwards INA frames by its rules, tested equal)")
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -101,7 +104,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     s = settings_from_args(args)
     opt = SimOptions(delay_ms=args.delay_ms, queue=args.queue, compute_ms=args.sim_compute_ms,
                      jitter_ms=args.jitter_ms, switch_proc_ms=args.switch_proc_ms,
-                     train=not args.no_train)
+                     train=not args.no_train, full_p4=args.full_p4)
     name = args.name or time.strftime("sim-%Y%m%d-%H%M%S")
     budgets = args.budgets if args.budgets is not None else [s.budget]
     for b in budgets:

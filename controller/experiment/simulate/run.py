@@ -33,6 +33,7 @@ from controller.experiment.methods.ina_tenants import deploy_specs, make_tenants
 from controller.experiment.network import P4_PROGRAM, shaped_graph
 from controller.experiment.simulate.engine import SimJob, run_jobs
 from controller.experiment.simulate.events import EventLoop
+from controller.experiment.simulate.fastpath import forwarder
 from controller.experiment.simulate.network import SimNetwork, load_switch
 from controller.plan.document import resolve_workers, write_plan
 from controller.plan.jobs import jobs_argument
@@ -44,7 +45,7 @@ from topo.models import parse_topology
 from workers.common.model import train_synchronous
 from workers.ina.constants import MAX_WORKERS
 
-__all__ = ["SimOptions", "simulate", "program"]
+__all__ = ["SimOptions", "active_graph", "simulate", "program"]
 
 
 @dataclass
@@ -58,6 +59,8 @@ class SimOptions:
     jitter_ms: float = 10.0  # + uniform [0, jitter) per worker and round (start-file poll)
     switch_proc_ms: float = 0.0  # a switch's time per frame (pyswitch: ~0.5 ms on our machine)
     train: bool = True  # a real model's gradients (False: seeded random int32 vectors)
+    full_p4: bool = False  # every switch executes ina.p4 (default: forwarding-only switches
+    # take the tested shortcut of simulate/fastpath.py, docs/simulate.md "Speed")
     reference: bool = True  # train the single-process reference (results' accuracy)
 
 
@@ -69,6 +72,7 @@ class SimStats:
     plan_s: float = 0.0
     events: int = 0
     switch_frames: int = 0
+    fast_frames: int = 0  # of switch_frames, forwarded by simulate/fastpath.py
     peak_mib: float = 0.0  # the process's peak RSS so far (MiB)
     per_mode: dict[str, Any] = field(default_factory=dict)
 
@@ -79,6 +83,13 @@ class SimStats:
         loops = sum(m["wall_s"] for m in self.per_mode.values())
         return self.events / loops if loops else 0.0
 
+    @property
+    def events_per_cpu_s(self) -> float:
+        """Events per second of this process's CPU time in the event loops: what a machine
+        shared with other work still measures fairly (wall time counts the others' share)."""
+        cpu = sum(m.get("cpu_s", 0.0) for m in self.per_mode.values())
+        return self.events / cpu if cpu else 0.0
+
 
 @cache
 def program(slots: int) -> Any:
@@ -88,6 +99,18 @@ def program(slots: int) -> Any:
 
     del slots  # part of the cache key; compile_defines() reads the same setting
     return pyswitch.compile_p4(str(P4_PROGRAM), defines=compile_defines())
+
+
+def active_graph(graph: nx.Graph, used: set[str]) -> nx.Graph:
+    """``graph`` without the hosts that take no part in the run (neither a worker nor a PS),
+    for computing the rules: a host is a leaf and paths never transit one (``topo.paths``),
+    so every other rule is the same and only the /32 routes toward idle hosts -- which no
+    frame of the run is addressed to -- are left out (at fat-tree k=32, 8,192 routes on each
+    of 1,280 switches).  Ports and addresses still come from the whole graph."""
+    idle = [n for n, k in graph.nodes(data="kind") if k == "host" and n not in used]
+    if not idle:
+        return graph
+    return nx.freeze(graph.subgraph(n for n in graph if n not in set(idle)).copy())
 
 
 def _impairment(s: Settings) -> ImpairmentSpec | None:
@@ -135,7 +158,8 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
     netplan = plan_network(graph, bw_unit)
     hosts = {h: (info.ips[0], info.macs[0]) for h, info in netplan.hosts.items()}
     specs = deploy_specs(tenants, s.modes, solo)
-    rules = switch_rules(graph, plan, netplan.ports, hosts, specs, s.slot_policy)
+    rules = switch_rules(active_graph(graph, {h for t in tenants for h in (t.ps, *t.workers)}),
+                         plan, netplan.ports, hosts, specs, s.slot_policy)
     prog = program(num_slots())
     s.extra["num_slots"] = num_slots()
     modes: dict[str, Any] = {}
@@ -144,7 +168,8 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
         t_setup = time.perf_counter()
         # a fresh network per mode: run launches every mode on the same switches, whose
         # slots are empty again once the previous mode's RESULTs released them
-        switches = {sw: load_switch(prog, r) for sw, r in rules.items()}
+        switches = {sw: (load_switch(prog, r) if opt.full_p4
+                         else forwarder(load_switch(prog, r), r)) for sw, r in rules.items()}
         net = SimNetwork(loop, graph, netplan.ports, switches, bw_unit,
                          opt.delay_ms / 1000.0, opt.queue, _impairment(s),
                          on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0)
@@ -153,13 +178,13 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
                                   train=t.train(s, s.seed), n_values=t.n_values,
                                   out_dir=out_dir / mode / ("" if solo else t.name)),
                        t.workers, t.ps, opt.train, gradient_of) for t in tenants]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         setup = t0 - t_setup
         done = run_jobs(loop, net, jobs, hosts, compute_s=opt.compute_ms / 1000.0,
                         jitter_s=opt.jitter_ms / 1000.0)
         # frames still in flight, as the PS serves on until run stops it
         loop.run(until=loop.now + 5 * max(j.cfg.max_timeout for j in jobs))
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         moved = net.moved()
         busiest = max(moved, key=moved.get)
         for t, job, d in zip(tenants, jobs, done, strict=True):
@@ -188,7 +213,9 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
                 sums[label] = d.sums
         stats.events += loop.events
         stats.switch_frames += net.switch_frames
-        stats.per_mode[mode] = {"events": loop.events, "wall_s": wall, "setup_s": setup}
+        stats.fast_frames += sum(getattr(sw, "fast", 0) for sw in switches.values())
+        stats.per_mode[mode] = {"events": loop.events, "wall_s": wall, "cpu_s": cpu,
+                                "setup_s": setup}
     if not all(m["rounds"] for m in modes.values()):
         missing = [m for m, d in modes.items() if not d["rounds"]]
         raise RuntimeError(f"no round completed in mode(s) {', '.join(missing)}")
@@ -213,6 +240,8 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
                 "simulation": {"options": asdict(opt), "wall_s": stats.wall_s,
                                "plan_s": stats.plan_s, "events": stats.events,
                                "events_per_s": stats.events_per_s,
+                               "events_per_cpu_s": stats.events_per_cpu_s,
                                "switch_frames": stats.switch_frames,
+                               "fast_frames": stats.fast_frames,
                                "peak_mib": stats.peak_mib, "per_mode": stats.per_mode}})
     return doc, stats
