@@ -72,3 +72,29 @@ def test_runner_job_config_follows_the_plan(tmp_path):
                        out_dir=tmp_path, members=False)
     assert quiet.control_file is None
     assert quiet.schedules["1"] == [(c, 0, 1) for c in range(4)]
+
+
+def test_agg_window_applies_to_the_aggregating_modes_only(tmp_path):
+    """``--agg-window``: INA (and ToR-only) workers keep that many chunks in flight, PS-only's
+    keep ``--window`` (a 64-worker PS-only window of 128 would overflow the PS link's queue,
+    docs/scale.md §3); parsed from the command line into the run's settings."""
+    from controller.cli.main import build_parser
+    from controller.experiment.methods.ina_options import settings_from_args
+
+    job = JobPlan(ps="h0", ps_tor="e0", ps_tor_id=1, workers=["h1"], worker_ids={"h1": 0},
+                  gamma=1.0, deployed=[], intervals={}, fractions={"h1": {}})
+    plan = Plan(topology={}, switch_ids={"e0": 1}, jobs={"job": job}, deployed=[])
+    hosts = {"h0": ("10.0.0.1", "m0"), "h1": ("10.0.0.2", "m1")}
+    s = Settings(window=16, agg_window=128)
+
+    def window(mode: str) -> int:
+        return job_config(s, job_id=JOB_IDS[mode], mode=mode, plan=plan, workers=["h1"],
+                          ps="h0", hosts=hosts, train=TrainConfig(n_workers=1, rounds=1),
+                          n_values=32, out_dir=tmp_path).window
+    assert (window("ina"), window("tor_only"), window("ps_only")) == (128, 128, 16)
+    s = Settings(window=16)
+    assert (window("ina"), window("ps_only")) == (16, 16)
+    args = build_parser().parse_args(["run", "--window", "8", "--agg-window", "64"])
+    got = settings_from_args(args)
+    assert (got.window, got.agg_window) == (8, 64)
+    assert settings_from_args(build_parser().parse_args(["run"])).agg_window is None

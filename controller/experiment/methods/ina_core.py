@@ -73,6 +73,9 @@ class Settings:
     target: str = "pyswitch"
     modes: tuple[str, ...] = ("ina", "ps_only")
     window: int = 16
+    # chunks in flight per worker in the modes that aggregate (ina, tor_only); None = window.
+    # PS-only's link queue overflows with a window INA needs at 64 workers (docs/scale.md §3)
+    agg_window: int | None = None
     timeout: float = 0.3  # pyswitch hops are ~0.5 ms each; bursts queue for tens of ms
     round_timeout: float = 120.0
     fail_switch: str | None = None  # "SWITCH@ROUND": kill it after that round (docs/design.md §9)
@@ -122,6 +125,13 @@ class TransportSettings(Protocol):
     round_timeout: float
 
 
+def mode_window(s: TransportSettings, mode: str) -> int:
+    """Chunks in flight per worker in ``mode``: ``agg_window`` (``--agg-window``) in the modes
+    that aggregate in switches, when set; ``window`` otherwise (PS-only always)."""
+    agg = getattr(s, "agg_window", None)
+    return agg if agg is not None and mode != "ps_only" else s.window
+
+
 def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: Plan, workers: list[str],
                ps: str, hosts: dict[str, tuple[str, str]], train: TrainConfig, n_values: int,
                out_dir: Path, start: Path | None = None, members: bool = True) -> JobConfig:
@@ -134,7 +144,7 @@ def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: Plan, work
     job of one launch shares ``start`` (default: ``out_dir/start``)."""
     n_chunks = n_chunks_for(n_values, K)
     out = dict(
-        window=s.window, timeout=s.timeout, round_timeout_s=s.round_timeout,
+        window=mode_window(s, mode), timeout=s.timeout, round_timeout_s=s.round_timeout,
         start_file=str(start or out_dir / "start"),
         control_file=str(out_dir / "control.json") if mode == "ina" or members else None)
     if members:

@@ -10,6 +10,7 @@ from controller.errors import ExperimentError
 from controller.experiment.failover import WORKER_POLICIES, parse_fail_switch
 from controller.experiment.methods.ina_core import Settings
 from controller.experiment.run_options import (
+    MAX_WINDOW,
     SHARED_DEFAULTS,
     add_impairment_options,
     add_round_timeout,
@@ -100,6 +101,9 @@ def add_ina_arguments(parser: argparse.ArgumentParser) -> None:
                         "controller/plan/planners.py, as plan --planner)")
     g.add_argument("--modes", default=",".join(d.modes),
                    help=f"comma list of {', '.join(MODES)} (default {','.join(d.modes)})")
+    g.add_argument("--agg-window", type=int_option(1, MAX_WINDOW), default=None, metavar="N",
+                   help="chunks in flight per worker in the aggregating modes (ina, tor_only); "
+                        "PS-only keeps --window (default: --window; docs/scale.md §3)")
     g.add_argument(
         "--fail-switch", metavar="SWITCH@ROUND", default=None,
         help="fault injection: kill SWITCH once a worker finished ROUND; the controller "
@@ -160,7 +164,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                  target=args.target,
                  modes=tuple(m.strip() for m in getattr(args, "modes", ",".join(d.modes))
                              .split(",")),
-                 window=args.window, timeout=args.timeout, round_timeout=args.round_timeout,
+                 window=args.window, agg_window=getattr(args, "agg_window", None),
+                 timeout=args.timeout, round_timeout=args.round_timeout,
                  fail_switch=getattr(args, "fail_switch", None), out=args.out, name=args.name,
                  on_worker_failure=getattr(args, "on_worker_failure", d.on_worker_failure),
                  kill_worker=getattr(args, "kill_worker", None),
