@@ -136,6 +136,8 @@ def train(args: argparse.Namespace) -> int:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    from workers.ddp.hook import start_rank
+
     torch.set_num_threads(args.threads)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     cfg = state = None
@@ -161,19 +163,9 @@ def train(args: argparse.Namespace) -> int:
         torch.manual_seed(args.seed)
         model = build_model()
         ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb)  # broadcasts rank 0's parameters
-        mode = "gloo"
-        if cfg is not None:
-            from workers.ddp.hook import InaHookState, register
-
-            state = InaHookState.from_job(cfg, rank, record=args.record)
-            register(ddp, state)
-            mode = cfg.mode
-        # a launcher that starts several hosts' ranks together waits for this line (every
-        # rank's sockets are up), then creates --start-file so that all begin at once
-        print(f"rank {rank} ready", flush=True)
-        if args.start_file:
-            while not Path(args.start_file).exists():
-                time.sleep(0.01)
+        # the INA hook when there is a job, "rank R ready", then wait for --start-file
+        state = start_rank(ddp, cfg, rank, args.record, args.start_file)
+        mode = cfg.mode if cfg is not None else "gloo"
         x_tr, x_te, y_tr, y_te = load_data(args.seed)
         x_te_t, y_te_t = torch.from_numpy(x_te), torch.from_numpy(y_te)
         shard = np.random.default_rng(args.seed).permutation(len(y_tr))[rank::world]

@@ -19,6 +19,7 @@ equals the exact sum of all ranks' quantized buckets) can be checked afterwards 
 # No ``from __future__ import annotations`` here: DDP's register_comm_hook inspects the hook's
 # annotations at run time and rejects the string "dist.GradBucket".
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -155,3 +156,26 @@ def register(model: torch.nn.parallel.DistributedDataParallel, state: InaHookSta
     if world != state.n_workers:
         raise ValueError(f"world size {world} but the INA job has {state.n_workers} workers")
     model.register_comm_hook(state, ina_hook)
+
+
+def start_rank(model: torch.nn.parallel.DistributedDataParallel, cfg: JobConfig | None,
+               rank: int, record: str | None = None,
+               start_file: str | None = None) -> InaHookState | None:
+    """What a rank does once its model is wrapped, before its first step: with an INA job
+    (``cfg``) register :func:`ina_hook`; print ``rank R ready`` (a launcher that starts
+    several hosts' ranks together waits for that line from every rank, then creates
+    ``start_file`` so that all begin at once); wait for ``start_file``.  Returns the hook's
+    state (None without a job: plain gloo)."""
+    state = None
+    if cfg is not None:
+        state = InaHookState.from_job(cfg, rank, record=record)
+        try:
+            register(model, state)
+        except BaseException:
+            state.close()  # the caller never sees this state, so it cannot close it
+            raise
+    print(f"rank {rank} ready", flush=True)
+    if start_file:
+        while not Path(start_file).exists():
+            time.sleep(0.01)
+    return state

@@ -63,6 +63,8 @@ def train(args: argparse.Namespace) -> int:
     from torch import nn
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    from workers.ddp.hook import start_rank
+
     torch.set_num_threads(1)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     sw = scale_workload(args.model, args.scale, compute_s=0.0)
@@ -97,17 +99,8 @@ def train(args: argparse.Namespace) -> int:
         ddp = DDP(model, bucket_cap_mb=BUCKET_CAP_BYTES / sw.scale / MIB,
                   bucket_cap_mb_list=[FIRST_BUCKET_BYTES / sw.scale / MIB,
                                       BUCKET_CAP_BYTES / sw.scale / MIB])
-        mode = "gloo"
-        if cfg is not None:
-            from workers.ddp.hook import InaHookState, register
-
-            state = InaHookState.from_job(cfg, rank, record=args.record)
-            register(ddp, state)
-            mode = cfg.mode
-        print(f"rank {rank} ready", flush=True)
-        if args.start_file:
-            while not Path(args.start_file).exists():
-                time.sleep(0.01)
+        state = start_rank(ddp, cfg, rank, args.record, args.start_file)
+        mode = cfg.mode if cfg is not None else "gloo"
         opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
         cuts = np.cumsum(sw.numels)[:-1]
         log: list[dict] = []
