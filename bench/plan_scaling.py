@@ -29,7 +29,8 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from controller.plan.greedy import greedy  # noqa: E402
-from controller.plan.lp import FastLP, candidates, make_job, ps_only, worker_groups  # noqa: E402
+from controller.plan.lp import candidates, make_job, ps_only, worker_groups  # noqa: E402
+from controller.plan.lp_fast import FastLP  # noqa: E402
 from topo.models import fat_tree, hosts, switches  # noqa: E402
 
 

@@ -11,6 +11,10 @@ round, as ``run`` computes it) and their ratio, exactness of every sum, seconds 
 PS bytes per round, retransmissions, and the simulator's cost on this machine (run time,
 events per second, peak RSS).  Writes ``summary.json`` and ``gamma_vs_budget.png`` into
 ``--out`` and every run's ``results.json`` under it.
+
+With ``--jobs`` the joint greedy runs once, for the largest budget, printing each choice;
+the smaller budgets take its first choices (:func:`controller.plan.joint.prefix`: the greedy
+is the same loop up to there), so a sweep costs one greedy.
 """
 
 from __future__ import annotations
@@ -32,12 +36,30 @@ from controller.experiment.simulate.run import SimOptions, simulate  # noqa: E40
 from controller.files import write_json_atomic  # noqa: E402
 from controller.plan.document import load_plan, resolve_workers, write_plan  # noqa: E402
 from controller.plan.jobs import jobs_argument  # noqa: E402
-from controller.plan.pipeline import make_plan  # noqa: E402
+from controller.plan.joint import greedy_jobs  # noqa: E402
+from controller.plan.lp_jobs import make_jobset  # noqa: E402
+from controller.plan.pipeline import make_plan, plan_several_jobs  # noqa: E402
 from topo.models import parse_topology  # noqa: E402
 
 
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x]
+
+
+def _greedy_once(graph, specs, req, budget: int):
+    """The joint greedy for ``budget``, each choice printed as it is made."""
+    js = make_jobset(graph, specs, capacity=req.capacity, result_load=req.result_load)
+    t0 = time.perf_counter()
+
+    def show(k: int, name: str, score: tuple[float, ...]) -> None:
+        print(f"  joint greedy: choice {k} {name}, levels {', '.join(f'{x:.4f}' for x in score)}"
+              f" ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    res = greedy_jobs(js, budget, objective=req.objective, solver=req.solver,
+                      time_limit=req.time_limit, progress=show)
+    print(f"  joint greedy for budget {budget}: {time.perf_counter() - t0:.1f} s, "
+          f"{res.lp_solves} LP solves", flush=True)
+    return res
 
 
 def plot(summary: list[dict], path: Path, title: str) -> None:
@@ -130,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'s/round':>8} {'PS B/rd':>9} {'retx':>6} {'plan s':>7} {'sim s':>7} "
           f"{'events':>9} {'ev/s':>7} {'RSS MiB':>7}")
     summary = []
+    planned = None  # the joint greedy of the largest budget (module doc)
     for planner in a.planners.split(","):
         for b in a.budgets:
             s = Settings(topo=a.topo, ps=a.ps, workers=a.workers, budget=b, planner=planner,
@@ -145,8 +168,14 @@ def main(argv: list[str] | None = None) -> int:
                 plan_s = float((plan.timings or {}).get("bench_plan_s", 0.0))
             else:
                 req = replace(plan_request(s), baselines=False)
-                plan = (make_plan(graph, req, jobs=jobs_argument(s.jobs, graph)) if s.jobs
-                        else make_plan(graph, req, ps=a.ps, workers=workers))
+                if s.jobs and planner == "greedy":
+                    specs = jobs_argument(s.jobs, graph)
+                    if planned is None:
+                        planned = _greedy_once(graph, specs, req, max(a.budgets))
+                    plan = plan_several_jobs(graph, specs, req, planned=planned)
+                else:
+                    plan = (make_plan(graph, req, jobs=jobs_argument(s.jobs, graph)) if s.jobs
+                            else make_plan(graph, req, ps=a.ps, workers=workers))
                 plan_s = time.perf_counter() - t0
                 plan.timings = {**(plan.timings or {}), "bench_plan_s": plan_s}
                 write_plan(plan, cached)

@@ -33,7 +33,8 @@ def _run(*args: str, timeout: float = 240) -> str:
 def test_every_bench_script_is_covered_here() -> None:
     covered = {"pyswitch_pps", "pyswitch_ina_pps", "pyswitch_forwarding", "plan_scaling",
                "ina_loss_twin", "p4runtime_abuse", "hostile_frames", "soak", "hostile_input",
-               "sim_event_core", "sim_scale", "sim_crossval", "e2e_unshaped", "scale_k8"}
+               "sim_event_core", "sim_scale", "sim_crossval", "e2e_unshaped", "scale_k8",
+               "plan_jobs_lp"}
     assert {p.stem for p in BENCH.glob("*.py")} == covered
 
 
@@ -49,6 +50,11 @@ def test_pyswitch_ina_pps_smoke() -> None:
 
 def test_plan_scaling_smoke() -> None:
     assert "4" in _run("bench/plan_scaling.py", "--smoke")
+
+
+def test_plan_jobs_lp_smoke() -> None:
+    out = _run("bench/plan_jobs_lp.py", "--smoke")
+    assert "every γ agreed" in out and "median seconds per joint LP" in out
 
 
 def test_ina_loss_twin_smoke() -> None:

@@ -14,7 +14,7 @@ from controller.experiment.methods.ina_jobs import jobs_summary
 from controller.experiment.methods.ina_tenants import deploy_specs, make_tenants, parse_kill_ps
 from controller.experiment.runner import Run
 from controller.plan.jobs import jobs_from_count
-from controller.plan.lp_jobs import job_plan, joint_plan
+from controller.plan.joint import job_plan, joint_plan
 from topo.models import parse_topology
 from workers.ina.wire import FRAME_BYTES
 

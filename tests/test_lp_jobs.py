@@ -7,17 +7,9 @@ import pytest
 from controller.plan.document import chunk_schedule
 from controller.plan.greedy import greedy
 from controller.plan.jobs import JobEntry, jobs_from_count
+from controller.plan.joint import alone_gammas, greedy_jobs, jobs_summary_lines, plan_jobs
 from controller.plan.lp import PlanError, make_job, solve_lp
-from controller.plan.lp_jobs import (
-    alone_gammas,
-    greedy_jobs,
-    jain,
-    jobs_summary_lines,
-    make_jobset,
-    per_job_sets,
-    plan_jobs,
-    solve_jobs_lp,
-)
+from controller.plan.lp_jobs import jain, make_jobset, per_job_sets, solve_jobs_lp
 from topo.models import from_dict, parse_topology, switch_ids
 
 AB = [JobEntry("A", "pa", ("a1", "a2")), JobEntry("B", "pb", ("b1", "b2"))]

@@ -15,8 +15,8 @@ from controller.cli.network import plan_rules
 from controller.dataplane.deploy import SwitchJob, switch_rules
 from controller.plan.document import build_plan, chunk_schedule, load_plan, write_plan
 from controller.plan.jobs import JobEntry
+from controller.plan.joint import joint_plan
 from controller.plan.lp import PlanError, make_job, solve_lp
-from controller.plan.lp_jobs import joint_plan
 from controller.plan.types import PLAN_VERSION, SOLO, JobPlan, Plan
 from topo.mininet_net import plan_network
 from topo.models import parse_topology

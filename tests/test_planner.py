@@ -4,7 +4,8 @@ import pytest
 
 from controller.plan.baselines import all_baselines, exact_optimum, random_set, top_degree_set
 from controller.plan.greedy import greedy
-from controller.plan.lp import FastLP, PlanError, candidates, make_job, ps_only, solve_lp
+from controller.plan.lp import PlanError, candidates, make_job, ps_only, solve_lp
+from controller.plan.lp_fast import FastLP
 from topo.models import from_dict, hosts, parse_topology
 
 

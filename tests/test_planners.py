@@ -8,7 +8,6 @@ import pytest
 from controller.plan.baselines import all_baselines
 from controller.plan.greedy import greedy, greedy_loop
 from controller.plan.lp import (
-    FastLP,
     LPResult,
     PlanError,
     candidates,
@@ -16,6 +15,7 @@ from controller.plan.lp import (
     result_tree_coeffs,
     solve_lp,
 )
+from controller.plan.lp_fast import FastLP
 from controller.plan.placement import Placement
 from controller.plan.planners import DEFAULT_PLANNER, PLANNERS, get_planner, random_set
 from controller.plan.rounding import (

@@ -8,7 +8,8 @@ h1 and h4 send to edge1 (split evenly over agg0 and agg1).
 
 import pytest
 
-from controller.plan.lp import FastLP, compute_loads, make_job, result_tree_coeffs, solve_lp
+from controller.plan.lp import compute_loads, make_job, result_tree_coeffs, solve_lp
+from controller.plan.lp_fast import FastLP
 from topo.models import parse_topology
 
 WORKERS = ["h1", "h2", "h3", "h4"]

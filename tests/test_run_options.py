@@ -93,12 +93,13 @@ def test_method_modules_stay_small():
     assert sizes and max(sizes.values()) <= 400, sizes
 
 
-def test_several_jobs_take_only_the_joint_greedy(tmp_path, capsys):
-    """--planner with --jobs: refused in one line before anything starts."""
+def test_several_jobs_take_only_the_joint_planners(tmp_path, capsys):
+    """--planner with --jobs: a single-job-only planner is refused in one line before
+    anything starts."""
     from controller.cli.main import main
 
     code = main(["run", "--jobs", "2", "--planner", "exact", "--out", str(tmp_path / "r")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err == ["error: --planner exact: several jobs (--jobs) are placed by "
-                                 "the joint greedy only (--planner greedy)"]
+                                 "one of greedy, top_degree, random, tor_only"]
     assert not (tmp_path / "r").exists()

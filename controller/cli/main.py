@@ -31,8 +31,8 @@ from controller.options import (
 )
 from controller.plan.document import resolve_workers, write_plan
 from controller.plan.jobs import jobs_argument
+from controller.plan.joint import jobs_summary_lines
 from controller.plan.lp import PlanError
-from controller.plan.lp_jobs import jobs_summary_lines
 from controller.plan.pipeline import PlanRequest, make_plan
 from controller.plan.planners import DEFAULT_PLANNER, PLANNERS
 from controller.plan.types import Plan

@@ -17,7 +17,7 @@ Two objectives use it:
 * :func:`greedy` (one job): R = LP(S) of :mod:`controller.plan.lp`; ``pick`` = the largest
   γ, candidates within ``REL_TOL`` (relative) of it tied and broken by name
   (:func:`pick_best`); ``improves`` = γ larger by more than ``REL_TOL`` relative.
-* :func:`controller.plan.lp_jobs.greedy_jobs` (several jobs, docs/design.md §3.10): R = the joint
+* :func:`controller.plan.joint.greedy_jobs` (several jobs, docs/design.md §3.10): R = the joint
   LP, compared by its score vector with a relative tolerance (see there).
 
 Speed-ups of the single-job greedy that do not change the answer:
@@ -134,7 +134,7 @@ def greedy(
     ----------
     job : the job.
     budget : M.
-    lp : the LP(S) solver (:func:`controller.plan.lp.solve_lp` or a ``FastLP``).
+    lp : the LP(S) solver (:func:`controller.plan.lp.solve_lp` or a :class:`controller.plan.lp_fast.FastLP`).
     seed : unused (the greedy is deterministic); part of the planners' common signature.
     solver, time_limit, merge : passed to ``lp`` (time limit per LP).
     symmetry : solve one LP per candidate orbit (module doc); off when the RESULT tree is

@@ -50,30 +50,24 @@ Sum
 Twin merging stays exact: swapping two twins of one job is an automorphism that fixes every
 other job's nodes, so it maps the joint LP onto itself (the argument of docs/design.md §3.3).
 
-Greedy (:func:`greedy_jobs`): the one loop of docs/design.md §3.4
-(:func:`controller.plan.greedy.greedy_loop`) over the candidates of all jobs (minus D),
-scoring LP(S ∪ {s}) by ``(t, next level, …)`` for max-min and by ``(Σ γ_j, levels…)`` for sum,
-compared lexicographically with relative tolerance ``SCORE_TOL`` (ties by name: scanning in
-name order, a later candidate must be strictly better; stop when no candidate improves).  The
-single-job symmetry speed-up is not used (orbits are per job).
+Solved two ways: :func:`solve_jobs_lp` (PuLP, the reference) and :class:`FastJointLP` (the
+same LP as a matrix for highspy, what the joint greedy of :mod:`controller.plan.joint` uses;
+tested equal).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 import networkx as nx
 import pulp
 
-from controller.plan.greedy import greedy, greedy_loop
 from controller.plan.jobs import JobEntry
 from controller.plan.lp import (
-    FastLP,
     Job,
     JobVars,
     Link,
@@ -92,24 +86,22 @@ from controller.plan.lp import (
     tor_input_terms,
     worker_groups,
 )
-from controller.plan.types import JobPlan, Plan
-from topo.models import natural_key, switch_ids, to_dict
+from controller.plan.lp_fast import SOLVER_NAME, FastLP, MatrixLP, have_highs, run_highs
+from topo.models import natural_key
 from topo.paths import hop_distance, reachable
 
 __all__ = [
     "OBJECTIVES",
     "JobSet",
     "JointResult",
-    "JointGreedyResult",
     "make_jobset",
     "per_job_sets",
     "joint_candidates",
     "solve_jobs_lp",
-    "greedy_jobs",
+    "FastJointLP",
     "jain",
-    "plan_jobs",
-    "jobs_summary_lines",
-    "alone_gammas",
+    "FIX_SLACK",
+    "SCORE_TOL",
 ]
 
 OBJECTIVES = ("maxmin", "sum")
@@ -387,226 +379,115 @@ def solve_jobs_lp(
                        solves, g)
 
 
-def _better(a: Sequence[float], b: Sequence[float]) -> bool:
-    """a > b lexicographically, entries within SCORE_TOL (relative) counting as equal."""
-    for x, y in zip(a, b, strict=True):
-        tol = SCORE_TOL * max(abs(x), abs(y), 1e-12)
-        if x > y + tol:
-            return True
-        if x < y - tol:
-            return False
-    return False
+class FastJointLP:
+    """:func:`solve_jobs_lp` on a matrix solved by highspy: the same LP and the same stages,
+    for the joint greedy's thousands of solves.  Each job's block is
+    :meth:`controller.plan.lp_fast.FastLP.block` (its per-path vectors cached across S); the
+    stages change only the objective and column bounds of one ``Highs`` instance, which
+    re-solves from the last basis.  ``solver="cbc"`` (or no highspy) calls
+    :func:`solve_jobs_lp` itself.
 
-
-def _first_best(scored: Mapping[str, JointResult]) -> str:
-    """The winner of a greedy step: scanning the candidates in name order, a later one must
-    be strictly :func:`_better` to take the lead, so ties go to the first name."""
-    top: JointResult | None = None
-    name = ""
-    for s, res in scored.items():
-        if top is None or _better(res.score, top.score):
-            top, name = res, s
-    return name
-
-
-@dataclass
-class JointGreedyResult:
-    deployed: tuple[str, ...]
-    result: JointResult
-    history: list[tuple[str, tuple[float, ...]]] = field(default_factory=list)
-    lp_solves: int = 0
-    seconds: float = 0.0
-
-
-def greedy_jobs(
-    js: JobSet,
-    budget: int,
-    *,
-    objective: str = "maxmin",
-    solver: str = "auto",
-    time_limit: float | None = 60.0,
-    merge: bool = True,
-    progress: Callable[[int, str, tuple[float, ...]], None] | None = None,
-) -> JointGreedyResult:
-    """Greedy placement of docs/design.md §3.4 for several jobs, each S scored by the joint LP.
-
-    Parameters
-    ----------
-    js : the jobs.
-    budget : M, the most switches besides the PSs' ToRs.
-    objective : ``"maxmin"`` or ``"sum"`` (:func:`solve_jobs_lp`).
-
-    Returns
-    -------
-    :class:`JointGreedyResult`: S in choice order, the last joint LP, the history
-    (switch, score after) and the number of LPs solved.
+    Usable as ``FastJointLP(js)(S, objective=...)``.
     """
-    t0 = time.perf_counter()
-    solves = 0
 
-    def solve(S: Sequence[str]) -> JointResult:
-        nonlocal solves
-        res = solve_jobs_lp(js, S, objective=objective, solver=solver,
-                            time_limit=time_limit, merge=merge)
-        solves += res.lp_solves
-        return res
+    def __init__(self, js: JobSet, *, solver: str = "auto", time_limit: float | None = 60.0,
+                 merge: bool = True) -> None:
+        g = js.graph
+        links = sorted({(u, v) for u, v in g.edges} | {(v, u) for u, v in g.edges})
+        self.js = js
+        self.solver = solver
+        self.time_limit = time_limit
+        self.merge = merge
+        self.fast = [FastLP(job, merge=merge, links=links) for job in js.jobs]
 
-    def step(k: int, name: str, res: JointResult) -> None:
-        if progress is not None:
-            progress(k, name, res.score)
+    def __call__(self, deployed: Sequence[str], *, objective: str = "maxmin",
+                 allow: Mapping[str, Collection[str]] | None = None) -> JointResult:
+        """The joint LP for S = ``deployed`` (:func:`solve_jobs_lp`'s arguments)."""
+        js = self.js
+        if self.solver == "cbc" or not have_highs():
+            return solve_jobs_lp(js, deployed, objective=objective, allow=allow,
+                                 solver=self.solver, time_limit=self.time_limit,
+                                 merge=self.merge)
+        if self.solver not in ("auto", "highs"):
+            raise PlanError(f"unknown solver {self.solver!r} (use highs or cbc)")
+        if objective not in OBJECTIVES:
+            raise PlanError(f"unknown objective {objective!r} (use {' or '.join(OBJECTIVES)})")
+        import numpy as np
 
-    S, best, history = greedy_loop(
-        solve, joint_candidates(js), budget, pick=_first_best,
-        improves=lambda new, old: _better(new.score, old.score), progress=step)
-    return JointGreedyResult(tuple(S), best, [(s, r.score) for s, r in history], solves,
-                             time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        S = list(deployed)
+        sets = per_job_sets(js, S, allow)
+        mat = MatrixLP(self.fast[0].bw)
+        cols = [f.block(mat, list(Sj)) for f, Sj in zip(self.fast, sets, strict=True)]
+        n = len(cols)
+        w = np.array(js.weights)
+        t = mat.cols(1)
+        relief = mat.cols(n, 0.0, 0.0)
+        for s in [*S, *js.tors]:  # shared capacity: In(s) ≤ C_s over every job on s
+            if s not in js.capacity:
+                continue
+            parts = []
+            for f, c in zip(self.fast, cols, strict=True):
+                if s in c.S:
+                    parts.append(f.switch_input(c, s))
+                if f.job.ps_tor == s:
+                    parts.append(f.tor_input(c))
+            cc = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0)
+            if len(cc):
+                r = mat.rows(1, -np.inf, js.capacity[s])
+                mat.put(np.full(len(cc), r[0]), cc, np.concatenate([p[1] for p in parts]))
+        gam = np.array([c.gamma for c in cols], dtype=np.int64)
+        # γ_k − w_k·t + w_k·r_k ≥ 0 (solve_jobs_lp's fair_k)
+        fair = mat.rows(n, 0.0, np.inf)
+        mat.put(np.concatenate([fair, fair, fair]),
+                np.concatenate([gam, np.full(n, t), np.arange(n) + relief]),
+                np.concatenate([np.ones(n), -w, w]))
+        h = mat.highs(np.zeros(mat.n_col), self.time_limit)
+        # primal simplex: the stages only move bounds and costs, and re-solve from the last
+        # basis in a few iterations (the dual simplex took 10x longer at fat-tree k = 16)
+        h.setOptionValue("simplex_strategy", 4)
+        all_cols = np.arange(mat.n_col, dtype=np.int32)
+        solves = 0
+        col = np.zeros(mat.n_col)
 
+        def run(obj_cols) -> None:
+            nonlocal solves, col
+            cost = np.zeros(mat.n_col)
+            cost[obj_cols] = 1.0
+            h.changeColsCost(mat.n_col, all_cols, cost)
+            solves += 1
+            col = run_highs(h, S)
 
-def alone_gammas(js: JobSet, budget: int, *, solver: str = "auto",
-                 time_limit: float | None = 60.0) -> dict[str, float]:
-    """γ of every job planned alone (single-job greedy of docs/design.md §3.4, same budget and C_s,
-    no other job on the network): the reference "each job alone" of a multi-job plan."""
-    out = {}
-    for name, job in zip(js.names, js.jobs, strict=True):
-        fast = FastLP(job, solver=solver, time_limit=time_limit)
-        out[name] = greedy(job, budget, solver=solver, time_limit=time_limit, lp=fast).gamma
-    return out
-
-
-def _deployment(job: Job, res: LPResult) -> dict[str, Any]:
-    """Intervals and fractions of one job, as :func:`controller.plan.document.build_plan` lays them
-    out (docs/design.md §3.5), so that :func:`controller.plan.document.chunk_schedule` reads them unchanged;
-    a job with γ = 0 gets no intervals."""
-    gamma = res.gamma
-    intervals: dict[str, dict[str, float]] = {}
-    fractions: dict[str, dict[str, float]] = {w: {} for w in job.workers}
-    if gamma > 0:
-        offset = 0.0
-        for s in res.deployed:
-            length = min(max(res.a[s] / gamma, 0.0), max(0.0, 1.0 - offset))
-            intervals[s] = {"offset": offset, "length": length}
-            offset += length
-        fractions = {w: {s: min(res.x.get((w, s), 0.0) / gamma, intervals[s]["length"])
-                         for s in res.deployed} for w in job.workers}
-    return {
-        "deployed": list(res.deployed) if gamma > 0 else [],
-        "intervals": intervals,
-        "fractions": fractions,
-        "rates": {
-            "x": {w: {s: res.x.get((w, s), 0.0) for s in res.deployed} for w in job.workers},
-            "a": dict(res.a),
-            "u": dict(res.u),
-        },
-    }
-
-
-def plan_jobs(
-    js: JobSet,
-    planned: JointGreedyResult | JointResult,
-    *,
-    budget: int | None = None,
-    specs: Sequence[JobEntry] | None = None,
-    alone: Mapping[str, float] | None = None,
-) -> Plan:
-    """The multi-job part of a plan (docs/design.md §3.10), as a :class:`Plan` whose
-    ``topology`` is empty.
-
-    Returns
-    -------
-    Plan with ``objective``, ``budget``, ``deployed`` (S, choice order), ``programmable``
-    (S then D), ``jobs`` (name → ``gamma``, ``weight``, ``gamma_per_weight``, ``ps``,
-    ``ps_tor``, ``ps_tor_id``, ``workers``, ``worker_ids``, ``deployed`` (S_j, interval
-    order), ``intervals``, ``fractions``, ``rates``, ``ps_link_load`` and, from ``specs``,
-    ``model``, ``model_size``, ``rounds``; from ``alone`` (:func:`alone_gammas`),
-    ``gamma_alone``), ``fairness`` (Jain's index of γ_j / w_j),
-    ``min_gamma_per_weight``, ``sum_gamma``, ``loads`` (Σ_j load_j, with ``bw``), ``greedy``
-    (choices and score after each) and ``solver``.
-    """
-    res = planned.result if isinstance(planned, JointGreedyResult) else planned
-    history = planned.history if isinstance(planned, JointGreedyResult) else []
-    ids = switch_ids(js.graph)
-    by_name = {s.name: s for s in specs or []}
-    jobs: dict[str, JobPlan] = {}
-    for name, job, w, r in zip(js.names, js.jobs, js.weights, res.results, strict=True):
-        entry = JobPlan(
-            gamma=r.gamma, weight=w, gamma_per_weight=r.gamma / w, ps=job.ps,
-            ps_tor=job.ps_tor, ps_tor_id=ids[job.ps_tor], workers=list(job.workers),
-            worker_ids={x: i for i, x in enumerate(job.workers)}, **_deployment(job, r),
-            ps_link_load=r.loads.get((job.ps_tor, job.ps), 0.0))
-        spec = by_name.get(name)
-        if spec is not None:
-            entry.model, entry.model_size, entry.rounds = spec.model, spec.model_size, spec.rounds
-        if alone is not None:
-            entry.gamma_alone = alone.get(name)
-        jobs[name] = entry
-    bw: dict[Link, float] = {}
-    for u, v, b in js.graph.edges(data="bw", default=1.0):
-        bw[u, v] = bw[v, u] = float(b)
-    loads = [{"from": u, "to": v, "load": x, "bw": bw[u, v]}
-             for (u, v), x in sorted(res.loads.items(),
-                                     key=lambda kv: (natural_key(kv[0][0]),
-                                                     natural_key(kv[0][1])))
-             if x > 1e-12]
-    levels = list(res.levels.values())
-    # the topology is joint_plan's to fill in (a part is also merged into a re-plan)
-    return Plan(
-        topology={}, switch_ids=ids, jobs=jobs, objective=res.objective, budget=budget,
-        deployed=list(res.deployed), programmable=[*res.deployed, *js.tors],
-        tor_sharing=js.tor_sharing, capacity=dict(js.capacity) or None,
-        fairness=res.fairness, min_gamma_per_weight=min(levels),
-        sum_gamma=sum(res.gammas.values()), loads=loads,
-        greedy=[{"switch": s, "score": list(sc)} for s, sc in history], solver=res.solver)
-
-
-def joint_plan(
-    graph: nx.Graph,
-    specs: Sequence[JobEntry],
-    budget: int,
-    *,
-    objective: str = "maxmin",
-    capacity: float | Mapping[str, float] | None = None,
-    result_load: bool = False,
-    solver: str = "auto",
-    time_limit: float | None = 60.0,
-    alone: bool = True,
-    spec: str | None = None,
-) -> Plan:
-    """The whole plan of several jobs (``plan --jobs`` writes it; ``run --jobs``
-    deploys it): topology, switch ids, :func:`plan_jobs` 's part, and the greedy's time.
-    ``alone``: also plan each job alone (``gamma_alone``, the reference of the fairness)."""
-    js = make_jobset(graph, specs, capacity=capacity, result_load=result_load)
-    t0 = time.perf_counter()
-    res = greedy_jobs(js, budget, objective=objective, solver=solver, time_limit=time_limit)
-    t_greedy = time.perf_counter() - t0
-    solo = alone_gammas(js, budget, solver=solver, time_limit=time_limit) if alone else None
-    part = plan_jobs(js, res, budget=budget, specs=specs, alone=solo)
-    part.topology = {"spec": spec, "name": graph.graph.get("name"), "graph": to_dict(graph)}
-    part.result_load = result_load
-    part.timings = {"greedy": t_greedy}
-    return part
-
-
-def job_plan(plan: Plan, name: str) -> Plan:
-    """One job of a :func:`joint_plan` plan, as a one-job plan with the joint plan's switch
-    ids and retired ids (what :func:`controller.plan.document.chunk_schedule` and
-    :func:`controller.dataplane.deploy.switch_rules` read)."""
-    return plan.only(name)
-
-
-def jobs_summary_lines(part: Plan) -> list[str]:
-    """Human lines for ``plan --jobs``: one per job (γ, weight, the switches of S_j it
-    actually uses, i.e. with a nonempty interval) and the fairness of the plan."""
-    out = [f"objective {part.objective}, deployed "
-           f"{{{', '.join(part.deployed)}}} (+ PS ToRs {{"
-           f"{', '.join(s for s in part.programmable if s not in part.deployed)}}})"]
-    width = max(len(n) for n in part.jobs)
-    for name, j in part.jobs.items():
-        used = [s for s in j.deployed if j.intervals[s]["length"] > 1e-9]
-        alone = j.gamma_alone
-        solo = f" (alone {alone:.4f})" if alone is not None else ""
-        out.append(f"  {name:<{width}}  γ {j.gamma:.4f}{solo}  weight {j.weight:g}  "
-                   f"γ/w {j.gamma_per_weight:.4f}  PS {j.ps}  "
-                   f"aggregates on {{{', '.join(used)}}}")
-    out.append(f"fairness (Jain's index of γ/w) {part.fairness:.4f}, "
-               f"min γ/w {part.min_gamma_per_weight:.4f}, Σγ {part.sum_gamma:.4f}")
-    return out
+        if objective == "sum":
+            run(gam)
+            best = float(col[gam].sum())
+            h.addRow(best * (1 - FIX_SLACK), np.inf, n, gam.astype(np.int32), np.ones(n))
+        level: dict[int, float] = {}
+        while len(level) < n:
+            free = [k for k in range(n) if k not in level]
+            h.changeColBounds(t, 0.0, np.inf)
+            run([t])
+            t_star = float(col[t])
+            stage = {k: float(col[gam[k]]) for k in free}
+            h.changeColBounds(t, t_star * (1 - FIX_SLACK), np.inf)
+            blocked = []
+            for k in free:
+                bound = w[k] * t_star * (1 + SCORE_TOL) + 1e-12
+                if stage[k] > bound:
+                    continue
+                run([gam[k]])
+                if col[gam[k]] <= bound:
+                    blocked.append(k)
+            if not blocked:  # round-off guard, as in solve_jobs_lp
+                blocked = free
+            for k in blocked:
+                level[k] = t_star
+                h.changeColBounds(int(gam[k]), w[k] * t_star * (1 - FIX_SLACK), np.inf)
+                h.changeColBounds(relief + k, 0.0, np.inf)
+        h.changeColBounds(t, 0.0, np.inf)
+        run(gam)
+        seconds = time.perf_counter() - t0
+        results = tuple(f.read(col, c, SOLVER_NAME, seconds)
+                        for f, c in zip(self.fast, cols, strict=True))
+        return JointResult(tuple(S), objective, js.names, js.weights, results, SOLVER_NAME,
+                           seconds, solves, js.graph)

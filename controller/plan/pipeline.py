@@ -11,7 +11,7 @@ by ``plan`` is the plan ``run`` deploys for the same settings (same γ, same dep
 * the placement algorithm is a name in :data:`controller.plan.planners.PLANNERS`
   (``greedy`` by default);
 * one job's document is :func:`controller.plan.document.build_plan`'s; several jobs' is
-  :func:`controller.plan.lp_jobs.joint_plan`'s (joint greedy + LP, docs/design.md §3.10).
+  :func:`controller.plan.joint.joint_plan`'s (joint greedy + LP, docs/design.md §3.10).
 
 Pure but for the time it measures; writing the document is the caller's
 (:func:`controller.plan.document.write_plan`).
@@ -28,8 +28,10 @@ import networkx as nx
 from controller.plan.baselines import all_baselines
 from controller.plan.document import build_plan
 from controller.plan.jobs import JobEntry
-from controller.plan.lp import FastLP, PlanError, make_job, solve_lp
-from controller.plan.lp_jobs import OBJECTIVES, joint_plan
+from controller.plan.joint import JOINT_PLANNERS, JointGreedyResult, joint_plan
+from controller.plan.lp import PlanError, make_job, solve_lp
+from controller.plan.lp_fast import FastLP
+from controller.plan.lp_jobs import OBJECTIVES
 from controller.plan.planners import DEFAULT_PLANNER, get_planner
 from controller.plan.types import Plan
 
@@ -96,18 +98,21 @@ def plan_one_job(graph: nx.Graph, ps: str, workers: Sequence[str],
     return plan
 
 
-def plan_several_jobs(graph: nx.Graph, specs: Sequence[JobEntry],
-                      req: PlanRequest) -> Plan:
+def plan_several_jobs(graph: nx.Graph, specs: Sequence[JobEntry], req: PlanRequest,
+                      planned: JointGreedyResult | None = None) -> Plan:
     """The plan document of several jobs sharing the switches (docs/design.md §3.10): the
-    joint greedy + LP with ``req.objective``; each job planned alone too when
-    ``req.baselines``.  Only the greedy places several jobs jointly today."""
+    joint LP with ``req.objective`` on the set ``req.planner`` places (the joint greedy, or
+    a baseline of :func:`controller.plan.joint.joint_set`); each job planned alone too when
+    ``req.baselines``.  ``planned``: a joint greedy run of a larger budget to take the
+    first choices of (:func:`controller.plan.joint.prefix`)."""
     req.check()
-    if req.planner != "greedy":
-        raise PlanError(f"--planner {req.planner}: several jobs are placed by the joint "
-                        "greedy only (--planner greedy)")
+    if req.planner not in JOINT_PLANNERS:
+        raise PlanError(f"--planner {req.planner}: several jobs are placed by one of "
+                        f"{', '.join(JOINT_PLANNERS)}")
     plan = joint_plan(graph, specs, req.budget, objective=req.objective,
                       capacity=req.capacity, result_load=req.result_load, solver=req.solver,
-                      time_limit=req.time_limit, alone=req.baselines, spec=req.spec)
+                      time_limit=req.time_limit, alone=req.baselines, spec=req.spec,
+                      planner=req.planner, seed=req.seed, planned=planned)
     plan.planner = req.planner
     return plan
 

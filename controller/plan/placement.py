@@ -7,7 +7,7 @@ for one job; the routing of S is then LP(S) of docs/design.md §3.3.  Every plan
     planner(job, budget, *, lp=solve_lp, seed=0, solver="auto", time_limit=60.0) -> Placement
 
 ``lp`` is the LP(S) solver the planner must use for every LP over an integral S
-(:func:`controller.plan.lp.solve_lp` or a :class:`controller.plan.lp.FastLP` instance), so
+(:func:`controller.plan.lp.solve_lp` or a :class:`controller.plan.lp_fast.FastLP` instance), so
 that a caller chooses the backend once for all planners.  A planner may take further
 keyword arguments with defaults (e.g. the greedy's ``symmetry``); callers that go through
 the table pass only the common ones.

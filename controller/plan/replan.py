@@ -23,8 +23,9 @@ import networkx as nx
 from controller.errors import ExperimentError
 from controller.plan.document import build_plan
 from controller.plan.jobs import JobEntry
+from controller.plan.joint import plan_jobs
 from controller.plan.lp import make_job, solve_lp
-from controller.plan.lp_jobs import make_jobset, plan_jobs, solve_jobs_lp
+from controller.plan.lp_jobs import make_jobset, solve_jobs_lp
 from controller.plan.types import Plan
 from topo.models import natural_key
 
@@ -120,7 +121,7 @@ def replan_jobs_without(graph: nx.Graph, plan: Plan, dead: str,
     return g, new
 
 
-# the fields of a several-jobs plan that :func:`controller.plan.lp_jobs.plan_jobs` computes
+# the fields of a several-jobs plan that :func:`controller.plan.joint.plan_jobs` computes
 _JOINT_PART = ("objective", "budget", "deployed", "programmable", "tor_sharing", "capacity",
                "jobs", "fairness", "min_gamma_per_weight", "sum_gamma", "loads", "greedy",
                "solver")

@@ -50,7 +50,7 @@ from controller.experiment.plan_figure import draw_plan
 from controller.experiment.runner import Launch, Node, Run
 from controller.plan.document import write_plan
 from controller.plan.jobs import JobEntry
-from controller.plan.lp_jobs import job_plan, jobs_summary_lines
+from controller.plan.joint import job_plan, jobs_summary_lines
 from controller.plan.pipeline import make_plan
 from controller.plan.replan import replan_jobs_without
 from controller.plan.types import Plan

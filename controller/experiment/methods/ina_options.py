@@ -20,6 +20,7 @@ from controller.experiment.run_options import (
 from controller.experiment.servers import check_servers_option
 from controller.options import finite_float, int_option, read_topology
 from controller.plan.document import resolve_workers
+from controller.plan.joint import JOINT_PLANNERS
 from controller.plan.lp import PlanError
 from controller.plan.lp_jobs import OBJECTIVES
 from controller.plan.planners import PLANNERS
@@ -201,9 +202,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             resolve_workers(graph, s.ps, s.workers)
     except (TopologyError, PlanError) as exc:
         raise ExperimentError(str(exc)) from None
-    if s.jobs is not None and s.planner != "greedy":
-        raise ExperimentError(f"--planner {s.planner}: several jobs (--jobs) are placed by the "
-                              "joint greedy only (--planner greedy)")
+    if s.jobs is not None and s.planner not in JOINT_PLANNERS:
+        raise ExperimentError(f"--planner {s.planner}: several jobs (--jobs) are placed by "
+                              f"one of {', '.join(JOINT_PLANNERS)}")
     if s.fail_switch:
         rnd = s.fail_switch.partition("@")[2].strip()
         if not (rnd.isascii() and rnd.isdigit() and len(rnd) <= 9):

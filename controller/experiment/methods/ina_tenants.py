@@ -12,7 +12,7 @@ from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError
 from controller.experiment.methods.ina_core import JOB_IDS, Settings
 from controller.plan.jobs import JobEntry
-from controller.plan.lp_jobs import job_plan
+from controller.plan.joint import job_plan
 from controller.plan.types import Plan
 from workers.common.model import Replica, TrainConfig
 from workers.ina.constants import K

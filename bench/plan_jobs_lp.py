@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The joint LP of several jobs (docs/design.md §3.10), two ways side by side: PuLP
+(:func:`controller.plan.lp_jobs.solve_jobs_lp`, the reference) and the matrix for highspy
+(:class:`controller.plan.lp_jobs.FastJointLP`, what the joint greedy uses).
+
+    python bench/plan_jobs_lp.py                       # fat-tree k=16, 4 jobs x 64 workers
+    python bench/plan_jobs_lp.py --k 8 --jobs 2 --workers 16
+
+Jobs as ``bench/sim_scale.py --jobs J --ps-spread`` places them (PS of job j on host
+j·hosts/J, worker i of job j on host stride·i + stride/2 + j), with the RESULT term (as
+``run`` plans).  For S = ∅ and for ``--sets`` deployment sets of one to four candidates
+drawn with a fixed seed, both solve the LP, interleaved; the bench prints seconds per joint
+LP (every stage included) and their ratio, and fails unless every job's γ agrees to 1e-6.
+The time of one joint greedy step is about (number of candidates) × the matrix path's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from controller.plan.jobs import JobEntry  # noqa: E402
+from controller.plan.lp_jobs import (  # noqa: E402
+    FastJointLP,
+    joint_candidates,
+    make_jobset,
+    solve_jobs_lp,
+)
+from topo.models import hosts, parse_topology  # noqa: E402
+
+
+def spread_jobs(graph, n_jobs: int, per_job: int) -> list[JobEntry]:
+    """``bench/sim_scale.py --jobs J --ps-spread``'s jobs."""
+    n = len(hosts(graph))
+    stride = n // per_job
+    return [JobEntry(f"job{j + 1}", f"h{j * (n // n_jobs)}",
+                     tuple(f"h{stride * i + stride // 2 + j}" for i in range(per_job)))
+            for j in range(n_jobs)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--k", type=int, default=16)
+    ap.add_argument("--jobs", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=64, help="workers per job")
+    ap.add_argument("--sets", type=int, default=6, help="random deployment sets besides ∅")
+    ap.add_argument("--smoke", action="store_true", help="k=4, 2 jobs x 4 workers, 3 sets")
+    a = ap.parse_args(argv)
+    if a.smoke:
+        a.k, a.jobs, a.workers, a.sets = 4, 2, 4, 3
+    graph = parse_topology(f"fattree:{a.k}")
+    js = make_jobset(graph, spread_jobs(graph, a.jobs, a.workers), result_load=True)
+    cands = joint_candidates(js)
+    rnd = random.Random(0)
+    sets = [[]] + [rnd.sample(cands, rnd.randint(1, min(4, len(cands))))
+                   for _ in range(a.sets)]
+    print(f"settings: fat-tree k={a.k}, {a.jobs} jobs x {a.workers} workers (PSs spread), "
+          f"RESULT term on, max-min, {len(cands)} candidates, {len(sets)} sets (seed 0), "
+          f"load average {os.getloadavg()[0]:.1f}")
+    fast = FastJointLP(js)
+    fast([])  # per-path vectors cached once, as in a greedy
+    t_pulp, t_fast = [], []
+    print(f"{'S':<34} {'PuLP s':>8} {'matrix s':>9} {'ratio':>6} {'LPs':>4}  γ per job")
+    for S in sets:
+        t0 = time.perf_counter()
+        ref = solve_jobs_lp(js, S)
+        t1 = time.perf_counter()
+        got = fast(S)
+        t2 = time.perf_counter()
+        for n in js.names:
+            if abs(got.gammas[n] - ref.gammas[n]) > 1e-6 * max(1.0, abs(ref.gammas[n])):
+                print(f"error: S = {S}: job {n}: γ {got.gammas[n]} (matrix) against "
+                      f"{ref.gammas[n]} (PuLP)", file=sys.stderr)
+                return 1
+        t_pulp.append(t1 - t0)
+        t_fast.append(t2 - t1)
+        label = "{" + ", ".join(S) + "}"
+        print(f"{label:<34} {t1 - t0:8.3f} {t2 - t1:9.3f} {(t1 - t0) / (t2 - t1):6.1f} "
+              f"{got.lp_solves:4d}  " + " ".join(f"{g:.4f}" for g in got.gammas.values()),
+              flush=True)
+    mp, mf = statistics.median(t_pulp), statistics.median(t_fast)
+    print(f"median seconds per joint LP: PuLP {mp:.3f}, matrix {mf:.3f} ({mp / mf:.1f}x); "
+          f"one greedy step of {len(cands)} candidates ≈ {len(cands) * mf:.0f} s "
+          f"(PuLP {len(cands) * mp:.0f} s); every γ agreed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

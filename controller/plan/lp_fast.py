@@ -1,0 +1,338 @@
+"""LP(S) assembled as a sparse matrix with numpy and solved by HiGHS directly (highspy).
+
+The same LP as :func:`controller.plan.lp.solve_lp` (the PuLP reference, docs/design.md §3.3)
+and, through :class:`MatrixLP` and :meth:`FastLP.block`, the same per-job block as the joint
+LP of several jobs (:class:`controller.plan.lp_jobs.FastJointLP`, docs/design.md §3.10).  A
+greedy solves thousands of LPs; building them as PuLP expressions and passing them through
+PuLP's solver interface cost about 0.9 s each at fat-tree k = 16, building the matrix from
+cached per-path vectors costs milliseconds.
+
+Columns of one job: γ | a_s (s ∈ S) | u_g (one per twin class g) | y_{g,s} (g reaches s),
+with the explicit u_g = γ − Σ_s y_{g,s} (one equality row each: a substitution, so the
+optimum is unchanged; it keeps the matrix sparse because the paths to s_d are stored once
+per class instead of once per (g, s)).  Rows: load(e) ≤ B_e per directed link that carries
+a term; cover y_{g,s} − a_s ≤ 0; u_g + Σ_s y_{g,s} − γ = 0; Σ_s a_s − γ ≤ 0 (if S ≠ ∅); the
+capacities C_s are the caller's (one job's, or shared by several).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from controller.plan.lp import (
+    Job,
+    LPResult,
+    PlanError,
+    _bw,
+    _group_coeffs,
+    _kind,
+    _status_error,
+    result_tree_coeffs,
+    solve_lp,
+    worker_groups,
+)
+from topo.paths import _fractions, hop_distance, reachable
+
+__all__ = ["FastLP", "MatrixLP", "JobCols", "have_highs"]
+
+SOLVER_NAME = "HiGHS (highspy, matrix)"
+
+
+def have_highs() -> bool:
+    """Whether highspy imports (a pinned dependency; the PuLP path is the fallback)."""
+    try:
+        import highspy  # noqa: F401
+    except ImportError:  # pragma: no cover - highspy is a pinned dependency
+        return False
+    return True
+
+
+class MatrixLP:
+    """An LP built as sparse triplets.  Load rows are keyed by directed-link index and
+    summed over every term given for the link (several jobs share them); the other rows are
+    numbered as they are added.  :meth:`highs` lays the load rows first, then the others."""
+
+    def __init__(self, bw) -> None:
+        import numpy as np
+
+        self.np = np
+        self.bw = bw  # B_e per link index
+        self.n_col = 0
+        self.col_lo: list = []
+        self.col_hi: list = []
+        self._load: list[tuple[Any, Any, Any]] = []
+        self._rows: list[tuple[Any, Any, Any]] = []
+        self._lo: list = []
+        self._hi: list = []
+        self.n_row = 0
+
+    def cols(self, n: int, lo: float = 0.0, hi: float = float("inf")) -> int:
+        """Add ``n`` columns with bounds [lo, hi]; returns the first one's index."""
+        first = self.n_col
+        self.n_col += n
+        self.col_lo.append(self.np.full(n, lo))
+        self.col_hi.append(self.np.full(n, hi))
+        return first
+
+    def load(self, links, col: int, vals) -> None:
+        """Add vals·column ``col`` to the load rows of ``links`` (link indices)."""
+        np = self.np
+        self._load.append((links, np.full(len(links), col, dtype=np.int64), vals))
+
+    def rows(self, n: int, lo, hi):
+        """Add ``n`` rows with bounds [lo, hi] (scalars or arrays); returns their indices."""
+        np = self.np
+        idx = np.arange(self.n_row, self.n_row + n, dtype=np.int64)
+        self.n_row += n
+        self._lo.append(np.broadcast_to(np.asarray(lo, dtype=float), (n,)))
+        self._hi.append(np.broadcast_to(np.asarray(hi, dtype=float), (n,)))
+        return idx
+
+    def put(self, rows, cols, vals) -> None:
+        """Coefficients at (rows[i], cols[i]) += vals[i] (arrays of one length)."""
+        np = self.np
+        self._rows.append((np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64),
+                           np.asarray(vals, dtype=float)))
+
+    def highs(self, cost, time_limit: float | None):
+        """A ``highspy.Highs`` holding the maximization of cost·x over these rows."""
+        import highspy
+        import scipy.sparse as sp
+
+        np = self.np
+        inf = highspy.kHighsInf
+        empty = np.zeros(0, dtype=np.int64)
+        lr = np.concatenate([r for r, _, _ in self._load]) if self._load else empty
+        used, lr = np.unique(lr, return_inverse=True)
+        n_load = len(used)
+        rows = [lr] + [r + n_load for r, _, _ in self._rows]
+        cols = [c for _, c, _ in self._load] + [c for _, c, _ in self._rows]
+        vals = [v for _, _, v in self._load] + [v for _, _, v in self._rows]
+        n_row = n_load + self.n_row
+        A = sp.csc_matrix((np.concatenate(vals) if vals else np.zeros(0),
+                           (np.concatenate(rows), np.concatenate(cols) if cols else empty)),
+                          shape=(n_row, self.n_col))
+        A.sum_duplicates()
+        lo = np.concatenate([np.full(n_load, -np.inf), *self._lo])
+        hi = np.concatenate([self.bw[used], *self._hi])
+        lp = highspy.HighsLp()
+        lp.num_col_ = self.n_col
+        lp.num_row_ = n_row
+        lp.col_cost_ = np.asarray(cost, dtype=float)
+        lp.col_lower_ = np.concatenate(self.col_lo)
+        lp.col_upper_ = np.minimum(np.concatenate(self.col_hi), inf)
+        lp.row_lower_ = np.where(np.isinf(lo), -inf, lo)
+        lp.row_upper_ = np.where(np.isinf(hi), inf, hi)
+        lp.sense_ = highspy.ObjSense.kMaximize
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = A.indptr
+        lp.a_matrix_.index_ = A.indices
+        lp.a_matrix_.value_ = A.data
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        if time_limit is not None:
+            h.setOptionValue("time_limit", float(time_limit))
+        h.passModel(lp)
+        return h
+
+
+def run_highs(h, S: Sequence[str]):
+    """Solve; any status but optimal is a :class:`PlanError` naming S.  Returns the column
+    values, clipped at 0 (round-off below a zero bound)."""
+    import highspy
+    import numpy as np
+
+    h.run()
+    st = h.getModelStatus()
+    if st != highspy.HighsModelStatus.kOptimal:
+        text = h.modelStatusToString(st)
+        status = {"Infeasible": "Infeasible", "Unbounded": "Unbounded"}.get(text, "Not Solved")
+        raise _status_error(status, S)
+    return np.maximum(np.asarray(h.getSolution().col_value), 0.0)
+
+
+@dataclass
+class JobCols:
+    """Where one job's variables sit in a :class:`MatrixLP`: γ, a_s (s = S[j] at a0 + j),
+    u_g (at u0 + g), and y_{g,s} for each (g, j) of ``ycols`` (at y0 + k)."""
+
+    S: list[str]
+    gamma: int
+    a0: int
+    u0: int
+    y0: int
+    ycols: list[tuple[int, int]]
+
+
+class FastLP:
+    """LP(S) of docs/design.md §3.3 as a matrix solved by highspy, for the greedy's thousands of
+    solves; same LP as :func:`controller.plan.lp.solve_lp` (module doc).  Per-(class,
+    destination) coefficient vectors are computed once and reused across solves.  Calls with
+    ``solver="cbc"`` (or without highspy) go to :func:`controller.plan.lp.solve_lp`.
+
+    Usable wherever :func:`solve_lp` is: ``FastLP(job)(job, S, solver=..., time_limit=...)``.
+    """
+
+    def __init__(self, job: Job, *, solver: str = "auto", time_limit: float | None = 60.0,
+                 merge: bool = True, links: list[tuple[str, str]] | None = None) -> None:
+        import numpy as np
+
+        self.np = np
+        self.job = job
+        self.merge = merge
+        self.solver = solver
+        self.time_limit = time_limit
+        self.groups = worker_groups(job, merge)
+        self.sizes = np.array([len(g) for g in self.groups], dtype=float)
+        g = job.graph
+        if links is None:
+            links = sorted({(u, v) for u, v in g.edges} | {(v, u) for u, v in g.edges})
+        self.links = links
+        self.link_idx = {e: i for i, e in enumerate(links)}
+        self.bw = np.array([_bw(g, *e) for e in links])
+        self._coef: dict[tuple[int, str], tuple] = {}
+        self._reach: dict[tuple[int, str], bool] = {}
+        self.have_highs = have_highs()
+
+    def _vec(self, key: tuple[int, str], items_of) -> tuple:
+        hit = self._coef.get(key)
+        if hit is None:
+            np = self.np
+            items = items_of()
+            idx = np.fromiter((self.link_idx[e] for e, _ in items), dtype=np.int64,
+                              count=len(items))
+            val = np.fromiter((c for _, c in items), dtype=float, count=len(items))
+            hit = self._coef[key] = (idx, val)
+        return hit
+
+    def _group_vec(self, gi: int, dst: str):
+        return self._vec((gi, dst), lambda: _group_coeffs(self.job.graph, self.groups[gi], dst))
+
+    def _node_vec(self, src: str, dst: str):
+        return self._vec((-1, src + "\x00" + dst), lambda: _fractions(self.job.graph, src, dst))
+
+    def _reaches(self, gi: int, s: str) -> bool:
+        key = (gi, s)
+        r = self._reach.get(key)
+        if r is None:
+            r = self._reach[key] = reachable(self.job.graph, self.groups[gi][0], s)
+        return r
+
+    def __call__(self, job: Job, deployed: Sequence[str], *, solver: str | None = None,
+                 time_limit: float | None = None, merge: bool | None = None) -> LPResult:
+        solver = self.solver if solver is None else solver
+        time_limit = self.time_limit if time_limit is None else time_limit
+        merge = self.merge if merge is None else merge
+        if job is not self.job or merge != self.merge or solver == "cbc" or not self.have_highs:
+            return solve_lp(job, deployed, solver=solver, time_limit=time_limit, merge=merge)
+        if solver not in ("auto", "highs"):
+            raise PlanError(f"unknown solver {solver!r} (use highs or cbc)")
+        return self._solve(list(deployed), time_limit)
+
+    def block(self, mat: MatrixLP, S: list[str]) -> JobCols:
+        """Add this job's columns, load terms and own rows for S (module doc) to ``mat``;
+        S must already be valid for the job (a switch ≠ s_d that reaches s_d)."""
+        np = self.np
+        job, sd = self.job, self.job.ps_tor
+        m, n_g = len(S), len(self.groups)
+        ycols = [(gi, j) for gi in range(n_g) for j, s in enumerate(S) if self._reaches(gi, s)]
+        gamma = mat.cols(1)
+        a0 = mat.cols(m)
+        u0 = mat.cols(n_g)
+        y0 = mat.cols(len(ycols))
+        for gi in range(n_g):
+            mat.load(*self._ld(self._group_vec(gi, sd), u0 + gi))
+        for k, (gi, j) in enumerate(ycols):
+            mat.load(*self._ld(self._group_vec(gi, S[j]), y0 + k))
+        for j, s in enumerate(S):
+            mat.load(*self._ld(self._node_vec(s, sd), a0 + j))
+        mat.load(*self._ld(self._node_vec(sd, job.ps), gamma))
+        if job.result_load:
+            tree = result_tree_coeffs(job, S)
+            mat.load(np.array([self.link_idx[e] for e, _ in tree], dtype=np.int64), gamma,
+                     np.array([c for _, c in tree]))
+        ny = len(ycols)
+        ycol = np.arange(ny, dtype=np.int64) + y0
+        yg = np.array([gi for gi, _ in ycols], dtype=np.int64)
+        yj = np.array([j for _, j in ycols], dtype=np.int64)
+        if ny:  # cover: y_{g,s} − a_s ≤ 0
+            cov = mat.rows(ny, -np.inf, 0.0)
+            mat.put(np.concatenate([cov, cov]), np.concatenate([ycol, a0 + yj]),
+                    np.concatenate([np.ones(ny), -np.ones(ny)]))
+        urow = mat.rows(n_g, 0.0, 0.0)
+        # u_g + Σ_s y_{g,s} − γ = 0
+        mat.put(np.concatenate([urow, urow, urow[yg]]),
+                np.concatenate([np.arange(n_g) + u0, np.full(n_g, gamma), ycol]),
+                np.concatenate([np.ones(n_g), -np.ones(n_g), np.ones(ny)]))
+        if m:  # Σ a_s − γ ≤ 0
+            r = mat.rows(1, -np.inf, 0.0)
+            mat.put(np.full(m + 1, r[0]), np.concatenate([[gamma], np.arange(m) + a0]),
+                    np.concatenate([[-1.0], np.ones(m)]))
+        return JobCols(S, gamma, a0, u0, y0, ycols)
+
+    def _ld(self, vec: tuple, col: int) -> tuple:
+        return vec[0], col, vec[1]
+
+    def switch_input(self, c: JobCols, s: str) -> tuple:
+        """(columns, coefficients) of the job's input rate at s ∈ S: Σ_g |g|·y_{g,s}."""
+        np = self.np
+        j = c.S.index(s)
+        ks = [k for k, (_, jj) in enumerate(c.ycols) if jj == j]
+        return (np.array(ks, dtype=np.int64) + c.y0,
+                self.sizes[[c.ycols[k][0] for k in ks]] if ks else np.zeros(0))
+
+    def tor_input(self, c: JobCols) -> tuple:
+        """(columns, coefficients) of the job's input rate at s_d: Σ_g |g|·u_g + Σ_s a_s."""
+        np = self.np
+        m = len(c.S)
+        return (np.concatenate([np.arange(len(self.groups)) + c.u0, np.arange(m) + c.a0]),
+                np.concatenate([self.sizes, np.ones(m)]))
+
+    def read(self, col, c: JobCols, solver: str, seconds: float) -> LPResult:
+        """The job's :class:`LPResult` from a solution's column values (twins expanded)."""
+        S = c.S
+        gam = float(col[c.gamma])
+        x_out: dict[tuple[str, str], float] = {}
+        u_out: dict[str, float] = {}
+        yval = {(gi, S[j]): float(col[c.y0 + k]) for k, (gi, j) in enumerate(c.ycols)}
+        for gi, grp in enumerate(self.groups):
+            tot = 0.0
+            for s in S:
+                xv = yval.get((gi, s), 0.0)
+                tot += xv
+                for w in grp:
+                    x_out[w, s] = xv
+            for w in grp:
+                u_out[w] = max(0.0, gam - tot)
+        a_out = {s: float(col[c.a0 + j]) for j, s in enumerate(S)}
+        return LPResult(tuple(S), gam, x_out, a_out, u_out, solver, seconds, self.job)
+
+    def _solve(self, S: list[str], time_limit: float | None) -> LPResult:
+        np = self.np
+        t0 = time.perf_counter()
+        g, sd, job = self.job.graph, self.job.ps_tor, self.job
+        if len(set(S)) != len(S):
+            raise PlanError("deployment set lists a switch twice")
+        for s in S:
+            if s not in g or _kind(g, s) != "switch" or s == sd:
+                raise PlanError(f"deployed node {s!r} is not a candidate switch")
+            if hop_distance(g, s, sd) is None:
+                raise PlanError(f"deployed switch {s!r} cannot reach the PS's switch {sd!r}")
+        mat = MatrixLP(self.bw)
+        c = self.block(mat, S)
+        for s in S:
+            if s in job.capacity:
+                cols, vals = self.switch_input(c, s)
+                r = mat.rows(1, -np.inf, job.capacity[s])
+                mat.put(np.full(len(cols), r[0]), cols, vals)
+        if sd in job.capacity:  # Σ_w u_w + Σ_s a_s ≤ C_{s_d}
+            cols, vals = self.tor_input(c)
+            r = mat.rows(1, -np.inf, job.capacity[sd])
+            mat.put(np.full(len(cols), r[0]), cols, vals)
+        cost = np.zeros(mat.n_col)
+        cost[c.gamma] = 1.0
+        col = run_highs(mat.highs(cost, time_limit), S)
+        return self.read(col, c, SOLVER_NAME, time.perf_counter() - t0)

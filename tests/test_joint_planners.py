@@ -1,0 +1,67 @@
+"""Placing several jobs: the baseline sets (joint_set), the greedy's prefixes, the pipeline."""
+
+import random
+
+import pytest
+
+from controller.plan.jobs import JobEntry
+from controller.plan.joint import greedy_jobs, joint_plan, joint_set, prefix
+from controller.plan.lp import PlanError
+from controller.plan.lp_jobs import FastJointLP, make_jobset
+from controller.plan.pipeline import PlanRequest, make_plan, plan_several_jobs
+from topo.models import parse_topology
+
+# fat-tree k=4: job a's PS h0 (edge0), workers in pods 1-3; job b's PS h4 (edge2)
+SPECS = [JobEntry("a", "h0", ("h5", "h9", "h13")), JobEntry("b", "h4", ("h1", "h8", "h12"))]
+
+
+@pytest.fixture(scope="module")
+def js():
+    return make_jobset(parse_topology("fattree:4"), SPECS, result_load=True)
+
+
+def test_baseline_sets_by_hand(js):
+    """Every switch of fat-tree k=4 has degree 4, so top_degree is name order without the
+    PSs' ToRs edge0 and edge2: agg0 … agg7, then core0 …; random is Random(0)'s draw."""
+    assert js.tors == ["edge0", "edge2"]
+    assert joint_set(js, "top_degree", 3) == ["agg0", "agg1", "agg2"]
+    assert joint_set(js, "tor_only", 5) == []
+    pool = [s for s in ("agg0 agg1 agg2 agg3 agg4 agg5 agg6 agg7 core0 core1 core2 core3 "
+                        "edge1 edge3 edge4 edge5 edge6 edge7").split()]
+    drawn = random.Random(7).sample(pool, 4)
+    got = joint_set(js, "random", 4, seed=7)
+    assert sorted(got) == sorted(drawn) and len(got) == 4
+    with pytest.raises(PlanError, match="several jobs are placed by one of greedy"):
+        joint_set(js, "exact", 2)
+    with pytest.raises(PlanError):
+        joint_set(js, "top_degree", -1)
+
+
+def test_greedy_prefix_is_the_smaller_budgets_greedy(js):
+    big = greedy_jobs(js, 3)
+    lp = FastJointLP(js)
+    for b in (0, 1, 2):
+        small = greedy_jobs(js, b)
+        cut = prefix(big, b, lp)
+        assert cut.deployed == small.deployed
+        assert cut.history == small.history
+        assert cut.result.gammas == pytest.approx(small.result.gammas, rel=1e-6, abs=1e-9)
+
+
+def test_pipeline_places_several_jobs_with_any_joint_planner():
+    g = parse_topology("fattree:4")
+    top = make_plan(g, PlanRequest(budget=2, planner="top_degree", baselines=False),
+                    jobs=SPECS)
+    assert top.deployed == ["agg0", "agg1"] and top.planner == "top_degree"
+    assert top.greedy == []
+    greedy = make_plan(g, PlanRequest(budget=2, baselines=False), jobs=SPECS)
+    planned = greedy_jobs(make_jobset(g, SPECS, result_load=True), 3)
+    cut = plan_several_jobs(g, SPECS, PlanRequest(budget=2, baselines=False), planned=planned)
+    assert cut.deployed == greedy.deployed == list(planned.deployed[:2])
+    assert cut.min_gamma_per_weight == pytest.approx(greedy.min_gamma_per_weight)
+    js = make_jobset(g, SPECS, result_load=True)
+    assert top.sum_gamma == pytest.approx(sum(FastJointLP(js)(["agg0", "agg1"]).gammas.values()))
+    with pytest.raises(PlanError, match="one of greedy, top_degree, random, tor_only"):
+        make_plan(g, PlanRequest(budget=2, planner="rounding"), jobs=SPECS)
+    none = joint_plan(g, SPECS, 2, planner="tor_only", alone=False)
+    assert none.deployed == [] and none.programmable == ["edge0", "edge2"]
