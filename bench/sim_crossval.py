@@ -19,20 +19,23 @@ from pathlib import Path
 FRAME = 196
 
 
-def rows(path: Path) -> list[str]:
+def rows(path: Path) -> dict[str, str]:
+    """One table row per sync mode of the run in ``path`` (a run stopped early: the modes
+    it finished, without γ when it has none)."""
     doc = json.loads((path / "results.json").read_text())
     s = doc["settings"]
     what = "sim" if doc.get("simulated") else "Mininet"
-    out = []
+    n_w = len((doc.get("plan") or {}).get("workers") or []) or s.get("workers")
+    out = {}
     for mode, rec in doc["modes"].items():
         rs = rec["rounds"]
         retx = sum(r["retransmissions"] for r in rs)
         ps = rs[0]["ps_rx_bytes"]
-        g = doc["gamma"] if mode == "ina" else {}
+        g = (doc.get("gamma") or {}) if mode == "ina" else {}
         gm = f"{g['measured']:.3f} / {g['ratio']:.3f}" if g else "—"
         acc = rs[-1].get("accuracy")  # None when the run did not train (--no-train)
-        out.append(
-            f"| {s['topo']}, {len(doc['plan']['workers'])} w, M={s['budget']} | {mode} | {what} "
+        out[mode] = (
+            f"| {s['topo']}, {n_w} w, M={s['budget']} | {mode} | {what} "
             f"| {statistics.mean(r['time_s'] for r in rs):.3f} "
             f"| {statistics.mean(r['sync_time_s'] for r in rs):.3f} | {ps:,.1f} | {retx} "
             f"| {ps - FRAME * retx / len(rs):,.1f} | {gm} | {'—' if acc is None else f'{acc:.4f}'} "
@@ -44,14 +47,22 @@ def main(argv: list[str]) -> int:
     if not argv or len(argv) % 2:
         print("usage: python bench/sim_crossval.py MININET_RUN SIM_RUN [...]", file=sys.stderr)
         return 2
+    pairs = []
+    for i in range(0, len(argv), 2):
+        try:
+            pairs.append((rows(Path(argv[i])), rows(Path(argv[i + 1]))))
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            bad = argv[i] if not (Path(argv[i]) / "results.json").is_file() else argv[i + 1]
+            print(f"error: {bad}: not a readable results.json of a run "
+                  f"({type(exc).__name__}: {exc})", file=sys.stderr)
+            return 1
     print("| settings | mode | by | s/round | s/round (fastest) | PS B/round | retx "
           "| PS B/round − retx | γ meas. / ratio | accuracy | exact |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for i in range(0, len(argv), 2):
-        mn, sim = rows(Path(argv[i])), rows(Path(argv[i + 1]))
-        for a, b in zip(mn, sim, strict=True):
-            print(a)
-            print(b)
+    for mn, sim in pairs:
+        for mode in dict.fromkeys([*mn, *sim]):
+            for side, label in ((mn, "Mininet"), (sim, "sim")):
+                print(side.get(mode, f"| | {mode} | {label} | not run | | | | | | | |"))
     return 0
 
 

@@ -54,7 +54,7 @@ def test_plan_scaling_smoke() -> None:
 
 def test_plan_jobs_lp_smoke() -> None:
     out = _run("bench/plan_jobs_lp.py", "--smoke")
-    assert "every γ agreed" in out and "median seconds per joint LP" in out
+    assert "every γ agreed" in out and "median CPU seconds per joint LP" in out
 
 
 def test_ina_loss_twin_smoke() -> None:
