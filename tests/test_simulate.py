@@ -65,6 +65,38 @@ def test_event_loop_runs_in_time_then_schedule_order() -> None:
     assert seen == ["first", "a", "b", "c"] and loop.now == 3.0 and loop.events == 5
 
 
+@pytest.mark.parametrize("burst", [0.0, 400.0])
+def test_link_serves_at_its_rate_or_as_a_token_bucket(burst: float) -> None:
+    """One link a→b at 1 Mbit/s (125,000 B/s: a 196-byte frame takes 1.568 ms), five frames
+    offered at t = 0, one more at t = 1 s after the link has idled.
+
+    Without a bucket frame n arrives at (n+1)·1.568 ms.  With a 400-byte bucket (full at the
+    start): frames leave while the bucket is not in debt, then one per 1.568 ms:
+    tokens 400 → 204 (frame 0 at 0) → 8 (frame 1 at 0) → −188 (frame 2 at 0) → frame 3 when
+    the debt is paid, 188/125000 s = 1.504 ms, → −196 → frame 4 at 1.504 + 1.568 ms.  At
+    t = 1 s the bucket has refilled to 400 bytes: the sixth frame leaves at once."""
+    import networkx as nx
+
+    from controller.experiment.simulate.network import SimNetwork
+
+    g = nx.Graph()
+    g.add_edge("a", "b", bw=1.0)
+    loop, got = EventLoop(), []
+    net = SimNetwork(loop, g, {"a": {"b": 1}, "b": {"a": 1}}, {}, 1.0, 0.0, 1000, None,
+                     on_host=lambda h, f: got.append((h, round(loop.now * 1e6, 3))),
+                     burst=burst)
+    for _ in range(5):
+        net.send("a", 1, bytes(196))
+    loop.at(1.0, lambda _: net.send("a", 1, bytes(196)))
+    loop.run()
+    if not burst:
+        want = [1568.0 * (n + 1) for n in range(5)] + [1e6 + 1568.0]
+    else:
+        want = [0.0, 0.0, 0.0, 1504.0, 3072.0, 1e6]
+    assert got == [("b", t) for t in want]
+    assert net.links[("a", 1)].bytes == 6 * 196
+
+
 def test_sums_equal_the_hand_computed_ones(clean_run: tuple[dict, dict]) -> None:
     doc, sums = clean_run
     assert set(sums) == {"ina", "ps_only"}
@@ -168,6 +200,7 @@ def test_cli_writes_results_compare_shows_simulated(tmp_path: Path,
     (["--budgets", "1,x"], "--budgets"),
     (["--target", "bmv2"], "--target"),
     (["--delay-ms", "-1"], "--delay-ms"),
+    (["--burst-bytes", "-5"], "--burst-bytes"),
     (["--topo", "fattree:3"], "fat-tree"),
     (["--ps", "h99"], "--ps"),
     (["--topo", "fattree:8", "--workers", "65"], "at most 64"),

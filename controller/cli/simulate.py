@@ -76,6 +76,10 @@ def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
                         f"(default {o.jitter_ms:g}: the start-file poll)")
     v.add_argument("--switch-proc-ms", type=finite_float, default=o.switch_proc_ms,
                    help=f"a switch's time per frame (default {o.switch_proc_ms:g})")
+    v.add_argument("--burst-bytes", type=finite_float, default=o.burst_bytes,
+                   help="a token bucket of this many bytes per link direction, as htb shapes "
+                        "(about 1600 for TCLink's; default 0: every frame takes its "
+                        "transmission time)")
     v.add_argument("--no-train", action="store_true",
                    help="seeded random int32 gradients instead of training the model "
                         "(faster at scale; sums still checked exactly)")
@@ -96,6 +100,8 @@ def _check(args: argparse.Namespace) -> None:
                     ("--jitter-ms", args.jitter_ms), ("--switch-proc-ms", args.switch_proc_ms)):
         if not 0 <= v <= 60_000:
             raise ExperimentError(f"{what} must be in [0, 60000] ms, got {v:g}")
+    if not 0 <= args.burst_bytes <= 1 << 30:
+        raise ExperimentError(f"--burst-bytes must be in [0, 2^30], got {args.burst_bytes:g}")
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -104,7 +110,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     s = settings_from_args(args)
     opt = SimOptions(delay_ms=args.delay_ms, queue=args.queue, compute_ms=args.sim_compute_ms,
                      jitter_ms=args.jitter_ms, switch_proc_ms=args.switch_proc_ms,
-                     train=not args.no_train, full_p4=args.full_p4)
+                     train=not args.no_train, full_p4=args.full_p4,
+                     burst_bytes=args.burst_bytes)
     name = args.name or time.strftime("sim-%Y%m%d-%H%M%S")
     budgets = args.budgets if args.budgets is not None else [s.budget]
     for b in budgets:

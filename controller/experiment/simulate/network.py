@@ -10,6 +10,14 @@ per port and direction, the same seed) to every frame it receives and sends.  By
 counted per directed link when a frame has crossed it: what the switch-side interface
 counters count in ``run`` (a frame lost by the sender's impairment or the queue never
 crosses; one lost by the receiver's impairment did).
+
+With ``burst`` > 0 bytes a link direction is instead a token bucket of that many bytes
+filled at the link's rate, as htb shapes: a frame leaves as soon as the bucket is not in
+debt (tokens ≥ 0), at no serialization cost, and takes its bytes from it (which may leave
+it in debt by less than a frame).  After an idle period up to about ``burst`` bytes go at
+once; over time the rate is the same.  TCLink's htb class has ``burst 15k`` and the ceil
+bucket ``tc`` computes (rate/HZ + MTU, about 1,600 bytes here); a frame needs both, so
+about 1,600 bytes (docs/simulate.md, cross-validation at 0.1 Mbit/s).
 """
 
 from __future__ import annotations
@@ -70,6 +78,8 @@ class Link:
     delay_s: float
     queue: int
     peer: tuple[str, int]  # (node, port) the frames arrive at
+    burst: float = 0.0  # bytes of the token bucket (0: no bucket, a frame takes its time)
+    tokens: float = 0.0  # the bucket at ``free_at`` (bytes; < 0: in debt)
     free_at: float = 0.0
     departures: deque = field(default_factory=deque)  # end of transmission of queued frames
     bytes: int = 0
@@ -89,7 +99,8 @@ class SimNetwork:
     def __init__(self, loop: EventLoop, graph: nx.Graph, ports: dict[str, dict[str, int]],
                  switches: dict[str, Any], bw_unit_mbps: float | None, delay_s: float,
                  queue: int, impair: ImpairmentSpec | None,
-                 on_host: Callable[[str, bytes], None], proc_s: float = 0.0) -> None:
+                 on_host: Callable[[str, bytes], None], proc_s: float = 0.0,
+                 burst: float = 0.0) -> None:
         self.loop, self.switches, self.on_host = loop, switches, on_host
         self.links: dict[tuple[str, int], Link] = {}
         self.name_of: dict[tuple[str, int], str] = {}  # (node, port) -> neighbour
@@ -98,7 +109,7 @@ class SimNetwork:
                 bw = graph.edges[a, b].get("bw")
                 rate = bw * bw_unit_mbps * 1e6 if bw is not None and bw_unit_mbps else None
                 self.links[(a, pa)] = Link(8.0 / rate if rate else 0.0, delay_s, queue,
-                                           (b, ports[b][a]))
+                                           (b, ports[b][a]), burst if rate else 0.0, burst)
                 self.name_of[(a, pa)] = b
         self.rx_imp: dict[tuple[str, int], LinkImpairment] = {}
         self.tx_imp: dict[tuple[str, int], LinkImpairment] = {}
@@ -141,7 +152,14 @@ class SimNetwork:
         if len(q) >= link.queue:
             link.dropped += 1
             return
-        done = (t if t > link.free_at else link.free_at) + len(frame) * link.tx_s_per_byte
+        start = t if t > link.free_at else link.free_at
+        if link.burst:
+            rate = 1.0 / link.tx_s_per_byte  # bytes per second
+            tokens = min(link.burst, link.tokens + (start - link.free_at) * rate)
+            done = start if tokens >= 0 else start - tokens / rate
+            link.tokens = (tokens if tokens >= 0 else 0.0) - len(frame)
+        else:
+            done = start + len(frame) * link.tx_s_per_byte
         link.free_at = done
         q.append(done)
         self.loop.at(done + link.delay_s, self._arrive, (link, frame))

@@ -58,6 +58,7 @@ class SimOptions:
     # next gradient: 8 ms measured for the make-run MLP, docs/simulate.md)
     jitter_ms: float = 10.0  # + uniform [0, jitter) per worker and round (start-file poll)
     switch_proc_ms: float = 0.0  # a switch's time per frame (pyswitch: ~0.5 ms on our machine)
+    burst_bytes: float = 0.0  # htb's token bucket per link direction (0: none; network.py)
     train: bool = True  # a real model's gradients (False: seeded random int32 vectors)
     full_p4: bool = False  # every switch executes ina.p4 (default: forwarding-only switches
     # take the tested shortcut of simulate/fastpath.py, docs/simulate.md "Speed")
@@ -172,7 +173,8 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
                          else forwarder(load_switch(prog, r), r)) for sw, r in rules.items()}
         net = SimNetwork(loop, graph, netplan.ports, switches, bw_unit,
                          opt.delay_ms / 1000.0, opt.queue, _impairment(s),
-                         on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0)
+                         on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0,
+                         burst=opt.burst_bytes)
         jobs = [SimJob(job_config(s, job_id=t.job_id(mode), mode=mode, plan=t.plan,
                                   workers=t.workers, ps=t.ps, hosts=hosts,
                                   train=t.train(s, s.seed), n_values=t.n_values,
