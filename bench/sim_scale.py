@@ -12,9 +12,12 @@ PS bytes per round, retransmissions, and the simulator's cost on this machine (r
 events per second, peak RSS).  Writes ``summary.json`` and ``gamma_vs_budget.png`` into
 ``--out`` and every run's ``results.json`` under it.
 
-With ``--jobs`` the joint greedy runs once, for the largest budget, printing each choice;
-the smaller budgets take its first choices (:func:`controller.plan.joint.prefix`: the greedy
-is the same loop up to there), so a sweep costs one greedy.
+With ``--jobs`` the joint greedy runs once over the sweep, printing each choice: the budgets
+in increasing order, each continuing the run of the previous one (``start``), each plan the
+first choices of that run (:func:`controller.plan.joint.prefix`: the greedy is the same loop
+up to there), so a sweep costs one greedy and its small budgets are simulated first.
+``--greedy-start A,B,...`` continues the choices an earlier run of the same settings
+printed.
 """
 
 from __future__ import annotations
@@ -46,8 +49,9 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x]
 
 
-def _greedy_once(graph, specs, req, budget: int):
-    """The joint greedy for ``budget``, each choice printed as it is made."""
+def _greedy_once(graph, specs, req, budget: int, start=()):
+    """The joint greedy for ``budget`` from the choices ``start``, each choice printed as it
+    is made."""
     js = make_jobset(graph, specs, capacity=req.capacity, result_load=req.result_load)
     t0 = time.perf_counter()
 
@@ -56,7 +60,7 @@ def _greedy_once(graph, specs, req, budget: int):
               f" ({time.perf_counter() - t0:.0f} s)", flush=True)
 
     res = greedy_jobs(js, budget, objective=req.objective, solver=req.solver,
-                      time_limit=req.time_limit, progress=show)
+                      time_limit=req.time_limit, progress=show, start=tuple(start))
     print(f"  joint greedy for budget {budget}: {time.perf_counter() - t0:.1f} s, "
           f"{res.lp_solves} LP solves", flush=True)
     return res
@@ -116,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --jobs: job j's PS is h(j x hosts/J), one per part of the tree, "
                         "instead of h(j-1) (all on the first edge switch)")
     p.add_argument("--out", default="/tmp/sim_scale")
+    p.add_argument("--greedy-start", type=lambda t: tuple(x for x in t.split(",") if x),
+                   default=(), help="--jobs: continue the joint greedy from these choices "
+                   "(printed by an earlier run of the same settings)")
     p.add_argument("--reuse-plans", action="store_true",
                    help="take a run's plan.json from --out if an earlier sweep wrote it "
                         "(the joint plan of several jobs takes minutes at k=16)")
@@ -152,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'s/round':>8} {'PS B/rd':>9} {'retx':>6} {'plan s':>7} {'sim s':>7} "
           f"{'events':>9} {'ev/s':>7} {'RSS MiB':>7}")
     summary = []
-    planned = None  # the joint greedy of the largest budget (module doc)
+    planned = None  # the joint greedy so far (module doc)
     for planner in a.planners.split(","):
         for b in a.budgets:
             s = Settings(topo=a.topo, ps=a.ps, workers=a.workers, budget=b, planner=planner,
@@ -170,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
                 req = replace(plan_request(s), baselines=False)
                 if s.jobs and planner == "greedy":
                     specs = jobs_argument(s.jobs, graph)
-                    if planned is None:
-                        planned = _greedy_once(graph, specs, req, max(a.budgets))
+                    if planned is None or planned.budget < b:
+                        start = planned.deployed if planned else a.greedy_start
+                        planned = _greedy_once(graph, specs, req, max(b, len(start)), start)
                     plan = plan_several_jobs(graph, specs, req, planned=planned)
                 else:
                     plan = (make_plan(graph, req, jobs=jobs_argument(s.jobs, graph)) if s.jobs

@@ -48,6 +48,21 @@ def test_greedy_prefix_is_the_smaller_budgets_greedy(js):
         assert cut.result.gammas == pytest.approx(small.result.gammas, rel=1e-6, abs=1e-9)
 
 
+def test_greedy_continues_from_a_smaller_budgets_choices(js):
+    full = greedy_jobs(js, 3)
+    one = greedy_jobs(js, 1)
+    more = greedy_jobs(js, 3, start=one.deployed)
+    assert more.deployed == full.deployed and more.budget == 3
+    assert [s for s, _ in more.history] == [s for s, _ in full.history]
+    assert more.result.gammas == pytest.approx(full.result.gammas, rel=1e-6, abs=1e-9)
+    with pytest.raises(PlanError, match="a greedy run for budget 1 has no plan for 2"):
+        prefix(one, 2, FastJointLP(js))
+    with pytest.raises(PlanError, match="greedy start"):
+        greedy_jobs(js, 1, start=("agg0", "agg1"))
+    with pytest.raises(PlanError, match="greedy start"):
+        greedy_jobs(js, 2, start=("edge0",))  # a PS's ToR is no candidate
+
+
 def test_pipeline_places_several_jobs_with_any_joint_planner():
     g = parse_topology("fattree:4")
     top = make_plan(g, PlanRequest(budget=2, planner="top_degree", baselines=False),

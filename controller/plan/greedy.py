@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from controller.plan.lp import Job, LPResult, candidates, solve_lp
+from controller.plan.lp import Job, LPResult, PlanError, candidates, solve_lp
 from controller.plan.placement import Placement, check_budget
 from topo.models import natural_key
 
@@ -68,6 +68,7 @@ def greedy_loop(
     improves: Callable[[R, R], bool],
     classes: Callable[[Sequence[str], Sequence[str]], list[list[str]]] | None = None,
     progress: Callable[[int, str, R], None] | None = None,
+    start: Sequence[str] = (),
 ) -> tuple[list[str], R, list[tuple[str, R]]]:
     """The greedy of the module doc for the objective given by ``solve``, ``pick``, ``improves``.
 
@@ -82,16 +83,22 @@ def greedy_loop(
         have equal results; one ``solve`` per class (its first member by name).  Default:
         singletons.
     progress : called as ``progress(|S|, chosen switch, result)`` after every step.
+    start : choices already made by this same greedy (a run with a smaller budget): the loop
+        continues from there instead of choosing them again (one ``solve`` per choice for
+        the history).
 
     Returns
     -------
     (S in choice order, result of S, history [(switch, result after)]).
     """
     check_budget(budget)
+    if len(start) > budget or len(set(start)) != len(start) or not set(start) <= set(pool):
+        raise PlanError(f"greedy start {list(start)}: at most {budget} distinct candidates")
     S: list[str] = []
-    best = solve(S)
-    history: list[tuple[str, R]] = []
-    U = list(pool)
+    history: list[tuple[str, R]] = [(s, solve(list(start[:k + 1]))) for k, s in enumerate(start)]
+    S = list(start)
+    best = history[-1][1] if history else solve(S)
+    U = [s for s in pool if s not in S]
     while len(S) < budget and U:
         groups = classes(S, U) if classes is not None else [[s] for s in U]
         solved: dict[str, R] = {}

@@ -86,6 +86,7 @@ class JointGreedyResult:
     history: list[tuple[str, tuple[float, ...]]] = field(default_factory=list)
     lp_solves: int = 0
     seconds: float = 0.0
+    budget: int = 0  # the budget it ran for (fewer choices: it stopped, nothing improved)
 
 
 def greedy_jobs(
@@ -98,6 +99,7 @@ def greedy_jobs(
     merge: bool = True,
     progress: Callable[[int, str, tuple[float, ...]], None] | None = None,
     fast: bool = True,
+    start: Sequence[str] = (),
 ) -> JointGreedyResult:
     """Greedy placement of docs/design.md §3.4 for several jobs, each S scored by the joint LP.
 
@@ -108,6 +110,8 @@ def greedy_jobs(
     objective : ``"maxmin"`` or ``"sum"`` (:func:`solve_jobs_lp`).
     fast : score with :class:`FastJointLP` (default), else with :func:`solve_jobs_lp` (PuLP),
         the reference the fast path is tested against.
+    start : the choices of a run of this greedy with a smaller budget, to continue from
+        (:func:`controller.plan.greedy.greedy_loop`).
 
     Returns
     -------
@@ -134,9 +138,9 @@ def greedy_jobs(
 
     S, best, history = greedy_loop(
         solve, joint_candidates(js), budget, pick=_first_best,
-        improves=lambda new, old: _better(new.score, old.score), progress=step)
+        improves=lambda new, old: _better(new.score, old.score), progress=step, start=start)
     return JointGreedyResult(tuple(S), best, [(s, r.score) for s, r in history], solves,
-                             time.perf_counter() - t0)
+                             time.perf_counter() - t0, budget)
 
 
 def alone_gammas(js: JobSet, budget: int, *, solver: str = "auto",
@@ -259,11 +263,14 @@ def joint_set(js: JobSet, planner: str, budget: int, seed: int = 0) -> list[str]
 
 def prefix(planned: JointGreedyResult, budget: int, lp: FastJointLP,
            objective: str = "maxmin") -> JointGreedyResult:
-    """The joint greedy's plan for a smaller budget, from a run with a larger one: its
-    first ``budget`` choices (the greedy is the same loop up to there) and their LP."""
+    """The joint greedy's plan for a budget up to ``planned.budget``, from that run: its
+    first ``budget`` choices (the greedy is the same loop up to there; all of them if it
+    stopped earlier) and their LP."""
+    if budget > planned.budget:
+        raise PlanError(f"a greedy run for budget {planned.budget} has no plan for {budget}")
     S = list(planned.deployed[:budget])
     return JointGreedyResult(tuple(S), lp(S, objective=objective), planned.history[:budget],
-                             planned.lp_solves, planned.seconds)
+                             planned.lp_solves, planned.seconds, budget)
 
 
 def joint_plan(
@@ -294,7 +301,7 @@ def joint_plan(
     if planner != "greedy":
         S = joint_set(js, planner, budget, seed)
         res: JointGreedyResult | JointResult = lp(S, objective=objective)
-    elif planned is not None and len(planned.deployed) >= budget:
+    elif planned is not None and planned.budget >= budget:
         res = prefix(planned, budget, lp, objective)
     else:
         res = greedy_jobs(js, budget, objective=objective, solver=solver, time_limit=time_limit)
