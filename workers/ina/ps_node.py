@@ -34,7 +34,7 @@ from workers.ina.control_io import RequestChannel, request_path, write_record
 from workers.ina.events import ControlEvent, SilentEvent, emit
 from workers.ina.job import JobConfig
 from workers.ina.ps import PsOutput, PsState
-from workers.ina.udp import open_socket, receive_many, send_many
+from workers.ina.udp import BATCH, open_socket, receive_many, send_many
 from workers.ina.worker import n_chunks_for
 
 
@@ -105,7 +105,7 @@ def run(cfg: JobConfig) -> dict:
         nonlocal last_progress
         if out.results:
             for dest in cfg.result_dests:
-                send_many(sock, list(out.results), dest)
+                send_many(sock, out.results, dest)
         for r in out.completed_rounds:
             round_done_at[r] = now - started
             last_progress = now
@@ -138,13 +138,18 @@ def run(cfg: JobConfig) -> dict:
                 continue
             while True:
                 got = receive_many(sock)  # every waiting datagram, one system call
-                if not got:
-                    break
+                now = time.monotonic()
+                batch = PsOutput()  # the RESULTs of a batch leave together, after it
                 for pkt in got:
                     if pkt is None:
                         malformed += 1
                         continue
-                    deliver(state.on_packet(pkt, time.monotonic()), time.monotonic())
+                    out = state.on_packet(pkt, now)
+                    batch.results += out.results
+                    batch.completed_rounds += out.completed_rounds
+                deliver(batch, time.monotonic())
+                if len(got) < BATCH:  # none was left waiting: the next select sees newer
+                    break
     finally:
         sock.close()
         if control is not None:
