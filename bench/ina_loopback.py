@@ -15,7 +15,10 @@ time in receive / send system calls and packets moved, time in the state machine
 (the rest of ``sync_round``), and the worker's compute between rounds; the per-packet cost
 follows from them.
 
-    python bench/ina_loopback.py [--workers 6] [--rounds 30] [--trace] [--smoke]
+With ``--costs`` it first prints the host side's per-packet CPU measured in process
+(:func:`host_costs`).
+
+    python bench/ina_loopback.py [--workers 6] [--rounds 30] [--trace] [--costs] [--smoke]
 """
 
 from __future__ import annotations
@@ -240,6 +243,82 @@ def _per_round(trace: dict[str, dict[str, dict[str, float]]], rounds: int) -> li
     return lines
 
 
+def host_costs(reps: int = 300) -> list[str]:
+    """Per-packet CPU of the host side, in process (``time.thread_time``, median of
+    ``reps``): the codec, the state machines, and the batched UDP calls over loopback
+    beside one ``sendto``/``recv`` per datagram (the kernel's loopback delivery, which a
+    send pays for its receiver, included)."""
+    import numpy as np
+
+    from workers.ina import udp
+    from workers.ina.ps import PsState
+    from workers.ina.wire import InaPacket, decode_payload, encode_payload
+    from workers.ina.worker import WorkerRound
+
+    def per(fn: Any, n: int) -> float:  # µs per packet, median over reps
+        ts = []
+        for _ in range(reps):
+            t = time.thread_time()
+            fn()
+            ts.append(time.thread_time() - t)
+        return statistics.median(ts) / n * 1e6
+
+    vals = np.arange(K, dtype=np.int32)
+    pkt = InaPacket.grad(1, 0, 3, 0, 1, 2, vals)
+    data = encode_payload(pkt)
+    lines = [f"encode {per(lambda: [encode_payload(pkt) for _ in range(100)], 100):.1f} µs, "
+             f"decode {per(lambda: [decode_payload(data) for _ in range(100)], 100):.1f} µs "
+             "per packet"]
+    n_chunks, workers = 76, 6
+
+    def worker_round() -> None:  # one worker's round, every RESULT at once
+        wr = WorkerRound(job_id=1, worker_id=0, round_=0, values=np.zeros(n_chunks * K,
+                         np.int32), schedule=ps_only_schedule(n_chunks), timeout=0.3)
+        out, now = wr.start(0.0), 0.0
+        while not wr.done:
+            now += 1e-3
+            nxt = []
+            for g in out:
+                nxt += wr.on_packet(InaPacket.result(1, 0, g.chunk_id, 63, g.values), now)
+            nxt += wr.tick(now)
+            out = nxt
+
+    def ps_round() -> None:
+        st = PsState(1, range(workers), n_chunks)
+        for c in range(n_chunks):
+            for w in range(workers):
+                st.on_packet(InaPacket.grad(1, 0, c, 0, 1, w, vals), 0.0)
+    lines.append(f"worker state machine {per(worker_round, n_chunks):.1f} µs per chunk "
+                 f"(a GRAD out, its RESULT in, InaPacket.result included); PS merge "
+                 f"{per(ps_round, n_chunks * workers):.1f} µs per GRAD (PS-only, "
+                 f"{workers} workers)")
+    a, b = udp.open_socket(("127.0.0.1", 0)), udp.open_socket(("127.0.0.1", 0))
+    a.setblocking(False)
+    b.setblocking(False)
+    dest = b.getsockname()
+    try:
+        for k in (1, 4, 16, 64):
+            pk = [InaPacket.grad(1, 0, c, 0, 1, 2, vals) for c in range(k)]
+
+            def batched(pk: list = pk, k: int = k) -> None:
+                udp.send_many(a, pk, dest)
+                got = 0
+                while got < k:
+                    got += len(udp.receive_many(b))
+
+            def single(pk: list = pk) -> None:
+                for p in pk:
+                    a.sendto(encode_payload(p), dest)
+                for _ in pk:
+                    decode_payload(b.recv(4096))
+            lines.append(f"{k:>2} datagrams: send_many + receive_many {per(batched, k):.1f} "
+                         f"µs per datagram, sendto + recv each {per(single, k):.1f}")
+    finally:
+        a.close()
+        b.close()
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, default=6)
@@ -248,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--window", type=int, default=16)
     ap.add_argument("--trace", action="store_true", help="time the I/O calls (module doc)")
     ap.add_argument("--smoke", action="store_true", help="2 workers, 3 rounds")
+    ap.add_argument("--costs", action="store_true",
+                    help="also the per-packet CPU of the host side, in process")
     ap.add_argument("--_child", nargs=2, metavar=("ROLE", "JOB"), help=argparse.SUPPRESS)
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--trace-to", type=Path, help=argparse.SUPPRESS)
@@ -256,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
         return _child(a._child[0], Path(a._child[1]), a.worker, a.trace_to)
     if a.smoke:
         a.workers, a.rounds = 2, 3
+    if a.costs:
+        print("host per-packet CPU (in process, one thread):")
+        print("\n".join("  " + x for x in host_costs(20 if a.smoke else 300)))
     with tempfile.TemporaryDirectory(prefix="ina-loopback-") as tmp:
         res = run(a.workers, a.rounds, a.hidden, a.window, a.trace, Path(tmp))
     times = res["times"]

@@ -1,7 +1,9 @@
 """The parameter-server process: ``python -m workers.ina.ps_node JOB.json``.
 
 I/O shell around :class:`workers.ina.ps.PsState`: receive INA datagrams, merge them, send
-each completed chunk's RESULT to ``result_dests``.  The PS keeps serving after its last round
+each completed chunk's RESULT to ``result_dests``.  Datagrams come many per system call
+(``workers.ina.udp.receive_many``, up to ``BATCH``); the RESULTs one such batch causes leave
+together once it is merged, in one ``sendmmsg`` per destination.  The PS keeps serving after its last round
 completes, because a worker whose RESULT copy was lost recovers it only by retransmitting to
 the PS: it stops on SIGTERM/SIGINT (the runner sends it once every worker has exited) or when
 no round makes progress for ``round_timeout_s``.  Then it writes ``ps.json`` (statistics,
