@@ -34,7 +34,7 @@ def test_every_bench_script_is_covered_here() -> None:
     covered = {"pyswitch_pps", "pyswitch_ina_pps", "pyswitch_forwarding", "plan_scaling",
                "ina_loss_twin", "p4runtime_abuse", "hostile_frames", "soak", "hostile_input",
                "sim_event_core", "sim_scale", "sim_crossval", "e2e_unshaped", "scale_k8",
-               "plan_jobs_lp"}
+               "plan_jobs_lp", "ina_loopback"}
     assert {p.stem for p in BENCH.glob("*.py")} == covered
 
 
@@ -46,6 +46,11 @@ def test_pyswitch_pps_smoke() -> None:
 def test_pyswitch_ina_pps_smoke() -> None:
     out = _run("bench/pyswitch_ina_pps.py", "--smoke")
     assert "frames/s" in out and "p4src/ina.p4" in out
+
+
+def test_ina_loopback_smoke() -> None:
+    out = _run("bench/ina_loopback.py", "--smoke", "--trace")
+    assert "exact sums in every round: yes" in out and "worker1" in out
 
 
 def test_plan_scaling_smoke() -> None:

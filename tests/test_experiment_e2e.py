@@ -72,7 +72,9 @@ def test_a_dead_aggregator_is_replanned_around(tmp_path):
     # measured timeouts recover from the dead switch's losses within ~0.1 s a round (its
     # chunks go raw to the PS after a few quick retries), so the controller's re-plan
     # lands some rounds later: enough rounds that the switch-over happens inside the run
-    rounds = 20
+    # (30 since issue 26 made the unshaped round ~1.6x faster: with 20 it failed once in
+    # four runs at load 10, its output not kept -- taken to be a switch-over after the end)
+    rounds = 30
     res = run_experiment(Settings(topo="fattree:4", workers="6", budget=2, rounds=rounds,
                                   model="logreg", bw=None, window=8, modes=("ina",),
                                   fail_switch="agg0@0", out=str(tmp_path), name="failover"))

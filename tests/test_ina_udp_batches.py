@@ -54,3 +54,30 @@ def test_batches_arrive_whole_in_order_and_malformed_is_none() -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_one_socket_sends_and_receives_batches_apart() -> None:
+    """A worker's socket sends GRADs and receives RESULTs: a receive into the socket's
+    batch must not re-aim its sends (the send and receive slots are apart), and nothing
+    is re-set between calls (the kernel writes each slot's length and flags)."""
+    w, ps = udp.open_socket(("127.0.0.1", 0)), udp.open_socket(("127.0.0.1", 0))
+    try:
+        w.setblocking(False)
+        ps.setblocking(False)
+        sent = _pkts(10)
+        for _ in range(3):
+            assert udp.send_many(w, sent[:5], ps.getsockname()) == 5
+            got = udp.receive_many(ps)  # all five wait already on loopback: one call
+            assert len(got) == 5 < udp.BATCH
+            assert [encode_payload(p) for p in got] == [encode_payload(p) for p in sent[:5]]
+            assert udp.send_many(ps, sent[5:], w.getsockname()) == 5  # answers
+            assert [encode_payload(p) for p in _drain(w, 5)] == \
+                [encode_payload(p) for p in sent[5:]]
+            w.sendto(b"\0" * 5000, w.getsockname())  # truncated into w's receive slot 0
+            assert udp.receive_many(w) == [None]
+        # after receiving on w, its sends still go to the PS, not to a received address
+        assert udp.send_many(w, sent[:2], ps.getsockname()) == 2
+        assert len(_drain(ps, 2)) == 2
+    finally:
+        w.close()
+        ps.close()

@@ -1,7 +1,9 @@
 """The parameter-server process: ``python -m workers.ina.ps_node JOB.json``.
 
 I/O shell around :class:`workers.ina.ps.PsState`: receive INA datagrams, merge them, send
-each completed chunk's RESULT to ``result_dests``.  The PS keeps serving after its last round
+each completed chunk's RESULT to ``result_dests``.  Datagrams come many per system call
+(``workers.ina.udp.receive_many``, up to ``BATCH``); the RESULTs one such batch causes leave
+together once it is merged, in one ``sendmmsg`` per destination.  The PS keeps serving after its last round
 completes, because a worker whose RESULT copy was lost recovers it only by retransmitting to
 the PS: it stops on SIGTERM/SIGINT (the runner sends it once every worker has exited) or when
 no round makes progress for ``round_timeout_s``.  Then it writes ``ps.json`` (statistics,
@@ -34,7 +36,7 @@ from workers.ina.control_io import RequestChannel, request_path, write_record
 from workers.ina.events import ControlEvent, SilentEvent, emit
 from workers.ina.job import JobConfig
 from workers.ina.ps import PsOutput, PsState
-from workers.ina.udp import open_socket, receive_many, send_many
+from workers.ina.udp import BATCH, open_socket, receive_many, send_many
 from workers.ina.worker import n_chunks_for
 
 
@@ -105,7 +107,7 @@ def run(cfg: JobConfig) -> dict:
         nonlocal last_progress
         if out.results:
             for dest in cfg.result_dests:
-                send_many(sock, list(out.results), dest)
+                send_many(sock, out.results, dest)
         for r in out.completed_rounds:
             round_done_at[r] = now - started
             last_progress = now
@@ -138,13 +140,18 @@ def run(cfg: JobConfig) -> dict:
                 continue
             while True:
                 got = receive_many(sock)  # every waiting datagram, one system call
-                if not got:
-                    break
+                now = time.monotonic()
+                batch = PsOutput()  # the RESULTs of a batch leave together, after it
                 for pkt in got:
                     if pkt is None:
                         malformed += 1
                         continue
-                    deliver(state.on_packet(pkt, time.monotonic()), time.monotonic())
+                    out = state.on_packet(pkt, now)
+                    batch.results += out.results
+                    batch.completed_rounds += out.completed_rounds
+                deliver(batch, time.monotonic())
+                if len(got) < BATCH:  # none was left waiting: the next select sees newer
+                    break
     finally:
         sock.close()
         if control is not None:

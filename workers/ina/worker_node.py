@@ -32,12 +32,13 @@ from pathlib import Path
 import numpy as np
 
 from workers.common.quantize import dequantize, quantize
+from workers.common.threads import one_blas_thread
 from workers.ina.constants import K
 from workers.ina.control_io import ControlReader
 from workers.ina.events import RoundEvent, emit
 from workers.ina.job import JobConfig
 from workers.ina.messages import mask_of
-from workers.ina.udp import open_socket, receive_many, send_many
+from workers.ina.udp import BATCH, open_socket, receive_many, send_many
 from workers.ina.worker import RttEstimator, WorkerRound
 from workers.models.synthetic import make_replica
 
@@ -81,14 +82,15 @@ def sync_round(sock, cfg: JobConfig, worker_id: int, round_: int, q: np.ndarray,
         if ready:
             while True:
                 got = receive_many(sock)  # every waiting datagram, one system call
-                if not got:
-                    break
+                now = time.monotonic()
                 for pkt in got:
                     if pkt is None:  # not an INA payload: discarded, counted (design §9)
                         wr.stats.malformed += 1
                     else:
-                        out += wr.on_packet(pkt, time.monotonic())
-        out += wr.tick(time.monotonic())
+                        out += wr.on_packet(pkt, now)
+                if len(got) < BATCH:  # none was left waiting: the next select sees newer
+                    break
+        out += wr.tick(now if ready else time.monotonic())
         if out:
             send_many(sock, out, cfg.ps_addr)
     elapsed = time.monotonic() - start
@@ -115,6 +117,7 @@ def _rows(path: Path, n_values: int, n: int) -> np.ndarray:
 
 
 def run(cfg: JobConfig, worker_id: int) -> dict:
+    one_blas_thread()  # BLAS threads spinning on shared cores doubled the round (its doc)
     index = cfg.worker_ids.index(worker_id)
     replica = make_replica(cfg.train, index)  # a real model's: synthetic (docs/models.md)
     sock = open_socket(("0.0.0.0", cfg.worker_addrs[index][1]))
