@@ -47,6 +47,7 @@ MININET_LOCK ?= /tmp/insync-mininet.lock
 bench: $(STAMP)
 	$(PY) bench/plan_scaling.py
 	$(PY) bench/plan_jobs_lp.py
+	$(PY) bench/ina_loopback.py
 	$(PY) bench/pyswitch_pps.py
 	$(PY) bench/pyswitch_ina_pps.py
 	$(PY) bench/ina_loss_twin.py

@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--modes", default="ina")
     p.add_argument("--loss", type=float, default=0.0)
+    p.add_argument("--timeout", type=float, default=Settings.timeout,
+                   help="run's --timeout: the first RTO, and max_timeout when above 1 s")
     p.add_argument("--hidden", type=int, default=32)
     p.add_argument("--train", action="store_true", help="train the model (default: seeded "
                    "random int32 gradients; sums are checked exactly either way)")
@@ -154,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     opt = SimOptions(train=a.train, reference=False, full_p4=a.full_p4)
     print(f"settings: {a.topo}, PS {a.ps}, {len(workers)} workers, 1 Mbit/s links, MLP "
           f"hidden {a.hidden}, {a.rounds} rounds, modes {a.modes}, loss {a.loss:g}, window "
-          f"{Settings.window}, timeout {Settings.timeout:g} s, sim options {opt}")
+          f"{Settings.window}, timeout {a.timeout:g} s, sim options {opt}")
     print(f"{'planner':>10} {'M':>3} {'γ LP':>7} {'γ sim':>7} {'ratio':>6} {'exact':>5} "
           f"{'s/round':>8} {'PS B/rd':>9} {'retx':>6} {'plan s':>7} {'sim s':>7} "
           f"{'events':>9} {'ev/s':>7} {'RSS MiB':>7}")
@@ -163,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     for planner in a.planners.split(","):
         for b in a.budgets:
             s = Settings(topo=a.topo, ps=a.ps, workers=a.workers, budget=b, planner=planner,
-                         rounds=a.rounds, hidden=a.hidden, loss=a.loss,
+                         rounds=a.rounds, hidden=a.hidden, loss=a.loss, timeout=a.timeout,
                          modes=tuple(a.modes.split(",")),
                          jobs=str(jobs_file) if jobs_file else None)
             name = f"{planner}-b{b}" + (f"-loss{a.loss:g}" if a.loss else "")
