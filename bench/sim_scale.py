@@ -91,13 +91,19 @@ def plot(summary: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def replot(out: Path) -> None:
-    """Draw ``gamma_vs_budget.png`` again from ``out/summary.json`` (also a partial one)."""
-    doc = json.loads((out / "summary.json").read_text())
-    a = doc["settings"]
-    n = len(doc["runs"][0]["jobs"]) if doc["runs"][0].get("jobs") else 1
-    plot(doc["runs"], out / "gamma_vs_budget.png",
-         f"{a['topo']}, {n} job(s), {a['rounds']} rounds, loss {a['loss']:g} (simulated)")
+def replot(dirs: list[Path], path: Path) -> None:
+    """One ``gamma_vs_budget.png`` at ``path`` from the ``summary.json`` of sweeps ``dirs``
+    (also partial ones) of one network: each (planner, timeout) a curve."""
+    runs, a = [], {}
+    for d in dirs:
+        doc = json.loads((d / "summary.json").read_text())
+        a = doc["settings"]
+        t = a.get("timeout", Settings.timeout)
+        runs += [{**r, "planner": f"{r['planner']}, timeout {t:g} s"} for r in doc["runs"]]
+    runs.sort(key=lambda r: (r["planner"], r["budget"]))
+    n = len(runs[0]["jobs"]) if runs[0].get("jobs") else 1
+    plot(runs, path, f"{a['topo']}, {n} job(s), {a['rounds']} rounds, loss {a['loss']:g} "
+                     "(simulated)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--full-p4", action="store_true",
                    help="every switch executes ina.p4 (default: forwarding-only switches take "
                         "simulate's tested shortcut)")
+    p.add_argument("--replot", nargs="+", type=Path, metavar="DIR",
+                   help="only draw --out/gamma_vs_budget.png from these sweeps' summary.json")
     p.add_argument("--smoke", action="store_true",
                    help="a reduced run (fat-tree k=4, 4 workers, budgets 0 and 1, 1 round) "
                         "that only shows it works")
@@ -138,6 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.smoke:
         a.topo, a.workers, a.budgets, a.rounds = "fattree:4", "4", [0, 1], 1
     out = Path(a.out)
+    if a.replot:
+        out.mkdir(parents=True, exist_ok=True)
+        replot(a.replot, out / "gamma_vs_budget.png")
+        print(f"written: {out / 'gamma_vs_budget.png'}")
+        return 0
     out.mkdir(parents=True, exist_ok=True)
     graph = shaped_graph(parse_topology(a.topo), 1.0)
     workers = resolve_workers(graph, a.ps, a.workers)

@@ -101,6 +101,19 @@ def test_sim_scale_and_crossval_smoke(tmp_path: Path) -> None:
     assert len(rows) == 2 and all(r[5] == "yes" for r in rows), out
     table = _run("bench/sim_crossval.py", str(tmp_path / "greedy-b0"), str(tmp_path / "greedy-b1"))
     assert table.count("| sim |") == 2 and "| yes |" in table
+    _run("bench/sim_scale.py", "--replot", str(tmp_path), "--out", str(tmp_path / "plot"))
+    assert (tmp_path / "plot" / "gamma_vs_budget.png").stat().st_size > 0
+
+
+def test_sim_scale_jobs_smoke(tmp_path: Path) -> None:
+    """Two jobs, the joint greedy continued from a given first choice (agg0, the greedy's own
+    choice on this network) and a baseline planner: exact in every row."""
+    out = _run("bench/sim_scale.py", "--smoke", "--jobs", "2", "--greedy-start", "agg0",
+               "--planners", "greedy,top_degree", "--timeout", "2", "--out", str(tmp_path))
+    rows = [line.split() for line in out.splitlines()
+            if line.strip().startswith(("greedy", "top_degree"))]
+    assert len(rows) == 4 and all(r[5] == "yes" for r in rows), out
+    assert "joint greedy for budget 1" in out
 
 
 def test_e2e_unshaped_figures_from_a_hand_made_results_file() -> None:
