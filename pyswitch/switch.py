@@ -268,8 +268,11 @@ class Switch:
 
     def _specialised_process(self) -> Any:
         """`process` for this program: the same steps with the metadata indices as
-        constants, the state copied without a loop, and a unicast frame without clones
-        run to the end inline (anything else: the general `_after_ingress`)."""
+        constants, the state copied without a loop, and the common cases run to the end
+        inline: a drop after ingress, a unicast frame and the copies of a multicast group
+        without clones (the last copy takes the state itself, the others a copy of it).
+        An I2E clone, and an E2E clone or a drop in egress, take the general path
+        (`_after_ingress`, `_after_egress`)."""
         i, hid = self._i, self._hid
         nh = len(self._htempl)
         ns: dict[str, Any] = {f"_h{k}": h for k, h in enumerate(self._htempl)}
@@ -277,35 +280,72 @@ class Switch:
                   ingress=self._ingress, egress=self._egress, compute=self._compute,
                   deparser=self._deparser, stats=self.stats, rx=self.stats.rx,
                   tx=self.stats.tx, after_ingress=self._after_ingress,
-                  after_egress=self._after_egress, bytes=bytes)
+                  after_egress=self._after_egress, bytes=bytes, mcast=self.mcast)
+        comma = "," if nh == 1 else ""
+        fresh = f"[{', '.join(f'_h{k}[:]' for k in range(nh))}{comma}]"
+        copy = f"[{', '.join(f'S[{k}][:]' for k in range(nh))}{comma}]"
+        ep, es, rid, it = i["egress_port"], i["egress_spec"], i["egress_rid"], i["instance_type"]
+        ct, pl = hid["clone_type"], hid["payload"]
         src = f"""
 def process(ingress_port, frame):
     if frame.__class__ is not bytes:
         frame = bytes(frame)
     rx[ingress_port] += 1
-    S = [{", ".join(f"_h{k}[:]" for k in range(nh))}{"," if nh == 1 else ""}]
+    S = {fresh}
     M = _mt[:]
     M[{i["ingress_port"]}] = ingress_port
     M[{i["packet_length"]}] = len(frame)
-    M[{hid["payload"]}] = frame[parser(S, M, frame):]
+    M[{pl}] = frame[parser(S, M, frame):]
     verify(S, M)
     ingress(S, M)
-    if M[{hid["clone_type"]}] == 1 or M[{i["mcast_grp"]}] or M[{i["egress_spec"]}] == {DROP_PORT}:
+    if M[{ct}] == 1:
         return after_ingress(ingress_port, frame, S, M)
-    port = M[{i["egress_spec"]}]
-    M[{i["egress_port"]}] = port
-    M[{i["egress_spec"]}] = 0
-    M[{i["egress_rid"]}] = 0
-    M[{hid["clone_type"]}] = 0
+    mg = M[{i["mcast_grp"]}]
+    if mg:
+        reps = mcast.get(mg)
+        if not reps:
+            stats.dropped += 1
+            return []
+        out = []
+        last = len(reps) - 1
+        for n, (port, r) in enumerate(reps):
+            if n == last:
+                S2, M2 = S, M
+            else:
+                S2, M2 = {copy}, M[:]
+            M2[{ep}] = port
+            M2[{es}] = 0
+            M2[{rid}] = r
+            M2[{it}] = {PKT_INSTANCE_TYPE_REPLICATION}
+            M2[{ct}] = 0
+            egress(S2, M2)
+            if M2[{ct}] == 2 or M2[{es}] == {DROP_PORT}:
+                after_egress(S2, M2, port, out, 0)
+                continue
+            compute(S2, M2)
+            parts = []
+            deparser(S2, M2, parts)
+            parts.append(M2[{pl}])
+            tx[port] += 1
+            out.append((port, b"".join(parts)))
+        return out
+    port = M[{es}]
+    if port == {DROP_PORT}:
+        stats.dropped += 1
+        return []
+    M[{ep}] = port
+    M[{es}] = 0
+    M[{rid}] = 0
+    M[{ct}] = 0
     egress(S, M)
-    if M[{hid["clone_type"]}] == 2 or M[{i["egress_spec"]}] == {DROP_PORT}:
+    if M[{ct}] == 2 or M[{es}] == {DROP_PORT}:
         out = []
         after_egress(S, M, port, out, 0)
         return out
     compute(S, M)
     parts = []
     deparser(S, M, parts)
-    parts.append(M[{hid["payload"]}])
+    parts.append(M[{pl}])
     tx[port] += 1
     return [(port, b"".join(parts))]
 """
