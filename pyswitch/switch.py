@@ -26,8 +26,11 @@ pseudocode") and ``targets/simple_switch/simple_switch.cpp``:
 
 from __future__ import annotations
 
+import dis
 import random as _random_mod
+import re
 import struct as _struct
+import types
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -71,6 +74,26 @@ def _sat_s(a: int, b: int, sign: int, w: int) -> int:
     r = x + y if sign > 0 else x - y
     r = max(-sb, min(sb - 1, r))
     return r & ((1 << w) - 1)
+
+
+# what ComputeChecksum and the deparser may use for `_headers_only` to hold: the checksum and
+# hash functions, their struct objects, the exit exception and a few methods and builtins
+_PURE_NAMES = re.compile(r"(_sd\d+|_st\d+|_csum16i?|_crc32|_crc16|_identity|_Exit|_shl|_div|"
+                         r"_sat_s|_hmod|append|pack|to_bytes|from_bytes|len|bytes|int)$")
+
+
+def _headers_only(fn: Any) -> bool:
+    """Whether a generated block reads nothing but its headers ``S``: it never loads ``M``
+    (so no metadata, and no call that receives it), holds no nested code and names only
+    pure helpers (no register, counter, table or ``random``), so that two runs on equal
+    headers give equal headers and bytes."""
+    code = fn.__code__
+    if any(isinstance(c, types.CodeType) for c in code.co_consts):
+        return False
+    if not all(_PURE_NAMES.match(n) for n in code.co_names):
+        return False
+    return not any(i.argval == "M" for i in dis.get_instructions(code)
+                   if i.opname.startswith(("LOAD_", "STORE_", "DELETE_")))
 
 
 def _hmod(h: int, m: int) -> int:
@@ -268,8 +291,11 @@ class Switch:
 
     def _specialised_process(self) -> Any:
         """`process` for this program: the same steps with the metadata indices as
-        constants, the state copied without a loop, and a unicast frame without clones
-        run to the end inline (anything else: the general `_after_ingress`)."""
+        constants, the state copied without a loop, and the common cases run to the end
+        inline: a drop after ingress, a unicast frame and the copies of a multicast group
+        without clones (the last copy takes the state itself, the others a copy of it).
+        An I2E clone, and an E2E clone or a drop in egress, take the general path
+        (`_after_ingress`, `_after_egress`)."""
         i, hid = self._i, self._hid
         nh = len(self._htempl)
         ns: dict[str, Any] = {f"_h{k}": h for k, h in enumerate(self._htempl)}
@@ -277,35 +303,91 @@ class Switch:
                   ingress=self._ingress, egress=self._egress, compute=self._compute,
                   deparser=self._deparser, stats=self.stats, rx=self.stats.rx,
                   tx=self.stats.tx, after_ingress=self._after_ingress,
-                  after_egress=self._after_egress, bytes=bytes)
+                  after_egress=self._after_egress, bytes=bytes, mcast=self.mcast)
+        comma = "," if nh == 1 else ""
+        fresh = f"[{', '.join(f'_h{k}[:]' for k in range(nh))}{comma}]"
+        copy = f"[{', '.join(f'S[{k}][:]' for k in range(nh))}{comma}]"
+        ep, es, rid, it = i["egress_port"], i["egress_spec"], i["egress_rid"], i["instance_type"]
+        ct, pl = hid["clone_type"], hid["payload"]
+        # a copy whose headers (after egress) and payload are those of the copy before it
+        # leaves as the same bytes, when ComputeChecksum and the deparser read nothing else
+        tail = f"""            compute(S2, M2)
+            parts = []
+            deparser(S2, M2, parts)
+            parts.append(M2[{pl}])
+            tx[port] += 1
+            out.append((port, b"".join(parts)))
+"""
+        if _headers_only(self._compute) and _headers_only(self._deparser):
+            tail = f"""            if n and S2 == prev_s and M2[{pl}] is prev_p:
+                tx[port] += 1
+                out.append((port, prev_b))
+                continue
+            if n < last:
+                prev_s, prev_p = {copy.replace("S[", "S2[")}, M2[{pl}]
+            compute(S2, M2)
+            parts = []
+            deparser(S2, M2, parts)
+            parts.append(M2[{pl}])
+            tx[port] += 1
+            out.append((port, b"".join(parts)))
+            prev_b = out[-1][1]
+"""
         src = f"""
 def process(ingress_port, frame):
     if frame.__class__ is not bytes:
         frame = bytes(frame)
     rx[ingress_port] += 1
-    S = [{", ".join(f"_h{k}[:]" for k in range(nh))}{"," if nh == 1 else ""}]
+    S = {fresh}
     M = _mt[:]
     M[{i["ingress_port"]}] = ingress_port
     M[{i["packet_length"]}] = len(frame)
-    M[{hid["payload"]}] = frame[parser(S, M, frame):]
+    M[{pl}] = frame[parser(S, M, frame):]
     verify(S, M)
     ingress(S, M)
-    if M[{hid["clone_type"]}] == 1 or M[{i["mcast_grp"]}] or M[{i["egress_spec"]}] == {DROP_PORT}:
+    if M[{ct}] == 1:
         return after_ingress(ingress_port, frame, S, M)
-    port = M[{i["egress_spec"]}]
-    M[{i["egress_port"]}] = port
-    M[{i["egress_spec"]}] = 0
-    M[{i["egress_rid"]}] = 0
-    M[{hid["clone_type"]}] = 0
+    mg = M[{i["mcast_grp"]}]
+    if mg:
+        reps = mcast.get(mg)
+        if not reps:
+            stats.dropped += 1
+            return []
+        out = []
+        last = len(reps) - 1
+        prev_s = prev_p = prev_b = None
+        for n, (port, r) in enumerate(reps):
+            if n == last:
+                S2, M2 = S, M
+            else:
+                S2, M2 = {copy}, M[:]
+            M2[{ep}] = port
+            M2[{es}] = 0
+            M2[{rid}] = r
+            M2[{it}] = {PKT_INSTANCE_TYPE_REPLICATION}
+            M2[{ct}] = 0
+            egress(S2, M2)
+            if M2[{ct}] == 2 or M2[{es}] == {DROP_PORT}:
+                after_egress(S2, M2, port, out, 0)
+                continue
+{tail}        return out
+    port = M[{es}]
+    if port == {DROP_PORT}:
+        stats.dropped += 1
+        return []
+    M[{ep}] = port
+    M[{es}] = 0
+    M[{rid}] = 0
+    M[{ct}] = 0
     egress(S, M)
-    if M[{hid["clone_type"]}] == 2 or M[{i["egress_spec"]}] == {DROP_PORT}:
+    if M[{ct}] == 2 or M[{es}] == {DROP_PORT}:
         out = []
         after_egress(S, M, port, out, 0)
         return out
     compute(S, M)
     parts = []
     deparser(S, M, parts)
-    parts.append(M[{hid["payload"]}])
+    parts.append(M[{pl}])
     tx[port] += 1
     return [(port, b"".join(parts))]
 """

@@ -101,3 +101,20 @@ def test_pre_api_validation(sw: Switch) -> None:
     with pytest.raises(EntryNotFound):
         sw.delete_clone_session(99)
     assert sw.multicast_groups()[1] == [(1, 10), (2, 20), (2, 21)]
+
+
+def test_multicast_copies_with_equal_headers_give_the_general_paths_bytes() -> None:
+    """The specialised `process` deparses a copy whose headers after egress equal the
+    previous copy's once (ComputeChecksum and the deparser read headers only): same frames,
+    same order and same counters as the general path, with equal and differing copies."""
+    reps = [(2, 20), (2, 20), (2, 20), (3, 20), (3, 20), (2, 20)]
+    outs, stats = [], []
+    for general in (False, True):
+        s = Switch(compile_p4(HERE / "p4/pyswitch_pre.p4"))
+        s.set_multicast_group(1, reps)
+        run = (lambda p, f, s=s: Switch.process(s, p, f)) if general else s.process
+        outs.append([run(4, frame(0x1000)) for _ in range(2)])
+        stats.append((dict(s.stats.tx), s.stats.dropped))
+    assert outs[0] == outs[1] and stats[0] == stats[1]
+    assert [p for p, _ in outs[0][0]] == [2, 2, 2, 3, 3, 2]
+    assert len({d for _, d in outs[0][0]}) == 2  # two distinct frames: per port

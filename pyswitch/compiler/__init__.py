@@ -29,6 +29,7 @@ The compiler is one class assembled from one part per section of the language:
 ``varbit``         varbit fields, extract(hdr, len), comparison of aggregates
 ``lookahead``      lookahead<T>() of headers and structs
 ``mainshapes``     top-level instances, named and by-name arguments of main
+``localcache``     metadata slots read into locals where a run of statements cannot change them
 =================  ==========================================================
 """
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from lark import Tree
 
+from pyswitch.compiler.localcache import cache_metadata_reads
 from pyswitch.compiler.model import (
     BUILTIN_EXTERNS,
     UNSUPPORTED_EXTERNS,
@@ -76,7 +77,7 @@ class Controls:
         lines.extend(body.lines)
         for p in post:
             lines.append("    " + p)
-        self.module.append("\n".join(lines))
+        self.module.append("\n".join(cache_metadata_reads(lines)))
 
     def local_decl(self, item: Tree, scope: Scope, em: Emitter) -> None:
         k = item.data

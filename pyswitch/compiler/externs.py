@@ -302,6 +302,19 @@ class Externs:
             parts.append(f"({e.code} << {shift})" if shift else e.code)
         return f"({' | '.join(parts) or '0'})"
 
+    @staticmethod
+    def csum_int(items: list[E], bits: int) -> str:
+        """Python expr of a number congruent mod 0xFFFF to `packed_int` (same ``bits``), and
+        0 only when that number is 0: each field shifted by its offset mod 16 and summed
+        (2**16 is 1 mod 0xFFFF), so the sum stays a few words wide instead of a
+        ``bits``-wide number built field by field; all that `hashes.csum16_int` reads."""
+        parts = []
+        shift = bits
+        for e in items:
+            shift -= e.ty.width
+            parts.append(f"(({e.code}) << {shift % 16})" if shift % 16 else f"({e.code})")
+        return f"({' + '.join(parts) or '0'})"
+
     def digest_code(self, algo: str, items: list[E], payload: str | None = None) -> str:
         """The call computing ``algo`` over the field list (+ ``payload`` bytes): csum16 of a
         fixed-width list sums its 16-bit words as one number (`hashes.csum16_int`) and
@@ -310,7 +323,7 @@ class Externs:
         if algo == "csum16" and payload is None and \
                 not any(isinstance(e.ty, VarbitTy) for e in items):
             nbytes = (sum(e.ty.width for e in items) + 7) // 8
-            return f"_csum16i({self.packed_int(items, (nbytes + nbytes % 2) * 8)})"
+            return f"_csum16i({self.csum_int(items, (nbytes + nbytes % 2) * 8)})"
         if algo == "identity" and payload is None and \
                 not any(isinstance(e.ty, VarbitTy) for e in items):
             nbytes = (sum(e.ty.width for e in items) + 7) // 8
