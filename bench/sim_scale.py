@@ -72,7 +72,8 @@ def plot(summary: list[dict], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    many = len({r["planner"] for r in summary}) > 2
+    fig, ax = plt.subplots(figsize=(9, 4.2) if many else (6, 4))
     for i, planner in enumerate(dict.fromkeys(r["planner"] for r in summary)):
         rs = [r for r in summary if r["planner"] == planner]
         b = [r["budget"] for r in rs]
@@ -82,10 +83,13 @@ def plot(summary: list[dict], path: Path, title: str) -> None:
         ax.plot(b, [r["gamma_measured"] for r in rs], "-s", color=c,
                 label=f"{planner}: simulated")
     ax.set_xlabel("budget M (programmable switches besides the PS's ToR)")
-    ax.set_ylabel("γ (Mbit/s of gradient frames)")
+    ax.set_ylabel("γ (Mbit/s of gradient frames; sum over jobs)")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    if many:  # beside the axes, where it hides no curve
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
