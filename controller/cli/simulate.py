@@ -134,8 +134,10 @@ def _print(doc: dict[str, Any], stats: Any, out_dir: Path) -> None:
               f"{doc['fairness'] if doc['fairness'] is None else round(doc['fairness'], 3)}")
         for job, j in doc["jobs"].items():
             g = j["gamma"]
+            per_mode = ", ".join(f"{m} {t:.4f}" if t is not None else f"{m} —"
+                                 for m, t in j["time_per_round_s"].items())
             print(f"  {job}: {len(j['workers'])} workers, γ predicted {g['predicted']:.4g}, "
-                  f"measured {g['measured'] or 0:.4g}, s/round {j['time_per_round_s']}, "
+                  f"measured {g['measured'] or 0:.4g}, s/round {per_mode}, "
                   f"exact {'yes' if j['exact_all_rounds'] else 'NO'}")
         print(f"  {stats.wall_s:.1f} s on this machine, {stats.events:,} events "
               f"({stats.events_per_s:,.0f}/s), peak RSS {stats.peak_mib:.0f} MiB; "
