@@ -94,9 +94,8 @@ def greedy_loop(
     check_budget(budget)
     if len(start) > budget or len(set(start)) != len(start) or not set(start) <= set(pool):
         raise PlanError(f"greedy start {list(start)}: at most {budget} distinct candidates")
-    S: list[str] = []
     history: list[tuple[str, R]] = [(s, solve(list(start[:k + 1]))) for k, s in enumerate(start)]
-    S = list(start)
+    S: list[str] = list(start)
     best = history[-1][1] if history else solve(S)
     U = [s for s in pool if s not in S]
     while len(S) < budget and U:

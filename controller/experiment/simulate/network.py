@@ -94,7 +94,8 @@ class SimNetwork:
     ``switches``: switch name -> pyswitch; ``impair``: the ``run`` impairment spec of every
     switch port (None: none); ``on_host(host, frame)`` receives what reaches a host;
     ``proc_s``: a switch's time per frame (one FIFO server per switch, as pyswitch's one
-    thread; 0: none)."""
+    thread; 0: none); ``burst``: bytes of every shaped link direction's token bucket
+    (module doc; 0: none)."""
 
     def __init__(self, loop: EventLoop, graph: nx.Graph, ports: dict[str, dict[str, int]],
                  switches: dict[str, Any], bw_unit_mbps: float | None, delay_s: float,
