@@ -170,6 +170,19 @@ def cluster_classes(spec: ClusterSpec, switch_cls: type | None = None
             self.direct_ssh()
             super().startShell(*args, **kwargs)  # type: ignore[misc]
 
+        def terminate(self) -> None:
+            """Mininet ends a node's shell with SIGHUP to its process group, which a process
+            started under ``nohup`` ignores: a remote shell's ssh then never exits and
+            ``stop()`` waits for it forever (seen in a ``nohup make test``).  SIGTERM first."""
+            shell = getattr(self, "shell", None)
+            if self.isRemote and shell is not None and shell.poll() is None:
+                shell.terminate()
+                try:
+                    shell.wait(10)
+                except subprocess.TimeoutExpired:
+                    shell.kill()
+            super().terminate()  # type: ignore[misc]
+
         def direct_ssh(self) -> None:
             """ssh itself as the local process of a remote command, not ``sudo -u USER ssh``
             when USER is who runs this: killing sudo (SIGKILL) would leave its ssh, and with
