@@ -36,7 +36,7 @@ from controller.plan.lp import (
 )
 from topo.paths import _fractions, hop_distance, reachable
 
-__all__ = ["FastLP", "MatrixLP", "JobCols", "have_highs"]
+__all__ = ["FastLP", "MatrixLP", "JobCols", "have_highs", "run_highs", "SOLVER_NAME"]
 
 SOLVER_NAME = "HiGHS (highspy, matrix)"
 
