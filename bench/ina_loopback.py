@@ -43,25 +43,15 @@ from workers.common.model import Replica, TrainConfig  # noqa: E402
 from workers.common.quantize import choose_frac_bits  # noqa: E402
 from workers.ina.constants import K  # noqa: E402
 from workers.ina.job import make_job_config  # noqa: E402
+from workers.ina.udp import free_udp_ports  # noqa: E402
 from workers.ina.worker import n_chunks_for, ps_only_schedule  # noqa: E402
-
-
-def _free_ports(n: int) -> list[int]:
-    import socket
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def make_job(out: Path, workers: int, rounds: int, hidden: int, window: int) -> Path:
     """The loopback job file (module docstring)."""
     train = TrainConfig(model="mlp", hidden=hidden, n_workers=workers, rounds=rounds)
     n_values = Replica(train, 0).params.size
-    ports = _free_ports(workers + 1)
+    ports = free_udp_ports(workers + 1)
     addrs = [("127.0.0.1", p) for p in ports[1:]]
     n_chunks = n_chunks_for(n_values, K)
     cfg = make_job_config(

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pyswitch.ports import Port, set_tx_checksum_offload
+from workers.ina.udp import free_udp_ports  # noqa: F401 -- the tests import it from here
 
 CLONE_NEWNET = 0x40000000
 T = TypeVar("T")
@@ -189,12 +190,3 @@ def free_tcp_port() -> int:
         return s.getsockname()[1]
 
 
-def free_udp_ports(n: int) -> list[int]:
-    """``n`` distinct UDP ports free on loopback (all held open while they are chosen)."""
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports

@@ -86,7 +86,7 @@ from controller.plan.lp import (
     tor_input_terms,
     worker_groups,
 )
-from controller.plan.lp_fast import SOLVER_NAME, FastLP, MatrixLP, have_highs, run_highs
+from controller.plan.lp_fast import SOLVER_NAME, FastLP, MatrixLP, run_highs
 from topo.models import natural_key
 from topo.paths import hop_distance, reachable
 
@@ -404,7 +404,7 @@ class FastJointLP:
                  allow: Mapping[str, Collection[str]] | None = None) -> JointResult:
         """The joint LP for S = ``deployed`` (:func:`solve_jobs_lp`'s arguments)."""
         js = self.js
-        if self.solver == "cbc" or not have_highs():
+        if self.solver == "cbc" or not self.fast[0].have_highs:
             return solve_jobs_lp(js, deployed, objective=objective, allow=allow,
                                  solver=self.solver, time_limit=self.time_limit,
                                  merge=self.merge)

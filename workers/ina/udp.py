@@ -177,3 +177,15 @@ def receive_many(sock: socket.socket) -> list[InaPacket | None]:
         except InaDecodeError:
             res.append(None)
     return res
+
+
+def free_udp_ports(n: int) -> list[int]:
+    """``n`` distinct UDP ports free on loopback (all held open while they are chosen), for
+    a job run over loopback without a network (tests, ``bench/ina_loopback.py``)."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
