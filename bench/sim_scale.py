@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                 req = replace(plan_request(s), baselines=False)
                 if s.jobs and planner == "greedy":
                     specs = jobs_argument(s.jobs, graph)
-                    if planned is None or planned.budget < b:
+                    if planned is None or not planned.covers(b):
                         start = planned.deployed if planned else a.greedy_start
                         planned = _greedy_once(graph, specs, req, max(b, len(start)), start)
                     plan = plan_several_jobs(graph, specs, req, planned=planned)

@@ -57,6 +57,11 @@ def test_greedy_continues_from_a_smaller_budgets_choices(js):
     assert more.result.gammas == pytest.approx(full.result.gammas, rel=1e-6, abs=1e-9)
     with pytest.raises(PlanError, match="a greedy run for budget 1 has no plan for 2"):
         prefix(one, 2, FastJointLP(js))
+    # a run that stopped before its budget (nothing improved) is the plan of every larger one
+    assert len(full.deployed) == 3 and full.covers(3) and not full.covers(4)
+    huge = greedy_jobs(js, 30)
+    assert len(huge.deployed) < 30 and huge.covers(1000)
+    assert prefix(huge, 1000, FastJointLP(js)).deployed == huge.deployed
     with pytest.raises(PlanError, match="greedy start"):
         greedy_jobs(js, 1, start=("agg0", "agg1"))
     with pytest.raises(PlanError, match="greedy start"):

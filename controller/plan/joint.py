@@ -88,6 +88,11 @@ class JointGreedyResult:
     seconds: float = 0.0
     budget: int = 0  # the budget it ran for (fewer choices: it stopped, nothing improved)
 
+    def covers(self, budget: int) -> bool:
+        """Whether this run holds the greedy's plan for ``budget``: a budget it ran for, or
+        any budget once it stopped early (from the same S it would stop again)."""
+        return budget <= self.budget or len(self.deployed) < self.budget
+
 
 def greedy_jobs(
     js: JobSet,
@@ -263,10 +268,10 @@ def joint_set(js: JobSet, planner: str, budget: int, seed: int = 0) -> list[str]
 
 def prefix(planned: JointGreedyResult, budget: int, lp: FastJointLP,
            objective: str = "maxmin") -> JointGreedyResult:
-    """The joint greedy's plan for a budget up to ``planned.budget``, from that run: its
-    first ``budget`` choices (the greedy is the same loop up to there; all of them if it
-    stopped earlier) and their LP."""
-    if budget > planned.budget:
+    """The joint greedy's plan for a budget the run ``planned`` covers: its first ``budget``
+    choices (the greedy is the same loop up to there; all of them if it stopped earlier)
+    and their LP."""
+    if not planned.covers(budget):
         raise PlanError(f"a greedy run for budget {planned.budget} has no plan for {budget}")
     S = list(planned.deployed[:budget])
     return JointGreedyResult(tuple(S), lp(S, objective=objective), planned.history[:budget],
@@ -301,7 +306,7 @@ def joint_plan(
     if planner != "greedy":
         S = joint_set(js, planner, budget, seed)
         res: JointGreedyResult | JointResult = lp(S, objective=objective)
-    elif planned is not None and planned.budget >= budget:
+    elif planned is not None and planned.covers(budget):
         res = prefix(planned, budget, lp, objective)
     else:
         res = greedy_jobs(js, budget, objective=objective, solver=solver, time_limit=time_limit)
