@@ -48,20 +48,28 @@ def test_greedy_prefix_is_the_smaller_budgets_greedy(js):
         assert cut.result.gammas == pytest.approx(small.result.gammas, rel=1e-6, abs=1e-9)
 
 
-def test_greedy_continues_from_a_smaller_budgets_choices(js):
+def test_greedy_continues_from_a_smaller_budgets_choices():
+    """Two jobs of 6 workers each (PSs h0, h1; workers every other host from h2, h3): the
+    greedy chooses 5 switches, then nothing improves."""
+    g = parse_topology("fattree:4")
+    specs = [JobEntry(f"j{j}", f"h{j}", tuple(f"h{2 + j + 2 * i}" for i in range(6)))
+             for j in range(2)]
+    js = make_jobset(g, specs)
+    lp = FastJointLP(js)
     full = greedy_jobs(js, 3)
     one = greedy_jobs(js, 1)
     more = greedy_jobs(js, 3, start=one.deployed)
-    assert more.deployed == full.deployed and more.budget == 3
+    assert len(full.deployed) == 3 and more.deployed == full.deployed and more.budget == 3
     assert [s for s, _ in more.history] == [s for s, _ in full.history]
     assert more.result.gammas == pytest.approx(full.result.gammas, rel=1e-6, abs=1e-9)
+    assert full.covers(3) and not full.covers(4)
     with pytest.raises(PlanError, match="a greedy run for budget 1 has no plan for 2"):
-        prefix(one, 2, FastJointLP(js))
+        prefix(one, 2, lp)
     # a run that stopped before its budget (nothing improved) is the plan of every larger one
-    assert len(full.deployed) == 3 and full.covers(3) and not full.covers(4)
-    huge = greedy_jobs(js, 30)
-    assert len(huge.deployed) < 30 and huge.covers(1000)
-    assert prefix(huge, 1000, FastJointLP(js)).deployed == huge.deployed
+    stopped = greedy_jobs(js, 8)
+    assert len(stopped.deployed) == 5 and stopped.covers(1000)
+    assert prefix(stopped, 1000, lp).deployed == stopped.deployed
+    assert stopped.deployed[:3] == full.deployed
     with pytest.raises(PlanError, match="greedy start"):
         greedy_jobs(js, 1, start=("agg0", "agg1"))
     with pytest.raises(PlanError, match="greedy start"):
