@@ -59,7 +59,7 @@ bench: $(STAMP)
 	  $(PY) bench/pyswitch_forwarding.py && \
 	  flock $(MININET_LOCK) $(PY) bench/hostile_frames.py && \
 	  flock $(MININET_LOCK) $(PY) bench/soak.py && \
-	  flock $(MININET_LOCK) $(PY) bench/e2e_unshaped.py; \
+	  flock $(MININET_LOCK) $(PY) bench/e2e_unshaped.py --path both; \
 	else echo "bench: pyswitch_forwarding, hostile_frames, soak and e2e_unshaped need root: skipped"; fi
 
 clean:

@@ -13,11 +13,16 @@ PS h0, 6 workers, budget 2, the digits MLP) as a user would, reads the run's
 - **summed values/s** = P × W / median s/round — the worker values folded into sums per
   second (W workers each send P values a round).
 
+With ``--path both`` the switches' two execution paths run side by side, alternating, each
+``--pairs`` times: ``native`` (PYSWITCH_NATIVE=on: the pipeline compiled to C) and
+``python`` (PYSWITCH_NATIVE=off), and the INA ratio python / native of each pair is printed.
+
 Every round must be exact (the run checks each sum against the exact int32 sum); exit status
 1 otherwise.  Needs root and Mininet; take the Mininet lock as ``make bench`` does:
 
     flock /tmp/insync-mininet.lock .venv/bin/python bench/e2e_unshaped.py [--rounds 30]
-        [--modes ina,ps_only] [--hidden 32] [--out results/e2e_unshaped]
+        [--modes ina,ps_only] [--hidden 32] [--path native|python|both] [--pairs 1]
+        [--out results/e2e_unshaped]
 """
 
 from __future__ import annotations
@@ -77,24 +82,54 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hidden", type=int, default=None,
                     help="MLP hidden units (sets the gradient size; default run's)")
     ap.add_argument("--out", default="results/e2e_unshaped", help="results folder")
+    ap.add_argument("--path", choices=["native", "python", "both"], default="native",
+                    help="the switches' execution path (PYSWITCH_NATIVE); both = side by side")
+    ap.add_argument("--pairs", type=int, default=1, help="runs per path (alternating)")
     args = ap.parse_args(argv)
-    name = time.strftime("%Y%m%d-%H%M%S")
+    paths = ["python", "native"] if args.path == "both" else [args.path]
+    ok_all = True
+    ina: dict[str, list[float]] = {p: [] for p in paths}
+    for pair in range(args.pairs):
+        for path in paths:
+            res = run_once(args, path)
+            if res is None:
+                return 1
+            text, ok = res[0], res[1]
+            print(f"-- {path} path (PYSWITCH_NATIVE={'on' if path == 'native' else 'off'}), "
+                  f"run {pair + 1} of {args.pairs}")
+            print(text)
+            ok_all = ok_all and ok
+            if "ina" in res[2]:
+                ina[path].append(res[2]["ina"])
+        if len(paths) == 2 and len(ina["python"]) == len(ina["native"]) == pair + 1:
+            print(f"pair {pair + 1}: INA s/round python / native = "
+                  f"{ina['python'][-1] / ina['native'][-1]:.2f}")
+    return 0 if ok_all else 1
+
+
+def run_once(args: argparse.Namespace, path: str) -> tuple[str, bool, dict] | None:
+    """One ``controller run --bw 0`` with the switches on `path`: (table, exact, INA and
+    PS-only median s/round), or None when the run failed."""
+    name = time.strftime("%Y%m%d-%H%M%S") + f"-{path}"
     cmd = [sys.executable, "-m", "controller", "run", "--bw", "0", "--rounds",
            str(args.rounds), "--out", args.out, "--name", name]
     if args.hidden is not None:
         cmd += ["--hidden", str(args.hidden)]
     if args.modes != "ina,ps_only":
         cmd += ["--modes", args.modes]
+    env = dict(os.environ, PYSWITCH_NATIVE="on" if path == "native" else "off")
     t0 = time.monotonic()
-    rc = subprocess.run(cmd, cwd=ROOT, check=False).returncode
+    rc = subprocess.run(cmd, cwd=ROOT, check=False, env=env).returncode
     wall = time.monotonic() - t0
-    path = ROOT / args.out / name / "results.json"
-    if rc != 0 or not path.is_file():
-        print(f"e2e_unshaped: the run failed (exit {rc}); see {path.parent}", file=sys.stderr)
-        return 1
-    text, ok = report(json.loads(path.read_text()), wall)
-    print(text)
-    return 0 if ok else 1
+    out = ROOT / args.out / name / "results.json"
+    if rc != 0 or not out.is_file():
+        print(f"e2e_unshaped: the run failed (exit {rc}); see {out.parent}", file=sys.stderr)
+        return None
+    results = json.loads(out.read_text())
+    text, ok = report(results, wall)
+    workers = int(results["settings"]["workers"])
+    meds = {m: mode_figures(v, workers)["median_s"] for m, v in results["modes"].items()}
+    return text, ok, meds
 
 
 if __name__ == "__main__":

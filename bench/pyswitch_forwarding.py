@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +33,7 @@ sys.path.insert(0, str(REPO))
 from google.protobuf import text_format  # noqa: E402
 
 from controller.dataplane.p4runtime_client import SwitchConnection  # noqa: E402
+from pyswitch.native import unavailable  # noqa: E402
 
 SENDER = r"""
 import socket, struct, sys, time
@@ -93,10 +95,16 @@ def free_port() -> int:
 
 def measure(kind: str, seconds: float, tag: str, workdir: Path,
             forwarder: str = "pyswitch") -> dict[str, float]:
+    """One run of `forwarder`: ``pyswitch`` (native path), ``pyswitch-py`` (Python path),
+    ``raw`` or ``bmv2`` (simple_switch_grpc, the program compiled by p4c)."""
     from pyswitch import compile_p4
 
     p4 = REPO / "tests" / "p4" / ("rt_ina_like.p4" if kind == "ina" else "rt_forward.p4")
     prog = compile_p4(str(p4))
+    if forwarder == "pyswitch":  # build the native module now: not inside the measurement
+        from pyswitch import Switch
+
+        Switch(prog, native=True)
     cfg, info = workdir / f"{kind}.json", workdir / f"{kind}.p4info.txt"
     prog.save(str(cfg))
     info.write_text(text_format.MessageToString(prog.p4info))
@@ -126,12 +134,22 @@ def measure(kind: str, seconds: float, tag: str, workdir: Path,
                                     start_new_session=True)
             time.sleep(0.3)
             return _flood(kind, seconds, snd, rcv, pin_tx, None, forwarder, proc.pid)
-        proc = subprocess.Popen(pin_sw + [sys.executable, "-m", "pyswitch", "run",
-                                          "-i", f"1@{tag}p1", "-i", f"2@{tag}p2",
-                                          "--grpc-server-addr", addr, "--control-socket", ctl,
-                                          str(cfg)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                cwd=REPO, start_new_session=True)
+        env = dict(os.environ, PYSWITCH_NATIVE="off" if forwarder == "pyswitch-py" else "on")
+        if forwarder == "bmv2":  # p4c's JSON and P4Info, pushed over P4Runtime below
+            subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model",
+                            "--p4runtime-files", str(info), "-o", str(workdir), str(p4)],
+                           check=True, capture_output=True, timeout=300)
+            cfg, ctl = workdir / f"{p4.stem}.json", None
+            cmd = ["simple_switch_grpc", "-i", f"1@{tag}p1", "-i", f"2@{tag}p2",
+                   "--thrift-port", str(free_port()), "--no-p4", "--",
+                   "--grpc-server-addr", addr]
+        else:
+            cmd = [sys.executable, "-m", "pyswitch", "run", "-i", f"1@{tag}p1",
+                   "-i", f"2@{tag}p2", "--grpc-server-addr", addr, "--control-socket",
+                   ctl, str(cfg)]
+        proc = subprocess.Popen(pin_sw + cmd, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, cwd=REPO, start_new_session=True,
+                                env=env)
         c = SwitchConnection(addr, name=f"bench-{kind}", timeout=15)
         for _ in range(100):
             try:
@@ -139,7 +157,10 @@ def measure(kind: str, seconds: float, tag: str, workdir: Path,
                 break
             except Exception:
                 time.sleep(0.1)
-        c.use_p4info(info)
+        if forwarder == "bmv2":
+            c.set_pipeline(info, cfg)
+        else:
+            c.use_p4info(info)
         if kind == "ina":
             c.insert_table_entry("MyIngress.fwd", {"standard_metadata.ingress_port": 1},
                                  "MyIngress.set_port", {"port": 2})
@@ -210,6 +231,7 @@ def _flood(kind: str, seconds: float, snd: str, rcv: str, pin_tx: list[str],
 
             counters = control_request(ctl, {"op": "counters"})
             r["switch_processed"] = counters["switch"]["processed"]
+            r["path"] = counters["switch"]["path"]
             r["port2_tx"] = counters["ports"]["2"]["tx_frames"]
         return r
     finally:
@@ -232,11 +254,20 @@ def main() -> int:
         print("pyswitch_forwarding: needs root (namespaces, raw sockets)", file=sys.stderr)
         return 1
     kinds = ["plain", "ina"] if args.program == "both" else [args.program]
-    forwarders = ["pyswitch", "raw"]
+    forwarders = ["pyswitch", "pyswitch-py", "raw"]
+    if unavailable():
+        print(f"pyswitch (native path): not measured ({unavailable()})")
+        forwarders.remove("pyswitch")
+    if shutil.which("simple_switch_grpc") and shutil.which("p4c"):
+        forwarders.append("bmv2")
+    else:
+        print("bmv2: simple_switch_grpc and p4c are not on PATH: not measured")
     print(f"settings: {args.seconds:g} s per run after 1 s warm-up, {args.repeat} runs per "
           f"program and forwarder (interleaved), sender floods 64 distinct frames from "
           f"namespace snd on the other CPU, forwarder pinned to CPU "
           f"{sorted(os.sched_getaffinity(0))[0]}, figure = receive rate at namespace rcv; "
+          f"pyswitch = the native path (PYSWITCH_NATIVE=on), pyswitch-py = the Python path, "
+          f"bmv2 = simple_switch_grpc where it is on PATH; "
           f"raw = a bare Python AF_PACKET forwarder (one recv + one send per frame); "
           f"Python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -245,7 +276,7 @@ def main() -> int:
             costs: dict[str, list[float]] = {f: [] for f in forwarders}
             for run in range(args.repeat):
                 for fw in forwarders:
-                    tag = f"b{os.getpid() % 10000}{kind[0]}{fw[0]}{run}"
+                    tag = f"b{os.getpid() % 10000}{kind[0]}{forwarders.index(fw)}{run}"
                     r = measure(kind, args.seconds, tag, Path(tmp), fw)
                     print(json.dumps(r))
                     rates[fw].append(r["forwarded_fps"])
@@ -256,11 +287,12 @@ def main() -> int:
                 med[fw], cost[fw] = rs[len(rs) // 2], cs[len(cs) // 2]
                 print(f"{kind} {fw}: {med[fw]} frames/s forwarded (median of {len(rs)}; "
                       f"min {rs[0]}, max {rs[-1]}); {cost[fw]:.2f} us CPU per frame")
-            ratio = med["pyswitch"] / med["raw"] if med["raw"] else float("nan")
-            cratio = cost["raw"] / cost["pyswitch"] if cost["pyswitch"] else float("nan")
-            print(f"{kind}: pyswitch / raw Python forwarder = {ratio:.2f} in frames/s, "
-                  f"{cratio:.2f} in CPU per frame (raw's / pyswitch's: the frames/s ratio "
-                  f"of an idle machine)")
+            for fw in [f for f in forwarders if f != "raw"]:
+                ratio = med[fw] / med["raw"] if med["raw"] else float("nan")
+                cratio = cost["raw"] / cost[fw] if cost[fw] else float("nan")
+                print(f"{kind}: {fw} / raw Python forwarder = {ratio:.2f} in frames/s, "
+                      f"{cratio:.2f} in CPU per frame (raw's / {fw}'s: the frames/s ratio "
+                      f"of an idle machine)")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 

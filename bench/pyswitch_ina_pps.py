@@ -7,10 +7,13 @@ two-port ECMP group. Each chunk is W GRADs (claim, joins, completion -> one PART
 its RESULT from the fabric (slot release + W multicast copies), so every pass over the
 pre-built frames leaves the registers as it found them. The figure is frames into
 `Switch.process` per second of wall time and its inverse, the cost per frame; the median
-of --repeat runs is printed with every run.
+of --repeat runs is printed with every run.  Both execution paths run side by side in one
+run, interleaved (docs/pyswitch-api.md, "The native path"): ``python`` (the generated
+Python) and ``native`` (the same program compiled to C), with their ratio; ``--path``
+measures one of them.
 
     python bench/pyswitch_ina_pps.py [--frames 40000] [--repeat 5] [--workers 4]
-                                    [--program p4src/ina.p4] [--smoke]
+                                    [--program p4src/ina.p4] [--path both] [--smoke]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from pyswitch import Switch, compile_p4  # noqa: E402
+from pyswitch.native import NotNative, unavailable  # noqa: E402
 from workers.ina import constants as C  # noqa: E402
 from workers.ina.constants import num_slots  # noqa: E402
 from workers.ina.wire import FrameTemplate, InaPacket, MsgType  # noqa: E402
@@ -84,6 +88,16 @@ def check(sw: Switch, workload: list[tuple[int, bytes]], workers: int) -> None:
     assert sorted(p for p, _ in outs[workers]) == list(range(1, workers + 1)), "no RESULT"
 
 
+def measure(sw: Switch, workload: list[tuple[int, bytes]], n: int) -> tuple[float, float]:
+    """(frames/s, CPU us per frame) of `n` frames of the workload through `sw`."""
+    process, m = sw.process, len(workload)
+    t, c = time.perf_counter(), time.process_time()
+    for i in range(n):
+        p, f = workload[i % m]
+        process(p, f)
+    return n / (time.perf_counter() - t), (time.process_time() - c) / n * 1e6
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=40000, help="frames per run")
@@ -91,6 +105,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=4, help="workers of the job (fan-in)")
     ap.add_argument("--program", type=Path, default=PROG,
                     help="the P4 program (default p4src/ina.p4; e.g. an older copy to compare)")
+    ap.add_argument("--path", choices=["both", "python", "native"], default="both",
+                    help="the execution paths to measure (default both, side by side)")
     ap.add_argument("--smoke", action="store_true",
                     help="a seconds-long run checking the bench still works (figure rough)")
     args = ap.parse_args()
@@ -99,36 +115,55 @@ def main() -> int:
     t0 = time.perf_counter()
     prog = compile_p4(args.program)
     t_compile = time.perf_counter() - t0
-    sw = Switch(prog)
-    configure(sw, args.workers)
+    paths = ["python", "native"] if args.path == "both" else [args.path]
+    if args.path == "both" and unavailable():
+        print(f"native path: not measured ({unavailable()})")
+        paths = ["python"]
     workload = frames(1024, args.workers)
-    check(sw, workload, args.workers)
-    for p, f in workload[args.workers + 1:]:  # finish the pass the check started
-        sw.process(p, f)
-    process = sw.process
-    n, m = args.frames, len(workload)
-    rates, cpus = [], []
+    switches = {}
+    for path in paths:
+        t0 = time.perf_counter()
+        try:
+            sw = Switch(prog, native=path == "native")
+        except NotNative as e:
+            print(f"pyswitch_ina_pps: the native path cannot run {args.program}: {e}",
+                  file=sys.stderr)
+            return 1
+        t_build = time.perf_counter() - t0
+        configure(sw, args.workers)
+        check(sw, workload, args.workers)
+        for p, f in workload[args.workers + 1:]:  # finish the pass the check started
+            sw.process(p, f)
+        switches[path] = (sw, t_build)
+    rates: dict[str, list[float]] = {p: [] for p in paths}
+    cpus: dict[str, list[float]] = {p: [] for p in paths}
     for _ in range(args.repeat):
-        t, c = time.perf_counter(), time.process_time()
-        for i in range(n):
-            p, f = workload[i % m]
-            process(p, f)
-        rates.append(n / (time.perf_counter() - t))
-        cpus.append((time.process_time() - c) / n * 1e6)
-    med = statistics.median(rates)
+        for path in paths:  # interleaved: both see the same machine
+            r, c = measure(switches[path][0], workload, args.frames)
+            rates[path].append(r)
+            cpus[path].append(c)
     try:
         shown = args.program.resolve().relative_to(ROOT)
     except ValueError:
         shown = args.program
-    print(f"pyswitch on {shown}: {med:,.0f} frames/s = {1e6 / med:.1f} us/frame (median of "
-          f"{args.repeat} x {n} frames; runs: {', '.join(f'{r:,.0f}' for r in rates)})")
+    meds = {}
+    for path in paths:
+        med = meds[path] = statistics.median(rates[path])
+        print(f"pyswitch on {shown}, {path} path: {med:,.0f} frames/s = {1e6 / med:.1f} "
+              f"us/frame (median of {args.repeat} x {args.frames} frames; runs: "
+              f"{', '.join(f'{r:,.0f}' for r in rates[path])}); CPU per frame "
+              f"{statistics.median(cpus[path]):.2f} us; switch built in "
+              f"{switches[path][1]:.2f} s")
+    if len(paths) == 2:
+        print(f"  native / python: {meds['native'] / meds['python']:.2f}x in frames/s, "
+              f"{statistics.median(cpus['python']) / statistics.median(cpus['native']):.2f}x "
+              f"in CPU per frame")
     print(f"  workload: aggregator switch, {args.workers} workers, K={C.K} values, per chunk "
           f"{args.workers} GRADs (claim/join/complete -> 1 PARTIAL) + 1 RESULT "
           f"(release, {args.workers} multicast copies); {len(workload[0][1])}-byte frames; "
           f"one core, in-process; Python {platform.python_version()} on "
-          f"{platform.machine()}; compile {t_compile:.2f}s")
-    print(f"  CPU per frame (median, steadier than frames/s on a shared machine): "
-          f"{statistics.median(cpus):.2f} us; load average {os.getloadavg()[0]:.2f}")
+          f"{platform.machine()}; compile {t_compile:.2f}s; load average "
+          f"{os.getloadavg()[0]:.2f}")
     return 0
 
 

@@ -276,7 +276,8 @@ class ForwardingLoop:
                 "ports": {str(n): {"ifname": p.ifname, **p.counters.to_dict()}
                           for n, p in sorted(self.ports.items())},
                 "impairments": self.imp.snapshot(),
-                "switch": {"processed": self.processed,
+                "switch": {"path": self.dev.switch.path if self.dev.switch else None,
+                           "processed": self.processed,
                            "dropped_no_pipeline": self.dropped_no_pipeline,
                            "process_errors": self.process_errors,
                            "unknown_port_out": self.unknown_port_out,

@@ -233,6 +233,6 @@ def install_trace(sw: Any) -> Any:
     sw._parser, sw._ingress, sw._egress = traced_parser, traced_ingress, traced_egress
     # the specialised `process` holds the stages it was built with: build it again around
     # the traced ones
-    process = sw._specialised_process()
+    process = sw._specialised_process(native=False)
     sw.process = traced_process
     return sw

@@ -38,6 +38,7 @@ from typing import Any
 
 from pyswitch import hashes
 from pyswitch.errors import EntryNotFound, InvalidArgument
+from pyswitch.native import attach
 from pyswitch.tables import Table, TableEntryView
 
 DROP_PORT = 511
@@ -113,7 +114,9 @@ class Switch:
     """A v1model switch running `prog` in-process (no I/O); see docs/pyswitch-api.md."""
 
     def __init__(self, prog: Any, device_id: int = 0, seed: int = 0,
-                 cpu_port: int | None = None) -> None:
+                 cpu_port: int | None = None, native: bool | None = None) -> None:
+        """`native`: True runs the compiled path (or raises NotNative), False the Python
+        path, None lets PYSWITCH_NATIVE decide (default: native where it can be)."""
         self.prog = prog
         self.device_id = device_id
         self.cpu_port = cpu_port
@@ -168,7 +171,14 @@ class Switch:
         self.mcast: dict[int, list[tuple[int, int]]] = {}
         self.clone_sessions: dict[int, list[tuple[int, int]]] = {}
         self.stats = PortStats()
+        self.native_why = "not tried"
+        self._native = native
         self.process = self._specialised_process()  # type: ignore[method-assign]
+
+    @property
+    def path(self) -> str:
+        """Which path runs the packets: ``native``, or ``python (why)``."""
+        return "native" if not self.native_why else f"python ({self.native_why})"
 
     # ------------------------------------------------------------------ tables
     def _table(self, name: str) -> Table:
@@ -289,8 +299,9 @@ class Switch:
     def _new_state(self) -> tuple[list, list]:
         return [h[:] for h in self._htempl], self._mtempl[:]
 
-    def _specialised_process(self) -> Any:
-        """`process` for this program: the same steps with the metadata indices as
+    def _specialised_process(self, native: bool = True) -> Any:
+        """`process` for this program (compiled by pyswitch.native where it can be, unless
+        `native` is False; `native_why` says why not): the same steps with the metadata indices as
         constants, the state copied without a loop, and the common cases run to the end
         inline: a drop after ingress, a unicast frame and the copies of a multicast group
         without clones (the last copy takes the state itself, the others a copy of it).
@@ -318,7 +329,12 @@ class Switch:
             tx[port] += 1
             out.append((port, b"".join(parts)))
 """
-        if _headers_only(self._compute) and _headers_only(self._deparser):
+        dedupe = _headers_only(self._compute) and _headers_only(self._deparser)
+        if native:
+            proc, self.native_why = attach(self, dedupe, _Exit, self._native)
+            if proc is not None:
+                return proc
+        if dedupe:
             tail = f"""            if n and S2 == prev_s and M2[{pl}] is prev_p:
                 tx[port] += 1
                 out.append((port, prev_b))

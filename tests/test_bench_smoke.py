@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from pyswitch import native
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 
@@ -41,11 +43,15 @@ def test_every_bench_script_is_covered_here() -> None:
 def test_pyswitch_pps_smoke() -> None:
     out = _run("bench/pyswitch_pps.py", "--smoke")
     assert "packets/s" in out and "INA-like" in out
+    assert "python path" in out and "native path" in out
+    assert ("native / python" in out) == (native.unavailable() is None)
 
 
 def test_pyswitch_ina_pps_smoke() -> None:
     out = _run("bench/pyswitch_ina_pps.py", "--smoke")
     assert "frames/s" in out and "p4src/ina.p4" in out
+    assert "python path" in out and "native path" in out
+    assert ("native / python" in out) == (native.unavailable() is None)
 
 
 def test_ina_loopback_smoke() -> None:
@@ -76,7 +82,8 @@ def test_p4runtime_abuse_smoke() -> None:
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces, raw sockets)")
 def test_pyswitch_forwarding_smoke() -> None:
     out = _run("bench/pyswitch_forwarding.py", "--smoke")
-    assert "pyswitch / raw Python forwarder" in out
+    assert "pyswitch-py / raw Python forwarder" in out
+    assert ("pyswitch / raw Python forwarder" in out) == (native.unavailable() is None)
 
 
 @pytest.mark.parametrize("script", ["hostile_frames.py", "soak.py", "e2e_unshaped.py"])

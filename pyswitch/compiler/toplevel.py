@@ -26,6 +26,7 @@ from pyswitch.types import (
     Bits,
     BoolTy,
     EnumTy,
+    ErrorTy,
     ExternTy,
     HeaderTy,
     IntLit,
@@ -344,6 +345,10 @@ class TopLevel:
             "mtempl": mtempl,
             "htempl": htempl,
             "hslot_types": [t.name for t in self.hslots],  # names for the packet trace
+            # the range of every scalar slot ([lo, hi] or None): what pyswitch.native needs
+            # to prove its 128-bit arithmetic never overflows
+            "mbounds": [value_bounds(t) for _, t in self.mslots],
+            "hbounds": [[(0, 1)] + [value_bounds(ft) for _, ft in t.fields] for t in self.hslots],
             "errors": self.errors,
             "actions": [{"name": a.name, "fn": a.fn, "idx": a.idx,
                          "params": [{"name": pn, "width": t.width if isinstance(t, Bits) else 1}
@@ -377,3 +382,20 @@ class TopLevel:
         bmv2_checks.check(self, block_names[0], meta)
         code = "\n\n".join(self.module) + "\n"
         return Program0(code, meta, self.tables)
+
+
+def value_bounds(ty: Any) -> tuple[int, int] | None:
+    """The values a slot of type `ty` may hold, as the generated code stores them (every
+    value normalised to its type), or None for what is not a plain integer."""
+    if isinstance(ty, BoolTy):
+        return (0, 1)
+    if isinstance(ty, Bits):  # int<W> too: kept as its W-bit two's complement pattern
+        return (0, (1 << ty.width) - 1)
+    if isinstance(ty, EnumTy):
+        if ty.underlying is not None:
+            return value_bounds(ty.underlying)
+        vals = list(ty.members.values())
+        return (min(vals), max(vals)) if vals else (0, 0)
+    if isinstance(ty, ErrorTy):
+        return (0, 1 << 16)
+    return None

@@ -31,6 +31,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 
+from pyswitch import native
 from pyswitch.errors import P4CompileError
 from pyswitch.p4runtime.p4info_index import P4InfoIndex
 from pyswitch.p4runtime.translate import P4RTError, invalid
@@ -233,6 +234,7 @@ class Device:
         check_limits(program)
         p4info = p4info if p4info is not None else program.p4info
         pipe = Pipeline(p4info, device_config, cookie, program, P4InfoIndex(p4info))
+        require_native(program)  # refused before the old switch goes
         with self.lock:
             # Drop the old switch before building the new one: at most one switch's state
             # is alive at a time (frames arriving meanwhile wait for the lock).
@@ -250,6 +252,19 @@ class Device:
             cb(frame)
 
 
+def require_native(program: Program) -> None:
+    """Under PYSWITCH_NATIVE=on, a program the native path cannot run is refused
+    (UNIMPLEMENTED, with the reason) instead of running on the Python path."""
+    if native.mode() != "on":
+        return
+    try:
+        native.check(program.code, program.meta)
+    except native.NotNative as e:
+        raise P4RTError(code_pb2.UNIMPLEMENTED,
+                        f"PYSWITCH_NATIVE=on, but the native path cannot run this program: "
+                        f"{e}") from None
+
+
 def verify_pipeline(config: Any) -> Pipeline:
     """Check a ForwardingPipelineConfig: the device config loads and the P4Info names exist
     in the program (ids may differ: the given P4Info defines the controller's ids)."""
@@ -260,6 +275,7 @@ def verify_pipeline(config: Any) -> Pipeline:
     except Exception as exc:  # any parse error of the device config
         raise invalid(f"device config is not a pyswitch program: {exc}") from None
     check_limits(program)
+    require_native(program)
     p4info = p4info_pb2.P4Info()
     p4info.CopyFrom(config.p4info)
     given = P4InfoIndex(p4info)

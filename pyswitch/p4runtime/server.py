@@ -304,7 +304,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         else:
             self.dev.load(pipe.program, pipe.device_config, pipe.p4info, pipe.cookie)
         self.dev.saved = None
-        rlog.info("pipeline committed (%d tables)", len(pipe.index.tables))
+        sw = self.dev.switch
+        rlog.info("pipeline committed (%d tables; %s path)", len(pipe.index.tables),
+                  sw.path if sw is not None else "no")
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
     async def SetForwardingPipelineConfig(self, request: Any,

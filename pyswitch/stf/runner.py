@@ -454,6 +454,7 @@ class CorpusEntry:
     diff: str = ""
     p4info: str = ""  # equal | differs | no reference (compiled programs; see pyswitch/p4info/compare.py)
     p4info_diff: str = ""
+    path: str = ""  # the switch's execution path: native | python (why); see pyswitch/native
 
 
 class _Timeout(Exception):
@@ -526,7 +527,9 @@ def run_one(p4: Path, include_dirs: list[str], timeout: float,
             except InputFileError as exc:
                 raise StfError(str(exc)) from None
             stmts = parse_stf(text, stf.name)
-            res = run_stf(Switch(prog), stmts)
+            sw = Switch(prog)
+            ent.path = sw.path
+            res = run_stf(sw, stmts)
             ent.status = "pass" if res.passed else "wrong"
             ent.diff = res.diff()
             if not res.passed:
@@ -581,6 +584,10 @@ def summary(entries: list[CorpusEntry], expect_reject: bool = False) -> str:
     if compiled:
         eq = sum(1 for e in compiled if e.p4info == "equal")
         line += f"; P4Info equal to p4c's {eq} of {len(compiled)} compiled"
+    ran = [e for e in entries if e.path]
+    if ran:
+        nat = sum(1 for e in ran if e.path == "native")
+        line += f"; native path {nat} of {len(ran)} run"
     return line
 
 

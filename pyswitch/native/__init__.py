@@ -1,0 +1,167 @@
+"""pyswitch's native path: a program's pipeline compiled to C, built with gcc, loaded as an
+extension module, running ``Switch.process`` with the same semantics as the Python path.
+
+``cgen`` translates the compiler's generated Python (one semantics: the compiler's); this
+module builds it once per program text into a cache folder and binds it to a switch's
+registers, counters, tables and statistics, which stay the Python objects the control
+plane reads and writes.  The path is chosen by ``PYSWITCH_NATIVE``:
+
+- ``auto`` (the default): native where gcc and Python's headers are present and the
+  program is within what ``cgen`` translates; otherwise the Python path, silently;
+- ``off`` (or ``0``): always the Python path;
+- ``on`` (or ``1``): native, or an error saying why not.
+
+``why_not(switch)`` tells why a switch runs the Python path.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pyswitch.native.cgen import NotNative, Unit
+
+__all__ = ["NotNative", "attach", "build", "cache_dir", "check", "mode", "unavailable"]
+
+_HERE = Path(__file__).resolve().parent
+_MODULES: dict[str, Any] = {}  # module name -> loaded module
+_REFUSED: dict[str, str] = {}  # module name -> why the program is not translated
+_DIGEST: str | None = None
+
+
+def mode() -> str:
+    """The path chosen by ``PYSWITCH_NATIVE`` (``auto``, ``on`` or ``off``)."""
+    v = os.environ.get("PYSWITCH_NATIVE", "auto").strip().lower()
+    if v in ("0", "off", "no", "false"):
+        return "off"
+    if v in ("1", "on", "yes", "true"):
+        return "on"
+    return "auto"
+
+
+def cache_dir() -> Path:
+    """Where built modules are kept: ``PYSWITCH_CACHE`` or ``~/.cache/pyswitch/native``."""
+    d = os.environ.get("PYSWITCH_CACHE")
+    return Path(d) if d else Path.home() / ".cache" / "pyswitch" / "native"
+
+
+def unavailable() -> str | None:
+    """Why this machine cannot build the native path (no compiler, no headers), or None."""
+    return None if _compiler() is not None else "no C compiler or no Python headers"
+
+
+def _compiler() -> str | None:
+    cc = os.environ.get("CC") or "gcc"
+    inc = sysconfig.get_paths().get("include", "")
+    if shutil.which(cc) is None or not Path(inc, "Python.h").exists():
+        return None
+    return cc
+
+
+def check(code: str, meta: dict) -> None:
+    """Raise NotNative (with the reason) unless the native path can run this program."""
+    if _compiler() is None:
+        raise NotNative("no C compiler or no Python headers")
+    Unit(code, meta, "check").translate(True)
+
+
+def build(code: str, meta: dict, dedupe: bool) -> Any:
+    """The extension module of a program: translated, compiled (once per text, under a
+    lock, so that twenty switches starting at once build it once) and imported."""
+    cc = _compiler()
+    if cc is None:
+        raise NotNative("no C compiler or no Python headers")
+    digest = hashlib.sha256("\0".join([code, repr(meta["mbounds"]), repr(meta["hbounds"]),
+                                       str(dedupe), _translator_digest()]).encode())
+    name = f"_pswn_{digest.hexdigest()[:20]}"
+    if name in _MODULES:
+        return _MODULES[name]
+    if name in _REFUSED:  # a program is translated (and refused) once per process
+        raise NotNative(_REFUSED[name])
+    unit = Unit(code, meta, name)
+    try:
+        csrc = unit.translate(dedupe)
+    except NotNative as e:
+        _REFUSED[name] = str(e)
+        raise
+    d = cache_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    so = d / f"{name}{suffix}"
+    with open(d / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not so.exists():
+            _gcc(cc, csrc, so)
+    spec = importlib.util.spec_from_file_location(name, so)
+    if spec is None or spec.loader is None:
+        raise NotNative(f"cannot load {so}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.context_names = sorted(unit.gidx, key=unit.gidx.__getitem__)
+    _MODULES[name] = mod
+    return mod
+
+
+def _translator_digest() -> str:
+    """What the generated C depends on besides the program: this package's own sources."""
+    global _DIGEST
+    if _DIGEST is None:
+        h = hashlib.sha256()
+        for f in sorted(_HERE.iterdir()):
+            if f.suffix in (".py", ".h", ".c"):
+                h.update(f.name.encode() + b"\0" + f.read_bytes())
+        _DIGEST = h.hexdigest()
+    return _DIGEST
+
+
+def _gcc(cc: str, csrc: str, so: Path) -> None:
+    """Build `so` from `csrc`: into a temporary file beside it, renamed over it only when
+    complete (a reader never sees half a module; nothing is left on failure)."""
+    inc = sysconfig.get_paths()["include"]
+    with tempfile.TemporaryDirectory(prefix="pswn-") as tmp:
+        c = Path(tmp) / "prog.c"
+        c.write_text(csrc)
+        fd, out = tempfile.mkstemp(dir=so.parent, prefix=f".{so.name}.")
+        os.close(fd)
+        try:
+            r = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-fwrapv", "-w", f"-I{inc}",
+                                f"-I{_HERE}", str(c), "-o", out],
+                               capture_output=True, text=True, check=False)
+            if r.returncode != 0:
+                last = (r.stderr.strip().splitlines() or ["no message"])[-1]
+                raise NotNative(f"{cc} failed: {last}")
+            os.chmod(out, 0o755)
+            os.replace(out, so)
+        finally:
+            Path(out).unlink(missing_ok=True)
+
+
+def attach(sw: Any, dedupe: bool, exit_cls: type,
+           native: bool | None = None) -> tuple[Any, str]:
+    """`sw`'s process compiled, bound to its registers, counters, tables and statistics:
+    (process, "") on the native path, or (None, why) where the Python path runs.
+    `native` True/False overrides PYSWITCH_NATIVE (on/off)."""
+    m = mode() if native is None else ("on" if native else "off")
+    if m == "off":
+        return None, "PYSWITCH_NATIVE=off" if native is None else "native=False"
+    try:
+        mod = build(sw.prog.code, sw.prog.meta, dedupe)
+    except NotNative as e:
+        if m == "on":
+            raise
+        return None, str(e)
+    ns = sw.ns
+    ctx = tuple(ns[n[:-6]].exact if n.endswith(".exact") else ns[n]
+                for n in mod.context_names)
+    proc = mod.make(ctx, sw.stats.rx, sw.stats.tx, sw.stats, sw.mcast, sw._after_ingress,
+                    sw._after_egress, exit_cls)
+    return proc, ""

@@ -1,0 +1,642 @@
+"""Translate a program's generated Python (pyswitch.compiler's output) into C.
+
+The compiler emits a small, regular subset of Python: scalar slots ``M[j]`` and header
+fields ``h[j]`` (``h = S[k]``), integer arithmetic normalised by masks, struct
+(un)packing of headers, register reads and writes guarded by ``IndexError``, table
+lookups (``T.exact.get(key) or T.default``, ``T.lookup(key)``) followed by
+``e.fn(S, M, *e.args)``, and ``_Exit``/``_PErr`` for exit and parser errors.  This module
+reads that code with :mod:`ast` and writes the same steps in C, one C function per Python
+function, so that both paths have one semantics: the compiler's.
+
+Values are ``__int128``; each expression is proven to stay within 126 bits first
+(pyswitch.native.exprs).  Anything outside the subset, or not proven, raises
+:class:`NotNative` with the line: the switch then runs the Python path, which is always there.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from pyswitch.native.exprs import (
+    Expressions,
+    Func,
+    NotNative,
+    Pending,
+    X,
+    forget,
+    merge,
+)
+
+__all__ = ["NotNative", "Unit"]
+
+_FMT = {"B": 1, "H": 2, "I": 4, "Q": 8}
+
+
+class Unit(Expressions):
+    """One program: `translate()` returns the C source of its extension module."""
+
+    def __init__(self, code: str, meta: dict, modname: str) -> None:
+        self.meta = meta
+        self.modname = modname
+        self.mb = meta["mbounds"]
+        self.hb = meta["hbounds"]
+        self.hoff: list[int] = []
+        off = 0
+        for hb in self.hb:
+            self.hoff.append(off)
+            off += len(hb)
+        self.ns = max(off, 1)
+        self.nm = len(self.mb)
+        self.regs = {r["var"]: (0, (1 << r["width"]) - 1) for r in meta["registers"]}
+        self.counters = {c["var"] + s for c in meta["counters"] for s in "pb"}
+        self.tables = {t["var"]: t for t in meta["tables"]}
+        self.actions = {a["fn"]: a for a in meta["actions"]}
+        self.gidx: dict[str, int] = {}
+        self.structs: dict[str, list[tuple[str, int]]] = {}
+        self.funcs: dict[str, Func] = {}
+        tree = ast.parse(code)
+        for st in tree.body:
+            if isinstance(st, ast.FunctionDef):
+                self._declare(st)
+            elif (isinstance(st, ast.Assign) and len(st.targets) == 1
+                  and isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.Call)
+                  and ast.unparse(st.value.func) == "_struct.Struct"):
+                self.structs[st.targets[0].id] = self._fmt(st.value.args[0], st)
+            else:
+                raise NotNative(f"line {st.lineno}: module-level {type(st).__name__}")
+        self.out: list[str] = []
+
+    # -- declarations ----------------------------------------------------------------
+    def _fmt(self, node: ast.AST, where: ast.AST) -> list[tuple[str, int]]:
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and node.value.startswith(">")):
+            raise NotNative(f"line {where.lineno}: struct format")
+        out = []
+        for ch in node.value[1:]:
+            if ch not in _FMT:
+                raise NotNative(f"line {where.lineno}: struct format {ch!r}")
+            out.append((ch, _FMT[ch]))
+        return out
+
+    def _declare(self, fn: ast.FunctionDef) -> None:
+        a = fn.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
+            raise NotNative(f"line {fn.lineno}: signature of {fn.name}")
+        names = [x.arg for x in a.args]
+        if fn.name == "parser" and names == ["S", "M", "buf"]:
+            kind = "parser"
+        elif fn.name == "deparser" and names == ["S", "M", "out"]:
+            kind = "deparser"
+        elif names[:2] == ["S", "M"]:
+            kind = "block"
+        else:
+            raise NotNative(f"line {fn.lineno}: signature of {fn.name}")
+        f = Func(fn.name, fn, names[2:] if kind == "block" else [], kind)
+        f.returns = any(isinstance(n, ast.Return) and n.value is not None
+                        for n in ast.walk(fn))
+        self.funcs[fn.name] = f
+
+    def g(self, name: str) -> str:
+        """The context slot of a global Python object (register list, table, ...)."""
+        if name not in self.gidx:
+            self.gidx[name] = len(self.gidx)
+        return f"P->g[{self.gidx[name]}]"
+
+    # -- statements ------------------------------------------------------------------
+    def body(self, f: Func, stmts: list[ast.stmt], o: list[str], d: int) -> None:
+        for st in stmts:
+            self.stmt(f, st, o, d)
+
+    def on_rc(self, f: Func, call: str, d: int) -> str:
+        """Run `call` (an int-returning C call); unwind on an exception or an exit."""
+        ind = "    " * d
+        tgt = f"goto {f.exit_label[-1]};" if f.exit_label else "return RC_EXIT;"
+        return (f"{ind}if ((rc = {call}) != 0) {{ if (rc < 0) return RC_ERR; {tgt} }}")
+
+    def store(self, f: Func, t: ast.AST, v: X, o: list[str], d: int) -> None:
+        ind = "    " * d
+        s = self.slot(f, t)
+        if s is not None:
+            lo, hi = s[1]
+            if v.lo < lo or v.hi > hi:
+                raise NotNative(f"line {t.lineno}: a value outside its slot's range")
+            o.append(f"{ind}{s[0]} = {v.c};")
+            return
+        if isinstance(t, ast.Name) and t.id in f.locals:
+            o.append(f"{ind}l_{t.id} = {v.c};")
+            f.cur[t.id] = (v.lo, v.hi)
+            return
+        if isinstance(t, ast.Name) and t.id in f.params:
+            if v.lo < 0 or v.hi >= 1 << self.param_width(f, t.id):
+                raise NotNative(f"line {t.lineno}: a value outside its parameter's range")
+            o.append(f"{ind}p_{t.id} = {v.c};")
+            return
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+                and t.value.id in self.regs:
+            i = self.ex(f, t.slice)
+            o.append(f"{ind}if ((rc = reg_set({self.g(t.value.id)}, {i.c}, {v.c})) != 0) "
+                     f"return raise_index(rc);")
+            return
+        raise NotNative(f"line {t.lineno}: assignment to {ast.unparse(t)[:40]!r}")
+
+    def stmt(self, f: Func, st: ast.stmt, o: list[str], d: int) -> None:  # noqa: C901
+        ind = "    " * d
+        ln = st.lineno
+        if isinstance(st, ast.Pass):
+            return
+        if isinstance(st, ast.Assign) and len(st.targets) == 1:
+            t, v = st.targets[0], st.value
+            if isinstance(t, ast.Name) and t.id in f.aliases:
+                return
+            if isinstance(t, ast.Name) and t.id in f.ents:
+                return self.table(f, t.id, v, o, d)
+            if f.kind == "parser" and isinstance(t, ast.Name) and t.id == "L":
+                return
+            if f.kind == "parser" and isinstance(t, ast.Name) and t.id == "pos":
+                o.append(f"{ind}l_pos = (Py_ssize_t){self.ex(f, v).c};")
+                return
+            if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Slice):
+                return self.slice_store(f, t, v, o, d)
+            if isinstance(t, ast.Tuple):
+                return self.unpack(f, [e for e in t.elts], v, o, d)
+            if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
+                    and v.value.id in self.regs:
+                i = self.ex(f, v.slice)
+                o.append(f"{ind}{{ V r_; if ((rc = reg_get({self.g(v.value.id)}, {i.c}, &r_))"
+                         f" != 0) return raise_index(rc);")
+                self.store(f, t, X("r_", *self.regs[v.value.id]), o, d + 1)
+                o.append(f"{ind}}}")
+                return
+            return self.store(f, t, self.ex(f, v), o, d)
+        if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add):
+            t = st.target
+            if f.kind == "parser" and isinstance(t, ast.Name) and t.id == "pos":
+                o.append(f"{ind}l_pos += (Py_ssize_t){self.ex(f, st.value).c};")
+                return
+            if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute)
+                    and t.value.attr == "counter" and isinstance(t.value.value, ast.Name)
+                    and t.value.value.id in f.ents
+                    and self.tables[f.ents[t.value.value.id]].get("direct_counter")):
+                i, v = self.ex(f, t.slice), self.ex(f, st.value)
+                o.append(f"{ind}if ((rc = list_iadd(e_{t.value.value.id}.counter, {i.c}, "
+                         f"{v.c})) != 0) return raise_index(rc);")
+                return
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+                    and t.value.id in self.counters:
+                i, v = self.ex(f, t.slice), self.ex(f, st.value)
+                o.append(f"{ind}if ((rc = list_iadd({self.g(t.value.id)}, {i.c}, {v.c})) != 0)"
+                         f" return raise_index(rc);")
+                return
+            return self.store(f, t, self.ex(f, ast.BinOp(t, ast.Add(), st.value,
+                                                          lineno=ln)), o, d)
+        if isinstance(st, ast.If):
+            o.append(f"{ind}if ({self.cond(f, st.test)}) {{")
+            before = dict(f.cur)
+            self.body(f, st.body, o, d + 1)
+            after_a, f.cur = f.cur, dict(before)
+            if st.orelse:
+                o.append(f"{ind}}} else {{")
+                self.body(f, st.orelse, o, d + 1)
+            o.append(f"{ind}}}")
+            f.cur = merge(f, after_a, f.cur)
+            return
+        if isinstance(st, ast.While) and isinstance(st.test, ast.Constant) \
+                and st.test.value is True and not st.orelse:
+            o.append(f"{ind}for (;;) {{")
+            forget(f, st.body)  # a value may come round the loop: the whole-function bound
+            f.loops += 1
+            self.body(f, st.body, o, d + 1)
+            f.loops -= 1
+            o.append(f"{ind}}}")
+            forget(f, st.body)  # any break may have left: the whole-function bound
+            return
+        if isinstance(st, ast.Break):
+            o.append(f"{ind}break;")
+            return
+        if isinstance(st, ast.Continue):
+            o.append(f"{ind}continue;")
+            return
+        if isinstance(st, ast.Return):
+            if f.kind == "parser":
+                if st.value is None or ast.unparse(st.value) != "pos":
+                    raise NotNative(f"line {ln}: parser return")
+                o.append(f"{ind}*ret = l_pos; return 0;")
+            elif st.value is None:
+                o.append(f"{ind}return 0;")
+            else:
+                raise NotNative(f"line {ln}: return of a value")
+            return
+        if isinstance(st, ast.Raise):
+            return self.raise_(f, st, o, d)
+        if isinstance(st, ast.Try):
+            return self.try_(f, st, o, d)
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+            return self.call_stmt(f, st.value, o, d)
+        raise NotNative(f"line {ln}: statement {ast.unparse(st)[:60]!r}")
+
+    def raise_(self, f: Func, st: ast.Raise, o: list[str], d: int) -> None:
+        ind = "    " * d
+        e = st.exc
+        if (isinstance(e, ast.Call) and ast.unparse(e.func) == "_PErr" and f.perr_label
+                and len(e.args) == 1 and isinstance(e.args[0], ast.Constant)):
+            o.append(f"{ind}perr = {int(e.args[0].value)}; goto {f.perr_label[-1]};")
+            return
+        if e is not None and ast.unparse(e) in ("_Exit", "_Exit()"):
+            o.append(f"{ind}" + (f"goto {f.exit_label[-1]};" if f.exit_label
+                                 else "return RC_EXIT;"))
+            return
+        raise NotNative(f"line {st.lineno}: raise {ast.unparse(st)[:40]!r}")
+
+    def try_(self, f: Func, st: ast.Try, o: list[str], d: int) -> None:
+        ind = "    " * d
+        if st.orelse or st.finalbody or len(st.handlers) != 1:
+            raise NotNative(f"line {st.lineno}: try statement")
+        h = st.handlers[0]
+        exc = ast.unparse(h.type) if h.type is not None else ""
+        if exc == "IndexError" and len(st.body) == 1:
+            return self.guarded(f, st.body[0], h.body, o, d)
+        if exc == "_Exit" and h.name is None and all(isinstance(x, ast.Pass) for x in h.body):
+            f.nlabel += 1
+            lab = f"exit_{f.nlabel}"
+            f.exit_label.append(lab)
+            self.body(f, st.body, o, d)
+            f.exit_label.pop()
+            o.append(f"{ind}{lab}: ;")
+            forget(f, st.body)  # reached from any exit inside
+            return
+        if exc == "_PErr" and f.kind == "parser":
+            f.nlabel += 1
+            lab, done = f"perr_{f.nlabel}", f"perr_done_{f.nlabel}"
+            f.perr_label.append(lab)
+            self.body(f, st.body, o, d)
+            f.perr_label.pop()
+            forget(f, st.body)  # reached from any parser error inside
+            o.append(f"{ind}goto {done};")
+            o.append(f"{ind}{lab}: ;")
+            for x in h.body:
+                if (isinstance(x, ast.Assign) and isinstance(x.value, ast.Attribute)
+                        and isinstance(x.value.value, ast.Name) and x.value.value.id == h.name
+                        and x.value.attr == "code"):
+                    self.store(f, x.targets[0], X("(V)perr", 0, 1 << 16), o, d)
+                else:
+                    raise NotNative(f"line {x.lineno}: parser error handler")
+            o.append(f"{ind}{done}: ;")
+            return
+        raise NotNative(f"line {st.lineno}: try ... except {exc}")
+
+    def guarded(self, f: Func, st: ast.stmt, handler: list[ast.stmt], o: list[str],
+                d: int) -> None:
+        """``try: <register read or write> except IndexError: <default or pass>``."""
+        ind = "    " * d
+        if not isinstance(st, ast.Assign) or len(st.targets) != 1:
+            raise NotNative(f"line {st.lineno}: guarded statement")
+        t, v = st.targets[0], st.value
+        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
+                and v.value.id in self.regs:
+            i = self.ex(f, v.slice)
+            o.append(f"{ind}{{ V r_; rc = reg_get({self.g(v.value.id)}, {i.c}, &r_);")
+            o.append(f"{ind}  if (rc < 0) return RC_ERR;")
+            o.append(f"{ind}  if (rc == 0) {{")
+            before = dict(f.cur)
+            self.store(f, t, X("r_", *self.regs[v.value.id]), o, d + 2)
+            after_a, f.cur = f.cur, before
+            o.append(f"{ind}  }} else {{")
+            self.body(f, handler, o, d + 2)
+            o.append(f"{ind}  }} }}")
+            f.cur = merge(f, after_a, f.cur)
+            return
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+                and t.value.id in self.regs and all(isinstance(x, ast.Pass) for x in handler):
+            i, x = self.ex(f, t.slice), self.ex(f, v)
+            o.append(f"{ind}if ((rc = reg_set({self.g(t.value.id)}, {i.c}, {x.c})) < 0) "
+                     f"return RC_ERR;")
+            return
+        raise NotNative(f"line {st.lineno}: guarded statement")
+
+    def table(self, f: Func, e: str, v: ast.AST, o: list[str], d: int) -> None:
+        ind = "    " * d
+        src = ast.unparse(v)
+        var = f.ents[e]
+        tab = self.g(var)
+        keep = "P->keep" if self.tables[var].get("direct_counter") else "NULL"
+        if src == f"{var}.default":
+            o.append(f"{ind}if (tab_default({tab}, &e_{e}, {keep}) < 0) return RC_ERR;")
+            return
+        if isinstance(v, ast.BoolOp) and src.startswith(f"{var}.exact.get("):
+            key = self.key(f, v.values[0].args[0], var)  # type: ignore[attr-defined]
+            ex = self.g(var + ".exact")
+            o.append(f"{ind}if (tab_exact({tab}, {ex}, {key}, &e_{e}, {keep}) < 0) "
+                     "return RC_ERR;")
+            return
+        if isinstance(v, ast.Call) and src.startswith(f"{var}.lookup("):
+            key = self.key(f, v.args[0], var)
+            o.append(f"{ind}if (tab_lookup({tab}, {key}, &e_{e}, {keep}) < 0) return RC_ERR;")
+            return
+        raise NotNative(f"line {v.lineno}: table use {src[:40]!r}")
+
+    def key(self, f: Func, k: ast.AST, var: str) -> str:
+        if isinstance(k, ast.Tuple):
+            xs = [self.ex(f, x).c for x in k.elts]
+            return f"key_tuple({len(xs)}, (V[]){{{', '.join(xs)}}})"
+        return f"v_to_py({self.ex(f, k).c})"
+
+    def call_stmt(self, f: Func, c: ast.Call, o: list[str], d: int) -> None:
+        ind = "    " * d
+        fn = ast.unparse(c.func)
+        if isinstance(c.func, ast.Attribute) and c.func.attr == "fn" \
+                and isinstance(c.func.value, ast.Name) and c.func.value.id in f.ents:
+            e = c.func.value.id
+            if ast.unparse(c) != f"{e}.fn(S, M, *{e}.args)":
+                raise NotNative(f"line {c.lineno}: action call {ast.unparse(c)[:40]!r}")
+            t = self.tables[f.ents[e]]
+            o.append(f"{ind}switch (e_{e}.aidx) {{")
+            names = {a["name"] for a in t["actions"]}
+            for a in self.meta["actions"]:
+                if a["name"] not in names:
+                    continue
+                args = "".join(f", e_{e}.a[{i}]" for i in range(len(a["params"])))
+                o.append(f"{ind}case {a['idx']}:")
+                o.append(self.on_rc(f, f"f_{a['fn']}(P, st{args})", d + 1))
+                o.append(f"{ind}    break;")
+            o.append(f"{ind}default: return bad_action(e_{e}.aidx);")
+            o.append(f"{ind}}}")
+            return
+        if fn in self.funcs and self.funcs[fn].kind == "block":
+            callee = self.funcs[fn]
+            if [ast.unparse(a) for a in c.args[:2]] != ["S", "M"] or callee.returns:
+                raise NotNative(f"line {c.lineno}: call of {fn}")
+            args = ""
+            for pn, a in zip(callee.params, c.args[2:], strict=True):
+                x = self.ex(f, a)
+                w = self.param_width(callee, pn)
+                if x.lo < 0 or x.hi >= (1 << w):  # what a table entry may hold
+                    raise NotNative(f"line {c.lineno}: argument out of its parameter's range")
+                args += f", {x.c}"
+            o.append(self.on_rc(f, f"f_{fn}(P, st{args})", d))
+            return
+        if f.kind == "deparser" and fn == "out.append" and len(c.args) == 1:
+            return self.emit(f, c.args[0], o, d)
+        raise NotNative(f"line {c.lineno}: call of {fn}")
+
+    # -- parser and deparser -------------------------------------------------------------
+    def unpacked(self, f: Func, v: ast.AST) -> list[X]:
+        """``_stN.unpack_from(buf, pos)``: one big-endian read per format item."""
+        src = ast.unparse(v)
+        if not (f.kind == "parser" and isinstance(v, ast.Call)
+                and isinstance(v.func, ast.Attribute) and v.func.attr == "unpack_from"
+                and isinstance(v.func.value, ast.Name) and v.func.value.id in self.structs
+                and src.endswith("(buf, pos)")):
+            raise NotNative(f"line {v.lineno}: {src[:40]!r}")
+        out, off = [], 0
+        for _, n in self.structs[v.func.value.id]:
+            out.append(X(f"get_be(buf + l_pos + {off}, {n})", 0, (1 << (8 * n)) - 1))
+            off += n
+        return out
+
+    def read_guard(self, v: ast.AST, d: int) -> str:
+        """Python's unpack_from raises on a short buffer; so does this (the generated
+        parser checks the length first, so neither happens in practice)."""
+        size = sum(n for _, n in self.structs[v.func.value.id])  # type: ignore[attr-defined]
+        return f"{'    ' * d}if (l_pos + {size} > L_buf) return short_read({size});"
+
+    def unpack(self, f: Func, ts: list[ast.AST], v: ast.AST, o: list[str], d: int) -> None:
+        xs = self.unpacked(f, v)
+        if len(xs) != len(ts):
+            raise NotNative(f"line {v.lineno}: unpack count")
+        o.append(self.read_guard(v, d))
+        for t, x in zip(ts, xs, strict=True):
+            self.store(f, t, x, o, d)
+
+    def slice_store(self, f: Func, t: ast.Subscript, v: ast.AST, o: list[str], d: int) -> None:
+        sl = t.slice
+        first = sl.lower.value if isinstance(sl.lower, ast.Constant) else (
+            0 if sl.lower is None else -1)
+        if not (isinstance(sl, ast.Slice) and first in (0, 1) and sl.upper is None
+                and sl.step is None):
+            raise NotNative(f"line {t.lineno}: slice assignment")
+        if isinstance(v, (ast.Tuple, ast.List)):
+            xs = [self.ex(f, e) for e in v.elts]
+        elif self._is_header(f, v):  # a header copied whole
+            xs = [self.ex(f, ast.Subscript(v, ast.Constant(j), lineno=t.lineno))
+                  for j in range(first, self._nfields(f, v))]
+        else:
+            xs = self.unpacked(f, v)
+            o.append(self.read_guard(v, d))
+        if first + len(xs) != self._nfields(f, t.value):
+            raise NotNative(f"line {t.lineno}: slice assignment of another length")
+        # every item is evaluated before the first is stored (Python's tuple assignment)
+        ind = "    " * d
+        o.append(f"{ind}{{")
+        for j, x in enumerate(xs):
+            o.append(f"{ind}    V t{j}_ = {x.c};")
+        for j, x in enumerate(xs, first):
+            self.store(f, ast.Subscript(t.value, ast.Constant(j), lineno=t.lineno),
+                       X(f"t{j - first}_", x.lo, x.hi), o, d + 1)
+        o.append(f"{ind}}}")
+
+    def emit(self, f: Func, c: ast.AST, o: list[str], d: int) -> None:
+        """``out.append(_sdN.pack(...))``: each item written big-endian into the buffer."""
+        ind = "    " * d
+        if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                and c.func.attr == "pack" and isinstance(c.func.value, ast.Name)
+                and c.func.value.id in self.structs):
+            raise NotNative(f"line {getattr(c, 'lineno', 0)}: deparser output")
+        if f.loops:
+            raise NotNative(f"line {c.lineno}: deparser output inside a loop")
+        fmt = self.structs[c.func.value.id]
+        items: list[ast.AST] = []
+        for a in c.args:
+            if isinstance(a, ast.Starred):
+                s = a.value
+                if not (isinstance(s, ast.Subscript) and isinstance(s.slice, ast.Slice)
+                        and ast.unparse(s.slice) == "1:"):
+                    raise NotNative(f"line {c.lineno}: deparser item")
+                nf = self._nfields(f, s.value)
+                items += [ast.Subscript(s.value, ast.Constant(j), lineno=c.lineno)
+                          for j in range(1, nf)]
+            else:
+                items.append(a)
+        if len(items) != len(fmt):
+            raise NotNative(f"line {c.lineno}: deparser item count")
+        off = 0
+        for (_, n), it in zip(fmt, items, strict=True):
+            x = self.ex(f, it)
+            if x.lo < 0 or x.hi >= (1 << (8 * n)):
+                raise NotNative(f"line {c.lineno}: a deparsed value may not fit its field")
+            o.append(f"{ind}put_be(ob + *on + {off}, {x.c}, {n});")
+            off += n
+        o.append(f"{ind}*on += {off};")
+        f.emitted += off
+
+    @staticmethod
+    def _is_header(f: Func, h: ast.AST) -> bool:
+        return (isinstance(h, ast.Name) and h.id in f.aliases) or (
+            isinstance(h, ast.Subscript) and ast.unparse(h.value) == "S"
+            and isinstance(h.slice, ast.Constant))
+
+    def _nfields(self, f: Func, h: ast.AST) -> int:
+        if isinstance(h, ast.Name) and h.id in f.aliases:
+            return len(self.hb[f.aliases[h.id]])
+        if (isinstance(h, ast.Subscript) and ast.unparse(h.value) == "S"
+                and isinstance(h.slice, ast.Constant)):
+            return len(self.hb[h.slice.value])
+        raise NotNative(f"deparser item {ast.unparse(h)[:30]!r}")
+
+    # -- functions ---------------------------------------------------------------------
+    def classify(self, f: Func) -> None:
+        """Sort the names a function assigns: header aliases, table entries, locals."""
+        for n in ast.walk(f.node):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1:
+                t, v = n.targets[0], n.value
+                names = t.elts if isinstance(t, ast.Tuple) else [t]
+                for x in names:
+                    if not isinstance(x, ast.Name):
+                        continue
+                    src = ast.unparse(v)
+                    if (isinstance(v, ast.Subscript) and ast.unparse(v.value) == "S"
+                            and isinstance(v.slice, ast.Constant)):
+                        f.aliases[x.id] = v.slice.value
+                    elif src.split(".")[0] in self.tables and (
+                            src.endswith(".default") or ".exact.get(" in src
+                            or ".lookup(" in src):
+                        f.ents[x.id] = src.split(".")[0]
+                    elif (f.kind == "parser" and x.id in ("pos", "L")) or x.id in f.params:
+                        pass
+                    else:
+                        f.locals[x.id] = None
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                if not (f.kind == "parser" and n.target.id == "pos") \
+                        and n.target.id not in f.params:
+                    f.locals[n.target.id] = None
+        both = (set(f.aliases) | set(f.ents)) & set(f.locals) or set(f.aliases) & set(f.ents)
+        if both:
+            raise NotNative(f"function {f.name}: name {sorted(both)[0]} has two kinds")
+
+    def bound_locals(self, f: Func) -> None:
+        """Each local's interval: the union of what is assigned to it, to a fixed point."""
+        assigns: list[tuple[str, ast.AST]] = []
+        for n in ast.walk(f.node):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1:
+                t = n.targets[0]
+                if isinstance(t, ast.Name) and t.id in f.locals:
+                    assigns.append((t.id, n.value))
+                elif isinstance(t, ast.Tuple):
+                    for x, u in zip(t.elts, self.unpacked(f, n.value), strict=False):
+                        if isinstance(x, ast.Name) and x.id in f.locals:
+                            assigns.append((x.id, ast.Constant(u.lo)))
+                            assigns.append((x.id, ast.Constant(u.hi)))
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) \
+                    and n.target.id in f.locals:
+                assigns.append((n.target.id, ast.BinOp(n.target, n.op, n.value,
+                                                       lineno=n.lineno)))
+        for _ in range(40):
+            changed = False
+            for name, v in assigns:
+                try:
+                    if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
+                            and v.value.id in self.regs:
+                        lo, hi = self.regs[v.value.id]
+                    else:
+                        x = self.ex(f, v)
+                        lo, hi = x.lo, x.hi
+                except Pending:
+                    continue
+                old = f.locals[name]
+                new = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+                if new != old:
+                    f.locals[name] = new
+                    changed = True
+            if not changed:
+                return
+        raise NotNative(f"function {f.name}: the locals' ranges do not settle")
+
+    def function(self, f: Func) -> list[str]:
+        self.classify(f)
+        self.bound_locals(f)
+        for k, b in f.locals.items():
+            if b is None:
+                raise NotNative(f"function {f.name}: local {k} is never given a value")
+        body: list[str] = []
+        if f.kind == "parser":
+            body.append("    Py_ssize_t l_pos = 0, l_L = L_buf; int perr = 0; (void)perr; (void)l_L;")
+        self.body(f, f.node.body, body, 1)
+        if f.kind == "parser" and not body[-1].strip().startswith("*ret = l_pos"):
+            raise NotNative("parser: no final `return pos`")
+        head = [self.signature(f) + " {", "    int rc = 0; (void)rc;"]
+        head += [f"    V l_{k} = 0;" for k in f.locals]
+        head += [f"    Ent e_{k};" for k in f.ents]
+        tail = [] if f.kind == "parser" else ["    return 0;"]
+        return head + body + tail + ["}", ""]
+
+    def signature(self, f: Func) -> str:
+        if f.kind == "parser":
+            return (f"static int f_{f.name}(Proc *P, St *st, const unsigned char *buf, "
+                    "Py_ssize_t L_buf, Py_ssize_t *ret)")
+        if f.kind == "deparser":
+            return f"static int f_{f.name}(Proc *P, St *st, unsigned char *ob, Py_ssize_t *on)"
+        return f"static int f_{f.name}(Proc *P, St *st{''.join(f', V p_{p}' for p in f.params)})"
+
+    # -- the module ----------------------------------------------------------------------
+    def translate(self, dedupe: bool) -> str:
+        """The C source of the module; `dedupe` as `Switch._specialised_process` decides
+        (ComputeChecksum and the deparser read headers only)."""
+        for need in ("parser", "verify", "ingress", "egress", "compute", "deparser"):
+            if need not in self.funcs:
+                raise NotNative(f"no function {need}")
+        bodies: list[str] = []
+        for f in self.funcs.values():
+            bodies += self.function(f)
+        std, hid = self.meta["std"], self.meta["hidden"]
+        c = {"IP": std["ingress_port"], "ES": std["egress_spec"], "EP": std["egress_port"],
+             "IT": std["instance_type"], "PLEN": std["packet_length"], "MG": std["mcast_grp"],
+             "RID": std["egress_rid"], "CT": hid["clone_type"], "PL": hid["payload"],
+             "NS": self.ns, "NM": self.nm, "NG": len(self.gidx),
+             "OBMAX": max(self.funcs["deparser"].emitted, 1), "DEDUPE": int(dedupe)}
+        out = [f"/* generated by pyswitch.native from {self.modname}; do not edit */",
+               RUNTIME_INCLUDE]
+        out += [f"#define {k} {v}" for k, v in c.items()]
+        out.append("typedef struct { V s[NS]; V m[NM]; PyObject *payload; } St;")
+        out.append("typedef struct { PyObject_HEAD PyObject *g[NG > 0 ? NG : 1]; PyObject *rx, *tx, *stats,"
+                   " *mcast, *after_ingress, *after_egress, *exit_cls, *keep; } Proc;")
+        out += [self.signature(f) + ";" for f in self.funcs.values()]
+        out += bodies
+        out.append(self.boxing())
+        out.append(PROCESS_C.read_text().replace("@MOD@", self.modname))
+        return "\n".join(out) + "\n"
+
+    def boxing(self) -> str:
+        """C that builds the Python state lists ``S``, ``M`` from a C state, for the
+        general paths (clones, drops in egress) that stay in Python."""
+        mt = self.meta["mtempl"]
+        lines = ["static PyObject *box_S(St *st) {", f"    PyObject *S = PyList_New({len(self.hb)});",
+                 "    if (!S) return NULL;"]
+        for k, hb in enumerate(self.hb):
+            off = self.hoff[k]
+            lines += [f"    {{ PyObject *h = PyList_New({len(hb)}); if (!h) goto fail;",
+                      f"      PyList_SET_ITEM(S, {k}, h);",
+                      f"      PyObject *v0 = PyBool_FromLong((long)st->s[{off}]);",
+                      "      PyList_SET_ITEM(h, 0, v0);"]
+            for j in range(1, len(hb)):
+                lines += [f"      {{ PyObject *v = v_to_py(st->s[{off + j}]); if (!v) goto fail;"
+                          f" PyList_SET_ITEM(h, {j}, v); }}"]
+            lines.append("    }")
+        lines += ["    return S;", "fail: Py_DECREF(S); return NULL;", "}",
+                  "static PyObject *box_M(St *st) {", f"    PyObject *M = PyList_New({self.nm});",
+                  "    if (!M) return NULL;"]
+        for j, v in enumerate(mt):
+            if j == self.meta["hidden"]["payload"]:
+                lines.append(f"    Py_INCREF(st->payload); PyList_SET_ITEM(M, {j}, st->payload);")
+            elif v is False:
+                lines.append(f"    PyList_SET_ITEM(M, {j}, PyBool_FromLong((long)st->m[{j}]));")
+            else:
+                lines.append(f"    {{ PyObject *v = v_to_py(st->m[{j}]); if (!v) goto fail;"
+                             f" PyList_SET_ITEM(M, {j}, v); }}")
+        lines += ["    return M;", "fail: Py_DECREF(M); return NULL;", "}"]
+        return "\n".join(lines)
+
+
+RUNTIME_INCLUDE = '#include "runtime.h"'
+PROCESS_C = Path(__file__).resolve().parent / "process.c"
+
+

@@ -1,0 +1,251 @@
+/* `process` of pyswitch.switch._specialised_process, step for step, on the C state; the
+   generated module includes it after its functions (see cgen.py).  @MOD@ is the module name. */
+static PyObject *general(PyObject *fn, PyObject *a0, PyObject *a1, St *st, PyObject *a4,
+                         PyObject *a5) {
+    /* fn(a0, a1, S, M) (after_ingress) or fn(S, M, a0, a1, 0) (after_egress) */
+    PyObject *S = box_S(st), *M = S ? box_M(st) : NULL, *r = NULL;
+    if (S && M) {
+        if (a4) r = PyObject_CallFunctionObjArgs(fn, S, M, a0, a4, a5, NULL);
+        else r = PyObject_CallFunctionObjArgs(fn, a0, a1, S, M, NULL);
+    }
+    Py_XDECREF(S);
+    Py_XDECREF(M);
+    return r;
+}
+
+static int run(Proc *P, St *st, int (*f)(Proc *, St *)) {
+    int rc = f(P, st);
+    if (rc == RC_EXIT) { PyErr_SetNone(P->exit_cls); return RC_ERR; }
+    return rc;
+}
+
+/* compute + deparse + payload: the frame of one copy */
+static PyObject *finish(Proc *P, St *st) {
+    if (run(P, st, f_compute) < 0) return NULL;
+    unsigned char ob[OBMAX];
+    Py_ssize_t on = 0;
+    int rc = f_deparser(P, st, ob, &on);
+    if (rc == RC_EXIT) { PyErr_SetNone(P->exit_cls); return NULL; }
+    if (rc < 0) return NULL;
+    Py_ssize_t pn = PyBytes_GET_SIZE(st->payload);
+    PyObject *b = PyBytes_FromStringAndSize(NULL, on + pn);
+    if (!b) return NULL;
+    memcpy(PyBytes_AS_STRING(b), ob, (size_t)on);
+    memcpy(PyBytes_AS_STRING(b) + on, PyBytes_AS_STRING(st->payload), (size_t)pn);
+    return b;
+}
+
+static PyObject *emit_one(Proc *P, St *st, PyObject *port, PyObject *out) {
+    PyObject *b = finish(P, st);
+    if (!b) return NULL;
+    if (bump(P->tx, port) < 0) { Py_DECREF(b); return NULL; }
+    PyObject *t = PyTuple_Pack(2, port, b);
+    Py_DECREF(b);
+    if (!t) return NULL;
+    int rc = PyList_Append(out, t);
+    Py_DECREF(t);
+    return rc < 0 ? NULL : out;
+}
+
+static PyObject *mcast_copies(Proc *P, St *st, PyObject *reps) {
+    Py_ssize_t nrep = PyList_Check(reps) ? PyList_GET_SIZE(reps) : -1;
+    if (nrep < 0) { PyErr_SetString(PyExc_TypeError, "multicast group is not a list"); return NULL; }
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    Py_ssize_t last = nrep - 1;
+    St prev;
+    PyObject *prev_p = NULL, *prev_b = NULL;
+    for (Py_ssize_t n = 0; n < nrep; n++) {
+        PyObject *pr = PyList_GET_ITEM(reps, n);
+        PyObject *port = PyTuple_GetItem(pr, 0), *rid = PyTuple_GetItem(pr, 1);
+        if (!port || !rid) goto fail;
+        St c2, *s2 = st;
+        if (n != last) { c2 = *st; s2 = &c2; }
+        V vp, vr;
+        if (v_from_py(port, &vp) < 0 || v_from_py(rid, &vr) < 0) goto fail;
+        s2->m[EP] = vp; s2->m[ES] = 0; s2->m[RID] = vr; s2->m[IT] = 5; s2->m[CT] = 0;
+        if (run(P, s2, f_egress) < 0) goto fail;
+        if (s2->m[CT] == 2 || s2->m[ES] == 511) {
+            PyObject *zero = PyLong_FromLong(0);
+            PyObject *r = general(P->after_egress, port, NULL, s2, out, zero);
+            Py_DECREF(zero);
+            if (!r) goto fail;
+            Py_DECREF(r);
+            continue;
+        }
+        if (DEDUPE && n && prev_p && s2->payload == prev_p
+                && memcmp(s2->s, prev.s, sizeof(prev.s)) == 0) {
+            if (bump(P->tx, port) < 0) goto fail;
+            PyObject *t = PyTuple_Pack(2, port, prev_b);
+            if (!t || PyList_Append(out, t) < 0) { Py_XDECREF(t); goto fail; }
+            Py_DECREF(t);
+            continue;
+        }
+        if (DEDUPE && n < last) { memcpy(prev.s, s2->s, sizeof(prev.s)); prev_p = s2->payload; }
+        if (!emit_one(P, s2, port, out)) goto fail;
+        prev_b = PyTuple_GET_ITEM(PyList_GET_ITEM(out, PyList_GET_SIZE(out) - 1), 1);
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyObject *process(Proc *P, PyObject *ipo, PyObject *frame) {
+    St st;
+    memset(&st, 0, sizeof st);
+    V ip;
+    if (v_from_py(ipo, &ip) < 0) return NULL;
+    if (bump(P->rx, ipo) < 0) return NULL;
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(frame);
+    Py_ssize_t L = PyBytes_GET_SIZE(frame), pos = 0;
+    st.m[IP] = ip;
+    st.m[PLEN] = L;
+    int rc = f_parser(P, &st, buf, L, &pos);
+    if (rc) { if (rc == RC_EXIT) PyErr_SetNone(P->exit_cls); return NULL; }
+    if (pos > L) pos = L;
+    st.payload = PyBytes_FromStringAndSize((const char *)buf + pos, L - pos);
+    if (!st.payload) return NULL;
+    PyObject *res = NULL;
+    if (run(P, &st, f_verify) < 0 || run(P, &st, f_ingress) < 0) goto done;
+    if (st.m[CT] == 1) { res = general(P->after_ingress, ipo, frame, &st, NULL, NULL); goto done; }
+    V mg = st.m[MG];
+    if (mg) {
+        PyObject *k = v_to_py(mg);
+        if (!k) goto done;
+        PyObject *reps = PyDict_GetItemWithError(P->mcast, k);
+        Py_DECREF(k);
+        if (!reps && PyErr_Occurred()) goto done;
+        if (!reps || PyObject_Length(reps) == 0) {
+            if (bump_attr(P->stats, s_dropped) < 0) goto done;
+            res = PyList_New(0);
+            goto done;
+        }
+        Py_INCREF(reps);
+        res = mcast_copies(P, &st, reps);
+        Py_DECREF(reps);
+        goto done;
+    }
+    V port = st.m[ES];
+    if (port == 511) {
+        if (bump_attr(P->stats, s_dropped) >= 0) res = PyList_New(0);
+        goto done;
+    }
+    PyObject *po = v_to_py(port);
+    if (!po) goto done;
+    st.m[EP] = port; st.m[ES] = 0; st.m[RID] = 0; st.m[CT] = 0;
+    if (run(P, &st, f_egress) < 0) { Py_DECREF(po); goto done; }
+    res = PyList_New(0);
+    if (res) {
+        PyObject *r;
+        if (st.m[CT] == 2 || st.m[ES] == 511) {
+            PyObject *zero = PyLong_FromLong(0);
+            r = general(P->after_egress, po, NULL, &st, res, zero);
+            Py_DECREF(zero);
+            Py_XDECREF(r);
+        } else {
+            r = emit_one(P, &st, po, res);
+        }
+        if (!r) Py_CLEAR(res);
+    }
+    Py_DECREF(po);
+done:
+    Py_DECREF(st.payload);
+    if (PyList_GET_SIZE(P->keep) && PyList_SetSlice(P->keep, 0, PyList_GET_SIZE(P->keep), NULL) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
+static PyObject *proc_call(PyObject *self, PyObject *args, PyObject *kw) {
+    PyObject *ipo, *frame;
+    if (kw && PyDict_GET_SIZE(kw)) { PyErr_SetString(PyExc_TypeError, "process takes no keywords"); return NULL; }
+    if (!PyArg_UnpackTuple(args, "process", 2, 2, &ipo, &frame)) return NULL;
+    if (PyBytes_CheckExact(frame)) return process((Proc *)self, ipo, frame);
+    PyObject *b = PyObject_CallOneArg((PyObject *)&PyBytes_Type, frame);
+    if (!b) return NULL;
+    PyObject *r = process((Proc *)self, ipo, b);
+    Py_DECREF(b);
+    return r;
+}
+
+/* a Process holds its switch's bound methods, and the switch holds the Process: the
+   cycle is the garbage collector's to break (a replaced pipeline must be freed) */
+static int proc_traverse(PyObject *self, visitproc visit, void *arg) {
+    Proc *P = (Proc *)self;
+    for (int i = 0; i < NG; i++) Py_VISIT(P->g[i]);
+    Py_VISIT(P->rx); Py_VISIT(P->tx); Py_VISIT(P->stats); Py_VISIT(P->mcast);
+    Py_VISIT(P->after_ingress); Py_VISIT(P->after_egress); Py_VISIT(P->exit_cls);
+    Py_VISIT(P->keep);
+    return 0;
+}
+
+static int proc_clear(PyObject *self) {
+    Proc *P = (Proc *)self;
+    for (int i = 0; i < NG; i++) Py_CLEAR(P->g[i]);
+    Py_CLEAR(P->rx); Py_CLEAR(P->tx); Py_CLEAR(P->stats); Py_CLEAR(P->mcast);
+    Py_CLEAR(P->after_ingress); Py_CLEAR(P->after_egress); Py_CLEAR(P->exit_cls);
+    Py_CLEAR(P->keep);
+    return 0;
+}
+
+static void proc_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    proc_clear(self);
+    PyObject_GC_Del(self);
+}
+
+static PyObject *proc_call(PyObject *self, PyObject *args, PyObject *kw);
+static PyObject *proc_checked(PyObject *self, PyObject *args, PyObject *kw) {
+    if (!((Proc *)self)->keep) { PyErr_SetString(PyExc_RuntimeError, "process cleared"); return NULL; }
+    return proc_call(self, args, kw);
+}
+
+static PyTypeObject ProcType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "@MOD@.Process",
+    .tp_basicsize = sizeof(Proc),
+    .tp_dealloc = proc_dealloc,
+    .tp_call = proc_checked,
+    .tp_traverse = proc_traverse,
+    .tp_clear = proc_clear,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "pyswitch's process(ingress_port, frame), compiled",
+};
+
+static PyObject *make(PyObject *mod, PyObject *args) {
+    PyObject *g, *rx, *tx, *stats, *mcast, *ai, *ae, *ex;
+    if (!PyArg_ParseTuple(args, "O!OOOO!OOO", &PyTuple_Type, &g, &rx, &tx, &stats,
+                          &PyDict_Type, &mcast, &ai, &ae, &ex)) return NULL;
+    if (PyTuple_GET_SIZE(g) != NG) { PyErr_SetString(PyExc_ValueError, "context size"); return NULL; }
+    Proc *P = PyObject_GC_New(Proc, &ProcType);
+    if (!P) return NULL;
+    for (int i = 0; i < NG; i++) { P->g[i] = PyTuple_GET_ITEM(g, i); Py_INCREF(P->g[i]); }
+    P->rx = rx; P->tx = tx; P->stats = stats; P->mcast = mcast;
+    P->after_ingress = ai; P->after_egress = ae; P->exit_cls = ex;
+    P->keep = PyList_New(0);
+    if (!P->keep) { Py_DECREF(P); return NULL; }
+    PyObject_GC_Track((PyObject *)P);
+    Py_INCREF(rx); Py_INCREF(tx); Py_INCREF(stats); Py_INCREF(mcast);
+    Py_INCREF(ai); Py_INCREF(ae); Py_INCREF(ex);
+    return (PyObject *)P;
+}
+
+static PyMethodDef methods[] = {
+    {"make", make, METH_VARARGS, "make(context, rx, tx, stats, mcast, after_ingress, after_egress, exit)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "@MOD@", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_@MOD@(void) {
+    crc_init();
+    if (PyType_Ready(&ProcType) < 0) return NULL;
+    s_aidx = PyUnicode_InternFromString("aidx");
+    s_hit = PyUnicode_InternFromString("hit");
+    s_args = PyUnicode_InternFromString("args");
+    s_default = PyUnicode_InternFromString("default");
+    s_lookup = PyUnicode_InternFromString("lookup");
+    s_dropped = PyUnicode_InternFromString("dropped");
+    s_counter = PyUnicode_InternFromString("counter");
+    return PyModule_Create(&moddef);
+}

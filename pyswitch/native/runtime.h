@@ -1,0 +1,298 @@
+/* pyswitch's native path: what every generated module shares (see pyswitch/native/cgen.py).
+
+   Every P4 value is a signed 128-bit integer: the generated Python's arithmetic on Python
+   ints gives the same results on these as long as no intermediate value leaves 127 bits,
+   which cgen proves for each expression before it emits C.  Registers, counters, tables,
+   multicast groups and statistics stay the switch's Python objects, so the control plane
+   (P4Runtime, the in-process API) sees one state whichever path runs the packets. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef __int128 V;
+typedef unsigned __int128 UV;
+
+#define RC_EXIT 1     /* P4 `exit`: unwinds to the enclosing control */
+#define RC_ERR (-1)   /* a Python exception is set */
+
+static int v_from_py(PyObject *o, V *out) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (!overflow) {
+        if (x == -1 && PyErr_Occurred()) return RC_ERR;
+        *out = x;
+        return 0;
+    }
+    unsigned char b[16];
+    if (_PyLong_AsByteArray((PyLongObject *)o, b, 16, 1, 1) < 0) return RC_ERR;
+    UV u = 0;
+    for (int i = 15; i >= 0; i--) u = (u << 8) | b[i];
+    *out = (V)u;
+    return 0;
+}
+
+static PyObject *v_to_py(V v) {
+    if (v >= LLONG_MIN && v <= LLONG_MAX) return PyLong_FromLongLong((long long)v);
+    unsigned char b[16];
+    UV u = (UV)v;
+    for (int i = 0; i < 16; i++) { b[i] = (unsigned char)(u & 0xff); u >>= 8; }
+    return _PyLong_FromByteArray(b, 16, 1, 1);
+}
+
+/* Python's floor division and modulo; a zero divisor gives 0 (the generated `_div`) */
+static V v_div(V a, V b, int mod) {
+    if (b == 0) return 0;
+    V q = a / b, r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) { q -= 1; r += b; }
+    return mod ? r : q;
+}
+
+static V v_shr(V a, V b) { return b >= 127 ? (a < 0 ? -1 : 0) : a >> (int)b; }
+
+static V v_sat_s(V a, V b, int sign, int w) {
+    V sb = (V)1 << (w - 1);
+    V x = (a ^ sb) - sb, y = (b ^ sb) - sb;
+    V r = sign > 0 ? x + y : x - y;
+    if (r < -sb) r = -sb;
+    if (r > sb - 1) r = sb - 1;
+    return r & (((V)1 << w) - 1);
+}
+
+static V v_csum16i(V x) { return x ? 0xFFFE - (x - 1) % 0xFFFF : 0xFFFF; }
+
+static uint32_t crc32_tab[256];
+static uint16_t crc16_tab[256];
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc32_tab[i] = c;
+        uint16_t d = (uint16_t)i;
+        for (int k = 0; k < 8; k++) d = (d & 1) ? (uint16_t)(0xA001 ^ (d >> 1)) : (uint16_t)(d >> 1);
+        crc16_tab[i] = d;
+    }
+}
+
+/* the n big-endian bytes of v (0 <= v < 2**(8n), n <= 16, proven by cgen) */
+static void v_bytes(V v, int n, unsigned char *b) {
+    UV u = (UV)v;
+    for (int i = n - 1; i >= 0; i--) { b[i] = (unsigned char)(u & 0xff); u >>= 8; }
+}
+
+static V v_crc32(V v, int n) {
+    unsigned char b[16];
+    v_bytes(v, n, b);
+    uint32_t c = 0xFFFFFFFFu;
+    for (int i = 0; i < n; i++) c = crc32_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);
+    return (V)(c ^ 0xFFFFFFFFu);
+}
+
+static V v_crc16(V v, int n) {
+    unsigned char b[16];
+    v_bytes(v, n, b);
+    uint16_t c = 0;
+    for (int i = 0; i < n; i++) c = (uint16_t)((c >> 8) ^ crc16_tab[(c ^ b[i]) & 0xff]);
+    return (V)c;
+}
+
+static V v_identity(V v, int n) {
+    unsigned char b[16];
+    v_bytes(v, n, b);
+    UV u = 0;
+    for (int i = 0; i < n; i++) u = (u << 8) | b[i];
+    return (V)(u & 0xFFFFFFFFFFFFFFFFull);
+}
+
+static V v_csum16(V v, int n) {
+    unsigned char b[18] = {0};
+    v_bytes(v, n, b);
+    uint32_t s = 0;
+    int m = n + (n & 1);
+    for (int i = 0; i < m; i += 2) s += ((uint32_t)b[i] << 8) | b[i + 1];
+    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+    return (V)(~s & 0xFFFF);
+}
+
+static inline V get_be(const unsigned char *p, int n) {
+    UV u = 0;
+    for (int i = 0; i < n; i++) u = (u << 8) | p[i];
+    return (V)u;
+}
+
+static inline void put_be(unsigned char *p, V v, int n) {
+    UV u = (UV)v;
+    for (int i = n - 1; i >= 0; i--) { p[i] = (unsigned char)(u & 0xff); u >>= 8; }
+}
+
+/* list[i] of a register or counter: 0, 1 for IndexError (as Python indexes), or RC_ERR */
+static inline int list_index(PyObject *l, V i, Py_ssize_t *out) {
+    Py_ssize_t n = PyList_GET_SIZE(l);
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) return 1;
+    *out = (Py_ssize_t)i;
+    return 0;
+}
+
+static int reg_get(PyObject *l, V i, V *out) {
+    Py_ssize_t k;
+    if (list_index(l, i, &k)) return 1;
+    return v_from_py(PyList_GET_ITEM(l, k), out);
+}
+
+static int reg_set(PyObject *l, V i, V v) {
+    Py_ssize_t k;
+    if (list_index(l, i, &k)) return 1;
+    PyObject *o = v_to_py(v);
+    if (!o) return RC_ERR;
+    PyList_SetItem(l, k, o);
+    return 0;
+}
+
+static int list_iadd(PyObject *l, V i, V v) {
+    Py_ssize_t k;
+    if (list_index(l, i, &k)) return 1;
+    PyObject *d = v_to_py(v);
+    if (!d) return RC_ERR;
+    PyObject *r = PyNumber_Add(PyList_GET_ITEM(l, k), d);
+    Py_DECREF(d);
+    if (!r) return RC_ERR;
+    PyList_SetItem(l, k, r);
+    return 0;
+}
+
+static int raise_index(int rc) {
+    if (rc == 1) PyErr_SetString(PyExc_IndexError, "list index out of range");
+    return RC_ERR;
+}
+
+/* a table hit or default, copied out of its Entry (no reference kept) */
+#define MAXA 32
+typedef struct { long aidx; int hit; PyObject *counter; V a[MAXA]; } Ent;
+
+static PyObject *s_aidx, *s_hit, *s_args, *s_default, *s_lookup, *s_dropped, *s_counter;
+
+/* `keep` (a list emptied after each packet) holds the entry's direct counter alive while
+   the packet may still count it; NULL for a table without one */
+static int ent_fill(PyObject *e, Ent *out, PyObject *keep) {
+    out->counter = NULL;
+    if (keep) {
+        PyObject *c = PyObject_GetAttr(e, s_counter);
+        if (!c) return RC_ERR;
+        int rc = PyList_Append(keep, c);
+        Py_DECREF(c);
+        if (rc < 0) return RC_ERR;
+        if (!PyList_Check(c)) { PyErr_SetString(PyExc_TypeError, "counter"); return RC_ERR; }
+        out->counter = c;
+    }
+    PyObject *x = PyObject_GetAttr(e, s_aidx);
+    if (!x) return RC_ERR;
+    out->aidx = PyLong_AsLong(x);
+    Py_DECREF(x);
+    x = PyObject_GetAttr(e, s_hit);
+    if (!x) return RC_ERR;
+    out->hit = PyObject_IsTrue(x);
+    Py_DECREF(x);
+    x = PyObject_GetAttr(e, s_args);
+    if (!x) return RC_ERR;
+    Py_ssize_t n = PyTuple_GET_SIZE(x);
+    for (Py_ssize_t i = 0; i < n && i < MAXA; i++) {
+        if (v_from_py(PyTuple_GET_ITEM(x, i), &out->a[i]) < 0) { Py_DECREF(x); return RC_ERR; }
+    }
+    Py_DECREF(x);
+    return 0;
+}
+
+/* `T.exact.get(key) or T.default`; `key` is stolen */
+static int tab_exact(PyObject *tab, PyObject *exact, PyObject *key, Ent *out, PyObject *keep) {
+    if (!key) return RC_ERR;
+    PyObject *e = PyDict_GetItemWithError(exact, key);
+    Py_DECREF(key);
+    if (e) return ent_fill(e, out, keep);
+    if (PyErr_Occurred()) return RC_ERR;
+    e = PyObject_GetAttr(tab, s_default);
+    if (!e) return RC_ERR;
+    int rc = ent_fill(e, out, keep);
+    Py_DECREF(e);
+    return rc;
+}
+
+/* `T.lookup(key)` (lpm, ternary, range); `key` is stolen */
+static int tab_lookup(PyObject *tab, PyObject *key, Ent *out, PyObject *keep) {
+    if (!key) return RC_ERR;
+    PyObject *e = PyObject_CallMethodOneArg(tab, s_lookup, key);
+    Py_DECREF(key);
+    if (!e) return RC_ERR;
+    int rc = ent_fill(e, out, keep);
+    Py_DECREF(e);
+    return rc;
+}
+
+static int tab_default(PyObject *tab, Ent *out, PyObject *keep) {
+    PyObject *e = PyObject_GetAttr(tab, s_default);
+    if (!e) return RC_ERR;
+    int rc = ent_fill(e, out, keep);
+    Py_DECREF(e);
+    return rc;
+}
+
+static PyObject *key_tuple(int n, V *k) {
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *o = v_to_py(k[i]);
+        if (!o) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
+}
+
+static int bad_action(long aidx) {
+    PyErr_Format(PyExc_RuntimeError, "pyswitch native: entry of unknown action %ld", aidx);
+    return RC_ERR;
+}
+
+/* v + 1 (a new reference), for the statistics' counts */
+static PyObject *plus_one(PyObject *v) {
+    if (!v) return NULL;
+    PyObject *one = PyLong_FromLong(1);
+    PyObject *r = one ? PyNumber_Add(v, one) : NULL;
+    Py_XDECREF(one);
+    Py_DECREF(v);
+    return r;
+}
+
+/* counter[key] += 1 on a collections.Counter */
+static int bump(PyObject *counter, PyObject *key) {
+    PyObject *r = plus_one(PyObject_GetItem(counter, key));
+    if (!r) return RC_ERR;
+    int rc = PyObject_SetItem(counter, key, r);
+    Py_DECREF(r);
+    return rc;
+}
+
+/* obj.name += 1 */
+static int bump_attr(PyObject *obj, PyObject *name) {
+    PyObject *r = plus_one(PyObject_GetAttr(obj, name));
+    if (!r) return RC_ERR;
+    int rc = PyObject_SetAttr(obj, name, r);
+    Py_DECREF(r);
+    return rc;
+}
+
+/* int.from_bytes(buf[a:b], 'big') with Python's clamped slicing */
+static V be_slice(const unsigned char *buf, Py_ssize_t L, V a, V b) {
+    if (a < 0) a = a + L < 0 ? 0 : a + L;
+    if (b < 0) b = b + L < 0 ? 0 : b + L;
+    if (a > L) a = L;
+    if (b > L) b = L;
+    UV u = 0;
+    for (V i = a; i < b; i++) u = (u << 8) | buf[(Py_ssize_t)i];
+    return (V)u;
+}
+
+static int short_read(Py_ssize_t need) {
+    PyErr_Format(PyExc_ValueError, "unpack_from requires a buffer of at least %zd bytes", need);
+    return RC_ERR;
+}
