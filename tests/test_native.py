@@ -260,3 +260,16 @@ def test_expression_bounds_by_hand() -> None:
     assert bound("M[9] if M[2] else -5") == (-5, m32)
     with pytest.raises(NotNative, match="exceed 126 bits"):
         bound("M[4] * M[4]")  # (2**64 - 1)**2 needs 128 bits
+
+
+@needs_cc
+def test_an_unwritable_cache_falls_back_with_the_reason(monkeypatch, tmp_path) -> None:
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("PYSWITCH_CACHE", str(blocker))
+    monkeypatch.setenv("PYSWITCH_NATIVE", "auto")
+    text = (HERE / "p4" / "rt_forward.p4").read_text().replace("ttl - 1;", "ttl - 5;")
+    (tmp_path / "fwd5.p4").write_text(text)  # not built by any other test of this process
+    sw = Switch(compile_p4(tmp_path / "fwd5.p4"))
+    assert sw.path.startswith("python (cannot build or load the module: ")
+    assert blocker.read_text().startswith("a file")

@@ -154,7 +154,10 @@ def attach(sw: Any, dedupe: bool, exit_cls: type,
     if m == "off":
         return None, "PYSWITCH_NATIVE=off" if native is None else "native=False"
     try:
-        mod = build(sw.prog.code, sw.prog.meta, dedupe)
+        try:
+            mod = build(sw.prog.code, sw.prog.meta, dedupe)
+        except (OSError, ImportError, RuntimeError) as e:  # the cache folder, the loader
+            raise NotNative(f"cannot build or load the module: {e}") from None
     except NotNative as e:
         if m == "on":
             raise

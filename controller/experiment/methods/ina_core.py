@@ -293,6 +293,18 @@ def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: Plan, jobs: list[S
         raise ExperimentError("control sockets (the campaign's impairments) need pyswitch")
     console.print(f"[bold]compiling[/] {P4_PROGRAM.relative_to(ROOT)} for {s.target}")
     p4info, device_config = compile_program(s.target, build or run.out_dir / "build")
+    if s.target == "pyswitch":
+        # which path the switches will run (PYSWITCH_NATIVE is theirs too); building the
+        # native module here spares them the wait
+        from pyswitch import Switch, load_compiled
+
+        t0 = time.perf_counter()
+        sw = Switch(load_compiled(device_config))
+        run.provenance["pyswitch_path"] = sw.path
+        console.print("pyswitch: " + (
+            f"the native path (the pipeline compiled to C, {time.perf_counter() - t0:.1f} s)"
+            if not sw.native_why else f"the Python path ({sw.native_why})"))
+        del sw
     switch_cls = BMv2Switch if s.target == "bmv2" else PySwitch
     opts = {"impair": _impairments(s)} if s.target == "pyswitch" and impair else {}
     socks = _control_sockets([n for n, k in graph.nodes(data="kind") if k == "switch"]) \
