@@ -44,11 +44,23 @@ def _has(marker: bytes):
     return lambda f: marker in f
 
 
+@pytest.fixture(params=["native", "python"])
+def port_path(request, monkeypatch) -> str:
+    """Each port test on both loops: pyswitch/native/portio.c and the Python one."""
+    from pyswitch import native
+
+    if request.param == "native" and native.unavailable():
+        pytest.skip(str(native.unavailable()))
+    monkeypatch.setenv("PYSWITCH_NATIVE", "auto" if request.param == "native" else "off")
+    return request.param
+
+
 @pytest.mark.root
 @root
-def test_port_moves_frames_both_ways_restores_vlan_and_never_echoes():
+def test_port_moves_frames_both_ways_restores_vlan_and_never_echoes(port_path):
     with veth_hosts(1, ips=False) as (h,):
         with Port(h.switch_if) as sw, h.port() as host:
+            assert sw.path.startswith(port_path)
             src, dst = bytes.fromhex("020000000001"), bytes.fromhex("02000000aaaa")
             f1 = _frame(dst, src, b"HELLO-1")
             assert host.send(f1)
@@ -84,11 +96,12 @@ def test_tx_checksum_offload_toggle_and_missing_interface():
 
 @pytest.mark.root
 @root
-def test_link_down_is_not_fatal_and_traffic_resumes():
+def test_link_down_is_not_fatal_and_traffic_resumes(port_path):
     from netns import sh, wait_link_ready
 
     with veth_hosts(1, ips=False) as (h,):
         with Port(h.switch_if) as sw, h.port() as host:
+            assert sw.path.startswith(port_path)
             sh("ip", "link", "set", h.switch_if, "down")
             assert sw.recv_batch() == []  # ENETDOWN is reported once, not raised
             assert sw.counters.rx_errors == 1
@@ -103,7 +116,7 @@ def test_link_down_is_not_fatal_and_traffic_resumes():
 
 @pytest.mark.root
 @root
-def test_batches_keep_every_port_guarantee():
+def test_batches_keep_every_port_guarantee(port_path):
     """recvmmsg/sendmmsg (issue 26): a batch of frames arrives whole and in order, VLAN
     tags restored per frame, and frames the switch sent in a batch never come back."""
     import select
@@ -114,6 +127,7 @@ def test_batches_keep_every_port_guarantee():
     src, dst = bytes.fromhex("020000000001"), bytes.fromhex("02000000aaaa")
     with veth_hosts(1, ips=False) as (h,):
         with Port(h.switch_if) as sw, h.port() as host:
+            assert sw.path.startswith(port_path)
             sent = [_frame(dst, src, b"B%03d" % i, vlan=(i if i % 3 == 0 else None))
                     for i in range(150)]
             assert host.send_batch(sent) == 150 and host.counters.tx_frames == 150

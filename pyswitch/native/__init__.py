@@ -30,7 +30,7 @@ from typing import Any
 
 from pyswitch.native.cgen import NotNative, Unit
 
-__all__ = ["NotNative", "attach", "build", "cache_dir", "check", "mode", "unavailable"]
+__all__ = ["NotNative", "attach", "build", "cache_dir", "check", "mode", "portio", "unavailable"]
 
 _HERE = Path(__file__).resolve().parent
 _MODULES: dict[str, Any] = {}  # module name -> loaded module
@@ -93,10 +93,18 @@ def build(code: str, meta: dict, dedupe: bool) -> Any:
     except NotNative as e:
         _REFUSED[name] = str(e)
         raise
+    mod = _load(cc, name, csrc)
+    mod.context_names = sorted(unit.gidx, key=unit.gidx.__getitem__)
+    _MODULES[name] = mod
+    return mod
+
+
+def _load(cc: str, name: str, csrc: str) -> Any:
+    """Module `name` from the cache, built from `csrc` first if it is not there (under a
+    lock, so that twenty switches starting at once build it once), imported."""
     d = cache_dir()
     d.mkdir(parents=True, exist_ok=True)
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    so = d / f"{name}{suffix}"
+    so = d / f"{name}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
     with open(d / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not so.exists():
@@ -106,9 +114,35 @@ def build(code: str, meta: dict, dedupe: bool) -> Any:
         raise NotNative(f"cannot load {so}")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    mod.context_names = sorted(unit.gidx, key=unit.gidx.__getitem__)
-    _MODULES[name] = mod
     return mod
+
+
+def portio() -> Any:
+    """The ports' batched receive and send in C (portio.c), or None where the Python loops
+    of pyswitch.ports run: PYSWITCH_NATIVE=off, no compiler, or a failed build (`mode`,
+    `unavailable`; the reason is kept in ``portio_why``)."""
+    global portio_why
+    if mode() == "off":
+        portio_why = "PYSWITCH_NATIVE=off"
+        return None
+    name = f"_pswn_portio_{_translator_digest()[:20]}"
+    if name in _MODULES:
+        return _MODULES[name]
+    cc = _compiler()
+    if cc is None:
+        portio_why = "no C compiler or no Python headers"
+        return None
+    try:
+        mod = _load(cc, name, (_HERE / "portio.c").read_text().replace("@MOD@", name))
+    except (NotNative, OSError, ImportError, RuntimeError) as e:
+        portio_why = str(e)
+        return None
+    _MODULES[name] = mod
+    portio_why = ""
+    return mod
+
+
+portio_why = "not tried"
 
 
 def _translator_digest() -> str:
