@@ -301,8 +301,8 @@ class Switch:
 
     def _specialised_process(self, native: bool = True) -> Any:
         """`process` for this program (compiled by pyswitch.native where it can be, unless
-        `native` is False; `native_why` says why not): the same steps with the metadata indices as
-        constants, the state copied without a loop, and the common cases run to the end
+        `native` is False; `native_why` says why not): the same steps with the metadata
+        indices as constants, the state copied without a loop, and the common cases run to the end
         inline: a drop after ingress, a unicast frame and the copies of a multicast group
         without clones (the last copy takes the state itself, the others a copy of it).
         An I2E clone, and an E2E clone or a drop in egress, take the general path
@@ -334,6 +334,8 @@ class Switch:
             proc, self.native_why = attach(self, dedupe, _Exit, self._native)
             if proc is not None:
                 return proc
+        else:  # e.g. the packet trace, around its own Python stages (pyswitch/observe.py)
+            self.native_why = "the Python stages were asked for"
         if dedupe:
             tail = f"""            if n and S2 == prev_s and M2[{pl}] is prev_p:
                 tx[port] += 1

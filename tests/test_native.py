@@ -273,3 +273,17 @@ def test_an_unwritable_cache_falls_back_with_the_reason(monkeypatch, tmp_path) -
     sw = Switch(compile_p4(tmp_path / "fwd5.p4"))
     assert sw.path.startswith("python (cannot build or load the module: ")
     assert blocker.read_text().startswith("a file")
+
+
+@needs_cc
+def test_the_packet_trace_runs_the_python_stages() -> None:
+    from pyswitch.observe import install_trace
+
+    sw = Switch(compile_p4(HERE / "p4" / "rt_forward.p4"), native=True)
+    assert sw.path == "native"
+    install_trace(sw)  # BMv2's per-stage log lines come from the Python stages
+    assert sw.path == "python (the Python stages were asked for)"
+    f = bytes.fromhex("0000000000bb0000000000aa88b5") + bytes(30)
+    sw.insert_entry("MyIngress.l2", {"hdr.ethernet.dstAddr": 0xBB}, "MyIngress.set_port",
+                    {"port": 3})
+    assert sw.process(1, f) == [(3, f)]
