@@ -148,3 +148,7 @@ def test_batches_keep_every_port_guarantee(port_path):
             seen = expect_frames(host, lambda f: b"R0" in f, 70)
             assert seen == [f for f in back if b"JUMBO" not in f]
             assert quiet_for(sw, lambda f: b"R0" in f, 0.3)  # no echo of our own batch
+            # bytes-like frames go out as bytes do
+            like = [_frame(src, dst, b"L%03d" % i) for i in range(2)]
+            assert sw.send_batch([bytearray(like[0]), memoryview(like[1])]) == 2
+            assert expect_frames(host, lambda f: b"L0" in f, 2) == like

@@ -150,22 +150,26 @@ static PyObject *io_send(PyObject *self, PyObject *frames) {
     long sent = 0, errors = 0, nbytes = 0;
     int k = 0;
     for (Py_ssize_t i = 0; i < total; i++) {
-        PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
-        char *buf;
-        Py_ssize_t len;
-        if (PyBytes_AsStringAndSize(f, &buf, &len) < 0) { Py_DECREF(seq); return NULL; }
+        Py_buffer view;  /* bytes, or any bytes-like frame, as the Python loop takes */
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, i), &view, PyBUF_SIMPLE) < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        Py_ssize_t len = view.len;
         if (len > MAX_FRAME) {  /* cannot be a slot: sent (and refused) on its own */
             flush(io, k, &sent, &errors, &nbytes);
             k = 0;
             ssize_t r;
             Py_BEGIN_ALLOW_THREADS
-            r = send(io->fd, buf, (size_t)len, MSG_DONTWAIT);
+            r = send(io->fd, view.buf, (size_t)len, MSG_DONTWAIT);
             Py_END_ALLOW_THREADS
+            PyBuffer_Release(&view);
             if (r < 0) errors++;
             else { sent++; nbytes += len; }
             continue;
         }
-        memcpy(io->data + (size_t)k * MAX_FRAME, buf, (size_t)len);
+        memcpy(io->data + (size_t)k * MAX_FRAME, view.buf, (size_t)len);
+        PyBuffer_Release(&view);
         io->iov[k].iov_len = (size_t)len;
         struct msghdr *h = &io->msgs[k].msg_hdr;
         h->msg_name = NULL; h->msg_namelen = 0; h->msg_control = NULL; h->msg_controllen = 0;
