@@ -42,25 +42,26 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 ## make bench: every bench/ script, full size (root ones skipped with a note when not root;
-## the Mininet ones take the lock MININET_LOCK). tests/test_bench_smoke.py runs reduced forms.
+## the Mininet ones take the lock MININET_LOCK). Every script runs to the end even when an
+## earlier one reports a failed check; those are listed at the end and make bench fails.
+## tests/test_bench_smoke.py runs reduced forms.
 MININET_LOCK ?= /tmp/insync-mininet.lock
 bench: $(STAMP)
-	$(PY) bench/plan_scaling.py
-	$(PY) bench/plan_jobs_lp.py
-	$(PY) bench/ina_loopback.py
-	$(PY) bench/pyswitch_pps.py
-	$(PY) bench/pyswitch_ina_pps.py
-	$(PY) bench/ina_loss_twin.py
-	$(PY) bench/p4runtime_abuse.py
-	$(PY) bench/sim_event_core.py
-	$(PY) bench/sim_scale.py --topo fattree:8 --workers 16 --budgets 0,2,4 --out results/sim_scale
-	@echo "bench: sim_crossval.py pairs finished runs (MININET_RUN SIM_RUN ...): see docs/simulate.md"
-	@if [ "$$(id -u)" = 0 ]; then \
-	  $(PY) bench/pyswitch_forwarding.py && \
-	  flock $(MININET_LOCK) $(PY) bench/hostile_frames.py && \
-	  flock $(MININET_LOCK) $(PY) bench/soak.py && \
-	  flock $(MININET_LOCK) $(PY) bench/e2e_unshaped.py --path both; \
-	else echo "bench: pyswitch_forwarding, hostile_frames, soak and e2e_unshaped need root: skipped"; fi
+	@failed=""; \
+	run() { echo "== bench/$$*"; $(PY) bench/"$$@" || failed="$$failed $$1"; }; \
+	locked() { echo "== bench/$$* (Mininet lock)"; \
+	  flock $(MININET_LOCK) $(PY) bench/"$$@" || failed="$$failed $$1"; }; \
+	run plan_scaling.py; run plan_jobs_lp.py; run ina_loopback.py; run pyswitch_pps.py; \
+	run pyswitch_ina_pps.py; run ina_loss_twin.py; run p4runtime_abuse.py; \
+	run sim_event_core.py; \
+	run sim_scale.py --topo fattree:8 --workers 16 --budgets 0,2,4 --out results/sim_scale; \
+	echo "bench: sim_crossval.py pairs finished runs (MININET_RUN SIM_RUN ...): see docs/simulate.md"; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  run pyswitch_forwarding.py; locked hostile_frames.py; locked soak.py; \
+	  locked e2e_unshaped.py --path both; \
+	else echo "bench: pyswitch_forwarding, hostile_frames, soak and e2e_unshaped need root: skipped"; fi; \
+	if [ -n "$$failed" ]; then echo "bench: every script ran; these reported a failed check:$$failed"; exit 1; fi; \
+	echo "bench: every script ran, every check passed"
 
 clean:
 	rm -rf $(VENV) build results .pytest_cache *.egg-info

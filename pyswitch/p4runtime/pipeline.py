@@ -83,6 +83,8 @@ def break_cycles(sw: Any) -> None:
     ns = getattr(sw, "ns", None)
     if isinstance(ns, dict):
         ns.clear()
+    # the native path's process holds the switch's objects and bound methods
+    vars(sw).pop("process", None)
 
 
 def reclaim_memory() -> None:
