@@ -65,7 +65,6 @@ class Unit(Expressions):
                 self.structs[st.targets[0].id] = self._fmt(st.value.args[0], st)
             else:
                 raise NotNative(f"line {st.lineno}: module-level {type(st).__name__}")
-        self.out: list[str] = []
 
     # -- declarations ----------------------------------------------------------------
     def _fmt(self, node: ast.AST, where: ast.AST) -> list[tuple[str, int]]:
@@ -324,18 +323,19 @@ class Unit(Expressions):
             o.append(f"{ind}if (tab_default({tab}, &e_{e}, {keep}) < 0) return RC_ERR;")
             return
         if isinstance(v, ast.BoolOp) and src.startswith(f"{var}.exact.get("):
-            key = self.key(f, v.values[0].args[0], var)  # type: ignore[attr-defined]
+            key = self.key(f, v.values[0].args[0])  # type: ignore[attr-defined]
             ex = self.g(var + ".exact")
             o.append(f"{ind}if (tab_exact({tab}, {ex}, {key}, &e_{e}, {keep}) < 0) "
                      "return RC_ERR;")
             return
         if isinstance(v, ast.Call) and src.startswith(f"{var}.lookup("):
-            key = self.key(f, v.args[0], var)
+            key = self.key(f, v.args[0])
             o.append(f"{ind}if (tab_lookup({tab}, {key}, &e_{e}, {keep}) < 0) return RC_ERR;")
             return
         raise NotNative(f"line {v.lineno}: table use {src[:40]!r}")
 
-    def key(self, f: Func, k: ast.AST, var: str) -> str:
+    def key(self, f: Func, k: ast.AST) -> str:
+        """A table key as the generated Python builds it: an int, or a tuple of ints."""
         if isinstance(k, ast.Tuple):
             xs = [self.ex(f, x).c for x in k.elts]
             return f"key_tuple({len(xs)}, (V[]){{{', '.join(xs)}}})"

@@ -68,7 +68,6 @@ class Func:
     params: list[str]
     kind: str  # "parser", "deparser" or "block"
     returns: bool = False
-    ret: tuple[int, int] | None = None
     aliases: dict[str, int] = field(default_factory=dict)
     locals: dict[str, tuple[int, int] | None] = field(default_factory=dict)
     ents: dict[str, str] = field(default_factory=dict)  # entry local -> table var
@@ -345,8 +344,5 @@ class Expressions:
         if fn == "len" and f.kind == "parser" and ast.unparse(args[0]) == "buf":
             return X("(V)L_buf", 0, 1 << 40)
         if fn in self.funcs and self.funcs[fn].returns:
-            callee = self.funcs[fn]
-            if callee.ret is None:
-                raise NotNative(f"line {n.lineno}: value of {fn} before its bound")
             raise NotNative(f"line {n.lineno}: value-returning function {fn}")
         raise NotNative(f"line {n.lineno}: call of {fn}")
