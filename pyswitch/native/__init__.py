@@ -11,7 +11,8 @@ plane reads and writes.  The path is chosen by ``PYSWITCH_NATIVE``:
 - ``off`` (or ``0``): always the Python path;
 - ``on`` (or ``1``): native, or an error saying why not.
 
-``why_not(switch)`` tells why a switch runs the Python path.
+`Switch.path` (and ``Switch.native_why``) tell which path a switch runs and why.  The same
+machinery builds `portio.c`, the ports' batched receive and send (`portio`; `Port.path`).
 """
 
 from __future__ import annotations
