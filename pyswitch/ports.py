@@ -209,13 +209,13 @@ class Port:
         self._rx: _Slots | None = None  # made at the first batch receive / send
         self._tx: _Slots | None = None
         # the same batches in C (pyswitch/native/portio.c) where it can be built
-        mod = native.portio()
+        mod, self._io_why = native.portio()
         self._io: Any = mod.PortIO(self._fd, BATCH) if mod is not None else None
 
     @property
     def path(self) -> str:
         """Which loop moves the batches: ``native`` or ``python (why)``."""
-        return "native" if self._io is not None else f"python ({native.portio_why})"
+        return "native" if self._io is not None else f"python ({self._io_why})"
 
     def fileno(self) -> int:
         return self.sock.fileno()

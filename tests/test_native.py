@@ -25,10 +25,18 @@ needs_cc = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable(
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-_spec = importlib.util.spec_from_file_location("ina_pps", REPO / "bench" / "pyswitch_ina_pps.py")
-assert _spec and _spec.loader
-ina_pps = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ina_pps)  # the bench's aggregator rules and GRAD/RESULT workload
+
+
+def bench_module(name: str):
+    """A bench/ script imported as a module (its workloads and rules are reused here)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ina_pps = bench_module("pyswitch_ina_pps")  # the aggregator rules, GRAD/RESULT workload
 
 
 def twins(prog, monkeypatch) -> tuple[Switch, Switch]:
@@ -121,10 +129,7 @@ def test_ina_p4_native_equals_python_frame_for_frame(monkeypatch, variant: str) 
 def test_ina_like_program_native_equals_python(monkeypatch) -> None:
     prog = compile_p4(HERE / "p4" / "pyswitch_ina_like.p4")
     py, nat = twins(prog, monkeypatch)
-    spec = importlib.util.spec_from_file_location("pps", REPO / "bench" / "pyswitch_pps.py")
-    assert spec and spec.loader
-    pps = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(pps)
+    pps = bench_module("pyswitch_pps")
     from pyswitch.values import ipv4, mac
 
     configure_both(py, nat, lambda sw: sw.insert_entry(

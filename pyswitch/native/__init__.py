@@ -118,32 +118,24 @@ def _load(cc: str, name: str, csrc: str) -> Any:
     return mod
 
 
-def portio() -> Any:
-    """The ports' batched receive and send in C (portio.c), or None where the Python loops
-    of pyswitch.ports run: PYSWITCH_NATIVE=off, no compiler, or a failed build (`mode`,
-    `unavailable`; the reason is kept in ``portio_why``)."""
-    global portio_why
+def portio() -> tuple[Any, str]:
+    """(module, "") with the ports' batched receive and send in C (portio.c), or
+    (None, why) where the Python loops of pyswitch.ports run: PYSWITCH_NATIVE=off, no
+    compiler, or a failed build."""
     if mode() == "off":
-        portio_why = "PYSWITCH_NATIVE=off"
-        return None
+        return None, "PYSWITCH_NATIVE=off"
     name = f"_pswn_portio_{_translator_digest()[:20]}"
     if name in _MODULES:
-        return _MODULES[name]
+        return _MODULES[name], ""
     cc = _compiler()
     if cc is None:
-        portio_why = "no C compiler or no Python headers"
-        return None
+        return None, "no C compiler or no Python headers"
     try:
         mod = _load(cc, name, (_HERE / "portio.c").read_text().replace("@MOD@", name))
     except (NotNative, OSError, ImportError, RuntimeError) as e:
-        portio_why = str(e)
-        return None
+        return None, str(e)
     _MODULES[name] = mod
-    portio_why = ""
-    return mod
-
-
-portio_why = "not tried"
+    return mod, ""
 
 
 def _translator_digest() -> str:
