@@ -137,3 +137,58 @@ def test_two_hosts_ping_and_udp_through_pyswitch(tmp_path):
             assert packets[plan.ports[s][a]][0] >= n + 3
     finally:
         mn.stop()
+
+
+def test_targets_table_carries_what_differs(tmp_path, monkeypatch):
+    """``--target`` names a class of topo.mininet_switch.TARGETS; the class says how a program
+    is compiled for it, what the machine needs and which options it takes (no caller asks
+    which target it has)."""
+    import argparse
+
+    from controller.errors import ExperimentError
+    from controller.experiment import network
+    from topo.mininet_switch import TARGETS, BMv2Switch, PySwitch
+
+    assert TARGETS == {"pyswitch": PySwitch, "bmv2": BMv2Switch}
+    prog, cfg, info = tmp_path / "ina.p4", tmp_path / "b" / "ina.json", tmp_path / "i.txtpb"
+    assert PySwitch.compile_command(prog, cfg, info, ["-DX=1"]) == [
+        sys.executable, "-m", "pyswitch", "compile", str(prog), "-o", str(cfg), "-DX=1",
+        "--p4runtime-files", str(info)]
+    assert BMv2Switch.compile_command(prog, cfg, info, ["-DX=1"]) == [
+        "p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(tmp_path / "b"), "-DX=1",
+        "--p4runtime-files", str(info), str(prog)]
+    assert PySwitch.missing_tools() == []
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither p4c nor simple_switch_grpc there
+    assert BMv2Switch.missing_tools() == ["p4c", "simple_switch_grpc"]
+    assert (PySwitch.impairments, PySwitch.control_sockets) == (True, True)
+    assert (BMv2Switch.impairments, BMv2Switch.control_sockets) == (False, False)
+    assert network.switch_class("bmv2") is BMv2Switch
+    with pytest.raises(ExperimentError, match="--target tofino: expected one of pyswitch, bmv2"):
+        network.switch_class("tofino")
+    if os.geteuid() == 0 and importlib.util.find_spec("mininet") is not None:
+        with pytest.raises(ExperimentError, match=r"^--target bmv2 needs p4c and "
+                                                  r"simple_switch_grpc on PATH \(see docker"):
+            network.check_environment("bmv2")
+        network.check_environment("pyswitch")
+    # argparse reads the table's names through TARGET_CHOICES
+    p = argparse.ArgumentParser(exit_on_error=False)
+    network.add_target_option(p)
+    assert p.parse_args(["--target", "bmv2"]).target == "bmv2"
+    assert "switch target: pyswitch, bmv2 (default pyswitch)" in p.format_help()
+    with pytest.raises(argparse.ArgumentError, match="'pyswitch', 'bmv2'"):
+        p.parse_args(["--target", "tofino"])
+
+
+def test_target_choices_do_not_import_mininet():
+    """Parsing a command that never starts a switch does not pay Mininet's import."""
+    import subprocess
+
+    code = ("import sys, argparse\n"
+            "from controller.experiment.network import add_target_option\n"
+            "p = argparse.ArgumentParser()\n"
+            "add_target_option(p)\n"
+            "assert p.parse_args([]).target == 'pyswitch'\n"
+            "print('mininet' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, check=True).stdout
+    assert out.strip() == "False"

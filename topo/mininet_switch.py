@@ -12,6 +12,13 @@ instead of one after the other (code that calls ``start`` itself calls ``wait_re
 after it).  ``stop`` terminates the process (SIGTERM, then SIGKILL after a grace period);
 :meth:`P4RuntimeSwitch.batchShutdown` signals every switch first and then waits.
 The controller then pushes the pipeline over P4Runtime (or a compiled program is given).
+
+:data:`TARGETS` names the classes (``--target``), as Mininet's ``SWITCHES`` does: what
+differs between targets is a property of the class -- how a P4 program is compiled for it
+(:meth:`P4RuntimeSwitch.compile_command`), which tools the machine needs
+(:meth:`P4RuntimeSwitch.missing_tools`) and which run-time options it takes
+(:attr:`P4RuntimeSwitch.impairments`, :attr:`P4RuntimeSwitch.control_sockets`) -- so a new
+target is a class and a line, and no caller asks which target it has.
 """
 
 from __future__ import annotations
@@ -24,7 +31,9 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
 
 import grpc
 from mininet.node import Switch
@@ -57,6 +66,27 @@ class P4RuntimeSwitch(Switch):
     """Common part: process management and readiness wait. Subclasses build the command."""
 
     binary_name = "switch"
+    # what the machine must have on PATH to compile for and run this target, and where to
+    # read how to install it
+    required_tools: ClassVar[tuple[str, ...]] = ()
+    install_hint: ClassVar[str] = ""
+    # run-time options only some targets take: link impairments (``impair``), a control
+    # socket per switch (``control_socket``)
+    impairments: ClassVar[bool] = False
+    control_sockets: ClassVar[bool] = False
+
+    @classmethod
+    def missing_tools(cls) -> list[str]:
+        """The tools of :attr:`required_tools` not on PATH (empty: the machine can run it)."""
+        return [t for t in cls.required_tools if shutil.which(t) is None]
+
+    @classmethod
+    def compile_command(cls, program: Path, config: Path, p4info: Path,
+                        defines: Sequence[str] = ()) -> list[str]:  # pragma: no cover
+        """The command that compiles ``program`` into the device config ``config`` (named
+        ``<program stem>.json``) and the P4Info text file ``p4info``; ``defines`` are
+        ``-DNAME=VALUE`` preprocessor options."""
+        raise NotImplementedError
 
     def __init__(self, name: str, grpc_port: int | None = None, device_id: int | None = None,
                  config: str | None = None, cpu_port: int | None = None,
@@ -183,6 +213,14 @@ class PySwitch(P4RuntimeSwitch):
     ``python`` (interpreter; default: this process's, i.e. the project venv)."""
 
     binary_name = "pyswitch"
+    impairments = True
+    control_sockets = True
+
+    @classmethod
+    def compile_command(cls, program: Path, config: Path, p4info: Path,
+                        defines: Sequence[str] = ()) -> list[str]:
+        return [sys.executable, "-m", "pyswitch", "compile", str(program), "-o", str(config),
+                *defines, "--p4runtime-files", str(p4info)]
 
     def __init__(self, name: str, impair: list[str] | None = None,
                  control_socket: str | None = None, python: str | None = None,
@@ -212,10 +250,19 @@ class BMv2Switch(P4RuntimeSwitch):
     """BMv2 ``simple_switch_grpc`` as a Mininet switch (needs it on PATH)."""
 
     binary_name = "simple_switch_grpc"
+    required_tools = ("p4c", "simple_switch_grpc")
+    install_hint = "see docker/Dockerfile"
 
     @staticmethod
     def available() -> bool:
         return shutil.which("simple_switch_grpc") is not None
+
+    @classmethod
+    def compile_command(cls, program: Path, config: Path, p4info: Path,
+                        defines: Sequence[str] = ()) -> list[str]:
+        # p4c names its JSON after the program inside the -o folder
+        return ["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(config.parent),
+                *defines, "--p4runtime-files", str(p4info), str(program)]
 
     def command(self) -> list[str]:
         exe = shutil.which(self.binary_name)
@@ -231,3 +278,10 @@ class BMv2Switch(P4RuntimeSwitch):
         if self.cpu_port is not None:
             cmd += ["--cpu-port", str(self.cpu_port)]
         return cmd
+
+
+TARGETS: dict[str, type[P4RuntimeSwitch]] = {
+    "pyswitch": PySwitch,
+    "bmv2": BMv2Switch,
+}
+"""``--target`` name -> switch class (the first is the default)."""

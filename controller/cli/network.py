@@ -25,7 +25,13 @@ from controller.dataplane.deploy import (
     switch_rules,
 )
 from controller.errors import ExperimentError
-from controller.experiment.network import check_environment, compile_program, shaped_graph
+from controller.experiment.network import (
+    add_target_option,
+    check_environment,
+    compile_program,
+    shaped_graph,
+    switch_class,
+)
 from controller.files import InputFileError, read_input_text, write_json_atomic
 from controller.plan.document import load_plan
 from controller.plan.types import Plan
@@ -71,14 +77,12 @@ def cmd_net(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from topo.mininet_net import build_net
-    from topo.mininet_switch import BMv2Switch, PySwitch
     from topo.models import parse_topology
 
     check_environment(args.target)
     graph = shaped_graph(parse_topology(args.topo), args.bw)
     console = Console()
-    mininet = build_net(graph, BMv2Switch if args.target == "bmv2" else PySwitch,
-                        bw_unit_mbps=1.0 if args.bw else None)
+    mininet = build_net(graph, switch_class(args.target), bw_unit_mbps=1.0 if args.bw else None)
     try:
         write_json_atomic(Path(args.out), network_description(mininet))
         console.print(f"network {args.topo} is up ({len(mininet.plan.switches)} switches); "
@@ -137,7 +141,7 @@ def add_network_parsers(sub: Any, add_subcommand: Any) -> None:
                        "start a Mininet network of P4 switches and keep it up (root)")
     p.add_argument("--topo", default="fattree:4", help="topology spec or file")
     p.add_argument("--bw", type=float, default=0.0, help="link bandwidth in Mbit/s (0: unshaped)")
-    p.add_argument("--target", choices=["pyswitch", "bmv2"], default="pyswitch")
+    add_target_option(p)
     p.add_argument("--out", default="results/network.json", help="network file to write")
 
     p = add_subcommand(sub, "deploy", cmd_deploy,
@@ -146,8 +150,7 @@ def add_network_parsers(sub: Any, add_subcommand: Any) -> None:
     p.add_argument("--network", default="results/network.json",
                    help="network file from `python -m controller net`")
     p.add_argument("--job-id", type=int, default=1, help="INA job id of the plan's job")
-    p.add_argument("--target", choices=["pyswitch", "bmv2"], default="pyswitch",
-                   help="compiler to use when --p4info/--config are not given")
+    add_target_option(p, what="whose compiler to use when --p4info/--config are not given")
     p.add_argument("--p4info", help="P4Info text file (default: compile p4src/ina.p4)")
     p.add_argument("--config", help="device config (pyswitch JSON or BMv2 JSON)")
     p.add_argument("--build", default="build", help="where to compile ina.p4")

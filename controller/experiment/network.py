@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,11 +21,52 @@ import networkx as nx
 
 from controller.errors import ExperimentError
 
-__all__ = ["ROOT", "P4_PROGRAM", "SlotsOption", "check_environment", "compile_program",
-           "interface_counters", "link_bytes", "shaped_graph", "start_routed_network"]
+__all__ = ["ROOT", "P4_PROGRAM", "SlotsOption", "TARGET_CHOICES", "add_target_option",
+           "check_environment",
+           "compile_program", "interface_counters", "link_bytes", "shaped_graph",
+           "start_routed_network", "switch_class"]
 
 ROOT = Path(__file__).resolve().parents[2]
 P4_PROGRAM = ROOT / "p4src" / "ina.p4"
+
+
+def switch_class(target: str) -> Any:
+    """The switch class of ``--target`` (:data:`topo.mininet_switch.TARGETS`); one
+    ExperimentError for a name not in the table."""
+    from topo.mininet_switch import TARGETS
+
+    if target not in TARGETS:
+        raise ExperimentError(f"--target {target}: expected one of {', '.join(TARGETS)}")
+    return TARGETS[target]
+
+
+class _TargetNames:
+    """``--target``'s choices: the names of :data:`topo.mininet_switch.TARGETS`, read when
+    argparse first checks or lists them (importing Mininet costs every command ~0.15 s,
+    and most never start a switch)."""
+
+    def _names(self) -> list[str]:
+        from topo.mininet_switch import TARGETS
+
+        return list(TARGETS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Any:
+        return iter(self._names())
+
+
+TARGET_CHOICES: Any = _TargetNames()
+"""``choices=`` of every ``--target`` option (:func:`add_target_option`)."""
+
+
+def add_target_option(parser: Any, default: str = "pyswitch", what: str = "switch target") -> None:
+    """``--target NAME``: a name of :data:`topo.mininet_switch.TARGETS`.  The metavar is
+    fixed and the help names the choices through ``%(choices)s``, so that the table is read
+    only when help is shown or a value is checked."""
+    parser.add_argument("--target", choices=TARGET_CHOICES, default=default, metavar="TARGET",
+                        help=f"{what}: %(choices)s (default %(default)s)")
 
 
 def check_environment(target: str) -> None:
@@ -39,11 +78,11 @@ def check_environment(target: str) -> None:
     except ImportError:
         raise ExperimentError("Mininet is not importable: run `make run` (it installs Debian's "
                               "mininet) or apt-get install mininet") from None
-    if target == "bmv2":
-        missing = [t for t in ("p4c", "simple_switch_grpc") if shutil.which(t) is None]
-        if missing:
-            raise ExperimentError(f"--target bmv2 needs {' and '.join(missing)} on PATH "
-                                  "(see docker/Dockerfile)")
+    cls = switch_class(target)
+    missing = cls.missing_tools()
+    if missing:
+        raise ExperimentError(f"--target {target} needs {' and '.join(missing)} on PATH"
+                              + (f" ({cls.install_hint})" if cls.install_hint else ""))
 
 
 def shaped_graph(graph: nx.Graph, bw: float | None,
@@ -96,12 +135,7 @@ def compile_program(target: str, build: Path) -> tuple[Path, Path]:
         raise ExperimentError(str(exc)) from None
     build.mkdir(parents=True, exist_ok=True)
     p4info, config = build / "ina.p4info.txtpb", build / "ina.json"
-    if target == "bmv2":
-        cmd = ["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(build), *defines,
-               "--p4runtime-files", str(p4info), str(P4_PROGRAM)]
-    else:
-        cmd = [sys.executable, "-m", "pyswitch", "compile", str(P4_PROGRAM), "-o", str(config),
-               *defines, "--p4runtime-files", str(p4info)]
+    cmd = switch_class(target).compile_command(P4_PROGRAM, config, p4info, defines)
     (build / "num_slots.txt").write_text(f"{slots}\n")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -143,13 +177,11 @@ def start_routed_network(graph: nx.Graph, target: str, build_dir: Path, console:
     stopped before the error propagates; otherwise the caller stops it."""
     from controller.dataplane.deploy import deploy, routing_rules
     from topo.mininet_net import build_net
-    from topo.mininet_switch import BMv2Switch, PySwitch
 
     p4info, device_config = compile_program(target, build_dir)
     console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, {target} "
                   f"switches, {links}")
-    mininet = build_net(graph, BMv2Switch if target == "bmv2" else PySwitch,
-                        bw_unit_mbps=bw_unit_mbps)
+    mininet = build_net(graph, switch_class(target), bw_unit_mbps=bw_unit_mbps)
     try:
         addrs = {h: (info.ip, info.mac) for h, info in mininet.plan.hosts.items()}
         rules = routing_rules(graph, mininet.plan.ports, addrs, mininet.plan.device_ids)

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from controller.errors import ExperimentError
-from controller.experiment.network import SlotsOption
+from controller.experiment.network import SlotsOption, add_target_option
 from controller.options import finite_float, int_option
 from workers.models.shapes import WORKLOADS
 
@@ -58,7 +58,7 @@ def add_shared_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int_option(1, MAX_REPEATS), default=d["repeats"],
                    metavar="N", help="run every mode N times, seeds --seed .. --seed+N-1, and "
                                      "report mean±std (default 1)")
-    p.add_argument("--target", choices=["pyswitch", "bmv2"], default=d["target"])
+    add_target_option(p, d["target"])
     p.add_argument("--out", default=d["out"], help="results folder")
     p.add_argument("--name", default=d["name"], help="run name (default: a timestamp)")
 

@@ -286,7 +286,7 @@ def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: Plan, jobs: list[S
     ``bw`` (and ``loss``, ``dup``, ``reorder``, ``seed`` when ``impair``; ``slot_policy``
     when several jobs share the switches)."""
     from topo.mininet_net import build_net
-    from topo.mininet_switch import BMv2Switch, PySwitch
+    from topo.mininet_switch import TARGETS
 
     console = run.console
     if control_sockets and s.target != "pyswitch":
@@ -305,7 +305,7 @@ def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: Plan, jobs: list[S
             f"the native path (the pipeline compiled to C, {time.perf_counter() - t0:.1f} s)"
             if not sw.native_why else f"the Python path ({sw.native_why})"))
         del sw
-    switch_cls = BMv2Switch if s.target == "bmv2" else PySwitch
+    switch_cls = TARGETS[s.target]
     opts = {"impair": _impairments(s)} if s.target == "pyswitch" and impair else {}
     socks = _control_sockets([n for n, k in graph.nodes(data="kind") if k == "switch"]) \
         if control_sockets else {}
