@@ -24,10 +24,12 @@ since a time means nothing without them.
 A results file that cannot be read or does not have that shape (not a regular file of at
 most :data:`MAX_RESULTS_BYTES`, not JSON, not an object, a key of the wrong type -- every
 field a row reads is checked: ``exact`` and ``matches_simulation`` true/false, not the
-string "false"; ``settings.rounds`` a whole number >= 1; times and byte counts >= 0 --, a
+string "false"; ``settings.rounds`` a whole number >= 1; times, byte counts and γ >= 0;
+retransmissions whole numbers >= 0; accuracies in [0, 1] --, a
 number that is not finite, nesting where a number belongs, figures whose mean or quotient
 overflows) is skipped with one line naming the file and the offending key; the table of the other runs is
-still printed, and only when no run is left does ``compare`` exit non-zero.
+still printed, and only when no run is left does ``compare`` exit non-zero.  ``--out`` must
+not be one of the results files read (nothing is written then).
 """
 
 from __future__ import annotations
@@ -60,12 +62,31 @@ MAX_RESULTS_BYTES = 512 * 2**20
 """Largest results.json read (a 1,000-round run with every record is a few MB)."""
 
 
+def results_path(path: str | Path) -> Path:
+    """The ``results.json`` a RUN argument names (the file, or the one in its run folder)."""
+    p = Path(path)
+    return p / "results.json" if p.is_dir() else p
+
+
+def check_out_not_input(out: str | Path, runs: list[str]) -> None:
+    """One ExperimentError if ``--out`` is one of the results files read (``compare RUN
+    --out RUN/results.json`` would replace the run's results with the comparison)."""
+    for run in runs:
+        try:
+            src = results_path(run)
+            same = (src.exists() and Path(out).exists() and Path(out).samefile(src)) or (
+                Path(out).resolve() == src.resolve())
+        except (OSError, RuntimeError):  # a name the OS cannot look up: load_results says so
+            continue
+        if same:
+            raise ExperimentError(f"--out {out}: is the results file of {run}, an input; "
+                                  "nothing written")
+
+
 def load_results(path: str | Path) -> dict[str, Any]:
     """``results.json`` of a run (``path`` is the file or its run folder)."""
-    p = Path(path)
     try:
-        if p.is_dir():
-            p = p / "results.json"
+        p = results_path(path)
         if not p.exists():
             raise ExperimentError(f"{shown_path(path)}: no results.json there")
     except OSError as exc:  # a name the OS cannot look up (too long)
@@ -152,6 +173,13 @@ def _whole(v: Any, where: str, low: int) -> None:
         raise _Bad(f"{where} must be a whole number >= {low}, not {_short(v)}")
 
 
+def _fraction(v: Any, where: str) -> None:
+    """Absent or a number in [0, 1] (an accuracy)."""
+    _number(v, where)
+    if v is not None and not 0 <= v <= 1:
+        raise _Bad(f"{where} must be between 0 and 1, not {_short(v)}")
+
+
 def _short(v: Any) -> str:
     text = repr(v)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -164,9 +192,11 @@ _BYTES = ("ps_rx_bytes", "busiest_link_bytes")  # and every other count: >= 0
 def _round_record(r: dict[str, Any], where: str) -> None:
     for key in _ROUND_NUMBERS:
         _number(r.get(key), f"{where}.{key}")
-    for key in ("time_s", *_BYTES, "retransmissions"):
+    for key in ("time_s", *_BYTES):
         if r.get(key) is not None and r[key] < 0:
             raise _Bad(f"{where}.{key} must be >= 0, not {_short(r[key])}")
+    _whole(r.get("retransmissions"), f"{where}.retransmissions", 0)
+    _fraction(r.get("accuracy"), f"{where}.accuracy")
     _bool(r.get("exact"), f"{where}.exact")
 
 
@@ -197,6 +227,8 @@ def _gamma(v: Any, where: str) -> None:
     gamma = _obj(v, where)
     for key in ("predicted", "measured"):
         _number(gamma.get(key), f"{where}.{key}")
+        if gamma.get(key) is not None and gamma[key] < 0:  # a rate
+            raise _Bad(f"{where}.{key} must be >= 0, not {_short(gamma[key])}")
 
 
 def check_results(doc: dict[str, Any]) -> str | None:
@@ -219,6 +251,8 @@ def check_results(doc: dict[str, Any]) -> str | None:
                 _number(mode.get(key), f"{where}.{key}")
                 if key != "final_accuracy" and mode.get(key) is not None and mode[key] < 0:
                     raise _Bad(f"{where}.{key} must be >= 0, not {_short(mode[key])}")
+            _whole(mode.get("retransmissions"), f"{where}.retransmissions", 0)
+            _fraction(mode.get("final_accuracy"), f"{where}.final_accuracy")
             if not isinstance(mode.get("policy"), (str, int, type(None))):
                 raise _Bad(f"{where}.policy must be a string, not {_kind(mode['policy'])}")
             for i, r in enumerate(_records(mode.get("rounds"), f"{where}.rounds")):
@@ -228,12 +262,17 @@ def check_results(doc: dict[str, Any]) -> str | None:
             for i, r in enumerate(_records(_obj(data, where).get("runs"), f"{where}.runs")):
                 for key in ("duration_s", "ps_link_bytes", "final_accuracy"):
                     _number(r.get(key), f"{where}.runs[{i}].{key}")
+                    if r.get(key) is not None and r[key] < 0:
+                        raise _Bad(f"{where}.runs[{i}].{key} must be >= 0, not "
+                                   f"{_short(r[key])}")
+                _fraction(r.get("final_accuracy"), f"{where}.runs[{i}].final_accuracy")
         for name, data in _obj(doc.get("rules"), "'rules'").items():
             where = f"rules.{name}"
             for i, r in enumerate(_records(_obj(data, where).get("runs"), f"{where}.runs")):
                 w = f"{where}.runs[{i}]"
                 for key in ("busiest_link_bytes_per_round", "final_accuracy"):
                     _number(r.get(key), f"{w}.{key}")
+                _fraction(r.get("final_accuracy"), f"{w}.final_accuracy")
                 for k, v in _obj(r.get("link_bytes"), f"{w}.link_bytes").items():
                     _number(v, f"{w}.link_bytes.{k}")
                 _bool(r.get("matches_simulation"), f"{w}.matches_simulation")
@@ -409,6 +448,7 @@ def cmd_compare(args: Any) -> int:
             check_output_file(args.out, "--out")
         except OutputPathError as exc:
             raise ExperimentError(str(exc)) from None
+        check_out_not_input(args.out, args.runs)
 
     def skip(message: str) -> None:
         print(f"error: {message} (skipped)", file=sys.stderr)
