@@ -21,7 +21,7 @@ import pytest
 
 from controller.cli.main import main as cli_main
 from controller.errors import ExperimentError
-from controller.experiment.methods.async_ps import (
+from controller.experiment.methods.async_ps.method import (
     aggregate,
     expected_duration,
     parse_policies,

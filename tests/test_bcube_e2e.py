@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from controller.errors import ExperimentError
-from controller.experiment.methods.collective import (
+from controller.experiment.methods.collective.method import (
     exact_rounds,
     fdb_entries,
     parse_baselines,

@@ -21,7 +21,7 @@ import pytest
 
 from controller.cli.main import main as cli_main
 from controller.errors import ExperimentError
-from controller.experiment.methods.cluster import parse_rules, predicted_link_bytes
+from controller.experiment.methods.cluster.method import parse_rules, predicted_link_bytes
 from topo.models import leaf_spine
 from workers.cluster.clustering import ps_schedule
 from workers.cluster.job import ClusterJob

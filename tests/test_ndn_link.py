@@ -22,7 +22,12 @@ import numpy as np
 import pytest
 
 from controller.errors import ExperimentError
-from controller.experiment.methods.ndn import comparison, ndn_rounds, parse_sweep, router_configs
+from controller.experiment.methods.ndn.method import (
+    comparison,
+    ndn_rounds,
+    parse_sweep,
+    router_configs,
+)
 from topo.mininet_net import plan_network
 from topo.models import fat_tree, leaf_spine
 from workers.common.quantize import dequantize, quantize

@@ -1,17 +1,17 @@
 """The methods of ``run --method``: name -> :class:`controller.experiment.runner.Method` subclass.
 
 One table, apart from any method (the Mininet way: ``SWITCHES``, ``TOPOS``); a new method is a
-module under ``controller/experiment/methods/`` and a line here.
+package under ``controller/experiment/methods/`` and a line here.
 """
 
 from __future__ import annotations
 
-from controller.experiment.methods.async_ps import AsyncMethod
-from controller.experiment.methods.cluster import ClusterMethod
-from controller.experiment.methods.collective import CollectiveMethod
-from controller.experiment.methods.ddp import DdpMethod
+from controller.experiment.methods.async_ps.method import AsyncMethod
+from controller.experiment.methods.cluster.method import ClusterMethod
+from controller.experiment.methods.collective.method import CollectiveMethod
+from controller.experiment.methods.ddp.method import DdpMethod
 from controller.experiment.methods.ina import InaMethod
-from controller.experiment.methods.ndn import NdnMethod
+from controller.experiment.methods.ndn.method import NdnMethod
 from controller.experiment.runner import Method
 
 __all__ = ["METHODS", "DEFAULT_METHOD"]

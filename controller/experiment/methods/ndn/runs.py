@@ -14,7 +14,7 @@ import numpy as np
 
 from controller.errors import ExperimentError
 from controller.experiment.methods.bridged import run_schedule, start_bridges, summarize_run
-from controller.experiment.methods.ndn_records import (
+from controller.experiment.methods.ndn.records import (
     async_summary,
     gpu_slowdowns,
     impair_text,

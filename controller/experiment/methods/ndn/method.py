@@ -67,12 +67,12 @@ import numpy as np
 
 from controller.errors import ExperimentError
 from controller.experiment.methods.common import add_async_sgd_options, check_async_sgd
-from controller.experiment.methods.ndn_plots import (
+from controller.experiment.methods.ndn.plots import (
     plot_distribution,
     report_async,
     sync_table,
 )
-from controller.experiment.methods.ndn_records import (
+from controller.experiment.methods.ndn.records import (
     async_summary,
     comparison,
     gpu_slowdowns,
@@ -83,7 +83,7 @@ from controller.experiment.methods.ndn_records import (
     router_fields,
     sum_counters,
 )
-from controller.experiment.methods.ndn_runs import TRAIN_NAME, run_ndn, run_tcp
+from controller.experiment.methods.ndn.runs import TRAIN_NAME, run_ndn, run_tcp
 from controller.experiment.report import plot_modes, summary_table
 from controller.experiment.run_options import add_impairment_options, add_round_timeout
 from controller.experiment.runner import Method, Run

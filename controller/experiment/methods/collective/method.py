@@ -65,7 +65,7 @@ from controller.experiment.methods.bridged import (
     start_bridges,
     summarize_run,
 )
-from controller.experiment.methods.collective_report import comparison, sync_time_table
+from controller.experiment.methods.collective.report import comparison, sync_time_table
 from controller.experiment.network import shaped_graph
 from controller.experiment.report import print_written, summary_table
 from controller.experiment.runner import Method, Run, execute

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from controller.errors import ExperimentError, parse_name_list
-from controller.experiment.methods.async_report import plot_results, summary_table
+from controller.experiment.methods.async_ps.report import plot_results, summary_table
 from controller.experiment.methods.common import (
     add_async_sgd_options,
     check_async_sgd,

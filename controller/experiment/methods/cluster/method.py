@@ -49,12 +49,12 @@ from typing import Any
 import numpy as np
 
 from controller.errors import ExperimentError, parse_name_list
-from controller.experiment.methods.cluster_records import (
+from controller.experiment.methods.cluster.records import (
     SUMMARY_KEYS,
     predicted_link_bytes,
     summarize_run,
 )
-from controller.experiment.methods.cluster_report import plot_results, summary_table
+from controller.experiment.methods.cluster.report import plot_results, summary_table
 from controller.experiment.network import ROOT
 from controller.experiment.records import seed_summary
 from controller.experiment.run_options import add_round_timeout

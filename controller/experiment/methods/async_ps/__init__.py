@@ -1,0 +1,2 @@
+"""``run --method async``: the runner (:mod:`.method`) and its table and plots
+(:mod:`.report`)."""

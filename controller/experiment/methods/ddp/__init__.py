@@ -1,0 +1,1 @@
+"""``run --method ddp``: the runner (:mod:`.method`), PyTorch DDP through the switches."""
