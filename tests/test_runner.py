@@ -16,7 +16,15 @@ from rich.console import Console
 from controller.experiment import provenance
 from controller.experiment.clean import find_leftovers, is_our_process
 from controller.experiment.records import ModeSummary, repeat_stats
-from controller.experiment.runner import Launch, Method, Node, RoutedNetwork, Run, execute
+from controller.experiment.runner import (
+    Launch,
+    Method,
+    Node,
+    RoutedNetwork,
+    Run,
+    Trial,
+    execute,
+)
 
 
 def _console() -> Console:
@@ -43,12 +51,19 @@ class FakeMethod(Method):
     def prepare(self, run: Run) -> None:
         run.settings = {"rounds": 3}
 
-    def execute(self, run: Run) -> None:
+    def trials(self, run: Run):
         for rep, seed in enumerate(run.seeds):
             for mode in ("a", "b"):
-                if (rep, mode) == self.stop_at:
-                    raise self.error()
-                run.record(mode, _mode(seed, mode), rep)
+                yield Trial(mode, mode, seed, rep, run.out_dir / mode)
+
+    @contextlib.contextmanager
+    def network(self, run: Run, name: str = ""):
+        yield None
+
+    def run_trial(self, run: Run, trial: Trial, net) -> dict:
+        if (trial.repeat, trial.kind) == self.stop_at:
+            raise self.error()
+        return _mode(trial.seed, trial.kind)
 
     def results(self, run: Run) -> dict:
         return {**super().results(run), "exact_all_rounds": True}
@@ -227,7 +242,7 @@ class GroupedFake(Method):
         run.settings = {"k": 1}
 
     @contextlib.contextmanager
-    def network(self, run: Run):
+    def network(self, run: Run, name: str = ""):
         yield RoutedNetwork(_FakeMininet(), {})
 
     def job(self, run, trial, net):
@@ -262,6 +277,64 @@ def test_a_grouped_run_stopped_midway_keeps_its_layout(tmp_path):
     assert doc["complete"] is False and doc["settings"] == {"k": 1}
     assert doc["kinds"] == {"a": {"summary": {"x": {"mean": 0.0, "std": 0.0, "n": 1, "of": 1}},
                                   "runs": [{"x": 0}]}}
+
+
+class NetworksFake(Method):
+    """Trials on two networks: the base's execute starts each network once for the
+    consecutive trials naming it, stops it before the next, prints the headline first and
+    keeps every record as its trial ends."""
+
+    name = "nets"
+
+    def prepare(self, run: Run) -> None:
+        run.settings = {}
+        self.events: list[str] = []
+
+    def headline(self, run: Run) -> str:
+        return "about to run 4 trials"
+
+    def trials(self, run: Run):
+        for i, net in enumerate(("x", "x", "y", "x")):
+            yield Trial(f"t{i}", "k", run.seeds[0], 0, run.out_dir / f"t{i}", network=net,
+                        spec=i * 10)
+
+    @contextlib.contextmanager
+    def network(self, run: Run, name: str = ""):
+        self.events.append(f"start {name}")
+        try:
+            yield name
+        finally:
+            self.events.append(f"stop {name}")
+
+    def run_trial(self, run: Run, trial: Trial, net) -> dict:
+        assert net == trial.network
+        # the previous trials' records are on disk already
+        done = json.loads((run.out_dir / "results.json").read_text())["modes"] \
+            if trial.label != "t0" else {}
+        self.events.append(f"{trial.label} after {sorted(done)}")
+        return {"spec": trial.spec}
+
+
+def test_the_base_execute_groups_trials_by_network_and_keeps_each_record(tmp_path):
+    console = _console()
+    method = NetworksFake(_args(tmp_path))
+    res = execute(method, console=console)
+    assert method.events == ["start x", "t0 after []", "t1 after ['t0']", "stop x",
+                             "start y", "t2 after ['t0', 't1']", "stop y",
+                             "start x", "t3 after ['t0', 't1', 't2']", "stop x"]
+    assert res["modes"] == {"t0": {"spec": 0}, "t1": {"spec": 10}, "t2": {"spec": 20},
+                            "t3": {"spec": 30}}
+    assert console.file.getvalue().startswith("about to run 4 trials")
+
+
+def test_no_method_overrides_execute():
+    """The base owns the skeleton: every method of the registry fills hooks instead.  INA
+    is the one exception left (its engine drives its modes; the lead moves it onto
+    run_trial), named here so that no other method adds one."""
+    from controller.experiment.registry import METHODS
+
+    overriding = sorted({name for name, cls in METHODS.items() if cls.execute is not Method.execute})
+    assert overriding == ["ina"]
 
 
 def test_shared_options_are_checked_when_a_method_is_built(tmp_path):
@@ -299,3 +372,43 @@ def test_clean_matches_only_what_our_runs_start():
     assert found.bridges == ["bc0_1", "leaf0"]
     assert found.namespaces == ["m991h2", "t12345h1"]
     assert find_leftovers({}, {"eth0": ""}, []).empty()
+
+
+def _method(tmp_path, *argv: str) -> tuple[Method, Run]:
+    """A method built from ``run`` options, with the graph and hosts its trials read (no
+    network, no root: ``prepare`` without the machine check)."""
+    from controller.cli.run import parse_run
+    from controller.experiment.registry import METHODS
+
+    args, _ = parse_run("run", [*argv, "--out", str(tmp_path), "--name", "r"], None)
+    method = METHODS[args.method](args)
+    run = Run(args.method, args.out, args.name, seed=args.seed, repeats=method.repeats(),
+              console=_console())
+    method.validate()
+    method.graph = method.topology()
+    run.settings = method.settings(run)
+    return method, run
+
+
+def test_the_methods_trials_keep_their_order_labels_and_folders(tmp_path):
+    """What the overrides of execute ran, in the order they ran it, is now the methods'
+    ``trials``: NDN with its TCP baseline per worker count, BCube per network then seed."""
+    ndn, run = _method(tmp_path, "--method", "ndn", "--topo", "leafspine:2,2,2",
+                       "--ndn-sweep", "2,3", "--repeats", "2", "--seed", "5")
+    got = [(t.label, t.kind, t.seed, t.repeat, t.folder.name, len(t.spec))
+           for t in ndn.trials(run)]
+    assert got == [("ndn@2", "ndn", 5, 0, "ndn@2", 2), ("tcp-ps@2", "tcp-ps", 5, 0, "tcp-ps@2", 2),
+                   ("ndn@3", "ndn", 5, 0, "ndn@3", 3), ("tcp-ps@3", "tcp-ps", 5, 0, "tcp-ps@3", 3),
+                   ("ndn@2", "ndn", 6, 1, "ndn@2-seed6", 2),
+                   ("tcp-ps@2", "tcp-ps", 6, 1, "tcp-ps@2-seed6", 2),
+                   ("ndn@3", "ndn", 6, 1, "ndn@3-seed6", 3),
+                   ("tcp-ps@3", "tcp-ps", 6, 1, "tcp-ps@3-seed6", 3)]
+    assert "worker counts [2, 3]" in ndn.headline(run)
+
+    bc, run = _method(tmp_path, "--method", "bcube", "--bcube", "2,2", "--baselines", "ps",
+                      "--grad-mb", "1", "--repeats", "2")
+    got = [(t.network, t.label, t.seed, t.folder.name) for t in bc.trials(run)]
+    assert got == [("bcube", "bcube@1MB", 0, "bcube@1MB"),
+                   ("bcube", "bcube@1MB", 1, "bcube@1MB-seed1"),
+                   ("fattree", "ps@1MB", 0, "ps@1MB"), ("fattree", "ps@1MB", 1, "ps@1MB-seed1")]
+    assert "BCube(2,2)" in bc.headline(run) and "--target" not in bc.headline(run)

@@ -27,20 +27,26 @@ per behaviour, a small name -> class table in :mod:`controller.experiment.regist
 * before any network (``prepare``): ``validate`` (its options), ``topology`` (the graph, built
   once from ``--topo``/``--bw``; ``check_hosts`` and ``host_links`` refine it), ``target`` (the
   switches the machine must run) and ``settings`` (``results.json``'s ``settings``);
-* the trials (``execute``): ``network`` (started once), ``trials`` (every kind for every seed),
-  and per trial ``job`` (its files), ``nodes`` (its processes, a :class:`Launch`) and ``record``
-  (its figures, kept with :meth:`Run.record`);
+* the trials (:meth:`Method.execute`, the base's alone): ``headline`` (one line printed first),
+  ``trials`` (every kind for every seed, each naming the network it runs on), ``network``
+  (started once per network, shared by the consecutive trials that name it) and per trial the
+  one hook ``run_trial`` -- by default ``job`` (its files), ``nodes`` (its processes, a
+  :class:`Launch`, started by :meth:`Run.launch`) and ``record`` (its figures) -- whose record
+  is kept with :meth:`Run.record`;
 * the end: ``results`` (the document; ``GROUPS``/``SUMMARY_KEYS`` lay it out per kind with
   mean ± std over the seeds) and ``report`` (``plots`` and ``tables``).
 
-A method whose trials do not fit one network and one launch per trial (BCube, NDN, DDP)
-overrides ``execute`` and keeps the rest.
+A method whose trials are not one launch on one routed network fills ``run_trial`` (and
+``network``, ``trials``) instead of ``job``/``nodes``/``record``: BCube (two networks of Linux
+bridges), NDN (a network per trial), DDP (several launches per trial).  No method overrides
+``execute``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -353,13 +359,17 @@ class Run:
 class Trial:
     """One run of a method's processes: ``kind`` (a policy, a rule, a mode) with ``seed``, in
     repeat ``repeat``; ``label`` names its record and progress bar, ``folder`` holds its
-    files."""
+    files; ``network`` names the network it runs on (consecutive trials naming the same one
+    share it, :meth:`Method.execute`) and ``spec`` is whatever else the method's
+    ``run_trial`` needs (a worker group, a message size)."""
 
     label: str
     kind: str
     seed: int
     repeat: int
     folder: Path
+    network: str = ""
+    spec: Any = None
 
 
 @dataclass
@@ -465,19 +475,35 @@ class Method:
     # -- the trials ----------------------------------------------------------------------
 
     def execute(self, run: Run) -> None:
-        """Every trial on one network: its job, its processes, its record."""
-        with self.network(run) as net:
-            for trial in self.trials(run):
-                job = self.job(run, trial, net)
-                done = run.launch(net.mininet, self.nodes(run, trial, job, net))
-                record = self.record(run, trial, job, net, done)
-                self._kind_of[trial.label] = trial.kind
-                run.record(trial.label, record, trial.repeat)
+        """Every trial, on its network, through :meth:`run_trial`; each record is kept (and
+        ``results.json`` rewritten) as soon as the trial ends.  The skeleton of every method:
+        a method fills the hooks, never this."""
+        line = self.headline(run)
+        if line:
+            run.console.print(line)
+        for name, trials in itertools.groupby(self.trials(run), key=lambda t: t.network):
+            with self.network(run, name) as net:
+                for trial in trials:
+                    record = self.run_trial(run, trial, net)
+                    self._kind_of[trial.label] = trial.kind
+                    run.record(trial.label, record, trial.repeat)
+
+    def headline(self, run: Run) -> str:
+        """What the run is about to do, printed before the first trial (empty: nothing)."""
+        return ""
+
+    def run_trial(self, run: Run, trial: Trial, net: Any) -> dict[str, Any]:
+        """One trial on ``net`` (what :meth:`network` yielded for ``trial.network``); returns
+        its record.  Here: write its job, launch its processes, read its figures."""
+        job = self.job(run, trial, net)
+        done = run.launch(net.mininet, self.nodes(run, trial, job, net))
+        return self.record(run, trial, job, net, done)
 
     @contextlib.contextmanager
-    def network(self, run: Run) -> Iterator[RoutedNetwork]:
-        """The network every trial uses, stopped whatever happens: ``self.graph`` with
-        ``--target`` switches running ``ina.p4`` as IPv4 routers along the ECMP paths."""
+    def network(self, run: Run, name: str = "") -> Iterator[Any]:
+        """The network the trials naming ``name`` use, stopped whatever happens.  Here (one
+        network, ``name`` unused): ``self.graph`` with ``--target`` switches running
+        ``ina.p4`` as IPv4 routers along the ECMP paths, a :class:`RoutedNetwork`."""
         shaped = bool(self.args.bw or self.host_links())
         mininet, addrs = start_routed_network(self.graph, self.args.target,
                                               run.out_dir / "build", run.console,

@@ -223,24 +223,29 @@ class AsyncMethod(Method):
                 "target_acc": args.async_target_acc, "kappa_mode": args.kappa_mode,
                 "target": args.target}
 
-    def execute(self, run: Run) -> None:
-        args, console, learners, factors = self.args, run.console, self.learners, self.factors
-        named = [h if f == 1 else f"{h}×{f:g}" for h, f in zip(learners, factors, strict=True)]
-        console.print(f"[bold]async PS[/] on {args.topo}: PS {args.ps}, learners "
-                      f"{', '.join(named)}; policies {', '.join(self.kinds)}, seeds "
-                      f"{run.seeds}")
+    def prepare(self, run: Run) -> None:
+        super().prepare(run)
+        args, learners = self.args, self.learners
+        # the push budget, and a timeout from what should take longest: compute or the PS link
         self.budget = budget = args.rounds * len(learners)
-        n_params = Replica(TrainConfig(model=args.model, hidden=args.hidden,
-                                       n_workers=len(learners)), 0).params.size
-        compute_s = expected_duration(budget, max(args.async_step_ms / 1e3, 1e-3), factors)
-        link_s = ps_link_seconds(budget, n_params, args.bw)
-        if link_s > compute_s:
-            console.print(f"[yellow]note[/]: at {args.bw:g} Mbit/s the PS link needs "
-                          f"≈{link_s:.0f} s for {budget} pushes of {n_params} values (compute "
-                          f"≈{compute_s:.0f} s): the network sets the pace (--bw 0 = unshaped "
-                          "links)")
-        self.timeout = max(120.0, 10 * max(compute_s, link_s))
-        super().execute(run)
+        self.n_params = Replica(TrainConfig(model=args.model, hidden=args.hidden,
+                                            n_workers=len(learners)), 0).params.size
+        self.compute_s = expected_duration(budget, max(args.async_step_ms / 1e3, 1e-3),
+                                           self.factors)
+        self.link_s = ps_link_seconds(budget, self.n_params, args.bw)
+        self.timeout = max(120.0, 10 * max(self.compute_s, self.link_s))
+
+    def headline(self, run: Run) -> str:
+        args, learners, factors = self.args, self.learners, self.factors
+        named = [h if f == 1 else f"{h}×{f:g}" for h, f in zip(learners, factors, strict=True)]
+        line = (f"[bold]async PS[/] on {args.topo}: PS {args.ps}, learners "
+                f"{', '.join(named)}; policies {', '.join(self.kinds)}, seeds {run.seeds}")
+        if self.link_s > self.compute_s:
+            line += (f"\n[yellow]note[/]: at {args.bw:g} Mbit/s the PS link needs "
+                     f"≈{self.link_s:.0f} s for {self.budget} pushes of {self.n_params} values "
+                     f"(compute ≈{self.compute_s:.0f} s): the network sets the pace (--bw 0 = "
+                     "unshaped links)")
+        return line
 
     def job(self, run: Run, trial: Trial, net: Any) -> AsyncJob:
         args, n = self.args, len(self.learners)

@@ -216,14 +216,13 @@ class ClusterMethod(Method):
                 "lr": TrainConfig().lr, "bw_mbps": args.bw or None, "target": args.target,
                 "seeds": run.seeds}
 
-    def execute(self, run: Run) -> None:
+    def headline(self, run: Run) -> str:
         args = self.args
-        run.console.print(f"[bold]clustered PS[/] on {args.topo}: nodes "
-                          f"{', '.join(self.node_hosts)} (profile {self.profile.name}), central PS "
-                          f"{args.ps}; {self.periods} periods x {args.cluster_period} batches, "
-                          f"re-election every {args.cluster_reelect}; rules "
-                          f"{', '.join(self.kinds)}, seeds {run.seeds}")
-        super().execute(run)
+        return (f"[bold]clustered PS[/] on {args.topo}: nodes "
+                f"{', '.join(self.node_hosts)} (profile {self.profile.name}), central PS "
+                f"{args.ps}; {self.periods} periods x {args.cluster_period} batches, "
+                f"re-election every {args.cluster_reelect}; rules "
+                f"{', '.join(self.kinds)}, seeds {run.seeds}")
 
     def job(self, run: Run, trial: Trial, net: Any) -> ClusterTrial:
         args, nodes, n = self.args, self.node_hosts, len(self.node_hosts)

@@ -53,9 +53,10 @@ Outputs
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
-
-import networkx as nx
 
 from controller.errors import ExperimentError
 from controller.experiment.methods.bridged import (
@@ -68,7 +69,7 @@ from controller.experiment.methods.bridged import (
 from controller.experiment.methods.collective.report import comparison, sync_time_table
 from controller.experiment.network import shaped_graph
 from controller.experiment.report import print_written, summary_table
-from controller.experiment.runner import Method, Run, execute
+from controller.experiment.runner import Method, Run, Trial, execute
 from workers.collective.baselines import (
     VALUE_BYTES,
     bcube_nic,
@@ -190,6 +191,16 @@ def server_links(kind: str, schedule: Any, net_plan: Any, hosts: list[str],
 # ------------------------------------------------------------------ the method
 
 
+@dataclass
+class BridgedNetwork:
+    """A started network of Linux bridges (:meth:`CollectiveMethod.network`): which one
+    (``bcube`` or ``fattree``), the Mininet wrapper and the servers, in rank order."""
+
+    kind: str
+    mininet: Any
+    hosts: list[str]
+
+
 def size_label(s: float | None) -> str:
     return "model" if s is None else f"{s:g}MB"
 
@@ -257,51 +268,58 @@ class CollectiveMethod(Method):
             settings["seeds"] = run.seeds
         return settings
 
-    def execute(self, run: Run) -> None:
+    def headline(self, run: Run) -> str:
+        args, N, k, bw = self.args, self.N, self.k, self.bw
+        note = ("note: --method bcube uses Linux bridges as switches; --target ignored\n"
+                if args.target != "pyswitch" else "")
+        return (note + f"[bold]BCube({N},{k})[/] sizing: {self.P} servers, model gradient "
+                f"{self.n_model} values, sizes {', '.join(size_label(s) for s in self.sizes)}, "
+                f"methods {', '.join(self.selected)}" + (f", {bw:g} Mbit/s links" if bw else ""))
+
+    def trials(self, run: Run) -> Iterator[Trial]:
+        """Per network (BCube, then the baselines' fat-tree), seed by seed, every method on
+        it and every size; the first repeat keeps the folders it always had."""
+        on_bcube = [m for m in self.selected if m in ("bcube", "ring-bcube")]
+        for net_kind, methods in (("bcube", on_bcube), ("fattree", self.fat_needed)):
+            for rep, seed in enumerate(run.seeds):
+                for method in methods:
+                    for size in self.sizes:
+                        label = f"{method}@{size_label(size)}"
+                        folder = label if rep == 0 else f"{label}-seed{seed}"
+                        yield Trial(label, method, seed, rep, run.out_dir / folder,
+                                    network=net_kind, spec=size)
+
+    @contextlib.contextmanager
+    def network(self, run: Run, name: str = "") -> Iterator[BridgedNetwork]:
+        """``name``'s network (``bcube``: BCube(N, K); ``fattree``: the baselines'), Linux
+        bridges with static forwarding; its first P hosts are the servers."""
         from mininet.nodelib import LinuxBridge
 
         from topo.mininet_net import build_net
         from topo.models import bcube, fat_tree
         from topo.models import hosts as host_names
 
-        args, console, N, k, P, bw = self.args, run.console, self.N, self.k, self.P, self.bw
-        if args.target != "pyswitch":
-            console.print("note: --method bcube uses Linux bridges as switches; --target "
-                          "ignored")
-        networks: list[tuple[str, nx.Graph, list[str]]] = []
-        on_bcube = [m for m in self.selected if m in ("bcube", "ring-bcube")]
-        if on_bcube:
-            networks.append(("bcube", bcube(N, k), on_bcube))
-        if self.fat_needed:
-            networks.append(("fattree", fat_tree(args.fattree_k), self.fat_needed))
-        console.print(f"[bold]BCube({N},{k})[/] sizing: {P} servers, model gradient "
-                      f"{self.n_model} values, sizes "
-                      f"{', '.join(size_label(s) for s in self.sizes)}, methods "
-                      f"{', '.join(self.selected)}" + (f", {bw:g} Mbit/s links" if bw else ""))
-        for net_kind, graph0, methods in networks:
-            graph = shaped_graph(graph0, bw)
-            hosts = host_names(graph)[:P]
-            console.print(f"[bold]starting Mininet[/] ({net_kind}): "
+        k, bw = self.k, self.bw
+        graph = shaped_graph(bcube(self.N, k) if name == "bcube"
+                             else fat_tree(self.args.fattree_k), bw)
+        hosts = host_names(graph)[:self.P]
+        run.console.print(f"[bold]starting Mininet[/] ({name}): "
                           f"{graph.number_of_nodes()} nodes, Linux bridges")
-            with run.network(build_net(graph, LinuxBridge,
-                                       bw_unit_mbps=1.0 if bw else None)) as mininet:
-                if net_kind == "bcube":
-                    for lv in range(k):  # NIC l of every server is on level l's switch
-                        for h in hosts:
-                            nb = mininet.plan.hosts[h].neighbours[lv]
-                            if graph.nodes[nb].get("level") != lv:
-                                raise ExperimentError(f"{h}: NIC {lv} leads to {nb}, not a "
-                                                      f"level-{lv} switch")
-                start_bridges(mininet, graph)
-                for rep, seed in enumerate(run.seeds):
-                    for method in methods:
-                        for size in self.sizes:
-                            self._run_one(run, rep, seed, mininet, net_kind, hosts, method,
-                                          size)
+        with run.network(build_net(graph, LinuxBridge,
+                                   bw_unit_mbps=1.0 if bw else None)) as mininet:
+            if name == "bcube":
+                for lv in range(k):  # NIC l of every server is on level l's switch
+                    for h in hosts:
+                        nb = mininet.plan.hosts[h].neighbours[lv]
+                        if graph.nodes[nb].get("level") != lv:
+                            raise ExperimentError(f"{h}: NIC {lv} leads to {nb}, not a "
+                                                  f"level-{lv} switch")
+            start_bridges(mininet, graph)
+            yield BridgedNetwork(name, mininet, hosts)
 
-    def _run_one(self, run: Run, rep: int, seed: int, mininet: Any, net_kind: str,
-                 hosts: list[str], method: str, size: float | None) -> None:
+    def run_trial(self, run: Run, trial: Trial, net: BridgedNetwork) -> dict[str, Any]:
         N, k, P, bw, args = self.N, self.k, self.P, self.bw, self.args
+        method, size, mininet, hosts = trial.kind, trial.spec, net.mininet, net.hosts
         spec: dict[str, Any]
         if method == "bcube":
             spec = {"kind": "bcube", "N": N, "k": k}
@@ -316,14 +334,14 @@ class CollectiveMethod(Method):
         n = self.n_of[size]
         schedule = make_schedule(spec, n)
         try:
-            nic_of = server_links(net_kind, schedule, mininet.plan, hosts, N, k)
+            nic_of = server_links(net.kind, schedule, mininet.plan, hosts, N, k)
         except ValueError as exc:
             raise ExperimentError(f"{method}: {exc}") from None
         pred = predicted_sync_s(schedule, nic_of, bw) if bw else None
-        label = f"{method}@{size_label(size)}"
-        folder = label if rep == 0 else f"{label}-seed{seed}"
-        train = self.train if rep == 0 else TrainConfig(
-            model=args.model, hidden=args.hidden, n_workers=P, rounds=args.rounds, seed=seed)
+        label, folder = trial.label, trial.folder
+        train = self.train if trial.repeat == 0 else TrainConfig(
+            model=args.model, hidden=args.hidden, n_workers=P, rounds=args.rounds,
+            seed=trial.seed)
         job = {"schedule": spec, "n_workers": P, "n_values": n,
                "frame_values": args.frame_kb * 1024 // VALUE_BYTES,
                "timeout_s": max(60.0, 20 * (pred or 0)),
@@ -331,14 +349,13 @@ class CollectiveMethod(Method):
                "ips": [mininet.plan.hosts[h].ips for h in hosts], "port": PORT,
                "train": {f: getattr(train, f) for f in train.__dataclass_fields__},
                "frac_bits": self.frac_bits, "rounds": args.rounds,
-               "out_dir": str(run.out_dir / folder),
-               "start_file": str(run.out_dir / folder / "start")}
+               "out_dir": str(folder), "start_file": str(folder / "start")}
         reports, moved, _wall = run_schedule(run, mininet, label, job, hosts)
         rec = summarize_run(label, method, job, schedule, nic_of, hosts, mininet.plan,
                             reports, moved, bw)
         rec["method"] = method
         rec["size"] = size_label(size)
-        run.record(label, rec, rep)
+        return rec
 
     def results(self, run: Run) -> dict[str, Any]:
         modes = run.modes

@@ -33,12 +33,13 @@ per-step records with the keys every method shares (:mod:`controller.experiment.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ from controller.experiment.methods.ina_options import add_network_options, add_w
 from controller.experiment.methods.ina_workload import print_projection, workload_results
 from controller.experiment.network import ROOT
 from controller.experiment.records import seed_stats
-from controller.experiment.runner import Launch, Method, Node, Run
+from controller.experiment.runner import Launch, Method, Node, Run, Trial
 from workers.common.quantize import choose_frac_bits
 from workers.ddp.check import check_exact
 from workers.ddp.job import ddp_job
@@ -223,48 +224,59 @@ class DdpMethod(Method):
                 "link_gbps": self.workload.link_gbps, "emulated_mbps": s.bw}
                if self.workload is not None else {})}
 
-    def execute(self, run: Run) -> None:
-        s, out_dir = self.s, run.out_dir
-        plan = self.plan = plan_job(s, self.graph, out_dir, run.console)
-        workers = list(plan.job.workers)
-        frac_bits = choose_frac_bits(BOUND, len(workers))
-        run.settings.update(ranks=workers, frac_bits=frac_bits)
+    def trials(self, run: Run) -> Iterator[Trial]:
+        """Every mode for every seed; the first repeat keeps the folders it always had."""
+        for rep, seed in enumerate(run.seeds):
+            for m in self.modes:
+                name = m if rep == 0 else f"{m}-seed{seed}"
+                yield Trial(m, m, seed, rep, run.out_dir / name)
+
+    @contextlib.contextmanager
+    def network(self, run: Run, name: str = "") -> Iterator[Any]:
+        """INA's planned network: the plan, then the switches with every INA mode's job."""
+        s = self.s
+        plan = self.plan = plan_job(s, self.graph, run.out_dir, run.console)
+        self.workers = workers = list(plan.job.workers)
+        self.frac_bits = choose_frac_bits(BOUND, len(workers))
+        run.settings.update(ranks=workers, frac_bits=self.frac_bits)
         jobs = [SwitchJob(JOB_IDS[m], tuple(workers)) for m in s.modes]
+        self.launches = 0  # each launch takes a fresh rendezvous port
         with deployed_network(run, s, self.graph, plan, jobs) as net:
             self.deploy_info = net.info
-            ip = {h: addr[0] for h, addr in net.hosts.items()}
-            launches = 0
-            for rep, seed in enumerate(run.seeds):
-                for m in self.modes:
-                    name = m if rep == 0 else f"{m}-seed{seed}"
-                    job = None
-                    if m != "gloo":
-                        job = ddp_job(
-                            job_id=JOB_IDS[m], mode=m, steps=s.rounds,
-                            worker_addrs=[(ip[w], INA_UDP_PORT) for w in workers],
-                            ps_addr=(ip[s.ps], INA_UDP_PORT),
-                            schedules=schedules_for(m, plan, workers, self.capacity),
-                            capacity=self.capacity, frac_bits=frac_bits,
-                            out_dir=str(out_dir / name), window=s.window, timeout=s.timeout,
-                            round_timeout_s=s.round_timeout)
-                    # gloo's band: the same training from further seeds (a real model's
-                    # gradients are synthetic: no accuracy, no band)
-                    n_seeds = (self.args.ddp_gloo_seeds if m == "gloo" and self.workload is None
-                               else 1)
-                    recs = []
-                    for k in range(n_seeds):
-                        folder = out_dir / (name if k == 0 else f"{name}-band{seed + k}")
-                        label = m if k == 0 else f"{m} seed {seed + k}"
-                        # a fresh rendezvous port per launch: the last may be in TIME_WAIT
-                        port = DEFAULTS["master_port"] + launches
-                        launches += 1
-                        recs.append(self._run_mode(run, net.mininet, label, m, seed + k,
-                                                   folder, job, workers, port))
-                    rec = recs[0]
-                    if m == "gloo":
-                        rec["band"] = gloo_band([r["accuracy"]["final"] for r in recs])
-                        rec["band_runs"] = [{k: r[k] for k in BAND_KEYS} for r in recs]
-                    run.record(m, rec, rep)
+            yield net
+
+    def run_trial(self, run: Run, trial: Trial, net: Any) -> dict[str, Any]:
+        """One mode: its training run (gloo: and the band's further seeds)."""
+        s, m, seed, workers = self.s, trial.kind, trial.seed, self.workers
+        ip = {h: addr[0] for h, addr in net.hosts.items()}
+        job = None
+        if m != "gloo":
+            job = ddp_job(
+                job_id=JOB_IDS[m], mode=m, steps=s.rounds,
+                worker_addrs=[(ip[w], INA_UDP_PORT) for w in workers],
+                ps_addr=(ip[s.ps], INA_UDP_PORT),
+                schedules=schedules_for(m, self.plan, workers, self.capacity),
+                capacity=self.capacity, frac_bits=self.frac_bits,
+                out_dir=str(trial.folder), window=s.window, timeout=s.timeout,
+                round_timeout_s=s.round_timeout)
+        # gloo's band: the same training from further seeds (a real model's gradients are
+        # synthetic: no accuracy, no band)
+        n_seeds = self.args.ddp_gloo_seeds if m == "gloo" and self.workload is None else 1
+        recs = []
+        for k in range(n_seeds):
+            folder = (trial.folder if k == 0
+                      else trial.folder.with_name(f"{trial.folder.name}-band{seed + k}"))
+            label = m if k == 0 else f"{m} seed {seed + k}"
+            # a fresh rendezvous port per launch: the last may be in TIME_WAIT
+            port = DEFAULTS["master_port"] + self.launches
+            self.launches += 1
+            recs.append(self._run_mode(run, net.mininet, label, m, seed + k, folder, job,
+                                       workers, port))
+        rec = recs[0]
+        if m == "gloo":
+            rec["band"] = gloo_band([r["accuracy"]["final"] for r in recs])
+            rec["band_runs"] = [{k: r[k] for k in BAND_KEYS} for r in recs]
+        return rec
 
     def _run_mode(self, run: Run, mininet: Any, label: str, mode: str, seed: int, folder: Path,
                   job: Any, workers: list[str], port: int) -> dict:

@@ -60,6 +60,8 @@ Outputs: ``results/<run>/results.json`` (``method: "ndn"``; ``modes`` ``ndn@N`` 
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +88,7 @@ from controller.experiment.methods.ndn.records import (
 from controller.experiment.methods.ndn.runs import TRAIN_NAME, run_ndn, run_tcp
 from controller.experiment.report import plot_modes, summary_table
 from controller.experiment.run_options import add_impairment_options, add_round_timeout
-from controller.experiment.runner import Method, Run
+from controller.experiment.runner import Method, Run, Trial
 from workers.async_ps.core import POLICIES
 from workers.ndn.packets import DEFAULT_SEG_SIZE
 from workers.ndn.protocol import MODES
@@ -229,28 +231,34 @@ class NdnMethod(Method):
             settings["seeds"] = run.seeds
         return settings
 
-    def execute(self, run: Run) -> None:
+    def headline(self, run: Run) -> str:
         args = self.args
-        if args.target != "pyswitch":
-            run.console.print("note: --method ndn runs NDN routers (and Linux bridges for the "
-                              "TCP baseline); --target ignored")
-        run.console.print(
-            f"[bold]NDN PS transport[/] ({args.ndn_mode}) on {args.topo}: PS {args.ps}, "
-            f"worker counts {run.settings['workers']}, {args.rounds} rounds"
-            + (" x GPUs pushes" if args.ndn_mode == "async" else "")
-            + f", baseline {args.ndn_baseline}"
-            + (f", {args.bw:g} Mbit/s links" if args.bw else ", unshaped links"))
+        note = ("note: --method ndn runs NDN routers (and Linux bridges for the TCP baseline); "
+                "--target ignored\n" if args.target != "pyswitch" else "")
+        return (note + f"[bold]NDN PS transport[/] ({args.ndn_mode}) on {args.topo}: PS "
+                f"{args.ps}, worker counts {run.settings['workers']}, {args.rounds} rounds"
+                + (" x GPUs pushes" if args.ndn_mode == "async" else "")
+                + f", baseline {args.ndn_baseline}"
+                + (f", {args.bw:g} Mbit/s links" if args.bw else ", unshaped links"))
+
+    def trials(self, run: Run) -> Iterator[Trial]:
+        """NDN with every worker count (and the TCP baseline after each), seed by seed; the
+        first repeat keeps the folders it always had, later ones add the seed."""
+        kinds = ("ndn", "tcp-ps") if self.args.ndn_baseline == "tcp" else ("ndn",)
         for rep, seed in enumerate(run.seeds):
             for ws in self.groups:
-                # the first repeat keeps the folders it always had; later ones add the seed
-                def folder(label: str, seed: int = seed, rep: int = rep) -> str:
-                    return label if rep == 0 else f"{label}-seed{seed}"
-                label = f"ndn@{len(ws)}"
-                run.record(label, run_ndn(run, args, self.graph, ws, seed, folder(label)), rep)
-                if args.ndn_baseline == "tcp":
-                    label = f"tcp-ps@{len(ws)}"
-                    run.record(label, run_tcp(run, args, self.graph, ws, seed, folder(label)),
-                               rep)
+                for kind in kinds:
+                    label = f"{kind}@{len(ws)}"
+                    folder = label if rep == 0 else f"{label}-seed{seed}"
+                    yield Trial(label, kind, seed, rep, run.out_dir / folder, spec=ws)
+
+    @contextlib.contextmanager
+    def network(self, run: Run, name: str = "") -> Iterator[None]:
+        yield None  # every trial starts its own (routers for NDN, bridges for TCP)
+
+    def run_trial(self, run: Run, trial: Trial, net: Any) -> dict[str, Any]:
+        one = run_ndn if trial.kind == "ndn" else run_tcp
+        return one(run, self.args, self.graph, trial.spec, trial.seed, trial.folder.name)
 
     def results(self, run: Run) -> dict[str, Any]:
         args, modes, settings = self.args, run.modes, run.settings
