@@ -58,8 +58,10 @@ def test_rows_of_async_policies():
 
 
 NDN_ASYNC = {
-    "run": "n1", "method": "ndn", "settings": {"topo": "fattree:4", "rounds": 20},
-    "modes": {"ndn@8": {"rounds": [], "pushes": 160, "policy": "kappa", "soft_sync": 4,
+    "run": "n1", "method": "ndn", "ndn_mode": "async",
+    "settings": {"topo": "fattree:4", "rounds": 20},
+    "modes": {"ndn@8": {"kind": "ndn", "ndn_mode": "async", "n_workers": 8, "rounds": [],
+                        "pushes": 160, "policy": "kappa", "soft_sync": 4,
                         "duration_s": 4.0, "ps_link_bytes_total": 2_000_000,
                         "retransmissions": 3, "final_accuracy": 0.7}},
 }
@@ -96,7 +98,8 @@ def test_rows_of_async_ndn_and_cluster_rules():
 def test_settings_text():
     assert settings_text(INA) == "fattree:4, 1 Mbit/s, workers 6, rounds 2, model mlp"
     assert settings_text(ASYNC) == "leafspine:2,1,2, unshaped links, workers h1,h2, rounds 10"
-    assert settings_text({"settings": {"bcube": [4, 2], "bw_mbps": 20.0, "servers": 16}}) \
+    assert settings_text({"method": "bcube",
+                          "settings": {"bcube": [4, 2], "bw_mbps": 20.0, "servers": 16}}) \
         == "BCube(4,2), 20 Mbit/s, workers 16"
 
 
@@ -120,7 +123,7 @@ def test_cli_compare(tmp_path, capsys):
     assert cli_main(["compare", str(tmp_path / "r1"), str(tmp_path / "a1" / "results.json"),
                      "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "ps_only" in text and "kappa (2 seeds)" in text and "0.75/0.60" in text
+    assert "ps_only" in text and "kappa (2 seeds)" in text and "0.750/0.600" in text
     doc = json.loads(out.read_text())
     assert [r["mode"] for r in doc["rows"]] == ["ina", "ps_only", "kappa (2 seeds)"]
     assert doc["runs"]["r1"].startswith("fattree:4")
@@ -163,3 +166,113 @@ def test_cli_compare_skips_a_malformed_run_and_prints_the_rest(tmp_path, capsys)
     assert cli_main(["compare", str(tmp_path / "bad"), str(tmp_path / "latin"),
                      "--out", str(out)]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 2 and not out.exists()
+
+
+def _ina(run: str, **settings) -> dict:
+    doc = json.loads(json.dumps(INA))
+    doc["run"], doc["method"] = run, "ina"
+    doc["settings"].update(settings)
+    return doc
+
+
+def test_each_method_has_a_typed_row_found_through_the_registry():
+    """compare reads rows, not shapes: each method's results are read by its own row class,
+    whose fields say what the row is (a policy, a rule, a worker count, a schedule, a job)."""
+    from controller.experiment.methods.async_ps.row import AsyncRow
+    from controller.experiment.methods.cluster.row import ClusterRow
+    from controller.experiment.methods.collective.row import CollectiveRow
+    from controller.experiment.methods.ina_row import InaRow
+    from controller.experiment.methods.ndn.row import NdnRow
+    from controller.experiment.registry import METHODS, ROWS
+
+    assert set(ROWS) == set(METHODS)
+    (a,) = rows_of("a1", ASYNC)
+    assert type(a) is AsyncRow and (a.policy, a.seeds) == ("kappa", 2)
+    (c,) = rows_of("c1", CLUSTER)
+    assert type(c) is ClusterRow and (c.rule, c.seeds) == ("central", 2)
+    (n,) = rows_of("n1", NDN_ASYNC)
+    assert type(n) is NdnRow and (n.kind, n.n_workers, n.ndn_mode) == ("ndn", 8, "async")
+    bc = {"run": "b", "method": "bcube", "settings": {"bcube": [2, 2], "rounds": 2},
+          "modes": {"ring-bcube@1MB": {**INA["modes"]["ina"], "method": "ring-bcube",
+                                       "size": "1MB"}}}
+    (b,) = rows_of("b", bc)
+    assert type(b) is CollectiveRow and (b.schedule, b.size) == ("ring-bcube", "1MB")
+    assert b.s_per_round == pytest.approx(0.25) and b.gamma_predicted is None
+    ina, ps = rows_of("r1", INA)  # a file without "method" is INA's
+    assert type(ina) is InaRow and ina.job is None and ina.gamma_predicted == 0.75
+    # the same mode records read as another method's give that method's rows: no guessing
+    doc = {**INA, "method": "ndn"}
+    assert [type(r) for r in rows_of("x", doc)] == [NdnRow, NdnRow]
+    assert rows_of("x", doc)[0].gamma_predicted is None  # γ is INA's
+
+
+def test_compare_shows_the_settings_that_differ_as_columns(tmp_path, capsys):
+    """A budget sweep's runs differ by budget (and here planner): those are columns; the
+    settings they share are not; the full settings are still listed under the table."""
+    from controller.experiment.compare import differing_settings, run_settings
+
+    docs = {"b1": _ina("b1", budget=1, planner="greedy", window=16, timeout=0.3),
+            "b4": _ina("b4", budget=4, planner="exact", window=16, timeout=0.3)}
+    assert differing_settings([run_settings(d) for d in docs.values()]) == ["budget", "planner"]
+    assert differing_settings([run_settings(docs["b1"])]) == []  # one run: nothing to tell apart
+    for name, doc in docs.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(doc))
+    out = tmp_path / "cmp.json"
+    assert cli_main(["compare", str(tmp_path / "b1"), str(tmp_path / "b4"),
+                     "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    header = next(ln for ln in text.splitlines() if "s/round" in ln).split()
+    assert header[:4] == ["#", "mode", "budget", "planner"] and "window" not in header
+    rows = [ln.split() for ln in text.splitlines() if ln.strip().startswith(("1 ", "2 "))
+            and ("ina" in ln or "ps_only" in ln) and "--method" not in ln]
+    assert [r[:4] for r in rows] == [["1", "ina", "1", "greedy"], ["1", "ps_only", "1", "greedy"],
+                                     ["2", "ina", "4", "exact"], ["2", "ps_only", "4", "exact"]]
+    assert ("1  b1 (--method ina): fattree:4, 1 Mbit/s, workers 6, rounds 2, model mlp, "
+            "budget 1, planner greedy, window 16, timeout 0.3") in text
+    written = json.loads(out.read_text())
+    assert written["differ"] == ["budget", "planner"]
+    assert written["settings"]["b4"]["budget"] == "4"
+
+
+def test_compare_counts_the_workers_of_a_jobs_run_and_names_no_model_without_training():
+    """``--jobs``: the jobs' workers, not the unused --workers default; ``simulate
+    --no-train``: no model (random gradients); the network that carried the run."""
+    from controller.experiment.compare import run_settings
+
+    jobs = _ina("j", jobs=2, workers="6", objective="maxmin", planner="greedy")
+    jobs["jobs"] = {"a": {"workers": ["h1", "h2", "h3"], "gamma": {"predicted": 0.5}},
+                    "b": {"workers": ["h4", "h5"], "gamma": {"predicted": 0.4}}}
+    s = run_settings(jobs)
+    assert (s.workers, s.jobs, s.planner) == ("h1,h2,h3,h4,h5", "2", "greedy (maxmin)")
+    jobs["jobs"]["b"]["workers"] = [f"h{i}" for i in range(4, 12)]
+    assert run_settings(jobs).workers == "11 workers (h1 … h11)"
+    assert "11 workers (h1 … h11), jobs 2" in settings_text(jobs)
+    sim = _ina("s", budget=2)
+    sim.update(simulated=True, simulation={"options": {"train": False}})
+    s = run_settings(sim)
+    assert (s.model, s.network) == (None, "simulated")
+    assert "model" not in settings_text(sim) and "network simulated" in settings_text(sim)
+    sim["simulation"]["options"]["train"] = True
+    assert run_settings(sim).model == "mlp"
+    servers = _ina("v", servers="a,b")
+    assert run_settings(servers).network == "servers"
+    solo = _ina("p")
+    solo["plan"] = {"workers": ["h3", "h5"]}  # what --workers 2 resolved to
+    assert run_settings(solo).workers == "h3,h5"
+
+
+def test_compare_shows_enough_digits():
+    """A PS-only goodput of a few kB/s is not 0.00 MB/s; γ keeps three digits."""
+    from controller.experiment.compare import _sig
+
+    assert [_sig(x) for x in (0.0043, 0.25, 1.0, 12.345, 150.0, 4321.0, 0.0, None)] == [
+        "0.00430", "0.250", "1.00", "12.3", "150", "4,321", "0", "-"]
+    assert _sig(0.6667) == "0.667" and _sig(1e-7) == "0.000000100"
+
+
+def test_a_results_file_of_an_unknown_method_is_skipped_in_one_line(tmp_path):
+    (tmp_path / "u").mkdir()
+    (tmp_path / "u" / "results.json").write_text(json.dumps({**INA, "method": "tofu"}))
+    with pytest.raises(ExperimentError, match=r"u: method 'tofu' is not one compare knows \(ina"):
+        compare_rows([str(tmp_path / "u")])

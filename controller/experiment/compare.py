@@ -1,25 +1,24 @@
 """``python -m controller compare RUN...``: finished runs of any method side by side
 (docs/design.md §8).
 
-Every ``run --method`` writes ``results/<run>/results.json``.  Runs with ``modes`` (INA, BCube and
-its PS/ring baselines, NDN, clusters) keep per-round records with the same keys -- ``time_s``,
-``ps_rx_bytes``, ``busiest_link_bytes``, ``retransmissions``, ``accuracy``, ``exact`` -- so one
-row per mode is their mean over the rounds (:func:`controller.experiment.records.summarize_mode`, the
-record type every runner writes).  The asynchronous PS has no rounds: it has
-policies, each run over seeds with a push budget of ``rounds x learners``; its row divides the
-run's duration and the PS link's bytes by ``rounds`` (the same amount of gradient work as R
-synchronous rounds) and averages over seeds; so does an NDN run in async mode (one row per
-mode, from its duration and the PS link's bytes).  Clustered PSs have ``rules``, each run over
-seeds: their rows average the per-round records over rounds and seeds; the PS column is the
-central PS host's incoming link (for the cluster rules it carries only the coordinator's
-messages), and "exact" means every node's parameters equalled the in-process simulation's.
+Every ``run --method`` writes ``results/<run>/results.json``.  ``compare`` does not read
+them by their shape: each method declares a typed results row beside its runner (an INA mode,
+an async policy over its seeds, a cluster rule, an NDN worker count, a BCube schedule and
+size, a DDP mode; :mod:`controller.experiment.rows`), found by the document's ``method`` in
+:data:`controller.experiment.registry.ROWS`, and that class reads the rows and the run's
+settings.  Runs with per-round records (``time_s``, ``ps_rx_bytes``, ``busiest_link_bytes``,
+``retransmissions``, ``accuracy``, ``exact``) give one row per mode, their mean over the
+rounds; the row classes' docstrings say what the others' rows mean.
 
-Columns: seconds per round; goodput (synchronized gradient bytes per second, where the run
-records the gradient size); bytes per round into the PS host and on the busiest link;
-retransmissions; final accuracy; exactness; and the LP's predicted vs measured γ where the run
-has one (INA).  A run of several jobs at once (``run --jobs``) has one row per job and mode
-(``<job>/<mode>``, and ``alone/<job>`` for a job run alone), each INA row with its own job's γ.  A row's settings (topology, link rate, workers, rounds) are printed with it,
-since a time means nothing without them.
+Columns: the settings that differ between the runs shown (budget, planner, window, timeout,
+jobs, loss, network, workers, rounds, link rate, model -- each run's full settings are also
+listed under the table, since a time means nothing without them; a ``--jobs`` run counts the
+jobs' workers, a ``simulate --no-train`` run names no model); seconds per round; goodput
+(synchronized gradient bytes per second, where the run records the gradient size); bytes per
+round into the PS host and on the busiest link; retransmissions; final accuracy; exactness;
+and the LP's predicted vs measured γ where the run has one (INA; with ``--jobs`` one row per
+job and mode, ``<job>/<mode>`` and ``alone/<job>``, each INA row with its own job's γ).
+Figures are shown to three significant digits (a PS-only goodput of 0.0043 MB/s is not 0.00).
 
 A results file that cannot be read or does not have that shape (not a regular file of at
 most :data:`MAX_RESULTS_BYTES`, not JSON, not an object, a key of the wrong type -- every
@@ -38,12 +37,13 @@ import json
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from controller.errors import ExperimentError
-from controller.experiment.records import ModeSummary, summarize_mode
+from controller.experiment.records import ModeSummary
+from controller.experiment.rows import SETTING_COLUMNS, MethodRow, RunSettings
 from controller.files import (
     InputFileError,
     OutputPathError,
@@ -54,7 +54,8 @@ from controller.files import (
     write_json_atomic,
 )
 
-__all__ = ["Row", "load_results", "rows_of", "compare_rows", "settings_text"]
+__all__ = ["Row", "load_results", "rows_of", "run_settings", "compare_rows", "compare_runs",
+           "settings_text", "differing_settings", "row_class"]
 
 Row = ModeSummary  # one mode (or async policy, or cluster rule) of one run
 
@@ -292,133 +293,70 @@ def check_row(row: Row) -> str | None:
                                        "(the recorded figures are too large)")
 
 
-def _mean(xs: list[float]) -> float | None:
-    return sum(xs) / len(xs) if xs else None
+def row_class(doc: dict[str, Any]) -> type[MethodRow]:
+    """The row class of the method that wrote ``doc`` (:data:`controller.experiment.registry.
+    ROWS`; no ``method``: INA, as the first results files were)."""
+    from controller.experiment.registry import ROWS
 
-
-def _round_mean(rounds: list[dict], key: str) -> float | None:
-    return _mean([float(r[key]) for r in rounds if r.get(key) is not None])
+    method = str(doc.get("method") or "ina")
+    if method not in ROWS:
+        raise ExperimentError(f"method {method!r} is not one compare knows "
+                              f"({', '.join(ROWS)})")
+    return ROWS[method]
 
 
 def rows_of(run: str, doc: dict[str, Any]) -> list[Row]:
-    """The rows of one results document (see the module docstring for what a row means)."""
-    method = str(doc.get("method", "ina"))
-    rows: list[Row] = []
-    gamma = doc.get("gamma") or {}
-    settings = doc.get("settings") or {}
-    R = settings.get("rounds")
-    for name, mode in (doc.get("modes") or {}).items():
-        rounds = mode.get("rounds") or []
-        if not rounds and "pushes" in mode:  # NDN async: pushes, no rounds
-            rows.append(_async_ndn_row(run, method, name, mode, R))
-            continue
-        is_ina = method == "ina" and name == "ina"
-        job, _, job_mode = name.partition("/")  # several jobs: "<job>/<mode>" (§3.10)
-        if method == "ina" and job_mode == "ina" and isinstance(doc.get("jobs"), dict):
-            g = (doc["jobs"].get(job) or {}).get("gamma")
-            rows.append(summarize_mode(run, method, name, mode,
-                                       g if isinstance(g, dict) else None))
-            continue
-        rows.append(summarize_mode(run, method, name, mode, gamma if is_ina else None))
-    for policy, data in (doc.get("policies") or {}).items():
-        runs = data.get("runs") or []
-        durations = [float(r["duration_s"]) for r in runs if r.get("duration_s") is not None]
-        ps_bytes = [float(r["ps_link_bytes"]) for r in runs if r.get("ps_link_bytes") is not None]
-        acc = [float(r["final_accuracy"]) for r in runs if r.get("final_accuracy") is not None]
-        rows.append(Row(
-            run=run, method=method, mode=f"{policy} ({len(runs)} seed{'s' if len(runs) != 1 else ''})", rounds=R or 0,
-            s_per_round=_mean(durations) / R if durations and R else None, goodput_Bps=None,
-            ps_bytes_per_round=_mean(ps_bytes) / R if ps_bytes and R else None,
-            busiest_bytes_per_round=None, retransmissions=None, accuracy=_mean(acc),
-            exact=None))
-    for rule, data in (doc.get("rules") or {}).items():
-        rows.append(_cluster_row(run, method, rule, data.get("runs") or [], settings))
-    if doc.get("simulated") is True:  # python -m controller simulate (docs/simulate.md)
-        rows = [replace(r, method=f"{r.method} (simulated)") for r in rows]
-    return rows
+    """The rows of one results document, read by its method's row class."""
+    return list(row_class(doc).rows(run, doc))
 
 
-def _async_ndn_row(run: str, method: str, name: str, mode: dict, R: int | None) -> Row:
-    duration, ps_total = mode.get("duration_s"), mode.get("ps_link_bytes_total")
-    return Row(
-        run=run, method=method,
-        mode=f"{name} async {mode.get('policy', '?')} C={mode.get('soft_sync', 1)}",
-        rounds=R or 0, s_per_round=duration / R if duration is not None and R else None,
-        goodput_Bps=None,
-        ps_bytes_per_round=ps_total / R if ps_total is not None and R else None,
-        busiest_bytes_per_round=None, retransmissions=mode.get("retransmissions"),
-        accuracy=mode.get("final_accuracy"), exact=None)
-
-
-def _cluster_row(run: str, method: str, rule: str, runs: list[dict],
-                 settings: dict[str, Any]) -> Row:
-    R = settings.get("rounds") or 0
-    times = [t for r in runs if (t := _round_mean(r.get("rounds") or [], "time_s")) is not None]
-    t = _mean(times)
-    g = settings.get("grad_bytes")
-    ps = settings.get("central_ps")
-    into_ps = [float(v) for r in runs for k, v in (r.get("link_bytes") or {}).items()
-               if ps and k.endswith(f"->{ps}")]
-    busiest = [float(r["busiest_link_bytes_per_round"]) for r in runs
-               if r.get("busiest_link_bytes_per_round") is not None]
-    acc = [float(r["final_accuracy"]) for r in runs if r.get("final_accuracy") is not None]
-    same = [bool(r["matches_simulation"]) for r in runs if "matches_simulation" in r]
-    return Row(
-        run=run, method=method, mode=f"{rule} ({len(runs)} seed{'s' if len(runs) != 1 else ''})",
-        rounds=R, s_per_round=t, goodput_Bps=g / t if g and t else None,
-        ps_bytes_per_round=_mean(into_ps) / R if into_ps and R else None,
-        busiest_bytes_per_round=_mean(busiest), retransmissions=None, accuracy=_mean(acc),
-        exact=all(same) if same else None)
-
-
-SHOWN_NAMES = 8
-"""A settings line names at most this many workers; more are shown as a count."""
+def run_settings(doc: dict[str, Any]) -> RunSettings:
+    """The settings of one results document, read by its method's row class."""
+    return row_class(doc).run_settings(doc)
 
 
 def settings_text(doc: dict[str, Any]) -> str:
     """The settings a row's figures depend on, in one line."""
-    s = doc.get("settings") or {}
-    parts = []
-    if s.get("bcube"):
-        parts.append(f"BCube({s['bcube'][0]},{s['bcube'][1]})")
-    elif s.get("topo"):
-        parts.append(str(s["topo"]))
-    bw = s.get("bw_mbps", s.get("bw"))
-    parts.append(f"{bw:g} Mbit/s" if bw else "unshaped links")
-    workers = s.get("learners") or s.get("workers") or s.get("servers") or s.get("nodes")
-    if isinstance(workers, list) and len(workers) > SHOWN_NAMES:  # 64 names: a count
-        parts.append(f"{len(workers)} workers ({workers[0]} … {workers[-1]})")
-    elif isinstance(workers, list):
-        parts.append(f"workers {','.join(str(w) for w in workers)}")
-    elif workers is not None:
-        parts.append(f"workers {workers}")
-    if s.get("jobs") is not None:
-        parts.append(f"jobs {s['jobs']}")
-    for key in ("rounds", "model", "loss"):
-        if s.get(key):
-            parts.append(f"{key} {s[key]}")
-    return ", ".join(parts)
+    return run_settings(doc).text()
+
+
+def differing_settings(settings: list[RunSettings]) -> list[str]:
+    """The settings (:data:`~controller.experiment.rows.SETTING_COLUMNS`) whose value is not
+    the same in every run: the columns that tell the compared runs apart."""
+    if len(settings) < 2:
+        return []
+    return [name for name in SETTING_COLUMNS
+            if len({getattr(s, name) for s in settings}) > 1]
 
 
 def compare_rows(paths: list[str], skip: Callable[[str], None] | None = None,
                  ) -> tuple[list[Row], dict[str, str]]:
-    """Rows of every run, and each run's settings line (run name -> text).
+    """Rows of every run, and each run's settings line (run name -> text)."""
+    rows, settings = compare_runs(paths, skip)
+    return rows, {run: s.text() for run, s in settings.items()}
+
+
+def compare_runs(paths: list[str], skip: Callable[[str], None] | None = None,
+                 ) -> tuple[list[Row], dict[str, RunSettings]]:
+    """Rows of every run, and each run's settings (run name -> :class:`RunSettings`).
 
     A run that cannot be used raises :class:`ExperimentError`, or with ``skip`` is reported
     through ``skip(message)`` and left out (the other runs are still compared)."""
     rows: list[Row] = []
-    settings: dict[str, str] = {}
+    settings: dict[str, RunSettings] = {}
     for path in paths:
         try:
             doc = load_results(path)
             run = str(doc.get("run") or Path(path).name)
             if run in settings:
                 run = f"{run} ({path})"
-            try:  # check_results covers what rows_of reads; this is the backstop
-                these, text = rows_of(run, doc), settings_text(doc)
+            try:  # check_results covers what the rows read; this is the backstop
+                these, found = rows_of(run, doc), run_settings(doc)
                 problem = next((p for p in map(check_row, these) if p), None)
                 if problem:
-                    raise ExperimentError(f"{path}: {problem}")
+                    raise ExperimentError(problem)
+            except ExperimentError as exc:
+                raise ExperimentError(f"{path}: {exc}") from None
             except (TypeError, ValueError, KeyError, AttributeError, IndexError,
                     OverflowError, ZeroDivisionError) as exc:
                 raise ExperimentError(f"{path}: unexpected content "
@@ -429,12 +367,23 @@ def compare_rows(paths: list[str], skip: Callable[[str], None] | None = None,
             skip(str(exc))
             continue
         rows.extend(these)
-        settings[run] = text
+        settings[run] = found
     return rows, settings
 
 
 def _fmt(x: float | None, spec: str) -> str:
     return "-" if x is None else format(x, spec)
+
+
+def _sig(x: float | None, digits: int = 3) -> str:
+    """``x`` with ``digits`` significant digits and never in exponent form down to 1e-6
+    (a PS-only goodput of 0.0043 MB/s must not print as 0.00), thousands separated."""
+    if x is None:
+        return "-"
+    if x == 0 or abs(x) >= 10 ** (digits - 1):
+        return f"{x:,.0f}"
+    places = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    return f"{x:.{min(places, 6 + digits)}f}"
 
 
 def cmd_compare(args: Any) -> int:
@@ -453,40 +402,48 @@ def cmd_compare(args: Any) -> int:
     def skip(message: str) -> None:
         print(f"error: {message} (skipped)", file=sys.stderr)
 
-    rows, settings = compare_rows(args.runs, skip=skip)
+    rows, settings = compare_runs(args.runs, skip=skip)
     if not settings:  # every run was skipped, each with its line
         return 2
     index = {run: i + 1 for i, run in enumerate(settings)}  # short run labels for the table
     method = {r.run: r.method for r in rows}
+    differ = differing_settings(list(settings.values()))  # columns that tell runs apart
     table = Table(title="INSync runs side by side (# = run, listed below; kB per round)",
                   box=box.SIMPLE_HEAD)
-    for col in ("#", "mode", "rounds", "s/round", "MB/s", "PS kB", "max link kB", "retx",
-                "accuracy", "exact", "γ LP/meas"):
-        table.add_column(col, justify="left" if col == "mode" else "right", no_wrap=True)
+    for col in ("#", "mode", *differ, "rounds", "s/round", "MB/s", "PS kB", "max link kB",
+                "retx", "accuracy", "exact", "γ LP/meas"):
+        table.add_column(col, justify="left" if col in ("mode", *differ) else "right",
+                         no_wrap=True)
     previous = None
     for r in rows:
         if previous is not None and r.run != previous:
             table.add_section()
         previous = r.run
+        s = settings[r.run]
         table.add_row(
-            str(index[r.run]), escape(r.mode), str(r.rounds), _fmt(r.s_per_round, ".3f"),
-            _fmt(None if r.goodput_Bps is None else r.goodput_Bps / 1e6, ".2f"),
-            _fmt(None if r.ps_bytes_per_round is None else r.ps_bytes_per_round / 1e3, ",.0f"),
-            _fmt(None if r.busiest_bytes_per_round is None
-                 else r.busiest_bytes_per_round / 1e3, ",.0f"),
+            str(index[r.run]), escape(r.mode),
+            *(escape(getattr(s, name) or "-") for name in differ),
+            str(r.rounds), _sig(r.s_per_round),
+            _sig(None if r.goodput_Bps is None else r.goodput_Bps / 1e6),
+            _sig(None if r.ps_bytes_per_round is None else r.ps_bytes_per_round / 1e3),
+            _sig(None if r.busiest_bytes_per_round is None
+                 else r.busiest_bytes_per_round / 1e3),
             "-" if r.retransmissions is None else str(r.retransmissions),
             _fmt(r.accuracy, ".3f"), "-" if r.exact is None else ("yes" if r.exact else "NO"),
             "-" if r.gamma_predicted is None else
-            f"{r.gamma_predicted:.2f}/{_fmt(r.gamma_measured, '.2f')}")
+            f"{_sig(r.gamma_predicted)}/{_sig(r.gamma_measured)}")
     console = Console()
     if not console.is_terminal:  # a file or a pipe: no reason to cut columns at 80
-        console = Console(width=160)
+        console = Console(width=200)
     console.print(table)
-    for run, text in settings.items():
+    for run, s in settings.items():
         # names are the user's text, not rich markup ("[/bogus]" would raise MarkupError)
-        console.print(escape(f"{index[run]}  {run} (--method {method.get(run, '?')}): {text}"))
+        console.print(escape(f"{index[run]}  {run} (--method {method.get(run, '?')}): "
+                             f"{s.text()}"))
     if args.out:
-        doc = {"runs": settings, "rows": [asdict(r) for r in rows]}
+        doc = {"runs": {run: s.text() for run, s in settings.items()},
+               "settings": {run: asdict(s) for run, s in settings.items()},
+               "differ": differ, "rows": [asdict(r) for r in rows]}
         found = non_finite(doc)  # compare_rows skipped such runs: this is the backstop
         if found is not None:
             raise ExperimentError(f"--out {args.out}: {found} is not a finite number; "
