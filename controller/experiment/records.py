@@ -4,8 +4,9 @@ Every ``run --method`` keeps per-round records with the same keys where they app
 ``time_s``, ``ps_rx_bytes``, ``busiest_link_bytes``, ``retransmissions``, ``accuracy``,
 ``exact`` -- under ``modes`` of its ``results.json`` (docs/design.md §8).  :class:`ModeSummary`
 is one mode of one run reduced to the figures ``compare`` prints and ``--repeats`` averages:
-both read mode records through :func:`summarize_mode`, so a new method only has to write
-those keys to be comparable.
+both read mode records through :func:`summarize_mode`; ``compare`` reads each method's
+document through the method's own row class, a :class:`ModeSummary` with the method's fields
+(:mod:`controller.experiment.rows`).
 """
 
 from __future__ import annotations
