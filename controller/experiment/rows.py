@@ -53,8 +53,8 @@ class RunSettings:
         """One line: every setting that has a value (the network only when it is not
         Mininet, the default)."""
         parts = [self.topo or "", self.bw or ""]
-        if self.workers is not None:
-            parts.append(self.workers if self.workers[:1].isdigit() and " " in self.workers
+        if self.workers is not None:  # "64 workers (h1 … h64)" already says what it counts
+            parts.append(self.workers if " workers " in self.workers
                          else f"workers {self.workers}")
         for name in ("jobs", "rounds", "model", "loss", "budget", "planner", "window",
                      "timeout"):
