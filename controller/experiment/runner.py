@@ -38,8 +38,8 @@ per behaviour, a small name -> class table in :mod:`controller.experiment.regist
 
 A method whose trials are not one launch on one routed network fills ``run_trial`` (and
 ``network``, ``trials``) instead of ``job``/``nodes``/``record``: BCube (two networks of Linux
-bridges), NDN (a network per trial), DDP (several launches per trial).  No method overrides
-``execute``.
+bridges), NDN (a network per trial), DDP (several launches per trial).  Only INA still overrides
+``execute`` (its engine drives its modes; it moves onto ``run_trial`` next).
 """
 
 from __future__ import annotations
