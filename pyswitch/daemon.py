@@ -56,6 +56,7 @@ from pyswitch.inputfile import (  # noqa: E402
     read_input,
 )
 from pyswitch.memstats import memory_figures, trace  # noqa: E402
+from pyswitch.native import mode as native_mode  # noqa: E402
 from pyswitch.observe import TRACE, ObservedPort, install_trace  # noqa: E402
 from pyswitch.p4runtime.pipeline import (  # noqa: E402
     Device,
@@ -516,6 +517,7 @@ def main(argv: list[str] | None = None, p4runtime_by_default: bool = True) -> in
             print(BMV2_JSON_VERSION)
             return 0
         check_bmv2_options(args)
+        native_mode()  # a PYSWITCH_NATIVE typo is one line, before anything starts
         ifaces = parse_interfaces(args.interface)
         impairments = PortImpairments()
         for text in args.impair:
