@@ -263,6 +263,15 @@ CASES: dict[str, Case] = {
                                    ("zero.p4", "character device")),
     "compile-source-5000-chars": Case("pyswitch", compile_(LONG + ".p4"),
                                       ("File name too long",)),
+    # issue 43: a FIFO as an output is refused, never replaced by a file
+    "compile-o-fifo": Case("pyswitch", C("compile", "{fx}/ok.p4", "-o", "{fx}/fifo.json"),
+                           ("fifo.json", "not a regular file")),
+    "compile-p4runtime-files-fifo": Case("pyswitch", C(
+        "compile", "{fx}/ok.p4", "-o", "{fx}/outdir/prog.json", "--p4runtime-files",
+        "{fx}/outdir/prog.p4info.txtpb,{fx}/fifo.json"), ("fifo.json", "not a regular file")),
+    "compile-p4runtime-file-fifo": Case("pyswitch", C(
+        "compile", "{fx}/ok.p4", "-o", "{fx}/outdir/prog.json", "--p4runtime-file",
+        "{fx}/fifo.p4", "--p4runtime-format", "text"), ("fifo.p4", "not a regular file")),
     # ---- pyswitch stf: files and options -----------------------------------------------
     "stf-file-fifo": Case("pyswitch", C("stf", "{fx}/prog.p4", "{fx}/fifo.stf"),
                           ("fifo.stf", "FIFO")),
