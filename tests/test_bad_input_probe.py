@@ -180,6 +180,8 @@ P4_FILES: dict[str, str] = {
     "dup_local_in_action": p4(decl="action a() { bit<8> y = 1; bool y = true; }",
                               body="a();"),
     "dup_const_local": p4(body="const bit<8> k = 1; const bit<8> k = 2; h.h.a = k;"),
+    "dup_action_param": p4(decl="action a(bit<8> v, bit<8> v) { h.h.a = v; }",
+                           body="a(1, 2);"),
     "unclosed_comment": p4() + "\n/* never closed\n",
     "macro_bomb": "#define M0 x\n" + "".join(f"#define M{i + 1} M{i} M{i}\n" for i in range(39))
                   + p4(body="h.h.a = 8w1; M39"),
@@ -193,7 +195,8 @@ P4_NEEDLES = {
     "dup_header_field": "a: Duplicates declaration", "dup_struct_field": "x: Duplicates",
     "dup_union_member": "a: Duplicates", "dup_enum_member": "A: Duplicates",
     "dup_local": "x: Duplicates", "dup_local_in_action": "y: Duplicates",
-    "dup_const_local": "k: Duplicates", "unclosed_comment": "never closed",
+    "dup_const_local": "k: Duplicates", "dup_action_param": "v: Duplicates declaration v",
+    "unclosed_comment": "never closed",
     "macro_bomb": "MAX_EXPANSION", "stack_1e9": "1000000000", "local_stack_1e9": "1000000000",
     "typedef_differs": "PortId_t", "include_fifo": "fifo.p4",
 }

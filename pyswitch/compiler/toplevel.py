@@ -315,6 +315,11 @@ class TopLevel:
             direction = str(pc[0].children[0]) if pc[0] is not None else ""
             ty = self.resolve_type(pc[1])
             nm = self.name_of(pc[2])
+            prev = next((q for _d, n, _t, q in out if n == nm), None)
+            if prev is not None:  # p4c: two parameters of one name are two declarations
+                first = self.err(prev, "")
+                raise self.err(pc[2], f"{nm}: Duplicates declaration {nm} (previous "
+                                      f"declaration at {first.file}:{first.line}:{first.col})")
             # a default value (pc[3]) is accepted but never used: every call site of
             # pyswitch requires all arguments (a shorter call is rejected with its location)
             out.append((direction, nm, ty, p))
