@@ -356,7 +356,7 @@ class TopLevel:
             "hbounds": [[(0, 1)] + [value_bounds(ft) for _, ft in t.fields] for t in self.hslots],
             "errors": self.errors,
             "actions": [{"name": a.name, "fn": a.fn, "idx": a.idx,
-                         "params": [{"name": pn, "width": t.width if isinstance(t, Bits) else 1}
+                         "params": [{"name": pn, "width": p4info_meta.data_width(t)}
                                     for d, pn, t in a.params if d == ""],
                          "annotations": {k: [x for x in v if isinstance(x, str)]
                                          for k, v in a.annotations.items()}}
