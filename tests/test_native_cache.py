@@ -197,3 +197,29 @@ def test_a_bad_pyswitch_native_is_one_line_at_the_command_line(tmp_path) -> None
     assert r.returncode == 2
     assert r.stderr == ("pyswitch run: PYSWITCH_NATIVE='garbage': expected auto, on or off "
                         "(or 1, 0)\n")
+
+
+@needs_cc
+def test_native_on_refuses_a_pipeline_before_the_old_switch_goes(monkeypatch, tmp_path) -> None:
+    """P4Runtime under PYSWITCH_NATIVE=on: a cache folder that is not ours is refused with
+    the reason (UNIMPLEMENTED) before the running switch is dropped."""
+    from google.rpc import code_pb2
+
+    from pyswitch.p4runtime.pipeline import Device
+    from pyswitch.p4runtime.translate import P4RTError
+
+    prog = program(tmp_path, 16)
+    dev = Device()
+    monkeypatch.setenv("PYSWITCH_NATIVE", "off")
+    dev.load(prog, prog.to_bytes())
+    running = dev.switch
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o775)
+    monkeypatch.setenv("PYSWITCH_CACHE", str(shared))
+    monkeypatch.setenv("PYSWITCH_NATIVE", "on")
+    with pytest.raises(P4RTError) as exc:
+        dev.load(prog, prog.to_bytes())
+    assert exc.value.code == code_pb2.UNIMPLEMENTED
+    assert "writable by group or others (mode 775)" in exc.value.message
+    assert dev.switch is running

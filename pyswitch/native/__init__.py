@@ -88,7 +88,20 @@ def check(code: str, meta: dict) -> None:
     """Raise NotNative (with the reason) unless the native path can run this program."""
     if _compiler() is None:
         raise NotNative("no C compiler or no Python headers")
+    try:
+        _trusted_cache()
+    except OSError as e:  # a file where the folder should be, no permission
+        raise NotNative(f"cannot use the cache folder: {e}") from None
     Unit(code, meta, "check").translate(True)
+
+
+def _trusted_cache() -> Path:
+    """The cache folder, created 0700 if missing; NotNative when it is not ours (another
+    owner, or writable by group or others): modules are never loaded from it."""
+    try:
+        return private_dir(cache_dir())
+    except NotOurs as e:
+        raise NotNative(f"{e}: not loading modules from it") from None
 
 
 def build(code: str, meta: dict, dedupe: bool) -> Any:
@@ -121,10 +134,7 @@ def _load(cc: str, name: str, csrc: str) -> Any:
     match the digest we recorded when we built it (under a lock, so that twenty switches
     starting at once build it once), imported.  Raises NotNative when the cache folder is
     not ours (another owner, writable by group or others)."""
-    try:
-        d = private_dir(cache_dir())
-    except NotOurs as e:
-        raise NotNative(f"{e}: not loading modules from it") from None
+    d = _trusted_cache()
     so = d / f"{name}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
     fd = open_lock(d / f"{name}.lock")
     try:
