@@ -248,3 +248,23 @@ def test_connections_are_capped_and_the_longest_idle_gives_way(dev) -> None:
             s.close()
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("data", [
+    b"GET / HTTP/1.1\r\n\r\n",  # not Thrift
+    b"\x80\x01\x00\x01\x40\x00\x00\x00",  # a call whose name is 1 GiB long
+    b"\x80\x01\x00\x01\x00\x00\x00\x08standard\x00\x00\x00\x01\x0f\x00\x01\x0c\x7f\xff\xff\xff",
+])
+def test_garbage_and_oversized_messages_close_the_connection(dev, server, data) -> None:
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(data)
+    s.settimeout(5)
+    try:
+        got = s.recv(100)
+    except ConnectionResetError:
+        got = b""
+    assert got == b""
+    s.close()
+    c = Client(server.port)
+    assert c.std.bm_mt_get_num_entries(0, "MyIngress.acl") == 0
+    c.trans.close()

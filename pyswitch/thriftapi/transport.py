@@ -6,7 +6,9 @@ limits BMv2 does not have (docs/pyswitch-api.md, "Thrift runtime API"):
   cannot hold a thread forever.  Between messages a client may stay idle as long as it
   likes (``simple_switch_CLI`` keeps its connection while its user types);
 - at most `MAX_CLIENTS` connections at once: a new one beyond that closes the connection
-  that has been idle longest, or, when none is idle, is itself closed at once.
+  that has been idle longest, or, when none is idle, is itself closed at once;
+- a string in a request is at most 1 MiB and a list 65,536 items (Thrift's own default is
+  16 MB and no limit); a message over that, or not Thrift at all, closes the connection.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import threading
 import time
 from typing import Any
 
-from thrift.protocol import TBinaryProtocol
+from thrift.protocol import TBinaryProtocol, TProtocol
 from thrift.transport import TTransport
 
 log = logging.getLogger("pyswitch.thrift")
 MESSAGE_TIMEOUT = 10.0  # seconds for one request, from its first byte, and its answer
 MAX_CLIENTS = 64
+MAX_STRING = 1 << 20
+MAX_CONTAINER = 1 << 16
 TTE = TTransport.TTransportException
 
 
@@ -146,7 +150,8 @@ class ThriftServer:
         return True
 
     def _client(self, trans: ClientTransport) -> None:
-        prot = TBinaryProtocol.TBinaryProtocol(trans)
+        prot = TBinaryProtocol.TBinaryProtocol(trans, string_length_limit=MAX_STRING,
+                                               container_length_limit=MAX_CONTAINER)
         try:
             while not self._stop:
                 trans.begin_message()
@@ -154,6 +159,8 @@ class ThriftServer:
         except TTE as exc:
             if exc.type == TTE.TIMED_OUT:
                 log.info("thrift: closing a client: %s", exc)
+        except TProtocol.TProtocolException as exc:  # not Thrift, or over the limits
+            log.info("thrift: closing a client: bad message (%s)", exc)
         except Exception:  # a bad request must not take the server down
             log.exception("thrift: client error")
         finally:
