@@ -59,7 +59,13 @@ def open_lock(path: Path) -> int:
     and without truncating (a planted link cannot make us clobber its target)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        check_ours(os.fstat(fd), str(path), "file")
+        st = os.fstat(fd)
+        if st.st_mode & 0o077 and st.st_uid == os.geteuid():
+            # left by an older version under a loose umask, in a folder only we can
+            # write: nobody else made it; its contents are never read. Tightened.
+            os.fchmod(fd, 0o600)
+            st = os.fstat(fd)
+        check_ours(st, str(path), "file")
     except OSError:
         os.close(fd)
         raise

@@ -223,3 +223,20 @@ def test_native_on_refuses_a_pipeline_before_the_old_switch_goes(monkeypatch, tm
     assert exc.value.code == code_pb2.UNIMPLEMENTED
     assert "writable by group or others (mode 775)" in exc.value.message
     assert dev.switch is running
+
+
+@needs_cc
+def test_loose_files_of_ours_are_tightened_or_rebuilt(monkeypatch, tmp_path) -> None:
+    """Files an older version left under umask 0 (0666) in our own folder: the lock is made
+    0600, the module and its record (never trusted while others may write them) rebuilt."""
+    prog = program(tmp_path, 17)
+    cache = tmp_path / "ours"
+    name = module_name(prog, cache, monkeypatch)
+    for f in cache.iterdir():
+        os.chmod(f, 0o666)
+    before = (cache / name).stat().st_ino
+    monkeypatch.setattr(native, "_MODULES", {})
+    assert Switch(prog, native=True).path == "native"
+    assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in cache.iterdir()} == \
+        {f.name: 0o600 for f in cache.iterdir()}
+    assert (cache / name).stat().st_ino != before  # rebuilt, not trusted
