@@ -57,8 +57,8 @@ def p4c_driver() -> int:
 
 def simple_switch_grpc() -> int:
     """``pyswitch-simple-switch-grpc``: simple_switch_grpc's command line
-    (``BMV2_SWITCH_EXE=pyswitch-simple-switch-grpc``): P4Runtime on 0.0.0.0:9559 unless
-    ``--grpc-server-addr`` says otherwise."""
+    (``BMV2_SWITCH_EXE=pyswitch-simple-switch-grpc``): P4Runtime on 127.0.0.1:9559 unless
+    ``--grpc-server-addr`` (or ``--listen-all``: 0.0.0.0) says otherwise."""
     from pyswitch.daemon import main as run_main
 
     return run_main(sys.argv[1:])

@@ -96,6 +96,8 @@ def _outputs(args: argparse.Namespace, src: Path, driver: bool = False) -> list[
             raise UsageError(f"output path {str(p)!r} is empty")
         if p.is_dir():
             raise UsageError(f"{p}: output is a directory")
+        if p.exists() and not p.is_file():  # a FIFO, a device: never replaced by a file
+            raise UsageError(f"{p}: output exists and is not a regular file")
         if p.resolve() in seen:
             raise UsageError(f"{p}: named as two outputs")
         seen.add(p.resolve())

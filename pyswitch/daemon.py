@@ -56,6 +56,7 @@ from pyswitch.inputfile import (  # noqa: E402
     read_input,
 )
 from pyswitch.memstats import memory_figures, trace  # noqa: E402
+from pyswitch.native import mode as native_mode  # noqa: E402
 from pyswitch.observe import TRACE, ObservedPort, install_trace  # noqa: E402
 from pyswitch.p4runtime.pipeline import (  # noqa: E402
     Device,
@@ -384,8 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="attach port N to interface IFACE (repeatable)")
     p.add_argument("--device-id", type=int, default=0)
     p.add_argument("--grpc-server-addr", default=None, metavar="HOST:PORT",
-                   help="P4Runtime server address (default 0.0.0.0:9559; as "
-                        "pyswitch-simple-switch, like BMv2's simple_switch: none unless given)")
+                   help="P4Runtime server address (default 127.0.0.1:9559, with "
+                        "--listen-all 0.0.0.0:9559; as pyswitch-simple-switch, like BMv2's "
+                        "simple_switch: none unless given)")
     p.add_argument("--cpu-port", type=int, default=None,
                    help="port number of the CPU port (packet-in/out); none by default")
     p.add_argument("--no-p4", action="store_true",
@@ -405,8 +407,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="log the first N bytes of every received and sent frame (info)")
     p.add_argument("--thrift-port", type=int, default=None,
                    help="serve BMv2's Thrift runtime API (simple_switch_CLI) on this port")
-    p.add_argument("--thrift-addr", default="0.0.0.0", metavar="HOST",
-                   help="address the Thrift server binds (pyswitch's own flag)")
+    p.add_argument("--thrift-addr", default=None, metavar="HOST",
+                   help="address the Thrift server binds (pyswitch's own flag; default "
+                        "127.0.0.1, with --listen-all 0.0.0.0)")
+    p.add_argument("--listen-all", action="store_true",
+                   help="servers without an explicit address listen on every interface "
+                        "(0.0.0.0, BMv2's default) instead of 127.0.0.1 (pyswitch's own flag)")
     # accepted, no effect (docs/pyswitch-api.md, "Flags"): BMv2 facilities pyswitch lacks
     for flag in ("--nanolog", "--notifications-addr", "--debugger-addr", "--restore-state",
                  "--packet-in", "--grpc-server-ssl-cert", "--grpc-server-ssl-key",
@@ -449,6 +455,18 @@ def check_bmv2_options(args: argparse.Namespace) -> None:
         raise UsageError("--max-port-count cannot be negative")
     if args.thrift_port is not None and not 0 <= args.thrift_port < 65536:
         raise UsageError(f"--thrift-port {args.thrift_port}: not a TCP port")
+
+
+def set_listen_addresses(args: argparse.Namespace, p4runtime_by_default: bool) -> None:
+    """Fill in the servers' addresses not given: 127.0.0.1 unless ``--listen-all`` (0.0.0.0).
+    Loopback by default because pyswitch runs on laptops and shared servers, where an open
+    P4Runtime or Thrift port lets anyone on the network rewrite the switch (BMv2 listens on
+    every interface; launchers that need that pass the address, or --listen-all)."""
+    host = "0.0.0.0" if args.listen_all else "127.0.0.1"
+    if args.grpc_server_addr is None and p4runtime_by_default:
+        args.grpc_server_addr = f"{host}:9559"
+    if args.thrift_addr is None:
+        args.thrift_addr = host
 
 
 def parse_interfaces(specs: list[str]) -> dict[int, str]:
@@ -516,6 +534,7 @@ def main(argv: list[str] | None = None, p4runtime_by_default: bool = True) -> in
             print(BMV2_JSON_VERSION)
             return 0
         check_bmv2_options(args)
+        native_mode()  # a PYSWITCH_NATIVE typo is one line, before anything starts
         ifaces = parse_interfaces(args.interface)
         impairments = PortImpairments()
         for text in args.impair:
@@ -539,8 +558,7 @@ def main(argv: list[str] | None = None, p4runtime_by_default: bool = True) -> in
             if args.pcap is not None or args.dump_packet_data:
                 ports[n] = ObservedPort(ports[n], n, args.pcap, args.dump_packet_data)
         loop = ForwardingLoop(device, ports, impairments)
-        if args.grpc_server_addr is None and p4runtime_by_default:
-            args.grpc_server_addr = "0.0.0.0:9559"
+        set_listen_addresses(args, p4runtime_by_default)
         server, bound = (serve(device, args.grpc_server_addr) if args.grpc_server_addr
                          else (None, 0))
         if args.thrift_port is not None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from pyswitch.cachedir import NotOurs, check_ours, private_dir
 from pyswitch.preprocess import Source
 
 _GRAMMAR = Path(__file__).with_name("p4.lark")
@@ -95,21 +96,35 @@ def _table_cache() -> str | bool:
     (``$PYSWITCH_CACHE_DIR``, default ``~/.cache/pyswitch``); Lark keys it by the grammar,
     the options and its own version, so a changed grammar builds (and writes) new tables."""
     folder = Path(os.environ.get("PYSWITCH_CACHE_DIR") or Path.home() / ".cache" / "pyswitch")
+    path = folder / "p4-grammar.lark-cache"
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = folder.stat()
-        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-            return False
-    except OSError:
+        private_dir(folder)  # created 0700; ours, nobody else may write it
+        if path.is_symlink() or path.exists():
+            try:
+                check_ours(path.lstat(), str(path), "file")
+            except NotOurs:  # never unpickled: removed (the folder is ours), built anew
+                path.unlink()
+    except OSError:  # not ours (NotOurs), a file in the way, no permission: no cache
         return False
-    return str(folder / "p4-grammar.lark-cache")
+    return str(path)
+
+
+def _private_tables(cache: str | bool) -> None:
+    """Lark writes its tables with the umask's mode: make them 0600."""
+    if cache:
+        try:
+            os.chmod(cache, 0o600)  # in our own folder: checked by _table_cache
+        except OSError:
+            pass
 
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> tuple[Lark, _PostLex]:
     post = _PostLex()
+    cache = _table_cache()
     lark = Lark(_GRAMMAR.read_text(), parser="lalr", lexer="basic", postlex=post,
-                propagate_positions=True, maybe_placeholders=True, cache=_table_cache())
+                propagate_positions=True, maybe_placeholders=True, cache=cache)
+    _private_tables(cache)
     return lark, post
 
 

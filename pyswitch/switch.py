@@ -38,6 +38,7 @@ from typing import Any
 
 from pyswitch import hashes
 from pyswitch.errors import EntryNotFound, InvalidArgument
+from pyswitch.names import check_int, resolve
 from pyswitch.native import attach
 from pyswitch.tables import Table, TableEntryView
 
@@ -182,9 +183,11 @@ class Switch:
 
     # ------------------------------------------------------------------ tables
     def _table(self, name: str) -> Table:
+        """Table `name`: its full name, or its short name when unambiguous (``l2`` for
+        ``MyIngress.l2``, as the STF runner accepts); one line with a suggestion if none."""
         t = self.tables.get(name)
         if t is None:
-            raise InvalidArgument(f"unknown table {name!r}")
+            t = self.tables[resolve(self.tables, name, "table")]
         return t
 
     def insert_entry(self, table: str, match: dict, action: str, params: dict | None = None,
@@ -203,7 +206,7 @@ class Switch:
 
     def read_entries(self, table: str) -> list[TableEntryView]:
         t = self._table(table)
-        return [TableEntryView(table, e) for e in sorted(t.entries.values(), key=lambda e: e.seq)]
+        return [TableEntryView(t.name, e) for e in sorted(t.entries.values(), key=lambda e: e.seq)]
 
     def clear_table(self, table: str) -> None:
         self._table(table).clear()
@@ -249,19 +252,28 @@ class Switch:
     def _register(self, name: str) -> tuple[list[int], dict]:
         r = self.registers.get(name)
         if r is None:
-            raise InvalidArgument(f"unknown register {name!r}")
+            r = self.registers[resolve(self.registers, name, "register")]
         return r
+
+    def _counter(self, name: str) -> tuple:
+        c = self.counters.get(name)
+        if c is None:
+            c = self.counters[resolve(self.counters, name, "counter")]
+        return c
 
     def register_read(self, name: str, index: int) -> int:
         lst, _ = self._register(name)
+        check_int(index, "register index")
         if not 0 <= index < len(lst):
             raise InvalidArgument(f"index {index} out of range for {name!r}")
         return lst[index]
 
     def register_write(self, name: str, index: int, value: int) -> None:
         lst, r = self._register(name)
+        check_int(index, "register index")
         if not 0 <= index < len(lst):
             raise InvalidArgument(f"index {index} out of range for {name!r}")
+        check_int(value, f"value for register {name!r}")
         if value < 0 or value >> r["width"]:
             raise InvalidArgument(f"value {value} does not fit in {r['width']} bits")
         lst[index] = value
@@ -271,17 +283,15 @@ class Switch:
         lst[:] = [0] * len(lst)
 
     def counter_read(self, name: str, index: int) -> tuple[int, int]:
-        c = self.counters.get(name)
-        if c is None:
-            raise InvalidArgument(f"unknown counter {name!r}")
+        c = self._counter(name)
+        check_int(index, "counter index")
         if not 0 <= index < len(c[0]):
             raise InvalidArgument(f"index {index} out of range for {name!r}")
         return c[0][index], c[1][index]
 
     def counter_write(self, name: str, index: int, packets: int, bytes_: int) -> None:
-        c = self.counters.get(name)
-        if c is None:
-            raise InvalidArgument(f"unknown counter {name!r}")
+        c = self._counter(name)
+        check_int(index, "counter index")
         if not 0 <= index < len(c[0]):
             raise InvalidArgument(f"index {index} out of range for {name!r}")
         c[0][index], c[1][index] = packets, bytes_

@@ -9,6 +9,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pyswitch.errors import EntryExists, EntryNotFound, InvalidArgument
+from pyswitch.names import check_int, resolve, suggest
+
+_PAIR = {"lpm": "(value, prefix length)", "ternary": "(value, mask)", "range": "(low, high)"}
 
 
 class Entry:
@@ -100,7 +103,11 @@ class Table:
     def _make(self, action: str, params: dict[str, int], hit: bool,
               scope_check: bool = True, default: bool = False) -> Entry:
         if action not in self.allowed:
-            raise InvalidArgument(f"action {action!r} is not an action of table {self.name!r}")
+            if action not in self.actions and isinstance(action, str):  # short name, typo
+                action = resolve(self.allowed, action, "action", f" of table {self.name!r}")
+            else:
+                raise InvalidArgument(f"action {action!r} is not an action of table "
+                                      f"{self.name!r}")
         if scope_check:
             sc = self.allowed[action]
             if default and sc == "TABLE_ONLY":
@@ -108,18 +115,21 @@ class Table:
             if not default and sc == "DEFAULT_ONLY":
                 raise InvalidArgument(f"action {action!r} is @defaultonly in {self.name!r}")
         a = self.actions[action]
-        params = dict(params)
+        declared = [p["name"] for p in a["params"]]
+        for n in params:  # a misspelt name first: it is also why a parameter is missing
+            if n not in declared:
+                raise InvalidArgument(f"unknown parameter {n!r} of action {action!r}"
+                                      f"{suggest(n, declared)}")
         args = []
         for p in a["params"]:
             if p["name"] not in params:
                 raise InvalidArgument(f"missing parameter {p['name']!r} of action {action!r}")
-            v = params.pop(p["name"])
-            if not isinstance(v, int) or v < 0 or v >> p["width"]:
+            v = params[p["name"]]
+            check_int(v, f"parameter {p['name']!r} of action {action!r}")
+            if v < 0 or v >> p["width"]:
                 raise InvalidArgument(f"value {v!r} of parameter {p['name']!r} does not fit in "
                                       f"{p['width']} bits")
             args.append(v)
-        if params:
-            raise InvalidArgument(f"unknown parameter(s) {sorted(params)} of action {action!r}")
         pv = {p["name"]: v for p, v in zip(a["params"], args, strict=True)}
         return Entry(self.fns[a["fn"]], tuple(args), a["idx"], hit, action, pv)
 
@@ -127,7 +137,8 @@ class Table:
         names = {k["name"] for k in self.keys}
         for n in match:
             if n not in names:
-                raise InvalidArgument(f"unknown match field {n!r} of table {self.name!r}")
+                raise InvalidArgument(f"unknown match field {n!r} of table {self.name!r}"
+                                      f"{suggest(n, names) if isinstance(n, str) else ''}")
         canon, checks, shown = [], [], {}
         for i, k in enumerate(self.keys):
             n, w, mk = k["name"], k["width"], k["match"]
@@ -140,6 +151,14 @@ class Table:
                 canon.append({"lpm": (0, 0), "ternary": (0, 0), "range": (0, full)}.get(mk))
                 continue
             shown[n] = v
+            if mk in ("lpm", "ternary", "range") and not (
+                    isinstance(v, tuple | list) and len(v) == 2):
+                if isinstance(v, str):  # "10.0.0.0/8": the usual slip
+                    check_int(v, f"value of {n!r}")
+                raise InvalidArgument(f"value {v!r} of {mk} field {n!r}: a pair of ints "
+                                      f"{_PAIR[mk]}")
+            for x in (v if isinstance(v, tuple | list) else (v,)):
+                check_int(x, f"value of {n!r}")
             if mk == "exact" or mk == "optional":
                 if not isinstance(v, int) or v < 0 or v > full:
                     raise InvalidArgument(f"value {v!r} of {n!r} does not fit in {w} bits")

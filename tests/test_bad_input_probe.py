@@ -6,6 +6,10 @@ The harness is tests/test_cli_bad_input.py's (one CLI run in-process through its
 as input files, results whose fields have the wrong type or do not give finite figures, job
 weights that break the LP, STF values wider than their fields and commands naming what does
 not exist, P4 programs with duplicate names, unclosed comments, macro bombs and huge stacks.
+Issue 43 added pyswitch's other surfaces: FIFOs as compile outputs, duplicate action
+parameters, bad Thrift requests over the wire (BMv2's codes, nothing applied), a newcomer's
+slips in the in-process API and a PYSWITCH_NATIVE typo (the planted native module:
+tests/test_native_cache.py).
 """
 
 from __future__ import annotations
@@ -180,6 +184,8 @@ P4_FILES: dict[str, str] = {
     "dup_local_in_action": p4(decl="action a() { bit<8> y = 1; bool y = true; }",
                               body="a();"),
     "dup_const_local": p4(body="const bit<8> k = 1; const bit<8> k = 2; h.h.a = k;"),
+    "dup_action_param": p4(decl="action a(bit<8> v, bit<8> v) { h.h.a = v; }",
+                           body="a(1, 2);"),
     "unclosed_comment": p4() + "\n/* never closed\n",
     "macro_bomb": "#define M0 x\n" + "".join(f"#define M{i + 1} M{i} M{i}\n" for i in range(39))
                   + p4(body="h.h.a = 8w1; M39"),
@@ -193,7 +199,8 @@ P4_NEEDLES = {
     "dup_header_field": "a: Duplicates declaration", "dup_struct_field": "x: Duplicates",
     "dup_union_member": "a: Duplicates", "dup_enum_member": "A: Duplicates",
     "dup_local": "x: Duplicates", "dup_local_in_action": "y: Duplicates",
-    "dup_const_local": "k: Duplicates", "unclosed_comment": "never closed",
+    "dup_const_local": "k: Duplicates", "dup_action_param": "v: Duplicates declaration v",
+    "unclosed_comment": "never closed",
     "macro_bomb": "MAX_EXPANSION", "stack_1e9": "1000000000", "local_stack_1e9": "1000000000",
     "typedef_differs": "PortId_t", "include_fifo": "fifo.p4",
 }
@@ -263,6 +270,15 @@ CASES: dict[str, Case] = {
                                    ("zero.p4", "character device")),
     "compile-source-5000-chars": Case("pyswitch", compile_(LONG + ".p4"),
                                       ("File name too long",)),
+    # issue 43: a FIFO as an output is refused, never replaced by a file
+    "compile-o-fifo": Case("pyswitch", C("compile", "{fx}/ok.p4", "-o", "{fx}/fifo.json"),
+                           ("fifo.json", "not a regular file")),
+    "compile-p4runtime-files-fifo": Case("pyswitch", C(
+        "compile", "{fx}/ok.p4", "-o", "{fx}/outdir/prog.json", "--p4runtime-files",
+        "{fx}/outdir/prog.p4info.txtpb,{fx}/fifo.json"), ("fifo.json", "not a regular file")),
+    "compile-p4runtime-file-fifo": Case("pyswitch", C(
+        "compile", "{fx}/ok.p4", "-o", "{fx}/outdir/prog.json", "--p4runtime-file",
+        "{fx}/fifo.p4", "--p4runtime-format", "text"), ("fifo.p4", "not a regular file")),
     # ---- pyswitch stf: files and options -----------------------------------------------
     "stf-file-fifo": Case("pyswitch", C("stf", "{fx}/prog.p4", "{fx}/fifo.stf"),
                           ("fifo.stf", "FIFO")),
@@ -449,3 +465,141 @@ def test_switch_and_client_read_their_program_as_a_bounded_regular_file(tmp_path
     conn = SwitchConnection.__new__(SwitchConnection)  # no server: the file is read first
     with pytest.raises(InputFileError, match="device config|regular file|too long"):
         conn.set_pipeline(p4info_pb2.P4Info(), path)
+
+
+# ---- issue 43: the pyswitch surfaces beyond the command lines -----------------------------
+# The Thrift server over the wire, with BMv2's generated clients: each bad request answered
+# with BMv2's code (or the i32 the IDL declares), nothing changed, the server still answering.
+def _thrift_cases() -> dict[str, tuple[str, str, tuple, object]]:
+    """name -> (service, method, args, expected: (exception type name, code) or a value)."""
+    from bm_runtime.standard import ttypes as st
+
+    T = st.BmMatchParamType
+    ex, tern = st.BmMatchParamExact, st.BmMatchParamTernary
+
+    def key(b: bytes | None, k: bytes | None, m: bytes | None) -> list:
+        return [st.BmMatchParam(T.EXACT, exact=ex(b)),
+                st.BmMatchParam(T.TERNARY, ternary=tern(k, m))]
+
+    def add(match: list) -> tuple:
+        return (0, "I.tern2", match, "I.set_c", [b"\x01"], st.BmAddEntryOptions(1))
+
+    bad_key = ("InvalidTableOperation", st.TableOperationErrorCode.BAD_MATCH_KEY)
+    mc_error = ("InvalidMcOperation", 5)  # McOperationErrorCode.ERROR
+    return {
+        "exact-empty": ("standard", "bm_mt_add_entry", add(key(b"", b"\1", b"\1")), bad_key),
+        "exact-none": ("standard", "bm_mt_add_entry", add(key(None, b"\1", b"\1")), bad_key),
+        "ternary-empty": ("standard", "bm_mt_add_entry", add(key(b"\0\1", b"", b"")), bad_key),
+        "ternary-none": ("standard", "bm_mt_add_entry", add(key(b"\0\1", None, None)),
+                         bad_key),
+        "ternary-param-none": ("standard", "bm_mt_add_entry", add(
+            [st.BmMatchParam(T.EXACT, exact=ex(b"\0\1")), st.BmMatchParam(T.TERNARY)]),
+            bad_key),
+        "key-too-long": ("standard", "bm_mt_add_entry", add(key(b"\0\0\1", b"\1", b"\1")),
+                         bad_key),
+        "node-letters": ("simple_pre_lag", "bm_mc_node_create", (0, 1, "abc", ""), mc_error),
+        "node-port-99999": ("simple_pre_lag", "bm_mc_node_create",
+                            (0, 1, "1" + "0" * 99_999, ""), mc_error),
+        "node-rid-negative": ("simple_pre_lag", "bm_mc_node_create", (0, -1, "1", ""),
+                              mc_error),
+        "mirror-port-negative": ("simple_switch", "mirroring_mapping_add", (5, -1), 0),
+        "mirror-port-100000": ("simple_switch", "mirroring_mapping_add", (5, 100_000), 0),
+        "mirror-delete-missing": ("simple_switch", "mirroring_mapping_delete", (77,), 0),
+        "mirror-get-missing": ("simple_switch", "mirroring_mapping_get_egress_port", (77,), -1),
+    }
+
+
+THRIFT_P4 = STF_P4.replace(
+    "table tern {", "table tern2 { key = { h.h.b: exact; h.h.c: ternary; } "
+                    "actions = { set_c; NoAction; } default_action = NoAction(); }\n"
+                    "    table tern {").replace("tern.apply();", "tern.apply(); tern2.apply();")
+
+
+@pytest.fixture(scope="module")
+def thrift_server(tmp_path_factory: pytest.TempPathFactory):
+    pytest.importorskip("bm_runtime")
+    from pyswitch import compile_p4
+    from pyswitch.p4runtime.pipeline import Device
+    from pyswitch.thriftapi.server import serve_thrift
+
+    src = tmp_path_factory.mktemp("thrift") / "prog.p4"
+    src.write_text(THRIFT_P4)
+    prog = compile_p4(src)
+    dev = Device()
+    dev.load(prog, prog.to_bytes())
+    srv = serve_thrift(dev, "127.0.0.1", 0)
+    yield srv, dev
+    srv.stop()
+
+
+@pytest.mark.parametrize("name", sorted(_thrift_cases()))
+def test_probe_thrift_request_answered_with_bmv2_codes(name: str, thrift_server) -> None:
+    from bm_runtime.simple_pre_lag import SimplePreLAG
+    from bm_runtime.standard import Standard
+    from sswitch_runtime import SimpleSwitch
+    from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
+    from thrift.transport import TSocket, TTransport
+
+    srv, dev = thrift_server
+    service, method, args, expected = _thrift_cases()[name]
+    trans = TTransport.TBufferedTransport(TSocket.TSocket("127.0.0.1", srv.port))
+    proto = TBinaryProtocol.TBinaryProtocol(trans)
+    clients = {s: c.Client(TMultiplexedProtocol.TMultiplexedProtocol(proto, s)) for s, c in
+               (("standard", Standard), ("simple_pre_lag", SimplePreLAG),
+                ("simple_switch", SimpleSwitch))}
+    trans.open()
+    try:
+        before = (clients["standard"].bm_mt_get_num_entries(0, "I.tern2"),
+                  clients["simple_pre_lag"].bm_mc_get_entries(0), dict(dev.clone_sessions))
+        if isinstance(expected, tuple):
+            with pytest.raises(Exception) as exc:  # noqa: PT011 - the type is checked below
+                getattr(clients[service], method)(*args)
+            assert (type(exc.value).__name__, exc.value.code) == expected
+        else:
+            assert getattr(clients[service], method)(*args) == expected
+        after = (clients["standard"].bm_mt_get_num_entries(0, "I.tern2"),
+                 clients["simple_pre_lag"].bm_mc_get_entries(0), dict(dev.clone_sessions))
+        assert after == before  # nothing applied, and the same connection still answers
+    finally:
+        trans.close()
+
+
+# The in-process API: a newcomer's slips, one line each naming the slip.
+API_CASES: dict[str, tuple[Callable, str]] = {
+    "short-table-typo": (lambda sw: sw.insert_entry("rout", {}, "fwd", {"port": 1}),
+                         "unknown table 'rout' (did you mean 'I.route'?)"),
+    "param-typo": (lambda sw: sw.insert_entry("route", {"h.h.a": (0, 0)}, "fwd", {"prt": 1}),
+                   "unknown parameter 'prt' of action 'I.fwd' (did you mean 'port'?)"),
+    "mac-string": (lambda sw: sw.insert_entry("ex", {"h.h.b": "00:00:00:00:00:01"}, "set_c",
+                                              {"v": 1}), "values are ints (`pyswitch.values.mac`"),
+    "register-typo": (lambda sw: sw.register_read("stor", 0),
+                      "unknown register 'stor' (did you mean 'I.store'?)"),
+    "register-unknown": (lambda sw: sw.register_read("tore", 0), "unknown register 'tore'"),
+    "lpm-not-a-pair": (lambda sw: sw.insert_entry("route", {"h.h.a": 5}, "fwd", {"port": 1}),
+                       "a pair of ints (value, prefix length)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(API_CASES))
+def test_probe_api_slip_named_in_one_line(name: str, fx: Path) -> None:
+    from pyswitch import Switch, compile_p4
+    from pyswitch.errors import InvalidArgument
+
+    call, needle = API_CASES[name]
+    sw = Switch(compile_p4(fx / "prog.p4"), native=False)
+    with pytest.raises(InvalidArgument) as exc:
+        call(sw)
+    assert needle in str(exc.value) and "\n" not in str(exc.value), str(exc.value)
+    assert all(not t.entries for t in sw.tables.values())
+
+
+@pytest.mark.parametrize("argv", [["stf", "{fx}/prog.p4", "{fx}/good.stf"], ["run", "--no-p4"]])
+def test_probe_pyswitch_native_garbage_is_one_line(argv: list[str], fx: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from pyswitch.__main__ import main
+
+    monkeypatch.setenv("PYSWITCH_NATIVE", "garbage")
+    assert main([a.replace("{fx}", str(fx)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "PYSWITCH_NATIVE='garbage': expected auto, on or off" in err

@@ -254,3 +254,58 @@ def test_trace_tells_parser_tables_actions_and_egress(caplog):
     # the trace is on this switch only: a fresh switch's tables are the plain ones
     plain = Switch(compile_p4(P4 / "rt_state.p4"))
     assert type(plain.ns[plain.meta["tables"][0]["var"]]).__name__ == "Table"
+
+
+@pytest.mark.parametrize(("line", "grpc_by_default", "grpc", "thrift"), [
+    ("prog.json", True, "127.0.0.1:9559", "127.0.0.1"),  # by hand: loopback only
+    ("--listen-all prog.json", True, "0.0.0.0:9559", "0.0.0.0"),
+    ("prog.json", False, None, "127.0.0.1"),  # pyswitch-simple-switch: no P4Runtime
+    ("--listen-all prog.json", False, None, "0.0.0.0"),
+    ("-- --grpc-server-addr 0.0.0.0:50051 prog.json", True, "0.0.0.0:50051", "127.0.0.1"),
+    ("--thrift-addr 10.1.2.3 --listen-all prog.json", True, "0.0.0.0:9559", "10.1.2.3"),
+])
+def test_servers_listen_on_loopback_unless_asked(line, grpc_by_default, grpc, thrift):
+    """Issue 43: P4Runtime and Thrift listen on 127.0.0.1 unless an address or --listen-all
+    is given (launchers pass theirs: the tutorials' 0.0.0.0:50051 is kept)."""
+    from pyswitch.daemon import set_listen_addresses
+
+    a = _run_args(line)
+    set_listen_addresses(a, grpc_by_default)
+    assert (a.grpc_server_addr, a.thrift_addr) == (grpc, thrift)
+
+
+def _listening(port: int) -> set[str]:
+    """The IPv4 addresses a TCP socket listens on at `port` (/proc/net/tcp, state 0A)."""
+    found = set()
+    for row in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = row.split()[1], row.split()[3]
+        host, p = local.split(":")
+        if state == "0A" and int(p, 16) == port:
+            found.add(".".join(str(b) for b in bytes.fromhex(host)[::-1]))
+    return found
+
+
+@pytest.mark.parametrize(("flags", "bound"), [([], "127.0.0.1"), (["--listen-all"], "0.0.0.0")])
+def test_the_thrift_server_binds_loopback_by_default(flags, bound):
+    """The real daemon's Thrift socket, as the kernel reports it."""
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        tport = s.getsockname()[1]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        gport = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "pyswitch", "run", "--no-p4",
+                             "--thrift-port", str(tport), *flags,
+                             "--grpc-server-addr", f"127.0.0.1:{gport}"],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not _listening(tport) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert _listening(tport) == {bound}
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -11,7 +11,9 @@ struct or stack parameter gets storage of the action that the caller fills befor
 list binds arguments calls a wrapper that does the same around the action; calls written in
 the program keep calling the action's own function.
 
-Directionless parameters are action data from the control plane: bit<N>, int<N> and bool.
+Directionless parameters are action data from the control plane: bit<N>, int<N>, bool and
+serializable enums (``enum bit<8> E {...}``: the control plane gives the underlying value,
+any value of the underlying type, as p4c and BMv2 take it).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from pyswitch.types import (
 )
 
 AGGREGATES = (HeaderTy, StructTy, StackTy)
+
 _SCALARS = (Bits, BoolTy, EnumTy, ErrorTy)
 
 
@@ -51,9 +54,11 @@ class ActionParams:
             if not isinstance(ty, (*_SCALARS, *AGGREGATES)):
                 raise self.err(p, f"action parameter {pn!r} of type {ty.show()} is not "
                                   "supported by pyswitch")
-        elif not isinstance(ty, (Bits, BoolTy)):
+        elif not isinstance(ty, (Bits, BoolTy)) and not (
+                isinstance(ty, EnumTy) and ty.underlying is not None):
             raise self.err(p, f"action parameter {pn!r}: only bit<N>/int<N>/bool parameters are "
-                              "supported as action data (without a direction)")
+                              "supported as action data (without a direction), and "
+                              "serializable enums")
 
     def agg_param(self, a: ActionDef, pn: str, ty: Ty | None = None) -> Any:
         """The storage of aggregate parameter `pn` of `a` (allocated at the declaration)."""

@@ -315,6 +315,11 @@ class TopLevel:
             direction = str(pc[0].children[0]) if pc[0] is not None else ""
             ty = self.resolve_type(pc[1])
             nm = self.name_of(pc[2])
+            prev = next((q for _d, n, _t, q in out if n == nm), None)
+            if prev is not None:  # p4c: two parameters of one name are two declarations
+                first = self.err(prev, "")
+                raise self.err(pc[2], f"{nm}: Duplicates declaration {nm} (previous "
+                                      f"declaration at {first.file}:{first.line}:{first.col})")
             # a default value (pc[3]) is accepted but never used: every call site of
             # pyswitch requires all arguments (a shorter call is rejected with its location)
             out.append((direction, nm, ty, p))
@@ -351,7 +356,7 @@ class TopLevel:
             "hbounds": [[(0, 1)] + [value_bounds(ft) for _, ft in t.fields] for t in self.hslots],
             "errors": self.errors,
             "actions": [{"name": a.name, "fn": a.fn, "idx": a.idx,
-                         "params": [{"name": pn, "width": t.width if isinstance(t, Bits) else 1}
+                         "params": [{"name": pn, "width": p4info_meta.data_width(t)}
                                     for d, pn, t in a.params if d == ""],
                          "annotations": {k: [x for x in v if isinstance(x, str)]
                                          for k, v in a.annotations.items()}}

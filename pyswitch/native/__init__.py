@@ -11,6 +11,15 @@ plane reads and writes.  The path is chosen by ``PYSWITCH_NATIVE``:
 - ``off`` (or ``0``): always the Python path;
 - ``on`` (or ``1``): native, or an error saying why not.
 
+Any other value is an error (`UsageError`), not a silent ``auto``.
+
+Built modules are loaded only from a cache folder that is ours (`pyswitch.cachedir`: owned
+by the effective user, nobody else may write it; created 0700) and only when their bytes
+match the SHA-256 recorded beside them (``NAME.sha256``, 0600) when we built them: a module
+planted under the predictable name is never imported.  A cache folder that is not ours
+leaves the Python path, with the reason in `Switch.path`; a module that does not match its
+record is rebuilt over it.
+
 `Switch.path` (and ``Switch.native_why``) tell which path a switch runs and why.  The same
 machinery builds `portio.c`, the ports' batched receive and send (`portio`; `Port.path`).
 """
@@ -29,6 +38,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pyswitch.cachedir import NotOurs, check_ours, open_lock, private_dir, write_private
+from pyswitch.errors import UsageError
 from pyswitch.native.cgen import NotNative, Unit
 
 __all__ = ["NotNative", "attach", "build", "cache_dir", "check", "mode", "portio", "unavailable"]
@@ -40,17 +51,22 @@ _DIGEST: str | None = None
 
 
 def mode() -> str:
-    """The path chosen by ``PYSWITCH_NATIVE`` (``auto``, ``on`` or ``off``)."""
-    v = os.environ.get("PYSWITCH_NATIVE", "auto").strip().lower()
+    """The path chosen by ``PYSWITCH_NATIVE`` (``auto``, ``on`` or ``off``); UsageError
+    for any other value (a typo must not silently mean ``auto``)."""
+    raw = os.environ.get("PYSWITCH_NATIVE", "auto")
+    v = raw.strip().lower()
     if v in ("0", "off", "no", "false"):
         return "off"
     if v in ("1", "on", "yes", "true"):
         return "on"
-    return "auto"
+    if v in ("", "auto"):
+        return "auto"
+    raise UsageError(f"PYSWITCH_NATIVE={raw!r}: expected auto, on or off (or 1, 0)")
 
 
 def cache_dir() -> Path:
-    """Where built modules are kept: ``PYSWITCH_CACHE`` or ``~/.cache/pyswitch/native``."""
+    """Where built modules are kept: ``PYSWITCH_CACHE`` or ``~/.cache/pyswitch/native``
+    (used only when it is ours: `_load`)."""
     d = os.environ.get("PYSWITCH_CACHE")
     return Path(d) if d else Path.home() / ".cache" / "pyswitch" / "native"
 
@@ -72,7 +88,20 @@ def check(code: str, meta: dict) -> None:
     """Raise NotNative (with the reason) unless the native path can run this program."""
     if _compiler() is None:
         raise NotNative("no C compiler or no Python headers")
+    try:
+        _trusted_cache()
+    except OSError as e:  # a file where the folder should be, no permission
+        raise NotNative(f"cannot use the cache folder: {e}") from None
     Unit(code, meta, "check").translate(True)
+
+
+def _trusted_cache() -> Path:
+    """The cache folder, created 0700 if missing; NotNative when it is not ours (another
+    owner, or writable by group or others): modules are never loaded from it."""
+    try:
+        return private_dir(cache_dir())
+    except NotOurs as e:
+        raise NotNative(f"{e}: not loading modules from it") from None
 
 
 def build(code: str, meta: dict, dedupe: bool) -> Any:
@@ -101,21 +130,53 @@ def build(code: str, meta: dict, dedupe: bool) -> Any:
 
 
 def _load(cc: str, name: str, csrc: str) -> Any:
-    """Module `name` from the cache, built from `csrc` first if it is not there (under a
-    lock, so that twenty switches starting at once build it once), imported."""
-    d = cache_dir()
-    d.mkdir(parents=True, exist_ok=True)
+    """Module `name` from the cache, built from `csrc` first if it is not there or does not
+    match the digest we recorded when we built it (under a lock, so that twenty switches
+    starting at once build it once), imported.  Raises NotNative when the cache folder is
+    not ours (another owner, writable by group or others)."""
+    d = _trusted_cache()
     so = d / f"{name}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
-    with open(d / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not so.exists():
+    fd = open_lock(d / f"{name}.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if _recorded(so) is None:
             _gcc(cc, csrc, so)
+        data = _recorded(so)
+        if data is None:  # pragma: no cover - only another process of ours could do this
+            raise NotNative(f"{so} does not match the digest recorded when it was built")
+    finally:
+        os.close(fd)
     spec = importlib.util.spec_from_file_location(name, so)
     if spec is None or spec.loader is None:
         raise NotNative(f"cannot load {so}")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _recorded(so: Path) -> bytes | None:
+    """The bytes of module `so` when it is a regular file of ours whose SHA-256 is the one
+    recorded in ``so.sha256`` (a file of ours) when we built it; None otherwise (absent, a
+    link, planted, from a version that recorded nothing, or changed since)."""
+    record = so.with_name(so.name + ".sha256")
+    try:
+        with open(so, "rb", opener=_nofollow) as f:
+            _ours(f.fileno(), so)
+            data = f.read()
+        with open(record, "rb", opener=_nofollow) as f:
+            _ours(f.fileno(), record)
+            want = f.read(200).strip().decode("ascii", "replace")
+    except OSError:  # absent, a link (O_NOFOLLOW), not ours (NotOurs)
+        return None
+    return data if hashlib.sha256(data).hexdigest() == want else None
+
+
+def _nofollow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def _ours(fd: int, path: Path) -> None:
+    check_ours(os.fstat(fd), str(path), "file")
 
 
 def portio() -> tuple[Any, str]:
@@ -151,13 +212,14 @@ def _translator_digest() -> str:
 
 
 def _gcc(cc: str, csrc: str, so: Path) -> None:
-    """Build `so` from `csrc`: into a temporary file beside it, renamed over it only when
-    complete (a reader never sees half a module; nothing is left on failure)."""
+    """Build `so` from `csrc`: into a temporary file beside it (0600), renamed over it only
+    when complete (a reader never sees half a module; nothing is left on failure), then its
+    SHA-256 recorded in ``so.sha256`` (0600), which `_recorded` checks before every load."""
     inc = sysconfig.get_paths()["include"]
     with tempfile.TemporaryDirectory(prefix="pswn-") as tmp:
         c = Path(tmp) / "prog.c"
         c.write_text(csrc)
-        fd, out = tempfile.mkstemp(dir=so.parent, prefix=f".{so.name}.")
+        fd, out = tempfile.mkstemp(dir=so.parent, prefix=f".{so.name}.")  # mode 0600
         os.close(fd)
         try:
             r = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-fwrapv", "-w", f"-I{inc}",
@@ -166,8 +228,10 @@ def _gcc(cc: str, csrc: str, so: Path) -> None:
             if r.returncode != 0:
                 last = (r.stderr.strip().splitlines() or ["no message"])[-1]
                 raise NotNative(f"{cc} failed: {last}")
-            os.chmod(out, 0o755)
+            os.chmod(out, 0o600)  # the linker may have recreated it with the umask's mode
+            digest = hashlib.sha256(Path(out).read_bytes()).hexdigest()
             os.replace(out, so)
+            write_private(so.with_name(so.name + ".sha256"), digest.encode() + b"\n")
         finally:
             Path(out).unlink(missing_ok=True)
 

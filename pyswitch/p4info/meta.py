@@ -22,6 +22,16 @@ from pyswitch.p4info.ids import IdError, P, SymbolTable
 _SKIP = {"name", "id", "brief", "description"}
 
 
+def data_width(ty: Any) -> int:
+    """The width of action data of type `ty` as the control plane writes it (P4Info's
+    ``bitwidth``): bit<N> and int<N> N, a serializable enum its underlying type's (p4c),
+    bool 1."""
+    under = getattr(ty, "underlying", None)
+    if under is not None:
+        return under.width
+    return getattr(ty, "width", 1)
+
+
 def _text(src: str, node: Any) -> str:
     if isinstance(node, Token):
         return str(node)
@@ -158,8 +168,7 @@ def collect(comp: Any, meta: dict | None = None) -> dict[str, Any]:
             # p4c: `const entries` make a const table; plain `entries` only initial ones
             "is_const_table": t.node is not None and any(
                 isinstance(x, Tree) and x.data == "tp_const_entries" for x in t.node.children),
-            "default_widths": [p[2].width if hasattr(p[2], "width") else 1
-                               for p in t.default[0].params if p[0] == ""],
+            "default_widths": [data_width(p[2]) for p in t.default[0].params if p[0] == ""],
         }
     headers = {}
     for h in comp.controller_headers:
@@ -183,6 +192,14 @@ def collect(comp: Any, meta: dict | None = None) -> dict[str, Any]:
             if underlying is not None and ty.name not in enums:
                 enums[ty.name] = {"width": underlying.width,
                                   "members": [[m, v] for m, v in ty.members.items()]}
+        # and every one an action parameter of the table's actions is declared with (the
+        # parameter itself gets the underlying bitwidth and no type_name)
+        for a, _ in t.actions:
+            for d, _pn, ty in a.params:
+                if d == "" and getattr(ty, "underlying", None) is not None \
+                        and ty.name not in enums:
+                    enums[ty.name] = {"width": ty.underlying.width,
+                                      "members": [[m, v] for m, v in ty.members.items()]}
     instances = {}
     for inst in [*comp.counters, *comp.direct_counters, *comp.registers]:
         node = getattr(inst, "node", None)

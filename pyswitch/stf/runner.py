@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pyswitch import native
 from pyswitch.errors import OneLineParser, P4CompileError, SwitchError, UsageError
 from pyswitch.inputfile import InputFileError, read_input, read_input_text
 from pyswitch.p4info.compare import check_against_p4c
@@ -671,6 +672,7 @@ def main(argv: list[str] | None = None) -> int:
                                  f"({exc})") from None
         if args.json is not None and not args.json.strip():
             raise UsageError("--json: empty path")
+        native.mode()  # a PYSWITCH_NATIVE typo: one line, not one error per program
     except UsageError as exc:
         print(f"pyswitch stf: {exc}", file=sys.stderr)
         return 2

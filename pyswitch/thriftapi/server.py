@@ -20,11 +20,7 @@ serialisation; see docs/pyswitch-api.md, "Thrift runtime API".
 from __future__ import annotations
 
 import hashlib
-import itertools
-import json
 import logging
-import socket
-import threading
 import time
 from typing import Any
 
@@ -36,12 +32,12 @@ from bm_runtime.standard import Standard
 from bm_runtime.standard import ttypes as st
 from sswitch_runtime import SimpleSwitch
 from sswitch_runtime import ttypes as ss_t
-from thrift.protocol import TBinaryProtocol
 from thrift.TMultiplexedProcessor import TMultiplexedProcessor
-from thrift.transport import TSocket, TTransport
 
 from pyswitch.errors import EntryExists, EntryNotFound, InvalidArgument, SwitchError
 from pyswitch.thriftapi.bmv2_json import describe_text
+from pyswitch.thriftapi.pre import PreHandler
+from pyswitch.thriftapi.transport import ThriftServer
 
 log = logging.getLogger("pyswitch.thrift")
 TE = st.TableOperationErrorCode
@@ -109,6 +105,8 @@ class StandardHandler:
         a = t.actions.get(action)
         if a is None or action not in t.allowed:
             raise _Table.error(TE.INVALID_ACTION_NAME, f"table {t.name}: no action {action!r}")
+        if not isinstance(data, list) or not all(isinstance(b, bytes) for b in data):
+            raise _Table.error(TE.BAD_ACTION_DATA, f"action {action}: data not a list of bytes")
         if len(data) != len(a["params"]):
             raise _Table.error(TE.BAD_ACTION_DATA, f"action {action}: {len(data)} values for "
                                                    f"{len(a['params'])} parameters")
@@ -116,25 +114,42 @@ class StandardHandler:
 
     @staticmethod
     def _match(t: Any, match_key: list[Any]) -> dict[str, Any]:
-        if len(match_key) != len(t.keys):
-            raise _Table.error(TE.BAD_MATCH_KEY, f"table {t.name}: {len(match_key)} key fields "
+        """A Thrift match key as the switch's, checked as BMv2's match_params_sanity_check:
+        one param per key field, of the field's match type, every byte string (key, mask,
+        range ends) exactly the field's width in bytes, a prefix no longer than the field,
+        a range's start not above its end; otherwise BAD_MATCH_KEY."""
+        if not isinstance(match_key, list) or len(match_key) != len(t.keys):
+            n = len(match_key) if isinstance(match_key, list) else "no"
+            raise _Table.error(TE.BAD_MATCH_KEY, f"table {t.name}: {n} key fields "
                                                  f"for {len(t.keys)}")
         out: dict[str, Any] = {}
         T = st.BmMatchParamType
+
+        def field(sub: Any, attr: str, n: str, nbytes: int) -> int:
+            b = getattr(sub, attr, None) if sub is not None else None
+            if not isinstance(b, bytes) or len(b) != nbytes:
+                got = f"{len(b)} bytes" if isinstance(b, bytes) else "none"
+                raise _Table.error(TE.BAD_MATCH_KEY, f"{n}: {attr} of {got}, the field "
+                                                     f"takes {nbytes}")
+            return _int(b)
+
         for k, p in zip(t.keys, match_key, strict=True):
             n, mk, w = k["name"], k["match"], k["width"]
+            nb = (w + 7) // 8
             full = (1 << w) - 1
-            if p.type == T.EXACT and mk == "exact":
-                out[n] = _int(p.exact.key)
-            elif p.type == T.LPM and mk == "lpm":
+            ptype = getattr(p, "type", None)
+            if ptype == T.EXACT and mk == "exact":
+                out[n] = field(p.exact, "key", n, nb)
+            elif ptype == T.LPM and mk == "lpm":
+                v = field(p.lpm, "key", n, nb)
                 plen = p.lpm.prefix_length
-                if not 0 <= plen <= w:
+                if not isinstance(plen, int) or not 0 <= plen <= w:
                     raise _Table.error(TE.BAD_MATCH_KEY, f"{n}: prefix length {plen}")
                 mask = full ^ ((1 << (w - plen)) - 1)
                 if plen:
-                    out[n] = (_int(p.lpm.key) & mask, plen)
-            elif p.type == T.TERNARY and mk in ("ternary", "optional"):
-                v, m = _int(p.ternary.key), _int(p.ternary.mask)
+                    out[n] = (v & mask, plen)
+            elif ptype == T.TERNARY and mk in ("ternary", "optional"):
+                v, m = field(p.ternary, "key", n, nb), field(p.ternary, "mask", n, nb)
                 if mk == "optional":
                     if m == full:
                         out[n] = v
@@ -143,14 +158,18 @@ class StandardHandler:
                                                              "be 0 or all ones")
                 elif m:
                     out[n] = (v & m, m)
-            elif p.type == T.RANGE and mk == "range":
-                lo, hi = _int(p.range.start), _int(p.range.end_)
+            elif ptype == T.RANGE and mk == "range":
+                lo, hi = field(p.range, "start", n, nb), field(p.range, "end_", n, nb)
+                if lo > hi:
+                    raise _Table.error(TE.BAD_MATCH_KEY, f"{n}: range {lo}..{hi}")
                 if (lo, hi) != (0, full):
                     out[n] = (lo, hi)
-            elif p.type == T.VALID and mk == "exact" and w == 1:
+            elif ptype == T.VALID and mk == "exact" and w == 1:
+                if not isinstance(getattr(p.valid, "key", None), bool):
+                    raise _Table.error(TE.BAD_MATCH_KEY, f"{n}: valid param without a key")
                 out[n] = int(p.valid.key)
             else:
-                raise _Table.error(TE.BAD_MATCH_KEY, f"{n}: {T._VALUES_TO_NAMES.get(p.type)} "
+                raise _Table.error(TE.BAD_MATCH_KEY, f"{n}: {T._VALUES_TO_NAMES.get(ptype)} "
                                                      f"param for a {mk} key")
         return out
 
@@ -490,183 +509,93 @@ for _name in ("bm_load_new_config", "bm_swap_configs"):
 StandardHandler.bm_serialize_state = lambda self: ""  # type: ignore[attr-defined]
 
 
-def _port_map(text: str) -> list[int]:
-    """The CLI's port map: a string of '0'/'1', port 0 the last character."""
-    return [i for i, c in enumerate(reversed(text)) if c == "1"]
-
-
-class PreHandler:
-    """``simple_pre_lag`` / ``simple_pre``: multicast groups made of nodes (rid + ports).
-
-    Groups are the switch's multicast groups (``Switch.set_multicast_group``), so P4Runtime
-    reads them; the node structure (handles, association) lives here. A group's handle is
-    its id, as in BMv2; node handles count from 0."""
-
-    def __init__(self, device: Any, types: Any) -> None:
-        self.dev = device
-        self.t = types
-        self.groups: dict[int, list[int]] = {}  # mgid -> node handles
-        self.nodes: dict[int, tuple[int, list[int], list[int]]] = {}  # handle -> rid, ports
-        self.handles = itertools.count()
-        self.state: dict[str, Any] = {"switch": device.switch}
-
-    def _err(self, code: int) -> Any:
-        return self.t.InvalidMcOperation(code)
-
-    def _fresh(self) -> None:
-        """A new pipeline (SetForwardingPipelineConfig) starts with no groups: forget the
-        node structure of the old one (lock held)."""
-        if self.state.get("switch") is not self.dev.switch:
-            self.groups.clear()
-            self.nodes.clear()
-            self.state["switch"] = self.dev.switch
-
-    def _sync(self, mgid: int) -> None:
-        reps = [(p, self.nodes[h][0]) for h in self.groups[mgid] for p in self.nodes[h][1]]
-        self.dev.switch.set_multicast_group(mgid, reps)
-
-    def bm_mc_mgrp_create(self, cxt_id: int, mgrp: int) -> int:
-        with self.dev.lock:
-            self._fresh()
-            if not 0 < mgrp < 65536 or self.dev.switch is None:
-                raise self._err(self.t.McOperationErrorCode.INVALID_MGID)
-            self.groups[mgrp] = []
-            self.dev.switch.set_multicast_group(mgrp, [])
-            return mgrp
-
-    def bm_mc_mgrp_destroy(self, cxt_id: int, mgrp_handle: int) -> None:
-        with self.dev.lock:
-            self._fresh()
-            if mgrp_handle not in self.groups:
-                raise self._err(self.t.McOperationErrorCode.INVALID_MGRP_HANDLE)
-            del self.groups[mgrp_handle]
-            try:
-                self.dev.switch.delete_multicast_group(mgrp_handle)
-            except EntryNotFound:
-                pass
-
-    def bm_mc_node_create(self, cxt_id: int, rid: int, port_map: str,
-                          lag_map: str = "") -> int:
-        with self.dev.lock:
-            self._fresh()
-            h = next(self.handles)
-            self.nodes[h] = (rid, _port_map(port_map), _port_map(lag_map or ""))
-            return h
-
-    def _node(self, h: int) -> Any:
-        if h not in self.nodes:
-            raise self._err(self.t.McOperationErrorCode.INVALID_L1_HANDLE)
-        return self.nodes[h]
-
-    def bm_mc_node_associate(self, cxt_id: int, mgrp_handle: int, l1_handle: int) -> None:
-        with self.dev.lock:
-            self._fresh()
-            self._node(l1_handle)
-            if mgrp_handle not in self.groups:
-                raise self._err(self.t.McOperationErrorCode.INVALID_MGRP_HANDLE)
-            if l1_handle not in self.groups[mgrp_handle]:
-                self.groups[mgrp_handle].append(l1_handle)
-            self._sync(mgrp_handle)
-
-    def bm_mc_node_dissociate(self, cxt_id: int, mgrp_handle: int, l1_handle: int) -> None:
-        with self.dev.lock:
-            self._fresh()
-            self._node(l1_handle)
-            if mgrp_handle not in self.groups or l1_handle not in self.groups[mgrp_handle]:
-                raise self._err(self.t.McOperationErrorCode.INVALID_MGRP_HANDLE)
-            self.groups[mgrp_handle].remove(l1_handle)
-            self._sync(mgrp_handle)
-
-    def bm_mc_node_destroy(self, cxt_id: int, l1_handle: int) -> None:
-        with self.dev.lock:
-            self._fresh()
-            self._node(l1_handle)
-            del self.nodes[l1_handle]
-            for g, hs in self.groups.items():
-                if l1_handle in hs:
-                    hs.remove(l1_handle)
-                    self._sync(g)
-
-    def bm_mc_node_update(self, cxt_id: int, l1_handle: int, port_map: str,
-                          lag_map: str = "") -> None:
-        with self.dev.lock:
-            self._fresh()
-            rid, _, _ = self._node(l1_handle)
-            self.nodes[l1_handle] = (rid, _port_map(port_map), _port_map(lag_map or ""))
-            for g, hs in self.groups.items():
-                if l1_handle in hs:
-                    self._sync(g)
-
-    def bm_mc_set_lag_membership(self, cxt_id: int, lag_index: int, port_map: str) -> None:
-        raise self._err(self.t.McOperationErrorCode.ERROR)  # no LAGs in pyswitch
-
-    def bm_mc_get_entries(self, cxt_id: int) -> str:
-        with self.dev.lock:
-            self._fresh()
-            l1, l2 = [], []
-            for h, (rid, ports, lags) in sorted(self.nodes.items()):
-                l1.append({"handle": h, "rid": rid, "l2_handle": h})
-                l2.append({"handle": h, "ports": ports, "lags": lags})
-            mgrps = [{"id": g, "l1_handles": hs} for g, hs in sorted(self.groups.items())]
-            return json.dumps({"mgrps": mgrps, "l1_handles": l1, "l2_handles": l2,
-                               "lags": []})
-
-
 class SimpleSwitchHandler:
     """``sswitch_runtime.SimpleSwitch``: mirroring sessions (pyswitch's clone sessions, the
     ones P4Runtime's CloneSessionEntry writes), queue settings (accepted, no effect: pyswitch
-    has no egress queues) and the switch clock."""
+    has no egress queues) and the switch clock.
+
+    The deprecated ``mirroring_mapping_*`` calls declare no exception in BMv2's IDL: as
+    BMv2, they answer an i32 (add/delete: 1 done, 0 not; get_egress_port: the port or -1).
+    ``mirroring_session_add`` refuses (``InvalidMirroringOperation``, the IDL's one code
+    SESSION_NOT_FOUND) what the switch cannot hold: a session id outside 1..2**32-1, a port
+    outside 0..511."""
 
     def __init__(self, device: Any) -> None:
         self.dev = device
         self.t0 = time.monotonic()
         self.configs: dict[int, Any] = {}
 
-    def _set(self, mirror_id: int, reps: list[tuple[int, int]]) -> None:
+    @staticmethod
+    def _refuse(why: str) -> ss_t.InvalidMirroringOperation:
+        log.info("thrift: mirroring: %s", why)
+        return ss_t.InvalidMirroringOperation(ss_t.MirroringOperationErrorCode.SESSION_NOT_FOUND)
+
+    def _add(self, mirror_id: int, config: Any) -> None:
+        """Add (or replace) a session, lock held; raises InvalidMirroringOperation."""
         sw = self.dev.switch
-        if sw is None or not 0 < mirror_id < 2**32:
-            raise ss_t.InvalidMirroringOperation(
-                ss_t.MirroringOperationErrorCode.SESSION_NOT_FOUND)
-        sw.set_clone_session(mirror_id, reps)
+        if sw is None:
+            raise self._refuse("no program loaded")
+        if config is None:
+            raise self._refuse(f"session {mirror_id}: no config")
+        if config.mgid:  # a session to a multicast group: its replicas
+            reps = sw.multicast_groups().get(config.mgid, [])
+        else:
+            reps = [(config.port if config.port is not None else 0, 0)]
+        try:
+            sw.set_clone_session(mirror_id, reps)
+        except SwitchError as exc:
+            raise self._refuse(f"session {mirror_id}: {exc}") from None
         self.dev.clone_sessions[mirror_id] = reps
+        self.configs[mirror_id] = config
 
     def mirroring_session_add(self, mirror_id: int, config: Any) -> None:
         with self.dev.lock:
-            if config.mgid:  # a session to a multicast group: its replicas
-                reps = self.dev.switch.multicast_groups().get(config.mgid, []) \
-                    if self.dev.switch is not None else []
-            else:
-                reps = [(config.port, 0)]
-            self._set(mirror_id, reps)
-            self.configs[mirror_id] = config
+            self._add(mirror_id, config)
 
-    def mirroring_mapping_add(self, mirror_id: int, egress_port: int) -> None:
-        self.mirroring_session_add(mirror_id, ss_t.MirroringSessionConfig(port=egress_port))
+    def mirroring_mapping_add(self, mirror_id: int, egress_port: int) -> int:
+        with self.dev.lock:
+            try:
+                self._add(mirror_id, ss_t.MirroringSessionConfig(port=egress_port))
+            except ss_t.InvalidMirroringOperation:
+                return 0
+            return 1
+
+    def _delete(self, mirror_id: int) -> bool:
+        sw = self.dev.switch
+        if sw is None or mirror_id not in self.dev.clone_sessions:
+            return False
+        try:
+            sw.delete_clone_session(mirror_id)
+        except EntryNotFound:
+            pass
+        del self.dev.clone_sessions[mirror_id]
+        self.configs.pop(mirror_id, None)
+        return True
 
     def mirroring_session_delete(self, mirror_id: int) -> None:
         with self.dev.lock:
-            sw = self.dev.switch
-            if sw is None or mirror_id not in self.dev.clone_sessions:
-                raise ss_t.InvalidMirroringOperation(
-                    ss_t.MirroringOperationErrorCode.SESSION_NOT_FOUND)
-            sw.delete_clone_session(mirror_id)
-            del self.dev.clone_sessions[mirror_id]
-            self.configs.pop(mirror_id, None)
+            if not self._delete(mirror_id):
+                raise self._refuse(f"no session {mirror_id}")
 
-    mirroring_mapping_delete = mirroring_session_delete
+    def mirroring_mapping_delete(self, mirror_id: int) -> int:
+        with self.dev.lock:
+            return int(self._delete(mirror_id))
 
     def mirroring_session_get(self, mirror_id: int) -> Any:
         with self.dev.lock:
             reps = self.dev.clone_sessions.get(mirror_id)
             if reps is None:
-                raise ss_t.InvalidMirroringOperation(
-                    ss_t.MirroringOperationErrorCode.SESSION_NOT_FOUND)
+                raise self._refuse(f"no session {mirror_id}")
             if mirror_id in self.configs:
                 return self.configs[mirror_id]
             return ss_t.MirroringSessionConfig(port=reps[0][0] if reps else 0)
 
     def mirroring_mapping_get_egress_port(self, mirror_id: int) -> int:
-        return self.mirroring_session_get(mirror_id).port
+        try:
+            port = self.mirroring_session_get(mirror_id).port
+        except ss_t.InvalidMirroringOperation:
+            return -1
+        return -1 if port is None else port
 
     def set_egress_queue_depth(self, port_num: int, depth_pkts: int) -> int:
         return 0
@@ -685,48 +614,6 @@ class SimpleSwitchHandler:
 
     def get_time_since_epoch_us(self) -> int:
         return int(time.time() * 1e6)
-
-
-class ThriftServer:
-    """The listening socket and its threads (one per client, as BMv2's TThreadedServer)."""
-
-    def __init__(self, processor: Any, host: str, port: int) -> None:
-        self.processor = processor
-        self.sock = socket.create_server((host, port), reuse_port=False)
-        self.port = self.sock.getsockname()[1]
-        self._stop = False
-        self.thread = threading.Thread(target=self._accept, daemon=True, name="thrift")
-        self.thread.start()
-
-    def _accept(self) -> None:
-        while not self._stop:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._client, args=(conn,), daemon=True).start()
-
-    def _client(self, conn: socket.socket) -> None:
-        sock = TSocket.TSocket()
-        sock.setHandle(conn)
-        trans = TTransport.TBufferedTransport(sock)
-        prot = TBinaryProtocol.TBinaryProtocol(trans)
-        try:
-            while True:
-                self.processor.process(prot, prot)
-        except TTransport.TTransportException:
-            pass
-        except Exception:  # a bad request must not take the server down
-            log.exception("thrift: client error")
-        finally:
-            trans.close()
-
-    def stop(self) -> None:
-        self._stop = True
-        try:
-            self.sock.close()
-        except OSError:
-            pass
 
 
 def make_processor(device: Any, thrift_port: int,
