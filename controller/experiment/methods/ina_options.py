@@ -20,10 +20,9 @@ from controller.experiment.run_options import (
 from controller.experiment.servers import check_servers_option
 from controller.options import finite_float, int_option, read_topology
 from controller.plan.document import resolve_workers
-from controller.plan.joint import JOINT_PLANNERS
 from controller.plan.lp import PlanError
 from controller.plan.lp_jobs import OBJECTIVES
-from controller.plan.planners import PLANNERS
+from controller.plan.planners import PLANNERS, get_planner
 from topo.models import TopologyError
 from workers.ina.job import MODES
 from workers.models.scaling import DEFAULT_LINK_GBPS, DEFAULT_SCALE
@@ -202,9 +201,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             resolve_workers(graph, s.ps, s.workers)
     except (TopologyError, PlanError) as exc:
         raise ExperimentError(str(exc)) from None
-    if s.jobs is not None and s.planner not in JOINT_PLANNERS:
-        raise ExperimentError(f"--planner {s.planner}: several jobs (--jobs) are placed by "
-                              f"one of {', '.join(JOINT_PLANNERS)}")
+    if s.jobs is not None:  # the planner's own declaration (controller.plan.placement)
+        try:
+            get_planner(s.planner, several=True)
+        except PlanError as exc:
+            raise ExperimentError(str(exc)) from None
     if s.fail_switch:
         rnd = s.fail_switch.partition("@")[2].strip()
         if not (rnd.isascii() and rnd.isdigit() and len(rnd) <= 9):
