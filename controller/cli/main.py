@@ -94,6 +94,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise PlanError(f"--out {args.out}: cannot write the picture {picture} "
                         f"({exc.strerror or exc})") from None
+    if plan.warning:  # a baseline beat the planner, or the budget went unused (one line)
+        print(plan.warning, file=sys.stderr)
     if args.jobs is not None:
         for line in jobs_summary_lines(plan):
             print(line)

@@ -21,7 +21,7 @@ The choosers :func:`random_set`, :func:`top_degree_set` and :func:`exact_optimum
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from controller.plan.lp import Job, LPResult, PlanError, candidates, ps_only, solve_lp
 from controller.plan.placement import limits_for, note_of
@@ -33,6 +33,7 @@ __all__ = [
     "exact_optimum",
     "all_baselines",
     "beaten_by",
+    "honesty_warning",
 ]
 
 
@@ -87,3 +88,31 @@ def beaten_by(gamma: float, baselines: dict[str, float | None], *,
            if name not in ("ps_only", "all_programmable") and g is not None
            and g > gamma * (1 + rel_tol) + 1e-12]
     return sorted(out, key=lambda kv: -kv[1])
+
+
+def honesty_warning(planner: str, gamma: float, *, budget: int | None,
+                    deployed: Sequence[str], candidates: Sequence[str],
+                    baselines: Mapping[str, float | None],
+                    bound: float | None) -> str | None:
+    """One line when the plan is not the best its own table knows (issue 38: a planner that
+    is honest), else None:
+
+    * a baseline planner beats the chosen one (:func:`beaten_by`): which, and by how much;
+    * the budget is left unused (fewer than ``budget`` switches deployed while candidates
+      remain) although γ is below ``bound`` (γ with every candidate programmable), so more
+      switches could raise it: how many were used and how many candidates were left.
+
+    A planner that stops early at the bound (nothing left to gain) is not warned about."""
+    parts = []
+    beaten = beaten_by(gamma, dict(baselines))
+    if beaten:
+        name, g = beaten[0]
+        also = f" (also {', '.join(n for n, _ in beaten[1:])})" if len(beaten) > 1 else ""
+        parts.append(f"baseline {name} reaches γ {g:.4g}{also}, above {planner}'s {gamma:.4g}")
+    left = [s for s in candidates if s not in set(deployed)]
+    if (budget and len(deployed) < budget and left and bound is not None
+            and bound > gamma * (1 + 1e-6) + 1e-12):
+        parts.append(f"{planner} used {len(deployed)} of budget {budget} switches with "
+                     f"{len(left)} candidates left, and γ {gamma:.4g} is below the "
+                     f"all-programmable {bound:.4g}")
+    return "warning: " + "; ".join(parts) if parts else None

@@ -18,6 +18,7 @@ from typing import Any
 
 import networkx as nx
 
+from controller.plan.baselines import honesty_warning
 from controller.plan.greedy import JointGreedyResult, greedy, greedy_jobs, prefix
 from controller.plan.jobs import JobEntry
 from controller.plan.lp_fast import FastLP
@@ -136,8 +137,16 @@ def joint_plan(
                         **limits_for(chosen, max_combinations=max_combinations))
     t_place = time.perf_counter() - t0
     solo = alone_gammas(js, budget, solver=solver, time_limit=time_limit) if alone else None
+    res = placed.result if isinstance(placed, JointGreedyResult) else placed.lp
+    cands = jobs.candidates()
+    bound = None
+    if len(res.deployed) < min(budget, len(cands)):  # one more joint LP, only then
+        bound = jobs.value(jobs.solve(cands))
+    warning = honesty_warning(planner, jobs.value(res), budget=budget, deployed=res.deployed,
+                              candidates=cands, baselines={}, bound=bound)
     return plan_jobs(js, placed, budget=budget, specs=specs, alone=solo, spec=spec,
-                     result_load=result_load, timings={"greedy": t_place}, planner=planner)
+                     result_load=result_load, timings={"greedy": t_place}, planner=planner,
+                     warning=warning)
 
 
 def job_plan(plan: Plan, name: str) -> Plan:

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from controller.plan.baselines import all_baselines
+from controller.plan.baselines import all_baselines, honesty_warning
 from controller.plan.document import build_plan
 from controller.plan.jobs import JobEntry
 from controller.plan.joint import JointGreedyResult, joint_plan
-from controller.plan.lp import PlanError, make_job, solve_lp
+from controller.plan.lp import PlanError, candidates, make_job, solve_lp
 from controller.plan.lp_fast import FastLP
 from controller.plan.lp_jobs import OBJECTIVES
 from controller.plan.placement import as_jobs, limits_for
@@ -94,11 +94,16 @@ def plan_one_job(graph: nx.Graph, ps: str, workers: Sequence[str],
     if req.result_load:  # the same deployment in the model of docs/design.md §3.3
         plain = make_job(graph, ps, list(workers), capacity=req.capacity)
         extra["gamma_without_result_load"] = solve_lp(plain, list(placed.deployed)).gamma
+    bound = base.get("all_programmable", {}).get("gamma")
+    warning = honesty_warning(req.planner, placed.gamma, budget=req.budget,
+                              deployed=placed.deployed, candidates=candidates(job),
+                              baselines={k: v["gamma"] for k, v in base.items()}, bound=bound)
     return build_plan(job, placed.lp, budget=req.budget, baselines=base, spec=req.spec,
                       capacity=req.capacity, greedy_history=placed.history,
                       timings={"greedy": t_place, "baselines": t_base,
                                "lp_solves": placed.lp_solves},
-                      job_extra=extra, planner=req.planner, result_load=req.result_load)
+                      job_extra=extra, planner=req.planner, result_load=req.result_load,
+                      warning=warning)
 
 
 def plan_several_jobs(graph: nx.Graph, specs: Sequence[JobEntry], req: PlanRequest,

@@ -120,6 +120,9 @@ class Plan:
     sum_gamma: float | None = None
     failed: list[str] = field(default_factory=list)  # switches that died (§9)
     retired_ids: list[int] = field(default_factory=list)  # their ids
+    # a baseline beat the planner, or the budget was left unused below the bound
+    # (controller.plan.baselines.honesty_warning); None when neither
+    warning: str | None = None
 
     @classmethod
     def build(

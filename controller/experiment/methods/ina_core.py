@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -258,6 +259,8 @@ def plan_job(s: Settings, graph: nx.Graph, out_dir: Path, console: Any = None) -
     if console is not None:
         console.print(f"plan: γ = {plan.job.gamma:.4g}, deployed "
                       f"{plan.deployed or '(none)'}, PS ToR {plan.job.ps_tor}")
+    if plan.warning:  # a baseline beat the planner, or the budget went unused (one line)
+        print(plan.warning, file=sys.stderr)
     return plan
 
 
