@@ -8,7 +8,8 @@ A plan is one document whatever the number of jobs: ``Plan.jobs`` maps a job's n
 job named ``"job"`` and no ``objective``.  :meth:`Plan.to_json` writes version
 :data:`PLAN_VERSION`; :meth:`Plan.from_json` reads it, and also version-1 documents of both
 shapes (the single-job dict and the several-jobs dict) so that old plan files still deploy.
-Any problem is one :class:`PlanError` line.
+Any problem is one :class:`PlanError` line; a plan read back is checked for meaning against its
+topology (:meth:`Plan.check`, :mod:`controller.plan.check`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any
 
 import networkx as nx
 
+from controller.plan.check import check_plan
 from controller.plan.lp import Job, Link, LPResult, PlanError
-from topo.models import natural_key, to_dict
+from topo.models import TopologyError, from_dict, natural_key, to_dict
 from topo.models import switch_ids as default_switch_ids
 
 __all__ = ["PLAN_VERSION", "SOLO", "JobPlan", "JobPart", "Plan"]
@@ -215,8 +217,25 @@ class Plan:
         jobs = {str(name): _build(JobPlan, entry, f"job {name!r}")
                 for name, entry in jobs_raw.items()}
         plan = _build(cls, {**data, "jobs": jobs}, "plan")
-        _check(plan)
+        plan.check()
         return plan
+
+    def own_graph(self) -> nx.Graph | None:
+        """The network embedded in ``topology`` (None when the plan has none)."""
+        data = self.topology.get("graph") if isinstance(self.topology, dict) else None
+        if data is None:
+            return None
+        try:
+            return from_dict(data, "topology.graph")
+        except TopologyError as exc:
+            raise PlanError(str(exc)) from None
+
+    def check(self, graph: nx.Graph | None = None) -> None:
+        """The plan's meaning against ``graph`` (default: its own topology), one
+        :class:`PlanError` naming the field (:func:`controller.plan.check.check_plan`)."""
+        if not isinstance(self.topology, dict):
+            raise PlanError("topology must be an object")
+        check_plan(self, graph if graph is not None else self.own_graph())
 
 
 def _build(cls: Any, data: Any, what: str) -> Any:
@@ -230,17 +249,6 @@ def _build(cls: Any, data: Any, what: str) -> Any:
         if key not in data:
             raise PlanError(f"{what} lacks {key!r}")
     return cls(**{k: v for k, v in data.items() if k in known})
-
-
-def _check(plan: Plan) -> None:
-    """The cross references chunk schedules and rules rely on."""
-    for name, job in plan.jobs.items():
-        for s in job.deployed:
-            if s not in job.intervals or s not in plan.switch_ids:
-                raise PlanError(f"job {name!r}: deployed switch {s!r} has no interval or id")
-        for w in job.workers:
-            if w not in job.fractions:
-                raise PlanError(f"job {name!r}: worker {w!r} has no fractions")
 
 
 _JOB_KEYS = {f.name for f in fields(JobPlan)}
