@@ -99,7 +99,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.jobs is not None:
         for line in jobs_summary_lines(plan):
             print(line)
-        print(f"greedy {plan.timings['greedy']:.2f}s; plan written to {args.out}, "
+        print(f"{plan.planner} {plan.timings['greedy']:.2f}s; plan written to {args.out}, "
               f"its picture to {picture}")
     else:
         _summary(plan, args)

@@ -41,7 +41,7 @@ from controller.plan.lp import Job, PlanError, candidates, solve_lp
 from controller.plan.lp_jobs import FastJointLP, JobSet, JointResult, better_score, joint_candidates
 from topo.models import switches
 
-__all__ = ["Placement", "Planner", "Jobs", "as_jobs", "check_budget", "place", "describe",
+__all__ = ["Placement", "Planner", "Jobs", "JobsLike", "as_jobs", "check_budget", "place", "describe",
            "places_several", "note_of", "check_several", "limits_for"]
 
 REL_TOL = 1e-9  # one job: a γ larger by more than this (relative) is better
@@ -162,7 +162,10 @@ class Jobs:
                          time.perf_counter() - t0)
 
 
-def as_jobs(jobs: Job | JobSet | Jobs, *, lp: Callable[..., Any] | None = None,
+JobsLike = Job | JobSet | Jobs  # what a planner accepts as its job set
+
+
+def as_jobs(jobs: JobsLike, *, lp: Callable[..., Any] | None = None,
             solver: str = "auto", time_limit: float | None = 60.0,
             objective: str = "maxmin") -> Jobs:
     """``jobs`` as a :class:`Jobs` (returned unchanged if it is one): one job scored by ``lp``
@@ -234,7 +237,7 @@ def check_budget(budget: int) -> None:
 
 
 def place(
-    jobs: Job | JobSet | Jobs,
+    jobs: JobsLike,
     deployed: Sequence[str],
     *,
     lp: Callable[..., Any] | None = None,

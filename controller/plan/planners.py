@@ -50,9 +50,8 @@ from typing import Any
 
 from controller.plan.greedy import greedy
 from controller.plan.lp import Job, LPResult, PlanError, solve_lp
-from controller.plan.lp_jobs import JobSet
 from controller.plan.placement import (
-    Jobs,
+    JobsLike,
     Placement,
     Planner,
     as_jobs,
@@ -77,9 +76,6 @@ __all__ = [
     "top_degree_set",
     "exact_optimum",
 ]
-
-JobsLike = Job | JobSet | Jobs
-
 
 def random_set(jobs: JobsLike, budget: int, seed: int = 0) -> list[str]:
     """M switches outside D sampled uniformly with the given seed, kept in name order."""
