@@ -11,9 +11,9 @@ from controller.experiment.methods.ina_core import Settings, plan_request
 from controller.experiment.methods.ina_options import settings_from_args
 from controller.plan.baselines import honesty_warning
 from controller.plan.document import load_plan
+from controller.plan.jobs import jobs_argument
 from controller.plan.options import DEFAULTS, request_from_args
 from controller.plan.pipeline import PlanRequest, make_plan
-from controller.plan.jobs import jobs_argument
 from topo.models import parse_topology
 
 PLAN_OPTS = ["--planner", "exact", "--seed", "3", "--max-combinations", "77",
