@@ -28,14 +28,11 @@ deploys on.  Pure, no I/O.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import networkx as nx
 
 from controller.plan.lp import PlanError
-
-if TYPE_CHECKING:
-    from controller.plan.types import Plan
 
 __all__ = ["check_plan", "MAX_SWITCH_ID", "EPS"]
 
@@ -69,7 +66,7 @@ def _kind(graph: nx.Graph | None, name: str) -> str | None:
     return graph.nodes[name].get("kind") if name in graph else "absent"
 
 
-def _check_ids(plan: Plan, graph: nx.Graph | None) -> dict[str, int]:
+def _check_ids(plan: Any, graph: nx.Graph | None) -> dict[str, int]:
     ids = plan.switch_ids
     if not isinstance(ids, dict):
         raise PlanError("switch_ids must be an object of switch → id")
@@ -173,8 +170,9 @@ def _check_intervals(where: str, job: Any, deployed: list[str], workers: list[st
             raise PlanError(f"{where}.fractions[{w!r}] sum to {sum(share.values()):g} > 1")
 
 
-def check_plan(plan: Plan, graph: nx.Graph | None = None) -> None:
-    """The checks of the module doc; ``graph``: the network the plan is for (None: the
+def check_plan(plan: Any, graph: nx.Graph | None = None) -> None:
+    """The checks of the module doc on a :class:`controller.plan.types.Plan` (typed ``Any``:
+    this module sits below ``types``); ``graph``: the network the plan is for (None: the
     checks that need none)."""
     ids = _check_ids(plan, graph)
     owner: dict[str, str] = {}
