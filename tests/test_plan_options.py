@@ -96,3 +96,15 @@ def test_several_jobs_warn_when_the_budget_goes_unused():
     assert quiet.warning is None
     idle = make_plan(g, PlanRequest(budget=2, planner="tor_only", baselines=False), jobs=jobs_argument("2", g))
     assert idle.warning is not None and "tor_only used 0 of budget 2" in idle.warning
+
+
+def test_run_warns_through_its_plan_step(tmp_path, capsys):
+    """run's planning step (ina_core.plan_job, no network started) prints the same line."""
+    from controller.experiment.methods.ina_core import plan_job
+    from controller.options import read_topology
+
+    s = Settings(topo="leafspine:3,2,2", ps="h0", workers="5", budget=2)
+    plan = plan_job(s, read_topology(s.topo), tmp_path)
+    assert capsys.readouterr().err.strip() == plan.warning == (
+        "warning: baseline exact reaches γ 1 (also rounding), above greedy's 0.8571")
+    assert load_plan(tmp_path / "plan.json").warning == plan.warning
