@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                     plan = (make_plan(graph, req, jobs=jobs_argument(s.jobs, graph)) if s.jobs
                             else make_plan(graph, req, ps=a.ps, workers=workers))
                 plan_s = time.perf_counter() - t0
-                plan.timings = {**(plan.timings or {}), "bench_plan_s": plan_s}
+                plan = replace(plan, timings={**(plan.timings or {}), "bench_plan_s": plan_s})
                 write_plan(plan, cached)
             doc, st = simulate(s, opt, out / name, name, graph=graph, plan=plan)
             doc["complete"] = True

@@ -1,14 +1,17 @@
-"""Placing several jobs: the baseline sets (joint_set), the greedy's prefixes, the pipeline."""
+"""Placing several jobs: the table's planners on a job set, the greedy's prefixes, the
+pipeline."""
 
 import random
 
 import pytest
 
 from controller.plan.jobs import JobEntry
-from controller.plan.joint import greedy_jobs, joint_plan, joint_set, prefix
+from controller.plan.joint import greedy_jobs, joint_plan, prefix
 from controller.plan.lp import PlanError
 from controller.plan.lp_jobs import FastJointLP, make_jobset
 from controller.plan.pipeline import PlanRequest, make_plan, plan_several_jobs
+from controller.plan.placement import as_jobs
+from controller.plan.planners import PLANNERS, several_planners
 from topo.models import parse_topology
 
 # fat-tree k=4: job a's PS h0 (edge0), workers in pods 1-3; job b's PS h4 (edge2)
@@ -20,21 +23,50 @@ def js():
     return make_jobset(parse_topology("fattree:4"), SPECS, result_load=True)
 
 
-def test_baseline_sets_by_hand(js):
-    """Every switch of fat-tree k=4 has degree 4, so top_degree is name order without the
-    PSs' ToRs edge0 and edge2: agg0 … agg7, then core0 …; random is Random(0)'s draw."""
+def test_the_simple_planners_place_a_job_set_by_hand(js):
+    """The table's planners take the job set: every switch of fat-tree k=4 has degree 4, so
+    top_degree is name order without the PSs' ToRs edge0 and edge2: agg0 … agg7, then
+    core0 …; random is Random(7)'s draw; the joint LP scores the set."""
     assert js.tors == ["edge0", "edge2"]
-    assert joint_set(js, "top_degree", 3) == ["agg0", "agg1", "agg2"]
-    assert joint_set(js, "tor_only", 5) == []
+    lp = FastJointLP(js)
+    jobs = as_jobs(js, lp=lp)
+    top = PLANNERS["top_degree"](jobs, 3)
+    assert top.deployed == ("agg0", "agg1", "agg2")
+    assert top.gamma == pytest.approx(lp(["agg0", "agg1", "agg2"]).score[0])
+    assert PLANNERS["tor_only"](jobs, 5).deployed == ()
     pool = [s for s in ("agg0 agg1 agg2 agg3 agg4 agg5 agg6 agg7 core0 core1 core2 core3 "
                         "edge1 edge3 edge4 edge5 edge6 edge7").split()]
     drawn = random.Random(7).sample(pool, 4)
-    got = joint_set(js, "random", 4, seed=7)
+    got = PLANNERS["random"](jobs, 4, seed=7).deployed
     assert sorted(got) == sorted(drawn) and len(got) == 4
-    with pytest.raises(PlanError, match="several jobs are placed by one of greedy"):
-        joint_set(js, "exact", 2)
+    with pytest.raises(PlanError, match="rounding places one job; several jobs .* one of "
+                                        "greedy, exact, top_degree, random, tor_only"):
+        make_plan(js.graph, PlanRequest(budget=2, planner="rounding"), jobs=SPECS)
     with pytest.raises(PlanError):
-        joint_set(js, "top_degree", -1)
+        PLANNERS["top_degree"](jobs, -1)
+
+
+def test_every_planner_places_several_jobs_or_says_it_cannot(js):
+    """``--jobs`` works with every planner of the table, or the planner declared it places
+    one job: no planner silently plans something else."""
+    assert several_planners() == ["greedy", "exact", "top_degree", "random", "tor_only"]
+    jobs = as_jobs(js)
+    for name in several_planners():
+        p = PLANNERS[name](jobs, 2, seed=1)
+        assert len(p.deployed) <= 2 and p.gamma > 0
+        assert p.gamma == pytest.approx(jobs.solve(p.deployed).score[0], rel=1e-6)
+    with pytest.raises(PlanError, match="places one job"):
+        PLANNERS["rounding"](jobs, 2)
+
+
+def test_exact_on_a_job_set_is_the_best_pair(js):
+    """exact for two jobs: no pair of candidates has a better joint score than its choice,
+    and the greedy is no better than it."""
+    jobs = as_jobs(js)
+    best = PLANNERS["exact"](jobs, 1)
+    for s in jobs.candidates():
+        assert not jobs.better(jobs.solve([s]), best.lp)
+    assert PLANNERS["greedy"](jobs, 1).gamma <= best.gamma * (1 + 1e-6)
 
 
 def test_greedy_prefix_is_the_smaller_budgets_greedy(js):
@@ -89,7 +121,7 @@ def test_pipeline_places_several_jobs_with_any_joint_planner():
     assert cut.min_gamma_per_weight == pytest.approx(greedy.min_gamma_per_weight)
     js = make_jobset(g, SPECS, result_load=True)
     assert top.sum_gamma == pytest.approx(sum(FastJointLP(js)(["agg0", "agg1"]).gammas.values()))
-    with pytest.raises(PlanError, match="one of greedy, top_degree, random, tor_only"):
+    with pytest.raises(PlanError, match="one of greedy, exact, top_degree, random, tor_only"):
         make_plan(g, PlanRequest(budget=2, planner="rounding"), jobs=SPECS)
     none = joint_plan(g, SPECS, 2, planner="tor_only", alone=False)
     assert none.deployed == [] and none.programmable == ["edge0", "edge2"]

@@ -120,7 +120,7 @@ def test_version_1_files_of_both_shapes_still_load(tmp_path, one, several) -> No
     (lambda d: d.pop("jobs"), "plan lacks 'jobs'"),
     (lambda d: d["jobs"][SOLO].pop("fractions"), "job 'job' lacks 'fractions'"),
     (lambda d: d["jobs"][SOLO].update(deployed=["nowhere"]),
-     "deployed switch 'nowhere' has no interval or id"),
+     "jobs['job'].deployed: 'nowhere' has no switch id"),
     (lambda d: d.update(jobs=[1]), "plan lacks 'jobs'"),
     (lambda d: d["jobs"].update(job=3), "job 'job' must be a JSON object"),
 ])
@@ -135,6 +135,113 @@ def test_bad_plan_files_are_one_plan_error_line_naming_the_file(tmp_path, one, e
         load_plan(path)
     msg = str(info.value)
     assert msg.startswith(f"{path}: ") and needle in msg and "\n" not in msg
+
+
+def _job(d: dict) -> dict:
+    return d["jobs"][SOLO]
+
+
+# issue 43 item 4: each class of corruption of a plan file read back, on the leafspine:2,1,2
+# plan (leaf0: h0 = PS, h1; leaf1: h2, h3; spine0; ids leaf0 1, leaf1 2, spine0 3; S = {leaf1})
+CORRUPT = [
+    ("unknown PS", lambda d: _job(d).update(ps="h9"),
+     "jobs['job'].ps 'h9' is not a host of the topology"),
+    ("a switch as the PS", lambda d: _job(d).update(ps="spine0"),
+     "jobs['job'].ps 'spine0' is not a host"),
+    ("wrong ps_tor", lambda d: _job(d).update(ps_tor="leaf1", ps_tor_id=2),
+     "jobs['job'].ps_tor 'leaf1' is not the switch of the PS 'h0'"),
+    ("ps_tor_id not its id", lambda d: _job(d).update(ps_tor_id=3),
+     "jobs['job'].ps_tor_id 3 is not switch_ids['leaf0'] = 1"),
+    ("non-integer retired_ids", lambda d: d.update(retired_ids=["x"]),
+     "retired_ids must be a list of integers"),
+    ("retired id still in use", lambda d: d.update(retired_ids=[2]),
+     "retired_ids: 2 is out of range or still the id of 'leaf1'"),
+    ("duplicate switch ids", lambda d: d["switch_ids"].update(spine0=2),
+     "switch_ids: 'leaf1' and 'spine0' have the same id 2"),
+    ("negative switch id", lambda d: d["switch_ids"].update(spine0=-1),
+     "switch_ids['spine0'] must be an integer in 1..3, got -1"),
+    ("switch id 2**40", lambda d: d["switch_ids"].update(spine0=2**40),
+     "switch_ids['spine0'] must be an integer in 1..3"),
+    ("boolean switch id", lambda d: d["switch_ids"].update(spine0=True),
+     "switch_ids['spine0'] must be an integer"),
+    ("a host with a switch id", lambda d: d["switch_ids"].update(h1=4),
+     "switch_ids: 'h1' is not a switch of the topology"),
+    ("duplicate workers", lambda d: _job(d).update(workers=["h1", "h1", "h2"]),
+     "jobs['job'].workers lists 'h1' twice"),
+    ("the PS as a worker", lambda d: _job(d).update(workers=["h1", "h2", "h0"]),
+     "jobs['job']: host 'h0' is also in job 'job'"),
+    ("a worker not a host", lambda d: _job(d).update(workers=["h1", "h2", "leaf1"]),
+     "jobs['job'].workers: 'leaf1' is not a host"),
+    ("duplicate worker ids", lambda d: _job(d)["worker_ids"].update(h2=0),
+     "jobs['job'].worker_ids must number every worker 0..2 once"),
+    ("negative gamma", lambda d: _job(d).update(gamma=-0.5),
+     "jobs['job'].gamma must be a finite number >= 0, got -0.5"),
+    ("NaN gamma", lambda d: _job(d).update(gamma=float("nan")),
+     "jobs['job'].gamma must be a finite number >= 0, got nan"),
+    ("deployed [] with intervals", lambda d: _job(d).update(deployed=[]),
+     "jobs['job'].intervals must name exactly the deployed switches ('leaf1' is not"),
+    ("deployed switch without interval", lambda d: _job(d).update(intervals={}),
+     "jobs['job'].intervals must name exactly the deployed switches"),
+    ("deployed the PS's ToR", lambda d: _job(d).update(deployed=["leaf0"]),
+     "jobs['job'].deployed: 'leaf0' has no switch id or is the PS's ToR"),
+    ("interval past 1", lambda d: _job(d)["intervals"]["leaf1"].update(length=1.5),
+     "jobs['job'].intervals end at 1.5, past 1"),
+    ("interval not from 0", lambda d: _job(d)["intervals"]["leaf1"].update(offset=0.25),
+     "jobs['job'].intervals['leaf1'] starts at 0.25, not at 0"),
+    ("negative length", lambda d: _job(d)["intervals"]["leaf1"].update(length=-0.1),
+     "jobs['job'].intervals['leaf1'] needs a finite offset and a length >= 0"),
+    ("NaN offset", lambda d: _job(d)["intervals"]["leaf1"].update(offset=float("nan")),
+     "jobs['job'].intervals['leaf1'] needs a finite offset"),
+    ("fraction over its interval", lambda d: _job(d)["fractions"]["h2"].update(leaf1=1.5),
+     "jobs['job'].fractions['h2']['leaf1'] must be in [0, "),
+    ("negative fraction", lambda d: _job(d)["fractions"]["h2"].update(leaf1=-0.5),
+     "jobs['job'].fractions['h2']['leaf1'] must be in [0, "),
+    ("fraction on an undeployed switch", lambda d: _job(d)["fractions"]["h2"].update(spine0=0),
+     "jobs['job'].fractions['h2'] names 'spine0', which is not deployed"),
+    ("worker without fractions", lambda d: _job(d)["fractions"].pop("h2"),
+     "jobs['job'].fractions must have one entry per worker"),
+    ("plan deployed not the job's", lambda d: d.update(deployed=["spine0"]),
+     "deployed ['spine0'] is not the job's deployed ['leaf1']"),
+    ("failed switch with an id", lambda d: d.update(failed=["spine0"]),
+     "failed switch 'spine0' still has an id"),
+    ("negative budget", lambda d: d.update(budget=-1), "budget must be an integer >= 0"),
+]
+
+
+@pytest.mark.parametrize("what, edit, needle", CORRUPT, ids=[c[0] for c in CORRUPT])
+def test_plan_files_are_checked_for_meaning(tmp_path, one, what, edit, needle) -> None:
+    """Every class of corruption is one PlanError line naming the file and the field
+    (issue 43 item 4), before any rule could be installed from it."""
+    _, plan = one
+    doc = json.loads(json.dumps(plan.to_json()))
+    edit(doc)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(PlanError) as info:
+        load_plan(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}: ") and needle in msg and "\n" not in msg, msg
+
+
+def test_a_several_jobs_plan_is_checked_too(several) -> None:
+    _, plan = several
+    plan.check()  # as written
+    doc = json.loads(json.dumps(plan.to_json()))
+    doc["jobs"]["b"]["workers"] = ["h9", "h1"]  # h1 is job a's
+    doc["jobs"]["b"]["worker_ids"] = {"h9": 0, "h1": 1}
+    doc["jobs"]["b"]["fractions"] = {"h9": {}, "h1": {}}
+    doc["jobs"]["b"]["deployed"] = []
+    doc["jobs"]["b"]["intervals"] = {}
+    with pytest.raises(PlanError, match=r"jobs\['b'\]: host 'h1' is also in job 'a'"):
+        Plan.from_json(doc)
+
+
+def test_check_against_another_network(one) -> None:
+    """Plan.check(graph): the network a deploy uses instead of the plan's own."""
+    g, plan = one
+    plan.check(g)
+    with pytest.raises(PlanError, match="switch_ids: 'leaf0' is not a switch of the topology"):
+        plan.check(parse_topology("fattree:4"))
 
 
 def test_unreadable_and_non_object_files(tmp_path) -> None:

@@ -258,11 +258,16 @@ def test_seeded_planners_are_deterministic():
 
 
 def test_baselines_table_has_rounding():
+    """The baselines iterate over the table: the two reference rows, then every planner but
+    the plan's own, in the table's order."""
     job = topo_job("fattree:4", "h0")
     fast = FastLP(job)
     base = all_baselines(job, 2, seed=1, lp=fast)
-    assert list(base) == ["ps_only", "tor_only", "all_programmable", "random", "top_degree",
-                          "exact", "rounding"]
+    assert list(base) == ["ps_only", "all_programmable", "exact", "top_degree", "random",
+                          "tor_only", "rounding"]
+    other = all_baselines(job, 2, seed=1, lp=fast, skip=("exact",))
+    assert "exact" not in other
+    assert other["greedy"]["gamma"] == pytest.approx(PLANNERS["greedy"](job, 2, lp=fast).gamma)
     r = base["rounding"]
     p = PLANNERS["rounding"](job, 2, lp=fast, seed=1)
     assert r == {"gamma": p.gamma, "deployed": list(p.deployed),

@@ -94,12 +94,13 @@ def test_method_modules_stay_small():
 
 
 def test_several_jobs_take_only_the_joint_planners(tmp_path, capsys):
-    """--planner with --jobs: a single-job-only planner is refused in one line before
-    anything starts."""
+    """--planner with --jobs: a planner that declared it places one job (rounding) is
+    refused in one line before anything starts."""
     from controller.cli.main import main
 
-    code = main(["run", "--jobs", "2", "--planner", "exact", "--out", str(tmp_path / "r")])
+    code = main(["run", "--jobs", "2", "--planner", "rounding", "--out", str(tmp_path / "r")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and err == ["error: --planner exact: several jobs (--jobs) are placed by "
-                                 "one of greedy, top_degree, random, tor_only"]
+    assert code == 2 and err == ["error: --planner rounding places one job; several jobs "
+                                 "(--jobs) are placed by one of greedy, exact, top_degree, "
+                                 "random, tor_only"]
     assert not (tmp_path / "r").exists()

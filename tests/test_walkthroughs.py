@@ -2,7 +2,8 @@
 are what these tests execute, so a page that drifts from the code fails here.
 
 * docs/walkthrough-planner.md: the ``most_workers`` module from the page, registered in
-  ``PLANNERS``, then the page's ``plan`` command: S, γ and the picture it draws;
+  ``PLANNERS``, then the page's ``plan`` commands: S, γ, the warning and the picture it
+  draws for one job, S and the joint γ with ``--jobs``;
 * docs/walkthrough-p4.md: the page's ``pyswitch compile`` command with a smaller slot pool
   (the P4Info's registers shrink), and -- under Mininet -- the page's two ``run`` commands:
   the small pool makes chunks collide and fall back to the PS, every sum stays exact.
@@ -78,8 +79,11 @@ def test_the_new_planner_plans_and_draws(most_workers, tmp_path, capsys):
     plan = load_plan(out)
     assert plan.planner == "most_workers"
     assert plan.deployed == ["edge1", "edge2"] and plan.job.gamma == pytest.approx(0.75)
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert re.search(r"most_workers \(plan\)\s*│\s*0\.75 ", printed)
+    warning = block("walkthrough-planner.md", "warning").strip()
+    assert captured.err.strip() == warning == plan.warning
     d = plan_drawing(plan)
     assert sorted(d.programmable) == ["edge0", "edge1", "edge2"]
     assert "  edge1 ← h2–h6" in d.legend_lines and "  edge2 ← h2–h5" in d.legend_lines
@@ -89,6 +93,21 @@ def test_the_new_planner_plans_and_draws(most_workers, tmp_path, capsys):
     assert main(argv1) == 0
     one = load_plan(tmp_path / "b1.json")
     assert one.deployed == ["edge1"] and one.job.gamma == pytest.approx(2 / 3)
+
+
+def test_the_new_planner_places_several_jobs(most_workers, tmp_path, capsys):
+    """The page's ``--jobs`` command: the same function places two jobs, scored by the joint
+    LP (min γ_j/w_j = 3/11 on S = {edge1, edge2}); the lines it prints are the page's."""
+    (argv,) = commands("walkthrough-planner.md", "plan-jobs")
+    out = tmp_path / "jobs.json"
+    assert main(with_out(argv[3:], "--out", str(out))) == 0
+    plan = load_plan(out)
+    assert plan.several and plan.planner == "most_workers"
+    assert plan.deployed == ["edge1", "edge2"]
+    assert plan.min_gamma_per_weight == pytest.approx(3 / 11)
+    printed = capsys.readouterr().out.splitlines()
+    for line in block("walkthrough-planner.md", "jobs-output").strip().splitlines():
+        assert line in printed
 
 
 def test_run_takes_the_new_name_too(most_workers):

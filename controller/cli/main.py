@@ -23,18 +23,13 @@ from controller.experiment.compare import add_compare_parser
 from controller.experiment.network import shaped_graph
 from controller.experiment.plan_figure import draw_plan, plan_picture_path
 from controller.files import InputFileError, OutputPathError, check_output_file
-from controller.options import (
-    MAX_COMBINATIONS,
-    finite_float,
-    int_option,
-    read_topology,
-)
+from controller.options import finite_float, read_topology
 from controller.plan.document import resolve_workers, write_plan
 from controller.plan.jobs import jobs_argument
 from controller.plan.joint import jobs_summary_lines
 from controller.plan.lp import PlanError
-from controller.plan.pipeline import PlanRequest, make_plan
-from controller.plan.planners import DEFAULT_PLANNER, PLANNERS
+from controller.plan.options import add_plan_options, request_from_args
+from controller.plan.pipeline import make_plan
 from controller.plan.types import Plan
 from topo.models import TopologyError
 
@@ -67,20 +62,9 @@ def _fmt(x: float | None) -> str:
     return "—" if x is None else f"{x:.6g}"
 
 
-def plan_request(args: argparse.Namespace) -> PlanRequest:
-    """The :class:`~controller.plan.pipeline.PlanRequest` of ``plan``'s options (``run``
-    builds its own from the same defaults)."""
-    return PlanRequest(
-        budget=args.budget, planner=args.planner, result_load=args.result_load,
-        capacity=args.capacity, objective=args.objective, solver=args.solver,
-        time_limit=args.time_limit, seed=args.seed, baselines=not args.no_baselines,
-        max_combinations=args.max_combinations,
-        spec=args.topo if not args.topo.endswith(".json") else None)
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
     """Compute a deployment plan and write it as JSON (:mod:`controller.plan.pipeline`)."""
-    req = plan_request(args)
+    req = request_from_args(args, spec=args.topo if not args.topo.endswith(".json") else None)
     req.check()
     # the output path first: an unwritable --out must not be found only after the LP
     check_output_file(args.out, "--out")
@@ -110,10 +94,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise PlanError(f"--out {args.out}: cannot write the picture {picture} "
                         f"({exc.strerror or exc})") from None
+    if plan.warning:  # a baseline beat the planner, or the budget went unused (one line)
+        print(plan.warning, file=sys.stderr)
     if args.jobs is not None:
         for line in jobs_summary_lines(plan):
             print(line)
-        print(f"greedy {plan.timings['greedy']:.2f}s; plan written to {args.out}, "
+        print(f"{plan.planner} {plan.timings['greedy']:.2f}s; plan written to {args.out}, "
               f"its picture to {picture}")
     else:
         _summary(plan, args)
@@ -174,27 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="several jobs sharing the switches instead of --ps/--workers: a jobs "
                         "file (JSON list) or N (the hosts dealt out to N jobs; docs/design.md "
                         "§3.10)")
-    p.add_argument("--objective", choices=["maxmin", "sum"], default="maxmin",
-                   help="with --jobs: maximise min_j γ_j/w_j (default) or the sum of γ_j")
-    p.add_argument("--budget", type=int_option(), required=True,  # < 0: cmd_plan's message
-                   help="M: programmable switches besides the PS's ToR")
-    p.add_argument("--capacity", type=finite_float, default=None,
-                   help="aggregation capacity C_s of every switch (default: unlimited)")
-    p.add_argument("--solver", choices=["auto", "highs", "cbc"], default="auto")
-    p.add_argument("--time-limit", type=finite_float, default=60.0, help="seconds per LP")
-    p.add_argument("--seed", type=int_option(), default=0,
-                   help="seed of the random-M baseline")
-    p.add_argument("--max-combinations", type=int_option(0, MAX_COMBINATIONS), default=2000,
-                   help="largest number of subsets the exact-optimum baseline tries "
-                        f"(at most {MAX_COMBINATIONS:,})")
-    p.add_argument("--no-baselines", action="store_true", help="skip the baselines")
-    p.add_argument("--planner", choices=sorted(PLANNERS), default=DEFAULT_PLANNER,
-                   help=f"placement algorithm (default {DEFAULT_PLANNER}; docs/design.md "
-                        "§3.4: adding one is a module and a line in PLANNERS)")
-    p.add_argument("--result-load", action=argparse.BooleanOptionalAction, default=True,
-                   help="count the RESULT multicast tree in link loads, as the data plane "
-                        "and run do (default); --no-result-load: the model of "
-                        "docs/design.md §3.3, which leaves it out")
+    add_plan_options(p, with_baselines=True)  # --budget (required), --planner, ...
     p.add_argument("--bw", type=finite_float, default=None,
                    help="Mbit/s on every link, as run --bw sets them (default: the "
                         "topology's own, 1 where it names none -- run's default)")

@@ -21,8 +21,7 @@ from controller.experiment.run_options import add_shared_options, check_options
 from controller.experiment.simulate.run import SimOptions, simulate
 from controller.files import write_json_atomic
 from controller.options import finite_float, int_option
-from controller.plan.lp_jobs import OBJECTIVES
-from controller.plan.planners import PLANNERS
+from controller.plan.options import add_plan_options
 from workers.ina.job import MODES
 
 __all__ = ["add_simulate_parser", "cmd_simulate"]
@@ -49,16 +48,13 @@ def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
     add_shared_options(p)
     g = add_network_options(p, "the INA job (as run --method ina)")
     d = Settings()
-    g.add_argument("--planner", choices=sorted(PLANNERS), default=d.planner,
-                   help=f"placement algorithm (default {d.planner})")
+    add_plan_options(g, with_budget=False, with_seed=False)  # as plan (and run)
     g.add_argument("--modes", default=",".join(d.modes),
                    help=f"comma list of {', '.join(MODES)} (default {','.join(d.modes)})")
     g.add_argument("--jobs", metavar="FILE|N", default=None,
                    help="several jobs at once instead of --ps/--workers (as run --jobs)")
     g.add_argument("--slot-policy", choices=SLOT_POLICIES, default=d.slot_policy,
                    help="with --jobs: how jobs share each switch's slots (as run)")
-    g.add_argument("--objective", choices=OBJECTIVES, default=d.objective,
-                   help="with --jobs: the joint LP's objective (as run)")
     o = SimOptions()
     v = p.add_argument_group("virtual time (docs/simulate.md)")
     v.add_argument("--budgets", type=_budgets, default=None, metavar="M,M,...",

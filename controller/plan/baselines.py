@@ -1,36 +1,39 @@
 """Baselines computed with the same model as the plan (docs/design.md §3.3).
 
+Two rows are not planners:
+
 * ``ps_only``: no aggregation anywhere (closed form, :func:`controller.plan.lp.ps_only`);
-* ``tor_only``: S = ∅ (only s_d aggregates);
 * ``all_programmable``: S = all candidates (upper bound: γ is monotone in S, since adding a
   switch with x = a = 0 keeps a solution feasible; not with the RESULT term, see
-  :mod:`controller.plan.rounding`);
-* ``random``: M switches other than s_d drawn with ``random.Random(seed)``;
-* ``top_degree``: the M switches other than s_d of largest degree (ties by name);
-* ``exact``: the best M-subset of the candidates by brute force (by monotonicity the best
-  subset of size min(M, |candidates|) is the optimum over all subsets of size ≤ M; pruned
-  switches never change γ), refused above ``max_combinations``;
-* ``rounding``: LP relaxation + randomized rounding, best of N (:mod:`controller.plan.rounding`).
+  :mod:`controller.plan.rounding`), skipped above ``max_all_programmable`` worker-switch
+  variables;
 
-Every entry that is a planner (``tor_only``, ``random``, ``top_degree``, ``exact``,
-``rounding``) is computed through :data:`controller.plan.planners.PLANNERS`, so the table shows
-what ``--planner NAME`` would deploy.  The choosers :func:`random_set`, :func:`top_degree_set`
-and :func:`exact_optimum` live in :mod:`controller.plan.planners` and are re-exported here.
+then one row per entry of :data:`controller.plan.planners.PLANNERS` but the plan's own
+(``skip``), in the table's order, computed through the table: the row shows what
+``--planner NAME`` would deploy, with the planner's note (its ``describe`` declaration).  A
+planner that refuses (``exact`` above ``max_combinations`` LPs, ``rounding`` above
+``max_all_programmable`` variables, or a planner's own :class:`PlanError`) has γ None and a
+note saying why.  A planner added to the table is a baseline at once.
+
+The choosers :func:`random_set`, :func:`top_degree_set` and :func:`exact_optimum` live in
+:mod:`controller.plan.planners` and are re-exported here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from controller.plan.lp import Job, LPResult, PlanError, candidates, ps_only, solve_lp
+from controller.plan.placement import limits_for, note_of
 from controller.plan.planners import PLANNERS, exact_optimum, random_set, top_degree_set
-from controller.plan.rounding import ROUNDINGS
 
 __all__ = [
     "random_set",
     "top_degree_set",
     "exact_optimum",
     "all_baselines",
+    "beaten_by",
+    "honesty_warning",
 ]
 
 
@@ -44,17 +47,15 @@ def all_baselines(
     max_combinations: int = 2000,
     max_all_programmable: int = 200_000,
     lp: Callable[..., LPResult] = solve_lp,
+    skip: Collection[str] = ("greedy",),
 ) -> dict[str, dict]:
-    """name → {"gamma": float | None, "deployed": [...], "note": str}.  A baseline that is
-    too large to compute (exact beyond ``max_combinations``; all-programmable and rounding
-    beyond ``max_all_programmable`` worker-switch variables) has γ None and a note saying
-    why."""
+    """name → {"gamma": float | None, "deployed": [...], "note": str} (module doc): the
+    two reference rows, then every planner of the table but those in ``skip`` (the plan's
+    own)."""
     out: dict[str, dict] = {}
     kw = {"solver": solver, "time_limit": time_limit}
     g_ps, _ = ps_only(job)
     out["ps_only"] = {"gamma": g_ps, "deployed": [], "note": "no aggregation"}
-    out["tor_only"] = {"gamma": PLANNERS["tor_only"](job, budget, lp=lp, **kw).gamma,
-                       "deployed": [], "note": "S = {}"}
     cands = candidates(job)
     size = len(cands) * len(job.workers)
     if size <= max_all_programmable:
@@ -63,28 +64,55 @@ def all_baselines(
     else:
         out["all_programmable"] = {"gamma": None, "deployed": cands,
                                    "note": f"skipped: {size} variables"}
-    for name, chosen in (
-        ("random", random_set(job, budget, seed)),
-        ("top_degree", top_degree_set(job, budget)),
-    ):
-        # the planner drops chosen switches that cannot carry traffic; the table keeps
-        # showing the whole choice, as it always has
-        placed = PLANNERS[name](job, budget, lp=lp, seed=seed, **kw)
-        out[name] = {"gamma": placed.gamma, "deployed": chosen,
-                     "note": f"seed {seed}" if name == "random" else "largest degree"}
-    try:
-        placed = PLANNERS["exact"](job, budget, lp=lp, max_combinations=max_combinations, **kw)
-        out["exact"] = {"gamma": placed.gamma, "deployed": list(placed.deployed),
-                        "note": "brute force"}
-    except PlanError as exc:
-        out["exact"] = {"gamma": None, "deployed": [], "note": f"skipped: {exc}"}
-    if size > max_all_programmable:  # its relaxation is as large as all-programmable's LP
-        out["rounding"] = {"gamma": None, "deployed": [], "note": f"skipped: {size} variables"}
-    else:
+    for name, planner in PLANNERS.items():
+        if name in skip:
+            continue
+        limits = limits_for(planner, max_combinations=max_combinations,
+                         max_variables=max_all_programmable)
         try:
-            placed = PLANNERS["rounding"](job, budget, lp=lp, seed=seed, **kw)
-            out["rounding"] = {"gamma": placed.gamma, "deployed": list(placed.deployed),
-                               "note": f"best of {ROUNDINGS} roundings, seed {seed}"}
+            placed = planner(job, budget, lp=lp, seed=seed, **kw, **limits)
         except PlanError as exc:
-            out["rounding"] = {"gamma": None, "deployed": [], "note": f"skipped: {exc}"}
+            out[name] = {"gamma": None, "deployed": [], "note": f"skipped: {exc}"}
+            continue
+        out[name] = {"gamma": placed.gamma, "deployed": list(placed.deployed),
+                     "note": note_of(planner, seed)}
     return out
+
+
+def beaten_by(gamma: float, baselines: dict[str, float | None], *,
+              rel_tol: float = 1e-6) -> list[tuple[str, float]]:
+    """The planner baselines (not ``ps_only``, not the ``all_programmable`` bound, which
+    ignores the budget) whose γ is above ``gamma`` by more than ``rel_tol`` (relative),
+    best first."""
+    out = [(name, float(g)) for name, g in baselines.items()
+           if name not in ("ps_only", "all_programmable") and g is not None
+           and g > gamma * (1 + rel_tol) + 1e-12]
+    return sorted(out, key=lambda kv: -kv[1])
+
+
+def honesty_warning(planner: str, gamma: float, *, budget: int | None,
+                    deployed: Sequence[str], candidates: Sequence[str],
+                    baselines: Mapping[str, float | None],
+                    bound: float | None) -> str | None:
+    """One line when the plan is not the best its own table knows (issue 38: a planner that
+    is honest), else None:
+
+    * a baseline planner beats the chosen one (:func:`beaten_by`): which, and by how much;
+    * the budget is left unused (fewer than ``budget`` switches deployed while candidates
+      remain) although γ is below ``bound`` (γ with every candidate programmable), so more
+      switches could raise it: how many were used and how many candidates were left.
+
+    A planner that stops early at the bound (nothing left to gain) is not warned about."""
+    parts = []
+    beaten = beaten_by(gamma, dict(baselines))
+    if beaten:
+        name, g = beaten[0]
+        also = f" (also {', '.join(n for n, _ in beaten[1:])})" if len(beaten) > 1 else ""
+        parts.append(f"baseline {name} reaches γ {g:.4g}{also}, above {planner}'s {gamma:.4g}")
+    left = [s for s in candidates if s not in set(deployed)]
+    if (budget and len(deployed) < budget and left and bound is not None
+            and bound > gamma * (1 + 1e-6) + 1e-12):
+        parts.append(f"{planner} used {len(deployed)} of budget {budget} switches with "
+                     f"{len(left)} candidates left, and γ {gamma:.4g} is below the "
+                     f"all-programmable {bound:.4g}")
+    return "warning: " + "; ".join(parts) if parts else None

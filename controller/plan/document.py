@@ -22,8 +22,8 @@ from typing import Any
 
 from controller.files import InputFileError, non_finite, read_input_text, write_json_atomic
 from controller.plan.lp import Job, LPResult, PlanError
-from controller.plan.types import PLAN_VERSION, SOLO, JobPlan, Plan
-from topo.models import hosts, natural_key, switch_ids, to_dict
+from controller.plan.types import PLAN_VERSION, SOLO, JobPart, JobPlan, Plan
+from topo.models import hosts
 
 MAX_PLAN_BYTES = 256 * 2**20
 """Largest plan file read (a plan embeds its topology; fat-tree k=40 is a few MB)."""
@@ -65,53 +65,25 @@ def build_plan(
     timings: Mapping[str, float] | None = None,
     greedy_history: list[tuple[str, float]] | None = None,
     capacity: float | None = None,
+    switch_ids: Mapping[str, int] | None = None,
+    job_extra: Mapping[str, Any] | None = None,
+    **rest: Any,
 ) -> Plan:
-    """The one-job :class:`Plan` of a job and the LP result of its deployment."""
+    """The one-job :class:`Plan` of a job and the LP result of its deployment
+    (:meth:`Plan.build`); ``switch_ids`` (default: 1..n in name order), ``job_extra`` (more
+    fields of the :class:`JobPlan`) and ``rest`` (more fields of the plan: ``planner``,
+    ``result_load``, ``failed``, ``retired_ids``, ...) as there."""
     gamma = result.gamma
     if not gamma > 0:
         raise PlanError(f"plan has γ = {gamma}; nothing can be synchronized")
-    ids = switch_ids(job.graph)
-    intervals: dict[str, dict[str, float]] = {}
-    offset = 0.0
-    for s in result.deployed:
-        length = min(max(result.a[s] / gamma, 0.0), max(0.0, 1.0 - offset))
-        intervals[s] = {"offset": offset, "length": length}
-        offset += length
-    fractions = {
-        w: {s: min(result.x.get((w, s), 0.0) / gamma, intervals[s]["length"])
-            for s in result.deployed}
-        for w in job.workers
-    }
-    bw = {}
-    for u, v, b in job.graph.edges(data="bw", default=1.0):
-        bw[u, v] = bw[v, u] = float(b)
-    loads = [
-        {"from": u, "to": v, "load": load, "bw": bw[u, v]}
-        for (u, v), load in sorted(
-            result.loads.items(), key=lambda kv: (natural_key(kv[0][0]), natural_key(kv[0][1]))
-        )
-        if load > 1e-12
-    ]
     base = {name: b.get("gamma") for name, b in (baselines or {}).items()}
-    job_plan = JobPlan(
-        ps=job.ps, ps_tor=job.ps_tor, ps_tor_id=ids[job.ps_tor], workers=list(job.workers),
-        worker_ids={w: i for i, w in enumerate(job.workers)}, gamma=gamma,
-        deployed=list(result.deployed), intervals=intervals, fractions=fractions,
-        rates={
-            "x": {w: {s: result.x.get((w, s), 0.0) for s in result.deployed}
-                  for w in job.workers},
-            "a": dict(result.a),
-            "u": dict(result.u),
-        },
-        ps_link_load=result.loads.get((job.ps_tor, job.ps), 0.0))
-    return Plan(
-        topology={"spec": spec, "name": job.graph.graph.get("name"),
-                  "graph": to_dict(job.graph)},
-        switch_ids=ids, jobs={SOLO: job_plan}, budget=budget, capacity=capacity,
-        deployed=list(result.deployed), loads=loads, baselines=base,
+    return Plan.build(
+        job.graph, [JobPart(SOLO, job, result, dict(job_extra or {}))], result.loads,
+        spec=spec, switch_ids=switch_ids, budget=budget, capacity=capacity,
+        deployed=list(result.deployed), baselines=base,
         baseline_details={k: dict(v) for k, v in (baselines or {}).items()},
         solver=result.solver, timings=dict(timings or {}),
-        greedy=[{"switch": s, "gamma": g} for s, g in (greedy_history or [])])
+        greedy=[{"switch": s, "gamma": g} for s, g in (greedy_history or [])], **rest)
 
 
 def chunk_schedule(plan: Plan | JobPlan, n_chunks: int, *,

@@ -17,8 +17,16 @@ Two objectives use it:
 * :func:`greedy` (one job): R = LP(S) of :mod:`controller.plan.lp`; ``pick`` = the largest
   γ, candidates within ``REL_TOL`` (relative) of it tied and broken by name
   (:func:`pick_best`); ``improves`` = γ larger by more than ``REL_TOL`` relative.
-* :func:`controller.plan.joint.greedy_jobs` (several jobs, docs/design.md §3.10): R = the joint
-  LP, compared by its score vector with a relative tolerance (see there).
+* :func:`greedy_jobs` (several jobs, docs/design.md §3.10): R = the joint LP
+  (:class:`controller.plan.lp_jobs.FastJointLP`), scored by ``(t, next level, …)`` for max-min
+  and by ``(Σ γ_j, levels…)`` for sum, compared lexicographically with relative tolerance
+  ``SCORE_TOL`` (:func:`controller.plan.lp_jobs.better_score`; ties by name: scanning in name
+  order, a later candidate must be strictly better).  The single-job symmetry speed-up is not
+  used (orbits are per job).  Its cost is one joint LP (a handful of solves) per candidate and
+  step: a budget sweep takes the first choices of one run (:func:`prefix`).
+
+The ``greedy`` planner (:func:`greedy`) is both: it places one job with the first and a job
+set with the second.
 
 Speed-ups of the single-job greedy that do not change the answer:
 
@@ -38,13 +46,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-from controller.plan.lp import Job, LPResult, PlanError, candidates, solve_lp
-from controller.plan.placement import Placement, check_budget
+from controller.plan.lp import Job, LPResult, PlanError, candidates
+from controller.plan.lp_jobs import (
+    FastJointLP,
+    JobSet,
+    JointResult,
+    better_score,
+    joint_candidates,
+    solve_jobs_lp,
+)
+from controller.plan.placement import Jobs, Placement, as_jobs, check_budget, describe
 from topo.models import natural_key
 
-__all__ = ["greedy", "greedy_loop", "pick_best"]
+__all__ = ["greedy", "greedy_loop", "pick_best", "greedy_jobs", "JointGreedyResult", "prefix"]
 
 REL_TOL = 1e-9
 
@@ -122,11 +139,12 @@ def greedy_loop(
     return S, best, history
 
 
+@describe(note="greedy + LP, docs/design.md §3.4")
 def greedy(
-    job: Job,
+    jobs: Job | JobSet | Jobs,
     budget: int,
     *,
-    lp: Callable[..., LPResult] = solve_lp,
+    lp: Callable[..., Any] | None = None,
     seed: int = 0,
     solver: str = "auto",
     time_limit: float | None = 60.0,
@@ -138,9 +156,11 @@ def greedy(
 
     Parameters
     ----------
-    job : the job.
+    jobs : the job set (:func:`controller.plan.placement.as_jobs`); several jobs are placed by
+        :func:`greedy_jobs` with the job set's joint LP and objective.
     budget : M.
-    lp : the LP(S) solver (:func:`controller.plan.lp.solve_lp` or a :class:`controller.plan.lp_fast.FastLP`).
+    lp : the LP(S) solver (:func:`controller.plan.lp.solve_lp` or a :class:`controller.plan.lp_fast.FastLP`;
+        for several jobs a :class:`FastJointLP`).
     seed : unused (the greedy is deterministic); part of the planners' common signature.
     solver, time_limit, merge : passed to ``lp`` (time limit per LP).
     symmetry : solve one LP per candidate orbit (module doc); off when the RESULT tree is
@@ -153,13 +173,20 @@ def greedy(
     (switch, γ after) and the number of LPs solved.
     """
     check_budget(budget)
+    p = as_jobs(jobs, lp=lp, solver=solver, time_limit=time_limit)
+    if p.jobset is not None:
+        run = greedy_jobs(p.jobset, budget, objective=p.objective, solver=p.solver,
+                          time_limit=p.time_limit, merge=merge, lp=p.lp)
+        return Placement(run.deployed, p.value(run.result), run.result, list(run.history),
+                         run.lp_solves, run.seconds)
+    job, solve_one = p.one, p.lp
     t0 = time.perf_counter()
     solves = 0
 
     def solve(S: Sequence[str]) -> LPResult:
         nonlocal solves
         solves += 1
-        return lp(job, S, solver=solver, time_limit=time_limit, merge=merge)
+        return solve_one(job, S, solver=solver, time_limit=time_limit, merge=merge)
 
     def orbits(S: Sequence[str], U: Sequence[str]) -> list[list[str]]:
         from topo.symmetry import candidate_orbits
@@ -180,3 +207,102 @@ def greedy(
     )
     return Placement(tuple(S), best.gamma, best, [(s, r.gamma) for s, r in history], solves,
                      time.perf_counter() - t0)
+
+
+# ------------------------------------------------------------------ several jobs (§3.10)
+
+
+def _first_best(scored: Mapping[str, JointResult]) -> str:
+    """The winner of a greedy step: scanning the candidates in name order, a later one must
+    be strictly better (:func:`better_score`) to take the lead, so ties go to the first name."""
+    top: JointResult | None = None
+    name = ""
+    for s, res in scored.items():
+        if top is None or better_score(res.score, top.score):
+            top, name = res, s
+    return name
+
+
+@dataclass
+class JointGreedyResult:
+    deployed: tuple[str, ...]
+    result: JointResult
+    history: list[tuple[str, tuple[float, ...]]] = field(default_factory=list)
+    lp_solves: int = 0
+    seconds: float = 0.0
+    budget: int = 0  # the budget it ran for (fewer choices: it stopped, nothing improved)
+
+    def covers(self, budget: int) -> bool:
+        """Whether this run holds the greedy's plan for ``budget``: a budget it ran for, or
+        any budget once it stopped early (from the same S it would stop again)."""
+        return budget <= self.budget or len(self.deployed) < self.budget
+
+
+def greedy_jobs(
+    js: JobSet,
+    budget: int,
+    *,
+    objective: str = "maxmin",
+    solver: str = "auto",
+    time_limit: float | None = 60.0,
+    merge: bool = True,
+    progress: Callable[[int, str, tuple[float, ...]], None] | None = None,
+    fast: bool = True,
+    start: Sequence[str] = (),
+    lp: FastJointLP | None = None,
+) -> JointGreedyResult:
+    """Greedy placement of docs/design.md §3.4 for several jobs, each S scored by the joint LP.
+
+    Parameters
+    ----------
+    js : the jobs.
+    budget : M, the most switches besides the PSs' ToRs.
+    objective : ``"maxmin"`` or ``"sum"`` (:func:`controller.plan.lp_jobs.solve_jobs_lp`).
+    fast : score with :class:`FastJointLP` (default; ``lp`` if given), else with
+        :func:`controller.plan.lp_jobs.solve_jobs_lp` (PuLP), the reference the fast path is
+        tested against.
+    start : the choices of a run of this greedy with a smaller budget, to continue from
+        (:func:`greedy_loop`).
+
+    Returns
+    -------
+    :class:`JointGreedyResult`: S in choice order, the last joint LP, the history
+    (switch, score after) and the number of LPs solved.
+    """
+    t0 = time.perf_counter()
+    solves = 0
+    joint = lp if lp is not None else FastJointLP(js, solver=solver, time_limit=time_limit,
+                                                  merge=merge)
+
+    def solve(S: Sequence[str]) -> JointResult:
+        nonlocal solves
+        if fast:
+            res = joint(S, objective=objective)
+        else:
+            res = solve_jobs_lp(js, S, objective=objective, solver=solver,
+                                time_limit=time_limit, merge=merge)
+        solves += res.lp_solves
+        return res
+
+    def step(k: int, name: str, res: JointResult) -> None:
+        if progress is not None:
+            progress(k, name, res.score)
+
+    S, best, history = greedy_loop(
+        solve, joint_candidates(js), budget, pick=_first_best,
+        improves=lambda new, old: better_score(new.score, old.score), progress=step,
+        start=start)
+    return JointGreedyResult(tuple(S), best, [(s, r.score) for s, r in history], solves,
+                             time.perf_counter() - t0, budget)
+
+
+def prefix(planned: JointGreedyResult, budget: int, lp: FastJointLP,
+           objective: str = "maxmin") -> JointGreedyResult:
+    """The joint greedy's plan for a budget the run ``planned`` covers: its first ``budget``
+    choices (the greedy is the same loop up to there; all of them if it stopped earlier)
+    and their LP."""
+    if not planned.covers(budget):
+        raise PlanError(f"a greedy run for budget {planned.budget} has no plan for {budget}")
+    S = list(planned.deployed[:budget])
+    return JointGreedyResult(tuple(S), lp(S, objective=objective), planned.history[:budget],
+                             planned.lp_solves, planned.seconds, budget)

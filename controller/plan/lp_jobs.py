@@ -102,11 +102,23 @@ __all__ = [
     "jain",
     "FIX_SLACK",
     "SCORE_TOL",
+    "better_score",
 ]
 
 OBJECTIVES = ("maxmin", "sum")
 FIX_SLACK = 1e-9
 SCORE_TOL = 1e-6  # > FIX_SLACK: two solves of one S may differ by the fixing slack
+
+
+def better_score(a: Sequence[float], b: Sequence[float]) -> bool:
+    """a > b lexicographically, entries within SCORE_TOL (relative) counting as equal."""
+    for x, y in zip(a, b, strict=True):
+        tol = SCORE_TOL * max(abs(x), abs(y), 1e-12)
+        if x > y + tol:
+            return True
+        if x < y - tol:
+            return False
+    return False
 
 
 @dataclass(frozen=True)

@@ -25,13 +25,14 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from controller.plan.baselines import all_baselines
+from controller.plan.baselines import all_baselines, honesty_warning
 from controller.plan.document import build_plan
 from controller.plan.jobs import JobEntry
-from controller.plan.joint import JOINT_PLANNERS, JointGreedyResult, joint_plan
-from controller.plan.lp import PlanError, make_job, solve_lp
+from controller.plan.joint import JointGreedyResult, joint_plan
+from controller.plan.lp import PlanError, candidates, make_job, solve_lp
 from controller.plan.lp_fast import FastLP
 from controller.plan.lp_jobs import OBJECTIVES
+from controller.plan.placement import as_jobs, limits_for
 from controller.plan.planners import DEFAULT_PLANNER, get_planner
 from controller.plan.types import Plan
 
@@ -71,50 +72,54 @@ class PlanRequest:
 def plan_one_job(graph: nx.Graph, ps: str, workers: Sequence[str],
                  req: PlanRequest) -> Plan:
     """The plan document of one job: its placement by ``req.planner``, the LP routing of
-    that placement, the baselines (unless ``req.baselines`` is False) and the timings."""
+    that placement, the baselines (unless ``req.baselines`` is False: every other planner of
+    the table) and the timings."""
     req.check()
     job = make_job(graph, ps, list(workers), capacity=req.capacity,
                    result_load=req.result_load)
     fast = FastLP(job, solver=req.solver, time_limit=req.time_limit)
     t0 = time.perf_counter()
-    placed = get_planner(req.planner)(job, req.budget, lp=fast, seed=req.seed,
-                                      solver=req.solver, time_limit=req.time_limit)
+    planner = get_planner(req.planner)
+    placed = planner(as_jobs(job, lp=fast, solver=req.solver, time_limit=req.time_limit),
+                     req.budget, seed=req.seed, solver=req.solver, time_limit=req.time_limit,
+                     **limits_for(planner, max_combinations=req.max_combinations))
     t_place = time.perf_counter() - t0
     t1 = time.perf_counter()
     base = (all_baselines(job, req.budget, seed=req.seed, solver=req.solver,
                           time_limit=req.time_limit, lp=fast,
-                          max_combinations=req.max_combinations)
+                          max_combinations=req.max_combinations, skip=(req.planner,))
             if req.baselines else {})
     t_base = time.perf_counter() - t1
-    plan = build_plan(job, placed.lp, budget=req.budget, baselines=base, spec=req.spec,
-                      capacity=req.capacity, greedy_history=placed.history,
-                      timings={"greedy": t_place, "baselines": t_base,
-                               "lp_solves": placed.lp_solves})
-    plan.planner = req.planner
-    plan.result_load = req.result_load
+    extra = {}
     if req.result_load:  # the same deployment in the model of docs/design.md §3.3
         plain = make_job(graph, ps, list(workers), capacity=req.capacity)
-        plan.job.gamma_without_result_load = solve_lp(plain, list(placed.deployed)).gamma
-    return plan
+        extra["gamma_without_result_load"] = solve_lp(plain, list(placed.deployed)).gamma
+    bound = base.get("all_programmable", {}).get("gamma")
+    warning = honesty_warning(req.planner, placed.gamma, budget=req.budget,
+                              deployed=placed.deployed, candidates=candidates(job),
+                              baselines={k: v["gamma"] for k, v in base.items()}, bound=bound)
+    return build_plan(job, placed.lp, budget=req.budget, baselines=base, spec=req.spec,
+                      capacity=req.capacity, greedy_history=placed.history,
+                      timings={"greedy": t_place, "baselines": t_base,
+                               "lp_solves": placed.lp_solves},
+                      job_extra=extra, planner=req.planner, result_load=req.result_load,
+                      warning=warning)
 
 
 def plan_several_jobs(graph: nx.Graph, specs: Sequence[JobEntry], req: PlanRequest,
                       planned: JointGreedyResult | None = None) -> Plan:
     """The plan document of several jobs sharing the switches (docs/design.md §3.10): the
-    joint LP with ``req.objective`` on the set ``req.planner`` places (the joint greedy, or
-    a baseline of :func:`controller.plan.joint.joint_set`); each job planned alone too when
-    ``req.baselines``.  ``planned``: a joint greedy run of a larger budget to take the
-    first choices of (:func:`controller.plan.joint.prefix`)."""
+    joint LP with ``req.objective`` on the set ``req.planner`` places (any planner of the
+    table that places several jobs); each job planned alone too when ``req.baselines``.
+    ``planned``: a joint greedy run of a larger budget to take the first choices of
+    (:func:`controller.plan.joint.prefix`)."""
     req.check()
-    if req.planner not in JOINT_PLANNERS:
-        raise PlanError(f"--planner {req.planner}: several jobs are placed by one of "
-                        f"{', '.join(JOINT_PLANNERS)}")
-    plan = joint_plan(graph, specs, req.budget, objective=req.objective,
+    get_planner(req.planner, several=True)  # one line before any LP
+    return joint_plan(graph, specs, req.budget, objective=req.objective,
                       capacity=req.capacity, result_load=req.result_load, solver=req.solver,
                       time_limit=req.time_limit, alone=req.baselines, spec=req.spec,
-                      planner=req.planner, seed=req.seed, planned=planned)
-    plan.planner = req.planner
-    return plan
+                      planner=req.planner, seed=req.seed, planned=planned,
+                      max_combinations=req.max_combinations)
 
 
 def make_plan(graph: nx.Graph, req: PlanRequest, *, ps: str | None = None,

@@ -16,7 +16,6 @@ merges whatever reaches it by bitmap), see :func:`controller.dataplane.deploy.sw
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields, replace
 
 import networkx as nx
 
@@ -80,12 +79,10 @@ def replan_without(graph: nx.Graph, plan: Plan, dead: str) -> tuple[nx.Graph, Pl
     deployed = sorted((s for s in old.deployed if s != dead), key=natural_key)
     result = solve_lp(job, deployed)
     budget = plan.budget if plan.budget is not None else len(deployed)
-    new = build_plan(job, result, budget=int(budget), spec=plan.topology.get("spec"))
-    new.switch_ids = {s: int(i) for s, i in plan.switch_ids.items() if s != dead}
-    new.job.ps_tor_id = new.switch_ids[new.job.ps_tor]
-    new.result_load = plan.result_load
-    new.failed = [*plan.failed, dead]
-    new.retired_ids = [*plan.retired_ids, int(plan.switch_ids[dead])]
+    new = build_plan(job, result, budget=int(budget), spec=plan.topology.get("spec"),
+                     switch_ids={s: int(i) for s, i in plan.switch_ids.items() if s != dead},
+                     result_load=plan.result_load, failed=[*plan.failed, dead],
+                     retired_ids=[*plan.retired_ids, int(plan.switch_ids[dead])])
     return g, new
 
 
@@ -107,24 +104,17 @@ def replan_jobs_without(graph: nx.Graph, plan: Plan, dead: str,
     js = make_jobset(g, specs, capacity=plan.capacity or None, result_load=plan.result_load)
     deployed = [s for s in plan.deployed if s != dead]
     res = solve_jobs_lp(js, deployed, objective=plan.objective or "maxmin")
-    part = plan_jobs(js, res, budget=plan.budget, specs=specs)
-    for name, job in part.jobs.items():  # the planned-alone reference is the original's
-        job.gamma_alone = plan.jobs[name].gamma_alone
-    # keep the original's topology, planner, timings...; take the new joint solution
-    new = replace(plan, **{f.name: getattr(part, f.name) for f in fields(Plan)
-                           if f.name in _JOINT_PART})
-    new.switch_ids = {s: int(i) for s, i in plan.switch_ids.items() if s != dead}
-    for job in new.jobs.values():
-        job.ps_tor_id = new.switch_ids[job.ps_tor]
-    new.failed = [*plan.failed, dead]
-    new.retired_ids = [*plan.retired_ids, int(plan.switch_ids[dead])]
+    # the planned-alone reference is the original's; so are the topology, planner,
+    # timings...: only the joint solution is new
+    new = plan_jobs(js, res, budget=plan.budget, specs=specs,
+                    alone={name: job.gamma_alone for name, job in plan.jobs.items()},
+                    switch_ids={s: int(i) for s, i in plan.switch_ids.items() if s != dead},
+                    topology=plan.topology, routing=plan.routing,
+                    result_load=plan.result_load, planner=plan.planner,
+                    baselines=plan.baselines, baseline_details=plan.baseline_details,
+                    timings=plan.timings, failed=[*plan.failed, dead],
+                    retired_ids=[*plan.retired_ids, int(plan.switch_ids[dead])])
     return g, new
-
-
-# the fields of a several-jobs plan that :func:`controller.plan.joint.plan_jobs` computes
-_JOINT_PART = ("objective", "budget", "deployed", "programmable", "tor_sharing", "capacity",
-               "jobs", "fairness", "min_gamma_per_weight", "sum_gamma", "loads", "greedy",
-               "solver")
 
 
 def replan_members(graph: nx.Graph, plan: Plan, workers: list[str]) -> Plan:
@@ -140,11 +130,8 @@ def replan_members(graph: nx.Graph, plan: Plan, workers: list[str]) -> Plan:
                    result_load=plan.result_load)
     result = solve_lp(job, list(old.deployed))
     budget = plan.budget if plan.budget is not None else len(old.deployed)
-    new = build_plan(job, result, budget=int(budget), spec=plan.topology.get("spec"))
-    new.switch_ids = plan.switch_ids
-    new.job.ps_tor_id = old.ps_tor_id
-    new.result_load = plan.result_load
-    new.failed = list(plan.failed)
-    new.retired_ids = list(plan.retired_ids)
-    new.job.removed_workers = [w for w in old.workers if w not in workers]
-    return new
+    return build_plan(job, result, budget=int(budget), spec=plan.topology.get("spec"),
+                      switch_ids=plan.switch_ids, result_load=plan.result_load,
+                      failed=list(plan.failed), retired_ids=list(plan.retired_ids),
+                      job_extra={"removed_workers": [w for w in old.workers
+                                                     if w not in workers]})

@@ -79,14 +79,13 @@ from controller.plan.lp import (
     add_job_vars,
     candidates,
     result_tree_coeffs,
-    solve_lp,
     solve_problem,
     switch_input_terms,
     tor_input_terms,
     worker_groups,
 )
 from controller.plan.mcast_tree import result_tree
-from controller.plan.placement import Placement, check_budget
+from controller.plan.placement import Jobs, Placement, as_jobs, check_budget, describe
 from topo.models import natural_key
 from topo.paths import _fractions
 
@@ -96,6 +95,7 @@ ROUNDINGS = 32  # fat-tree k=4, M = 2, 3 (10 seeds): mean within 2 % of the best
 SUPPORT_EPS = 1e-9  # y below this is solver noise, not a switch the relaxation uses
 STAGE_SLACK = 1e-9  # the second stage keeps γ ≥ γ*·(1 − this): round-off room, as lp_jobs.FIX_SLACK
 REL_TOL = 1e-9
+MAX_VARIABLES = 200_000  # worker-switch pairs of the largest relaxation tried (baselines too)
 
 Link = tuple[str, str]
 
@@ -266,26 +266,30 @@ def _draw(rng: random.Random, weights: dict[str, float], m: int) -> list[str]:
     return sorted(out, key=natural_key)
 
 
+@describe(note=f"best of {ROUNDINGS} roundings, seed {{seed}}", one_job=True)
 def rounding(
-    job: Job,
+    jobs: Job | Jobs,
     budget: int,
     *,
-    lp: Callable[..., LPResult] = solve_lp,
+    lp: Callable[..., LPResult] | None = None,
     seed: int = 0,
     solver: str = "auto",
     time_limit: float | None = 60.0,
     roundings: int = ROUNDINGS,
+    max_variables: int = MAX_VARIABLES,
 ) -> Placement:
     """LP relaxation + randomized rounding, best of ``roundings`` (module doc).
 
     Parameters
     ----------
-    job : the job.
+    jobs : one job (the relaxation is the one-job LP's: ``--jobs`` refuses this planner).
     budget : M.
-    lp : the LP(S) solver for the rounded sets.
+    lp : the LP(S) solver for the rounded sets (default :func:`controller.plan.lp.solve_lp`).
     seed : seed of the rounding's ``random.Random``.
     solver, time_limit : for the relaxation and ``lp`` (time per LP).
     roundings : N ≥ 1, how many rounded sets to draw.
+    max_variables : refuse (one :class:`PlanError`) a relaxation with more worker-switch
+        variables than this (it is as large as the all-programmable LP).
 
     Returns
     -------
@@ -295,6 +299,11 @@ def rounding(
     check_budget(budget)
     if roundings < 1:
         raise PlanError(f"roundings must be >= 1, got {roundings}")
+    p = as_jobs(jobs, lp=lp, solver=solver, time_limit=time_limit)
+    job, solve = p.one, p.lp
+    size = len(candidates(job)) * len(job.workers)
+    if size > max_variables:
+        raise PlanError(f"{size} variables (> limit {max_variables})")
     t0 = time.perf_counter()
     rel = relaxation(job, budget, solver=solver, time_limit=time_limit)
     support = {s: w for s, w in rel.y.items() if w > SUPPORT_EPS}
@@ -304,7 +313,7 @@ def rounding(
     for _ in range(roundings):
         S = tuple(_draw(rng, support, budget))
         if S not in solved:
-            solved[S] = lp(job, list(S), solver=solver, time_limit=time_limit)
+            solved[S] = solve(job, list(S), solver=solver, time_limit=time_limit)
         res = solved[S]
         if best is None or res.gamma > best.gamma * (1 + REL_TOL):
             best = res

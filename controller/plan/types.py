@@ -1,27 +1,75 @@
 """The typed plan (docs/design.md §3.5): :class:`Plan` and :class:`JobPlan`, one JSON form.
 
+:meth:`Plan.build` is the one constructor of a plan that planning (one job or several) and
+re-planning make; a plan is frozen (re-planning builds a new one, it patches no field).
+
 A plan is one document whatever the number of jobs: ``Plan.jobs`` maps a job's name to its
 :class:`JobPlan`; the plan of one job (``plan``, ``run`` without ``--jobs``) holds a single
 job named ``"job"`` and no ``objective``.  :meth:`Plan.to_json` writes version
 :data:`PLAN_VERSION`; :meth:`Plan.from_json` reads it, and also version-1 documents of both
 shapes (the single-job dict and the several-jobs dict) so that old plan files still deploy.
-Any problem is one :class:`PlanError` line.
+Any problem is one :class:`PlanError` line; a plan read back is checked for meaning against its
+topology (:meth:`Plan.check`, :mod:`controller.plan.check`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
-from controller.plan.lp import PlanError
+import networkx as nx
 
-__all__ = ["PLAN_VERSION", "SOLO", "JobPlan", "Plan"]
+from controller.plan.check import check_plan
+from controller.plan.lp import Job, Link, LPResult, PlanError
+from topo.models import TopologyError, from_dict, natural_key, to_dict
+from topo.models import switch_ids as default_switch_ids
+
+__all__ = ["PLAN_VERSION", "SOLO", "JobPlan", "JobPart", "Plan"]
 
 PLAN_VERSION = 2
 SOLO = "job"  # the name of the only job of a single-job plan
 
 
-@dataclass
+@dataclass(frozen=True)
+class JobPart:
+    """What :meth:`Plan.build` makes one :class:`JobPlan` of: the job, the LP solution of its
+    deployment, and the fields that do not follow from them (``weight``, ``gamma_alone``,
+    ``model``, ``removed_workers``, ...)."""
+
+    name: str
+    job: Job
+    result: LPResult
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _layout(job: Job, res: LPResult) -> dict[str, Any]:
+    """Intervals and fractions of one job (docs/design.md §3.5): ``intervals`` consecutive from
+    0 in S's order, each a_s/γ long; ``fractions`` x_{w,s}/γ; a job with γ = 0 gets none."""
+    gamma = res.gamma
+    intervals: dict[str, dict[str, float]] = {}
+    fractions: dict[str, dict[str, float]] = {w: {} for w in job.workers}
+    if gamma > 0:
+        offset = 0.0
+        for s in res.deployed:
+            length = min(max(res.a[s] / gamma, 0.0), max(0.0, 1.0 - offset))
+            intervals[s] = {"offset": offset, "length": length}
+            offset += length
+        fractions = {w: {s: min(res.x.get((w, s), 0.0) / gamma, intervals[s]["length"])
+                         for s in res.deployed} for w in job.workers}
+    return {
+        "deployed": list(res.deployed) if gamma > 0 else [],
+        "intervals": intervals,
+        "fractions": fractions,
+        "rates": {
+            "x": {w: {s: res.x.get((w, s), 0.0) for s in res.deployed} for w in job.workers},
+            "a": dict(res.a),
+            "u": dict(res.u),
+        },
+    }
+
+
+@dataclass(frozen=True)
 class JobPlan:
     """One job's part of a plan: where its gradient is aggregated and how it is split."""
 
@@ -46,7 +94,7 @@ class JobPlan:
     removed_workers: list[str] = field(default_factory=list)  # workers that left (§9)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     """The plan document: the network it was made for, the shared deployment, the jobs."""
 
@@ -74,6 +122,48 @@ class Plan:
     sum_gamma: float | None = None
     failed: list[str] = field(default_factory=list)  # switches that died (§9)
     retired_ids: list[int] = field(default_factory=list)  # their ids
+    # a baseline beat the planner, or the budget was left unused below the bound
+    # (controller.plan.baselines.honesty_warning); None when neither
+    warning: str | None = None
+
+    @classmethod
+    def build(
+        cls,
+        graph: nx.Graph,
+        parts: Sequence[JobPart],
+        loads: Mapping[Link, float],
+        *,
+        spec: str | None = None,
+        switch_ids: Mapping[str, int] | None = None,
+        **rest: Any,
+    ) -> Plan:
+        """The one constructor of a plan made by planning or re-planning.
+
+        ``graph``: the network (kept as ``topology``, unless ``rest`` gives one, and the
+        bandwidth of every link in ``loads``); ``parts``: one :class:`JobPart` per job;
+        ``loads``: directed link → load, summed over the jobs; ``switch_ids``: name → id
+        (default 1..n in name order; a re-plan keeps the original's); ``rest``: the other
+        fields of :class:`Plan` (``budget``, ``planner``, ``objective``, ``baselines``, ...)."""
+        ids = dict(switch_ids) if switch_ids is not None else default_switch_ids(graph)
+        jobs = {}
+        for part in parts:
+            job, res = part.job, part.result
+            jobs[part.name] = JobPlan(
+                ps=job.ps, ps_tor=job.ps_tor, ps_tor_id=int(ids[job.ps_tor]),
+                workers=list(job.workers),
+                worker_ids={w: i for i, w in enumerate(job.workers)}, gamma=res.gamma,
+                **_layout(job, res), ps_link_load=res.loads.get((job.ps_tor, job.ps), 0.0),
+                **dict(part.extra))
+        bw: dict[Link, float] = {}
+        for u, v, b in graph.edges(data="bw", default=1.0):
+            bw[u, v] = bw[v, u] = float(b)
+        rows = [{"from": u, "to": v, "load": x, "bw": bw[u, v]}
+                for (u, v), x in sorted(loads.items(), key=lambda kv: (natural_key(kv[0][0]),
+                                                                       natural_key(kv[0][1])))
+                if x > 1e-12]
+        rest.setdefault("topology", {"spec": spec, "name": graph.graph.get("name"),
+                                     "graph": to_dict(graph)})
+        return cls(switch_ids=ids, jobs=jobs, loads=rows, **rest)
 
     @property
     def several(self) -> bool:
@@ -127,8 +217,25 @@ class Plan:
         jobs = {str(name): _build(JobPlan, entry, f"job {name!r}")
                 for name, entry in jobs_raw.items()}
         plan = _build(cls, {**data, "jobs": jobs}, "plan")
-        _check(plan)
+        plan.check()
         return plan
+
+    def own_graph(self) -> nx.Graph | None:
+        """The network embedded in ``topology`` (None when the plan has none)."""
+        data = self.topology.get("graph") if isinstance(self.topology, dict) else None
+        if data is None:
+            return None
+        try:
+            return from_dict(data, "topology.graph")
+        except TopologyError as exc:
+            raise PlanError(str(exc)) from None
+
+    def check(self, graph: nx.Graph | None = None) -> None:
+        """The plan's meaning against ``graph`` (default: its own topology), one
+        :class:`PlanError` naming the field (:func:`controller.plan.check.check_plan`)."""
+        if not isinstance(self.topology, dict):
+            raise PlanError("topology must be an object")
+        check_plan(self, graph if graph is not None else self.own_graph())
 
 
 def _build(cls: Any, data: Any, what: str) -> Any:
@@ -142,17 +249,6 @@ def _build(cls: Any, data: Any, what: str) -> Any:
         if key not in data:
             raise PlanError(f"{what} lacks {key!r}")
     return cls(**{k: v for k, v in data.items() if k in known})
-
-
-def _check(plan: Plan) -> None:
-    """The cross references chunk schedules and rules rely on."""
-    for name, job in plan.jobs.items():
-        for s in job.deployed:
-            if s not in job.intervals or s not in plan.switch_ids:
-                raise PlanError(f"job {name!r}: deployed switch {s!r} has no interval or id")
-        for w in job.workers:
-            if w not in job.fractions:
-                raise PlanError(f"job {name!r}: worker {w!r} has no fractions")
 
 
 _JOB_KEYS = {f.name for f in fields(JobPlan)}

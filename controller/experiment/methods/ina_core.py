@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -28,6 +29,7 @@ from controller.experiment.records import spread
 from controller.experiment.report import mean
 from controller.experiment.runner import Run
 from controller.plan.document import chunk_schedule, resolve_workers, write_plan
+from controller.plan.options import DEFAULTS as PLAN_DEFAULTS
 from controller.plan.pipeline import PlanRequest, make_plan
 from controller.plan.planners import DEFAULT_PLANNER
 from controller.plan.replan import replan_members
@@ -87,6 +89,12 @@ class Settings:
     jobs: str | None = None
     slot_policy: str = "shared"  # how jobs share each switch's slots (controller.dataplane.deploy)
     objective: str = "maxmin"  # the joint LP's objective with --jobs
+    # the rest of the plan request, plan's defaults (controller.plan.options)
+    capacity: float | None = PLAN_DEFAULTS.capacity
+    solver: str = PLAN_DEFAULTS.solver
+    time_limit: float | None = PLAN_DEFAULTS.time_limit
+    result_load: bool = PLAN_DEFAULTS.result_load
+    max_combinations: int = PLAN_DEFAULTS.max_combinations
     kill_ps: str | None = None  # "HOST@ROUND": kill that PS (fault injection, --jobs)
     no_alone: bool = False  # --jobs: skip running each job alone for reference
     out: str = "results"
@@ -229,10 +237,12 @@ def _impairments(s: Settings) -> list[str]:
 
 
 def plan_request(s: Settings) -> PlanRequest:
-    """The plan request of a run's settings: ``plan``'s defaults (one pipeline,
-    :mod:`controller.plan.pipeline`), with the run's budget, planner, seed and objective."""
+    """The plan request of a run's settings: the options of ``plan`` with ``plan``'s
+    defaults (:mod:`controller.plan.options`, one pipeline :mod:`controller.plan.pipeline`)."""
     return PlanRequest(budget=s.budget, planner=s.planner, objective=s.objective,
-                       seed=s.seed, max_combinations=500, spec=s.topo)
+                       seed=s.seed, capacity=s.capacity, solver=s.solver,
+                       time_limit=s.time_limit, result_load=s.result_load,
+                       max_combinations=s.max_combinations, spec=s.topo)
 
 
 def plan_job(s: Settings, graph: nx.Graph, out_dir: Path, console: Any = None) -> Plan:
@@ -249,6 +259,8 @@ def plan_job(s: Settings, graph: nx.Graph, out_dir: Path, console: Any = None) -
     if console is not None:
         console.print(f"plan: γ = {plan.job.gamma:.4g}, deployed "
                       f"{plan.deployed or '(none)'}, PS ToR {plan.job.ps_tor}")
+    if plan.warning:  # a baseline beat the planner, or the budget went unused (one line)
+        print(plan.warning, file=sys.stderr)
     return plan
 
 

@@ -20,6 +20,7 @@ campaign and the benches launch through :func:`run_mode`, the same function for 
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -265,6 +266,8 @@ def _plan(run: Run, s: Settings, graph: Any,
     draw_plan(plan, out_dir / "plan.png", graph)
     for line in jobs_summary_lines(plan):
         console.print(line)
+    if plan.warning:  # the budget went unused below the bound (controller.plan.baselines)
+        print(plan.warning, file=sys.stderr)
     return plan, make_tenants(s, plan, job_specs)
 
 

@@ -20,10 +20,9 @@ from controller.experiment.run_options import (
 from controller.experiment.servers import check_servers_option
 from controller.options import finite_float, int_option, read_topology
 from controller.plan.document import resolve_workers
-from controller.plan.joint import JOINT_PLANNERS
 from controller.plan.lp import PlanError
-from controller.plan.lp_jobs import OBJECTIVES
-from controller.plan.planners import PLANNERS
+from controller.plan.options import add_plan_options, request_from_args
+from controller.plan.planners import get_planner
 from topo.models import TopologyError
 from workers.ina.job import MODES
 from workers.models.scaling import DEFAULT_LINK_GBPS, DEFAULT_SCALE
@@ -97,9 +96,8 @@ def add_ina_arguments(parser: argparse.ArgumentParser) -> None:
     g = add_network_options(parser, "--method ina (P4 in-network aggregation, "
                                     "docs/design.md §3)")
     add_workload_options(g)
-    g.add_argument("--planner", choices=sorted(PLANNERS), default=d.planner,
-                   help=f"placement algorithm (default {d.planner}; the names of "
-                        "controller/plan/planners.py, as plan --planner)")
+    # plan's options and defaults (--budget and --seed are among the shared ones)
+    add_plan_options(g, with_budget=False, with_seed=False)
     g.add_argument("--modes", default=",".join(d.modes),
                    help=f"comma list of {', '.join(MODES)} (default {','.join(d.modes)})")
     g.add_argument("--agg-window", type=int_option(1, MAX_WINDOW), default=None, metavar="N",
@@ -131,9 +129,6 @@ def add_ina_arguments(parser: argparse.ArgumentParser) -> None:
              "a slot held by another job falls back) or into its own part (partitioned, "
              "sized by the plan)")
     g.add_argument(
-        "--objective", choices=OBJECTIVES, default=d.objective,
-        help="with --jobs: maximise min_j γ_j/w_j (default) or the sum of γ_j")
-    g.add_argument(
         "--kill-ps", metavar="HOST@ROUND", default=None,
         help="with --jobs, fault injection: kill the PS on HOST once its job finished "
              "ROUND (that job stops, the others go on)")
@@ -157,8 +152,15 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     fault spec as prepare() reads them, before any network or file."""
     d = Settings()
     scale, gbps, compute_ms = check_workload(args)
-    s = Settings(topo=args.topo, ps=args.ps, workers=args.workers, budget=args.budget,
-                 planner=getattr(args, "planner", d.planner),
+    req = request_from_args(args, spec=args.topo)
+    try:
+        req.check()
+    except PlanError as exc:
+        raise ExperimentError(str(exc)) from None
+    s = Settings(topo=args.topo, ps=args.ps, workers=args.workers, budget=req.budget,
+                 planner=req.planner, objective=req.objective, capacity=req.capacity,
+                 solver=req.solver, time_limit=req.time_limit, result_load=req.result_load,
+                 max_combinations=req.max_combinations,
                  rounds=args.rounds, model=args.model, hidden=args.hidden,
                  bw=args.bw or None,
                  loss=args.loss, dup=args.dup, reorder=args.reorder, seed=args.seed,
@@ -173,7 +175,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                  worker_timeout=getattr(args, "worker_timeout", d.worker_timeout),
                  jobs=getattr(args, "jobs", None),
                  slot_policy=getattr(args, "slot_policy", d.slot_policy),
-                 objective=getattr(args, "objective", d.objective),
                  kill_ps=getattr(args, "kill_ps", None),
                  no_alone=getattr(args, "no_alone", False),
                  repeats=args.repeats, scale=scale, link_gbps=gbps, compute_ms=compute_ms,
@@ -202,9 +203,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             resolve_workers(graph, s.ps, s.workers)
     except (TopologyError, PlanError) as exc:
         raise ExperimentError(str(exc)) from None
-    if s.jobs is not None and s.planner not in JOINT_PLANNERS:
-        raise ExperimentError(f"--planner {s.planner}: several jobs (--jobs) are placed by "
-                              f"one of {', '.join(JOINT_PLANNERS)}")
+    if s.jobs is not None:  # the planner's own declaration (controller.plan.placement)
+        try:
+            get_planner(s.planner, several=True)
+        except PlanError as exc:
+            raise ExperimentError(str(exc)) from None
     if s.fail_switch:
         rnd = s.fail_switch.partition("@")[2].strip()
         if not (rnd.isascii() and rnd.isdigit() and len(rnd) <= 9):
