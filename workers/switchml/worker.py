@@ -59,7 +59,6 @@ class SwitchMLWorker:
         self._length = 0
         self._chunks: np.ndarray = np.zeros((0, K), np.int32)
         self._result: np.ndarray = np.zeros((0, K), np.int32)
-        self._next = 0          # the next chunk not yet given a slot
         self._done = 0          # chunks whose RESULT arrived
 
     # ------------------------------------------------------------------ a round
@@ -80,14 +79,10 @@ class SwitchMLWorker:
         self._round, self._length = round, len(vec)
         self._chunks = chunks.reshape(n, K)
         self._result = np.zeros((n, K), np.int32)
-        self._next = self._done = 0
-        out = []
-        for index, slot in enumerate(self._slots):
-            if self._next >= n:
-                break
-            out.append(self._send(index, slot, self._next, now))
-            self._next += 1
-        return out
+        self._done = 0
+        # slot i carries chunks i, i + S, i + 2S, ...: the same mapping at every worker
+        return [self._send(index, slot, index, now)
+                for index, slot in enumerate(self._slots) if index < n]
 
     @property
     def done(self) -> bool:
@@ -120,9 +115,8 @@ class SwitchMLWorker:
         if pkt.flags & Flag.SHADOW:
             self.stats.shadow_results += 1
         slot.ver ^= 1  # the slot's next use takes the other copy
-        slot.chunk = None
-        if self._next < len(self._chunks):
-            chunk, self._next = self._next, self._next + 1
+        chunk, slot.chunk = slot.chunk + len(self._slots), None
+        if chunk < len(self._chunks):
             return [self._send(index, slot, chunk, now)]
         return []
 
