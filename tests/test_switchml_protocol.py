@@ -277,7 +277,8 @@ def test_without_faults_each_chunk_costs_n_updates_in_and_n_results_out(program,
     job = JobConfig(2, (0, 1, 2, 3), pool_size=3, timeout=0.01)
     faults = Faults(loss=0, duplicate=0, late=0)
     sums, vectors, sw, workers = run_protocol(program, native, job, 2, 7 * K, faults, 3)
-    for (r, w), got in sums.items():
+    assert sorted(sums) == [(r, w) for r in (1, 2) for w in job.workers]
+    for (r, _w), got in sums.items():
         assert np.array_equal(got, exact_sum([vectors[r, x] for x in job.workers]))
     assert sum(wk.stats.retransmitted for wk in workers.values()) == 0
     chunks = 2 * 7
