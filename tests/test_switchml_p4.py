@@ -300,3 +300,34 @@ def test_malformed_and_out_of_pool_updates_are_dropped_and_counted(sw) -> None:
     assert sw.process(1, arp) == []
     assert counters(sw)["dropped_not_ipv4"] == 1
     assert counters(sw)["aggregated"] == 0
+
+
+# ====================================================================== control plane
+
+
+def test_control_plane_names_and_the_rules_agree_with_p4info(program) -> None:
+    """What P4Info names (as p4c names it: the @name(".MyIngress.x") of the inner controls)
+    and what workers/switchml/rules.py writes: every entry's table, key fields, action and
+    parameters exist, with those names. (p4c itself is not on our machines; see
+    docs/switchml.md for the constructs kept p4c-valid.)"""
+    info = program.p4info
+    tables = {t.preamble.name: t for t in info.tables}
+    actions = {a.preamble.id: a for a in info.actions}
+    assert sorted(tables) == ["MyEgress.result_dst", "MyIngress.ipv4_lpm",
+                              "MyIngress.job_table", "MyIngress.sm_member"]
+    assert sorted(c.preamble.name for c in info.counters) == sorted(
+        f"MyIngress.{n}" for n in COUNTERS)
+    assert sorted(r.preamble.name for r in info.registers) == sorted(
+        ["MyIngress.sm_key", "MyIngress.sm_bitmap", "MyIngress.sm_count"]
+        + [f"MyIngress.sm_v{i}" for i in range(C.K)])
+    assert {r.preamble.name: r.size for r in info.registers}["MyIngress.sm_key"] == C.CELLS
+    job = JobConfig(JOB, WORKERS, pool_size=S, pool_base=BASE)
+    rules = job_rules(job, {w: host(w) for w in WORKERS}, GROUP)
+    assert {e.table for e in rules.entries} == {"MyIngress.job_table", "MyIngress.sm_member",
+                                                "MyEgress.result_dst"}
+    for e in rules.entries:
+        t = tables[e.table]
+        assert [m.name for m in t.match_fields] == list(e.match)
+        acts = {actions[r.id].preamble.name: actions[r.id] for r in t.action_refs}
+        assert e.action in acts, (e.table, e.action)
+        assert [p.name for p in acts[e.action].params] == list(e.params)
