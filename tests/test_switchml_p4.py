@@ -331,3 +331,9 @@ def test_control_plane_names_and_the_rules_agree_with_p4info(program) -> None:
         acts = {actions[r.id].preamble.name: actions[r.id] for r in t.action_refs}
         assert e.action in acts, (e.table, e.action)
         assert [p.name for p in acts[e.action].params] == list(e.params)
+
+
+def test_the_docs_header_table_equals_the_layout() -> None:
+    text = (REPO / "docs" / "switchml.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \| (\d+) \|", text, re.M)
+    assert tuple((name, int(bits)) for name, bits in rows) == HEADER_FIELDS
