@@ -14,8 +14,9 @@
  *  - include/switchml_pool.p4, SmPool: the two copies of every slot (they own their
  *    registers): claim, join, duplicate, shadow reply, stale; completion turns the packet
  *    into the RESULT;
- *  - include/switchml_delivery.p4, SmDelivery: RESULT multicast or unicast, IPv4 LPM.
- * Egress rewrites each RESULT copy's destination per port (result_dst).
+ *  - include/switchml_delivery.p4, SmDelivery: RESULT multicast (one replica per worker)
+ *    or unicast back to the sender, IPv4 LPM.
+ * Egress addresses each multicast replica to its worker (result_dst).
  *
  * Shared with ina.p4 (include/constants.p4, types.p4, headers.p4): K, the worker-set width,
  * Ethernet / IPv4 / UDP and the values header. Valid for p4c's BMv2 backend: no run-time
@@ -58,10 +59,14 @@ control MyEgress(inout sm_headers_t hdr,
         hdr.ipv4.dstAddr = ip;
     }
 
-    /* The worker behind each port, so that its kernel accepts the RESULT; no entry = the
-     * copy leaves unchanged. */
+    /* Each multicast replica (rid = worker_id + 1 of the job's group) addressed to its
+     * worker, so that its kernel accepts the RESULT; no entry (a unicast reply, rid 0) = the
+     * copy leaves as delivery addressed it. */
     table result_dst {
-        key = { standard_metadata.egress_port: exact; }
+        key = {
+            hdr.sm.job_id: exact;
+            standard_metadata.egress_rid: exact;
+        }
         actions = { set_result_dst; NoAction; }
         default_action = NoAction();
         size = 512;

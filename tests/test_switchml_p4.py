@@ -88,12 +88,18 @@ def program():
 
 
 @pytest.fixture(params=[False, True], ids=["python", "native"])
-def sw(request, program) -> Switch:
-    """A configured switch on one execution path."""
+def native(request) -> bool:
+    """The execution path: pyswitch's Python path or the native one."""
     if request.param and unavailable() is not None:
         pytest.skip(f"native path: {unavailable()}")
-    s = Switch(program, native=request.param)
-    assert (s.path == "native") == request.param, s.path
+    return request.param
+
+
+@pytest.fixture
+def sw(program, native) -> Switch:
+    """A configured switch on one execution path."""
+    s = Switch(program, native=native)
+    assert (s.path == "native") == native, s.path
     job = JobConfig(JOB, WORKERS, pool_size=S, pool_base=BASE)
     install(job_rules(job, {w: host(w) for w in WORKERS}, GROUP), s)
     return s
@@ -153,9 +159,12 @@ def test_sum_is_exact_and_multicast_to_every_worker(sw) -> None:
         assert (pkt.job_id, pkt.pool_index, pkt.ver, pkt.round, pkt.chunk) == (JOB, 0, 0, 1, 0)
         assert pkt.count == 3 and pkt.worker_id == 2  # the worker that completed it
         assert np.array_equal(pkt.values, exact(data))
-        w = port - 1  # the copy is addressed to the worker behind its port
+        w = port - 1  # the copy is addressed to the worker behind its port ...
         assert frame[0:6] == bytes.fromhex(host(w).mac.replace(":", ""))
         assert frame[30:34] == bytes(int(x) for x in host(w).ip.split("."))
+        # ... from the address the UPDATEs were sent to (the switch's)
+        assert frame[6:12] == bytes.fromhex("0200000000fe") and frame[26:30] == bytes(
+            [10, 0, 0, 254])
     assert nonzero(sw) == {"aggregated": 3, "absorbed": 2, "completed": 1}
     cell = BASE  # slot 0, version 0
     assert sw.register_read("MyIngress.sm_count", cell) == 3
@@ -208,7 +217,9 @@ def test_retransmission_after_completion_is_answered_from_the_shadow_copy(sw) ->
     assert [(p, pk.msg_type, pk.flags, pk.worker_id) for p, pk, _ in out] == \
         [(2, MsgType.RESULT, Flag.SHADOW, 1)]
     assert np.array_equal(out[0][1].values, exact(data)) and out[0][1].count == 3
-    assert out[0][2][30:34] == bytes([10, 0, 0, 2])
+    assert out[0][2][30:34] == bytes([10, 0, 0, 2]) and out[0][2][26:30] == bytes(
+        [10, 0, 0, 254])
+    assert out[0][2][0:6] == bytes.fromhex("020000000002")
     # ... and again, while the slot's other copy is busy with the next chunk of others
     nxt = {w: vals(50 + w) for w in WORKERS}
     assert send(sw, 1, update(0, S, nxt[0], ver=1)) == []
@@ -272,6 +283,24 @@ def test_the_slot_versions_carry_on_across_rounds(sw) -> None:
     out = contribute(sw, 0, r3, ver=0, rnd=3)
     assert {tuple(p.values) for _, p, _ in out} == {tuple(exact(r3))}
     assert sw.register_read("MyIngress.sm_key", BASE) == (3 << 32) | 0
+
+
+def test_workers_behind_one_port_get_a_replica_each(program, native) -> None:
+    """On a switch that is not the workers' ToR several workers share a port: the group
+    has one replica per worker (rid = worker_id + 1) and each is addressed to its worker."""
+    s = Switch(program, native=native)
+    far = {0: Host(20, "02:00:00:00:00:10", "10.0.2.1"), 1: Host(20, "02:00:00:00:00:11",
+                                                                  "10.0.2.2"),
+           2: host(2)}
+    install(job_rules(JobConfig(JOB, WORKERS, pool_size=S), far, GROUP), s)
+    data = {w: vals(5 + w) for w in WORKERS}
+    assert send(s, 20, update(0, 0, data[0])) == []
+    assert send(s, 20, update(1, 0, data[1])) == []
+    out = send(s, 3, update(2, 0, data[2]))
+    got = sorted((p, bytes(f[30:34])) for p, _, f in out)
+    assert got == [(3, bytes([10, 0, 0, 3])), (20, bytes([10, 0, 2, 1])),
+                   (20, bytes([10, 0, 2, 2]))]
+    assert all(np.array_equal(pk.values, exact(data)) for _, pk, _ in out)
 
 
 # ====================================================================== admission

@@ -1,7 +1,10 @@
 /* Delivery in p4src/switchml.p4: where an accepted packet leaves the switch.
- *  - a RESULT: multicast to the job's group when it completed its copy, or unicast back
- *    out of the sender's port when a shadow copy answers a retransmission (meta.deliver,
- *    set by SmPool); the egress control rewrites each copy's destination (result_dst);
+ *  - a RESULT: its addresses swapped (it comes from the address the UPDATE was sent to
+ *    and goes back to the sender), then multicast to the job's group when it completed its
+ *    copy -- one replica per worker, rid = worker_id + 1, whose destination the egress
+ *    control rewrites (result_dst), so that several workers may sit behind one port -- or
+ *    unicast back out of the sender's port when a shadow copy answers a retransmission
+ *    (meta.deliver, set by SmPool);
  *  - plain IPv4: longest-prefix match (ipv4_lpm); a miss is counted in
  *    dropped_ipv4_noroute.
  * Every UPDATE that does not become a RESULT ended ingress in SmPool. */
@@ -39,10 +42,22 @@ control SmDelivery(inout sm_headers_t hdr,
         size = 1024;
     }
 
+    action reply_addresses() {
+        macAddr_t mac = hdr.ethernet.dstAddr;
+        hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
+        hdr.ethernet.srcAddr = mac;
+        ip4Addr_t ip = hdr.ipv4.dstAddr;
+        hdr.ipv4.dstAddr = hdr.ipv4.srcAddr;
+        hdr.ipv4.srcAddr = ip;
+    }
+
     apply {
         if (!hdr.sm.isValid()) {
             ipv4_lpm.apply();
-        } else if (meta.deliver == SM_DELIVER_MULTICAST) {
+            return;
+        }
+        reply_addresses();
+        if (meta.deliver == SM_DELIVER_MULTICAST) {
             standard_metadata.mcast_grp = meta.mcast_grp;  /* != 0: admission */
         } else {
             standard_metadata.egress_spec = standard_metadata.ingress_port;

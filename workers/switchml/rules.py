@@ -32,11 +32,12 @@ class Host:
 
 @dataclass(frozen=True)
 class JobRules:
-    """Every entry and the multicast group of one job."""
+    """Every entry and the multicast group of one job: its replicas are (port, rid), one per
+    worker, rid = worker_id + 1 (result_dst addresses the replica by it)."""
 
     entries: tuple[Entry, ...]
     group: int
-    group_ports: tuple[int, ...]
+    replicas: tuple[tuple[int, int], ...]
 
 
 def _mac_int(mac: str) -> int:
@@ -48,9 +49,15 @@ def _ip_int(ip: str) -> int:
     return a << 24 | b << 16 | c << 8 | d
 
 
+def replica_id(worker_id: int) -> int:
+    """The rid of worker ``worker_id``'s replica in its job's group (0 is no replica)."""
+    return worker_id + 1
+
+
 def job_rules(job: JobConfig, hosts: dict[int, Host], group: int) -> JobRules:
-    """The job's entries: job_table, one sm_member per worker on its port, result_dst per
-    port; RESULTs multicast on group ``group`` (1..65535) to every worker's port."""
+    """The job's entries: job_table, per worker an sm_member on its port and a result_dst
+    for its replica; RESULTs multicast on group ``group`` (1..65535), one replica per worker
+    (several workers may share a port: a switch that is not their ToR)."""
     if not 1 <= group < 1 << 16:
         raise ValueError(f"multicast group {group} outside 1..65535")
     missing = sorted(set(job.workers) - set(hosts))
@@ -67,11 +74,12 @@ def job_rules(job: JobConfig, hosts: dict[int, Host], group: int) -> JobRules:
                               "standard_metadata.ingress_port": h.port},
                              "MyIngress.member_ok", {}))
         entries.append(Entry("MyEgress.result_dst",
-                             {"standard_metadata.egress_port": h.port},
+                             {"hdr.sm.job_id": job.job_id,
+                              "standard_metadata.egress_rid": replica_id(w)},
                              "MyEgress.set_result_dst",
                              {"dstAddr": _mac_int(h.mac), "ip": _ip_int(h.ip)}))
-    ports = tuple(sorted({hosts[w].port for w in job.workers}))
-    return JobRules(tuple(entries), group, ports)
+    replicas = tuple(sorted((hosts[w].port, replica_id(w)) for w in job.workers))
+    return JobRules(tuple(entries), group, replicas)
 
 
 class _SwitchLike(Protocol):
@@ -85,7 +93,7 @@ def install(rules: JobRules, switch: _SwitchLike) -> None:
     """Write ``rules`` into ``switch`` (an in-process pyswitch Switch)."""
     for e in rules.entries:
         switch.insert_entry(e.table, e.match, e.action, e.params)
-    switch.set_multicast_group(rules.group, [(p, 0) for p in rules.group_ports])
+    switch.set_multicast_group(rules.group, list(rules.replicas))
 
 
-__all__ = ["Entry", "Host", "JobRules", "install", "job_rules"]
+__all__ = ["Entry", "Host", "JobRules", "install", "job_rules", "replica_id"]
