@@ -284,3 +284,19 @@ def test_without_faults_each_chunk_costs_n_updates_in_and_n_results_out(program,
     chunks = 2 * 7
     assert faults.counts["delivered"] == chunks * 4 * 2  # 4 UPDATEs in, 4 RESULTs out
     assert counter(sw, "completed") == chunks and counter(sw, "aggregated") == chunks * 4
+
+
+def test_both_paths_run_the_faulty_protocol_identically(program) -> None:
+    """The same seed on the Python and the native path: the same sums and the same counts
+    of every switch counter (the frames and their order are the same)."""
+    if unavailable() is not None:
+        pytest.skip(f"native path: {unavailable()}")
+    job = JobConfig(4, (1, 2, 3), pool_size=2, timeout=0.01)
+    runs = [run_protocol(program, native, job, 2, 9 * K, Faults(), 11) for native in (False, True)]
+    (sums_py, _, sw_py, _), (sums_nat, _, sw_nat, _) = runs
+    assert sums_py.keys() == sums_nat.keys()
+    assert all(np.array_equal(sums_py[k], sums_nat[k]) for k in sums_py)
+    names = [c.preamble.name for c in program.p4info.counters]
+    assert [sw_py.counter_read(n, 0) for n in names] == [sw_nat.counter_read(n, 0)
+                                                         for n in names]
+    assert sw_py.counter_read("MyIngress.shadow_reply", 0)[0] > 0
