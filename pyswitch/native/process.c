@@ -1,7 +1,7 @@
-/* The helpers of the native `process` and its Python type; the loop itself (@LOOP@) is
-   lowered from pyswitch/native/loop.py, as the Python path's specialised `process` is.  The
-   generated module includes this after its functions (see cgen.py).  @MOD@ is the module
-   name. */
+/* The helpers of the native `process` and its Python type.  The loop itself, process() and
+   its copy functions, is lowered from pyswitch/native/loop.py (as the Python path's
+   specialised `process` is) and put in where this file says so.  The generated module
+   includes this file after its functions (see cgen.py); @MOD@ is the module name. */
 static PyObject *general(PyObject *fn, PyObject *a0, PyObject *a1, St *st, PyObject *a4,
                          PyObject *a5) {
     /* fn(a0, a1, S, M) (after_ingress) or fn(S, M, a0, a1, 0) (after_egress) */
