@@ -1,5 +1,10 @@
 """One v1model switch executing a compiled program, with BMv2 simple_switch semantics.
 
+Two descriptions of the packet loop exist: the general path here (`Switch.process`,
+`_after_ingress`, `_after_egress`: every decision below, written out), and the fast path's
+table of steps, `pyswitch.native.loop.LOOP`, from which each switch's specialised
+``process`` is lowered, as Python or, on the native path, as C.
+
 Per packet (``process``): parser -> VerifyChecksum -> Ingress -> after-ingress decisions
 -> for each copy: Egress -> after-egress decisions -> ComputeChecksum -> Deparser.
 Sources for the decisions: BMv2 ``docs/simple_switch.md`` ("after-ingress/after-egress
