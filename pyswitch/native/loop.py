@@ -295,15 +295,12 @@ class _C:
 
     def top(self, st: object) -> list[str]:  # noqa: C901 - one branch per step kind
         i = "    "
-        pl = self.slot["payload"]
         if isinstance(st, Receive):
             return [f"{i}if (v_from_py(ipo, &ip) < 0) goto done;",
                     f"{i}if (bump(P->rx, ipo) < 0) goto done;"]
         if isinstance(st, Set):
             return [f"{i}st->m[{self.slot[st.slot]}] = {self.value(st.value)};"]
-        if isinstance(st, Parse):
-            if pl in (self.slot[k] for k in ("ingress_port", "packet_length")):
-                raise ValueError("the payload slot is a number slot")
+        if isinstance(st, Parse):  # the payload is St's own field, not a slot, in C
             return [f"{i}{{ Py_ssize_t pos = 0; int rc = f_parser(P, st, buf, L, &pos);",
                     f"{i}  if (rc) {{ if (rc == RC_EXIT) PyErr_SetNone(P->exit_cls); "
                     "goto done; }",
