@@ -1,5 +1,10 @@
 """One v1model switch executing a compiled program, with BMv2 simple_switch semantics.
 
+Two descriptions of the packet loop exist: the general path here (`Switch.process`,
+`_after_ingress`, `_after_egress`: every decision below, written out), and the fast path's
+table of steps, `pyswitch.native.loop.LOOP`, from which each switch's specialised
+``process`` is lowered, as Python or, on the native path, as C.
+
 Per packet (``process``): parser -> VerifyChecksum -> Ingress -> after-ingress decisions
 -> for each copy: Egress -> after-egress decisions -> ComputeChecksum -> Deparser.
 Sources for the decisions: BMv2 ``docs/simple_switch.md`` ("after-ingress/after-egress
@@ -40,13 +45,19 @@ from pyswitch import hashes
 from pyswitch.errors import EntryNotFound, InvalidArgument
 from pyswitch.names import check_int, resolve
 from pyswitch.native import attach
+from pyswitch.native.loop import (
+    DROP_PORT,
+    PKT_INSTANCE_TYPE_EGRESS_CLONE,
+    PKT_INSTANCE_TYPE_INGRESS_CLONE,
+    PKT_INSTANCE_TYPE_NORMAL,
+    PKT_INSTANCE_TYPE_REPLICATION,
+    python_source,
+)
 from pyswitch.tables import Table, TableEntryView
 
-DROP_PORT = 511
-PKT_INSTANCE_TYPE_NORMAL = 0
-PKT_INSTANCE_TYPE_INGRESS_CLONE = 1
-PKT_INSTANCE_TYPE_EGRESS_CLONE = 2
-PKT_INSTANCE_TYPE_REPLICATION = 5
+__all__ = ["DROP_PORT", "PKT_INSTANCE_TYPE_EGRESS_CLONE", "PKT_INSTANCE_TYPE_INGRESS_CLONE",
+           "PKT_INSTANCE_TYPE_NORMAL", "PKT_INSTANCE_TYPE_REPLICATION", "PortStats", "Switch"]
+
 _MAX_E2E_DEPTH = 8
 
 
@@ -310,35 +321,16 @@ class Switch:
         return [h[:] for h in self._htempl], self._mtempl[:]
 
     def _specialised_process(self, native: bool = True) -> Any:
-        """`process` for this program (compiled by pyswitch.native where it can be, unless
-        `native` is False; `native_why` says why not): the same steps with the metadata
-        indices as constants, the state copied without a loop, and the common cases run to the end
-        inline: a drop after ingress, a unicast frame and the copies of a multicast group
-        without clones (the last copy takes the state itself, the others a copy of it).
-        An I2E clone, and an E2E clone or a drop in egress, take the general path
-        (`_after_ingress`, `_after_egress`)."""
-        i, hid = self._i, self._hid
-        nh = len(self._htempl)
-        ns: dict[str, Any] = {f"_h{k}": h for k, h in enumerate(self._htempl)}
-        ns.update(_mt=self._mtempl, parser=self._parser, verify=self._verify,
-                  ingress=self._ingress, egress=self._egress, compute=self._compute,
-                  deparser=self._deparser, stats=self.stats, rx=self.stats.rx,
-                  tx=self.stats.tx, after_ingress=self._after_ingress,
-                  after_egress=self._after_egress, bytes=bytes, mcast=self.mcast)
-        comma = "," if nh == 1 else ""
-        fresh = f"[{', '.join(f'_h{k}[:]' for k in range(nh))}{comma}]"
-        copy = f"[{', '.join(f'S[{k}][:]' for k in range(nh))}{comma}]"
-        ep, es, rid, it = i["egress_port"], i["egress_spec"], i["egress_rid"], i["instance_type"]
-        ct, pl = hid["clone_type"], hid["payload"]
+        """`process` for this program, lowered from the loop's one description
+        (`pyswitch.native.loop.LOOP`): compiled by pyswitch.native where it can be, unless
+        `native` is False (`native_why` says why not), else as Python source with the
+        metadata indices as constants and the state copied without a loop.  Both run the
+        common cases to the end inline: a drop after ingress, a unicast frame and the copies
+        of a multicast group without clones (the last copy takes the state itself, the
+        others a copy of it).  An I2E clone, and an E2E clone or a drop in egress, take the
+        general path (`_after_ingress`, `_after_egress`)."""
         # a copy whose headers (after egress) and payload are those of the copy before it
         # leaves as the same bytes, when ComputeChecksum and the deparser read nothing else
-        tail = f"""            compute(S2, M2)
-            parts = []
-            deparser(S2, M2, parts)
-            parts.append(M2[{pl}])
-            tx[port] += 1
-            out.append((port, b"".join(parts)))
-"""
         dedupe = _headers_only(self._compute) and _headers_only(self._deparser)
         if native:
             proc, self.native_why = attach(self, dedupe, _Exit, self._native)
@@ -346,80 +338,14 @@ class Switch:
                 return proc
         else:  # e.g. the packet trace, around its own Python stages (pyswitch/observe.py)
             self.native_why = "the Python stages were asked for"
-        if dedupe:
-            tail = f"""            if n and S2 == prev_s and M2[{pl}] is prev_p:
-                tx[port] += 1
-                out.append((port, prev_b))
-                continue
-            if n < last:
-                prev_s, prev_p = {copy.replace("S[", "S2[")}, M2[{pl}]
-            compute(S2, M2)
-            parts = []
-            deparser(S2, M2, parts)
-            parts.append(M2[{pl}])
-            tx[port] += 1
-            out.append((port, b"".join(parts)))
-            prev_b = out[-1][1]
-"""
-        src = f"""
-def process(ingress_port, frame):
-    if frame.__class__ is not bytes:
-        frame = bytes(frame)
-    rx[ingress_port] += 1
-    S = {fresh}
-    M = _mt[:]
-    M[{i["ingress_port"]}] = ingress_port
-    M[{i["packet_length"]}] = len(frame)
-    M[{pl}] = frame[parser(S, M, frame):]
-    verify(S, M)
-    ingress(S, M)
-    if M[{ct}] == 1:
-        return after_ingress(ingress_port, frame, S, M)
-    mg = M[{i["mcast_grp"]}]
-    if mg:
-        reps = mcast.get(mg)
-        if not reps:
-            stats.dropped += 1
-            return []
-        out = []
-        last = len(reps) - 1
-        prev_s = prev_p = prev_b = None
-        for n, (port, r) in enumerate(reps):
-            if n == last:
-                S2, M2 = S, M
-            else:
-                S2, M2 = {copy}, M[:]
-            M2[{ep}] = port
-            M2[{es}] = 0
-            M2[{rid}] = r
-            M2[{it}] = {PKT_INSTANCE_TYPE_REPLICATION}
-            M2[{ct}] = 0
-            egress(S2, M2)
-            if M2[{ct}] == 2 or M2[{es}] == {DROP_PORT}:
-                after_egress(S2, M2, port, out, 0)
-                continue
-{tail}        return out
-    port = M[{es}]
-    if port == {DROP_PORT}:
-        stats.dropped += 1
-        return []
-    M[{ep}] = port
-    M[{es}] = 0
-    M[{rid}] = 0
-    M[{ct}] = 0
-    egress(S, M)
-    if M[{ct}] == 2 or M[{es}] == {DROP_PORT}:
-        out = []
-        after_egress(S, M, port, out, 0)
-        return out
-    compute(S, M)
-    parts = []
-    deparser(S, M, parts)
-    parts.append(M[{pl}])
-    tx[port] += 1
-    return [(port, b"".join(parts))]
-"""
-        exec(compile(src, "<pyswitch:process>", "exec"), ns)  # noqa: S102 - fixed template
+        ns: dict[str, Any] = {f"_h{k}": h for k, h in enumerate(self._htempl)}
+        ns.update(_mt=self._mtempl, parser=self._parser, verify=self._verify,
+                  ingress=self._ingress, egress=self._egress, compute=self._compute,
+                  deparser=self._deparser, stats=self.stats, rx=self.stats.rx,
+                  tx=self.stats.tx, after_ingress=self._after_ingress,
+                  after_egress=self._after_egress, bytes=bytes, mcast=self.mcast)
+        src = python_source(self.meta, dedupe)
+        exec(compile(src, "<pyswitch:process>", "exec"), ns)  # noqa: S102 - from LOOP
         return ns["process"]
 
     def process(self, ingress_port: int, frame: bytes) -> list[tuple[int, bytes]]:

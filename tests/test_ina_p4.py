@@ -36,7 +36,15 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from workers.ina import constants as C
-from workers.ina.wire import HEADER_FIELDS, Flag, InaPacket, MsgType, decode_frame
+from workers.ina.wire import (
+    HEADER_FIELDS,
+    PREFIX_FIELDS,
+    Flag,
+    InaPacket,
+    MsgType,
+    decode_frame,
+    frame_span,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 P4SRC = REPO / "p4src"
@@ -65,6 +73,24 @@ def test_p4_header_matches_scapy_layer_field_by_field() -> None:
     vals = _p4_header_fields((P4SRC / "include" / "values_header.p4").read_text(),
                              "ina_values_h")
     assert vals == [(f"v{i}", 32) for i in range(C.K)]
+
+
+def test_frame_prefix_layout_matches_p4_headers() -> None:
+    """PREFIX_FIELDS (the offsets the simulator's shortcut reads frames by) is ethernet_t,
+    ipv4_t and udp_t of headers.p4, typedefs resolved, in order."""
+    inc = P4SRC / "include"
+    types = dict((n, int(w)) for w, n in re.findall(
+        r"typedef\s+bit<(\d+)>\s+(\w+)\s*;", (inc / "types.p4").read_text()))
+    text = (inc / "headers.p4").read_text()
+    for name, w in types.items():
+        text = re.sub(rf"\b{name}\b", f"bit<{w}>", text)
+    want = [(f"{h}.{f}", w) for h in ("ethernet", "ipv4", "udp")
+            for f, w in _p4_header_fields(text, f"{h}_t")]
+    assert tuple(want) == PREFIX_FIELDS
+    assert frame_span("ipv4.ttl") == slice(22, 23)
+    assert frame_span("ina.chunk_id") == slice(50, 54)
+    with pytest.raises(ValueError, match="whole bytes"):
+        frame_span("ipv4.version")
 
 
 def test_generated_value_code_is_current() -> None:

@@ -292,3 +292,43 @@ def test_the_packet_trace_runs_the_python_stages() -> None:
     sw.insert_entry("MyIngress.l2", {"hdr.ethernet.dstAddr": 0xBB}, "MyIngress.set_port",
                     {"port": 3})
     assert sw.process(1, f) == [(3, f)]
+
+
+@needs_cc
+def test_one_description_of_the_loop_drives_both_paths(monkeypatch, tmp_path) -> None:
+    """`loop.LOOP` is the specialised loop of both paths: without its Drop step, a frame
+    the program marks to drop leaves on port 511 on the Python path and the native path
+    alike; with it, on neither."""
+    import pyswitch.native as native_pkg
+    from pyswitch.native import loop
+
+    prog = compile_p4(HERE / "p4" / "rt_forward.p4")
+    f = bytes.fromhex("0000000000bb0000000000aa88b5") + bytes(30)
+
+    def drop_bb(sw: Switch) -> None:
+        sw.insert_entry("MyIngress.l2", {"hdr.ethernet.dstAddr": 0xBB}, "MyIngress.drop")
+
+    py, nat = twins(prog, monkeypatch)
+    configure_both(py, nat, drop_bb)
+    assert py.process(1, f) == nat.process(1, f) == []
+    assert py.stats.dropped == nat.stats.dropped == 1
+    monkeypatch.setattr(loop, "LOOP", tuple(s for s in loop.LOOP
+                                            if not isinstance(s, loop.Drop)))
+    monkeypatch.setenv("PYSWITCH_CACHE", str(tmp_path))  # nothing of this kept
+    monkeypatch.setattr(native_pkg, "_DIGEST", "a changed loop")  # a fresh module name
+    py, nat = twins(prog, monkeypatch)
+    configure_both(py, nat, drop_bb)
+    assert py.process(1, f) == nat.process(1, f) == [(511, f)]
+    assert py.stats.dropped == nat.stats.dropped == 0
+
+
+def test_a_step_a_lowering_does_not_know_is_an_error(monkeypatch) -> None:
+    from pyswitch.native import loop
+
+    meta = compile_p4(HERE / "p4" / "rt_forward.p4").meta
+    assert "def process(ingress_port, frame):" in loop.python_source(meta, False)
+    assert "static PyObject *process(" in loop.c_source(meta, False)
+    monkeypatch.setattr(loop, "LOOP", (*loop.LOOP, loop.Emit()))  # Emit outside a copy
+    for lower in (loop.python_source, loop.c_source):
+        with pytest.raises(ValueError, match="Emit at the top of the loop"):
+            lower(meta, False)

@@ -1,5 +1,7 @@
-/* `process` of pyswitch.switch._specialised_process, step for step, on the C state; the
-   generated module includes it after its functions (see cgen.py).  @MOD@ is the module name. */
+/* The helpers of the native `process` and its Python type.  The loop itself, process() and
+   its copy functions, is lowered from pyswitch/native/loop.py (as the Python path's
+   specialised `process` is) and put in where this file says so.  The generated module
+   includes this file after its functions (see cgen.py); @MOD@ is the module name. */
 static PyObject *general(PyObject *fn, PyObject *a0, PyObject *a1, St *st, PyObject *a4,
                          PyObject *a5) {
     /* fn(a0, a1, S, M) (after_ingress) or fn(S, M, a0, a1, 0) (after_egress) */
@@ -47,115 +49,8 @@ static PyObject *emit_one(Proc *P, St *st, PyObject *port, PyObject *out) {
     return rc < 0 ? NULL : out;
 }
 
-static PyObject *mcast_copies(Proc *P, St *st, PyObject *reps) {
-    Py_ssize_t nrep = PyList_Check(reps) ? PyList_GET_SIZE(reps) : -1;
-    if (nrep < 0) { PyErr_SetString(PyExc_TypeError, "multicast group is not a list"); return NULL; }
-    PyObject *out = PyList_New(0);
-    if (!out) return NULL;
-    Py_ssize_t last = nrep - 1;
-    St prev;
-    PyObject *prev_p = NULL, *prev_b = NULL;
-    for (Py_ssize_t n = 0; n < nrep; n++) {
-        PyObject *pr = PyList_GET_ITEM(reps, n);
-        PyObject *port = PyTuple_GetItem(pr, 0), *rid = PyTuple_GetItem(pr, 1);
-        if (!port || !rid) goto fail;
-        St c2, *s2 = st;
-        if (n != last) { c2 = *st; s2 = &c2; }
-        V vp, vr;
-        if (v_from_py(port, &vp) < 0 || v_from_py(rid, &vr) < 0) goto fail;
-        s2->m[EP] = vp; s2->m[ES] = 0; s2->m[RID] = vr; s2->m[IT] = 5; s2->m[CT] = 0;
-        if (run(P, s2, f_egress) < 0) goto fail;
-        if (s2->m[CT] == 2 || s2->m[ES] == 511) {
-            PyObject *zero = PyLong_FromLong(0);
-            PyObject *r = general(P->after_egress, port, NULL, s2, out, zero);
-            Py_DECREF(zero);
-            if (!r) goto fail;
-            Py_DECREF(r);
-            continue;
-        }
-        if (DEDUPE && n && prev_p && s2->payload == prev_p
-                && memcmp(s2->s, prev.s, sizeof(prev.s)) == 0) {
-            if (bump(P->tx, port) < 0) goto fail;
-            PyObject *t = PyTuple_Pack(2, port, prev_b);
-            if (!t || PyList_Append(out, t) < 0) { Py_XDECREF(t); goto fail; }
-            Py_DECREF(t);
-            continue;
-        }
-        if (DEDUPE && n < last) { memcpy(prev.s, s2->s, sizeof(prev.s)); prev_p = s2->payload; }
-        if (!emit_one(P, s2, port, out)) goto fail;
-        prev_b = PyTuple_GET_ITEM(PyList_GET_ITEM(out, PyList_GET_SIZE(out) - 1), 1);
-    }
-    return out;
-fail:
-    Py_DECREF(out);
-    return NULL;
-}
-
-static PyObject *process(Proc *P, PyObject *ipo, PyObject *frame) {
-    St st;
-    memset(&st, 0, sizeof st);
-    V ip;
-    if (v_from_py(ipo, &ip) < 0) return NULL;
-    if (bump(P->rx, ipo) < 0) return NULL;
-    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(frame);
-    Py_ssize_t L = PyBytes_GET_SIZE(frame), pos = 0;
-    st.m[IP] = ip;
-    st.m[PLEN] = L;
-    int rc = f_parser(P, &st, buf, L, &pos);
-    if (rc) { if (rc == RC_EXIT) PyErr_SetNone(P->exit_cls); return NULL; }
-    if (pos > L) pos = L;
-    st.payload = PyBytes_FromStringAndSize((const char *)buf + pos, L - pos);
-    if (!st.payload) return NULL;
-    PyObject *res = NULL;
-    if (run(P, &st, f_verify) < 0 || run(P, &st, f_ingress) < 0) goto done;
-    if (st.m[CT] == 1) { res = general(P->after_ingress, ipo, frame, &st, NULL, NULL); goto done; }
-    V mg = st.m[MG];
-    if (mg) {
-        PyObject *k = v_to_py(mg);
-        if (!k) goto done;
-        PyObject *reps = PyDict_GetItemWithError(P->mcast, k);
-        Py_DECREF(k);
-        if (!reps && PyErr_Occurred()) goto done;
-        if (!reps || PyObject_Length(reps) == 0) {
-            if (bump_attr(P->stats, s_dropped) < 0) goto done;
-            res = PyList_New(0);
-            goto done;
-        }
-        Py_INCREF(reps);
-        res = mcast_copies(P, &st, reps);
-        Py_DECREF(reps);
-        goto done;
-    }
-    V port = st.m[ES];
-    if (port == 511) {
-        if (bump_attr(P->stats, s_dropped) >= 0) res = PyList_New(0);
-        goto done;
-    }
-    PyObject *po = v_to_py(port);
-    if (!po) goto done;
-    st.m[EP] = port; st.m[ES] = 0; st.m[RID] = 0; st.m[CT] = 0;
-    if (run(P, &st, f_egress) < 0) { Py_DECREF(po); goto done; }
-    res = PyList_New(0);
-    if (res) {
-        PyObject *r;
-        if (st.m[CT] == 2 || st.m[ES] == 511) {
-            PyObject *zero = PyLong_FromLong(0);
-            r = general(P->after_egress, po, NULL, &st, res, zero);
-            Py_DECREF(zero);
-            Py_XDECREF(r);
-        } else {
-            r = emit_one(P, &st, po, res);
-        }
-        if (!r) Py_CLEAR(res);
-    }
-    Py_DECREF(po);
-done:
-    Py_DECREF(st.payload);
-    if (PyList_GET_SIZE(P->keep) && PyList_SetSlice(P->keep, 0, PyList_GET_SIZE(P->keep), NULL) < 0)
-        Py_CLEAR(res);
-    return res;
-}
-
+/* the loop: process() and its copy functions, lowered from pyswitch/native/loop.py */
+@LOOP@
 static PyObject *proc_call(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *ipo, *frame;
     if (kw && PyDict_GET_SIZE(kw)) { PyErr_SetString(PyExc_TypeError, "process takes no keywords"); return NULL; }

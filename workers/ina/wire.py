@@ -302,6 +302,47 @@ if COPY_MASK >> dict(HEADER_FIELDS)["flags"] or COPY_MASK & (
     raise RuntimeError("workers/ina/wire.py: the copy-number bits overlap the flag bits of "
                        "constants.p4 or leave the flags field")
 
+PREFIX_FIELDS: tuple[tuple[str, int], ...] = (
+    ("ethernet.dstAddr", 48), ("ethernet.srcAddr", 48), ("ethernet.etherType", 16),
+    ("ipv4.version", 4), ("ipv4.ihl", 4), ("ipv4.diffserv", 8), ("ipv4.totalLen", 16),
+    ("ipv4.identification", 16), ("ipv4.flags", 3), ("ipv4.fragOffset", 13), ("ipv4.ttl", 8),
+    ("ipv4.protocol", 8), ("ipv4.hdrChecksum", 16), ("ipv4.srcAddr", 32),
+    ("ipv4.dstAddr", 32),
+    ("udp.srcPort", 16), ("udp.dstPort", 16), ("udp.length", 16), ("udp.checksum", 16),
+)
+"""(name, bit width) of the headers before the INA header in an INA frame, in wire order:
+Ethernet, IPv4 without options, UDP, as ``ethernet_t``, ``ipv4_t`` and ``udp_t`` of
+p4src/include/headers.p4 declare them (tests/test_ina_p4.py checks them equal)."""
+
+FRAME_FIELDS: tuple[tuple[str, int], ...] = PREFIX_FIELDS + tuple(
+    (f"ina.{name}", width) for name, width in HEADER_FIELDS)
+"""Every header field of an INA frame in wire order: `PREFIX_FIELDS`, then `HEADER_FIELDS`
+named ``ina.<field>``; the values follow."""
+
+
+def _bit_offsets(layout: tuple[tuple[str, int], ...]) -> dict[str, tuple[int, int]]:
+    out, bit = {}, 0
+    for name, width in layout:
+        out[name] = (bit, width)
+        bit += width
+    return out
+
+
+FRAME_BITS: dict[str, tuple[int, int]] = _bit_offsets(FRAME_FIELDS)
+"""(bit offset, bit width) of each field of `FRAME_FIELDS` in an INA frame: what a reader
+of raw frames (the simulator's forwarding shortcut) takes its offsets from."""
+
+
+def frame_span(first: str, last: str | None = None) -> slice:
+    """The bytes of an INA frame from field ``first`` to field ``last`` (default: ``first``)
+    inclusive; ValueError unless both ends fall on byte boundaries."""
+    start, _ = FRAME_BITS[first]
+    end = sum(FRAME_BITS[last or first])
+    if start % 8 or end % 8 or end <= start:
+        raise ValueError(f"fields {first}..{last or first} are not whole bytes")
+    return slice(start // 8, end // 8)
+
+
 PAYLOAD_BYTES = INA_HDR_BYTES + 4 * K
 """UDP payload of an INA datagram: header + K int32."""
 
@@ -312,8 +353,9 @@ FRAME_BYTES = FRAME_PREFIX_BYTES + PAYLOAD_BYTES
 _VALUES_DTYPE = np.dtype(">i4")
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
-if HEADER_STRUCT.size != INA_HDR_BYTES or INA_UDP_LEN != 8 + PAYLOAD_BYTES:
-    raise RuntimeError("p4src/include/constants.p4: INA_HDR_BYTES/INA_UDP_LEN disagree with "
+if (HEADER_STRUCT.size != INA_HDR_BYTES or INA_UDP_LEN != 8 + PAYLOAD_BYTES
+        or frame_span("ina.msg_type").start != FRAME_PREFIX_BYTES):
+    raise RuntimeError("p4src/include/constants.p4: INA_HDR_BYTES/INA_UDP_LEN (or PREFIX_FIELDS) disagree with "
                        "the INA header layout in workers/ina/wire.py")
 
 
@@ -446,7 +488,9 @@ __all__ = [
     "COPY_MOD",
     "COPY_SHIFT",
     "FIELD_MEANINGS",
+    "FRAME_BITS",
     "FRAME_BYTES",
+    "FRAME_FIELDS",
     "FRAME_PREFIX_BYTES",
     "HEADER_FIELDS",
     "HEADER_NAMES",
@@ -454,6 +498,7 @@ __all__ = [
     "NO_ECHO",
     "NO_WORKER",
     "PAYLOAD_BYTES",
+    "PREFIX_FIELDS",
     "Echo",
     "Flag",
     "FrameTemplate",
@@ -465,6 +510,7 @@ __all__ = [
     "decode_payload",
     "ecmp_member",
     "encode_payload",
+    "frame_span",
     "ipv4_checksum",
     "slot_index",
     "with_copy",

@@ -14,29 +14,76 @@ anything malformed, a non-member, a missing route, a frame addressed to this swi
 frame that would be dropped for any reason but an echo) to the real program.  That the two
 give the same (port, bytes) and counters for GRAD, PARTIAL, RESULT, PS and other traffic is
 tested in ``tests/test_simulate.py``.
+
+It is a second reader of INA frames beside the hosts' codec, but not a second declaration:
+every offset and width comes from the frame layout of :mod:`workers.ina.wire`
+(``FRAME_FIELDS``: ``HEADER_FIELDS`` behind Ethernet, IPv4 and UDP, each tested equal to
+p4src/include/headers.p4), the UDP port, lengths, message types and worker count from
+``constants.p4`` (:mod:`workers.ina.constants`), the ECMP member from ``ecmp_member``.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
 from typing import Any
 
 from controller.dataplane.deploy import ING, SwitchRules
 from controller.experiment.simulate.network import rule_value
 from pyswitch.hashes import csum16
-from workers.ina.constants import K
+from workers.ina.constants import (
+    INA_UDP_LEN,
+    INA_UDP_PORT,
+    MAX_WORKERS,
+    TYPE_GRAD,
+    TYPE_PARTIAL,
+    TYPE_RESULT,
+)
+from workers.ina.wire import FRAME_BITS, FRAME_BYTES, ecmp_member, frame_span
 
 __all__ = ["FastForwarder", "forwarder"]
 
-_FRAME_LEN = 14 + 20 + 8 + 26 + 4 * K  # ethernet, IPv4, UDP, ina_h, ina_values_h
-_UDP_LEN = 8 + 26 + 4 * K
-_INA_PORT = 18000  # INA_UDP_PORT (p4src/include/constants.p4)
-# ethertype, version|ihl, ttl, protocol, IPv4 checksum, UDP dst port, UDP length, msg_type,
-# job_id, agg_id, count, worker_id, bitmap (p4src/include/headers.p4)
-_FIELDS = struct.Struct("!12xHB7xBBH8x2xHH2xBxH4x4xHxBHQ")
-_GRAD, _PARTIAL, _RESULT = 1, 2, 3
-_MAX_WORKERS = 64
+# What the shortcut reads of a frame, each a run of whole bytes of the INA frame's one
+# declared layout (workers.ina.wire.FRAME_FIELDS): (first field, last field).
+_READ = (("ethernet.etherType",) * 2, ("ipv4.version", "ipv4.ihl"), ("ipv4.ttl",) * 2,
+         ("ipv4.protocol",) * 2, ("ipv4.hdrChecksum",) * 2, ("udp.dstPort",) * 2,
+         ("udp.length",) * 2, ("ina.msg_type",) * 2, ("ina.job_id",) * 2,
+         ("ina.chunk_id",) * 2, ("ina.agg_id",) * 2, ("ina.count",) * 2,
+         ("ina.worker_id",) * 2, ("ina.bitmap",) * 2)
+
+
+def _reader(spans: tuple[tuple[str, str], ...]) -> struct.Struct:
+    """One struct reading each span (in frame order) as a big-endian unsigned number."""
+    fmt, pos = "!", 0
+    for first, last in spans:
+        sl = frame_span(first, last)
+        if sl.start < pos:
+            raise ValueError(f"{first}: spans out of frame order")
+        fmt += "x" * (sl.start - pos) + {1: "B", 2: "H", 4: "I", 8: "Q"}[sl.stop - sl.start]
+        pos = sl.stop
+    return struct.Struct(fmt)
+
+
+_FIELDS = _reader(_READ)
+_VER_IHL = 4 << FRAME_BITS["ipv4.ihl"][1] | 5  # IPv4, IHL 5: no options
+_ETH_DST = frame_span("ethernet.dstAddr")
+_IPV4 = frame_span("ipv4.version", "ipv4.dstAddr")
+_TTL = frame_span("ipv4.ttl").start
+_TTL_WORD = _TTL - (_TTL - _IPV4.start) % 2  # the header's 16-bit word holding the TTL
+_IP_SUM = frame_span("ipv4.hdrChecksum")
+_IP_DST = frame_span("ipv4.dstAddr")
+_UDP_SUM = frame_span("udp.checksum")
+_ZERO_SUM = bytes(_UDP_SUM.stop - _UDP_SUM.start)
+if _IP_SUM.stop - _IP_SUM.start != 2 or not _TTL < _IP_SUM.start < _UDP_SUM.start:
+    raise RuntimeError("workers.ina.wire: the shortcut writes the TTL, a 16-bit IPv4 "
+                       "checksum and the UDP checksum, in that frame order")
+
+
+def _with_ip_checksum(b: bytearray) -> bytes:
+    """``b`` with its IPv4 checksum recomputed (MyComputeChecksum's csum16 of the header
+    with the checksum field zero)."""
+    b[_IP_SUM] = bytes(_IP_SUM.stop - _IP_SUM.start)
+    b[_IP_SUM] = csum16(bytes(b[_IPV4])).to_bytes(_IP_SUM.stop - _IP_SUM.start, "big")
+    return bytes(b)
 
 
 class FastForwarder:
@@ -49,14 +96,13 @@ class FastForwarder:
         self.slow = switch.process
         self.stats = switch.stats
         self.switch_id = int(rules.default.params["switch_id"])
-        self._sid = self.switch_id.to_bytes(2, "big")
         self.fabric: set[int] = set()
         self.jobs: dict[int, tuple[int, int]] = {}  # job_id -> (full_mask, mcast_grp)
         self.members: set[tuple[int, int, int]] = set()  # (job_id, worker_id, port)
         self.ina_route: dict[int, tuple[int, int] | None] = {}  # agg_id -> group | to PS
         self.ps_route: dict[int, tuple[int, int]] = {}  # job_id -> group
         self.nexthop: dict[int, int] = {}  # member index -> port
-        self.rewrite: dict[int, bytes] = {}  # egress port -> dst MAC (6 B) + dst IP (4 B)
+        self.rewrite: dict[int, tuple[bytes, bytes]] = {}  # egress port -> dst MAC, dst IP
         for e in rules.entries:
             t, m, p = e.table, e.match, e.params
             if t == ING + "port_config":
@@ -75,8 +121,8 @@ class FastForwarder:
                 self.nexthop[m["meta.member_index"]] = p["port"]
             elif t == "MyEgress.result_rewrite":
                 self.rewrite[m["standard_metadata.egress_port"]] = (
-                    rule_value(p["dstAddr"]).to_bytes(6, "big")
-                    + rule_value(p["ip"]).to_bytes(4, "big"))
+                    rule_value(p["dstAddr"]).to_bytes(_ETH_DST.stop - _ETH_DST.start, "big"),
+                    rule_value(p["ip"]).to_bytes(_IP_DST.stop - _IP_DST.start, "big"))
         self.mcast: dict[int, list[int]] = {g: list(ps) for g, ps in rules.mcast_groups.items()}
         echo = switch.counters.get("MyEgress.dropped_echo")
         self._echo = (echo[0], echo[1]) if echo else None
@@ -84,29 +130,29 @@ class FastForwarder:
 
     def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """The program's outputs for ``frame`` arriving on ``port``."""
-        if len(frame) != _FRAME_LEN:
+        if len(frame) != FRAME_BYTES:
             return self.slow(port, frame)
-        (etype, ver_ihl, ttl, proto, hc, dport, ulen, mt, job_id, agg_id, count, worker,
-         bitmap) = _FIELDS.unpack_from(frame)
+        (etype, ver_ihl, ttl, proto, hc, dport, ulen, mt, job_id, chunk_id, agg_id, count,
+         worker, bitmap) = _FIELDS.unpack_from(frame)
         # MyVerifyChecksum: the sum over the 20 header bytes folds to 0xFFFF exactly when
         # the stored checksum equals the computed one, except a stored 0xFFFF for a
         # computed 0 (pyswitch flags that one: left to the program)
-        if (etype != 0x0800 or ver_ihl != 0x45 or proto != 17 or dport != _INA_PORT
-                or ulen != _UDP_LEN or hc == 0xFFFF or csum16(frame[14:34])):
+        if (etype != 0x0800 or ver_ihl != _VER_IHL or proto != 17 or dport != INA_UDP_PORT
+                or ulen != INA_UDP_LEN or hc == 0xFFFF or csum16(frame[_IPV4])):
             return self.slow(port, frame)
-        if mt == _GRAD:
-            if count != 1 or worker >= _MAX_WORKERS or bitmap != 1 << worker:
+        if mt == TYPE_GRAD:
+            if count != 1 or worker >= MAX_WORKERS or bitmap != 1 << worker:
                 return self.slow(port, frame)
-        elif mt == _PARTIAL:
+        elif mt == TYPE_PARTIAL:
             if count == 0 or bitmap == 0:
                 return self.slow(port, frame)
-        elif mt != _RESULT:
+        elif mt != TYPE_RESULT:
             return self.slow(port, frame)
-        if port not in self.fabric and (mt != _GRAD
+        if port not in self.fabric and (mt != TYPE_GRAD
                                         or (job_id, worker, port) not in self.members):
             return self.slow(port, frame)
         job = self.jobs.get(job_id)
-        if mt == _RESULT:
+        if mt == TYPE_RESULT:
             if job is None or not job[1] or not self.mcast.get(job[1]):
                 return self.slow(port, frame)
             return self._multicast(port, frame, self.mcast[job[1]])
@@ -120,23 +166,28 @@ class FastForwarder:
         if not group or not group[1]:
             return self.slow(port, frame)
         base, size = group
-        out_port = self.nexthop.get((base + zlib.crc32(frame[50:54] + self._sid) % size)
+        out_port = self.nexthop.get((base + ecmp_member(chunk_id, self.switch_id, size))
                                     & 0xFFFF)
         if out_port is None:
             return self.slow(port, frame)
-        # set_port: ttl - 1; MyComputeChecksum, done incrementally (RFC 1624 eq. 3: the
-        # 16-bit word ttl|protocol changes; the result equals the recomputed sum since
-        # the stored one was verified)
+        # set_port: ttl - 1, the UDP checksum zeroed; MyComputeChecksum, done incrementally
+        # (RFC 1624 eq. 3 on the 16-bit word that holds the TTL; the result equals the
+        # recomputed sum since the stored one was verified)
         new_ttl = (ttl - 1) & 0xFF
-        x = (~hc & 0xFFFF) + (~((ttl << 8) | proto) & 0xFFFF) + ((new_ttl << 8) | proto)
+        w = _TTL_WORD
+        old = (frame[w] << 8) | frame[w + 1]
+        new = (new_ttl << 8) | frame[w + 1] if w == _TTL else (frame[w] << 8) | new_ttl
+        x = (~hc & 0xFFFF) + (~old & 0xFFFF) + new
         x = (x & 0xFFFF) + (x >> 16)
         x = (x & 0xFFFF) + (x >> 16)
         self.stats.rx[port] += 1
         self.stats.tx[out_port] += 1
         self.fast += 1
-        return [(out_port, b"".join((frame[:22], bytes((new_ttl,)), frame[23:24],
-                                     (~x & 0xFFFF).to_bytes(2, "big"), frame[26:40],
-                                     b"\x00\x00", frame[42:])))]
+        return [(out_port, b"".join((frame[:_TTL], bytes((new_ttl,)),
+                                     frame[_TTL + 1:_IP_SUM.start],
+                                     (~x & 0xFFFF).to_bytes(2, "big"),
+                                     frame[_IP_SUM.stop:_UDP_SUM.start], _ZERO_SUM,
+                                     frame[_UDP_SUM.stop:])))]
 
     def _multicast(self, port: int, frame: bytes,
                    ports: list[int]) -> list[tuple[int, bytes]]:
@@ -144,7 +195,9 @@ class FastForwarder:
         stats = self.stats
         stats.rx[port] += 1
         self.fast += 1
-        plain = frame[:40] + b"\x00\x00" + frame[42:]
+        plain = bytearray(frame)
+        plain[_UDP_SUM] = _ZERO_SUM
+        plain_b = bytes(plain)
         out = []
         for p in ports:
             if p == port:
@@ -156,12 +209,11 @@ class FastForwarder:
                 continue
             rw = self.rewrite.get(p)
             if rw is None:
-                out.append((p, plain))
+                out.append((p, plain_b))
             else:
-                ip = frame[14:24] + frame[26:30] + rw[6:]
-                s = csum16(ip).to_bytes(2, "big")
-                out.append((p, rw[:6] + frame[6:24] + s + frame[26:30] + rw[6:]
-                            + plain[34:]))
+                b = bytearray(plain_b)
+                b[_ETH_DST], b[_IP_DST] = rw
+                out.append((p, _with_ip_checksum(b)))
             stats.tx[p] += 1
         return out
 
