@@ -1,6 +1,9 @@
 """One mode of one INA job in virtual time: the real worker and PS state machines
-(:class:`workers.ina.worker.WorkerRound`, :class:`workers.ina.ps.PsState`) driven the way
-``worker_node`` and ``ps_node`` drive them, on a :class:`SimNetwork` (docs/simulate.md).
+(:class:`workers.ina.worker.WorkerRound`, :class:`workers.ina.ps.PsState`) driven by the
+drivers ``worker_node`` and ``ps_node`` run (:mod:`workers.ina.driver`), over
+:class:`SimHostIO` -- each host's clock, port and timer in virtual time -- on a
+:class:`SimNetwork` (docs/simulate.md).  This module is only the adapter: the hosts' I/O, the
+simulated workers' gradients, and the record.
 
 Each worker trains its replica (the job's :class:`workers.common.model.TrainConfig`): it
 computes and quantizes its gradient, synchronizes it (its round time is the time from its
@@ -13,9 +16,8 @@ worker 0, and the switches multicast it (``results_to="network"``).  The record 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -24,13 +26,12 @@ from controller.experiment.simulate.events import EventLoop
 from controller.experiment.simulate.network import SimNetwork
 from workers.common.model import Replica
 from workers.common.quantize import dequantize, quantize
-from workers.ina.constants import K
+from workers.ina.driver import PsDriver, RoundPlan, WorkerDriver
 from workers.ina.job import JobConfig
 from workers.ina.ps import PsState
-from workers.ina.wire import FrameTemplate, decode_frame
-from workers.ina.worker import RttEstimator, WorkerRound
+from workers.ina.wire import FrameTemplate, InaPacket, decode_frame
 
-__all__ = ["ModeRun", "SimJob", "run_mode", "run_jobs"]
+__all__ = ["ModeRun", "SimJob", "SimHostIO", "run_mode", "run_jobs"]
 
 
 @dataclass
@@ -85,7 +86,7 @@ def run_jobs(loop: EventLoop, net: SimNetwork, jobs: list[SimJob],
         if not left[0]:
             loop.stop()
 
-    sims = [_job(loop, net, j, hosts, compute_s, jitter_s, one_done) for j in jobs]
+    sims = [_SimJob(loop, net, j, hosts, compute_s, jitter_s, one_done) for j in jobs]
     owner = {h: sim for sim, j in zip(sims, jobs, strict=True) for h in (j.ps, *j.workers)}
 
     def on_host(host: str, frame: bytes) -> None:
@@ -102,147 +103,158 @@ def run_jobs(loop: EventLoop, net: SimNetwork, jobs: list[SimJob],
     return [sim.result(loop.events - before, loop.now - t0) for sim in sims]
 
 
-def _job(loop: EventLoop, net: SimNetwork, job: SimJob, hosts: dict[str, tuple[str, str]],
-         compute_s: float, jitter_s: float, all_done: Callable[[], None]) -> Any:
-    """The closures that run one job (``start``, ``on_host``, ``result``)."""
-    cfg, workers, ps, train, gradient_of = (job.cfg, job.workers, job.ps, job.train,
-                                            job.gradient_of)
-    n = len(workers)
-    n_values = cfg.n_values
-    ps_ip, ps_mac = hosts[ps]
-    tmpl = [FrameTemplate(hosts[h][1], ps_mac, hosts[h][0], ps_ip) for h in workers]
-    dest_ip, dest_mac = hosts[workers[0]]
-    ps_tmpl = FrameTemplate(ps_mac, dest_mac, ps_ip, dest_ip)
-    state = PsState(cfg.job_id, cfg.worker_ids, -(-n_values // K), K)
-    replicas = [Replica(cfg.train, i) for i in range(n)] if train else []
-    rng = np.random.default_rng(cfg.train.seed)
-    jitter = random.Random(cfg.train.seed)
+def _call(fn: Callable[[], None]) -> None:
+    fn()
 
-    def jit() -> float:
-        return jitter.uniform(0.0, jitter_s) if jitter_s else 0.0
-    rtts = [RttEstimator(cfg.timeout, min(0.01, cfg.timeout), cfg.max_timeout)
-            for _ in range(n)]
-    machines: dict[int, WorkerRound] = {}
-    tick_at: dict[int, float] = {}
-    started = [0.0] * n
-    round_of = [0] * n
-    q_of: dict[tuple[int, int], np.ndarray] = {}  # (round, worker) -> quantized gradient
-    sums: dict[int, list[np.ndarray]] = {}
-    per_round: dict[int, list[dict[str, Any]]] = {}
-    accuracy: dict[int, float] = {}
-    finished = 0
-    host_of = {h: i for i, h in enumerate(workers)}
-    ps_port, port0 = 0, 0  # a host has one port
 
-    def gradient(w: int, r: int) -> tuple[float, np.ndarray, int]:
-        if gradient_of is not None:
-            return 0.0, np.asarray(gradient_of(w, r), dtype=np.int32), 0
-        if train:
-            loss, grad = replicas[w].gradient(r)
-            q, clipped = quantize(grad, cfg.frac_bits, n)
-            return float(loss), q, int(clipped)
-        bound = 2**31 // n
-        return 0.0, rng.integers(-bound, bound, n_values, dtype=np.int64).astype(np.int32), 0
+class SimHostIO:
+    """A host's :class:`workers.ina.driver.HostIO` in virtual time: its clock is the loop's,
+    what it sends leaves on its one port as frames (addressed by IPv4, as the kernel would),
+    its timer and deferred calls are the loop's events."""
 
-    losses: dict[tuple[int, int], tuple[float, int]] = {}
+    def __init__(self, loop: EventLoop, net: SimNetwork, host: str,
+                 hosts: dict[str, tuple[str, str]]) -> None:
+        self.loop, self.net, self.host = loop, net, host
+        self.ip, self.mac = hosts[host]
+        self.mac_of = {ip: mac for ip, mac in hosts.values()}
+        self._tmpl: dict[str, FrameTemplate] = {}
+        self._wake: float | None = None
+        self.driven: Any = None  # the driver whose on_timer the timer calls
 
-    def send(w: int, pkts: list) -> None:
+    def now(self) -> float:
+        return self.loop.now
+
+    def send(self, pkts: Sequence[InaPacket], dest: tuple[str, int]) -> None:
+        tmpl = self._tmpl.get(dest[0])
+        if tmpl is None:
+            tmpl = self._tmpl[dest[0]] = FrameTemplate(self.mac, self.mac_of[dest[0]],
+                                                       self.ip, dest[0])
         for p in pkts:
-            net.send(workers[w], port0, tmpl[w].encode(p))
+            self.net.send(self.host, 0, tmpl.encode(p))  # a host has one port
 
-    def arm(w: int) -> None:
-        d = machines[w].next_deadline()
-        if d is not None and tick_at.get(w) != d:
-            tick_at[w] = d
-            loop.at(d, tick, w)
+    def wake_at(self, t: float | None) -> None:
+        if t is None:
+            self._wake = None
+        elif t != self._wake:  # one event per new deadline; an outdated one does nothing
+            self._wake = t
+            self.loop.at(t, self._fire)
 
-    def tick(w: int) -> None:
-        if tick_at.get(w) != loop.now:
+    def _fire(self, _: Any) -> None:
+        if self._wake != self.loop.now:
             return
-        del tick_at[w]
-        m = machines[w]
-        send(w, m.tick(loop.now))
-        arm(w)
+        self._wake = None
+        self.driven.on_timer()
 
-    def begin(w: int) -> None:
-        r = round_of[w]
-        loss, q, clipped = gradient(w, r)
-        q_of[(r, w)] = q
-        losses[(r, w)] = (loss, clipped)
-        m = WorkerRound(job_id=cfg.job_id, worker_id=w, round_=r, values=q,
-                        schedule=[tuple(e) for e in cfg.schedules[str(w)]], k=K,
-                        window=cfg.window, timeout=cfg.timeout, max_timeout=cfg.max_timeout,
-                        direct_after=cfg.direct_after, rtt=rtts[w])
-        machines[w] = m
-        started[w] = loop.now
-        send(w, m.start(loop.now))
-        arm(w)
+    def later(self, delay: float, fn: Callable[[], None]) -> None:
+        self.loop.at(self.loop.now + delay, _call, fn)
 
-    def finish(w: int, m: WorkerRound) -> None:
-        nonlocal finished
-        r = m.round
-        total = m.result_values()
-        sums.setdefault(r, []).append(total)
-        if train:
-            replicas[w].apply(dequantize(total, cfg.frac_bits) / np.float32(n))
-            if w == 0:
-                accuracy[r] = replicas[0].test_accuracy()
-        loss, clipped = losses.pop((r, w))
-        per_round.setdefault(r, []).append({
-            "worker": w, "time_s": loop.now - started[w], "loss": loss, "clipped": clipped,
-            **asdict(m.stats)})
-        tick_at.pop(w, None)
-        round_of[w] += 1
-        if round_of[w] == cfg.rounds:
-            finished += 1
-            if finished == n:
+
+class _SimApp:
+    """A simulated worker's :class:`workers.ina.driver.WorkerApp`: its replica (or seeded
+    vectors), the job file's schedule, the sums kept for the exactness check."""
+
+    def __init__(self, sim: _SimJob, w: int) -> None:
+        self.sim, self.w = sim, w
+        cfg = sim.job.cfg
+        self.plan_ = RoundPlan(members=list(cfg.worker_ids),
+                               schedule=[tuple(e) for e in cfg.schedules[str(w)]])
+
+    def gradient(self, r: int) -> tuple[float, np.ndarray, int]:
+        sim, w = self.sim, self.w
+        job, n = sim.job, len(sim.job.workers)
+        if job.gradient_of is not None:
+            q = np.asarray(job.gradient_of(w, r), dtype=np.int32)
+            loss, clipped = 0.0, 0
+        elif job.train:
+            loss_, grad = sim.replicas[w].gradient(r)
+            q, c = quantize(grad, job.cfg.frac_bits, n)
+            loss, clipped = float(loss_), int(c)
+        else:
+            bound = 2**31 // n
+            q = sim.rng.integers(-bound, bound, job.cfg.n_values,
+                                 dtype=np.int64).astype(np.int32)
+            loss, clipped = 0.0, 0
+        sim.q_of[(r, w)] = q
+        return loss, q, clipped
+
+    def plan(self, r: int) -> RoundPlan:
+        return self.plan_
+
+    def applied(self, r: int, total: np.ndarray, record: dict[str, Any]) -> None:
+        sim, w = self.sim, self.w
+        sim.sums.setdefault(r, []).append(total)
+        if sim.job.train:
+            sim.replicas[w].apply(dequantize(total, sim.job.cfg.frac_bits)
+                                  / np.float32(len(sim.job.workers)))
+            if w == 0:  # one worker's accuracy is the round's (every replica is the same)
+                sim.accuracy[r] = sim.replicas[0].test_accuracy()
+
+
+class _SimJob:
+    """One job in virtual time: its PS and worker drivers on their hosts' I/O."""
+
+    def __init__(self, loop: EventLoop, net: SimNetwork, job: SimJob,
+                 hosts: dict[str, tuple[str, str]], compute_s: float, jitter_s: float,
+                 all_done: Callable[[], None]) -> None:
+        cfg, n = job.cfg, len(job.workers)
+        self.loop, self.job = loop, job
+        self.replicas = [Replica(cfg.train, i) for i in range(n)] if job.train else []
+        self.rng = np.random.default_rng(cfg.train.seed)
+        jitter = random.Random(cfg.train.seed)
+        self.jitter_s = jitter_s
+
+        def jit() -> float:
+            return jitter.uniform(0.0, jitter_s) if jitter_s else 0.0
+        self.jit = jit
+        self.q_of: dict[tuple[int, int], np.ndarray] = {}  # (round, worker) -> gradient
+        self.sums: dict[int, list[np.ndarray]] = {}
+        self.accuracy: dict[int, float] = {}
+        left = [n]
+
+        def one_finished() -> None:
+            left[0] -= 1
+            if not left[0]:
                 all_done()
-        else:
-            loop.at(loop.now + compute_s + jit(), begin, w)
+        ps_io = SimHostIO(loop, net, job.ps, hosts)
+        self.ps = ps_io.driven = PsDriver(ps_io, cfg)
+        self.drivers: list[WorkerDriver] = []
+        for w, h in enumerate(job.workers):
+            io = SimHostIO(loop, net, h, hosts)
+            d = WorkerDriver(io, cfg, w, _SimApp(self, w),
+                             pause=lambda: compute_s + jit(), on_finished=one_finished)
+            io.driven = d
+            self.drivers.append(d)
+        self.by_host: dict[str, Any] = {job.ps: self.ps}
+        self.by_host.update(zip(job.workers, self.drivers, strict=True))
 
-    def on_host(host: str, frame: bytes) -> None:
+    def start(self) -> None:
+        for d in self.drivers:
+            d.start(self.jit())
+
+    def on_host(self, host: str, frame: bytes) -> None:
         pkt = decode_frame(frame)
-        if pkt is None:
-            return
-        if host == ps:
-            for res in state.on_packet(pkt, loop.now).results:
-                net.send(ps, ps_port, ps_tmpl.encode(res))
-            return
-        w = host_of.get(host)
-        m = machines.get(w) if w is not None else None
-        if m is None or m.done:
-            return
-        send(w, m.on_packet(pkt, loop.now))
-        if m.done:
-            finish(w, m)
-        else:
-            arm(w)
+        if pkt is not None:
+            self.by_host[host].on_packets((pkt,))
 
-    def start() -> None:
-        for w in range(n):
-            loop.at(loop.now + jit(), begin, w)
-
-    def result(events: int, virtual_s: float) -> ModeRun:
-        return _result(cfg, n, round_of, q_of, sums, per_round, accuracy, state, events,
-                       virtual_s)
-
-    return SimpleNamespace(start=start, on_host=on_host, result=result)
+    def result(self, events: int, virtual_s: float) -> ModeRun:
+        return _result(self.job.cfg, self.drivers, self.q_of, self.sums, self.accuracy,
+                       self.ps.state, events, virtual_s)
 
 
-def _result(cfg: JobConfig, n: int, round_of: list[int], q_of: dict, sums: dict,
-            per_round: dict, accuracy: dict, state: PsState, events: int,
-            virtual_s: float) -> ModeRun:
+def _result(cfg: JobConfig, drivers: list[WorkerDriver], q_of: dict, sums: dict,
+            accuracy: dict, state: PsState, events: int, virtual_s: float) -> ModeRun:
     """One job's :class:`ModeRun`: per-round record with ``job_record``'s keys, exactness
     against the int32 sum of the workers' vectors."""
+    n = len(drivers)
     n_values = cfg.n_values
-    done = min(round_of)
+    done = min(len(d.rounds) for d in drivers)
     rounds, exact_all = [], True
     for r in range(done):
         total = np.sum([q_of[(r, w)].astype(np.int64) for w in range(n)], axis=0)
         wrapped = ((total + 2**31) % 2**32 - 2**31).astype(np.int32)
         exact = len(sums[r]) == n and all(np.array_equal(s, wrapped) for s in sums[r])
         exact_all &= exact
-        pw = per_round[r]
+        pw = [d.rounds[r] for d in drivers]
         rounds.append({
             "time_s": max(x["time_s"] for x in pw),
             "sync_time_s": min(x["time_s"] for x in pw),
