@@ -28,6 +28,7 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,9 @@ class NodeApp:
     """The worker process's :class:`workers.ina.driver.WorkerApp`: its replica, the files the
     exactness check reads, the control record, the ``round`` events."""
 
-    def __init__(self, cfg: JobConfig, worker_id: int, out: Path) -> None:
-        self.cfg, self.worker_id = cfg, worker_id
+    def __init__(self, cfg: JobConfig, worker_id: int, out: Path,
+                 events: Callable[[RoundEvent], None] = emit) -> None:
+        self.cfg, self.worker_id, self.out, self.events = cfg, worker_id, out, events
         self.replica = make_replica(cfg.train, cfg.worker_ids.index(worker_id))
         self.n_workers = len(cfg.worker_ids)  # the clip bound: fewer members stay inside it
         self.control = ControlReader(cfg)
@@ -114,8 +116,20 @@ class NodeApp:
         with open(self.sums_path, "ab") as f:
             f.write(total.astype(np.int32).tobytes())
         record["accuracy"] = self.replica.test_accuracy()
-        emit(RoundEvent(job=self.cfg.job_id, worker=self.worker_id, round=round_,
-                        time_s=round(record["time_s"], 4), retransmits=record["retransmits"]))
+        self.events(RoundEvent(job=self.cfg.job_id, worker=self.worker_id, round=round_,
+                               time_s=round(record["time_s"], 4),
+                               retransmits=record["retransmits"]))
+
+    def close(self, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+        """Write ``worker<I>.npz`` (the gradients and sums of the rounds finished) and the
+        report ``worker<I>.json``; returns the report."""
+        cfg, out, n = self.cfg, self.out, len(rounds)
+        np.savez(out / f"worker{self.worker_id}.npz", q=_rows(self.q_path, cfg.n_values, n),
+                 sums=_rows(self.sums_path, cfg.n_values, n))
+        self.sums_path.unlink()  # in the .npz now; the .q stays for a worker that dies (§9)
+        report = {"worker_id": self.worker_id, "rounds": rounds}
+        (out / f"worker{self.worker_id}.json").write_text(json.dumps(report, indent=1) + "\n")
+        return report
 
 
 def run(cfg: JobConfig, worker_id: int) -> dict:
@@ -143,12 +157,7 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
         io.serve(driver, until=lambda: driver.finished, poll=poll)
     finally:  # also on SIGTERM (Stopped): the rounds finished so far are kept
         sock.close()
-        n = len(driver.rounds)
-        np.savez(out / f"worker{worker_id}.npz", q=_rows(app.q_path, cfg.n_values, n),
-                 sums=_rows(app.sums_path, cfg.n_values, n))
-        app.sums_path.unlink()  # in the .npz now; the .q stays for a worker that dies (§9)
-        report = {"worker_id": worker_id, "rounds": driver.rounds}
-        (out / f"worker{worker_id}.json").write_text(json.dumps(report, indent=1) + "\n")
+        report = app.close(driver.rounds)
     return report
 
 

@@ -49,6 +49,7 @@ from controller.experiment.methods.ina_jobs import (
     print_jobs,
     references,
 )
+from controller.experiment.methods.ina_networks import Network, network_for
 from controller.experiment.methods.ina_options import add_ina_arguments, settings_from_args
 from controller.experiment.methods.ina_tenants import MODELS
 from controller.experiment.methods.ina_workload import (
@@ -56,7 +57,7 @@ from controller.experiment.methods.ina_workload import (
     sync_times,
     workload_results,
 )
-from controller.experiment.network import check_environment, shaped_graph
+from controller.experiment.network import shaped_graph
 from controller.experiment.records import seed_stats
 from controller.experiment.report import plot_modes, print_summary, print_written
 from controller.experiment.runner import Method, Run, execute
@@ -147,9 +148,13 @@ class InaMethod(Method):
     help = "ina (default): P4 in-network aggregation"
 
     def __init__(self, args: argparse.Namespace | None = None,
-                 settings: Settings | None = None) -> None:
+                 settings: Settings | None = None, network: Network | None = None) -> None:
         super().__init__(args if args is not None else argparse.Namespace())
         self.s = settings if settings is not None else settings_from_args(args)
+        if getattr(args, "network", None) is not None:
+            self.s.network = args.network
+        # the network the run deploys on (ina_networks; None: chosen by name in prepare)
+        self.network = network
         self.args.out, self.args.name, self.args.seed = self.s.out, self.s.name, self.s.seed
 
     @classmethod
@@ -166,12 +171,17 @@ class InaMethod(Method):
             if m not in MODES:
                 raise ExperimentError(f"--modes: unknown mode {m!r} (expected {', '.join(MODES)})")
         self.graph = graph = shaped_graph(parse_topology(s.topo), s.bw)
-        if s.servers is not None:  # every server checked before any network (docs/servers.md)
+        if s.servers is not None and s.network in (None, "servers"):
+            # every server checked before any network (docs/servers.md)
             cluster = cluster_spec(graph, s.servers, s.ssh_config)
             s.extra["placement"] = placement_summary(cluster.placement)
             run.console.print(f"[bold]servers[/]: {', '.join(cluster.placement.servers)} "
                               f"({len(cluster.placement.tunnels)} links as tunnels)")
-        check_environment(s.target)
+        if self.network is None:  # by name (ina_networks.NETWORKS), checked against s
+            self.network = network_for(s.network, s)
+        else:
+            self.network.check(s)
+        s.network = self.network.name
         self.fail = parse_fail_switch(s.fail_switch, graph, s.rounds) if s.fail_switch else None
         if s.on_worker_failure not in WORKER_POLICIES:
             raise ExperimentError(f"--on-worker-failure: expected stop or continue, got "
@@ -214,7 +224,7 @@ class InaMethod(Method):
         # one engine: a single job is a run of one tenant (controller.experiment.methods.ina_engine)
         self.done = engine.execute(run, self.s, self.graph,
                                    self.job_specs if self.s.jobs is not None else None,
-                                   self.fail, self.kill)
+                                   self.fail, self.kill, self.network)
 
     def results(self, run: Run) -> dict[str, Any]:
         done = self.done

@@ -15,18 +15,28 @@ worker 0, and the switches multicast it (``results_to="network"``).  The record 
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from controller.experiment.runner import Launch, Launched
 from controller.experiment.simulate.events import EventLoop
-from controller.experiment.simulate.network import SimNetwork
+from controller.experiment.simulate.network import (
+    SimNetwork,
+    active_graph,
+    impairment,
+    load_switch,
+    program,
+)
 from workers.common.model import Replica
 from workers.common.quantize import dequantize, quantize
-from workers.ina.driver import PsDriver, RoundPlan, WorkerDriver
+from workers.ina.driver import PsDriver, RoundPlan, WorkerApp, WorkerDriver
 from workers.ina.job import JobConfig
 from workers.ina.ps import PsState
 from workers.ina.wire import FrameTemplate, InaPacket, decode_frame
@@ -57,6 +67,9 @@ class SimJob:
     ps: str
     train: bool = True  # a model's gradients (False: seeded random int32 vectors)
     gradient_of: Callable[[int, int], np.ndarray] | None = None  # (worker, round) -> int32
+    # worker i's WorkerApp instead of the in-memory one (run --network simulated: the
+    # worker process's own, writing its files; its gradients and sums are then there)
+    app: Callable[[int], WorkerApp] | None = None
 
 
 def run_mode(loop: EventLoop, net: SimNetwork, cfg: JobConfig, workers: list[str], ps: str,
@@ -72,13 +85,22 @@ def run_mode(loop: EventLoop, net: SimNetwork, cfg: JobConfig, workers: list[str
 def run_jobs(loop: EventLoop, net: SimNetwork, jobs: list[SimJob],
              hosts: dict[str, tuple[str, str]], compute_s: float = 0.0,
              jitter_s: float = 0.0, max_time: float | None = None) -> list[ModeRun]:
+    """Run every job at once on ``net`` (:func:`launch_jobs`); returns each job's
+    :class:`ModeRun` (``events`` and ``virtual_s`` are the launch's)."""
+    before, t0 = loop.events, loop.now
+    sims = launch_jobs(loop, net, jobs, hosts, compute_s, jitter_s, max_time)
+    return [sim.result(loop.events - before, loop.now - t0) for sim in sims]
+
+
+def launch_jobs(loop: EventLoop, net: SimNetwork, jobs: list[SimJob],
+                hosts: dict[str, tuple[str, str]], compute_s: float = 0.0,
+                jitter_s: float = 0.0, max_time: float | None = None) -> list[_SimJob]:
     """Run every job at once on ``net`` (they share its links and switches, as ``run
     --jobs`` launches them behind one start barrier) until every worker of every job
     finished every round (or ``max_time``, default the longest ``round_timeout_s x
     rounds``, of virtual time).  A worker starts round 0 after a seeded uniform
     ``[0, jitter_s)`` (``worker_node`` polls the start file every 10 ms) and each later
-    round ``compute_s`` plus such a draw after it finished the previous one.  Returns each
-    job's :class:`ModeRun` (``events`` and ``virtual_s`` are the launch's)."""
+    round ``compute_s`` plus such a draw after it finished the previous one."""
     left = [len(jobs)]
 
     def one_done() -> None:
@@ -95,12 +117,12 @@ def run_jobs(loop: EventLoop, net: SimNetwork, jobs: list[SimJob],
             sim.on_host(host, frame)
 
     net.on_host = on_host
-    before, t0 = loop.events, loop.now
+    t0 = loop.now
     for sim in sims:
         sim.start()
     loop.run(until=t0 + (max_time if max_time is not None
                          else max(j.cfg.round_timeout_s * j.cfg.rounds for j in jobs)))
-    return [sim.result(loop.events - before, loop.now - t0) for sim in sims]
+    return sims
 
 
 def _call(fn: Callable[[], None]) -> None:
@@ -220,7 +242,7 @@ class _SimJob:
         self.drivers: list[WorkerDriver] = []
         for w, h in enumerate(job.workers):
             io = SimHostIO(loop, net, h, hosts)
-            d = WorkerDriver(io, cfg, w, _SimApp(self, w),
+            d = WorkerDriver(io, cfg, w, job.app(w) if job.app else _SimApp(self, w),
                              pause=lambda: compute_s + jit(), on_finished=one_finished)
             io.driven = d
             self.drivers.append(d)
@@ -270,3 +292,172 @@ def _result(cfg: JobConfig, drivers: list[WorkerDriver], q_of: dict, sums: dict,
                    rounds_done=done, exact=exact_all and done == cfg.rounds,
                    events=events, virtual_s=virtual_s,
                    ps_stats=asdict(state.stats), sums=sums)
+
+
+# ------------------------------------------------------------------ run --network simulated
+
+
+class _Alive:
+    """A simulated switch's process as the switch monitor sees one (it never dies here)."""
+
+    def poll(self) -> None:
+        return None
+
+
+class _Fabric:
+    """What the engine's monitors read of a network (``plan``: ports and addresses; each
+    switch's process), for the simulated one."""
+
+    def __init__(self, netplan: Any) -> None:
+        self.plan = netplan
+        node = SimpleNamespace(proc=_Alive())
+        self.net = SimpleNamespace(get=lambda name: node)
+
+
+@dataclass
+class SimLaunched(Launched):
+    """:class:`controller.experiment.runner.Launched` of a launch in virtual time, plus
+    what its records add (``simulated``, ``sim``: events, virtual seconds, frames through
+    the switches, drops)."""
+
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SimDeployed:
+    """A plan installed in a simulated network (``run --network simulated``): what the
+    engine reads of a deployed network (:class:`~controller.experiment.methods.ina_core.
+    Deployed`'s fields) and :meth:`launch`."""
+
+    graph: Any
+    netplan: Any
+    hosts: dict[str, tuple[str, str]]
+    rules: dict[str, Any]
+    opt: Any  # controller.experiment.simulate.run.SimOptions
+    impair: Any  # pyswitch.impairment.ImpairmentSpec | None
+    program: Any
+    p4info: Any = None
+    info: dict[str, Any] = field(default_factory=dict)
+    mininet: Any = None  # the monitors' view (_Fabric)
+    totals: dict[str, Any] = field(default_factory=dict)  # over every launch
+
+    def switches(self) -> dict[str, Any]:
+        """Fresh switches with the rules loaded (empty slots, as after the previous mode's
+        RESULTs released them on a live network)."""
+        from controller.experiment.simulate.fastpath import forwarder
+
+        return {sw: (load_switch(self.program, r) if self.opt.full_p4
+                     else forwarder(load_switch(self.program, r), r))
+                for sw, r in self.rules.items()}
+
+    def launch(self, run: Any, spec: Launch) -> SimLaunched:
+        """One mode's hosts (``spec``: the PS and worker nodes the engine would start as
+        processes) run in virtual time with their drivers, writing the files the processes
+        write; the network and its counters are fresh."""
+        import time as _time
+
+        from controller.errors import ExperimentError
+        from workers.ina.control import ControlLog
+        from workers.ina.control_io import write_record
+        from workers.ina.events import to_line
+        from workers.ina.worker_node import NodeApp
+
+        files: dict[str, SimJob] = {}
+        for n in spec.servers:
+            if n.module != "workers.ina.ps_node":
+                raise ExperimentError(f"--network simulated: {n.module} is not driven through "
+                                      "workers/ina/driver.py")
+            cfg = JobConfig.load(Path(n.args[0]))
+            files[n.args[0]] = SimJob(cfg, [""] * len(cfg.worker_ids), n.host)
+        for n in spec.nodes:
+            if n.module != "workers.ina.worker_node" or n.args[0] not in files:
+                raise ExperimentError(f"--network simulated: {n.module} is not driven through "
+                                      "workers/ina/driver.py")
+            files[n.args[0]].workers[int(n.args[2])] = n.host
+        jobs = list(files.values())
+        apps: dict[tuple[int, int], Any] = {}
+
+        def app_of(job: SimJob) -> Callable[[int], WorkerApp]:
+            def on_event(event: Any, host_of: Callable[[], str]) -> None:
+                if spec.on_line is not None:
+                    spec.on_line(host_of(), to_line(event))
+                if spec.watch is not None:
+                    spec.watch()
+
+            def make(w: int) -> WorkerApp:
+                host = job.workers[w]
+                app = NodeApp(job.cfg, w, Path(job.cfg.out_dir),
+                              events=lambda e: on_event(e, lambda: host))
+                apps[(id(job), w)] = app
+                return app
+            return make
+
+        for job in jobs:
+            job.app = app_of(job)
+            Path(job.cfg.out_dir).mkdir(parents=True, exist_ok=True)
+            if job.cfg.control_file:  # version 0, as the PS writes it first
+                write_record(Path(job.cfg.control_file),
+                             ControlLog(job.cfg.job_id, job.cfg.worker_ids).record)
+        opt = self.opt
+        loop = EventLoop()
+        switches = self.switches()
+        net = SimNetwork(loop, self.graph, self.netplan.ports, switches, 1.0,
+                         opt.delay_ms / 1000.0, opt.queue, self.impair,
+                         on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0,
+                         burst=opt.burst_bytes)
+        t_start, t0 = _time.time(), _time.perf_counter()
+        sims = launch_jobs(loop, net, jobs, self.hosts, compute_s=opt.compute_ms / 1000.0,
+                           jitter_s=opt.jitter_ms / 1000.0)
+        # frames still in flight, as the PS serves on until run stops it
+        loop.run(until=loop.now + 5 * max(j.cfg.max_timeout for j in jobs))
+        wall = _time.perf_counter() - t0
+        codes, late = {}, []
+        for job, sim in zip(jobs, sims, strict=True):
+            report = sim.ps.report()
+            Path(job.cfg.out_dir, "ps.json").write_text(json.dumps(report, indent=1) + "\n")
+            codes[job.ps] = 0 if report["rounds_completed"] == job.cfg.rounds else 1
+            for w, d in enumerate(sim.drivers):
+                apps[(id(job), w)].close(d.rounds)
+                if not d.finished:
+                    late.append(f"{job.workers[w]} (round {d.next_round})")
+        if late:
+            raise ExperimentError(f"{spec.label}: worker(s) {', '.join(late)} did not finish "
+                                  f"in {loop.now:.1f} s of virtual time (see {spec.out_dir})")
+        fast = sum(getattr(sw, "fast", 0) for sw in switches.values())
+        sim_info = {"events": loop.events, "wall_s": wall, "virtual_s": loop.now,
+                    "switch_frames": net.switch_frames, "fast_frames": fast,
+                    "queue_drops": net.queue_drops(),
+                    "impairment": net.impairment_counters()}
+        for k in ("events", "wall_s", "switch_frames", "fast_frames"):
+            self.totals[k] = self.totals.get(k, 0) + sim_info[k]
+        return SimLaunched(t_start=t_start, wall_s=loop.now, moved=net.moved(),
+                           server_codes=codes, procs=None, cpu=None,
+                           extra={"simulated": True, "sim": sim_info})
+
+
+def deploy_simulated(run: Any, s: Any, graph: Any, plan: Any, jobs: list[Any],
+                     opt: Any) -> SimDeployed:
+    """The simulated network of ``graph`` with ``plan`` installed for ``jobs`` (the
+    :class:`controller.dataplane.deploy.SwitchJob` s the engine deploys): the addresses and
+    ports Mininet would give (:func:`topo.mininet_net.plan_network`), the rules ``deploy``
+    would write (:func:`controller.dataplane.deploy.switch_rules`, on the graph without the
+    idle hosts), ``ina.p4`` compiled by pyswitch."""
+    import time as _time
+
+    from controller.dataplane.deploy import switch_rules
+    from topo.mininet_net import plan_network
+    from workers.ina.constants import num_slots
+
+    t0 = _time.perf_counter()
+    netplan = plan_network(graph, 1.0)
+    hosts = {h: (info.ips[0], info.macs[0]) for h, info in netplan.hosts.items()}
+    used = {h for j in jobs for h in ((j.plan or plan).job.ps, *j.workers)}
+    rules = switch_rules(active_graph(graph, used), plan, netplan.ports, hosts, jobs,
+                         getattr(s, "slot_policy", "shared"))
+    run.console.print(f"[bold]simulated network[/]: {graph.number_of_nodes()} nodes, "
+                      f"{len(rules)} switches running ina.p4 in virtual time, "
+                      f"{s.bw:g} Mbit/s links")
+    prog = program(num_slots())
+    return SimDeployed(graph, netplan, hosts, rules, opt, impairment(s), prog,
+                       info={"simulated": True, "deploy_s": _time.perf_counter() - t0},
+                       mininet=_Fabric(netplan))

@@ -17,7 +17,6 @@ import resource
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -30,39 +29,28 @@ from controller.experiment.methods.ina import summarize
 from controller.experiment.methods.ina_core import Settings, job_config, plan_job, plan_request
 from controller.experiment.methods.ina_jobs import jobs_summary, references
 from controller.experiment.methods.ina_tenants import deploy_specs, make_tenants, solo_tenant
-from controller.experiment.network import P4_PROGRAM, shaped_graph
+from controller.experiment.network import shaped_graph
 from controller.experiment.simulate.engine import SimJob, run_jobs
 from controller.experiment.simulate.events import EventLoop
 from controller.experiment.simulate.fastpath import forwarder
-from controller.experiment.simulate.network import SimNetwork, load_switch
+from controller.experiment.simulate.network import (
+    SimNetwork,
+    SimOptions,
+    active_graph,
+    impairment,
+    load_switch,
+    program,
+)
 from controller.plan.document import resolve_workers, write_plan
 from controller.plan.jobs import jobs_argument
 from controller.plan.pipeline import make_plan
 from controller.plan.types import Plan
-from pyswitch.impairment import ImpairmentSpec
 from topo.mininet_net import plan_network
 from topo.models import parse_topology
 from workers.common.model import train_synchronous
 from workers.ina.constants import MAX_WORKERS
 
 __all__ = ["SimOptions", "active_graph", "simulate", "program"]
-
-
-@dataclass
-class SimOptions:
-    """What the network in virtual time adds to ``run``'s settings."""
-
-    delay_ms: float = 0.0  # propagation delay per link direction (Mininet's default: none)
-    queue: int = 1000  # frames per link direction (htb's leaf pfifo: txqueuelen)
-    compute_ms: float = 8.0  # a worker's virtual time between two rounds (apply, accuracy,
-    # next gradient: 8 ms measured for the make-run MLP, docs/simulate.md)
-    jitter_ms: float = 10.0  # + uniform [0, jitter) per worker and round (start-file poll)
-    switch_proc_ms: float = 0.0  # a switch's time per frame (pyswitch: ~0.5 ms on our machine)
-    burst_bytes: float = 0.0  # htb's token bucket per link direction (0: none; network.py)
-    train: bool = True  # a real model's gradients (False: seeded random int32 vectors)
-    full_p4: bool = False  # every switch executes ina.p4 (default: forwarding-only switches
-    # take the tested shortcut of simulate/fastpath.py, docs/simulate.md "Speed")
-    reference: bool = True  # train the single-process reference (results' accuracy)
 
 
 @dataclass
@@ -90,34 +78,6 @@ class SimStats:
         shared with other work still measures fairly (wall time counts the others' share)."""
         cpu = sum(m.get("cpu_s", 0.0) for m in self.per_mode.values())
         return self.events / cpu if cpu else 0.0
-
-
-@cache
-def program(slots: int) -> Any:
-    """ina.p4 compiled by pyswitch with ``slots`` slots (the ``--slots`` define)."""
-    import pyswitch
-    from workers.ina.constants import compile_defines
-
-    del slots  # part of the cache key; compile_defines() reads the same setting
-    return pyswitch.compile_p4(str(P4_PROGRAM), defines=compile_defines())
-
-
-def active_graph(graph: nx.Graph, used: set[str]) -> nx.Graph:
-    """``graph`` without the hosts that take no part in the run (neither a worker nor a PS),
-    for computing the rules: a host is a leaf and paths never transit one (``topo.paths``),
-    so every other rule is the same and only the /32 routes toward idle hosts -- which no
-    frame of the run is addressed to -- are left out (at fat-tree k=32, 8,192 routes on each
-    of 1,280 switches).  Ports and addresses still come from the whole graph."""
-    idle = [n for n, k in graph.nodes(data="kind") if k == "host" and n not in used]
-    if not idle:
-        return graph
-    return nx.freeze(graph.subgraph(n for n in graph if n not in set(idle)).copy())
-
-
-def _impairment(s: Settings) -> ImpairmentSpec | None:
-    if not (s.loss or s.dup or s.reorder):
-        return None
-    return ImpairmentSpec(loss=s.loss, dup=s.dup, reorder=s.reorder, seed=s.seed)
 
 
 def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
@@ -172,7 +132,7 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
         switches = {sw: (load_switch(prog, r) if opt.full_p4
                          else forwarder(load_switch(prog, r), r)) for sw, r in rules.items()}
         net = SimNetwork(loop, graph, netplan.ports, switches, bw_unit,
-                         opt.delay_ms / 1000.0, opt.queue, _impairment(s),
+                         opt.delay_ms / 1000.0, opt.queue, impairment(s),
                          on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0,
                          burst=opt.burst_bytes)
         jobs = [SimJob(job_config(s, job_id=t.job_id(mode), mode=mode, plan=t.plan,

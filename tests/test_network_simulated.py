@@ -1,0 +1,83 @@
+"""``run --network simulated`` (docs/running.md, "Networks"): the one INA engine
+(controller/experiment/methods/ina_engine.py) over the simulated network -- the same plan,
+rules, job files, records and results.json as ``run`` on Mininet, in virtual time, no root --
+and what each network refuses in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from controller.cli.main import main
+from controller.experiment.compare import load_results, rows_of
+from controller.experiment.methods.ina_core import Settings
+from controller.experiment.simulate.network import SimOptions
+from controller.experiment.simulate.run import simulate
+
+ARGS = ["--hidden", "4", "--rounds", "2"]
+
+
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("run")
+    assert main(["run", "--network", "simulated", *ARGS, "--out", str(out),
+                 "--name", "r"]) == 0
+    return out / "r", load_results(out / "r")
+
+
+def test_a_simulated_run_writes_what_a_mininet_run_writes(sim_run: tuple[Path, dict]) -> None:
+    folder, doc = sim_run
+    assert doc["complete"] and doc["settings"]["network"] == "simulated"
+    assert doc["exact_all_rounds"] and doc["deploy"]["simulated"] is True
+    for name in ("plan.json", "plan.png", "report.md", "ina/job.json", "ina/control.json",
+                 "ina/ps.json", "ina/worker0.json", "ina/worker0.npz", "ps_only/job.json"):
+        assert (folder / name).exists(), name
+    job = json.loads((folder / "ina" / "job.json").read_text())
+    assert job["mode"] == "ina" and len(job["schedules"]) == 6
+    rec = doc["modes"]["ina"]
+    # job_record's keys (the one record of a job that ran), plus the network's own
+    assert {"start_skew_s", "retransmissions_per_worker", "ps_rx_bytes",
+            "busiest_link_bytes", "schedule_version"} <= set(rec["rounds"][0])
+    assert rec["simulated"] is True and rec["sim"]["events"] > 0
+    ps = json.loads((folder / "ina" / "ps.json").read_text())
+    assert ps["rounds_completed"] == 2 and ps["malformed_datagrams"] == 0
+    w = json.loads((folder / "ina" / "worker3.json").read_text())
+    assert [r["round"] for r in w["rounds"]] == [0, 1] and w["rounds"][0]["members"] == list(
+        range(6))
+    assert doc["accuracy"]["final"] == doc["accuracy"]["reference"]  # exact sums
+    assert [r.method for r in rows_of("r", doc)][0].startswith("ina")
+
+
+def test_it_measures_what_simulate_measures(sim_run: tuple[Path, dict],
+                                            tmp_path: Path) -> None:
+    """The same settings through ``simulate`` (its own launch of the same drivers on the
+    same simulated network): the same γ, bytes and retransmissions."""
+    _, doc = sim_run
+    s = Settings(hidden=4, rounds=2)
+    ref, _ = simulate(s, SimOptions(), tmp_path, "s")
+    assert doc["gamma"]["measured"] == pytest.approx(ref["gamma"]["measured"], rel=1e-9)
+    for mode in ("ina", "ps_only"):
+        a, b = doc["modes"][mode], ref["modes"][mode]
+        assert a["ps_link_bytes_total"] == b["ps_link_bytes_total"]
+        assert a["busiest_link_bytes_total"] == b["busiest_link_bytes_total"]
+        assert ([r["retransmissions"] for r in a["rounds"]]
+                == [r["retransmissions"] for r in b["rounds"]])
+        assert ([r["time_s"] for r in a["rounds"]]
+                == pytest.approx([r["time_s"] for r in b["rounds"]], rel=1e-9))
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--network", "simulated", "--target", "bmv2"], "--target"),
+    (["--network", "simulated", "--bw", "0"], "--bw 0"),
+    (["--network", "simulated", "--servers", "a,b"], "--servers"),
+    (["--network", "servers"], "--network servers needs --servers"),
+    (["--method", "bcube", "--network", "simulated"], "only --method ina"),
+    (["--method", "ring", "--network", "servers"], "Mininet only"),
+])
+def test_what_a_network_cannot_do_is_one_line(argv: list[str], words: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture) -> None:
+    assert main(["run", *argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and words in err[0], err
