@@ -29,6 +29,7 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from workers.ina.control import Change, ControlLog, RequestError, parse_request
@@ -40,22 +41,28 @@ from workers.ina.socket_io import SocketIO
 from workers.ina.udp import open_socket
 
 
-class _Control:
-    """The PS's control shell: the request channel, the record and its events."""
+class PsControl:
+    """The PS's control shell: the record, its versions and their events, the requests
+    (from the channel, or handed in by a simulated network's controller)."""
 
-    def __init__(self, cfg: JobConfig, path: Path) -> None:
-        self.path = path
+    def __init__(self, cfg: JobConfig, path: Path, channel: bool = True,
+                 events: Callable[[ControlEvent], None] = emit) -> None:
+        self.path, self.events = path, events
         self.log = ControlLog(cfg.job_id, cfg.worker_ids)
         # version 0 first: a folder used again must not show the last run's changes
         write_record(self.path, self.log.record)
-        self.channel = RequestChannel(request_path(self.path))
+        self.channel = RequestChannel(request_path(self.path)) if channel else None
 
     def take(self, ps: PsDriver, at_s: float) -> list[Change]:
-        """Apply the requests that came: each becomes the record's next version (written
-        before any RESULT it causes is sent) and one ``control`` event."""
+        """Apply the requests that came on the channel (:meth:`apply`)."""
+        return self.apply(self.channel.read() if self.channel else [], ps, at_s)
+
+    def apply(self, lines: list[str], ps: PsDriver, at_s: float) -> list[Change]:
+        """Apply request lines: each becomes the record's next version (written before any
+        RESULT it causes is sent) and one ``control`` event."""
         done = []
         state = ps.state
-        for line in self.channel.read():
+        for line in lines:
             before = list(self.log.members)
             try:
                 change = self.log.accept(parse_request(line), state.current_round)
@@ -68,17 +75,18 @@ class _Control:
                 e, out = ps.change_members(list(change.members), removed, at_s)
                 assert e == change.from_round  # both are the lowest incomplete round
             write_record(self.path, self.log.record)
-            emit(ControlEvent(job=self.log.record.job_id, version=change.version,
-                              kind=change.kind, from_round=change.from_round,
-                              members=list(change.members) if change.members else None,
-                              cause=change.cause))
+            self.events(ControlEvent(job=self.log.record.job_id, version=change.version,
+                                     kind=change.kind, from_round=change.from_round,
+                                     members=list(change.members) if change.members else None,
+                                     cause=change.cause))
             if out is not None:
                 ps.deliver(out)
             done.append(change)
         return done
 
     def close(self) -> None:
-        self.channel.close()
+        if self.channel is not None:
+            self.channel.close()
 
 
 def run(cfg: JobConfig) -> dict:
@@ -94,7 +102,7 @@ def run(cfg: JobConfig) -> dict:
     sock = open_socket(("0.0.0.0", cfg.ps_addr[1]))
     sock.setblocking(False)
     io = SocketIO(sock)
-    control = _Control(cfg, Path(cfg.control_file)) if cfg.control_file else None
+    control = PsControl(cfg, Path(cfg.control_file)) if cfg.control_file else None
     print("ps ready", flush=True)
     ps = PsDriver(io, cfg)
     stalled = False

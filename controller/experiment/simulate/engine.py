@@ -357,9 +357,8 @@ class SimDeployed:
         import time as _time
 
         from controller.errors import ExperimentError
-        from workers.ina.control import ControlLog
-        from workers.ina.control_io import write_record
         from workers.ina.events import to_line
+        from workers.ina.ps_node import PsControl
         from workers.ina.worker_node import NodeApp
 
         files: dict[str, SimJob] = {}
@@ -395,9 +394,8 @@ class SimDeployed:
         for job in jobs:
             job.app = app_of(job)
             Path(job.cfg.out_dir).mkdir(parents=True, exist_ok=True)
-            if job.cfg.control_file:  # version 0, as the PS writes it first
-                write_record(Path(job.cfg.control_file),
-                             ControlLog(job.cfg.job_id, job.cfg.worker_ids).record)
+            if job.cfg.control_file:  # the PS's control shell: version 0 first
+                PsControl(job.cfg, Path(job.cfg.control_file), channel=False)
         opt = self.opt
         loop = EventLoop()
         switches = self.switches()
