@@ -216,7 +216,7 @@ def _recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
               s: Settings) -> tuple[dict, list[tuple[str, int, bytes]]]:
     """Run ``s`` with every switch executing ina.p4, recording what each switch receives
     (its rules, and the (switch, port, frame) stream in order)."""
-    import controller.experiment.simulate.run as run_mod
+    import controller.experiment.simulate.engine as engine_mod
 
     rules: dict = {}
     seen: list[tuple[str, int, bytes]] = []
@@ -232,7 +232,7 @@ def _recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         sw.process = process
         return sw
 
-    monkeypatch.setattr(run_mod, "load_switch", recording)
+    monkeypatch.setattr(engine_mod, "load_switch", recording)
     simulate(s, SimOptions(reference=False, full_p4=True), tmp_path, "t",
              gradient_of=gradient)
     return rules, seen

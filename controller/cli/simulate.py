@@ -1,8 +1,9 @@
-"""``python -m controller simulate``: the INA experiment of ``run`` in virtual time
-(docs/simulate.md): the same options where they apply, the same plan, rules, ``ina.p4``,
-worker and PS state machines, the same ``results.json`` keys (marked ``"simulated": true``),
-no Mininet and no root.  ``--budgets 1,2,4`` runs one simulation per budget, each its own
-run folder ``<name>-b<M>``.
+"""``python -m controller simulate``: a short alias of ``run --network simulated``
+(docs/simulate.md): the one INA engine over the simulated network -- the same plan, rules,
+job files, drivers of the worker and PS state machines, records, ``results.json`` (marked
+``"simulated": true``), ``report.md`` and plots as ``run`` -- no Mininet and no root, with
+the simulated network's options and a sweep: ``--budgets 1,2,4`` runs one simulation per
+budget, each its own run folder ``<name>-b<M>``.
 """
 
 from __future__ import annotations

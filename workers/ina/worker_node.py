@@ -72,12 +72,21 @@ def _rows(path: Path, n_values: int, n: int) -> np.ndarray:
 
 class NodeApp:
     """The worker process's :class:`workers.ina.driver.WorkerApp`: its replica, the files the
-    exactness check reads, the control record, the ``round`` events."""
+    exactness check reads, the control record, the ``round`` events.
+
+    The simulated network runs the same app with two economies (docs/simulate.md):
+    ``vectors(round)`` gives the int32 gradient instead of the replica (seeded vectors or a
+    test's; ``train`` False: no replica at all), and ``accuracy`` False leaves the test
+    accuracy to one worker (every replica is the same when the sums are exact)."""
 
     def __init__(self, cfg: JobConfig, worker_id: int, out: Path,
-                 events: Callable[[RoundEvent], None] = emit) -> None:
+                 events: Callable[[RoundEvent], None] = emit, *, train: bool = True,
+                 accuracy: bool = True,
+                 vectors: Callable[[int], np.ndarray] | None = None) -> None:
         self.cfg, self.worker_id, self.out, self.events = cfg, worker_id, out, events
-        self.replica = make_replica(cfg.train, cfg.worker_ids.index(worker_id))
+        self.replica = (make_replica(cfg.train, cfg.worker_ids.index(worker_id)) if train
+                        else None)
+        self.accuracy, self.vectors = accuracy, vectors
         self.n_workers = len(cfg.worker_ids)  # the clip bound: fewer members stay inside it
         self.control = ControlReader(cfg)
         # what the exactness check reads goes to disk each round, not into lists that would
@@ -89,11 +98,16 @@ class NodeApp:
             p.write_bytes(b"")  # a folder used again starts empty
 
     def gradient(self, round_: int) -> tuple[float, np.ndarray, int]:
-        loss, grad = self.replica.gradient(round_)
-        q, clipped = quantize(grad, self.cfg.frac_bits, self.n_workers)
+        if self.vectors is not None:
+            loss, q, clipped = 0.0, np.asarray(self.vectors(round_), dtype=np.int32), 0
+        else:
+            assert self.replica is not None
+            loss_, grad = self.replica.gradient(round_)
+            q, c = quantize(grad, self.cfg.frac_bits, self.n_workers)
+            loss, clipped = float(loss_), int(c)
         with open(self.q_path, "ab") as f:
             f.write(q.astype(np.int32).tobytes())
-        return float(loss), q, int(clipped)
+        return loss, q, clipped
 
     def plan(self, round_: int) -> RoundPlan:
         self.control.refresh()  # every round: a change may start with it
@@ -111,11 +125,14 @@ class NodeApp:
                 and self.control.at(round_).members != members)
 
     def applied(self, round_: int, total: np.ndarray, record: dict[str, Any]) -> None:
-        self.replica.apply(dequantize(total, self.cfg.frac_bits)
-                           / np.float32(len(record["members"])))
+        record["accuracy"] = None  # no replica, or another worker's to measure
+        if self.replica is not None:
+            self.replica.apply(dequantize(total, self.cfg.frac_bits)
+                               / np.float32(len(record["members"])))
+            if self.accuracy:
+                record["accuracy"] = self.replica.test_accuracy()
         with open(self.sums_path, "ab") as f:
             f.write(total.astype(np.int32).tobytes())
-        record["accuracy"] = self.replica.test_accuracy()
         self.events(RoundEvent(job=self.cfg.job_id, worker=self.worker_id, round=round_,
                                time_s=round(record["time_s"], 4),
                                retransmits=record["retransmits"]))

@@ -267,11 +267,16 @@ class EngineRun:
     switch_events: list[Any] = field(default_factory=list)  # SwitchMonitor.events
 
 
-def _plan(run: Run, s: Settings, graph: Any,
-          job_specs: list[JobEntry] | None) -> tuple[Plan, list[Tenant]]:
+def _plan(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None,
+          given: Plan | None = None) -> tuple[Plan, list[Tenant]]:
     """Plan one job (:func:`plan_job`) or several jointly; write ``plan.json`` and
-    ``plan.png``."""
+    ``plan.png``.  ``given``: the plan, made by the caller (a sweep's, a bench's): only
+    written."""
     console, out_dir = run.console, run.out_dir
+    if given is not None:
+        write_plan(given, out_dir / "plan.json")
+        return given, ([solo_tenant(s, given)] if job_specs is None
+                       else make_tenants(s, given, job_specs))
     if job_specs is None:
         plan = plan_job(s, graph, out_dir, console)
         return plan, [solo_tenant(s, plan)]
@@ -287,15 +292,17 @@ def _plan(run: Run, s: Settings, graph: Any,
 
 def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None = None,
             fail: tuple[str, int] | None = None,
-            kill: tuple[str, int] | None = None, network: Network | None = None) -> EngineRun:
+            kill: tuple[str, int] | None = None, network: Network | None = None,
+            plan: Plan | None = None) -> EngineRun:
     """``InaMethod.execute``: plan (one job, or ``job_specs`` jointly), deploy on ``network``
     (default: Mininet; :mod:`~controller.experiment.methods.ina_networks`), run each mode
     with every job at once (then each job alone, with several), for every seed of ``run``;
-    return what the results need.  ``fail``: ``--fail-switch``; ``kill``: ``--kill-worker``."""
+    return what the results need.  ``fail``: ``--fail-switch``; ``kill``: ``--kill-worker``;
+    ``plan``: the plan, made by the caller (else planned here)."""
     network = network if network is not None else MininetNetwork()
     console, out_dir = run.console, run.out_dir
     solo = job_specs is None
-    plan, tenants = _plan(run, s, graph, job_specs)
+    plan, tenants = _plan(run, s, graph, job_specs, plan)
     out = EngineRun(plan, tenants, solo)
     specs = deploy_specs(tenants, s.modes, solo)
     kill_ps = parse_kill_ps(s.kill_ps, tenants) if s.kill_ps else None

@@ -93,10 +93,12 @@ class SimulatedNetwork(Network):
     name = "simulated"
     help = "virtual time, in-process pyswitch, no root (docs/simulate.md)"
 
-    def __init__(self, opt: Any = None) -> None:
+    def __init__(self, opt: Any = None, gradient_of: Any = None) -> None:
         from controller.experiment.simulate.network import SimOptions
 
         self.opt = opt if opt is not None else SimOptions()
+        self.gradient_of = gradient_of  # (worker, round) -> int32 vector: tests' sums
+        self.deployed: Any = None  # the last deployment (its totals: simulate's figures)
 
     def check(self, s: Settings) -> None:
         if s.servers is not None:
@@ -107,7 +109,7 @@ class SimulatedNetwork(Network):
                                   "pyswitch only")
         if not s.bw:
             raise ExperimentError("--bw 0 (unshaped links): virtual time needs a link rate")
-        if s.workload is not None:
+        if s.workload is not None and self.opt.train:
             raise ExperimentError(f"--model {s.model}: a real model's scaled emulation "
                                   "waits its compute in real time; the simulated network "
                                   "runs the numpy models")
@@ -117,7 +119,8 @@ class SimulatedNetwork(Network):
                jobs: list[SwitchJob]) -> Iterator[Any]:
         from controller.experiment.simulate.engine import deploy_simulated
 
-        yield deploy_simulated(run, s, graph, plan, jobs, self.opt)
+        self.deployed = deploy_simulated(run, s, graph, plan, jobs, self.opt, self.gradient_of)
+        yield self.deployed
 
 
 NETWORKS: dict[str, type[Network]] = {n.name: n for n in (MininetNetwork, ServersNetwork,

@@ -339,7 +339,9 @@ class SimDeployed:
     p4info: Any = None
     info: dict[str, Any] = field(default_factory=dict)
     mininet: Any = None  # the monitors' view (_Fabric)
+    gradient_of: Callable[[int, int], np.ndarray] | None = None  # (worker, round): tests'
     totals: dict[str, Any] = field(default_factory=dict)  # over every launch
+    built_at: float = 0.0  # time.perf_counter() when deployed
 
     def switches(self) -> dict[str, Any]:
         """Fresh switches with the rules loaded (empty slots, as after the previous mode's
@@ -383,10 +385,22 @@ class SimDeployed:
                 if spec.watch is not None:
                     spec.watch()
 
+            cfg, opt = job.cfg, self.opt
+            rng = np.random.default_rng(cfg.train.seed)  # one per job, drawn in turn
+
+            def seeded(r: int) -> np.ndarray:
+                bound = 2**31 // len(cfg.worker_ids)
+                return rng.integers(-bound, bound, cfg.n_values,
+                                    dtype=np.int64).astype(np.int32)
+
             def make(w: int) -> WorkerApp:
                 host = job.workers[w]
-                app = NodeApp(job.cfg, w, Path(job.cfg.out_dir),
-                              events=lambda e: on_event(e, lambda: host))
+                given = self.gradient_of
+                vectors = ((lambda r: given(w, r)) if given is not None
+                           else None if opt.train else seeded)
+                app = NodeApp(cfg, w, Path(cfg.out_dir),
+                              events=lambda e: on_event(e, lambda: host), train=opt.train,
+                              accuracy=w == 0, vectors=vectors)
                 apps[(id(job), w)] = app
                 return app
             return make
@@ -403,12 +417,12 @@ class SimDeployed:
                          opt.delay_ms / 1000.0, opt.queue, self.impair,
                          on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0,
                          burst=opt.burst_bytes)
-        t_start, t0 = _time.time(), _time.perf_counter()
+        t_start, t0, c0 = _time.time(), _time.perf_counter(), _time.process_time()
         sims = launch_jobs(loop, net, jobs, self.hosts, compute_s=opt.compute_ms / 1000.0,
                            jitter_s=opt.jitter_ms / 1000.0)
         # frames still in flight, as the PS serves on until run stops it
         loop.run(until=loop.now + 5 * max(j.cfg.max_timeout for j in jobs))
-        wall = _time.perf_counter() - t0
+        wall, cpu = _time.perf_counter() - t0, _time.process_time() - c0
         codes, late = {}, []
         for job, sim in zip(jobs, sims, strict=True):
             report = sim.ps.report()
@@ -422,7 +436,7 @@ class SimDeployed:
             raise ExperimentError(f"{spec.label}: worker(s) {', '.join(late)} did not finish "
                                   f"in {loop.now:.1f} s of virtual time (see {spec.out_dir})")
         fast = sum(getattr(sw, "fast", 0) for sw in switches.values())
-        sim_info = {"events": loop.events, "wall_s": wall, "virtual_s": loop.now,
+        sim_info = {"events": loop.events, "wall_s": wall, "cpu_s": cpu, "virtual_s": loop.now,
                     "switch_frames": net.switch_frames, "fast_frames": fast,
                     "queue_drops": net.queue_drops(),
                     "impairment": net.impairment_counters()}
@@ -434,7 +448,8 @@ class SimDeployed:
 
 
 def deploy_simulated(run: Any, s: Any, graph: Any, plan: Any, jobs: list[Any],
-                     opt: Any) -> SimDeployed:
+                     opt: Any, gradient_of: Callable[[int, int], np.ndarray] | None = None,
+                     ) -> SimDeployed:
     """The simulated network of ``graph`` with ``plan`` installed for ``jobs`` (the
     :class:`controller.dataplane.deploy.SwitchJob` s the engine deploys): the addresses and
     ports Mininet would give (:func:`topo.mininet_net.plan_network`), the rules ``deploy``
@@ -458,4 +473,5 @@ def deploy_simulated(run: Any, s: Any, graph: Any, plan: Any, jobs: list[Any],
     prog = program(num_slots())
     return SimDeployed(graph, netplan, hosts, rules, opt, impairment(s), prog,
                        info={"simulated": True, "deploy_s": _time.perf_counter() - t0},
-                       mininet=_Fabric(netplan))
+                       mininet=_Fabric(netplan), gradient_of=gradient_of,
+                       built_at=_time.perf_counter())
