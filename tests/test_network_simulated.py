@@ -73,6 +73,7 @@ def test_it_measures_what_simulate_measures(sim_run: tuple[Path, dict],
     (["--network", "simulated", "--bw", "0"], "--bw 0"),
     (["--network", "simulated", "--servers", "a,b"], "--servers"),
     (["--network", "servers"], "--network servers needs --servers"),
+    (["--network", "simulated", "--fail-switch", "agg0@1"], "--fail-switch"),
     (["--method", "bcube", "--network", "simulated"], "only --method ina"),
     (["--method", "ring", "--network", "servers"], "Mininet only"),
 ])
