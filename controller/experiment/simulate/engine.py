@@ -32,6 +32,7 @@ from controller.experiment.simulate.network import (
     impairment,
     load_switch,
     program,
+    rule_value,
 )
 from workers.ina.driver import PsDriver, WorkerApp, WorkerDriver
 from workers.ina.job import JobConfig
@@ -54,13 +55,15 @@ class SimJob:
 
 def launch_jobs(loop: EventLoop, net: SimNetwork, jobs: list[SimJob],
                 hosts: dict[str, tuple[str, str]], compute_s: float = 0.0,
-                jitter_s: float = 0.0, max_time: float | None = None) -> list[_SimJob]:
+                jitter_s: float = 0.0, max_time: float | None = None,
+                ready: Callable[[list[_SimJob]], None] | None = None) -> list[_SimJob]:
     """Run every job at once on ``net`` (they share its links and switches, as ``run
     --jobs`` launches them behind one start barrier) until every worker of every job
     finished every round (or ``max_time``, default the longest ``round_timeout_s x
     rounds``, of virtual time).  A worker starts round 0 after a seeded uniform
     ``[0, jitter_s)`` (``worker_node`` polls the start file every 10 ms) and each later
-    round ``compute_s`` plus such a draw after it finished the previous one."""
+    round ``compute_s`` plus such a draw after it finished the previous one.  ``ready``
+    sees the jobs' hosts before the first event."""
     left = [len(jobs)]
 
     def one_done() -> None:
@@ -77,6 +80,8 @@ def launch_jobs(loop: EventLoop, net: SimNetwork, jobs: list[SimJob],
             sim.on_host(host, frame)
 
     net.on_host = on_host
+    if ready is not None:
+        ready(sims)
     t0 = loop.now
     for sim in sims:
         sim.start()
@@ -175,21 +180,45 @@ class _SimJob:
 # ------------------------------------------------------------------ run --network simulated
 
 
-class _Alive:
-    """A simulated switch's process as the switch monitor sees one (it never dies here)."""
+class _SwitchProc:
+    """A simulated switch as the switch monitor sees its process: :meth:`kill` takes it out
+    of the network (the frames it holds or is sent are lost), :meth:`poll` tells."""
 
-    def poll(self) -> None:
-        return None
+    def __init__(self, deployed: SimDeployed, name: str) -> None:
+        self.deployed, self.name = deployed, name
+
+    def kill(self) -> None:
+        self.deployed.kill_switch(self.name)
+
+    def poll(self) -> int | None:
+        return -9 if self.name in self.deployed.dead else None
+
+    def wait(self) -> int | None:
+        return self.poll()
 
 
 class _Fabric:
-    """What the engine's monitors read of a network (``plan``: ports and addresses; each
-    switch's process), for the simulated one."""
+    """What the engine's monitors (:mod:`controller.experiment.failover`) act on, for the
+    simulated network: ``plan`` (ports and addresses), each switch's process
+    (``net.get(name).proc``), ``update_rules`` (the rule differences, written into the
+    in-process switches) and ``ask_ps`` (a control request to a job's PS host)."""
 
-    def __init__(self, netplan: Any) -> None:
-        self.plan = netplan
-        node = SimpleNamespace(proc=_Alive())
-        self.net = SimpleNamespace(get=lambda name: node)
+    def __init__(self, deployed: SimDeployed) -> None:
+        self.plan = deployed.netplan
+        self.update_rules, self.ask_ps = deployed.update_rules, deployed.ask_ps
+        self.net = SimpleNamespace(
+            get=lambda name: SimpleNamespace(proc=_SwitchProc(deployed, name)))
+
+
+@dataclass
+class _Live:
+    """The launch in progress: its network, switches and each job's PS control shell."""
+
+    loop: EventLoop
+    net: SimNetwork
+    switches: dict[str, Any]
+    controls: dict[str, tuple[Any, PsDriver]] = field(default_factory=dict)
+    sims: list[Any] = field(default_factory=list)  # each job's hosts, once built
 
 
 @dataclass
@@ -220,15 +249,54 @@ class SimDeployed:
     gradient_of: Callable[[int, int], np.ndarray] | None = None  # (worker, round): tests'
     totals: dict[str, Any] = field(default_factory=dict)  # over every launch
     built_at: float = 0.0  # time.perf_counter() when deployed
+    dead: set[str] = field(default_factory=set)  # switches killed (they stay dead)
+    live: _Live | None = None
+
+    def _wrap(self, sw: Any, rules: Any) -> Any:
+        from controller.experiment.simulate.fastpath import forwarder
+
+        return sw if self.opt.full_p4 else forwarder(sw, rules)
 
     def switches(self) -> dict[str, Any]:
         """Fresh switches with the rules loaded (empty slots, as after the previous mode's
         RESULTs released them on a live network)."""
-        from controller.experiment.simulate.fastpath import forwarder
+        return {sw: self._wrap(load_switch(self.program, r), r)
+                for sw, r in self.rules.items() if sw not in self.dead}
 
-        return {sw: (load_switch(self.program, r) if self.opt.full_p4
-                     else forwarder(load_switch(self.program, r), r))
-                for sw, r in self.rules.items()}
+    def kill_switch(self, name: str) -> None:
+        """``--fail-switch``: ``name`` leaves the network now (and for the later modes)."""
+        self.dead.add(name)
+        if self.live is not None:
+            self.live.switches.pop(name, None)
+
+    def update_rules(self, old: dict[str, Any], new: dict[str, Any]) -> dict[str, int]:
+        """Write the differences from ``old`` to ``new`` into the running switches
+        (:func:`controller.dataplane.deploy.rule_changes`, as ``update`` writes them over
+        P4Runtime: no pipeline push, the slots of chunks in flight stay); the later modes'
+        switches are loaded with ``new``.  Returns writes per switch."""
+        from controller.dataplane.deploy import rule_changes
+
+        writes = {}
+        for name, rules in new.items():
+            ch = rule_changes(old[name], rules)
+            writes[name] = ch.writes
+            live = self.live.switches if self.live is not None else {}
+            if ch.writes and name in live:
+                sw = getattr(live[name], "switch", live[name])  # under a forwarding shortcut
+                _apply_changes(sw, ch)
+                live[name] = self._wrap(sw, rules)
+        self.rules = dict(new)
+        return writes
+
+    def ask_ps(self, control_file: Path, request: dict[str, Any]) -> bool:
+        """A control request to the PS of the job whose record is ``control_file`` (what
+        the FIFO beside it carries to a PS process); False when none runs."""
+        got = self.live.controls.get(str(control_file)) if self.live is not None else None
+        if got is None:
+            return False
+        control, ps = got
+        control.apply([json.dumps(request)], ps, self.live.loop.now - ps.started)
+        return True
 
     def launch(self, run: Any, spec: Launch) -> SimLaunched:
         """One mode's hosts (``spec``: the PS and worker nodes the engine would start as
@@ -283,11 +351,20 @@ class SimDeployed:
                 return app
             return make
 
+        def ps_events(job: SimJob) -> Callable[[Any], None]:
+            def on_event(event: Any) -> None:
+                if spec.on_line is not None:
+                    spec.on_line(job.ps, to_line(event))
+            return on_event
+
+        controls: dict[str, Any] = {}
         for job in jobs:
             job.app = app_of(job)
             Path(job.cfg.out_dir).mkdir(parents=True, exist_ok=True)
             if job.cfg.control_file:  # the PS's control shell: version 0 first
-                PsControl(job.cfg, Path(job.cfg.control_file), channel=False)
+                controls[job.cfg.control_file] = PsControl(
+                    job.cfg, Path(job.cfg.control_file), channel=False,
+                    events=ps_events(job))
         opt = self.opt
         loop = EventLoop()
         switches = self.switches()
@@ -295,21 +372,26 @@ class SimDeployed:
                          opt.delay_ms / 1000.0, opt.queue, self.impair,
                          on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0,
                          burst=opt.burst_bytes)
+        live = self.live = _Live(loop, net, switches)
+
+        def ready(sims: list[Any]) -> None:
+            live.sims = sims
+            for job, sim in zip(jobs, sims, strict=True):
+                if job.cfg.control_file:
+                    live.controls[job.cfg.control_file] = (controls[job.cfg.control_file],
+                                                           sim.ps)
         t_start, t0, c0 = _time.time(), _time.perf_counter(), _time.process_time()
-        sims = launch_jobs(loop, net, jobs, self.hosts, compute_s=opt.compute_ms / 1000.0,
-                           jitter_s=opt.jitter_ms / 1000.0)
-        # frames still in flight, as the PS serves on until run stops it
-        loop.run(until=loop.now + 5 * max(j.cfg.max_timeout for j in jobs))
+        sims: list[Any] = []
+        try:
+            sims = launch_jobs(loop, net, jobs, self.hosts,
+                               compute_s=opt.compute_ms / 1000.0,
+                               jitter_s=opt.jitter_ms / 1000.0, ready=ready)
+            # frames still in flight, as the PS serves on until run stops it
+            loop.run(until=loop.now + 5 * max(j.cfg.max_timeout for j in jobs))
+        finally:  # also when a monitor ends the run: the hosts write what they finished
+            self.live = None
+            codes, late = _close(jobs, sims or live.sims, apps)
         wall, cpu = _time.perf_counter() - t0, _time.process_time() - c0
-        codes, late = {}, []
-        for job, sim in zip(jobs, sims, strict=True):
-            report = sim.ps.report()
-            Path(job.cfg.out_dir, "ps.json").write_text(json.dumps(report, indent=1) + "\n")
-            codes[job.ps] = 0 if report["rounds_completed"] == job.cfg.rounds else 1
-            for w, d in enumerate(sim.drivers):
-                apps[(id(job), w)].close(d.rounds)
-                if not d.finished:
-                    late.append(f"{job.workers[w]} (round {d.next_round})")
         if late:
             raise ExperimentError(f"{spec.label}: worker(s) {', '.join(late)} did not finish "
                                   f"in {loop.now:.1f} s of virtual time (see {spec.out_dir})")
@@ -349,7 +431,44 @@ def deploy_simulated(run: Any, s: Any, graph: Any, plan: Any, jobs: list[Any],
                       f"{len(rules)} switches running ina.p4 in virtual time, "
                       f"{s.bw:g} Mbit/s links")
     prog = program(num_slots())
-    return SimDeployed(graph, netplan, hosts, rules, opt, impairment(s), prog,
-                       info={"simulated": True, "deploy_s": _time.perf_counter() - t0},
-                       mininet=_Fabric(netplan), gradient_of=gradient_of,
-                       built_at=_time.perf_counter())
+    deployed = SimDeployed(graph, netplan, hosts, rules, opt, impairment(s), prog,
+                           info={"simulated": True, "deploy_s": _time.perf_counter() - t0},
+                           gradient_of=gradient_of, built_at=_time.perf_counter())
+    deployed.mininet = _Fabric(deployed)
+    return deployed
+
+
+def _close(jobs: list[SimJob], sims: list[Any], apps: dict) -> tuple[dict[str, int], list[str]]:
+    """Each host writes what a process writes when it ends (``ps.json``, each worker's
+    report and vectors); returns the PSs' exit codes and the workers that did not finish."""
+    codes, late = {}, []
+    for job, sim in zip(jobs, sims, strict=False):
+        report = sim.ps.report()
+        Path(job.cfg.out_dir, "ps.json").write_text(json.dumps(report, indent=1) + "\n")
+        codes[job.ps] = 0 if report["rounds_completed"] == job.cfg.rounds else 1
+        for w, d in enumerate(sim.drivers):
+            apps[(id(job), w)].close(d.rounds)
+            if not d.finished:
+                late.append(f"{job.workers[w]} (round {d.next_round})")
+    return codes, late
+
+
+def _apply_changes(sw: Any, ch: Any) -> None:
+    """Write :class:`controller.dataplane.deploy.RuleChanges` into an in-process pyswitch
+    (what ``apply_changes`` writes over P4Runtime): new and modified entries first,
+    deletions last."""
+    def v(d: dict) -> dict:
+        return {k: rule_value(x) for k, x in d.items()}
+    if ch.default is not None:
+        sw.set_default_action(ch.default.table, ch.default.action, v(ch.default.params))
+    for e in ch.insert:
+        sw.insert_entry(e.table, v(e.match), e.action, v(e.params))
+    for e in ch.modify:
+        sw.modify_entry(e.table, v(e.match), e.action, v(e.params))
+    for e in ch.delete:
+        sw.delete_entry(e.table, v(e.match), e.priority)
+    for kind in ("insert", "modify"):
+        for gid, ports in ch.groups[kind].items():
+            sw.set_multicast_group(gid, [(p, 0) for p in ports])
+    for gid in ch.groups["delete"]:
+        sw.delete_multicast_group(gid)

@@ -206,8 +206,11 @@ class SimNetwork:
 
     def _run(self, arg: tuple[str, int, bytes]) -> None:
         node, port, frame = arg
+        sw = self.switches.get(node)
+        if sw is None:  # killed meanwhile (--fail-switch): what it held is lost
+            return
         self.switch_frames += 1
-        for eport, out in self.switches[node].process(port, frame):
+        for eport, out in sw.process(port, frame):
             self.send(node, eport, out)
 
     def _watch_hold(self, imp: LinkImpairment, cb: Callable[[Any], None],
