@@ -73,7 +73,7 @@ def test_it_measures_what_simulate_measures(sim_run: tuple[Path, dict],
     (["--network", "simulated", "--bw", "0"], "--bw 0"),
     (["--network", "simulated", "--servers", "a,b"], "--servers"),
     (["--network", "servers"], "--network servers needs --servers"),
-    (["--network", "simulated", "--kill-worker", "h2@1"], "--kill-worker"),
+    (["--network", "simulated", "--jobs", "2", "--kill-ps", "h0@1"], "--kill-ps"),
     (["--method", "bcube", "--network", "simulated"], "only --method ina"),
     (["--method", "ring", "--network", "servers"], "Mininet only"),
 ])
@@ -110,3 +110,42 @@ def test_a_dead_aggregator_is_replanned_around_in_virtual_time(tmp_path: Path) -
     assert all(r["exact"] for r in ps_only["rounds"])
     agg0 = {k: v for k, v in ps_only["link_bytes_total"].items() if "agg0" in k}
     assert agg0 and not any(agg0.values())
+
+
+def test_a_killed_worker_leaves_and_the_survivors_stay_exact(tmp_path: Path) -> None:
+    """--kill-worker h2@1 --on-worker-failure continue in virtual time: h2's host ends after
+    its round 1 (no report, only its .q), the runner notices, the monitor asks the PS to
+    drop it, the PS picks the round, the survivors start that round again over the new
+    mask, the switches get the job's new rules; every round exact over its members."""
+    assert main(["run", "--network", "simulated", "--hidden", "4", "--rounds", "4",
+                 "--modes", "ina", "--kill-worker", "h2@1", "--on-worker-failure",
+                 "continue", "--out", str(tmp_path), "--name", "k"]) == 0
+    doc = load_results(tmp_path / "k")
+    assert doc["exact_all_rounds"]
+    (ev,) = doc["worker_failure"]
+    assert (ev["worker"], ev["cause"], ev["exit_code"]) == ("h2", "exit", -9)
+    assert ev["round_effective"] == 2 and ev["exact_before"] and ev["exact_after"]
+    assert ev["writes"] > 0
+    rounds = doc["modes"]["ina"]["rounds"]
+    everyone = [f"h{i}" for i in range(1, 7)]
+    assert [r["members"] for r in rounds] == [everyone] * 2 + [
+        [h for h in everyone if h != "h2"]] * 2
+    folder = tmp_path / "k" / "ina"
+    assert (folder / "worker1.q").exists() and not (folder / "worker1.json").exists()
+    w0 = json.loads((folder / "worker0.json").read_text())["rounds"]
+    assert w0[2]["members"] == [0, 2, 3, 4, 5]
+    ps = json.loads((folder / "ps.json").read_text())
+    assert ps["rounds_completed"] == 4 and ps["member_changes"][0]["from_round"] == 2
+
+
+def test_a_killed_worker_with_stop_ends_the_run_in_one_line(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture
+                                                           ) -> None:
+    assert main(["run", "--network", "simulated", "--hidden", "4", "--rounds", "4",
+                 "--modes", "ina", "--kill-worker", "h2@1", "--out", str(tmp_path),
+                 "--name", "k"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: worker h2 died (exit code -9) in round 2; the job stops"]
+    doc = json.loads((tmp_path / "k" / "results.json").read_text())
+    assert doc["complete"] is False  # the rounds before are kept, exact
+    assert [r["exact"] for r in doc["modes"]["ina"]["rounds"]] == [True, True]

@@ -109,7 +109,7 @@ class SimulatedNetwork(Network):
                                   "pyswitch only")
         if not s.bw:
             raise ExperimentError("--bw 0 (unshaped links): virtual time needs a link rate")
-        for what, v in (("--kill-worker", s.kill_worker), ("--kill-ps", s.kill_ps)):
+        for what, v in (("--kill-ps", s.kill_ps),):
             if v:
                 raise ExperimentError(f"{what}: fault injection is not in the simulated "
                                       "network yet (docs/simulate.md, \"Not done\")")

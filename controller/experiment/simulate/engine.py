@@ -107,6 +107,7 @@ class SimHostIO:
         self._tmpl: dict[str, FrameTemplate] = {}
         self._wake: float | None = None
         self.driven: Any = None  # the driver whose on_timer the timer calls
+        self.dead = False  # the host's "process" ended: nothing in or out any more
 
     def now(self) -> float:
         return self.loop.now
@@ -116,6 +117,8 @@ class SimHostIO:
         if tmpl is None:
             tmpl = self._tmpl[dest[0]] = FrameTemplate(self.mac, self.mac_of[dest[0]],
                                                        self.ip, dest[0])
+        if self.dead:
+            return
         for p in pkts:
             self.net.send(self.host, 0, tmpl.encode(p))  # a host has one port
 
@@ -127,13 +130,13 @@ class SimHostIO:
             self.loop.at(t, self._fire)
 
     def _fire(self, _: Any) -> None:
-        if self._wake != self.loop.now:
+        if self._wake != self.loop.now or self.dead:
             return
         self._wake = None
         self.driven.on_timer()
 
     def later(self, delay: float, fn: Callable[[], None]) -> None:
-        self.loop.at(self.loop.now + delay, _call, fn)
+        self.loop.at(self.loop.now + delay, _call, lambda: None if self.dead else fn())
 
 
 class _SimJob:
@@ -157,9 +160,10 @@ class _SimJob:
                 all_done()
         ps_io = SimHostIO(loop, net, job.ps, hosts)
         self.ps = ps_io.driven = PsDriver(ps_io, cfg)
+        self.ios = {job.ps: ps_io}
         self.drivers: list[WorkerDriver] = []
         for w in range(n):
-            io = SimHostIO(loop, net, job.workers[w], hosts)
+            io = self.ios[job.workers[w]] = SimHostIO(loop, net, job.workers[w], hosts)
             d = WorkerDriver(io, cfg, w, job.app(w),
                              pause=lambda: compute_s + jit(), on_finished=one_finished)
             io.driven = d
@@ -173,7 +177,7 @@ class _SimJob:
 
     def on_host(self, host: str, frame: bytes) -> None:
         pkt = decode_frame(frame)
-        if pkt is not None:
+        if pkt is not None and not self.ios[host].dead:
             self.by_host[host].on_packets((pkt,))
 
 
@@ -210,6 +214,33 @@ class _Fabric:
             get=lambda name: SimpleNamespace(proc=_SwitchProc(deployed, name)))
 
 
+class _HostProc:
+    """A host's "process" as the runner and the worker monitor see one: ``kill`` (a worker
+    that dies: nothing more in or out, no report written; the runner notices its exit a
+    poll later), ``terminate`` (the controller stops the job: the host writes what it
+    finished), ``poll``."""
+
+    def __init__(self, live: _Live, host: str) -> None:
+        self.live, self.host = live, host
+        self.code: int | None = None
+
+    def kill(self) -> None:
+        if self.code is None:
+            self.code = -9
+            self.live.end(self.host, killed=True)
+
+    def terminate(self) -> None:
+        if self.code is None:
+            self.code = 0
+            self.live.end(self.host, killed=False)
+
+    def poll(self) -> int | None:
+        return self.code
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        return self.code
+
+
 @dataclass
 class _Live:
     """The launch in progress: its network, switches and each job's PS control shell."""
@@ -219,6 +250,46 @@ class _Live:
     switches: dict[str, Any]
     controls: dict[str, tuple[Any, PsDriver]] = field(default_factory=dict)
     sims: list[Any] = field(default_factory=list)  # each job's hosts, once built
+    procs: dict[str, _HostProc] = field(default_factory=dict)
+    killed: set[str] = field(default_factory=set)
+    on_failure: Callable[[str, int], bool] | None = None
+    label: str = ""
+    notice_s: float = 0.05  # the runner polls its processes every 50 ms
+
+    def end(self, host: str, killed: bool) -> None:
+        """``host``'s process ends (:class:`_HostProc`)."""
+        for sim in self.sims:
+            io = sim.ios.get(host)
+            if io is not None:
+                io.dead = True
+                if isinstance(io.driven, WorkerDriver):
+                    io.driven.active = None
+        if killed:
+            self.killed.add(host)
+            self.loop.at(self.loop.now + self.notice_s, self._noticed, host)
+
+    def _noticed(self, host: str) -> None:
+        """The runner sees the exit: the monitor takes the worker out (True) or the run
+        ends, as ``HostProcesses.check`` ends it."""
+        from controller.errors import ExperimentError
+
+        if self.on_failure is None or not self.on_failure(host, -9):
+            raise ExperimentError(f"{self.label}: the workers on {host} failed (killed by "
+                                  "signal 9)")
+
+    def members_changed(self, job_ps: str) -> None:
+        """A member change in the job of ``job_ps``: each worker looks at its record
+        (``worker_node`` does every 50 ms) and starts its round again if it changed."""
+        def look() -> None:
+            for sim in self.sims:
+                if sim.ps.io.host != job_ps:
+                    continue
+                for d in sim.drivers:
+                    wr, plan = d.active, d.plan
+                    if (wr is not None and plan is not None
+                            and d.app.members_changed(wr.round, plan.members, self.loop.now)):
+                        d.restart()
+        self.loop.at(self.loop.now + self.notice_s, _call, look)
 
 
 @dataclass
@@ -355,6 +426,8 @@ class SimDeployed:
             def on_event(event: Any) -> None:
                 if spec.on_line is not None:
                     spec.on_line(job.ps, to_line(event))
+                if getattr(event, "kind", None) == "members" and self.live is not None:
+                    self.live.members_changed(job.ps)
             return on_event
 
         controls: dict[str, Any] = {}
@@ -372,7 +445,8 @@ class SimDeployed:
                          opt.delay_ms / 1000.0, opt.queue, self.impair,
                          on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0,
                          burst=opt.burst_bytes)
-        live = self.live = _Live(loop, net, switches)
+        live = self.live = _Live(loop, net, switches, on_failure=spec.on_failure,
+                                 label=spec.label)
 
         def ready(sims: list[Any]) -> None:
             live.sims = sims
@@ -380,6 +454,10 @@ class SimDeployed:
                 if job.cfg.control_file:
                     live.controls[job.cfg.control_file] = (controls[job.cfg.control_file],
                                                            sim.ps)
+                for h in (job.ps, *job.workers):
+                    live.procs[h] = _HostProc(live, h)
+            if spec.on_procs is not None:
+                spec.on_procs(SimpleNamespace(procs=live.procs))
         t_start, t0, c0 = _time.time(), _time.perf_counter(), _time.process_time()
         sims: list[Any] = []
         try:
@@ -390,7 +468,8 @@ class SimDeployed:
             loop.run(until=loop.now + 5 * max(j.cfg.max_timeout for j in jobs))
         finally:  # also when a monitor ends the run: the hosts write what they finished
             self.live = None
-            codes, late = _close(jobs, sims or live.sims, apps)
+            codes, late = _close(jobs, sims or live.sims, apps, live.killed,
+                                 {h for h, p in live.procs.items() if p.code is not None})
         wall, cpu = _time.perf_counter() - t0, _time.process_time() - c0
         if late:
             raise ExperimentError(f"{spec.label}: worker(s) {', '.join(late)} did not finish "
@@ -438,18 +517,23 @@ def deploy_simulated(run: Any, s: Any, graph: Any, plan: Any, jobs: list[Any],
     return deployed
 
 
-def _close(jobs: list[SimJob], sims: list[Any], apps: dict) -> tuple[dict[str, int], list[str]]:
+def _close(jobs: list[SimJob], sims: list[Any], apps: dict, killed: set[str],
+           ended: set[str]) -> tuple[dict[str, int], list[str]]:
     """Each host writes what a process writes when it ends (``ps.json``, each worker's
-    report and vectors); returns the PSs' exit codes and the workers that did not finish."""
+    report and vectors; a killed worker nothing, as SIGKILL leaves only its ``.q``); returns
+    the PSs' exit codes and the workers that did not finish and were not ended."""
     codes, late = {}, []
     for job, sim in zip(jobs, sims, strict=False):
         report = sim.ps.report()
         Path(job.cfg.out_dir, "ps.json").write_text(json.dumps(report, indent=1) + "\n")
         codes[job.ps] = 0 if report["rounds_completed"] == job.cfg.rounds else 1
         for w, d in enumerate(sim.drivers):
+            host = job.workers[w]
+            if host in killed:
+                continue
             apps[(id(job), w)].close(d.rounds)
-            if not d.finished:
-                late.append(f"{job.workers[w]} (round {d.next_round})")
+            if not d.finished and host not in ended:
+                late.append(f"{host} (round {d.next_round})")
     return codes, late
 
 
