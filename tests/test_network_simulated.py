@@ -73,7 +73,6 @@ def test_it_measures_what_simulate_measures(sim_run: tuple[Path, dict],
     (["--network", "simulated", "--bw", "0"], "--bw 0"),
     (["--network", "simulated", "--servers", "a,b"], "--servers"),
     (["--network", "servers"], "--network servers needs --servers"),
-    (["--network", "simulated", "--jobs", "2", "--kill-ps", "h0@1"], "--kill-ps"),
     (["--method", "bcube", "--network", "simulated"], "only --method ina"),
     (["--method", "ring", "--network", "servers"], "Mininet only"),
 ])
@@ -149,3 +148,18 @@ def test_a_killed_worker_with_stop_ends_the_run_in_one_line(tmp_path: Path,
     doc = json.loads((tmp_path / "k" / "results.json").read_text())
     assert doc["complete"] is False  # the rounds before are kept, exact
     assert [r["exact"] for r in doc["modes"]["ina"]["rounds"]] == [True, True]
+
+
+def test_a_killed_ps_stops_its_job_alone(tmp_path: Path) -> None:
+    """--jobs 2 --kill-ps h1@1 in virtual time: job2's PS host ends after its round 1, the
+    engine stops job2 alone (one line in its record), job1 runs to the end; both exact."""
+    assert main(["run", "--network", "simulated", "--hidden", "4", "--rounds", "4",
+                 "--modes", "ina", "--jobs", "2", "--no-alone", "--kill-ps", "h1@1",
+                 "--out", str(tmp_path), "--name", "p"]) == 0
+    doc = load_results(tmp_path / "p")
+    job1, job2 = doc["modes"]["job1/ina"], doc["modes"]["job2/ina"]
+    assert "stopped" not in job1 and len(job1["rounds"]) == 4
+    assert "its PS on h1 exited (code -9)" in job2["stopped"]
+    assert 1 <= len(job2["rounds"]) < 4
+    assert all(r["exact"] for r in job1["rounds"] + job2["rounds"])
+    assert not (tmp_path / "p" / "ina" / "job2" / "ps.json").exists()

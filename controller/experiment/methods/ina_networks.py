@@ -109,10 +109,6 @@ class SimulatedNetwork(Network):
                                   "pyswitch only")
         if not s.bw:
             raise ExperimentError("--bw 0 (unshaped links): virtual time needs a link rate")
-        for what, v in (("--kill-ps", s.kill_ps),):
-            if v:
-                raise ExperimentError(f"{what}: fault injection is not in the simulated "
-                                      "network yet (docs/simulate.md, \"Not done\")")
         if s.workload is not None and self.opt.train:
             raise ExperimentError(f"--model {s.model}: a real model's scaled emulation "
                                   "waits its compute in real time; the simulated network "

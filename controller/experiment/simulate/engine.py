@@ -525,8 +525,11 @@ def _close(jobs: list[SimJob], sims: list[Any], apps: dict, killed: set[str],
     codes, late = {}, []
     for job, sim in zip(jobs, sims, strict=False):
         report = sim.ps.report()
-        Path(job.cfg.out_dir, "ps.json").write_text(json.dumps(report, indent=1) + "\n")
-        codes[job.ps] = 0 if report["rounds_completed"] == job.cfg.rounds else 1
+        if job.ps in killed:  # --kill-ps: SIGKILL writes no report
+            codes[job.ps] = -9
+        else:
+            Path(job.cfg.out_dir, "ps.json").write_text(json.dumps(report, indent=1) + "\n")
+            codes[job.ps] = 0 if report["rounds_completed"] == job.cfg.rounds else 1
         for w, d in enumerate(sim.drivers):
             host = job.workers[w]
             if host in killed:
