@@ -193,6 +193,17 @@ def test_cli_writes_results_compare_shows_simulated(tmp_path: Path,
     out = capsys.readouterr().out
     assert "budget 0" in out and "budget 2" in out and "exact yes" in out
     json.loads((tmp_path / "s-b2" / "plan.json").read_text())
+    # run's page and plots for every budget, and the sweep's summary
+    assert (tmp_path / "s-b2" / "report.md").exists()
+    assert (tmp_path / "s-b2" / "time_per_round.png").exists()
+    sweep = json.loads((tmp_path / "s-sweep.json").read_text())["runs"]
+    assert [(r["budget"], r["run"], r["exact"]) for r in sweep] == [(0, "s-b0", True),
+                                                                   (2, "s-b2", True)]
+    for r in sweep:
+        doc = load_results(tmp_path / r["run"])
+        assert r["predicted"] == doc["gamma"]["predicted"]
+        assert r["measured"] == doc["gamma"]["measured"] > 0
+        assert f"budget {r['budget']}: γ predicted {r['predicted']:.4g}" in out
 
 
 @pytest.mark.parametrize("argv, words", [
