@@ -252,6 +252,8 @@ class InaMethod(Method):
                              "programmable": done.plan.programmable,
                              "fairness": done.plan.fairness},
                     "deploy": done.deploy_info, "modes": run.modes,
+                    "exact_all_rounds": all(r["exact"] for m in run.modes.values()
+                                            for r in m["rounds"]),
                     "failover": [asdict(e) for e in done.switch_events],
                     **jobs_summary(done.plan, done.tenants, run.modes, refs, self.s.bw)}
         tenant = done.tenants[0]
