@@ -12,7 +12,7 @@ Prints, with the settings and the load average: the median seconds per round (th
 slowest worker's, as results.json counts it), each process's CPU time (user + system,
 from ``wait4``), and with ``--trace`` per round and process: time blocked in ``select``,
 time in receive / send system calls and packets moved, time in the state machines
-(the rest of ``sync_round``), and the worker's compute between rounds; the per-packet cost
+(the rest of a round's synchronization, ``workers.ina.driver``), and the worker's compute between rounds; the per-packet cost
 follows from them.
 
 With ``--costs`` it first prints the host side's per-packet CPU measured in process
@@ -96,11 +96,11 @@ class _Trace:
 
 
 def _child(role: str, job: Path, worker: int | None, trace_path: Path | None) -> int:
-    from workers.ina import ps_node, worker_node
+    from workers.ina import ps_node, socket_io, worker_node
     from workers.ina.job import JobConfig
     cfg = JobConfig.load(job)
     tr = _Trace()
-    mod: Any = ps_node if role == "ps" else worker_node
+    mod: Any = socket_io  # the one loop of both processes (workers.ina.socket_io)
     if trace_path is not None:
         import select as _select
 
@@ -110,22 +110,28 @@ def _child(role: str, job: Path, worker: int | None, trace_path: Path | None) ->
         mod.receive_many = tr.wrap("recv", mod.receive_many, lambda a, r: len(r))
         mod.send_many = tr.wrap("send", mod.send_many, lambda a, r: len(a[1]))
         if role == "worker":
-            real_sync = worker_node.sync_round
+            from workers.ina.driver import WorkerDriver
+            real_sync, real_finish = WorkerDriver._sync, WorkerDriver._finish
             real_make = worker_node.make_replica
+            began: dict[str, float] = {}
 
-            def sync(*a: Any, **kw: Any) -> Any:
-                tr.round = a[3]
-                t, c = time.perf_counter(), time.thread_time()
-                res = real_sync(*a, **kw)
-                tr.add("sync", time.perf_counter() - t, 0, time.thread_time() - c)
-                return res
+            def sync(self: Any) -> None:  # a round's synchronization starts (or again)
+                tr.round = self.next_round
+                began.setdefault("t", time.perf_counter())
+                began.setdefault("c", time.thread_time())
+                real_sync(self)
+
+            def finish(self: Any, wr: Any) -> None:  # ... and ends: before apply
+                tr.add("sync", time.perf_counter() - began.pop("t"), 0,
+                       time.thread_time() - began.pop("c"))
+                real_finish(self, wr)
 
             def make(*a: Any, **kw: Any) -> Any:
                 rep = real_make(*a, **kw)
                 for name in ("gradient", "apply", "test_accuracy"):
                     setattr(rep, name, tr.wrap(name, getattr(rep, name)))
                 return rep
-            worker_node.sync_round = sync
+            WorkerDriver._sync, WorkerDriver._finish = sync, finish
             worker_node.make_replica = make
         else:
             from workers.ina.ps import PsState

@@ -193,6 +193,17 @@ def test_cli_writes_results_compare_shows_simulated(tmp_path: Path,
     out = capsys.readouterr().out
     assert "budget 0" in out and "budget 2" in out and "exact yes" in out
     json.loads((tmp_path / "s-b2" / "plan.json").read_text())
+    # run's page and plots for every budget, and the sweep's summary
+    assert (tmp_path / "s-b2" / "report.md").exists()
+    assert (tmp_path / "s-b2" / "time_per_round.png").exists()
+    sweep = json.loads((tmp_path / "s-sweep.json").read_text())["runs"]
+    assert [(r["budget"], r["run"], r["exact"]) for r in sweep] == [(0, "s-b0", True),
+                                                                   (2, "s-b2", True)]
+    for r in sweep:
+        doc = load_results(tmp_path / r["run"])
+        assert r["predicted"] == doc["gamma"]["predicted"]
+        assert r["measured"] == doc["gamma"]["measured"] > 0
+        assert f"budget {r['budget']}: γ predicted {r['predicted']:.4g}" in out
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -216,7 +227,7 @@ def _recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
               s: Settings) -> tuple[dict, list[tuple[str, int, bytes]]]:
     """Run ``s`` with every switch executing ina.p4, recording what each switch receives
     (its rules, and the (switch, port, frame) stream in order)."""
-    import controller.experiment.simulate.run as run_mod
+    import controller.experiment.simulate.engine as engine_mod
 
     rules: dict = {}
     seen: list[tuple[str, int, bytes]] = []
@@ -232,7 +243,7 @@ def _recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         sw.process = process
         return sw
 
-    monkeypatch.setattr(run_mod, "load_switch", recording)
+    monkeypatch.setattr(engine_mod, "load_switch", recording)
     simulate(s, SimOptions(reference=False, full_p4=True), tmp_path, "t",
              gradient_of=gradient)
     return rules, seen

@@ -13,6 +13,8 @@ import argparse
 from typing import Any
 
 from controller.cli.parser import Parser
+from controller.experiment.methods.ina import InaMethod
+from controller.experiment.methods.ina_networks import NETWORKS, refuse_network
 from controller.experiment.registry import DEFAULT_METHOD, METHODS
 from controller.experiment.run_options import (
     MAX_HIDDEN,
@@ -26,7 +28,8 @@ from controller.experiment.runner import execute
 __all__ = ["add_run_parser", "cmd_run", "run_parser", "parse_run", "MAX_ROUNDS", "MAX_HIDDEN",
            "MAX_REPEATS", "MAX_WINDOW"]
 
-HELP = "run a synchronization experiment over Mininet (root; default: INA)"
+HELP = ("run a synchronization experiment over Mininet (root; default: INA), or in "
+        "virtual time (--network simulated)")
 
 
 # the example line of ``run --help`` and of ``run --method X --help`` (docs/methods.md)
@@ -63,6 +66,11 @@ def run_parser(prog: str, method: str | None) -> Parser:
     p.set_defaults(func=cmd_run)
     p.add_argument("--method", choices=sorted(METHODS), default=DEFAULT_METHOD,
                    help=f"the synchronization method (default {DEFAULT_METHOD})")
+    p.add_argument("--network", choices=list(NETWORKS), default=None,
+                   help="where the run deploys and launches: "
+                        + "; ".join(f"{n}: {c.help}" for n, c in NETWORKS.items())
+                        + " (default: servers with --servers, else mininet; "
+                          "docs/running.md)")
     add_shared_options(p)
     if method is not None:
         METHODS[method].add_arguments(p)
@@ -104,5 +112,7 @@ def add_run_parser(sub: Any, add_subcommand: Any) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Build the method (which checks its options) and run it."""
+    if METHODS[args.method] is not InaMethod:  # only INA's hosts run through the driver
+        refuse_network(args.method, getattr(args, "network", None))
     execute(METHODS[args.method](args), argv=getattr(args, "command_line", None))
     return 0

@@ -1,8 +1,9 @@
-"""``python -m controller simulate``: the INA experiment of ``run`` in virtual time
-(docs/simulate.md): the same options where they apply, the same plan, rules, ``ina.p4``,
-worker and PS state machines, the same ``results.json`` keys (marked ``"simulated": true``),
-no Mininet and no root.  ``--budgets 1,2,4`` runs one simulation per budget, each its own
-run folder ``<name>-b<M>``.
+"""``python -m controller simulate``: a short alias of ``run --network simulated``
+(docs/simulate.md): the one INA engine over the simulated network -- the same plan, rules,
+job files, drivers of the worker and PS state machines, records, ``results.json`` (marked
+``"simulated": true``), ``report.md`` and plots as ``run`` -- no Mininet and no root, with
+the simulated network's options and a sweep: ``--budgets 1,2,4`` runs one simulation per
+budget, each its own run folder ``<name>-b<M>``.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                      burst_bytes=args.burst_bytes)
     name = args.name or time.strftime("sim-%Y%m%d-%H%M%S")
     budgets = args.budgets if args.budgets is not None else [s.budget]
+    sweep = []
     for b in budgets:
         sb = replace(s, budget=b, extra=dict(s.extra))
         run_name = name if args.budgets is None else f"{name}-b{b}"
@@ -118,8 +120,36 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         doc["complete"] = True
         doc["command"] = getattr(args, "command_line", None)
         write_json_atomic(out_dir / "results.json", doc)
+        sweep.append(_sweep_row(b, run_name, doc))
         _print(doc, stats, out_dir)
+    if args.budgets is not None:  # the sweep's summary: γ predicted and measured per budget
+        path = Path(args.out) / f"{name}-sweep.json"
+        write_json_atomic(path, {"runs": sweep, "settings": {
+            k: v for k, v in vars(args).items() if isinstance(v, (int, float, str, type(None)))
+            and k not in ("func", "command_line")}})
+        print(f"sweep over budgets {','.join(map(str, budgets))}:")
+        for r in sweep:
+            ratio = "—" if r["ratio"] is None else f"{r['ratio']:.3f}"
+            print(f"  budget {r['budget']}: γ predicted {r['predicted']:.4g}, measured "
+                  f"{r['measured'] or 0:.4g}, ratio {ratio}, exact "
+                  f"{'yes' if r['exact'] else 'NO'} ({r['run']})")
+        print(f"  {path}")
     return 0
+
+
+def _sweep_row(budget: int, run: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """One budget of a sweep: its run folder, γ predicted and measured (the jobs' sums with
+    several jobs), exactness."""
+    if "jobs" in doc:
+        js = doc["jobs"].values()
+        predicted = sum(j["gamma"]["predicted"] for j in js)
+        measured = sum(j["gamma"]["measured"] or 0 for j in js)
+        ratio = measured / predicted if predicted else None
+    else:
+        g = doc["gamma"]
+        predicted, measured, ratio = g["predicted"], g["measured"], g["ratio"]
+    return {"budget": budget, "run": run, "predicted": predicted, "measured": measured,
+            "ratio": ratio, "exact": bool(doc["exact_all_rounds"])}
 
 
 def _print(doc: dict[str, Any], stats: Any, out_dir: Path) -> None:

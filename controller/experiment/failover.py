@@ -96,6 +96,28 @@ class FailoverEvent:
     schedules_from_round: int
 
 
+def update_rules(network: Any, old: Mapping[str, SwitchRules], new: Mapping[str, SwitchRules],
+                 p4info: Path) -> dict[str, int]:
+    """Bring the switches of ``network`` from ``old`` to ``new`` (the differences only):
+    over P4Runtime on Mininet, by the network's own ``update_rules`` where it has one (the
+    simulated network's in-process switches).  Returns writes per switch."""
+    own = getattr(network, "update_rules", None)
+    if own is not None:
+        return own(old, new)
+    addresses = {s: (network.grpc_address(s), network.device_id(s)) for s in new}
+    return update(old, new, addresses, p4info)
+
+
+def ask_ps(network: Any, control_file: Path, request: dict) -> bool:
+    """Send a job's PS a control request: on the FIFO beside its record, or through the
+    network's own ``ask_ps`` where it has one (the simulated network's hosts).  False when
+    no PS takes it."""
+    own = getattr(network, "ask_ps", None)
+    if own is not None:
+        return bool(own(control_file, request))
+    return send_request(request_path(control_file), request)
+
+
 class SwitchMonitor:
     """Watches the switches of a running INA network and fails over (module docstring).
 
@@ -177,9 +199,8 @@ class SwitchMonitor:
         replanned = time.monotonic()
         rules = switch_rules(graph, plan, self.mininet.plan.ports, self.host_addrs, jobs,
                              self.slot_policy)
-        addresses = {s: (self.mininet.grpc_address(s), self.mininet.device_id(s)) for s in rules}
         try:
-            writes = update(self.rules, rules, addresses, self.p4info)
+            writes = update_rules(self.mininet, self.rules, rules, self.p4info)
         except DeployError as exc:
             raise ExperimentError(f"fail-over after switch {dead} died: {exc}") from None
         deployed = time.monotonic()
@@ -194,9 +215,9 @@ class SwitchMonitor:
         self.events.append(event)  # before the requests: the PSs' answers update it
         for path, schedules in self._followers:
             # a job whose PS has exited has no round left to change
-            send_request(request_path(path), {"kind": "schedules", "from_round": start,
-                                              "schedules": schedules(plan),
-                                              "cause": {"switch": dead}})
+            ask_ps(self.mininet, path, {"kind": "schedules", "from_round": start,
+                                        "schedules": schedules(plan),
+                                        "cause": {"switch": dead}})
         self.graph, self.plan, self.rules, self.jobs = graph, plan, rules, jobs
         self.say(f"switch {dead}: γ {event.gamma_before:.4g} → {event.gamma_after:.4g}, "
                  f"deployed {plan.deployed or '(none: the PS ToR aggregates)'}, "
@@ -386,7 +407,7 @@ class WorkerMonitor:
         request = {"kind": "members", "removed": sorted(self.removed), "cause": {"worker": host},
                    **({"schedules": sched} if sched is not None else {})}
         self.requests.append(request)
-        if not send_request(request_path(self.control_file), request):
+        if not ask_ps(self.switches.mininet, self.control_file, request):
             self.say(f"worker {host}: the job's PS is not running; nothing to change")
         t0 = time.monotonic()
         ev.writes = self._set_job(self.switches.jobs[self._job_index].job_id,
@@ -407,9 +428,8 @@ class WorkerMonitor:
         sm.jobs[self._job_index] = replace(old, removed=removed)
         rules = switch_rules(sm.graph, sm.plan, sm.mininet.plan.ports, sm.host_addrs, sm.jobs,
                              sm.slot_policy)
-        addresses = {s: (sm.mininet.grpc_address(s), sm.mininet.device_id(s)) for s in rules}
         try:
-            writes = update(sm.rules, rules, addresses, sm.p4info)
+            writes = update_rules(sm.mininet, sm.rules, rules, sm.p4info)
         except DeployError as exc:
             raise ExperimentError(f"removing a worker from job {job_id}: {exc}") from None
         sm.rules = rules

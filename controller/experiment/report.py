@@ -114,7 +114,8 @@ def summary_table(results: dict[str, Any]) -> Table:
             f"{mean([r['ps_rx_bytes'] for r in rounds]):,.0f}",
             f"{mean([r['busiest_link_bytes'] for r in rounds]):,.0f}",
             str(sum(r.get("retransmissions", 0) for r in rounds)),
-            f"{rounds[-1]['accuracy']:.4f}" if rounds else "-",
+            f"{rounds[-1]['accuracy']:.4f}" if rounds and rounds[-1]["accuracy"] is not None
+            else "-",
             "yes" if rounds and all(r["exact"] for r in rounds) else "NO",
         )
     return table
@@ -207,7 +208,7 @@ def print_summary(results: dict[str, Any], console: Console | None = None) -> No
             f"(reduction x{ps['ps_only'] / ps['ina']:.2f})"
         )
     acc = results.get("accuracy")
-    if acc:
+    if acc and acc.get("final") is not None:
         extra.append(f"accuracy: final {acc['final']:.4f}, single-process reference {acc['reference']:.4f}")
     extra += pace_lines(results)
     for line in extra:

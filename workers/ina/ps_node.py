@@ -17,45 +17,52 @@ change: the lowest round it has not completed), writes the record's next version
 a ``control`` event (:mod:`workers.ina.events`).  It prints a ``silent`` event when the lowest
 incomplete round lacks a member it has not heard from for ``worker_timeout_s`` (the controller
 decides what to do).
+
+The merging and sending is :class:`workers.ina.driver.PsDriver` -- the same driver the
+simulated network runs -- over the process's socket (:class:`workers.ina.socket_io.SocketIO`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import select
 import signal
 import sys
 import time
-from dataclasses import asdict
+from collections.abc import Callable
 from pathlib import Path
 
-from workers.ina.constants import K
 from workers.ina.control import Change, ControlLog, RequestError, parse_request
 from workers.ina.control_io import RequestChannel, request_path, write_record
-from workers.ina.events import ControlEvent, SilentEvent, emit
+from workers.ina.driver import PsDriver
+from workers.ina.events import ControlEvent, emit
 from workers.ina.job import JobConfig
-from workers.ina.ps import PsOutput, PsState
-from workers.ina.udp import BATCH, open_socket, receive_many, send_many
-from workers.ina.worker import n_chunks_for
+from workers.ina.socket_io import SocketIO
+from workers.ina.udp import open_socket
 
 
-class _Control:
-    """The PS's control shell: the request channel, the record and its events."""
+class PsControl:
+    """The PS's control shell: the record, its versions and their events, the requests
+    (from the channel, or handed in by a simulated network's controller)."""
 
-    def __init__(self, cfg: JobConfig, path: Path) -> None:
-        self.path = path
+    def __init__(self, cfg: JobConfig, path: Path, channel: bool = True,
+                 events: Callable[[ControlEvent], None] = emit) -> None:
+        self.path, self.events = path, events
         self.log = ControlLog(cfg.job_id, cfg.worker_ids)
         # version 0 first: a folder used again must not show the last run's changes
         write_record(self.path, self.log.record)
-        self.channel = RequestChannel(request_path(self.path))
+        self.channel = RequestChannel(request_path(self.path)) if channel else None
 
-    def take(self, state: PsState) -> list[tuple[Change, list[int], PsOutput | None]]:
-        """Apply the requests that came: each becomes the record's next version (written
-        before any RESULT it causes is sent) and one ``control`` event.  Returns each change,
-        the members it removed and what the member change completed at once."""
+    def take(self, ps: PsDriver, at_s: float) -> list[Change]:
+        """Apply the requests that came on the channel (:meth:`apply`)."""
+        return self.apply(self.channel.read() if self.channel else [], ps, at_s)
+
+    def apply(self, lines: list[str], ps: PsDriver, at_s: float) -> list[Change]:
+        """Apply request lines: each becomes the record's next version (written before any
+        RESULT it causes is sent) and one ``control`` event."""
         done = []
-        for line in self.channel.read():
+        state = ps.state
+        for line in lines:
             before = list(self.log.members)
             try:
                 change = self.log.accept(parse_request(line), state.current_round)
@@ -64,19 +71,22 @@ class _Control:
                 continue
             out = None
             if change.members is not None:
-                e, out = state.change_members(change.members)
+                removed = sorted(set(before) - set(change.members))
+                e, out = ps.change_members(list(change.members), removed, at_s)
                 assert e == change.from_round  # both are the lowest incomplete round
             write_record(self.path, self.log.record)
-            emit(ControlEvent(job=self.log.record.job_id, version=change.version,
-                              kind=change.kind, from_round=change.from_round,
-                              members=list(change.members) if change.members else None,
-                              cause=change.cause))
-            removed = sorted(set(before) - set(change.members or before))
-            done.append((change, removed, out))
+            self.events(ControlEvent(job=self.log.record.job_id, version=change.version,
+                                     kind=change.kind, from_round=change.from_round,
+                                     members=list(change.members) if change.members else None,
+                                     cause=change.cause))
+            if out is not None:
+                ps.deliver(out)
+            done.append(change)
         return done
 
     def close(self) -> None:
-        self.channel.close()
+        if self.channel is not None:
+            self.channel.close()
 
 
 def run(cfg: JobConfig) -> dict:
@@ -89,83 +99,36 @@ def run(cfg: JobConfig) -> dict:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    state = PsState(cfg.job_id, cfg.worker_ids, n_chunks_for(cfg.n_values, K), K)
     sock = open_socket(("0.0.0.0", cfg.ps_addr[1]))
     sock.setblocking(False)
-    control = _Control(cfg, Path(cfg.control_file)) if cfg.control_file else None
+    io = SocketIO(sock)
+    control = PsControl(cfg, Path(cfg.control_file)) if cfg.control_file else None
     print("ps ready", flush=True)
-    started = time.monotonic()
-    round_done_at: dict[int, float] = {}
-    last_progress = started
-    malformed = 0
-    member_events: list[dict] = []
-    reported: set[tuple[int, int]] = set()  # (round, worker) silences already reported
-    last_check = 0.0
-    watched: list = [sock] + ([control.channel] if control else [])
+    ps = PsDriver(io, cfg)
+    stalled = False
 
-    def deliver(out: PsOutput, now: float) -> None:
-        nonlocal last_progress
-        if out.results:
-            for dest in cfg.result_dests:
-                send_many(sock, out.results, dest)
-        for r in out.completed_rounds:
-            round_done_at[r] = now - started
-            last_progress = now
+    def until() -> bool:
+        nonlocal stalled
+        stalled = stalled or ps.stalled(time.monotonic())
+        return stop or stalled
+
+    def poll(now: float) -> None:
+        event = ps.silent(now)
+        if event is not None:
+            emit(event)
+
+    def on_ready(f: object) -> None:
+        if control is not None and f is control.channel:
+            control.take(ps, time.monotonic() - ps.started)
 
     try:
-        while not stop:
-            now = time.monotonic()
-            if now - last_progress > cfg.round_timeout_s:
-                break
-            if now - last_check > 0.05:  # a scan of the lowest round, not per packet
-                last_check = now
-                quiet = [w for w in state.silent(now, cfg.worker_timeout_s)
-                         if (state.current_round, w) not in reported]
-                if quiet:
-                    reported.update((state.current_round, w) for w in quiet)
-                    emit(SilentEvent(job=cfg.job_id, round=state.current_round, workers=quiet,
-                                     after_s=cfg.worker_timeout_s))
-            try:
-                ready, _, _ = select.select(watched, [], [], 0.2)
-            except InterruptedError:
-                continue
-            if control is not None and control.channel in ready:
-                for change, removed, out in control.take(state):
-                    if out is not None:
-                        member_events.append({"removed": removed,
-                                              "from_round": change.from_round,
-                                              "at_s": now - started})
-                        deliver(out, time.monotonic())
-            if sock not in ready:
-                continue
-            while True:
-                got = receive_many(sock)  # every waiting datagram, one system call
-                now = time.monotonic()
-                batch = PsOutput()  # the RESULTs of a batch leave together, after it
-                for pkt in got:
-                    if pkt is None:
-                        malformed += 1
-                        continue
-                    out = state.on_packet(pkt, now)
-                    batch.results += out.results
-                    batch.completed_rounds += out.completed_rounds
-                deliver(batch, time.monotonic())
-                if len(got) < BATCH:  # none was left waiting: the next select sees newer
-                    break
+        io.serve(ps, until=until, poll=poll, max_wait=0.2,
+                 others=[control.channel] if control else [], on_ready=on_ready)
     finally:
         sock.close()
         if control is not None:
             control.close()
-    report = {
-        "job_id": cfg.job_id,
-        "mode": cfg.mode,
-        "rounds_completed": len(round_done_at),
-        "round_done_at_s": {str(r): t for r, t in sorted(round_done_at.items())},
-        "stats": asdict(state.stats),
-        "malformed_datagrams": malformed,
-        "anomalies": [asdict(a) for a in state.anomalies][:100],
-        "member_changes": member_events,
-    }
+    report = ps.report()
     out_dir = Path(cfg.out_dir)
     (out_dir / "ps.json").write_text(json.dumps(report, indent=1) + "\n")
     return report

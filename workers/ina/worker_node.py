@@ -15,87 +15,41 @@ the same quantized gradient, the new schedule, and RESULTs accepted only over th
 (older ones counted the removed worker); the mean divides by the round's member count.  Each
 finished round is printed as a ``round`` event (:mod:`workers.ina.events`).  SIGTERM (the
 controller stopping the job) ends the worker after writing the rounds it finished.
+
+The rounds are driven by :class:`workers.ina.driver.WorkerDriver` -- the same driver the
+simulated network runs -- over the process's socket (:class:`workers.ina.socket_io.SocketIO`);
+this module is the host around it: the replica, the files, the control record, the events.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import select
 import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from workers.common.quantize import dequantize, quantize
 from workers.common.threads import one_blas_thread
-from workers.ina.constants import K
 from workers.ina.control_io import ControlReader
+from workers.ina.driver import RoundFailed, RoundPlan, WorkerDriver, job_rtt
 from workers.ina.events import RoundEvent, emit
 from workers.ina.job import JobConfig
 from workers.ina.messages import mask_of
-from workers.ina.udp import BATCH, open_socket, receive_many, send_many
-from workers.ina.worker import RttEstimator, WorkerRound
+from workers.ina.socket_io import SocketIO
+from workers.ina.udp import open_socket
 from workers.models.synthetic import make_replica
 
-
-class RoundFailed(RuntimeError):
-    pass
-
-
-class MembersChanged(Exception):
-    """The PS changed the member set from the round being synchronized (module docstring)."""
+__all__ = ["RoundFailed", "Stopped", "NodeApp", "run", "main", "wait_for_start"]
 
 
 class Stopped(Exception):
     """SIGTERM: the controller stops the job (docs/design.md §9)."""
-
-
-def sync_round(sock, cfg: JobConfig, worker_id: int, round_: int, q: np.ndarray,
-               schedule: list[tuple[int, int, int]], expect_mask: int | None = None,
-               members_changed: Callable[[], bool] | None = None,
-               rtt: RttEstimator | None = None) -> tuple[np.ndarray, dict]:
-    """Send one round's quantized gradient; return the int32 sum and the round's stats.
-    ``members_changed()`` (checked every poll) raises :class:`MembersChanged` when true.
-    ``rtt``: the job's timeout estimator, kept from round to round."""
-    wr = WorkerRound(job_id=cfg.job_id, worker_id=worker_id, round_=round_, values=q,
-                     schedule=schedule, k=K, window=cfg.window,
-                     timeout=cfg.timeout, max_timeout=cfg.max_timeout,
-                     direct_after=cfg.direct_after, expect_mask=expect_mask, rtt=rtt)
-    start = time.monotonic()
-    send_many(sock, list(wr.start(start)), cfg.ps_addr)
-    while not wr.done:
-        now = time.monotonic()
-        if members_changed is not None and members_changed():
-            raise MembersChanged(asdict(wr.stats))
-        if now - start > cfg.round_timeout_s:
-            raise RoundFailed(f"worker {worker_id}: round {round_} not complete after "
-                              f"{cfg.round_timeout_s:.0f} s ({wr.stats})")
-        deadline = wr.next_deadline()
-        wait = 0.05 if deadline is None else max(0.0, min(0.05, deadline - now))
-        ready, _, _ = select.select([sock], [], [], wait)
-        out = []
-        if ready:
-            while True:
-                got = receive_many(sock)  # every waiting datagram, one system call
-                now = time.monotonic()
-                for pkt in got:
-                    if pkt is None:  # not an INA payload: discarded, counted (design §9)
-                        wr.stats.malformed += 1
-                    else:
-                        out += wr.on_packet(pkt, now)
-                if len(got) < BATCH:  # none was left waiting: the next select sees newer
-                    break
-        out += wr.tick(now if ready else time.monotonic())
-        if out:
-            send_many(sock, out, cfg.ps_addr)
-    elapsed = time.monotonic() - start
-    return wr.result_values(), {"time_s": elapsed, **asdict(wr.stats),
-                                "rto_s": wr.rtt.rto, "first_rto_s": wr.rtt.first_rto}
 
 
 def wait_for_start(cfg: JobConfig, worker_id: int) -> None:
@@ -116,75 +70,111 @@ def _rows(path: Path, n_values: int, n: int) -> np.ndarray:
     return np.fromfile(path, np.int32).reshape(-1, n_values)[:n]
 
 
+class NodeApp:
+    """The worker process's :class:`workers.ina.driver.WorkerApp`: its replica, the files the
+    exactness check reads, the control record, the ``round`` events.
+
+    The simulated network runs the same app with two economies (docs/simulate.md):
+    ``vectors(round)`` gives the int32 gradient instead of the replica (seeded vectors or a
+    test's; ``train`` False: no replica at all), and ``accuracy`` False leaves the test
+    accuracy to one worker (every replica is the same when the sums are exact)."""
+
+    def __init__(self, cfg: JobConfig, worker_id: int, out: Path,
+                 events: Callable[[RoundEvent], None] = emit, *, train: bool = True,
+                 accuracy: bool = True,
+                 vectors: Callable[[int], np.ndarray] | None = None) -> None:
+        self.cfg, self.worker_id, self.out, self.events = cfg, worker_id, out, events
+        self.replica = (make_replica(cfg.train, cfg.worker_ids.index(worker_id)) if train
+                        else None)
+        self.accuracy, self.vectors = accuracy, vectors
+        self.n_workers = len(cfg.worker_ids)  # the clip bound: fewer members stay inside it
+        self.control = ControlReader(cfg)
+        # what the exactness check reads goes to disk each round, not into lists that would
+        # grow for the whole job (bench/soak.py measured 19 KiB per round); a worker that
+        # dies leaves its gradients behind too (docs/design.md §9)
+        self.q_path = out / f"worker{worker_id}.q"
+        self.sums_path = out / f"worker{worker_id}.sums"
+        for p in (self.q_path, self.sums_path):
+            p.write_bytes(b"")  # a folder used again starts empty
+
+    def gradient(self, round_: int) -> tuple[float, np.ndarray, int]:
+        if self.vectors is not None:
+            loss, q, clipped = 0.0, np.asarray(self.vectors(round_), dtype=np.int32), 0
+        else:
+            assert self.replica is not None
+            loss_, grad = self.replica.gradient(round_)
+            q, c = quantize(grad, self.cfg.frac_bits, self.n_workers)
+            loss, clipped = float(loss_), int(c)
+        with open(self.q_path, "ab") as f:
+            f.write(q.astype(np.int32).tobytes())
+        return loss, q, clipped
+
+    def plan(self, round_: int) -> RoundPlan:
+        self.control.refresh()  # every round: a change may start with it
+        ctl = self.control.at(round_)
+        # with members that may change, a RESULT must be over exactly the members this
+        # worker knows: one over the PS's newer set may come before the record is read
+        # (then the round starts again)
+        return RoundPlan(members=list(ctl.members), schedule=ctl.schedule(self.worker_id),
+                         expect_mask=mask_of(ctl.members) if self.control.live else None,
+                         version=ctl.replans)
+
+    def members_changed(self, round_: int, members: list[int], now: float) -> bool:
+        """The record (looked at every 50 ms) removed a member from ``round_``."""
+        return (self.control.live and self.control.refresh(now)
+                and self.control.at(round_).members != members)
+
+    def applied(self, round_: int, total: np.ndarray, record: dict[str, Any]) -> None:
+        record["accuracy"] = None  # no replica, or another worker's to measure
+        if self.replica is not None:
+            self.replica.apply(dequantize(total, self.cfg.frac_bits)
+                               / np.float32(len(record["members"])))
+            if self.accuracy:
+                record["accuracy"] = self.replica.test_accuracy()
+        with open(self.sums_path, "ab") as f:
+            f.write(total.astype(np.int32).tobytes())
+        self.events(RoundEvent(job=self.cfg.job_id, worker=self.worker_id, round=round_,
+                               time_s=round(record["time_s"], 4),
+                               retransmits=record["retransmits"]))
+
+    def close(self, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+        """Write ``worker<I>.npz`` (the gradients and sums of the rounds finished) and the
+        report ``worker<I>.json``; returns the report."""
+        cfg, out, n = self.cfg, self.out, len(rounds)
+        np.savez(out / f"worker{self.worker_id}.npz", q=_rows(self.q_path, cfg.n_values, n),
+                 sums=_rows(self.sums_path, cfg.n_values, n))
+        self.sums_path.unlink()  # in the .npz now; the .q stays for a worker that dies (§9)
+        report = {"worker_id": self.worker_id, "rounds": rounds}
+        (out / f"worker{self.worker_id}.json").write_text(json.dumps(report, indent=1) + "\n")
+        return report
+
+
 def run(cfg: JobConfig, worker_id: int) -> dict:
+    """Train and synchronize every round (module docstring); returns the report."""
     one_blas_thread()  # BLAS threads spinning on shared cores doubled the round (its doc)
     index = cfg.worker_ids.index(worker_id)
-    replica = make_replica(cfg.train, index)  # a real model's: synthetic (docs/models.md)
+    out = Path(cfg.out_dir)
+    app = NodeApp(cfg, worker_id, out)  # a real model's replica: synthetic (docs/models.md)
     sock = open_socket(("0.0.0.0", cfg.worker_addrs[index][1]))
     sock.setblocking(False)
-    n_workers = len(cfg.worker_ids)  # the clip bound: fewer members later stay inside it
-    control = ControlReader(cfg)
-    # measured timeouts carry over from round to round (workers.ina.worker, "Timeouts")
-    rtt = RttEstimator(cfg.timeout, min(0.01, cfg.timeout), cfg.max_timeout)
+    io = SocketIO(sock)
     wait_for_start(cfg, worker_id)
-    # what the exactness check reads goes to disk each round, not into lists that would
-    # grow for the whole job (bench/soak.py measured 19 KiB per round); a worker that dies
-    # leaves its gradients behind too (docs/design.md §9)
-    out = Path(cfg.out_dir)
-    q_path, sums_path = out / f"worker{worker_id}.q", out / f"worker{worker_id}.sums"
-    for p in (q_path, sums_path):
-        p.write_bytes(b"")  # a folder used again starts empty
-    rounds = []
-    try:
-        for r in range(cfg.rounds):
-            loss, grad = replica.gradient(r)
-            q, clipped = quantize(grad, cfg.frac_bits, n_workers)
-            with open(q_path, "ab") as f:
-                f.write(q.astype(np.int32).tobytes())
-            restarts, extra_retx, t0 = 0, 0, time.monotonic()
-            while True:
-                control.refresh()  # every round: a change may start with it
-                ctl = control.at(r)
-                ids = ctl.members
-                if worker_id not in ids:
-                    raise RoundFailed(f"worker {worker_id}: removed from the job in round {r}")
 
-                def changed(ids: list[int] = ids, r: int = r) -> bool:
-                    return (control.refresh(time.monotonic())
-                            and control.at(r).members != ids)
-                try:
-                    total, stats = sync_round(
-                        sock, cfg, worker_id, r, q, ctl.schedule(worker_id),
-                        # with members that may change, a RESULT must be over exactly the
-                        # members this worker knows: one over the PS's newer set may come
-                        # before the record is read (then the round starts again)
-                        expect_mask=mask_of(ids) if control.live else None,
-                        members_changed=changed if control.live else None, rtt=rtt)
-                    break
-                except MembersChanged as exc:
-                    restarts += 1
-                    extra_retx += exc.args[0]["retransmits"]
-            stats["retransmits"] += extra_retx
-            if restarts:
-                stats["time_s"] = time.monotonic() - t0
-            replica.apply(dequantize(total, cfg.frac_bits) / np.float32(len(ids)))
-            with open(sums_path, "ab") as f:
-                f.write(total.astype(np.int32).tobytes())
-            rounds.append({"round": r, "loss": float(loss), "clipped": clipped,
-                           "schedule_version": ctl.replans, "members": ids,
-                           "restarts": restarts,
-                           "accuracy": replica.test_accuracy(), **stats})
-            emit(RoundEvent(job=cfg.job_id, worker=worker_id, round=r,
-                            time_s=round(stats["time_s"], 4),
-                            retransmits=stats["retransmits"]))
+    driver = WorkerDriver(io, cfg, worker_id, app, rtt=job_rtt(cfg))
+
+    def poll(now: float) -> None:
+        wr, plan = driver.active, driver.plan
+        if wr is not None and plan is not None and app.members_changed(wr.round,
+                                                                      plan.members, now):
+            driver.restart()
+        driver.check(now)
+
+    driver.start()
+    try:
+        io.serve(driver, until=lambda: driver.finished, poll=poll)
     finally:  # also on SIGTERM (Stopped): the rounds finished so far are kept
         sock.close()
-        n = len(rounds)
-        np.savez(out / f"worker{worker_id}.npz", q=_rows(q_path, cfg.n_values, n),
-                 sums=_rows(sums_path, cfg.n_values, n))
-        sums_path.unlink()  # in the .npz now; the .q stays for a worker that dies (§9)
-        report = {"worker_id": worker_id, "rounds": rounds}
-        (out / f"worker{worker_id}.json").write_text(json.dumps(report, indent=1) + "\n")
+        report = app.close(driver.rounds)
     return report
 
 

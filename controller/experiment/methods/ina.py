@@ -49,6 +49,7 @@ from controller.experiment.methods.ina_jobs import (
     print_jobs,
     references,
 )
+from controller.experiment.methods.ina_networks import Network, network_for
 from controller.experiment.methods.ina_options import add_ina_arguments, settings_from_args
 from controller.experiment.methods.ina_tenants import MODELS
 from controller.experiment.methods.ina_workload import (
@@ -56,7 +57,7 @@ from controller.experiment.methods.ina_workload import (
     sync_times,
     workload_results,
 )
-from controller.experiment.network import check_environment, shaped_graph
+from controller.experiment.network import shaped_graph
 from controller.experiment.records import seed_stats
 from controller.experiment.report import plot_modes, print_summary, print_written
 from controller.experiment.runner import Method, Run, execute
@@ -67,7 +68,7 @@ from controller.plan.lp import PlanError
 from controller.plan.types import Plan
 from topo.models import parse_topology
 from workers.common.model import train_synchronous
-from workers.ina.constants import num_slots
+from workers.ina.constants import MAX_WORKERS, num_slots
 from workers.ina.job import MODES
 from workers.ina.wire import FRAME_BYTES
 
@@ -140,6 +141,12 @@ def summarize(s: Settings, name: str, plan: Plan, modes: dict, reference_acc: fl
 # ------------------------------------------------------------------ the method
 
 
+def _fits_ina_p4(what: str, n_workers: int) -> None:
+    if n_workers > MAX_WORKERS:
+        raise ExperimentError(f"{what} has {n_workers} workers: ina.p4 carries at most "
+                              f"{MAX_WORKERS} per job (its bitmap); split them with --jobs")
+
+
 class InaMethod(Method):
     """P4 in-network aggregation, with its PS-only and ToR-only modes (module docstring)."""
 
@@ -147,9 +154,19 @@ class InaMethod(Method):
     help = "ina (default): P4 in-network aggregation"
 
     def __init__(self, args: argparse.Namespace | None = None,
-                 settings: Settings | None = None) -> None:
+                 settings: Settings | None = None, network: Network | None = None, *,
+                 graph: nx.Graph | None = None, plan: Plan | None = None,
+                 reference: bool = True) -> None:
+        """``network``: the network the run deploys on (None: chosen by name in
+        :meth:`prepare`, :mod:`~controller.experiment.methods.ina_networks`); ``graph``,
+        ``plan``: made by the caller (a sweep, a bench; default: from the settings);
+        ``reference``: train the single-process reference for the accuracy."""
         super().__init__(args if args is not None else argparse.Namespace())
         self.s = settings if settings is not None else settings_from_args(args)
+        if getattr(args, "network", None) is not None:
+            self.s.network = args.network
+        self.network, self.given_graph, self.given_plan = network, graph, plan
+        self.reference = reference
         self.args.out, self.args.name, self.args.seed = self.s.out, self.s.name, self.s.seed
 
     @classmethod
@@ -165,20 +182,29 @@ class InaMethod(Method):
         for m in s.modes:
             if m not in MODES:
                 raise ExperimentError(f"--modes: unknown mode {m!r} (expected {', '.join(MODES)})")
-        self.graph = graph = shaped_graph(parse_topology(s.topo), s.bw)
-        if s.servers is not None:  # every server checked before any network (docs/servers.md)
+        self.graph = graph = (self.given_graph if self.given_graph is not None
+                              else shaped_graph(parse_topology(s.topo), s.bw))
+        if s.servers is not None and s.network in (None, "servers"):
+            # every server checked before any network (docs/servers.md)
             cluster = cluster_spec(graph, s.servers, s.ssh_config)
             s.extra["placement"] = placement_summary(cluster.placement)
             run.console.print(f"[bold]servers[/]: {', '.join(cluster.placement.servers)} "
                               f"({len(cluster.placement.tunnels)} links as tunnels)")
-        check_environment(s.target)
+        if self.network is None:  # by name (ina_networks.NETWORKS), checked against s
+            self.network = network_for(s.network, s)
+        else:
+            self.network.check(s)
+        s.network = self.network.name
         self.fail = parse_fail_switch(s.fail_switch, graph, s.rounds) if s.fail_switch else None
         if s.on_worker_failure not in WORKER_POLICIES:
             raise ExperimentError(f"--on-worker-failure: expected stop or continue, got "
                                   f"{s.on_worker_failure!r}")
         if s.jobs is not None:
             self._prepare_jobs(graph)
+            for j in self.job_specs:
+                _fits_ina_p4(f"job {j.name!r}", len(j.workers))
         else:
+            _fits_ina_p4("the job", len(resolve_workers(graph, s.ps, s.workers)))
             for what, v in (("--kill-ps", s.kill_ps), ("--slot-policy partitioned",
                                                        s.slot_policy != "shared" or None)):
                 if v:
@@ -214,24 +240,27 @@ class InaMethod(Method):
         # one engine: a single job is a run of one tenant (controller.experiment.methods.ina_engine)
         self.done = engine.execute(run, self.s, self.graph,
                                    self.job_specs if self.s.jobs is not None else None,
-                                   self.fail, self.kill)
+                                   self.fail, self.kill, self.network, self.given_plan)
 
     def results(self, run: Run) -> dict[str, Any]:
         done = self.done
         if not done.solo:
-            refs = references(done.tenants, self.s, run.seeds[0])
+            refs = references(done.tenants, self.s, run.seeds[0]) if self.reference else {}
             return {"run": run.name, "method": "ina", "settings": asdict(self.s),
                     "plan": {"objective": done.plan.objective,
                              "deployed": done.plan.deployed,
                              "programmable": done.plan.programmable,
                              "fairness": done.plan.fairness},
                     "deploy": done.deploy_info, "modes": run.modes,
+                    "exact_all_rounds": all(r["exact"] for m in run.modes.values()
+                                            for r in m["rounds"]),
                     "failover": [asdict(e) for e in done.switch_events],
                     **jobs_summary(done.plan, done.tenants, run.modes, refs, self.s.bw)}
         tenant = done.tenants[0]
         sw = self.s.workload
         # a real model's gradients are synthetic: no accuracy to compare (docs/models.md)
-        ref_acc = (float("nan") if sw is not None
+        # no reference trained (a simulation's choice): NaN, as for a real model
+        ref_acc = (float("nan") if sw is not None or not self.reference
                    else train_synchronous(tenant.train(self.s, run.seeds[0])).final_accuracy)
         res = summarize(self.s, run.name, done.plan, run.modes, ref_acc,
                         tenant.n_chunks, done.deploy_info)

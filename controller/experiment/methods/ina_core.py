@@ -111,6 +111,9 @@ class Settings:
     # and the ssh client configuration every ssh to them uses (None: ssh's own)
     servers: str | None = None
     ssh_config: str | None = None
+    # the network the run deploys on and launches in (ina_networks.NETWORKS: mininet,
+    # servers, simulated); None: servers with --servers, else mininet
+    network: str | None = None
 
     @property
     def workload(self) -> ScaledWorkload | None:
@@ -276,6 +279,10 @@ class Deployed:
     device_config: Path | None = None  # the compiled program (to push it again)
     addresses: dict[str, tuple[str, int]] = field(default_factory=dict)  # gRPC, device id
     sockets: dict[str, str] = field(default_factory=dict)  # switch -> control socket
+
+    def launch(self, run: Run, spec: Any) -> Any:
+        """One mode's processes on the hosts (:meth:`Run.launch`)."""
+        return run.launch(self.mininet, spec)
 
 
 def _control_sockets(switches: list[str]) -> dict[str, str]:

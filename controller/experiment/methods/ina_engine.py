@@ -31,7 +31,6 @@ from controller.errors import ExperimentError
 from controller.experiment.failover import SwitchMonitor, WorkerMonitor, WorkerStopped
 from controller.experiment.methods.ina_core import (
     Settings,
-    deployed_network,
     job_config,
     job_record,
     member_schedules,
@@ -40,6 +39,7 @@ from controller.experiment.methods.ina_core import (
     schedules_for,
     worker_failure_record,
 )
+from controller.experiment.methods.ina_networks import MininetNetwork, Network
 from controller.experiment.methods.ina_tenants import (
     Tenant,
     deploy_specs,
@@ -152,7 +152,7 @@ class _Watch:
                              f"{self.newest[j.name] + 1}; the job stops")
 
 
-def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
+def run_launch(run: Run, network: Any, mode: str, label: str, jobs: list[_Job],
                monitors: dict[str, WorkerMonitor | None], switches: SwitchMonitor,
                out_dir: Path, kill_ps: tuple[str, int] | None = None,
                solo: bool = False) -> dict[str, dict]:
@@ -162,7 +162,12 @@ def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
     contributions flagged FALLBACK at the PS; with several jobs also ``job`` and
     ``stopped``).  ``solo``: one job whose PS failing is an
     :class:`ExperimentError` and whose stopped worker ends the run (:class:`WorkerStopped`,
-    raised with the finished rounds' record attached)."""
+    raised with the finished rounds' record attached).  ``network``: the deployed network
+    (``launch(run, spec)`` and ``mininet``, :mod:`~controller.experiment.methods.
+    ina_networks`), or a Mininet network itself."""
+    if not hasattr(network, "launch"):
+        network = _OnMininet(network)
+    mininet = network.mininet
     jw = _Watch(run, mode, jobs, monitors, switches, kill_ps, solo)
     n_events = len(switches.events)
     servers, nodes = [], []
@@ -176,7 +181,7 @@ def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
     start = jobs[0].cfg.start_file
     stopped_run: WorkerStopped | None = None
     try:
-        done = run.launch(mininet, Launch(
+        done = network.launch(run, Launch(
             label=label, out_dir=out_dir, servers=servers, nodes=nodes,
             servers_what="the PS" if solo else "the PSs",
             start_file=Path(start) if start else None,
@@ -185,8 +190,9 @@ def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
             on_procs=jw.on_procs,
             server_exit="stop", stop_timeout_s=30))  # the PS serves retransmissions to the end
         moved, codes, cpu = done.moved, done.server_codes, done.cpu
+        extra = getattr(done, "extra", {})  # what the network adds (simulated: "sim")
     except WorkerStopped as exc:  # solo: the finished rounds are kept, then the run stops
-        stopped_run, moved, codes, cpu = exc, {}, {}, None
+        stopped_run, moved, codes, cpu, extra = exc, {}, {}, None, {}
     records = {}
     for j in jobs:
         mon = monitors.get(j.name)
@@ -203,6 +209,7 @@ def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
         tor = mininet.plan.hosts[j.ps].neighbours[0]
         rec, ps_report = job_record(j.cfg, j.workers, j.ps, tor, moved, gone,
                                     complete=stopped is None and stopped_run is None)
+        rec.update(extra)
         if not solo:
             rec["job"] = j.name
         rec["failover"] = [asdict(e) for e in switches.events[n_events:]]
@@ -225,6 +232,16 @@ def run_launch(run: Run, mininet: Any, mode: str, label: str, jobs: list[_Job],
         stopped_run.record = rec  # the caller records it under its label, then stops
         raise stopped_run
     return records
+
+
+@dataclass
+class _OnMininet:
+    """A Mininet network as :func:`run_launch` launches in (the campaign's and benches')."""
+
+    mininet: Any
+
+    def launch(self, run: Run, spec: Launch) -> Any:
+        return run.launch(self.mininet, spec)
 
 
 def run_mode(run: Run, mininet: Any, mode: str, cfg: JobConfig, workers: list[str], ps: str,
@@ -251,11 +268,16 @@ class EngineRun:
     switch_events: list[Any] = field(default_factory=list)  # SwitchMonitor.events
 
 
-def _plan(run: Run, s: Settings, graph: Any,
-          job_specs: list[JobEntry] | None) -> tuple[Plan, list[Tenant]]:
+def _plan(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None,
+          given: Plan | None = None) -> tuple[Plan, list[Tenant]]:
     """Plan one job (:func:`plan_job`) or several jointly; write ``plan.json`` and
-    ``plan.png``."""
+    ``plan.png``.  ``given``: the plan, made by the caller (a sweep's, a bench's): only
+    written."""
     console, out_dir = run.console, run.out_dir
+    if given is not None:
+        write_plan(given, out_dir / "plan.json")
+        return given, ([solo_tenant(s, given)] if job_specs is None
+                       else make_tenants(s, given, job_specs))
     if job_specs is None:
         plan = plan_job(s, graph, out_dir, console)
         return plan, [solo_tenant(s, plan)]
@@ -273,17 +295,21 @@ def _plan(run: Run, s: Settings, graph: Any,
 
 def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None = None,
             fail: tuple[str, int] | None = None,
-            kill: tuple[str, int] | None = None) -> EngineRun:
-    """``InaMethod.execute``: plan (one job, or ``job_specs`` jointly), deploy, run each mode
+            kill: tuple[str, int] | None = None, network: Network | None = None,
+            plan: Plan | None = None) -> EngineRun:
+    """``InaMethod.execute``: plan (one job, or ``job_specs`` jointly), deploy on ``network``
+    (default: Mininet; :mod:`~controller.experiment.methods.ina_networks`), run each mode
     with every job at once (then each job alone, with several), for every seed of ``run``;
-    return what the results need.  ``fail``: ``--fail-switch``; ``kill``: ``--kill-worker``."""
+    return what the results need.  ``fail``: ``--fail-switch``; ``kill``: ``--kill-worker``;
+    ``plan``: the plan, made by the caller (else planned here)."""
+    network = network if network is not None else MininetNetwork()
     console, out_dir = run.console, run.out_dir
     solo = job_specs is None
-    plan, tenants = _plan(run, s, graph, job_specs)
+    plan, tenants = _plan(run, s, graph, job_specs, plan)
     out = EngineRun(plan, tenants, solo)
     specs = deploy_specs(tenants, s.modes, solo)
     kill_ps = parse_kill_ps(s.kill_ps, tenants) if s.kill_ps else None
-    with deployed_network(run, s, graph, plan, specs) as net:
+    with network.deploy(run, s, graph, plan, specs) as net:
         out.deploy_info = net.info
         by_name = {t.name: t for t in tenants}
 
@@ -352,7 +378,7 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
                                        plan_of(switches.plan, t).job.gamma))
                 t0 = time.perf_counter()
                 try:
-                    records = run_launch(run, net.mininet, mode, label, launch, monitors,
+                    records = run_launch(run, net, mode, label, launch, monitors,
                                          switches, folder, None if alone else kill_ps, solo)
                 except WorkerStopped as exc:
                     run.record(mode, exc.record, rep)

@@ -26,14 +26,17 @@ import contextlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import networkx as nx
 
+from controller.experiment.network import P4_PROGRAM
 from controller.experiment.simulate.events import EventLoop
 from pyswitch.impairment import ImpairmentSpec, LinkImpairment
 
-__all__ = ["Link", "SimNetwork", "rule_value", "load_switch"]
+__all__ = ["Link", "SimNetwork", "SimOptions", "rule_value", "load_switch", "program",
+           "active_graph", "impairment"]
 
 Deliver = Callable[[str, int, bytes], None]
 
@@ -203,8 +206,11 @@ class SimNetwork:
 
     def _run(self, arg: tuple[str, int, bytes]) -> None:
         node, port, frame = arg
+        sw = self.switches.get(node)
+        if sw is None:  # killed meanwhile (--fail-switch): what it held is lost
+            return
         self.switch_frames += 1
-        for eport, out in self.switches[node].process(port, frame):
+        for eport, out in sw.process(port, frame):
             self.send(node, eport, out)
 
     def _watch_hold(self, imp: LinkImpairment, cb: Callable[[Any], None],
@@ -235,3 +241,52 @@ class SimNetwork:
     def queue_drops(self) -> int:
         """Frames dropped by full queues (drop-tail)."""
         return sum(link.dropped for link in self.links.values())
+
+
+# ------------------------------------------------------------------ its options and program
+
+
+@dataclass
+class SimOptions:
+    """What the network in virtual time adds to ``run``'s settings."""
+
+    delay_ms: float = 0.0  # propagation delay per link direction (Mininet's default: none)
+    queue: int = 1000  # frames per link direction (htb's leaf pfifo: txqueuelen)
+    compute_ms: float = 8.0  # a worker's virtual time between two rounds (apply, accuracy,
+    # next gradient: 8 ms measured for the make-run MLP, docs/simulate.md)
+    jitter_ms: float = 10.0  # + uniform [0, jitter) per worker and round (start-file poll)
+    switch_proc_ms: float = 0.0  # a switch's time per frame (pyswitch: ~0.5 ms on our machine)
+    burst_bytes: float = 0.0  # htb's token bucket per link direction (0: none; network.py)
+    train: bool = True  # a real model's gradients (False: seeded random int32 vectors)
+    full_p4: bool = False  # every switch executes ina.p4 (default: forwarding-only switches
+    # take the tested shortcut of simulate/fastpath.py, docs/simulate.md "Speed")
+    reference: bool = True  # train the single-process reference (results' accuracy)
+
+
+@cache
+def program(slots: int) -> Any:
+    """ina.p4 compiled by pyswitch with ``slots`` slots (the ``--slots`` define)."""
+    import pyswitch
+    from workers.ina.constants import compile_defines
+
+    del slots  # part of the cache key; compile_defines() reads the same setting
+    return pyswitch.compile_p4(str(P4_PROGRAM), defines=compile_defines())
+
+
+def active_graph(graph: nx.Graph, used: set[str]) -> nx.Graph:
+    """``graph`` without the hosts that take no part in the run (neither a worker nor a PS),
+    for computing the rules: a host is a leaf and paths never transit one (``topo.paths``),
+    so every other rule is the same and only the /32 routes toward idle hosts -- which no
+    frame of the run is addressed to -- are left out (at fat-tree k=32, 8,192 routes on each
+    of 1,280 switches).  Ports and addresses still come from the whole graph."""
+    idle = [n for n, k in graph.nodes(data="kind") if k == "host" and n not in used]
+    if not idle:
+        return graph
+    return nx.freeze(graph.subgraph(n for n in graph if n not in set(idle)).copy())
+
+
+def impairment(s: Any) -> ImpairmentSpec | None:
+    """pyswitch's impairment spec of ``s`` (``--loss``, ``--dup``, ``--reorder``; None)."""
+    if not (s.loss or s.dup or s.reorder):
+        return None
+    return ImpairmentSpec(loss=s.loss, dup=s.dup, reorder=s.reorder, seed=s.seed)

@@ -1,0 +1,96 @@
+"""The real hosts' :class:`workers.ina.driver.HostIO`: one UDP socket, the monotonic clock,
+``select`` (docs/design.md §3.5).
+
+:meth:`SocketIO.serve` is the one loop of a worker or PS process: it waits on the socket (and
+any other file the host watches, e.g. the PS's control FIFO) until the driver's timer or the
+next deferred call is due -- at most ``max_wait`` seconds, so that ``poll`` (a control record
+read, a silence scan, a round timeout) runs regularly -- then hands the driver every waiting
+datagram (many per system call, ``workers.ina.udp.receive_many``) and fires its timer.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from workers.ina.driver import Address
+from workers.ina.udp import BATCH, receive_many, send_many
+from workers.ina.wire import InaPacket
+
+__all__ = ["SocketIO", "Driven"]
+
+
+class Driven(Protocol):
+    """What :meth:`SocketIO.serve` drives (:class:`workers.ina.driver.WorkerDriver`,
+    :class:`workers.ina.driver.PsDriver`)."""
+
+    def on_packets(self, pkts: list[InaPacket | None]) -> None: ...
+
+    def on_timer(self) -> None: ...
+
+
+class SocketIO:
+    """A host's socket and clock (module docstring)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._wake: float | None = None
+        self._later: list[tuple[float, Callable[[], None]]] = []
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def send(self, pkts: Sequence[InaPacket], dest: Address) -> None:
+        if pkts:
+            send_many(self.sock, list(pkts), dest)
+
+    def wake_at(self, t: float | None) -> None:
+        self._wake = t
+
+    def later(self, delay: float, fn: Callable[[], None]) -> None:
+        self._later.append((time.monotonic() + delay, fn))
+
+    def serve(self, driven: Driven, until: Callable[[], bool],
+              poll: Callable[[float], None] | None = None, max_wait: float = 0.05,
+              others: Sequence[Any] = (), on_ready: Callable[[Any], None] | None = None,
+              ) -> None:
+        """Run ``driven`` until ``until()``: deferred calls when due, ``poll(now)`` once per
+        turn, then wait for a datagram (or one of ``others``, handed to ``on_ready``), its
+        timer or ``max_wait``."""
+        watched = [self.sock, *others]
+        while not until():
+            now = time.monotonic()
+            if self._later:
+                due = [fn for t, fn in self._later if t <= now]
+                self._later = [(t, fn) for t, fn in self._later if t > now]
+                for fn in due:
+                    fn()
+                if until():
+                    break
+                now = time.monotonic()
+            if poll is not None:
+                poll(now)
+            wait = max_wait
+            for t in [self._wake, *(t for t, _ in self._later)]:
+                if t is not None:
+                    wait = min(wait, max(0.0, t - now))
+            try:
+                ready, _, _ = select.select(watched, [], [], wait)
+            except InterruptedError:
+                continue
+            if on_ready is not None:
+                for f in ready:
+                    if f is not self.sock:
+                        on_ready(f)
+            if self.sock in ready:
+                while True:
+                    got = receive_many(self.sock)  # every waiting datagram, one system call
+                    driven.on_packets(got)
+                    if len(got) < BATCH:  # none was left waiting: the next select sees newer
+                        break
+            if self._wake is not None and time.monotonic() >= self._wake:
+                self._wake = None
+                driven.on_timer()
