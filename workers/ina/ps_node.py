@@ -31,52 +31,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from workers.ina.constants import K
-from workers.ina.control import Change, ControlLog, RequestError, parse_request
-from workers.ina.control_io import RequestChannel, request_path, write_record
-from workers.ina.events import ControlEvent, SilentEvent, emit
+from workers.ina.control_io import PsControl
+from workers.ina.events import SilentEvent, emit
 from workers.ina.job import JobConfig
 from workers.ina.ps import PsOutput, PsState
 from workers.ina.udp import BATCH, open_socket, receive_many, send_many
 from workers.ina.worker import n_chunks_for
-
-
-class _Control:
-    """The PS's control shell: the request channel, the record and its events."""
-
-    def __init__(self, cfg: JobConfig, path: Path) -> None:
-        self.path = path
-        self.log = ControlLog(cfg.job_id, cfg.worker_ids)
-        # version 0 first: a folder used again must not show the last run's changes
-        write_record(self.path, self.log.record)
-        self.channel = RequestChannel(request_path(self.path))
-
-    def take(self, state: PsState) -> list[tuple[Change, list[int], PsOutput | None]]:
-        """Apply the requests that came: each becomes the record's next version (written
-        before any RESULT it causes is sent) and one ``control`` event.  Returns each change,
-        the members it removed and what the member change completed at once."""
-        done = []
-        for line in self.channel.read():
-            before = list(self.log.members)
-            try:
-                change = self.log.accept(parse_request(line), state.current_round)
-            except RequestError as exc:
-                print(f"ps: control request refused: {exc}", file=sys.stderr, flush=True)
-                continue
-            out = None
-            if change.members is not None:
-                e, out = state.change_members(change.members)
-                assert e == change.from_round  # both are the lowest incomplete round
-            write_record(self.path, self.log.record)
-            emit(ControlEvent(job=self.log.record.job_id, version=change.version,
-                              kind=change.kind, from_round=change.from_round,
-                              members=list(change.members) if change.members else None,
-                              cause=change.cause))
-            removed = sorted(set(before) - set(change.members or before))
-            done.append((change, removed, out))
-        return done
-
-    def close(self) -> None:
-        self.channel.close()
 
 
 def run(cfg: JobConfig) -> dict:
@@ -92,7 +52,7 @@ def run(cfg: JobConfig) -> dict:
     state = PsState(cfg.job_id, cfg.worker_ids, n_chunks_for(cfg.n_values, K), K)
     sock = open_socket(("0.0.0.0", cfg.ps_addr[1]))
     sock.setblocking(False)
-    control = _Control(cfg, Path(cfg.control_file)) if cfg.control_file else None
+    control = PsControl(cfg, Path(cfg.control_file)) if cfg.control_file else None
     print("ps ready", flush=True)
     started = time.monotonic()
     round_done_at: dict[int, float] = {}
