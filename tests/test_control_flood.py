@@ -148,7 +148,7 @@ def test_the_ps_and_workers_survive_a_flood_of_bad_requests_during_a_lossy_run(t
     # the PS sends RESULTs through the relay; the workers send GRADs through it
     JobConfig(**common, ps_addr=ps_real, result_dests=to_workers).save(tmp_path / "ps.json")
     JobConfig(**common, ps_addr=ps_relay, result_dests=[]).save(tmp_path / "w.json")
-    relay = _Relay([(ps_relay[1], ps_real)] + list(zip(ports[2 + n_workers:], workers)))
+    relay = _Relay([(ps_relay[1], ps_real)] + list(zip(ports[2 + n_workers:], workers, strict=True)))
     relay.start()
     err = open(tmp_path / "ps.err", "w")
     ps = subprocess.Popen([sys.executable, "-m", "workers.ina.ps_node", str(tmp_path / "ps.json")],
