@@ -94,6 +94,8 @@ BAD_REQUESTS: dict[str, tuple[object, str]] = {
                      "short words and numbers"),
     "cause_many_keys": ({"kind": "members", "removed": [1],
                          "cause": {str(i): i for i in range(100)}}, "100 keys"),
+    "cause_nan": ({"kind": "members", "removed": [1], "cause": {"a": float("nan")}},
+                  "short words and numbers"),
     "cause_long_text": ({"kind": "members", "removed": [1], "cause": {"a": "x" * 10_000}},
                         "short words"),
     "not_an_object": ([1, 2], "a request is a JSON object"),

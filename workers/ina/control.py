@@ -53,6 +53,7 @@ Checked against the job  [decision]
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,7 +161,8 @@ def check_cause(data: Any, err: type[ValueError] = RequestError) -> dict[str, An
     for k, v in data.items():
         flat = v is None or isinstance(v, (bool, int, float, str))
         if len(k) > CAUSE_TEXT or not flat or (isinstance(v, str) and len(v) > CAUSE_TEXT) \
-                or (type(v) is int and abs(v) > 2**53):
+                or (type(v) is int and abs(v) > 2**53) \
+                or (isinstance(v, float) and not math.isfinite(v)):
             raise err(f"cause {_short(k)}: a cause holds short words and numbers, got "
                       f"{_short(v)}")
     return dict(data)
