@@ -10,6 +10,12 @@ Issue 43 added pyswitch's other surfaces: FIFOs as compile outputs, duplicate ac
 parameters, bad Thrift requests over the wire (BMv2's codes, nothing applied), a newcomer's
 slips in the in-process API and a PYSWITCH_NATIVE typo (the planted native module:
 tests/test_native_cache.py).
+
+Issue 43's host side too: ``run``'s empty fault-injection options and repeated modes; lines
+on the PS's control channel (through the PS's own shell on a real FIFO: refused in one line
+and answered, the record and the PS's state unchanged); digits cache files that are not a
+split (made again in one line, a FIFO without hanging); and ``plan``'s picture of a
+4,002-node topology in seconds.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pathlib import Path
 
 import pytest
 from test_cli_bad_input import GOOD_RESULTS, PLAN, C, Case, _with, p4
+from test_cli_bad_input import run as run_cli
 
 LONG = "x" * 5000  # longer than any file name (ENAMETOOLONG)
 
@@ -294,6 +301,21 @@ CASES: dict[str, Case] = {
                                  ("--timeout",)),
     "stf-define-bad-name": Case("pyswitch", C("stf", "{fx}/prog.p4", "{fx}/good.stf",
                                               "-D", "1X=2"), ("1X",)),
+    # ---- run / simulate: fault-injection options and modes (issue 43) -------------------
+    "run-kill-worker-empty": Case("controller", run_cli("--kill-worker", ""),
+                                  ("--kill-worker", "HOST@ROUND")),
+    "run-kill-worker-superscript": Case("controller", run_cli("--kill-worker", "h1@\u00b2"),
+                                        ("--kill-worker",)),
+    "run-kill-worker-5000-digits": Case("controller", run_cli("--kill-worker", "h1@" + "9" * 5000),
+                                        ("--kill-worker",)),
+    "run-fail-switch-empty": Case("controller", run_cli("--fail-switch", ""),
+                                  ("--fail-switch", "SWITCH@ROUND")),
+    "run-kill-ps-empty": Case("controller", run_cli("--kill-ps", ""), ("--kill-ps",)),
+    "run-modes-twice": Case("controller", run_cli("--modes", "ina,ps_only,ina"),
+                            ("--modes", "ina given twice")),
+    "simulate-modes-twice": Case("controller", C("simulate", "--modes", "ina,ina", "--out",
+                                                 "{fx}/outdir/sim"),
+                                 ("--modes", "ina given twice")),
 }
 STF_NEEDLES = {
     "lpm_prefix_99": "/99", "lpm_value_too_wide": "32 bits", "exact_too_wide": "16 bits",
@@ -603,3 +625,169 @@ def test_probe_pyswitch_native_garbage_is_one_line(argv: list[str], fx: Path,
     assert main([a.replace("{fx}", str(fx)) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "PYSWITCH_NATIVE='garbage': expected auto, on or off" in err
+# ------------------------------------------------------------------ host side (issue 43)
+# The PS's control channel: each line goes through the PS's own shell (PsControl) on a real
+# FIFO; it is refused with one line, the record stays at version 0, the PS's state as it was.
+
+N_CHUNKS = 1000  # the probe job's chunks per round: its longest request is ~124 KB
+
+
+def _ctl_sched(first: object, entries: object = None, from_round: int = 2) -> bytes:
+    """A schedules request for worker 0: ``first`` then chunks 1.. (or ``entries``)."""
+    if entries is None:
+        entries = [first] + [[c, 0, 1] for c in range(1, N_CHUNKS)]
+    return json.dumps({"kind": "schedules", "from_round": from_round,
+                       "schedules": {"0": entries}}).encode()
+
+
+CONTROL_LINES: dict[str, tuple[bytes, str]] = {
+    "not-utf8": (b'{"kind": "members", "removed": [1], "cause": {"w": "\xe9"}}', "not UTF-8"),
+    "nested-20000": (b'{"a":' * 20_000, "nested too deep"),
+    "nested-100000": (b'{"a":' * 100_000, "longer than"),
+    "list-nested-100000": (b"[" * 100_000, "a JSON object"),
+    "number-5000-digits": (b'{"kind": "schedules", "from_round": ' + b"9" * 5000 + b"}",
+                           "not JSON"),
+    "chunk-minus-1": (_ctl_sched([-1, 0, 1]), "chunk must be in 0..999"),
+    "chunk-2-70": (_ctl_sched([2**70, 0, 1]), "chunk must be in 0..999"),
+    "chunk-true": (_ctl_sched([True, 0, 1]), "chunk must be an integer"),
+    "chunk-twice": (_ctl_sched([1, 0, 1]), "chunk 1 is listed twice"),
+    "fan-in-0": (_ctl_sched([0, 0, 0]), "fan_in must be in 1..3"),
+    "fan-in-minus-5": (_ctl_sched([0, 0, -5]), "fan_in must be in 1..3"),
+    "fan-in-true": (_ctl_sched([0, 0, True]), "fan_in must be an integer"),
+    "entries-100000": (_ctl_sched(None, [[0, 0, 1]] * 100_000), "longer than"),
+    "entries-2": (_ctl_sched(None, [[0, 0, 1], [1, 0, 1]]), "got 2 entries"),
+    "round-past-run": (_ctl_sched([0, 0, 1], from_round=99), "from_round must be in 0..4"),
+    "round-true": (_ctl_sched([0, 0, 1], from_round=True), "from_round must be an integer"),
+    "removed-true": (b'{"kind": "members", "removed": [true]}', "removed must be a list"),
+    "line-8-mib": (b"x" * (8 << 20), "longer than"),
+    "garbage": (bytes(range(1, 10)) + b"\xff", "not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL_LINES))
+def test_probe_control_line_refused_in_one_line(name: str, tmp_path: Path,
+                                                capfd: pytest.CaptureFixture[str]) -> None:
+    from workers.common.model import TrainConfig
+    from workers.ina.constants import K
+    from workers.ina.control_io import PsControl, request_path
+    from workers.ina.driver import PsDriver
+    from workers.ina.job import JobConfig
+
+    line, needle = CONTROL_LINES[name]
+    cfg = JobConfig(job_id=2, mode="ina", rounds=5, train=TrainConfig(), worker_ids=[0, 1, 2],
+                    worker_addrs=[], ps_addr=("", 0), result_dests=[],
+                    schedules={str(w): [(c, 0, 1) for c in range(N_CHUNKS)] for w in range(3)},
+                    frac_bits=8, n_values=K * N_CHUNKS, out_dir=str(tmp_path),
+                    control_file=str(tmp_path / "control.json"))
+    ctl = PsControl(cfg, tmp_path / "control.json")
+
+    class _NoIO:  # the PS's I/O: nothing may be sent for a refused line
+        def now(self) -> float:
+            return 0.0
+
+        def send(self, pkts: object, dest: object) -> None:
+            raise AssertionError("a refused request sent something")
+
+        def wake_at(self, t: float | None) -> None:
+            pass
+
+    ps = PsDriver(_NoIO(), cfg)  # type: ignore[arg-type]
+    state = ps.state
+    fd = os.open(request_path(tmp_path / "control.json"), os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        data, taken = memoryview(line + b"\n"), []
+        while data:  # written as the PS reads it (a line longer than the pipe)
+            try:
+                data = data[os.write(fd, data):]
+            except BlockingIOError:
+                pass
+            taken += ctl.take(ps, 0.0)
+        taken += ctl.take(ps, 0.0)
+    finally:
+        os.close(fd)
+        ctl.close()
+    captured = capfd.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert taken == [] and ctl.log.record.version == 0 and state.current_round == 0
+    assert len(lines) == 1 and lines[0].startswith("ps: control request refused: ")
+    assert needle in lines[0], lines[0]
+    assert json.loads((tmp_path / "control.json").read_text())["version"] == 0
+    assert '"event": "refused"' in captured.out  # the answer to the sender
+
+
+# The digits cache: a file that is not a split is made again from scikit-learn, one line.
+
+def _digits_npz(**change: object) -> bytes:
+    import io
+
+    import numpy as np
+
+    arrays = {"x_train": np.zeros((1437, 64), np.float32), "y_train": np.zeros(1437, np.int64),
+              "x_test": np.zeros((360, 64), np.float32), "y_test": np.zeros(360, np.int64)}
+    arrays.update(change)  # type: ignore[arg-type]
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _cache_cases() -> dict[str, tuple[Callable[[], bytes | None], str]]:
+    import numpy as np
+
+    nan = np.zeros((360, 64), np.float32)
+    nan[0, 0] = np.nan
+    return {
+        "truncated": (lambda: _digits_npz()[:1000], "unreadable"),
+        "garbage": (lambda: b"PK\x03\x04" + os.urandom(3000), "unreadable"),
+        "wrong-shape": (lambda: _digits_npz(x_train=np.zeros((5, 64), np.float32)),
+                        "x_train is float32 (5, 64)"),
+        "wrong-dtype": (lambda: _digits_npz(y_test=np.zeros(360, np.float64)),
+                        "y_test is float64"),
+        "label-11": (lambda: _digits_npz(y_train=np.full(1437, 11, np.int64)), "labels"),
+        "nan-feature": (lambda: _digits_npz(x_test=nan), "NaN"),
+        "fifo": (lambda: None, "not a regular file"),
+    }
+
+
+CACHE_CASES = sorted(_cache_cases())
+
+
+@pytest.mark.parametrize("name", CACHE_CASES)
+def test_probe_digits_cache_made_again_in_one_line(name: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capfd: pytest.CaptureFixture[str]) -> None:
+    from workers.common import data
+
+    monkeypatch.setenv("INSYNC_CACHE_DIR", str(tmp_path))
+    path = data._cache_file(0.2, 0)
+    assert path is not None
+    make, needle = _cache_cases()[name]
+    content = make()
+    if content is None:
+        os.mkfifo(path, 0o600)
+    else:
+        path.write_bytes(content)
+        path.chmod(0o600)
+    d = data.load_digits_split(0.2, 0)  # a FIFO must not hang here
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and str(path) in lines[0], lines
+    assert d.x_train.shape == (1437, 64) and set(d.y_test.tolist()) == set(range(10))
+    assert stat.S_ISREG(os.lstat(path).st_mode)
+
+
+def test_probe_plan_picture_of_a_large_topology_takes_seconds(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
+    """``plan`` on 4,002 nodes writes its picture in seconds (the 20,000-node case is in
+    tests/test_plan_figure.py); one scatter per host took more than 30 minutes at 19,999."""
+    import time
+
+    from controller.cli.main import main
+
+    t0 = time.monotonic()
+    code = main(["plan", "--topo", "dumbbell:2000,2000", "--ps", "h0", "--workers",
+                 "h1,h2,h2001", "--budget", "1", "--no-baselines", "--out",
+                 str(tmp_path / "plan.json")])
+    took = time.monotonic() - t0
+    assert code == 0, capsys.readouterr().err
+    assert (tmp_path / "plan.png").read_bytes()[:4] == b"\x89PNG"
+    assert took < 60, took

@@ -30,6 +30,7 @@ from workers.ina.control import (
     Change,
     ControlLog,
     ControlRecord,
+    JobBounds,
     RequestError,
     parse_request,
 )
@@ -42,6 +43,7 @@ from workers.ina.control_io import (
 )
 from workers.ina.events import (
     ControlEvent,
+    RefusedEvent,
     RoundEvent,
     SilentEvent,
     parse_event,
@@ -52,6 +54,7 @@ from workers.ina.worker import n_chunks_for, ps_only_schedule
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = {"0": [(0, 5, 3)], "1": [(0, 5, 3)], "2": [(0, 5, 3)]}
+JOB = JobBounds(job_id=4, workers=(0, 1, 2), n_chunks=1, rounds=10)  # _cfg's below
 
 
 def _sched(agg: int, fan_in: int) -> dict[str, list[list[int]]]:
@@ -62,7 +65,7 @@ def _sched(agg: int, fan_in: int) -> dict[str, list[list[int]]]:
 
 
 def test_the_ps_picks_each_changes_round_and_numbers_the_versions():
-    log = ControlLog(4, [0, 1, 2])
+    log = ControlLog(JOB)
     assert log.record.version == 0 and log.record.at(7, [0, 1, 2], BASE).version == 0
     # a re-plan asked from round 6 while round 3 is the lowest incomplete: from round 6
     a = log.accept({"kind": "schedules", "from_round": 6, "schedules": _sched(7, 3),
@@ -89,7 +92,7 @@ def test_the_ps_picks_each_changes_round_and_numbers_the_versions():
 
 
 def test_a_round_applies_every_change_in_force_in_version_order():
-    log = ControlLog(4, [0, 1, 2])
+    log = ControlLog(JOB)
     log.accept({"kind": "schedules", "from_round": 6, "schedules": _sched(7, 3)}, 3)
     log.accept({"kind": "members", "removed": [1],
                 "schedules": {"0": [[0, 9, 2]], "2": [[0, 9, 2]]}}, 4)
@@ -118,7 +121,7 @@ def test_a_round_applies_every_change_in_force_in_version_order():
     ({"kind": "members", "removed": [1], "cause": "x"}, "cause must be an object"),
 ])
 def test_a_bad_request_is_refused_and_changes_nothing(request_, match):
-    log = ControlLog(4, [0, 1, 2])
+    log = ControlLog(JOB)
     with pytest.raises(RequestError, match=match):
         log.accept(request_, lowest_incomplete=2)
     assert log.record.version == 0 and log.members == [0, 1, 2]
@@ -153,7 +156,7 @@ def test_the_reader_sees_each_change_once_even_within_one_clock_tick(tmp_path):
     path = tmp_path / "control.json"
     reader = ControlReader(_cfg(tmp_path, control_file=str(path)), check_every=10.0)
     assert reader.live and not reader.refresh()  # nothing written yet: version 0
-    log = ControlLog(4, [0, 1, 2])
+    log = ControlLog(JOB)
     write_record(path, log.record)
     assert not reader.refresh()  # version 0 again: nothing new
     sizes = []
@@ -191,7 +194,7 @@ def test_only_the_ps_writes_the_record():
                         writers.add(rel)
                     elif name == "send_request":
                         senders.add(rel)
-    assert writers == {"workers/ina/ps_node.py"}
+    assert writers == {"workers/ina/control_io.py"}  # PsControl, the PS's shell
     assert senders == {"controller/experiment/failover.py"}
 
 
@@ -358,6 +361,7 @@ def test_a_schedule_change_over_loopback_takes_effect_where_the_ps_says(tmp_path
         assert send_request(channel, {"kind": "schedules", "from_round": 0})  # no schedules
         assert send_request(channel, {"kind": "schedules", "from_round": 0,
                                       "schedules": reverse, "cause": {"test": 1}})
+        refused = parse_event(ps.stdout.readline())  # the answer to the bad one
         ev = parse_event(ps.stdout.readline())  # the record is written: start the round
         for p in procs:
             assert p.stdout.readline().endswith("ready\n")
@@ -370,6 +374,8 @@ def test_a_schedule_change_over_loopback_takes_effect_where_the_ps_says(tmp_path
         for p in [ps, *procs]:
             p.kill()
     assert "control request refused: a schedules change needs schedules" in ps_err
+    assert refused == RefusedEvent(job=3, reason="a schedules change needs schedules",
+                                   kind="schedules")
     assert ev == ControlEvent(job=3, version=1, kind="schedules", from_round=1,
                               cause={"test": 1})
     assert not [line for line in ps_out.splitlines() if parse_event(line)]  # no other

@@ -12,7 +12,7 @@ from controller.plan.types import JobPlan, Plan
 from topo.models import parse_topology
 from workers.common.model import TrainConfig
 from workers.ina.control import ControlLog
-from workers.ina.control_io import ControlReader, write_record
+from workers.ina.control_io import ControlReader, job_bounds, write_record
 from workers.ina.job import JobConfig
 from workers.ina.wire import FRAME_BYTES
 
@@ -45,7 +45,7 @@ def test_workers_switch_schedules_at_from_round(tmp_path):
         return book.at(r).schedule(1), book.at(r).replans
 
     assert for_round(0) == ([(0, 5, 2)], 0)  # no record yet: the job file's schedule
-    log = ControlLog(1, [0, 1])  # the PS's side: it alone writes the record
+    log = ControlLog(job_bounds(job(tmp_path, None)))  # the PS's side: it alone writes the record
     log.accept({"kind": "schedules", "from_round": 3,
                 "schedules": {"0": [[0, 7, 2]], "1": [[0, 9, 2]]}}, lowest_incomplete=1)
     write_record(path, log.record)

@@ -34,7 +34,13 @@ from workers.common.model import Replica, TrainConfig
 from workers.common.quantize import choose_frac_bits
 from workers.ina.constants import TYPE_PARTIAL, TYPE_RESULT
 from workers.ina.control import ControlLog
-from workers.ina.control_io import ControlReader, request_path, send_request, write_record
+from workers.ina.control_io import (
+    ControlReader,
+    job_bounds,
+    request_path,
+    send_request,
+    write_record,
+)
 from workers.ina.events import ControlEvent, RoundEvent, SilentEvent, parse_event
 from workers.ina.job import JobConfig
 from workers.ina.messages import mask_of
@@ -160,7 +166,7 @@ def test_members_follow_the_ps_record(tmp_path):
     path = tmp_path / "control.json"
     book = ControlReader(_cfg(tmp_path, control_file=str(path)))
     assert not book.refresh() and book.at(5).members == [0, 1, 2]
-    log = ControlLog(1, [0, 1, 2])  # the PS: worker 1 removed while round 4 is incomplete
+    log = ControlLog(job_bounds(_cfg(tmp_path)))  # the PS: worker 1 removed while round 4 is incomplete
     log.accept({"kind": "members", "removed": [1],
                 "schedules": {"0": [[0, 5, 2]], "2": [[0, 5, 2]]}}, lowest_incomplete=4)
     write_record(path, log.record)

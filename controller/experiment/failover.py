@@ -49,11 +49,18 @@ from workers.ina.events import ControlEvent, Event, RoundEvent, SilentEvent
 SCHEDULE_DELAY_ROUNDS = 2  # new schedules asked from this many rounds after the newest reported
 
 
+def _round_text(text: str) -> bool:
+    """Whether ``text`` is a round number as the options take it: ASCII digits, at most 9
+    (``isdigit`` alone takes ``²`` and numbers past Python's int-string limit)."""
+    t = text.strip()
+    return t.isascii() and t.isdigit() and len(t) <= 9
+
+
 def parse_fail_switch(text: str, graph: nx.Graph, rounds: int) -> tuple[str, int]:
     """``NAME@ROUND`` → (switch, round), or one ExperimentError naming the option."""
     name, sep, rnd = text.partition("@")
-    if not sep or not rnd.strip().isdigit():
-        raise ExperimentError(f"--fail-switch: expected SWITCH@ROUND, got {text!r}")
+    if not sep or not _round_text(rnd):
+        raise ExperimentError(f"--fail-switch: expected SWITCH@ROUND, got {text[:60]!r}")
     name, r = name.strip(), int(rnd)
     if name not in graph or graph.nodes[name].get("kind") != "switch":
         raise ExperimentError(f"--fail-switch: {name!r} is not a switch of the topology")
@@ -234,8 +241,8 @@ WORKER_POLICIES = ("stop", "continue")
 def parse_kill_worker(text: str, workers: list[str], rounds: int) -> tuple[str, int]:
     """``HOST@ROUND`` → (worker host, round), or one ExperimentError naming the option."""
     name, sep, rnd = text.partition("@")
-    if not sep or not rnd.strip().isdigit():
-        raise ExperimentError(f"--kill-worker: expected HOST@ROUND, got {text!r}")
+    if not sep or not _round_text(rnd):
+        raise ExperimentError(f"--kill-worker: expected HOST@ROUND, got {text[:60]!r}")
     name, r = name.strip(), int(rnd)
     if name not in workers:
         raise ExperimentError(f"--kill-worker: {name!r} is not a worker of the job "

@@ -212,6 +212,7 @@ def draw_plan(plan: Plan, path: str | Path, graph: nx.Graph | None = None) -> Pa
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
     from matplotlib.patches import FancyArrowPatch
 
@@ -223,11 +224,11 @@ def draw_plan(plan: Plan, path: str | Path, graph: nx.Graph | None = None) -> Pa
     cmap = plt.get_cmap("YlOrRd")
     pos = d.positions
 
-    for link in d.links:
-        (x1, y1), (x2, y2) = pos[link.a], pos[link.b]
-        colour = cmap(0.25 + 0.75 * link.utilization) if link.load > 0 else "#cccccc"
-        ax.plot([x1, x2], [y1, y2], color=colour, lw=link.width, zorder=1,
-                solid_capstyle="round")
+    ax.add_collection(LineCollection(  # every link in one collection
+        [(pos[link.a], pos[link.b]) for link in d.links],
+        colors=[cmap(0.25 + 0.75 * link.utilization) if link.load > 0 else "#cccccc"
+                for link in d.links],
+        linewidths=[link.width for link in d.links], zorder=1, capstyle="round"))
 
     small = n_hosts > LABEL_LIMIT
     for a in d.arrows if len(d.arrows) <= ARROW_LIMIT else []:
@@ -238,34 +239,39 @@ def draw_plan(plan: Plan, path: str | Path, graph: nx.Graph | None = None) -> Pa
             color=d.job_colours[a.job], zorder=2,
             shrinkA=4, shrinkB=9))
 
-    prog = set(d.programmable)
+    # one collection per kind of node, not one call per node (a 19,999-host topology
+    # drew for more than 30 minutes one scatter at a time; issue 43)
+    prog, failed = set(d.programmable), set(d.failed)
+
+    def scatter(nodes: list[str], **style: object) -> None:
+        if nodes:
+            ax.scatter([pos[n][0] for n in nodes], [pos[n][1] for n in nodes], **style)
+
+    scatter([s for s in d.switches if s in failed], s=240, marker="X", color="black",
+            zorder=4)
+    scatter([s for s in d.switches if s in prog and s not in failed], s=330, marker="s",
+            color="#ff9f1c", edgecolors="black", linewidths=1.6, zorder=4)
+    scatter([s for s in d.switches if s not in prog and s not in failed],
+            s=150 if not small else 60, marker="s", color="#e6e6e6", edgecolors="#888888",
+            linewidths=0.8, zorder=3)
+    ps_hosts = {h: j for j, h in d.ps.items()}
+    for j, colour in d.job_colours.items():
+        scatter([h for h in d.hosts if ps_hosts.get(h) == j], s=260, marker="D",
+                color=colour, edgecolors="black", linewidths=1.4, zorder=4)
+        scatter([h for h in d.hosts if h not in ps_hosts and d.workers.get(h) == j],
+                s=110 if not small else 30, marker="o", color=colour, zorder=4)
+    scatter([h for h in d.hosts if h not in ps_hosts and h not in d.workers],
+            s=50 if not small else 12, marker="o", color="white", edgecolors="#999999",
+            zorder=3)
     for s in d.switches:
-        x, y = pos[s]
-        if s in d.failed:
-            ax.scatter([x], [y], s=240, marker="X", color="black", zorder=4)
-        elif s in prog:
-            ax.scatter([x], [y], s=330, marker="s", color="#ff9f1c", edgecolors="black",
-                       linewidths=1.6, zorder=4)
-        else:
-            ax.scatter([x], [y], s=150 if not small else 60, marker="s", color="#e6e6e6",
-                       edgecolors="#888888", linewidths=0.8, zorder=3)
         if s in d.labelled:
+            x, y = pos[s]
             ax.text(x, y + 0.16, s, ha="center", va="bottom", fontsize=7, zorder=5,
                     bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none",
                           "alpha": 0.8})
-    ps_hosts = {h: j for j, h in d.ps.items()}
     for h in d.hosts:
-        x, y = pos[h]
-        if h in ps_hosts:
-            ax.scatter([x], [y], s=260, marker="D", color=d.job_colours[ps_hosts[h]],
-                       edgecolors="black", linewidths=1.4, zorder=4)
-        elif h in d.workers:
-            ax.scatter([x], [y], s=110 if not small else 30, marker="o",
-                       color=d.job_colours[d.workers[h]], zorder=4)
-        else:
-            ax.scatter([x], [y], s=50 if not small else 12, marker="o", color="white",
-                       edgecolors="#999999", zorder=3)
         if h in d.labelled:
+            x, y = pos[h]
             ax.text(x, y - 0.22, h, ha="center", va="top", fontsize=7, zorder=5,
                     rotation=0 if n_hosts <= 16 else 90)
 

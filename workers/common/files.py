@@ -9,14 +9,17 @@ from pathlib import Path
 from typing import Any
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """JSON to a temporary file in the same folder, then rename over ``path``."""
+def write_json_atomic(path: Path, data: Any, mode: int | None = None) -> None:
+    """JSON to a temporary file in the same folder, then rename over ``path``.  ``mode``:
+    the file's mode whatever the umask (None: an ordinary file, 0666 less the umask)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
     try:
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; these are ordinary files
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask  # mkstemp makes 0600; these are ordinary files
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh, indent=1)
             fh.write("\n")

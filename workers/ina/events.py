@@ -8,11 +8,16 @@ monitors with :func:`parse_event` -- never by splitting human text.
     {"event": "control", "job": 1, "version": 2, "kind": "members", "from_round": 4,
      "members": [0, 1], "cause": {"worker": "h3"}}
     {"event": "silent", "job": 1, "round": 5, "workers": [2], "after_s": 10.0}
+    {"event": "refused", "job": 1, "reason": "from_round must be in 0..9, got 12",
+     "kind": "schedules", "cause": {"switch": "agg0"}, "unreported": 0}
 
 ``round``: a worker finished a round.  ``control``: the PS wrote version ``version`` of the
 job's control record (:mod:`workers.ina.control`; ``members`` is null for a schedule change).
 ``silent``: the PS's lowest incomplete round still lacks these members and it has heard nothing
-from them for ``after_s`` seconds.  Other output lines (``ready``, errors, ``stopped``) are
+from them for ``after_s`` seconds.  ``refused``: the PS refused a request on its channel
+(the record is unchanged), the answer to its sender; ``kind`` and ``cause`` are the request's
+if it had them, ``unreported`` counts the refusals left out before it under a flood
+(:mod:`workers.ina.control_io`).  Other output lines (``ready``, errors, ``stopped``) are
 for people and for the runner's start barrier; nothing parses them as events.
 """
 
@@ -56,9 +61,21 @@ class SilentEvent:
     after_s: float
 
 
-Event = RoundEvent | ControlEvent | SilentEvent
+@dataclass(frozen=True)
+class RefusedEvent:
+    """The PS refused a request on its control channel; the record is as it was."""
 
-NAMES: dict[type, str] = {RoundEvent: "round", ControlEvent: "control", SilentEvent: "silent"}
+    job: int
+    reason: str
+    kind: str | None = None
+    cause: dict[str, Any] = field(default_factory=dict)
+    unreported: int = 0
+
+
+Event = RoundEvent | ControlEvent | SilentEvent | RefusedEvent
+
+NAMES: dict[type, str] = {RoundEvent: "round", ControlEvent: "control", SilentEvent: "silent",
+                          RefusedEvent: "refused"}
 _BY_NAME = {name: cls for cls, name in NAMES.items()}
 
 

@@ -29,64 +29,14 @@ import json
 import signal
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from workers.ina.control import Change, ControlLog, RequestError, parse_request
-from workers.ina.control_io import RequestChannel, request_path, write_record
+from workers.ina.control_io import PsControl
 from workers.ina.driver import PsDriver
-from workers.ina.events import ControlEvent, emit
+from workers.ina.events import emit
 from workers.ina.job import JobConfig
 from workers.ina.socket_io import SocketIO
 from workers.ina.udp import open_socket
-
-
-class PsControl:
-    """The PS's control shell: the record, its versions and their events, the requests
-    (from the channel, or handed in by a simulated network's controller)."""
-
-    def __init__(self, cfg: JobConfig, path: Path, channel: bool = True,
-                 events: Callable[[ControlEvent], None] = emit) -> None:
-        self.path, self.events = path, events
-        self.log = ControlLog(cfg.job_id, cfg.worker_ids)
-        # version 0 first: a folder used again must not show the last run's changes
-        write_record(self.path, self.log.record)
-        self.channel = RequestChannel(request_path(self.path)) if channel else None
-
-    def take(self, ps: PsDriver, at_s: float) -> list[Change]:
-        """Apply the requests that came on the channel (:meth:`apply`)."""
-        return self.apply(self.channel.read() if self.channel else [], ps, at_s)
-
-    def apply(self, lines: list[str], ps: PsDriver, at_s: float) -> list[Change]:
-        """Apply request lines: each becomes the record's next version (written before any
-        RESULT it causes is sent) and one ``control`` event."""
-        done = []
-        state = ps.state
-        for line in lines:
-            before = list(self.log.members)
-            try:
-                change = self.log.accept(parse_request(line), state.current_round)
-            except RequestError as exc:
-                print(f"ps: control request refused: {exc}", file=sys.stderr, flush=True)
-                continue
-            out = None
-            if change.members is not None:
-                removed = sorted(set(before) - set(change.members))
-                e, out = ps.change_members(list(change.members), removed, at_s)
-                assert e == change.from_round  # both are the lowest incomplete round
-            write_record(self.path, self.log.record)
-            self.events(ControlEvent(job=self.log.record.job_id, version=change.version,
-                                     kind=change.kind, from_round=change.from_round,
-                                     members=list(change.members) if change.members else None,
-                                     cause=change.cause))
-            if out is not None:
-                ps.deliver(out)
-            done.append(change)
-        return done
-
-    def close(self) -> None:
-        if self.channel is not None:
-            self.channel.close()
 
 
 def run(cfg: JobConfig) -> dict:

@@ -195,7 +195,8 @@ class InaMethod(Method):
         else:
             self.network.check(s)
         s.network = self.network.name
-        self.fail = parse_fail_switch(s.fail_switch, graph, s.rounds) if s.fail_switch else None
+        self.fail = (parse_fail_switch(s.fail_switch, graph, s.rounds)
+                     if s.fail_switch is not None else None)  # "" is refused, not skipped
         if s.on_worker_failure not in WORKER_POLICIES:
             raise ExperimentError(f"--on-worker-failure: expected stop or continue, got "
                                   f"{s.on_worker_failure!r}")
@@ -207,11 +208,11 @@ class InaMethod(Method):
             _fits_ina_p4("the job", len(resolve_workers(graph, s.ps, s.workers)))
             for what, v in (("--kill-ps", s.kill_ps), ("--slot-policy partitioned",
                                                        s.slot_policy != "shared" or None)):
-                if v:
+                if v is not None:
                     raise ExperimentError(f"{what} applies to several jobs (--jobs)")
             self.kill = (parse_kill_worker(s.kill_worker,
                                            resolve_workers(graph, s.ps, s.workers), s.rounds)
-                         if s.kill_worker else None)
+                         if s.kill_worker is not None else None)
         # the slot count the program is compiled with (--slots, docs/protocol.md §2)
         s.extra["num_slots"] = num_slots()
         run.settings = asdict(s)
@@ -230,8 +231,9 @@ class InaMethod(Method):
                                       f"{' or '.join(MODELS)})")
         everyone = [w for j in self.job_specs for w in j.workers]
         rounds = min(j.rounds or s.rounds for j in self.job_specs)
-        self.kill = parse_kill_worker(s.kill_worker, everyone, rounds) if s.kill_worker else None
-        if s.kill_ps and s.kill_ps.partition("@")[0].strip() not in [j.ps for j in
+        self.kill = (parse_kill_worker(s.kill_worker, everyone, rounds)
+                     if s.kill_worker is not None else None)
+        if s.kill_ps is not None and s.kill_ps.partition("@")[0].strip() not in [j.ps for j in
                                                                         self.job_specs]:
             raise ExperimentError(f"--kill-ps: {s.kill_ps.partition('@')[0].strip()!r} is "
                                   "not the PS of a job")

@@ -195,6 +195,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     if not modes or bad:
         raise ExperimentError(f"--modes: unknown mode {(bad or [''])[0][:40]!r} "
                               f"(expected {', '.join(MODES)})")
+    twice = sorted({m for m in modes if modes.count(m) > 1})
+    if twice:  # each mode is one record of the run (simulate failed with EntryExists)
+        raise ExperimentError(f"--modes: {', '.join(twice)} given twice")
     try:
         graph = read_topology(s.topo)
         if s.jobs is None:  # --jobs names every job's hosts instead

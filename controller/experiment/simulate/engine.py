@@ -376,8 +376,8 @@ class SimDeployed:
         import time as _time
 
         from controller.errors import ExperimentError
+        from workers.ina.control_io import PsControl
         from workers.ina.events import to_line
-        from workers.ina.ps_node import PsControl
         from workers.ina.worker_node import NodeApp
 
         files: dict[str, SimJob] = {}
