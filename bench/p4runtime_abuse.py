@@ -231,8 +231,8 @@ def server_figures(pid: int, sock: str) -> dict[str, int]:
     switch reports on its control socket after a full garbage collection."""
     out = proc_figures(pid)
     mem = control_request(sock, {"op": "memory", "collect": True, "pymalloc": True}, 60)
-    for key in ("py_blocks", "pymalloc_arenas", "pymalloc_in_use", "malloc_in_use",
-                "traced_bytes"):
+    for key in ("py_blocks", "gc_objects", "pymalloc_arenas", "pymalloc_in_use",
+                "malloc_in_use", "traced_bytes"):
         if key in mem:
             out[key] = mem[key]
     return out
@@ -286,6 +286,7 @@ def growth(a: int, b: int) -> float:
 
 COLUMNS = (("RSS KiB", "VmRSS", 1), ("peak KiB", "VmHWM", 1), ("fds", "fds", 1),
            ("threads", "Threads", 1), ("py blocks", "py_blocks", 1),
+           ("gc objects", "gc_objects", 1),
            ("arenas", "pymalloc_arenas", 1), ("pymalloc KiB", "pymalloc_in_use", 1024),
            ("malloc KiB", "malloc_in_use", 1024), ("traced KiB", "traced_bytes", 1024))
 
