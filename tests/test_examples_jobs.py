@@ -1,0 +1,68 @@
+"""The shipped jobs files (examples/) are the ones the docs name, and they are valid.
+
+Every ``--jobs FILE.json`` in README.md and docs/*.md must name a file of the repository (a
+newcomer copies the command as it is), and each shipped file must resolve on the topologies
+the docs use it with; the planner's example runs as the docs give it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controller.plan.jobs import load_jobs, resolve_jobs
+from topo.models import parse_topology
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+JOBS_ARG = re.compile(r"--jobs\s+([^\s`|]+\.json)")
+
+
+def test_every_jobs_file_the_docs_name_is_shipped():
+    named = {(page.name, m.group(1)) for page in PAGES
+             for m in JOBS_ARG.finditer(page.read_text())}
+    assert {f for _, f in named} >= {"examples/jobs.json", "examples/jobs4x16.json"}
+    missing = [f"{page}: --jobs {f}" for page, f in sorted(named) if not (ROOT / f).is_file()]
+    assert not missing, "\n".join(missing)
+
+
+@pytest.mark.parametrize("path,topo,sizes", [
+    ("examples/jobs.json", "fattree:4", {"a": 4, "b": 3}),     # docs/running.md, planner.md
+    ("examples/jobs.json", "fattree:16", {"a": 4, "b": 3}),    # docs/simulate.md
+    ("examples/jobs4x16.json", "fattree:8", {f"job{k}": 16 for k in range(1, 5)}),  # scale.md
+])
+def test_shipped_jobs_files_resolve(path, topo, sizes):
+    jobs = resolve_jobs(load_jobs(ROOT / path), parse_topology(topo), path)
+    assert {j.name: len(j.workers) for j in jobs} == sizes
+    hosts = [h for j in jobs for h in (j.ps, *j.workers)]
+    assert len(hosts) == len(set(hosts))
+
+
+def test_jobs4x16_is_what_scale_k8_writes(tmp_path):
+    """bench/scale_k8.py writes the same file for its runs: the two must not drift."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import scale_k8
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    written = scale_k8._jobs_file(tmp_path)
+    assert json.loads(written.read_text()) == json.loads(
+        (ROOT / "examples/jobs4x16.json").read_text())
+
+
+def test_the_planner_example_runs(tmp_path):
+    """docs/planner.md: ``plan --topo fattree:4 --jobs examples/jobs.json --budget 2``."""
+    text = (ROOT / "docs/planner.md").read_text()
+    (cmd,) = re.findall(r"`(plan --topo \S+ --jobs examples/jobs\.json[^`]*)`", text)
+    out = tmp_path / "plan.json"
+    r = subprocess.run([sys.executable, "-m", "controller", *cmd.split(), "--out", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(out.read_text())
+    assert set(plan["jobs"]) == {"a", "b"}
+    assert "fairness (Jain's index of γ/w)" in r.stdout
