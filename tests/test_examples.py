@@ -1,14 +1,17 @@
-"""The shipped jobs files (examples/) are the ones the docs name, and they are valid.
+"""examples/ and the README's quick start run as the pages give them.
 
 Every ``--jobs FILE.json`` in README.md and docs/*.md must name a file of the repository (a
 newcomer copies the command as it is), and each shipped file must resolve on the topologies
-the docs use it with; the planner's example runs as the docs give it.
+the docs use it with; the planner's example runs as the docs give it. The README's quick start
+(no root, no Mininet) runs command by command, ``make plan`` aside (its command is the
+Makefile's; the simulation is cut to 2 rounds and writes into a temporary folder).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +69,47 @@ def test_the_planner_example_runs(tmp_path):
     plan = json.loads(out.read_text())
     assert set(plan["jobs"]) == {"a", "b"}
     assert "fairness (Jain's index of γ/w)" in r.stdout
+
+
+def quick_start() -> list[list[str]]:
+    """The commands of the README's quick-start block (comments dropped)."""
+    text = (ROOT / "README.md").read_text()
+    m = re.search(r"## Quick start: no root, no Mininet\n\n```bash\n(.*?)```", text, re.S)
+    assert m, "README.md: no quick-start block"
+    return [shlex.split(line.split("#")[0]) for line in m.group(1).splitlines()
+            if line.split("#")[0].strip()]
+
+
+def _option(argv: list[str], name: str, value: str) -> list[str]:
+    argv = list(argv)
+    if name in argv:
+        argv[argv.index(name) + 1] = value
+    else:
+        argv += [name, value]
+    return argv
+
+
+def test_the_readme_quick_start_runs_without_root(tmp_path):
+    cmds = quick_start()
+    assert [c[:2] for c in cmds] == [["make", "plan"]] + [[".venv/bin/python", "-m"]] * 3 + [
+        [".venv/bin/python", "examples/pyswitch_quickstart.py"]]
+    assert [c[3] for c in cmds[1:4]] == ["simulate", "compare", "plan"]
+    simulate, compare, plan, example = cmds[1:]
+    simulate = _option(_option(simulate, "--rounds", "2"), "--out", str(tmp_path))
+    compare = [str(tmp_path / Path(a).name) if a.startswith("results/") else a
+               for a in compare]
+    plan = _option(plan, "--out", str(tmp_path / "jobs-plan.json"))
+    outs = []
+    for argv in (simulate, compare, plan, example):
+        r = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, capture_output=True,
+                           text=True, timeout=600)
+        assert r.returncode == 0, f"{shlex.join(argv)}: {r.stderr[-2000:]}"
+        outs.append(r.stdout)
+    assert outs[0].count("exact yes") == 4          # ina and ps_only, budgets 0 and 2
+    assert "quick-b0" in outs[1] and "quick-b2" in outs[1]
+    assert "fairness (Jain's index of γ/w)" in outs[2]
+    assert outs[3].splitlines() == [
+        "frame to 00:00:00:00:00:02 on port 1 -> [2]",
+        "frame to 00:00:00:00:00:09 on port 1 -> dropped",
+        "rx counter of port 1: 2 packets",
+        "entries of MyIngress.l2: 1"]
