@@ -13,22 +13,35 @@ threads (from /proc/PID, read before anything else touches the process) at start
 first pipeline push, after the warm-up round (the "before" reading) and after each round.
 The first round pays one-time costs that are no growth: imports done lazily, the gRPC and
 pool threads and their malloc arenas, the first 10,000-entry table's worth of allocator
-arenas. The goal, growth < 5%, is checked from the warm-up reading to the last round;
-growth from the first push is printed too. Beside RSS, the live memory is read through the
-switch's control socket (``{"op": "memory"}``, after a full garbage collection): live
-Python blocks, the bytes in pymalloc's arenas and how many arenas there are (freed memory
-that pymalloc keeps shows as arenas beyond the live bytes), and glibc's in-use bytes. One
-more campaign (``--traced``, on by default) runs the switch with PYTHONTRACEMALLOC=1 and
-compares tracemalloc's live bytes (all Python allocations, traced from process start) after
-the warm-up and at the end: no live growth there means RSS growth is allocator high-water,
-not a leak. That run's RSS includes tracemalloc's own tables and is not judged.
+arenas. Beside RSS, the live memory is read through the switch's control socket (``{"op":
+"memory"}``, after a full garbage collection): gc-tracked objects, live pymalloc blocks and
+the bytes in them, pymalloc's arenas (1 MiB each), glibc's in-use bytes. One more campaign
+(``--traced``, on by default) runs the switch with PYTHONTRACEMALLOC=1: tracemalloc's live
+bytes, every Python allocation traced from process start.
+
+The goals (growth from after the warm-up to the end; constants below). RSS alone cannot be
+the goal with Python's default allocator: pymalloc gives an arena back to the OS only when
+every block in it is free, so the long-lived objects a round allocates among a 10,000-update
+batch's temporary ones (table entries, gRPC state) pin arenas whose other blocks are free:
+RSS grows by ~2 arenas a round at flat live bytes (fragmentation, not a leak; the switch's
+allocations are pyswitch's and are not changed here). So the live heap and RSS are bounded
+apart, each with its tolerance:
+  * live heap, every run: gc objects, pymalloc blocks and bytes, traced bytes < 1% (a leaked
+    10,000-entry table is at least 10,000 blocks, ~4% of the ~258,000 live);
+  * PYTHONMALLOC=malloc (no arenas): RSS < 5%, the leak check for everything outside Python
+    objects too;
+  * PYTHONMALLOC=pymalloc (what the daemon runs with): RSS outside pymalloc's arenas (RSS
+    growth minus 1 MiB per arena added) < 5%, and the arenas added < 15% of RSS, the stated
+    allowance for fragmentation;
+  * the traced run: live bytes only (its RSS holds tracemalloc's tables);
+  * file descriptors < 5% in every run, every status code right, the server alive.
 
     python bench/p4runtime_abuse.py [--rounds 3] [--batch 10000] [--streams 1000]
                                     [--held 100] [--fights 100] [--pushes 5]
                                     [--allocators pymalloc,malloc] [--no-traced]
 
-Exit status 1 when a status code was wrong, the server stopped answering or a growth
-(RSS or fds of each allocator run, tracemalloc live bytes of the traced run) was >= 5%.
+Exit status 1 when a status code was wrong, the server stopped answering or a goal above was
+not met.
 """
 
 from __future__ import annotations
