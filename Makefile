@@ -17,7 +17,7 @@ PIP := $(VENV)/bin/pip install -q --disable-pip-version-check
 TARGET ?= pyswitch
 ARGS ?=
 
-.PHONY: all venv venv-full test test-unit run plan lint bench clean
+.PHONY: all venv venv-base test test-unit run plan lint bench clean
 
 all: test
 
@@ -35,16 +35,16 @@ $(FULL_STAMP): $(BASE_STAMP)
 	@$(PIP) -e '.[dev,ddp]'
 	@touch $@
 
-## make venv: the base install; make venv-full: everything (what run, test and bench use)
-venv: $(BASE_STAMP)
-venv-full: $(FULL_STAMP)
+## make venv: everything (what run, test and bench use; docker/Dockerfile); venv-base: the base
+venv: $(FULL_STAMP)
+venv-base: $(BASE_STAMP)
 
 ## make test: the whole suite (root-only tests run when root, skip otherwise)
 test: $(FULL_STAMP)
 	$(PY) -m pytest -q
 
 ## make test-unit: fast tests that need neither root nor Mininet (base install: the torch
-## tests skip unless make venv-full, or another target, installed torch)
+## tests skip unless make venv, or another target, installed torch)
 test-unit: $(BASE_STAMP)
 	$(PY) -m pytest -q -m "not root and not mininet and not slow"
 
