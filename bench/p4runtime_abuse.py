@@ -289,9 +289,12 @@ def run_campaign(args: argparse.Namespace, allocator: str, traced: bool = False
                               ", ".join(f"{k} {v:.1f} s" for k, v in steps.items()) +
                               f"; RSS {figures[point]['VmRSS']} KiB", flush=True)
                 except (P4RuntimeError, grpc.RpcError) as exc:  # a finding, not a crash
-                    check(False, f"the server did not answer as it should: {exc}")
-                check(sw.alive() and capabilities(sw.address, CLIENT_TIMEOUT_S) == "1.4.1",
-                      "alive at end")
+                    check(False, f"a call failed, the campaign stopped there: {exc}")
+                try:
+                    alive = capabilities(sw.address, CLIENT_TIMEOUT_S) == "1.4.1"
+                except grpc.RpcError:
+                    alive = False
+                check(sw.alive() and alive, "alive at end")
                 log_lines = len(sw.log().splitlines())
             finally:
                 sw.stop()
