@@ -58,17 +58,12 @@ def test_jobs4x16_is_what_scale_k8_writes(tmp_path):
         (ROOT / "examples/jobs4x16.json").read_text())
 
 
-def test_the_planner_example_runs(tmp_path):
-    """docs/planner.md: ``plan --topo fattree:4 --jobs examples/jobs.json --budget 2``."""
+def test_the_planner_example_is_in_the_quick_start():
+    """docs/planner.md's ``plan --topo fattree:4 --jobs examples/jobs.json --budget 2`` is
+    the README quick start's, which runs below."""
     text = (ROOT / "docs/planner.md").read_text()
     (cmd,) = re.findall(r"`(plan --topo \S+ --jobs examples/jobs\.json[^`]*)`", text)
-    out = tmp_path / "plan.json"
-    r = subprocess.run([sys.executable, "-m", "controller", *cmd.split(), "--out", str(out)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    plan = json.loads(out.read_text())
-    assert set(plan["jobs"]) == {"a", "b"}
-    assert "fairness (Jain's index of γ/w)" in r.stdout
+    assert any(argv[3:3 + len(cmd.split())] == cmd.split() for argv in quick_start())
 
 
 def quick_start() -> list[list[str]]:
@@ -89,6 +84,7 @@ def _option(argv: list[str], name: str, value: str) -> list[str]:
     return argv
 
 
+@pytest.mark.slow  # ~20 s alone, ~50 s on 2 busy cores
 def test_the_readme_quick_start_runs_without_root(tmp_path):
     cmds = quick_start()
     assert [c[:2] for c in cmds] == [["make", "plan"]] + [[".venv/bin/python", "-m"]] * 3 + [
