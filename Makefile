@@ -3,42 +3,60 @@ SHELL := /bin/bash
 SYSTEM_PYTHON ?= /usr/bin/python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-stamp
+# Two installs, so that a target installs only what it needs (pins: pyproject.toml only).
+#   base: the venv, the project with its pinned dependencies and [dev] (pytest, ruff ...);
+#         Debian: python3-venv and python3-pip only.  For plan, test-unit, lint: everything
+#         that needs neither root nor Mininet (plan, simulate, compare, pyswitch in process).
+#   full: base + [ddp] (torch) + Mininet, iproute2, openssh-server, sudo ... (as root:
+#         scripts/ensure_system.sh full).  For run, test, bench.
+BASE_STAMP := $(VENV)/.installed-base
+FULL_STAMP := $(VENV)/.installed-full
+PIP := $(VENV)/bin/pip install -q --disable-pip-version-check
 
 # make run options (see docs/running.md)
 TARGET ?= pyswitch
 ARGS ?=
 
-.PHONY: all venv test test-unit run plan lint bench clean
+.PHONY: all venv venv-base test test-unit run plan lint bench clean
 
 all: test
 
-$(STAMP): pyproject.toml scripts/ensure_system.sh
-	@bash scripts/ensure_system.sh
+# --system-site-packages: Debian's Mininet module (installed by the full install) imports
+$(BASE_STAMP): pyproject.toml scripts/ensure_system.sh
+	@bash scripts/ensure_system.sh base
 	@test -x $(PY) || $(SYSTEM_PYTHON) -m venv --system-site-packages $(VENV)
-	@echo "installing Python dependencies into $(VENV) (pinned in pyproject.toml)"
-	@$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev,ddp]'
+	@echo "installing Python dependencies into $(VENV) (pinned in pyproject.toml: base + [dev])"
+	@$(PIP) -e '.[dev]'
 	@touch $@
 
-venv: $(STAMP)
+$(FULL_STAMP): $(BASE_STAMP)
+	@bash scripts/ensure_system.sh full
+	@echo "installing [ddp] (torch) into $(VENV) (pinned in pyproject.toml)"
+	@$(PIP) -e '.[dev,ddp]'
+	@touch $@
+
+## make venv: everything (what run, test and bench use; docker/Dockerfile); venv-base: the base
+venv: $(FULL_STAMP)
+venv-base: $(BASE_STAMP)
 
 ## make test: the whole suite (root-only tests run when root, skip otherwise)
-test: $(STAMP)
+test: $(FULL_STAMP)
 	$(PY) -m pytest -q
 
-## make test-unit: fast tests that need neither root nor Mininet
-test-unit: $(STAMP)
+## make test-unit: fast tests that need neither root nor Mininet (base install: the torch
+## tests skip unless make venv, or another target, installed torch)
+test-unit: $(BASE_STAMP)
 	$(PY) -m pytest -q -m "not root and not mininet and not slow"
 
 ## make plan: plan a small fat-tree job with the default budget
-plan: $(STAMP)
+plan: $(BASE_STAMP)
 	$(PY) -m controller plan --topo fattree:4 --ps h0 --workers 8 --budget 2 --out results/plan.json
 
 ## make run: the main INA experiment on the embedded default (needs root)
-run: $(STAMP)
+run: $(FULL_STAMP)
 	$(PY) -m controller run --target $(TARGET) $(ARGS)
 
-lint: $(STAMP)
+lint: $(BASE_STAMP)
 	$(VENV)/bin/ruff check .
 
 ## make bench: every bench/ script, full size (root ones skipped with a note when not root;
@@ -46,7 +64,7 @@ lint: $(STAMP)
 ## earlier one reports a failed check; those are listed at the end and make bench fails.
 ## tests/test_bench_smoke.py runs reduced forms.
 MININET_LOCK ?= /tmp/insync-mininet.lock
-bench: $(STAMP)
+bench: $(FULL_STAMP)
 	@failed=""; \
 	run() { echo "== bench/$$*"; $(PY) bench/"$$@" || failed="$$failed $$1"; }; \
 	locked() { echo "== bench/$$* (Mininet lock)"; \

@@ -12,6 +12,7 @@ tests/test_soak_bench.py, e2e_unshaped's is any ``controller run`` test (it only
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +77,47 @@ def test_ina_loss_twin_smoke() -> None:
 def test_p4runtime_abuse_smoke() -> None:
     out = _run("bench/p4runtime_abuse.py", "--smoke", timeout=300)
     assert "RESULT (PYTHONMALLOC=pymalloc): OK" in out
+    for what in ("live gc objects", "live py blocks", "RSS in added arenas",
+                 "RSS outside the arenas"):
+        assert re.search(rf"  {what} +[+-]\d+\.\d\d%  goal < [\d.]+%  met", out), what
+
+
+def _abuse_figures(**end: int) -> dict[str, dict[str, int]]:
+    before = {"VmRSS": 100_000, "fds": 16, "gc_objects": 100_000, "py_blocks": 250_000,
+              "pymalloc_in_use": 20 << 20, "pymalloc_arenas": 30, "traced_bytes": 40 << 20}
+    return {"start": before, "pushed": before, "warm-up": before, "round 1": {**before, **end}}
+
+
+def test_p4runtime_abuse_judges_live_heap_and_rss_apart() -> None:
+    """The abuse bench's verdicts on made-up figures (RSS in KiB, arenas of 1 MiB)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import p4runtime_abuse as bench
+    finally:
+        sys.path.remove(str(BENCH))
+
+    def failed(allocator: str, traced: bool = False, **end: int) -> list[str]:
+        return [what for what, value, goal in bench.verdicts(_abuse_figures(**end),
+                                                             allocator, traced)
+                if not value < goal]
+
+    # pymalloc: 10 more arenas (fragmentation within its allowance) explain +10 % RSS
+    assert failed("pymalloc", VmRSS=110_240, pymalloc_arenas=40) == []
+    # the same RSS growth with the arenas flat is growth outside them
+    assert failed("pymalloc", VmRSS=110_240) == ["RSS outside the arenas"]
+    # more arenas than the fragmentation allowance (a share of RSS: 1 MiB each)
+    assert failed("pymalloc", pymalloc_arenas=30 + int(bench.ARENA_GOAL * 1.0) + 1,
+                  VmRSS=100_000 + (int(bench.ARENA_GOAL) + 1) * 1024) == ["RSS in added arenas"]
+    # a leak of live objects fails whatever RSS does
+    assert failed("pymalloc", gc_objects=102_000) == ["live gc objects"]
+    assert failed("pymalloc", py_blocks=260_000) == ["live py blocks"]
+    # the system allocator: RSS itself; py blocks are 0 there and not judged
+    assert failed("malloc", VmRSS=106_000, py_blocks=0) == ["RSS"]
+    assert failed("malloc", VmRSS=104_000, py_blocks=0) == []
+    # traced: RSS not judged, live bytes are
+    assert failed("pymalloc", True, VmRSS=150_000, pymalloc_arenas=40) == []
+    assert failed("pymalloc", True, traced_bytes=42 << 20) == ["live traced bytes"]
+    assert failed("pymalloc", fds=17) == ["fds"]
 
 
 @pytest.mark.root
