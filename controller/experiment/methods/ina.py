@@ -117,6 +117,7 @@ def summarize(s: Settings, name: str, plan: Plan, modes: dict, reference_acc: fl
                 "switch": e["switch"], "predicted": e["gamma_after"], "measured": m,
                 "ratio": ratio(m, e["gamma_after"]), "rounds": len(rs)})
     return {
+        "prediction": _prediction(s, plan, modes, n_chunks, main_mode, predicted),
         "run": name,
         "settings": asdict(s),
         "plan": {"gamma": job.gamma, "deployed": plan.deployed, "ps": job.ps,
@@ -136,6 +137,30 @@ def summarize(s: Settings, name: str, plan: Plan, modes: dict, reference_acc: fl
         "worker_failure": [{**e, "mode": e["policy"]} for d in modes.values()
                            for e in d.get("worker_failure", [])],
     }
+
+
+def _prediction(s: Settings, plan: Plan, modes: dict, n_chunks: int, mode: str,
+                gamma: float) -> dict[str, Any]:
+    """The round predicted and the resource that bound it, for the INA mode
+    (:mod:`controller.experiment.prediction`); empty without ``--bw`` or rounds."""
+    from controller.experiment.prediction import fill_drain_s, mode_analysis
+    from controller.experiment.records import pace
+    from topo.models import from_dict
+
+    rec = modes.get(mode)
+    if not s.bw or not isinstance(rec, dict) or not rec.get("rounds") or mode != "ina":
+        return {}
+    job = plan.job
+    try:
+        graph = from_dict(plan.topology["graph"])
+        fd = fill_drain_s(graph, job.workers, job.ps, s.bw, FRAME_BYTES)
+    except Exception:  # noqa: BLE001 -- a plan without its graph: no fill/drain term
+        fd = 0.0
+    out = mode_analysis(rec, plan_loads=plan.loads, gamma=gamma, bw_mbit=s.bw,
+                        n_chunks=n_chunks, frame_bytes=FRAME_BYTES,
+                        n_workers=len(job.workers), fill_drain_s=fd, window=s.window,
+                        pace=pace(rec))
+    return {mode: out} if out is not None else {}
 
 
 # ------------------------------------------------------------------ the method
