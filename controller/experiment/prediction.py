@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 __all__ = ["LinkLoad", "RoundPrediction", "Bound", "link_loads", "predict_round", "attribute",
-           "bound_text", "prediction_text", "mode_analysis", "as_record", "fill_drain_s", "SATURATED", "RETX_BIND", "SLOTS_BIND",
+           "bound_text", "prediction_text", "mode_analysis", "as_record", "fill_drain_s", "prediction_lines",
+           "link_table_rows", "SATURATED", "RETX_BIND", "SLOTS_BIND",
            "QUEUED"]
 
 SATURATED = 0.9
@@ -116,8 +117,9 @@ def attribute(*, links: list[LinkLoad], grads_sent: float, retransmissions: floa
               frame_bytes: int, bw_mbit: float, gamma: float, window: int | None = None,
               prediction: RoundPrediction | None = None) -> Bound:
     """The binding resource of one mode's rounds (pure), the first that holds of: the cores
-    (``cores_bound``: the pace record's), retransmissions (:data:`RETX_BIND` of the GRADs
-    sent), slots (:data:`SLOTS_BIND` of them fell back to the PS raw), the window
+    (``cores_bound``: the pace record's), slots (:data:`SLOTS_BIND` of the GRADs sent fell
+    back to the PS raw, more than were retransmitted), retransmissions (:data:`RETX_BIND`
+    of the GRADs sent), the window
     (``window`` chunks over the unloaded round trip, ``prediction.fill_drain_s``, carry
     less than the LP's rate γ x bw), a link busy :data:`SATURATED` of the round or more,
     queues (where the network measured round trips, ``transport``: the median at least
@@ -136,15 +138,17 @@ def attribute(*, links: list[LinkLoad], grads_sent: float, retransmissions: floa
         fig = f"{busy_cores:.2f} of {cpus}" if share is not None else "most"
         return Bound("cores", share, f"cores: {fig} cores busy; {link_part()}")
     retx = retransmissions / grads_sent if grads_sent else 0.0
+    fb = fallbacks / grads_sent if grads_sent else 0.0
+    # fall-backs beyond what retransmissions explain (a retransmitted copy may fall back
+    # to the PS by design): the slots; else retransmissions come first
+    if fb >= SLOTS_BIND and fallbacks > retransmissions:
+        return Bound("slots", fb,
+                     f"slots: {fb:.1%} of GRADs found no free slot and went to the PS raw "
+                     f"({fallbacks:,.0f}); {link_part()}")
     if retx >= RETX_BIND:
         return Bound("retransmissions", retx,
                      f"retransmissions: {retx:.1%} of GRADs sent again ({retransmissions:,.0f}); "
                      f"{link_part()}")
-    fb = fallbacks / grads_sent if grads_sent else 0.0
-    if fb >= SLOTS_BIND:
-        return Bound("slots", fb,
-                     f"slots: {fb:.1%} of GRADs found no free slot and went to the PS raw "
-                     f"({fallbacks:,.0f}); {link_part()}")
     t = transport or {}
     rtt = (t.get("rtt_s") or {}).get("median")
     unloaded = prediction.fill_drain_s if prediction is not None else 0.0
@@ -232,3 +236,25 @@ def fill_drain_s(graph: Any, workers: list[str], ps: str, bw_mbit: float,
 
     hops = max((nx.shortest_path_length(graph, w, ps) for w in workers), default=0)
     return 2 * hops * frame_bytes * 8 / (bw_mbit * 1e6) if bw_mbit else 0.0
+
+
+def prediction_lines(results: dict[str, Any]) -> list[str]:
+    """The console's and report's lines for a results document's ``prediction``: per mode
+    the round predicted against the run, then what bound it (none without a prediction)."""
+    out = []
+    for mode, p in (results.get("prediction") or {}).items():
+        if isinstance(p, dict) and p.get("round") and p.get("bound"):
+            out += [prediction_text(mode, p["round"]), bound_text(mode, p["bound"])]
+    return out
+
+
+def link_table_rows(results: dict[str, Any], limit: int = 12) -> list[list[Any]]:
+    """Rows ``link, LP load, LP bytes/round, measured bytes/round, measured/LP,
+    utilisation`` of the busiest links of each mode's ``prediction``."""
+    rows = []
+    for mode, p in (results.get("prediction") or {}).items():
+        for x in (p or {}).get("links", [])[:limit]:
+            rows.append([mode, x["link"], round(x["lp_load"], 3), round(x["lp_bytes"]),
+                         round(x["bytes"]), None if x["ratio"] is None else round(x["ratio"], 3),
+                         round(x["utilisation"], 3)])
+    return rows
