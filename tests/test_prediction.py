@@ -108,3 +108,12 @@ def test_the_run_report_names_the_bound():
     page = report_markdown(results, [])
     assert "ina bound by link: busiest link a->b at 97%" in page
     assert "| ina | a->b | 1 | 19,861 | 24,250 | 1.221 | 0.97 |" in page  # the per-link table
+
+
+def test_a_window_too_small_sets_the_predicted_round():
+    # 76 chunks, 2 per 18.8 ms round trip: 0.7144 s, above the LP's 0.1589 s
+    p = predict_round(0.75, 1.0, GRAD, 0.0188, 0.007, 0.845, window_s=76 / 2 * 0.0188)
+    assert p.predicted_s == pytest.approx(76 / 2 * 0.0188 + 0.0188 + 0.007)
+    assert predict_round(0.75, 1.0, GRAD, 0.0188, 0.007, 0.2,
+                         window_s=76 / 16 * 0.0188).predicted_s == pytest.approx(
+        GRAD * 8 / 0.75e6 + 0.0188 + 0.007)

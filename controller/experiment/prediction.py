@@ -65,6 +65,7 @@ class RoundPrediction:
     skew_s: float
     predicted_s: float
     measured_s: float
+    window_s: float = 0.0  # the chunks at one window per unloaded round trip
 
     @property
     def error(self) -> float:
@@ -104,11 +105,14 @@ def link_loads(plan_loads: list[dict[str, Any]], link_bytes_total: dict[str, flo
 
 
 def predict_round(gamma: float, bw_mbit: float, grad_frame_bytes: float, fill_drain_s: float,
-                  skew_s: float, measured_s: float) -> RoundPrediction:
-    """The round's time from the LP's γ plus the protocol's costs (module docstring)."""
+                  skew_s: float, measured_s: float, window_s: float = 0.0) -> RoundPrediction:
+    """The round's time from the LP's γ plus the protocol's costs (module docstring):
+    ``max(T_LP, window_s) + fill_drain_s + skew_s``, ``window_s`` the time the chunks take
+    at one window per unloaded round trip (a window too small for the path)."""
     lp_s = grad_frame_bytes * 8 / (gamma * bw_mbit * 1e6) if gamma > 0 else float("inf")
     return RoundPrediction(lp_s=lp_s, fill_drain_s=fill_drain_s, skew_s=skew_s,
-                           predicted_s=lp_s + fill_drain_s + skew_s, measured_s=measured_s)
+                           predicted_s=max(lp_s, window_s) + fill_drain_s + skew_s,
+                           measured_s=measured_s, window_s=window_s)
 
 
 def attribute(*, links: list[LinkLoad], grads_sent: float, retransmissions: float,
@@ -183,8 +187,10 @@ def bound_text(mode: str, b: dict[str, Any]) -> str:
 
 def prediction_text(mode: str, p: dict[str, Any]) -> str:
     """One console/report line from a ``round`` prediction record."""
-    return (f"{mode}: predicted {p['predicted_s']:.4f} s/round (LP {p['lp_s']:.4f} + fill/"
-            f"drain {p['fill_drain_s']:.4f} + start skew {p['skew_s']:.4f}), measured "
+    base = (f"LP {p['lp_s']:.4f}" if p.get("window_s", 0.0) <= p["lp_s"]
+            else f"window {p['window_s']:.4f} (LP {p['lp_s']:.4f})")
+    return (f"{mode}: predicted {p['predicted_s']:.4f} s/round ({base} + fill/drain "
+            f"{p['fill_drain_s']:.4f} + start skew {p['skew_s']:.4f}), measured "
             f"{p['measured_s']:.4f} ({p['error']:+.1%})")
 
 
@@ -212,7 +218,8 @@ def mode_analysis(rec: dict[str, Any], *, plan_loads: list[dict[str, Any]], gamm
     links = link_loads(plan_loads, rec.get("link_bytes_total") or {}, len(rounds), s_per_round,
                        bw_mbit, grad_bytes, gamma)
     pred = predict_round(gamma, bw_mbit, grad_bytes, fill_drain_s,
-                         float(np.median(skews)) if skews else 0.0, s_per_round)
+                         float(np.median(skews)) if skews else 0.0, s_per_round,
+                         window_s=n_chunks / window * fill_drain_s if window else 0.0)
     retx = sum(r.get("retransmissions", 0) for r in rounds)
     sent = n_chunks * n_workers * len(rounds) + retx
     p = pace or {}
