@@ -16,7 +16,7 @@ def _doc(budget: int, measured: float) -> dict:
 
 def test_the_sweep_report_has_a_row_per_budget_and_the_figure(tmp_path: Path):
     rows = [sweep_row(b, f"s-b{b}", _doc(b, m)) for b, m in ((0, 0.38), (2, 0.5))]
-    assert rows[1]["ratio"] == 0.5 / 0.6 and rows[1]["bound"] == "link"
+    assert rows[1]["ratio"] == 0.5 / (0.4 + 0.2) and rows[1]["bound"] == "link"
     fig = plot_sweep(rows, tmp_path / "s-sweep.png")
     assert fig is not None and fig.stat().st_size > 1000
     page = sweep_markdown("s", rows, {"topo": "fattree:4", "window": 16}, fig.name)
