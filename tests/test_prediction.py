@@ -60,7 +60,7 @@ def test_a_window_too_small_is_named():
     b = _bound(window=2)
     assert b.resource == "window"
     assert b.figure == pytest.approx(2 * FRAME * 8 / 0.0188 / 1e6 / 0.75)
-    assert "2 chunks per worker" in b.text and "0.167 Mbit/s" in b.text
+    assert "a window of 2 chunk(s) per worker" in b.text and "0.167 Mbit/s" in b.text
     assert _bound(window=16).resource != "window"  # 1.33 Mbit/s: enough
 
 
@@ -117,3 +117,25 @@ def test_a_window_too_small_sets_the_predicted_round():
     assert predict_round(0.75, 1.0, GRAD, 0.0188, 0.007, 0.2,
                          window_s=76 / 16 * 0.0188).predicted_s == pytest.approx(
         GRAD * 8 / 0.75e6 + 0.0188 + 0.007)
+
+
+@pytest.mark.parametrize(("args", "resource", "words"), [
+    # budget 0: only the PS's ToR aggregates, the link into it is the bottleneck
+    (["--budget", "0", "--rounds", "3"], "link", "link: busiest link agg0->edge0 at 9"),
+    (["--hidden", "4", "--rounds", "2", "--window", "1"], "window",
+     "window: a window of 1 chunk(s) per worker"),
+    (["--hidden", "4", "--rounds", "2", "--slots", "1"], "slots",
+     "of GRADs found no free slot"),
+])
+def test_a_simulated_run_names_what_bound_it(tmp_path, capsys, args, resource, words):
+    import json
+
+    from controller.cli.main import main
+    assert main(["simulate", "--no-train", "--modes", "ina", *args, "--out", str(tmp_path),
+                 "--name", "r"]) == 0
+    doc = json.loads((tmp_path / "r" / "results.json").read_text())
+    bound = doc["prediction"]["ina"]["bound"]
+    assert bound["resource"] == resource and words in bound["text"]
+    assert doc["exact_all_rounds"]
+    assert f"ina bound by {bound['text']}" in (tmp_path / "r" / "report.md").read_text()
+    assert f"ina bound by {bound['text']}" in capsys.readouterr().out

@@ -162,7 +162,7 @@ def attribute(*, links: list[LinkLoad], grads_sent: float, retransmissions: floa
             blocked = t.get("blocked_share")
             full = f", full {blocked:.0%} of the time" if blocked is not None else ""
             return Bound("window", rate / (gamma * bw_mbit),
-                         f"window: {window} chunks per worker over the {unloaded * 1e3:.1f} ms "
+                         f"window: a window of {window} chunk(s) per worker over the {unloaded * 1e3:.1f} ms "
                          f"unloaded round trip carry at most {rate:.3g} Mbit/s, below the LP's "
                          f"{gamma * bw_mbit:.3g}{full}; {link_part()}")
     if top is not None and top.utilisation >= SATURATED:
