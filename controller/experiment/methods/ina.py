@@ -141,14 +141,16 @@ def summarize(s: Settings, name: str, plan: Plan, modes: dict, reference_acc: fl
 
 def _prediction(s: Settings, plan: Plan, modes: dict, n_chunks: int, mode: str,
                 gamma: float) -> dict[str, Any]:
-    """The round predicted and the resource that bound it, for the INA mode
-    (:mod:`controller.experiment.prediction`); empty without ``--bw`` or rounds."""
+    """Per sync mode, the round predicted and the resource that bound it
+    (:mod:`controller.experiment.prediction`): ``mode`` (the INA mode) against ``gamma`` and
+    the plan's link loads, ``ps_only`` and ``tor_only`` against their baselines' γ (no
+    per-link LP load in the plan); empty without ``--bw``."""
+    from controller.experiment.methods.ina_core import mode_window
     from controller.experiment.prediction import fill_drain_s, mode_analysis
     from controller.experiment.records import pace
     from topo.models import from_dict
 
-    rec = modes.get(mode)
-    if not s.bw or not isinstance(rec, dict) or not rec.get("rounds") or mode != "ina":
+    if not s.bw:
         return {}
     job = plan.job
     try:
@@ -156,11 +158,18 @@ def _prediction(s: Settings, plan: Plan, modes: dict, n_chunks: int, mode: str,
         fd = fill_drain_s(graph, job.workers, job.ps, s.bw, FRAME_BYTES)
     except Exception:  # noqa: BLE001 -- a plan without its graph: no fill/drain term
         fd = 0.0
-    out = mode_analysis(rec, plan_loads=plan.loads, gamma=gamma, bw_mbit=s.bw,
-                        n_chunks=n_chunks, frame_bytes=FRAME_BYTES,
-                        n_workers=len(job.workers), fill_drain_s=fd, window=s.window,
-                        pace=pace(rec))
-    return {mode: out} if out is not None else {}
+    out = {}
+    for label, rec in modes.items():
+        g = gamma if label == mode else (plan.baselines or {}).get(label)
+        if not isinstance(rec, dict) or not rec.get("rounds") or not g:
+            continue
+        got = mode_analysis(rec, plan_loads=plan.loads if label == mode else [], gamma=g,
+                            bw_mbit=s.bw, n_chunks=n_chunks, frame_bytes=FRAME_BYTES,
+                            n_workers=len(job.workers), fill_drain_s=fd,
+                            window=mode_window(s, label), pace=pace(rec))
+        if got is not None:
+            out[label] = got
+    return out
 
 
 # ------------------------------------------------------------------ the method
