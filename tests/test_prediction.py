@@ -77,10 +77,15 @@ def test_retransmissions_and_cores_come_first():
     assert b.resource == "cores" and b.figure == pytest.approx(0.95)
 
 
-def test_queues_or_pipeline_when_nothing_saturates():
-    queued = _bound(transport={"rtt_s": {"median": 0.04}})
+def test_pipeline_queues_or_unattributed_when_nothing_saturates():
+    # predicted 0.1847 s: a 0.2 s round is within 10 % (the pipeline), a 0.25 s one is not
+    assert _bound(transport={"rtt_s": {"median": 0.04}}).resource == "pipeline"
+    late = predict_round(0.75, 1.0, GRAD, 0.0188, 0.007, 0.25)
+    queued = _bound(transport={"rtt_s": {"median": 0.04}}, prediction=late)
     assert queued.resource == "queues" and queued.figure == pytest.approx(0.04 / 0.0188)
-    assert _bound(transport={"rtt_s": {"median": 0.02}}).resource == "pipeline"
+    assert "+35.4% of the predicted round" in queued.text  # 0.25 / 0.18469 - 1
+    assert _bound(transport={"rtt_s": {"median": 0.02}},
+                  prediction=late).resource == "unattributed"
 
 
 def test_fill_and_drain_is_the_farthest_workers_round_trip():

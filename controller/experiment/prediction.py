@@ -26,7 +26,7 @@ from typing import Any
 __all__ = ["LinkLoad", "RoundPrediction", "Bound", "link_loads", "predict_round", "attribute",
            "bound_text", "prediction_text", "mode_analysis", "as_record", "fill_drain_s", "prediction_lines",
            "link_table_rows", "SATURATED", "RETX_BIND", "SLOTS_BIND",
-           "QUEUED"]
+           "QUEUED", "PREDICTED"]
 
 SATURATED = 0.9
 """A link busy at least this share of the round bound it."""
@@ -35,9 +35,13 @@ RETX_BIND = 0.05
 SLOTS_BIND = 0.05
 """Fall-backs (GRADs that found no slot and went to the PS raw) of at least this share of the
 GRADs sent bound the run."""
+PREDICTED = 0.10
+"""No resource saturated and the round within this share above the prediction: the plan's
+rate plus fill, drain and start skew (the pipeline) bound the run."""
 QUEUED = 1.5
-"""No link saturated, but the median round trip of a chunk at least this multiple of the
-unloaded one: queues (and the slots that wait on them) bound the run."""
+"""No link saturated, the round more than :data:`PREDICTED` above the prediction, and the
+median round trip of a chunk at least this multiple of the unloaded one: queues (and the
+slots that wait on them) bound the run."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,7 @@ class RoundPrediction:
 @dataclass(frozen=True)
 class Bound:
     """The resource that bound a run: ``resource`` one of ``cores``, ``retransmissions``,
-    ``slots``, ``window``, ``link``, ``queues``, ``pipeline``; ``figure`` its share (a link's
+    ``slots``, ``window``, ``link``, ``pipeline``, ``queues``, ``unattributed``; ``figure`` its share (a link's
     utilisation, the window's best rate over the LP's, the retransmitted or fallen-back
     share of GRADs, the busy cores' share, the median round trip over the unloaded one);
     ``text`` one line."""
@@ -126,9 +130,10 @@ def attribute(*, links: list[LinkLoad], grads_sent: float, retransmissions: floa
     of the GRADs sent), the window
     (``window`` chunks over the unloaded round trip, ``prediction.fill_drain_s``, carry
     less than the LP's rate γ x bw), a link busy :data:`SATURATED` of the round or more,
-    queues (where the network measured round trips, ``transport``: the median at least
-    :data:`QUEUED` times the unloaded one), else the pipeline (no resource saturated: the
-    round is the busiest link's share plus fill, drain and start skew)."""
+    the pipeline (the round at most :data:`PREDICTED` above the prediction: the plan's rate
+    plus fill, drain and start skew), queues (where the network measured round trips,
+    ``transport``: the median at least :data:`QUEUED` times the unloaded one), else
+    ``unattributed``."""
     top = links[0] if links else None
 
     def link_part() -> str:
@@ -167,17 +172,21 @@ def attribute(*, links: list[LinkLoad], grads_sent: float, retransmissions: floa
                          f"{gamma * bw_mbit:.3g}{full}; {link_part()}")
     if top is not None and top.utilisation >= SATURATED:
         return Bound("link", top.utilisation, f"link: {link_part()}")
-    rest = ""
+    if prediction is not None and prediction.error <= PREDICTED:
+        return Bound("pipeline", top.utilisation if top else None,
+                     f"pipeline: the plan's rate plus fill and drain "
+                     f"{prediction.fill_drain_s * 1e3:.1f} ms and start skew "
+                     f"{prediction.skew_s * 1e3:.1f} ms ({prediction.error:+.1%} of the "
+                     f"predicted round); {link_part()}")
+    slower = (f", {prediction.error:+.1%} of the predicted round"
+              if prediction is not None else "")
     if rtt and unloaded and rtt > QUEUED * unloaded:
         return Bound("queues", rtt / unloaded,
                      f"queues: no link saturated ({link_part()}), but a chunk's median round "
-                     f"trip is {rtt * 1e3:.1f} ms against {unloaded * 1e3:.1f} ms unloaded: "
-                     f"slots wait for contributions queued on other paths")
-    if prediction is not None:
-        rest = (f"; fill and drain {prediction.fill_drain_s * 1e3:.1f} ms and start skew "
-                f"{prediction.skew_s * 1e3:.1f} ms of {prediction.measured_s * 1e3:.1f} ms")
-    return Bound("pipeline", top.utilisation if top else None,
-                 f"pipeline: no resource saturated, {link_part()}{rest}")
+                     f"trip is {rtt * 1e3:.1f} ms against {unloaded * 1e3:.1f} ms unloaded"
+                     f"{slower}: slots wait for contributions queued on other paths")
+    return Bound("unattributed", top.utilisation if top else None,
+                 f"unattributed: no resource saturated{slower}; {link_part()}")
 
 
 def bound_text(mode: str, b: dict[str, Any]) -> str:
