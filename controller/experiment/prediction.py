@@ -270,7 +270,9 @@ def link_table_rows(results: dict[str, Any], limit: int = 12) -> list[list[Any]]
     rows = []
     for mode, p in (results.get("prediction") or {}).items():
         for x in (p or {}).get("links", [])[:limit]:
-            rows.append([mode, x["link"], round(x["lp_load"], 3), round(x["lp_bytes"]),
-                         round(x["bytes"]), None if x["ratio"] is None else round(x["ratio"], 3),
+            planned = x["lp_load"] > 0  # else the plan puts nothing there (or has no loads)
+            rows.append([mode, x["link"], round(x["lp_load"], 3) if planned else None,
+                         round(x["lp_bytes"]) if planned else None, round(x["bytes"]),
+                         None if x["ratio"] is None else round(x["ratio"], 3),
                          round(x["utilisation"], 3)])
     return rows
