@@ -60,9 +60,11 @@ def test_runner_job_config_follows_the_plan(tmp_path):
     assert cfg.result_dests == [("10.0.0.2", INA_UDP_PORT)]
     assert cfg.rounds == 3 and cfg.n_values == 128
     by_name = chunk_schedule(plan, 4)
-    assert cfg.schedules == {"0": by_name["h1"], "1": by_name["h2"]}
-    assert cfg.schedules["0"][:2] == [(0, 2, 2), (1, 2, 2)]  # first half at e1, both workers
-    assert cfg.schedules["0"][2:] == [(2, 1, 2), (3, 1, 2)]  # the rest at the PS's ToR
+    # the plan's entries, sent with the intervals interleaved (ina_core.send_order): the
+    # first half at e1 (chunks 0, 1), the rest at the PS's ToR (2, 3)
+    assert {w: sorted(v) for w, v in cfg.schedules.items()} == {"0": by_name["h1"],
+                                                              "1": by_name["h2"]}
+    assert cfg.schedules["0"] == [(0, 2, 2), (2, 1, 2), (1, 2, 2), (3, 1, 2)]
     assert Path(cfg.control_file) == tmp_path / "control.json"
     assert Path(cfg.start_file) == tmp_path / "start"
     assert (cfg.window, cfg.timeout, cfg.worker_timeout_s) == (s.window, s.timeout,

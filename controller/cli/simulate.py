@@ -18,8 +18,10 @@ from controller.dataplane.deploy import SLOT_POLICIES
 from controller.errors import ExperimentError
 from controller.experiment.methods.ina_core import Settings
 from controller.experiment.methods.ina_options import add_network_options, settings_from_args
+from controller.experiment.prediction import prediction_lines
 from controller.experiment.run_options import add_shared_options, check_options
 from controller.experiment.simulate.run import SimOptions, simulate
+from controller.experiment.sweep_report import plot_sweep, sweep_markdown, sweep_row
 from controller.files import write_json_atomic
 from controller.options import finite_float, int_option
 from controller.plan.options import add_plan_options
@@ -120,7 +122,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         doc["complete"] = True
         doc["command"] = getattr(args, "command_line", None)
         write_json_atomic(out_dir / "results.json", doc)
-        sweep.append(_sweep_row(b, run_name, doc))
+        sweep.append(sweep_row(b, run_name, doc))
         _print(doc, stats, out_dir)
     if args.budgets is not None:  # the sweep's summary: γ predicted and measured per budget
         path = Path(args.out) / f"{name}-sweep.json"
@@ -133,23 +135,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             print(f"  budget {r['budget']}: γ predicted {r['predicted']:.4g}, measured "
                   f"{r['measured'] or 0:.4g}, ratio {ratio}, exact "
                   f"{'yes' if r['exact'] else 'NO'} ({r['run']})")
-        print(f"  {path}")
+        settings = {k: v for k, v in vars(args).items()
+                    if isinstance(v, (int, float, str, type(None)))}
+        figure = plot_sweep(sweep, Path(args.out) / f"{name}-sweep.png")
+        md = Path(args.out) / f"{name}-sweep.md"
+        md.write_text(sweep_markdown(name, sweep, settings,
+                                     figure.name if figure is not None else None))
+        print(f"  {path}, {md}" + (f", {figure}" if figure is not None else ""))
     return 0
-
-
-def _sweep_row(budget: int, run: str, doc: dict[str, Any]) -> dict[str, Any]:
-    """One budget of a sweep: its run folder, γ predicted and measured (the jobs' sums with
-    several jobs), exactness."""
-    if "jobs" in doc:
-        js = doc["jobs"].values()
-        predicted = sum(j["gamma"]["predicted"] for j in js)
-        measured = sum(j["gamma"]["measured"] or 0 for j in js)
-        ratio = measured / predicted if predicted else None
-    else:
-        g = doc["gamma"]
-        predicted, measured, ratio = g["predicted"], g["measured"], g["ratio"]
-    return {"budget": budget, "run": run, "predicted": predicted, "measured": measured,
-            "ratio": ratio, "exact": bool(doc["exact_all_rounds"])}
 
 
 def _print(doc: dict[str, Any], stats: Any, out_dir: Path) -> None:
@@ -180,6 +173,8 @@ def _print(doc: dict[str, Any], stats: Any, out_dir: Path) -> None:
               f"{rs[0]['ps_rx_bytes']:,.1f} B/round, retx "
               f"{sum(r['retransmissions'] for r in rs)}, exact "
               f"{'yes' if all(r['exact'] for r in rs) else 'NO'}")
+    for line in prediction_lines(doc):
+        print(f"  {line}")
     print(f"  {stats.wall_s:.1f} s on this machine (plan {stats.plan_s:.1f} s), "
           f"{stats.events:,} events ({stats.events_per_s:,.0f}/s), peak RSS "
           f"{stats.peak_mib:.0f} MiB; {out_dir / 'results.json'}")

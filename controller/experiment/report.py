@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from controller.experiment.prediction import prediction_lines  # noqa: E402
 from controller.experiment.records import mode_kind, pace_lines  # noqa: E402
 
 PLOTS = (
@@ -211,6 +212,7 @@ def print_summary(results: dict[str, Any], console: Console | None = None) -> No
     if acc and acc.get("final") is not None:
         extra.append(f"accuracy: final {acc['final']:.4f}, single-process reference {acc['reference']:.4f}")
     extra += pace_lines(results)
+    extra += prediction_lines(results)
     for line in extra:
         console.print(line)
 

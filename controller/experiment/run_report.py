@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from controller.experiment.prediction import link_table_rows, prediction_lines
 from controller.experiment.records import format_stats, pace_lines, summarize_mode
 
 __all__ = ["REPORT_NAME", "report_markdown", "write_report", "pictures"]
@@ -133,6 +134,7 @@ def _headline(results: dict[str, Any]) -> list[str]:
     if "exact_all_rounds" in results:
         lines.append(f"- exact sums in every round: {_cell(results['exact_all_rounds'])}")
     lines += [f"- {line}" for line in pace_lines(results)]
+    lines += [f"- {line}" for line in prediction_lines(results)]
     return lines
 
 
@@ -182,6 +184,15 @@ def report_markdown(results: dict[str, Any], pictures: list[str]) -> str:
             out += [*part, ""]
     if not rows and not any((_group_lines(results), _job_lines(results))):
         out += ["(no mode finished yet)", ""]
+    links = link_table_rows(results)
+    if links:
+        out += ["## Links: the plan's load against the measured one", "",
+                "The busiest directed links (measured), per round: the LP's load (share of "
+                "the link), the bytes it puts there (load / γ × the gradient's frame bytes), "
+                "the bytes measured, their ratio, and the measured share of the round the "
+                "link was busy.", "",
+                *_table(["mode", "link", "LP load", "LP bytes", "measured bytes",
+                         "measured/LP", "utilisation"], links), ""]
     if PLAN_PICTURE in pictures:
         plan = results.get("plan") if isinstance(results.get("plan"), dict) else {}
         deployed = plan.get("deployed")

@@ -117,6 +117,7 @@ def summarize(s: Settings, name: str, plan: Plan, modes: dict, reference_acc: fl
                 "switch": e["switch"], "predicted": e["gamma_after"], "measured": m,
                 "ratio": ratio(m, e["gamma_after"]), "rounds": len(rs)})
     return {
+        "prediction": _prediction(s, plan, modes, n_chunks, main_mode, predicted),
         "run": name,
         "settings": asdict(s),
         "plan": {"gamma": job.gamma, "deployed": plan.deployed, "ps": job.ps,
@@ -136,6 +137,39 @@ def summarize(s: Settings, name: str, plan: Plan, modes: dict, reference_acc: fl
         "worker_failure": [{**e, "mode": e["policy"]} for d in modes.values()
                            for e in d.get("worker_failure", [])],
     }
+
+
+def _prediction(s: Settings, plan: Plan, modes: dict, n_chunks: int, mode: str,
+                gamma: float) -> dict[str, Any]:
+    """Per sync mode, the round predicted and the resource that bound it
+    (:mod:`controller.experiment.prediction`): ``mode`` (the INA mode) against ``gamma`` and
+    the plan's link loads, ``ps_only`` and ``tor_only`` against their baselines' γ (no
+    per-link LP load in the plan); empty without ``--bw``."""
+    from controller.experiment.methods.ina_core import mode_window
+    from controller.experiment.prediction import fill_drain_s, mode_analysis
+    from controller.experiment.records import pace
+    from topo.models import from_dict
+
+    if not s.bw:
+        return {}
+    job = plan.job
+    try:
+        graph = from_dict(plan.topology["graph"])
+        fd = fill_drain_s(graph, job.workers, job.ps, s.bw, FRAME_BYTES)
+    except Exception:  # noqa: BLE001 -- a plan without its graph: no fill/drain term
+        fd = 0.0
+    out = {}
+    for label, rec in modes.items():
+        g = gamma if label == mode else (plan.baselines or {}).get(label)
+        if not isinstance(rec, dict) or not rec.get("rounds") or not g:
+            continue
+        got = mode_analysis(rec, plan_loads=plan.loads if label == mode else [], gamma=g,
+                            bw_mbit=s.bw, n_chunks=n_chunks, frame_bytes=FRAME_BYTES,
+                            n_workers=len(job.workers), fill_drain_s=fd,
+                            window=mode_window(s, label), pace=pace(rec))
+        if got is not None:
+            out[label] = got
+    return out
 
 
 # ------------------------------------------------------------------ the method

@@ -34,6 +34,7 @@ from controller.experiment.simulate.network import (
     program,
     rule_value,
 )
+from controller.experiment.simulate.probe import WorkerProbe, transport_summary
 from workers.ina.driver import PsDriver, WorkerApp, WorkerDriver
 from workers.ina.job import JobConfig
 from workers.ina.wire import FrameTemplate, InaPacket, decode_frame
@@ -107,6 +108,7 @@ class SimHostIO:
         self._tmpl: dict[str, FrameTemplate] = {}
         self._wake: float | None = None
         self.driven: Any = None  # the driver whose on_timer the timer calls
+        self.probe: WorkerProbe | None = None  # a worker's (simulate/probe.py)
         self.dead = False  # the host's "process" ended: nothing in or out any more
 
     def now(self) -> float:
@@ -121,6 +123,9 @@ class SimHostIO:
             return
         for p in pkts:
             self.net.send(self.host, 0, tmpl.encode(p))  # a host has one port
+        if self.probe is not None:
+            self.probe.grads(self.loop.now, pkts)
+            self.probe.sample(self.loop.now, self.driven)
 
     def wake_at(self, t: float | None) -> None:
         if t is None:
@@ -134,6 +139,8 @@ class SimHostIO:
             return
         self._wake = None
         self.driven.on_timer()
+        if self.probe is not None:
+            self.probe.sample(self.loop.now, self.driven)
 
     def later(self, delay: float, fn: Callable[[], None]) -> None:
         self.loop.at(self.loop.now + delay, _call, lambda: None if self.dead else fn())
@@ -166,7 +173,7 @@ class _SimJob:
             io = self.ios[job.workers[w]] = SimHostIO(loop, net, job.workers[w], hosts)
             d = WorkerDriver(io, cfg, w, job.app(w),
                              pause=lambda: compute_s + jit(), on_finished=one_finished)
-            io.driven = d
+            io.driven, io.probe = d, WorkerProbe()
             self.drivers.append(d)
         self.by_host: dict[str, Any] = {job.ps: self.ps}
         self.by_host.update(zip(job.workers, self.drivers, strict=True))
@@ -177,8 +184,18 @@ class _SimJob:
 
     def on_host(self, host: str, frame: bytes) -> None:
         pkt = decode_frame(frame)
-        if pkt is not None and not self.ios[host].dead:
+        io = self.ios[host]
+        if pkt is not None and not io.dead:
+            if io.probe is not None:
+                io.probe.result(io.loop.now, pkt)
             self.by_host[host].on_packets((pkt,))
+            if io.probe is not None:
+                io.probe.sample(io.loop.now, io.driven)
+
+    def transport(self) -> dict[str, Any]:
+        """The workers' window and round trips (simulate/probe.py)."""
+        return transport_summary([io.probe for io in self.ios.values()
+                                  if io.probe is not None])
 
 
 # ------------------------------------------------------------------ run --network simulated
@@ -479,6 +496,8 @@ class SimDeployed:
                     "switch_frames": net.switch_frames, "fast_frames": fast,
                     "queue_drops": net.queue_drops(),
                     "impairment": net.impairment_counters()}
+        if len(sims) == 1:  # one job's transport; several jobs: per job, not yet
+            sim_info["transport"] = sims[0].transport()
         for k in ("events", "wall_s", "switch_frames", "fast_frames"):
             self.totals[k] = self.totals.get(k, 0) + sim_info[k]
         return SimLaunched(t_start=t_start, wall_s=loop.now, moved=net.moved(),

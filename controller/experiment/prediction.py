@@ -1,0 +1,278 @@
+"""A prediction of the round, and what bound it (docs/simulate.md, "Where prediction and data
+plane part"; issue 38).  Pure: every function takes figures and returns records, no I/O.
+
+The LP predicts a *rate*, γ: every worker's gradient crosses the network at γ of a link's
+capacity.  A round is more than a rate; :func:`predict_round` adds what the protocol costs
+per round on top of the LP's ``T_LP = gradient frame bytes x 8 / (γ x bw)``:
+
+* ``fill_drain_s``: the first frame has to reach the busiest link and the last RESULT has to
+  come back from it: one unloaded round trip of a chunk (the measured minimum where the
+  network measured one, else the store-and-forward time of a frame over the longest
+  worker-PS path, both directions);
+* ``skew_s``: the round's start skew (a slot waits for its last contributor, so the
+  pipeline starts with the last worker; a round's time is its first worker's);
+* headers are in ``T_LP`` already (γ is measured and predicted in frame bytes) and the
+  RESULT multicast is in the LP's loads when the plan has ``result_load``.
+
+:func:`link_loads` compares the LP's load of every directed link with the bytes measured on
+it; :func:`attribute` names the resource that bound the run, with its figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["LinkLoad", "RoundPrediction", "Bound", "link_loads", "predict_round", "attribute",
+           "bound_text", "prediction_text", "mode_analysis", "as_record", "fill_drain_s", "prediction_lines",
+           "link_table_rows", "SATURATED", "RETX_BIND", "SLOTS_BIND",
+           "QUEUED", "PREDICTED"]
+
+SATURATED = 0.9
+"""A link busy at least this share of the round bound it."""
+RETX_BIND = 0.05
+"""Retransmissions of at least this share of the GRADs sent bound the run."""
+SLOTS_BIND = 0.05
+"""Fall-backs (GRADs that found no slot and went to the PS raw) of at least this share of the
+GRADs sent bound the run."""
+PREDICTED = 0.10
+"""No resource saturated and the round within this share above the prediction: the plan's
+rate plus fill, drain and start skew (the pipeline) bound the run."""
+QUEUED = 1.5
+"""No link saturated, the round more than :data:`PREDICTED` above the prediction, and the
+median round trip of a chunk at least this multiple of the unloaded one: queues (and the
+slots that wait on them) bound the run."""
+
+
+@dataclass(frozen=True)
+class LinkLoad:
+    """One directed link: the LP's load and the measured one, per round."""
+
+    link: str  # "a->b"
+    lp_load: float  # LP's load / capacity (0: the plan puts nothing there)
+    lp_bytes: float  # bytes per round the plan puts there: lp_load / γ x gradient frame bytes
+    bytes: float  # measured bytes per round
+    utilisation: float  # measured: bytes x 8 / (bw x s per round)
+
+    @property
+    def ratio(self) -> float | None:
+        """Measured bytes over the plan's (None where the plan puts none)."""
+        return self.bytes / self.lp_bytes if self.lp_bytes else None
+
+
+@dataclass(frozen=True)
+class RoundPrediction:
+    """Seconds per round: the LP's, the protocol's costs, the prediction and the run."""
+
+    lp_s: float
+    fill_drain_s: float
+    skew_s: float
+    predicted_s: float
+    measured_s: float
+    window_s: float = 0.0  # the chunks at one window per unloaded round trip
+
+    @property
+    def error(self) -> float:
+        """(measured - predicted) / predicted."""
+        return self.measured_s / self.predicted_s - 1.0
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The resource that bound a run: ``resource`` one of ``cores``, ``retransmissions``,
+    ``slots``, ``window``, ``link``, ``pipeline``, ``queues``, ``unattributed``; ``figure`` its share (a link's
+    utilisation, the window's best rate over the LP's, the retransmitted or fallen-back
+    share of GRADs, the busy cores' share, the median round trip over the unloaded one);
+    ``text`` one line."""
+
+    resource: str
+    figure: float | None
+    text: str
+
+
+def link_loads(plan_loads: list[dict[str, Any]], link_bytes_total: dict[str, float],
+               rounds: int, s_per_round: float, bw_mbit: float, grad_frame_bytes: float,
+               gamma: float) -> list[LinkLoad]:
+    """Every directed link the plan loads or the run used, busiest (measured) first.
+    ``plan_loads``: the plan's ``loads`` (``from``, ``to``, ``load``, ``bw``);
+    ``link_bytes_total``: the record's bytes per ``"a->b"`` over ``rounds`` rounds."""
+    lp = {f"{x['from']}->{x['to']}": x["load"] / (x.get("bw") or 1.0) for x in plan_loads}
+    out = []
+    for link in sorted(set(lp) | set(link_bytes_total)):
+        b = link_bytes_total.get(link, 0) / rounds if rounds else 0.0
+        load = lp.get(link, 0.0)
+        out.append(LinkLoad(
+            link=link, lp_load=load,
+            lp_bytes=load / gamma * grad_frame_bytes if gamma > 0 else 0.0, bytes=b,
+            utilisation=b * 8 / (bw_mbit * 1e6 * s_per_round) if s_per_round > 0 else 0.0))
+    return sorted(out, key=lambda x: (-x.utilisation, -x.lp_load, x.link))
+
+
+def predict_round(gamma: float, bw_mbit: float, grad_frame_bytes: float, fill_drain_s: float,
+                  skew_s: float, measured_s: float, window_s: float = 0.0) -> RoundPrediction:
+    """The round's time from the LP's γ plus the protocol's costs (module docstring):
+    ``max(T_LP, window_s) + fill_drain_s + skew_s``, ``window_s`` the time the chunks take
+    at one window per unloaded round trip (a window too small for the path)."""
+    lp_s = grad_frame_bytes * 8 / (gamma * bw_mbit * 1e6) if gamma > 0 else float("inf")
+    return RoundPrediction(lp_s=lp_s, fill_drain_s=fill_drain_s, skew_s=skew_s,
+                           predicted_s=max(lp_s, window_s) + fill_drain_s + skew_s,
+                           measured_s=measured_s, window_s=window_s)
+
+
+def attribute(*, links: list[LinkLoad], grads_sent: float, retransmissions: float,
+              fallbacks: float, cores_bound: bool, busy_cores: float | None = None,
+              cpus: int | None = None, transport: dict[str, Any] | None = None,
+              frame_bytes: int, bw_mbit: float, gamma: float, window: int | None = None,
+              prediction: RoundPrediction | None = None) -> Bound:
+    """The binding resource of one mode's rounds (pure), the first that holds of: the cores
+    (``cores_bound``: the pace record's), slots (:data:`SLOTS_BIND` of the GRADs sent fell
+    back to the PS raw, more than were retransmitted), retransmissions (:data:`RETX_BIND`
+    of the GRADs sent), the window
+    (``window`` chunks over the unloaded round trip, ``prediction.fill_drain_s``, carry
+    less than the LP's rate γ x bw), a link busy :data:`SATURATED` of the round or more,
+    the pipeline (the round at most :data:`PREDICTED` above the prediction: the plan's rate
+    plus fill, drain and start skew), queues (where the network measured round trips,
+    ``transport``: the median at least :data:`QUEUED` times the unloaded one), else
+    ``unattributed``."""
+    top = links[0] if links else None
+
+    def link_part() -> str:
+        if top is None:
+            return "no link measured"
+        lp = f"LP load {top.lp_load:.0%}" if top.lp_load else "no LP load"
+        return f"busiest link {top.link} at {top.utilisation:.0%} ({lp})"
+
+    if cores_bound:
+        share = busy_cores / cpus if busy_cores is not None and cpus else None
+        fig = f"{busy_cores:.2f} of {cpus}" if share is not None else "most"
+        return Bound("cores", share, f"cores: {fig} cores busy; {link_part()}")
+    retx = retransmissions / grads_sent if grads_sent else 0.0
+    fb = fallbacks / grads_sent if grads_sent else 0.0
+    # fall-backs beyond what retransmissions explain (a retransmitted copy may fall back
+    # to the PS by design): the slots; else retransmissions come first
+    if fb >= SLOTS_BIND and fallbacks > retransmissions:
+        return Bound("slots", fb,
+                     f"slots: {fb:.1%} of GRADs found no free slot and went to the PS raw "
+                     f"({fallbacks:,.0f}); {link_part()}")
+    if retx >= RETX_BIND:
+        return Bound("retransmissions", retx,
+                     f"retransmissions: {retx:.1%} of GRADs sent again ({retransmissions:,.0f}); "
+                     f"{link_part()}")
+    t = transport or {}
+    rtt = (t.get("rtt_s") or {}).get("median")
+    unloaded = prediction.fill_drain_s if prediction is not None else 0.0
+    if window and unloaded > 0:
+        rate = window * frame_bytes * 8 / unloaded / 1e6  # Mbit/s a window carries at best
+        if rate < gamma * bw_mbit:
+            blocked = t.get("blocked_share")
+            full = f", full {blocked:.0%} of the time" if blocked is not None else ""
+            return Bound("window", rate / (gamma * bw_mbit),
+                         f"window: a window of {window} chunk(s) per worker over the {unloaded * 1e3:.1f} ms "
+                         f"unloaded round trip carry at most {rate:.3g} Mbit/s, below the LP's "
+                         f"{gamma * bw_mbit:.3g}{full}; {link_part()}")
+    if top is not None and top.utilisation >= SATURATED:
+        return Bound("link", top.utilisation, f"link: {link_part()}")
+    if prediction is not None and prediction.error <= PREDICTED:
+        return Bound("pipeline", top.utilisation if top else None,
+                     f"pipeline: the plan's rate plus fill and drain "
+                     f"{prediction.fill_drain_s * 1e3:.1f} ms and start skew "
+                     f"{prediction.skew_s * 1e3:.1f} ms ({prediction.error:+.1%} of the "
+                     f"predicted round); {link_part()}")
+    slower = (f", {prediction.error:+.1%} of the predicted round"
+              if prediction is not None else "")
+    if rtt and unloaded and rtt > QUEUED * unloaded:
+        return Bound("queues", rtt / unloaded,
+                     f"queues: no link saturated ({link_part()}), but a chunk's median round "
+                     f"trip is {rtt * 1e3:.1f} ms against {unloaded * 1e3:.1f} ms unloaded"
+                     f"{slower}: slots wait for contributions queued on other paths")
+    return Bound("unattributed", top.utilisation if top else None,
+                 f"unattributed: no resource saturated{slower}; {link_part()}")
+
+
+def bound_text(mode: str, b: dict[str, Any]) -> str:
+    """One console/report line from a ``bound`` record."""
+    return f"{mode} bound by {b['text']}"
+
+
+def prediction_text(mode: str, p: dict[str, Any]) -> str:
+    """One console/report line from a ``round`` prediction record."""
+    base = (f"LP {p['lp_s']:.4f}" if p.get("window_s", 0.0) <= p["lp_s"]
+            else f"window {p['window_s']:.4f} (LP {p['lp_s']:.4f})")
+    return (f"{mode}: predicted {p['predicted_s']:.4f} s/round ({base} + fill/drain "
+            f"{p['fill_drain_s']:.4f} + start skew {p['skew_s']:.4f}), measured "
+            f"{p['measured_s']:.4f} ({p['error']:+.1%})")
+
+
+def as_record(pred: RoundPrediction) -> dict[str, Any]:
+    """A :class:`RoundPrediction` as results.json stores it."""
+    return {**asdict(pred), "error": pred.error}
+
+
+def mode_analysis(rec: dict[str, Any], *, plan_loads: list[dict[str, Any]], gamma: float,
+                  bw_mbit: float, n_chunks: int, frame_bytes: int, n_workers: int,
+                  fill_drain_s: float, window: int | None = None,
+                  pace: dict[str, Any] | None = None,
+                  max_links: int | None = None) -> dict[str, Any] | None:
+    """``prediction`` of one mode's record (pure): the round predicted from ``gamma`` and the
+    protocol's costs, the bound (:func:`attribute`) and the links (:func:`link_loads`,
+    the ``max_links`` busiest).  None without rounds or without ``bw``."""
+    import numpy as np
+
+    rounds = rec.get("rounds") or []
+    if not rounds or not bw_mbit or gamma <= 0:
+        return None
+    s_per_round = float(np.median([r["time_s"] for r in rounds]))
+    skews = [r["start_skew_s"] for r in rounds if r.get("start_skew_s") is not None]
+    grad_bytes = n_chunks * frame_bytes
+    links = link_loads(plan_loads, rec.get("link_bytes_total") or {}, len(rounds), s_per_round,
+                       bw_mbit, grad_bytes, gamma)
+    pred = predict_round(gamma, bw_mbit, grad_bytes, fill_drain_s,
+                         float(np.median(skews)) if skews else 0.0, s_per_round,
+                         window_s=n_chunks / window * fill_drain_s if window else 0.0)
+    retx = sum(r.get("retransmissions", 0) for r in rounds)
+    sent = n_chunks * n_workers * len(rounds) + retx
+    p = pace or {}
+    bound = attribute(links=links, grads_sent=sent, retransmissions=retx,
+                      fallbacks=float(rec.get("collisions") or 0),
+                      cores_bound=p.get("binding") == "cores", busy_cores=p.get("busy_cores"),
+                      cpus=p.get("cpus"), transport=(rec.get("sim") or {}).get("transport"),
+                      frame_bytes=frame_bytes, bw_mbit=bw_mbit, gamma=gamma, window=window,
+                      prediction=pred)
+    shown = links if max_links is None else links[:max_links]
+    return {"round": as_record(pred), "bound": asdict(bound),
+            "links": [{**asdict(x), "ratio": x.ratio} for x in shown]}
+
+
+def fill_drain_s(graph: Any, workers: list[str], ps: str, bw_mbit: float,
+                 frame_bytes: int) -> float:
+    """One unloaded round trip of a frame between the PS and its farthest worker,
+    store-and-forward at ``bw_mbit`` on every link (no propagation delay: Mininet's and the
+    simulation's default)."""
+    import networkx as nx
+
+    hops = max((nx.shortest_path_length(graph, w, ps) for w in workers), default=0)
+    return 2 * hops * frame_bytes * 8 / (bw_mbit * 1e6) if bw_mbit else 0.0
+
+
+def prediction_lines(results: dict[str, Any]) -> list[str]:
+    """The console's and report's lines for a results document's ``prediction``: per mode
+    the round predicted against the run, then what bound it (none without a prediction)."""
+    out = []
+    for mode, p in (results.get("prediction") or {}).items():
+        if isinstance(p, dict) and p.get("round") and p.get("bound"):
+            out += [prediction_text(mode, p["round"]), bound_text(mode, p["bound"])]
+    return out
+
+
+def link_table_rows(results: dict[str, Any], limit: int = 12) -> list[list[Any]]:
+    """Rows ``link, LP load, LP bytes/round, measured bytes/round, measured/LP,
+    utilisation`` of the busiest links of each mode's ``prediction``."""
+    rows = []
+    for mode, p in (results.get("prediction") or {}).items():
+        for x in (p or {}).get("links", [])[:limit]:
+            planned = x["lp_load"] > 0  # else the plan puts nothing there (or has no loads)
+            rows.append([mode, x["link"], round(x["lp_load"], 3) if planned else None,
+                         round(x["lp_bytes"]) if planned else None, round(x["bytes"]),
+                         None if x["ratio"] is None else round(x["ratio"], 3),
+                         round(x["utilisation"], 3)])
+    return rows

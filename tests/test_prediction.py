@@ -1,0 +1,146 @@
+"""The round's prediction and the binding resource (controller/experiment/prediction.py):
+hand-built cases, each made to be bound by one resource on purpose."""
+
+import pytest
+
+from controller.experiment.prediction import (
+    Bound,
+    attribute,
+    fill_drain_s,
+    link_loads,
+    mode_analysis,
+    predict_round,
+    prediction_lines,
+)
+from controller.experiment.run_report import report_markdown
+
+FRAME = 196
+GRAD = 76 * FRAME  # 76 chunks per round
+
+
+def _links(busiest: float) -> list:
+    # two links over a 0.2 s round at 1 Mbit/s; "a->b" is busy ``busiest`` of it
+    b = busiest * 1e6 * 0.2 / 8
+    return link_loads([{"from": "a", "to": "b", "load": 1.0, "bw": 1.0},
+                       {"from": "b", "to": "c", "load": 0.5, "bw": 1.0}],
+                      {"a->b": 5 * b, "b->c": 5 * 1000}, 5, 0.2, 1.0, GRAD, 0.75)
+
+
+def _bound(**kw) -> Bound:
+    args = dict(links=_links(0.5), grads_sent=76 * 6 * 5, retransmissions=0, fallbacks=0,
+                cores_bound=False, frame_bytes=FRAME, bw_mbit=1.0, gamma=0.75, window=16,
+                prediction=predict_round(0.75, 1.0, GRAD, 0.0188, 0.007, 0.2))
+    args.update(kw)
+    return attribute(**args)
+
+
+def test_link_loads_put_the_lp_bytes_beside_the_measured():
+    a, b = _links(0.97)
+    assert a.link == "a->b" and a.utilisation == pytest.approx(0.97)
+    assert a.lp_bytes == pytest.approx(1.0 / 0.75 * GRAD)  # load / γ x gradient frame bytes
+    assert b.bytes == 1000 and b.lp_bytes == pytest.approx(0.5 / 0.75 * GRAD)
+    assert b.ratio == pytest.approx(1000 / (0.5 / 0.75 * GRAD))
+
+
+def test_the_round_is_the_lps_plus_fill_drain_and_skew():
+    p = predict_round(0.5, 1.0, GRAD, 0.02, 0.01, 0.33)
+    assert p.lp_s == pytest.approx(GRAD * 8 / 0.5e6)  # 0.238336 s
+    assert p.predicted_s == pytest.approx(GRAD * 8 / 0.5e6 + 0.03)
+    assert p.error == pytest.approx(0.33 / (GRAD * 8 / 0.5e6 + 0.03) - 1)
+
+
+def test_a_saturated_link_is_named_with_its_lp_load():
+    b = _bound(links=_links(0.97))
+    assert b.resource == "link" and b.figure == pytest.approx(0.97)
+    assert "a->b at 97% (LP load 100%)" in b.text
+
+
+def test_a_window_too_small_is_named():
+    # 2 chunks over an 18.8 ms round trip carry 0.167 Mbit/s, below γ = 0.75
+    b = _bound(window=2)
+    assert b.resource == "window"
+    assert b.figure == pytest.approx(2 * FRAME * 8 / 0.0188 / 1e6 / 0.75)
+    assert "a window of 2 chunk(s) per worker" in b.text and "0.167 Mbit/s" in b.text
+    assert _bound(window=16).resource != "window"  # 1.33 Mbit/s: enough
+
+
+def test_a_slot_pool_too_small_is_named():
+    b = _bound(fallbacks=0.2 * 76 * 6 * 5)
+    assert b.resource == "slots" and b.figure == pytest.approx(0.2)
+    assert "20.0% of GRADs found no free slot" in b.text
+
+
+def test_retransmissions_and_cores_come_first():
+    assert _bound(retransmissions=200, fallbacks=100).resource == "retransmissions"
+    assert _bound(retransmissions=200, fallbacks=0).resource == "retransmissions"
+    b = _bound(cores_bound=True, busy_cores=1.9, cpus=2, links=_links(0.97))
+    assert b.resource == "cores" and b.figure == pytest.approx(0.95)
+
+
+def test_pipeline_queues_or_unattributed_when_nothing_saturates():
+    # predicted 0.1847 s: a 0.2 s round is within 10 % (the pipeline), a 0.25 s one is not
+    assert _bound(transport={"rtt_s": {"median": 0.04}}).resource == "pipeline"
+    late = predict_round(0.75, 1.0, GRAD, 0.0188, 0.007, 0.25)
+    queued = _bound(transport={"rtt_s": {"median": 0.04}}, prediction=late)
+    assert queued.resource == "queues" and queued.figure == pytest.approx(0.04 / 0.0188)
+    assert "+35.4% of the predicted round" in queued.text  # 0.25 / 0.18469 - 1
+    assert _bound(transport={"rtt_s": {"median": 0.02}},
+                  prediction=late).resource == "unattributed"
+
+
+def test_fill_and_drain_is_the_farthest_workers_round_trip():
+    import networkx as nx
+    g = nx.path_graph(["ps", "s1", "s2", "w1"])
+    g.add_edge("s1", "w0")
+    assert fill_drain_s(g, ["w0", "w1"], "ps", 1.0, FRAME) == pytest.approx(2 * 3 * 1568e-6)
+
+
+def _record(window_ms: float = 200.0) -> dict:
+    rounds = [{"time_s": window_ms / 1000, "start_skew_s": 0.007, "retransmissions": 0}] * 5
+    return {"rounds": rounds, "collisions": 0,
+            "link_bytes_total": {"a->b": 5 * 0.97 * 1e6 * 0.2 / 8, "b->c": 5000}}
+
+
+def test_the_run_report_names_the_bound():
+    p = mode_analysis(_record(), plan_loads=[{"from": "a", "to": "b", "load": 1.0, "bw": 1.0}],
+                      gamma=0.75, bw_mbit=1.0, n_chunks=76, frame_bytes=FRAME, n_workers=6,
+                      fill_drain_s=0.0188, window=16)
+    assert p is not None and p["bound"]["resource"] == "link"
+    results = {"run": "r", "prediction": {"ina": p}, "complete": True}
+    lines = prediction_lines(results)
+    assert lines[0].startswith("ina: predicted ") and "measured 0.2000" in lines[0]
+    assert lines[1] == "ina bound by link: busiest link a->b at 97% (LP load 100%)"
+    page = report_markdown(results, [])
+    assert "ina bound by link: busiest link a->b at 97%" in page
+    assert "| ina | a->b | 1 | 19,861 | 24,250 | 1.221 | 0.97 |" in page  # the per-link table
+
+
+def test_a_window_too_small_sets_the_predicted_round():
+    # 76 chunks, 2 per 18.8 ms round trip: 0.7144 s, above the LP's 0.1589 s
+    p = predict_round(0.75, 1.0, GRAD, 0.0188, 0.007, 0.845, window_s=76 / 2 * 0.0188)
+    assert p.predicted_s == pytest.approx(76 / 2 * 0.0188 + 0.0188 + 0.007)
+    assert predict_round(0.75, 1.0, GRAD, 0.0188, 0.007, 0.2,
+                         window_s=76 / 16 * 0.0188).predicted_s == pytest.approx(
+        GRAD * 8 / 0.75e6 + 0.0188 + 0.007)
+
+
+@pytest.mark.parametrize(("args", "resource", "words"), [
+    # budget 0: only the PS's ToR aggregates, the link into it is the bottleneck
+    (["--budget", "0", "--rounds", "3"], "link", "link: busiest link agg0->edge0 at 9"),
+    (["--hidden", "4", "--rounds", "2", "--window", "1"], "window",
+     "window: a window of 1 chunk(s) per worker"),
+    (["--hidden", "4", "--rounds", "2", "--slots", "1"], "slots",
+     "of GRADs found no free slot"),
+])
+def test_a_simulated_run_names_what_bound_it(tmp_path, capsys, args, resource, words):
+    import json
+
+    from controller.cli.main import main
+    assert main(["simulate", "--no-train", "--modes", "ina", *args, "--out", str(tmp_path),
+                 "--name", "r"]) == 0
+    doc = json.loads((tmp_path / "r" / "results.json").read_text())
+    bound = doc["prediction"]["ina"]["bound"]
+    assert bound["resource"] == resource and words in bound["text"]
+    assert doc["exact_all_rounds"]
+    assert f"ina bound by {bound['text']}" in (tmp_path / "r" / "report.md").read_text()
+    assert f"ina bound by {bound['text']}" in capsys.readouterr().out
