@@ -132,10 +132,13 @@ def test_a_window_too_small_sets_the_predicted_round():
     (["--hidden", "4", "--rounds", "2", "--slots", "1"], "slots",
      "of GRADs found no free slot"),
 ])
-def test_a_simulated_run_names_what_bound_it(tmp_path, capsys, args, resource, words):
+def test_a_simulated_run_names_what_bound_it(tmp_path, capsys, monkeypatch, args, resource,
+                                            words):
     import json
 
     from controller.cli.main import main
+    from workers.ina.constants import SLOTS_ENV
+    monkeypatch.setenv(SLOTS_ENV, "")  # --slots sets it for the process: restored after
     assert main(["simulate", "--no-train", "--modes", "ina", *args, "--out", str(tmp_path),
                  "--name", "r"]) == 0
     doc = json.loads((tmp_path / "r" / "results.json").read_text())
