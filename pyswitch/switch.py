@@ -47,12 +47,14 @@ from pyswitch.names import check_int, resolve
 from pyswitch.native import attach
 from pyswitch.native.loop import (
     DROP_PORT,
+    QUEUE_SLOTS,
     PKT_INSTANCE_TYPE_EGRESS_CLONE,
     PKT_INSTANCE_TYPE_INGRESS_CLONE,
     PKT_INSTANCE_TYPE_NORMAL,
     PKT_INSTANCE_TYPE_REPLICATION,
     python_source,
 )
+from pyswitch.queues import EgressQueues
 from pyswitch.tables import Table, TableEntryView
 
 __all__ = ["DROP_PORT", "PKT_INSTANCE_TYPE_EGRESS_CLONE", "PKT_INSTANCE_TYPE_INGRESS_CLONE",
@@ -115,20 +117,25 @@ def _hmod(h: int, m: int) -> int:
 
 @dataclass
 class PortStats:
-    """Per-port frame counters of a switch (``rx[port]``, ``tx[port]``) and drops."""
+    """Per-port frame counters of a switch (``rx[port]``, ``tx[port]``) and drops (all of
+    them in ``dropped``; those of a full egress queue also in ``queue_drops[port]``)."""
 
     rx: Counter = field(default_factory=Counter)
     tx: Counter = field(default_factory=Counter)
     dropped: int = 0
+    queue_drops: Counter = field(default_factory=Counter)
 
 
 class Switch:
     """A v1model switch running `prog` in-process (no I/O); see docs/pyswitch-api.md."""
 
     def __init__(self, prog: Any, device_id: int = 0, seed: int = 0,
-                 cpu_port: int | None = None, native: bool | None = None) -> None:
+                 cpu_port: int | None = None, native: bool | None = None,
+                 queues: EgressQueues | None = None) -> None:
         """`native`: True runs the compiled path (or raises NotNative), False the Python
-        path, None lets PYSWITCH_NATIVE decide (default: native where it can be)."""
+        path, None lets PYSWITCH_NATIVE decide (default: native where it can be).
+        `queues`: the egress queues (kept across programs by the daemon; default one
+        queue per port, no rate: nothing queues)."""
         self.prog = prog
         self.device_id = device_id
         self.cpu_port = cpu_port
@@ -183,8 +190,14 @@ class Switch:
         self.mcast: dict[int, list[tuple[int, int]]] = {}
         self.clone_sessions: dict[int, list[tuple[int, int]]] = {}
         self.stats = PortStats()
+        self.queues = queues if queues is not None else EgressQueues()
+        self.now = 0.0  # seconds since the switch started: the queues' clock
+        self.departure: dict[int, float] = {}  # port -> when its last copy leaves the queue
+        self._qslots = [std[k] for k in QUEUE_SLOTS]
+        self._queued = self.queues.active
         self.native_why = "not tried"
         self._native = native
+        self._python_stages = False
         self.process = self._specialised_process()  # type: ignore[method-assign]
 
     @property
@@ -259,6 +272,45 @@ class Switch:
             raise EntryNotFound(f"no clone session {session_id}")
         del self.clone_sessions[session_id]
 
+    # ------------------------------------------------------------------ queues
+    def set_queue_rate(self, rate_pps: float, port: int | None = None,
+                       priority: int | None = None) -> None:
+        """BMv2's ``set_queue_rate`` (`port` given) / ``set_all_queue_rate`` (None):
+        packets per second, 0 unlimited; `priority`: one priority queue of the port."""
+        self.queues.set_rate(rate_pps, port, priority)
+        self._requeue()
+
+    def set_queue_depth(self, depth: int, port: int | None = None,
+                        priority: int | None = None) -> None:
+        """BMv2's ``set_queue_depth`` / ``set_all_queue_depth``: capacity in packets."""
+        self.queues.set_depth(depth, port, priority)
+        self._requeue()
+
+    def _requeue(self) -> None:
+        """The packet loop with queue steps once a rate is set, without them otherwise (the
+        fast path stays as it was while nothing can queue)."""
+        if self.queues.active != self._queued:
+            self._queued = self.queues.active
+            self.process = self._specialised_process(not self._python_stages)
+
+    def process_at(self, now: float, ingress_port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        """`process` for a frame arriving at `now` (seconds since the switch started, never
+        decreasing): the egress queues see that time; ``departure[port]`` says when each
+        copy leaves its queue."""
+        self.now = now
+        return self.process(ingress_port, frame)
+
+    def _enqueue(self, port: int, priority: int) -> tuple[int, int, int, int] | None:
+        """A copy into the queue of (`port`, `priority`) at ``now``: its queueing metadata
+        (`QUEUE_SLOTS`' order), or None when dropped (counted per port)."""
+        a = self.queues.enqueue(port, priority, self.now)
+        if a is None:
+            self.stats.dropped += 1
+            self.stats.queue_drops[port] += 1
+            return None
+        self.departure[port] = a.departure
+        return a.enq_timestamp, a.enq_qdepth, a.deq_timedelta, a.deq_qdepth
+
     # ------------------------------------------------------------------ externs
     def _register(self, name: str) -> tuple[list[int], dict]:
         r = self.registers.get(name)
@@ -332,19 +384,22 @@ class Switch:
         # a copy whose headers (after egress) and payload are those of the copy before it
         # leaves as the same bytes, when ComputeChecksum and the deparser read nothing else
         dedupe = _headers_only(self._compute) and _headers_only(self._deparser)
+        enqueue = self._enqueue if self._queued else None
         if native:
-            proc, self.native_why = attach(self, dedupe, _Exit, self._native)
+            proc, self.native_why = attach(self, dedupe, _Exit, self._native, enqueue)
             if proc is not None:
                 return proc
         else:  # e.g. the packet trace, around its own Python stages (pyswitch/observe.py)
+            self._python_stages = True
             self.native_why = "the Python stages were asked for"
         ns: dict[str, Any] = {f"_h{k}": h for k, h in enumerate(self._htempl)}
         ns.update(_mt=self._mtempl, parser=self._parser, verify=self._verify,
                   ingress=self._ingress, egress=self._egress, compute=self._compute,
                   deparser=self._deparser, stats=self.stats, rx=self.stats.rx,
                   tx=self.stats.tx, after_ingress=self._after_ingress,
-                  after_egress=self._after_egress, bytes=bytes, mcast=self.mcast)
-        src = python_source(self.meta, dedupe)
+                  after_egress=self._after_egress, bytes=bytes, mcast=self.mcast,
+                  enqueue=enqueue)
+        src = python_source(self.meta, dedupe, self._queued)
         exec(compile(src, "<pyswitch:process>", "exec"), ns)  # noqa: S102 - from LOOP
         return ns["process"]
 
@@ -396,6 +451,12 @@ class Switch:
                      out: list[tuple[int, bytes]], depth: int) -> None:
         i = self._i
         hid = self._hid
+        if self._queued:
+            q = self._enqueue(port, M[self.meta["std"]["priority"]])
+            if q is None:
+                return
+            for k, v in zip(self._qslots, q, strict=True):
+                M[k] = v
         M[i["egress_port"]] = port
         M[i["egress_spec"]] = 0
         M[i["egress_rid"]] = rid
