@@ -47,11 +47,11 @@ from pyswitch.names import check_int, resolve
 from pyswitch.native import attach
 from pyswitch.native.loop import (
     DROP_PORT,
-    QUEUE_SLOTS,
     PKT_INSTANCE_TYPE_EGRESS_CLONE,
     PKT_INSTANCE_TYPE_INGRESS_CLONE,
     PKT_INSTANCE_TYPE_NORMAL,
     PKT_INSTANCE_TYPE_REPLICATION,
+    QUEUE_SLOTS,
     python_source,
 )
 from pyswitch.queues import EgressQueues
@@ -292,6 +292,11 @@ class Switch:
         if self.queues.active != self._queued:
             self._queued = self.queues.active
             self.process = self._specialised_process(not self._python_stages)
+
+    @property
+    def queued(self) -> bool:
+        """Whether copies go through the egress queues (a rate is set somewhere)."""
+        return self._queued
 
     def process_at(self, now: float, ingress_port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """`process` for a frame arriving at `now` (seconds since the switch started, never
