@@ -139,3 +139,81 @@ def test_rate_from_a_link_rate() -> None:
     assert rate_pps(1.0, frame_bytes=125) == 1000.0
     with pytest.raises(ValueError):
         rate_pps(0)
+
+
+# ------------------------------------------------------------ the daemon and Thrift
+class _Port:
+    """Stands in for pyswitch.ports.Port: frames sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def send(self, frame: bytes) -> bool:
+        self.sent.append(frame)
+        return True
+
+    def send_batch(self, frames: list[bytes]) -> None:
+        self.sent.extend(frames)
+
+    def fileno(self) -> int:
+        return -1
+
+
+def test_thrift_sets_the_device_queues_before_and_after_a_program() -> None:
+    from pyswitch.p4runtime.pipeline import Device
+    from pyswitch.thriftapi.server import SimpleSwitchHandler
+
+    dev = Device()
+    h = SimpleSwitchHandler(dev)
+    assert h.set_egress_queue_rate(2, 1000) == 0  # no program yet: the device keeps it
+    dev.switch = dev.make_switch(PROG)
+    assert dev.switch.queued
+    assert h.set_all_egress_queue_depths(3) == 0
+    assert h.set_egress_queue_depth(600, 3) == 1  # no such port: refused, as a return code
+    assert h.set_egress_priority_queue_rate(2, 1, 10) == 1  # one queue per port: no prio 1
+    got = [seen(dev.switch.process_at(1.0, 1, frame(0x2000))) for _ in range(4)]
+    assert [g[0][1][1:3] for g in got[:3]] == [(0, 0), (1, 1000), (2, 2000)] and got[3] == []
+    assert h.set_all_egress_queue_rates(0) == 0
+    assert not dev.switch.queued
+    assert 0 <= h.get_time_elapsed_us() < 60_000_000
+
+
+def test_the_daemon_sends_each_copy_when_it_leaves_its_queue() -> None:
+    import time
+
+    from pyswitch.daemon import ForwardingLoop, build_parser, configure_queues
+    from pyswitch.p4runtime.pipeline import Device
+
+    dev = Device()
+    configure_queues(dev.queues, build_parser().parse_args(
+        ["--queue-rate", "2:50", "--queue-depth", "all:3", "--priority-queues", "2"]))
+    assert dev.queues.nb_queues == 2
+    dev.switch = dev.make_switch(PROG)
+    ports = {1: _Port(), 2: _Port(), 3: _Port()}
+    loop = ForwardingLoop(dev, ports)  # type: ignore[arg-type]
+    loop._receive(1, [frame(0x2000)] * 5 + [frame(0x2001)])
+    # 20 ms per packet on port 2 (the daemon's clock runs between frames: the first has
+    # left when the second arrives): one leaves now, three wait, the fifth finds the queue
+    # full; port 3 has no rate
+    assert len(ports[2].sent) == 1 and len(ports[3].sent) == 1
+    assert sorted(k for _, _, k, _, _ in loop._heap) == ["queued"] * 3
+    assert dev.switch.stats.queue_drops == {2: 1}
+    time.sleep(0.03)
+    loop._run_timers()
+    assert len(ports[2].sent) == 2  # the second left after 20 ms, the others wait
+    time.sleep(0.05)
+    loop._run_timers()
+    fields = [seen([(2, b)])[0][1] for b in ports[2].sent]
+    assert [f[1] for f in fields] == [0, 0, 1, 2]
+    # each waits 20 ms behind the one before, less the time between their arrivals
+    for f, want in zip(fields, [0, 20000, 40000, 60000], strict=True):
+        assert want - 5000 < f[2] <= want
+
+
+@pytest.mark.parametrize("bad", ["2", "x:5", "all:-1", "512:3"])
+def test_bad_queue_flags_are_one_line(bad: str) -> None:
+    from pyswitch.daemon import parse_queue_option
+    from pyswitch.errors import UsageError
+
+    with pytest.raises(UsageError, match="--queue-rate"):
+        parse_queue_option("--queue-rate", bad)
