@@ -217,3 +217,14 @@ def test_bad_queue_flags_are_one_line(bad: str) -> None:
 
     with pytest.raises(UsageError, match="--queue-rate"):
         parse_queue_option("--queue-rate", bad)
+
+
+def test_link_rates_become_queue_rate_flags_the_daemon_takes() -> None:
+    from pyswitch.daemon import build_parser, configure_queues
+
+    mininet_switch = pytest.importorskip("topo.mininet_switch")
+    flags = mininet_switch.queue_rate_flags({2: 12.0, 1: 1.0})
+    assert flags == ["--queue-rate", "1:83", "--queue-rate", "2:1000"]
+    q = EgressQueues()
+    configure_queues(q, build_parser().parse_args(flags))
+    assert (q.queue(1).rate, q.queue(2).rate, q.queue(3).rate) == (83.0, 1000.0, 0.0)
