@@ -437,6 +437,7 @@ class Switch:
                 M2[i["packet_length"]] = len(frame)
                 p2 = self._parser(S2, M2, frame)
                 M2[hid["payload"]] = frame[p2:]
+                self._preserve(M, M2)
                 self._egress_copy(S2, M2, port, rid, PKT_INSTANCE_TYPE_INGRESS_CLONE, out, 0)
         mg = M[i["mcast_grp"]]
         if mg:
@@ -451,6 +452,16 @@ class Switch:
         else:
             self._egress_copy(S, M, M[i["egress_spec"]], 0, M[i["instance_type"]], out, 0)
         return out
+
+    def _preserve(self, M: list, M2: list) -> None:
+        """A clone asked for by ``clone_preserving_field_list(type, session, index)``: the
+        user metadata fields annotated ``@field_list(index)`` keep the values the packet
+        has now (end of ingress for I2E, of egress for E2E), as BMv2 copies the field list
+        into the clone's reset metadata; an index no field carries preserves nothing."""
+        fl = M[self._hid["clone_field_list"]]
+        if fl:
+            for k in self.meta["field_lists"].get(fl - 1, ()):
+                M2[k] = M[k]
 
     def _egress_copy(self, S: list, M: list, port: int, rid: int, itype: int,
                      out: list[tuple[int, bytes]], depth: int) -> None:
@@ -467,6 +478,7 @@ class Switch:
         M[i["egress_rid"]] = rid
         M[i["instance_type"]] = itype
         M[hid["clone_type"]] = 0
+        M[hid["clone_field_list"]] = 0
         self._egress(S, M)
         self._after_egress(S, M, port, out, depth)
 
@@ -480,6 +492,7 @@ class Switch:
                 M2 = self._mtempl[:]  # metadata reset, headers kept (BMv2 E2E clone)
                 M2[i["packet_length"]] = M[i["packet_length"]]
                 M2[hid["payload"]] = M[hid["payload"]]
+                self._preserve(M, M2)
                 self._egress_copy([h[:] for h in S], M2, cport, crid,
                                   PKT_INSTANCE_TYPE_EGRESS_CLONE, out, depth + 1)
         if M[i["egress_spec"]] == DROP_PORT:

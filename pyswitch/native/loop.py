@@ -118,8 +118,9 @@ class Unicast:
 
 
 def _copy(rid: int | str, itype: int | None) -> tuple[Step, ...]:
-    """One copy into its queue and through egress (BMv2: egress_port set, egress_spec reset, clone_type
-    cleared), then to the general path for an E2E clone or a drop in egress, else out."""
+    """One copy into its queue and through egress (BMv2: egress_port set, egress_spec
+    reset, clone_type cleared), then to the general path for an E2E clone or a drop in
+    egress, else out."""
     meta: tuple[Step, ...] = (Set("egress_port", "port"), Set("egress_spec", 0),
                               Set("egress_rid", rid))
     if itype is not None:
