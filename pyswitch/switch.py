@@ -198,6 +198,7 @@ class Switch:
         self.native_why = "not tried"
         self._native = native
         self._python_stages = False
+        self._wrap_process: Any = None  # the packet trace's wrapper (pyswitch/observe.py)
         self.process = self._specialised_process()  # type: ignore[method-assign]
 
     @property
@@ -291,7 +292,8 @@ class Switch:
         fast path stays as it was while nothing can queue)."""
         if self.queues.active != self._queued:
             self._queued = self.queues.active
-            self.process = self._specialised_process(not self._python_stages)
+            proc = self._specialised_process(not self._python_stages)
+            self.process = self._wrap_process(proc) if self._wrap_process else proc
 
     @property
     def queued(self) -> bool:

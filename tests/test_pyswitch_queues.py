@@ -228,3 +228,15 @@ def test_link_rates_become_queue_rate_flags_the_daemon_takes() -> None:
     q = EgressQueues()
     configure_queues(q, build_parser().parse_args(flags))
     assert (q.queue(1).rate, q.queue(2).rate, q.queue(3).rate) == (83.0, 1000.0, 0.0)
+
+
+def test_the_packet_trace_stays_when_a_rate_is_set(caplog) -> None:
+    from pyswitch.observe import TRACE, install_trace
+
+    sw = install_trace(Switch(PROG))
+    sw.set_queue_rate(1000, port=2)
+    with caplog.at_level(TRACE, logger="pyswitch.trace"):
+        out = sw.process_at(0.0, 1, frame(0x2000))
+    assert seen(out) == [(2, (0, 0, 0, 0, 2))]
+    assert any("Transmitting packet" in r.getMessage() for r in caplog.records
+               if r.levelno == TRACE and r.name.startswith("pyswitch"))
