@@ -61,6 +61,7 @@ __all__ = ["DROP_PORT", "PKT_INSTANCE_TYPE_EGRESS_CLONE", "PKT_INSTANCE_TYPE_ING
            "PKT_INSTANCE_TYPE_NORMAL", "PKT_INSTANCE_TYPE_REPLICATION", "PortStats", "Switch"]
 
 _MAX_E2E_DEPTH = 8
+_U32 = (1 << 32) - 1  # the clone session's bits of the hidden clone_session slot
 
 
 class _PErr(Exception):
@@ -433,7 +434,7 @@ class Switch:
         hid = self._hid
         out: list[tuple[int, bytes]] = []
         if M[hid["clone_type"]] == 1:
-            for port, rid in self.clone_sessions.get(M[hid["clone_session"]], []):
+            for port, rid in self.clone_sessions.get(M[hid["clone_session"]] & _U32, []):
                 S2, M2 = self._new_state()
                 M2[i["ingress_port"]] = ingress_port
                 M2[i["packet_length"]] = len(frame)
@@ -460,7 +461,7 @@ class Switch:
         user metadata fields annotated ``@field_list(index)`` keep the values the packet
         has now (end of ingress for I2E, of egress for E2E), as BMv2 copies the field list
         into the clone's reset metadata; an index no field carries preserves nothing."""
-        fl = M[self._hid["clone_field_list"]]
+        fl = M[self._hid["clone_session"]] >> 32
         if fl:
             for k in self.meta["field_lists"].get(fl - 1, ()):
                 M2[k] = M[k]
@@ -480,7 +481,6 @@ class Switch:
         M[i["egress_rid"]] = rid
         M[i["instance_type"]] = itype
         M[hid["clone_type"]] = 0
-        M[hid["clone_field_list"]] = 0
         self._egress(S, M)
         self._after_egress(S, M, port, out, depth)
 
@@ -490,7 +490,7 @@ class Switch:
         i = self._i
         hid = self._hid
         if M[hid["clone_type"]] == 2 and depth < _MAX_E2E_DEPTH:
-            for cport, crid in self.clone_sessions.get(M[hid["clone_session"]], []):
+            for cport, crid in self.clone_sessions.get(M[hid["clone_session"]] & _U32, []):
                 M2 = self._mtempl[:]  # metadata reset, headers kept (BMv2 E2E clone)
                 M2[i["packet_length"]] = M[i["packet_length"]]
                 M2[hid["payload"]] = M[hid["payload"]]

@@ -374,15 +374,14 @@ class Externs:
                     self.ctrl_kind not in ("ingress", "egress"):
                 raise self.err(node, f"clone {kind} is not allowed in {self.ctrl_kind}")
             se = self.convert(self.expr(args[1], scope, em), Bits(32), args[1])
-            fl = 0  # the hidden slot holds the field list's index + 1 (0: plain clone)
-            if preserving:
+            sess = se.code
+            if preserving:  # the field list's index + 1 above the session's 32 bits
                 ix = self.convert(self.expr(args[2], scope, em), Bits(8), args[2])
                 if ix.const is None:  # p4c too: the index names a list at compile time
                     raise self.err(args[2], "the field list index must be a constant")
-                fl = ix.const + 1
+                sess = f"({se.code}) | {(ix.const + 1) << 32}"
             em(f"M[{self.hidden['clone_type']}] = {1 if kind == 'I2E' else 2}; "
-               f"M[{self.hidden['clone_session']}] = {se.code}; "
-               f"M[{self.hidden['clone_field_list']}] = {fl}")
+               f"M[{self.hidden['clone_session']}] = {sess}")
             return None
         if fn == "random":
             if len(args) != 3:

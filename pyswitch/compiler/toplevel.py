@@ -289,9 +289,11 @@ class TopLevel:
         self.hdr = self.alloc("hdr", h_ty)
         self.meta = self.alloc("meta", m_ty)
         self.std = self.alloc("standard_metadata", sm_ty)
-        for hname in ("clone_type", "clone_session", "clone_field_list", "payload"):
+        # clone_session: the session in the low 32 bits, the preserved field list's index + 1
+        # above them (BMv2's clone_spec packs the two likewise)
+        for hname, width in (("clone_type", 32), ("clone_session", 41), ("payload", 32)):
             self.hidden[hname] = len(self.mslots)
-            self.mslots.append((f"${hname}", Bits(32)))
+            self.mslots.append((f"${hname}", Bits(width)))
 
         kinds = ["parser", "verify", "ingress", "egress", "compute", "deparser"]
         expect = [None, 2, 3, 3, 2, 2]
