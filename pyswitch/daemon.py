@@ -127,6 +127,9 @@ class ForwardingLoop:
         if sw is None:
             self.dropped_no_pipeline += 1
             return
+        if sw.queued:
+            self._process_queued(sw, port, frame)
+            return
         try:
             outs = sw.process(port, frame)
         except Exception:  # a pipeline bug must not stop the switch
@@ -137,6 +140,25 @@ class ForwardingLoop:
         self.processed += 1
         for out_port, out in outs:
             self._transmit(out_port, out)
+
+    def _process_queued(self, sw: Any, port: int, frame: bytes) -> None:
+        """A frame through a switch with egress queues: processed at the device's clock,
+        each copy sent when the queue model says it leaves its queue (a timer if later)."""
+        now = time.monotonic()
+        try:
+            outs = sw.process_at(now - self.dev.t0, port, frame)
+        except Exception:  # a pipeline bug must not stop the switch
+            self.process_errors += 1
+            if self.process_errors <= 10:
+                log.exception("process() failed on a frame from port %d", port)
+            return
+        self.processed += 1
+        for out_port, out in outs:
+            t = self.dev.t0 + sw.departure.get(out_port, 0.0)
+            if t <= now:
+                self._transmit(out_port, out)
+            else:
+                heapq.heappush(self._heap, (t, next(self._seq), "queued", out_port, out))
 
     def _transmit(self, port: int, frame: bytes) -> None:
         if port == self.dev.cpu_port:
@@ -183,6 +205,10 @@ class ForwardingLoop:
         if sw is None:
             self.dropped_no_pipeline += len(frames)
             return
+        if sw.queued:
+            for frame in frames:
+                self._process_queued(sw, port, frame)
+            return
         # fast path (no impairment on this port): inlined _process/_transmit/_send; what
         # the batch sends to a port leaves in one Port.send_batch, in order, at the end
         process, ports, tx, cpu = sw.process, self.ports, self.imp.tx, self.dev.cpu_port
@@ -219,6 +245,8 @@ class ForwardingLoop:
             _, _, kind, port, frame = heapq.heappop(heap)
             if kind == "tx":
                 self._send(port, frame)
+            elif kind == "queued":  # out of its egress queue: the link's impairments next
+                self._transmit(port, frame)
             elif kind == "rx":
                 self._process(port, frame)
             else:  # a reorder hold expired
@@ -421,7 +449,14 @@ def build_parser() -> argparse.ArgumentParser:
     for flag in ("--debugger", "--grpc-server-ssl", "--grpc-server-with-client-auth",
                  "--enable-swap"):
         p.add_argument(flag, action="store_true", help="accepted, no effect")
-    p.add_argument("--priority-queues", type=int, metavar="N", help="accepted, no effect")
+    p.add_argument("--priority-queues", type=int, default=1, metavar="N",
+                   help="egress queues per port (standard_metadata.priority picks one)")
+    p.add_argument("--queue-rate", action="append", default=[], metavar="PORT|all:PPS",
+                   help="egress queue rate in packets/s, e.g. 'all:1000' or '2:500' "
+                        "(pyswitch's own flag; BMv2 sets it with the CLI's set_queue_rate)")
+    p.add_argument("--queue-depth", action="append", default=[], metavar="PORT|all:N",
+                   help="egress queue capacity in packets (default 64; pyswitch's own flag, "
+                        "BMv2's set_queue_depth)")
     p.add_argument("--max-port-count", type=int, default=512, metavar="N",
                    help="accepted, no effect")
     p.add_argument("--drop-port", type=int, metavar="N",
@@ -455,6 +490,34 @@ def check_bmv2_options(args: argparse.Namespace) -> None:
         raise UsageError("--max-port-count cannot be negative")
     if args.thrift_port is not None and not 0 <= args.thrift_port < 65536:
         raise UsageError(f"--thrift-port {args.thrift_port}: not a TCP port")
+
+
+def parse_queue_option(flag: str, text: str) -> tuple[int | None, int]:
+    """``PORT:VALUE`` or ``all:VALUE`` of --queue-rate / --queue-depth: (port or None,
+    value); a UsageError (one line) for anything else."""
+    where, sep, value = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        port = None if where == "all" else int(where)
+        n = int(value)
+    except ValueError:
+        raise UsageError(f"{flag} {text!r}: expected PORT:N or all:N") from None
+    if (port is not None and not 0 <= port < 512) or n < 0:
+        raise UsageError(f"{flag} {text!r}: port 0..511 and a value >= 0")
+    return port, n
+
+
+def configure_queues(queues: Any, args: argparse.Namespace) -> None:
+    """--priority-queues, --queue-depth, --queue-rate onto the device's egress queues."""
+    if args.priority_queues < 1:
+        raise UsageError("--priority-queues must be >= 1")
+    queues.nb_queues = args.priority_queues
+    for flag, texts, set_ in (("--queue-depth", args.queue_depth, queues.set_depth),
+                              ("--queue-rate", args.queue_rate, queues.set_rate)):
+        for text in texts:
+            port, n = parse_queue_option(flag, text)
+            set_(n, port)
 
 
 def set_listen_addresses(args: argparse.Namespace, p4runtime_by_default: bool) -> None:
@@ -548,6 +611,7 @@ def main(argv: list[str] | None = None, p4runtime_by_default: bool = True) -> in
         setup_logging(args)
         pin_mmap_threshold()  # replaced pipelines' registers go back to the OS
         device = Device(device_id=args.device_id, cpu_port=args.cpu_port, seed=args.seed)
+        configure_queues(device.queues, args)
         if args.log_level == "trace" and (args.log_console or args.log_file):
             _traced_make_switch(device)
         if args.config:

@@ -218,21 +218,23 @@ def install_trace(sw: Any) -> Any:
         egress(S, M)
         log.log(TRACE, "[%d] Pipeline 'egress': end", ctx.pkt)
 
-    def traced_process(port: int, frame: bytes) -> list[tuple[int, bytes]]:
-        ctx.pkt = next(ctx.ids)
-        log.log(TRACE, "[%d] Processing packet received on port %d (%d bytes)", ctx.pkt,
-                port, len(frame))
-        out = process(port, frame)
-        for oport, data in out:
-            log.log(TRACE, "[%d] Transmitting packet of size %d out of port %d", ctx.pkt,
-                    len(data), oport)
-        if not out:
-            log.log(TRACE, "[%d] Dropping packet (no copy left the pipeline)", ctx.pkt)
-        return out
+    def wrap(process: Any) -> Any:
+        def traced_process(port: int, frame: bytes) -> list[tuple[int, bytes]]:
+            ctx.pkt = next(ctx.ids)
+            log.log(TRACE, "[%d] Processing packet received on port %d (%d bytes)", ctx.pkt,
+                    port, len(frame))
+            out = process(port, frame)
+            for oport, data in out:
+                log.log(TRACE, "[%d] Transmitting packet of size %d out of port %d",
+                        ctx.pkt, len(data), oport)
+            if not out:
+                log.log(TRACE, "[%d] Dropping packet (no copy left the pipeline)", ctx.pkt)
+            return out
+        return traced_process
 
     sw._parser, sw._ingress, sw._egress = traced_parser, traced_ingress, traced_egress
     # the specialised `process` holds the stages it was built with: build it again around
-    # the traced ones
-    process = sw._specialised_process(native=False)
-    sw.process = traced_process
+    # the traced ones (and again, wrapped, when a queue rate changes its steps)
+    sw._wrap_process = wrap
+    sw.process = wrap(sw._specialised_process(native=False))
     return sw

@@ -51,14 +51,17 @@ from pyswitch.native.loop import (
     PKT_INSTANCE_TYPE_INGRESS_CLONE,
     PKT_INSTANCE_TYPE_NORMAL,
     PKT_INSTANCE_TYPE_REPLICATION,
+    QUEUE_SLOTS,
     python_source,
 )
+from pyswitch.queues import EgressQueues
 from pyswitch.tables import Table, TableEntryView
 
 __all__ = ["DROP_PORT", "PKT_INSTANCE_TYPE_EGRESS_CLONE", "PKT_INSTANCE_TYPE_INGRESS_CLONE",
            "PKT_INSTANCE_TYPE_NORMAL", "PKT_INSTANCE_TYPE_REPLICATION", "PortStats", "Switch"]
 
 _MAX_E2E_DEPTH = 8
+_U32 = (1 << 32) - 1  # the clone session's bits of the hidden clone_session slot
 
 
 class _PErr(Exception):
@@ -115,20 +118,25 @@ def _hmod(h: int, m: int) -> int:
 
 @dataclass
 class PortStats:
-    """Per-port frame counters of a switch (``rx[port]``, ``tx[port]``) and drops."""
+    """Per-port frame counters of a switch (``rx[port]``, ``tx[port]``) and drops (all of
+    them in ``dropped``; those of a full egress queue also in ``queue_drops[port]``)."""
 
     rx: Counter = field(default_factory=Counter)
     tx: Counter = field(default_factory=Counter)
     dropped: int = 0
+    queue_drops: Counter = field(default_factory=Counter)
 
 
 class Switch:
     """A v1model switch running `prog` in-process (no I/O); see docs/pyswitch-api.md."""
 
     def __init__(self, prog: Any, device_id: int = 0, seed: int = 0,
-                 cpu_port: int | None = None, native: bool | None = None) -> None:
+                 cpu_port: int | None = None, native: bool | None = None,
+                 queues: EgressQueues | None = None) -> None:
         """`native`: True runs the compiled path (or raises NotNative), False the Python
-        path, None lets PYSWITCH_NATIVE decide (default: native where it can be)."""
+        path, None lets PYSWITCH_NATIVE decide (default: native where it can be).
+        `queues`: the egress queues (kept across programs by the daemon; default one
+        queue per port, no rate: nothing queues)."""
         self.prog = prog
         self.device_id = device_id
         self.cpu_port = cpu_port
@@ -183,8 +191,15 @@ class Switch:
         self.mcast: dict[int, list[tuple[int, int]]] = {}
         self.clone_sessions: dict[int, list[tuple[int, int]]] = {}
         self.stats = PortStats()
+        self.queues = queues if queues is not None else EgressQueues()
+        self.now = 0.0  # seconds since the switch started: the queues' clock
+        self.departure: dict[int, float] = {}  # port -> when its last copy leaves the queue
+        self._qslots = [std[k] for k in QUEUE_SLOTS]
+        self._queued = self.queues.active
         self.native_why = "not tried"
         self._native = native
+        self._python_stages = False
+        self._wrap_process: Any = None  # the packet trace's wrapper (pyswitch/observe.py)
         self.process = self._specialised_process()  # type: ignore[method-assign]
 
     @property
@@ -259,6 +274,51 @@ class Switch:
             raise EntryNotFound(f"no clone session {session_id}")
         del self.clone_sessions[session_id]
 
+    # ------------------------------------------------------------------ queues
+    def set_queue_rate(self, rate_pps: float, port: int | None = None,
+                       priority: int | None = None) -> None:
+        """BMv2's ``set_queue_rate`` (`port` given) / ``set_all_queue_rate`` (None):
+        packets per second, 0 unlimited; `priority`: one priority queue of the port."""
+        self.queues.set_rate(rate_pps, port, priority)
+        self._requeue()
+
+    def set_queue_depth(self, depth: int, port: int | None = None,
+                        priority: int | None = None) -> None:
+        """BMv2's ``set_queue_depth`` / ``set_all_queue_depth``: capacity in packets."""
+        self.queues.set_depth(depth, port, priority)
+        self._requeue()
+
+    def _requeue(self) -> None:
+        """The packet loop with queue steps once a rate is set, without them otherwise (the
+        fast path stays as it was while nothing can queue)."""
+        if self.queues.active != self._queued:
+            self._queued = self.queues.active
+            proc = self._specialised_process(not self._python_stages)
+            self.process = self._wrap_process(proc) if self._wrap_process else proc
+
+    @property
+    def queued(self) -> bool:
+        """Whether copies go through the egress queues (a rate is set somewhere)."""
+        return self._queued
+
+    def process_at(self, now: float, ingress_port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        """`process` for a frame arriving at `now` (seconds since the switch started, never
+        decreasing): the egress queues see that time; ``departure[port]`` says when each
+        copy leaves its queue."""
+        self.now = now
+        return self.process(ingress_port, frame)
+
+    def _enqueue(self, port: int, priority: int) -> tuple[int, int, int, int] | None:
+        """A copy into the queue of (`port`, `priority`) at ``now``: its queueing metadata
+        (`QUEUE_SLOTS`' order), or None when dropped (counted per port)."""
+        a = self.queues.enqueue(port, priority, self.now)
+        if a is None:
+            self.stats.dropped += 1
+            self.stats.queue_drops[port] += 1
+            return None
+        self.departure[port] = a.departure
+        return a.enq_timestamp, a.enq_qdepth, a.deq_timedelta, a.deq_qdepth
+
     # ------------------------------------------------------------------ externs
     def _register(self, name: str) -> tuple[list[int], dict]:
         r = self.registers.get(name)
@@ -332,19 +392,22 @@ class Switch:
         # a copy whose headers (after egress) and payload are those of the copy before it
         # leaves as the same bytes, when ComputeChecksum and the deparser read nothing else
         dedupe = _headers_only(self._compute) and _headers_only(self._deparser)
+        enqueue = self._enqueue if self._queued else None
         if native:
-            proc, self.native_why = attach(self, dedupe, _Exit, self._native)
+            proc, self.native_why = attach(self, dedupe, _Exit, self._native, enqueue)
             if proc is not None:
                 return proc
         else:  # e.g. the packet trace, around its own Python stages (pyswitch/observe.py)
+            self._python_stages = True
             self.native_why = "the Python stages were asked for"
         ns: dict[str, Any] = {f"_h{k}": h for k, h in enumerate(self._htempl)}
         ns.update(_mt=self._mtempl, parser=self._parser, verify=self._verify,
                   ingress=self._ingress, egress=self._egress, compute=self._compute,
                   deparser=self._deparser, stats=self.stats, rx=self.stats.rx,
                   tx=self.stats.tx, after_ingress=self._after_ingress,
-                  after_egress=self._after_egress, bytes=bytes, mcast=self.mcast)
-        src = python_source(self.meta, dedupe)
+                  after_egress=self._after_egress, bytes=bytes, mcast=self.mcast,
+                  enqueue=enqueue)
+        src = python_source(self.meta, dedupe, self._queued)
         exec(compile(src, "<pyswitch:process>", "exec"), ns)  # noqa: S102 - from LOOP
         return ns["process"]
 
@@ -371,12 +434,13 @@ class Switch:
         hid = self._hid
         out: list[tuple[int, bytes]] = []
         if M[hid["clone_type"]] == 1:
-            for port, rid in self.clone_sessions.get(M[hid["clone_session"]], []):
+            for port, rid in self.clone_sessions.get(M[hid["clone_session"]] & _U32, []):
                 S2, M2 = self._new_state()
                 M2[i["ingress_port"]] = ingress_port
                 M2[i["packet_length"]] = len(frame)
                 p2 = self._parser(S2, M2, frame)
                 M2[hid["payload"]] = frame[p2:]
+                self._preserve(M, M2)
                 self._egress_copy(S2, M2, port, rid, PKT_INSTANCE_TYPE_INGRESS_CLONE, out, 0)
         mg = M[i["mcast_grp"]]
         if mg:
@@ -392,10 +456,26 @@ class Switch:
             self._egress_copy(S, M, M[i["egress_spec"]], 0, M[i["instance_type"]], out, 0)
         return out
 
+    def _preserve(self, M: list, M2: list) -> None:
+        """A clone asked for by ``clone_preserving_field_list(type, session, index)``: the
+        user metadata fields annotated ``@field_list(index)`` keep the values the packet
+        has now (end of ingress for I2E, of egress for E2E), as BMv2 copies the field list
+        into the clone's reset metadata; an index no field carries preserves nothing."""
+        fl = M[self._hid["clone_session"]] >> 32
+        if fl:
+            for k in self.meta["field_lists"].get(fl - 1, ()):
+                M2[k] = M[k]
+
     def _egress_copy(self, S: list, M: list, port: int, rid: int, itype: int,
                      out: list[tuple[int, bytes]], depth: int) -> None:
         i = self._i
         hid = self._hid
+        if self._queued:
+            q = self._enqueue(port, M[self.meta["std"]["priority"]])
+            if q is None:
+                return
+            for k, v in zip(self._qslots, q, strict=True):
+                M[k] = v
         M[i["egress_port"]] = port
         M[i["egress_spec"]] = 0
         M[i["egress_rid"]] = rid
@@ -410,10 +490,11 @@ class Switch:
         i = self._i
         hid = self._hid
         if M[hid["clone_type"]] == 2 and depth < _MAX_E2E_DEPTH:
-            for cport, crid in self.clone_sessions.get(M[hid["clone_session"]], []):
+            for cport, crid in self.clone_sessions.get(M[hid["clone_session"]] & _U32, []):
                 M2 = self._mtempl[:]  # metadata reset, headers kept (BMv2 E2E clone)
                 M2[i["packet_length"]] = M[i["packet_length"]]
                 M2[hid["payload"]] = M[hid["payload"]]
+                self._preserve(M, M2)
                 self._egress_copy([h[:] for h in S], M2, cport, crid,
                                   PKT_INSTANCE_TYPE_EGRESS_CLONE, out, depth + 1)
         if M[i["egress_spec"]] == DROP_PORT:

@@ -103,6 +103,8 @@ class HeaderTy(Ty):
 class StructTy(Ty):
     name: str
     fields: list[tuple[str, Ty]] = field(default_factory=list)
+    # field name -> the indices of its @field_list annotation (v1model's preserved fields)
+    field_lists: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def show(self) -> str:
         return f"struct {self.name}"

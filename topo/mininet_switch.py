@@ -38,6 +38,8 @@ from typing import Any, ClassVar
 import grpc
 from mininet.node import Switch
 
+from pyswitch.queues import rate_pps
+
 _device_ids = itertools.count(1)
 
 
@@ -205,12 +207,25 @@ class P4RuntimeSwitch(Switch):
         return self.proc is not None and self.proc.poll() is None
 
 
+def queue_rate_flags(port_mbps: dict[int, float], frame_bytes: int = 1500) -> list[str]:
+    """``pyswitch run`` flags that set each port's egress queue rate from its link's rate
+    (Mbit/s, e.g. a TCLink's ``bw``): ``--queue-rate PORT:PPS`` per port, the packets per
+    second that fill the link with `frame_bytes`-byte frames (`pyswitch.queues.rate_pps`,
+    at least 1).  BMv2 has no such flag: its runtime CLI's ``set_queue_rate`` does it."""
+    out: list[str] = []
+    for port, mbps in sorted(port_mbps.items()):
+        out += ["--queue-rate", f"{port}:{max(1, round(rate_pps(mbps, frame_bytes)))}"]
+    return out
+
+
 class PySwitch(P4RuntimeSwitch):
     """``python -m pyswitch run`` as a Mininet switch.
 
     Extra options: ``impair`` (list of ``PORT|all:spec`` strings, see ``pyswitch run
     --impair``), ``control_socket`` (path of the run-time control socket),
-    ``python`` (interpreter; default: this process's, i.e. the project venv)."""
+    ``python`` (interpreter; default: this process's, i.e. the project venv),
+    ``port_mbps`` (port -> its link's rate in Mbit/s: the egress queue rates,
+    `queue_rate_flags`; default none, no queueing in the switch)."""
 
     binary_name = "pyswitch"
     impairments = True
@@ -224,9 +239,10 @@ class PySwitch(P4RuntimeSwitch):
 
     def __init__(self, name: str, impair: list[str] | None = None,
                  control_socket: str | None = None, python: str | None = None,
-                 **params: Any) -> None:
+                 port_mbps: dict[int, float] | None = None, **params: Any) -> None:
         super().__init__(name, **params)
         self.impair = list(impair or [])
+        self.port_mbps = dict(port_mbps or {})
         self.control_socket = control_socket
         self.python = python or sys.executable
 
@@ -241,6 +257,7 @@ class PySwitch(P4RuntimeSwitch):
             cmd += ["--impair", spec]
         if self.control_socket:
             cmd += ["--control-socket", self.control_socket]
+        cmd += queue_rate_flags(self.port_mbps)
         cmd += self.extra_args
         cmd += [self.config] if self.config else ["--no-p4"]
         return cmd

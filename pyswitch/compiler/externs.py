@@ -361,9 +361,11 @@ class Externs:
             return None
         if fn == "log_msg":
             return None
-        if fn == "clone":
-            if len(args) != 2:
-                raise self.err(node, "clone(CloneType, session)")
+        if fn in ("clone", "clone_preserving_field_list"):
+            preserving = fn != "clone"
+            if len(args) != (3 if preserving else 2):
+                raise self.err(node, "clone_preserving_field_list(CloneType, session, index)"
+                               if preserving else "clone(CloneType, session)")
             ct = self.expr(args[0], scope, em)
             if not (isinstance(ct.ty, EnumTy) and ct.ty.name == "CloneType") or ct.const is None:
                 raise self.err(args[0], "clone needs CloneType.I2E or CloneType.E2E")
@@ -372,8 +374,14 @@ class Externs:
                     self.ctrl_kind not in ("ingress", "egress"):
                 raise self.err(node, f"clone {kind} is not allowed in {self.ctrl_kind}")
             se = self.convert(self.expr(args[1], scope, em), Bits(32), args[1])
+            sess = se.code
+            if preserving:  # the field list's index + 1 above the session's 32 bits
+                ix = self.convert(self.expr(args[2], scope, em), Bits(8), args[2])
+                if ix.const is None:  # p4c too: the index names a list at compile time
+                    raise self.err(args[2], "the field list index must be a constant")
+                sess = f"({se.code}) | {(ix.const + 1) << 32}"
             em(f"M[{self.hidden['clone_type']}] = {1 if kind == 'I2E' else 2}; "
-               f"M[{self.hidden['clone_session']}] = {se.code}")
+               f"M[{self.hidden['clone_session']}] = {sess}")
             return None
         if fn == "random":
             if len(args) != 3:

@@ -167,10 +167,11 @@ class Emitter:
         self.ind -= 1
 
 
-BUILTIN_FUNCS = {"mark_to_drop", "hash", "random", "clone", "verify_checksum", "update_checksum",
+BUILTIN_FUNCS = {"mark_to_drop", "hash", "random", "clone", "clone_preserving_field_list",
+                 "verify_checksum", "update_checksum",
                  "verify_checksum_with_payload", "update_checksum_with_payload", "verify",
                  "log_msg"}
-UNSUPPORTED_FUNCS = {"resubmit", "recirculate", "clone3", "clone_preserving_field_list",
+UNSUPPORTED_FUNCS = {"resubmit", "recirculate", "clone3",
                      "resubmit_preserving_field_list", "recirculate_preserving_field_list",
                      "truncate", "digest", "assert", "assume", "random_int"}
 BUILTIN_EXTERNS = {"register", "counter", "direct_counter", "packet_in", "packet_out"}

@@ -16,7 +16,9 @@ from pyswitch.compiler.model import (
     FuncRef,
     PacketRef,
     Program0,
+    ScalarLoc,
     Scope,
+    StructLoc,
 )
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import VarbitTy
@@ -65,11 +67,15 @@ class TopLevel:
         elif k in ("header_decl", "struct_decl"):
             nm = self.name_of(ch[0])
             fields = []
+            field_lists: dict[str, tuple[int, ...]] = {}
             self.check_duplicate_members(ch[1:], lambda f: self.strip_annots(f.children)[1])
             for f in ch[1:]:
                 fc = self.strip_annots(f.children)
                 ft = self.resolve_type(fc[0])
                 fname = self.name_of(fc[1])
+                fl = self.annotations(f.children).get("field_list")
+                if fl is not None:  # v1model: preserved by *_preserving_field_list(index)
+                    field_lists[fname] = tuple(self.const_int(a) for a in fl)
                 if k == "header_decl" and isinstance(ft, StructTy):
                     fields.extend(self.header_struct_fields(fname, ft, f))  # compiler.typedefs
                     continue
@@ -90,7 +96,7 @@ class TopLevel:
                     self.controller_headers.append({"name": ann["controller_header"][0],
                                                     "ty": t})
             else:
-                t = StructTy(nm, fields)
+                t = StructTy(nm, fields, field_lists)
             self.types[nm] = t
         elif k == "union_decl":
             self.union_decl(d, ch)  # see compiler.unions
@@ -283,9 +289,11 @@ class TopLevel:
         self.hdr = self.alloc("hdr", h_ty)
         self.meta = self.alloc("meta", m_ty)
         self.std = self.alloc("standard_metadata", sm_ty)
-        for hname in ("clone_type", "clone_session", "payload"):
+        # clone_session: the session in the low 32 bits, the preserved field list's index + 1
+        # above them (BMv2's clone_spec packs the two likewise)
+        for hname, width in (("clone_type", 32), ("clone_session", 41), ("payload", 32)):
             self.hidden[hname] = len(self.mslots)
-            self.mslots.append((f"${hname}", Bits(32)))
+            self.mslots.append((f"${hname}", Bits(width)))
 
         kinds = ["parser", "verify", "ingress", "egress", "compute", "deparser"]
         expect = [None, 2, 3, 3, 2, 2]
@@ -378,6 +386,7 @@ class TopLevel:
             "direct_counters": [{"name": c.name, "type": c.ctype,
                                  "table": c.used_by.name if getattr(c, "used_by", None) else None}
                                 for c in self.direct_counters],
+            "field_lists": field_list_slots(self.meta),
             "controller_headers": [{"name": h["name"], "fields": [
                 {"name": f, "width": t.width} for f, t in h["ty"].fields]}
                 for h in self.controller_headers],
@@ -387,6 +396,30 @@ class TopLevel:
         bmv2_checks.check(self, block_names[0], meta)
         code = "\n\n".join(self.module) + "\n"
         return Program0(code, meta, self.tables)
+
+
+def _slots_under(loc: Any) -> list[int]:
+    if isinstance(loc, ScalarLoc):
+        return [int(loc.code[2:-1])]
+    if isinstance(loc, StructLoc):
+        return [k for f in loc.fields.values() for k in _slots_under(f)]
+    return []  # headers in metadata: not preserved (BMv2's field lists hold fields)
+
+
+def field_list_slots(meta: Any) -> dict[int, list[int]]:
+    """Field list index -> the metadata slots of the user metadata fields annotated
+    ``@field_list(index)`` (a struct-typed field: all its fields), in slot order."""
+    out: dict[int, set[int]] = {}
+
+    def walk(loc: Any) -> None:
+        if not isinstance(loc, StructLoc):
+            return
+        for f, sub in loc.fields.items():
+            for idx in loc.ty.field_lists.get(f, ()):
+                out.setdefault(idx, set()).update(_slots_under(sub))
+            walk(sub)
+    walk(meta)
+    return {idx: sorted(v) for idx, v in sorted(out.items())}
 
 
 def value_bounds(ty: Any) -> tuple[int, int] | None:

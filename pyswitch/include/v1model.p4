@@ -106,6 +106,7 @@ extern void hash<HashO, HashT, HashD, HashM>(out HashO result, in HashAlgorithm 
                                              in HashT base, in HashD data, in HashM max);
 extern void mark_to_drop(inout standard_metadata_t standard_metadata);
 extern void clone(in CloneType type, in bit<32> session);
+extern void clone_preserving_field_list(in CloneType type, in bit<32> session, bit<8> index);
 extern void verify_checksum<VcT, VcO>(in bool condition, in VcT data, in VcO checksum,
                                       HashAlgorithm algo);
 extern void update_checksum<UcT, UcO>(in bool condition, in UcT data, inout UcO checksum,

@@ -236,11 +236,12 @@ def _gcc(cc: str, csrc: str, so: Path) -> None:
             Path(out).unlink(missing_ok=True)
 
 
-def attach(sw: Any, dedupe: bool, exit_cls: type,
-           native: bool | None = None) -> tuple[Any, str]:
+def attach(sw: Any, dedupe: bool, exit_cls: type, native: bool | None = None,
+           enqueue: Any = None) -> tuple[Any, str]:
     """`sw`'s process compiled, bound to its registers, counters, tables and statistics:
     (process, "") on the native path, or (None, why) where the Python path runs.
-    `native` True/False overrides PYSWITCH_NATIVE (on/off)."""
+    `native` True/False overrides PYSWITCH_NATIVE (on/off); `enqueue`: the switch's
+    queue step (None: no queues, the copies go straight to egress)."""
     m = mode() if native is None else ("on" if native else "off")
     if m == "off":
         return None, "PYSWITCH_NATIVE=off" if native is None else "native=False"
@@ -257,5 +258,5 @@ def attach(sw: Any, dedupe: bool, exit_cls: type,
     ctx = tuple(ns[n[:-6]].exact if n.endswith(".exact") else ns[n]
                 for n in mod.context_names)
     proc = mod.make(ctx, sw.stats.rx, sw.stats.tx, sw.stats, sw.mcast, sw._after_ingress,
-                    sw._after_egress, exit_cls)
+                    sw._after_egress, exit_cls, enqueue)
     return proc, ""

@@ -87,7 +87,16 @@ class Emit:
     the headers (``dedupe``, decided by the switch)."""
 
 
-Step = Receive | Set | Parse | Run | Handoff | Drop | Emit
+@dataclass(frozen=True)
+class Enqueue:
+    """The copy into its egress queue (`pyswitch.queues`, BMv2's egress buffers): the
+    switch's ``enqueue(port, priority)`` gives the queueing metadata (``enq_timestamp``,
+    ``enq_qdepth``, ``deq_timedelta``, ``deq_qdepth``) or None when the queue drops it
+    (counted there).  Only where the switch has queues: no rate set, no step."""
+
+
+Step = Receive | Set | Parse | Run | Handoff | Drop | Emit | Enqueue
+QUEUE_SLOTS = ("enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth")
 
 
 @dataclass(frozen=True)
@@ -109,13 +118,14 @@ class Unicast:
 
 
 def _copy(rid: int | str, itype: int | None) -> tuple[Step, ...]:
-    """One copy through egress (BMv2: egress_port set, egress_spec reset, clone_type
-    cleared), then to the general path for an E2E clone or a drop in egress, else out."""
+    """One copy into its queue and through egress (BMv2: egress_port set, egress_spec
+    reset, clone_type cleared), then to the general path for an E2E clone or a drop in
+    egress, else out."""
     meta: tuple[Step, ...] = (Set("egress_port", "port"), Set("egress_spec", 0),
                               Set("egress_rid", rid))
     if itype is not None:
         meta += (Set("instance_type", itype),)
-    return (*meta, Set("clone_type", 0), Run("egress"),
+    return (Enqueue(), *meta, Set("clone_type", 0), Run("egress"),
             Handoff((("clone_type", CLONE_E2E), ("egress_spec", DROP_PORT)), "after_egress"),
             Emit())
 
@@ -156,10 +166,11 @@ class _Python:
     _VALUES = {"ingress_port": "ingress_port", "frame_length": "len(frame)", "port": "port",
                "rid": "rid"}
 
-    def __init__(self, meta: dict, dedupe: bool) -> None:
+    def __init__(self, meta: dict, dedupe: bool, queues: bool) -> None:
         self.slot = _slots(meta)
         self.nh = len(meta["htempl"])
         self.dedupe = dedupe
+        self.queues = queues
         comma = "," if self.nh == 1 else ""
         self.fresh = f"[{', '.join(f'_h{k}[:]' for k in range(self.nh))}{comma}]"
 
@@ -225,6 +236,13 @@ class _Python:
             return [f"{i}{m}[{self.slot[st.slot]}] = {self.value(st.value)}"]
         if isinstance(st, Run):
             return [f"{i}{st.block}({s}, {m})"]
+        if isinstance(st, Enqueue):
+            if not self.queues:
+                return []
+            dsts = ", ".join(f"{m}[{self.slot[k]}]" for k in QUEUE_SLOTS)
+            return [f"{i}q = enqueue(port, {m}[{self.slot['priority']}])",
+                    f"{i}if q is None:", f"{i}    {'continue' if replica else 'return []'}",
+                    f"{i}{dsts} = q"]
         if isinstance(st, Handoff) and st.to == "after_egress":
             if replica:
                 return [f"{i}if {self.cond(m, st.when)}:",
@@ -248,10 +266,11 @@ class _Python:
         raise _unknown(st, "in a copy")
 
 
-def python_source(meta: dict, dedupe: bool) -> str:
+def python_source(meta: dict, dedupe: bool, queues: bool = False) -> str:
     """The source of ``process(ingress_port, frame)`` for a program (`meta`: its compiled
-    metadata), lowered from `LOOP`."""
-    return _Python(meta, dedupe).source()
+    metadata), lowered from `LOOP`; `queues`: with the `Enqueue` steps (the switch's
+    ``enqueue``), else without them (no rate set: the path as it was)."""
+    return _Python(meta, dedupe, queues).source()
 
 
 # ------------------------------------------------------------------------- C
@@ -390,6 +409,13 @@ class _C:
             return [f"{i}{s}->m[{self.slot[st.slot]}] = {self.value(st.value)};"]
         if isinstance(st, Run):
             return [f"{i}if (run(P, {s}, f_{st.block}) < 0) goto fail;"]
+        if isinstance(st, Enqueue):  # one pointer test when the switch has no queues
+            sl = ", ".join(str(self.slot[k]) for k in QUEUE_SLOTS)
+            return [f"{i}if (P->enqueue != Py_None) {{",
+                    f"{i}    static const int qs[4] = {{{sl}}};",
+                    f"{i}    int rc = enqueue(P, {s}, port_o, {self.slot['priority']}, qs);",
+                    f"{i}    if (rc < 0) goto fail;",
+                    f"{i}    if (rc == 0) {end}", f"{i}}}"]
         if isinstance(st, Handoff) and st.to == "after_egress":
             return [f"{i}if ({self.cond(s, st.when)}) {{",
                     f"{i}    PyObject *zero = PyLong_FromLong(0);",

@@ -49,6 +49,26 @@ static PyObject *emit_one(Proc *P, St *st, PyObject *port, PyObject *out) {
     return rc < 0 ? NULL : out;
 }
 
+/* the copy into its egress queue: P->enqueue(port, priority) gives the 4 queueing values
+   for the slots qs, or None when the queue drops the copy (1: queued, 0: dropped, -1: error) */
+static int enqueue(Proc *P, St *st, PyObject *port_o, int prio_slot, const int qs[4]) {
+    PyObject *pr = v_to_py(st->m[prio_slot]);
+    if (!pr) return -1;
+    PyObject *r = PyObject_CallFunctionObjArgs(P->enqueue, port_o, pr, NULL);
+    Py_DECREF(pr);
+    if (!r) return -1;
+    if (r == Py_None) { Py_DECREF(r); return 0; }
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 4) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_TypeError, "enqueue must give 4 values or None");
+        return -1;
+    }
+    for (int k = 0; k < 4; k++)
+        if (v_from_py(PyTuple_GET_ITEM(r, k), &st->m[qs[k]]) < 0) { Py_DECREF(r); return -1; }
+    Py_DECREF(r);
+    return 1;
+}
+
 /* the loop: process() and its copy functions, lowered from pyswitch/native/loop.py */
 @LOOP@
 static PyObject *proc_call(PyObject *self, PyObject *args, PyObject *kw) {
@@ -70,7 +90,7 @@ static int proc_traverse(PyObject *self, visitproc visit, void *arg) {
     for (int i = 0; i < NG; i++) Py_VISIT(P->g[i]);
     Py_VISIT(P->rx); Py_VISIT(P->tx); Py_VISIT(P->stats); Py_VISIT(P->mcast);
     Py_VISIT(P->after_ingress); Py_VISIT(P->after_egress); Py_VISIT(P->exit_cls);
-    Py_VISIT(P->keep);
+    Py_VISIT(P->keep); Py_VISIT(P->enqueue);
     return 0;
 }
 
@@ -79,7 +99,7 @@ static int proc_clear(PyObject *self) {
     for (int i = 0; i < NG; i++) Py_CLEAR(P->g[i]);
     Py_CLEAR(P->rx); Py_CLEAR(P->tx); Py_CLEAR(P->stats); Py_CLEAR(P->mcast);
     Py_CLEAR(P->after_ingress); Py_CLEAR(P->after_egress); Py_CLEAR(P->exit_cls);
-    Py_CLEAR(P->keep);
+    Py_CLEAR(P->keep); Py_CLEAR(P->enqueue);
     return 0;
 }
 
@@ -108,15 +128,16 @@ static PyTypeObject ProcType = {
 };
 
 static PyObject *make(PyObject *mod, PyObject *args) {
-    PyObject *g, *rx, *tx, *stats, *mcast, *ai, *ae, *ex;
-    if (!PyArg_ParseTuple(args, "O!OOOO!OOO", &PyTuple_Type, &g, &rx, &tx, &stats,
-                          &PyDict_Type, &mcast, &ai, &ae, &ex)) return NULL;
+    PyObject *g, *rx, *tx, *stats, *mcast, *ai, *ae, *ex, *enq;
+    if (!PyArg_ParseTuple(args, "O!OOOO!OOOO", &PyTuple_Type, &g, &rx, &tx, &stats,
+                          &PyDict_Type, &mcast, &ai, &ae, &ex, &enq)) return NULL;
     if (PyTuple_GET_SIZE(g) != NG) { PyErr_SetString(PyExc_ValueError, "context size"); return NULL; }
     Proc *P = PyObject_GC_New(Proc, &ProcType);
     if (!P) return NULL;
     for (int i = 0; i < NG; i++) { P->g[i] = PyTuple_GET_ITEM(g, i); Py_INCREF(P->g[i]); }
     P->rx = rx; P->tx = tx; P->stats = stats; P->mcast = mcast;
     P->after_ingress = ai; P->after_egress = ae; P->exit_cls = ex;
+    P->enqueue = enq; Py_INCREF(enq);
     P->keep = PyList_New(0);
     if (!P->keep) { Py_DECREF(P); return NULL; }
     PyObject_GC_Track((PyObject *)P);
@@ -126,7 +147,7 @@ static PyObject *make(PyObject *mod, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"make", make, METH_VARARGS, "make(context, rx, tx, stats, mcast, after_ingress, after_egress, exit)"},
+    {"make", make, METH_VARARGS, "make(context, rx, tx, stats, mcast, after_ingress, after_egress, exit, enqueue)"},
     {NULL, NULL, 0, NULL},
 };
 

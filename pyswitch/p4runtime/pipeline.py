@@ -23,6 +23,7 @@ import ctypes
 import ctypes.util
 import gc
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ from pyswitch.errors import P4CompileError
 from pyswitch.p4runtime.p4info_index import P4InfoIndex
 from pyswitch.p4runtime.translate import P4RTError, invalid
 from pyswitch.program import Program
+from pyswitch.queues import EgressQueues
 from pyswitch.switch import Switch
 
 # Register cells + 2 per counter index (packets and bytes): 2^22 list slots are 32 MiB
@@ -222,9 +224,13 @@ class Device:
     inject: Callable[[int, bytes], None] | None = None
     on_packet_in: list[Callable[[bytes], None]] = field(default_factory=list)
     seed: int = 0
+    # the egress queues' settings outlive a program, as BMv2's; their clock starts here
+    queues: EgressQueues = field(default_factory=EgressQueues)
+    t0: float = field(default_factory=time.monotonic)
 
     def make_switch(self, program: Program) -> Switch:
-        kwargs: dict[str, Any] = {"device_id": self.device_id, "seed": self.seed}
+        kwargs: dict[str, Any] = {"device_id": self.device_id, "seed": self.seed,
+                                  "queues": self.queues}
         if self.cpu_port is not None:
             kwargs["cpu_port"] = self.cpu_port
         return Switch(program, **kwargs)

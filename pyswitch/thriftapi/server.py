@@ -511,8 +511,8 @@ StandardHandler.bm_serialize_state = lambda self: ""  # type: ignore[attr-define
 
 class SimpleSwitchHandler:
     """``sswitch_runtime.SimpleSwitch``: mirroring sessions (pyswitch's clone sessions, the
-    ones P4Runtime's CloneSessionEntry writes), queue settings (accepted, no effect: pyswitch
-    has no egress queues) and the switch clock.
+    ones P4Runtime's CloneSessionEntry writes), the egress queues' depths and rates
+    (pyswitch/queues.py: the device's, kept across programs) and the switch clock.
 
     The deprecated ``mirroring_mapping_*`` calls declare no exception in BMv2's IDL: as
     BMv2, they answer an i32 (add/delete: 1 done, 0 not; get_egress_port: the port or -1).
@@ -522,7 +522,6 @@ class SimpleSwitchHandler:
 
     def __init__(self, device: Any) -> None:
         self.dev = device
-        self.t0 = time.monotonic()
         self.configs: dict[int, Any] = {}
 
     @staticmethod
@@ -597,20 +596,47 @@ class SimpleSwitchHandler:
             return -1
         return -1 if port is None else port
 
-    def set_egress_queue_depth(self, port_num: int, depth_pkts: int) -> int:
+    def _queues(self, what: str, value: int, port: int | None,
+                priority: int | None = None) -> int:
+        """Set a depth or a rate (BMv2's answer: 0); a bad value or port is refused with
+        1 (the IDL declares no exception), said in the log."""
+        if (port is not None and not 0 <= port < 512) or value < 0:
+            log.info("thrift: %s %d for port %s refused", what, value, port)
+            return 1
+        with self.dev.lock:
+            sw = self.dev.switch
+            try:
+                if sw is not None:  # the switch shares the device's queues
+                    getattr(sw, f"set_queue_{what}")(value, port, priority)
+                else:
+                    getattr(self.dev.queues, f"set_{what}")(value, port, priority)
+            except ValueError as exc:
+                log.info("thrift: %s", exc)
+                return 1
         return 0
+
+    def set_egress_queue_depth(self, port_num: int, depth_pkts: int) -> int:
+        return self._queues("depth", depth_pkts, port_num)
 
     def set_all_egress_queue_depths(self, depth_pkts: int) -> int:
-        return 0
+        return self._queues("depth", depth_pkts, None)
+
+    def set_egress_priority_queue_depth(self, port_num: int, priority: int,
+                                        depth_pkts: int) -> int:
+        return self._queues("depth", depth_pkts, port_num, priority)
 
     def set_egress_queue_rate(self, port_num: int, rate_pps: int) -> int:
-        return 0
+        return self._queues("rate", rate_pps, port_num)
 
     def set_all_egress_queue_rates(self, rate_pps: int) -> int:
-        return 0
+        return self._queues("rate", rate_pps, None)
+
+    def set_egress_priority_queue_rate(self, port_num: int, priority: int,
+                                       rate_pps: int) -> int:
+        return self._queues("rate", rate_pps, port_num, priority)
 
     def get_time_elapsed_us(self) -> int:
-        return int((time.monotonic() - self.t0) * 1e6)
+        return int((time.monotonic() - self.dev.t0) * 1e6)
 
     def get_time_since_epoch_us(self) -> int:
         return int(time.time() * 1e6)
