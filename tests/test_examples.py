@@ -101,7 +101,8 @@ def test_the_readme_quick_start_runs_without_root(tmp_path):
                            text=True, timeout=600)
         assert r.returncode == 0, f"{shlex.join(argv)}: {r.stderr[-2000:]}"
         outs.append(r.stdout)
-    per_mode = [ln for ln in outs[0].splitlines() if ln.startswith(("  ina ", "  ps_only "))]
+    per_mode = [ln for ln in outs[0].splitlines() if ln.endswith(("exact yes", "exact NO"))
+                and ln.startswith(("  ina ", "  ps_only "))]
     assert len(per_mode) == 4 and all(ln.endswith("exact yes") for ln in per_mode)  # 2 x 2
     assert "sweep over budgets 0,2:" in outs[0]
     assert "quick-b0" in outs[1] and "quick-b2" in outs[1]
