@@ -51,7 +51,15 @@ class JobConfig:
     out_dir: str
     window: int = 16
     timeout: float = 0.05
-    max_timeout: float = 1.0
+    # the safety cap of a worker's timeouts (RFC 6298 allows 60 s); the measured round trip
+    # lifts it, the PS's worker_timeout_s lowers it (workers.ina.driver.timeout_cap)
+    max_timeout: float = 60.0
+    # congestion control (workers.ina.cc.POLICIES); the adaptive policies' first window is
+    # rate_fps (the plan's predicted frames per second of one worker) times base_rtt_s (the
+    # unloaded round trip of the longest worker-PS path); None: ``window``
+    cc: str = "fixed"
+    rate_fps: float | None = None
+    base_rtt_s: float | None = None
     direct_after: int | None = 3
     round_timeout_s: float = 120.0
     # Start barrier: workers print 'ready' and wait for this file before round 0, so that

@@ -85,16 +85,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workers.ina.cc import CongestionControl, Fixed
 from workers.ina.constants import (
     AGG_ID_PS,
     FLAG_FALLBACK,
     FLAG_RETRANSMIT,
     TYPE_RESULT,
+    load_constants,
 )
 from workers.ina.constants import K as DEFAULT_K
 from workers.ina.wire import COPY_MOD, InaPacket
 
 Schedule = Sequence[tuple[int, int, int]]
+
+FLAG_ECN: int | None = load_constants().get("INA_FLAG_ECN")
+"""A RESULT's congestion mark, once ``constants.p4`` defines it (issue 39: switches that mark
+from their queue depth); None until then, and no RESULT is read as marked."""
+SILENCE = 1.0
+"""Seconds without a RESULT after which a worker probes one chunk per ``rto`` (default)."""
 
 
 def ps_only_schedule(n_chunks: int) -> list[tuple[int, int, int]]:
@@ -128,6 +136,7 @@ class WorkerStats:
     stale_results: int = 0  # other round
     unexpected_results: int = 0  # wrong job, unknown/unsent chunk, bitmap without us, bad size
     malformed: int = 0  # datagrams that did not decode (counted by the I/O shell)
+    marks: int = 0  # RESULTs with a congestion mark (FLAG_ECN)
 
 
 class RttEstimator:
@@ -138,17 +147,20 @@ class RttEstimator:
     ``sample(rtt)``: the exact round trip of one copy, known from the RESULT echo.
     ``completion(t)``: the time from a chunk's only copy to its RESULT (Karn's rule), which
     also holds the wait for the other workers' copies.  ``ambiguous()``: a retransmitted
-    chunk completed.  Both timeouts lie within ``[min_rto, max_rto]``:
+    chunk completed.  Both timeouts lie within ``[min_rto, cap]``:
 
+    * ``rto``, every copy after the first: RFC 6298, ``srtt + max(G, 4 rttvar)`` over the
+      exact round trips (``G`` = ``granularity``; unambiguous samples, so it follows a
+      growing queue within a few samples), at least a quarter of ``first_rto`` (a worker
+      next to the PS measures very short round trips, and a window of copies that fast would
+      fill its own link); ``initial`` before the first sample;
     * ``first_rto``, a chunk's first copy: ``mult`` times the median of the last ``window``
       completion times (a median: some of them also hold another worker's loss recovery),
       at least ``initial`` (the job's ``timeout``: without loss no first copy goes again
-      sooner than with fixed timers) and at least the round-trip timeout;
-    * ``rto``, every copy after the first: RFC 6298's ``srtt + 4 rttvar`` over the exact
-      round trips (unambiguous, and it follows a growing queue within a few samples), at
-      least ``2 srtt``, and at least a quarter of ``first_rto`` (a worker next to the PS
-      measures very short round trips, and a window of copies that fast would fill its own
-      link); ``initial`` before the first sample.
+      sooner than with fixed timers) and at least ``rto``;
+    * ``cap``: ``max_rto``, a safety bound of seconds to a minute (RFC 6298 allows 60 s),
+      never below the measured ``srtt`` -- a cap below the round trip resends every chunk
+      in flight each ``cap`` seconds (docs/simulate.md, "Why 4 x 64 workers collapse").
 
     Until the first completion sample, ``escape`` ambiguous completions in a row double the
     completion timeout: a first timeout below the completion time (a ``timeout`` set too
@@ -156,13 +168,13 @@ class RttEstimator:
     """
 
     def __init__(self, initial: float, min_rto: float, max_rto: float, *, mult: float = 2.0,
-                 window: int = 64, escape: int = 32) -> None:
+                 window: int = 64, escape: int = 32, granularity: float = 0.01) -> None:
         if not 0 < min_rto <= max_rto or not 0 < initial <= max_rto:
             raise ValueError("need 0 < min_rto <= max_rto and 0 < initial <= max_rto")
-        if mult < 1 or window < 1 or escape < 1:
-            raise ValueError("need mult >= 1, window >= 1 and escape >= 1")
+        if mult < 1 or window < 1 or escape < 1 or granularity < 0:
+            raise ValueError("need mult >= 1, window >= 1, escape >= 1 and granularity >= 0")
         self.initial, self.min_rto, self.max_rto = initial, min_rto, max_rto
-        self.mult, self.escape = mult, escape
+        self.mult, self.escape, self.granularity = mult, escape, granularity
         self.rtts: deque[float] = deque(maxlen=window)
         self.completions: deque[float] = deque(maxlen=window)
         self._rtt_rto = self._wait = initial
@@ -172,18 +184,24 @@ class RttEstimator:
 
     @property
     def measured(self) -> bool:
-        """Whether a round trip was measured yet (before: timers back off per chunk)."""
+        """Whether a round trip was measured yet."""
         return bool(self.rtts)
 
     @property
+    def cap(self) -> float:
+        """The largest timeout: ``max_rto``, or the smoothed round trip when it is longer."""
+        return max(self.max_rto, self.srtt or 0.0)
+
+    @property
     def rto(self) -> float:
-        return max(self._rtt_rto, self.first_rto / 4)
+        return min(self.cap, max(self._rtt_rto, self.first_rto / 4))
 
     @property
     def first_rto(self) -> float:
-        return max(self.initial, self._rtt_rto, self._wait)
+        return min(self.cap, max(self.initial, self._rtt_rto, self._wait))
 
     def sample(self, rtt: float) -> None:
+        """One exact round trip (RFC 6298 section 2)."""
         rtt = max(0.0, rtt)
         self.rtts.append(rtt)
         if self.srtt is None:
@@ -191,16 +209,14 @@ class RttEstimator:
         else:
             self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
             self.srtt = 0.875 * self.srtt + 0.125 * rtt
-        # at least twice srtt: steady samples shrink rttvar to nothing, but host scheduling
-        # and a software switch's queues still jitter by about srtt
-        rto = self.srtt + max(4 * self.rttvar, self.srtt)
-        self._rtt_rto = min(self.max_rto, max(self.min_rto, rto))
+        rto = self.srtt + max(self.granularity, 4 * self.rttvar)
+        self._rtt_rto = min(self.cap, max(self.min_rto, rto))
 
     def completion(self, t: float) -> None:
         self.completions.append(max(0.0, t))
         ordered = sorted(self.completions)
         median = ordered[len(ordered) // 2]
-        self._wait = min(self.max_rto, max(self.min_rto, self.mult * median))
+        self._wait = min(self.cap, max(self.min_rto, self.mult * median))
 
     def ambiguous(self) -> None:
         if self.completions:
@@ -208,7 +224,7 @@ class RttEstimator:
         self._run += 1
         if self._run >= self.escape:
             self._run = 0
-            self._wait = min(self.max_rto, 2 * self.first_rto)
+            self._wait = min(self.cap, 2 * self.first_rto)
 
 
 class _Flight:
@@ -236,13 +252,14 @@ class WorkerRound:
         window: int = 16,
         timeout: float = 0.05,
         backoff: float = 2.0,
-        max_timeout: float = 1.0,
+        max_timeout: float = 60.0,
         max_retries: int | None = None,
         direct_after: int | None = 3,
         expect_mask: int | None = None,
         rtt: RttEstimator | None = None,
         min_timeout: float = 0.01,
         silence: float | None = None,
+        cc: CongestionControl | None = None,
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
@@ -268,11 +285,13 @@ class WorkerRound:
         if direct_after is not None and direct_after < 0:
             raise ValueError(f"direct_after must be >= 0 or None, got {direct_after}")
         self.direct_after = direct_after
-        self.silence = max_timeout if silence is None else silence
+        self.silence = SILENCE if silence is None else silence
         self.expect_mask = expect_mask
         # one estimator per job in the I/O shell; a round on its own starts from ``timeout``
         self.rtt = rtt if rtt is not None else RttEstimator(timeout, min(min_timeout, timeout),
                                                             max_timeout)
+        # the congestion control policy, one per job in the I/O shell (workers.ina.cc)
+        self.cc: CongestionControl = cc if cc is not None else Fixed(window)
         self.bit = 1 << worker_id
         self.result = np.zeros_like(self.values)
         self.stats = WorkerStats()
@@ -345,7 +364,10 @@ class WorkerRound:
             st.unexpected_results += 1
             return []
         f = self._inflight.pop(c)
-        self._measure(f, pkt, now)
+        self.cc.on_result(now, self._measure(f, pkt, now))
+        if FLAG_ECN is not None and pkt.flags & FLAG_ECN:
+            self.stats.marks += 1
+            self.cc.on_mark(now)
         if f.retries:
             self._copies_of_done[c] = f.times
         self._progress_at = now
@@ -353,13 +375,15 @@ class WorkerRound:
         self._done[c] = True
         self._n_done += 1
         st.results += 1
-        # The network answers: whatever is still in flight gets rto from now at most.  A
-        # first copy's longer first_rto covers the others' start; once RESULTs come after
-        # it, they have started (module docstring).  Also ends a silence's deferrals.
+        # The network answers: whatever is still in flight gets its timeout from now at
+        # most -- a first copy rto (its longer first_rto covers the others' start; once
+        # RESULTs come after it, they have started: module docstring), a retransmitted one
+        # its backed-off timeout.  Also ends a silence's deferrals.
         rto = self.rtt.rto
         for g in self._inflight.values():
-            if g.deadline > now + rto:
-                g.deadline = now + rto
+            wait = g.rto if g.retries else rto
+            if g.deadline > now + wait:
+                g.deadline = now + wait
         return self._fill(now)
 
     def tick(self, now: float) -> list[InaPacket]:
@@ -377,10 +401,11 @@ class WorkerRound:
                 self.failed = (f"worker {self.worker_id} round {self.round}: chunk {c} "
                                f"unanswered after {f.retries} retransmissions")
                 return out
-            if not self.rtt.measured:  # no round trip known yet: the timer backs off
-                rto = min(f.rto * self.backoff, self.max_timeout)
-            else:
-                rto = self.rtt.rto
+            self.cc.on_timeout(now)
+            # RFC 6298 5.5, per chunk: retransmission i waits backoff**i times the measured
+            # rto (the first timeout before any round trip is measured), up to the cap
+            base = self.rtt.rto if self.rtt.measured else self.rtt.first_rto
+            rto = min(self.rtt.cap, base * self.backoff ** (f.retries + 1))
             if now - self._progress_at >= self.silence:
                 # nothing came for a while (a dead link, a removed worker, or bad luck): one
                 # probe per interval, not the whole window
@@ -393,30 +418,37 @@ class WorkerRound:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _measure(self, f: _Flight, pkt: InaPacket, now: float) -> None:
-        """Feed the estimator from a RESULT that completed the in-flight chunk ``f``."""
+    def _measure(self, f: _Flight, pkt: InaPacket, now: float) -> float | None:
+        """Feed the estimator from a RESULT that completed the in-flight chunk ``f``; the
+        exact round trip it gave (None: none)."""
         if not f.retries:  # Karn: a retransmitted chunk's RESULT may answer any copy
             self.rtt.completion(now - f.times[0])
         else:
             self.rtt.ambiguous()
-        if not self._echo(f.times, pkt, now) and pkt.echo.worker == self.worker_id \
+        rtt = self._echo(f.times, pkt, now)
+        if rtt is None and pkt.echo.worker == self.worker_id \
                 and not f.retries and not pkt.flags & FLAG_RETRANSMIT:
-            self.rtt.sample(now - f.times[0])  # an aggregate that our only copy completed
+            rtt = now - f.times[0]  # an aggregate that our only copy completed
+            self.rtt.sample(rtt)
+        return rtt
 
-    def _echo(self, times: list[float], pkt: InaPacket, now: float) -> bool:
+    def _echo(self, times: list[float], pkt: InaPacket, now: float) -> float | None:
         """If the RESULT echo names one of our GRADs (and its copy number mod 16), sample its
-        exact round trip (the latest copy with that number)."""
+        exact round trip and return it.  Karn's rule where the echo cannot tell: when two
+        copies share the number (more than 16), no sample."""
         echo = pkt.echo
         if echo.worker != self.worker_id or echo.copy is None:
-            return False
+            return None
         copies = [t for i, t in enumerate(times) if i % COPY_MOD == echo.copy]
-        if copies:
-            self.rtt.sample(now - copies[-1])
-        return bool(copies)
+        if len(copies) != 1:
+            return None
+        self.rtt.sample(now - copies[0])
+        return now - copies[0]
 
     def _retransmit(self, c: int, f: _Flight, rto: float, now: float) -> InaPacket:
         """Send chunk ``c`` again and restart its timer with ``rto``."""
         copy = len(f.times)
+        self.cc.on_send(now)
         f.deadline, f.rto = now + rto, rto
         f.retries += 1
         f.times.append(now)
@@ -429,9 +461,10 @@ class WorkerRound:
 
     def _fill(self, now: float) -> list[InaPacket]:
         out = []
-        while len(self._inflight) < self.window and self._next < len(self.schedule):
+        while len(self._inflight) < self.cc.window and self._next < len(self.schedule):
             c = self.schedule[self._next][0]
             self._next += 1
+            self.cc.on_send(now)
             self._inflight[c] = _Flight(now, self.rtt.first_rto)
             self.stats.sent += 1
             out.append(self._grad(c, 0))
