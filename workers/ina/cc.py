@@ -17,8 +17,13 @@ The policies (:data:`POLICIES`, ``--cc NAME``):
 
 * ``fixed`` -- a constant window (the job's ``window``): the transport as it was, kept for
   comparison;
-* ``aimd`` -- ATP's (NSDI'21): +1 per RESULT, halved on a timeout or a mark, at most once per
-  smoothed round trip (one loss event is many expired chunks), within ``[1, cap]``;
+* ``aimd`` -- ATP's (NSDI'21) with TCP's two phases: +1 per RESULT up to ``ssthresh``
+  (the job's ``window`` at first), then +1 per window of RESULTs (one per round trip);
+  halved on a timeout or a mark, at most once per smoothed round trip (one loss event is
+  many expired chunks), ``ssthresh`` with it; within ``[1, cap]``.  Without marks (today)
+  a timeout is its only signal, and a window that doubles per round trip outgrows the
+  measured timeout before it outgrows the queues (measured: docs/results.md), hence the
+  second phase;
 * ``delay`` -- reacts to the round-trip gradient (TIMELY-like, no switch support): +1 per
   RESULT while the round trip is below ``low`` times the least one seen or does not grow,
   a cut proportional to the normalized gradient when it grows, and to how far it is above
@@ -35,9 +40,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["POLICIES", "CongestionControl", "Fixed", "Aimd", "Delay", "bdp_window",
+__all__ = ["DEFAULT_CC", "POLICIES", "CongestionControl", "Fixed", "Aimd", "Delay", "bdp_window",
            "make_cc", "MAX_WINDOW"]
 
+DEFAULT_CC = "aimd"
+"""The policy of a run that names none (``--cc``)."""
 MAX_WINDOW = 128
 """The adaptive policies' largest window (ATP caps at 100 ACK-clocked packets)."""
 
@@ -109,6 +116,7 @@ class Aimd:
     cwnd: float
     cap: int = MAX_WINDOW
     hold: float = 0.3
+    ssthresh: float = float(MAX_WINDOW)
     name: str = "aimd"
     srtt: float | None = None
     decreases: int = 0
@@ -129,7 +137,8 @@ class Aimd:
     def on_result(self, now: float, rtt: float | None) -> None:
         if rtt is not None:
             self._rtt(rtt)
-        self.cwnd = min(float(self.cap), self.cwnd + 1.0)
+        step = 1.0 if self.cwnd < self.ssthresh else 1.0 / self.cwnd
+        self.cwnd = min(float(self.cap), self.cwnd + step)
 
     def on_mark(self, now: float) -> None:
         self._cut(now, 0.5)
@@ -143,7 +152,7 @@ class Aimd:
     def _cut(self, now: float, factor: float) -> None:
         if now < self._next_cut:
             return  # the same congestion event
-        self.cwnd = max(1.0, self.cwnd * factor)
+        self.cwnd = self.ssthresh = max(1.0, self.cwnd * factor)
         self.decreases += 1
         self._next_cut = now + (self.srtt if self.srtt is not None else self.hold)
 
@@ -184,8 +193,9 @@ class Delay(Aimd):
 POLICIES: dict[str, tuple[str, Callable[[int, int], CongestionControl]]] = {
     "fixed": ("a constant window (--window): the transport before congestion control",
               lambda window, initial: Fixed(window)),
-    "aimd": ("ATP-like: +1 per RESULT, halved on a timeout or an ECN mark, from the "
-             "bandwidth-delay product", lambda window, initial: Aimd(float(initial))),
+    "aimd": ("ATP-like: +1 per RESULT up to --window, then +1 per round trip, halved on a "
+             "timeout or an ECN mark, from the bandwidth-delay product",
+             lambda window, initial: Aimd(float(initial), ssthresh=float(window))),
     "delay": ("reacts to the round-trip gradient (no switch support), from the "
               "bandwidth-delay product", lambda window, initial: Delay(float(initial))),
 }
