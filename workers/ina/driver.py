@@ -286,6 +286,7 @@ class PsDriver:
                 continue
             out = self.state.on_packet(pkt, self.io.now())
             batch.results += out.results
+            batch.replies += out.replies
             batch.completed_rounds += out.completed_rounds
         self.deliver(batch)
 
@@ -293,14 +294,34 @@ class PsDriver:
         """The PS arms no timer."""
 
     def deliver(self, out: PsOutput) -> None:
-        """Send ``out``'s RESULTs; note the rounds it completed."""
-        if out.results:
+        """Send ``out``'s RESULTs and replies; note the rounds it completed.  A reply goes to
+        its worker alone where the job has a unicast path to it (:meth:`reply_dest`), else
+        with the multicast RESULTs."""
+        multicast = list(out.results)
+        for w, pkt in out.replies:
+            dest = self.reply_dest(w)
+            if dest is None:
+                multicast.append(pkt)
+            else:
+                self.io.send([pkt], dest)
+        if multicast:
             for dest in self.cfg.result_dests:
-                self.io.send(out.results, dest)
+                self.io.send(multicast, dest)
         now = self.io.now()
         for r in out.completed_rounds:
             self.round_done_at[r] = now - self.started
             self.last_progress = now
+
+    def reply_dest(self, worker: int) -> Address | None:
+        """Where a RESULT for worker ``worker`` alone goes: its own address when the PS
+        sends every RESULT to every worker (loopback: no switch multicasts); in a network
+        none, since ina.p4 multicasts every RESULT down the job's tree (docs/protocol.md §6),
+        so the reply goes with the multicast RESULTs."""
+        cfg = self.cfg
+        if 0 <= worker < len(cfg.worker_addrs) and len(cfg.result_dests) > 1 \
+                and cfg.worker_addrs[worker] in cfg.result_dests:
+            return cfg.worker_addrs[worker]
+        return None
 
     def change_members(self, members: list[int], removed: list[Any],
                        at_s: float) -> tuple[int, PsOutput]:

@@ -60,7 +60,13 @@ Completion, RESULTs, retransmissions
     multicast down the tree; its stored pieces are dropped and S is kept.  Any later GRAD or
     PARTIAL for a completed chunk (a worker's retransmission because a RESULT was lost, or a
     switch re-emitting its stored aggregate) is answered with the stored RESULT again, flagged
-    RETRANSMIT (counted ``results_resent``); from the second time a chunk is asked for again,
+    RETRANSMIT (counted ``results_resent``): a worker's own GRAD by a RESULT for that worker
+    alone (``PsOutput.replies``, counted ``results_unicast``; the I/O shell sends it to that
+    worker where the network can, docs/protocol.md §6) -- one worker asked, so one worker
+    missed it, and a multicast to the job per late request is what collapsed 64-worker jobs
+    (docs/simulate.md) --, a PARTIAL (a switch's re-emitted or flushed aggregate: several
+    workers asked, and the multicast releases the slots on its way) down the tree; from the
+    second time a chunk is asked for again,
     in ``resend_copies`` copies (default 2): a chunk asked for twice has a path that loses
     RESULTs, and at 10 % loss per port a RESULT reaches a far worker only about one time in
     three, so a lost-RESULT recovery otherwise needs many round trips.  A round is complete
@@ -182,6 +188,7 @@ class PsStats:
     rounds_completed: int = 0
     results_sent: int = 0
     results_resent: int = 0
+    results_unicast: int = 0  # of results_resent: to the one worker that asked
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -201,6 +208,8 @@ class PsOutput:
     """What one :meth:`PsState.on_packet` call asks the I/O shell to do."""
 
     results: list[InaPacket] = field(default_factory=list)  # RESULTs to multicast
+    # (worker, RESULT) answers to one worker's late GRAD: sent to that worker alone
+    replies: list[tuple[int, InaPacket]] = field(default_factory=list)
     completed_rounds: list[int] = field(default_factory=list)
 
 
@@ -411,7 +420,12 @@ class PsState:
             # a chunk asked for again has a lossy path to some worker: from its second
             # resend on, send more copies (the module docstring)
             copies = self.resend_copies if rs.resent[c] > 1 else 1
-            out.results.extend([self._result(r, c, rs.sums[c], resent=True)] * copies)
+            res = self._result(r, c, rs.sums[c], resent=True)
+            if pkt.msg_type == TYPE_GRAD:
+                st.results_unicast += 1
+                out.replies.extend([(pkt.worker_id, res)] * copies)
+            else:
+                out.results.extend([res] * copies)
             return out
 
         ch = rs.chunks.get(c)
