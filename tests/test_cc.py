@@ -41,18 +41,26 @@ def test_fixed_never_moves():
 
 
 def test_aimd_adds_one_per_result_and_halves_once_per_round_trip():
-    a = Aimd(4.0, cap=10)
+    a = Aimd(4.0, cap=10, ssthresh=8.0)
     a.on_result(0.0, 0.2)
     a.on_result(0.1, 0.2)
     assert a.window == 6 and a.srtt == pytest.approx(0.2)
-    a.on_timeout(1.0)
-    assert a.window == 3
+    a.on_timeout(0.2)  # RESULTs still come (one 0.1 s ago): a random loss, no cut
+    assert a.window == 6 and a.decreases == 0
+    a.on_timeout(1.0)  # nothing for 0.9 s > srtt: the path stalls
+    assert a.window == 3 and a.ssthresh == 3.0
     a.on_timeout(1.1)  # same loss event (within srtt 0.2): no second cut
     a.on_mark(1.15)
     assert a.window == 3 and a.decreases == 1
-    a.on_mark(1.2)  # a mark after one round trip: halved again
+    a.on_mark(1.2)  # a mark after one round trip: halved again, whatever RESULTs do
     assert a.window == 1 and a.decreases == 2
-    for _ in range(20):
+    a.on_result(1.3, None)  # at ssthresh (1.5): +1 per window of RESULTs, 1/cwnd each
+    assert a.cwnd == pytest.approx(1.5 + 1 / 1.5)
+    slow = Aimd(2.0, ssthresh=4.0)
+    slow.on_result(0.0, None)
+    slow.on_result(0.0, None)  # below ssthresh: +1 each
+    assert slow.cwnd == 4.0
+    for _ in range(200):
         a.on_result(2.0, None)
     assert a.window == 10  # the cap
     for t in range(10):
@@ -71,12 +79,13 @@ def test_delay_follows_the_round_trip_gradient():
         d.on_result(0.3 + i / 10, 0.2 + i * 0.05)
     grown = d.window
     assert grown < 12 and d.gradient > 0
+    before = d.cwnd
     d.on_result(1.0, 0.8)  # 8 x min, above high = 4: cut by 0.5 * (1 - 4 * 0.1 / 0.8)
-    assert d.cwnd == pytest.approx(max(1.0, d.cwnd))  # stays a valid window
+    assert d.cwnd == pytest.approx(max(1.0, before * 0.75))
     assert d.window < grown
     before = d.cwnd
-    d.on_timeout(5.0)
-    assert d.cwnd == pytest.approx(max(1.0, before / 2))
+    d.on_timeout(5.0)  # a timeout is no signal to this policy
+    assert d.cwnd == before
 
 
 def _round(cc, window=16, n_chunks=40):
@@ -95,14 +104,14 @@ def _result(c: int, copy: int | None = 0) -> InaPacket:
 def test_worker_round_follows_the_policy_window():
     """aimd in the state machine: the first window is the policy's, each RESULT opens two
     places (one freed, one added), a timeout halves it."""
-    cc = Aimd(2.0, cap=8)
+    cc = Aimd(2.0, cap=8, ssthresh=8.0)
     w = _round(cc)
     assert [p.chunk_id for p in w.start(0.0)] == [0, 1]
     out = w.on_packet(_result(0), 0.1)  # window 3: chunks 2 and 3
     assert [p.chunk_id for p in out] == [2, 3] and cc.srtt == pytest.approx(0.1)
     assert w.in_flight == 3
-    w.tick(w.next_deadline())  # every chunk times out: one cut, to 1.5 -> window 1
-    assert cc.window == 1 and cc.decreases == 1
+    w.tick(w.next_deadline())  # every chunk times out, no RESULT since 0.1: one cut
+    assert cc.window == 1 and cc.decreases == 1  # 3 -> 1.5
     # nothing new goes out until the flight is below the window
     assert w.on_packet(_result(1, copy=None), 10.0) == []
     fixed = _round(Fixed(16))

@@ -337,7 +337,7 @@ def test_a_late_grad_is_answered_to_its_worker_alone():
     for that worker alone; a switch's re-emitted PARTIAL (several workers asked): down the
     tree, which also releases the slots on the way (docs/protocol.md §6)."""
     g = Grads(3, 1)
-    ps = PsState(JOB, range(3), n_chunks=1, k=K)
+    ps = PsState(JOB, range(3), n_chunks=1, k=K, unicast_late=True)
     out = ps.on_packet(g.pkt([0, 1, 2]))
     assert len(out.results) == 1 and out.replies == []
     out = ps.on_packet(g.pkt([2], flags=FLAG_RETRANSMIT))
@@ -350,3 +350,8 @@ def test_a_late_grad_is_answered_to_its_worker_alone():
     out = ps.on_packet(g.pkt([0], flags=FLAG_RETRANSMIT))
     assert [w for w, _ in out.replies] == [0, 0] and out.results == []
     assert ps.stats.results_resent == 3 and ps.stats.results_unicast == 2
+    # without unicast_late (a caller that can only multicast): every answer multicast
+    multi = PsState(JOB, range(3), n_chunks=1, k=K)
+    multi.on_packet(g.pkt([0, 1, 2]))
+    out = multi.on_packet(g.pkt([2], flags=FLAG_RETRANSMIT))
+    assert out.replies == [] and len(out.results) == 1 and multi.stats.results_unicast == 0

@@ -274,7 +274,8 @@ class PsDriver:
 
     def __post_init__(self) -> None:
         cfg = self.cfg
-        self.state = PsState(cfg.job_id, cfg.worker_ids, n_chunks_for(cfg.n_values, K), K)
+        self.state = PsState(cfg.job_id, cfg.worker_ids, n_chunks_for(cfg.n_values, K), K,
+                             unicast_late=True)
         self.started = self.last_progress = self.io.now()
 
     def on_packets(self, pkts: Iterable[InaPacket | None]) -> None:
@@ -313,14 +314,20 @@ class PsDriver:
             self.last_progress = now
 
     def reply_dest(self, worker: int) -> Address | None:
-        """Where a RESULT for worker ``worker`` alone goes: its own address when the PS
-        sends every RESULT to every worker (loopback: no switch multicasts); in a network
-        none, since ina.p4 multicasts every RESULT down the job's tree (docs/protocol.md §6),
-        so the reply goes with the multicast RESULTs."""
+        """Where a RESULT for worker ``worker`` alone goes (docs/protocol.md §6): its own
+        address when the PS sends every RESULT to every worker (loopback: no switch
+        multicasts); in a network, the worker's ``reply_port`` -- a UDP port that is not
+        INA's, so every switch routes the frame as plain IPv4 to that host, while ina.p4
+        multicasts every RESULT to its port down the job's tree; None without one (the
+        reply goes with the multicast RESULTs)."""
         cfg = self.cfg
-        if 0 <= worker < len(cfg.worker_addrs) and len(cfg.result_dests) > 1 \
-                and cfg.worker_addrs[worker] in cfg.result_dests:
-            return cfg.worker_addrs[worker]
+        if not 0 <= worker < len(cfg.worker_addrs):
+            return None
+        addr = cfg.worker_addrs[worker]
+        if len(cfg.result_dests) > 1 and addr in cfg.result_dests:
+            return addr
+        if cfg.reply_port is not None:
+            return (addr[0], cfg.reply_port)
         return None
 
     def change_members(self, members: list[int], removed: list[Any],

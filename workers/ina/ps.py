@@ -61,7 +61,8 @@ Completion, RESULTs, retransmissions
     PARTIAL for a completed chunk (a worker's retransmission because a RESULT was lost, or a
     switch re-emitting its stored aggregate) is answered with the stored RESULT again, flagged
     RETRANSMIT (counted ``results_resent``): a worker's own GRAD by a RESULT for that worker
-    alone (``PsOutput.replies``, counted ``results_unicast``; the I/O shell sends it to that
+    alone with ``unicast_late`` (``PsOutput.replies``, counted ``results_unicast``; the I/O
+    shell sends it to that
     worker where the network can, docs/protocol.md §6) -- one worker asked, so one worker
     missed it, and a multicast to the job per late request is what collapsed 64-worker jobs
     (docs/simulate.md) --, a PARTIAL (a switch's re-emitted or flushed aggregate: several
@@ -256,6 +257,7 @@ class PsState:
         cover_budget: int = 100_000,
         max_anomalies: int = 1000,
         resend_copies: int = 2,
+        unicast_late: bool = False,
     ) -> None:
         ids = sorted(set(int(w) for w in worker_ids))
         if not ids:
@@ -281,6 +283,7 @@ class PsState:
         if resend_copies < 1:
             raise ValueError(f"resend_copies must be >= 1, got {resend_copies}")
         self.resend_copies = resend_copies
+        self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
         self.current_round = first_round
         self.stats = PsStats()
         self.anomalies: list[Anomaly] = []
@@ -421,7 +424,7 @@ class PsState:
             # resend on, send more copies (the module docstring)
             copies = self.resend_copies if rs.resent[c] > 1 else 1
             res = self._result(r, c, rs.sums[c], resent=True)
-            if pkt.msg_type == TYPE_GRAD:
+            if self.unicast_late and pkt.msg_type == TYPE_GRAD:
                 st.results_unicast += 1
                 out.replies.extend([(pkt.worker_id, res)] * copies)
             else:

@@ -230,10 +230,11 @@ class RttEstimator:
 class _Flight:
     """An in-flight chunk: its timer and when each of its copies went out."""
 
-    __slots__ = ("deadline", "retries", "rto", "times")
+    __slots__ = ("deadline", "retries", "rto", "strikes", "times")
 
     def __init__(self, now: float, rto: float) -> None:
         self.deadline, self.retries, self.rto = now + rto, 0, rto
+        self.strikes = 0  # timeouts in a row with no RESULT in between: the back-off exponent
         self.times = [now]  # copy i went out at times[i] (copy 0: the first transmission)
 
 
@@ -379,11 +380,13 @@ class WorkerRound:
         # most -- a first copy rto (its longer first_rto covers the others' start; once
         # RESULTs come after it, they have started: module docstring), a retransmitted one
         # its backed-off timeout.  Also ends a silence's deferrals.
+        # A RESULT also ends every chunk's back-off (RFC 6298 5.7: the path answers again,
+        # so what is still missing was lost, not delayed).
         rto = self.rtt.rto
         for g in self._inflight.values():
-            wait = g.rto if g.retries else rto
-            if g.deadline > now + wait:
-                g.deadline = now + wait
+            g.strikes = 0
+            if g.deadline > now + rto:
+                g.deadline = now + rto
         return self._fill(now)
 
     def tick(self, now: float) -> list[InaPacket]:
@@ -402,10 +405,12 @@ class WorkerRound:
                                f"unanswered after {f.retries} retransmissions")
                 return out
             self.cc.on_timeout(now)
-            # RFC 6298 5.5, per chunk: retransmission i waits backoff**i times the measured
-            # rto (the first timeout before any round trip is measured), up to the cap
+            # RFC 6298 5.5, per chunk: the i-th timeout in a row with no RESULT in between
+            # waits backoff**i times the measured rto (the first timeout before any round
+            # trip is measured), up to the cap
+            f.strikes += 1
             base = self.rtt.rto if self.rtt.measured else self.rtt.first_rto
-            rto = min(self.rtt.cap, base * self.backoff ** (f.retries + 1))
+            rto = min(self.rtt.cap, base * self.backoff ** f.strikes)
             if now - self._progress_at >= self.silence:
                 # nothing came for a while (a dead link, a removed worker, or bad luck): one
                 # probe per interval, not the whole window

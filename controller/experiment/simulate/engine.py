@@ -34,6 +34,7 @@ from controller.experiment.simulate.network import (
     program,
     rule_value,
 )
+from workers.ina.constants import INA_REPLY_PORT
 from workers.ina.driver import PsDriver, WorkerApp, WorkerDriver
 from workers.ina.job import JobConfig
 from workers.ina.wire import FrameTemplate, InaPacket, decode_frame
@@ -113,10 +114,10 @@ class SimHostIO:
         return self.loop.now
 
     def send(self, pkts: Sequence[InaPacket], dest: tuple[str, int]) -> None:
-        tmpl = self._tmpl.get(dest[0])
-        if tmpl is None:
-            tmpl = self._tmpl[dest[0]] = FrameTemplate(self.mac, self.mac_of[dest[0]],
-                                                       self.ip, dest[0])
+        tmpl = self._tmpl.get(dest)
+        if tmpl is None:  # to the destination's port: INA's, or a worker's reply port
+            tmpl = self._tmpl[dest] = FrameTemplate(self.mac, self.mac_of[dest[0]],
+                                                    self.ip, dest[0], dport=dest[1])
         if self.dead:
             return
         for p in pkts:
@@ -176,7 +177,7 @@ class _SimJob:
             d.start(self.jit())
 
     def on_host(self, host: str, frame: bytes) -> None:
-        pkt = decode_frame(frame)
+        pkt = decode_frame(frame, INA_REPLY_PORT)  # the PS's answers to one worker too
         if pkt is not None and not self.ios[host].dead:
             self.by_host[host].on_packets((pkt,))
 
