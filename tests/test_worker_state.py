@@ -99,15 +99,15 @@ def test_timeout_retransmits_same_route_with_flag_and_backoff():
     # the RESULT of chunk 2 names our copy 2 (sent at 3.0): a round trip of 0.5 s
     assert [p.chunk_id for p in w.on_packet(result(2, [0] * 4, echo=1, copy=2), 3.5)] == [1]
     assert w.rtt.measured and w.rtt.srtt == 0.5 and w.rtt.rto == 1.5  # 0.5 + 4 * 0.25
-    # chunk 0 keeps its backed-off timer (6.0: a RESULT does not undo a chunk's back-off);
-    # chunk 1 entered with the first timeout max(rto, the job's timeout 1.0) = 1.5
-    assert w._inflight[0].deadline == 6.0 and w.next_deadline() == 5.0
-    assert [p.chunk_id for p in w.tick(5.0)] == [1]
-    # measured: retransmission i waits rto * 2**i (RFC 6298 5.5), up to the cap
-    assert w._inflight[1].deadline == 5.0 + 2 * 1.5
-    assert [p.chunk_id for p in w.tick(6.0)] == [0]
-    assert w._inflight[0].deadline == 6.0 + 3.0  # 1.5 * 2**3 capped at max_timeout
-    assert w.stats.retransmits == 6 and w.stats.sent == 3
+    # a RESULT ends every back-off (RFC 6298 5.7): chunk 0's doubled timer (6.0) comes back
+    # to now + rto; chunk 1 entered with the first timeout max(rto, the job's timeout) = 1.5
+    assert w._inflight[0].deadline == 5.0 and w._inflight[1].deadline == 5.0
+    assert [p.chunk_id for p in w.tick(5.0)] == [0, 1]
+    # no RESULT since: the i-th timeout in a row waits rto * 2**i, up to the cap
+    assert w.next_deadline() == 5.0 + 3.0
+    assert [p.chunk_id for p in w.tick(8.0)] == [0, 1]
+    assert w.next_deadline() == 8.0 + 3.0  # 1.5 * 4, capped at max_timeout 3
+    assert w.stats.retransmits == 8 and w.stats.sent == 3
 
 
 def test_max_retries_fails_the_round():
@@ -358,8 +358,9 @@ def test_rto_is_rfc_6298_and_never_capped_below_the_round_trip():
     assert w.next_deadline() == 6.0  # back-off, capped at the measured round trip
 
 
-def test_backoff_is_per_chunk():
-    """A chunk's back-off is its own: a fresh chunk starts from rto again."""
+def test_backoff_per_chunk_until_a_result():
+    """Each chunk backs off on its own timeouts in a row; a RESULT (the path answers) ends
+    every chunk's back-off."""
     e = RttEstimator(1.0, 0.01, 60.0)
     e.sample(0.5)  # rto 1.5
     w, _ = make(rtt=e, silence=100.0, window=3)
@@ -368,10 +369,12 @@ def test_backoff_is_per_chunk():
     w.tick(1.5)
     assert {c: f.deadline for c, f in w._inflight.items()} == {2: 4.5, 0: 4.5, 1: 4.5}
     w.on_packet(result(2, [0] * 4), 2.0)  # completes chunk 2 (no sample: retransmitted)
-    assert w._inflight[0].deadline == 4.5  # still backed off, not cut to 2.0 + rto
-    w.tick(4.5)
-    assert w._inflight[0].deadline == pytest.approx(4.5 + 1.5 * 4)
-    assert w.stats.retransmits == 5
+    assert {c: f.deadline for c, f in w._inflight.items()} == {0: 3.5, 1: 3.5}
+    w.tick(3.5)
+    assert w.next_deadline() == 3.5 + 3.0
+    w.tick(6.5)
+    assert w.next_deadline() == 6.5 + 6.0
+    assert w.stats.retransmits == 7
 
 
 def test_karn_no_sample_from_a_retransmitted_chunk_without_echo():
