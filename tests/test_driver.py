@@ -286,3 +286,34 @@ def test_a_late_request_is_answered_to_the_worker_that_asked(network: bool) -> N
     assert ps.state.stats.results_unicast >= 1
     dests = {dest for dest, _ in late}
     assert dests == ({cfg.worker_addrs[0]} if network else {cfg.worker_addrs[1]})
+
+
+def test_in_a_network_a_late_request_is_answered_on_the_reply_port() -> None:
+    """With a reply port (every network job, make_job_config), the answer to worker 1's
+    late GRAD goes to worker 1's address at that port alone, not down the tree."""
+    cfg = job(rounds=1, reply_port=18001)
+    cfg.result_dests = cfg.worker_addrs[:1]
+    wire, ps, drivers, apps = launch(cfg)
+
+    class Tree:  # stand-in for the switches: the entry's copy reaches every worker
+        def on_packets(self, pkts: list) -> None:
+            for d in drivers:
+                d.on_packets(pkts)
+    wire.hosts[cfg.worker_addrs[0]] = Tree()
+    for w, d in enumerate(drivers):
+        wire.hosts[(cfg.worker_addrs[w][0], 18001)] = d
+    missed: list[int] = []
+    real = drivers[1].on_packets
+
+    def lossy(pkts: list) -> None:  # worker 1 misses chunk 3's first RESULT
+        keep = [p for p in pkts if not (p.chunk_id == 3 and not missed)]
+        if len(keep) < len(pkts):
+            missed.append(3)
+        real(keep)
+    drivers[1].on_packets = lossy
+    for d in drivers:
+        d.start()
+    wire.run()
+    np.testing.assert_array_equal(apps[1].sums[0], exact(apps, 0, [0, 1, 2]))
+    late = [dest for dest, p in wire.sent_to if p.msg_type == 3 and p.flags & 1]
+    assert missed and late and set(late) == {(cfg.worker_addrs[1][0], 18001)}

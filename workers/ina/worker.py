@@ -8,7 +8,7 @@ zero-padded to n_chunks * K).  Output: GRAD packets to send, and, once every chu
 RESULT, the synchronized int32 sum vector.
 
 Window
-    At most ``window`` chunks are in flight (sent, no RESULT yet).  Chunks are sent in schedule
+    At most ``cc.window`` chunks are in flight (sent, no RESULT yet; "Congestion control").  Chunks are sent in schedule
     order; each RESULT that completes an in-flight chunk frees a place, which the next pending
     chunk takes at once.  A bounded window keeps the aggregators' slot demand bounded (a
     switch holds a slot per chunk from the first GRAD to the RESULT).
@@ -35,37 +35,48 @@ Timeouts and retransmission  [decision]
     With ``max_retries`` set, a chunk that needs more retransmissions fails the round
     (``failed`` holds why); the caller decides what to do.
 
-Timeouts: measured, not backed off  [decision]
+Timeouts: measured (RFC 6298), backed off per chunk  [decision]
     Each copy of a GRAD carries its copy number (0 = first, mod 16) in flags bits 4-7
     (``InaPacket.grad(copy=...)``); the PS echoes, in every RESULT, the ``worker_id`` of the
     packet that caused it and, if that packet was a worker's own GRAD, ``fan_in`` = 1 + its
     copy number (docs/protocol.md §6; read as ``InaPacket.echo``).  So a RESULT naming this
-    worker and one of its copies times that copy's round trip exactly, retransmitted or not
-    (Karn's ambiguity is gone); one naming this worker with no copy number (``fan_in`` 0)
-    and no retransmission times an aggregate its only copy completed.  :class:`RttEstimator` (one per job, kept across rounds) turns these into:
+    worker and one of its copies times that copy's round trip exactly, retransmitted or not;
+    Karn's rule holds where the echo cannot tell (two copies with the same number mod 16, a
+    retransmitted chunk's RESULT naming no copy of ours: no sample).  One naming this worker
+    with no copy number (``fan_in`` 0) and no retransmission times an aggregate its only
+    copy completed.  :class:`RttEstimator` (one per job, kept across rounds) turns these
+    into:
 
     * ``first_rto``, how long a chunk's first copy waits for the other workers to start:
       twice the median time from a chunk's only copy to its RESULT (Karn), never less than
       ``timeout``.  Retransmitting before the others' copies could arrive only adds flushes;
     * ``rto``, the timeout of every retransmission, and of a first copy once a RESULT
-      arrived after it (the others have started, the pipeline answers): ``srtt + 4 rttvar``
-      of the exact round trips (at least ``2 srtt``), at least a quarter of ``first_rto``;
-      ``timeout`` until the first sample.  So the first window of a round waits
-      ``first_rto``, and a chunk still unanswered ``rto`` after a later RESULT is taken as
-      lost.
+      arrived after it (the others have started, the pipeline answers): RFC 6298's
+      ``srtt + max(G, 4 rttvar)`` of the exact round trips, at least a quarter of
+      ``first_rto``; ``timeout`` until the first sample;
+    * both at most ``cap``: ``max_timeout``, a safety bound (60 s in a job file, at most
+      half the PS's silence limit, ``workers.ina.driver.timeout_cap``), never below the
+      measured ``srtt``.  A cap below the round trip (it was 1 s while round trips under
+      load were 1.8-4 s) resent every chunk in flight each second: the collapse measured in
+      docs/simulate.md.
 
-    A retransmission's timer does not double: random loss is not congestion, and at 10 % loss
-    per port a chunk needs several retransmissions, so the old doubling to ``max_timeout``
-    (1 s) made a round last tens of seconds (bench/ina_loss_twin.py).
-    What doubling protected against is covered otherwise: (1) a timeout below the round trip
-    makes copies late, and their exact round trips (the PS answers late copies too) raise
-    ``rto`` within a few samples; (2) until the first exact sample, a chunk's timer still
-    doubles per retransmission (capped at ``max_timeout``), as a too-short configured
-    ``timeout`` would otherwise never be corrected; (3) before the first completion sample,
-    every ``escape`` completions of retransmitted chunks double ``first_rto``; (4) when no
-    RESULT has come for ``silence`` seconds (default ``max_timeout``: a dead link, a removed
-    worker), the worker sends one retransmission per ``rto``, in turn, not its whole window;
-    the next RESULT brings every deferred timer back to ``rto``.
+    Back-off (RFC 6298 5.5, per chunk): the i-th timeout of a chunk in a row waits
+    ``backoff**i`` times ``rto`` (``first_rto`` before any sample), up to the cap.  A RESULT
+    ends every chunk's back-off and brings its timer to ``rto`` from then (RFC 6298 5.7:
+    the path answers again, so what is still missing was lost, not delayed): random loss is
+    not congestion, and at 10 % loss per port a chunk needs several retransmissions, so
+    doubling through them made a round last tens of seconds (bench/ina_loss_twin.py).
+    Before the first completion sample, every ``escape`` completions of retransmitted chunks
+    double ``first_rto``; when no RESULT has come for ``silence`` seconds (default 1 s: a
+    dead link, a removed worker), the worker sends one retransmission per interval, in
+    turn, not its whole window; the next RESULT brings every deferred timer back to ``rto``.
+
+Congestion control
+    How many chunks may be in flight is a policy passed in (``cc``, :mod:`workers.ina.cc`):
+    the round asks it for its window before each first copy and tells it of every copy
+    sent, every RESULT (with its exact round trip when the echo gave one), every RESULT
+    marked ``FLAG_ECN`` (none yet: ina.p4 marks nothing) and every timeout.  Without one,
+    the window is the constant ``window``.
 
 RESULT handling
     A RESULT for this job and round, of a chunk this worker has sent, whose bitmap contains
