@@ -52,9 +52,11 @@ class JobConfig:
     out_dir: str
     window: int = 16
     timeout: float = 0.05
-    # the safety cap of a worker's timeouts (RFC 6298 allows 60 s); the measured round trip
-    # lifts it, the PS's worker_timeout_s lowers it (workers.ina.driver.timeout_cap)
-    max_timeout: float = 60.0
+    # the cap of a worker's timeouts; the measured round trip lifts it (never a cap below
+    # srtt), the PS's worker_timeout_s lowers it (workers.ina.driver.timeout_cap).  1 s:
+    # under loss a larger cap let the variance term hold lost chunks for seconds (k=8, 32
+    # workers, 1 % loss: ratio 0.127 with 1 s, 0.036 with 5 s; docs/results.md)
+    max_timeout: float = 1.0
     # congestion control (workers.ina.cc.POLICIES); the adaptive policies' first window is
     # rate_fps (the plan's predicted frames per second of one worker) times base_rtt_s (the
     # unloaded round trip of the longest worker-PS path); None: ``window``

@@ -264,7 +264,7 @@ class WorkerRound:
         window: int = 16,
         timeout: float = 0.05,
         backoff: float = 2.0,
-        max_timeout: float = 60.0,
+        max_timeout: float = 1.0,
         max_retries: int | None = None,
         direct_after: int | None = 3,
         expect_mask: int | None = None,
