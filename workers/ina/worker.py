@@ -54,9 +54,9 @@ Timeouts: measured (RFC 6298), backed off per chunk  [decision]
       arrived after it (the others have started, the pipeline answers): RFC 6298's
       ``srtt + max(G, 4 rttvar)`` of the exact round trips, at least a quarter of
       ``first_rto``; ``timeout`` until the first sample;
-    * both at most ``cap``: ``max_timeout``, a safety bound (60 s in a job file, at most
-      half the PS's silence limit, ``workers.ina.driver.timeout_cap``), never below the
-      measured ``srtt``.  A cap below the round trip (it was 1 s while round trips under
+    * both at most ``cap``: ``max_timeout`` (1 s in a job file, at most half the PS's
+      silence limit, ``workers.ina.driver.timeout_cap``), never below the measured
+      ``srtt``.  A cap below the round trip (it was 1 s while round trips under
       load were 1.8-4 s) resent every chunk in flight each second: the collapse measured in
       docs/simulate.md.
 
@@ -169,8 +169,7 @@ class RttEstimator:
       completion times (a median: some of them also hold another worker's loss recovery),
       at least ``initial`` (the job's ``timeout``: without loss no first copy goes again
       sooner than with fixed timers) and at least ``rto``;
-    * ``cap``: ``max_rto``, a safety bound of seconds to a minute (RFC 6298 allows 60 s),
-      never below the measured ``srtt`` -- a cap below the round trip resends every chunk
+    * ``cap``: ``max_rto``, never below the measured ``srtt`` -- a cap below the round trip resends every chunk
       in flight each ``cap`` seconds (docs/simulate.md, "Why 4 x 64 workers collapse").
 
     Until the first completion sample, ``escape`` ambiguous completions in a row double the
