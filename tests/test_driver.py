@@ -33,6 +33,7 @@ class Wire:
         self.hosts: dict[tuple[str, int], Any] = {}
         self.drop: Callable[[InaPacket], bool] = lambda p: False
         self.sent: list[InaPacket] = []
+        self.sent_to: list[tuple[tuple[str, int], InaPacket]] = []
 
     def at(self, t: float, fn: Callable[[], None]) -> None:
         self.seq += 1
@@ -58,6 +59,7 @@ class FakeIO:
     def send(self, pkts: Sequence[InaPacket], dest: tuple[str, int]) -> None:
         for p in pkts:
             self.wire.sent.append(p)
+            self.wire.sent_to.append((dest, p))
             if not self.wire.drop(p):
                 host = self.wire.hosts[dest]
                 self.wire.at(self.wire.now + DELAY, lambda h=host, p=p: h.on_packets([p]))
@@ -244,3 +246,74 @@ def test_the_timer_is_asked_for_once_per_new_deadline() -> None:
     # a timer per (re)armed deadline, and none left when the round is over
     assert all(d.io.wake is None for d in drivers)
     assert all(0 < d.io.wakes <= 2 * N_CHUNKS + 1 for d in drivers)
+
+
+@pytest.mark.parametrize("network", [False, True])
+def test_a_late_request_is_answered_to_the_worker_that_asked(network: bool) -> None:
+    """Worker 1 loses chunk 3's RESULT and asks again: the PS answers worker 1 alone where
+    it can address one worker (loopback: it sends every RESULT to every worker), and down
+    the multicast tree in a network (one copy to the tree's entry; ina.p4 multicasts every
+    RESULT, docs/protocol.md §6)."""
+    cfg = job(rounds=1)
+    if network:
+        cfg.result_dests = cfg.worker_addrs[:1]
+    wire, ps, drivers, apps = launch(cfg)
+    if network:  # stand-in for the switches: the entry's copy reaches every worker
+        class Tree:
+            def on_packets(self, pkts: list) -> None:
+                for d in drivers:
+                    d.on_packets(pkts)
+        wire.hosts[cfg.worker_addrs[0]] = Tree()
+    lost: list[float] = []
+
+    def drop(p: InaPacket) -> bool:  # the first RESULT of chunk 3 toward worker 1
+        hit = p.msg_type == 3 and p.chunk_id == 3 and not lost and (
+            network or wire.sent_to[-1][0] == cfg.worker_addrs[1])
+        if hit and not network:
+            lost.append(wire.now)
+        return hit and not network
+    wire.drop = drop
+    if network:
+        drivers[1].on_packets = (lambda orig: lambda pkts: orig(
+            [p for p in pkts if not (p.chunk_id == 3 and not lost and not lost.append(0))]))(
+            drivers[1].on_packets)
+    for d in drivers:
+        d.start()
+    wire.run()
+    np.testing.assert_array_equal(apps[1].sums[0], exact(apps, 0, [0, 1, 2]))
+    late = [(dest, p) for dest, p in wire.sent_to if p.msg_type == 3 and p.flags & 1]
+    assert lost and drivers[1].rounds[0]["retransmits"] >= 1
+    assert ps.state.stats.results_unicast >= 1
+    dests = {dest for dest, _ in late}
+    assert dests == ({cfg.worker_addrs[0]} if network else {cfg.worker_addrs[1]})
+
+
+def test_in_a_network_a_late_request_is_answered_on_the_reply_port() -> None:
+    """With a reply port (every network job, make_job_config), the answer to worker 1's
+    late GRAD goes to worker 1's address at that port alone, not down the tree."""
+    cfg = job(rounds=1, reply_port=18001)
+    cfg.result_dests = cfg.worker_addrs[:1]
+    wire, ps, drivers, apps = launch(cfg)
+
+    class Tree:  # stand-in for the switches: the entry's copy reaches every worker
+        def on_packets(self, pkts: list) -> None:
+            for d in drivers:
+                d.on_packets(pkts)
+    wire.hosts[cfg.worker_addrs[0]] = Tree()
+    for w, d in enumerate(drivers):
+        wire.hosts[(cfg.worker_addrs[w][0], 18001)] = d
+    missed: list[int] = []
+    real = drivers[1].on_packets
+
+    def lossy(pkts: list) -> None:  # worker 1 misses chunk 3's first RESULT
+        keep = [p for p in pkts if not (p.chunk_id == 3 and not missed)]
+        if len(keep) < len(pkts):
+            missed.append(3)
+        real(keep)
+    drivers[1].on_packets = lossy
+    for d in drivers:
+        d.start()
+    wire.run()
+    np.testing.assert_array_equal(apps[1].sums[0], exact(apps, 0, [0, 1, 2]))
+    late = [dest for dest, p in wire.sent_to if p.msg_type == 3 and p.flags & 1]
+    assert missed and late and set(late) == {(cfg.worker_addrs[1][0], 18001)}

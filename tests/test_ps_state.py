@@ -60,7 +60,7 @@ def feed(ps: PsState, pkts):
     results, rounds = [], []
     for p in pkts:
         out = ps.on_packet(p)
-        results += out.results
+        results += out.results + [r for _, r in out.replies]  # every RESULT sent
         rounds += out.completed_rounds
     return results, rounds
 
@@ -330,3 +330,28 @@ def test_resends_escalate_to_more_copies_from_the_second_one():
     assert [len(feed(one, [late])[0]) for _ in range(3)] == [1, 1, 1]
     with pytest.raises(ValueError):
         PsState(JOB, range(2), n_chunks=1, k=K, resend_copies=0)
+
+
+def test_a_late_grad_is_answered_to_its_worker_alone():
+    """A worker's own late GRAD (it lost the RESULT, or timed out early): the stored RESULT
+    for that worker alone; a switch's re-emitted PARTIAL (several workers asked): down the
+    tree, which also releases the slots on the way (docs/protocol.md §6)."""
+    g = Grads(3, 1)
+    ps = PsState(JOB, range(3), n_chunks=1, k=K, unicast_late=True)
+    out = ps.on_packet(g.pkt([0, 1, 2]))
+    assert len(out.results) == 1 and out.replies == []
+    out = ps.on_packet(g.pkt([2], flags=FLAG_RETRANSMIT))
+    assert out.results == [] and [w for w, _ in out.replies] == [2]
+    (w, res), = out.replies
+    assert res.flags == FLAG_RETRANSMIT and res.bitmap == 0b111
+    assert np.array_equal(res.values, g.exact(0, range(3)))
+    out = ps.on_packet(g.pkt([0, 1], flags=FLAG_RETRANSMIT))  # a re-emitted aggregate
+    assert out.replies == [] and len(out.results) == 2  # the chunk's second resend: 2 copies
+    out = ps.on_packet(g.pkt([0], flags=FLAG_RETRANSMIT))
+    assert [w for w, _ in out.replies] == [0, 0] and out.results == []
+    assert ps.stats.results_resent == 3 and ps.stats.results_unicast == 2
+    # without unicast_late (a caller that can only multicast): every answer multicast
+    multi = PsState(JOB, range(3), n_chunks=1, k=K)
+    multi.on_packet(g.pkt([0, 1, 2]))
+    out = multi.on_packet(g.pkt([2], flags=FLAG_RETRANSMIT))
+    assert out.replies == [] and len(out.results) == 1 and multi.stats.results_unicast == 0

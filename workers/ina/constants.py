@@ -169,6 +169,10 @@ FLAG_RETRANSMIT: int = _C["INA_FLAG_RETRANSMIT"]
 FLAG_FALLBACK: int = _C["INA_FLAG_FALLBACK"]
 FLAG_INCOMPLETE: int = _C["INA_FLAG_INCOMPLETE"]
 AGG_ID_PS: int = _C["INA_AGG_ID_PS"]
+INA_REPLY_PORT: int = INA_UDP_PORT + 1
+"""Where a worker receives the PS's answer to its own late GRAD (docs/protocol.md §6).  Not
+a P4 constant on purpose: ina.p4 parses INA only on ``INA_UDP_PORT``, so a frame to this port
+is plain IPv4 to every switch (``ipv4_lpm``: unicast to the worker's host)."""
 
 __all__ = [
     "AGG_ID_PS",
@@ -177,6 +181,7 @@ __all__ = [
     "FLAG_INCOMPLETE",
     "FLAG_RETRANSMIT",
     "INA_HDR_BYTES",
+    "INA_REPLY_PORT",
     "INA_UDP_LEN",
     "INA_UDP_PORT",
     "K",

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from workers.ina.cc import CongestionControl, make_cc
 from workers.ina.constants import K
 from workers.ina.events import SilentEvent
 from workers.ina.job import JobConfig
@@ -36,7 +37,7 @@ from workers.ina.wire import InaPacket
 from workers.ina.worker import RttEstimator, WorkerRound, n_chunks_for
 
 __all__ = ["Address", "HostIO", "RoundFailed", "RoundPlan", "WorkerApp", "WorkerDriver",
-           "PsDriver", "job_rtt"]
+           "PsDriver", "job_cc", "job_rtt", "timeout_cap"]
 
 Address = tuple[str, int]
 
@@ -95,10 +96,27 @@ class WorkerApp(Protocol):
         ...
 
 
+def timeout_cap(cfg: JobConfig) -> float:
+    """The safety cap of a worker's timeouts: the job's ``max_timeout``, and at most half
+    the PS's ``worker_timeout_s`` (a live worker is heard from at least that often, so the
+    PS never takes a backed-off one for gone); never below ``timeout``.  The measured round
+    trip still lifts it (``RttEstimator.cap``)."""
+    cap = cfg.max_timeout
+    if cfg.worker_timeout_s > 0:
+        cap = min(cap, cfg.worker_timeout_s / 2)
+    return max(cap, cfg.timeout)
+
+
 def job_rtt(cfg: JobConfig) -> RttEstimator:
     """The worker's timeout estimator of a job, kept from round to round (workers.ina.worker,
     "Timeouts")."""
-    return RttEstimator(cfg.timeout, min(0.01, cfg.timeout), cfg.max_timeout)
+    return RttEstimator(cfg.timeout, min(0.01, cfg.timeout), timeout_cap(cfg))
+
+
+def job_cc(cfg: JobConfig) -> CongestionControl:
+    """The worker's congestion control of a job (``cfg.cc``, workers.ina.cc), kept from round
+    to round; the adaptive policies start from the plan's rate times the path's round trip."""
+    return make_cc(cfg.cc, cfg.window, cfg.rate_fps, cfg.base_rtt_s)
 
 
 class WorkerDriver:
@@ -110,10 +128,12 @@ class WorkerDriver:
     time, the round's :class:`workers.ina.worker.WorkerStats` and timeouts)."""
 
     def __init__(self, io: HostIO, cfg: JobConfig, worker_id: int, app: WorkerApp, *,
-                 rtt: RttEstimator | None = None, pause: Callable[[], float] = lambda: 0.0,
+                 rtt: RttEstimator | None = None, cc: CongestionControl | None = None,
+                 pause: Callable[[], float] = lambda: 0.0,
                  on_finished: Callable[[], None] | None = None) -> None:
         self.io, self.cfg, self.worker_id, self.app = io, cfg, worker_id, app
         self.rtt = rtt if rtt is not None else job_rtt(cfg)
+        self.cc = cc if cc is not None else job_cc(cfg)
         self.pause, self.on_finished = pause, on_finished
         self.rounds: list[dict[str, Any]] = []
         self.next_round = 0  # the round being synchronized, or the next one to begin
@@ -199,9 +219,9 @@ class WorkerDriver:
         assert self._q is not None
         wr = WorkerRound(job_id=cfg.job_id, worker_id=self.worker_id, round_=r, values=self._q,
                          schedule=plan.schedule, k=K, window=cfg.window,
-                         timeout=cfg.timeout, max_timeout=cfg.max_timeout,
+                         timeout=cfg.timeout, max_timeout=timeout_cap(cfg),
                          direct_after=cfg.direct_after, expect_mask=plan.expect_mask,
-                         rtt=self.rtt)
+                         rtt=self.rtt, cc=self.cc)
         self.active = wr
         self._sync_start = now = self.io.now()
         self.io.send(wr.start(now), cfg.ps_addr)
@@ -214,7 +234,8 @@ class WorkerDriver:
         plan = self.plan
         assert plan is not None
         stats = {"time_s": now - (self._t0 if self._restarts else self._sync_start),
-                 **asdict(wr.stats), "rto_s": wr.rtt.rto, "first_rto_s": wr.rtt.first_rto}
+                 **asdict(wr.stats), "rto_s": wr.rtt.rto, "first_rto_s": wr.rtt.first_rto,
+                 "window": wr.cc.window}
         stats["retransmits"] += self._extra_retx
         record: dict[str, Any] = {"round": wr.round, "loss": float(self._loss),
                                   "clipped": self._clipped,
@@ -253,7 +274,8 @@ class PsDriver:
 
     def __post_init__(self) -> None:
         cfg = self.cfg
-        self.state = PsState(cfg.job_id, cfg.worker_ids, n_chunks_for(cfg.n_values, K), K)
+        self.state = PsState(cfg.job_id, cfg.worker_ids, n_chunks_for(cfg.n_values, K), K,
+                             unicast_late=True)
         self.started = self.last_progress = self.io.now()
 
     def on_packets(self, pkts: Iterable[InaPacket | None]) -> None:
@@ -265,6 +287,7 @@ class PsDriver:
                 continue
             out = self.state.on_packet(pkt, self.io.now())
             batch.results += out.results
+            batch.replies += out.replies
             batch.completed_rounds += out.completed_rounds
         self.deliver(batch)
 
@@ -272,14 +295,40 @@ class PsDriver:
         """The PS arms no timer."""
 
     def deliver(self, out: PsOutput) -> None:
-        """Send ``out``'s RESULTs; note the rounds it completed."""
-        if out.results:
+        """Send ``out``'s RESULTs and replies; note the rounds it completed.  A reply goes to
+        its worker alone where the job has a unicast path to it (:meth:`reply_dest`), else
+        with the multicast RESULTs."""
+        multicast = list(out.results)
+        for w, pkt in out.replies:
+            dest = self.reply_dest(w)
+            if dest is None:
+                multicast.append(pkt)
+            else:
+                self.io.send([pkt], dest)
+        if multicast:
             for dest in self.cfg.result_dests:
-                self.io.send(out.results, dest)
+                self.io.send(multicast, dest)
         now = self.io.now()
         for r in out.completed_rounds:
             self.round_done_at[r] = now - self.started
             self.last_progress = now
+
+    def reply_dest(self, worker: int) -> Address | None:
+        """Where a RESULT for worker ``worker`` alone goes (docs/protocol.md §6): its own
+        address when the PS sends every RESULT to every worker (loopback: no switch
+        multicasts); in a network, the worker's ``reply_port`` -- a UDP port that is not
+        INA's, so every switch routes the frame as plain IPv4 to that host, while ina.p4
+        multicasts every RESULT to its port down the job's tree; None without one (the
+        reply goes with the multicast RESULTs)."""
+        cfg = self.cfg
+        if not 0 <= worker < len(cfg.worker_addrs):
+            return None
+        addr = cfg.worker_addrs[worker]
+        if len(cfg.result_dests) > 1 and addr in cfg.result_dests:
+            return addr
+        if cfg.reply_port is not None:
+            return (addr[0], cfg.reply_port)
+        return None
 
     def change_members(self, members: list[int], removed: list[Any],
                        at_s: float) -> tuple[int, PsOutput]:

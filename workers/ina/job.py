@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from workers.common.model import TrainConfig
+from workers.ina.constants import INA_REPLY_PORT
 
 MODES = ("ina", "tor_only", "ps_only")
 
@@ -51,7 +52,21 @@ class JobConfig:
     out_dir: str
     window: int = 16
     timeout: float = 0.05
+    # the cap of a worker's timeouts; the measured round trip lifts it (never a cap below
+    # srtt), the PS's worker_timeout_s lowers it (workers.ina.driver.timeout_cap).  1 s:
+    # under loss a larger cap let the variance term hold lost chunks for seconds (k=8, 32
+    # workers, 1 % loss: ratio 0.127 with 1 s, 0.036 with 5 s; docs/results.md)
     max_timeout: float = 1.0
+    # congestion control (workers.ina.cc.POLICIES); the adaptive policies' first window is
+    # rate_fps (the plan's predicted frames per second of one worker) times base_rtt_s (the
+    # unloaded round trip of the longest worker-PS path); None: ``window``
+    cc: str = "fixed"
+    # the UDP port each worker also receives on: the PS's answers to one worker's late GRAD
+    # (workers.ina.driver.PsDriver.reply_dest); not INA's port, so switches route them as
+    # plain IPv4.  None: no such path (the answers are multicast with the RESULTs)
+    reply_port: int | None = None
+    rate_fps: float | None = None
+    base_rtt_s: float | None = None
     direct_after: int | None = 3
     round_timeout_s: float = 120.0
     # Start barrier: workers print 'ready' and wait for this file before round 0, so that
@@ -112,6 +127,8 @@ def make_job_config(*, job_id: int, mode: str, rounds: int, train: TrainConfig,
     if not worker_addrs:
         raise ValueError("a job needs at least one worker")
     dests = [worker_addrs[0]] if results_to == "network" else list(worker_addrs)
+    if results_to == "network":  # one worker per address: its own reply port
+        options.setdefault("reply_port", INA_REPLY_PORT)
     return JobConfig(job_id=job_id, mode=mode, rounds=rounds, train=train,
                      worker_ids=list(range(len(worker_addrs))),
                      worker_addrs=list(worker_addrs), ps_addr=ps_addr, result_dests=dests,

@@ -60,7 +60,14 @@ Completion, RESULTs, retransmissions
     multicast down the tree; its stored pieces are dropped and S is kept.  Any later GRAD or
     PARTIAL for a completed chunk (a worker's retransmission because a RESULT was lost, or a
     switch re-emitting its stored aggregate) is answered with the stored RESULT again, flagged
-    RETRANSMIT (counted ``results_resent``); from the second time a chunk is asked for again,
+    RETRANSMIT (counted ``results_resent``): a worker's own GRAD by a RESULT for that worker
+    alone with ``unicast_late`` (``PsOutput.replies``, counted ``results_unicast``; the I/O
+    shell sends it to that
+    worker where the network can, docs/protocol.md §6) -- one worker asked, so one worker
+    missed it, and a multicast to the job per late request is what collapsed 64-worker jobs
+    (docs/simulate.md) --, a PARTIAL (a switch's re-emitted or flushed aggregate: several
+    workers asked, and the multicast releases the slots on its way) down the tree; from the
+    second time a chunk is asked for again,
     in ``resend_copies`` copies (default 2): a chunk asked for twice has a path that loses
     RESULTs, and at 10 % loss per port a RESULT reaches a far worker only about one time in
     three, so a lost-RESULT recovery otherwise needs many round trips.  A round is complete
@@ -182,6 +189,7 @@ class PsStats:
     rounds_completed: int = 0
     results_sent: int = 0
     results_resent: int = 0
+    results_unicast: int = 0  # of results_resent: to the one worker that asked
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -201,6 +209,8 @@ class PsOutput:
     """What one :meth:`PsState.on_packet` call asks the I/O shell to do."""
 
     results: list[InaPacket] = field(default_factory=list)  # RESULTs to multicast
+    # (worker, RESULT) answers to one worker's late GRAD: sent to that worker alone
+    replies: list[tuple[int, InaPacket]] = field(default_factory=list)
     completed_rounds: list[int] = field(default_factory=list)
 
 
@@ -247,6 +257,7 @@ class PsState:
         cover_budget: int = 100_000,
         max_anomalies: int = 1000,
         resend_copies: int = 2,
+        unicast_late: bool = False,
     ) -> None:
         ids = sorted(set(int(w) for w in worker_ids))
         if not ids:
@@ -272,6 +283,7 @@ class PsState:
         if resend_copies < 1:
             raise ValueError(f"resend_copies must be >= 1, got {resend_copies}")
         self.resend_copies = resend_copies
+        self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
         self.current_round = first_round
         self.stats = PsStats()
         self.anomalies: list[Anomaly] = []
@@ -411,7 +423,12 @@ class PsState:
             # a chunk asked for again has a lossy path to some worker: from its second
             # resend on, send more copies (the module docstring)
             copies = self.resend_copies if rs.resent[c] > 1 else 1
-            out.results.extend([self._result(r, c, rs.sums[c], resent=True)] * copies)
+            res = self._result(r, c, rs.sums[c], resent=True)
+            if self.unicast_late and pkt.msg_type == TYPE_GRAD:
+                st.results_unicast += 1
+                out.replies.extend([(pkt.worker_id, res)] * copies)
+            else:
+                out.results.extend([res] * copies)
             return out
 
         ch = rs.chunks.get(c)

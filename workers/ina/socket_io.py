@@ -35,8 +35,11 @@ class Driven(Protocol):
 class SocketIO:
     """A host's socket and clock (module docstring)."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, reply: socket.socket | None = None) -> None:
         self.sock = sock
+        # a worker's second socket, on the job's reply_port: the PS's answers to this
+        # worker alone (docs/protocol.md §6), read as the first one
+        self.reply = reply
         self._wake: float | None = None
         self._later: list[tuple[float, Callable[[], None]]] = []
 
@@ -60,7 +63,8 @@ class SocketIO:
         """Run ``driven`` until ``until()``: deferred calls when due, ``poll(now)`` once per
         turn, then wait for a datagram (or one of ``others``, handed to ``on_ready``), its
         timer or ``max_wait``."""
-        watched = [self.sock, *others]
+        mine = [self.sock] if self.reply is None else [self.sock, self.reply]
+        watched = [*mine, *others]
         while not until():
             now = time.monotonic()
             if self._later:
@@ -83,11 +87,13 @@ class SocketIO:
                 continue
             if on_ready is not None:
                 for f in ready:
-                    if f is not self.sock:
+                    if f not in mine:
                         on_ready(f)
-            if self.sock in ready:
+            for s in mine:
+                if s not in ready:
+                    continue
                 while True:
-                    got = receive_many(self.sock)  # every waiting datagram, one system call
+                    got = receive_many(s)  # every waiting datagram, one system call
                     driven.on_packets(got)
                     if len(got) < BATCH:  # none was left waiting: the next select sees newer
                         break

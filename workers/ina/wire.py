@@ -433,6 +433,7 @@ class FrameTemplate:
     def __init__(
         self, src_mac: str, dst_mac: str, src_ip: str, dst_ip: str,
         sport: int = INA_UDP_PORT, ttl: int = 64, ip_id: int = 0, tos: int = 0,
+        dport: int = INA_UDP_PORT,
     ) -> None:
         eth = _mac_bytes(dst_mac) + _mac_bytes(src_mac) + b"\x08\x00"
         ip_wo_sum = struct.pack(
@@ -441,7 +442,7 @@ class FrameTemplate:
         )
         csum = ipv4_checksum(ip_wo_sum)
         ip = ip_wo_sum[:10] + struct.pack("!H", csum) + ip_wo_sum[12:]
-        udp = struct.pack("!HHHH", sport, INA_UDP_PORT, INA_UDP_LEN, 0)
+        udp = struct.pack("!HHHH", sport, dport, INA_UDP_LEN, 0)
         self.prefix: bytes = eth + ip + udp
 
     def encode(self, pkt: InaPacket) -> bytes:
@@ -449,19 +450,21 @@ class FrameTemplate:
         return self.prefix + HEADER_STRUCT.pack(*_header_of(pkt)) + _values_bytes(pkt.values)
 
 
-def decode_frame(frame: bytes | memoryview) -> InaPacket | None:
+def decode_frame(frame: bytes | memoryview, port: int = INA_UDP_PORT) -> InaPacket | None:
     """Return the packet if `frame` is an INA frame as the switch parses it, else None.
 
     Mirrors the P4 parser: Ethernet type 0x0800, IPv4 with IHL 5 and protocol 17, UDP
     destination port INA_UDP_PORT. An INA frame that is truncated or has a bad type
-    raises InaDecodeError (the switch would count it malformed)."""
+    raises InaDecodeError (the switch would count it malformed).  ``port``: another
+    destination port whose payload is INA too (a host's reply port, docs/protocol.md §6)."""
+    dport = (frame[36] << 8) | frame[37] if len(frame) >= FRAME_PREFIX_BYTES else -1
     if (
         len(frame) < FRAME_PREFIX_BYTES
         or frame[12] != 0x08
         or frame[13] != 0x00
         or frame[14] != 0x45
         or frame[23] != 17
-        or ((frame[36] << 8) | frame[37]) != INA_UDP_PORT
+        or (dport != INA_UDP_PORT and dport != port)
     ):
         return None
     return decode_payload(frame, FRAME_PREFIX_BYTES)

@@ -8,7 +8,7 @@ zero-padded to n_chunks * K).  Output: GRAD packets to send, and, once every chu
 RESULT, the synchronized int32 sum vector.
 
 Window
-    At most ``window`` chunks are in flight (sent, no RESULT yet).  Chunks are sent in schedule
+    At most ``cc.window`` chunks are in flight (sent, no RESULT yet; "Congestion control").  Chunks are sent in schedule
     order; each RESULT that completes an in-flight chunk frees a place, which the next pending
     chunk takes at once.  A bounded window keeps the aggregators' slot demand bounded (a
     switch holds a slot per chunk from the first GRAD to the RESULT).
@@ -35,37 +35,48 @@ Timeouts and retransmission  [decision]
     With ``max_retries`` set, a chunk that needs more retransmissions fails the round
     (``failed`` holds why); the caller decides what to do.
 
-Timeouts: measured, not backed off  [decision]
+Timeouts: measured (RFC 6298), backed off per chunk  [decision]
     Each copy of a GRAD carries its copy number (0 = first, mod 16) in flags bits 4-7
     (``InaPacket.grad(copy=...)``); the PS echoes, in every RESULT, the ``worker_id`` of the
     packet that caused it and, if that packet was a worker's own GRAD, ``fan_in`` = 1 + its
     copy number (docs/protocol.md §6; read as ``InaPacket.echo``).  So a RESULT naming this
-    worker and one of its copies times that copy's round trip exactly, retransmitted or not
-    (Karn's ambiguity is gone); one naming this worker with no copy number (``fan_in`` 0)
-    and no retransmission times an aggregate its only copy completed.  :class:`RttEstimator` (one per job, kept across rounds) turns these into:
+    worker and one of its copies times that copy's round trip exactly, retransmitted or not;
+    Karn's rule holds where the echo cannot tell (two copies with the same number mod 16, a
+    retransmitted chunk's RESULT naming no copy of ours: no sample).  One naming this worker
+    with no copy number (``fan_in`` 0) and no retransmission times an aggregate its only
+    copy completed.  :class:`RttEstimator` (one per job, kept across rounds) turns these
+    into:
 
     * ``first_rto``, how long a chunk's first copy waits for the other workers to start:
       twice the median time from a chunk's only copy to its RESULT (Karn), never less than
       ``timeout``.  Retransmitting before the others' copies could arrive only adds flushes;
     * ``rto``, the timeout of every retransmission, and of a first copy once a RESULT
-      arrived after it (the others have started, the pipeline answers): ``srtt + 4 rttvar``
-      of the exact round trips (at least ``2 srtt``), at least a quarter of ``first_rto``;
-      ``timeout`` until the first sample.  So the first window of a round waits
-      ``first_rto``, and a chunk still unanswered ``rto`` after a later RESULT is taken as
-      lost.
+      arrived after it (the others have started, the pipeline answers): RFC 6298's
+      ``srtt + max(G, 4 rttvar)`` of the exact round trips, at least a quarter of
+      ``first_rto``; ``timeout`` until the first sample;
+    * both at most ``cap``: ``max_timeout`` (1 s in a job file, at most half the PS's
+      silence limit, ``workers.ina.driver.timeout_cap``), never below the measured
+      ``srtt``.  A cap below the round trip (it was 1 s while round trips under
+      load were 1.8-4 s) resent every chunk in flight each second: the collapse measured in
+      docs/simulate.md.
 
-    A retransmission's timer does not double: random loss is not congestion, and at 10 % loss
-    per port a chunk needs several retransmissions, so the old doubling to ``max_timeout``
-    (1 s) made a round last tens of seconds (bench/ina_loss_twin.py).
-    What doubling protected against is covered otherwise: (1) a timeout below the round trip
-    makes copies late, and their exact round trips (the PS answers late copies too) raise
-    ``rto`` within a few samples; (2) until the first exact sample, a chunk's timer still
-    doubles per retransmission (capped at ``max_timeout``), as a too-short configured
-    ``timeout`` would otherwise never be corrected; (3) before the first completion sample,
-    every ``escape`` completions of retransmitted chunks double ``first_rto``; (4) when no
-    RESULT has come for ``silence`` seconds (default ``max_timeout``: a dead link, a removed
-    worker), the worker sends one retransmission per ``rto``, in turn, not its whole window;
-    the next RESULT brings every deferred timer back to ``rto``.
+    Back-off (RFC 6298 5.5, per chunk): the i-th timeout of a chunk in a row waits
+    ``backoff**i`` times ``rto`` (``first_rto`` before any sample), up to the cap.  A RESULT
+    ends every chunk's back-off and brings its timer to ``rto`` from then (RFC 6298 5.7:
+    the path answers again, so what is still missing was lost, not delayed): random loss is
+    not congestion, and at 10 % loss per port a chunk needs several retransmissions, so
+    doubling through them made a round last tens of seconds (bench/ina_loss_twin.py).
+    Before the first completion sample, every ``escape`` completions of retransmitted chunks
+    double ``first_rto``; when no RESULT has come for ``silence`` seconds (default 1 s: a
+    dead link, a removed worker), the worker sends one retransmission per interval, in
+    turn, not its whole window; the next RESULT brings every deferred timer back to ``rto``.
+
+Congestion control
+    How many chunks may be in flight is a policy passed in (``cc``, :mod:`workers.ina.cc`):
+    the round asks it for its window before each first copy and tells it of every copy
+    sent, every RESULT (with its exact round trip when the echo gave one), every RESULT
+    marked ``FLAG_ECN`` (none yet: ina.p4 marks nothing) and every timeout.  Without one,
+    the window is the constant ``window``.
 
 RESULT handling
     A RESULT for this job and round, of a chunk this worker has sent, whose bitmap contains
@@ -85,16 +96,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workers.ina.cc import CongestionControl, Fixed
 from workers.ina.constants import (
     AGG_ID_PS,
     FLAG_FALLBACK,
     FLAG_RETRANSMIT,
     TYPE_RESULT,
+    load_constants,
 )
 from workers.ina.constants import K as DEFAULT_K
 from workers.ina.wire import COPY_MOD, InaPacket
 
 Schedule = Sequence[tuple[int, int, int]]
+
+FLAG_ECN: int | None = load_constants().get("INA_FLAG_ECN")
+"""A RESULT's congestion mark, once ``constants.p4`` defines it (issue 39: switches that mark
+from their queue depth); None until then, and no RESULT is read as marked."""
+SILENCE = 1.0
+"""Seconds without a RESULT after which a worker probes one chunk per ``rto`` (default)."""
 
 
 def ps_only_schedule(n_chunks: int) -> list[tuple[int, int, int]]:
@@ -128,6 +147,7 @@ class WorkerStats:
     stale_results: int = 0  # other round
     unexpected_results: int = 0  # wrong job, unknown/unsent chunk, bitmap without us, bad size
     malformed: int = 0  # datagrams that did not decode (counted by the I/O shell)
+    marks: int = 0  # RESULTs with a congestion mark (FLAG_ECN)
 
 
 class RttEstimator:
@@ -138,17 +158,19 @@ class RttEstimator:
     ``sample(rtt)``: the exact round trip of one copy, known from the RESULT echo.
     ``completion(t)``: the time from a chunk's only copy to its RESULT (Karn's rule), which
     also holds the wait for the other workers' copies.  ``ambiguous()``: a retransmitted
-    chunk completed.  Both timeouts lie within ``[min_rto, max_rto]``:
+    chunk completed.  Both timeouts lie within ``[min_rto, cap]``:
 
+    * ``rto``, every copy after the first: RFC 6298, ``srtt + max(G, 4 rttvar)`` over the
+      exact round trips (``G`` = ``granularity``; unambiguous samples, so it follows a
+      growing queue within a few samples), at least a quarter of ``first_rto`` (a worker
+      next to the PS measures very short round trips, and a window of copies that fast would
+      fill its own link); ``initial`` before the first sample;
     * ``first_rto``, a chunk's first copy: ``mult`` times the median of the last ``window``
       completion times (a median: some of them also hold another worker's loss recovery),
       at least ``initial`` (the job's ``timeout``: without loss no first copy goes again
-      sooner than with fixed timers) and at least the round-trip timeout;
-    * ``rto``, every copy after the first: RFC 6298's ``srtt + 4 rttvar`` over the exact
-      round trips (unambiguous, and it follows a growing queue within a few samples), at
-      least ``2 srtt``, and at least a quarter of ``first_rto`` (a worker next to the PS
-      measures very short round trips, and a window of copies that fast would fill its own
-      link); ``initial`` before the first sample.
+      sooner than with fixed timers) and at least ``rto``;
+    * ``cap``: ``max_rto``, never below the measured ``srtt`` -- a cap below the round trip resends every chunk
+      in flight each ``cap`` seconds (docs/simulate.md, "Why 4 x 64 workers collapse").
 
     Until the first completion sample, ``escape`` ambiguous completions in a row double the
     completion timeout: a first timeout below the completion time (a ``timeout`` set too
@@ -156,13 +178,13 @@ class RttEstimator:
     """
 
     def __init__(self, initial: float, min_rto: float, max_rto: float, *, mult: float = 2.0,
-                 window: int = 64, escape: int = 32) -> None:
+                 window: int = 64, escape: int = 32, granularity: float = 0.01) -> None:
         if not 0 < min_rto <= max_rto or not 0 < initial <= max_rto:
             raise ValueError("need 0 < min_rto <= max_rto and 0 < initial <= max_rto")
-        if mult < 1 or window < 1 or escape < 1:
-            raise ValueError("need mult >= 1, window >= 1 and escape >= 1")
+        if mult < 1 or window < 1 or escape < 1 or granularity < 0:
+            raise ValueError("need mult >= 1, window >= 1, escape >= 1 and granularity >= 0")
         self.initial, self.min_rto, self.max_rto = initial, min_rto, max_rto
-        self.mult, self.escape = mult, escape
+        self.mult, self.escape, self.granularity = mult, escape, granularity
         self.rtts: deque[float] = deque(maxlen=window)
         self.completions: deque[float] = deque(maxlen=window)
         self._rtt_rto = self._wait = initial
@@ -172,18 +194,24 @@ class RttEstimator:
 
     @property
     def measured(self) -> bool:
-        """Whether a round trip was measured yet (before: timers back off per chunk)."""
+        """Whether a round trip was measured yet."""
         return bool(self.rtts)
 
     @property
+    def cap(self) -> float:
+        """The largest timeout: ``max_rto``, or the smoothed round trip when it is longer."""
+        return max(self.max_rto, self.srtt or 0.0)
+
+    @property
     def rto(self) -> float:
-        return max(self._rtt_rto, self.first_rto / 4)
+        return min(self.cap, max(self._rtt_rto, self.first_rto / 4))
 
     @property
     def first_rto(self) -> float:
-        return max(self.initial, self._rtt_rto, self._wait)
+        return min(self.cap, max(self.initial, self._rtt_rto, self._wait))
 
     def sample(self, rtt: float) -> None:
+        """One exact round trip (RFC 6298 section 2)."""
         rtt = max(0.0, rtt)
         self.rtts.append(rtt)
         if self.srtt is None:
@@ -191,16 +219,14 @@ class RttEstimator:
         else:
             self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
             self.srtt = 0.875 * self.srtt + 0.125 * rtt
-        # at least twice srtt: steady samples shrink rttvar to nothing, but host scheduling
-        # and a software switch's queues still jitter by about srtt
-        rto = self.srtt + max(4 * self.rttvar, self.srtt)
-        self._rtt_rto = min(self.max_rto, max(self.min_rto, rto))
+        rto = self.srtt + max(self.granularity, 4 * self.rttvar)
+        self._rtt_rto = min(self.cap, max(self.min_rto, rto))
 
     def completion(self, t: float) -> None:
         self.completions.append(max(0.0, t))
         ordered = sorted(self.completions)
         median = ordered[len(ordered) // 2]
-        self._wait = min(self.max_rto, max(self.min_rto, self.mult * median))
+        self._wait = min(self.cap, max(self.min_rto, self.mult * median))
 
     def ambiguous(self) -> None:
         if self.completions:
@@ -208,16 +234,17 @@ class RttEstimator:
         self._run += 1
         if self._run >= self.escape:
             self._run = 0
-            self._wait = min(self.max_rto, 2 * self.first_rto)
+            self._wait = min(self.cap, 2 * self.first_rto)
 
 
 class _Flight:
     """An in-flight chunk: its timer and when each of its copies went out."""
 
-    __slots__ = ("deadline", "retries", "rto", "times")
+    __slots__ = ("deadline", "retries", "rto", "strikes", "times")
 
     def __init__(self, now: float, rto: float) -> None:
         self.deadline, self.retries, self.rto = now + rto, 0, rto
+        self.strikes = 0  # timeouts in a row with no RESULT in between: the back-off exponent
         self.times = [now]  # copy i went out at times[i] (copy 0: the first transmission)
 
 
@@ -243,6 +270,7 @@ class WorkerRound:
         rtt: RttEstimator | None = None,
         min_timeout: float = 0.01,
         silence: float | None = None,
+        cc: CongestionControl | None = None,
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
@@ -268,11 +296,13 @@ class WorkerRound:
         if direct_after is not None and direct_after < 0:
             raise ValueError(f"direct_after must be >= 0 or None, got {direct_after}")
         self.direct_after = direct_after
-        self.silence = max_timeout if silence is None else silence
+        self.silence = SILENCE if silence is None else silence
         self.expect_mask = expect_mask
         # one estimator per job in the I/O shell; a round on its own starts from ``timeout``
         self.rtt = rtt if rtt is not None else RttEstimator(timeout, min(min_timeout, timeout),
                                                             max_timeout)
+        # the congestion control policy, one per job in the I/O shell (workers.ina.cc)
+        self.cc: CongestionControl = cc if cc is not None else Fixed(window)
         self.bit = 1 << worker_id
         self.result = np.zeros_like(self.values)
         self.stats = WorkerStats()
@@ -345,7 +375,10 @@ class WorkerRound:
             st.unexpected_results += 1
             return []
         f = self._inflight.pop(c)
-        self._measure(f, pkt, now)
+        self.cc.on_result(now, self._measure(f, pkt, now))
+        if FLAG_ECN is not None and pkt.flags & FLAG_ECN:
+            self.stats.marks += 1
+            self.cc.on_mark(now)
         if f.retries:
             self._copies_of_done[c] = f.times
         self._progress_at = now
@@ -353,11 +386,15 @@ class WorkerRound:
         self._done[c] = True
         self._n_done += 1
         st.results += 1
-        # The network answers: whatever is still in flight gets rto from now at most.  A
-        # first copy's longer first_rto covers the others' start; once RESULTs come after
-        # it, they have started (module docstring).  Also ends a silence's deferrals.
+        # The network answers: whatever is still in flight gets its timeout from now at
+        # most -- a first copy rto (its longer first_rto covers the others' start; once
+        # RESULTs come after it, they have started: module docstring), a retransmitted one
+        # its backed-off timeout.  Also ends a silence's deferrals.
+        # A RESULT also ends every chunk's back-off (RFC 6298 5.7: the path answers again,
+        # so what is still missing was lost, not delayed).
         rto = self.rtt.rto
         for g in self._inflight.values():
+            g.strikes = 0
             if g.deadline > now + rto:
                 g.deadline = now + rto
         return self._fill(now)
@@ -377,10 +414,13 @@ class WorkerRound:
                 self.failed = (f"worker {self.worker_id} round {self.round}: chunk {c} "
                                f"unanswered after {f.retries} retransmissions")
                 return out
-            if not self.rtt.measured:  # no round trip known yet: the timer backs off
-                rto = min(f.rto * self.backoff, self.max_timeout)
-            else:
-                rto = self.rtt.rto
+            self.cc.on_timeout(now)
+            # RFC 6298 5.5, per chunk: the i-th timeout in a row with no RESULT in between
+            # waits backoff**i times the measured rto (the first timeout before any round
+            # trip is measured), up to the cap
+            f.strikes += 1
+            base = self.rtt.rto if self.rtt.measured else self.rtt.first_rto
+            rto = min(self.rtt.cap, base * self.backoff ** f.strikes)
             if now - self._progress_at >= self.silence:
                 # nothing came for a while (a dead link, a removed worker, or bad luck): one
                 # probe per interval, not the whole window
@@ -393,30 +433,37 @@ class WorkerRound:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _measure(self, f: _Flight, pkt: InaPacket, now: float) -> None:
-        """Feed the estimator from a RESULT that completed the in-flight chunk ``f``."""
+    def _measure(self, f: _Flight, pkt: InaPacket, now: float) -> float | None:
+        """Feed the estimator from a RESULT that completed the in-flight chunk ``f``; the
+        exact round trip it gave (None: none)."""
         if not f.retries:  # Karn: a retransmitted chunk's RESULT may answer any copy
             self.rtt.completion(now - f.times[0])
         else:
             self.rtt.ambiguous()
-        if not self._echo(f.times, pkt, now) and pkt.echo.worker == self.worker_id \
+        rtt = self._echo(f.times, pkt, now)
+        if rtt is None and pkt.echo.worker == self.worker_id \
                 and not f.retries and not pkt.flags & FLAG_RETRANSMIT:
-            self.rtt.sample(now - f.times[0])  # an aggregate that our only copy completed
+            rtt = now - f.times[0]  # an aggregate that our only copy completed
+            self.rtt.sample(rtt)
+        return rtt
 
-    def _echo(self, times: list[float], pkt: InaPacket, now: float) -> bool:
+    def _echo(self, times: list[float], pkt: InaPacket, now: float) -> float | None:
         """If the RESULT echo names one of our GRADs (and its copy number mod 16), sample its
-        exact round trip (the latest copy with that number)."""
+        exact round trip and return it.  Karn's rule where the echo cannot tell: when two
+        copies share the number (more than 16), no sample."""
         echo = pkt.echo
         if echo.worker != self.worker_id or echo.copy is None:
-            return False
+            return None
         copies = [t for i, t in enumerate(times) if i % COPY_MOD == echo.copy]
-        if copies:
-            self.rtt.sample(now - copies[-1])
-        return bool(copies)
+        if len(copies) != 1:
+            return None
+        self.rtt.sample(now - copies[0])
+        return now - copies[0]
 
     def _retransmit(self, c: int, f: _Flight, rto: float, now: float) -> InaPacket:
         """Send chunk ``c`` again and restart its timer with ``rto``."""
         copy = len(f.times)
+        self.cc.on_send(now)
         f.deadline, f.rto = now + rto, rto
         f.retries += 1
         f.times.append(now)
@@ -429,9 +476,10 @@ class WorkerRound:
 
     def _fill(self, now: float) -> list[InaPacket]:
         out = []
-        while len(self._inflight) < self.window and self._next < len(self.schedule):
+        while len(self._inflight) < self.cc.window and self._next < len(self.schedule):
             c = self.schedule[self._next][0]
             self._next += 1
+            self.cc.on_send(now)
             self._inflight[c] = _Flight(now, self.rtt.first_rto)
             self.stats.sent += 1
             out.append(self._grad(c, 0))

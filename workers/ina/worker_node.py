@@ -157,7 +157,11 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
     app = NodeApp(cfg, worker_id, out)  # a real model's replica: synthetic (docs/models.md)
     sock = open_socket(("0.0.0.0", cfg.worker_addrs[index][1]))
     sock.setblocking(False)
-    io = SocketIO(sock)
+    reply = None
+    if cfg.reply_port is not None:  # the PS's answers to this worker alone (protocol.md §6)
+        reply = open_socket(("0.0.0.0", cfg.reply_port))
+        reply.setblocking(False)
+    io = SocketIO(sock, reply)
     wait_for_start(cfg, worker_id)
 
     driver = WorkerDriver(io, cfg, worker_id, app, rtt=job_rtt(cfg))
@@ -174,6 +178,8 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
         io.serve(driver, until=lambda: driver.finished, poll=poll)
     finally:  # also on SIGTERM (Stopped): the rounds finished so far are kept
         sock.close()
+        if reply is not None:
+            reply.close()
         report = app.close(driver.rounds)
     return report
 

@@ -36,8 +36,10 @@ from controller.plan.replan import replan_members
 from controller.plan.types import JobPlan, Plan
 from workers.common.model import TrainConfig
 from workers.common.quantize import choose_frac_bits
+from workers.ina.cc import DEFAULT_CC
 from workers.ina.constants import INA_UDP_PORT, K
 from workers.ina.job import MODES, JobConfig, make_job_config
+from workers.ina.wire import FRAME_BYTES
 from workers.ina.worker import n_chunks_for, ps_only_schedule
 from workers.models.scaling import (
     DEFAULT_LINK_GBPS,
@@ -75,6 +77,7 @@ class Settings:
     target: str = "pyswitch"
     modes: tuple[str, ...] = ("ina", "ps_only")
     window: int = 16
+    cc: str = DEFAULT_CC  # congestion control (workers.ina.cc.POLICIES, --cc)
     # chunks in flight per worker in the modes that aggregate (ina, tor_only); None = window.
     # PS-only's link queue overflows with a window INA needs at 64 workers (docs/scale.md §3)
     agg_window: int | None = None
@@ -156,6 +159,8 @@ def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: Plan, work
     n_chunks = n_chunks_for(n_values, K)
     out = dict(
         window=mode_window(s, mode), timeout=s.timeout, round_timeout_s=s.round_timeout,
+        cc=getattr(s, "cc", Settings.cc), **path_rate(plan, mode, ps, workers,
+                                                        getattr(s, "bw", None)),
         start_file=str(start or out_dir / "start"),
         control_file=str(out_dir / "control.json") if mode == "ina" or members else None)
     if members:
@@ -209,6 +214,26 @@ def send_order(job: JobPlan, n_chunks: int) -> list[int]:
     def key(c: int) -> tuple[float, int]:
         return (((c - first[span_of[c]]) * GOLDEN) % 1.0, c)
     return sorted(range(n_chunks), key=key)
+
+
+def path_rate(plan: Plan, mode: str, ps: str, workers: list[str],
+              bw_mbps: float | None) -> dict[str, float | None]:
+    """What a worker's first window is made from (workers.ina.cc.bdp_window): ``rate_fps``,
+    the frames per second one worker sends at the plan's prediction (γ of the link rate in
+    ``ina``, the tor_only baseline's γ in ``tor_only``, 1/N in ``ps_only``), and
+    ``base_rtt_s``, the unloaded round trip of the longest worker-PS path (a frame's
+    transmission time per link, both ways); None where unknown (unshaped links)."""
+    job = next((j for j in plan.jobs.values() if j.ps == ps), None)
+    graph = plan.own_graph()
+    if not bw_mbps or job is None or graph is None or ps not in graph:
+        return {"rate_fps": None, "base_rtt_s": None}
+    gamma = {"ina": job.gamma, "ps_only": 1.0 / max(1, len(workers)),
+             "tor_only": plan.baselines.get("tor_only")}.get(mode)
+    frame_s = FRAME_BYTES * 8 / (bw_mbps * 1e6)
+    hops = nx.single_source_shortest_path_length(graph, ps)
+    longest = max((hops.get(w, 0) for w in workers), default=0)
+    return {"rate_fps": gamma / frame_s if gamma else None,
+            "base_rtt_s": 2 * longest * frame_s if longest else None}
 
 
 def schedules_for(mode: str, plan: Plan, workers: list[str], n_chunks: int) -> dict[str, list]:

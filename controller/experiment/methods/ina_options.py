@@ -24,6 +24,7 @@ from controller.plan.lp import PlanError
 from controller.plan.options import add_plan_options, request_from_args
 from controller.plan.planners import get_planner
 from topo.models import TopologyError
+from workers.ina.cc import POLICIES
 from workers.ina.job import MODES
 from workers.models.scaling import DEFAULT_LINK_GBPS, DEFAULT_SCALE
 from workers.models.shapes import WORKLOADS
@@ -41,6 +42,10 @@ def add_network_options(parser: argparse.ArgumentParser, title: str,
     add_topology_options(parser, topo=d.topo, ps=d.ps, workers=workers or d.workers)
     g = parser.add_argument_group(title)
     add_transport_options(g, budget=d.budget, window=d.window, timeout=d.timeout)
+    g.add_argument("--cc", choices=list(POLICIES), default=d.cc,
+                   help="INA workers' congestion control: "
+                        + "; ".join(f"{n}: {h}" for n, (h, _) in POLICIES.items())
+                        + f" (default {d.cc}; docs/protocol.md §6)")
     add_round_timeout(g, d.round_timeout)
     add_impairment_options(g)
     return g
@@ -167,7 +172,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                  target=args.target,
                  modes=tuple(m.strip() for m in getattr(args, "modes", ",".join(d.modes))
                              .split(",")),
-                 window=args.window, agg_window=getattr(args, "agg_window", None),
+                 window=args.window, cc=getattr(args, "cc", d.cc), agg_window=getattr(args, "agg_window", None),
                  timeout=args.timeout, round_timeout=args.round_timeout,
                  fail_switch=getattr(args, "fail_switch", None), out=args.out, name=args.name,
                  on_worker_failure=getattr(args, "on_worker_failure", d.on_worker_failure),

@@ -35,6 +35,7 @@ from controller.experiment.simulate.network import (
     rule_value,
 )
 from controller.experiment.simulate.probe import WorkerProbe, transport_summary
+from workers.ina.constants import INA_REPLY_PORT
 from workers.ina.driver import PsDriver, WorkerApp, WorkerDriver
 from workers.ina.job import JobConfig
 from workers.ina.wire import FrameTemplate, InaPacket, decode_frame
@@ -115,10 +116,10 @@ class SimHostIO:
         return self.loop.now
 
     def send(self, pkts: Sequence[InaPacket], dest: tuple[str, int]) -> None:
-        tmpl = self._tmpl.get(dest[0])
-        if tmpl is None:
-            tmpl = self._tmpl[dest[0]] = FrameTemplate(self.mac, self.mac_of[dest[0]],
-                                                       self.ip, dest[0])
+        tmpl = self._tmpl.get(dest)
+        if tmpl is None:  # to the destination's port: INA's, or a worker's reply port
+            tmpl = self._tmpl[dest] = FrameTemplate(self.mac, self.mac_of[dest[0]],
+                                                    self.ip, dest[0], dport=dest[1])
         if self.dead:
             return
         for p in pkts:
@@ -183,7 +184,7 @@ class _SimJob:
             d.start(self.jit())
 
     def on_host(self, host: str, frame: bytes) -> None:
-        pkt = decode_frame(frame)
+        pkt = decode_frame(frame, INA_REPLY_PORT)  # the PS's answers to one worker too
         io = self.ios[host]
         if pkt is not None and not io.dead:
             if io.probe is not None:

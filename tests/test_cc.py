@@ -1,0 +1,133 @@
+"""Congestion control policies (workers.ina.cc) and their use by the worker state machine,
+driven by a fake clock."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workers.ina.cc import POLICIES, Aimd, Delay, Fixed, bdp_window, make_cc
+from workers.ina.wire import Echo, InaPacket
+from workers.ina.worker import RttEstimator, WorkerRound
+
+JOB, K = 3, 4
+
+
+def test_bdp_window():
+    assert bdp_window(80.0, 0.1, 16) == 8  # 80 frames/s over 0.1 s
+    assert bdp_window(80.0, 0.101, 16) == 9  # rounded up
+    assert bdp_window(None, 0.1, 16) == 16 and bdp_window(80.0, None, 16) == 16
+    assert bdp_window(1e6, 1.0, 16) == 128 and bdp_window(1.0, 1e-6, 16) == 1
+
+
+def test_table_and_factory():
+    assert set(POLICIES) == {"fixed", "aimd", "delay"}
+    assert make_cc("fixed", 16, 80.0, 0.1).window == 16  # the constant, whatever the rate
+    assert make_cc("aimd", 16, 80.0, 0.1).window == 8
+    assert make_cc("delay", 16, None, None).window == 16
+    with pytest.raises(ValueError, match="unknown congestion control 'tcp'"):
+        make_cc("tcp", 16)
+    with pytest.raises(ValueError):
+        Fixed(0)
+
+
+def test_fixed_never_moves():
+    f = Fixed(5)
+    for t in range(10):
+        f.on_result(t, 0.1)
+        f.on_timeout(t)
+        f.on_mark(t)
+    assert f.window == 5
+
+
+def test_aimd_adds_one_per_result_and_halves_once_per_round_trip():
+    a = Aimd(4.0, cap=10, ssthresh=8.0)
+    a.on_result(0.0, 0.2)
+    a.on_result(0.1, 0.2)
+    assert a.window == 6 and a.srtt == pytest.approx(0.2)
+    a.on_timeout(0.2)  # RESULTs still come (one 0.1 s ago): a random loss, no cut
+    assert a.window == 6 and a.decreases == 0
+    a.on_timeout(1.0)  # nothing for 0.9 s > srtt: the path stalls
+    assert a.window == 3 and a.ssthresh == 3.0
+    a.on_timeout(1.1)  # same loss event (within srtt 0.2): no second cut
+    a.on_mark(1.15)
+    assert a.window == 3 and a.decreases == 1
+    a.on_mark(1.2)  # a mark after one round trip: halved again, whatever RESULTs do
+    assert a.window == 1 and a.decreases == 2
+    a.on_result(1.3, None)  # at ssthresh (1.5): +1 per window of RESULTs, 1/cwnd each
+    assert a.cwnd == pytest.approx(1.5 + 1 / 1.5)
+    slow = Aimd(2.0, ssthresh=4.0)
+    slow.on_result(0.0, None)
+    slow.on_result(0.0, None)  # below ssthresh: +1 each
+    assert slow.cwnd == 4.0
+    for _ in range(200):
+        a.on_result(2.0, None)
+    assert a.window == 10  # the cap
+    for t in range(10):
+        a.on_timeout(10.0 + t)
+    assert a.window == 1  # never below one
+
+
+def test_delay_follows_the_round_trip_gradient():
+    d = Delay(10.0, cap=64)
+    d.on_result(0.0, 0.10)  # the least round trip: grow
+    d.on_result(0.1, 0.12)  # below 1.5 x min: grow
+    assert d.window == 12
+    d.on_result(0.2, None)  # no exact sample, no signal
+    assert d.window == 12
+    for i in range(5):  # a queue builds: 0.2, 0.25, ... growing -> cut by the gradient
+        d.on_result(0.3 + i / 10, 0.2 + i * 0.05)
+    grown = d.window
+    assert grown < 12 and d.gradient > 0
+    before = d.cwnd
+    d.on_result(1.0, 0.8)  # 8 x min, above high = 4: cut by 0.5 * (1 - 4 * 0.1 / 0.8)
+    assert d.cwnd == pytest.approx(max(1.0, before * 0.75))
+    assert d.window < grown
+    before = d.cwnd
+    d.on_timeout(5.0)  # a timeout is no signal to this policy
+    assert d.cwnd == before
+
+
+def _round(cc, window=16, n_chunks=40):
+    vals = np.arange(n_chunks * K, dtype=np.int32)
+    return WorkerRound(job_id=JOB, worker_id=1, round_=0, values=vals,
+                       schedule=[(c, 9, 3) for c in range(n_chunks)], k=K, window=window,
+                       timeout=1.0, max_timeout=60.0, rtt=RttEstimator(1.0, 0.01, 60.0),
+                       cc=cc, silence=100.0)
+
+
+def _result(c: int, copy: int | None = 0) -> InaPacket:
+    return InaPacket.result(JOB, 0, c, 0b111, np.zeros(K, dtype=np.int32),
+                            echo=Echo(1, copy))
+
+
+def test_worker_round_follows_the_policy_window():
+    """aimd in the state machine: the first window is the policy's, each RESULT opens two
+    places (one freed, one added), a timeout halves it."""
+    cc = Aimd(2.0, cap=8, ssthresh=8.0)
+    w = _round(cc)
+    assert [p.chunk_id for p in w.start(0.0)] == [0, 1]
+    out = w.on_packet(_result(0), 0.1)  # window 3: chunks 2 and 3
+    assert [p.chunk_id for p in out] == [2, 3] and cc.srtt == pytest.approx(0.1)
+    assert w.in_flight == 3
+    w.tick(w.next_deadline())  # every chunk times out, no RESULT since 0.1: one cut
+    assert cc.window == 1 and cc.decreases == 1  # 3 -> 1.5
+    # nothing new goes out until the flight is below the window
+    assert w.on_packet(_result(1, copy=None), 10.0) == []
+    fixed = _round(Fixed(16))
+    assert len(fixed.start(0.0)) == 16
+
+
+def test_ecn_mark_would_halve_the_window(monkeypatch):
+    """ina.p4 marks nothing yet (no INA_FLAG_ECN in constants.p4); once it does, a marked
+    RESULT reaches the policy's on_mark."""
+    import workers.ina.worker as worker_mod
+    assert worker_mod.FLAG_ECN is None
+    monkeypatch.setattr(worker_mod, "FLAG_ECN", 0x8)
+    cc = Aimd(8.0)
+    w = _round(cc)
+    w.start(0.0)
+    pkt = InaPacket.result(JOB, 0, 0, 0b111, np.zeros(K, dtype=np.int32), flags=0x8,
+                           echo=Echo(1, 0))
+    w.on_packet(pkt, 0.1)
+    assert w.stats.marks == 1 and cc.window == 4  # +1 then halved: (8 + 1) / 2

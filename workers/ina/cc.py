@@ -1,0 +1,223 @@
+"""Congestion control: how many chunks a worker keeps in flight, as a policy passed in
+(docs/protocol.md §6, "Congestion control"), free of I/O.
+
+A policy is one object per worker and job, kept from round to round like the worker's
+:class:`workers.ina.worker.RttEstimator`; :class:`workers.ina.worker.WorkerRound` asks it for
+:attr:`CongestionControl.window` before it sends a first copy and tells it what happened:
+
+* ``on_send(now)``: a copy left (first or retransmitted);
+* ``on_result(now, rtt)``: a RESULT completed an in-flight chunk (``rtt``: its exact round
+  trip when the RESULT echo gave one, else None);
+* ``on_mark(now)``: a RESULT carried a congestion mark.  ``ina.p4`` marks nothing yet:
+  the worker reads the bit ``INA_FLAG_ECN`` from ``constants.p4`` once the switches set it
+  (:data:`workers.ina.worker.FLAG_ECN`), so the policies are ready for it;
+* ``on_timeout(now)``: a chunk's timer expired (called once per expired chunk).
+
+The policies (:data:`POLICIES`, ``--cc NAME``):
+
+* ``fixed`` -- a constant window (the job's ``window``): the transport as it was, kept for
+  comparison;
+* ``aimd`` -- ATP's (NSDI'21) with TCP's two phases: +1 per RESULT up to ``ssthresh``
+  (the job's ``window`` at first), then +1 per window of RESULTs (one per round trip);
+  halved on a mark, and on a timeout when no RESULT came for a smoothed round trip (the
+  path stalls: a queue overflowing or a link down -- while RESULTs keep coming a timeout is
+  a random loss, and halving on it took a 2 %-loss round from 1.6 to 8-12 s, measured in
+  docs/results.md), at most once per smoothed round trip (one loss event is many expired
+  chunks), ``ssthresh`` with it; within ``[1, cap]``.  Without marks (today) a window that
+  doubled per round trip outgrew the measured timeout before it outgrew the queues, hence
+  the second phase;
+* ``delay`` -- reacts to the round-trip gradient (TIMELY-like, no switch support): +1 per
+  RESULT while the round trip is below ``low`` times the least one seen or does not grow,
+  a cut proportional to the normalized gradient when it grows, and to how far it is above
+  ``high`` times the least one.  A timeout does not cut it: random loss is not congestion,
+  and a queue shows in the round trip before it overflows.
+
+The adaptive policies start from a bandwidth-delay product, :func:`bdp_window`: the plan's
+predicted rate per worker (frames per second) times the round trip, not a constant.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["DEFAULT_CC", "POLICIES", "CongestionControl", "Fixed", "Aimd", "Delay", "bdp_window",
+           "make_cc", "MAX_WINDOW"]
+
+DEFAULT_CC = "fixed"
+"""The policy of a run that names none (``--cc``)."""
+MAX_WINDOW = 128
+"""The adaptive policies' largest window (ATP caps at 100 ACK-clocked packets)."""
+
+
+class CongestionControl(Protocol):
+    """What :class:`workers.ina.worker.WorkerRound` needs of a policy (module docstring)."""
+
+    name: str
+
+    @property
+    def window(self) -> int:
+        """Chunks that may be in flight now (>= 1)."""
+        ...
+
+    def on_send(self, now: float) -> None: ...
+
+    def on_result(self, now: float, rtt: float | None) -> None: ...
+
+    def on_mark(self, now: float) -> None: ...
+
+    def on_timeout(self, now: float) -> None: ...
+
+
+def bdp_window(rate_fps: float | None, rtt_s: float | None, default: int,
+               cap: int = MAX_WINDOW) -> int:
+    """Frames in flight that keep ``rate_fps`` (frames per second, the plan's prediction
+    for one worker) going over a round trip of ``rtt_s``: ``ceil(rate * rtt)`` within
+    ``[1, cap]``; ``default`` when either is unknown."""
+    if not rate_fps or not rtt_s or rate_fps <= 0 or rtt_s <= 0:
+        return default
+    return max(1, min(cap, math.ceil(rate_fps * rtt_s)))
+
+
+@dataclass
+class Fixed:
+    """A constant window (module docstring)."""
+
+    size: int
+    name: str = "fixed"
+
+    def __post_init__(self) -> None:
+        if self.size < 1:
+            raise ValueError(f"window must be >= 1, got {self.size}")
+
+    @property
+    def window(self) -> int:
+        return self.size
+
+    def on_send(self, now: float) -> None:
+        pass
+
+    def on_result(self, now: float, rtt: float | None) -> None:
+        pass
+
+    def on_mark(self, now: float) -> None:
+        pass
+
+    def on_timeout(self, now: float) -> None:
+        pass
+
+
+@dataclass
+class Aimd:
+    """ATP-like additive increase, multiplicative decrease (module docstring).
+
+    ``cwnd`` is a float; :attr:`window` its floor.  A decrease waits ``srtt`` (the smoothed
+    exact round trip it has seen; ``hold`` until one is seen) before the next one."""
+
+    cwnd: float
+    cap: int = MAX_WINDOW
+    hold: float = 0.3
+    ssthresh: float = float(MAX_WINDOW)
+    name: str = "aimd"
+    srtt: float | None = None
+    decreases: int = 0
+    _next_cut: float = float("-inf")
+    _last_result: float = float("-inf")
+
+    def __post_init__(self) -> None:
+        if self.cap < 1:
+            raise ValueError(f"cap must be >= 1, got {self.cap}")
+        self.cwnd = float(min(self.cap, max(1.0, self.cwnd)))
+
+    @property
+    def window(self) -> int:
+        return max(1, int(self.cwnd))
+
+    def on_send(self, now: float) -> None:
+        pass
+
+    def on_result(self, now: float, rtt: float | None) -> None:
+        self._last_result = now
+        if rtt is not None:
+            self._rtt(rtt)
+        step = 1.0 if self.cwnd < self.ssthresh else 1.0 / self.cwnd
+        self.cwnd = min(float(self.cap), self.cwnd + step)
+
+    def on_mark(self, now: float) -> None:
+        self._cut(now, 0.5)
+
+    def on_timeout(self, now: float) -> None:
+        if now - self._last_result >= self._hold():
+            self._cut(now, 0.5)
+
+    def _hold(self) -> float:
+        return self.srtt if self.srtt is not None else self.hold
+
+    def _rtt(self, rtt: float) -> None:
+        self.srtt = rtt if self.srtt is None else 0.875 * self.srtt + 0.125 * rtt
+
+    def _cut(self, now: float, factor: float) -> None:
+        if now < self._next_cut:
+            return  # the same congestion event
+        self.cwnd = self.ssthresh = max(1.0, self.cwnd * factor)
+        self.decreases += 1
+        self._next_cut = now + self._hold()
+
+
+@dataclass
+class Delay(Aimd):
+    """Reacts to the round-trip gradient (module docstring).  ``beta``: the largest cut per
+    sample; ``low``/``high``: round trips below ``low * min_rtt`` always grow the window,
+    above ``high * min_rtt`` always shrink it."""
+
+    beta: float = 0.5
+    low: float = 1.5
+    high: float = 4.0
+    name: str = "delay"
+    min_rtt: float | None = None
+    prev_rtt: float | None = None
+    gradient: float = 0.0  # EWMA of (rtt - previous rtt) / min_rtt
+
+    def on_result(self, now: float, rtt: float | None) -> None:
+        if rtt is None or rtt <= 0:
+            return  # no exact sample: no signal either way
+        self._rtt(rtt)
+        self.min_rtt = rtt if self.min_rtt is None else min(self.min_rtt, rtt)
+        if self.prev_rtt is not None:
+            self.gradient = 0.875 * self.gradient + 0.125 * (rtt - self.prev_rtt) / self.min_rtt
+        self.prev_rtt = rtt
+        if rtt < self.low * self.min_rtt:
+            self.cwnd = min(float(self.cap), self.cwnd + 1.0)
+        elif rtt > self.high * self.min_rtt:
+            self.cwnd = max(1.0, self.cwnd * (1 - self.beta * (1 - self.high * self.min_rtt / rtt)))
+        elif self.gradient <= 0:
+            self.cwnd = min(float(self.cap), self.cwnd + 1.0)
+        else:
+            self.cwnd = max(1.0, self.cwnd * (1 - self.beta * min(1.0, self.gradient)))
+
+    def on_timeout(self, now: float) -> None:
+        pass  # module docstring: the round trip is this policy's only signal
+
+
+# name -> (help, factory(window, initial window)), as the planners' table
+POLICIES: dict[str, tuple[str, Callable[[int, int], CongestionControl]]] = {
+    "fixed": ("a constant window (--window): the transport before congestion control",
+              lambda window, initial: Fixed(window)),
+    "aimd": ("ATP-like: +1 per RESULT up to --window, then +1 per round trip, halved on a "
+             "timeout or an ECN mark, from the bandwidth-delay product",
+             lambda window, initial: Aimd(float(initial), ssthresh=float(window))),
+    "delay": ("reacts to the round-trip gradient (no switch support), from the "
+              "bandwidth-delay product", lambda window, initial: Delay(float(initial))),
+}
+
+
+def make_cc(name: str, window: int, rate_fps: float | None = None,
+            rtt_s: float | None = None) -> CongestionControl:
+    """The policy ``name`` for one worker: ``window`` is ``fixed``'s window (and the
+    adaptive ones' start when the rate or round trip is unknown); the adaptive ones start
+    from :func:`bdp_window` of ``rate_fps`` and ``rtt_s``."""
+    if name not in POLICIES:
+        raise ValueError(f"unknown congestion control {name!r}; one of {', '.join(POLICIES)}")
+    return POLICIES[name][1](window, bdp_window(rate_fps, rtt_s, window))
