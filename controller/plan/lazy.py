@@ -30,7 +30,15 @@ The bound (Lagrangian relaxation of LP(S ∪ {s}) at the multipliers of LP(S))
     rows').  At LP(S)'s optimum y·b = γ(S) and the old reduced costs are ≤ 0 (up to
     round-off, kept in the bound), so β(s) = γ(S) unless s's new columns price out
     positively: a switch that relieves no priced link by more than its own output costs is
-    never solved.  β is an upper bound of the *exact* LP optimum; the solver returns that
+    never solved.
+
+    Two refinements, each valid on the same feasible set, and β is the smaller:
+    (1) Z also keeps Σ_g |g| y_{g,s} ≤ Σ_v B_{v,s} (every worker's share enters s over s's
+    own links; loads are sums of nonnegative flows), which makes the new block a fractional
+    knapsack per a_s, maximised at a break point (:func:`_best_block`);  (2) every column is
+    at most γ' = c·z itself, so γ' ≤ y·b + k·γ' with k = Σ_{old j≠γ} max(0, rc_j) + rc'_γ +
+    max(0, rc_{a_s} + Σ_g max(0, rc_{y_{g,s}})), hence γ' ≤ y·b / (1 − k) when k < 1.
+    β is an upper bound of the *exact* LP optimum; the solver returns that
     optimum within its tolerances (HiGHS: 1e-7), so :data:`MARGIN`·max(Γ, 1) is added.
 
 Why the lazy step chooses what the exhaustive step chooses
@@ -77,7 +85,6 @@ def _up_path(fast: FastLP, s: str) -> list[tuple[str, str]]:
 def gain_bound(fast: FastLP, d: Duals, s: str, tree: set[tuple[str, str]] | None = None) -> float:
     """β(s) ≥ γ(S ∪ {s}) from LP(S)'s multipliers ``d`` (module doc); ``tree``: the RESULT
     tree links of S (computed if not given)."""
-    np = fast.np
     job, sd = fast.job, fast.job.ps_tor
     pi = d.pi
     rc_gamma = d.rc_gamma
@@ -88,15 +95,47 @@ def gain_bound(fast: FastLP, d: Duals, s: str, tree: set[tuple[str, str]] | None
         rc_gamma -= sum(pi[fast.link_idx[e]] for e in _up_path(fast, s) if e not in tree)
     idx, val = fast._node_vec(s, sd)
     rc_a = -(float(pi[idx] @ val) + d.y_int + d.y_tc)
-    gain = 0.0
+    gains: list[tuple[float, float]] = []  # (rc of y_{g,s} > 0, |g|)
     for gi in range(len(fast.groups)):
         if fast._reaches(gi, s):
             gidx, gval = fast._group_vec(gi, s)
-            gain += max(0.0, -(float(pi[gidx] @ gval) + float(d.mu[gi])))
-    del np
-    cap = d.cap
-    return (d.base + cap * max(0.0, rc_gamma) + cap * max(0.0, rc_a + gain)
-            + MARGIN * max(cap, 1.0))
+            r = -(float(pi[gidx] @ gval) + float(d.mu[gi]))
+            if r > 0:
+                gains.append((r, float(fast.sizes[gi])))
+    cap, margin = d.cap, MARGIN * max(d.cap, 1.0)
+    # (1) at most Γ of every column, and s's input Σ_g |g| y_{g,s} at most Σ_v B_{v,s}
+    new = max(0.0, _best_block(rc_a, gains, cap, fast.in_capacity(s)))
+    absolute = d.base + cap * max(0.0, rc_gamma) + new
+    # (2) every column at most γ' itself: γ' ≤ y·b + k γ', so γ' ≤ y·b / (1 − k) if k < 1
+    k = d.excess + rc_gamma + max(0.0, rc_a + sum(r for r, _ in gains))
+    ratio = d.yb / (1.0 - k) if k < 1.0 else float("inf")
+    return min(absolute, ratio) + margin
+
+
+def _best_block(rc_a: float, gains: list[tuple[float, float]], cap: float,
+                inflow: float) -> float:
+    """max rc_a·a + Σ_g r_g y_g over 0 ≤ y_g ≤ a ≤ Γ, Σ_g |g| y_g ≤ ``inflow``.  For fixed a
+    the y part is a fractional knapsack (by r_g / |g|), concave and piecewise linear in a
+    with breaks where the knapsack fills: the maximum is at a break or at Γ."""
+    order = sorted(gains, key=lambda t: -t[0] / t[1])
+    breaks = [cap]
+    acc = 0.0
+    for _, n in order:
+        acc += n
+        if inflow / acc < cap:
+            breaks.append(inflow / acc)
+
+    def value(a: float) -> float:
+        room, tot = inflow, rc_a * a
+        for r, n in order:
+            take = min(a, room / n)
+            if take <= 0:
+                break
+            tot += r * take
+            room -= n * take
+        return tot
+
+    return max(max(value(a) for a in breaks), 0.0)
 
 
 def bounds(fast: FastLP, res: LPResult, cands: Sequence[str]) -> dict[str, float]:

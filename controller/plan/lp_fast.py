@@ -161,7 +161,8 @@ class Duals:
     on LP(S ∪ {s}) (:func:`controller.plan.lazy.gain_bound`): π_e ≥ 0 per directed link
     (index of ``FastLP.links``), μ_g (free) per row u_g + Σ_s y_{g,s} − γ = 0, the
     multipliers of the intervals row and of s_d's capacity row (0 if absent), ``base`` =
-    Σ_r y_r b_r + Γ·Σ_{old j ≠ γ} max(0, rc_j), rc_γ = 1 − Σ_r y_r A_{r,γ}, and Γ."""
+    Σ_r y_r b_r + Γ·Σ_{old j ≠ γ} max(0, rc_j), rc_γ = 1 − Σ_r y_r A_{r,γ}, Γ, and the two
+    parts of ``base``."""
 
     S: list[str]
     pi: Any
@@ -171,6 +172,8 @@ class Duals:
     base: float
     rc_gamma: float
     cap: float
+    yb: float = 0.0  # Σ_r y_r b_r
+    excess: float = 0.0  # Σ_{old j ≠ γ} max(0, rc_j)
 
 
 @dataclass
@@ -381,13 +384,18 @@ class FastLP:
         gam = self.gamma_cap()
         excess = np.maximum(rc, 0.0)
         excess[c.gamma] = 0.0
-        base = float(y @ np.where(np.isfinite(mat.row_hi), mat.row_hi, 0.0)) \
-            + gam * float(excess.sum())
+        yb = float(y @ np.where(np.isfinite(mat.row_hi), mat.row_hi, 0.0))
+        base = yb + gam * float(excess.sum())
         urow = c.urow if c.urow is not None else np.zeros(0, dtype=np.int64)
         return Duals(list(c.S), pi, y[n_load + np.asarray(urow, dtype=np.int64)],
                      float(y[n_load + c.irow]) if c.irow is not None else 0.0,
                      float(y[n_load + tc_row]) if tc_row is not None else 0.0,
-                     base, float(rc[c.gamma]), gam)
+                     base, float(rc[c.gamma]), gam, yb, float(excess.sum()))
+
+    def in_capacity(self, s: str) -> float:
+        """Σ_v B_{v,s}: every worker's share x_{w,s} enters s over its own links."""
+        g = self.job.graph
+        return sum(_bw(g, v, s) for v in g.adj[s])
 
     def gamma_cap(self) -> float:
         """Γ, an upper bound on γ of every LP(S): a worker sends γ in all out of its own
