@@ -108,7 +108,7 @@ def unknown_link(tmp_path):
     (bad_json, ["--ps", "a", "--workers", "1", "--budget", "1"], "bad JSON"),
     (unknown_link, ["--ps", "a", "--workers", "1", "--budget", "1"], "unknown node 't'"),
     ("fattree:4", ["--ps", "h0", "--workers", "3", "--budget", "x"], "invalid int value"),
-    ("fattree:4", ["--ps", "h0", "--workers", "3"], "required: --budget"),
+    ("fattree:4", ["--ps", "h0", "--workers", "3"], "give --budget M"),
     ("fattree:8", ["--ps", "h0", "--workers", "127", "--budget", "1", "--time-limit", "1e-9"],
      "not solved (time limit reached"),
 ])
