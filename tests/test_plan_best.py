@@ -83,3 +83,18 @@ def test_moves_by_hand():
     assert got == [("swap", "b", "a"), ("swap", "b", "c"), ("add", "a"), ("add", "c"),
                    ("drop", "b")]
     assert [S for _, S in moves(["b", "c"], ["a", "b", "c"], 2)][:2] == [["a", "c"], ["b", "a"]]
+
+
+def test_baselines_table_has_a_time_budget():
+    """Once the table's time budget is spent, the remaining planner rows are skipped with a
+    note saying so (plan never stalls on its baselines); rows already known are kept."""
+    job = first_job("fattree:4", 6, result_load=True)
+    fast = FastLP(job)
+    table = all_baselines(job, 2, lp=fast, seconds=0.0)
+    assert table["ps_only"]["gamma"] > 0 and table["all_programmable"]["gamma"] == 1.0
+    for name in ("exact", "top_degree", "random", "tor_only", "rounding"):
+        assert table[name]["gamma"] is None
+        assert table[name]["note"] == "skipped: the baselines' time budget (0 s) is spent"
+    placed = best(job, 2, lp=fast)
+    kept = all_baselines(job, 2, lp=fast, seconds=0.0, skip=("best",), known=placed.starts)
+    assert kept["greedy"]["gamma"] == pytest.approx(0.75) and kept["exact"]["gamma"] is None

@@ -21,12 +21,15 @@ The choosers :func:`random_set`, :func:`top_degree_set` and :func:`exact_optimum
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from controller.plan.lp import Job, LPResult, PlanError, candidates, ps_only, solve_lp
 from controller.plan.placement import limits_for, note_of
 from controller.plan.planners import PLANNERS, exact_optimum, random_set, top_degree_set
+
+BASELINE_SECONDS = 120.0  # the baselines table's time budget (checked between rows)
 
 __all__ = [
     "random_set",
@@ -50,12 +53,17 @@ def all_baselines(
     lp: Callable[..., LPResult] = solve_lp,
     skip: Collection[str] = ("greedy",),
     known: Mapping[str, Any] | None = None,
+    seconds: float | None = BASELINE_SECONDS,
 ) -> dict[str, dict]:
     """name → {"gamma": float | None, "deployed": [...], "note": str} (module doc): the
     two reference rows, then every planner of the table but those in ``skip`` (the plan's
     own).  ``known``: planners already run with these same arguments (the ``best``
-    planner's :attr:`~controller.plan.placement.Placement.starts`), reused."""
+    planner's :attr:`~controller.plan.placement.Placement.starts`), reused.  ``seconds``:
+    the table's time budget, checked before each planner row (a planner already running
+    finishes): once spent, the remaining rows are skipped with a note saying so, so that
+    ``plan`` never stalls on its baselines (None: no budget)."""
     known = known or {}
+    t0 = time.perf_counter()
     out: dict[str, dict] = {}
     kw = {"solver": solver, "time_limit": time_limit}
     g_ps, _ = ps_only(job)
@@ -73,6 +81,11 @@ def all_baselines(
             continue
         limits = limits_for(planner, max_combinations=max_combinations,
                          max_variables=max_all_programmable)
+        spent = time.perf_counter() - t0
+        if seconds is not None and spent > seconds and name not in known:
+            out[name] = {"gamma": None, "deployed": [],
+                         "note": f"skipped: the baselines' time budget ({seconds:g} s) is spent"}
+            continue
         if isinstance(known.get(name), str):  # refused with these arguments
             out[name] = {"gamma": None, "deployed": [], "note": known[name]}
             continue
