@@ -298,3 +298,11 @@ def test_greedy_loop_with_any_objective():
     S, _, _ = greedy_loop(solve, list(weight), 1, pick=pick, improves=lambda n, o: n > o,
                           classes=lambda S, U: [["b", "c"], ["a"], ["d"]])
     assert S == ["b"] and calls == [(), ("b",), ("a",), ("d",)]
+
+
+def test_rounding_refuses_a_large_relaxation_in_one_line():
+    job = topo_job("fattree:4", "h0", 6)
+    with pytest.raises(PlanError, match=r"^the relaxation would have 114 worker-switch "
+                                        r"variables \(> limit 100\): as large as the "
+                                        r"all-programmable LP, too slow to solve here$"):
+        rounding(job, 2, max_variables=100)
