@@ -118,3 +118,31 @@ def test_exhaustive_without_fastlp():
     from controller.plan.lp import solve_lp
 
     assert greedy(job, 2, lp=solve_lp).deployed == greedy(job, 2, lp=FastLP(job)).deployed
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_best_block_is_the_small_lps_maximum(seed):
+    """_best_block (the new columns' part of β) equals the LP it solves in closed form:
+    max rc_a a + Σ r_g y_g, 0 ≤ y_g ≤ min(a, U_g), a ≤ Γ, Σ |g| y_g ≤ inflow."""
+    from scipy.optimize import linprog
+
+    from controller.plan.lazy import _best_block
+
+    rng = random.Random(seed)
+    G = rng.randint(1, 6)
+    gains = [(rng.uniform(0.01, 2), float(rng.randint(1, 8)), rng.uniform(0.05, 1.5))
+             for _ in range(G)]
+    rc_a, cap, inflow = -rng.uniform(0, 3), rng.uniform(0.2, 2), rng.uniform(0.1, 10)
+    # variables: a, y_1..y_G; linprog minimises
+    c = [-rc_a] + [-r for r, _, _ in gains]
+    A, b = [], []
+    for i in range(G):
+        row = [0.0] * (G + 1)
+        row[0], row[i + 1] = -1.0, 1.0
+        A.append(row)
+        b.append(0.0)
+    A.append([0.0] + [n for _, n, _ in gains])
+    b.append(inflow)
+    bounds = [(0, cap)] + [(0, u) for _, _, u in gains]
+    lp = linprog(c, A_ub=A, b_ub=b, bounds=bounds, method="highs")
+    assert _best_block(rc_a, gains, cap, inflow) == pytest.approx(max(0.0, -lp.fun), abs=1e-9)

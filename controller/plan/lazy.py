@@ -35,7 +35,9 @@ The bound (Lagrangian relaxation of LP(S ∪ {s}) at the multipliers of LP(S))
     Two refinements, each valid on the same feasible set, and β is the smaller:
     (1) Z also keeps Σ_g |g| y_{g,s} ≤ Σ_v B_{v,s} (every worker's share enters s over s's
     own links; loads are sums of nonnegative flows), which makes the new block a fractional
-    knapsack per a_s, maximised at a break point (:func:`_best_block`);  (2) every column is
+    knapsack per a_s, maximised at a break point (:func:`_best_block`), and y_{g,s} ≤ U_g =
+    min_e B_e / A'_{e, y_{g,s}} over the links of g's paths to s (every load coefficient is
+    ≥ 0 in this matrix, so one term cannot exceed its link's capacity);  (2) every column is
     at most γ' = c·z itself, so γ' ≤ y·b + k·γ' with k = Σ_{old j≠γ} max(0, rc_j) + rc'_γ +
     max(0, rc_{a_s} + Σ_g max(0, rc_{y_{g,s}})), hence γ' ≤ y·b / (1 − k) when k < 1.
     β is an upper bound of the *exact* LP optimum; the solver returns that
@@ -85,6 +87,7 @@ def _up_path(fast: FastLP, s: str) -> list[tuple[str, str]]:
 def gain_bound(fast: FastLP, d: Duals, s: str, tree: set[tuple[str, str]] | None = None) -> float:
     """β(s) ≥ γ(S ∪ {s}) from LP(S)'s multipliers ``d`` (module doc); ``tree``: the RESULT
     tree links of S (computed if not given)."""
+    np = fast.np
     job, sd = fast.job, fast.job.ps_tor
     pi = d.pi
     rc_gamma = d.rc_gamma
@@ -95,47 +98,62 @@ def gain_bound(fast: FastLP, d: Duals, s: str, tree: set[tuple[str, str]] | None
         rc_gamma -= sum(pi[fast.link_idx[e]] for e in _up_path(fast, s) if e not in tree)
     idx, val = fast._node_vec(s, sd)
     rc_a = -(float(pi[idx] @ val) + d.y_int + d.y_tc)
-    gains: list[tuple[float, float]] = []  # (rc of y_{g,s} > 0, |g|)
+    gains: list[tuple[float, float, float]] = []  # (rc of y_{g,s} > 0, |g|, U_g)
     for gi in range(len(fast.groups)):
         if fast._reaches(gi, s):
             gidx, gval = fast._group_vec(gi, s)
             r = -(float(pi[gidx] @ gval) + float(d.mu[gi]))
             if r > 0:
-                gains.append((r, float(fast.sizes[gi])))
+                # y_{g,s} ≤ B_e / coefficient on every link of its paths (loads are sums
+                # of nonnegative terms)
+                pos = gval > 0
+                u = float(np.min(fast.bw[gidx[pos]] / gval[pos])) if pos.any() else d.cap
+                gains.append((r, float(fast.sizes[gi]), u))
     cap, margin = d.cap, MARGIN * max(d.cap, 1.0)
     # (1) at most Γ of every column, and s's input Σ_g |g| y_{g,s} at most Σ_v B_{v,s}
-    new = max(0.0, _best_block(rc_a, gains, cap, fast.in_capacity(s)))
+    new = _best_block(rc_a, gains, cap, fast.in_capacity(s))
     absolute = d.base + cap * max(0.0, rc_gamma) + new
     # (2) every column at most γ' itself: γ' ≤ y·b + k γ', so γ' ≤ y·b / (1 − k) if k < 1
-    k = d.excess + rc_gamma + max(0.0, rc_a + sum(r for r, _ in gains))
+    k = d.excess + rc_gamma + max(0.0, rc_a + sum(r for r, _, _ in gains))
     ratio = d.yb / (1.0 - k) if k < 1.0 else float("inf")
     return min(absolute, ratio) + margin
 
 
-def _best_block(rc_a: float, gains: list[tuple[float, float]], cap: float,
+def _best_block(rc_a: float, gains: list[tuple[float, float, float]], cap: float,
                 inflow: float) -> float:
-    """max rc_a·a + Σ_g r_g y_g over 0 ≤ y_g ≤ a ≤ Γ, Σ_g |g| y_g ≤ ``inflow``.  For fixed a
-    the y part is a fractional knapsack (by r_g / |g|), concave and piecewise linear in a
-    with breaks where the knapsack fills: the maximum is at a break or at Γ."""
+    """max rc_a·a + Σ_g r_g y_g over 0 ≤ y_g ≤ min(a, U_g), a ≤ Γ, Σ_g |g| y_g ≤ ``inflow``
+    (``gains``: (r_g, |g|, U_g)).  For fixed a the y part is a fractional knapsack (by
+    r_g / |g|); the whole is concave and piecewise linear in a (an LP's value in its right-hand
+    side), with breaks at the U_g and where the k best groups alone fill the knapsack, for
+    each k: the maximum is at a break, at 0 or at Γ."""
+    if not gains:
+        return max(0.0, rc_a * cap)
+    import numpy as np
+
     order = sorted(gains, key=lambda t: -t[0] / t[1])
-    breaks = [cap]
-    acc = 0.0
-    for _, n in order:
-        acc += n
-        if inflow / acc < cap:
-            breaks.append(inflow / acc)
-
-    def value(a: float) -> float:
-        room, tot = inflow, rc_a * a
-        for r, n in order:
-            take = min(a, room / n)
-            if take <= 0:
+    r = np.array([t[0] for t in order])
+    n = np.array([t[1] for t in order])
+    u = np.minimum(np.array([t[2] for t in order]), cap)
+    pts = [cap, *u.tolist()]
+    # where the knapsack fills with the k best-ratio groups alone, for every k:
+    # Σ_{g ≤ k} |g| min(a, U_g) = inflow (increasing in a)
+    for k in range(1, len(order) + 1):
+        uk, nk = u[:k], n[:k]
+        if float(nk @ uk) < inflow:
+            continue  # they never fill it
+        for a_hi in np.sort(uk):
+            if float(nk @ np.minimum(a_hi, uk)) >= inflow:
+                below = uk < a_hi
+                rest = float(nk[~below].sum())
+                pts.append((inflow - float(nk[below] @ uk[below])) / rest)
                 break
-            tot += r * take
-            room -= n * take
-        return tot
-
-    return max(max(value(a) for a in breaks), 0.0)
+    a = np.clip(np.array(pts), 0.0, cap)[:, None]  # points × groups
+    y = np.minimum(a, u[None, :])
+    w = n[None, :] * y
+    before = np.cumsum(w, axis=1) - w  # knapsack room used by better-ratio groups
+    take = np.clip((inflow - before) / n[None, :], 0.0, y)
+    value = rc_a * a[:, 0] + (take * r[None, :]).sum(axis=1)
+    return max(0.0, float(value.max()))
 
 
 def bounds(fast: FastLP, res: LPResult, cands: Sequence[str]) -> dict[str, float]:
