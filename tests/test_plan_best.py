@@ -98,3 +98,21 @@ def test_baselines_table_has_a_time_budget():
     placed = best(job, 2, lp=fast)
     kept = all_baselines(job, 2, lp=fast, seconds=0.0, skip=("best",), known=placed.starts)
     assert kept["greedy"]["gamma"] == pytest.approx(0.75) and kept["exact"]["gamma"] is None
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3])
+def test_best_of_several_jobs_is_never_below_a_joint_planner(budget):
+    """With --jobs, best compares joint scores (min_j γ_j / w_j first): ≥ each planner's."""
+    from controller.plan.jobs import jobs_argument
+    from controller.plan.lp_jobs import better_score, make_jobset
+    from controller.plan.planners import PLANNERS, several_planners
+
+    g = parse_topology("fattree:4")
+    js = make_jobset(g, jobs_argument("2", g), result_load=True)
+    placed = best(js, budget, seed=1)
+    assert "rounding" not in placed.starts  # one job only: not run
+    for name in several_planners():
+        if name in ("best", "exact"):
+            continue
+        other = PLANNERS[name](js, budget, seed=1)
+        assert not better_score(other.lp.score, placed.lp.score), name
