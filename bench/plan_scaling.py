@@ -12,6 +12,14 @@ number of LPs solved.  The process is pinned to one CPU core (``os.sched_setaffi
 
 ``--compare-plain`` also runs the unoptimised greedy (PuLP, one variable per worker, every
 candidate solved) and checks it picks the same switches with the same γ.
+
+``--side-by-side`` (issue 41) runs the previous greedy (exhaustive: every candidate's LP,
+``greedy(lazy=False)``) and the lazy one (controller/plan/lazy.py) on the same job and
+prints both times, LP counts and γ, and whether S and γ agree (γ within 1e-6).
+``--workers N`` takes the first N hosts besides the PS; ``--result-load`` counts the RESULT
+tree as ``plan`` does by default.
+
+    python bench/plan_scaling.py --k 8 --workers 32 --budget 4 --result-load --side-by-side
 """
 
 from __future__ import annotations
@@ -43,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare-plain", action="store_true",
                     help="also run the plain greedy (slow: use small k)")
     ap.add_argument("--smoke", action="store_true", help="k=4, budget 4 only (seconds)")
+    ap.add_argument("--workers", type=int, default=None, help="first N hosts besides the PS")
+    ap.add_argument("--result-load", action="store_true", help="count the RESULT tree")
+    ap.add_argument("--side-by-side", action="store_true",
+                    help="also run the exhaustive greedy (lazy=False) and compare")
     args = ap.parse_args(argv)
     if args.smoke:
         args.k, args.budget = [4], [4]
@@ -74,9 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare_plain:
         t.add_column("plain s", justify="right")
         t.add_column("plain = fast", justify="center")
+    if args.side_by_side:
+        for col in ("exhaustive s", "exhaustive LPs", "γ exhaustive", "same S, γ"):
+            t.add_column(col, justify="right")
     for k in args.k:
         g = fat_tree(k)
-        job = make_job(g, args.ps, [h for h in hosts(g) if h != args.ps])
+        ws = [h for h in hosts(g) if h != args.ps]
+        job = make_job(g, args.ps, ws[:args.workers] if args.workers else ws,
+                       result_load=args.result_load)
         n_groups = len(worker_groups(job))
         n_cand = len(candidates(job))
         g_ps, _ = ps_only(job)
@@ -96,8 +113,18 @@ def main(argv: list[str] | None = None) -> int:
                 same = plain.deployed == res.deployed and abs(plain.gamma - res.gamma) <= (
                     1e-7 * res.gamma)
                 row += [f"{time.perf_counter() - t1:.1f}", "yes" if same else "NO"]
-            t.add_row(*row)
             con.print(f"  k={k} M={m}: γ={res.gamma:.5f} in {secs:.1f}s ({res.lp_solves} LPs)")
+            if args.side_by_side:
+                t1 = time.perf_counter()
+                old = greedy(job, m, lp=FastLP(job, time_limit=args.time_limit),
+                             time_limit=args.time_limit, lazy=False)
+                s_old = time.perf_counter() - t1
+                same = old.deployed == res.deployed and abs(old.gamma - res.gamma) <= 1e-6
+                row += [f"{s_old:.1f}", str(old.lp_solves), f"{old.gamma:.6f}",
+                        "yes" if same else f"NO: {old.deployed} vs {res.deployed}"]
+                con.print(f"  k={k} M={m} exhaustive: γ={old.gamma:.5f} in {s_old:.1f}s "
+                          f"({old.lp_solves} LPs); same: {same}")
+            t.add_row(*row)
     con.print(t)
     return 0
 

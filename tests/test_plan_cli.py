@@ -69,7 +69,7 @@ def test_plan_generated_topology_with_count(tmp_path):
     assert plan.job.gamma == pytest.approx(1 / 3) and plan.deployed == ["agg2"]
     assert plan.topology["spec"] == "fattree:4"
     assert set(plan.baselines) == {"ps_only", "tor_only", "all_programmable", "random",
-                                      "top_degree", "exact", "rounding"}
+                                      "top_degree", "exact", "rounding"}  # best: no baseline
     assert not list(tmp_path.glob(".plan.json.*"))  # no temp file left behind
     assert out.stat().st_mode & 0o444 == 0o444  # readable plan, not mkstemp's 0600
 
@@ -108,7 +108,7 @@ def unknown_link(tmp_path):
     (bad_json, ["--ps", "a", "--workers", "1", "--budget", "1"], "bad JSON"),
     (unknown_link, ["--ps", "a", "--workers", "1", "--budget", "1"], "unknown node 't'"),
     ("fattree:4", ["--ps", "h0", "--workers", "3", "--budget", "x"], "invalid int value"),
-    ("fattree:4", ["--ps", "h0", "--workers", "3"], "required: --budget"),
+    ("fattree:4", ["--ps", "h0", "--workers", "3"], "give --budget M"),
     ("fattree:8", ["--ps", "h0", "--workers", "127", "--budget", "1", "--time-limit", "1e-9"],
      "not solved (time limit reached"),
 ])

@@ -27,7 +27,7 @@ from controller.plan.rounding import (
 )
 from topo.models import from_dict, hosts, parse_topology
 
-NAMES = ["greedy", "exact", "top_degree", "random", "tor_only", "rounding"]
+NAMES = ["greedy", "exact", "top_degree", "random", "tor_only", "rounding", "best"]
 
 
 def leaf_spine_job():
@@ -100,7 +100,7 @@ def test_every_planner_returns_a_feasible_placement(name, spec, ps, nw, budget, 
     assert p.lp.deployed == p.deployed and p.gamma == p.lp.gamma > 0
     # γ is LP(S) of its own set, checked against the PuLP reference
     assert p.gamma == pytest.approx(solve_lp(job, p.deployed).gamma, rel=1e-7)
-    relaxed_lps = 2 if name == "rounding" else 0  # the relaxation is PuLP, not ``lp``
+    relaxed_lps = 2 if name in ("rounding", "best") else 0  # the relaxation is PuLP, not ``lp``
     assert lp.calls == p.lp_solves - relaxed_lps >= 1
     g, sol = job.graph, p.lp
     for w in job.workers:
@@ -298,3 +298,11 @@ def test_greedy_loop_with_any_objective():
     S, _, _ = greedy_loop(solve, list(weight), 1, pick=pick, improves=lambda n, o: n > o,
                           classes=lambda S, U: [["b", "c"], ["a"], ["d"]])
     assert S == ["b"] and calls == [(), ("b",), ("a",), ("d",)]
+
+
+def test_rounding_refuses_a_large_relaxation_in_one_line():
+    job = topo_job("fattree:4", "h0", 6)
+    with pytest.raises(PlanError, match=r"^the relaxation would have 114 worker-switch "
+                                        r"variables \(> limit 100\): as large as the "
+                                        r"all-programmable LP, too slow to solve here$"):
+        rounding(job, 2, max_variables=100)

@@ -23,7 +23,7 @@ from controller.experiment.compare import add_compare_parser
 from controller.experiment.network import shaped_graph
 from controller.experiment.plan_figure import draw_plan, plan_picture_path
 from controller.files import InputFileError, OutputPathError, check_output_file
-from controller.options import finite_float, read_topology
+from controller.options import finite_float, int_option, read_topology
 from controller.plan.document import resolve_workers, write_plan
 from controller.plan.jobs import jobs_argument
 from controller.plan.joint import jobs_summary_lines
@@ -64,6 +64,14 @@ def _fmt(x: float | None) -> str:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Compute a deployment plan and write it as JSON (:mod:`controller.plan.pipeline`)."""
+    if args.budgets is None and args.budget is None:
+        raise PlanError("give --budget M (or --budgets B,B,... for a sweep)")
+    if args.budgets is not None and args.budget is not None:
+        raise PlanError("--budget and --budgets: give one")
+    if args.budgets is None and args.planners is not None:
+        raise PlanError("--planners goes with --budgets (a sweep); one plan takes --planner")
+    if args.budgets is not None:
+        args.budget = 0  # the request's other settings; the sweep's budgets are its own
     req = request_from_args(args, spec=args.topo if not args.topo.endswith(".json") else None)
     req.check()
     # the output path first: an unwritable --out must not be found only after the LP
@@ -78,6 +86,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if not args.bw > 0:
             raise PlanError(f"--bw must be > 0 Mbit/s, got {args.bw}")
         graph = shaped_graph(graph, args.bw)
+    if args.budgets is not None:
+        from controller.cli.plan_sweep import run_sweep
+
+        if args.jobs is not None:
+            return run_sweep(args, req, graph, jobs=jobs_argument(args.jobs, graph))
+        return run_sweep(args, req, graph, ps=args.ps,
+                         workers=resolve_workers(graph, args.ps, args.workers))
     if args.jobs is not None:
         plan = make_plan(graph, req, jobs=jobs_argument(args.jobs, graph))
     else:
@@ -160,7 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="several jobs sharing the switches instead of --ps/--workers: a jobs "
                         "file (JSON list) or N (the hosts dealt out to N jobs; docs/design.md "
                         "§3.10)")
-    add_plan_options(p, with_baselines=True)  # --budget (required), --planner, ...
+    p.add_argument("--budget", type=int_option(), default=None,  # < 0: PlanRequest.check's message
+                   help="M: programmable switches besides the PS's ToR (or --budgets)")
+    p.add_argument("--budgets", metavar="B,B,...",
+                   help="a sweep instead of one plan: every budget × every --planners entry, "
+                        "one table (stdout, JSON at --out) and one figure (γ against budget)")
+    p.add_argument("--planners", metavar="NAME,...",
+                   help="with --budgets: the planners to sweep (default: --planner)")
+    add_plan_options(p, with_baselines=True, with_budget=False)  # --planner, ...
     p.add_argument("--bw", type=finite_float, default=None,
                    help="Mbit/s on every link, as run --bw sets them (default: the "
                         "topology's own, 1 where it names none -- run's default)")

@@ -9,7 +9,7 @@ Two rows are not planners:
   variables;
 
 then one row per entry of :data:`controller.plan.planners.PLANNERS` but the plan's own
-(``skip``), in the table's order, computed through the table: the row shows what
+(``skip``) and ``best`` (the best of the others, improved: no baseline), in the table's order, computed through the table: the row shows what
 ``--planner NAME`` would deploy, with the planner's note (its ``describe`` declaration).  A
 planner that refuses (``exact`` above ``max_combinations`` LPs, ``rounding`` above
 ``max_all_programmable`` variables, or a planner's own :class:`PlanError`) has γ None and a
@@ -21,11 +21,15 @@ The choosers :func:`random_set`, :func:`top_degree_set` and :func:`exact_optimum
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 from controller.plan.lp import Job, LPResult, PlanError, candidates, ps_only, solve_lp
 from controller.plan.placement import limits_for, note_of
 from controller.plan.planners import PLANNERS, exact_optimum, random_set, top_degree_set
+
+BASELINE_SECONDS = 120.0  # the baselines table's time budget (checked between rows)
 
 __all__ = [
     "random_set",
@@ -48,10 +52,18 @@ def all_baselines(
     max_all_programmable: int = 200_000,
     lp: Callable[..., LPResult] = solve_lp,
     skip: Collection[str] = ("greedy",),
+    known: Mapping[str, Any] | None = None,
+    seconds: float | None = BASELINE_SECONDS,
 ) -> dict[str, dict]:
     """name → {"gamma": float | None, "deployed": [...], "note": str} (module doc): the
     two reference rows, then every planner of the table but those in ``skip`` (the plan's
-    own)."""
+    own).  ``known``: planners already run with these same arguments (the ``best``
+    planner's :attr:`~controller.plan.placement.Placement.starts`), reused.  ``seconds``:
+    the table's time budget, checked before each planner row (a planner already running
+    finishes): once spent, the remaining rows are skipped with a note saying so, so that
+    ``plan`` never stalls on its baselines (None: no budget)."""
+    known = known or {}
+    t0 = time.perf_counter()
     out: dict[str, dict] = {}
     kw = {"solver": solver, "time_limit": time_limit}
     g_ps, _ = ps_only(job)
@@ -65,12 +77,20 @@ def all_baselines(
         out["all_programmable"] = {"gamma": None, "deployed": cands,
                                    "note": f"skipped: {size} variables"}
     for name, planner in PLANNERS.items():
-        if name in skip:
+        if name in skip or name == "best":  # best is the others' best, improved: not a baseline
             continue
         limits = limits_for(planner, max_combinations=max_combinations,
                          max_variables=max_all_programmable)
+        spent = time.perf_counter() - t0
+        if seconds is not None and spent > seconds and name not in known:
+            out[name] = {"gamma": None, "deployed": [],
+                         "note": f"skipped: the baselines' time budget ({seconds:g} s) is spent"}
+            continue
+        if isinstance(known.get(name), str):  # refused with these arguments
+            out[name] = {"gamma": None, "deployed": [], "note": known[name]}
+            continue
         try:
-            placed = planner(job, budget, lp=lp, seed=seed, **kw, **limits)
+            placed = known.get(name) or planner(job, budget, lp=lp, seed=seed, **kw, **limits)
         except PlanError as exc:
             out[name] = {"gamma": None, "deployed": [], "note": f"skipped: {exc}"}
             continue

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from controller.plan.lp import Job, LPResult, PlanError, candidates
+from controller.plan.lp_fast import FastLP
 from controller.plan.lp_jobs import (
     FastJointLP,
     JobSet,
@@ -86,6 +87,7 @@ def greedy_loop(
     classes: Callable[[Sequence[str], Sequence[str]], list[list[str]]] | None = None,
     progress: Callable[[int, str, R], None] | None = None,
     start: Sequence[str] = (),
+    lazy: Callable[[Sequence[str], R, list[str]], dict[str, R]] | None = None,
 ) -> tuple[list[str], R, list[tuple[str, R]]]:
     """The greedy of the module doc for the objective given by ``solve``, ``pick``, ``improves``.
 
@@ -103,6 +105,10 @@ def greedy_loop(
     start : choices already made by this same greedy (a run with a smaller budget): the loop
         continues from there instead of choosing them again (one ``solve`` per choice for
         the history).
+    lazy : ``lazy(S, best, representatives)`` ↦ the results of the representatives it solved,
+        leaving out only those proven neither the winner nor tied with it, and nothing when
+        none can improve on ``best`` (:func:`controller.plan.lazy.lazy_scores`); default:
+        every representative is solved.
 
     Returns
     -------
@@ -117,14 +123,19 @@ def greedy_loop(
     U = [s for s in pool if s not in S]
     while len(S) < budget and U:
         groups = classes(S, U) if classes is not None else [[s] for s in U]
-        solved: dict[str, R] = {}
         rep_of: dict[str, str] = {}
+        reps: list[str] = []
         for cls in groups:
-            rep = min(cls, key=natural_key)
-            solved[rep] = solve([*S, rep])
+            reps.append(min(cls, key=natural_key))
             for s in cls:
-                rep_of[s] = rep
-        scored = {s: solved[rep_of[s]] for s in U if s in rep_of}
+                rep_of[s] = reps[-1]
+        if lazy is None:
+            solved = {rep: solve([*S, rep]) for rep in reps}
+        else:
+            solved = lazy(S, best, reps)
+            if not solved:  # no candidate can improve
+                break
+        scored = {s: solved[rep_of[s]] for s in U if rep_of.get(s) in solved}
         name = pick(scored)
         if not improves(scored[name], best):
             break
@@ -151,6 +162,7 @@ def greedy(
     merge: bool = True,
     symmetry: bool = True,
     progress: Callable[[int, str, float], None] | None = None,
+    lazy: bool = True,
 ) -> Placement:
     """Greedy deployment of at most ``budget`` switches besides s_d (the ``greedy`` planner).
 
@@ -166,6 +178,9 @@ def greedy(
     symmetry : solve one LP per candidate orbit (module doc); off when the RESULT tree is
         counted (``job.result_load``), whose name tie-breaks no automorphism respects.
     progress : called as ``progress(|S|, chosen switch, γ after)``.
+    lazy : with a :class:`controller.plan.lp_fast.FastLP` as ``lp``, solve a candidate only
+        when its dual bound says it could still win (:mod:`controller.plan.lazy`: the same
+        S as the exhaustive greedy, ``lazy=False``); one job only.
 
     Returns
     -------
@@ -198,13 +213,30 @@ def greedy(
         if progress is not None:
             progress(k, name, res.gamma)
 
-    S, best, history = greedy_loop(
-        solve, candidates(job), budget,
-        pick=lambda scored: pick_best({s: r.gamma for s, r in scored.items()})[0],
-        improves=lambda new, old: new.gamma > old.gamma * (1 + REL_TOL),
-        classes=orbits if symmetry and not job.result_load else None,
-        progress=step,
-    )
+    lazy_step = None
+    fast = solve_one if lazy and isinstance(solve_one, FastLP) and solve_one.job is job \
+        and solver != "cbc" and solve_one.have_highs and merge == solve_one.merge else None
+    if fast is not None:
+        from controller.plan.lazy import bounds, lazy_scores
+
+        def lazy_step(S: Sequence[str], best: LPResult, reps: list[str]) -> dict[str, LPResult]:
+            return lazy_scores(bounds(fast, best, reps), lambda s: solve([*S, s]),
+                               best.gamma, REL_TOL)
+
+    keep = fast.keep_duals if fast is not None else False
+    if fast is not None:
+        fast.keep_duals = True
+    try:
+        S, best, history = greedy_loop(
+            solve, candidates(job), budget,
+            pick=lambda scored: pick_best({s: r.gamma for s, r in scored.items()})[0],
+            improves=lambda new, old: new.gamma > old.gamma * (1 + REL_TOL),
+            classes=orbits if symmetry and not job.result_load else None,
+            progress=step, lazy=lazy_step,
+        )
+    finally:
+        if fast is not None:
+            fast.keep_duals = keep
     return Placement(tuple(S), best.gamma, best, [(s, r.gamma) for s, r in history], solves,
                      time.perf_counter() - t0)
 

@@ -52,6 +52,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import networkx as nx
 import pulp
@@ -218,6 +219,7 @@ class LPResult:
     solver: str
     seconds: float
     job: Job = field(repr=False)
+    duals: Any = field(default=None, repr=False, compare=False)  # FastLP.keep_duals
 
     @cached_property
     def loads(self) -> dict[Link, float]:

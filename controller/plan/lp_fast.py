@@ -36,7 +36,7 @@ from controller.plan.lp import (
 )
 from topo.paths import _fractions, hop_distance, reachable
 
-__all__ = ["FastLP", "MatrixLP", "JobCols", "have_highs", "run_highs", "SOLVER_NAME"]
+__all__ = ["FastLP", "MatrixLP", "JobCols", "Duals", "have_highs", "run_highs", "SOLVER_NAME"]
 
 SOLVER_NAME = "HiGHS (highspy, matrix)"
 
@@ -118,6 +118,7 @@ class MatrixLP:
         A.sum_duplicates()
         lo = np.concatenate([np.full(n_load, -np.inf), *self._lo])
         hi = np.concatenate([self.bw[used], *self._hi])
+        self.used, self.A, self.row_lo, self.row_hi = used, A, lo, hi  # for the duals
         lp = highspy.HighsLp()
         lp.num_col_ = self.n_col
         lp.num_row_ = n_row
@@ -155,6 +156,27 @@ def run_highs(h, S: Sequence[str]):
 
 
 @dataclass
+class Duals:
+    """Multipliers of a solved LP(S) (one job, :class:`FastLP`) for the lazy greedy's bound
+    on LP(S ∪ {s}) (:func:`controller.plan.lazy.gain_bound`): π_e ≥ 0 per directed link
+    (index of ``FastLP.links``), μ_g (free) per row u_g + Σ_s y_{g,s} − γ = 0, the
+    multipliers of the intervals row and of s_d's capacity row (0 if absent), ``base`` =
+    Σ_r y_r b_r + Γ·Σ_{old j ≠ γ} max(0, rc_j), rc_γ = 1 − Σ_r y_r A_{r,γ}, Γ, and the two
+    parts of ``base``."""
+
+    S: list[str]
+    pi: Any
+    mu: Any
+    y_int: float
+    y_tc: float
+    base: float
+    rc_gamma: float
+    cap: float
+    yb: float = 0.0  # Σ_r y_r b_r
+    excess: float = 0.0  # Σ_{old j ≠ γ} max(0, rc_j)
+
+
+@dataclass
 class JobCols:
     """Where one job's variables sit in a :class:`MatrixLP`: γ, a_s (s = S[j] at a0 + j),
     u_g (at u0 + g), and y_{g,s} for each (g, j) of ``ycols`` (at y0 + k)."""
@@ -165,6 +187,8 @@ class JobCols:
     u0: int
     y0: int
     ycols: list[tuple[int, int]]
+    urow: Any = None  # the rows u_g + Σ_s y_{g,s} − γ = 0 (indices among the non-load rows)
+    irow: int | None = None  # the row Σ_s a_s − γ ≤ 0 (S ≠ ∅)
 
 
 class FastLP:
@@ -196,6 +220,7 @@ class FastLP:
         self._coef: dict[tuple[int, str], tuple] = {}
         self._reach: dict[tuple[int, str], bool] = {}
         self.have_highs = have_highs()
+        self.keep_duals = False  # set by the lazy greedy (controller.plan.lazy)
 
     def _vec(self, key: tuple[int, str], items_of) -> tuple:
         hit = self._coef.get(key)
@@ -267,11 +292,13 @@ class FastLP:
         mat.put(np.concatenate([urow, urow, urow[yg]]),
                 np.concatenate([np.arange(n_g) + u0, np.full(n_g, gamma), ycol]),
                 np.concatenate([np.ones(n_g), -np.ones(n_g), np.ones(ny)]))
+        irow = None
         if m:  # Σ a_s − γ ≤ 0
             r = mat.rows(1, -np.inf, 0.0)
+            irow = int(r[0])
             mat.put(np.full(m + 1, r[0]), np.concatenate([[gamma], np.arange(m) + a0]),
                     np.concatenate([[-1.0], np.ones(m)]))
-        return JobCols(S, gamma, a0, u0, y0, ycols)
+        return JobCols(S, gamma, a0, u0, y0, ycols, urow, irow)
 
     def _ld(self, vec: tuple, col: int) -> tuple:
         return vec[0], col, vec[1]
@@ -328,11 +355,51 @@ class FastLP:
                 cols, vals = self.switch_input(c, s)
                 r = mat.rows(1, -np.inf, job.capacity[s])
                 mat.put(np.full(len(cols), r[0]), cols, vals)
+        tc_row = None
         if sd in job.capacity:  # Σ_w u_w + Σ_s a_s ≤ C_{s_d}
             cols, vals = self.tor_input(c)
             r = mat.rows(1, -np.inf, job.capacity[sd])
+            tc_row = int(r[0])
             mat.put(np.full(len(cols), r[0]), cols, vals)
         cost = np.zeros(mat.n_col)
         cost[c.gamma] = 1.0
-        col = run_highs(mat.highs(cost, time_limit), S)
-        return self.read(col, c, SOLVER_NAME, time.perf_counter() - t0)
+        h = mat.highs(cost, time_limit)
+        col = run_highs(h, S)
+        res = self.read(col, c, SOLVER_NAME, time.perf_counter() - t0)
+        if self.keep_duals:
+            res.duals = self._duals(h, mat, c, cost, tc_row)
+        return res
+
+    def _duals(self, h, mat: MatrixLP, c: JobCols, cost, tc_row: int | None) -> Duals:
+        """The row multipliers of a solved LP(S) and the parts of the Lagrangian bound that
+        do not depend on the candidate (:mod:`controller.plan.lazy`)."""
+        np = self.np
+        y = np.asarray(h.getSolution().row_dual, dtype=float)  # HiGHS, max: y ≥ 0 on ≤ rows
+        ineq = np.isinf(mat.row_lo)
+        y = np.where(ineq, np.maximum(y, 0.0), y)  # any y ≥ 0 gives a bound (module doc)
+        n_load = len(mat.used)
+        pi = np.zeros(len(self.links))
+        pi[mat.used] = y[:n_load]
+        rc = cost - mat.A.T @ y
+        gam = self.gamma_cap()
+        excess = np.maximum(rc, 0.0)
+        excess[c.gamma] = 0.0
+        yb = float(y @ np.where(np.isfinite(mat.row_hi), mat.row_hi, 0.0))
+        base = yb + gam * float(excess.sum())
+        urow = c.urow if c.urow is not None else np.zeros(0, dtype=np.int64)
+        return Duals(list(c.S), pi, y[n_load + np.asarray(urow, dtype=np.int64)],
+                     float(y[n_load + c.irow]) if c.irow is not None else 0.0,
+                     float(y[n_load + tc_row]) if tc_row is not None else 0.0,
+                     base, float(rc[c.gamma]), gam, yb, float(excess.sum()))
+
+    def in_capacity(self, s: str) -> float:
+        """Σ_v B_{v,s}: every worker's share x_{w,s} enters s over its own links."""
+        g = self.job.graph
+        return sum(_bw(g, v, s) for v in g.adj[s])
+
+    def gamma_cap(self) -> float:
+        """Γ, an upper bound on γ of every LP(S): a worker sends γ in all out of its own
+        links (hosts do not forward and a worker is no aggregation point), so γ ≤ Σ_v B_{w,v}
+        for every worker w."""
+        g = self.job.graph
+        return min(sum(_bw(g, w, v) for v in g.adj[w]) for w in self.job.workers)

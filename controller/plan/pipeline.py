@@ -87,7 +87,8 @@ def plan_one_job(graph: nx.Graph, ps: str, workers: Sequence[str],
     t1 = time.perf_counter()
     base = (all_baselines(job, req.budget, seed=req.seed, solver=req.solver,
                           time_limit=req.time_limit, lp=fast,
-                          max_combinations=req.max_combinations, skip=(req.planner,))
+                          max_combinations=req.max_combinations, skip=(req.planner,),
+                          known=placed.starts)
             if req.baselines else {})
     t_base = time.perf_counter() - t1
     extra = {}

@@ -62,6 +62,8 @@ class Placement:
         empty for planners that choose S at once.
     lp_solves : how many LPs the planner solved.
     seconds : wall time of the planner.
+    starts : a planner built on others (``best``): each one's Placement, or the one-line
+        reason it refused, by name (the baselines table reuses them).
     """
 
     deployed: tuple[str, ...]
@@ -70,6 +72,7 @@ class Placement:
     history: list[tuple[str, Any]] = field(default_factory=list)
     lp_solves: int = 0
     seconds: float = 0.0
+    starts: dict[str, Any] = field(default_factory=dict)  # ``best``: name → Placement | refusal
 
 
 @dataclass(frozen=True)

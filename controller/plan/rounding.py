@@ -303,7 +303,9 @@ def rounding(
     job, solve = p.one, p.lp
     size = len(candidates(job)) * len(job.workers)
     if size > max_variables:
-        raise PlanError(f"{size} variables (> limit {max_variables})")
+        raise PlanError(f"the relaxation would have {size} worker-switch variables "
+                        f"(> limit {max_variables}): as large as the all-programmable LP, "
+                        "too slow to solve here")
     t0 = time.perf_counter()
     rel = relaxation(job, budget, solver=solver, time_limit=time_limit)
     support = {s: w for s, w in rel.y.items() if w > SUPPORT_EPS}

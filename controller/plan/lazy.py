@@ -1,0 +1,187 @@
+"""The lazy greedy step (issue 41): solve a candidate's LP only when it could still win.
+
+The greedy of docs/design.md §3.4 scores every candidate s of a step by γ(S ∪ {s}), one LP each.
+Here each candidate first gets a cheap upper bound β(s) ≥ γ(S ∪ {s}) read off the LP(S) just
+solved, and the candidates are solved in decreasing β order until the rest cannot matter.
+
+The bound (Lagrangian relaxation of LP(S ∪ {s}) at the multipliers of LP(S))
+    Write LP(S') (S' = S ∪ {s}, the matrix of :class:`controller.plan.lp_fast.FastLP`) as
+    max c·z subject to A'z ≤ b' (rows with lower bound −∞) and A'_E z = 0 (the rows
+    u_g + Σ y_{g,s} − γ = 0), z ≥ 0.  Every column is at most Γ on the feasible set, where
+    Γ = min_w Σ_v B_{w,v} (a worker sends γ in all over its own links, and every variable is
+    ≤ γ: y_{g,s} ≤ a_s ≤ γ, u_g ≤ γ).  For any multipliers y with y_r ≥ 0 on the ≤ rows
+    (free on the equalities) and every feasible z,
+
+        c·z ≤ c·z + y·(b' − A'z) = y·b' + Σ_j rc_j z_j,     rc_j = c_j − (A'ᵀy)_j,
+
+    so γ(S') ≤ y·b' + max{Σ_j rc_j z_j : z ∈ Z} for any set Z containing the feasible set.
+    Take y = LP(S)'s row duals (clipped at 0 on ≤ rows, so the bound holds whatever the
+    solver's round-off) on the rows LP(S) and LP(S') share, and y = 0 on the rows only LP(S')
+    has (s's cover rows y_{g,s} − a_s ≤ 0, its capacity row, the intervals row when S = ∅);
+    take Z = {0 ≤ z ≤ Γ, y_{g,s} ≤ a_s}.  The shared rows have the same right-hand sides,
+    and an old column has the same coefficients in them except γ, whose load coefficients
+    change by the RESULT tree's difference Δ (``job.result_load``).  Hence
+
+        β(s) = y·b + Γ·Σ_{old j≠γ} max(0, rc_j) + Γ·max(0, rc_γ − π·Δ)
+               + Γ·max(0, rc_{a_s} + Σ_{g reaches s} max(0, rc_{y_{g,s}}))
+
+    with rc_{a_s} = −(π·P_{s,s_d} + y_intervals + y_{C_{s_d}}) and
+    rc_{y_{g,s}} = −(π·|g|P_{g,s} + μ_g) (π: the load rows' multipliers, μ_g: the equality
+    rows').  At LP(S)'s optimum y·b = γ(S) and the old reduced costs are ≤ 0 (up to
+    round-off, kept in the bound), so β(s) = γ(S) unless s's new columns price out
+    positively: a switch that relieves no priced link by more than its own output costs is
+    never solved.
+
+    Two refinements, each valid on the same feasible set, and β is the smaller:
+    (1) Z also keeps Σ_g |g| y_{g,s} ≤ Σ_v B_{v,s} (every worker's share enters s over s's
+    own links; loads are sums of nonnegative flows), which makes the new block a fractional
+    knapsack per a_s, maximised at a break point (:func:`_best_block`), and y_{g,s} ≤ U_g =
+    min_e B_e / A'_{e, y_{g,s}} over the links of g's paths to s (every load coefficient is
+    ≥ 0 in this matrix, so one term cannot exceed its link's capacity);  (2) every column is
+    at most γ' = c·z itself, so γ' ≤ y·b + k·γ' with k = Σ_{old j≠γ} max(0, rc_j) + rc'_γ +
+    max(0, rc_{a_s} + Σ_g max(0, rc_{y_{g,s}})), hence γ' ≤ y·b / (1 − k) when k < 1.
+    β is an upper bound of the *exact* LP optimum; the solver returns that
+    optimum within its tolerances (HiGHS: 1e-7), so :data:`MARGIN`·max(Γ, 1) is added.
+
+Why the lazy step chooses what the exhaustive step chooses
+    The exhaustive step picks, among the candidates whose γ is within ``REL_TOL`` (relative)
+    of the largest γ*, the first by name, and stops the greedy if that γ does not improve on
+    γ(S).  The lazy step (:func:`lazy_scores`) solves candidates in decreasing β order (ties
+    by name) and stops before the first whose β is below the tie window of the best γ seen,
+    t·(1 − REL_TOL).  As t only grows and t ≤ γ*, every candidate left unsolved has
+    γ ≤ β < t(1 − REL_TOL) ≤ γ*(1 − REL_TOL): it is neither the maximum nor tied with it, so
+    the best γ seen is γ*, and the tied set among the solved candidates is the whole tied set:
+    ``pick`` returns the same switch.  If no β exceeds γ(S)(1 + REL_TOL), no candidate can
+    improve, and the exhaustive step would stop too; the lazy step stops without solving.
+    So the two are equal whenever every β bounds the LP value the solver returns; they can
+    differ only if the solver's answer overshoots the exact optimum by more than the margin
+    (tested on random networks: ``tests/test_plan_lazy.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from controller.plan.lp import LPResult, result_tree_coeffs
+from controller.plan.lp_fast import Duals, FastLP
+from topo.models import natural_key
+
+__all__ = ["gain_bound", "bounds", "lazy_scores", "MARGIN"]
+
+MARGIN = 1e-6  # relative to max(Γ, 1): the solver's tolerance on the LP value
+
+
+def _up_path(fast: FastLP, s: str) -> list[tuple[str, str]]:
+    """The RESULT tree's links (parent, child) from s_d down to s: the tree of S ∪ {s} is
+    the tree of S plus this path (:func:`controller.plan.mcast_tree.result_tree` gives every
+    node one parent whatever the targets, so trees of sets are unions of paths)."""
+    cache = fast.__dict__.setdefault("_up_paths", {})
+    if s not in cache:
+        from controller.plan.mcast_tree import result_tree
+
+        tree = result_tree(fast.job.graph, fast.job.ps_tor, (), [s])
+        cache[s] = [(p, c) for p, kids in tree.items() for c in kids]
+    return cache[s]
+
+
+def gain_bound(fast: FastLP, d: Duals, s: str, tree: set[tuple[str, str]] | None = None) -> float:
+    """β(s) ≥ γ(S ∪ {s}) from LP(S)'s multipliers ``d`` (module doc); ``tree``: the RESULT
+    tree links of S (computed if not given)."""
+    np = fast.np
+    job, sd = fast.job, fast.job.ps_tor
+    pi = d.pi
+    rc_gamma = d.rc_gamma
+    if job.result_load:
+        if tree is None:
+            tree = {e for e, _ in result_tree_coeffs(job, d.S)}
+        # Δ = the links of s's path not yet in the tree, one RESULT stream each
+        rc_gamma -= sum(pi[fast.link_idx[e]] for e in _up_path(fast, s) if e not in tree)
+    idx, val = fast._node_vec(s, sd)
+    rc_a = -(float(pi[idx] @ val) + d.y_int + d.y_tc)
+    gains: list[tuple[float, float, float]] = []  # (rc of y_{g,s} > 0, |g|, U_g)
+    for gi in range(len(fast.groups)):
+        if fast._reaches(gi, s):
+            gidx, gval = fast._group_vec(gi, s)
+            r = -(float(pi[gidx] @ gval) + float(d.mu[gi]))
+            if r > 0:
+                # y_{g,s} ≤ B_e / coefficient on every link of its paths (loads are sums
+                # of nonnegative terms)
+                pos = gval > 0
+                u = float(np.min(fast.bw[gidx[pos]] / gval[pos])) if pos.any() else d.cap
+                gains.append((r, float(fast.sizes[gi]), u))
+    cap, margin = d.cap, MARGIN * max(d.cap, 1.0)
+    # (1) at most Γ of every column, and s's input Σ_g |g| y_{g,s} at most Σ_v B_{v,s}
+    new = _best_block(rc_a, gains, cap, fast.in_capacity(s))
+    absolute = d.base + cap * max(0.0, rc_gamma) + new
+    # (2) every column at most γ' itself: γ' ≤ y·b + k γ', so γ' ≤ y·b / (1 − k) if k < 1
+    k = d.excess + rc_gamma + max(0.0, rc_a + sum(r for r, _, _ in gains))
+    ratio = d.yb / (1.0 - k) if k < 1.0 else float("inf")
+    return min(absolute, ratio) + margin
+
+
+def _best_block(rc_a: float, gains: list[tuple[float, float, float]], cap: float,
+                inflow: float) -> float:
+    """max rc_a·a + Σ_g r_g y_g over 0 ≤ y_g ≤ min(a, U_g), a ≤ Γ, Σ_g |g| y_g ≤ ``inflow``
+    (``gains``: (r_g, |g|, U_g)).  For fixed a the y part is a fractional knapsack (by
+    r_g / |g|); the whole is concave and piecewise linear in a (an LP's value in its right-hand
+    side), with breaks at the U_g and where the k best groups alone fill the knapsack, for
+    each k: the maximum is at a break, at 0 or at Γ."""
+    if not gains:
+        return max(0.0, rc_a * cap)
+    import numpy as np
+
+    order = sorted(gains, key=lambda t: -t[0] / t[1])
+    r = np.array([t[0] for t in order])
+    n = np.array([t[1] for t in order])
+    u = np.minimum(np.array([t[2] for t in order]), cap)
+    pts = [cap, *u.tolist()]
+    # where the knapsack fills with the k best-ratio groups alone, for every k:
+    # Σ_{g ≤ k} |g| min(a, U_g) = inflow (increasing in a)
+    for k in range(1, len(order) + 1):
+        uk, nk = u[:k], n[:k]
+        if float(nk @ uk) < inflow:
+            continue  # they never fill it
+        for a_hi in np.sort(uk):
+            if float(nk @ np.minimum(a_hi, uk)) >= inflow:
+                below = uk < a_hi
+                rest = float(nk[~below].sum())
+                pts.append((inflow - float(nk[below] @ uk[below])) / rest)
+                break
+    a = np.clip(np.array(pts), 0.0, cap)[:, None]  # points × groups
+    y = np.minimum(a, u[None, :])
+    w = n[None, :] * y
+    before = np.cumsum(w, axis=1) - w  # knapsack room used by better-ratio groups
+    take = np.clip((inflow - before) / n[None, :], 0.0, y)
+    value = rc_a * a[:, 0] + (take * r[None, :]).sum(axis=1)
+    return max(0.0, float(value.max()))
+
+
+def bounds(fast: FastLP, res: LPResult, cands: Sequence[str]) -> dict[str, float]:
+    """β(s) for every candidate, from ``res`` = LP(S) solved by ``fast`` with duals kept."""
+    if res.duals is None:
+        raise ValueError("LP(S) was solved without its duals (FastLP.keep_duals)")
+    tree = {e for e, _ in result_tree_coeffs(fast.job, res.duals.S)} \
+        if fast.job.result_load else None
+    return {s: gain_bound(fast, res.duals, s, tree) for s in cands}
+
+
+def lazy_scores(
+    beta: Mapping[str, float],
+    solve: Callable[[str], LPResult],
+    best: float,
+    rel_tol: float,
+) -> dict[str, LPResult]:
+    """The lazy step of the module doc: the candidates solved (name → LP(S ∪ {name})), in
+    decreasing β order, stopping when the next β cannot reach the tie window of the best γ
+    seen; empty when no β can improve on ``best`` (the greedy stops)."""
+    order = sorted(beta, key=lambda s: (-beta[s], natural_key(s)))
+    if not order or beta[order[0]] <= best * (1 + rel_tol):
+        return {}
+    out: dict[str, LPResult] = {}
+    top = float("-inf")
+    for s in order:
+        if top > float("-inf") and beta[s] < top - rel_tol * max(abs(top), 1e-300):
+            break
+        res = out[s] = solve(s)
+        top = max(top, res.gamma)
+    return out
