@@ -79,7 +79,7 @@ def test_pyswitch_help_ends_with_an_example(command, capsys):
     (["run", "--rounds", "many"], ["--rounds", "between 1 and"]),
     (["run", "--fail-switch", "agg0"], ["--fail-switch", "SWITCH@ROUND"]),
     (["plan", "--topo", "fattree:4", "--ps", "h0", "--workers", "3", "--budget", "1",
-      "--planner", "best", "--out", "p.json"], ["--planner", "choose from"]),
+      "--planner", "fastest", "--out", "p.json"], ["--planner", "choose from"]),
 ])
 def test_error_lines_name_the_option_and_the_form(argv, needles, capsys, tmp_path,
                                                    monkeypatch):
