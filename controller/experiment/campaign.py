@@ -437,8 +437,11 @@ def run_campaign(s: CampaignSettings, console: Any = None,
     from workers.ina.worker import n_chunks_for
 
     t_start = time.perf_counter()
-    if s.target != "pyswitch":
-        raise ExperimentError("campaign: impairments need pyswitch (--target pyswitch)")
+    from topo.mininet_switch import TARGETS
+
+    if s.target not in TARGETS or not TARGETS[s.target].impairments:
+        raise ExperimentError(f"campaign: impairments need a target that injects them "
+                              f"(--target pyswitch), not {s.target}")
     for m in s.modes:
         if m not in MODES:
             raise ExperimentError(f"--modes: unknown mode {m!r} (expected {', '.join(MODES)})")

@@ -379,24 +379,17 @@ def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: Plan, jobs: list[S
     from topo.mininet_switch import TARGETS
 
     console = run.console
-    if control_sockets and s.target != "pyswitch":
-        raise ExperimentError("control sockets (the campaign's impairments) need pyswitch")
+    switch_cls = TARGETS[s.target]
+    if control_sockets and not switch_cls.control_sockets:
+        raise ExperimentError(f"control sockets (the campaign's impairments) need a target "
+                              f"that takes them; {s.target} does not")
     console.print(f"[bold]compiling[/] {P4_PROGRAM.relative_to(ROOT)} for {s.target}")
     p4info, device_config = compile_program(s.target, build or run.out_dir / "build")
-    if s.target == "pyswitch":
-        # which path the switches will run (PYSWITCH_NATIVE is theirs too); building the
-        # native module here spares them the wait
-        from pyswitch import Switch, load_compiled
-
-        t0 = time.perf_counter()
-        sw = Switch(load_compiled(device_config))
-        run.provenance["pyswitch_path"] = sw.path
-        console.print("pyswitch: " + (
-            f"the native path (the pipeline compiled to C, {time.perf_counter() - t0:.1f} s)"
-            if not sw.native_why else f"the Python path ({sw.native_why})"))
-        del sw
-    switch_cls = TARGETS[s.target]
-    opts = {"impair": _impairments(s)} if s.target == "pyswitch" and impair else {}
+    path = switch_cls.warm_up(device_config)  # e.g. pyswitch's native module, built once
+    if path is not None:
+        run.provenance[f"{s.target}_path"] = path
+        console.print(f"{s.target}: {path}")
+    opts = {"impair": _impairments(s)} if switch_cls.impairments and impair else {}
     socks = _control_sockets([n for n, k in graph.nodes(data="kind") if k == "switch"]) \
         if control_sockets else {}
     console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, "
