@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-VALUE_BYTES = 4  # results.json grad_bytes = 4 × values (int32, methods/ina_core.py)
+VALUE_BYTES = 4  # results.json grad_bytes = 4 × values (int32, methods/ina/core.py)
 
 
 def mode_figures(mode: dict[str, Any], workers: int) -> dict[str, float]:

@@ -75,14 +75,14 @@ from hostile_input import (  # noqa: E402
     tor_model,
 )
 
-from controller.experiment.methods.ina_core import Settings  # noqa: E402
+from controller.experiment.methods.ina.core import Settings  # noqa: E402
 from controller.plan.types import Plan  # noqa: E402
 from workers.ina.constants import K  # noqa: E402
 
 
 @dataclass
 class HostileSettings:
-    topo: str = Settings.topo  # the `make run` network: one default, ina_core's
+    topo: str = Settings.topo  # the `make run` network: one default, ina.core's
     ps: str = Settings.ps
     workers: str = Settings.workers
     budget: int = Settings.budget
@@ -152,7 +152,7 @@ def switch_health(net: Any) -> dict[str, dict[str, Any]]:
 
 def _job(s: HostileSettings, net: Any, plan: Plan, workers: list[str], rounds: int,
          n_values: int, mode_dir: Path, monitor: Any) -> Any:
-    from controller.experiment.methods.ina import JOB_IDS, job_config, schedules_for
+    from controller.experiment.methods.ina.method import JOB_IDS, job_config, schedules_for
     from workers.common.model import TrainConfig
     from workers.ina.worker import n_chunks_for
 
@@ -169,7 +169,7 @@ def _job(s: HostileSettings, net: Any, plan: Plan, workers: list[str], rounds: i
 def _run_job(run: Any, net: Any, cfg: Any, workers: list[str], ps: str,
              monitor: Any) -> tuple[dict | None, str | None]:
     from controller.errors import ExperimentError
-    from controller.experiment.methods.ina import run_mode
+    from controller.experiment.methods.ina.method import run_mode
 
     try:
         return run_mode(run, net.mininet, "ina", cfg, workers, ps, monitor), None
@@ -245,8 +245,8 @@ def run_bench(s: HostileSettings, console: Any = None,
     from controller.dataplane.deploy import SwitchJob, deploy
     from controller.dataplane.drop_counters import counter_delta, read_snapshot
     from controller.experiment.failover import SwitchMonitor
-    from controller.experiment.methods.ina import JOB_IDS, Settings, plan_job
-    from controller.experiment.methods.ina_core import deployed_network
+    from controller.experiment.methods.ina.core import deployed_network
+    from controller.experiment.methods.ina.method import JOB_IDS, Settings, plan_job
     from controller.experiment.runner import Run
     from controller.files import write_json_atomic
     from topo.models import parse_topology

@@ -88,7 +88,7 @@ def network() -> dict[str, Any]:
 
     import pyswitch
     from controller.dataplane.deploy import SwitchJob, switch_rules
-    from controller.experiment.methods.ina import JOB_IDS, Settings, plan_job, schedules_for
+    from controller.experiment.methods.ina.method import JOB_IDS, Settings, plan_job, schedules_for
     from topo.mininet_net import plan_network
     from topo.models import parse_topology
     from workers.common.model import Replica, TrainConfig

@@ -3,7 +3,7 @@
 ``python bench/sim_scale.py --topo fattree:16 --workers 256 --budgets 0,2,4,8 --rounds 3``
 
 For each planner and budget: plan as ``run`` does (:func:`~controller.experiment.methods.
-ina_core.plan_request`, without the baselines table, which the network does not use), then
+ina.core.plan_request`, without the baselines table, which the network does not use), then
 simulate the job (:func:`controller.experiment.simulate.run.simulate`: ina.p4 on in-process
 pyswitch for every switch, the real worker and PS state machines) and print, with the
 settings: γ predicted by the LP, γ measured (gradient frames per second over the median
@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from controller.experiment.methods.ina_core import Settings, plan_request  # noqa: E402
+from controller.experiment.methods.ina.core import Settings, plan_request  # noqa: E402
 from controller.experiment.network import shaped_graph  # noqa: E402
 from controller.experiment.simulate.run import SimOptions, simulate  # noqa: E402
 from controller.files import write_json_atomic  # noqa: E402

@@ -48,7 +48,7 @@ from controller.dataplane.deploy import SwitchJob  # noqa: E402
 from controller.dataplane.drop_counters import read_snapshot, run_counters  # noqa: E402
 from controller.errors import ExperimentError  # noqa: E402
 from controller.experiment.failover import SwitchMonitor  # noqa: E402
-from controller.experiment.methods.ina import (  # noqa: E402
+from controller.experiment.methods.ina.method import (  # noqa: E402
     JOB_IDS,
     Settings,
     deployed_network,

@@ -181,7 +181,7 @@ def test_each_method_has_a_typed_row_found_through_the_registry():
     from controller.experiment.methods.async_ps.row import AsyncRow
     from controller.experiment.methods.cluster.row import ClusterRow
     from controller.experiment.methods.collective.row import CollectiveRow
-    from controller.experiment.methods.ina_row import InaRow
+    from controller.experiment.methods.ina.row import InaRow
     from controller.experiment.methods.ndn.row import NdnRow
     from controller.experiment.registry import METHODS, ROWS
 

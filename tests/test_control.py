@@ -20,8 +20,8 @@ import pytest
 from netns import free_udp_ports
 
 from controller.experiment.failover import FailoverEvent, SwitchMonitor
-from controller.experiment.methods.ina import exact_sums_by_round
-from controller.experiment.methods.ina_engine import _Job, _Watch
+from controller.experiment.methods.ina.engine import _Job, _Watch
+from controller.experiment.methods.ina.method import exact_sums_by_round
 from controller.plan.types import Plan
 from workers.common.model import Replica, TrainConfig
 from workers.common.quantize import choose_frac_bits

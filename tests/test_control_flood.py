@@ -23,7 +23,7 @@ from pathlib import Path
 
 from netns import free_udp_ports
 
-from controller.experiment.methods.ina import exact_sums_by_round
+from controller.experiment.methods.ina.method import exact_sums_by_round
 from workers.common.model import Replica, TrainConfig
 from workers.common.quantize import choose_frac_bits
 from workers.ina.constants import K

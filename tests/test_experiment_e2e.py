@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from controller.experiment.methods.ina import Settings, run_experiment
+from controller.experiment.methods.ina.method import Settings, run_experiment
 from controller.experiment.provenance import PROVENANCE_KEYS
 from controller.plan.document import load_plan
 from workers.common.model import Replica, TrainConfig

@@ -7,7 +7,7 @@ import pytest
 
 from controller.errors import ExperimentError
 from controller.experiment.failover import parse_fail_switch
-from controller.experiment.methods.ina import Settings, summarize
+from controller.experiment.methods.ina.method import Settings, summarize
 from controller.plan.types import JobPlan, Plan
 from topo.models import parse_topology
 from workers.common.model import TrainConfig

@@ -1,12 +1,12 @@
 """One constructor of INA job files (``workers.ina.job.make_job_config``) and the runner's one
-use of it (``controller.experiment.methods.ina_core.job_config``): the RESULT addressing rule,
+use of it (``controller.experiment.methods.ina.core.job_config``): the RESULT addressing rule,
 worker bits, schedules and the files that carry run-time changes."""
 
 from pathlib import Path
 
 import pytest
 
-from controller.experiment.methods.ina_core import JOB_IDS, Settings, job_config
+from controller.experiment.methods.ina.core import JOB_IDS, Settings, job_config
 from controller.plan.document import chunk_schedule
 from controller.plan.types import JobPlan, Plan
 from workers.common.model import TrainConfig
@@ -60,7 +60,7 @@ def test_runner_job_config_follows_the_plan(tmp_path):
     assert cfg.result_dests == [("10.0.0.2", INA_UDP_PORT)]
     assert cfg.rounds == 3 and cfg.n_values == 128
     by_name = chunk_schedule(plan, 4)
-    # the plan's entries, sent with the intervals interleaved (ina_core.send_order): the
+    # the plan's entries, sent with the intervals interleaved (ina.core.send_order): the
     # first half at e1 (chunks 0, 1), the rest at the PS's ToR (2, 3)
     assert {w: sorted(v) for w, v in cfg.schedules.items()} == {"0": by_name["h1"],
                                                               "1": by_name["h2"]}
@@ -81,7 +81,7 @@ def test_agg_window_applies_to_the_aggregating_modes_only(tmp_path):
     keep ``--window`` (a 64-worker PS-only window of 128 would overflow the PS link's queue,
     docs/scale.md §3); parsed from the command line into the run's settings."""
     from controller.cli.main import build_parser
-    from controller.experiment.methods.ina_options import settings_from_args
+    from controller.experiment.methods.ina.options import settings_from_args
 
     job = JobPlan(ps="h0", ps_tor="e0", ps_tor_id=1, workers=["h1"], worker_ids={"h1": 0},
                   gamma=1.0, deployed=[], intervals={}, fractions={"h1": {}})

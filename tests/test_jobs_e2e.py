@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from controller.experiment.methods.ina import Settings, run_experiment
+from controller.experiment.methods.ina.method import Settings, run_experiment
 from workers.ina.constants import SLOTS_ENV
 
 pytestmark = [pytest.mark.root, pytest.mark.mininet, pytest.mark.slow]

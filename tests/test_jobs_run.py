@@ -9,9 +9,9 @@ import pytest
 
 from controller.errors import ExperimentError
 from controller.experiment.compare import rows_of
-from controller.experiment.methods.ina import InaMethod, Settings
-from controller.experiment.methods.ina_jobs import jobs_summary
-from controller.experiment.methods.ina_tenants import deploy_specs, make_tenants, parse_kill_ps
+from controller.experiment.methods.ina.jobs import jobs_summary
+from controller.experiment.methods.ina.method import InaMethod, Settings
+from controller.experiment.methods.ina.tenants import deploy_specs, make_tenants, parse_kill_ps
 from controller.experiment.runner import Run
 from controller.plan.jobs import jobs_from_count
 from controller.plan.joint import job_plan, joint_plan

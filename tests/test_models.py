@@ -193,7 +193,7 @@ def test_bad_workload_options(argv: list[str], needle: str, tmp_path,
 def test_settings_of_a_real_model() -> None:
     import argparse
 
-    from controller.experiment.methods.ina_options import add_ina_arguments, settings_from_args
+    from controller.experiment.methods.ina.options import add_ina_arguments, settings_from_args
     from controller.experiment.run_options import add_shared_options
 
     p = argparse.ArgumentParser()

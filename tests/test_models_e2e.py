@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.experiment.methods.ina import Settings, run_experiment
+from controller.experiment.methods.ina.method import Settings, run_experiment
 from workers.ina.constants import K
 from workers.ina.wire import FRAME_BYTES
 from workers.ina.worker import n_chunks_for

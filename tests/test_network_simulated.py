@@ -1,5 +1,5 @@
 """``run --network simulated`` (docs/running.md, "Networks"): the one INA engine
-(controller/experiment/methods/ina_engine.py) over the simulated network -- the same plan,
+(controller/experiment/methods/ina/engine.py) over the simulated network -- the same plan,
 rules, job files, records and results.json as ``run`` on Mininet, in virtual time, no root --
 and what each network refuses in one line."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from controller.cli.main import main
 from controller.experiment.compare import load_results, rows_of
-from controller.experiment.methods.ina_core import Settings
+from controller.experiment.methods.ina.core import Settings
 from controller.experiment.simulate.network import SimOptions
 from controller.experiment.simulate.run import simulate
 

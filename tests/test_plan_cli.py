@@ -198,7 +198,7 @@ def test_plan_shows_what_run_deploys(tmp_path):
     and deployment that ``run`` plans (and writes to its plan.json) for them."""
     import networkx as nx
 
-    from controller.experiment.methods.ina_core import Settings, plan_job
+    from controller.experiment.methods.ina.core import Settings, plan_job
     from topo.models import parse_topology
 
     s = Settings()

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from controller.cli.main import build_parser, main
-from controller.experiment.methods.ina_core import Settings, plan_request
-from controller.experiment.methods.ina_options import settings_from_args
+from controller.experiment.methods.ina.core import Settings, plan_request
+from controller.experiment.methods.ina.options import settings_from_args
 from controller.plan.baselines import honesty_warning
 from controller.plan.document import load_plan
 from controller.plan.jobs import jobs_argument
@@ -99,8 +99,8 @@ def test_several_jobs_warn_when_the_budget_goes_unused():
 
 
 def test_run_warns_through_its_plan_step(tmp_path, capsys):
-    """run's planning step (ina_core.plan_job, no network started) prints the same line."""
-    from controller.experiment.methods.ina_core import plan_job
+    """run's planning step (ina.core.plan_job, no network started) prints the same line."""
+    from controller.experiment.methods.ina.core import plan_job
     from controller.options import read_topology
 
     s = Settings(topo="leafspine:3,2,2", ps="h0", workers="5", budget=2)

@@ -1,8 +1,8 @@
-"""The workers' send order (``ina_core.send_order``): the plan's intervals interleaved, so
+"""The workers' send order (``ina.core.send_order``): the plan's intervals interleaved, so
 the LP's concurrent rates are realized (docs/simulate.md, "Where prediction and data plane
 part")."""
 
-from controller.experiment.methods.ina_core import schedules_for, send_order
+from controller.experiment.methods.ina.core import schedules_for, send_order
 from controller.plan.document import chunk_schedule
 from tests.test_schedule import HAND, IDS
 
@@ -37,7 +37,7 @@ class _Plan:  # what schedules_for reads of a one-job plan
 
 
 def test_schedules_send_every_chunk_once_with_the_plans_route(monkeypatch):
-    import controller.experiment.methods.ina_core as core
+    import controller.experiment.methods.ina.core as core
     monkeypatch.setattr(core, "chunk_schedule",
                         lambda plan, n: chunk_schedule(plan.job, n, switch_ids=IDS))
     sch = schedules_for("ina", _Plan(), ["w1", "w2", "w3"], 8)

@@ -21,7 +21,7 @@ import pytest
 
 from controller.cli.main import main
 from controller.experiment.compare import load_results, rows_of
-from controller.experiment.methods.ina_core import Settings
+from controller.experiment.methods.ina.core import Settings
 from controller.experiment.simulate.events import EventLoop
 from controller.experiment.simulate.network import load_switch
 from controller.experiment.simulate.run import SimOptions, simulate
@@ -330,7 +330,7 @@ def test_rules_without_idle_hosts_differ_only_by_their_routes() -> None:
     and workers h5, h9 the rules are the full ones less the /32 routes of the 13 idle
     hosts, on every switch."""
     from controller.dataplane.deploy import SwitchJob, switch_rules
-    from controller.experiment.methods.ina_core import plan_request
+    from controller.experiment.methods.ina.core import plan_request
     from controller.experiment.network import shaped_graph
     from controller.experiment.simulate.run import active_graph
     from controller.plan.pipeline import make_plan

@@ -24,7 +24,7 @@ from controller.experiment.failover import (
     WorkerStopped,
     parse_kill_worker,
 )
-from controller.experiment.methods.ina import exact_sums_by_round, member_schedules
+from controller.experiment.methods.ina.method import exact_sums_by_round, member_schedules
 from controller.plan.document import build_plan, chunk_schedule
 from controller.plan.lp import make_job, solve_lp
 from controller.plan.replan import replan_members
@@ -249,7 +249,7 @@ def test_parse_kill_worker():
 
 def test_worker_failure_options_parse_and_bad_ones_are_one_line(tmp_path, capsys):
     from controller.cli.main import UsageError, build_parser
-    from controller.experiment.methods.ina import settings_from_args
+    from controller.experiment.methods.ina.method import settings_from_args
 
     parser = build_parser()
     args = parser.parse_args(["run", "--on-worker-failure", "continue", "--kill-worker", "h2@1"])

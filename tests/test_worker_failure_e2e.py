@@ -17,7 +17,7 @@ import json
 import pytest
 
 from controller.errors import ExperimentError
-from controller.experiment.methods.ina import Settings, run_experiment
+from controller.experiment.methods.ina.method import Settings, run_experiment
 
 pytestmark = [pytest.mark.root, pytest.mark.mininet, pytest.mark.slow]
 

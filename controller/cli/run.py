@@ -13,8 +13,8 @@ import argparse
 from typing import Any
 
 from controller.cli.parser import Parser
-from controller.experiment.methods.ina import InaMethod
-from controller.experiment.methods.ina_networks import NETWORKS, refuse_network
+from controller.experiment.methods.ina.method import InaMethod
+from controller.experiment.methods.ina.networks import NETWORKS, refuse_network
 from controller.experiment.registry import DEFAULT_METHOD, METHODS
 from controller.experiment.run_options import (
     MAX_HIDDEN,

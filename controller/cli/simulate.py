@@ -16,8 +16,8 @@ from typing import Any
 
 from controller.dataplane.deploy import SLOT_POLICIES
 from controller.errors import ExperimentError
-from controller.experiment.methods.ina_core import Settings
-from controller.experiment.methods.ina_options import add_network_options, settings_from_args
+from controller.experiment.methods.ina.core import Settings
+from controller.experiment.methods.ina.options import add_network_options, settings_from_args
 from controller.experiment.prediction import prediction_lines
 from controller.experiment.run_options import add_shared_options, check_options
 from controller.experiment.simulate.run import SimOptions, simulate
@@ -66,7 +66,7 @@ def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
                    help=f"propagation delay per link (default {o.delay_ms:g}, as Mininet's)")
     v.add_argument("--queue", type=int_option(1), default=o.queue,
                    help=f"frames a link direction queues, drop-tail (default {o.queue})")
-    # dest apart from run's --compute-ms (a real model's step time, ina_options.check_workload)
+    # dest apart from run's --compute-ms (a real model's step time, ina.options.check_workload)
     v.add_argument("--compute-ms", dest="sim_compute_ms", type=finite_float,
                    default=o.compute_ms,
                    help=f"a worker's time between two rounds (default {o.compute_ms:g})")

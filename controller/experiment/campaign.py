@@ -61,7 +61,7 @@ from controller.dataplane.drop_counters import (
     run_counters,
 )
 from controller.errors import ExperimentError
-from controller.experiment.methods.ina_core import Settings, deployed_network
+from controller.experiment.methods.ina.core import Settings, deployed_network
 from controller.experiment.network import check_environment, compile_program
 from controller.experiment.runner import Run
 from controller.files import write_json_atomic
@@ -109,7 +109,7 @@ class Fault:
 
 @dataclass
 class CampaignSettings:
-    topo: str = Settings.topo  # the `make run` network: one default, ina_core's
+    topo: str = Settings.topo  # the `make run` network: one default, ina.core's
     ps: str = Settings.ps
     workers: str = Settings.workers
     budget: int = Settings.budget
@@ -287,7 +287,7 @@ def plot_campaign(rows: list[dict], path: Path, settings_line: str) -> Path | No
 
 
 # ------------------------------------------------------------------ the networks
-# (started by ina_core.deployed_network with a control socket on every switch: the campaign
+# (started by ina.core.deployed_network with a control socket on every switch: the campaign
 # changes impairments between runs, where ``run`` fixes them at start)
 
 
@@ -360,7 +360,12 @@ def _worker_rounds(out_dir: Path, n: int) -> int:
 
 def _one_run(ctx: _Context, net: Any, monitor: Any, fault: Fault, mode: str, seed: int,
              run_dir: Path) -> dict:
-    from controller.experiment.methods.ina import JOB_IDS, job_config, run_mode, schedules_for
+    from controller.experiment.methods.ina.method import (
+        JOB_IDS,
+        job_config,
+        run_mode,
+        schedules_for,
+    )
     from workers.common.model import TrainConfig
 
     s, hosts, workers = ctx.s, net.hosts, ctx.workers
@@ -429,7 +434,7 @@ def run_campaign(s: CampaignSettings, console: Any = None,
     """The whole campaign; returns the campaign.json document (also on disk)."""
     from controller.dataplane.deploy import SwitchJob
     from controller.experiment.failover import SwitchMonitor
-    from controller.experiment.methods.ina import JOB_IDS, Settings, plan_job
+    from controller.experiment.methods.ina.method import JOB_IDS, Settings, plan_job
     from topo.models import parse_topology
     from workers.common.model import Replica, TrainConfig
     from workers.ina.constants import K, num_slots, set_num_slots

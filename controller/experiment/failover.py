@@ -258,7 +258,7 @@ def parse_kill_worker(text: str, workers: list[str], rounds: int) -> tuple[str, 
 class WorkerStopped(ExperimentError):
     """``--on-worker-failure stop``: a worker died and the job stops (one line)."""
 
-    record: dict | None = None  # the job's finished rounds, for results.json (methods/ina.py)
+    record: dict | None = None  # the job's finished rounds, for results.json (methods/ina/method.py)
 
 
 @dataclass

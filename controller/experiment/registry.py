@@ -15,8 +15,8 @@ from controller.experiment.methods.collective.method import CollectiveMethod
 from controller.experiment.methods.collective.row import CollectiveRow
 from controller.experiment.methods.ddp.method import DdpMethod
 from controller.experiment.methods.ddp.row import DdpRow
-from controller.experiment.methods.ina import InaMethod
-from controller.experiment.methods.ina_row import InaRow
+from controller.experiment.methods.ina.method import InaMethod
+from controller.experiment.methods.ina.row import InaRow
 from controller.experiment.methods.ndn.method import NdnMethod
 from controller.experiment.methods.ndn.row import NdnRow
 from controller.experiment.rows import MethodRow

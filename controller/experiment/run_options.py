@@ -35,7 +35,7 @@ MAX_REPEATS = 1_000
 MAX_WINDOW = 65_536
 
 # The defaults of the shared options.  They are the testbed's (``make run`` is the INA experiment
-# on them, and ina_core.Settings repeats them for callers that build settings by hand; a test
+# on them, and ina.core.Settings repeats them for callers that build settings by hand; a test
 # keeps the two equal); a method with other needs declares its own option instead.
 SHARED_DEFAULTS = {"rounds": 30, "model": "mlp", "hidden": 32, "bw": 1.0, "seed": 0,
                    "repeats": 1, "target": "pyswitch", "out": "results", "name": ""}

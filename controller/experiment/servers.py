@@ -10,7 +10,7 @@ mode (docs/servers.md).  The option's checks, in order, each one ExperimentError
    path (:func:`topo.mininet_cluster.check_server`).
 
 The network itself is built by :func:`topo.mininet_cluster.build_cluster_net`
-(:func:`cluster_builder` hands it to :func:`~controller.experiment.methods.ina_core.
+(:func:`cluster_builder` hands it to :func:`~controller.experiment.methods.ina.core.
 deployed_network`).
 """
 

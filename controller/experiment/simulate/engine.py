@@ -322,7 +322,7 @@ class SimLaunched(Launched):
 @dataclass
 class SimDeployed:
     """A plan installed in a simulated network (``run --network simulated``): what the
-    engine reads of a deployed network (:class:`~controller.experiment.methods.ina_core.
+    engine reads of a deployed network (:class:`~controller.experiment.methods.ina.core.
     Deployed`'s fields) and :meth:`launch`."""
 
     graph: Any

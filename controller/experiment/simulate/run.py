@@ -3,7 +3,7 @@
 :func:`simulate` runs the one INA engine (:class:`~controller.experiment.methods.ina.
 InaMethod` through :func:`controller.experiment.runner.execute`: the same plan, rules, job
 files, records, ``results.json``, ``report.md`` and plots as ``run``) over the simulated
-network (:class:`~controller.experiment.methods.ina_networks.SimulatedNetwork` with these
+network (:class:`~controller.experiment.methods.ina.networks.SimulatedNetwork` with these
 :class:`SimOptions`), and adds what a simulation costs on this machine (``simulation``: wall
 time, events, frames, peak memory) and ``"simulated": true``.
 """
@@ -20,9 +20,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from controller.experiment.methods.ina import InaMethod
-from controller.experiment.methods.ina_core import Settings
-from controller.experiment.methods.ina_networks import SimulatedNetwork
+from controller.experiment.methods.ina.core import Settings
+from controller.experiment.methods.ina.method import InaMethod
+from controller.experiment.methods.ina.networks import SimulatedNetwork
 from controller.experiment.runner import execute
 from controller.experiment.simulate.network import SimOptions, active_graph, program
 from controller.plan.types import Plan

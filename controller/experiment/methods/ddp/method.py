@@ -47,15 +47,15 @@ import numpy as np
 
 from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError, parse_name_list
-from controller.experiment.methods.ina import (
+from controller.experiment.methods.ina.method import (
     JOB_IDS,
     deployed_network,
     plan_job,
     schedules_for,
     settings_from_args,
 )
-from controller.experiment.methods.ina_options import add_network_options, add_workload_options
-from controller.experiment.methods.ina_workload import print_projection, workload_results
+from controller.experiment.methods.ina.options import add_network_options, add_workload_options
+from controller.experiment.methods.ina.workload import print_projection, workload_results
 from controller.experiment.network import ROOT
 from controller.experiment.records import seed_stats
 from controller.experiment.runner import Launch, Method, Node, Run, Trial

@@ -5,7 +5,7 @@ A run is a list of :class:`Tenant` s -- the jobs, each with its PS, workers, mod
 weight, its part of the plan and one job id per sync mode (``JOB_IDS[mode] + 4 k`` for the
 k-th job, so every (job, mode) has its own id, membership, masks and multicast group).  A
 single-job run is a run of one tenant (``solo``): the same planning pipeline, rule
-installer, job files (:func:`~controller.experiment.methods.ina_core.job_config`), launch
+installer, job files (:func:`~controller.experiment.methods.ina.core.job_config`), launch
 and records; only its labels and folders are the mode's name alone (``ina``, ``ps_only``),
 and a worker that dies under ``--on-worker-failure stop`` ends the whole run
 (:class:`~controller.experiment.failover.WorkerStopped`) rather than its job.
@@ -29,7 +29,7 @@ from typing import Any
 from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError
 from controller.experiment.failover import SwitchMonitor, WorkerMonitor, WorkerStopped
-from controller.experiment.methods.ina_core import (
+from controller.experiment.methods.ina.core import (
     Settings,
     job_config,
     job_record,
@@ -39,8 +39,8 @@ from controller.experiment.methods.ina_core import (
     schedules_for,
     worker_failure_record,
 )
-from controller.experiment.methods.ina_networks import MininetNetwork, Network
-from controller.experiment.methods.ina_tenants import (
+from controller.experiment.methods.ina.networks import MininetNetwork, Network
+from controller.experiment.methods.ina.tenants import (
     Tenant,
     deploy_specs,
     make_tenants,
@@ -157,14 +157,14 @@ def run_launch(run: Run, network: Any, mode: str, label: str, jobs: list[_Job],
                out_dir: Path, kill_ps: tuple[str, int] | None = None,
                solo: bool = False) -> dict[str, dict]:
     """One launch of every job in ``jobs`` at once (module docstring); returns each job's
-    record (:func:`~controller.experiment.methods.ina_core.job_record`, plus the plan's γ it
+    record (:func:`~controller.experiment.methods.ina.core.job_record`, plus the plan's γ it
     started on, the switch fail-overs and worker failures during it, ``collisions``: the
     contributions flagged FALLBACK at the PS; with several jobs also ``job`` and
     ``stopped``).  ``solo``: one job whose PS failing is an
     :class:`ExperimentError` and whose stopped worker ends the run (:class:`WorkerStopped`,
     raised with the finished rounds' record attached).  ``network``: the deployed network
     (``launch(run, spec)`` and ``mininet``, :mod:`~controller.experiment.methods.
-    ina_networks`), or a Mininet network itself."""
+    ina.networks`), or a Mininet network itself."""
     if not hasattr(network, "launch"):
         network = _OnMininet(network)
     mininet = network.mininet
@@ -298,7 +298,7 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
             kill: tuple[str, int] | None = None, network: Network | None = None,
             plan: Plan | None = None) -> EngineRun:
     """``InaMethod.execute``: plan (one job, or ``job_specs`` jointly), deploy on ``network``
-    (default: Mininet; :mod:`~controller.experiment.methods.ina_networks`), run each mode
+    (default: Mininet; :mod:`~controller.experiment.methods.ina.networks`), run each mode
     with every job at once (then each job alone, with several), for every seed of ``run``;
     return what the results need.  ``fail``: ``--fail-switch``; ``kill``: ``--kill-worker``;
     ``plan``: the plan, made by the caller (else planned here)."""

@@ -12,7 +12,7 @@ names, as Mininet passes its switch and link classes in.
                virtual-time I/O instead of processes.
 =============  =======================================================================
 
-The engine (:func:`controller.experiment.methods.ina_engine.execute`) plans, writes the rules
+The engine (:func:`controller.experiment.methods.ina.engine.execute`) plans, writes the rules
 and the job files, follows the tenants and builds the records the same way on each; a
 network only *deploys* (``deploy``: the rules installed, the hosts' addresses) and *launches*
 one mode's hosts (``Deployed.launch``).  What only one network can do is its own check, one
@@ -29,7 +29,7 @@ import networkx as nx
 
 from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError
-from controller.experiment.methods.ina_core import Settings, deployed_network
+from controller.experiment.methods.ina.core import Settings, deployed_network
 from controller.experiment.network import check_environment
 from controller.experiment.runner import Run
 from controller.plan.types import Plan

@@ -8,7 +8,7 @@ import argparse
 from controller.dataplane.deploy import SLOT_POLICIES
 from controller.errors import ExperimentError
 from controller.experiment.failover import WORKER_POLICIES, parse_fail_switch
-from controller.experiment.methods.ina_core import Settings
+from controller.experiment.methods.ina.core import Settings
 from controller.experiment.run_options import (
     MAX_WINDOW,
     SHARED_DEFAULTS,

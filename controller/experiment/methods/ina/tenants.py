@@ -1,4 +1,4 @@
-"""The tenants of an INA run (:mod:`controller.experiment.methods.ina_engine`): each job with
+"""The tenants of an INA run (:mod:`controller.experiment.methods.ina.engine`): each job with
 its PS, workers, model, rounds, weight, its part of the plan, and one job id per sync mode
 (``JOB_IDS[mode] + 4 k`` for the k-th job, so every (job, mode) has its own id, membership,
 masks and multicast group); what the switches hold for them; ``--kill-ps``.
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError
-from controller.experiment.methods.ina_core import JOB_IDS, Settings
+from controller.experiment.methods.ina.core import JOB_IDS, Settings
 from controller.plan.jobs import JobEntry
 from controller.plan.joint import job_plan
 from controller.plan.types import Plan

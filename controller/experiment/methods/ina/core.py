@@ -1,7 +1,7 @@
 """What every INA run shares (docs/design.md §3, §8): the settings, the job ids of the sync
 modes, the one constructor of a network job's file (:func:`job_config`), the workers'
 schedules, the exactness check, the plan request of a run, starting a planned network, and the
-record of one job that ran.  The engine (:mod:`controller.experiment.methods.ina_engine`, one
+record of one job that ran.  The engine (:mod:`controller.experiment.methods.ina.engine`, one
 job or several), ``ddp``, the fault campaign and the benches are built on it.
 """
 
@@ -114,7 +114,7 @@ class Settings:
     # and the ssh client configuration every ssh to them uses (None: ssh's own)
     servers: str | None = None
     ssh_config: str | None = None
-    # the network the run deploys on and launches in (ina_networks.NETWORKS: mininet,
+    # the network the run deploys on and launches in (ina.networks.NETWORKS: mininet,
     # servers, simulated); None: servers with --servers, else mininet
     network: str | None = None
 

@@ -29,8 +29,8 @@ import numpy as np
 from controller.dataplane.deploy import SLOT_POLICIES
 from controller.errors import ExperimentError
 from controller.experiment.failover import WORKER_POLICIES, parse_fail_switch, parse_kill_worker
-from controller.experiment.methods import ina_engine as engine
-from controller.experiment.methods.ina_core import (
+from controller.experiment.methods.ina import engine
+from controller.experiment.methods.ina.core import (
     JOB_IDS,
     Deployed,
     Settings,
@@ -42,17 +42,17 @@ from controller.experiment.methods.ina_core import (
     plan_job,
     schedules_for,
 )
-from controller.experiment.methods.ina_engine import run_mode
-from controller.experiment.methods.ina_jobs import (
+from controller.experiment.methods.ina.engine import run_mode
+from controller.experiment.methods.ina.jobs import (
     jobs_summary,
     plot_jobs_gamma,
     print_jobs,
     references,
 )
-from controller.experiment.methods.ina_networks import Network, network_for
-from controller.experiment.methods.ina_options import add_ina_arguments, settings_from_args
-from controller.experiment.methods.ina_tenants import MODELS
-from controller.experiment.methods.ina_workload import (
+from controller.experiment.methods.ina.networks import Network, network_for
+from controller.experiment.methods.ina.options import add_ina_arguments, settings_from_args
+from controller.experiment.methods.ina.tenants import MODELS
+from controller.experiment.methods.ina.workload import (
     print_projection,
     sync_times,
     workload_results,
@@ -145,7 +145,7 @@ def _prediction(s: Settings, plan: Plan, modes: dict, n_chunks: int, mode: str,
     (:mod:`controller.experiment.prediction`): ``mode`` (the INA mode) against ``gamma`` and
     the plan's link loads, ``ps_only`` and ``tor_only`` against their baselines' γ (no
     per-link LP load in the plan); empty without ``--bw``."""
-    from controller.experiment.methods.ina_core import mode_window
+    from controller.experiment.methods.ina.core import mode_window
     from controller.experiment.prediction import fill_drain_s, mode_analysis
     from controller.experiment.records import pace
     from topo.models import from_dict
@@ -192,7 +192,7 @@ class InaMethod(Method):
                  graph: nx.Graph | None = None, plan: Plan | None = None,
                  reference: bool = True) -> None:
         """``network``: the network the run deploys on (None: chosen by name in
-        :meth:`prepare`, :mod:`~controller.experiment.methods.ina_networks`); ``graph``,
+        :meth:`prepare`, :mod:`~controller.experiment.methods.ina.networks`); ``graph``,
         ``plan``: made by the caller (a sweep, a bench; default: from the settings);
         ``reference``: train the single-process reference for the accuracy."""
         super().__init__(args if args is not None else argparse.Namespace())
@@ -224,7 +224,7 @@ class InaMethod(Method):
             s.extra["placement"] = placement_summary(cluster.placement)
             run.console.print(f"[bold]servers[/]: {', '.join(cluster.placement.servers)} "
                               f"({len(cluster.placement.tunnels)} links as tunnels)")
-        if self.network is None:  # by name (ina_networks.NETWORKS), checked against s
+        if self.network is None:  # by name (ina.networks.NETWORKS), checked against s
             self.network = network_for(s.network, s)
         else:
             self.network.check(s)
@@ -273,7 +273,7 @@ class InaMethod(Method):
                                   "not the PS of a job")
 
     def execute(self, run: Run) -> None:
-        # one engine: a single job is a run of one tenant (controller.experiment.methods.ina_engine)
+        # one engine: a single job is a run of one tenant (controller.experiment.methods.ina.engine)
         self.done = engine.execute(run, self.s, self.graph,
                                    self.job_specs if self.s.jobs is not None else None,
                                    self.fail, self.kill, self.network, self.given_plan)

@@ -1,5 +1,5 @@
 """Several INA training jobs at once (``run --jobs FILE|N``, docs/design.md §3.10): their
-results.  The run itself is the one INA engine's (:mod:`controller.experiment.methods.ina_engine`),
+results.  The run itself is the one INA engine's (:mod:`controller.experiment.methods.ina.engine`),
 with one tenant per job of the jobs file; what is added here, pure but for the plot:
 
 * ``results.json``: ``jobs`` (per job: ``exact_all_rounds``, ``ps_bytes``, ``gamma``
@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from controller.experiment.methods.ina_core import Settings
-from controller.experiment.methods.ina_engine import ALONE
-from controller.experiment.methods.ina_tenants import Tenant
+from controller.experiment.methods.ina.core import Settings
+from controller.experiment.methods.ina.engine import ALONE
+from controller.experiment.methods.ina.tenants import Tenant
 from controller.experiment.records import pace_lines
 from controller.plan.lp_jobs import jain
 from controller.plan.types import Plan
