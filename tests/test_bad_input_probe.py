@@ -316,6 +316,16 @@ CASES: dict[str, Case] = {
     "simulate-modes-twice": Case("controller", C("simulate", "--modes", "ina,ina", "--out",
                                                  "{fx}/outdir/sim"),
                                  ("--modes", "ina given twice")),
+    "simulate-budget-and-budgets": Case("controller", C("simulate", "--budgets", "0,2",
+                                                        "--budget", "3", "--out",
+                                                        "{fx}/outdir/sim"),
+                                        ("--budget 3", "--budgets")),
+    "simulate-jobs-and-ps": Case("controller", C("simulate", "--jobs", "2", "--ps", "h3",
+                                                 "--out", "{fx}/outdir/sim"),
+                                 ("--ps", "--jobs")),
+    "simulate-topology-too-large": Case("controller", C("simulate", "--topo", "fattree:40",
+                                                        "--out", "{fx}/outdir/sim"),
+                                        ("fattree:40", "18,000 nodes", "at most 10,000")),
 }
 STF_NEEDLES = {
     "lpm_prefix_99": "/99", "lpm_value_too_wide": "32 bits", "exact_too_wide": "16 bits",

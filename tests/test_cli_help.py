@@ -90,3 +90,13 @@ def test_error_lines_name_the_option_and_the_form(argv, needles, capsys, tmp_pat
     for needle in needles:
         assert needle in line, line
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_simulate_help_lists_no_option_it_refuses(capsys):
+    """simulate takes run's shared options, but --repeats and --target are refused there in
+    one line: its --help does not offer them."""
+    from controller.cli.main import main
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    out = capsys.readouterr().out
+    assert "--budgets" in out and "--repeats" not in out and "--target" not in out

@@ -49,8 +49,10 @@ def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
     """Register ``simulate`` with ``run``'s INA options that apply and its own."""
     p = add_subcommand(sub, "simulate", cmd_simulate, HELP)
     add_shared_options(p)
+    _hide(p, "--repeats", "--target")  # refused in _check: the simulated network's limits
     g = add_network_options(p, "the INA job (as run --method ina)")
     d = Settings()
+    p.set_defaults(budget=None, ps=None)  # given or not: _check refuses them with --budgets/--jobs
     add_plan_options(g, with_budget=False, with_seed=False)  # as plan (and run)
     g.add_argument("--modes", default=",".join(d.modes),
                    help=f"comma list of {', '.join(MODES)} (default {','.join(d.modes)})")
@@ -87,7 +89,24 @@ def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
                         "aggregates forwards INA frames by its rules, tested equal)")
 
 
+def _hide(p: argparse.ArgumentParser, *options: str) -> None:
+    """Leave ``options`` out of ``--help``: the shared options simulate takes but refuses
+    (``_check`` says why in one line)."""
+    for a in p._actions:
+        if any(o in a.option_strings for o in options):
+            a.help = argparse.SUPPRESS
+
+
 def _check(args: argparse.Namespace) -> None:
+    # --budget/--ps default to None here, so that giving them is seen (parser above)
+    if args.budgets is not None and args.budget is not None:
+        raise ExperimentError(f"--budget {args.budget} with --budgets: give one of them "
+                              "(--budgets 3 for one budget)")
+    if args.jobs is not None and args.ps is not None:
+        raise ExperimentError("--ps with --jobs: each job names its PS in the jobs file")
+    d = Settings()
+    args.budget = d.budget if args.budget is None else args.budget
+    args.ps = d.ps if args.ps is None else args.ps
     check_options(args)
     if not args.bw:
         raise ExperimentError("--bw 0 (unshaped links): virtual time needs a link rate")

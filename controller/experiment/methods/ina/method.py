@@ -229,6 +229,7 @@ class InaMethod(Method):
         else:
             self.network.check(s)
         s.network = self.network.name
+        self.network.check_graph(graph, s.topo)
         self.fail = (parse_fail_switch(s.fail_switch, graph, s.rounds)
                      if s.fail_switch is not None else None)  # "" is refused, not skipped
         if s.on_worker_failure not in WORKER_POLICIES:
