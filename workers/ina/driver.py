@@ -119,6 +119,9 @@ def job_cc(cfg: JobConfig) -> CongestionControl:
     return make_cc(cfg.cc, cfg.window, cfg.rate_fps, cfg.base_rtt_s)
 
 
+HELD_MAX = 512  # datagrams held between rounds: about what a UDP socket's default buffer holds
+
+
 class WorkerDriver:
     """One worker of one job, every round (module docstring).
 
@@ -143,6 +146,7 @@ class WorkerDriver:
         self._loss, self._clipped = 0.0, 0
         self._t0 = self._sync_start = 0.0
         self._restarts = self._extra_retx = 0
+        self._held: list[InaPacket | None] = []  # arrived between rounds (on_packets)
 
     @property
     def finished(self) -> bool:
@@ -156,11 +160,15 @@ class WorkerDriver:
 
     def on_packets(self, pkts: Iterable[InaPacket | None]) -> None:
         """What arrived (``None``: a datagram that did not decode).  Between rounds nothing
-        is waited for, and what comes is dropped."""
+        is waited for: what comes is held (up to :data:`HELD_MAX`, as a socket's receive
+        buffer holds it while nobody reads) and taken, and counted, by the next round, so
+        that every datagram a worker gets is counted somewhere (docs/design.md §9)."""
         out: list[InaPacket] = []
         wr = self.active
         for pkt in pkts:
             if wr is None or wr.done:
+                if len(self._held) < HELD_MAX:
+                    self._held.append(pkt)
                 continue
             if pkt is None:  # not an INA payload: discarded, counted (design §9)
                 wr.stats.malformed += 1
@@ -226,6 +234,9 @@ class WorkerDriver:
         self._sync_start = now = self.io.now()
         self.io.send(wr.start(now), cfg.ps_addr)
         self.io.wake_at(wr.next_deadline())
+        if self._held:  # what came between rounds, as the socket would hand it over now
+            held, self._held = self._held, []
+            self.on_packets(held)
 
     def _finish(self, wr: WorkerRound) -> None:
         now = self.io.now()
