@@ -130,30 +130,30 @@ class ForwardingLoop:
         if sw.queued:
             self._process_queued(sw, port, frame)
             return
+        outs = self._run_pipeline(port, sw.process, port, frame)
+        for out_port, out in outs or ():
+            self._transmit(out_port, out)
+
+    def _run_pipeline(self, port: int, call: Any, *args: Any) -> list[tuple[int, bytes]] | None:
+        """``call(*args)`` (the switch's process or process_at of a frame from ``port``; no
+        closure per frame), counted; None when the pipeline raised: a pipeline bug must not
+        stop the switch (the first ten logged)."""
         try:
-            outs = sw.process(port, frame)
-        except Exception:  # a pipeline bug must not stop the switch
+            outs = call(*args)
+        except Exception:
             self.process_errors += 1
             if self.process_errors <= 10:
                 log.exception("process() failed on a frame from port %d", port)
-            return
+            return None
         self.processed += 1
-        for out_port, out in outs:
-            self._transmit(out_port, out)
+        return outs
 
     def _process_queued(self, sw: Any, port: int, frame: bytes) -> None:
         """A frame through a switch with egress queues: processed at the device's clock,
         each copy sent when the queue model says it leaves its queue (a timer if later)."""
         now = time.monotonic()
-        try:
-            outs = sw.process_at(now - self.dev.t0, port, frame)
-        except Exception:  # a pipeline bug must not stop the switch
-            self.process_errors += 1
-            if self.process_errors <= 10:
-                log.exception("process() failed on a frame from port %d", port)
-            return
-        self.processed += 1
-        for out_port, out in outs:
+        outs = self._run_pipeline(port, sw.process_at, now - self.dev.t0, port, frame)
+        for out_port, out in outs or ():
             t = self.dev.t0 + sw.departure.get(out_port, 0.0)
             if t <= now:
                 self._transmit(out_port, out)
