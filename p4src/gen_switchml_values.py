@@ -18,6 +18,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 TARGET = HERE / "include" / "switchml_values.p4"
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from gen_values import ADD, LOAD, STORE, value_registers  # noqa: E402  (p4src/, beside this file)
 
 from workers.ina.constants import load_constants  # noqa: E402
 
@@ -39,20 +42,7 @@ def values_control(k: int) -> str:
         " * (int32 wrap-around). */\n"
         "control SmValues(inout ina_values_h vals, in slotIndex_t cell, in smValuesOp_t op) {\n"
     ]
-    out += [f'    @name(".MyIngress.sm_v{i}")\n'
-            f"    register<bit<32>>(SWITCHML_CELLS) sm_v{i};\n" for i in range(k)]
-
-    def action(name: str, body: str, local: bool = False) -> None:
-        out.append(f"\n    action {name}() {{\n")
-        if local:
-            out.append("        bit<32> s;\n")
-        out.extend(body.format(i=i) for i in range(k))
-        out.append("    }\n")
-
-    action("store", "        sm_v{i}.write(cell, vals.v{i});\n")
-    action("add", "        sm_v{i}.read(s, cell);\n        s = s + vals.v{i};\n"
-           "        sm_v{i}.write(cell, s);\n        vals.v{i} = s;\n", local=True)
-    action("load", "        sm_v{i}.read(vals.v{i}, cell);\n")
+    out += value_registers(k, "sm_v", "SWITCHML_CELLS", "cell", [STORE, ADD, LOAD])
     out.append(
         "\n    apply {\n"
         "        if (op == SM_VALUES_STORE) {\n            store();\n"

@@ -40,6 +40,30 @@ def values_header(k: int) -> str:
     return _banner(k) + f"\nheader ina_values_h {{\n{fields}}}\n"
 
 
+# The per-value steps both programs' values controls share ({r}: register, {x}: index).
+STORE = ("store", "        {r}.write({x}, vals.v{i});\n")
+ADD = ("add", "        {r}.read(s, {x});\n        s = s + vals.v{i};\n"
+              "        {r}.write({x}, s);\n        vals.v{i} = s;\n")
+LOAD = ("load", "        {r}.read(vals.v{i}, {x});\n")
+
+
+def value_registers(k: int, prefix: str, size: str, index: str,
+                    actions: list[tuple[str, str]]) -> list[str]:
+    """The K register arrays ``<prefix><i>`` of ``size`` entries (control-plane names
+    ``MyIngress.<prefix><i>``) and one action per ``(name, body)``, the body written once per
+    value with ``{r}`` the register, ``{x}`` the ``index`` and ``{i}`` the value; an action
+    whose body reads into ``s`` declares it.  Shared by ina.p4's and switchml.p4's values."""
+    out = [f'    @name(".MyIngress.{prefix}{i}")\n'
+           f"    register<bit<32>>({size}) {prefix}{i};\n" for i in range(k)]
+    for name, body in actions:
+        out.append(f"\n    action {name}() {{\n")
+        if "read(s," in body:
+            out.append("        bit<32> s;\n")
+        out.extend(body.format(r=f"{prefix}{i}", x=index, i=i) for i in range(k))
+        out.append("    }\n")
+    return out
+
+
 def values_regs(k: int) -> str:
     """The values control: per-value registers and the four slot-value operations."""
     out = [_banner(k)]
@@ -54,21 +78,9 @@ def values_regs(k: int) -> str:
         " * (int32 wrap-around). */\n"
         "control InaValues(inout ina_values_h vals, in slotIndex_t slot, in valuesOp_t op) {\n"
     )
-    out += [f'    @name(".MyIngress.agg_v{i}")\n'
-            f"    register<bit<32>>(INA_NUM_SLOTS) agg_v{i};\n" for i in range(k)]
-
-    def action(name: str, body: str, local: bool = False) -> None:
-        out.append(f"\n    action {name}() {{\n")
-        if local:
-            out.append("        bit<32> s;\n")
-        out.extend(body.format(i=i) for i in range(k))
-        out.append("    }\n")
-
-    action("store", "        agg_v{i}.write(slot, vals.v{i});\n")
-    action("add", "        agg_v{i}.read(s, slot);\n        s = s + vals.v{i};\n"
-           "        agg_v{i}.write(slot, s);\n        vals.v{i} = s;\n", local=True)
-    action("load", "        agg_v{i}.read(vals.v{i}, slot);\n")
-    action("clear", "        agg_v{i}.write(slot, 0);\n")
+    out += value_registers(k, "agg_v", "INA_NUM_SLOTS", "slot", [
+        STORE, ADD, LOAD,
+        ("clear", "        {r}.write({x}, 0);\n")])
     out.append(
         "\n    apply {\n"
         "        if (op == VALUES_STORE) {\n            store();\n"
