@@ -177,6 +177,8 @@ def _print(doc: dict[str, Any], stats: Any, out_dir: Path) -> None:
             print(f"  {job}: {len(j['workers'])} workers, γ predicted {g['predicted']:.4g}, "
                   f"measured {g['measured'] or 0:.4g}, s/round {per_mode}, "
                   f"exact {'yes' if j['exact_all_rounds'] else 'NO'}")
+        for line in prediction_lines(doc):
+            print(f"  {line}")
         print(f"  {stats.wall_s:.1f} s on this machine, {stats.events:,} events "
               f"({stats.events_per_s:,.0f}/s), peak RSS {stats.peak_mib:.0f} MiB; "
               f"{out_dir / 'results.json'}")
