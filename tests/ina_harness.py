@@ -299,8 +299,12 @@ class InaSwitch:
         return outs
 
     def _take_turn(self, agg_id: int, job_id: int) -> None:
-        """The twin of routing.p4's round robin for one routed GRAD/PARTIAL."""
-        group, ports = self._route(agg_id, job_id)
+        """The twin of routing.p4's round robin for one routed GRAD/PARTIAL (a group the
+        harness did not install is left to the test: ``expected_port`` then has no answer)."""
+        try:
+            group, ports = self._route(agg_id, job_id)
+        except KeyError:
+            return
         base = group["base"]
         member, self.turns[base] = ecmp_member(self.turns.get(base, 0), self.switch_id,
                                                group["size"])

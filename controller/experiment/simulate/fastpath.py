@@ -4,13 +4,14 @@ switch with ``agg_enabled = 0``, computed from the same rules in a few dictionar
 
 A switch outside the plan's deployment set never aggregates: ``ina.p4`` validates a
 GRAD/PARTIAL/RESULT (admission), routes a GRAD/PARTIAL by ``agg_id`` over the ECMP group
-(its members in turn: the register ``ecmp_turn``), multicasts a RESULT to its job's group (no copy
-back out of its ingress port, an optional per-port destination rewrite), zeroes the UDP
-checksum and recomputes the IPv4 one.  The one register it touches is ``ecmp_turn``, the
-switch's own (the same list the program reads and writes, so that frames taken by either
-path share the turns), and the 128 bytes of values are carried unchanged.  :class:`FastForwarder` does exactly that for the
-frames it recognizes, keeping pyswitch's per-port and drop counters and the program's
-``dropped_echo`` counter as the program would, and hands every other frame (plain IPv4,
+(its members in turn: the register ``ecmp_turn``), multicasts a RESULT to its job's group
+(no copy back out of its ingress port, an optional per-port destination rewrite), zeroes
+the UDP checksum and recomputes the IPv4 one.  The one register it touches is
+``ecmp_turn``, the switch's own (the very list the program reads and writes, so that
+frames taken by either path share the turns), and the 128 bytes of values are carried
+unchanged.  :class:`FastForwarder` does exactly that for the frames it recognizes,
+keeping pyswitch's per-port and drop counters and the program's ``dropped_echo`` counter
+as the program would, and hands every other frame (plain IPv4,
 anything malformed, a non-member, a missing route, a frame addressed to this switch, a
 frame that would be dropped for any reason but an echo) to the real program.  That the two
 give the same (port, bytes) and counters for GRAD, PARTIAL, RESULT, PS and other traffic is
