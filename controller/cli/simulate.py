@@ -151,8 +151,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(f"sweep over budgets {','.join(map(str, budgets))}:")
         for r in sweep:
             ratio = "—" if r["ratio"] is None else f"{r['ratio']:.3f}"
+            links = (f", links within 10 % of the LP {r['links_within']}/{r['links_loaded']}"
+                     if r.get("links_loaded") else "")
             print(f"  budget {r['budget']}: γ predicted {r['predicted']:.4g}, measured "
-                  f"{r['measured'] or 0:.4g}, ratio {ratio}, exact "
+                  f"{r['measured'] or 0:.4g}, ratio {ratio}{links}, exact "
                   f"{'yes' if r['exact'] else 'NO'} ({r['run']})")
         settings = {k: v for k, v in vars(args).items()
                     if isinstance(v, (int, float, str, type(None)))}

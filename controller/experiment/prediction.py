@@ -32,7 +32,7 @@ from typing import Any
 __all__ = ["LinkLoad", "RoundPrediction", "Bound", "JobShape", "link_loads", "launch_link_loads",
            "predict_round", "attribute", "bound_text", "prediction_text", "mode_analysis",
            "jobs_analysis", "as_record", "fill_drain_s", "prediction_lines", "link_table_rows",
-           "SATURATED", "RETX_BIND", "SLOTS_BIND", "QUEUED", "PREDICTED"]
+           "links_within", "LINK_MATCH", "SATURATED", "RETX_BIND", "SLOTS_BIND", "QUEUED", "PREDICTED"]
 
 SATURATED = 0.9
 """A link busy at least this share of the round bound it."""
@@ -44,6 +44,9 @@ GRADs sent bound the run."""
 PREDICTED = 0.10
 """No resource saturated and the round within this share above the prediction: the plan's
 rate plus fill, drain and start skew (the pipeline) bound the run."""
+LINK_MATCH = 0.10
+"""A link whose measured bytes are within this share of the LP's carries the plan's load
+(issue 38's bar, :func:`links_within`)."""
 QUEUED = 1.5
 """No link saturated, the round more than :data:`PREDICTED` above the prediction, and the
 median round trip of a chunk at least this multiple of the unloaded one: queues (and the
@@ -350,6 +353,13 @@ def prediction_lines(results: dict[str, Any]) -> list[str]:
         if isinstance(p, dict) and p.get("round") and p.get("bound"):
             out += [prediction_text(mode, p["round"]), bound_text(mode, p["bound"])]
     return out
+
+
+def links_within(links: list[dict[str, Any]], tolerance: float = LINK_MATCH) -> tuple[int, int]:
+    """``(loaded, within)``: of a prediction's ``links`` records, those the LP loads, and of
+    them those whose measured bytes are within ``tolerance`` of the LP's."""
+    loaded = [x for x in links if x.get("lp_load", 0) > 0 and x.get("ratio") is not None]
+    return len(loaded), sum(abs(x["ratio"] - 1) <= tolerance for x in loaded)
 
 
 def link_table_rows(results: dict[str, Any], limit: int = 12) -> list[list[Any]]:
