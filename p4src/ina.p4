@@ -16,7 +16,7 @@
  *    key; the sums live in the generated InaValues control (include/values_regs.p4);
  *  - include/routing.p4, InaRouting: IPv4 LPM; a RESULT is multicast to the job's group;
  *    a GRAD/PARTIAL goes toward its agg_id (another switch, or 0 = the PS) over the
- *    controller's equal-cost group, next hop crc32(chunk_id ++ switch_id) mod group size.
+ *    controller's equal-cost group, its members in turn (register ecmp_turn).
  * Egress keeps RESULT copies from going back where they came from (counted in
  * MyEgress.dropped_echo) and optionally rewrites their destination per port. Every drop
  * of the program counts its reason (docs/protocol.md §4).

@@ -13,12 +13,15 @@ The tests are written against `InaSwitch`, which only uses the `Target` methods.
 gets a fresh in-process `Switch`; network targets are reset between tests by deleting the
 multicast groups and clone sessions and pushing the pipeline again (`NetSwitchTarget.reset`).
 
-Independent re-implementations of the two hashes the program uses (BMv2's crc32 is the
-standard reflected CRC-32 = zlib.crc32 over the big-endian concatenation of the fields):
+The slot hash the program uses, re-implemented (BMv2's crc32 is the standard reflected
+CRC-32 = zlib.crc32 over the big-endian concatenation of the fields), and its ECMP choice,
+followed by `InaSwitch` as the program makes it (a register BMv2's P4Runtime server cannot
+read):
 
     slot       = base + crc32(job_id:16 ++ round:32 ++ chunk_id:32) mod size
                  (the job's slot range; default the whole pool [0, NUM_SLOTS))
-    ECMP index = crc32(chunk_id:32 ++ switch_id:16) mod group_size   (into the sorted ports)
+    ECMP index = (turn + switch_id) mod group_size   (into the sorted ports; the group's
+                 turn, from 0, one step per GRAD/PARTIAL routed over it: wire.ecmp_member)
 """
 
 from __future__ import annotations
@@ -33,7 +36,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from workers.ina.constants import INA_UDP_PORT, num_slots
-from workers.ina.wire import FrameTemplate, InaPacket, decode_frame, ecmp_member, slot_index
+from workers.ina.wire import (
+    FrameTemplate,
+    InaPacket,
+    MsgType,
+    decode_frame,
+    ecmp_member,
+    slot_index,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 # INSYNC_INA_P4 points the tests at another copy of the program (e.g. a mutated one).
@@ -167,9 +177,13 @@ class InaSwitch:
     switch_id: int
     _next_member: int = 0
     routes: dict[int, list[int]] = field(default_factory=dict)
+    groups: dict[int, dict[str, int]] = field(default_factory=dict)  # agg_id -> its group
     jobs: list[int] = field(default_factory=list)
     ps_groups: dict[int, dict[str, int]] = field(default_factory=dict)  # job -> its PS's group
     ps_ports: dict[int, list[int]] = field(default_factory=dict)  # job -> that group's ports
+    retired: set[int] = field(default_factory=set)  # agg ids routed to the PS (route_to_ps)
+    turns: dict[int, int] = field(default_factory=dict)  # group base -> its ecmp_turn
+    predicted: dict[int, int] = field(default_factory=dict)  # group base -> last port's twin
 
     def configure(self, agg_enabled: bool = True) -> InaSwitch:
         self.target.set_default_action(
@@ -236,6 +250,7 @@ class InaSwitch:
         self.target.insert_entry("MyIngress.ina_route", {"hdr.ina.agg_id": agg_id},
                                  "MyIngress.set_group", params)
         self.routes[agg_id] = sorted(ports)
+        self.groups[agg_id] = params
 
     def ps_route(self, job_id: int, ports: list[int]) -> None:
         """The group toward ``job_id``'s own PS (agg_id 0 of that job)."""
@@ -246,13 +261,25 @@ class InaSwitch:
 
     def retire(self, agg_id: int) -> None:
         """A dead switch's id: routed to each job's PS (route_to_ps)."""
+        self.retired.add(agg_id)
         self.target.insert_entry("MyIngress.ina_route", {"hdr.ina.agg_id": agg_id},
                                  "MyIngress.route_to_ps", {})
 
-    def expected_port(self, agg_id: int, chunk_id: int, job_id: int | None = None) -> int:
-        members = (self.ps_ports[job_id] if agg_id == 0 and job_id in self.ps_ports
-                   else self.routes[agg_id])
-        return members[ecmp_member(chunk_id, self.switch_id, len(members))]
+    def _route(self, agg_id: int, job_id: int) -> tuple[dict[str, int], list[int]]:
+        """The group (set_group params) and sorted ports a GRAD/PARTIAL of ``job_id`` toward
+        ``agg_id`` is routed over."""
+        if agg_id == 0 or agg_id in self.retired or agg_id == self.switch_id:
+            # toward the PS: agg_id 0, a retired id, or this switch's own (it does not
+            # aggregate, or has no slot for the job)
+            return self.ps_groups[job_id], self.ps_ports[job_id]
+        return self.groups[agg_id], self.routes[agg_id]
+
+    def expected_port(self, agg_id: int, job_id: int | None = None) -> int:
+        """The port the twin (``wire.ecmp_member`` over the group's turns, advanced by every
+        GRAD/PARTIAL that came out of ``send``) gave the last packet routed toward
+        ``agg_id`` (of ``job_id``: the PS's group is per job; default the first job)."""
+        group, _ = self._route(agg_id, self.jobs[0] if job_id is None else job_id)
+        return self.predicted[group["base"]]
 
     # -------------------------------------------------------------- frames
 
@@ -267,7 +294,21 @@ class InaSwitch:
             dec = decode_frame(data)
             assert dec is not None, f"non-INA frame out of port {out_port}"
             outs.append(Out(out_port, dec, data))
+            if dec.msg_type in (MsgType.GRAD, MsgType.PARTIAL):
+                self._take_turn(dec.agg_id, dec.job_id)
         return outs
+
+    def _take_turn(self, agg_id: int, job_id: int) -> None:
+        """The twin of routing.p4's round robin for one routed GRAD/PARTIAL (a group the
+        harness did not install is left to the test: ``expected_port`` then has no answer)."""
+        try:
+            group, ports = self._route(agg_id, job_id)
+        except KeyError:
+            return
+        base = group["base"]
+        member, self.turns[base] = ecmp_member(self.turns.get(base, 0), self.switch_id,
+                                               group["size"])
+        self.predicted[base] = ports[member]
 
     def counters(self, *names: str) -> dict[str, int]:
         return {n: self.target.counter(n) for n in names}

@@ -108,7 +108,22 @@ def test_independent_hashes_match_zlib_reference_values() -> None:
 
     assert slot_of(1, 2, 3) == zlib.crc32(struct.pack("!HII", 1, 2, 3)) % C.NUM_SLOTS
     assert zlib.crc32(b"123456789") == 0xCBF43926  # the CRC-32 check value BMv2's crc32 meets
-    assert ecmp_member(10, 5, 3) == zlib.crc32(bytes([0, 0, 0, 10, 0, 5])) % 3
+
+
+
+def test_ecmp_member_is_a_round_robin_shifted_by_the_switch_id() -> None:
+    # routing.p4's twin: member (turn + switch_id) mod size, the turn wrapping at the size
+    assert ecmp_member(0, 5, 3) == (2, 1)
+    assert ecmp_member(1, 5, 3) == (0, 2)
+    assert ecmp_member(2, 5, 3) == (1, 0)
+    assert ecmp_member(7, 5, 3) == (2, 1)        # a turn past a shrunk group starts again
+    assert ecmp_member(0, 9, 1) == (0, 0)
+    assert ecmp_member(3, 0xFFFF, 4) == (2, 0)   # the 16-bit sum wraps as in the P4
+    turn, seen = 0, []
+    for _ in range(12):
+        m, turn = ecmp_member(turn, 6, 4)
+        seen.append(m)
+    assert seen == [2, 3, 0, 1] * 3
 
 
 # ====================================================================== target fixture
@@ -244,7 +259,7 @@ def test_n_workers_give_one_partial_with_exact_sums(target, n) -> None:
     # worker_id: that of the GRAD that completed the chunk
     assert out.pkt == InaPacket(MsgType.PARTIAL, 0, JOB, 0, chunk, TOR, n, n,
                                 int(order[-1]), (1 << n) - 1, exact)
-    assert out.port == sw.expected_port(TOR, chunk)
+    assert out.port == sw.expected_port(TOR)
     # the job has 10 workers: completion was by fan-in, not by the job's mask
     assert sw.counters("aggregated", "completed") == {"aggregated": n, "completed": 1}
 
@@ -289,7 +304,7 @@ def test_duplicate_after_completion_reemits_stored_partial(target) -> None:
     assert again.values.tolist() == first.values.tolist() == (a + b).tolist()
     assert replace(again.pkt, flags=0, worker_id=0) == replace(first.pkt, worker_id=0)
     assert again.pkt.flags == Flag.RETRANSMIT
-    assert again.port == sw.expected_port(TOR, 11)
+    assert again.port == sw.expected_port(TOR)
     # a plain network duplicate after completion is answered the same way
     (third,) = sw.send(2, grad(1, b))
     assert third.values.tolist() == first.values.tolist()
@@ -305,7 +320,7 @@ def test_retransmit_never_claims_a_free_slot_but_joins_its_own(target) -> None:
     # unchanged except agg_id -> PS, FALLBACK flag, TTL; not aggregated
     assert out.pkt == InaPacket.grad(JOB, 0, 40, 0, 2, 0, g0, Flag.RETRANSMIT | Flag.FALLBACK)
     assert out.values.tolist() == g0.tolist()
-    assert out.port == sw.expected_port(0, 40)
+    assert out.port == sw.expected_port(0)
     assert sw.counters("aggregated", "bypassed") == {"aggregated": 0, "bypassed": 1}
     # the slot stayed free: a normal GRAD claims it, and a retransmitted GRAD (the first
     # copy was lost) joins it and completes the chunk
@@ -336,7 +351,7 @@ def test_collision_falls_back_to_tor_then_to_ps(make_target) -> None:
     (out,) = sw.send(2, grad(1, g, chunk=other))
     assert out.pkt == InaPacket.grad(JOB, 0, other, TOR, 2, 1, g, Flag.FALLBACK)
     assert out.values.tolist() == g.tolist()
-    assert out.port == sw.expected_port(TOR, other)
+    assert out.port == sw.expected_port(TOR)
     assert sw.counters("collision", "aggregated") == {"collision": 1, "aggregated": 1}
 
     tor = tor_switch(make_target())
@@ -438,17 +453,22 @@ def test_stale_round_slot_is_reclaimed(target) -> None:
 
 def test_ina_forwarded_by_agg_id_over_ecmp(target) -> None:
     sw = agg_switch(target)
-    seen = set()
+    ports = []
     for chunk in range(60):
         frame = grad(0, vals(chunk), chunk=chunk, agg=OTHER)
         (out,) = sw.send(1, frame)
-        assert out.port == sw.expected_port(OTHER, chunk)
-        seen.add(out.port)
+        assert out.port == sw.expected_port(OTHER)
+        ports.append(out.port)
         # only the TTL (and so the IPv4 checksum) changed
         sent, got = Ether(frame), Ether(out.frame)
         assert got[IP].ttl == sent[IP].ttl - 1
         assert bytes(got[UDP]) == bytes(sent[UDP])
-    assert seen == set(OTHER_PORTS)                         # spread over all members
+    # the members in turn (sorted ports), from member AGG mod size: an exactly even split,
+    # whatever the chunk ids
+    members = sorted(OTHER_PORTS)
+    n = len(members)
+    assert ports == [members[(i + AGG) % n] for i in range(60)]
+    assert all(ports.count(p) == 60 // n for p in members)
     assert sw.counters("aggregated")["aggregated"] == 0
     # an agg_id without a route is dropped and counted
     assert sw.send(1, grad(0, vals(), agg=4242)) == []

@@ -5,8 +5,10 @@ import pytest
 
 from controller.experiment.prediction import (
     Bound,
+    JobShape,
     attribute,
     fill_drain_s,
+    jobs_analysis,
     link_loads,
     mode_analysis,
     predict_round,
@@ -113,6 +115,93 @@ def test_the_run_report_names_the_bound():
     page = report_markdown(results, [])
     assert "ina bound by link: busiest link a->b at 97%" in page
     assert "| ina | a->b | 1 | 19,861 | 24,250 | 1.221 | 0.97 |" in page  # the per-link table
+
+
+def test_the_plans_gamma_is_in_mbits_at_any_link_rate():
+    # links at 0.5 Mbit/s: the plan's γ 0.375 Mbit/s is 0.75 of a link, as at 1 Mbit/s with
+    # γ 0.75 -- the same bytes per link and per round, every time doubled
+    slow = _record(400.0)
+    slow["link_bytes_total"] = {"a->b": 5 * 0.97 * 0.5e6 * 0.4 / 8}
+    p = mode_analysis(slow, plan_loads=[{"from": "a", "to": "b", "load": 0.5, "bw": 0.5}],
+                      gamma=0.375, bw_mbit=0.5, n_chunks=76, frame_bytes=FRAME, n_workers=6,
+                      fill_drain_s=0.0376, window=16)
+    assert p is not None
+    assert p["round"]["lp_s"] == pytest.approx(GRAD * 8 / 0.375e6)  # 0.3178 s, not 0.64
+    (link,) = p["links"]
+    assert link["lp_load"] == pytest.approx(1.0)
+    assert link["lp_bytes"] == pytest.approx(1.0 / 0.75 * GRAD)
+    assert link["utilisation"] == pytest.approx(0.97) and p["bound"]["resource"] == "link"
+
+
+def _job_record(round_s: float, link_bytes: dict, virtual_s: float | None = None) -> dict:
+    rounds = [{"time_s": round_s, "start_skew_s": 0.005, "retransmissions": 0}] * 4
+    sim = {"virtual_s": virtual_s} if virtual_s is not None else {}
+    return {"rounds": rounds, "collisions": 0, "link_bytes_total": link_bytes, "sim": sim}
+
+
+def test_several_jobs_each_get_their_round_and_the_launchs_links():
+    # two jobs share one launch (the same link counters): a->b, planned full, is busy 95 %
+    # of the launch's 1.0 s; each job's round from its own γ in the joint plan
+    shared = {"a->b": 0.95 * 1e6 / 8, "b->c": 0.2 * 1e6 / 8}
+    modes = {"a/ina": _job_record(0.25, shared, virtual_s=1.0),
+             "b/ina": _job_record(0.125, shared, virtual_s=1.0),
+             "a/ps_only": _job_record(0.5, {})}
+    jobs = [JobShape("a", 0.5, 76, 4, 0.0188), JobShape("b", 0.25, 20, 3, 0.0125)]
+    loads = [{"from": "a", "to": "b", "load": 1.0, "bw": 1.0},
+             {"from": "b", "to": "c", "load": 0.25, "bw": 1.0}]
+    out = jobs_analysis(modes, jobs, plan_loads=loads, bw_mbit=1.0, frame_bytes=FRAME,
+                        window=16)
+    assert set(out) == {"a/ina", "b/ina"}  # PS-only has no per-job γ in the joint plan
+    a, b = out["a/ina"], out["b/ina"]
+    assert a["round"]["lp_s"] == pytest.approx(76 * FRAME * 8 / 0.5e6)
+    assert b["round"]["lp_s"] == pytest.approx(20 * FRAME * 8 / 0.25e6)
+    assert b["round"]["fill_drain_s"] == 0.0125 and b["round"]["measured_s"] == 0.125
+    assert a["bound"]["resource"] == b["bound"]["resource"] == "link"
+    assert "a->b at 95% (LP load 100%)" in b["bound"]["text"]
+    # the launch's links once, with the first job, over the launch's 1.0 s
+    assert b["links"] == [] and [x["link"] for x in a["links"]] == ["a->b", "b->c"]
+    assert a["links"][1]["lp_bytes"] == pytest.approx(0.25 * 1e6 / 8)
+    assert a["links"][1]["ratio"] == pytest.approx(0.8)
+    lines = prediction_lines({"prediction": out})
+    assert lines[2].startswith("b/ina: predicted ") and lines[3].startswith("b/ina bound by link")
+    # no virtual time (Mininet): the longest job's rounds are the span (4 x 0.25 s)
+    for rec in modes.values():
+        rec["sim"] = {}
+    again = jobs_analysis(modes, jobs, plan_loads=loads, bw_mbit=1.0, frame_bytes=FRAME)
+    assert again["a/ina"]["links"][0]["utilisation"] == pytest.approx(0.95)
+    assert jobs_analysis(modes, jobs, plan_loads=loads, bw_mbit=0, frame_bytes=FRAME) == {}
+
+
+def test_a_jobs_run_names_what_bound_each_job(tmp_path, capsys):
+    import json
+
+    from controller.cli.main import main
+    assert main(["simulate", "--no-train", "--modes", "ina", "--jobs", "2", "--rounds", "2",
+                 "--hidden", "4", "--out", str(tmp_path), "--name", "j"]) == 0
+    doc = json.loads((tmp_path / "j" / "results.json").read_text())
+    pred = doc["prediction"]
+    assert set(pred) == {f"{j}/ina" for j in doc["jobs"]} and len(pred) == 2
+    out = capsys.readouterr().out
+    page = (tmp_path / "j" / "report.md").read_text()
+    for label, p in pred.items():
+        assert p["round"]["measured_s"] > 0 and p["bound"]["resource"]
+        assert f"{label} bound by {p['bound']['text']}" in out
+        assert f"{label} bound by {p['bound']['text']}" in page
+
+
+def test_every_link_carries_the_lps_bytes_in_the_simulated_network(tmp_path):
+    # make-run's network, budget 0: the ECMP round robin (routing.p4) splits every switch's
+    # traffic as the LP's per-hop even split; the crc32 hash left core links at 0.67 / 1.33
+    import json
+
+    from controller.cli.main import main
+    assert main(["simulate", "--no-train", "--modes", "ina", "--budget", "0", "--rounds", "2",
+                 "--out", str(tmp_path), "--name", "r"]) == 0
+    doc = json.loads((tmp_path / "r" / "results.json").read_text())
+    links = [x for x in doc["prediction"]["ina"]["links"] if x["lp_load"] > 0]
+    assert len(links) == 36 and sum(x["link"].startswith("agg2->core") for x in links) == 2
+    assert all(abs(x["ratio"] - 1) <= 0.10 for x in links), [
+        (x["link"], round(x["ratio"], 3)) for x in links if abs(x["ratio"] - 1) > 0.10]
 
 
 def test_a_window_too_small_sets_the_predicted_round():

@@ -149,7 +149,7 @@ def test_ina_p4_control_plane_names_stay_put() -> None:
                            "absorbed", "dropped_duplicate", "dropped_not_ipv4",
                            "dropped_ipv4_noroute")] + ["MyEgress.dropped_echo"])
     assert sorted(r.preamble.name for r in info.registers) == sorted(
-        [ing + r for r in ("slot_key", "slot_bitmap", "slot_count")]
+        [ing + r for r in ("slot_key", "slot_bitmap", "slot_count", "ecmp_turn")]
         + [f"{ing}agg_v{i}" for i in range(C.K)])
     keys = {t.preamble.name: [m.name for m in t.match_fields] for t in info.tables}
     assert keys[ing + "ina_member"] == ["hdr.ina.job_id", "hdr.ina.worker_id",

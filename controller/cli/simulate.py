@@ -151,8 +151,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(f"sweep over budgets {','.join(map(str, budgets))}:")
         for r in sweep:
             ratio = "—" if r["ratio"] is None else f"{r['ratio']:.3f}"
+            links = (f", links within 10 % of the LP {r['links_within']}/{r['links_loaded']}"
+                     if r.get("links_loaded") else "")
             print(f"  budget {r['budget']}: γ predicted {r['predicted']:.4g}, measured "
-                  f"{r['measured'] or 0:.4g}, ratio {ratio}, exact "
+                  f"{r['measured'] or 0:.4g}, ratio {ratio}{links}, exact "
                   f"{'yes' if r['exact'] else 'NO'} ({r['run']})")
         settings = {k: v for k, v in vars(args).items()
                     if isinstance(v, (int, float, str, type(None)))}
@@ -177,6 +179,8 @@ def _print(doc: dict[str, Any], stats: Any, out_dir: Path) -> None:
             print(f"  {job}: {len(j['workers'])} workers, γ predicted {g['predicted']:.4g}, "
                   f"measured {g['measured'] or 0:.4g}, s/round {per_mode}, "
                   f"exact {'yes' if j['exact_all_rounds'] else 'NO'}")
+        for line in prediction_lines(doc):
+            print(f"  {line}")
         print(f"  {stats.wall_s:.1f} s on this machine, {stats.events:,} events "
               f"({stats.events_per_s:,.0f}/s), peak RSS {stats.peak_mib:.0f} MiB; "
               f"{out_dir / 'results.json'}")

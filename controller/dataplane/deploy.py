@@ -9,7 +9,7 @@ it routes INA packets by ``agg_id`` with the very same ECMP hash but never aggre
 every aggregation point t (the deployed switches, the PS's ToR) and for the PS itself (agg_id
 0), every other switch gets the group of its ECMP next hops toward t
 (:func:`topo.paths.ecmp_next_hops`, the function the LP used for its link loads); the data
-plane picks a member by crc32(chunk_id ++ switch_id).  Deploying is idempotent: the pipeline
+plane takes the group's members in turn (routing.p4's ``ecmp_turn``).  Deploying is idempotent: the pipeline
 is pushed again (which clears every table) and the same entries are written.
 """
 

@@ -15,7 +15,13 @@ per round on top of the LP's ``T_LP = gradient frame bytes x 8 / (γ x bw)``:
   RESULT multicast is in the LP's loads when the plan has ``result_load``.
 
 :func:`link_loads` compares the LP's load of every directed link with the bytes measured on
-it; :func:`attribute` names the resource that bound the run, with its figure.
+it; :func:`attribute` names the resource that bound the run, with its figure;
+:func:`jobs_analysis` does both for each job of a launch of several (``run --jobs``).
+
+Units: the plan's γ is in Mbit/s where the links have a rate (``--bw``: the LP's capacities
+are the links' Mbit/s); :func:`link_loads`, :func:`predict_round` and :func:`attribute`
+take it as a share of ``bw_mbit`` (``γ / bw``), which :func:`mode_analysis` and
+:func:`jobs_analysis` pass them.
 """
 
 from __future__ import annotations
@@ -23,10 +29,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["LinkLoad", "RoundPrediction", "Bound", "link_loads", "predict_round", "attribute",
-           "bound_text", "prediction_text", "mode_analysis", "as_record", "fill_drain_s", "prediction_lines",
-           "link_table_rows", "SATURATED", "RETX_BIND", "SLOTS_BIND",
-           "QUEUED", "PREDICTED"]
+__all__ = ["LinkLoad", "RoundPrediction", "Bound", "JobShape", "link_loads", "launch_link_loads",
+           "predict_round", "attribute", "bound_text", "prediction_text", "mode_analysis",
+           "jobs_analysis", "as_record", "fill_drain_s", "prediction_lines", "link_table_rows",
+           "links_within", "LINK_MATCH", "SATURATED", "RETX_BIND", "SLOTS_BIND", "QUEUED", "PREDICTED"]
 
 SATURATED = 0.9
 """A link busy at least this share of the round bound it."""
@@ -38,6 +44,9 @@ GRADs sent bound the run."""
 PREDICTED = 0.10
 """No resource saturated and the round within this share above the prediction: the plan's
 rate plus fill, drain and start skew (the pipeline) bound the run."""
+LINK_MATCH = 0.10
+"""A link whose measured bytes are within this share of the LP's carries the plan's load
+(issue 38's bar, :func:`links_within`)."""
 QUEUED = 1.5
 """No link saturated, the round more than :data:`PREDICTED` above the prediction, and the
 median round trip of a chunk at least this multiple of the unloaded one: queues (and the
@@ -95,7 +104,8 @@ def link_loads(plan_loads: list[dict[str, Any]], link_bytes_total: dict[str, flo
                gamma: float) -> list[LinkLoad]:
     """Every directed link the plan loads or the run used, busiest (measured) first.
     ``plan_loads``: the plan's ``loads`` (``from``, ``to``, ``load``, ``bw``);
-    ``link_bytes_total``: the record's bytes per ``"a->b"`` over ``rounds`` rounds."""
+    ``link_bytes_total``: the record's bytes per ``"a->b"`` over ``rounds`` rounds; ``gamma``
+    the plan's γ as a share of ``bw_mbit`` (module docstring)."""
     lp = {f"{x['from']}->{x['to']}": x["load"] / (x.get("bw") or 1.0) for x in plan_loads}
     out = []
     for link in sorted(set(lp) | set(link_bytes_total)):
@@ -112,7 +122,8 @@ def predict_round(gamma: float, bw_mbit: float, grad_frame_bytes: float, fill_dr
                   skew_s: float, measured_s: float, window_s: float = 0.0) -> RoundPrediction:
     """The round's time from the LP's γ plus the protocol's costs (module docstring):
     ``max(T_LP, window_s) + fill_drain_s + skew_s``, ``window_s`` the time the chunks take
-    at one window per unloaded round trip (a window too small for the path)."""
+    at one window per unloaded round trip (a window too small for the path); ``gamma`` a
+    share of ``bw_mbit``."""
     lp_s = grad_frame_bytes * 8 / (gamma * bw_mbit * 1e6) if gamma > 0 else float("inf")
     return RoundPrediction(lp_s=lp_s, fill_drain_s=fill_drain_s, skew_s=skew_s,
                            predicted_s=max(lp_s, window_s) + fill_drain_s + skew_s,
@@ -124,7 +135,8 @@ def attribute(*, links: list[LinkLoad], grads_sent: float, retransmissions: floa
               cpus: int | None = None, transport: dict[str, Any] | None = None,
               frame_bytes: int, bw_mbit: float, gamma: float, window: int | None = None,
               prediction: RoundPrediction | None = None) -> Bound:
-    """The binding resource of one mode's rounds (pure), the first that holds of: the cores
+    """The binding resource of one mode's rounds (pure; ``gamma`` a share of ``bw_mbit``),
+    the first that holds of: the cores
     (``cores_bound``: the pace record's), slots (:data:`SLOTS_BIND` of the GRADs sent fell
     back to the PS raw, more than were retransmitted), retransmissions (:data:`RETX_BIND`
     of the GRADs sent), the window
@@ -213,20 +225,36 @@ def mode_analysis(rec: dict[str, Any], *, plan_loads: list[dict[str, Any]], gamm
                   fill_drain_s: float, window: int | None = None,
                   pace: dict[str, Any] | None = None,
                   max_links: int | None = None) -> dict[str, Any] | None:
-    """``prediction`` of one mode's record (pure): the round predicted from ``gamma`` and the
-    protocol's costs, the bound (:func:`attribute`) and the links (:func:`link_loads`,
-    the ``max_links`` busiest).  None without rounds or without ``bw``."""
+    """``prediction`` of one mode's record (pure): the round predicted from ``gamma`` (the
+    plan's, Mbit/s with links at ``bw_mbit``) and the protocol's costs, the bound
+    (:func:`attribute`) and the links (:func:`link_loads`, the ``max_links`` busiest).  None
+    without rounds or without ``bw``."""
     import numpy as np
 
     rounds = rec.get("rounds") or []
     if not rounds or not bw_mbit or gamma <= 0:
         return None
+    share = gamma / bw_mbit  # the plan's Mbit/s as a share of the links' rate
+    s_per_round = float(np.median([r["time_s"] for r in rounds]))
+    links = link_loads(plan_loads, rec.get("link_bytes_total") or {}, len(rounds), s_per_round,
+                       bw_mbit, n_chunks * frame_bytes, share)
+    return _analysis(rec, links, share, bw_mbit=bw_mbit, n_chunks=n_chunks,
+                     frame_bytes=frame_bytes, n_workers=n_workers, fill_drain_s=fill_drain_s,
+                     window=window, pace=pace, max_links=max_links)
+
+
+def _analysis(rec: dict[str, Any], links: list[LinkLoad], share: float, *, bw_mbit: float,
+              n_chunks: int, frame_bytes: int, n_workers: int, fill_drain_s: float,
+              window: int | None, pace: dict[str, Any] | None,
+              max_links: int | None) -> dict[str, Any]:
+    """The round, the bound and the links of one record with rounds, ``share`` its γ over
+    ``bw_mbit``."""
+    import numpy as np
+
+    rounds = rec["rounds"]
     s_per_round = float(np.median([r["time_s"] for r in rounds]))
     skews = [r["start_skew_s"] for r in rounds if r.get("start_skew_s") is not None]
-    grad_bytes = n_chunks * frame_bytes
-    links = link_loads(plan_loads, rec.get("link_bytes_total") or {}, len(rounds), s_per_round,
-                       bw_mbit, grad_bytes, gamma)
-    pred = predict_round(gamma, bw_mbit, grad_bytes, fill_drain_s,
+    pred = predict_round(share, bw_mbit, n_chunks * frame_bytes, fill_drain_s,
                          float(np.median(skews)) if skews else 0.0, s_per_round,
                          window_s=n_chunks / window * fill_drain_s if window else 0.0)
     retx = sum(r.get("retransmissions", 0) for r in rounds)
@@ -236,11 +264,74 @@ def mode_analysis(rec: dict[str, Any], *, plan_loads: list[dict[str, Any]], gamm
                       fallbacks=float(rec.get("collisions") or 0),
                       cores_bound=p.get("binding") == "cores", busy_cores=p.get("busy_cores"),
                       cpus=p.get("cpus"), transport=(rec.get("sim") or {}).get("transport"),
-                      frame_bytes=frame_bytes, bw_mbit=bw_mbit, gamma=gamma, window=window,
+                      frame_bytes=frame_bytes, bw_mbit=bw_mbit, gamma=share, window=window,
                       prediction=pred)
     shown = links if max_links is None else links[:max_links]
     return {"round": as_record(pred), "bound": asdict(bound),
             "links": [{**asdict(x), "ratio": x.ratio} for x in shown]}
+
+
+@dataclass(frozen=True)
+class JobShape:
+    """One job of a launch of several, as :func:`jobs_analysis` needs it."""
+
+    name: str
+    gamma: float  # the joint plan's γ of the job: Mbit/s with links at bw (as one job's)
+    n_chunks: int
+    n_workers: int
+    fill_drain_s: float  # its farthest worker's unloaded round trip (:func:`fill_drain_s`)
+
+
+def launch_link_loads(plan_loads: list[dict[str, Any]], link_bytes_total: dict[str, float],
+                      span_s: float, bw_mbit: float) -> list[LinkLoad]:
+    """Every directed link of a launch of several jobs, busiest first: the jobs share the
+    launch's links (each job's record holds the same counters) and finish at different
+    times, so a link is compared over the launch -- ``bytes`` measured in its ``span_s``
+    seconds, ``lp_bytes`` what the plan's joint load (Σ_j of the jobs' loads) puts there in
+    that time, ``utilisation`` the measured share of it."""
+    lp = {f"{x['from']}->{x['to']}": x["load"] / (x.get("bw") or 1.0) for x in plan_loads}
+    cap = bw_mbit * 1e6 * span_s / 8  # bytes a link carries in the span at its rate
+    out = [LinkLoad(link=link, lp_load=lp.get(link, 0.0), lp_bytes=lp.get(link, 0.0) * cap,
+                    bytes=float(link_bytes_total.get(link, 0)),
+                    utilisation=link_bytes_total.get(link, 0) / cap if cap > 0 else 0.0)
+           for link in sorted(set(lp) | set(link_bytes_total))]
+    return sorted(out, key=lambda x: (-x.utilisation, -x.lp_load, x.link))
+
+
+def jobs_analysis(modes: dict[str, dict[str, Any]], jobs: list[JobShape], *,
+                  plan_loads: list[dict[str, Any]], bw_mbit: float, frame_bytes: int,
+                  mode: str = "ina", window: int | None = None,
+                  pace: dict[str, dict[str, Any]] | None = None,
+                  max_links: int | None = None) -> dict[str, Any]:
+    """``prediction`` of a launch of several jobs (pure), per ``<job>/<mode>`` record of the
+    INA mode ``mode``: each job's round from its γ in the joint plan and its own fill,
+    drain and start skew (:func:`predict_round`), and what bound it (:func:`attribute`,
+    over the launch's links, :func:`launch_link_loads`: the link named may carry the other
+    jobs' traffic too).  The links are the launch's, stored once, with its first job.  The
+    launch's span is the simulated network's virtual time where it has one (``sim.
+    virtual_s``), else its longest job's rounds.  PS-only, ToR-only and the jobs run alone
+    have no per-job γ in the joint plan: not predicted.  Empty without ``bw``."""
+    if not bw_mbit:
+        return {}
+    mine = [(j, modes.get(f"{j.name}/{mode}")) for j in jobs]
+    mine = [(j, rec) for j, rec in mine if isinstance(rec, dict) and rec.get("rounds")
+            and j.gamma > 0]
+    if not mine:
+        return {}
+    first = mine[0][1]
+    span = (first.get("sim") or {}).get("virtual_s") or max(
+        sum(r["time_s"] for r in rec["rounds"]) for _, rec in mine)
+    links = launch_link_loads(plan_loads, first.get("link_bytes_total") or {}, span, bw_mbit)
+    out = {}
+    for i, (j, rec) in enumerate(mine):
+        label = f"{j.name}/{mode}"
+        out[label] = _analysis(rec, links, j.gamma / bw_mbit, bw_mbit=bw_mbit,
+                               n_chunks=j.n_chunks, frame_bytes=frame_bytes,
+                               n_workers=j.n_workers, fill_drain_s=j.fill_drain_s,
+                               window=window, pace=(pace or {}).get(label),
+                               max_links=max_links if i == 0 else 0)
+        out[label]["links_over"] = "launch"
+    return out
 
 
 def fill_drain_s(graph: Any, workers: list[str], ps: str, bw_mbit: float,
@@ -262,6 +353,13 @@ def prediction_lines(results: dict[str, Any]) -> list[str]:
         if isinstance(p, dict) and p.get("round") and p.get("bound"):
             out += [prediction_text(mode, p["round"]), bound_text(mode, p["bound"])]
     return out
+
+
+def links_within(links: list[dict[str, Any]], tolerance: float = LINK_MATCH) -> tuple[int, int]:
+    """``(loaded, within)``: of a prediction's ``links`` records, those the LP loads, and of
+    them those whose measured bytes are within ``tolerance`` of the LP's."""
+    loaded = [x for x in links if x.get("lp_load", 0) > 0 and x.get("ratio") is not None]
+    return len(loaded), sum(abs(x["ratio"] - 1) <= tolerance for x in loaded)
 
 
 def link_table_rows(results: dict[str, Any], limit: int = 12) -> list[list[Any]]:

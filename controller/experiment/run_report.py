@@ -190,7 +190,9 @@ def report_markdown(results: dict[str, Any], pictures: list[str]) -> str:
                 "The busiest directed links (measured), per round: the LP's load (share of "
                 "the link), the bytes it puts there (load / γ × the gradient's frame bytes), "
                 "the bytes measured, their ratio, and the measured share of the round the "
-                "link was busy.", "",
+                "link was busy. Several jobs: the launch's links, once (its first job's row), "
+                "over the whole launch: the LP's bytes are its joint load over the launch's "
+                "time.", "",
                 *_table(["mode", "link", "LP load", "LP bytes", "measured bytes",
                          "measured/LP", "utilisation"], links), ""]
     if PLAN_PICTURE in pictures:

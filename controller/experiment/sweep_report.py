@@ -7,13 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from controller.experiment.prediction import links_within
+
 __all__ = ["sweep_row", "sweep_markdown", "plot_sweep"]
 
 
 def sweep_row(budget: int, run: str, doc: dict[str, Any]) -> dict[str, Any]:
     """One run of a sweep (pure): its folder, planner, γ predicted and measured (the jobs'
     sums with several jobs), exactness, and for one job the round predicted and measured
-    and what bound it (``doc["prediction"]``)."""
+    and what bound it (``doc["prediction"]``), and how many of the links the LP loads carry
+    its bytes within 10 % (:func:`~controller.experiment.prediction.links_within`)."""
     if "jobs" in doc:
         js = doc["jobs"].values()
         predicted = sum(j["gamma"]["predicted"] for j in js)
@@ -31,11 +34,17 @@ def sweep_row(budget: int, run: str, doc: dict[str, Any]) -> dict[str, Any]:
                     "s_per_round_measured": p["round"]["measured_s"],
                     "round_error": p["round"]["error"], "bound": p["bound"]["resource"],
                     "bound_text": p["bound"]["text"]})
+        row["links_loaded"], row["links_within"] = links_within(p.get("links") or [])
     return row
 
 
 def _f(v: Any, spec: str) -> str:
     return "—" if v is None else format(v, spec)
+
+
+def _links(r: dict[str, Any]) -> str:
+    """``within/loaded`` links of a row (— without a per-link comparison)."""
+    return f"{r['links_within']}/{r['links_loaded']}" if r.get("links_loaded") else "—"
 
 
 def sweep_markdown(name: str, rows: list[dict[str, Any]], settings: dict[str, Any],
@@ -50,14 +59,15 @@ def sweep_markdown(name: str, rows: list[dict[str, Any]], settings: dict[str, An
     if shown:
         out += ["Settings: " + ", ".join(shown) + ".", ""]
     out += ["| budget | planner | γ predicted | γ measured | ratio | s/round predicted | "
-            "s/round measured | error | bound | exact | run |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "s/round measured | error | bound | links within 10 % of the LP | exact | run |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['budget']} | {r.get('planner') or '—'} | {_f(r['predicted'], '.4g')} | "
                    f"{_f(r['measured'], '.4g')} | {_f(r['ratio'], '.3f')} | "
                    f"{_f(r.get('s_per_round_predicted'), '.4f')} | "
                    f"{_f(r.get('s_per_round_measured'), '.4f')} | "
                    f"{_f(r.get('round_error'), '+.1%')} | {r.get('bound') or '—'} | "
+                   f"{_links(r)} | "
                    f"{'yes' if r['exact'] else 'NO'} | [{r['run']}]({r['run']}/report.md) |")
     out.append("")
     if figure:

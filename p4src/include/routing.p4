@@ -4,7 +4,8 @@
  *    control keeps copies from going back where they came from);
  *  - GRAD/PARTIAL: toward agg_id over the controller's equal-cost group for it (ina_route;
  *    agg_id 0 = the job's own PS, ps_route by job_id, so that every job has its PS),
- *    member crc32(chunk_id ++ switch_id) mod group size.
+ *    the group's members in turn (round robin: register ecmp_turn, one turn per group),
+ *    from member switch_id mod group size.
  * A packet with nowhere to go is counted and dropped: an INA packet in dropped_noroute,
  * plain IPv4 that misses ipv4_lpm (or hits a drop entry) in dropped_ipv4_noroute, so that
  * INA's own routing faults stay apart from stray host traffic. Control-plane names keep
@@ -89,6 +90,15 @@ control InaRouting(inout headers_t hdr,
         size = 256;
     }
 
+    /* The next member of each group (indexed by its base): the group's members in turn, so
+     * that every switch splits what it forwards toward a destination evenly over the
+     * equal-cost next hops, to one packet, whichever packets reach it -- the LP's
+     * "ecmp-per-hop-even" split (docs/design.md §3.2).  A hash of the chunk id cannot:
+     * crc32 is linear, so the hops of a path pick correlated members, and a few dozen
+     * chunks split unevenly even with an independent hash (docs/simulate.md, cause 2). */
+    @name(".MyIngress.ecmp_turn")
+    register<bit<16>>(4096) ecmp_turn;
+
     @name(".MyIngress.ina_nexthop")
     table ina_nexthop {
         key = { meta.member_index: exact; }
@@ -113,6 +123,8 @@ control InaRouting(inout headers_t hdr,
         }
         /* the group [base, base + size) of ina_nexthop toward agg_id */
         bool found = false;
+        bit<16> turn = 0;
+        bit<16> shifted;
         if (hdr.ina.agg_id == INA_AGG_ID_PS) {
             meta.to_ps = 1;
         } else {
@@ -122,8 +134,20 @@ control InaRouting(inout headers_t hdr,
             found = ps_route.apply().hit;
         }
         if (found && meta.group_size != 0) {
-            hash(meta.member_index, HashAlgorithm.crc32, meta.group_base,
-                 { hdr.ina.chunk_id, meta.switch_id }, meta.group_size);
+            ecmp_turn.read(turn, (bit<32>)meta.group_base);
+            if (turn >= meta.group_size) {
+                turn = 0;  /* the group shrank since (re-planned) */
+            }
+            /* the turn shifted by the switch id: switches that receive the same packets at
+             * once (a pod's edges, sent in the same order) do not pick the same members */
+            shifted = turn + meta.switch_id;
+            hash(meta.member_index, HashAlgorithm.identity, meta.group_base,
+                 { shifted }, meta.group_size);
+            if (turn + 1 == meta.group_size) {
+                ecmp_turn.write((bit<32>)meta.group_base, 0);
+            } else {
+                ecmp_turn.write((bit<32>)meta.group_base, turn + 1);
+            }
             if (ina_nexthop.apply().hit) {
                 return;
             }

@@ -479,10 +479,15 @@ def slot_index(job_id: int, round: int, chunk_id: int, base: int = 0,
     return base + zlib.crc32(struct.pack("!HII", job_id, round, chunk_id)) % n
 
 
-def ecmp_member(chunk_id: int, switch_id: int, group_size: int) -> int:
-    """Index into the sorted equal-cost next-hop ports that switch `switch_id` picks for
-    `chunk_id`, as ina.p4 computes it: crc32(chunk_id:32 ++ switch_id:16) mod group_size."""
-    return zlib.crc32(struct.pack("!IH", chunk_id, switch_id)) % group_size
+def ecmp_member(turn: int, switch_id: int, group_size: int) -> tuple[int, int]:
+    """``(member, next turn)`` of a GRAD/PARTIAL that switch ``switch_id`` routes over an
+    equal-cost group whose register ``ecmp_turn`` holds ``turn``, as ina.p4 computes it
+    (routing.p4): the group's members in turn, round robin, shifted by the switch id --
+    member = (turn + switch_id) mod group_size (v1model's identity hash of the 16-bit sum),
+    indexing the group's sorted next-hop ports.  A turn at or past the size (a group that
+    shrank) starts again at 0."""
+    t = turn if turn < group_size else 0
+    return ((t + switch_id) & 0xFFFF) % group_size, (0 if t + 1 == group_size else t + 1)
 
 
 __all__ = [

@@ -4,12 +4,14 @@ switch with ``agg_enabled = 0``, computed from the same rules in a few dictionar
 
 A switch outside the plan's deployment set never aggregates: ``ina.p4`` validates a
 GRAD/PARTIAL/RESULT (admission), routes a GRAD/PARTIAL by ``agg_id`` over the ECMP group
-``crc32(chunk_id ++ switch_id) mod size``, multicasts a RESULT to its job's group (no copy
-back out of its ingress port, an optional per-port destination rewrite), zeroes the UDP
-checksum and recomputes the IPv4 one.  Nothing of this touches a register, and the 128
-bytes of values are carried unchanged.  :class:`FastForwarder` does exactly that for the
-frames it recognizes, keeping pyswitch's per-port and drop counters and the program's
-``dropped_echo`` counter as the program would, and hands every other frame (plain IPv4,
+(its members in turn: the register ``ecmp_turn``), multicasts a RESULT to its job's group
+(no copy back out of its ingress port, an optional per-port destination rewrite), zeroes
+the UDP checksum and recomputes the IPv4 one.  The one register it touches is
+``ecmp_turn``, the switch's own (the very list the program reads and writes, so that
+frames taken by either path share the turns), and the 128 bytes of values are carried
+unchanged.  :class:`FastForwarder` does exactly that for the frames it recognizes,
+keeping pyswitch's per-port and drop counters and the program's ``dropped_echo`` counter
+as the program would, and hands every other frame (plain IPv4,
 anything malformed, a non-member, a missing route, a frame addressed to this switch, a
 frame that would be dropped for any reason but an echo) to the real program.  That the two
 give the same (port, bytes) and counters for GRAD, PARTIAL, RESULT, PS and other traffic is
@@ -19,7 +21,8 @@ It is a second reader of INA frames beside the hosts' codec, but not a second de
 every offset and width comes from the frame layout of :mod:`workers.ina.wire`
 (``FRAME_FIELDS``: ``HEADER_FIELDS`` behind Ethernet, IPv4 and UDP, each tested equal to
 p4src/include/headers.p4), the UDP port, lengths, message types and worker count from
-``constants.p4`` (:mod:`workers.ina.constants`), the ECMP member from ``ecmp_member``.
+``constants.p4`` (:mod:`workers.ina.constants`), the ECMP member from ``ecmp_member``
+(:mod:`workers.ina.wire`, routing.p4's twin).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ __all__ = ["FastForwarder", "forwarder"]
 _READ = (("ethernet.etherType",) * 2, ("ipv4.version", "ipv4.ihl"), ("ipv4.ttl",) * 2,
          ("ipv4.protocol",) * 2, ("ipv4.hdrChecksum",) * 2, ("udp.dstPort",) * 2,
          ("udp.length",) * 2, ("ina.msg_type",) * 2, ("ina.job_id",) * 2,
-         ("ina.chunk_id",) * 2, ("ina.agg_id",) * 2, ("ina.count",) * 2,
+         ("ina.agg_id",) * 2, ("ina.count",) * 2,
          ("ina.worker_id",) * 2, ("ina.bitmap",) * 2)
 
 
@@ -126,13 +129,17 @@ class FastForwarder:
         self.mcast: dict[int, list[int]] = {g: list(ps) for g, ps in rules.mcast_groups.items()}
         echo = switch.counters.get("MyEgress.dropped_echo")
         self._echo = (echo[0], echo[1]) if echo else None
+        turns = switch.registers.get(ING + "ecmp_turn")
+        if turns is None:
+            raise RuntimeError("ina.p4 without MyIngress.ecmp_turn")
+        self.turns: list[int] = turns[0]  # the program's register: group base -> next member
         self.fast = 0  # frames forwarded without running the program
 
     def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """The program's outputs for ``frame`` arriving on ``port``."""
         if len(frame) != FRAME_BYTES:
             return self.slow(port, frame)
-        (etype, ver_ihl, ttl, proto, hc, dport, ulen, mt, job_id, chunk_id, agg_id, count,
+        (etype, ver_ihl, ttl, proto, hc, dport, ulen, mt, job_id, agg_id, count,
          worker, bitmap) = _FIELDS.unpack_from(frame)
         # MyVerifyChecksum: the sum over the 20 header bytes folds to 0xFFFF exactly when
         # the stored checksum equals the computed one, except a stored 0xFFFF for a
@@ -163,13 +170,14 @@ class FastForwarder:
         group = self.ps_route.get(job_id) if agg_id == 0 else self.ina_route.get(agg_id, ())
         if group is None:  # route_to_ps
             group = self.ps_route.get(job_id)
-        if not group or not group[1]:
+        if not group or not group[1] or group[0] >= len(self.turns):
             return self.slow(port, frame)
         base, size = group
-        out_port = self.nexthop.get((base + ecmp_member(chunk_id, self.switch_id, size))
-                                    & 0xFFFF)
+        member, turn = ecmp_member(self.turns[base], self.switch_id, size)
+        out_port = self.nexthop.get((base + member) & 0xFFFF)
         if out_port is None:
-            return self.slow(port, frame)
+            return self.slow(port, frame)  # the program takes its turn itself
+        self.turns[base] = turn
         # set_port: ttl - 1, the UDP checksum zeroed; MyComputeChecksum, done incrementally
         # (RFC 1624 eq. 3 on the 16-bit word that holds the TTL; the result equals the
         # recomputed sum since the stored one was verified)

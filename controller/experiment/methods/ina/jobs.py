@@ -21,6 +21,7 @@ import numpy as np
 from controller.experiment.methods.ina.core import Settings
 from controller.experiment.methods.ina.engine import ALONE
 from controller.experiment.methods.ina.tenants import Tenant
+from controller.experiment.prediction import prediction_lines
 from controller.experiment.records import pace_lines
 from controller.plan.lp_jobs import jain
 from controller.plan.types import Plan
@@ -138,6 +139,8 @@ def print_jobs(results: dict[str, Any], console: Any) -> None:
                   f"{'-' if fair is None else format(fair, '.3f')}; planned "
                   f"{f(results.get('fairness_planned'), '.3f')}")
     for line in pace_lines(results):  # one per sync mode, over every job
+        console.print(line)
+    for line in prediction_lines(results):  # per job: its round predicted, what bound it
         console.print(line)
 
 

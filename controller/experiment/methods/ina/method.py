@@ -172,6 +172,32 @@ def _prediction(s: Settings, plan: Plan, modes: dict, n_chunks: int, mode: str,
     return out
 
 
+def _jobs_prediction(s: Settings, plan: Plan, tenants: list, modes: dict) -> dict[str, Any]:
+    """Per job of a launch of several, its INA rounds predicted and what bound them
+    (:func:`controller.experiment.prediction.jobs_analysis`); empty without ``--bw``."""
+    from controller.experiment.methods.ina.core import mode_window
+    from controller.experiment.prediction import JobShape, fill_drain_s, jobs_analysis
+    from controller.experiment.records import pace
+    from topo.models import from_dict
+
+    if not s.bw:
+        return {}
+    try:
+        graph = from_dict(plan.topology["graph"])
+    except Exception:  # noqa: BLE001 -- a plan without its graph: no fill/drain term
+        graph = None
+    # the plan's γ the run recorded (after a fail-over's re-plan, that one), as jobs_summary
+    shapes = [JobShape(name=t.name, gamma=(modes.get(f"{t.name}/ina") or {}).get(
+                           "plan_gamma", t.plan.job.gamma), n_chunks=t.n_chunks,
+                       n_workers=len(t.workers),
+                       fill_drain_s=(fill_drain_s(graph, t.workers, t.ps, s.bw, FRAME_BYTES)
+                                     if graph is not None else 0.0)) for t in tenants]
+    return jobs_analysis(modes, shapes, plan_loads=plan.loads, bw_mbit=s.bw,
+                         frame_bytes=FRAME_BYTES, window=mode_window(s, "ina"),
+                         pace={label: pace(rec) for label, rec in modes.items()
+                               if isinstance(rec, dict)})
+
+
 # ------------------------------------------------------------------ the method
 
 
@@ -292,6 +318,7 @@ class InaMethod(Method):
                     "exact_all_rounds": all(r["exact"] for m in run.modes.values()
                                             for r in m["rounds"]),
                     "failover": [asdict(e) for e in done.switch_events],
+                    "prediction": _jobs_prediction(self.s, done.plan, done.tenants, run.modes),
                     **jobs_summary(done.plan, done.tenants, run.modes, refs, self.s.bw)}
         tenant = done.tenants[0]
         sw = self.s.workload
