@@ -1,0 +1,256 @@
+"""One cell of the suite: a network, a workload, a loss rate and a number of jobs; every
+design run on it in the simulated network (docs/suite.md).  Returns typed results; writes
+each INA run's folder (``results.json``, ``report.md``, plots) under the cell's folder."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.suite.designs import DESIGNS
+from controller.experiment.methods.ina.core import Settings
+from controller.experiment.methods.ina.method import InaMethod
+from controller.experiment.methods.ina.networks import SimulatedNetwork
+from controller.experiment.methods.ring.sim import RingJob, simulate_ring
+from controller.experiment.network import shaped_graph
+from controller.experiment.runner import execute
+from controller.experiment.simulate.network import SimOptions
+from topo.models import parse_topology
+from workers.ina.constants import K, num_slots
+from workers.ina.wire import FRAME_BYTES
+from workers.models.scaling import ring_comm_s, scale_workload
+from workers.ring.wire import HEADER
+from workers.ring.worker import ring_packets
+
+__all__ = ["NETWORKS", "NetworkSpec", "Cell", "DesignResult", "CellResult", "run_cell"]
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    """A network of the suite: topology, workers per job, programmable switches (budget)."""
+
+    name: str
+    topo: str
+    workers: int
+    budget: int
+    what: str
+
+
+NETWORKS: dict[str, NetworkSpec] = {n.name: n for n in (
+    NetworkSpec("makerun", "fattree:4", 6, 2, "make run's: fat-tree k=4, PS h0, 6 workers"),
+    NetworkSpec("k8", "fattree:8", 16, 4, "fat-tree k=8, 16 workers per job"),
+    NetworkSpec("k16", "fattree:16", 64, 8, "fat-tree k=16, 64 workers per job"),
+)}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What a cell varies."""
+
+    network: str
+    model: str
+    loss: float
+    jobs: int
+    scale: int = 10_000
+    rounds: int = 3
+
+    @property
+    def name(self) -> str:
+        return f"{self.network}-{self.model}-loss{self.loss:g}-j{self.jobs}"
+
+
+@dataclass
+class DesignResult:
+    """One design in one cell (None: not measured)."""
+
+    design: str
+    ran: bool
+    exact: bool = False
+    s_per_round: float | None = None  # median over rounds of the slowest job's slowest worker
+    elements_per_s: float | None = None  # all jobs' values all-reduced per second (scaled)
+    real_elements_per_s: float | None = None  # projected to the real cluster (n_params/τ_real)
+    projected_step_s: float | None = None  # t_c + τ/f on the real cluster
+    speedup_vs_ring: float | None = None  # measured ring's projected step / this one's
+    speedup_vs_ps_only: float | None = None
+    gamma_ratio: float | None = None  # measured / predicted (γ, or the predicted round time)
+    slots: int = 0  # aggregator slots reserved on the switches the design aggregates on
+    retransmissions: int = 0
+    bound: str = ""  # the binding resource (prediction.py; the ring's: its uplink)
+    bound_text: str = ""
+    note: str = ""
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    designs: dict[str, DesignResult]
+    workers: int
+    n_values: int
+    n_params: int
+    bw_mbps: float
+    analytic_ring_step_s: float
+    compute_s: float
+    wall_s: float
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def _jobs_file(graph: Any, spec: NetworkSpec, jobs: int, out: Path) -> str | None:
+    """Several jobs: PSs spread over the hosts (PS of job j at host j·H/J), each job's
+    workers strided over the pods (bench/sim_scale.py's ``--ps-spread``)."""
+    if jobs == 1:
+        return None
+    n_hosts = sum(1 for _, k in graph.nodes(data="kind") if k == "host")
+    w = min(spec.workers, n_hosts // jobs - 1)
+    stride = n_hosts // w
+    doc = [{"name": f"job{j + 1}", "ps": f"h{j * (n_hosts // jobs)}",
+            "workers": [f"h{stride * i + stride // 2 + j}" for i in range(w)]}
+           for j in range(jobs)]
+    taken = {d["ps"] for d in doc}
+    if any(h in taken for d in doc for h in d["workers"]):  # small networks: deal instead
+        return str(jobs)
+    path = out / "jobs.json"
+    path.write_text(json.dumps(doc, indent=1))
+    return str(path)
+
+
+def _vectors(seed: int, n_workers: int, n: int):  # noqa: ANN202 -- a closure
+    cache: dict[tuple[int, int], np.ndarray] = {}
+    bound = 2**31 // max(1, n_workers)
+
+    def gradient_of(w: int, r: int) -> np.ndarray:
+        v = cache.get((w, r))
+        if v is None:
+            rng = np.random.default_rng([seed, w, r])
+            v = cache[(w, r)] = rng.integers(-bound, bound, n, dtype=np.int64).astype(np.int32)
+        return v
+    return gradient_of
+
+
+def _ina_run(s: Settings, opt: SimOptions, out: Path, gradient_of: Any) -> tuple[dict, Any]:
+    """One INA-engine run in virtual time (what ``simulate`` does), keeping its network for
+    the ring."""
+    from rich.console import Console
+
+    net = SimulatedNetwork(opt, gradient_of)
+    s = replace(s, out=str(out.parent), name=out.name, network="simulated", no_alone=True,
+                extra=dict(s.extra))
+    doc = execute(InaMethod(settings=s, network=net, reference=False),
+                  console=Console(quiet=True))
+    return doc, net.deployed
+
+
+def _mode_view(doc: dict, mode: str) -> list[tuple[str, dict, dict | None]]:
+    """Per job: (job, the mode's record, the job's gamma doc) -- one job or several."""
+    if "jobs" in doc:
+        return [(job, doc["modes"][f"{job}/{mode}"], j.get("gamma"))
+                for job, j in doc["jobs"].items() if f"{job}/{mode}" in doc["modes"]]
+    return [("job", doc["modes"][mode], doc.get("gamma"))] if mode in doc["modes"] else []
+
+
+def _ina_design(name: str, doc: dict, mode: str, n_values: int, slots: int) -> DesignResult:
+    per = _mode_view(doc, mode)
+    if not per:
+        return DesignResult(name, False, note="mode missing from the run")
+    med = [float(np.median([r["time_s"] for r in rec["rounds"]])) for _, rec, _ in per]
+    exact = all(r["exact"] for _, rec, _ in per for r in rec["rounds"])
+    retx = sum(r["retransmissions"] for _, rec, _ in per for r in rec["rounds"])
+    res = DesignResult(name, True, exact=exact, s_per_round=max(med),
+                       elements_per_s=sum(n_values / m for m in med if m > 0),
+                       retransmissions=retx, slots=slots)
+    pred = (doc.get("prediction") or {}).get(mode)
+    if mode == "ina" and per[0][2] is not None:
+        ratios = [g.get("ratio") for _, _, g in per if g and g.get("ratio") is not None]
+        res.gamma_ratio = float(np.mean(ratios)) if ratios else None
+    elif pred and pred["round"].get("measured_s"):
+        res.gamma_ratio = pred["round"]["predicted_s"] / pred["round"]["measured_s"]
+    if pred:
+        res.bound, res.bound_text = pred["bound"]["resource"], pred["bound"]["text"]
+    return res
+
+
+def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tuple(DESIGNS),
+             window: int = 16, timeout: float = 0.3) -> CellResult:
+    """Every design of ``designs`` on ``cell`` (module docstring)."""
+    t0 = time.perf_counter()
+    spec = NETWORKS[cell.network]
+    out.mkdir(parents=True, exist_ok=True)
+    sw = scale_workload(cell.model, cell.scale)
+    bw = sw.emulated_mbps
+    graph = shaped_graph(parse_topology(spec.topo), bw)
+    jobs = _jobs_file(graph, spec, cell.jobs, out)
+    base = Settings(topo=spec.topo, ps="h0", workers=str(spec.workers), budget=spec.budget,
+                    rounds=cell.rounds, model=cell.model, scale=cell.scale, bw=bw,
+                    loss=cell.loss, window=window, timeout=timeout, seed=seed, jobs=jobs,
+                    modes=("ina", "ps_only"))
+    opt = SimOptions(train=False, reference=False)
+    n_workers_all = spec.workers * cell.jobs
+    gradient_of = _vectors(seed, n_workers_all, sw.n_values)
+    results: dict[str, DesignResult] = {}
+    main_doc: dict | None = None
+    deployed = None
+    want_main = any(d in designs for d in ("insync", "ps_only", "ring"))
+    if want_main:
+        modes = tuple(m for d, m in (("insync", "ina"), ("ps_only", "ps_only")) if d in designs)
+        main_doc, deployed = _ina_run(replace(base, modes=modes or ("ps_only",)), opt,
+                                      out / "main", gradient_of)
+        agg = len(main_doc.get("plan", {}).get("deployed") or []) + cell.jobs  # + PS ToRs
+        if "insync" in designs:
+            results["insync"] = _ina_design("insync", main_doc, "ina", sw.n_values,
+                                            agg * num_slots())
+        if "ps_only" in designs:
+            results["ps_only"] = _ina_design("ps_only", main_doc, "ps_only", sw.n_values, 0)
+    if "atp" in designs:
+        d = DESIGNS["atp"]
+        atp_doc, _ = _ina_run(replace(base, modes=("ina",), planner=d.planner, cc=d.cc), opt,
+                              out / "atp", gradient_of)
+        results["atp"] = _ina_design("atp", atp_doc, "ina", sw.n_values,
+                                     cell.jobs * num_slots())
+    workers_of: list[list[str]] = []
+    if main_doc is not None:
+        workers_of = ([j["workers"] for j in main_doc["jobs"].values()] if "jobs" in main_doc
+                      else [main_doc["plan"]["workers"]])
+    if "ring" in designs and deployed is not None:
+        rs = simulate_ring(deployed, [RingJob(j + 1, ws, gradient_of)
+                                      for j, ws in enumerate(workers_of)], cell.rounds,
+                           k=K, window=window, timeout=timeout, compute_s=opt.compute_ms / 1e3,
+                           jitter_s=opt.jitter_ms / 1e3, seed=seed)
+        med = [float(np.median(j.time_per_round_s)) for j in rs.jobs]
+        P = len(workers_of[0])
+        frames = ring_packets(sw.n_values, P, K)
+        data_bytes = 14 + 20 + 8 + HEADER.size + 4 * K
+        pred_s = frames * data_bytes * 8 / (bw * 1e6)
+        results["ring"] = DesignResult(
+            "ring", True, exact=all(all(j.exact) for j in rs.jobs), s_per_round=max(med),
+            elements_per_s=sum(sw.n_values / m for m in med if m > 0),
+            retransmissions=sum(j.retransmissions for j in rs.jobs),
+            gamma_ratio=pred_s / max(med) if max(med) > 0 else None, bound="link",
+            bound_text=f"link: each worker's uplink carries {frames} DATA frames per round "
+                       f"(2(P-1)/P of the vector, P = {P}); predicted {pred_s:.3f} s")
+    for name in designs:
+        if name not in results:
+            results[name] = DesignResult(name, False, note=DESIGNS[name].what)
+    f = sw.time_factor
+    for r in results.values():
+        if r.s_per_round:
+            r.projected_step_s = sw.compute_s + r.s_per_round / f
+            r.real_elements_per_s = sw.n_params / (r.s_per_round / f) * cell.jobs
+    ring, ps = results.get("ring"), results.get("ps_only")
+    for r in results.values():
+        if r.projected_step_s:
+            if ring is not None and ring.projected_step_s:
+                r.speedup_vs_ring = ring.projected_step_s / r.projected_step_s
+            if ps is not None and ps.projected_step_s:
+                r.speedup_vs_ps_only = ps.projected_step_s / r.projected_step_s
+    n_w = len(workers_of[0]) if workers_of else spec.workers
+    return CellResult(cell, results, n_w, sw.n_values, sw.n_params, bw,
+                      sw.compute_s + ring_comm_s(sw.n_params, n_w, sw.link_gbps),
+                      sw.compute_s, time.perf_counter() - t0,
+                      {"topo": spec.topo, "budget": spec.budget, "window": window,
+                       "timeout": timeout, "seed": seed, "frame_bytes": FRAME_BYTES,
+                       "jobs_file": jobs, "sim_options": vars(opt)})
+
