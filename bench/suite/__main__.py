@@ -23,7 +23,8 @@ def _floats(text: str) -> list[float]:
     try:
         out = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected numbers separated by commas, got {text!r}") from None
     if not out or any(not 0 <= x < 1 for x in out):
         raise argparse.ArgumentTypeError(f"loss rates must be in [0, 1), got {text!r}")
     return out
@@ -44,7 +45,7 @@ def _ints(text: str) -> list[int]:
     try:
         out = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected whole numbers, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected whole numbers, got {text!r}") from None
     if not out or any(x < 1 for x in out):
         raise argparse.ArgumentTypeError(f"expected whole numbers >= 1, got {text!r}")
     return out
@@ -98,9 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     for r in summary_rows(cells):
         print(f"  {r['cell']}: winner {r['winner']} ({r['margin']})")
     exact = all(d.exact for c in cells for d in c.designs.values() if d.ran)
-    print(f"every sum exact: {'yes' if exact else 'NO'}; {report} "
+    failed = [f"{c.cell.name}/{d.design}" for c in cells for d in c.designs.values()
+              if d.note.startswith("failed")]
+    print(f"every sum exact: {'yes' if exact else 'NO'}; "
+          f"{'failed: ' + ', '.join(failed) if failed else 'every design ran'}; {report} "
           f"({time.perf_counter() - t0:.1f} s)")
-    return 0 if exact else 1
+    return 0 if exact and not failed else 1
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ class RingDriver:
         self.last: RingRound | None = None  # the finished round, answering late resends
         self.records: list[dict[str, Any]] = []
         self._held: list[RingPacket] = []
+        self.held = 0  # packets held for a round not begun yet (counted)
         self._t0 = 0.0
 
     @property
@@ -89,10 +90,12 @@ class RingDriver:
             target = rr if rr is not None else self.last
             if target is None or (rr is None and p.round > target.round):
                 self._held.append(p)  # before round 0, or between rounds: for the next one
+                self.held += 1
                 continue
             out = target.on_packet(p, self.io.now())
             if out is None:
                 self._held.append(p)
+                self.held += 1
             else:
                 self._emit(out)
         if rr is not None and rr is self.active:
