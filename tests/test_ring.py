@@ -45,7 +45,7 @@ def run_ring(P: int, n: int, *, loss: float = 0.0, dup: float = 0.0, reorder: fl
         q: list[tuple[float, int, int, RingPacket]] = []
         t, seq = 0.0, 0
 
-        def emit(src: int, outs: list, now: float) -> None:
+        def emit(src: int, outs: list, now: float, q: list = q) -> None:
             nonlocal seq
             for d, p in outs:
                 dst = (src + 1) % P if d == NEXT else (src - 1) % P
