@@ -17,6 +17,7 @@ from controller.experiment.methods.ina.core import Settings
 from controller.experiment.methods.ina.method import InaMethod
 from controller.experiment.methods.ina.networks import SimulatedNetwork
 from controller.experiment.methods.ring.sim import RingJob, simulate_ring
+from controller.experiment.methods.switchml.sim import SmJob, simulate_switchml
 from controller.experiment.network import shaped_graph
 from controller.experiment.prediction import RETX_BIND, LinkLoad, attribute
 from controller.experiment.runner import execute
@@ -257,7 +258,7 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
     results: dict[str, DesignResult] = {}
     main_doc: dict | None = None
     deployed = None
-    want_main = any(d in designs for d in ("insync", "ps_only", "ring"))
+    want_main = any(d in designs for d in ("insync", "ps_only", "ring", "switchml"))
     if want_main:
         modes = tuple(m for d, m in (("insync", "ina"), ("ps_only", "ps_only")) if d in designs)
         try:
@@ -266,7 +267,7 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
                                           out / "main", gradient_of, graph, plan)
         except Exception as e:  # noqa: BLE001 -- one design's failure is a result, not the end
             failed = f"failed: {type(e).__name__}: {e}"
-            for d in ("insync", "ps_only", "ring"):
+            for d in ("insync", "ps_only", "ring", "switchml"):
                 results[d] = DesignResult(d, False, note=failed)
     if main_doc is not None:
         agg = len(main_doc.get("plan", {}).get("deployed") or []) + cell.jobs  # + PS ToRs
@@ -294,6 +295,15 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
                                     window, timeout, opt, seed)
         except Exception as e:  # noqa: BLE001
             results["ring"] = DesignResult("ring", False, note=f"failed: {type(e).__name__}: {e}")
+    if "switchml" in designs and deployed is not None and main_doc is not None:
+        ps_of = ([j["ps"] for j in main_doc["jobs"].values()] if "jobs" in main_doc
+                 else [main_doc["plan"]["ps"]])
+        try:
+            results["switchml"] = _switchml(deployed, ps_of, workers_of, gradient_of, cell,
+                                            n_values, bw, window, timeout, opt, seed)
+        except Exception as e:  # noqa: BLE001
+            results["switchml"] = DesignResult("switchml", False,
+                                               note=f"failed: {type(e).__name__}: {e}")
     for name in designs:
         if name not in results:
             results[name] = DesignResult(name, False, note=DESIGNS[name].what)
@@ -343,3 +353,31 @@ def _ring(deployed: Any, workers_of: list[list[str]], gradient_of: Any, cell: Ce
         elements_per_s=sum(n_values / m for m in med if m > 0), retransmissions=retx,
         gamma_ratio=pred_s / max(med) if max(med) > 0 else None, bound=bound,
         bound_text=f"{bound}: {text}" if bound == "link" else text)
+
+
+def _switchml(deployed: Any, ps_of: list[str], workers_of: list[list[str]], gradient_of: Any,
+              cell: Cell, n_values: int, bw: float, window: int, timeout: float,
+              opt: SimOptions, seed: int) -> DesignResult:
+    """The SwitchML-style design on the main run's network: ``switchml.p4`` on the first
+    job's PS's ToR, a pool of ``window`` slots per job (SwitchML's window is its pool)."""
+    rs = simulate_switchml(deployed, [SmJob(j + 1, ps, ws, gradient_of) for j, (ps, ws)
+                                      in enumerate(zip(ps_of, workers_of, strict=True))],
+                           cell.rounds, pool_size=window, timeout=timeout,
+                           compute_s=opt.compute_ms / 1e3, jitter_s=opt.jitter_ms / 1e3,
+                           seed=seed)
+    med = [float(np.median(j.time_per_round_s)) for j in rs.jobs]
+    retx = sum(j.retransmissions for j in rs.jobs)
+    sent = sum(x["sent"] for j in rs.jobs for w in j.records for x in w)
+    t = max(med)
+    touching = [(b, f"{a}->{z}") for (a, z), b in rs.moved.items() if rs.switch in (a, z)]
+    top, name = max(touching) if touching else (0, "?")
+    util = top * 8 / (bw * 1e6 * rs.virtual_s) if rs.virtual_s else 0.0
+    bound = "retransmissions" if sent and retx / sent >= RETX_BIND else "link"
+    text = (f"{bound}: one switch ({rs.switch}): every UPDATE crosses its links in and every "
+            f"RESULT its links out; the busiest, {name}, busy {util:.0%} of the run; {retx} "
+            f"UPDATEs sent "
+            f"again, {rs.counters.get('shadow_reply', 0)} answered from a shadow copy")
+    return DesignResult("switchml", True, exact=all(all(j.exact) for j in rs.jobs),
+                        s_per_round=t, elements_per_s=sum(n_values / m for m in med if m > 0),
+                        retransmissions=retx, slots=rs.cells, bound=bound, bound_text=text)
+

@@ -15,8 +15,9 @@ impairment, switches) and is checked against the same exact int32 sums.
 ``ps_only``    every worker to the PS, no switch aggregates: the INA engine's ``ps_only`` mode
 ``ring``       host-only ring all-reduce over UDP (:mod:`workers.ring`) through the same
                switches forwarding plain IPv4 (:mod:`controller.experiment.methods.ring.sim`)
-``switchml``   ``switchml.p4`` (one switch, shadow copies): not in the simulated network yet
-               (its worker has no driver and no process; docs/switchml.md) -- listed, not run
+``switchml``   ``switchml.p4`` on one switch, the first job's PS's ToR (pool of slots, shadow
+               copies, RESULTs multicast from the switch, no PS), every other switch
+               forwarding (:mod:`controller.experiment.methods.switchml.sim`)
 =============  ================================================================================
 """
 
@@ -48,9 +49,9 @@ DESIGNS: dict[str, Design] = {d.name: d for d in (
            what="ina.p4 on the PS's ToR only, PS fall-back, AIMD window (no ECN yet)"),
     Design("ps_only", "main", "ps_only", what="every worker to the PS, no aggregation"),
     Design("ring", None, None, what="host-only ring all-reduce over UDP, plain forwarding"),
-    Design("switchml", None, None, runs_in_sim=False,
-           what="switchml.p4, one switch, shadow copies: not driven in the simulated "
-                "network yet"),
+    Design("switchml", None, None,
+           what="switchml.p4 on one switch (the first PS's ToR), pool of slots with shadow "
+                "copies, no PS"),
 )}
 RUNNABLE = tuple(d.name for d in DESIGNS.values() if d.runs_in_sim)
 
