@@ -154,6 +154,17 @@ def _ina_run(s: Settings, opt: SimOptions, out: Path, gradient_of: Any, graph: A
     return doc, net.deployed
 
 
+def _tor_plan(graph: Any, s: Settings) -> Any:
+    """The joint plan of ``s.jobs`` by ``s.planner`` without the baselines (each job planned
+    alone by every baseline planner takes long at k=16)."""
+    from controller.experiment.methods.ina.core import plan_request
+    from controller.plan.jobs import jobs_argument
+    from controller.plan.pipeline import make_plan
+
+    req = replace(plan_request(s), baselines=False)
+    return make_plan(graph, req, jobs=jobs_argument(s.jobs or "", graph))
+
+
 def _known_plan(graph: Any, s: Settings, spec: NetworkSpec) -> Any:
     """The joint plan of ``s.jobs`` from the joint greedy's known choices ``spec.start``
     (bench/sim_scale.py's ``--greedy-start``): one LP instead of hundreds."""
@@ -279,8 +290,9 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
     if "atp" in designs:
         d = DESIGNS["atp"]
         try:
-            atp_doc, _ = _ina_run(replace(base, modes=("ina",), planner=d.planner, cc=d.cc),
-                                  opt, out / "atp", gradient_of)
+            sa = replace(base, modes=("ina",), planner=d.planner, cc=d.cc)
+            plan = _tor_plan(graph, sa) if jobs is not None and spec.start else None
+            atp_doc, _ = _ina_run(sa, opt, out / "atp", gradient_of, graph, plan)
             results["atp"] = _ina_design("atp", atp_doc, "ina", n_values,
                                          cell.jobs * num_slots(), bw)
         except Exception as e:  # noqa: BLE001
