@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.suite.cell import NETWORKS, Cell, run_cell
+from bench.suite.cell import NETWORKS, Cell, load_cells, merge, run_cell
 from bench.suite.designs import DESIGNS, design_names
 from bench.suite.report import summary_rows, write_report
 from workers.models.shapes import WORKLOADS
@@ -68,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="results/suite", help="results folder")
     p.add_argument("--smoke", action="store_true", help="one small cell, one round (seconds)")
     p.add_argument("--no-figures", action="store_true")
+    p.add_argument("--reuse", action="store_true",
+                   help="keep every design of --out/suite.json that ran; run only the others "
+                        "(one that failed, one added) and merge")
     a = p.parse_args(argv)
     try:
         designs = design_names(a.designs)
@@ -81,14 +84,20 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out)
     command = "python -m bench.suite " + shlex.join(argv if argv is not None else sys.argv[1:])
     cells = []
+    earlier = load_cells(out / "suite.json") if a.reuse else {}
     t0 = time.perf_counter()
     for net in a.networks:
         for model in a.models:
             for jobs in a.jobs:
                 for loss in a.loss:
                     cell = Cell(net, model, loss, jobs, a.scale, a.rounds)
-                    res = run_cell(cell, out / "cells" / cell.name, seed=a.seed,
-                                   designs=designs)
+                    old = earlier.get(cell.name)
+                    todo = tuple(d for d in designs
+                                 if old is None or d not in old.designs or not old.designs[d].ran)
+                    res = (old if not todo else
+                           run_cell(cell, out / "cells" / cell.name, seed=a.seed, designs=todo))
+                    if old is not None and todo:
+                        res = merge(old, res, designs)
                     cells.append(res)
                     line = ", ".join(
                         f"{d.design} {d.s_per_round:.3f} s/round exact "

@@ -108,6 +108,24 @@ class CellResult:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
+def project(results: dict[str, DesignResult], cell: Cell) -> None:
+    """Each measured design's projection onto the real cluster (T = t_c + τ/f, its real
+    elements per second) and its speed-ups over the measured ring and PS-only (in place)."""
+    sw = scale_workload(cell.model, cell.scale)
+    f = sw.time_factor
+    for r in results.values():
+        if r.s_per_round:
+            r.projected_step_s = sw.compute_s + r.s_per_round / f
+            r.real_elements_per_s = sw.n_params / (r.s_per_round / f) * cell.jobs
+    ring, ps = results.get("ring"), results.get("ps_only")
+    for r in results.values():
+        if r.projected_step_s:
+            if ring is not None and ring.projected_step_s:
+                r.speedup_vs_ring = ring.projected_step_s / r.projected_step_s
+            if ps is not None and ps.projected_step_s:
+                r.speedup_vs_ps_only = ps.projected_step_s / r.projected_step_s
+
+
 def _jobs_file(graph: Any, spec: NetworkSpec, jobs: int, out: Path) -> str | None:
     """Several jobs: PSs spread over the hosts (PS of job j at host j·H/J), each job's
     workers strided over the pods (bench/sim_scale.py's ``--ps-spread``)."""
@@ -154,19 +172,8 @@ def _ina_run(s: Settings, opt: SimOptions, out: Path, gradient_of: Any, graph: A
     return doc, net.deployed
 
 
-def _tor_plan(graph: Any, s: Settings) -> Any:
-    """The joint plan of ``s.jobs`` by ``s.planner`` without the baselines (each job planned
-    alone by every baseline planner takes long at k=16)."""
-    from controller.experiment.methods.ina.core import plan_request
-    from controller.plan.jobs import jobs_argument
-    from controller.plan.pipeline import make_plan
-
-    req = replace(plan_request(s), baselines=False)
-    return make_plan(graph, req, jobs=jobs_argument(s.jobs or "", graph))
-
-
-def _known_plan(graph: Any, s: Settings, spec: NetworkSpec) -> Any:
-    """The joint plan of ``s.jobs`` from the joint greedy's known choices ``spec.start``
+def _known_plan(graph: Any, s: Settings, start: tuple[str, ...]) -> Any:
+    """The joint plan of ``s.jobs`` from the joint greedy's known choices ``start``
     (bench/sim_scale.py's ``--greedy-start``): one LP instead of hundreds."""
     from controller.experiment.methods.ina.core import plan_request
     from controller.plan.jobs import jobs_argument
@@ -178,7 +185,7 @@ def _known_plan(graph: Any, s: Settings, spec: NetworkSpec) -> Any:
     req = replace(plan_request(s), baselines=False)
     js = make_jobset(graph, specs, capacity=req.capacity, result_load=req.result_load)
     planned = greedy_jobs(js, s.budget, objective=req.objective, solver=req.solver,
-                          time_limit=req.time_limit, start=spec.start[:s.budget])
+                          time_limit=req.time_limit, start=start[:s.budget])
     return plan_several_jobs(graph, specs, req, planned=planned)
 
 
@@ -273,7 +280,8 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
     if want_main:
         modes = tuple(m for d, m in (("insync", "ina"), ("ps_only", "ps_only")) if d in designs)
         try:
-            plan = _known_plan(graph, base, spec) if jobs is not None and spec.start else None
+            plan = (_known_plan(graph, base, spec.start) if jobs is not None and spec.start
+                    else None)
             main_doc, deployed = _ina_run(replace(base, modes=modes or ("ps_only",)), opt,
                                           out / "main", gradient_of, graph, plan)
         except Exception as e:  # noqa: BLE001 -- one design's failure is a result, not the end
@@ -291,7 +299,10 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
         d = DESIGNS["atp"]
         try:
             sa = replace(base, modes=("ina",), planner=d.planner, cc=d.cc)
-            plan = _tor_plan(graph, sa) if jobs is not None and spec.start else None
+            # S = ∅ from the joint greedy with no choice (make_plan's all-programmable bound
+            # is an LP that does not solve in time at k=16)
+            plan = (_known_plan(graph, replace(sa, budget=0), ()) if jobs is not None
+                    and spec.start else None)
             atp_doc, _ = _ina_run(sa, opt, out / "atp", gradient_of, graph, plan)
             results["atp"] = _ina_design("atp", atp_doc, "ina", n_values,
                                          cell.jobs * num_slots(), bw)
@@ -319,18 +330,7 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
     for name in designs:
         if name not in results:
             results[name] = DesignResult(name, False, note=DESIGNS[name].what)
-    f = sw.time_factor
-    for r in results.values():
-        if r.s_per_round:
-            r.projected_step_s = sw.compute_s + r.s_per_round / f
-            r.real_elements_per_s = sw.n_params / (r.s_per_round / f) * cell.jobs
-    ring, ps = results.get("ring"), results.get("ps_only")
-    for r in results.values():
-        if r.projected_step_s:
-            if ring is not None and ring.projected_step_s:
-                r.speedup_vs_ring = ring.projected_step_s / r.projected_step_s
-            if ps is not None and ps.projected_step_s:
-                r.speedup_vs_ps_only = ps.projected_step_s / r.projected_step_s
+    project(results, cell)
     n_w = len(workers_of[0]) if workers_of else spec.workers
     return CellResult(cell, results, n_w, n_values, sw.n_params, bw,
                       sw.compute_s + ring_comm_s(sw.n_params, n_w, sw.link_gbps),
@@ -393,3 +393,23 @@ def _switchml(deployed: Any, ps_of: list[str], workers_of: list[list[str]], grad
                         s_per_round=t, elements_per_s=sum(n_values / m for m in med if m > 0),
                         retransmissions=retx, slots=rs.cells, bound=bound, bound_text=text)
 
+
+
+def load_cells(path: Path) -> dict[str, CellResult]:
+    """The cells of an earlier ``suite.json`` by name (``--reuse``; none if it is absent)."""
+    if not path.exists():
+        return {}
+    out = {}
+    for c in json.loads(path.read_text())["cells"]:
+        cell = Cell(**c["cell"])
+        designs = {n: DesignResult(**d) for n, d in c["designs"].items()}
+        out[cell.name] = CellResult(**{**c, "cell": cell, "designs": designs})
+    return out
+
+
+def merge(old: CellResult, new: CellResult, order: tuple[str, ...]) -> CellResult:
+    """``old``'s designs with ``new``'s in place of those it ran again, projected again."""
+    designs = {n: new.designs[n] if n in new.designs else old.designs[n]
+               for n in DESIGNS if n in new.designs or n in old.designs or n in order}
+    project(designs, old.cell)
+    return replace(old, designs=designs, wall_s=old.wall_s + new.wall_s)
