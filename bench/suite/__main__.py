@@ -8,6 +8,7 @@ one round (seconds; tests/test_suite.py runs it)."""
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 import time
@@ -85,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m bench.suite " + shlex.join(argv if argv is not None else sys.argv[1:])
     cells = []
     earlier = load_cells(out / "suite.json") if a.reuse else {}
+    if earlier:  # the runs kept were made by the earlier command
+        command = json.loads((out / "suite.json").read_text())["command"].split(" ; ")[0] + \
+            " ; " + command
     t0 = time.perf_counter()
     for net in a.networks:
         for model in a.models:

@@ -91,7 +91,7 @@ def _figures(cells: list[CellResult], out: Path) -> list[str]:
             ("gamma_ratio", "γ measured / predicted", "gamma_ratio.png", False),
             ("slots", "switch memory: aggregator slots reserved", "slots.png", False),
             ("retransmissions", "retransmissions (all rounds, all jobs)", "retx.png", False)):
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(cells) * len(names) / 2), 3.6))
+        fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 0.55 * len(cells) + 2)), 4.0))
         width = 0.8 / max(1, len(names))
         for i, n in enumerate(names):
             ys = [getattr(c.designs[n], key) or 0 if n in c.designs else 0 for c in cells]
