@@ -357,6 +357,9 @@ def _ring(deployed: Any, workers_of: list[list[str]], gradient_of: Any, cell: Ce
     sent = frames * P * len(rs.jobs) * cell.rounds
     text = (f"each worker's uplink carries {frames} DATA frames per round (2(P-1)/P of the "
             f"vector, P = {P}): {pred_s:.3f} s predicted")
+    top, name = max(((b, f"{a}->{z}") for (a, z), b in rs.moved.items()), default=(0, "?"))
+    util = top * 8 / (bw * 1e6 * rs.virtual_s) if rs.virtual_s else 0.0
+    text += f"; the busiest link, {name}, busy {util:.0%} of the run"
     bound = "retransmissions" if sent and retx / sent >= RETX_BIND else "link"
     if bound == "retransmissions":
         text = f"retransmissions: {retx / sent:.1%} of DATA sent again; {text}"
