@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,12 @@ from workers.ina.constants import K, num_slots
 from workers.ina.wire import FRAME_BYTES
 from workers.ina.worker import n_chunks_for
 from workers.models.scaling import ring_comm_s, scale_workload
+from workers.ring.ring_node import seeded_vector
 from workers.ring.wire import HEADER
 from workers.ring.worker import ring_packets
 
-__all__ = ["NETWORKS", "NetworkSpec", "Cell", "DesignResult", "CellResult", "run_cell"]
+__all__ = ["NETWORKS", "NetworkSpec", "Cell", "DesignResult", "CellResult", "run_cell", "project",
+           "load_cells", "merge"]
 
 
 @dataclass(frozen=True)
@@ -145,15 +148,15 @@ def _jobs_file(graph: Any, spec: NetworkSpec, jobs: int, out: Path) -> str | Non
     return str(path)
 
 
-def _vectors(seed: int, n_workers: int, n: int):  # noqa: ANN202 -- a closure
+def _vectors(seed: int, n_workers: int, n: int) -> Callable[[int, int], np.ndarray]:
+    """``gradient_of(worker, round)``: every design's seeded int32 vectors (cached; the ring
+    process draws the same, :func:`workers.ring.ring_node.seeded_vector`)."""
     cache: dict[tuple[int, int], np.ndarray] = {}
-    bound = 2**31 // max(1, n_workers)
 
     def gradient_of(w: int, r: int) -> np.ndarray:
         v = cache.get((w, r))
         if v is None:
-            rng = np.random.default_rng([seed, w, r])
-            v = cache[(w, r)] = rng.integers(-bound, bound, n, dtype=np.int64).astype(np.int32)
+            v = cache[(w, r)] = seeded_vector(seed, w, r, n_workers, n)
         return v
     return gradient_of
 

@@ -25,14 +25,22 @@ __all__ = ["RingIO", "RingDriver"]
 class RingIO(Protocol):
     """What the driver needs of its host: a clock, two neighbours, one timer, deferred calls."""
 
-    def now(self) -> float: ...
+    def now(self) -> float:
+        """Seconds on the host's clock (monotonic, or virtual)."""
+        ...
 
     def send(self, pkts: Sequence[RingPacket], to: str) -> None:
         """``to``: :data:`workers.ring.worker.NEXT` or :data:`~workers.ring.worker.PREV`."""
+        ...
 
-    def wake_at(self, t: float | None) -> None: ...
+    def wake_at(self, t: float | None) -> None:
+        """Call the driver's ``on_timer`` at ``t`` (the newest request replaces the one
+        before; None: no timer)."""
+        ...
 
-    def later(self, delay: float, fn: Callable[[], None]) -> None: ...
+    def later(self, delay: float, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` ``delay`` seconds from now, from the host's loop."""
+        ...
 
 
 class RingDriver:
