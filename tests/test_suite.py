@@ -87,3 +87,11 @@ def test_bad_input_one_line(args: list[str], what: str, capsys: pytest.CaptureFi
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and what in err.strip().splitlines()[-1]
+
+
+def test_jain_fairness() -> None:
+    from bench.suite.cell import jain
+
+    assert jain([3.0, 3.0, 3.0]) == 1.0
+    assert jain([1.0, 0.0]) == 0.5  # one of two jobs starved
+    assert jain([5.0]) is None and jain([]) is None

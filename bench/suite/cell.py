@@ -95,6 +95,14 @@ class DesignResult:
     bound: str = ""  # the binding resource (prediction.py; the ring's: its uplink)
     bound_text: str = ""
     note: str = ""
+    fairness: float | None = None  # Jain's index of the jobs' elements per second (jobs > 1)
+
+
+def jain(xs: list[float]) -> float | None:
+    """Jain's fairness index of ``xs`` (1: all equal; None for fewer than two)."""
+    if len(xs) < 2 or not any(xs):
+        return None
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
 
 
 @dataclass
@@ -212,7 +220,8 @@ def _ina_design(name: str, doc: dict, mode: str, n_values: int, slots: int,
     retx = sum(r["retransmissions"] for _, rec, _ in per for r in rec["rounds"])
     res = DesignResult(name, True, exact=exact, s_per_round=max(med),
                        elements_per_s=sum(n_values / m for m in med if m > 0),
-                       retransmissions=retx, slots=slots)
+                       retransmissions=retx, slots=slots,
+                       fairness=jain([n_values / m for m in med if m > 0]))
     pred = (doc.get("prediction") or {}).get(mode)
     if mode == "ina" and per[0][2].get("gamma") is not None:
         ratios = [j["gamma"]["ratio"] for _, _, j in per
@@ -369,6 +378,7 @@ def _ring(deployed: Any, workers_of: list[list[str]], gradient_of: Any, cell: Ce
     return DesignResult(
         "ring", True, exact=all(all(j.exact) for j in rs.jobs), s_per_round=max(med),
         elements_per_s=sum(n_values / m for m in med if m > 0), retransmissions=retx,
+        fairness=jain([n_values / m for m in med if m > 0]),
         gamma_ratio=pred_s / max(med) if max(med) > 0 else None, bound=bound,
         bound_text=f"{bound}: {text}" if bound == "link" else text)
 
@@ -397,7 +407,8 @@ def _switchml(deployed: Any, ps_of: list[str], workers_of: list[list[str]], grad
             f"again, {rs.counters.get('shadow_reply', 0)} answered from a shadow copy")
     return DesignResult("switchml", True, exact=all(all(j.exact) for j in rs.jobs),
                         s_per_round=t, elements_per_s=sum(n_values / m for m in med if m > 0),
-                        retransmissions=retx, slots=rs.cells, bound=bound, bound_text=text)
+                        retransmissions=retx, slots=rs.cells, bound=bound, bound_text=text,
+                        fairness=jain([n_values / m for m in med if m > 0]))
 
 
 
