@@ -95,3 +95,21 @@ def test_jain_fairness() -> None:
     assert jain([3.0, 3.0, 3.0]) == 1.0
     assert jain([1.0, 0.0]) == 0.5  # one of two jobs starved
     assert jain([5.0]) is None and jain([]) is None
+
+
+def test_incomplete_design_is_not_a_measurement() -> None:
+    """A host-driven design whose workers did not finish every round in the virtual time
+    allowed is reported as incomplete (with its resent packets), never as a slow design."""
+    from types import SimpleNamespace
+
+    from bench.suite.cell import _incomplete
+    from controller.experiment.methods.switchml.sim import SmJobResult
+
+    rec = {"time_s": 1.0, "sent": 5, "retransmitted": 0}
+    job = SmJobResult(1, [[rec, rec], [rec]], [True, False], resent=1234)
+    assert not job.complete and job.retransmissions == 1234
+    d = _incomplete("switchml", SimpleNamespace(jobs=[job], virtual_s=600.0),
+                    Cell("k8", "resnet50", 0.0, 4, rounds=2))
+    assert not d.ran and d.retransmissions == 1234 and d.bound == "retransmissions"
+    assert d.note.startswith("incomplete: 3 of 4 worker-rounds finished in 600 s")
+    assert d.note.endswith("exact: yes (1)")  # round 0, which both workers finished

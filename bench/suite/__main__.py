@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--smoke", action="store_true", help="one small cell, one round (seconds)")
     p.add_argument("--no-figures", action="store_true")
     p.add_argument("--reuse", action="store_true",
-                   help="keep every design of --out/suite.json that ran; run only the others "
-                        "(one that failed, one added) and merge")
+                   help="keep every design of --out/suite.json that ran with exact sums; run "
+                        "only the others (failed, incomplete, inexact, added) and merge")
     a = p.parse_args(argv)
     try:
         designs = design_names(a.designs)
@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
                     cell = Cell(net, model, loss, jobs, a.scale, a.rounds)
                     old = earlier.get(cell.name)
                     todo = tuple(d for d in designs
-                                 if old is None or d not in old.designs or not old.designs[d].ran)
+                                 if old is None or d not in old.designs
+                                 or not (old.designs[d].ran and old.designs[d].exact))
                     res = (old if not todo else
                            run_cell(cell, out / "cells" / cell.name, seed=a.seed, designs=todo))
                     if old is not None and todo:
@@ -113,9 +114,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {r['cell']}: winner {r['winner']} ({r['margin']})")
     exact = all(d.exact for c in cells for d in c.designs.values() if d.ran)
     failed = [f"{c.cell.name}/{d.design}" for c in cells for d in c.designs.values()
-              if d.note.startswith("failed")]
+              if d.note.startswith(("failed", "incomplete"))]
     print(f"every sum exact: {'yes' if exact else 'NO'}; "
-          f"{'failed: ' + ', '.join(failed) if failed else 'every design ran'}; {report} "
+          f"{'failed or incomplete: ' + ', '.join(failed) if failed else 'every design ran'}; "
+          f"{report} "
           f"({time.perf_counter() - t0:.1f} s)")
     return 0 if exact and not failed else 1
 

@@ -360,6 +360,8 @@ def _ring(deployed: Any, workers_of: list[list[str]], gradient_of: Any, cell: Ce
                                   for j, ws in enumerate(workers_of)], cell.rounds,
                        k=K, window=window, timeout=timeout, compute_s=opt.compute_ms / 1e3,
                        jitter_s=opt.jitter_ms / 1e3, seed=seed)
+    if not all(j.complete for j in rs.jobs):
+        return _incomplete("ring", rs, cell)
     med = [float(np.median(j.time_per_round_s)) for j in rs.jobs]
     P = len(workers_of[0])
     frames = ring_packets(n_values, P, K)
@@ -393,6 +395,8 @@ def _switchml(deployed: Any, ps_of: list[str], workers_of: list[list[str]], grad
                            cell.rounds, pool_size=window, timeout=timeout,
                            compute_s=opt.compute_ms / 1e3, jitter_s=opt.jitter_ms / 1e3,
                            seed=seed)
+    if not all(j.complete for j in rs.jobs):
+        return _incomplete("switchml", rs, cell)
     med = [float(np.median(j.time_per_round_s)) for j in rs.jobs]
     retx = sum(j.retransmissions for j in rs.jobs)
     sent = sum(x["sent"] for j in rs.jobs for w in j.records for x in w)
@@ -430,3 +434,18 @@ def merge(old: CellResult, new: CellResult, order: tuple[str, ...]) -> CellResul
                for n in DESIGNS if n in new.designs or n in old.designs or n in order}
     project(designs, old.cell)
     return replace(old, designs=designs, wall_s=old.wall_s + new.wall_s)
+
+
+def _incomplete(name: str, rs: Any, cell: Cell) -> DesignResult:
+    """A host-driven design whose workers did not all finish their rounds in the virtual
+    time allowed: not a measurement; the rounds that did finish say whether they were exact."""
+    done = sum(len(w) for j in rs.jobs for w in j.records)
+    total = sum(len(j.records) for j in rs.jobs) * cell.rounds
+    finished = [ok for j in rs.jobs for r, ok in enumerate(j.exact)
+                if all(len(w) > r for w in j.records)]
+    retx = sum(j.retransmissions for j in rs.jobs)
+    return DesignResult(name, False, retransmissions=retx, bound="retransmissions",
+                        note=f"incomplete: {done} of {total} worker-rounds finished in "
+                             f"{rs.virtual_s:.0f} s of virtual time, {retx:,} packets resent; "
+                             f"rounds every worker finished exact: "
+                             f"{'yes' if all(finished) else 'NO'} ({len(finished)})")

@@ -31,8 +31,9 @@ def winner(c: CellResult) -> str | None:
 
 def _why_loses(c: CellResult, name: str) -> str:
     d = c.designs[name]
-    if not d.ran:
-        return "not run"
+    if not d.ran:  # failed, incomplete (what bound it, when known), or not asked for
+        head = d.note.split(":")[0] if d.note.startswith(("failed", "incomplete")) else "not run"
+        return f"{head} ({d.bound})" if d.bound else head
     if not d.exact:
         return "a sum was not exact"
     parts = [d.bound or "?"]

@@ -48,6 +48,12 @@ class RingJobResult:
     workers: list[str]
     records: list[list[dict[str, Any]]]  # [worker][round]
     exact: list[bool]  # per round
+    resent: int = 0  # DATA sent again, finished rounds or not
+
+    @property
+    def complete(self) -> bool:
+        """Every worker finished every round."""
+        return all(len(w) == len(self.exact) for w in self.records)
 
     @property
     def time_per_round_s(self) -> list[float]:
@@ -57,7 +63,7 @@ class RingJobResult:
 
     @property
     def retransmissions(self) -> int:
-        return sum(x["retransmits"] for w in self.records for x in w)
+        return self.resent
 
 
 @dataclass
@@ -187,6 +193,9 @@ def simulate_ring(deployed: Any, jobs: list[RingJob], rounds: int, *, k: int = 3
             have = got.get(rnd, [])
             exact.append(len(have) == len(job.workers)
                          and all(np.array_equal(h, want) for h in have))
-        out.append(RingJobResult(job.job, list(job.workers), [d.records for d in ds], exact))
+        resent = sum(x["retransmits"] for d in ds for x in d.records) + sum(
+            d.active.stats.retransmits for d in ds if d.active is not None)
+        out.append(RingJobResult(job.job, list(job.workers), [d.records for d in ds], exact,
+                                 resent))
     return RingSimResult(out, loop.now, time.perf_counter() - t0, loop.events, net.moved(),
                          net.queue_drops(), net.impairment_counters())

@@ -63,9 +63,18 @@ class SmJob:
 
 @dataclass
 class SmJobResult:
+    """One job: per worker its finished rounds' records, per round whether every worker
+    applied the exact sum, and every UPDATE resent (finished rounds or not)."""
+
     job: int
     records: list[list[dict[str, Any]]]  # [worker][round]
     exact: list[bool]
+    resent: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Every worker finished every round."""
+        return all(len(w) == len(self.exact) for w in self.records)
 
     @property
     def time_per_round_s(self) -> list[float]:
@@ -74,7 +83,7 @@ class SmJobResult:
 
     @property
     def retransmissions(self) -> int:
-        return sum(x["retransmitted"] for w in self.records for x in w)
+        return self.resent
 
 
 @dataclass
@@ -224,7 +233,8 @@ def simulate_switchml(deployed: Any, jobs: list[SmJob], rounds: int, *, pool_siz
             want = wrapped_sum([job.gradient(w, r) for w in range(len(job.workers))])
             exact.append(all(len(wk.sums) > r and np.array_equal(wk.sums[r], want)
                              for wk in ws))
-        out.append(SmJobResult(job.job, [wk.records for wk in ws], exact))
+        out.append(SmJobResult(job.job, [wk.records for wk in ws], exact,
+                               sum(wk.sm.stats.retransmitted for wk in ws)))
     names = ("aggregated", "completed", "absorbed", "shadow_reply", "dropped_stale",
              "dropped_duplicate", "dropped_busy", "dropped_nonmember", "dropped_no_slot")
     counters = {}
