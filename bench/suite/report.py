@@ -52,8 +52,8 @@ def summary_rows(cells: list[CellResult]) -> list[dict[str, str]]:
                      key=lambda d: -(d.elements_per_s or 0.0))
         margin = (f"×{ran[0].elements_per_s / ran[1].elements_per_s:.2f} over {ran[1].design}"
                   if len(ran) > 1 and ran[1].elements_per_s else "—")
-        why = "; ".join(f"{n}: {_why_loses(c, n)}" for n in c.designs
-                        if n != w and c.designs[n].ran)
+        why = "; ".join(f"{n}: {_why_loses(c, n)}" for n, d in c.designs.items()
+                        if n != w and (d.ran or d.note.startswith(("failed", "incomplete"))))
         rows.append({"cell": c.cell.name, "winner": w or "—", "margin": margin,
                      "winner bound by": c.designs[w].bound if w else "—", "losers bound by": why})
     return rows
