@@ -67,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="rounds per design (default 3)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="results/suite", help="results folder")
+    p.add_argument("--network", choices=("simulated", "mininet"), default="simulated",
+                   help="simulated (default) or mininet: the INA engine's designs (insync, "
+                        "atp, ps_only) on Mininet (root; run under the Mininet lock)")
     p.add_argument("--smoke", action="store_true", help="one small cell, one round (seconds)")
     p.add_argument("--no-figures", action="store_true")
     p.add_argument("--reuse", action="store_true",
@@ -82,6 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.smoke:
         a.networks, a.models, a.loss, a.jobs, a.rounds = ["makerun"], ["resnet50"], [0.0], [1], 1
         a.scale = max(a.scale, 40_000)
+    if a.network == "mininet":
+        from controller.errors import ExperimentError
+        from controller.experiment.network import check_environment
+
+        try:
+            check_environment("pyswitch")
+        except ExperimentError as e:
+            p.error(f"--network mininet: {e}")
     out = Path(a.out)
     command = "python -m bench.suite " + shlex.join(argv if argv is not None else sys.argv[1:])
     cells = []
@@ -100,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
                                  if old is None or d not in old.designs
                                  or not (old.designs[d].ran and old.designs[d].exact))
                     res = (old if not todo else
-                           run_cell(cell, out / "cells" / cell.name, seed=a.seed, designs=todo))
+                           run_cell(cell, out / "cells" / cell.name, seed=a.seed, designs=todo,
+                                    network=a.network))
                     if old is not None and todo:
                         res = merge(old, res, designs)
                     cells.append(res)

@@ -170,11 +170,18 @@ def _vectors(seed: int, n_workers: int, n: int) -> Callable[[int, int], np.ndarr
 
 
 def _ina_run(s: Settings, opt: SimOptions, out: Path, gradient_of: Any, graph: Any = None,
-             plan: Any = None) -> tuple[dict, Any]:
-    """One INA-engine run in virtual time (what ``simulate`` does), keeping its network for
-    the ring."""
+             plan: Any = None, network: str = "simulated") -> tuple[dict, Any]:
+    """One INA-engine run (what ``simulate`` does, or ``run`` on Mininet), keeping the
+    simulated network for the ring and SwitchML (None on Mininet)."""
     from rich.console import Console
 
+    if network == "mininet":  # the workers' own vectors (the model's), not gradient_of
+        from controller.experiment.methods.ina.networks import MininetNetwork
+
+        mn = replace(s, out=str(out.parent), name=out.name, network="mininet", no_alone=True,
+                     extra=dict(s.extra))
+        return execute(InaMethod(settings=mn, network=MininetNetwork(), reference=False,
+                                 graph=graph, plan=plan), console=Console(quiet=True)), None
     net = SimulatedNetwork(opt, gradient_of)
     s = replace(s, out=str(out.parent), name=out.name, network="simulated", no_alone=True,
                 extra=dict(s.extra))
@@ -260,8 +267,9 @@ def _jobs_bound(per: list[tuple[str, dict, dict | None]], bw: float,
 
 
 def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tuple(DESIGNS),
-             window: int = 16, timeout: float = 0.3) -> CellResult:
-    """Every design of ``designs`` on ``cell`` (module docstring)."""
+             window: int = 16, timeout: float = 0.3, network: str = "simulated") -> CellResult:
+    """Every design of ``designs`` on ``cell`` (module docstring); ``network`` "mininet":
+    the INA engine's designs on Mininet (root), the ring and SwitchML not run there."""
     t0 = time.perf_counter()
     spec = NETWORKS[cell.network]
     timeout = spec.timeout or timeout
@@ -295,7 +303,7 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
             plan = (_known_plan(graph, base, spec.start) if jobs is not None and spec.start
                     else None)
             main_doc, deployed = _ina_run(replace(base, modes=modes or ("ps_only",)), opt,
-                                          out / "main", gradient_of, graph, plan)
+                                          out / "main", gradient_of, graph, plan, network)
         except Exception as e:  # noqa: BLE001 -- one design's failure is a result, not the end
             failed = f"failed: {type(e).__name__}: {e}"
             for d in ("insync", "ps_only", "ring", "switchml"):
@@ -315,7 +323,7 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
             # is an LP that does not solve in time at k=16)
             plan = (_known_plan(graph, replace(sa, budget=0), ()) if jobs is not None
                     and spec.start else None)
-            atp_doc, _ = _ina_run(sa, opt, out / "atp", gradient_of, graph, plan)
+            atp_doc, _ = _ina_run(sa, opt, out / "atp", gradient_of, graph, plan, network)
             results["atp"] = _ina_design("atp", atp_doc, "ina", n_values,
                                          cell.jobs * num_slots(), bw)
         except Exception as e:  # noqa: BLE001
@@ -341,7 +349,9 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
                                                note=f"failed: {type(e).__name__}: {e}")
     for name in designs:
         if name not in results:
-            results[name] = DesignResult(name, False, note=DESIGNS[name].what)
+            results[name] = DesignResult(name, False, note=(
+                "not run: no process on Mininet yet" if network == "mininet"
+                and name in ("ring", "switchml") else DESIGNS[name].what))
     project(results, cell)
     n_w = len(workers_of[0]) if workers_of else spec.workers
     return CellResult(cell, results, n_w, n_values, sw.n_params, bw,
