@@ -1,0 +1,115 @@
+"""The INA design suite (bench/suite, docs/suite.md): its smoke form end to end (every design
+that runs in the simulated network on make run's network, every sum exact, the report, the
+summary and the figures), the summary's logic on hand-made cells, and its bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.suite.cell import Cell, CellResult, DesignResult
+from bench.suite.designs import DESIGNS, RUNNABLE, design_names
+from bench.suite.report import summary_rows, winner, write_report
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _suite(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "bench.suite", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_smoke_every_design_exact(tmp_path: Path) -> None:
+    p = _suite("--smoke", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    assert "every sum exact: yes; every design ran" in p.stdout
+    doc = json.loads((tmp_path / "suite.json").read_text())
+    (cell,) = doc["cells"]
+    ran = {n: d for n, d in cell["designs"].items() if d["ran"]}
+    assert set(ran) == set(RUNNABLE) == {"insync", "atp", "ps_only", "ring", "switchml"}
+    for name, d in ran.items():
+        assert d["exact"] and d["s_per_round"] > 0 and d["elements_per_s"] > 0, name
+        assert d["bound"], name  # every design names what bound it
+    assert ran["ring"]["speedup_vs_ring"] == pytest.approx(1.0)
+    assert ran["ps_only"]["speedup_vs_ps_only"] == pytest.approx(1.0)
+    assert ran["insync"]["slots"] > ran["atp"]["slots"] > ran["switchml"]["slots"] > 0
+    assert ran["ring"]["slots"] == ran["ps_only"]["slots"] == 0
+    # in-network aggregation moves fewer bytes into the PS than PS-only: faster here
+    assert ran["insync"]["s_per_round"] < ran["ps_only"]["s_per_round"]
+    md = (tmp_path / "report.md").read_text()
+    assert "## Which design wins where, and why" in md and "| makerun-resnet50" in md
+    for f in ("elements_per_s.png", "speedup_ring.png", "gamma_ratio.png", "slots.png"):
+        assert (tmp_path / f).stat().st_size > 1000
+
+
+def _cell(**eps: float | None) -> CellResult:
+    designs = {n: DesignResult(n, eps.get(n) is not None, exact=True, elements_per_s=eps.get(n),
+                               bound="link" if n == "ps_only" else "pipeline")
+               for n in DESIGNS}
+    return CellResult(Cell("makerun", "resnet50", 0.0, 1), designs, 6, 100, 1000, 1.0, 0.3,
+                      0.2, 1.0)
+
+
+def test_summary_names_the_winner_and_what_bound_the_others(tmp_path: Path) -> None:
+    c = _cell(insync=300.0, atp=200.0, ps_only=100.0, ring=250.0)
+    assert winner(c) == "insync"
+    (row,) = summary_rows([c])
+    assert row["margin"] == "×1.20 over ring"
+    assert "ps_only: link" in row["losers bound by"] and "insync" not in row["losers bound by"]
+    c.designs["insync"].exact = False  # an inexact sum never wins
+    assert winner(c) == "ring"
+    assert "insync: a sum was not exact" in summary_rows([c])[0]["losers bound by"]
+    md = write_report([c], tmp_path, "cmd", figures=False).read_text()
+    assert "| makerun-resnet50-loss0-j1 | ring |" in md and "not run" in md
+
+
+def test_design_names() -> None:
+    assert design_names("ring,insync") == ("insync", "ring")  # the table's order
+    with pytest.raises(ValueError, match="--designs"):
+        design_names("insync,nccl")
+
+
+@pytest.mark.parametrize("args, what", [
+    (["--networks", "k99"], "--networks"), (["--loss", "1.5"], "loss"),
+    (["--jobs", "0"], "whole numbers"), (["--designs", "x"], "--designs"),
+    (["--rounds", "0"], "--rounds"), (["--models", "gpt"], "--models")])
+def test_bad_input_one_line(args: list[str], what: str, capsys: pytest.CaptureFixture) -> None:
+    from bench.suite.__main__ import main
+
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and what in err.strip().splitlines()[-1]
+
+
+def test_jain_fairness() -> None:
+    from bench.suite.cell import jain
+
+    assert jain([3.0, 3.0, 3.0]) == 1.0
+    assert jain([1.0, 0.0]) == 0.5  # one of two jobs starved
+    assert jain([5.0]) is None and jain([]) is None
+
+
+def test_incomplete_design_is_not_a_measurement() -> None:
+    """A host-driven design whose workers did not finish every round in the virtual time
+    allowed is reported as incomplete (with its resent packets), never as a slow design."""
+    from types import SimpleNamespace
+
+    from bench.suite.cell import _incomplete
+    from controller.experiment.methods.switchml.sim import SmJobResult
+
+    rec = {"time_s": 1.0, "sent": 5, "retransmitted": 0}
+    job = SmJobResult(1, [[rec, rec], [rec]], [True, False], resent=1234)
+    assert not job.complete and job.retransmissions == 1234
+    d = _incomplete("switchml", SimpleNamespace(jobs=[job], virtual_s=600.0),
+                    Cell("k8", "resnet50", 0.0, 4, rounds=2))
+    assert not d.ran and d.retransmissions == 1234 and d.bound == "retransmissions"
+    assert d.note.startswith("incomplete: 3 of 4 worker-rounds finished in 600 s")
+    assert d.note.endswith("exact: yes (1)")  # round 0, which both workers finished

@@ -1,0 +1,1 @@
+"""Host-only ring all-reduce over UDP through plain forwarding (a baseline, issue 44)."""
