@@ -6,7 +6,8 @@ same settings, side by side, as Markdown.
 Each Mininet run opens a group; the simulated runs after it are compared with it (a
 simulated run before any Mininet run is listed without a comparison).  A simulated row names
 its link model: ``sim`` (links served at their rate, the default), ``sim, burst N B`` (htb's
-token bucket, ``--burst-bytes``), ``switch N ms`` (``--switch-proc-ms``).
+token bucket, ``--burst-bytes``), ``switch N ms`` (``--switch-proc-ms``), ``jitter N ms`` (``--jitter-ms``, when not
+the default 10).
 
 Per mode: seconds per round (mean over rounds of the slowest worker, and of the fastest:
 ``sync_time_s``) with the simulated run's difference from Mininet's, bytes into the PS per
@@ -49,6 +50,8 @@ def _by(doc: dict) -> str:
         parts.append(f"switch {o['switch_proc_ms']:g} ms")
     if o.get("delay_ms"):
         parts.append(f"delay {o['delay_ms']:g} ms")
+    if o.get("jitter_ms", 10.0) != 10.0:  # 10: the default, the start-file poll
+        parts.append(f"jitter {o['jitter_ms']:g} ms")
     return ", ".join(parts)
 
 
