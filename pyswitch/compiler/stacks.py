@@ -301,7 +301,9 @@ class Stacks:
         else:
             em(f"{v} = {self.stack_elems(loc)}[{nx}]")
             self.extract_into(DynHdrLoc(loc.elems[0].slot, loc.ty.elem, v), nbits, em)
-        em(f"{nx} += 1")
+        # nx + 1 (nx < size was checked above), written so that its bound is the size's:
+        # the native path proves every slot within its range (pyswitch.native.exprs)
+        em(f"{nx} = min({len(loc.elems)}, {nx} + 1)")
 
     def stack_assign_next(self, lhs: StackLoc, r: StackLoc, em: Emitter) -> None:
         """Stack assignment copies the next index too (BMv2's assign_header_stack)."""

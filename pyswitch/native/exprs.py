@@ -20,9 +20,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from pyswitch import externs
+
 LIMIT = 1 << 126
-_HASHES = {"_crc32": ("v_crc32", 32), "_crc16": ("v_crc16", 16),
-           "_identity": ("v_identity", 64), "_csum16": ("v_csum16", 16)}
 
 
 class NotNative(Exception):
@@ -71,6 +71,7 @@ class Func:
     aliases: dict[str, int] = field(default_factory=dict)
     locals: dict[str, tuple[int, int] | None] = field(default_factory=dict)
     ents: dict[str, str] = field(default_factory=dict)  # entry local -> table var
+    picks: dict[str, list[int]] = field(default_factory=dict)  # stack element -> its slots
     exit_label: list[str] = field(default_factory=list)
     perr_label: list[str] = field(default_factory=list)
     nlabel: int = 0
@@ -128,6 +129,8 @@ class Expressions:
             return None
         base = node.value
         k = None
+        if isinstance(base, ast.Name) and base.id in f.picks:  # see pyswitch.native.picks
+            return self.pick_slot(f, base.id, j, node)  # type: ignore[attr-defined]
         if isinstance(base, ast.Name) and base.id in f.aliases:
             k = f.aliases[base.id]
         elif (isinstance(base, ast.Subscript) and isinstance(base.value, ast.Name)
@@ -274,29 +277,13 @@ class Expressions:
         args = n.args
         if n.keywords or any(isinstance(a, ast.Starred) for a in args):
             raise NotNative(f"line {n.lineno}: call of {fn}")
-        if fn in _HASHES and len(args) == 1:
-            cfn, w = _HASHES[fn]
-            a = args[0]
-            if not (isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute)
-                    and a.func.attr == "to_bytes" and len(a.args) == 2
-                    and isinstance(a.args[0], ast.Constant)
-                    and isinstance(a.args[1], ast.Constant) and a.args[1].value == "big"):
-                raise NotNative(f"line {n.lineno}: argument of {fn}")
-            nb = a.args[0].value
-            v = self.ex(f, a.func.value)
-            if not (0 < nb <= 16 and v.lo >= 0 and v.hi < (1 << (8 * nb))):
-                raise NotNative(f"line {n.lineno}: {nb}-byte field list of {fn}")
-            return X(f"{cfn}({v.c}, {nb})", 0, (1 << w) - 1)
-        if fn == "_csum16i" and len(args) == 1:
-            v = self.ex(f, args[0])
-            if v.lo < 0:
-                raise NotNative(f"line {n.lineno}: negative checksum input")
-            return X(f"v_csum16i({v.c})", 0, 0xFFFF)
-        if fn == "_hmod" and len(args) == 2:
-            h, m = self.ex(f, args[0]), self.ex(f, args[1])
-            if h.lo < 0 or m.lo < 0:
-                raise NotNative(f"line {n.lineno}: _hmod of a negative value")
-            return X(f"v_div({h.c}, {m.c}, 1) + ({m.c} == 0 ? {h.c} : 0)", 0, h.hi)
+        ext = externs.helpers().get(fn)
+        if ext is not None:  # an extern's helper (hash, checksum, ...): its own C
+            x = ext.c_call(self, f, n, fn)
+            if x is None:
+                raise NotNative(f"line {n.lineno}: call of {fn} (extern "
+                                f"{ext.names[0]}: {ext.served})")
+            return x
         if fn == "_shl" and len(args) == 3 and isinstance(args[2], ast.Constant):
             a, b, w = self.ex(f, args[0]), self.ex(f, args[1]), args[2].value
             if not 0 < w < 127:
