@@ -366,6 +366,11 @@ class TopLevel:
             "mbounds": [value_bounds(t) for _, t in self.mslots],
             "hbounds": [[(0, 1)] + [value_bounds(ft) for _, ft in t.fields] for t in self.hslots],
             "errors": self.errors,
+            # each action function's scalar parameters (directional ones too), as the
+            # native path needs their ranges: [lo, hi] or None
+            "fbounds": {getattr(a, "base_fn", a.fn): {
+                f"p_{pn}": value_bounds(t) for _d, pn, t in a.params
+                if value_bounds(t) is not None} for a in self.actions},
             "actions": [{"name": a.name, "fn": a.fn, "idx": a.idx,
                          "params": [{"name": pn, "width": p4info_meta.data_width(t)}
                                     for d, pn, t in a.params if d == ""],

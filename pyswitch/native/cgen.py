@@ -22,6 +22,7 @@ import ast
 from pathlib import Path
 
 from pyswitch import externs
+from pyswitch.native.copyout import CopyOut, out_names
 from pyswitch.native.exprs import (
     Expressions,
     Func,
@@ -39,7 +40,7 @@ __all__ = ["NotNative", "Unit"]
 _FMT = {"B": 1, "H": 2, "I": 4, "Q": 8}
 
 
-class Unit(Picks, Expressions):
+class Unit(CopyOut, Picks, Expressions):
     """One program: `translate()` returns the C source of its extension module."""
 
     def __init__(self, code: str, meta: dict, modname: str) -> None:
@@ -88,9 +89,14 @@ class Unit(Picks, Expressions):
 
     def _declare(self, fn: ast.FunctionDef) -> None:
         a = fn.args
-        if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
+        star = a.vararg is not None and a.vararg.arg == "data"  # a table's wrapper
+        if (a.vararg and not star) or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
             raise NotNative(f"line {fn.lineno}: signature of {fn.name}")
         names = [x.arg for x in a.args]
+        if star:
+            if names != ["S", "M"]:
+                raise NotNative(f"line {fn.lineno}: signature of {fn.name}")
+            names += self.data_params(fn)
         if fn.name == "parser" and names == ["S", "M", "buf"]:
             kind = "parser"
         elif fn.name == "deparser" and names == ["S", "M", "out"]:
@@ -102,6 +108,10 @@ class Unit(Picks, Expressions):
         f = Func(fn.name, fn, names[2:] if kind == "block" else [], kind)
         f.returns = any(isinstance(n, ast.Return) and n.value is not None
                         for n in ast.walk(fn))
+        f.star = star
+        if kind == "block":  # an action returning its out/inout parameters: copyout
+            f.outs = out_names(fn) or []
+            f.returns = f.returns and not f.outs
         self.funcs[fn.name] = f
 
     def g(self, name: str) -> str:
@@ -135,7 +145,8 @@ class Unit(Picks, Expressions):
             f.cur[t.id] = (v.lo, v.hi)
             return
         if isinstance(t, ast.Name) and t.id in f.params:
-            if v.lo < 0 or v.hi >= 1 << self.param_width(f, t.id):
+            lo, hi = self.param_bounds(f, t.id)
+            if v.lo < lo or v.hi > hi:
                 raise NotNative(f"line {t.lineno}: a value outside its parameter's range")
             o.append(f"{ind}p_{t.id} = {v.c};")
             return
@@ -160,6 +171,8 @@ class Unit(Picks, Expressions):
                 return self.table(f, t.id, v, o, d)
             if isinstance(t, ast.Name) and t.id in f.picks:
                 return self.pick(f, t.id, v, o, d)
+            if isinstance(t, ast.Name) and t.id in f.rets:
+                return self.ret_call(f, t.id, v, o, d)
             if f.kind == "parser" and isinstance(t, ast.Name) and t.id == "L":
                 return
             if f.kind == "parser" and isinstance(t, ast.Name) and t.id == "pos":
@@ -233,6 +246,8 @@ class Unit(Picks, Expressions):
                 o.append(f"{ind}*ret = l_pos; return 0;")
             elif st.value is None:
                 o.append(f"{ind}return 0;")
+            elif f.outs and isinstance(st.value, ast.Tuple):
+                self.return_outs(f, st.value, o, d, "0")
             else:
                 raise NotNative(f"line {ln}: return of a value")
             return
@@ -250,6 +265,13 @@ class Unit(Picks, Expressions):
         if (isinstance(e, ast.Call) and ast.unparse(e.func) == "_PErr" and f.perr_label
                 and len(e.args) == 1 and isinstance(e.args[0], ast.Constant)):
             o.append(f"{ind}perr = {int(e.args[0].value)}; goto {f.perr_label[-1]};")
+            return
+        if (f.outs and isinstance(e, ast.Call) and ast.unparse(e.func) == "_Exit"
+                and len(e.args) == 1 and isinstance(e.args[0], ast.Tuple)):
+            if f.exit_label:  # the handler raises again with the values it then has
+                o.append(f"{ind}goto {f.exit_label[-1]};")
+            else:
+                self.return_outs(f, e.args[0], o, d, "RC_EXIT")
             return
         if e is not None and ast.unparse(e) in ("_Exit", "_Exit()"):
             o.append(f"{ind}" + (f"goto {f.exit_label[-1]};" if f.exit_label
@@ -274,6 +296,8 @@ class Unit(Picks, Expressions):
             o.append(f"{ind}{lab}: ;")
             forget(f, st.body)  # reached from any exit inside
             return
+        if exc == "_Exit" and h.name in (None, "_x"):  # copy-out on exit: copyout
+            return self.exit_handler(f, st, o, d)
         if exc == "_PErr" and f.kind == "parser":
             f.nlabel += 1
             lab, done = f"perr_{f.nlabel}", f"perr_done_{f.nlabel}"
@@ -365,6 +389,8 @@ class Unit(Picks, Expressions):
             for a in self.meta["actions"]:
                 if a["name"] not in names:
                     continue
+                if a["fn"] not in self.funcs or self.funcs[a["fn"]].outs:
+                    raise NotNative(f"line {c.lineno}: action {a['fn']} of a table")
                 args = "".join(f", e_{e}.a[{i}]" for i in range(len(a["params"])))
                 o.append(f"{ind}case {a['idx']}:")
                 o.append(self.on_rc(f, f"f_{a['fn']}(P, st{args})", d + 1))
@@ -374,16 +400,9 @@ class Unit(Picks, Expressions):
             return
         if fn in self.funcs and self.funcs[fn].kind == "block":
             callee = self.funcs[fn]
-            if [ast.unparse(a) for a in c.args[:2]] != ["S", "M"] or callee.returns:
+            if callee.returns or callee.outs:  # out values are assigned: copyout
                 raise NotNative(f"line {c.lineno}: call of {fn}")
-            args = ""
-            for pn, a in zip(callee.params, c.args[2:], strict=True):
-                x = self.ex(f, a)
-                w = self.param_width(callee, pn)
-                if x.lo < 0 or x.hi >= (1 << w):  # what a table entry may hold
-                    raise NotNative(f"line {c.lineno}: argument out of its parameter's range")
-                args += f", {x.c}"
-            o.append(self.on_rc(f, f"f_{fn}(P, st{args})", d))
+            o.append(self.on_rc(f, f"f_{fn}(P, st{self.call_args(f, c, callee)})", d))
             return
         if f.kind == "deparser" and fn == "out.append" and len(c.args) == 1:
             return self.emit(f, c.args[0], o, d)
@@ -500,6 +519,7 @@ class Unit(Picks, Expressions):
         """Sort the names a function assigns: header aliases, table entries, stack
         elements picked at run time, locals."""
         maybe_picks: list[tuple[str, ast.AST]] = []
+        maybe_rets: list[tuple[str, ast.AST]] = []
         for n in ast.walk(f.node):
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
                 t, v = n.targets[0], n.value
@@ -520,12 +540,19 @@ class Unit(Picks, Expressions):
                     elif isinstance(t, ast.Name) and isinstance(v, (ast.Subscript, ast.Call)) \
                             and x.id.startswith("_hs"):
                         maybe_picks.append((x.id, v))
+                    elif isinstance(t, ast.Name) and x.id.startswith("_r") and (
+                            isinstance(v, ast.Call) or ast.unparse(v) == "_x.args[0]"):
+                        maybe_rets.append((x.id, v))
                     else:
                         f.locals[x.id] = None
             elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
                 if not (f.kind == "parser" and n.target.id == "pos") \
                         and n.target.id not in f.params:
                     f.locals[n.target.id] = None
+        maybe_rets.sort(key=lambda r: ast.unparse(r[1]) == "_x.args[0]")  # the calls first
+        for name, v in maybe_rets:
+            if not self.classify_ret(f, name, v):
+                f.locals[name] = None
         for name, v in maybe_picks:  # once every alias is known
             if not self.classify_pick(f, name, v):
                 f.locals[name] = None
@@ -590,6 +617,7 @@ class Unit(Picks, Expressions):
         head += [f"    V l_{k} = 0;" for k in f.locals]
         head += [f"    Ent e_{k};" for k in f.ents]
         head += self.pick_decls(f)
+        head += self.ret_decls(f)
         tail = [] if f.kind == "parser" else ["    return 0;"]
         return head + body + tail + ["}", ""]
 
@@ -599,7 +627,9 @@ class Unit(Picks, Expressions):
                     "Py_ssize_t L_buf, Py_ssize_t *ret)")
         if f.kind == "deparser":
             return f"static int f_{f.name}(Proc *P, St *st, unsigned char *ob, Py_ssize_t *on)"
-        return f"static int f_{f.name}(Proc *P, St *st{''.join(f', V p_{p}' for p in f.params)})"
+        ret = ", V *ret" if f.outs else ""
+        return (f"static int f_{f.name}(Proc *P, St *st"
+                f"{''.join(f', V p_{p}' for p in f.params)}{ret})")
 
     # -- the module ----------------------------------------------------------------------
     def translate(self, dedupe: bool) -> str:

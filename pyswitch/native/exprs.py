@@ -72,6 +72,9 @@ class Func:
     locals: dict[str, tuple[int, int] | None] = field(default_factory=dict)
     ents: dict[str, str] = field(default_factory=dict)  # entry local -> table var
     picks: dict[str, list[int]] = field(default_factory=dict)  # stack element -> its slots
+    outs: list[str] = field(default_factory=list)  # out/inout parameters it returns
+    star: bool = False  # a table's wrapper: (S, M, *data)
+    rets: dict[str, str] = field(default_factory=dict)  # out values of a call -> callee
     exit_label: list[str] = field(default_factory=list)
     perr_label: list[str] = field(default_factory=list)
     nlabel: int = 0
@@ -131,6 +134,8 @@ class Expressions:
         k = None
         if isinstance(base, ast.Name) and base.id in f.picks:  # see pyswitch.native.picks
             return self.pick_slot(f, base.id, j, node)  # type: ignore[attr-defined]
+        if isinstance(base, ast.Name) and base.id in f.rets:  # see pyswitch.native.copyout
+            return self.ret_slot(f, node)  # type: ignore[attr-defined]
         if isinstance(base, ast.Name) and base.id in f.aliases:
             k = f.aliases[base.id]
         elif (isinstance(base, ast.Subscript) and isinstance(base.value, ast.Name)
@@ -167,8 +172,7 @@ class Expressions:
                     raise Pending(n.id)
                 return X(f"l_{n.id}", *b)
             if n.id in f.params:
-                w = self.param_width(f, n.id)
-                return X(f"p_{n.id}", 0, (1 << w) - 1)
+                return X(f"p_{n.id}", *self.param_bounds(f, n.id))  # type: ignore[attr-defined]
             if f.kind == "parser" and n.id in ("pos", "L"):
                 return X(f"(V)l_{n.id}", 0, 1 << 40)
             raise NotNative(f"line {ln}: name {n.id}")

@@ -1,7 +1,12 @@
-"""Header stack elements chosen at run time on the native path (pyswitch/native/picks.py):
-``hs.next``, ``.last``, ``hs[i]`` read and written with ``i`` inside and outside the stack,
-and an extract at a run-time index, give the same frames, parser errors and exceptions on
-both paths (tests/p4/native_stack_index.p4)."""
+"""Constructs the native path lowers beyond straight-line code, each compared frame for
+frame and state for state with the Python path:
+
+- header stack elements chosen at run time (pyswitch/native/picks.py): ``hs.next``,
+  ``.last``, ``hs[i]`` read and written with ``i`` inside and outside the stack, and an
+  extract at a run-time index (tests/p4/native_stack_index.p4);
+- actions with out/inout parameters (pyswitch/native/copyout.py): copy-out after the body
+  and on exit, from a control, from another action and through a table's actions list
+  (tests/p4/native_copy_out.p4)."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from tests.test_native import run_both, twins
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 PROG = Path(__file__).resolve().parent / "p4" / "native_stack_index.p4"
+COPY_OUT = PROG.with_name("native_copy_out.p4")
 
 
 def test_the_program_runs_native() -> None:
@@ -52,3 +58,23 @@ def test_an_extract_outside_the_stack_raises_on_both_paths(monkeypatch) -> None:
     assert errs[0] == errs[1] and errs[0][0] == "StackIndexError"
     ok = bytes([3, 0, 1, 0, 9])  # extract(hs[3]): inside
     assert py.process(0, ok) == nat.process(0, ok)
+
+
+def test_copy_out_native_equals_python(monkeypatch) -> None:
+    prog = compile_p4(COPY_OUT)
+    assert "raise _Exit((p_" in prog.code and "*data" in prog.code
+    py, nat = twins(prog, monkeypatch)
+    for sw in (py, nat):  # flag(hdr.h.c) with action data v: v, or v + 1 unless v is 7
+        for d, v in ((1, 7), (2, 9), (3, 255)):
+            sw.insert_entry("I.t", {"hdr.h.d": d}, "I.flag", {"v": v})
+    rng = random.Random(3)
+    work = [(0, bytes([rng.choice((0, 5, 199, 200, 201, 255, rng.randrange(256))),
+                       rng.randrange(256), rng.randrange(256), rng.randrange(5)]))
+            for _ in range(600)]
+    assert run_both(py, nat, work) == len(work)
+    # a = 250 > 200: bump exits; the exit leaves ingress, so the frame leaves unchanged
+    assert nat.process(0, bytes([250, 4, 9, 1])) == [(1, bytes([250, 4, 9, 1]))]
+    # a = 10, b = 5: a = 15, b = 15; d = 1: flag(c) exits with f = v = 7; d stays
+    assert nat.process(0, bytes([10, 5, 0, 1])) == [(1, bytes([15, 15, 7, 1]))]
+    # d = 2: f = 9 + 1, then d + 1
+    assert nat.process(0, bytes([10, 5, 0, 2])) == [(1, bytes([15, 15, 10, 3]))]
