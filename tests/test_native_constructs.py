@@ -6,7 +6,9 @@ frame and state for state with the Python path:
   extract at a run-time index (tests/p4/native_stack_index.p4);
 - actions with out/inout parameters (pyswitch/native/copyout.py): copy-out after the body
   and on exit, from a control, from another action and through a table's actions list
-  (tests/p4/native_copy_out.p4)."""
+  (tests/p4/native_copy_out.p4);
+- stack shifts (push_front, pop_front), a union stack parsed with ``.next`` and signed
+  saturating arithmetic (tests/p4/native_stack_ops.p4)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from tests.test_native import run_both, twins
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 PROG = Path(__file__).resolve().parent / "p4" / "native_stack_index.p4"
 COPY_OUT = PROG.with_name("native_copy_out.p4")
+STACK_OPS = PROG.with_name("native_stack_ops.p4")
 
 
 def test_the_program_runs_native() -> None:
@@ -78,3 +81,48 @@ def test_copy_out_native_equals_python(monkeypatch) -> None:
     assert nat.process(0, bytes([10, 5, 0, 1])) == [(1, bytes([15, 15, 7, 1]))]
     # d = 2: f = 9 + 1, then d + 1
     assert nat.process(0, bytes([10, 5, 0, 2])) == [(1, bytes([15, 15, 10, 3]))]
+
+
+def test_stack_shifts_unions_and_saturation_native_equal_python(monkeypatch) -> None:
+    prog = compile_p4(STACK_OPS)
+    assert "h3[:] = " in prog.code or "[:], " in prog.code  # the shifts' tuple assignments
+    assert "for _s in " in prog.code and "_sat_s(" in prog.code
+    py, nat = twins(prog, monkeypatch)
+    rng = random.Random(11)
+    work = []
+    for _ in range(600):
+        op = rng.randrange(256)
+        body = bytes(rng.randrange(256) for _ in range(rng.randrange(2, 9)))
+        work.append((0, bytes([op]) + body))
+    assert run_both(py, nat, work) > 500
+    # -128 |-| 1 saturates at -128; push_front(1): hs[0] invalid, hs[1] = old hs[0]
+    out = nat.process(0, bytes([0x01, 0x80, 0x01, 0x00, 5, 6]))
+    assert out == py.process(0, bytes([0x01, 0x80, 0x01, 0x00, 5, 6]))
+    assert out[0][1] == bytes([0x01, 0x80, 0x01, 0x80, 5, 6])
+
+
+def test_native_on_refuses_in_one_line_and_the_corpus_counts_both_paths(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    import shutil
+
+    from pyswitch.stf.runner import main as stf_main
+    here = Path(__file__).resolve().parent
+    (tmp_path / "empty.stf").write_text("")
+    monkeypatch.setenv("PYSWITCH_NATIVE", "on")
+    assert stf_main([str(here / "p4" / "native_wide.p4"), str(tmp_path / "empty.stf")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("pyswitch stf: PYSWITCH_NATIVE=on, but the native path cannot run")
+    assert "parser, generated line" in err and "a value may exceed 126 bits" in err
+    monkeypatch.setenv("PYSWITCH_NATIVE", "auto")
+    for name in ("stf_tables", "stf_counters"):
+        if (here / "stf" / f"{name}.p4").is_file():
+            shutil.copy(here / "stf" / f"{name}.p4", tmp_path / f"{name}.p4")
+            shutil.copy(here / "stf" / f"{name}.stf", tmp_path / f"{name}.stf")
+    shutil.copy(here / "p4" / "native_wide.p4", tmp_path / "wide.p4")
+    (tmp_path / "wide.stf").write_text("")
+    n = len(list(tmp_path.glob("*.p4")))
+    assert stf_main(["--corpus", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"native path {n - 1} of {n} run; python path: pass {n}, wrong 0; " \
+           f"native path: pass {n - 1}, wrong 0" in out

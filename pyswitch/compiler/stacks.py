@@ -238,7 +238,8 @@ class Stacks:
             for i in range(min(size, num)):
                 em(f"{el[i]}[0] = False")
         else:
-            em(f"{nx} -= min({nx}, {_lit(num)})")
+            # nx - min(nx, num), written so that its bound is provably >= 0 (native path)
+            em(f"{nx} = max(0, {nx} - {_lit(num)})")
             i = 0
             while num < size and i < size - num:
                 em(f"{el[i]}[:], {el[i + num]}[:] = {el[i + num]}, {el[i]}[:]")

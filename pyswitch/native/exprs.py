@@ -57,6 +57,16 @@ def _check(x: X, node: ast.AST) -> X:
     return x
 
 
+def _int_const(n: ast.AST) -> int | None:
+    """The integer a constant argument is (``-1`` is a unary minus of 1), or None."""
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+        v = _int_const(n.operand)
+        return None if v is None else -v
+    if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
+        return n.value
+    return None
+
+
 def _bitlen(lo: int, hi: int) -> int:
     return max(abs(lo).bit_length(), abs(hi).bit_length()) + 1
 
@@ -303,13 +313,13 @@ class Expressions:
                 return X(f"v_div({a.c}, {b.c}, 1)", -m, m)
             k = max(abs(a.lo), abs(a.hi))
             return X(f"v_div({a.c}, {b.c}, 0)", -k - 1, k + 1)
-        if fn == "_sat_s" and len(args) == 4 and all(isinstance(x, ast.Constant)
+        if fn == "_sat_s" and len(args) == 4 and all(_int_const(x) is not None
                                                      for x in args[2:]):
             a, b = self.ex(f, args[0]), self.ex(f, args[1])
-            w = args[3].value
-            if not 0 < w < 126:
+            sign, w = _int_const(args[2]), _int_const(args[3])
+            if not 0 < w < 126:  # type: ignore[operator]
                 raise NotNative(f"line {n.lineno}: _sat_s width {w}")
-            return X(f"v_sat_s({a.c}, {b.c}, {args[2].value}, {w})", 0, (1 << w) - 1)
+            return X(f"v_sat_s({a.c}, {b.c}, {sign}, {w})", 0, (1 << w) - 1)  # type: ignore[operator]
         if fn in ("min", "max") and len(args) == 2:
             a, b = self.ex(f, args[0]), self.ex(f, args[1])
             op = "<" if fn == "min" else ">"

@@ -18,9 +18,10 @@ extract, ``.last`` of an empty stack), which the C returns as Python's.
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any
 
-from pyswitch.native.exprs import Func, NotNative
+from pyswitch.native.exprs import Func, NotNative, X
 
 # the module-level statements the compiler emits with these helpers
 PRELUDE_FUNCS = ("_hs_at", "_hs_last")
@@ -132,3 +133,71 @@ class Picks:
     def pick_decls(self, f: Func) -> list[str]:
         return [f"    V *k_{k} = NULL; V z_{k}[{self.pick_width(f, k)}]; (void)z_{k};"
                 for k in f.picks]
+
+    def headers_swap(self, f: Func, t: ast.Tuple, v: ast.Tuple, o: list[str], d: int) -> None:
+        """``h5[:], h4[:] = h4, h5[:]`` (a stack's elements shifted): every source header's
+        fields are read before any is written, as Python's tuple assignment does."""
+        ind = "    " * d
+
+        def header(n: ast.AST, whole: bool) -> str | None:
+            if whole and isinstance(n, ast.Subscript) and ast.unparse(n.slice) == ":":
+                n = n.value
+            return n.id if isinstance(n, ast.Name) and n.id in f.aliases else None
+
+        dst = [header(x, True) for x in t.elts]
+        src = [header(x, True) for x in v.elts]
+        if len(dst) != len(src) or None in dst or None in src or any(
+                isinstance(x, ast.Subscript) and ast.unparse(x.slice) != ":" for x in t.elts):
+            raise NotNative(f"line {t.lineno}: tuple assignment {ast.unparse(v)[:40]!r}")
+        o.append(f"{ind}{{")
+        for k, s in enumerate(src):
+            for j in range(len(self.hb[f.aliases[s]])):  # type: ignore[index]
+                x = self.ex(f, ast.Subscript(ast.Name(s, ctx=ast.Load()), ast.Constant(j),  # type: ignore[attr-defined]
+                                             lineno=t.lineno))
+                o.append(f"{ind}    V t{k}_{j} = {x.c};")
+        for k, (dn, s) in enumerate(zip(dst, src, strict=True)):
+            if len(self.hb[f.aliases[dn]]) != len(self.hb[f.aliases[s]]):  # type: ignore[index]
+                raise NotNative(f"line {t.lineno}: headers of different types")
+            for j in range(len(self.hb[f.aliases[s]])):  # type: ignore[index]
+                b = self.hb[f.aliases[s]][j]  # type: ignore[index]
+                if b is None:
+                    raise NotNative(f"line {t.lineno}: field {j} of {s}")
+                self.store(f, ast.Subscript(ast.Name(dn, ctx=ast.Load()),  # type: ignore[attr-defined]
+                                            ast.Constant(j), lineno=t.lineno),
+                           X(f"t{k}_{j}", *b), o, d + 1)
+        o.append(f"{ind}}}")
+
+    def for_picked(self, f: Func, st: ast.For, o: list[str], d: int) -> None:
+        """``for _s in ((h2, ), (h4, ), )[i]: _s[0] = False`` (the other members of the
+        union extracted at a stack's next index made invalid): one case per index."""
+        ind = "    " * d
+        it = st.iter
+        if not (isinstance(st.target, ast.Name) and not st.orelse
+                and isinstance(it, ast.Subscript) and isinstance(it.value, ast.Tuple)
+                and all(isinstance(g, ast.Tuple) and all(
+                    isinstance(e, ast.Name) and e.id in f.aliases for e in g.elts)
+                    for g in it.value.elts)):
+            raise NotNative(f"line {st.lineno}: statement {ast.unparse(st)[:60]!r}")
+        var = st.target.id
+        if any(isinstance(n, ast.Name) and n.id == var and not isinstance(p, ast.Subscript)
+               for p in ast.walk(ast.Module(st.body, [])) for n in ast.iter_child_nodes(p)):
+            raise NotNative(f"line {st.lineno}: loop variable {var} used whole")
+        i = self.ex(f, it.slice)  # type: ignore[attr-defined]
+        o.append(f"{ind}switch ((int)({i.c})) {{")
+        for k, g in enumerate(it.value.elts):
+            o.append(f"{ind}case {k}:")
+            for e in g.elts:  # type: ignore[attr-defined]
+                body = [_Rename(var, e.id).visit(copy.deepcopy(s)) for s in st.body]
+                self.body(f, body, o, d + 1)  # type: ignore[attr-defined]
+            o.append(f"{ind}    break;")
+        o.append(f"{ind}default: PyErr_SetString(PyExc_IndexError, \"tuple index out of "
+                 "range\"); return RC_ERR;")
+        o.append(f"{ind}}}")
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def visit_Name(self, n: ast.Name) -> ast.Name:
+        return ast.copy_location(ast.Name(self.new, ctx=n.ctx), n) if n.id == self.old else n
