@@ -7,8 +7,9 @@ frame and state for state with the Python path:
 - actions with out/inout parameters (pyswitch/native/copyout.py): copy-out after the body
   and on exit, from a control, from another action and through a table's actions list
   (tests/p4/native_copy_out.p4);
-- stack shifts (push_front, pop_front), a union stack parsed with ``.next`` and signed
-  saturating arithmetic (tests/p4/native_stack_ops.p4)."""
+- stack shifts (push_front, pop_front), a union stack parsed with ``.next``, signed
+  saturating arithmetic and a loop counter (its range found by widening) (tests/p4/
+  native_stack_ops.p4)."""
 
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ def test_copy_out_native_equals_python(monkeypatch) -> None:
 def test_stack_shifts_unions_and_saturation_native_equal_python(monkeypatch) -> None:
     prog = compile_p4(STACK_OPS)
     assert "h3[:] = " in prog.code or "[:], " in prog.code  # the shifts' tuple assignments
-    assert "for _s in " in prog.code and "_sat_s(" in prog.code
+    assert "for _s in " in prog.code and "_sat_s(" in prog.code and "while True" in prog.code
     py, nat = twins(prog, monkeypatch)
     rng = random.Random(11)
     work = []

@@ -586,7 +586,7 @@ class Unit(CopyOut, Picks, Expressions):
                     and n.target.id in f.locals:
                 assigns.append((n.target.id, ast.BinOp(n.target, n.op, n.value,
                                                        lineno=n.lineno)))
-        for _ in range(40):
+        for turn in range(40):
             changed = False
             for name, v in assigns:
                 try:
@@ -600,6 +600,11 @@ class Unit(CopyOut, Picks, Expressions):
                     continue
                 old = f.locals[name]
                 new = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+                if new != old and old is not None and turn >= 8:
+                    # widening: a loop counter grows by one a turn; round the bound up to
+                    # the next power of two (still a bound), so that a mask stops it
+                    new = (-(1 << (-new[0]).bit_length()) if new[0] < 0 else new[0],
+                           (1 << new[1].bit_length()) - 1 if new[1] > 0 else new[1])
                 if new != old:
                     f.locals[name] = new
                     changed = True

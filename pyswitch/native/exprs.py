@@ -11,7 +11,9 @@ intervals to the result's::
     [a, b] << [c, d] = [min, max] of the four corner shifts, likewise >>
 
 A local has, at each point, the bound of its last assignment (the union over branches;
-the union of all its assignments, iterated to a fixed point, around loops and labels).
+the union of all its assignments, iterated to a fixed point, around loops and labels; a
+bound still growing after eight rounds is widened to the next power of two, in
+`pyswitch.native.cgen`).
 Anything beyond ``2**126`` raises `NotNative` with the line.
 """
 

@@ -1,5 +1,6 @@
-/* Stack shifts, a union stack parsed with .next, and signed saturating subtraction, for
- * tests/test_native_constructs.py (each once refused by the native path). */
+/* Stack shifts, a union stack parsed with .next, signed saturating subtraction and a for
+ * loop counting up to a header's value, for tests/test_native_constructs.py (each once
+ * refused by the native path). */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -30,8 +31,14 @@ parser P(packet_in pkt, out headers hdr, inout metadata meta,
 }
 control V(inout headers hdr, inout metadata meta) { apply { } }
 control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    action count_up() {
+        bit<8> n = 0;
+        for (bit<8> i = 0; i < (bit<8>)hdr.op.b; i = i + 1) { n = n + 2; }
+        hdr.op.a = (int<8>)n;
+    }
     apply {
         sm.egress_spec = 1;
+        if ((hdr.op.op & 8) == 8) { count_up(); }
         hdr.op.r = hdr.op.a |-| hdr.op.b;
         bit<8> k = hdr.op.op & 7;
         if (k == 1) { hdr.hs.push_front(1); }
