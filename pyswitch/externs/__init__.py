@@ -10,7 +10,8 @@ An `Extern` says
 - the Python helpers that generated code calls (`runtime`, bound to one switch) and which of
   them are pure (`pure`: ComputeChecksum and the deparser may call them);
 - how the native path takes those helpers (`c_call`, an expression of C with its bounds;
-  `c_support`, C functions the generated module needs);
+  `c_support`, C functions the generated module needs) and an object's statements
+  (`c_stmt`: a register's read or write, a counter's increment; `c_values`);
 - an object's state in a switch (`meta_key`, `meta_entries`, `state`), and its P4Info and
   BMv2-JSON entries (`p4info_symbols`, `p4info`, `bmv2_json`);
 - or, for an extern pyswitch does not run, why (`Refused`).
@@ -80,6 +81,19 @@ class Extern:
         function `f` of translator `t`), as `pyswitch.native.exprs.X` with its bounds;
         None (or NotNative, with the reason) for what it does not take."""
         return None
+
+    def c_values(self, entries: list[dict]) -> dict[str, tuple[int, int]]:
+        """The Python lists of this object whose items the C reads as values, with their
+        range (a register's cells), by the name the generated code uses."""
+        return {}
+
+    def c_stmt(self, t: Any, f: Any, st: Any, o: list[str], d: int,
+               handler: list | None = None) -> bool:
+        """Write the C of statement `st` (``ast``) of the generated Python into `o` at
+        depth `d` when it is this object's (a register read or write, a counter's
+        increment), inside ``try: ... except IndexError: <handler>`` when `handler` is
+        given; False when it is not this object's."""
+        return False
 
     # -- the control plane's descriptions ------------------------------------------
     def p4info_symbols(self, sym: Any, entries: list[dict], xi: dict) -> None:

@@ -9,6 +9,7 @@ plane sees one state.
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from pyswitch.compiler.model import ExternInst
@@ -65,6 +66,22 @@ class Counter(Extern):
     def meta_entries(self, insts: list) -> list[dict]:
         return [{"name": c.name, "var": c.var, "size": c.size, "type": c.ctype}
                 for c in insts]
+
+    def c_stmt(self, t: Any, f: Any, st: Any, o: list[str], d: int,
+               handler: list | None = None) -> bool:
+        """``C0p[i] += 1; C0b[i] += len``: ``list_iadd`` on the same lists."""
+        if handler is not None or not (isinstance(st, ast.AugAssign)
+                                       and isinstance(st.op, ast.Add)):
+            return False
+        lists = {c["var"] + s for c in t.meta.get(self.meta_key, []) for s in "pb"}
+        tg = st.target
+        if not (isinstance(tg, ast.Subscript) and isinstance(tg.value, ast.Name)
+                and tg.value.id in lists):
+            return False
+        i, v = t.ex(f, tg.slice), t.ex(f, st.value)
+        o.append(f"{'    ' * d}if ((rc = list_iadd({t.g(tg.value.id)}, {i.c}, {v.c})) != 0)"
+                 " return raise_index(rc);")
+        return True
 
     def state(self, sw: Any, ns: dict[str, Any], entries: list[dict]) -> None:
         sw.counters = {}

@@ -4,15 +4,18 @@ the program and the control plane.
 Python: a list per instance (``R<k>``), read and written in place; an index that may be out
 of range is guarded by ``IndexError`` (a read gives 0, a write is ignored: BMv2 logs an
 error since behavioral-model PR #637).  Native: `pyswitch.native.cgen` reads and writes the
-same list (``reg_get``/``reg_set`` of runtime.h), so the control plane sees one state.
+same list (``reg_get``/``reg_set`` of runtime.h; `Register.c_stmt`), so the control plane
+sees one state.
 """
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from pyswitch.compiler.model import ExternInst, ScalarLoc
 from pyswitch.externs import Extern
+from pyswitch.native.exprs import merge
 from pyswitch.types import Bits, same_type
 
 
@@ -73,6 +76,56 @@ class Register(Extern):
     def meta_entries(self, insts: list) -> list[dict]:
         return [{"name": r.name, "var": r.var, "size": r.size, "width": r.elem.width}
                 for r in insts]
+
+    def c_values(self, entries: list[dict]) -> dict[str, tuple[int, int]]:
+        return {r["var"]: (0, (1 << r["width"]) - 1) for r in entries}
+
+    def c_stmt(self, t: Any, f: Any, st: Any, o: list[str], d: int,
+               handler: list | None = None) -> bool:
+        """``x = R0[i]`` and ``R0[i] = v``: ``reg_get``/``reg_set`` on the same list; an
+        index Python would refuse raises IndexError, or, guarded (``except IndexError``),
+        runs the handler (a read's default) or nothing (a write)."""
+        from pyswitch.native.exprs import X
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1):
+            return False
+        mine = self.c_values(t.meta.get(self.meta_key, []))
+        tg, v = st.targets[0], st.value
+
+        def reg(n: Any) -> str | None:
+            ok = isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+            return n.value.id if ok and n.value.id in mine else None
+
+        ind = "    " * d
+        if reg(v) is not None:
+            g, i = t.g(reg(v)), t.ex(f, v.slice)
+            if handler is None:
+                o.append(f"{ind}{{ V r_; if ((rc = reg_get({g}, {i.c}, &r_)) != 0) "
+                         "return raise_index(rc);")
+                t.store(f, tg, X("r_", *mine[reg(v)]), o, d + 1)
+                o.append(f"{ind}}}")
+                return True
+            o.append(f"{ind}{{ V r_; rc = reg_get({g}, {i.c}, &r_);")
+            o.append(f"{ind}  if (rc < 0) return RC_ERR;")
+            o.append(f"{ind}  if (rc == 0) {{")
+            before = dict(f.cur)
+            t.store(f, tg, X("r_", *mine[reg(v)]), o, d + 2)
+            after_a, f.cur = f.cur, before
+            o.append(f"{ind}  }} else {{")
+            t.body(f, handler, o, d + 2)
+            o.append(f"{ind}  }} }}")
+            f.cur = merge(f, after_a, f.cur)
+            return True
+        if reg(tg) is not None:
+            if handler is not None and not all(isinstance(x, ast.Pass) for x in handler):
+                return False
+            g, i, x = t.g(reg(tg)), t.ex(f, tg.slice), t.ex(f, v)
+            if handler is None:
+                o.append(f"{ind}if ((rc = reg_set({g}, {i.c}, {x.c})) != 0) "
+                         "return raise_index(rc);")
+            else:
+                o.append(f"{ind}if ((rc = reg_set({g}, {i.c}, {x.c})) < 0) return RC_ERR;")
+            return True
+        return False
 
     def state(self, sw: Any, ns: dict[str, Any], entries: list[dict]) -> None:
         sw.registers = {}

@@ -56,8 +56,9 @@ class Unit(CopyOut, Picks, Expressions):
             off += len(hb)
         self.ns = max(off, 1)
         self.nm = len(self.mb)
-        self.regs = {r["var"]: (0, (1 << r["width"]) - 1) for r in meta["registers"]}
-        self.counters = {c["var"] + s for c in meta["counters"] for s in "pb"}
+        self.objs = externs.objects()  # registers, counters: their statements (c_stmt)
+        self.regs = {k: b for e in self.objs
+                     for k, b in e.c_values(meta.get(e.meta_key, [])).items()}
         self.tables = {t["var"]: t for t in meta["tables"]}
         self.actions = {a["fn"]: a for a in meta["actions"]}
         self.gidx: dict[str, int] = {}
@@ -152,12 +153,6 @@ class Unit(CopyOut, Picks, Expressions):
                 raise NotNative(f"line {t.lineno}: a value outside its parameter's range")
             o.append(f"{ind}p_{t.id} = {v.c};")
             return
-        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
-                and t.value.id in self.regs:
-            i = self.ex(f, t.slice)
-            o.append(f"{ind}if ((rc = reg_set({self.g(t.value.id)}, {i.c}, {v.c})) != 0) "
-                     f"return raise_index(rc);")
-            return
         raise NotNative(f"line {t.lineno}: assignment to {ast.unparse(t)[:40]!r}")
 
     def stmt(self, f: Func, st: ast.stmt, o: list[str], d: int) -> None:  # noqa: C901
@@ -165,6 +160,9 @@ class Unit(CopyOut, Picks, Expressions):
         ln = st.lineno
         if isinstance(st, ast.Pass):
             return
+        for e in self.objs:  # a register read or write, a counter: pyswitch.externs
+            if e.c_stmt(self, f, st, o, d):
+                return
         if isinstance(st, ast.Assign) and len(st.targets) == 1:
             t, v = st.targets[0], st.value
             if isinstance(t, ast.Name) and t.id in f.aliases:
@@ -186,14 +184,6 @@ class Unit(CopyOut, Picks, Expressions):
                 return self.headers_swap(f, t, v, o, d)
             if isinstance(t, ast.Tuple):
                 return self.unpack(f, [e for e in t.elts], v, o, d)
-            if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
-                    and v.value.id in self.regs:
-                i = self.ex(f, v.slice)
-                o.append(f"{ind}{{ V r_; if ((rc = reg_get({self.g(v.value.id)}, {i.c}, &r_))"
-                         f" != 0) return raise_index(rc);")
-                self.store(f, t, X("r_", *self.regs[v.value.id]), o, d + 1)
-                o.append(f"{ind}}}")
-                return
             return self.store(f, t, self.ex(f, v), o, d)
         if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add):
             t = st.target
@@ -207,12 +197,6 @@ class Unit(CopyOut, Picks, Expressions):
                 i, v = self.ex(f, t.slice), self.ex(f, st.value)
                 o.append(f"{ind}if ((rc = list_iadd(e_{t.value.value.id}.counter, {i.c}, "
                          f"{v.c})) != 0) return raise_index(rc);")
-                return
-            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
-                    and t.value.id in self.counters:
-                i, v = self.ex(f, t.slice), self.ex(f, st.value)
-                o.append(f"{ind}if ((rc = list_iadd({self.g(t.value.id)}, {i.c}, {v.c})) != 0)"
-                         f" return raise_index(rc);")
                 return
             return self.store(f, t, self.ex(f, ast.BinOp(t, ast.Add(), st.value,
                                                           lineno=ln)), o, d)
@@ -326,31 +310,11 @@ class Unit(CopyOut, Picks, Expressions):
 
     def guarded(self, f: Func, st: ast.stmt, handler: list[ast.stmt], o: list[str],
                 d: int) -> None:
-        """``try: <register read or write> except IndexError: <default or pass>``."""
-        ind = "    " * d
-        if not isinstance(st, ast.Assign) or len(st.targets) != 1:
-            raise NotNative(f"line {st.lineno}: guarded statement")
-        t, v = st.targets[0], st.value
-        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
-                and v.value.id in self.regs:
-            i = self.ex(f, v.slice)
-            o.append(f"{ind}{{ V r_; rc = reg_get({self.g(v.value.id)}, {i.c}, &r_);")
-            o.append(f"{ind}  if (rc < 0) return RC_ERR;")
-            o.append(f"{ind}  if (rc == 0) {{")
-            before = dict(f.cur)
-            self.store(f, t, X("r_", *self.regs[v.value.id]), o, d + 2)
-            after_a, f.cur = f.cur, before
-            o.append(f"{ind}  }} else {{")
-            self.body(f, handler, o, d + 2)
-            o.append(f"{ind}  }} }}")
-            f.cur = merge(f, after_a, f.cur)
-            return
-        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
-                and t.value.id in self.regs and all(isinstance(x, ast.Pass) for x in handler):
-            i, x = self.ex(f, t.slice), self.ex(f, v)
-            o.append(f"{ind}if ((rc = reg_set({self.g(t.value.id)}, {i.c}, {x.c})) < 0) "
-                     f"return RC_ERR;")
-            return
+        """``try: <register read or write> except IndexError: <default or pass>``: the
+        extern's own C (`Extern.c_stmt`, pyswitch.externs)."""
+        for e in self.objs:
+            if e.c_stmt(self, f, st, o, d, handler):
+                return
         raise NotNative(f"line {st.lineno}: guarded statement")
 
     def table(self, f: Func, e: str, v: ast.AST, o: list[str], d: int) -> None:
