@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from pyswitch import native
 from pyswitch.stf.runner import CorpusEntry, run_corpus
 
 TESTDATA = os.environ.get("P4C_TESTDATA", "")
@@ -31,6 +32,18 @@ pytestmark = pytest.mark.skipif(
 KNOWN_WRONG: set[str] = set()  # issue2225-bmv2 and table-entries-priority-bmv2 are fixed
 NO_P4C_P4INFO = {"issue1062-1-bmv2.p4"}  # a table key of type error
 KNOWN_ACCEPTED: set[str] = set()  # programs of p4c's error corpora that pyswitch accepts
+# the programs the native path does not take, and why (docs/pyswitch-api.md, "What stays
+# on the Python path, per construct"): a new one, or one no longer there, fails
+_WIDE = "a value may exceed 126 bits"
+_VARBIT = "(_vn"
+PYTHON_PATH = {
+    "gauntlet_action_return-bmv2.p4": _WIDE, "ipv6-switch-ml-bmv2.p4": _WIDE,
+    "issue1879-bmv2.p4": _WIDE, "issue1025-bmv2.p4": "lookahead of 20 bytes",
+    "checksum1-bmv2.p4": "_pack_bits", "checksum-l4-bmv2.p4": "_pack_bits",
+    "equality-bmv2.p4": _VARBIT, "equality-varbit-bmv2.p4": _VARBIT,
+    "test-parserinvalidargument-error-bmv2.p4": _VARBIT,
+    **{f"issue447{s}-bmv2.p4": _VARBIT for s in ("", "-1", "-2", "-3", "-4", "-5")},
+}
 
 
 def _names(entries: list[CorpusEntry], status: str) -> set[str]:
@@ -92,3 +105,18 @@ def test_error_corpora_no_new_acceptances(error_corpora: list[CorpusEntry]) -> N
                    reason="accepted, p4c rejects: " + ", ".join(sorted(KNOWN_ACCEPTED)))
 def test_error_corpora_all_rejected(error_corpora: list[CorpusEntry]) -> None:
     assert _names(error_corpora, "accepted") == set()
+
+
+def test_samples_both_paths_pass_and_the_native_path_takes_all_but_its_limits(
+        samples: list[CorpusEntry]) -> None:
+    ran = [e for e in samples if e.path]
+    for e in ran:  # a program on the native path ran on the Python path too
+        want = {"native", "python"} if e.path == "native" else {"python"}
+        assert set(e.paths) == want, e.program
+        assert e.status != "pass" or set(e.paths.values()) == {"pass"}, e.program
+    if native.unavailable() is not None:
+        return
+    off = {e.program: e.path for e in ran if e.path != "native"}
+    assert sorted(off) == sorted(PYTHON_PATH)
+    for prog, why in PYTHON_PATH.items():
+        assert why in off[prog], (prog, off[prog])

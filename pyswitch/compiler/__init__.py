@@ -45,13 +45,9 @@ from pyswitch.compiler.instances import ControlInst, Instances
 from pyswitch.compiler.lookahead import Lookahead
 from pyswitch.compiler.mainshapes import MainShapes
 from pyswitch.compiler.model import (
-    BUILTIN_EXTERNS,
-    BUILTIN_FUNCS,
     DROP_PORT,
     HASH_ALGOS,
     STD_FIELDS_SET_BY_SWITCH,
-    UNSUPPORTED_EXTERNS,
-    UNSUPPORTED_FUNCS,
     ActionDef,
     ApplyResult,
     Const,
@@ -89,8 +85,8 @@ class Compiler(TopLevel, ParserGen, Controls, Instances, Tables, Statements, Exp
     """Compiles one parsed program (see module docstring): ``Compiler(src, tree).compile()``."""
 
 
-__all__ = ["BUILTIN_EXTERNS", "BUILTIN_FUNCS", "DROP_PORT", "HASH_ALGOS",
-           "STD_FIELDS_SET_BY_SWITCH", "UNSUPPORTED_EXTERNS", "UNSUPPORTED_FUNCS", "ActionDef",
+__all__ = ["DROP_PORT", "HASH_ALGOS",
+           "STD_FIELDS_SET_BY_SWITCH", "ActionDef",
            "ApplyResult", "Compiler", "Const", "ControlInst", "E", "Emitter", "ExternInst", "FuncRef", "HdrLoc",
            "Method", "PacketRef", "Program0", "ScalarLoc", "Scope", "StackLoc", "StructLoc",
            "TableApply", "TableDef", "TypeRef"]

@@ -68,9 +68,8 @@ class CompilerBase:
         self.module: list[str] = []  # module-level generated code
         self.actions: list[ActionDef] = []
         self.tables: list[TableDef] = []
-        self.registers: list[ExternInst] = []
-        self.counters: list[ExternInst] = []
-        self.direct_counters: list[ExternInst] = []
+        # instances of extern objects by their registry's meta key (pyswitch.externs)
+        self.extern_insts: dict[str, list[ExternInst]] = {}
         self.parsers: dict[str, Tree] = {}
         self.controls: dict[str, Tree] = {}
         self.top_actions: list[Tree] = []

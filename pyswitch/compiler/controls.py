@@ -7,12 +7,10 @@ from typing import Any
 
 from lark import Tree
 
+from pyswitch import externs
 from pyswitch.compiler.localcache import cache_metadata_reads
 from pyswitch.compiler.model import (
-    BUILTIN_EXTERNS,
-    UNSUPPORTED_EXTERNS,
     Emitter,
-    ExternInst,
     HdrLoc,
     ScalarLoc,
     Scope,
@@ -134,47 +132,16 @@ class Controls:
                 and not ty.args:
             scope.names[nm] = self.control_instance(ty, nm, args, ann, scope, node)
             return
-        if not isinstance(ty, ExternTy) or ty.name not in BUILTIN_EXTERNS:
-            tn = ty.show()
-            if tn in UNSUPPORTED_EXTERNS:
-                raise self.err(node, f"extern {tn!r} is not supported by pyswitch")
-            raise self.err(node, f"cannot instantiate {tn!r} here (only register, counter and "
-                                 "direct_counter are supported)")
-        full = self.pname(nm, ann)
-        if ty.name == "register":
-            if len(ty.args) != 1 or not isinstance(ty.args[0], Bits):
-                raise self.err(node, "register<T> needs T = bit<N> or int<N>")
-            if len(args) != 1:
-                raise self.err(node, "register needs exactly one argument (its size)")
-            size = self._extern_size(args[0], scope, "register")
-            inst = ExternInst("register", full, f"R{len(self.registers)}", size, ty.args[0])
-            self.registers.append(inst)
-        elif ty.name == "counter":
-            if len(args) != 2:
-                raise self.err(node, "counter needs (size, CounterType)")
-            size = self._extern_size(args[0], scope, "counter")
-            ct = self.expr(args[1], scope)
-            if not (isinstance(ct.ty, EnumTy) and ct.ty.name == "CounterType"):
-                raise self.err(args[1], "second counter argument must be a CounterType")
-            ctype = [k for k, v in ct.ty.members.items() if v == ct.const][0]
-            inst = ExternInst("counter", full, f"C{len(self.counters)}", size, None, ctype)
-            self.counters.append(inst)
-        elif ty.name == "direct_counter":
-            if len(args) != 1:
-                raise self.err(node, "direct_counter needs (CounterType)")
-            ct = self.expr(args[0], scope)
-            if not (isinstance(ct.ty, EnumTy) and ct.ty.name == "CounterType"):
-                raise self.err(args[0], "direct_counter argument must be a CounterType")
-            ctype = [k for k, v in ct.ty.members.items() if v == ct.const][0]
-            inst = ExternInst("direct_counter", full, "", 0, None, ctype)
-            inst.used_by = None  # type: ignore[attr-defined]
-            self.direct_counters.append(inst)
-        else:
-            raise self.err(node, f"cannot instantiate {ty.name!r}")
+        ext = externs.obj(ty.name) if isinstance(ty, ExternTy) else None
+        if ext is None:
+            raise self.err(node, f"cannot instantiate {ty.show()!r} here (only "
+                                 f"{', '.join(e.names[0] for e in externs.objects())} "
+                                 "are supported)")
+        inst = ext.instantiate(self, ty, self.pname(nm, ann), args, scope, node)
         inst.node = node  # type: ignore[attr-defined]  # its annotations go to P4Info
         scope.names[nm] = inst
 
-    def _extern_size(self, arg: Any, scope: Scope, kind: str) -> int:
+    def extern_size(self, arg: Any, scope: Scope, kind: str) -> int:
         """A register's or counter's size: P4Info stores it as an int32, so a larger one
         (v1model's bit<32> allows 2^32-1) could never reach a controller; refuse it here
         with its location rather than fail while building P4Info."""

@@ -10,10 +10,9 @@ from typing import Any
 
 from lark import Token, Tree
 
+from pyswitch import externs
 from pyswitch.compiler.instances import ControlInst
 from pyswitch.compiler.model import (
-    BUILTIN_FUNCS,
-    UNSUPPORTED_FUNCS,
     ApplyResult,
     Const,
     E,
@@ -145,7 +144,7 @@ class Expressions:
             b = scope.lookup(nm) if not str(node.children[0]).startswith(".") else \
                 self.glob.lookup(nm)
             if b is None:
-                if nm in BUILTIN_FUNCS or nm in UNSUPPORTED_FUNCS:
+                if externs.function(nm) is not None:
                     return FuncRef(nm)
                 raise self.err(node, f"unknown identifier {nm!r}")
             return self.binding_e(b, node)

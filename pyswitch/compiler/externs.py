@@ -1,5 +1,6 @@
 """Calls: methods of headers, tables, packets and externs, direct action calls, and
-v1model's extern functions (hash, checksums, clone, random, mark_to_drop, ...).
+extern functions; an extern's own checks and lowering are its class in `pyswitch.externs`
+(this module dispatches to it and keeps what several share: field lists, digests).
 """
 
 from __future__ import annotations
@@ -8,12 +9,11 @@ from typing import Any
 
 from lark import Tree
 
+from pyswitch import externs
 from pyswitch.compiler.functions import FunctionDef
 from pyswitch.compiler.instances import ControlInst
 from pyswitch.compiler.model import (
-    DROP_PORT,
     HASH_ALGOS,
-    UNSUPPORTED_FUNCS,
     ActionDef,
     E,
     Emitter,
@@ -22,11 +22,9 @@ from pyswitch.compiler.model import (
     HdrLoc,
     Method,
     PacketRef,
-    ScalarLoc,
     Scope,
     StackLoc,
     TableDef,
-    _lit,
 )
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import VarbitTy
@@ -36,9 +34,6 @@ from pyswitch.types import (
     Bits,
     BoolTy,
     EnumTy,
-    ErrorTy,
-    IntLit,
-    same_type,
 )
 
 
@@ -190,7 +185,10 @@ class Externs:
                 return None
             raise self.err(node, f"packet_out has no method {mn!r}")
         if isinstance(obj, ExternInst):
-            return self.extern_method(obj, mn, args, scope, em, node)
+            ext = externs.obj(obj.kind)
+            if ext is None:  # pragma: no cover - an instance is made by its extern
+                raise self.err(node, f"unknown extern method {mn!r}")
+            return ext.method(self, obj, mn, args, scope, em, node)
         if isinstance(obj, ControlInst):
             if mn != "apply":
                 raise self.err(node, f"control instance has no method {mn!r}")
@@ -212,52 +210,6 @@ class Externs:
             em(f"{v} = {e.code}")
             return v, False
         return e.code, False
-
-    def extern_method(self, obj: ExternInst, mn: str, args: list, scope: Scope, em: Emitter,
-                      node: Any) -> Any:
-        if obj.kind == "register":
-            if mn == "read":
-                if len(args) != 2:
-                    raise self.err(node, "register.read(out result, in index)")
-                lv = self.lvalue(args[0], scope, em)
-                if not isinstance(lv, ScalarLoc) or not same_type(lv.ty, obj.elem):
-                    raise self.err(args[0], f"register read result must be a {obj.elem.show()}"
-                                            " l-value")
-                ie = self.convert(self.expr(args[1], scope, em), Bits(32), args[1])
-                ic, ok = self.idx_code(ie, obj.size, em)
-                if ok:
-                    em(f"{lv.code} = {obj.var}[{ic}]")
-                else:  # indices are never negative: only too large ones raise IndexError
-                    em(f"try: {lv.code} = {obj.var}[{ic}]")
-                    em(f"except IndexError: {lv.code} = 0")
-                return None
-            if mn == "write":
-                if len(args) != 2:
-                    raise self.err(node, "register.write(in index, in value)")
-                ie = self.convert(self.expr(args[0], scope, em), Bits(32), args[0])
-                ve = self.convert(self.expr(args[1], scope, em), obj.elem, args[1])
-                ic, ok = self.idx_code(ie, obj.size, em)
-                if ok:
-                    em(f"{obj.var}[{ic}] = {ve.code}")
-                else:
-                    em(f"try: {obj.var}[{ic}] = {ve.code}")
-                    em("except IndexError: pass")
-                return None
-            raise self.err(node, f"register has no method {mn!r}")
-        if obj.kind == "counter":
-            if mn != "count" or len(args) != 1:
-                raise self.err(node, "counter supports count(index)")
-            ie = self.convert(self.expr(args[0], scope, em), Bits(32), args[0])
-            ic, ok = self.idx_code(ie, obj.size, em)
-            plen = self.std.fields["packet_length"].code
-            pre = "" if ok else f"if {ic} < {obj.size}: "
-            em(f"{pre}{obj.var}p[{ic}] += 1; {obj.var}b[{ic}] += {plen}")
-            return None
-        if obj.kind == "direct_counter":
-            if mn != "count" or args:
-                raise self.err(node, "direct_counter supports count()")
-            return None  # counted by the table on a hit, as BMv2 does
-        raise self.err(node, f"unknown extern method {mn!r}")
 
     def data_list(self, node: Any, scope: Scope, em: Emitter) -> list[E]:
         if isinstance(node, Tree) and node.data == "list_expr":
@@ -334,117 +286,15 @@ class Externs:
         return f"_{algo}({data})"
 
     def func_call(self, fn: str, args: list, scope: Scope, em: Emitter, node: Any) -> Any:
-        if fn in UNSUPPORTED_FUNCS:
-            raise self.err(node, f"extern {fn!r} is not supported by pyswitch")
+        """A call of extern function `fn`: checked and lowered by its extern
+        (`pyswitch.externs`)."""
+        ext = externs.function(fn)
+        if ext is None:
+            raise self.err(node, f"unknown function {fn!r}")
         if self.ctrl_kind != "parser":
             # p4c's P4Info gets a type_info as soon as a control calls an extern function
             self.p4info_extern_fn = True
-        if fn == "mark_to_drop":
-            if len(args) != 1:
-                raise self.err(node, "mark_to_drop(standard_metadata)")
-            e = self.expr(args[0], scope, em)
-            if e.loc is not self.std:
-                raise self.err(args[0], "mark_to_drop needs standard_metadata")
-            em(f"{self.std.fields['egress_spec'].code} = {DROP_PORT}; "
-               f"{self.std.fields['mcast_grp'].code} = 0")
-            return None
-        if fn == "verify":
-            if self.ctrl_kind != "parser":
-                raise self.err(node, "verify is only allowed in a parser")
-            if len(args) != 2:
-                raise self.err(node, "verify(bool, error)")
-            c = self.expr(args[0], scope, em)
-            er = self.expr(args[1], scope, em)
-            if not isinstance(c.ty, BoolTy) or not isinstance(er.ty, ErrorTy):
-                raise self.err(node, "verify(bool, error)")
-            em(f"if not {c.code}: raise _PErr({er.code})")
-            return None
-        if fn == "log_msg":
-            return None
-        if fn in ("clone", "clone_preserving_field_list"):
-            preserving = fn != "clone"
-            if len(args) != (3 if preserving else 2):
-                raise self.err(node, "clone_preserving_field_list(CloneType, session, index)"
-                               if preserving else "clone(CloneType, session)")
-            ct = self.expr(args[0], scope, em)
-            if not (isinstance(ct.ty, EnumTy) and ct.ty.name == "CloneType") or ct.const is None:
-                raise self.err(args[0], "clone needs CloneType.I2E or CloneType.E2E")
-            kind = [k for k, v in ct.ty.members.items() if v == ct.const][0]
-            if (kind == "I2E") != (self.ctrl_kind == "ingress") or \
-                    self.ctrl_kind not in ("ingress", "egress"):
-                raise self.err(node, f"clone {kind} is not allowed in {self.ctrl_kind}")
-            se = self.convert(self.expr(args[1], scope, em), Bits(32), args[1])
-            sess = se.code
-            if preserving:  # the field list's index + 1 above the session's 32 bits
-                ix = self.convert(self.expr(args[2], scope, em), Bits(8), args[2])
-                if ix.const is None:  # p4c too: the index names a list at compile time
-                    raise self.err(args[2], "the field list index must be a constant")
-                sess = f"({se.code}) | {(ix.const + 1) << 32}"
-            em(f"M[{self.hidden['clone_type']}] = {1 if kind == 'I2E' else 2}; "
-               f"M[{self.hidden['clone_session']}] = {sess}")
-            return None
-        if fn == "random":
-            if len(args) != 3:
-                raise self.err(node, "random(out result, lo, hi)")
-            lv = self.lvalue(args[0], scope, em)
-            if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
-                raise self.err(args[0], "random result must be a bit<N> l-value")
-            lo = self.convert(self.expr(args[1], scope, em), lv.ty, args[1])
-            hi = self.convert(self.expr(args[2], scope, em), lv.ty, args[2])
-            em(f"{lv.code} = _random({lo.code}, {hi.code})")
-            return None
-        if fn == "hash":
-            if len(args) != 5:
-                raise self.err(node, "hash(out result, algo, base, data, max)")
-            lv = self.lvalue(args[0], scope, em)
-            if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
-                raise self.err(args[0], "hash result must be a bit<N> l-value")
-            algo = self.algo(args[1], scope)
-            base = self.expr(args[2], scope, em)
-            mx = self.expr(args[4], scope, em)
-            for x, n in ((base, args[2]), (mx, args[4])):
-                if not isinstance(x.ty, (Bits, IntLit)):
-                    raise self.err(n, "hash base/max must be bit<N>")
-            h = self.digest_code(algo, self.data_list(args[3], scope, em))
-            if mx.const is not None:
-                if mx.const == 0:
-                    raise self.err(args[4], "hash max must not be 0")
-                modded = f"({h} % {_lit(mx.const)})"
-            else:
-                modded = f"_hmod({h}, {mx.code})"
-            res = f"({base.code} + {modded})" if base.const != 0 else modded
-            em(f"{lv.code} = {res} & {_lit(lv.ty.mask)}")
-            return None
-        if fn in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
-                  "update_checksum_with_payload"):
-            if len(args) != 4:
-                raise self.err(node, f"{fn}(condition, data, checksum, algo)")
-            cond = self.expr(args[0], scope, em)
-            if not isinstance(cond.ty, BoolTy):
-                raise self.err(args[0], "checksum condition must be bool")
-            algo = self.algo(args[3], scope)
-            digest = self.digest_code(
-                algo, self.data_list(args[1], scope, em),
-                f"M[{self.hidden['payload']}]" if fn.endswith("_with_payload") else None)
-            if fn.startswith("verify"):
-                if self.ctrl_kind != "verify":
-                    raise self.err(node, f"{fn} belongs in the VerifyChecksum control")
-                ck = self.expr(args[2], scope, em)
-                if not isinstance(ck.ty, Bits):
-                    raise self.err(args[2], "checksum field must be bit<N>")
-                ce = self.std.fields["checksum_error"].code
-                cc = "" if cond.const is True else f"{cond.code} and "
-                em(f"if {cc}({digest} & {_lit(ck.ty.mask)}) != {ck.code}: {ce} = 1")
-            else:
-                if self.ctrl_kind != "compute":
-                    raise self.err(node, f"{fn} belongs in the ComputeChecksum control")
-                lv = self.lvalue(args[2], scope, em)
-                if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
-                    raise self.err(args[2], "checksum field must be a bit<N> l-value")
-                pre = "" if cond.const is True else f"if {cond.code}: "
-                em(f"{pre}{lv.code} = {digest} & {_lit(lv.ty.mask)}")
-            return None
-        raise self.err(node, f"unknown function {fn!r}")
+        return ext.call(self, fn, args, scope, em, node)
 
     def algo(self, node: Any, scope: Scope) -> str:
         e = self.expr(node, scope)

@@ -1,5 +1,5 @@
 """Data model of the compiler: storage locations, compiled expressions, actions, tables,
-scopes, the code emitter and the names of v1model's built-in externs."""
+scopes and the code emitter (the externs: `pyswitch.externs`)."""
 
 from __future__ import annotations
 
@@ -165,18 +165,6 @@ class Emitter:
 
     def dedent(self) -> None:
         self.ind -= 1
-
-
-BUILTIN_FUNCS = {"mark_to_drop", "hash", "random", "clone", "clone_preserving_field_list",
-                 "verify_checksum", "update_checksum",
-                 "verify_checksum_with_payload", "update_checksum_with_payload", "verify",
-                 "log_msg"}
-UNSUPPORTED_FUNCS = {"resubmit", "recirculate", "clone3",
-                     "resubmit_preserving_field_list", "recirculate_preserving_field_list",
-                     "truncate", "digest", "assert", "assume", "random_int"}
-BUILTIN_EXTERNS = {"register", "counter", "direct_counter", "packet_in", "packet_out"}
-UNSUPPORTED_EXTERNS = {"meter", "direct_meter", "action_profile", "action_selector", "Checksum16",
-                       "Hash", "Random", "Register", "Counter"}
 
 
 def _lit(v: int) -> str:

@@ -238,7 +238,8 @@ class Stacks:
             for i in range(min(size, num)):
                 em(f"{el[i]}[0] = False")
         else:
-            em(f"{nx} -= min({nx}, {_lit(num)})")
+            # nx - min(nx, num), written so that its bound is provably >= 0 (native path)
+            em(f"{nx} = max(0, {nx} - {_lit(num)})")
             i = 0
             while num < size and i < size - num:
                 em(f"{el[i]}[:], {el[i + num]}[:] = {el[i + num]}, {el[i]}[:]")
@@ -301,7 +302,9 @@ class Stacks:
         else:
             em(f"{v} = {self.stack_elems(loc)}[{nx}]")
             self.extract_into(DynHdrLoc(loc.elems[0].slot, loc.ty.elem, v), nbits, em)
-        em(f"{nx} += 1")
+        # nx + 1 (nx < size was checked above), written so that its bound is the size's:
+        # the native path proves every slot within its range (pyswitch.native.exprs)
+        em(f"{nx} = min({len(loc.elems)}, {nx} + 1)")
 
     def stack_assign_next(self, lhs: StackLoc, r: StackLoc, em: Emitter) -> None:
         """Stack assignment copies the next index too (BMv2's assign_header_stack)."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from lark import Token, Tree
 
+from pyswitch import externs
 from pyswitch.compiler import bmv2_checks
 from pyswitch.compiler.model import (
     Const,
@@ -128,7 +129,9 @@ class TopLevel:
             self.types[nm] = ExternTy(nm)
         elif k == "extern_fn_decl":
             nm = self.name_of(ch[1])
-            if not builtin:
+            if not builtin and externs.function(nm) not in externs.served():
+                # a program may declare an extern function the registry serves (its own
+                # module in pyswitch.externs: docs/pyswitch-api.md, "Externs")
                 raise self.err(d, f"user-defined extern function {nm!r} is not supported")
             self.glob.names[nm] = FuncRef(nm)
         elif k in ("parser_type_decl", "control_type_decl", "package_decl"):
@@ -363,6 +366,11 @@ class TopLevel:
             "mbounds": [value_bounds(t) for _, t in self.mslots],
             "hbounds": [[(0, 1)] + [value_bounds(ft) for _, ft in t.fields] for t in self.hslots],
             "errors": self.errors,
+            # each action function's scalar parameters (directional ones too), as the
+            # native path needs their ranges: [lo, hi] or None
+            "fbounds": {getattr(a, "base_fn", a.fn): {
+                f"p_{pn}": value_bounds(t) for _d, pn, t in a.params
+                if value_bounds(t) is not None} for a in self.actions},
             "actions": [{"name": a.name, "fn": a.fn, "idx": a.idx,
                          "params": [{"name": pn, "width": p4info_meta.data_width(t)}
                                     for d, pn, t in a.params if d == ""],
@@ -379,18 +387,13 @@ class TopLevel:
                         "size": t.size,
                         "direct_counter": t.direct_counter.name if t.direct_counter else None}
                        for t in self.tables],
-            "registers": [{"name": r.name, "var": r.var, "size": r.size,
-                           "width": r.elem.width} for r in self.registers],
-            "counters": [{"name": c.name, "var": c.var, "size": c.size, "type": c.ctype}
-                         for c in self.counters],
-            "direct_counters": [{"name": c.name, "type": c.ctype,
-                                 "table": c.used_by.name if getattr(c, "used_by", None) else None}
-                                for c in self.direct_counters],
             "field_lists": field_list_slots(self.meta),
             "controller_headers": [{"name": h["name"], "fields": [
                 {"name": f, "width": t.width} for f, t in h["ty"].fields]}
                 for h in self.controller_headers],
         }
+        for ext in externs.objects():  # registers, counters, ...: pyswitch.externs
+            meta[ext.meta_key] = ext.meta_entries(self.extern_insts.get(ext.meta_key, []))
         # what P4Info needs beyond run time (annotations, used actions, ...)
         meta["p4info"] = p4info_meta.collect(self, meta)
         bmv2_checks.check(self, block_names[0], meta)

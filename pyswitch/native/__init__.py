@@ -38,6 +38,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pyswitch import externs
 from pyswitch.cachedir import NotOurs, check_ours, open_lock, private_dir, write_private
 from pyswitch.errors import UsageError
 from pyswitch.native.cgen import NotNative, Unit
@@ -111,7 +112,9 @@ def build(code: str, meta: dict, dedupe: bool) -> Any:
     if cc is None:
         raise NotNative("no C compiler or no Python headers")
     digest = hashlib.sha256("\0".join([code, repr(meta["mbounds"]), repr(meta["hbounds"]),
-                                       str(dedupe), _translator_digest()]).encode())
+                                       repr(meta.get("fbounds")),
+                                       str(dedupe), _translator_digest(),
+                                       externs.digest()]).encode())
     name = f"_pswn_{digest.hexdigest()[:20]}"
     if name in _MODULES:
         return _MODULES[name]

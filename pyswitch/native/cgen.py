@@ -19,8 +19,11 @@ Values are ``__int128``; each expression is proven to stay within 126 bits first
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
+from pyswitch import externs
+from pyswitch.native.copyout import CopyOut, out_names
 from pyswitch.native.exprs import (
     Expressions,
     Func,
@@ -31,13 +34,14 @@ from pyswitch.native.exprs import (
     merge,
 )
 from pyswitch.native.loop import c_source
+from pyswitch.native.picks import Picks, prelude
 
 __all__ = ["NotNative", "Unit"]
 
 _FMT = {"B": 1, "H": 2, "I": 4, "Q": 8}
 
 
-class Unit(Expressions):
+class Unit(CopyOut, Picks, Expressions):
     """One program: `translate()` returns the C source of its extension module."""
 
     def __init__(self, code: str, meta: dict, modname: str) -> None:
@@ -52,15 +56,19 @@ class Unit(Expressions):
             off += len(hb)
         self.ns = max(off, 1)
         self.nm = len(self.mb)
-        self.regs = {r["var"]: (0, (1 << r["width"]) - 1) for r in meta["registers"]}
-        self.counters = {c["var"] + s for c in meta["counters"] for s in "pb"}
+        self.objs = externs.objects()  # registers, counters: their statements (c_stmt)
+        self.regs = {k: b for e in self.objs
+                     for k, b in e.c_values(meta.get(e.meta_key, [])).items()}
         self.tables = {t["var"]: t for t in meta["tables"]}
         self.actions = {a["fn"]: a for a in meta["actions"]}
         self.gidx: dict[str, int] = {}
         self.structs: dict[str, list[tuple[str, int]]] = {}
         self.funcs: dict[str, Func] = {}
+        self.lines = code.splitlines()
         tree = ast.parse(code)
         for st in tree.body:
+            if prelude(st):  # the stack helpers, called from C (pyswitch.native.picks)
+                continue
             if isinstance(st, ast.FunctionDef):
                 self._declare(st)
             elif (isinstance(st, ast.Assign) and len(st.targets) == 1
@@ -84,9 +92,14 @@ class Unit(Expressions):
 
     def _declare(self, fn: ast.FunctionDef) -> None:
         a = fn.args
-        if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
+        star = a.vararg is not None and a.vararg.arg == "data"  # a table's wrapper
+        if (a.vararg and not star) or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
             raise NotNative(f"line {fn.lineno}: signature of {fn.name}")
         names = [x.arg for x in a.args]
+        if star:
+            if names != ["S", "M"]:
+                raise NotNative(f"line {fn.lineno}: signature of {fn.name}")
+            names += self.data_params(fn)
         if fn.name == "parser" and names == ["S", "M", "buf"]:
             kind = "parser"
         elif fn.name == "deparser" and names == ["S", "M", "out"]:
@@ -98,6 +111,10 @@ class Unit(Expressions):
         f = Func(fn.name, fn, names[2:] if kind == "block" else [], kind)
         f.returns = any(isinstance(n, ast.Return) and n.value is not None
                         for n in ast.walk(fn))
+        f.star = star
+        if kind == "block":  # an action returning its out/inout parameters: copyout
+            f.outs = out_names(fn) or []
+            f.returns = f.returns and not f.outs
         self.funcs[fn.name] = f
 
     def g(self, name: str) -> str:
@@ -131,15 +148,10 @@ class Unit(Expressions):
             f.cur[t.id] = (v.lo, v.hi)
             return
         if isinstance(t, ast.Name) and t.id in f.params:
-            if v.lo < 0 or v.hi >= 1 << self.param_width(f, t.id):
+            lo, hi = self.param_bounds(f, t.id)
+            if v.lo < lo or v.hi > hi:
                 raise NotNative(f"line {t.lineno}: a value outside its parameter's range")
             o.append(f"{ind}p_{t.id} = {v.c};")
-            return
-        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
-                and t.value.id in self.regs:
-            i = self.ex(f, t.slice)
-            o.append(f"{ind}if ((rc = reg_set({self.g(t.value.id)}, {i.c}, {v.c})) != 0) "
-                     f"return raise_index(rc);")
             return
         raise NotNative(f"line {t.lineno}: assignment to {ast.unparse(t)[:40]!r}")
 
@@ -148,12 +160,19 @@ class Unit(Expressions):
         ln = st.lineno
         if isinstance(st, ast.Pass):
             return
+        for e in self.objs:  # a register read or write, a counter: pyswitch.externs
+            if e.c_stmt(self, f, st, o, d):
+                return
         if isinstance(st, ast.Assign) and len(st.targets) == 1:
             t, v = st.targets[0], st.value
             if isinstance(t, ast.Name) and t.id in f.aliases:
                 return
             if isinstance(t, ast.Name) and t.id in f.ents:
                 return self.table(f, t.id, v, o, d)
+            if isinstance(t, ast.Name) and t.id in f.picks:
+                return self.pick(f, t.id, v, o, d)
+            if isinstance(t, ast.Name) and t.id in f.rets:
+                return self.ret_call(f, t.id, v, o, d)
             if f.kind == "parser" and isinstance(t, ast.Name) and t.id == "L":
                 return
             if f.kind == "parser" and isinstance(t, ast.Name) and t.id == "pos":
@@ -161,16 +180,10 @@ class Unit(Expressions):
                 return
             if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Slice):
                 return self.slice_store(f, t, v, o, d)
+            if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple):
+                return self.headers_swap(f, t, v, o, d)
             if isinstance(t, ast.Tuple):
                 return self.unpack(f, [e for e in t.elts], v, o, d)
-            if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
-                    and v.value.id in self.regs:
-                i = self.ex(f, v.slice)
-                o.append(f"{ind}{{ V r_; if ((rc = reg_get({self.g(v.value.id)}, {i.c}, &r_))"
-                         f" != 0) return raise_index(rc);")
-                self.store(f, t, X("r_", *self.regs[v.value.id]), o, d + 1)
-                o.append(f"{ind}}}")
-                return
             return self.store(f, t, self.ex(f, v), o, d)
         if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add):
             t = st.target
@@ -184,12 +197,6 @@ class Unit(Expressions):
                 i, v = self.ex(f, t.slice), self.ex(f, st.value)
                 o.append(f"{ind}if ((rc = list_iadd(e_{t.value.value.id}.counter, {i.c}, "
                          f"{v.c})) != 0) return raise_index(rc);")
-                return
-            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
-                    and t.value.id in self.counters:
-                i, v = self.ex(f, t.slice), self.ex(f, st.value)
-                o.append(f"{ind}if ((rc = list_iadd({self.g(t.value.id)}, {i.c}, {v.c})) != 0)"
-                         f" return raise_index(rc);")
                 return
             return self.store(f, t, self.ex(f, ast.BinOp(t, ast.Add(), st.value,
                                                           lineno=ln)), o, d)
@@ -227,6 +234,8 @@ class Unit(Expressions):
                 o.append(f"{ind}*ret = l_pos; return 0;")
             elif st.value is None:
                 o.append(f"{ind}return 0;")
+            elif f.outs and isinstance(st.value, ast.Tuple):
+                self.return_outs(f, st.value, o, d, "0")
             else:
                 raise NotNative(f"line {ln}: return of a value")
             return
@@ -236,6 +245,8 @@ class Unit(Expressions):
             return self.try_(f, st, o, d)
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
             return self.call_stmt(f, st.value, o, d)
+        if isinstance(st, ast.For):
+            return self.for_picked(f, st, o, d)
         raise NotNative(f"line {ln}: statement {ast.unparse(st)[:60]!r}")
 
     def raise_(self, f: Func, st: ast.Raise, o: list[str], d: int) -> None:
@@ -244,6 +255,13 @@ class Unit(Expressions):
         if (isinstance(e, ast.Call) and ast.unparse(e.func) == "_PErr" and f.perr_label
                 and len(e.args) == 1 and isinstance(e.args[0], ast.Constant)):
             o.append(f"{ind}perr = {int(e.args[0].value)}; goto {f.perr_label[-1]};")
+            return
+        if (f.outs and isinstance(e, ast.Call) and ast.unparse(e.func) == "_Exit"
+                and len(e.args) == 1 and isinstance(e.args[0], ast.Tuple)):
+            if f.exit_label:  # the handler raises again with the values it then has
+                o.append(f"{ind}goto {f.exit_label[-1]};")
+            else:
+                self.return_outs(f, e.args[0], o, d, "RC_EXIT")
             return
         if e is not None and ast.unparse(e) in ("_Exit", "_Exit()"):
             o.append(f"{ind}" + (f"goto {f.exit_label[-1]};" if f.exit_label
@@ -268,6 +286,8 @@ class Unit(Expressions):
             o.append(f"{ind}{lab}: ;")
             forget(f, st.body)  # reached from any exit inside
             return
+        if exc == "_Exit" and h.name in (None, "_x"):  # copy-out on exit: copyout
+            return self.exit_handler(f, st, o, d)
         if exc == "_PErr" and f.kind == "parser":
             f.nlabel += 1
             lab, done = f"perr_{f.nlabel}", f"perr_done_{f.nlabel}"
@@ -290,31 +310,11 @@ class Unit(Expressions):
 
     def guarded(self, f: Func, st: ast.stmt, handler: list[ast.stmt], o: list[str],
                 d: int) -> None:
-        """``try: <register read or write> except IndexError: <default or pass>``."""
-        ind = "    " * d
-        if not isinstance(st, ast.Assign) or len(st.targets) != 1:
-            raise NotNative(f"line {st.lineno}: guarded statement")
-        t, v = st.targets[0], st.value
-        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
-                and v.value.id in self.regs:
-            i = self.ex(f, v.slice)
-            o.append(f"{ind}{{ V r_; rc = reg_get({self.g(v.value.id)}, {i.c}, &r_);")
-            o.append(f"{ind}  if (rc < 0) return RC_ERR;")
-            o.append(f"{ind}  if (rc == 0) {{")
-            before = dict(f.cur)
-            self.store(f, t, X("r_", *self.regs[v.value.id]), o, d + 2)
-            after_a, f.cur = f.cur, before
-            o.append(f"{ind}  }} else {{")
-            self.body(f, handler, o, d + 2)
-            o.append(f"{ind}  }} }}")
-            f.cur = merge(f, after_a, f.cur)
-            return
-        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
-                and t.value.id in self.regs and all(isinstance(x, ast.Pass) for x in handler):
-            i, x = self.ex(f, t.slice), self.ex(f, v)
-            o.append(f"{ind}if ((rc = reg_set({self.g(t.value.id)}, {i.c}, {x.c})) < 0) "
-                     f"return RC_ERR;")
-            return
+        """``try: <register read or write> except IndexError: <default or pass>``: the
+        extern's own C (`Extern.c_stmt`, pyswitch.externs)."""
+        for e in self.objs:
+            if e.c_stmt(self, f, st, o, d, handler):
+                return
         raise NotNative(f"line {st.lineno}: guarded statement")
 
     def table(self, f: Func, e: str, v: ast.AST, o: list[str], d: int) -> None:
@@ -359,6 +359,8 @@ class Unit(Expressions):
             for a in self.meta["actions"]:
                 if a["name"] not in names:
                     continue
+                if a["fn"] not in self.funcs or self.funcs[a["fn"]].outs:
+                    raise NotNative(f"line {c.lineno}: action {a['fn']} of a table")
                 args = "".join(f", e_{e}.a[{i}]" for i in range(len(a["params"])))
                 o.append(f"{ind}case {a['idx']}:")
                 o.append(self.on_rc(f, f"f_{a['fn']}(P, st{args})", d + 1))
@@ -368,16 +370,9 @@ class Unit(Expressions):
             return
         if fn in self.funcs and self.funcs[fn].kind == "block":
             callee = self.funcs[fn]
-            if [ast.unparse(a) for a in c.args[:2]] != ["S", "M"] or callee.returns:
+            if callee.returns or callee.outs:  # out values are assigned: copyout
                 raise NotNative(f"line {c.lineno}: call of {fn}")
-            args = ""
-            for pn, a in zip(callee.params, c.args[2:], strict=True):
-                x = self.ex(f, a)
-                w = self.param_width(callee, pn)
-                if x.lo < 0 or x.hi >= (1 << w):  # what a table entry may hold
-                    raise NotNative(f"line {c.lineno}: argument out of its parameter's range")
-                args += f", {x.c}"
-            o.append(self.on_rc(f, f"f_{fn}(P, st{args})", d))
+            o.append(self.on_rc(f, f"f_{fn}(P, st{self.call_args(f, c, callee)})", d))
             return
         if f.kind == "deparser" and fn == "out.append" and len(c.args) == 1:
             return self.emit(f, c.args[0], o, d)
@@ -480,6 +475,8 @@ class Unit(Expressions):
             and isinstance(h.slice, ast.Constant))
 
     def _nfields(self, f: Func, h: ast.AST) -> int:
+        if isinstance(h, ast.Name) and h.id in f.picks:
+            return self.pick_width(f, h.id)
         if isinstance(h, ast.Name) and h.id in f.aliases:
             return len(self.hb[f.aliases[h.id]])
         if (isinstance(h, ast.Subscript) and ast.unparse(h.value) == "S"
@@ -489,7 +486,10 @@ class Unit(Expressions):
 
     # -- functions ---------------------------------------------------------------------
     def classify(self, f: Func) -> None:
-        """Sort the names a function assigns: header aliases, table entries, locals."""
+        """Sort the names a function assigns: header aliases, table entries, stack
+        elements picked at run time, locals."""
+        maybe_picks: list[tuple[str, ast.AST]] = []
+        maybe_rets: list[tuple[str, ast.AST]] = []
         for n in ast.walk(f.node):
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
                 t, v = n.targets[0], n.value
@@ -507,12 +507,28 @@ class Unit(Expressions):
                         f.ents[x.id] = src.split(".")[0]
                     elif (f.kind == "parser" and x.id in ("pos", "L")) or x.id in f.params:
                         pass
+                    elif isinstance(t, ast.Name) and isinstance(v, (ast.Subscript, ast.Call)) \
+                            and x.id.startswith("_hs"):
+                        maybe_picks.append((x.id, v))
+                    elif isinstance(t, ast.Name) and x.id.startswith("_r") and (
+                            isinstance(v, ast.Call) or ast.unparse(v) == "_x.args[0]"):
+                        maybe_rets.append((x.id, v))
                     else:
                         f.locals[x.id] = None
             elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
                 if not (f.kind == "parser" and n.target.id == "pos") \
                         and n.target.id not in f.params:
                     f.locals[n.target.id] = None
+        maybe_rets.sort(key=lambda r: ast.unparse(r[1]) == "_x.args[0]")  # the calls first
+        for name, v in maybe_rets:
+            if not self.classify_ret(f, name, v):
+                f.locals[name] = None
+        for name, v in maybe_picks:  # once every alias is known
+            if not self.classify_pick(f, name, v):
+                f.locals[name] = None
+        if set(f.picks) & set(f.locals):
+            raise NotNative(f"function {f.name}: name {sorted(set(f.picks) & set(f.locals))[0]}"
+                            " is a stack element and a value")
         both = (set(f.aliases) | set(f.ents)) & set(f.locals) or set(f.aliases) & set(f.ents)
         if both:
             raise NotNative(f"function {f.name}: name {sorted(both)[0]} has two kinds")
@@ -525,7 +541,7 @@ class Unit(Expressions):
                 t = n.targets[0]
                 if isinstance(t, ast.Name) and t.id in f.locals:
                     assigns.append((t.id, n.value))
-                elif isinstance(t, ast.Tuple):
+                elif isinstance(t, ast.Tuple) and not isinstance(n.value, ast.Tuple):
                     for x, u in zip(t.elts, self.unpacked(f, n.value), strict=False):
                         if isinstance(x, ast.Name) and x.id in f.locals:
                             assigns.append((x.id, ast.Constant(u.lo)))
@@ -534,7 +550,7 @@ class Unit(Expressions):
                     and n.target.id in f.locals:
                 assigns.append((n.target.id, ast.BinOp(n.target, n.op, n.value,
                                                        lineno=n.lineno)))
-        for _ in range(40):
+        for turn in range(40):
             changed = False
             for name, v in assigns:
                 try:
@@ -548,6 +564,11 @@ class Unit(Expressions):
                     continue
                 old = f.locals[name]
                 new = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+                if new != old and old is not None and turn >= 8:
+                    # widening: a loop counter grows by one a turn; round the bound up to
+                    # the next power of two (still a bound), so that a mask stops it
+                    new = (-(1 << (-new[0]).bit_length()) if new[0] < 0 else new[0],
+                           (1 << new[1].bit_length()) - 1 if new[1] > 0 else new[1])
                 if new != old:
                     f.locals[name] = new
                     changed = True
@@ -570,8 +591,27 @@ class Unit(Expressions):
         head = [self.signature(f) + " {", "    int rc = 0; (void)rc;"]
         head += [f"    V l_{k} = 0;" for k in f.locals]
         head += [f"    Ent e_{k};" for k in f.ents]
+        head += self.pick_decls(f)
+        head += self.ret_decls(f)
         tail = [] if f.kind == "parser" else ["    return 0;"]
         return head + body + tail + ["}", ""]
+
+    def where(self, f: Func, msg: str) -> str:
+        """`msg` (``line N: what``) with the block it is in, in the program's terms (an
+        action's P4 name), and the generated line itself: one line saying which construct
+        keeps the program off the native path, and where."""
+        block = f.name
+        for a in self.meta["actions"]:
+            if a["fn"] == f.name or a["fn"].startswith(f.name + "_"):
+                block = f"action {a['name']}"
+                break
+        m = re.match(r"line (\d+): (.*)", msg, re.S)
+        if m is None:
+            return f"{block}: {msg.removeprefix(f'function {f.name}: ')}"
+        n = int(m.group(1))
+        src = self.lines[n - 1].strip() if 0 < n <= len(self.lines) else ""
+        src = src if len(src) <= 70 else src[:67] + "..."
+        return f"{block}, generated line {n} `{src}`: {m.group(2)}"
 
     def signature(self, f: Func) -> str:
         if f.kind == "parser":
@@ -579,7 +619,9 @@ class Unit(Expressions):
                     "Py_ssize_t L_buf, Py_ssize_t *ret)")
         if f.kind == "deparser":
             return f"static int f_{f.name}(Proc *P, St *st, unsigned char *ob, Py_ssize_t *on)"
-        return f"static int f_{f.name}(Proc *P, St *st{''.join(f', V p_{p}' for p in f.params)})"
+        ret = ", V *ret" if f.outs else ""
+        return (f"static int f_{f.name}(Proc *P, St *st"
+                f"{''.join(f', V p_{p}' for p in f.params)}{ret})")
 
     # -- the module ----------------------------------------------------------------------
     def translate(self, dedupe: bool) -> str:
@@ -590,11 +632,15 @@ class Unit(Expressions):
                 raise NotNative(f"no function {need}")
         bodies: list[str] = []
         for f in self.funcs.values():
-            bodies += self.function(f)
+            try:
+                bodies += self.function(f)
+            except NotNative as e:
+                raise NotNative(self.where(f, str(e))) from None
         c = {"NS": self.ns, "NM": self.nm, "NG": len(self.gidx),
              "OBMAX": max(self.funcs["deparser"].emitted, 1)}
         out = [f"/* generated by pyswitch.native from {self.modname}; do not edit */",
                RUNTIME_INCLUDE]
+        out += [e.c_support for e in externs.served() if e.c_support]  # their C helpers
         out += [f"#define {k} {v}" for k, v in c.items()]
         out.append("typedef struct { V s[NS]; V m[NM]; PyObject *payload; } St;")
         out.append("typedef struct { PyObject_HEAD PyObject *g[NG > 0 ? NG : 1]; PyObject *rx, *tx, *stats,"

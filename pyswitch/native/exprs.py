@@ -11,7 +11,9 @@ intervals to the result's::
     [a, b] << [c, d] = [min, max] of the four corner shifts, likewise >>
 
 A local has, at each point, the bound of its last assignment (the union over branches;
-the union of all its assignments, iterated to a fixed point, around loops and labels).
+the union of all its assignments, iterated to a fixed point, around loops and labels; a
+bound still growing after eight rounds is widened to the next power of two, in
+`pyswitch.native.cgen`).
 Anything beyond ``2**126`` raises `NotNative` with the line.
 """
 
@@ -20,9 +22,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from pyswitch import externs
+
 LIMIT = 1 << 126
-_HASHES = {"_crc32": ("v_crc32", 32), "_crc16": ("v_crc16", 16),
-           "_identity": ("v_identity", 64), "_csum16": ("v_csum16", 16)}
 
 
 class NotNative(Exception):
@@ -57,6 +59,16 @@ def _check(x: X, node: ast.AST) -> X:
     return x
 
 
+def _int_const(n: ast.AST) -> int | None:
+    """The integer a constant argument is (``-1`` is a unary minus of 1), or None."""
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+        v = _int_const(n.operand)
+        return None if v is None else -v
+    if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
+        return n.value
+    return None
+
+
 def _bitlen(lo: int, hi: int) -> int:
     return max(abs(lo).bit_length(), abs(hi).bit_length()) + 1
 
@@ -71,6 +83,10 @@ class Func:
     aliases: dict[str, int] = field(default_factory=dict)
     locals: dict[str, tuple[int, int] | None] = field(default_factory=dict)
     ents: dict[str, str] = field(default_factory=dict)  # entry local -> table var
+    picks: dict[str, list[int]] = field(default_factory=dict)  # stack element -> its slots
+    outs: list[str] = field(default_factory=list)  # out/inout parameters it returns
+    star: bool = False  # a table's wrapper: (S, M, *data)
+    rets: dict[str, str] = field(default_factory=dict)  # out values of a call -> callee
     exit_label: list[str] = field(default_factory=list)
     perr_label: list[str] = field(default_factory=list)
     nlabel: int = 0
@@ -128,6 +144,10 @@ class Expressions:
             return None
         base = node.value
         k = None
+        if isinstance(base, ast.Name) and base.id in f.picks:  # see pyswitch.native.picks
+            return self.pick_slot(f, base.id, j, node)  # type: ignore[attr-defined]
+        if isinstance(base, ast.Name) and base.id in f.rets:  # see pyswitch.native.copyout
+            return self.ret_slot(f, node)  # type: ignore[attr-defined]
         if isinstance(base, ast.Name) and base.id in f.aliases:
             k = f.aliases[base.id]
         elif (isinstance(base, ast.Subscript) and isinstance(base.value, ast.Name)
@@ -164,8 +184,7 @@ class Expressions:
                     raise Pending(n.id)
                 return X(f"l_{n.id}", *b)
             if n.id in f.params:
-                w = self.param_width(f, n.id)
-                return X(f"p_{n.id}", 0, (1 << w) - 1)
+                return X(f"p_{n.id}", *self.param_bounds(f, n.id))  # type: ignore[attr-defined]
             if f.kind == "parser" and n.id in ("pos", "L"):
                 return X(f"(V)l_{n.id}", 0, 1 << 40)
             raise NotNative(f"line {ln}: name {n.id}")
@@ -274,29 +293,13 @@ class Expressions:
         args = n.args
         if n.keywords or any(isinstance(a, ast.Starred) for a in args):
             raise NotNative(f"line {n.lineno}: call of {fn}")
-        if fn in _HASHES and len(args) == 1:
-            cfn, w = _HASHES[fn]
-            a = args[0]
-            if not (isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute)
-                    and a.func.attr == "to_bytes" and len(a.args) == 2
-                    and isinstance(a.args[0], ast.Constant)
-                    and isinstance(a.args[1], ast.Constant) and a.args[1].value == "big"):
-                raise NotNative(f"line {n.lineno}: argument of {fn}")
-            nb = a.args[0].value
-            v = self.ex(f, a.func.value)
-            if not (0 < nb <= 16 and v.lo >= 0 and v.hi < (1 << (8 * nb))):
-                raise NotNative(f"line {n.lineno}: {nb}-byte field list of {fn}")
-            return X(f"{cfn}({v.c}, {nb})", 0, (1 << w) - 1)
-        if fn == "_csum16i" and len(args) == 1:
-            v = self.ex(f, args[0])
-            if v.lo < 0:
-                raise NotNative(f"line {n.lineno}: negative checksum input")
-            return X(f"v_csum16i({v.c})", 0, 0xFFFF)
-        if fn == "_hmod" and len(args) == 2:
-            h, m = self.ex(f, args[0]), self.ex(f, args[1])
-            if h.lo < 0 or m.lo < 0:
-                raise NotNative(f"line {n.lineno}: _hmod of a negative value")
-            return X(f"v_div({h.c}, {m.c}, 1) + ({m.c} == 0 ? {h.c} : 0)", 0, h.hi)
+        ext = externs.helpers().get(fn)
+        if ext is not None:  # an extern's helper (hash, checksum, ...): its own C
+            x = ext.c_call(self, f, n, fn)
+            if x is None:
+                raise NotNative(f"line {n.lineno}: call of {fn} (extern "
+                                f"{ext.names[0]}: {ext.served})")
+            return x
         if fn == "_shl" and len(args) == 3 and isinstance(args[2], ast.Constant):
             a, b, w = self.ex(f, args[0]), self.ex(f, args[1]), args[2].value
             if not 0 < w < 127:
@@ -312,13 +315,13 @@ class Expressions:
                 return X(f"v_div({a.c}, {b.c}, 1)", -m, m)
             k = max(abs(a.lo), abs(a.hi))
             return X(f"v_div({a.c}, {b.c}, 0)", -k - 1, k + 1)
-        if fn == "_sat_s" and len(args) == 4 and all(isinstance(x, ast.Constant)
+        if fn == "_sat_s" and len(args) == 4 and all(_int_const(x) is not None
                                                      for x in args[2:]):
             a, b = self.ex(f, args[0]), self.ex(f, args[1])
-            w = args[3].value
-            if not 0 < w < 126:
+            sign, w = _int_const(args[2]), _int_const(args[3])
+            if not 0 < w < 126:  # type: ignore[operator]
                 raise NotNative(f"line {n.lineno}: _sat_s width {w}")
-            return X(f"v_sat_s({a.c}, {b.c}, {args[2].value}, {w})", 0, (1 << w) - 1)
+            return X(f"v_sat_s({a.c}, {b.c}, {sign}, {w})", 0, (1 << w) - 1)  # type: ignore[operator]
         if fn in ("min", "max") and len(args) == 2:
             a, b = self.ex(f, args[0]), self.ex(f, args[1])
             op = "<" if fn == "min" else ">"

@@ -162,6 +162,22 @@ static int list_iadd(PyObject *l, V i, V v) {
     return 0;
 }
 
+/* a header stack index outside the stack (pyswitch.native.picks): the Python helper,
+ * `_hs_at(elems, i, what, nf)` or, when nf is INT_MIN, `_hs_last(elems, i, what)`, called
+ * on n placeholders for what it does there: its warning once per place, or its
+ * exception.  0, or RC_ERR with the exception set. */
+static int hs_py(PyObject *fn, int n, V i, const char *what, int nf) {
+    PyObject *t = PyTuple_New(n);
+    if (!t) return RC_ERR;
+    for (int j = 0; j < n; j++) { Py_INCREF(Py_None); PyTuple_SET_ITEM(t, j, Py_None); }
+    PyObject *r = nf == INT_MIN ? PyObject_CallFunction(fn, "OLs", t, (long long)i, what)
+                           : PyObject_CallFunction(fn, "OLsi", t, (long long)i, what, nf);
+    Py_DECREF(t);
+    if (!r) return RC_ERR;
+    Py_DECREF(r);
+    return 0;
+}
+
 static int raise_index(int rc) {
     if (rc == 1) PyErr_SetString(PyExc_IndexError, "list index out of range");
     return RC_ERR;

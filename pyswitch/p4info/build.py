@@ -17,6 +17,7 @@ from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
+from pyswitch import externs
 from pyswitch.p4info.ids import P, SymbolTable, jenkins_one_at_a_time
 
 __all__ = ["build_p4info", "jenkins_one_at_a_time"]
@@ -24,8 +25,6 @@ __all__ = ["build_p4info", "jenkins_one_at_a_time"]
 _MT = {"exact": p4info_pb2.MatchField.EXACT, "lpm": p4info_pb2.MatchField.LPM,
        "ternary": p4info_pb2.MatchField.TERNARY, "range": p4info_pb2.MatchField.RANGE,
        "optional": p4info_pb2.MatchField.OPTIONAL}
-_UNIT = {"packets": p4info_pb2.CounterSpec.PACKETS, "bytes": p4info_pb2.CounterSpec.BYTES,
-         "packets_and_bytes": p4info_pb2.CounterSpec.BOTH}
 _SCOPE = {"TABLE_AND_DEFAULT": p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
           "TABLE_ONLY": p4info_pb2.ActionRef.TABLE_ONLY,
           "DEFAULT_ONLY": p4info_pb2.ActionRef.DEFAULT_ONLY}
@@ -37,7 +36,7 @@ def _bytes(value: int, width: int) -> bytes:
     return (value & ((1 << (8 * n)) - 1)).to_bytes(n, "big")
 
 
-def _preamble(pre: p4info_pb2.Preamble, sym: SymbolTable, kind: int, name: str,
+def preamble(pre: p4info_pb2.Preamble, sym: SymbolTable, kind: int, name: str,
               annotations: list[str], alias: str | None = None) -> None:
     pre.id = sym.id(kind, name)
     pre.name = name
@@ -45,7 +44,7 @@ def _preamble(pre: p4info_pb2.Preamble, sym: SymbolTable, kind: int, name: str,
     pre.annotations.extend(annotations)
 
 
-def _user_id(entry: dict) -> int | None:
+def user_id(entry: dict) -> int | None:
     v = entry.get("user_id")
     return int(v) if v is not None else None
 
@@ -71,15 +70,11 @@ def build_p4info(meta: dict) -> p4info_pb2.P4Info:
     # symbols in p4c's collection order (the order matters only for @id clashes)
     sym = SymbolTable()
     for n in used:
-        sym.add(P.ACTION, n, _user_id(xa.get(n, {})))
+        sym.add(P.ACTION, n, user_id(xa.get(n, {})))
     for t in tables:
-        sym.add(P.TABLE, t["name"], _user_id(xt.get(t["name"], {})))
-    for c in meta["counters"]:
-        sym.add(P.COUNTER, c["name"], _user_id(xi.get(c["name"], {})))
-    for d in meta["direct_counters"]:
-        sym.add(P.DIRECT_COUNTER, d["name"], _user_id(xi.get(d["name"], {})))
-    for r in meta["registers"]:
-        sym.add(P.REGISTER, r["name"], _user_id(xi.get(r["name"], {})))
+        sym.add(P.TABLE, t["name"], user_id(xt.get(t["name"], {})))
+    for ext in externs.objects():  # counters, direct counters, registers, ...
+        ext.p4info_symbols(sym, meta.get(ext.meta_key, []), xi)
     for h in meta["controller_headers"]:
         tn = xh.get(h["name"], {}).get("type_name", h["name"])
         sym.add(P.CONTROLLER_HEADER, tn)
@@ -90,7 +85,7 @@ def build_p4info(meta: dict) -> p4info_pb2.P4Info:
         x = xt.get(t["name"], {})
         touched_types = True
         pt = info.tables.add()
-        _preamble(pt.preamble, sym, P.TABLE, t["name"], x.get("annotations", []))
+        preamble(pt.preamble, sym, P.TABLE, t["name"], x.get("annotations", []))
         kann = x.get("key_annotations", [])
         for i, k in enumerate(t["keys"], 1):
             mf = pt.match_fields.add()
@@ -131,7 +126,7 @@ def build_p4info(meta: dict) -> p4info_pb2.P4Info:
         a = actions[n]
         x = xa.get(n, {})
         pa = info.actions.add()
-        _preamble(pa.preamble, sym, P.ACTION, n, x.get("annotations", []))
+        preamble(pa.preamble, sym, P.ACTION, n, x.get("annotations", []))
         px = x.get("params", [])
         # p4c's RemoveActionParameters turns every parameter of an action that is only
         # called directly into a local variable
@@ -145,35 +140,16 @@ def build_p4info(meta: dict) -> p4info_pb2.P4Info:
             if i - 1 < len(px):
                 pp.annotations.extend(px[i - 1]["annotations"])
             pp.bitwidth = p["width"]
-    for c in meta["counters"]:
-        touched_types = True
-        pc = info.counters.add()
-        _preamble(pc.preamble, sym, P.COUNTER, c["name"],
-                  xi.get(c["name"], {}).get("annotations", []))
-        pc.spec.unit = _UNIT[c["type"]]
-        pc.size = c["size"]
-    for d in meta["direct_counters"]:
-        touched_types = True
-        if not d["table"] or d["table"] not in {t["name"] for t in tables}:
-            continue  # p4c emits a direct counter through the table that uses it
-        pd = info.direct_counters.add()
-        _preamble(pd.preamble, sym, P.DIRECT_COUNTER, d["name"],
-                  xi.get(d["name"], {}).get("annotations", []))
-        pd.spec.unit = _UNIT[d["type"]]
-        pd.direct_table_id = sym.id(P.TABLE, d["table"])
-    for r in meta["registers"]:
-        touched_types = True
-        pr = info.registers.add()
-        _preamble(pr.preamble, sym, P.REGISTER, r["name"],
-                  xi.get(r["name"], {}).get("annotations", []))
-        pr.type_spec.bitstring.bit.bitwidth = r["width"]
-        pr.size = r["size"]
+    applied = {t["name"] for t in tables}
+    for ext in externs.objects():
+        if ext.p4info(info, sym, meta.get(ext.meta_key, []), xi, applied):
+            touched_types = True
     for h in meta["controller_headers"]:
         x = xh.get(h["name"], {})
         tn = x.get("type_name", h["name"])
         ph = info.controller_packet_metadata.add()
         # p4c: the id is the header type's, name and alias are the annotation's
-        _preamble(ph.preamble, sym, P.CONTROLLER_HEADER, tn,
+        preamble(ph.preamble, sym, P.CONTROLLER_HEADER, tn,
                   x.get("annotations", [f'@controller_header("{h["name"]}")']),
                   alias=h["name"])
         ph.preamble.name = h["name"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from lark import Token, Tree
 
+from pyswitch import externs
 from pyswitch.p4info.ids import IdError, P, SymbolTable
 
 # p4c leaves these out of P4Info annotations: @name and @id are represented by the name
@@ -201,7 +202,7 @@ def collect(comp: Any, meta: dict | None = None) -> dict[str, Any]:
                     enums[ty.name] = {"width": ty.underlying.width,
                                       "members": [[m, v] for m, v in ty.members.items()]}
     instances = {}
-    for inst in [*comp.counters, *comp.direct_counters, *comp.registers]:
+    for inst in _instances(comp):
         node = getattr(inst, "node", None)
         instances[inst.name] = {
             "annotations": annotation_texts(src, node.children) if node is not None else [],
@@ -214,15 +215,21 @@ def collect(comp: Any, meta: dict | None = None) -> dict[str, Any]:
             "extern_fn_called": bool(getattr(comp, "p4info_extern_fn", False))}
 
 
+def _instances(comp: Any) -> list:
+    """The program's extern instances in P4Info's symbol order (`pyswitch.externs`)."""
+    return [i for ext in externs.objects() for i in comp.extern_insts.get(ext.meta_key, [])]
+
+
 def _check_user_ids(comp: Any, actions: dict, tables: dict, instances: dict) -> None:
     """An ``@id`` with another kind's prefix, or given twice, is p4c's error; found here
     so that it is reported with its location instead of failing P4Info generation."""
     sym = SymbolTable()
     nodes = {a.name: (P.ACTION, a.node) for a in comp.actions}
     nodes.update({t.name: (P.TABLE, t.node) for t in comp.tables})
-    kinds = {"counter": P.COUNTER, "direct_counter": P.DIRECT_COUNTER, "register": P.REGISTER}
-    for inst in [*comp.counters, *comp.direct_counters, *comp.registers]:
-        nodes[inst.name] = (kinds.get(inst.kind, P.COUNTER), getattr(inst, "node", None))
+    for inst in _instances(comp):
+        ext = externs.obj(inst.kind)
+        kind = getattr(P, ext.p4info_kind) if ext is not None and ext.p4info_kind else P.COUNTER
+        nodes[inst.name] = (kind, getattr(inst, "node", None))
     for group in (actions, tables, instances):
         for name, x in group.items():
             uid = x.get("user_id")

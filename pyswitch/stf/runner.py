@@ -456,6 +456,9 @@ class CorpusEntry:
     p4info: str = ""  # equal | differs | no reference (compiled programs; see pyswitch/p4info/compare.py)
     p4info_diff: str = ""
     path: str = ""  # the switch's execution path: native | python (why); see pyswitch/native
+    # pass | wrong on each path that ran it: a program on the native path is run on the
+    # Python path too, so that both paths are checked against the STF file
+    paths: dict[str, str] = field(default_factory=dict)
 
 
 class _Timeout(Exception):
@@ -530,12 +533,19 @@ def run_one(p4: Path, include_dirs: list[str], timeout: float,
             stmts = parse_stf(text, stf.name)
             sw = Switch(prog)
             ent.path = sw.path
-            res = run_stf(sw, stmts)
-            ent.status = "pass" if res.passed else "wrong"
-            ent.diff = res.diff()
-            if not res.passed:
-                first = next(pr for pr in res.ports if pr.problems)
-                ent.reason = f"port {first.port}: {first.problems[0]}"
+            runs = [("native" if sw.path == "native" else "python", sw)]
+            if sw.path == "native":
+                runs.append(("python", Switch(prog, native=False)))
+            status = "pass"  # set only once every path ran (an StfError leaves "error")
+            for name, s in runs:
+                res = run_stf(s, stmts)
+                ent.paths[name] = "pass" if res.passed else "wrong"
+                if not res.passed and status == "pass":
+                    status = "wrong"
+                    ent.diff = res.diff()
+                    first = next(pr for pr in res.ports if pr.problems)
+                    ent.reason = f"{name} path: port {first.port}: {first.problems[0]}"
+            ent.status = status
     except _Timeout:
         ent.reason = f"timeout after {timeout:g} s"
     except (StfSyntaxError, StfError) as e:
@@ -589,6 +599,9 @@ def summary(entries: list[CorpusEntry], expect_reject: bool = False) -> str:
     if ran:
         nat = sum(1 for e in ran if e.path == "native")
         line += f"; native path {nat} of {len(ran)} run"
+        for p in ("python", "native"):
+            on = Counter(e.paths[p] for e in ran if p in e.paths)
+            line += f"; {p} path: pass {on.get('pass', 0)}, wrong {on.get('wrong', 0)}"
     return line
 
 
@@ -693,6 +706,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except (StfSyntaxError, StfError, OSError) as e:
         print(f"stf error: {e}", file=sys.stderr)
+        return 2
+    except native.NotNative as e:  # PYSWITCH_NATIVE=on and a program it cannot take
+        print(f"pyswitch stf: PYSWITCH_NATIVE=on, but the native path cannot run "
+              f"{args.program}: {e}", file=sys.stderr)
         return 2
     if args.verbose:
         for n in res.notes:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pyswitch import externs
+
 JSON_VERSION = [2, 23]
 
 
@@ -86,11 +88,10 @@ def describe(meta: dict[str, Any], name: str = "") -> dict[str, Any]:
                              "fields": [[f, w, False] for f, w in fdict.items()]})
         headers.append({"name": hname, "id": hid, "header_type": tname,
                         "metadata": hname in ("scalars", "standard_metadata")})
-    counters = [{"name": c["name"], "id": i, "is_direct": False, "size": c["size"]}
-                for i, c in enumerate(meta["counters"])]
-    base = len(counters)
-    counters += [{"name": d["name"], "id": base + i, "is_direct": True,
-                  "binding": d["table"]} for i, d in enumerate(meta["direct_counters"])]
+    doc: dict[str, Any] = {"meter_arrays": [], "counter_arrays": [], "register_arrays": [],
+                           "extern_instances": []}
+    for ext in externs.objects():  # counters, direct counters, registers, ...
+        ext.bmv2_json(meta.get(ext.meta_key, []), doc)
     return {
         "__meta__": {"version": JSON_VERSION, "compiler": "pyswitch", "program": name},
         "header_types": header_types,
@@ -99,10 +100,9 @@ def describe(meta: dict[str, Any], name: str = "") -> dict[str, Any]:
         "header_union_stacks": [], "field_lists": [], "errors": [
             [e, i] for i, e in enumerate(meta["errors"])],
         "enums": [], "parsers": [], "parse_vsets": [], "deparsers": [],
-        "meter_arrays": [],
-        "counter_arrays": counters,
-        "register_arrays": [{"name": r["name"], "id": i, "size": r["size"],
-                             "bitwidth": r["width"]} for i, r in enumerate(meta["registers"])],
+        "meter_arrays": doc["meter_arrays"],
+        "counter_arrays": doc["counter_arrays"],
+        "register_arrays": doc["register_arrays"],
         "calculations": [], "learn_lists": [],
         "actions": [{"name": a["name"], "id": a["idx"],
                      "runtime_data": [{"name": p["name"], "bitwidth": p["width"]}
@@ -110,7 +110,7 @@ def describe(meta: dict[str, Any], name: str = "") -> dict[str, Any]:
                      "primitives": []} for a in meta["actions"]],
         "pipelines": [{"name": "ingress", "id": 0, "init_table": None, "tables": tables,
                        "action_profiles": [], "conditionals": []}],
-        "checksums": [], "force_arith": [], "extern_instances": [],
+        "checksums": [], "force_arith": [], "extern_instances": doc["extern_instances"],
         "field_aliases": [],
         "program": name,
     }

@@ -1,0 +1,94 @@
+"""v1model's ``hash`` and the hash algorithms every digest uses (hash, the checksums).
+
+Python: ``_crc32`` (zlib), ``_crc16``, ``_csum16``, ``_identity`` over the packed bytes of
+the field list, ``_csum16i`` over its 16-bit words as one number, ``_hmod`` for a run-time
+modulus (`pyswitch.hashes`).  Native: the functions of the same names in runtime.h
+(``v_crc32``, ...), over a field list of at most 16 bytes held in one ``__int128``.
+"""
+
+from __future__ import annotations
+
+import ast
+import zlib
+from typing import Any
+
+from pyswitch import hashes
+from pyswitch.compiler.model import ScalarLoc, _lit
+from pyswitch.externs import Extern
+from pyswitch.types import Bits, IntLit
+
+# helper -> (its C function in runtime.h, the width of its result)
+_C_HASHES = {"_crc32": ("v_crc32", 32), "_crc16": ("v_crc16", 16),
+             "_identity": ("v_identity", 64), "_csum16": ("v_csum16", 16)}
+
+
+def _hmod(h: int, m: int) -> int:
+    return h % m if m else h
+
+
+class Hash(Extern):
+    names = ("hash",)
+    signature = ("extern void hash<O, T, D, M>(out O result, in HashAlgorithm algo, "
+                 "in T base, in D data, in M max);")
+    served = ("Python: pyswitch.hashes over the packed field list; native: v_crc32, "
+              "v_crc16, v_identity, v_csum16, v_csum16i (runtime.h), lists up to 16 bytes")
+    pure = ("_crc32", "_crc16", "_csum16", "_csum16i", "_identity", "_hmod")
+
+    def call(self, cx: Any, fn: str, args: list, scope: Any, em: Any, node: Any) -> None:
+        if len(args) != 5:
+            raise cx.err(node, "hash(out result, algo, base, data, max)")
+        lv = cx.lvalue(args[0], scope, em)
+        if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
+            raise cx.err(args[0], "hash result must be a bit<N> l-value")
+        algo = cx.algo(args[1], scope)
+        base = cx.expr(args[2], scope, em)
+        mx = cx.expr(args[4], scope, em)
+        for x, n in ((base, args[2]), (mx, args[4])):
+            if not isinstance(x.ty, (Bits, IntLit)):
+                raise cx.err(n, "hash base/max must be bit<N>")
+        h = cx.digest_code(algo, cx.data_list(args[3], scope, em))
+        if mx.const is not None:
+            if mx.const == 0:
+                raise cx.err(args[4], "hash max must not be 0")
+            modded = f"({h} % {_lit(mx.const)})"
+        else:
+            modded = f"_hmod({h}, {mx.code})"
+        res = f"({base.code} + {modded})" if base.const != 0 else modded
+        em(f"{lv.code} = {res} & {_lit(lv.ty.mask)}")
+        return None
+
+    def runtime(self, sw: Any) -> dict[str, Any]:
+        return {"_crc32": zlib.crc32, "_crc16": hashes.crc16, "_csum16": hashes.csum16,
+                "_identity": hashes.identity, "_csum16i": hashes.csum16_int,
+                "_hmod": _hmod}
+
+    def c_call(self, t: Any, f: Any, n: ast.Call, fn: str) -> Any:
+        from pyswitch.native.exprs import NotNative, X
+        args = n.args
+        if fn in _C_HASHES and len(args) == 1:
+            cfn, w = _C_HASHES[fn]
+            a = args[0]
+            if not (isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute)
+                    and a.func.attr == "to_bytes" and len(a.args) == 2
+                    and isinstance(a.args[0], ast.Constant)
+                    and isinstance(a.args[1], ast.Constant) and a.args[1].value == "big"):
+                raise NotNative(f"line {n.lineno}: argument of {fn}")
+            nb = a.args[0].value
+            v = t.ex(f, a.func.value)
+            if not (0 < nb <= 16 and v.lo >= 0 and v.hi < (1 << (8 * nb))):
+                raise NotNative(f"line {n.lineno}: {nb}-byte field list of {fn}")
+            return X(f"{cfn}({v.c}, {nb})", 0, (1 << w) - 1)
+        if fn == "_csum16i" and len(args) == 1:
+            v = t.ex(f, args[0])
+            if v.lo < 0:
+                raise NotNative(f"line {n.lineno}: negative checksum input")
+            return X(f"v_csum16i({v.c})", 0, 0xFFFF)
+        if fn == "_hmod" and len(args) == 2:
+            h, m = t.ex(f, args[0]), t.ex(f, args[1])
+            if h.lo < 0 or m.lo < 0:
+                raise NotNative(f"line {n.lineno}: _hmod of a negative value")
+            return X(f"v_div({h.c}, {m.c}, 1) + ({m.c} == 0 ? {h.c} : 0)", 0, h.hi)
+        raise NotNative(f"line {n.lineno}: call of {fn}")
+
+
+EXTERNS = [Hash()]

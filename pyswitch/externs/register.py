@@ -1,0 +1,160 @@
+"""v1model's ``register<T>``: an array of ``bit<N>``/``int<N>`` cells, read and written by
+the program and the control plane.
+
+Python: a list per instance (``R<k>``), read and written in place; an index that may be out
+of range is guarded by ``IndexError`` (a read gives 0, a write is ignored: BMv2 logs an
+error since behavioral-model PR #637).  Native: `pyswitch.native.cgen` reads and writes the
+same list (``reg_get``/``reg_set`` of runtime.h; `Register.c_stmt`), so the control plane
+sees one state.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from pyswitch.compiler.model import ExternInst, ScalarLoc
+from pyswitch.externs import Extern
+from pyswitch.native.exprs import merge
+from pyswitch.types import Bits, same_type
+
+
+class Register(Extern):
+    names = ("register",)
+    kind = "object"
+    signature = ("extern register<T> { register(bit<32> size); "
+                 "void read(out T result, in bit<32> index); "
+                 "void write(in bit<32> index, in T value); }")
+    served = "Python: a list R<k>; native: the same list, reg_get/reg_set (runtime.h)"
+    meta_key = "registers"
+    order = 30
+    p4info_kind = "REGISTER"
+
+    def instantiate(self, cx: Any, ty: Any, full: str, args: list, scope: Any,
+                    node: Any) -> ExternInst:
+        if len(ty.args) != 1 or not isinstance(ty.args[0], Bits):
+            raise cx.err(node, "register<T> needs T = bit<N> or int<N>")
+        if len(args) != 1:
+            raise cx.err(node, "register needs exactly one argument (its size)")
+        insts = cx.extern_insts.setdefault(self.meta_key, [])
+        size = cx.extern_size(args[0], scope, "register")
+        inst = ExternInst("register", full, f"R{len(insts)}", size, ty.args[0])
+        insts.append(inst)
+        return inst
+
+    def method(self, cx: Any, obj: ExternInst, mn: str, args: list, scope: Any, em: Any,
+               node: Any) -> None:
+        if mn == "read":
+            if len(args) != 2:
+                raise cx.err(node, "register.read(out result, in index)")
+            lv = cx.lvalue(args[0], scope, em)
+            if not isinstance(lv, ScalarLoc) or not same_type(lv.ty, obj.elem):
+                raise cx.err(args[0], f"register read result must be a {obj.elem.show()}"
+                                      " l-value")
+            ie = cx.convert(cx.expr(args[1], scope, em), Bits(32), args[1])
+            ic, ok = cx.idx_code(ie, obj.size, em)
+            if ok:
+                em(f"{lv.code} = {obj.var}[{ic}]")
+            else:  # indices are never negative: only too large ones raise IndexError
+                em(f"try: {lv.code} = {obj.var}[{ic}]")
+                em(f"except IndexError: {lv.code} = 0")
+            return None
+        if mn == "write":
+            if len(args) != 2:
+                raise cx.err(node, "register.write(in index, in value)")
+            ie = cx.convert(cx.expr(args[0], scope, em), Bits(32), args[0])
+            ve = cx.convert(cx.expr(args[1], scope, em), obj.elem, args[1])
+            ic, ok = cx.idx_code(ie, obj.size, em)
+            if ok:
+                em(f"{obj.var}[{ic}] = {ve.code}")
+            else:
+                em(f"try: {obj.var}[{ic}] = {ve.code}")
+                em("except IndexError: pass")
+            return None
+        raise cx.err(node, f"register has no method {mn!r}")
+
+    def meta_entries(self, insts: list) -> list[dict]:
+        return [{"name": r.name, "var": r.var, "size": r.size, "width": r.elem.width}
+                for r in insts]
+
+    def c_values(self, entries: list[dict]) -> dict[str, tuple[int, int]]:
+        return {r["var"]: (0, (1 << r["width"]) - 1) for r in entries}
+
+    def c_stmt(self, t: Any, f: Any, st: Any, o: list[str], d: int,
+               handler: list | None = None) -> bool:
+        """``x = R0[i]`` and ``R0[i] = v``: ``reg_get``/``reg_set`` on the same list; an
+        index Python would refuse raises IndexError, or, guarded (``except IndexError``),
+        runs the handler (a read's default) or nothing (a write)."""
+        from pyswitch.native.exprs import X
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1):
+            return False
+        mine = self.c_values(t.meta.get(self.meta_key, []))
+        tg, v = st.targets[0], st.value
+
+        def reg(n: Any) -> str | None:
+            ok = isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+            return n.value.id if ok and n.value.id in mine else None
+
+        ind = "    " * d
+        if reg(v) is not None:
+            g, i = t.g(reg(v)), t.ex(f, v.slice)
+            if handler is None:
+                o.append(f"{ind}{{ V r_; if ((rc = reg_get({g}, {i.c}, &r_)) != 0) "
+                         "return raise_index(rc);")
+                t.store(f, tg, X("r_", *mine[reg(v)]), o, d + 1)
+                o.append(f"{ind}}}")
+                return True
+            o.append(f"{ind}{{ V r_; rc = reg_get({g}, {i.c}, &r_);")
+            o.append(f"{ind}  if (rc < 0) return RC_ERR;")
+            o.append(f"{ind}  if (rc == 0) {{")
+            before = dict(f.cur)
+            t.store(f, tg, X("r_", *mine[reg(v)]), o, d + 2)
+            after_a, f.cur = f.cur, before
+            o.append(f"{ind}  }} else {{")
+            t.body(f, handler, o, d + 2)
+            o.append(f"{ind}  }} }}")
+            f.cur = merge(f, after_a, f.cur)
+            return True
+        if reg(tg) is not None:
+            if handler is not None and not all(isinstance(x, ast.Pass) for x in handler):
+                return False
+            g, i, x = t.g(reg(tg)), t.ex(f, tg.slice), t.ex(f, v)
+            if handler is None:
+                o.append(f"{ind}if ((rc = reg_set({g}, {i.c}, {x.c})) != 0) "
+                         "return raise_index(rc);")
+            else:
+                o.append(f"{ind}if ((rc = reg_set({g}, {i.c}, {x.c})) < 0) return RC_ERR;")
+            return True
+        return False
+
+    def state(self, sw: Any, ns: dict[str, Any], entries: list[dict]) -> None:
+        sw.registers = {}
+        for r in entries:
+            lst = [0] * r["size"]
+            ns[r["var"]] = lst
+            sw.registers[r["name"]] = (lst, r)
+
+    def p4info_symbols(self, sym: Any, entries: list[dict], xi: dict) -> None:
+        from pyswitch.p4info.build import user_id
+        from pyswitch.p4info.ids import P
+        for r in entries:
+            sym.add(P.REGISTER, r["name"], user_id(xi.get(r["name"], {})))
+
+    def p4info(self, info: Any, sym: Any, entries: list[dict], xi: dict,
+               tables: set[str]) -> bool:
+        from pyswitch.p4info.build import preamble
+        from pyswitch.p4info.ids import P
+        for r in entries:
+            pr = info.registers.add()
+            preamble(pr.preamble, sym, P.REGISTER, r["name"],
+                     xi.get(r["name"], {}).get("annotations", []))
+            pr.type_spec.bitstring.bit.bitwidth = r["width"]
+            pr.size = r["size"]
+        return bool(entries)
+
+    def bmv2_json(self, entries: list[dict], doc: dict) -> None:
+        doc["register_arrays"] = [{"name": r["name"], "id": i, "size": r["size"],
+                                   "bitwidth": r["width"]} for i, r in enumerate(entries)]
+
+
+EXTERNS = [Register()]

@@ -1,0 +1,203 @@
+"""Header stack elements chosen at run time, in C (a mixin of `pyswitch.native.cgen.Unit`).
+
+The compiler (`pyswitch.compiler.stacks`) picks the element of a run-time index as one of
+three assignments to a name ``_hsN``, then reads and writes its fields ``_hsN[j]``::
+
+    _hs1 = (h1, h2, )[i]                      # hs.next, once checked against the size
+    _hs1 = _hs_at((h1, h2, ), i, what, nf)    # else: outside, a header of zeros (or, for
+                                              # an extract, StackIndexError)
+    _hs1 = _hs_last((h1, h2, ), n, what)      # .last: StackIndexError on an empty stack
+
+In C the name is a pointer into the state's header slots (``k_hs1 = &st->s[offset]``), its
+fields ``k_hs1[j]`` with the union of the elements' bounds.  Outside the stack the pointer
+goes to a scratch header of zeros (``z_hs1``), zeroed at each pick, after the same Python
+helper is called for what it does there: its one warning per place, or its exception (an
+extract, ``.last`` of an empty stack), which the C returns as Python's.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from typing import Any
+
+from pyswitch.native.exprs import Func, NotNative, X
+
+# the module-level statements the compiler emits with these helpers
+PRELUDE_FUNCS = ("_hs_at", "_hs_last")
+
+
+def prelude(st: ast.stmt) -> bool:
+    """Whether `st`, a module-level statement, is the stack helpers' prelude (their import,
+    exception class, warned set and functions), which the C calls rather than translates."""
+    if isinstance(st, ast.Import):
+        return [(a.name, a.asname) for a in st.names] == [("logging", "_logging")]
+    if isinstance(st, ast.ClassDef):
+        return st.name == "StackIndexError"
+    if isinstance(st, ast.FunctionDef):
+        return st.name in PRELUDE_FUNCS
+    if isinstance(st, ast.Assign):
+        return ast.unparse(st) == "_hs_warned = set()"
+    return False
+
+
+def _c_string(s: str) -> str:
+    out = []
+    for b in s.encode():
+        ch = chr(b)
+        out.append(ch if 32 <= b < 127 and ch not in '"\\?' else f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
+class Picks:
+    """See the module docstring; `Unit` provides `hb`, `hoff`, `ex` and `g`."""
+
+    hb: list[list[tuple[int, int] | None]]
+    hoff: list[int]
+
+    def pick_of(self, f: Func, v: ast.AST) -> tuple[list[int], ast.AST, str, Any] | None:
+        """(header slots, index, helper or "", helper's constants) when `v` picks a stack
+        element, else None."""
+        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Tuple):
+            elts, idx, helper, extra = v.value.elts, v.slice, "", ()
+        elif (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
+              and v.func.id in PRELUDE_FUNCS and len(v.args) >= 2
+              and isinstance(v.args[0], ast.Tuple)):
+            elts, idx, helper = v.args[0].elts, v.args[1], v.func.id
+            try:  # what (a string) and, for _hs_at, the field count (-1: an extract)
+                extra = tuple(ast.literal_eval(a) for a in v.args[2:])
+            except ValueError:
+                return None
+        else:
+            return None
+        if not elts or not all(isinstance(e, ast.Name) and e.id in f.aliases for e in elts):
+            return None
+        return [f.aliases[e.id] for e in elts], idx, helper, extra  # type: ignore[attr-defined]
+
+    def pick_width(self, f: Func, name: str) -> int:
+        return len(self.hb[f.picks[name][0]])
+
+    def pick_slot(self, f: Func, name: str, j: int, node: ast.AST) -> tuple[str, tuple[int, int]]:
+        """The C of field `j` of pick `name`, with the union of its elements' bounds."""
+        bs = [self.hb[k][j] if j < len(self.hb[k]) else None for k in f.picks[name]]
+        if any(b is None for b in bs):
+            raise NotNative(f"line {node.lineno}: field {j} of a stack element")
+        lo = min(b[0] for b in bs)  # type: ignore[index]
+        hi = max(b[1] for b in bs)  # type: ignore[index]
+        return f"k_{name}[{j}]", (min(lo, 0), max(hi, 0))  # the scratch header holds 0
+
+    def classify_pick(self, f: Func, name: str, v: ast.AST) -> bool:
+        """Record `name` as a pick when `v` is one (its elements must agree)."""
+        p = self.pick_of(f, v)
+        if p is None:
+            return False
+        slots = p[0]
+        old = f.picks.get(name)
+        if old is not None and old != slots:
+            raise NotNative(f"line {v.lineno}: {name} picks from two stacks")
+        if len({len(self.hb[k]) for k in slots}) != 1:
+            raise NotNative(f"line {v.lineno}: stack elements of different types")
+        f.picks[name] = slots
+        return True
+
+    def pick(self, f: Func, name: str, v: ast.AST, o: list[str], d: int) -> None:
+        """The C of ``name = <pick>``."""
+        ind = "    " * d
+        p = self.pick_of(f, v)
+        if p is None or p[0] != f.picks[name]:
+            raise NotNative(f"line {v.lineno}: assignment to {name}")
+        slots, idx, helper, extra = p
+        n = len(slots)
+        i = self.ex(f, idx)  # type: ignore[attr-defined]
+        offs = ", ".join(str(self.hoff[k]) for k in slots)
+        if i.lo < -(1 << 62) or i.hi >= 1 << 62:
+            raise NotNative(f"line {v.lineno}: stack index beyond 62 bits")
+        o.append(f"{ind}{{ static const int o_[{n}] = {{{offs}}}; V i_ = {i.c};")
+        if not helper:  # hs.next, checked against the stack's size just before
+            if i.lo < 0 or i.hi >= n:  # as Python's tuple index, if it ever were outside
+                o.append(f"{ind}  if (i_ < 0 || i_ >= {n}) {{ PyErr_SetString("
+                         'PyExc_IndexError, "tuple index out of range"); return RC_ERR; }')
+            o.append(f"{ind}  k_{name} = &st->s[o_[(int)i_]]; }}")
+            return
+        fn = self.g(helper)  # type: ignore[attr-defined]
+        what = _c_string(str(extra[0]) if extra else "")
+        nf = str(int(extra[1])) if helper == "_hs_at" and len(extra) > 1 else "INT_MIN"
+        if helper == "_hs_at":
+            ok, at = f"i_ >= 0 && i_ < {n}", "i_"
+        else:
+            ok, at = f"i_ >= 1 && i_ <= {n}", "i_ - 1"
+        o.append(f"{ind}  if ({ok}) k_{name} = &st->s[o_[(int)({at})]];")
+        o.append(f"{ind}  else {{ if (hs_py({fn}, {n}, i_, {what}, {nf}) < 0) return RC_ERR;")
+        o.append(f"{ind}    memset(z_{name}, 0, sizeof z_{name}); k_{name} = z_{name}; }} }}")
+
+    def pick_decls(self, f: Func) -> list[str]:
+        return [f"    V *k_{k} = NULL; V z_{k}[{self.pick_width(f, k)}]; (void)z_{k};"
+                for k in f.picks]
+
+    def headers_swap(self, f: Func, t: ast.Tuple, v: ast.Tuple, o: list[str], d: int) -> None:
+        """``h5[:], h4[:] = h4, h5[:]`` (a stack's elements shifted): every source header's
+        fields are read before any is written, as Python's tuple assignment does."""
+        ind = "    " * d
+
+        def header(n: ast.AST, whole: bool) -> str | None:
+            if whole and isinstance(n, ast.Subscript) and ast.unparse(n.slice) == ":":
+                n = n.value
+            return n.id if isinstance(n, ast.Name) and n.id in f.aliases else None
+
+        dst = [header(x, True) for x in t.elts]
+        src = [header(x, True) for x in v.elts]
+        if len(dst) != len(src) or None in dst or None in src or any(
+                isinstance(x, ast.Subscript) and ast.unparse(x.slice) != ":" for x in t.elts):
+            raise NotNative(f"line {t.lineno}: tuple assignment {ast.unparse(v)[:40]!r}")
+        o.append(f"{ind}{{")
+        for k, s in enumerate(src):
+            for j in range(len(self.hb[f.aliases[s]])):  # type: ignore[index]
+                x = self.ex(f, ast.Subscript(ast.Name(s, ctx=ast.Load()), ast.Constant(j),  # type: ignore[attr-defined]
+                                             lineno=t.lineno))
+                o.append(f"{ind}    V t{k}_{j} = {x.c};")
+        for k, (dn, s) in enumerate(zip(dst, src, strict=True)):
+            if len(self.hb[f.aliases[dn]]) != len(self.hb[f.aliases[s]]):  # type: ignore[index]
+                raise NotNative(f"line {t.lineno}: headers of different types")
+            for j in range(len(self.hb[f.aliases[s]])):  # type: ignore[index]
+                b = self.hb[f.aliases[s]][j]  # type: ignore[index]
+                if b is None:
+                    raise NotNative(f"line {t.lineno}: field {j} of {s}")
+                self.store(f, ast.Subscript(ast.Name(dn, ctx=ast.Load()),  # type: ignore[attr-defined]
+                                            ast.Constant(j), lineno=t.lineno),
+                           X(f"t{k}_{j}", *b), o, d + 1)
+        o.append(f"{ind}}}")
+
+    def for_picked(self, f: Func, st: ast.For, o: list[str], d: int) -> None:
+        """``for _s in ((h2, ), (h4, ), )[i]: _s[0] = False`` (the other members of the
+        union extracted at a stack's next index made invalid): one case per index."""
+        ind = "    " * d
+        it = st.iter
+        if not (isinstance(st.target, ast.Name) and not st.orelse
+                and isinstance(it, ast.Subscript) and isinstance(it.value, ast.Tuple)
+                and all(isinstance(g, ast.Tuple) and all(
+                    isinstance(e, ast.Name) and e.id in f.aliases for e in g.elts)
+                    for g in it.value.elts)):
+            raise NotNative(f"line {st.lineno}: statement {ast.unparse(st)[:60]!r}")
+        var = st.target.id
+        if any(isinstance(n, ast.Name) and n.id == var and not isinstance(p, ast.Subscript)
+               for p in ast.walk(ast.Module(st.body, [])) for n in ast.iter_child_nodes(p)):
+            raise NotNative(f"line {st.lineno}: loop variable {var} used whole")
+        i = self.ex(f, it.slice)  # type: ignore[attr-defined]
+        o.append(f"{ind}switch ((int)({i.c})) {{")
+        for k, g in enumerate(it.value.elts):
+            o.append(f"{ind}case {k}:")
+            for e in g.elts:  # type: ignore[attr-defined]
+                body = [_Rename(var, e.id).visit(copy.deepcopy(s)) for s in st.body]
+                self.body(f, body, o, d + 1)  # type: ignore[attr-defined]
+            o.append(f"{ind}    break;")
+        o.append(f"{ind}default: PyErr_SetString(PyExc_IndexError, \"tuple index out of "
+                 "range\"); return RC_ERR;")
+        o.append(f"{ind}}}")
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def visit_Name(self, n: ast.Name) -> ast.Name:
+        return ast.copy_location(ast.Name(self.new, ctx=n.ctx), n) if n.id == self.old else n

@@ -1,0 +1,129 @@
+"""Constructs the native path lowers beyond straight-line code, each compared frame for
+frame and state for state with the Python path:
+
+- header stack elements chosen at run time (pyswitch/native/picks.py): ``hs.next``,
+  ``.last``, ``hs[i]`` read and written with ``i`` inside and outside the stack, and an
+  extract at a run-time index (tests/p4/native_stack_index.p4);
+- actions with out/inout parameters (pyswitch/native/copyout.py): copy-out after the body
+  and on exit, from a control, from another action and through a table's actions list
+  (tests/p4/native_copy_out.p4);
+- stack shifts (push_front, pop_front), a union stack parsed with ``.next``, signed
+  saturating arithmetic and a loop counter (its range found by widening) (tests/p4/
+  native_stack_ops.p4)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from pyswitch import compile_p4
+from pyswitch.native import unavailable
+from tests.test_native import run_both, twins
+
+pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+PROG = Path(__file__).resolve().parent / "p4" / "native_stack_index.p4"
+COPY_OUT = PROG.with_name("native_copy_out.p4")
+STACK_OPS = PROG.with_name("native_stack_ops.p4")
+
+
+def test_the_program_runs_native() -> None:
+    from pyswitch.native.cgen import Unit
+    prog = compile_p4(PROG)
+    assert "_hs_at(" in prog.code and "_hs_last(" in prog.code
+    Unit(prog.code, prog.meta, "check").translate(True)  # no NotNative
+
+
+def test_run_time_indices_native_equals_python(monkeypatch) -> None:
+    py, nat = twins(compile_p4(PROG), monkeypatch)
+    rng = random.Random(42)
+    work = []
+    for _ in range(400):
+        i, j = rng.randrange(7), rng.randrange(7)  # 4..6: outside the stack of 4
+        n = rng.randrange(6)  # elements before the terminating 0 (5: StackOutOfBounds)
+        elems = bytes(rng.randrange(1, 256) for _ in range(n)) + b"\x00"
+        work.append((0, bytes([i, j, 0, 0]) + elems + b"payload"))
+        work.append((0, bytes([i, j, 2, 0]) + elems))  # no elements parsed
+    assert run_both(py, nat, work) == len(work)
+    out = nat.process(0, bytes([5, 1, 0, 0, 7, 0]))  # hs[5] written nowhere, hs[1] read
+    assert out == py.process(0, bytes([5, 1, 0, 0, 7, 0]))
+    assert out[0][1][:6] == bytes([5, 1, 0, 0, 7, 0])
+
+
+def test_an_extract_outside_the_stack_raises_on_both_paths(monkeypatch) -> None:
+    py, nat = twins(compile_p4(PROG), monkeypatch)
+    frame = bytes([4, 0, 1, 0, 9])  # extract(hs[4]) of a stack of 4
+    errs = []
+    for sw in (py, nat):
+        with pytest.raises(IndexError) as ei:
+            sw.process(0, frame)
+        errs.append((type(ei.value).__name__, str(ei.value)))
+    assert errs[0] == errs[1] and errs[0][0] == "StackIndexError"
+    ok = bytes([3, 0, 1, 0, 9])  # extract(hs[3]): inside
+    assert py.process(0, ok) == nat.process(0, ok)
+
+
+def test_copy_out_native_equals_python(monkeypatch) -> None:
+    prog = compile_p4(COPY_OUT)
+    assert "raise _Exit((p_" in prog.code and "*data" in prog.code
+    py, nat = twins(prog, monkeypatch)
+    for sw in (py, nat):  # flag(hdr.h.c) with action data v: v, or v + 1 unless v is 7
+        for d, v in ((1, 7), (2, 9), (3, 255)):
+            sw.insert_entry("I.t", {"hdr.h.d": d}, "I.flag", {"v": v})
+    rng = random.Random(3)
+    work = [(0, bytes([rng.choice((0, 5, 199, 200, 201, 255, rng.randrange(256))),
+                       rng.randrange(256), rng.randrange(256), rng.randrange(5)]))
+            for _ in range(600)]
+    assert run_both(py, nat, work) == len(work)
+    # a = 250 > 200: bump exits; the exit leaves ingress, so the frame leaves unchanged
+    assert nat.process(0, bytes([250, 4, 9, 1])) == [(1, bytes([250, 4, 9, 1]))]
+    # a = 10, b = 5: a = 15, b = 15; d = 1: flag(c) exits with f = v = 7; d stays
+    assert nat.process(0, bytes([10, 5, 0, 1])) == [(1, bytes([15, 15, 7, 1]))]
+    # d = 2: f = 9 + 1, then d + 1
+    assert nat.process(0, bytes([10, 5, 0, 2])) == [(1, bytes([15, 15, 10, 3]))]
+
+
+def test_stack_shifts_unions_and_saturation_native_equal_python(monkeypatch) -> None:
+    prog = compile_p4(STACK_OPS)
+    assert "h3[:] = " in prog.code or "[:], " in prog.code  # the shifts' tuple assignments
+    assert "for _s in " in prog.code and "_sat_s(" in prog.code and "while True" in prog.code
+    py, nat = twins(prog, monkeypatch)
+    rng = random.Random(11)
+    work = []
+    for _ in range(600):
+        op = rng.randrange(256)
+        body = bytes(rng.randrange(256) for _ in range(rng.randrange(2, 9)))
+        work.append((0, bytes([op]) + body))
+    assert run_both(py, nat, work) > 500
+    # -128 |-| 1 saturates at -128; push_front(1): hs[0] invalid, hs[1] = old hs[0]
+    out = nat.process(0, bytes([0x01, 0x80, 0x01, 0x00, 5, 6]))
+    assert out == py.process(0, bytes([0x01, 0x80, 0x01, 0x00, 5, 6]))
+    assert out[0][1] == bytes([0x01, 0x80, 0x01, 0x80, 5, 6])
+
+
+def test_native_on_refuses_in_one_line_and_the_corpus_counts_both_paths(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    import shutil
+
+    from pyswitch.stf.runner import main as stf_main
+    here = Path(__file__).resolve().parent
+    (tmp_path / "empty.stf").write_text("")
+    monkeypatch.setenv("PYSWITCH_NATIVE", "on")
+    assert stf_main([str(here / "p4" / "native_wide.p4"), str(tmp_path / "empty.stf")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("pyswitch stf: PYSWITCH_NATIVE=on, but the native path cannot run")
+    assert "parser, generated line" in err and "a value may exceed 126 bits" in err
+    monkeypatch.setenv("PYSWITCH_NATIVE", "auto")
+    for name in ("stf_tables", "stf_counters"):
+        if (here / "stf" / f"{name}.p4").is_file():
+            shutil.copy(here / "stf" / f"{name}.p4", tmp_path / f"{name}.p4")
+            shutil.copy(here / "stf" / f"{name}.stf", tmp_path / f"{name}.stf")
+    shutil.copy(here / "p4" / "native_wide.p4", tmp_path / "wide.p4")
+    (tmp_path / "wide.stf").write_text("")
+    n = len(list(tmp_path.glob("*.p4")))
+    assert stf_main(["--corpus", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"native path {n - 1} of {n} run; python path: pass {n}, wrong 0; " \
+           f"native path: pass {n - 1}, wrong 0" in out
