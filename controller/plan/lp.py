@@ -220,6 +220,7 @@ class LPResult:
     seconds: float
     job: Job = field(repr=False)
     duals: Any = field(default=None, repr=False, compare=False)  # FastLP.keep_duals
+    basis: Any = field(default=None, repr=False, compare=False)  # FastLP.warm_start
 
     @cached_property
     def loads(self) -> dict[Link, float]:
