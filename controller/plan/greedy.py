@@ -165,6 +165,7 @@ def greedy(
     symmetry: bool = True,
     progress: Callable[[int, str, float], None] | None = None,
     lazy: bool = True,
+    warm: bool = True,
 ) -> Placement:
     """Greedy deployment of at most ``budget`` switches besides s_d (the ``greedy`` planner).
 
@@ -184,6 +185,9 @@ def greedy(
     lazy : with a :class:`controller.plan.lp_fast.FastLP` as ``lp``, solve a candidate only
         when its dual bound says it could still win (:mod:`controller.plan.lazy`: the same
         S as the exhaustive greedy, ``lazy=False``); one job only.
+    warm : with ``lazy``, start each candidate's LP from the basis of LP(S)
+        (:func:`controller.plan.lp_fast.set_basis`; the final S is re-solved cold, so the
+        plan's routing is a cold solve's).
 
     Returns
     -------
@@ -233,7 +237,7 @@ def greedy(
 
     keep = (fast.keep_duals, fast.warm_start) if fast is not None else (False, False)
     if fast is not None:
-        fast.keep_duals = fast.warm_start = True
+        fast.keep_duals, fast.warm_start = True, warm
     try:
         S, best, history = greedy_loop(
             solve, candidates(job), budget,
@@ -246,7 +250,7 @@ def greedy(
         if fast is not None:
             fast.keep_duals, fast.warm_start = keep
             fast.warm = None
-    if fast is not None and S:
+    if fast is not None and warm and S:
         # the plan's routing from a cold solve, as without warm starts: a warm-started
         # solve has the same γ but, where LP(S) has several optima, may pick another one
         best = solve(S)
@@ -296,6 +300,7 @@ def greedy_jobs(
     start: Sequence[str] = (),
     lp: FastJointLP | None = None,
     symmetry: bool = True,
+    warm: bool = True,
 ) -> JointGreedyResult:
     """Greedy placement of docs/design.md §3.4 for several jobs, each S scored by the joint LP.
 
@@ -312,6 +317,8 @@ def greedy_jobs(
     symmetry : score one candidate per class proven to have the same joint score
         (:func:`controller.plan.orbits.result_orbits`: automorphisms fixing every job's PS,
         ToR and workers, S and, with the RESULT term, each job's tree).
+    warm : start each candidate's joint LP from the first-stage basis of LP(S) (the final
+        S re-solved cold).
 
     Returns
     -------
@@ -327,6 +334,8 @@ def greedy_jobs(
         nonlocal solves
         if fast:
             res = joint(S, objective=objective)
+            if len(S) <= len(start):  # LP(start): the first step's warm start
+                joint.warm = res
         else:
             res = solve_jobs_lp(js, S, objective=objective, solver=solver,
                                 time_limit=time_limit, merge=merge)
@@ -334,6 +343,7 @@ def greedy_jobs(
         return res
 
     def step(k: int, name: str, res: JointResult) -> None:
+        joint.warm = res  # the next step's candidates start from LP(S)'s first-stage basis
         if progress is not None:
             progress(k, name, res.score)
 
@@ -345,10 +355,19 @@ def greedy_jobs(
         return result_orbits(js.graph, js.jobs, per_job_sets(js, S), js.capacity, S, U,
                              usable)
 
-    S, best, history = greedy_loop(
-        solve, joint_candidates(js), budget, pick=_first_best,
-        improves=lambda new, old: better_score(new.score, old.score), progress=step,
-        start=start, classes=orbits if symmetry else None)
+    keep = joint.warm_start, joint.warm
+    joint.warm_start, joint.warm = fast and warm, None
+    try:
+        S, best, history = greedy_loop(
+            solve, joint_candidates(js), budget, pick=_first_best,
+            improves=lambda new, old: better_score(new.score, old.score), progress=step,
+            start=start, classes=orbits if symmetry else None)
+    finally:
+        joint.warm_start, joint.warm = keep
+    if fast and warm and S:
+        # the plan's routing from a cold solve (a warm start may find another optimum of
+        # the same levels where the joint LP has several)
+        best = solve(S)
     return JointGreedyResult(tuple(S), best, [(s, r.score) for s, r in history], solves,
                              time.perf_counter() - t0, budget)
 
