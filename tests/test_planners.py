@@ -306,3 +306,14 @@ def test_rounding_refuses_a_large_relaxation_in_one_line():
                                         r"variables \(> limit 100\): as large as the "
                                         r"all-programmable LP, too slow to solve here$"):
         rounding(job, 2, max_variables=100)
+
+
+def test_rounding_refuses_a_relaxation_too_slow_to_solve_in_one_line():
+    """Counted in twin classes × candidates (issue 41): fat-tree k=4, 6 workers in 4
+    classes, 19 candidates."""
+    job = topo_job("fattree:4", "h0", 6)
+    with pytest.raises(PlanError, match=r"^the relaxation would have 76 class-switch "
+                                        r"variables \(> limit 50\): it does not solve "
+                                        r"within a minute at this size$"):
+        rounding(job, 2, max_class_variables=50)
+    assert rounding(job, 2, max_class_variables=76).gamma > 0
