@@ -125,7 +125,7 @@ def test_warm_starts_change_no_score(seed):
     warm.warm = parent
     for s in [c for c in sorted({c for j in js.jobs for c in candidates(j)}) if c not in js.tors]:
         assert warm([s]).score == pytest.approx(cold([s]).score, rel=1e-7, abs=1e-9), s
-    a = greedy_jobs(js, 3, symmetry=False)
+    a = greedy_jobs(js, 3, symmetry=False, warm=True)
     b = greedy_jobs(js, 3, symmetry=False, warm=False)
     assert a.deployed == b.deployed
     assert a.result.gammas == b.result.gammas  # the final S is re-solved cold: same routing

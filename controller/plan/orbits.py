@@ -43,7 +43,7 @@ from typing import Any
 
 import networkx as nx
 
-from controller.plan.lp import Job
+from controller.plan.lp import Job, result_tree_links
 from topo.models import natural_key
 
 __all__ = ["result_orbits", "up_path", "tree_links"]
@@ -54,9 +54,7 @@ Link = tuple[str, str]
 def tree_links(job: Job, deployed: Sequence[str]) -> set[Link]:
     """T(S): the RESULT tree's directed links (parent, child), the PS's link d → s_d
     included, as :func:`controller.plan.lp.result_tree_coeffs` counts them."""
-    from controller.plan.lp import result_tree_coeffs
-
-    return {e for e, _ in result_tree_coeffs(job, deployed)}
+    return {(job.ps, job.ps_tor)} | result_tree_links(job, deployed)
 
 
 _PATHS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], frozenset[Link]]] = \
@@ -74,6 +72,19 @@ def up_path(graph: nx.Graph, root: str, s: str) -> frozenset[Link]:
         tree = result_tree(graph, root, (), [s])
         hit = cache[root, s] = frozenset((p, c) for p, kids in tree.items() for c in kids)
     return hit
+
+
+def _moved_diff(p: Mapping[str, str], T: set[Link], by_node: Mapping[str, list[Link]]):
+    """(σ(T) − T, T − σ(T)) and a membership test for σ(T), for an involution σ (every
+    generator is a product of swaps): only links with a moved end can change."""
+    touched = {e for n in p for e in by_node.get(n, ())}
+    extra, missing = set(), set()
+    for a, b in touched:
+        img = (p.get(a, a), p.get(b, b))
+        if img not in T:
+            extra.add(img)
+            missing.add((a, b))  # σ(σ(e)) = e: e ∉ σ(T) exactly when σ(e) ∉ T
+    return extra, missing
 
 
 def result_orbits(
@@ -106,6 +117,13 @@ def result_orbits(
     S = set(deployed)
     trees = [tree_links(j, Sj) if j.result_load else None
              for j, Sj in zip(jobs, sets, strict=True)]
+    index: list[dict[str, list[Link]]] = []
+    for T in trees:
+        by_node: dict[str, list[Link]] = {}
+        for e in T or ():
+            by_node.setdefault(e[0], []).append(e)
+            by_node.setdefault(e[1], []).append(e)
+        index.append(by_node)
     for p in generators(graph):
         if any(n in p for n in fixed):
             continue
@@ -114,12 +132,17 @@ def result_orbits(
             continue
         # σ(T_j) − T_j and T_j − σ(T_j), per job with the RESULT term
         diffs = []
-        for T in trees:
+        involution = all(p.get(w) == v for v, w in p.items())
+        for T, by_node in zip(trees, index, strict=True):
             if T is None:
                 diffs.append(None)
                 continue
-            img = {(p.get(a, a), p.get(b, b)) for a, b in T}
-            diffs.append((img, img - T, T - img))
+            if involution:
+                extra, missing = _moved_diff(p, T, by_node)
+                diffs.append((_Image(p, T), extra, missing))
+            else:
+                img = {(p.get(a, a), p.get(b, b)) for a, b in T}
+                diffs.append((img, img - T, T - img))
         for v, w in p.items():
             if v not in parent or w not in parent or find(v) == find(w):
                 continue
@@ -131,6 +154,17 @@ def result_orbits(
         classes.setdefault(find(c), []).append(c)
     out = [sorted(m, key=natural_key) for m in classes.values()]
     return sorted(out, key=lambda m: natural_key(m[0]))
+
+
+class _Image:
+    """σ(T) as a membership test, for an involution σ: e ∈ σ(T) ⟺ σ(e) ∈ T."""
+
+    def __init__(self, p: Mapping[str, str], T: set[Link]) -> None:
+        self.p, self.T = p, T
+
+    def __contains__(self, e: object) -> bool:
+        a, b = e  # type: ignore[misc]
+        return (self.p.get(a, a), self.p.get(b, b)) in self.T
 
 
 def _tree_maps(p: Mapping[str, str], job: Job, T: set[Link] | None, d, v: str, w: str,
