@@ -40,7 +40,16 @@ Speed-ups of the single-job greedy that do not change the answer:
   class is never merged by mistake); the loop solves one LP per class (its first member in
   name order) and gives every member that result.  ``pick`` then sees *all* candidates exactly
   as in the plain loop, so the chosen switch is the same; if the winner is not the solved
-  member, its own LP is solved for its routing.
+  member, its own LP is solved for its routing.  With the RESULT tree counted the classes
+  are :func:`controller.plan.orbits.result_orbits`' (σ must also map the tree);
+* lazy scoring (:mod:`controller.plan.lazy`): the classes' representatives are solved in
+  decreasing order of a dual bound, only while they can still win;
+* warm starts: each candidate's LP starts from LP(S)'s basis
+  (:func:`controller.plan.lp_fast.set_basis`), and the final S is re-solved cold.
+
+At fat-tree k = 16, 1,023 workers, M = 16, RESULT load (issue 41): 201 LPs, 15.3 s CPU;
+without lazy scoring 490 LPs, 76 s; without warm starts 200 LPs, 24.3 s; without the
+RESULT-aware classes (the planner before) 4,203 LPs, 1,522 s.
 """
 
 from __future__ import annotations
