@@ -15,10 +15,10 @@ other load on the machine does not inflate them) and their ratio, and fails unle
 The time of one joint greedy step is about (number of candidates) × the matrix path's time.
 
 ``--greedy M`` (issue 41) times the joint greedy instead: the planner (symmetry classes with
-the RESULT trees: :func:`controller.plan.greedy.greedy_jobs`) runs once for
+the RESULT trees, warm starts: :func:`controller.plan.greedy.greedy_jobs`) runs once for
 budget M and gives every budget 0..M as its prefix (the sweep's rule); ``--previous`` also
-runs the previous planner on the same jobs (every candidate solved: ``symmetry=False``)
-and lists every budget whose S or γ differ (γ within 1e-6).  Seconds are wall
+runs the previous planner on the same jobs (every candidate solved cold: ``symmetry=False,
+warm=False``) and lists every budget whose S or γ differ (γ within 1e-6).  Seconds are wall
 and CPU of this process (HiGHS threads included).
 
     python bench/plan_jobs_lp.py --greedy 16                     # k=16, 4 x 64, budgets 0..16
@@ -127,7 +127,7 @@ def greedy_sweep(js, a) -> int:
           f"0..{a.greedy}, load average {os.getloadavg()[0]:.1f}", flush=True)
     runs = {"new": {}}
     if a.previous:
-        runs["previous"] = {"symmetry": False}
+        runs["previous"] = {"symmetry": False, "warm": False}
     plans = {}
     for label, kw in runs.items():
         lp = FastJointLP(js)

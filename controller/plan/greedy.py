@@ -309,7 +309,7 @@ def greedy_jobs(
     start: Sequence[str] = (),
     lp: FastJointLP | None = None,
     symmetry: bool = True,
-    warm: bool = False,
+    warm: bool = True,
 ) -> JointGreedyResult:
     """Greedy placement of docs/design.md §3.4 for several jobs, each S scored by the joint LP.
 
@@ -327,9 +327,9 @@ def greedy_jobs(
         (:func:`controller.plan.orbits.result_orbits`: automorphisms fixing every job's PS,
         ToR and workers, S and, with the RESULT term, each job's tree).
     warm : start each candidate's joint LP from the first-stage basis of LP(S) (the final
-        S re-solved cold).  Off by default: at fat-tree k = 16, 4 jobs × 64 workers it
-        halves the first stage's simplex iterations but not its time (five candidates:
-        2.47 s CPU warm, 2.36 s cold; without a basis HiGHS presolves).
+        S re-solved cold).  At fat-tree k = 16, 4 jobs × 64 workers, budgets 0..16: 97.7 s
+        CPU with, 158.3 s without (five single candidates timed alone showed no gain:
+        without a basis HiGHS presolves, which pays on some LPs and not on most).
 
     Returns
     -------
