@@ -150,3 +150,22 @@ def test_hand_solved_classes_on_fat_tree_4():
     assert candidate_orbits(g, "h0", "edge0", job.workers, {}, [], U) == [
         ["agg0", "agg1"], [f"agg{i}" for i in range(2, 8)], [f"core{i}" for i in range(4)],
         ["edge1"], [f"edge{i}" for i in range(2, 8)]]
+
+
+def test_group_paths_composed_at_the_switch_equal_the_hosts():
+    """FastLP's per-class path vectors, composed as (r, t) then P_{t,dst} for a single-homed
+    representative, equal :func:`controller.plan.lp._group_coeffs` exactly, on fat-trees and
+    on a random network with dual-homed hosts."""
+    from controller.plan.lp import _group_coeffs
+    from tests.test_plan_lazy import random_job
+
+    jobs = [_job(4, 1)[0], _job(8, 2)[0], *(random_job(seed) for seed in range(12))]
+    for job in jobs:
+        fast = FastLP(job)
+        g = job.graph
+        dsts = [n for n, k in g.nodes(data="kind") if k == "switch"]
+        for gi, grp in enumerate(fast.groups):
+            for dst in dsts:
+                if not fast._reaches(gi, dst):
+                    continue
+                assert dict(fast._group_items(gi, dst)) == dict(_group_coeffs(g, grp, dst))

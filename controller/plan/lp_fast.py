@@ -284,7 +284,21 @@ class FastLP:
         return hit
 
     def _group_vec(self, gi: int, dst: str):
-        return self._vec((gi, dst), lambda: _group_coeffs(self.job.graph, self.groups[gi], dst))
+        return self._vec((gi, dst), lambda: self._group_items(gi, dst))
+
+    def _group_items(self, gi: int, dst: str) -> list[tuple[tuple[str, str], float]]:
+        """:func:`controller.plan.lp._group_coeffs`, composed for a single-homed
+        representative r on switch t ≠ dst: per-hop ECMP sends all of r's traffic to t and
+        then splits it as a flow that starts at t (the same layers, the same shares), so
+        P_{r,dst} = 1 on (r, t) plus P_{t,dst}, whose cache (per graph) the jobs of a joint
+        LP share when their workers sit under the same switches."""
+        g, grp = self.job.graph, self.groups[gi]
+        rep = grp[0]
+        nbrs = list(g.adj[rep])
+        if len(nbrs) != 1 or nbrs[0] == dst or dst == rep or _kind(g, nbrs[0]) != "switch":
+            return _group_coeffs(g, grp, dst)
+        n = len(grp)
+        return [((rep, nbrs[0]), 1.0)] + [(e, f * n) for e, f in _fractions(g, nbrs[0], dst)]
 
     def _node_vec(self, src: str, dst: str):
         return self._vec((-1, src + "\x00" + dst), lambda: _fractions(self.job.graph, src, dst))
