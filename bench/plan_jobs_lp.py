@@ -13,6 +13,16 @@ drawn with a fixed seed, both solve the LP, interleaved; the bench prints CPU se
 this process per joint LP (every stage included; both solve in-process through highspy, so
 other load on the machine does not inflate them) and their ratio, and fails unless every job's γ agrees to 1e-6.
 The time of one joint greedy step is about (number of candidates) × the matrix path's time.
+
+``--greedy M`` (issue 41) times the joint greedy instead: the planner (symmetry classes with
+the RESULT trees, warm starts: :func:`controller.plan.greedy.greedy_jobs`) runs once for
+budget M and gives every budget 0..M as its prefix (the sweep's rule); ``--previous`` also
+runs the previous planner on the same jobs (every candidate solved cold: ``symmetry=False,
+warm=False``) and lists every budget whose S or γ differ (γ within 1e-6).  Seconds are wall
+and CPU of this process (HiGHS threads included).
+
+    python bench/plan_jobs_lp.py --greedy 16                     # k=16, 4 x 64, budgets 0..16
+    python bench/plan_jobs_lp.py --k 8 --jobs 2 --workers 16 --greedy 4 --previous
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from controller.plan.greedy import greedy_jobs, prefix  # noqa: E402
 from controller.plan.jobs import JobEntry  # noqa: E402
 from controller.plan.lp_jobs import (  # noqa: E402
     FastJointLP,
@@ -52,12 +63,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--workers", type=int, default=64, help="workers per job")
     ap.add_argument("--sets", type=int, default=6, help="random deployment sets besides ∅")
-    ap.add_argument("--smoke", action="store_true", help="k=4, 2 jobs x 4 workers, 3 sets")
+    ap.add_argument("--smoke", action="store_true", help="k=4, 2 jobs x 4 workers, 3 sets "
+                    "(with --greedy: budget 2 and --previous)")
+    ap.add_argument("--greedy", type=int, default=None, metavar="M",
+                    help="time the joint greedy for budgets 0..M instead")
+    ap.add_argument("--previous", action="store_true",
+                    help="with --greedy: also the previous planner, compared per budget")
     a = ap.parse_args(argv)
     if a.smoke:
         a.k, a.jobs, a.workers, a.sets = 4, 2, 4, 3
+        if a.greedy is not None:
+            a.greedy, a.previous = 2, True
     graph = parse_topology(f"fattree:{a.k}")
     js = make_jobset(graph, spread_jobs(graph, a.jobs, a.workers), result_load=True)
+    if a.greedy is not None:
+        return greedy_sweep(js, a)
     cands = joint_candidates(js)
     rnd = random.Random(0)
     sets = [[]] + [rnd.sample(cands, rnd.randint(1, min(4, len(cands))))
@@ -91,6 +111,45 @@ def main(argv: list[str] | None = None) -> int:
     print(f"median CPU seconds per joint LP: PuLP {mp:.3f}, matrix {mf:.3f} ({mp / mf:.1f}x); "
           f"one greedy step of {len(cands)} candidates ≈ {len(cands) * mf:.0f} s "
           f"(PuLP {len(cands) * mp:.0f} s); every γ agreed")
+    return 0
+
+
+def _timed(fn, *args, **kw):
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn(*args, **kw)
+    return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+def greedy_sweep(js, a) -> int:
+    """``--greedy M``: the joint greedy's plans for budgets 0..M, new (and previous)."""
+    print(f"settings: fat-tree k={a.k}, {a.jobs} jobs x {a.workers} workers (PSs spread), "
+          f"RESULT term on, max-min, {len(joint_candidates(js))} candidates, budgets "
+          f"0..{a.greedy}, load average {os.getloadavg()[0]:.1f}", flush=True)
+    runs = {"new": {}}
+    if a.previous:
+        runs["previous"] = {"symmetry": False, "warm": False}
+    plans = {}
+    for label, kw in runs.items():
+        lp = FastJointLP(js)
+        res, wall, cpu = _timed(greedy_jobs, js, a.greedy, lp=lp, **kw)
+        plans[label] = [prefix(res, m, lp) for m in range(a.greedy + 1)]
+        print(f"{label}: {wall:.1f} s wall, {cpu:.1f} s CPU, {res.lp_solves} LP solves, "
+              f"S = {{{', '.join(res.deployed)}}}", flush=True)
+    print(f"{'M':>3} " + " ".join(f"{'γ min ' + k:>16}" for k in plans) + "  S (new)")
+    differ = []
+    for m in range(a.greedy + 1):
+        row = {k: p[m] for k, p in plans.items()}
+        new = row["new"]
+        print(f"{m:>3} " + " ".join(f"{min(r.result.gammas.values()):16.6f}"
+                                    for r in row.values())
+              + "  {" + ", ".join(new.deployed) + "}")
+        old = row.get("previous")
+        if old is not None and (old.deployed != new.deployed or any(
+                abs(old.result.gammas[n] - new.result.gammas[n]) > 1e-6 for n in js.names)):
+            differ.append((m, old.deployed, new.deployed))
+    if a.previous:
+        print("every budget: same S, every γ within 1e-6" if not differ else
+              "differences: " + "; ".join(f"M={m}: {o} vs {n}" for m, o, n in differ))
     return 0
 
 

@@ -20,6 +20,15 @@ prints both times, LP counts and γ, and whether S and γ agree (γ within 1e-6)
 tree as ``plan`` does by default.
 
     python bench/plan_scaling.py --k 8 --workers 32 --budget 4 --result-load --side-by-side
+
+``--previous`` (issue 41, second part) runs the planner as it was before the RESULT-aware
+symmetry classes and warm starts (lazy, classes only without the RESULT term, every LP cold:
+``greedy(symmetry=not result_load, warm=False)``) beside today's, and ``--baselines`` adds
+the time of ``plan``'s default baselines table (:func:`controller.plan.baselines.all_baselines`
+with the same LP) to today's run.  Seconds are wall and CPU of this process.
+
+    python bench/plan_scaling.py --k 16 --budget 16 --result-load --baselines
+    python bench/plan_scaling.py --k 12 --workers 128 --budget 8 --result-load --previous
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from controller.plan.baselines import all_baselines  # noqa: E402
 from controller.plan.greedy import greedy  # noqa: E402
 from controller.plan.lp import candidates, make_job, ps_only, worker_groups  # noqa: E402
 from controller.plan.lp_fast import FastLP  # noqa: E402
@@ -55,9 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--result-load", action="store_true", help="count the RESULT tree")
     ap.add_argument("--side-by-side", action="store_true",
                     help="also run the exhaustive greedy (lazy=False) and compare")
+    ap.add_argument("--previous", action="store_true",
+                    help="also run the previous planner (no RESULT-aware classes, cold LPs)")
+    ap.add_argument("--baselines", action="store_true",
+                    help="also time plan's default baselines table")
     args = ap.parse_args(argv)
     if args.smoke:
         args.k, args.budget = [4], [4]
+        if args.previous or args.baselines:
+            args.result_load = True
     try:
         cpu = sorted(os.sched_getaffinity(0))[0]
         os.sched_setaffinity(0, {cpu})
@@ -81,13 +97,19 @@ def main(argv: list[str] | None = None) -> int:
               f"LP time limit {args.time_limit}s")
     t = Table(title="greedy placement on fat-tree(k)")
     for col in ("k", "hosts", "switches", "workers", "groups", "cands", "M", "γ greedy",
-                "γ ToR-only", "γ PS-only", "seconds", "LPs", "deployed"):
+                "γ ToR-only", "γ PS-only", "seconds", "CPU s", "LPs", "deployed"):
         t.add_column(col, justify="right" if col != "deployed" else "left")
     if args.compare_plain:
         t.add_column("plain s", justify="right")
         t.add_column("plain = fast", justify="center")
     if args.side_by_side:
         for col in ("exhaustive s", "exhaustive LPs", "γ exhaustive", "same S, γ"):
+            t.add_column(col, justify="right")
+    if args.baselines:
+        for col in ("baselines s", "baselines CPU s", "with baselines s"):
+            t.add_column(col, justify="right")
+    if args.previous:
+        for col in ("previous s", "previous CPU s", "previous LPs", "same S, γ (prev.)"):
             t.add_column(col, justify="right")
     for k in args.k:
         g = fat_tree(k)
@@ -98,22 +120,23 @@ def main(argv: list[str] | None = None) -> int:
         n_cand = len(candidates(job))
         g_ps, _ = ps_only(job)
         for m in args.budget:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             fast = FastLP(job, time_limit=args.time_limit)
             res = greedy(job, m, lp=fast, time_limit=args.time_limit)
-            secs = time.perf_counter() - t0
+            secs, cpu = time.perf_counter() - t0, time.process_time() - c0
             tor = fast(job, []).gamma
             dep = ", ".join(res.deployed[:3]) + (" …" if len(res.deployed) > 3 else "")
             row = [str(k), str(len(hosts(g))), str(len(switches(g))), str(len(job.workers)),
                    str(n_groups), str(n_cand), str(m), f"{res.gamma:.5f}", f"{tor:.5f}",
-                   f"{g_ps:.5f}", f"{secs:.1f}", str(res.lp_solves), dep]
+                   f"{g_ps:.5f}", f"{secs:.1f}", f"{cpu:.1f}", str(res.lp_solves), dep]
             if args.compare_plain:
                 t1 = time.perf_counter()
                 plain = greedy(job, m, merge=False, symmetry=False, time_limit=args.time_limit)
                 same = plain.deployed == res.deployed and abs(plain.gamma - res.gamma) <= (
                     1e-7 * res.gamma)
                 row += [f"{time.perf_counter() - t1:.1f}", "yes" if same else "NO"]
-            con.print(f"  k={k} M={m}: γ={res.gamma:.5f} in {secs:.1f}s ({res.lp_solves} LPs)")
+            con.print(f"  k={k} M={m}: γ={res.gamma:.5f} in {secs:.1f}s ({cpu:.1f}s CPU, "
+                      f"{res.lp_solves} LPs)", highlight=False)
             if args.side_by_side:
                 t1 = time.perf_counter()
                 old = greedy(job, m, lp=FastLP(job, time_limit=args.time_limit),
@@ -124,6 +147,29 @@ def main(argv: list[str] | None = None) -> int:
                         "yes" if same else f"NO: {old.deployed} vs {res.deployed}"]
                 con.print(f"  k={k} M={m} exhaustive: γ={old.gamma:.5f} in {s_old:.1f}s "
                           f"({old.lp_solves} LPs); same: {same}")
+            if args.baselines:
+                t1, c1 = time.perf_counter(), time.process_time()
+                base = all_baselines(job, m, lp=fast, time_limit=args.time_limit)
+                s_b, c_b = time.perf_counter() - t1, time.process_time() - c1
+                row += [f"{s_b:.1f}", f"{c_b:.1f}", f"{secs + s_b:.1f}"]
+                beaten = [f"{n} {b['gamma']:.5f}" for n, b in base.items()
+                          if n not in ("ps_only", "all_programmable") and b["gamma"] is not None
+                          and b["gamma"] > res.gamma * (1 + 1e-6)]
+                con.print(f"  k={k} M={m} baselines: {s_b:.1f}s ({c_b:.1f}s CPU); "
+                          + ", ".join(f"{n} {b['gamma'] if b['gamma'] is None else round(b['gamma'], 5)}"
+                                      for n, b in base.items())
+                          + (f"; above the greedy: {', '.join(beaten)}" if beaten else ""))
+            if args.previous:
+                t1, c1 = time.perf_counter(), time.process_time()
+                old = greedy(job, m, lp=FastLP(job, time_limit=args.time_limit),
+                             time_limit=args.time_limit, symmetry=not job.result_load,
+                             warm=False)
+                s_old, c_old = time.perf_counter() - t1, time.process_time() - c1
+                same = old.deployed == res.deployed and abs(old.gamma - res.gamma) <= 1e-6
+                row += [f"{s_old:.1f}", f"{c_old:.1f}", str(old.lp_solves),
+                        "yes" if same else f"NO: {old.deployed} vs {res.deployed}"]
+                con.print(f"  k={k} M={m} previous: γ={old.gamma:.5f} in {s_old:.1f}s "
+                          f"({c_old:.1f}s CPU, {old.lp_solves} LPs); same: {same}")
             t.add_row(*row)
     con.print(t)
     return 0

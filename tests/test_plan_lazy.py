@@ -48,7 +48,8 @@ def test_lazy_equals_exhaustive_on_random_networks(seed):
     assert lazy.deployed == full.deployed
     assert lazy.gamma == pytest.approx(full.gamma, rel=1e-9, abs=1e-12)
     assert [s for s, _ in lazy.history] == [s for s, _ in full.history]
-    assert lazy.lp_solves <= full.lp_solves
+    # + 1: the lazy greedy re-solves its final S cold (warm starts may pick another optimum)
+    assert lazy.lp_solves <= full.lp_solves + 1
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -306,3 +306,34 @@ def test_rounding_refuses_a_large_relaxation_in_one_line():
                                         r"variables \(> limit 100\): as large as the "
                                         r"all-programmable LP, too slow to solve here$"):
         rounding(job, 2, max_variables=100)
+
+
+def test_rounding_refuses_a_relaxation_too_slow_to_solve_in_one_line():
+    """Counted in twin classes × candidates (issue 41): fat-tree k=4, 6 workers in 4
+    classes, 19 candidates."""
+    job = topo_job("fattree:4", "h0", 6)
+    with pytest.raises(PlanError, match=r"^the relaxation would have 76 class-switch "
+                                        r"variables \(> limit 50\): it does not solve "
+                                        r"within a minute at this size$"):
+        rounding(job, 2, max_class_variables=50)
+    assert rounding(job, 2, max_class_variables=76).gamma > 0
+
+
+def test_exact_refuses_what_the_time_left_cannot_pay_in_one_line():
+    """issue 41: the baselines table hands ``exact`` its time left; the first LP's time
+    × the number of subsets above it is refused in one line, before the other LPs."""
+    exact = PLANNERS["exact"]
+    job = topo_job("fattree:4", "h0", 6)
+    calls = []
+
+    def lp(job, S, **kw):
+        calls.append(tuple(S))
+        return solve_lp(job, S, **kw)
+
+    with pytest.raises(PlanError, match=r"^exact optimum needs 171 LPs, about \d+ s at the "
+                                        r"first one's [\d.]+ s \(> 0 s of time budget left\)$"):
+        exact(job, 2, lp=lp, max_seconds=1e-9)
+    assert len(calls) == 1
+    assert exact(job, 1, max_seconds=None).gamma > 0
+    rows = all_baselines(job, 2, seconds=1e-9)
+    assert rows["exact"]["gamma"] is None and "time budget" in rows["exact"]["note"]

@@ -60,8 +60,9 @@ def all_baselines(
     own).  ``known``: planners already run with these same arguments (the ``best``
     planner's :attr:`~controller.plan.placement.Placement.starts`), reused.  ``seconds``:
     the table's time budget, checked before each planner row (a planner already running
-    finishes): once spent, the remaining rows are skipped with a note saying so, so that
-    ``plan`` never stalls on its baselines (None: no budget)."""
+    finishes, but ``exact`` gets the time left and refuses when its LPs would exceed it):
+    once spent, the remaining rows are skipped with a note saying so, so that ``plan``
+    never stalls on its baselines (None: no budget)."""
     known = known or {}
     t0 = time.perf_counter()
     out: dict[str, dict] = {}
@@ -79,9 +80,10 @@ def all_baselines(
     for name, planner in PLANNERS.items():
         if name in skip or name == "best":  # best is the others' best, improved: not a baseline
             continue
-        limits = limits_for(planner, max_combinations=max_combinations,
-                         max_variables=max_all_programmable)
         spent = time.perf_counter() - t0
+        limits = limits_for(planner, max_combinations=max_combinations,
+                            max_variables=max_all_programmable,
+                            max_seconds=None if seconds is None else max(0.0, seconds - spent))
         if seconds is not None and spent > seconds and name not in known:
             out[name] = {"gamma": None, "deployed": [],
                          "note": f"skipped: the baselines' time budget ({seconds:g} s) is spent"}

@@ -56,6 +56,13 @@ Why the lazy step chooses what the exhaustive step chooses
     So the two are equal whenever every β bounds the LP value the solver returns; they can
     differ only if the solver's answer overshoots the exact optimum by more than the margin
     (tested on random networks: ``tests/test_plan_lazy.py``).
+
+With symmetry classes and warm starts (issue 41)
+    The greedy hands this step one representative per class of candidates proven to have
+    equal γ (:mod:`controller.plan.orbits`); a class's γ is its representative's, so β of
+    the representative bounds every member and the argument above holds class by class.
+    The multipliers may come from a warm-started LP(S) (:func:`controller.plan.lp_fast.set_basis`):
+    any y ≥ 0 on the ≤ rows gives a bound, optimal or not, so β stays a bound.
 """
 
 from __future__ import annotations

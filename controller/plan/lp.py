@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import time
 import warnings
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -72,6 +73,7 @@ __all__ = [
     "pick_solver",
     "compute_loads",
     "result_tree_coeffs",
+    "result_tree_links",
     "JobVars",
     "add_job_vars",
     "add_job_load",
@@ -173,12 +175,39 @@ def result_tree_coeffs(job: Job, deployed: Sequence[str]) -> list[tuple[Link, fl
     runs at the γ of the LP *with* this term.  The tree breaks ties by name, so it is not
     invariant under topology automorphisms: the greedy does not use symmetry with it.
     """
+    coeffs = [((job.ps, job.ps_tor), 1.0)]
+    coeffs += [(e, 1.0) for e in sorted(result_tree_links(job, deployed))]
+    return coeffs
+
+
+_TREES: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
+
+
+def result_tree_links(job: Job, deployed: Sequence[str]) -> set[Link]:
+    """The RESULT tree's links (parent, child) for S = ``deployed``
+    (:func:`controller.plan.mcast_tree.result_tree`).  Every node has one parent whatever the
+    targets, so the tree is the union of its targets' root paths: the workers' part is
+    computed once per frozen graph, PS ToR and worker set, and each switch's path once."""
     from controller.plan.mcast_tree import result_tree
 
-    tree = result_tree(job.graph, job.ps_tor, job.workers, deployed)
-    coeffs = [((job.ps, job.ps_tor), 1.0)]
-    coeffs += [((parent, child), 1.0) for parent, kids in tree.items() for child in kids]
-    return coeffs
+    g, root = job.graph, job.ps_tor
+    if not nx.is_frozen(g):
+        tree = result_tree(g, root, job.workers, deployed)
+        return {(p, c) for p, kids in tree.items() for c in kids}
+    cache = _TREES.setdefault(g, {})
+    key = (root, job.workers)
+    base = cache.get(key)
+    if base is None:
+        tree = result_tree(g, root, job.workers, ())
+        base = cache[key] = frozenset((p, c) for p, kids in tree.items() for c in kids)
+    out = set(base)
+    for s in deployed:
+        path = cache.get((root, s))
+        if path is None:
+            tree = result_tree(g, root, (), [s])
+            path = cache[root, s] = frozenset((p, c) for p, kids in tree.items() for c in kids)
+        out |= path
+    return out
 
 
 def candidates(job: Job) -> list[str]:
@@ -220,6 +249,7 @@ class LPResult:
     seconds: float
     job: Job = field(repr=False)
     duals: Any = field(default=None, repr=False, compare=False)  # FastLP.keep_duals
+    basis: Any = field(default=None, repr=False, compare=False)  # FastLP.warm_start
 
     @cached_property
     def loads(self) -> dict[Link, float]:

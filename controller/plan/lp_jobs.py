@@ -86,7 +86,7 @@ from controller.plan.lp import (
     tor_input_terms,
     worker_groups,
 )
-from controller.plan.lp_fast import SOLVER_NAME, FastLP, MatrixLP, run_highs
+from controller.plan.lp_fast import SOLVER_NAME, FastLP, MatrixLP, get_basis, run_highs, set_basis
 from topo.models import natural_key
 from topo.paths import hop_distance, reachable
 
@@ -243,6 +243,7 @@ class JointResult:
     seconds: float
     lp_solves: int
     graph: nx.Graph = field(repr=False)
+    basis: object = field(default=None, repr=False, compare=False)  # FastJointLP.warm_start
 
     @property
     def gammas(self) -> dict[str, float]:
@@ -411,6 +412,10 @@ class FastJointLP:
         self.time_limit = time_limit
         self.merge = merge
         self.fast = [FastLP(job, merge=merge, links=links) for job in js.jobs]
+        # warm starts (set by the joint greedy): keep the first stage's basis in each result
+        # and start the first stage of the next solve from ``warm``'s (lp_fast.set_basis)
+        self.warm_start = False
+        self.warm: JointResult | None = None
 
     def __call__(self, deployed: Sequence[str], *, objective: str = "maxmin",
                  allow: Mapping[str, Collection[str]] | None = None) -> JointResult:
@@ -430,11 +435,12 @@ class FastJointLP:
         S = list(deployed)
         sets = per_job_sets(js, S, allow)
         mat = MatrixLP(self.fast[0].bw)
-        cols = [f.block(mat, list(Sj)) for f, Sj in zip(self.fast, sets, strict=True)]
+        cols = [f.block(mat, list(Sj), k)
+                for k, (f, Sj) in enumerate(zip(self.fast, sets, strict=True))]
         n = len(cols)
         w = np.array(js.weights)
-        t = mat.cols(1)
-        relief = mat.cols(n, 0.0, 0.0)
+        t = mat.cols(1, names=[("t",)])
+        relief = mat.cols(n, 0.0, 0.0, [("relief", k) for k in range(n)])
         for s in [*S, *js.tors]:  # shared capacity: In(s) ≤ C_s over every job on s
             if s not in js.capacity:
                 continue
@@ -446,11 +452,11 @@ class FastJointLP:
                     parts.append(f.tor_input(c))
             cc = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0)
             if len(cc):
-                r = mat.rows(1, -np.inf, js.capacity[s])
+                r = mat.rows(1, -np.inf, js.capacity[s], [("C", s)])
                 mat.put(np.full(len(cc), r[0]), cc, np.concatenate([p[1] for p in parts]))
         gam = np.array([c.gamma for c in cols], dtype=np.int64)
         # γ_k − w_k·t + w_k·r_k ≥ 0 (solve_jobs_lp's fair_k)
-        fair = mat.rows(n, 0.0, np.inf)
+        fair = mat.rows(n, 0.0, np.inf, [("fair", k) for k in range(n)])
         mat.put(np.concatenate([fair, fair, fair]),
                 np.concatenate([gam, np.full(n, t), np.arange(n) + relief]),
                 np.concatenate([np.ones(n), -w, w]))
@@ -461,6 +467,9 @@ class FastJointLP:
         all_cols = np.arange(mat.n_col, dtype=np.int32)
         solves = 0
         col = np.zeros(mat.n_col)
+        basis = None
+        if self.warm_start and self.warm is not None:
+            set_basis(h, mat, self.warm.basis)
 
         def run(obj_cols) -> None:
             nonlocal solves, col
@@ -470,15 +479,24 @@ class FastJointLP:
             solves += 1
             col = run_highs(h, S)
 
+        def first(obj_cols) -> None:  # the first solve; its basis starts the next S's
+            nonlocal basis
+            run(obj_cols)
+            if self.warm_start:
+                basis = get_basis(h, mat)
+
         if objective == "sum":
-            run(gam)
+            first(gam)
             best = float(col[gam].sum())
             h.addRow(best * (1 - FIX_SLACK), np.inf, n, gam.astype(np.int32), np.ones(n))
         level: dict[int, float] = {}
         while len(level) < n:
             free = [k for k in range(n) if k not in level]
             h.changeColBounds(t, 0.0, np.inf)
-            run([t])
+            if basis is None and objective == "maxmin" and not level:
+                first([t])
+            else:
+                run([t])
             t_star = float(col[t])
             stage = {k: float(col[gam[k]]) for k in free}
             h.changeColBounds(t, t_star * (1 - FIX_SLACK), np.inf)
@@ -502,4 +520,4 @@ class FastJointLP:
         results = tuple(f.read(col, c, SOLVER_NAME, seconds)
                         for f, c in zip(self.fast, cols, strict=True))
         return JointResult(tuple(S), objective, js.names, js.weights, results, SOLVER_NAME,
-                           seconds, solves, js.graph)
+                           seconds, solves, js.graph, basis)

@@ -217,8 +217,9 @@ def note_of(planner: Callable[..., Any], seed: int) -> str:
 
 
 def limits_for(planner: Callable[..., Any], **limits: Any) -> dict[str, Any]:
-    """The limits among ``limits`` (``max_combinations``, ``max_variables``) that
-    ``planner``'s signature names: what a caller passes besides the common arguments."""
+    """The limits among ``limits`` (``max_combinations``, ``max_variables``,
+    ``max_seconds``) that ``planner``'s signature names: what a caller passes besides the
+    common arguments."""
     import inspect
 
     params = inspect.signature(planner).parameters

@@ -103,11 +103,12 @@ def top_degree_set(jobs: JobsLike, budget: int) -> list[str]:
 @describe(note="brute force")
 def exact(jobs: JobsLike, budget: int, *, lp: Callable[..., Any] | None = None, seed: int = 0,
           solver: str = "auto", time_limit: float | None = 60.0,
-          max_combinations: int = 2000) -> Placement:
+          max_combinations: int = 2000, max_seconds: float | None = None) -> Placement:
     """The ``exact`` planner: the best subset of min(M, |C|) candidates by brute force
     (one job: largest γ; several: the joint LP's score), ties to the first subset in name
     order; refused (:class:`PlanError`) above ``max_combinations`` subsets (``seed``
-    unused)."""
+    unused).  ``max_seconds`` (the baselines table's time left): refused, in one line,
+    when the first LP's time × the number of subsets exceeds it, or when it is spent."""
     check_budget(budget)
     p = as_jobs(jobs, lp=lp, solver=solver, time_limit=time_limit)
     t0 = time.perf_counter()
@@ -118,10 +119,19 @@ def exact(jobs: JobsLike, budget: int, *, lp: Callable[..., Any] | None = None, 
         raise PlanError(f"exact optimum needs {n_comb} LPs (> limit {max_combinations}); "
                         "use a smaller topology or raise the limit")
     best: Any = None
-    for combo in combinations(cands, m):
+    for i, combo in enumerate(combinations(cands, m)):
         res = p.solve(combo)
         if best is None or p.better(res, best):
             best = res
+        spent = time.perf_counter() - t0
+        if max_seconds is not None and i + 1 < n_comb:
+            if i == 0 and spent * n_comb > max_seconds:
+                raise PlanError(f"exact optimum needs {n_comb} LPs, about "
+                                f"{spent * n_comb:.0f} s at the first one's {spent:.2f} s "
+                                f"(> {max_seconds:.0f} s of time budget left)")
+            if spent > max_seconds:
+                raise PlanError(f"exact optimum: the time budget ({max_seconds:.0f} s) was "
+                                f"spent after {i + 1} of {n_comb} LPs")
     assert best is not None  # m = 0 gives one (empty) combination
     return Placement(tuple(best.deployed), p.value(best), best, [], n_comb,
                      time.perf_counter() - t0)

@@ -89,13 +89,20 @@ from controller.plan.placement import Jobs, Placement, as_jobs, check_budget, de
 from topo.models import natural_key
 from topo.paths import _fractions
 
-__all__ = ["Relaxation", "relaxation", "result_branches", "rounding", "ROUNDINGS"]
+__all__ = ["Relaxation", "relaxation", "result_branches", "rounding", "ROUNDINGS",
+           "MAX_CLASS_VARIABLES"]
 
 ROUNDINGS = 32  # fat-tree k=4, M = 2, 3 (10 seeds): mean within 2 % of the best of 64
 SUPPORT_EPS = 1e-9  # y below this is solver noise, not a switch the relaxation uses
 STAGE_SLACK = 1e-9  # the second stage keeps γ ≥ γ*·(1 − this): round-off room, as lp_jobs.FIX_SLACK
 REL_TOL = 1e-9
 MAX_VARIABLES = 200_000  # worker-switch pairs of the largest relaxation tried (baselines too)
+# class-switch variables (twin classes × candidates, the relaxation's real size): fat-tree
+# k = 8, every host a worker (16 × 79 = 1,264) solves in 0.6 s CPU; k = 12, 128 workers
+# (22 × 179 = 3,938) in 4.5 s CPU (42 s wall on 2 cores shared by a dozen processes); k = 12,
+# every host a worker (72 × 179 = 12,888) did not solve in its 120 s limit (17.5 s CPU) (issue
+# 41): refused above this, in one line
+MAX_CLASS_VARIABLES = 6_000
 
 Link = tuple[str, str]
 
@@ -277,6 +284,7 @@ def rounding(
     time_limit: float | None = 60.0,
     roundings: int = ROUNDINGS,
     max_variables: int = MAX_VARIABLES,
+    max_class_variables: int = MAX_CLASS_VARIABLES,
 ) -> Placement:
     """LP relaxation + randomized rounding, best of ``roundings`` (module doc).
 
@@ -290,6 +298,9 @@ def rounding(
     roundings : N ≥ 1, how many rounded sets to draw.
     max_variables : refuse (one :class:`PlanError`) a relaxation with more worker-switch
         variables than this (it is as large as the all-programmable LP).
+    max_class_variables : refuse one with more class-switch variables (twin classes ×
+        candidates, :data:`MAX_CLASS_VARIABLES`): past it the relaxation does not solve
+        within a minute, so ``plan``'s baselines table would stall on it.
 
     Returns
     -------
@@ -306,6 +317,11 @@ def rounding(
         raise PlanError(f"the relaxation would have {size} worker-switch variables "
                         f"(> limit {max_variables}): as large as the all-programmable LP, "
                         "too slow to solve here")
+    n_class = len(worker_groups(job)) * len(candidates(job))
+    if n_class > max_class_variables:
+        raise PlanError(f"the relaxation would have {n_class} class-switch variables "
+                        f"(> limit {max_class_variables}): it does not solve within a minute "
+                        "at this size")
     t0 = time.perf_counter()
     rel = relaxation(job, budget, solver=solver, time_limit=time_limit)
     support = {s: w for s, w in rel.y.items() if w > SUPPORT_EPS}

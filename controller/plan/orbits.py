@@ -1,0 +1,189 @@
+"""Candidate classes of equal γ (or equal joint score) with the RESULT tree counted (issue 41).
+
+:func:`topo.symmetry.candidate_orbits` merges candidates v, σ(v) for verified automorphisms σ
+of the capacitated graph that fix d, s_d, the workers, the capacities and S.  With the
+RESULT multicast term (``job.result_load``) that is not enough: the tree of
+:func:`controller.plan.mcast_tree.result_tree` breaks ties by name, so σ need not map the
+tree of S ∪ {v} onto the tree of S ∪ {σ(v)}, and the greedy used no symmetry at all — at
+fat-tree k = 16 that is 4,203 LPs for 16 steps instead of about 70.
+
+The claim checked here, per generator σ and candidate pair (v, w = σ(v)):
+    LP(S ∪ {v}) is a function of the capacitated graph, d, s_d, W, the capacities, the set
+    S ∪ {v} (its order only names the intervals; the optimum γ does not depend on it) and
+    the RESULT tree's link set T(S ∪ {v}) (every tree link carries coefficient 1 on γ).  σ
+    maps every ECMP fraction P_{a,b}(e) to P_{σa,σb}(σe) (per-hop even split depends on the
+    graph only), so if σ fixes d, s_d, W, the capacities and S setwise and also
+
+        σ(T(S ∪ {v})) = T(S ∪ {w})         (as sets of directed links)
+
+    then σ maps LP(S ∪ {v}) onto LP(S ∪ {w}) (renaming variables and rows), and γ is equal.
+    Every node has one tree parent whatever the targets (``result_tree``), so the tree of a
+    target set is the union of its targets' root paths: T(S ∪ {v}) = T(S) ∪ P(v), with P(v)
+    the path from s_d down to v.  The check compares these sets exactly (no tolerance).
+    Equality of γ is an equivalence, so the union-find classes of checked pairs have one γ.
+
+Several jobs (docs/design.md §3.10): σ must fix every job's d_j, s_j and W_j (setwise, each
+job on its own), the shared capacities and S; job j's deployment set is S_j = S, then the
+other PS ToRs, each pruned by reachability (:func:`controller.plan.lp_jobs.per_job_sets`),
+which σ preserves, so σ maps S_j(S ∪ {v}) onto S_j(S ∪ {w}); the tree check is made per job
+on its own T_j(S_j) ∪ P_j(v) (only for the jobs whose S_j holds v).  The joint LP is then
+mapped onto itself job by job, and every γ_j — hence the score — is equal.
+
+Generators come from :func:`topo.symmetry.generators` (verified automorphisms of generated
+fat-trees and leaf-spines; none for other topologies, where every candidate is its own
+class).  A pair that fails the check is simply not merged: the classes may be finer than the
+true symmetry classes, never coarser.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import networkx as nx
+
+from controller.plan.lp import Job, result_tree_links
+from topo.models import natural_key
+
+__all__ = ["result_orbits", "up_path", "tree_links"]
+
+Link = tuple[str, str]
+
+
+def tree_links(job: Job, deployed: Sequence[str]) -> set[Link]:
+    """T(S): the RESULT tree's directed links (parent, child), the PS's link d → s_d
+    included, as :func:`controller.plan.lp.result_tree_coeffs` counts them."""
+    return {(job.ps, job.ps_tor)} | result_tree_links(job, deployed)
+
+
+_PATHS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], frozenset[Link]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def up_path(graph: nx.Graph, root: str, s: str) -> frozenset[Link]:
+    """P(s): the RESULT tree's links from ``root`` (s_d) down to the switch s (cached per
+    frozen graph)."""
+    cache = _PATHS.setdefault(graph, {}) if nx.is_frozen(graph) else {}
+    hit = cache.get((root, s))
+    if hit is None:
+        from controller.plan.mcast_tree import result_tree
+
+        tree = result_tree(graph, root, (), [s])
+        hit = cache[root, s] = frozenset((p, c) for p, kids in tree.items() for c in kids)
+    return hit
+
+
+def _moved_diff(p: Mapping[str, str], T: set[Link], by_node: Mapping[str, list[Link]]):
+    """(σ(T) − T, T − σ(T)) and a membership test for σ(T), for an involution σ (every
+    generator is a product of swaps): only links with a moved end can change."""
+    touched = {e for n in p for e in by_node.get(n, ())}
+    extra, missing = set(), set()
+    for a, b in touched:
+        img = (p.get(a, a), p.get(b, b))
+        if img not in T:
+            extra.add(img)
+            missing.add((a, b))  # σ(σ(e)) = e: e ∉ σ(T) exactly when σ(e) ∉ T
+    return extra, missing
+
+
+def result_orbits(
+    graph: nx.Graph,
+    jobs: Sequence[Job],
+    sets: Sequence[Sequence[str]],
+    capacity: Mapping[str, float],
+    deployed: Sequence[str],
+    cands: Sequence[str],
+    usable: Sequence[set[str]] | None = None,
+) -> list[list[str]]:
+    """Classes of ``cands`` proven to have equal γ (one job) or equal joint score (module
+    doc), each in name order, classes ordered by their first member.
+
+    ``sets``: each job's deployment set for S (S_j; S itself for one job), whose tree
+    T_j is checked; ``usable``: per job, the candidates it would add to its S_j (default:
+    all); ``capacity``: the switch capacities (shared, or the one job's)."""
+    from topo.symmetry import generators
+
+    parent = {c: c for c in cands}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    fixed = {n for j in jobs for n in (j.ps, j.ps_tor)}
+    worker_sets = [set(j.workers) for j in jobs]
+    S = set(deployed)
+    trees = [tree_links(j, Sj) if j.result_load else None
+             for j, Sj in zip(jobs, sets, strict=True)]
+    index: list[dict[str, list[Link]]] = []
+    for T in trees:
+        by_node: dict[str, list[Link]] = {}
+        for e in T or ():
+            by_node.setdefault(e[0], []).append(e)
+            by_node.setdefault(e[1], []).append(e)
+        index.append(by_node)
+    for p in generators(graph):
+        if any(n in p for n in fixed):
+            continue
+        if any((v in S) != (w in S) or capacity.get(v) != capacity.get(w)
+               or any((v in W) != (w in W) for W in worker_sets) for v, w in p.items()):
+            continue
+        # σ(T_j) − T_j and T_j − σ(T_j), per job with the RESULT term
+        diffs = []
+        involution = all(p.get(w) == v for v, w in p.items())
+        for T, by_node in zip(trees, index, strict=True):
+            if T is None:
+                diffs.append(None)
+                continue
+            if involution:
+                extra, missing = _moved_diff(p, T, by_node)
+                diffs.append((_Image(p, T), extra, missing))
+            else:
+                img = {(p.get(a, a), p.get(b, b)) for a, b in T}
+                diffs.append((img, img - T, T - img))
+        for v, w in p.items():
+            if v not in parent or w not in parent or find(v) == find(w):
+                continue
+            if all(_tree_maps(p, job, T, d, v, w, usable[k] if usable else None)
+                   for k, (job, T, d) in enumerate(zip(jobs, trees, diffs, strict=True))):
+                parent[find(v)] = find(w)
+    classes: dict[str, list[str]] = {}
+    for c in cands:
+        classes.setdefault(find(c), []).append(c)
+    out = [sorted(m, key=natural_key) for m in classes.values()]
+    return sorted(out, key=lambda m: natural_key(m[0]))
+
+
+class _Image:
+    """σ(T) as a membership test, for an involution σ: e ∈ σ(T) ⟺ σ(e) ∈ T."""
+
+    def __init__(self, p: Mapping[str, str], T: set[Link]) -> None:
+        self.p, self.T = p, T
+
+    def __contains__(self, e: object) -> bool:
+        a, b = e  # type: ignore[misc]
+        return (self.p.get(a, a), self.p.get(b, b)) in self.T
+
+
+def _tree_maps(p: Mapping[str, str], job: Job, T: set[Link] | None, d, v: str, w: str,
+               usable: set[str] | None) -> bool:
+    """σ(T ∪ P(v)) = T ∪ P(w) (T ∪ P(v) = T when the job does not add v to its set)."""
+    if T is None:
+        return True
+    img_T, extra, missing = d
+    if usable is not None and v not in usable:
+        # σ preserves usability (reachability), so w is not usable either: σ(T) = T needed
+        return not extra and not missing
+    pv = up_path(job.graph, job.ps_tor, v)
+    pw = up_path(job.graph, job.ps_tor, w)
+    img_pv = {(p.get(a, a), p.get(b, b)) for a, b in pv}
+    # X = σ(T) ∪ σ(P(v)) must equal Y = T ∪ P(w)
+    if any(e not in pw for e in extra):  # σ(T) − Y
+        return False
+    if any(e not in img_pv for e in missing):  # T − X
+        return False
+    if any(e not in T and e not in pw for e in img_pv):  # σ(P(v)) − Y
+        return False
+    return all(e in img_T or e in img_pv for e in pw)  # P(w) − X
