@@ -74,6 +74,19 @@ Completion, RESULTs, retransmissions
     when all its chunks are; its full int32 sum vector (n_chunks * K values) is then
     available from :meth:`PsState.round_sum`.
 
+NACKs (docs/protocol.md §6)
+    A PARTIAL flagged INCOMPLETE is a switch's flush: someone's retransmission found the
+    slot waiting for contributions that were lost.  With ``routes`` (each worker's schedule:
+    which aggregation point sums its chunk) the PS asks the workers the flush lacks -- of
+    that point's group when the flush holds one point's workers only, else every worker it
+    has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set it has and
+    whose values are 0 (``PsOutput.nacks``, counted ``nacks``), sent to each such worker
+    alone, never down the tree (a RESULT there releases the slot).  The workers resend at
+    once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.
+    A later request of a completed chunk that names a worker (a re-emit or flush its
+    retransmission caused) is answered to that worker alone once the first answer went
+    down the tree; more copies only to a worker that asked before.
+
 RESULT echo (docs/protocol.md §6)
     Every RESULT names the packet that caused it (the one that completed the chunk, or the
     late one it answers): ``worker_id`` = that packet's ``worker_id`` (``NO_WORKER`` for a
@@ -117,6 +130,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workers.ina.constants import (
+    AGG_ID_PS,
     FLAG_FALLBACK,
     FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
@@ -190,6 +204,7 @@ class PsStats:
     results_sent: int = 0
     results_resent: int = 0
     results_unicast: int = 0  # of results_resent: to the one worker that asked
+    nacks: int = 0  # asks to resend sent to single workers (module docstring, "NACKs")
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -211,6 +226,9 @@ class PsOutput:
     results: list[InaPacket] = field(default_factory=list)  # RESULTs to multicast
     # (worker, RESULT) answers to one worker's late GRAD: sent to that worker alone
     replies: list[tuple[int, InaPacket]] = field(default_factory=list)
+    # (worker, NACK) asks to one worker whose contribution a switch's flush lacks: sent to
+    # that worker alone, never down the tree (a RESULT there would release the slot)
+    nacks: list[tuple[int, InaPacket]] = field(default_factory=list)
     completed_rounds: list[int] = field(default_factory=list)
 
 
@@ -228,6 +246,7 @@ class _Round:
         self.chunks: dict[int, _Chunk] = {}
         self.done = np.zeros(n_chunks, dtype=bool)
         self.resent = np.zeros(n_chunks, dtype=np.int64)  # RESULT resends per chunk
+        self.asked = [0] * n_chunks  # per chunk: the workers a resend already answered
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
         self.n_done = 0
 
@@ -258,6 +277,7 @@ class PsState:
         max_anomalies: int = 1000,
         resend_copies: int = 2,
         unicast_late: bool = False,
+        routes: dict[int, list[tuple[int, int, int]]] | None = None,
     ) -> None:
         ids = sorted(set(int(w) for w in worker_ids))
         if not ids:
@@ -284,6 +304,18 @@ class PsState:
             raise ValueError(f"resend_copies must be >= 1, got {resend_copies}")
         self.resend_copies = resend_copies
         self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
+        # chunk -> {first aggregation point: mask of the workers it sums} from the
+        # workers' schedules (``routes``: worker -> [(chunk, agg_id, fan_in)]); None: no
+        # NACKs (module docstring, "NACKs")
+        self._groups: dict[int, dict[int, int]] | None = None
+        self._agg_of: dict[tuple[int, int], int] = {}
+        if routes is not None:
+            self._groups = {}
+            for w, sched in routes.items():
+                for c, a, _ in sched:
+                    self._agg_of[(c, int(w))] = a
+                    g = self._groups.setdefault(c, {})
+                    g[a] = g.get(a, 0) | 1 << int(w)
         self.current_round = first_round
         self.stats = PsStats()
         self.anomalies: list[Anomaly] = []
@@ -292,7 +324,20 @@ class PsState:
         self._masks: list[tuple[int, int]] = [(first_round, self.full_mask)]
         self.removed_mask = 0  # every worker ever removed from the job
         self._heard: dict[int, float] = {}  # worker -> when a packet last held its bit
-        # the RESULT echo (docs/protocol.md §6) of the packet being merged
+        # the NACKs (docs/protocol.md §6)
+    A PARTIAL flagged INCOMPLETE is a switch's flush: someone's retransmission found the
+    slot waiting for contributions that were lost.  With ``routes`` (each worker's schedule:
+    which aggregation point sums its chunk) the PS asks the workers the flush lacks -- of
+    that point's group when the flush holds one point's workers only, else every worker it
+    has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set it has and
+    whose values are 0 (``PsOutput.nacks``, counted ``nacks``), sent to each such worker
+    alone, never down the tree (a RESULT there releases the slot).  The workers resend at
+    once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.
+    A later request of a completed chunk that names a worker (a re-emit or flush its
+    retransmission caused) is answered to that worker alone once the first answer went
+    down the tree; more copies only to a worker that asked before.
+
+RESULT echo (docs/protocol.md §6) of the packet being merged
         self._echo = NO_ECHO
 
     # -- queries ---------------------------------------------------------------------------
@@ -424,9 +469,16 @@ class PsState:
             # resend on, send more copies (the module docstring)
             copies = self.resend_copies if rs.resent[c] > 1 else 1
             res = self._result(r, c, rs.sums[c], resent=True)
-            if self.unicast_late and pkt.msg_type == TYPE_GRAD:
+            w = pkt.worker_id
+            named = 0 <= w < MAX_WORKERS and rs.mask >> w & 1
+            if self.unicast_late and named and (pkt.msg_type == TYPE_GRAD or rs.resent[c] > 1):
+                # one worker asked (its own GRAD, or its retransmission made a switch
+                # re-emit or flush once the first answer went down the tree and released
+                # the slots): that worker alone, in more copies when it asked before
+                copies = self.resend_copies if rs.asked[c] >> w & 1 else 1
+                rs.asked[c] |= 1 << w
                 st.results_unicast += 1
-                out.replies.extend([(pkt.worker_id, res)] * copies)
+                out.replies.extend([(w, res)] * copies)
             else:
                 out.results.extend([res] * copies)
             return out
@@ -440,7 +492,42 @@ class PsState:
                 ch = rs.chunks[c] = _Chunk()
             if self._store(ch, pkt):
                 self._try_complete(r, rs, c, ch, out, pkt.bitmap)
+            if pkt.flags & FLAG_INCOMPLETE and not rs.done[c]:
+                self._nack(r, rs, c, pkt, out)
         return out
+
+    def _nack(self, r: int, rs: _Round, c: int, pkt: InaPacket, out: PsOutput) -> None:
+        """A switch flushed an incomplete aggregate of chunk ``c`` (someone's retransmission
+        found it waiting): ask the workers it lacks to resend (module docstring, "NACKs").
+        A flush summing one aggregation point's workers lacks the rest of that point's
+        group; one from higher up (several points' workers) lacks every worker the PS
+        has not received.  Each asked worker gets a RESULT flagged INCOMPLETE whose bitmap
+        (the present set) leaves its bit out, which no worker takes for a sum."""
+        if self._groups is None:
+            return
+        b = pkt.bitmap
+        ch = rs.chunks.get(c)
+        have = b | (ch.union if ch else 0)
+        aggs = set()
+        w = b
+        while w:
+            low = w & -w
+            aggs.add(self._agg_of.get((c, low.bit_length() - 1), -1))
+            w ^= low
+        lack = rs.mask & ~have
+        if len(aggs) == 1 and (a := aggs.pop()) not in (-1, AGG_ID_PS):
+            # from that point, unless its group is all there (then from higher up)
+            lack &= self._groups.get(c, {}).get(a, 0)
+        present = rs.mask & ~lack
+        if not lack or not present:
+            return
+        nack = InaPacket.result(self.job_id, r, c, present,
+                                np.zeros(self.k, dtype=np.int32), flags=FLAG_INCOMPLETE)
+        while lack:
+            low = lack & -lack
+            out.nacks.append((low.bit_length() - 1, nack))
+            self.stats.nacks += 1
+            lack ^= low
 
     def _try_complete(self, r: int, rs: _Round, c: int, ch: _Chunk, out: PsOutput,
                       bitmap: int = 0) -> None:

@@ -141,7 +141,8 @@ FIELD_MEANINGS: dict[str, Meaning] = {
         f"number, mod {COPY_MOD} (§6)",
         f"RETRANSMIT={FLAG_RETRANSMIT} (re-emitted or flushed), INCOMPLETE={FLAG_INCOMPLETE} "
         f"(flushed), FALLBACK={FLAG_FALLBACK} (§5); {_COPY_BITS_TEXT}: 0",
-        f"RETRANSMIT={FLAG_RETRANSMIT} on a resend"),
+        f"RETRANSMIT={FLAG_RETRANSMIT} on a resend; INCOMPLETE={FLAG_INCOMPLETE}: a NACK to "
+        f"one worker, bitmap = the workers the PS has, values 0 (§6)"),
     "job_id": _same("job"),
     "round": _same("training round"),
     "chunk_id": _same("chunk of K values"),
