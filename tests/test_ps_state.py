@@ -393,3 +393,18 @@ def test_a_flush_asks_the_workers_it_lacks():
     # without routes (no path to one worker alone) the PS asks nobody
     quiet = PsState(JOB, range(6), n_chunks=2, k=K, unicast_late=True)
     assert quiet.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE)).nacks == []
+
+
+def test_results_go_twice_while_workers_lose_them():
+    """Lost RESULTs (workers/ina/ps.py): once more than ``twice_above`` of a round's RESULT
+    deliveries were asked for again by workers' own late GRADs, each new RESULT goes twice;
+    the next round still does (its previous round lost them), a clean one after it not."""
+    g = Grads(2, 2)
+    ps = PsState(JOB, range(2), n_chunks=2, k=K, unicast_late=True, twice_above=0.2)
+    assert len(ps.on_packet(g.pkt([0, 1], c=0)).results) == 1
+    ps.on_packet(g.pkt([1], c=0, flags=FLAG_RETRANSMIT))  # worker 1 lost it: 1 of 4 > 0.2
+    out = ps.on_packet(g.pkt([0, 1], c=1))
+    assert len(out.results) == 2 and out.results[0] is out.results[1]
+    assert [len(ps.on_packet(g.pkt([0, 1], r=1, c=c)).results) for c in (0, 1)] == [2, 2]
+    assert [len(ps.on_packet(g.pkt([0, 1], r=2, c=c)).results) for c in (0, 1)] == [1, 1]
+    assert ps.stats.results_doubled == 3 and ps.stats.results_sent == 6

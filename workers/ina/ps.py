@@ -87,6 +87,15 @@ NACKs (docs/protocol.md §6)
     retransmission caused) is answered to that worker alone once the first answer went
     down the tree; more copies only to a worker that asked before.
 
+Lost RESULTs
+    A worker whose RESULT was lost finds out only by its timer, and a worker that does not
+    probe the chunk waits several timeouts (``workers.ina.worker``, "NACKs and probers").
+    So when more than ``twice_above`` (1 %) of the RESULT deliveries of the previous round
+    (or of this one so far) were asked for again by the workers' own late GRADs, each new
+    RESULT goes down the tree twice (counted ``results_doubled``): a loss rate p per
+    delivery becomes about p squared.  Without loss nothing is asked again, and nothing is
+    sent twice.
+
 RESULT echo (docs/protocol.md §6)
     Every RESULT names the packet that caused it (the one that completed the chunk, or the
     late one it answers): ``worker_id`` = that packet's ``worker_id`` (``NO_WORKER`` for a
@@ -204,6 +213,7 @@ class PsStats:
     results_sent: int = 0
     results_resent: int = 0
     results_unicast: int = 0  # of results_resent: to the one worker that asked
+    results_doubled: int = 0  # of results_sent: sent twice ("Lost RESULTs")
     nacks: int = 0  # asks to resend sent to single workers (module docstring, "NACKs")
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
@@ -247,6 +257,7 @@ class _Round:
         self.done = np.zeros(n_chunks, dtype=bool)
         self.resent = np.zeros(n_chunks, dtype=np.int64)  # RESULT resends per chunk
         self.asked = [0] * n_chunks  # per chunk: the workers a resend already answered
+        self.late_grads = 0  # workers' own GRADs of completed chunks: RESULTs they lost
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
         self.n_done = 0
 
@@ -278,6 +289,7 @@ class PsState:
         resend_copies: int = 2,
         unicast_late: bool = False,
         routes: dict[int, list[tuple[int, int, int]]] | None = None,
+        twice_above: float = 0.01,
     ) -> None:
         ids = sorted(set(int(w) for w in worker_ids))
         if not ids:
@@ -304,6 +316,7 @@ class PsState:
             raise ValueError(f"resend_copies must be >= 1, got {resend_copies}")
         self.resend_copies = resend_copies
         self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
+        self.twice_above = twice_above  # "Lost RESULTs": the share above which RESULTs go twice
         # chunk -> {first aggregation point: mask of the workers it sums} from the
         # workers' schedules (``routes``: worker -> [(chunk, agg_id, fan_in)]); None: no
         # NACKs (module docstring, "NACKs")
@@ -324,20 +337,7 @@ class PsState:
         self._masks: list[tuple[int, int]] = [(first_round, self.full_mask)]
         self.removed_mask = 0  # every worker ever removed from the job
         self._heard: dict[int, float] = {}  # worker -> when a packet last held its bit
-        # the NACKs (docs/protocol.md §6)
-    A PARTIAL flagged INCOMPLETE is a switch's flush: someone's retransmission found the
-    slot waiting for contributions that were lost.  With ``routes`` (each worker's schedule:
-    which aggregation point sums its chunk) the PS asks the workers the flush lacks -- of
-    that point's group when the flush holds one point's workers only, else every worker it
-    has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set it has and
-    whose values are 0 (``PsOutput.nacks``, counted ``nacks``), sent to each such worker
-    alone, never down the tree (a RESULT there releases the slot).  The workers resend at
-    once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.
-    A later request of a completed chunk that names a worker (a re-emit or flush its
-    retransmission caused) is answered to that worker alone once the first answer went
-    down the tree; more copies only to a worker that asked before.
-
-RESULT echo (docs/protocol.md §6) of the packet being merged
+        # the RESULT echo (docs/protocol.md §6) of the packet being merged
         self._echo = NO_ECHO
 
     # -- queries ---------------------------------------------------------------------------
@@ -463,6 +463,8 @@ RESULT echo (docs/protocol.md §6) of the packet being merged
             rs = self._rounds[r] = _Round(self.n_chunks, self.k, self.mask_for(r))
         if rs.done[c]:
             st.late += 1
+            if pkt.msg_type == TYPE_GRAD:
+                rs.late_grads += 1
             st.results_resent += 1
             rs.resent[c] += 1
             # a chunk asked for again has a lossy path to some worker: from its second
@@ -551,11 +553,23 @@ RESULT echo (docs/protocol.md §6) of the packet being merged
         rs.n_done += 1
         st.chunks_completed += 1
         st.results_sent += 1
-        out.results.append(self._result(r, c, rs.sums[c], resent=False))
+        res = self._result(r, c, rs.sums[c], resent=False)
+        out.results.append(res)
+        if self._results_lost(r) > self.twice_above:
+            st.results_doubled += 1
+            out.results.append(res)
         if rs.complete:
             st.rounds_completed += 1
             out.completed_rounds.append(r)
             self._advance()
+
+    def _results_lost(self, r: int) -> float:
+        """The share of RESULT deliveries the workers asked for again in round ``r - 1`` (or
+        in ``r`` so far, when more): how often a RESULT misses a worker (module docstring,
+        "Lost RESULTs")."""
+        n = self.n_chunks * self.n_workers
+        prev, cur = self._rounds.get(r - 1), self._rounds.get(r)
+        return max(prev.late_grads if prev else 0, cur.late_grads if cur else 0) / n
 
     # -- internals -------------------------------------------------------------------------
 
