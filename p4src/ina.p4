@@ -36,6 +36,7 @@
 #include "include/admission.p4"
 #include "include/aggregation.p4"
 #include "include/routing.p4"
+#include "include/congestion.p4"
 
 control MyIngress(inout headers_t hdr,
                   inout metadata_t meta,
@@ -84,7 +85,10 @@ control MyEgress(inout headers_t hdr,
         size = 512;
     }
 
+    InaCongestion() congestion;
+
     apply {
+        congestion.apply(hdr, meta, standard_metadata);
         if (hdr.ina.isValid() && hdr.ina.msg_type == INA_TYPE_RESULT) {
             /* Never send a multicast copy back where it came from. */
             if (standard_metadata.egress_port == standard_metadata.ingress_port) {

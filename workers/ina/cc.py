@@ -8,9 +8,10 @@ A policy is one object per worker and job, kept from round to round like the wor
 * ``on_send(now)``: a copy left (first or retransmitted);
 * ``on_result(now, rtt)``: a RESULT completed an in-flight chunk (``rtt``: its exact round
   trip when the RESULT echo gave one, else None);
-* ``on_mark(now)``: a RESULT carried a congestion mark.  ``ina.p4`` marks nothing yet:
-  the worker reads the bit ``INA_FLAG_ECN`` from ``constants.p4`` once the switches set it
-  (:data:`workers.ina.worker.FLAG_ECN`), so the policies are ready for it;
+* ``on_mark(now)``: a RESULT carried a congestion mark, ``INA_FLAG_ECN`` of
+  ``constants.p4``: a switch whose egress queue was over the controller's threshold marked
+  a packet of the chunk (``p4src/include/congestion.p4``) and the PS ORed it into the
+  RESULT (:data:`workers.ina.worker.FLAG_ECN`);
 * ``on_timeout(now)``: a chunk's timer expired (called once per expired chunk).
 
 The policies (:data:`POLICIES`, ``--cc NAME``):

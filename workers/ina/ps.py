@@ -87,6 +87,13 @@ NACKs (docs/protocol.md §6)
     retransmission caused) is answered to that worker alone once the first answer went
     down the tree; more copies only to a worker that asked before.
 
+Congestion marks (docs/protocol.md §6)
+    A switch marks an INA packet that found its egress queue over the controller's
+    threshold (``FLAG_ECN``, p4src/include/congestion.p4).  Aggregation destroys per-packet
+    marks, so, as ATP ORs them into its aggregator, the PS ORs the marks of every packet it
+    merges for a chunk into the chunk's RESULT (counted ``marked``); every worker of the job
+    then sees it (``workers.ina.cc``, ``on_mark``).
+
 Lost RESULTs
     A worker whose RESULT was lost finds out only by its timer, and a worker that does not
     probe the chunk waits several timeouts (``workers.ina.worker``, "NACKs and probers").
@@ -134,12 +141,13 @@ count disagrees with its worker set cannot be trusted to hold exactly that set's
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from workers.ina.constants import (
     AGG_ID_PS,
+    FLAG_ECN,
     FLAG_FALLBACK,
     FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
@@ -213,6 +221,7 @@ class PsStats:
     results_sent: int = 0
     results_resent: int = 0
     results_unicast: int = 0  # of results_resent: to the one worker that asked
+    marked: int = 0  # of results_sent: carrying a congestion mark (FLAG_ECN) of a merged packet
     results_doubled: int = 0  # of results_sent: sent twice ("Lost RESULTs")
     nacks: int = 0  # asks to resend sent to single workers (module docstring, "NACKs")
     malformed_reasons: dict[str, int] = field(default_factory=dict)
@@ -258,6 +267,7 @@ class _Round:
         self.resent = np.zeros(n_chunks, dtype=np.int64)  # RESULT resends per chunk
         self.asked = [0] * n_chunks  # per chunk: the workers a resend already answered
         self.late_grads = 0  # workers' own GRADs of completed chunks: RESULTs they lost
+        self.marked = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_ECN
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
         self.n_done = 0
 
@@ -485,6 +495,8 @@ class PsState:
                 out.results.extend([res] * copies)
             return out
 
+        if pkt.flags & FLAG_ECN:  # congestion marks: ORed into the chunk's RESULT
+            rs.marked[c] = True
         ch = rs.chunks.get(c)
         if ch is None and pkt.bitmap == rs.mask:
             rs.sums[c] = pkt.values  # fast path: the whole sum in one packet (normal INA)
@@ -554,6 +566,9 @@ class PsState:
         st.chunks_completed += 1
         st.results_sent += 1
         res = self._result(r, c, rs.sums[c], resent=False)
+        if rs.marked[c]:
+            st.marked += 1
+            res = replace(res, flags=res.flags | FLAG_ECN)
         out.results.append(res)
         if self._results_lost(r) > self.twice_above:
             st.results_doubled += 1

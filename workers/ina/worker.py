@@ -94,7 +94,7 @@ Congestion control
     How many chunks may be in flight is a policy passed in (``cc``, :mod:`workers.ina.cc`):
     the round asks it for its window before each first copy and tells it of every copy
     sent, every RESULT (with its exact round trip when the echo gave one), every RESULT
-    marked ``FLAG_ECN`` (none yet: ina.p4 marks nothing) and every timeout.  Without one,
+    marked ``FLAG_ECN`` (docs/protocol.md §6, "Congestion marks") and every timeout.  Without one,
     the window is the constant ``window``.
 
 RESULT handling
@@ -131,8 +131,8 @@ from workers.ina.wire import COPY_MOD, InaPacket
 Schedule = Sequence[tuple[int, int, int]]
 
 FLAG_ECN: int | None = load_constants().get("INA_FLAG_ECN")
-"""A RESULT's congestion mark, once ``constants.p4`` defines it (issue 39: switches that mark
-from their queue depth); None until then, and no RESULT is read as marked."""
+"""A RESULT's congestion mark (``constants.p4``; docs/protocol.md §6, "Congestion marks");
+None under a constants.p4 without it, and then no RESULT is read as marked."""
 SILENCE = 1.0
 """Seconds without a RESULT after which a worker probes one chunk per ``rto`` (default)."""
 
