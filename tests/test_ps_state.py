@@ -302,7 +302,8 @@ def test_result_echo_names_the_packet_that_caused_it():
     # chunk 1: completed by worker 1's raw copy 3 (FALLBACK, RETRANSMIT)
     res, _ = feed(ps, [g.pkt([0, 2], c=1),
                        g.pkt([1], c=1, flags=with_copy(FLAG_RETRANSMIT | FLAG_FALLBACK, 3))])
-    assert (res[0].flags, res[0].worker_id, res[0].fan_in) == (0, 1, 4)
+    # (FALLBACK on the RESULT: a merged packet fell back, docs/protocol.md §6)
+    assert (res[0].flags, res[0].worker_id, res[0].fan_in) == (FLAG_FALLBACK, 1, 4)
     assert res[0].echo == Echo(1, 3)
     # a late copy 5 of worker 0: the resend names it
     res, _ = feed(ps, [g.pkt([0], c=1, flags=with_copy(FLAG_RETRANSMIT, 5))])

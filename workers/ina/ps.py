@@ -92,7 +92,9 @@ Congestion marks (docs/protocol.md §6)
     threshold (``FLAG_ECN``, p4src/include/congestion.p4).  Aggregation destroys per-packet
     marks, so, as ATP ORs them into its aggregator, the PS ORs the marks of every packet it
     merges for a chunk into the chunk's RESULT (counted ``marked``); every worker of the job
-    then sees it (``workers.ina.cc``, ``on_mark``).
+    then sees it (``workers.ina.cc``, ``on_mark``).  Likewise a RESULT carries FALLBACK
+    when a packet of its chunk fell back on the way (a slot collision, no aggregator): the
+    aggregators' signal of ``two-window`` (``on_fallback``).
 
 Lost RESULTs
     A worker whose RESULT was lost finds out only by its timer, and a worker that does not
@@ -268,6 +270,7 @@ class _Round:
         self.asked = [0] * n_chunks  # per chunk: the workers a resend already answered
         self.late_grads = 0  # workers' own GRADs of completed chunks: RESULTs they lost
         self.marked = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_ECN
+        self.fell = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_FALLBACK
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
         self.n_done = 0
 
@@ -497,6 +500,8 @@ class PsState:
 
         if pkt.flags & FLAG_ECN:  # congestion marks: ORed into the chunk's RESULT
             rs.marked[c] = True
+        if pkt.flags & FLAG_FALLBACK:  # so are fall-backs (module docstring)
+            rs.fell[c] = True
         ch = rs.chunks.get(c)
         if ch is None and pkt.bitmap == rs.mask:
             rs.sums[c] = pkt.values  # fast path: the whole sum in one packet (normal INA)
@@ -569,6 +574,8 @@ class PsState:
         if rs.marked[c]:
             st.marked += 1
             res = replace(res, flags=res.flags | FLAG_ECN)
+        if rs.fell[c]:
+            res = replace(res, flags=res.flags | FLAG_FALLBACK)
         out.results.append(res)
         if self._results_lost(r) > self.twice_above:
             st.results_doubled += 1

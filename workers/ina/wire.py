@@ -146,7 +146,8 @@ FIELD_MEANINGS: dict[str, Meaning] = {
         f"(flushed), FALLBACK={FLAG_FALLBACK} (§5), ECN={FLAG_ECN}; {_COPY_BITS_TEXT}: 0",
         f"RETRANSMIT={FLAG_RETRANSMIT} on a resend; INCOMPLETE={FLAG_INCOMPLETE}: a NACK to "
         f"one worker, bitmap = the workers the PS has, values 0 (§6); ECN={FLAG_ECN}: a "
-        f"merged packet or this copy was marked"),
+        f"merged packet or this copy was marked; FALLBACK={FLAG_FALLBACK}: a merged packet "
+        f"fell back"),
     "job_id": _same("job"),
     "round": _same("training round"),
     "chunk_id": _same("chunk of K values"),

@@ -169,6 +169,7 @@ class WorkerStats:
     unexpected_results: int = 0  # wrong job, unknown/unsent chunk, bitmap without us, bad size
     malformed: int = 0  # datagrams that did not decode (counted by the I/O shell)
     marks: int = 0  # RESULTs with a congestion mark (FLAG_ECN)
+    fell_back: int = 0  # RESULTs whose chunk had a packet fall back (FLAG_FALLBACK)
     fast: int = 0  # of retransmits: a prober's, when later chunks completed first
     nacks: int = 0  # the PS's asks to resend an in-flight chunk ("NACKs and probers")
 
@@ -428,6 +429,9 @@ class WorkerRound:
         if FLAG_ECN is not None and pkt.flags & FLAG_ECN:
             self.stats.marks += 1
             self.cc.on_mark(now)
+        if pkt.flags & FLAG_FALLBACK:  # a packet of the chunk fell back (the PS says)
+            self.stats.fell_back += 1
+            self.cc.on_fallback(now)
         if f.retries:
             self._copies_of_done[c] = f.times
         self._progress_at = now
