@@ -17,7 +17,9 @@
  *  - include/routing.p4, InaRouting: IPv4 LPM; a RESULT is multicast to the job's group;
  *    a GRAD/PARTIAL goes toward its agg_id (another switch, or 0 = the PS) over the
  *    controller's equal-cost group, next hop crc32(chunk_id ++ switch_id) mod group size.
- * Egress keeps RESULT copies from going back where they came from (counted in
+ * Egress marks INA packets whose egress queue is over the controller's threshold
+ * (include/congestion.p4, InaCongestion: INA_FLAG_ECN from standard_metadata.enq_qdepth),
+ * keeps RESULT copies from going back where they came from (counted in
  * MyEgress.dropped_echo) and optionally rewrites their destination per port. Every drop
  * of the program counts its reason (docs/protocol.md §4).
  *
