@@ -17,7 +17,9 @@
  *  - include/routing.p4, InaRouting: IPv4 LPM; a RESULT is multicast to the job's group;
  *    a GRAD/PARTIAL goes toward its agg_id (another switch, or 0 = the PS) over the
  *    controller's equal-cost group, its members in turn (register ecmp_turn).
- * Egress keeps RESULT copies from going back where they came from (counted in
+ * Egress marks INA packets whose egress queue is over the controller's threshold
+ * (include/congestion.p4, InaCongestion: INA_FLAG_ECN from standard_metadata.enq_qdepth),
+ * keeps RESULT copies from going back where they came from (counted in
  * MyEgress.dropped_echo) and optionally rewrites their destination per port. Every drop
  * of the program counts its reason (docs/protocol.md §4).
  *
@@ -36,6 +38,7 @@
 #include "include/admission.p4"
 #include "include/aggregation.p4"
 #include "include/routing.p4"
+#include "include/congestion.p4"
 
 control MyIngress(inout headers_t hdr,
                   inout metadata_t meta,
@@ -84,7 +87,10 @@ control MyEgress(inout headers_t hdr,
         size = 512;
     }
 
+    InaCongestion() congestion;
+
     apply {
+        congestion.apply(hdr, meta, standard_metadata);
         if (hdr.ina.isValid() && hdr.ina.msg_type == INA_TYPE_RESULT) {
             /* Never send a multicast copy back where it came from. */
             if (standard_metadata.egress_port == standard_metadata.ingress_port) {

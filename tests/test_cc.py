@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workers.ina.cc import POLICIES, Aimd, Delay, Fixed, bdp_window, make_cc
+from workers.ina.cc import POLICIES, Aimd, Delay, Fixed, TwoWindow, bdp_window, make_cc
 from workers.ina.wire import Echo, InaPacket
 from workers.ina.worker import RttEstimator, WorkerRound
 
@@ -21,7 +21,7 @@ def test_bdp_window():
 
 
 def test_table_and_factory():
-    assert set(POLICIES) == {"fixed", "aimd", "delay"}
+    assert set(POLICIES) == {"fixed", "aimd", "delay", "two-window"}
     assert make_cc("fixed", 16, 80.0, 0.1).window == 16  # the constant, whatever the rate
     assert make_cc("aimd", 16, 80.0, 0.1).window == 8
     assert make_cc("delay", 16, None, None).window == 16
@@ -118,12 +118,11 @@ def test_worker_round_follows_the_policy_window():
     assert len(fixed.start(0.0)) == 16
 
 
-def test_ecn_mark_would_halve_the_window(monkeypatch):
-    """ina.p4 marks nothing yet (no INA_FLAG_ECN in constants.p4); once it does, a marked
-    RESULT reaches the policy's on_mark."""
+def test_ecn_mark_halves_the_window():
+    """A RESULT marked INA_FLAG_ECN (constants.p4, set by p4src/include/congestion.p4)
+    reaches the policy's on_mark."""
     import workers.ina.worker as worker_mod
-    assert worker_mod.FLAG_ECN is None
-    monkeypatch.setattr(worker_mod, "FLAG_ECN", 0x8)
+    assert worker_mod.FLAG_ECN == 0x8
     cc = Aimd(8.0)
     w = _round(cc)
     w.start(0.0)
@@ -131,3 +130,41 @@ def test_ecn_mark_would_halve_the_window(monkeypatch):
                            echo=Echo(1, 0))
     w.on_packet(pkt, 0.1)
     assert w.stats.marks == 1 and cc.window == 4  # +1 then halved: (8 + 1) / 2
+
+
+def test_two_window_cuts_each_window_by_its_own_signal():
+    """A2TP-like: marks shrink the link window, fall-backs the aggregator window, by the
+    EWMA of their share per window of RESULTs (DCTCP's alpha / 2); the smaller binds."""
+    assert "two-window" in POLICIES and make_cc("two-window", 16, 80.0, 0.1).window == 8
+    clean, marked, fell = TwoWindow(8.0), TwoWindow(8.0), TwoWindow(8.0)
+    for t in range(40):
+        for tw in (clean, marked, fell):
+            tw.on_result(t, 0.1)
+        marked.on_mark(t)
+        fell.on_fallback(t)
+    assert clean.link.alpha == clean.agg.alpha == 0 and clean.window > 8  # both grew
+    assert marked.link.alpha > 0 and marked.agg.alpha == 0
+    assert marked.link.cwnd < clean.link.cwnd and marked.window == int(marked.link.cwnd)
+    assert fell.agg.alpha > 0 and fell.link.alpha == 0
+    assert fell.agg.cwnd < fell.link.cwnd and fell.window == int(fell.agg.cwnd)
+    tw = marked
+    tw.on_timeout(100.0)  # no RESULT for longer than srtt: the link window halves
+    assert tw.decreases == 1
+
+
+def test_the_ps_tells_the_workers_a_chunk_fell_back():
+    """A RESULT carries FALLBACK when a merged packet fell back; the worker counts it and
+    its policy hears it (on_fallback)."""
+    from workers.ina.constants import FLAG_FALLBACK
+    from workers.ina.ps import PsState
+
+    ps = PsState(JOB, [0, 1, 2], n_chunks=1, k=K)
+    v = np.zeros(K, dtype=np.int32)
+    ps.on_packet(InaPacket.grad(JOB, 0, 0, 0, 1, 0, v, FLAG_FALLBACK))
+    (res,) = ps.on_packet(InaPacket(2, 0, JOB, 0, 0, 0, 2, 2, 1, 0b110, v)).results
+    assert res.flags & FLAG_FALLBACK
+    tw = TwoWindow(4.0)
+    w = _round(tw)
+    w.start(0.0)
+    w.on_packet(res, 0.1)
+    assert w.stats.fell_back == 1 and tw.agg.hits == 1

@@ -302,7 +302,8 @@ def test_result_echo_names_the_packet_that_caused_it():
     # chunk 1: completed by worker 1's raw copy 3 (FALLBACK, RETRANSMIT)
     res, _ = feed(ps, [g.pkt([0, 2], c=1),
                        g.pkt([1], c=1, flags=with_copy(FLAG_RETRANSMIT | FLAG_FALLBACK, 3))])
-    assert (res[0].flags, res[0].worker_id, res[0].fan_in) == (0, 1, 4)
+    # (FALLBACK on the RESULT: a merged packet fell back, docs/protocol.md §6)
+    assert (res[0].flags, res[0].worker_id, res[0].fan_in) == (FLAG_FALLBACK, 1, 4)
     assert res[0].echo == Echo(1, 3)
     # a late copy 5 of worker 0: the resend names it
     res, _ = feed(ps, [g.pkt([0], c=1, flags=with_copy(FLAG_RETRANSMIT, 5))])
@@ -345,13 +346,66 @@ def test_a_late_grad_is_answered_to_its_worker_alone():
     (w, res), = out.replies
     assert res.flags == FLAG_RETRANSMIT and res.bitmap == 0b111
     assert np.array_equal(res.values, g.exact(0, range(3)))
-    out = ps.on_packet(g.pkt([0, 1], flags=FLAG_RETRANSMIT))  # a re-emitted aggregate
-    assert out.replies == [] and len(out.results) == 2  # the chunk's second resend: 2 copies
-    out = ps.on_packet(g.pkt([0], flags=FLAG_RETRANSMIT))
+    # a re-emitted aggregate (worker 0's retransmission made a switch send it) after the
+    # first answer: to worker 0 alone, once (it had not asked before)
+    out = ps.on_packet(g.pkt([0, 1], flags=FLAG_RETRANSMIT))
+    assert out.results == [] and [w for w, _ in out.replies] == [0]
+    out = ps.on_packet(g.pkt([0], flags=FLAG_RETRANSMIT))  # it asks again: 2 copies
     assert [w for w, _ in out.replies] == [0, 0] and out.results == []
-    assert ps.stats.results_resent == 3 and ps.stats.results_unicast == 2
+    assert ps.stats.results_resent == 3 and ps.stats.results_unicast == 3
+    # the first late request of a chunk that is a PARTIAL goes down the tree (it releases
+    # the slots that still hold the chunk on the way)
+    first = PsState(JOB, range(3), n_chunks=1, k=K, unicast_late=True)
+    first.on_packet(g.pkt([0, 1, 2]))
+    out = first.on_packet(g.pkt([0, 1], flags=FLAG_RETRANSMIT))
+    assert out.replies == [] and len(out.results) == 1
     # without unicast_late (a caller that can only multicast): every answer multicast
     multi = PsState(JOB, range(3), n_chunks=1, k=K)
     multi.on_packet(g.pkt([0, 1, 2]))
     out = multi.on_packet(g.pkt([2], flags=FLAG_RETRANSMIT))
     assert out.replies == [] and len(out.results) == 1 and multi.stats.results_unicast == 0
+
+
+def test_a_flush_asks_the_workers_it_lacks():
+    """A switch flushed an incomplete aggregate (someone's retransmission found it waiting):
+    the PS asks exactly the workers of that aggregation point the flush lacks, each with a
+    RESULT flagged INCOMPLETE whose bitmap leaves that worker out, never down the tree
+    (docs/protocol.md §6, "NACKs")."""
+    g = Grads(6, 2)
+    # workers 0-2 aggregate at switch 5, workers 3-5 at switch 7, for both chunks
+    routes = {w: [(c, 5 if w < 3 else 7, 3) for c in range(2)] for w in range(6)}
+    ps = PsState(JOB, range(6), n_chunks=2, k=K, unicast_late=True, routes=routes)
+    out = ps.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE))
+    assert out.results == [] and out.replies == []
+    assert [w for w, _ in out.nacks] == [1]  # switch 5's group lacks 1; 3-5 are elsewhere
+    (_, nack), = out.nacks
+    assert nack.msg_type == TYPE_RESULT and nack.flags == FLAG_INCOMPLETE
+    assert not nack.bitmap >> 1 & 1 and nack.chunk_id == 0
+    # a flush from higher up (several points' workers): every worker the PS has not got
+    out = ps.on_packet(g.pkt([0, 1, 2, 3], c=1, flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE))
+    assert [w for w, _ in out.nacks] == [4, 5]
+    # the asked workers' pieces complete the chunk exactly; nothing more is asked
+    out = ps.on_packet(g.pkt([1], flags=FLAG_RETRANSMIT | FLAG_FALLBACK))
+    assert out.nacks == []
+    out = ps.on_packet(g.pkt([3, 4, 5], flags=0))
+    assert len(out.results) == 1 and np.array_equal(out.results[0].values,
+                                                      g.exact(0, range(6), 0))
+    assert ps.stats.nacks == 3
+    # without routes (no path to one worker alone) the PS asks nobody
+    quiet = PsState(JOB, range(6), n_chunks=2, k=K, unicast_late=True)
+    assert quiet.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE)).nacks == []
+
+
+def test_results_go_twice_while_workers_lose_them():
+    """Lost RESULTs (workers/ina/ps.py): once more than ``twice_above`` of a round's RESULT
+    deliveries were asked for again by workers' own late GRADs, each new RESULT goes twice;
+    the next round still does (its previous round lost them), a clean one after it not."""
+    g = Grads(2, 2)
+    ps = PsState(JOB, range(2), n_chunks=2, k=K, unicast_late=True, twice_above=0.2)
+    assert len(ps.on_packet(g.pkt([0, 1], c=0)).results) == 1
+    ps.on_packet(g.pkt([1], c=0, flags=FLAG_RETRANSMIT))  # worker 1 lost it: 1 of 4 > 0.2
+    out = ps.on_packet(g.pkt([0, 1], c=1))
+    assert len(out.results) == 2 and out.results[0] is out.results[1]
+    assert [len(ps.on_packet(g.pkt([0, 1], r=1, c=c)).results) for c in (0, 1)] == [2, 2]
+    assert [len(ps.on_packet(g.pkt([0, 1], r=2, c=c)).results) for c in (0, 1)] == [1, 1]
+    assert ps.stats.results_doubled == 3 and ps.stats.results_sent == 6

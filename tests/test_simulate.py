@@ -355,3 +355,22 @@ def test_rules_without_idle_hosts_differ_only_by_their_routes() -> None:
         assert len(keep) < len(r.entries)
         assert (keep, r.default, r.mcast_groups) == (pruned[sw].entries, pruned[sw].default,
                                                       pruned[sw].mcast_groups)
+
+
+def test_switches_mark_from_the_link_queues_and_the_workers_see_it(tmp_path: Path) -> None:
+    """``--ecn-packets``: a switch's egress sees its link's queue as enq_qdepth and marks
+    (p4src/include/congestion.p4); PS-only mode queues every worker's GRAD on the PS's link,
+    so the PS ORs marks into RESULTs and the workers count them; without it, no marks."""
+    import json
+
+    s = Settings(hidden=4, rounds=1, modes=("ps_only",))
+    counts = []
+    for n in (0, 4):
+        out = tmp_path / f"e{n}"
+        simulate(s, SimOptions(reference=False, full_p4=True, ecn_packets=n), out, "t",
+                 gradient_of=gradient)
+        ps = json.loads((out / "ps_only" / "ps.json").read_text())["stats"]
+        w0 = json.loads((out / "ps_only" / "worker0.json").read_text())["rounds"][0]
+        counts.append((ps["marked"], w0["marks"]))
+    assert counts[0] == (0, 0)
+    assert counts[1][0] > 0 and counts[1][1] > 0

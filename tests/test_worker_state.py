@@ -8,9 +8,11 @@ import pytest
 from workers.ina.constants import (
     AGG_ID_PS,
     FLAG_FALLBACK,
+    FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
     TYPE_GRAD,
 )
+from workers.ina.messages import prober
 from workers.ina.wire import NO_WORKER, Echo, InaPacket
 from workers.ina.worker import (
     RttEstimator,
@@ -387,3 +389,69 @@ def test_karn_no_sample_from_a_retransmitted_chunk_without_echo():
     w.on_packet(result(2, [0] * 4, echo=1, flags=FLAG_RETRANSMIT), 1.2)
     w.on_packet(result(0, [0] * 4, echo=0, copy=1), 1.3)  # another worker's copy
     assert not e.measured and not e.completions and e._run == 2
+
+
+def _job_round(worker_id: int, n_chunks: int, window: int, **kw) -> WorkerRound:
+    """Worker ``worker_id`` of members 0..3, every chunk to s_d 9 (fan-in 4), chunks sent in
+    order; timeout 1 s, no round trip measured yet."""
+    vals = np.arange(1, n_chunks * K + 1, dtype=np.int32)
+    return WorkerRound(job_id=JOB, worker_id=worker_id, round_=0, values=vals,
+                       schedule=[(c, 9, 4) for c in range(n_chunks)], k=K, window=window,
+                       timeout=1.0, backoff=2.0, max_timeout=10.0, members=[0, 1, 2, 3], **kw)
+
+
+def test_one_prober_per_chunk_the_others_hold_off():
+    """NACKs and probers (docs/protocol.md §6): every chunk has exactly one prober among the
+    members, rotated by round; it retransmits at the timeout, the others wait ``holdoff``
+    times longer (their retransmissions would only flush what the switch holds)."""
+    members = [7, 2, 5, 9]
+    for r in range(3):
+        probers = [prober(members, c, r) for c in range(8)]
+        assert sorted(probers[:4]) == [2, 5, 7, 9] and probers[:4] == probers[4:]
+    assert prober(members, 0, 1) == prober(members, 1, 0)
+    for wid in range(4):
+        w = _job_round(wid, 4, window=4, holdoff=6.0)
+        w.start(0.0)
+        # chunk c's prober is member c: its timer is 1 s, everyone else's 6 s
+        assert {c: f.deadline for c, f in w._inflight.items()} == {
+            c: 1.0 if c == wid else 6.0 for c in range(4)}
+        out = w.tick(1.0)
+        assert [p.chunk_id for p in out] == [wid]
+    with pytest.raises(ValueError):
+        _job_round(0, 4, window=4, holdoff=0.5)
+
+
+def test_a_prober_resends_a_chunk_that_later_chunks_passed():
+    """Fast retransmit: when ``dupthresh`` chunks sent after an in-flight chunk completed
+    and it is older than twice the fastest completion, its prober resends it at once; a
+    worker that does not probe it waits (the prober's probe brings it a NACK)."""
+    for wid, expect in ((0, [0]), (1, [])):
+        w = _job_round(wid, 8, window=8, dupthresh=3)
+        w.start(0.0)
+        sent = []
+        for c, t in ((1, 0.1), (2, 0.15), (3, 0.25)):  # fastest 0.1; chunk 0 is 0.25 old
+            sent += w.on_packet(result(c, [1] * K, bitmap=0b1111), now=t)
+        assert [p.chunk_id for p in sent] == expect
+        if expect:
+            assert flags_copy(sent[0]) == (FLAG_RETRANSMIT, 1) and w.stats.fast == 1
+    # not before the chunk is twice as old as the fastest completion
+    w = _job_round(0, 8, window=8, dupthresh=1)
+    w.start(0.0)
+    assert w.on_packet(result(1, [1] * K, bitmap=0b1111), now=0.1) == []  # fastest 0.1
+
+
+def test_a_nack_resends_the_chunk_at_once():
+    """The PS's ask (a RESULT flagged INCOMPLETE whose bitmap leaves this worker out): the
+    chunk goes again on its route at once, unless a copy left less than half an rto ago;
+    it completes nothing and a NACK naming this worker's bit is refused."""
+    w = _job_round(1, 2, window=2)
+    w.start(0.0)
+    nack = result(0, [0] * K, bitmap=0b1101, flags=FLAG_INCOMPLETE)
+    out = w.on_packet(nack, now=0.6)  # rto 1 s (nothing measured): the copy of 0 is old
+    assert [(p.chunk_id, p.agg_id, flags_copy(p)) for p in out] == [(0, 9, (FLAG_RETRANSMIT, 1))]
+    assert w.stats.nacks == 1 and w.stats.results == 0 and not w.done
+    assert w.on_packet(nack, now=0.7) == []  # its copy of 0.6 answers that one
+    assert w.on_packet(result(1, [0] * K, bitmap=0b1111, flags=FLAG_INCOMPLETE), now=2) == []
+    assert w.stats.unexpected_results == 1
+    assert w.on_packet(result(0, [5] * K, bitmap=0b1111), now=2.1) == []
+    assert w.result[:K].tolist() == [5] * K

@@ -81,6 +81,9 @@ def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
                    help="a token bucket of this many bytes per link direction, as htb shapes "
                         "(about 1600 for TCLink's; default 0: every frame takes its "
                         "transmission time)")
+    v.add_argument("--ecn-packets", type=int, default=o.ecn_packets, metavar="N",
+                   help="switches mark INA packets whose link queue holds N frames "
+                        "(MyEgress.ecn_config; default 0: no marks; docs/protocol.md §6)")
     v.add_argument("--no-train", action="store_true",
                    help="seeded random int32 gradients instead of training the model "
                         "(faster at scale; sums still checked exactly)")
@@ -118,6 +121,8 @@ def _check(args: argparse.Namespace) -> None:
                     ("--jitter-ms", args.jitter_ms), ("--switch-proc-ms", args.switch_proc_ms)):
         if not 0 <= v <= 60_000:
             raise ExperimentError(f"{what} must be in [0, 60000] ms, got {v:g}")
+    if not 0 <= args.ecn_packets <= 1 << 19:
+        raise ExperimentError(f"--ecn-packets must be in [0, 2^19], got {args.ecn_packets}")
     if not 0 <= args.burst_bytes <= 1 << 30:
         raise ExperimentError(f"--burst-bytes must be in [0, 2^30], got {args.burst_bytes:g}")
 
@@ -129,7 +134,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     opt = SimOptions(delay_ms=args.delay_ms, queue=args.queue, compute_ms=args.sim_compute_ms,
                      jitter_ms=args.jitter_ms, switch_proc_ms=args.switch_proc_ms,
                      train=not args.no_train, full_p4=args.full_p4,
-                     burst_bytes=args.burst_bytes)
+                     burst_bytes=args.burst_bytes, ecn_packets=args.ecn_packets)
     name = args.name or time.strftime("sim-%Y%m%d-%H%M%S")
     budgets = args.budgets if args.budgets is not None else [s.budget]
     sweep = []

@@ -35,6 +35,7 @@ const bit<8> INA_TYPE_RESULT = 3;   /* PS -> switches -> workers (the ACK) */
 const bit<8> INA_FLAG_RETRANSMIT = 1;  /* sent again after a timeout; never claims a slot */
 const bit<8> INA_FLAG_FALLBACK = 2;    /* bypassed an aggregator (collision / no slot) */
 const bit<8> INA_FLAG_INCOMPLETE = 4;  /* partial flushed before fan-in was reached */
+const bit<8> INA_FLAG_ECN = 8;         /* crossed an egress queue over its threshold */
 
 /* agg_id 0 addresses the parameter server itself; switches are numbered 1..65535. */
 const bit<16> INA_AGG_ID_PS = 0;

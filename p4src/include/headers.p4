@@ -52,7 +52,9 @@ header ina_h {
                          *   number mod 16 (hosts only).
                          * PARTIAL: RETRANSMIT (re-emitted or flushed), INCOMPLETE (flushed),
                          *   FALLBACK; bits 4-7: 0.
-                         * RESULT: RETRANSMIT on a resend. */
+                         * RESULT: RETRANSMIT on a resend; INCOMPLETE: a NACK, FALLBACK: a
+                         *   merged packet fell back (hosts only).
+                         * All types: INA_FLAG_ECN, set in egress by congestion.p4. */
     bit<16> job_id;     /* all types: the job. */
     bit<32> round;      /* all types: the training round. */
     bit<32> chunk_id;   /* all types: which K values of the gradient. */

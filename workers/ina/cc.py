@@ -8,9 +8,12 @@ A policy is one object per worker and job, kept from round to round like the wor
 * ``on_send(now)``: a copy left (first or retransmitted);
 * ``on_result(now, rtt)``: a RESULT completed an in-flight chunk (``rtt``: its exact round
   trip when the RESULT echo gave one, else None);
-* ``on_mark(now)``: a RESULT carried a congestion mark.  ``ina.p4`` marks nothing yet:
-  the worker reads the bit ``INA_FLAG_ECN`` from ``constants.p4`` once the switches set it
-  (:data:`workers.ina.worker.FLAG_ECN`), so the policies are ready for it;
+* ``on_mark(now)``: a RESULT carried a congestion mark, ``INA_FLAG_ECN`` of
+  ``constants.p4``: a switch whose egress queue was over the controller's threshold marked
+  a packet of the chunk (``p4src/include/congestion.p4``) and the PS ORed it into the
+  RESULT (:data:`workers.ina.worker.FLAG_ECN`);
+* ``on_fallback(now)``: a RESULT said a packet of its chunk fell back (a slot collision, or
+  no aggregator: flags FALLBACK, set by the PS, docs/protocol.md §6);
 * ``on_timeout(now)``: a chunk's timer expired (called once per expired chunk).
 
 The policies (:data:`POLICIES`, ``--cc NAME``):
@@ -32,6 +35,13 @@ The policies (:data:`POLICIES`, ``--cc NAME``):
   ``high`` times the least one.  A timeout does not cut it: random loss is not congestion,
   and a queue shows in the round trip before it overflows.
 
+* ``two-window`` -- A2TP-like (EuroSys'23): two windows, the smaller one binds.  The link
+  window grows by one per RESULT and, once per window of RESULTs, keeps an EWMA ``alpha``
+  of the fraction marked ECN and shrinks by ``alpha / 2`` when any was (DCTCP's rule); the
+  aggregator window does the same with the fraction of RESULTs whose chunk fell back (the
+  aggregators' slots collide: fewer chunks in flight, fewer keys in the slots).  A timeout
+  while RESULTs stall halves the link window, as ``aimd``.
+
 The adaptive policies start from a bandwidth-delay product, :func:`bdp_window`: the plan's
 predicted rate per worker (frames per second) times the round trip, not a constant.
 """
@@ -40,11 +50,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["DEFAULT_CC", "POLICIES", "CongestionControl", "Fixed", "Aimd", "Delay", "bdp_window",
-           "make_cc", "MAX_WINDOW"]
+__all__ = ["DEFAULT_CC", "POLICIES", "CongestionControl", "Fixed", "Aimd", "Delay", "TwoWindow",
+           "bdp_window", "make_cc", "MAX_WINDOW"]
 
 DEFAULT_CC = "fixed"
 """The policy of a run that names none (``--cc``)."""
@@ -67,6 +77,8 @@ class CongestionControl(Protocol):
     def on_result(self, now: float, rtt: float | None) -> None: ...
 
     def on_mark(self, now: float) -> None: ...
+
+    def on_fallback(self, now: float) -> None: ...
 
     def on_timeout(self, now: float) -> None: ...
 
@@ -103,6 +115,9 @@ class Fixed:
         pass
 
     def on_mark(self, now: float) -> None:
+        pass
+
+    def on_fallback(self, now: float) -> None:
         pass
 
     def on_timeout(self, now: float) -> None:
@@ -147,6 +162,9 @@ class Aimd:
 
     def on_mark(self, now: float) -> None:
         self._cut(now, 0.5)
+
+    def on_fallback(self, now: float) -> None:
+        pass  # a collision is not a queue: aimd reads marks and stalls only
 
     def on_timeout(self, now: float) -> None:
         if now - self._last_result >= self._hold():
@@ -201,6 +219,77 @@ class Delay(Aimd):
         pass  # module docstring: the round trip is this policy's only signal
 
 
+@dataclass
+class _Share:
+    """One of :class:`TwoWindow`'s windows: +1 per RESULT; per window of RESULTs, an EWMA
+    ``alpha`` of the share that carried its signal, and a cut by ``alpha / 2`` if any did."""
+
+    cwnd: float
+    cap: int
+    gain: float = 1 / 16  # DCTCP's g
+    alpha: float = 0.0
+    seen: int = 0  # RESULTs in the current window of them
+    hits: int = 0  # of which with the signal
+
+    def on_result(self) -> None:
+        self.seen += 1
+        self.cwnd = min(float(self.cap), self.cwnd + 1.0 / max(1.0, self.cwnd))
+        if self.seen >= max(1, int(self.cwnd)):
+            share = min(1.0, self.hits / self.seen)
+            self.alpha = (1 - self.gain) * self.alpha + self.gain * share
+            if self.hits:
+                self.cwnd = max(1.0, self.cwnd * (1 - self.alpha / 2))
+            self.seen = self.hits = 0
+
+
+@dataclass
+class TwoWindow:
+    """A2TP-like: a link window (ECN marks) and an aggregator window (fall-backs); the
+    smaller binds (module docstring)."""
+
+    initial: float
+    cap: int = MAX_WINDOW
+    hold: float = 0.3
+    name: str = "two-window"
+    link: _Share = field(init=False)
+    agg: _Share = field(init=False)
+    srtt: float | None = None
+    decreases: int = 0
+    _last_result: float = float("-inf")
+    _next_cut: float = float("-inf")
+
+    def __post_init__(self) -> None:
+        start = float(min(self.cap, max(1.0, self.initial)))
+        self.link, self.agg = _Share(start, self.cap), _Share(start, self.cap)
+
+    @property
+    def window(self) -> int:
+        return max(1, int(min(self.link.cwnd, self.agg.cwnd)))
+
+    def on_send(self, now: float) -> None:
+        pass
+
+    def on_result(self, now: float, rtt: float | None) -> None:
+        self._last_result = now
+        if rtt is not None:
+            self.srtt = rtt if self.srtt is None else 0.875 * self.srtt + 0.125 * rtt
+        self.link.on_result()
+        self.agg.on_result()
+
+    def on_mark(self, now: float) -> None:
+        self.link.hits += 1  # the worker calls it after that RESULT's on_result
+
+    def on_fallback(self, now: float) -> None:
+        self.agg.hits += 1
+
+    def on_timeout(self, now: float) -> None:
+        hold = self.srtt if self.srtt is not None else self.hold
+        if now - self._last_result >= hold and now >= self._next_cut:
+            self.link.cwnd = max(1.0, self.link.cwnd / 2)
+            self.decreases += 1
+            self._next_cut = now + hold
+
+
 # name -> (help, factory(window, initial window)), as the planners' table
 POLICIES: dict[str, tuple[str, Callable[[int, int], CongestionControl]]] = {
     "fixed": ("a constant window (--window): the transport before congestion control",
@@ -210,6 +299,9 @@ POLICIES: dict[str, tuple[str, Callable[[int, int], CongestionControl]]] = {
              lambda window, initial: Aimd(float(initial), ssthresh=float(window))),
     "delay": ("reacts to the round-trip gradient (no switch support), from the "
               "bandwidth-delay product", lambda window, initial: Delay(float(initial))),
+    "two-window": ("A2TP-like: a link window cut by the EWMA of ECN marks and an aggregator "
+                   "window cut by the EWMA of fall-backs, the smaller binds, from the "
+                   "bandwidth-delay product", lambda window, initial: TwoWindow(float(initial))),
 }
 
 

@@ -168,6 +168,7 @@ TYPE_RESULT: int = _C["INA_TYPE_RESULT"]
 FLAG_RETRANSMIT: int = _C["INA_FLAG_RETRANSMIT"]
 FLAG_FALLBACK: int = _C["INA_FLAG_FALLBACK"]
 FLAG_INCOMPLETE: int = _C["INA_FLAG_INCOMPLETE"]
+FLAG_ECN: int = _C["INA_FLAG_ECN"]
 AGG_ID_PS: int = _C["INA_AGG_ID_PS"]
 INA_REPLY_PORT: int = INA_UDP_PORT + 1
 """Where a worker receives the PS's answer to its own late GRAD (docs/protocol.md §6).  Not
@@ -177,6 +178,7 @@ is plain IPv4 to every switch (``ipv4_lpm``: unicast to the worker's host)."""
 __all__ = [
     "AGG_ID_PS",
     "CONSTANTS_P4",
+    "FLAG_ECN",
     "FLAG_FALLBACK",
     "FLAG_INCOMPLETE",
     "FLAG_RETRANSMIT",

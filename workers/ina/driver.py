@@ -229,7 +229,7 @@ class WorkerDriver:
                          schedule=plan.schedule, k=K, window=cfg.window,
                          timeout=cfg.timeout, max_timeout=timeout_cap(cfg),
                          direct_after=cfg.direct_after, expect_mask=plan.expect_mask,
-                         rtt=self.rtt, cc=self.cc)
+                         rtt=self.rtt, cc=self.cc, members=plan.members)
         self.active = wr
         self._sync_start = now = self.io.now()
         self.io.send(wr.start(now), cfg.ps_addr)
@@ -285,8 +285,11 @@ class PsDriver:
 
     def __post_init__(self) -> None:
         cfg = self.cfg
+        # NACKs need a path to one worker that no switch reads as INA (reply_dest)
+        routes = ({int(w): list(s) for w, s in cfg.schedules.items()}
+                  if self.reply_dest(cfg.worker_ids[0]) is not None else None)
         self.state = PsState(cfg.job_id, cfg.worker_ids, n_chunks_for(cfg.n_values, K), K,
-                             unicast_late=True)
+                             unicast_late=True, routes=routes)
         self.started = self.last_progress = self.io.now()
 
     def on_packets(self, pkts: Iterable[InaPacket | None]) -> None:
@@ -299,6 +302,7 @@ class PsDriver:
             out = self.state.on_packet(pkt, self.io.now())
             batch.results += out.results
             batch.replies += out.replies
+            batch.nacks += out.nacks
             batch.completed_rounds += out.completed_rounds
         self.deliver(batch)
 
@@ -315,6 +319,10 @@ class PsDriver:
             if dest is None:
                 multicast.append(pkt)
             else:
+                self.io.send([pkt], dest)
+        for w, pkt in out.nacks:  # never down the tree: a RESULT there releases slots
+            dest = self.reply_dest(w)
+            if dest is not None:
                 self.io.send([pkt], dest)
         if multicast:
             for dest in self.cfg.result_dests:

@@ -36,3 +36,11 @@ def mask_of(worker_ids: list[int] | range) -> int:
     for w in worker_ids:
         m |= 1 << int(w)
     return m
+
+
+def prober(members: list[int] | range, chunk: int, round_: int) -> int:
+    """The member that probes chunk ``chunk`` of round ``round_`` (docs/protocol.md §6,
+    "NACKs"): it retransmits a stuck chunk first, the others wait for the PS's NACK.  One
+    per chunk, spread over the members and rotated by round; workers and PS agree on it."""
+    ms = sorted(members)
+    return ms[(chunk + round_) % len(ms)]

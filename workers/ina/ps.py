@@ -74,6 +74,37 @@ Completion, RESULTs, retransmissions
     when all its chunks are; its full int32 sum vector (n_chunks * K values) is then
     available from :meth:`PsState.round_sum`.
 
+NACKs (docs/protocol.md §6)
+    A PARTIAL flagged INCOMPLETE is a switch's flush: someone's retransmission found the
+    slot waiting for contributions that were lost.  With ``routes`` (each worker's schedule:
+    which aggregation point sums its chunk) the PS asks the workers the flush lacks -- of
+    that point's group when the flush holds one point's workers only, else every worker it
+    has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set it has and
+    whose values are 0 (``PsOutput.nacks``, counted ``nacks``), sent to each such worker
+    alone, never down the tree (a RESULT there releases the slot).  The workers resend at
+    once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.
+    A later request of a completed chunk that names a worker (a re-emit or flush its
+    retransmission caused) is answered to that worker alone once the first answer went
+    down the tree; more copies only to a worker that asked before.
+
+Congestion marks (docs/protocol.md §6)
+    A switch marks an INA packet that found its egress queue over the controller's
+    threshold (``FLAG_ECN``, p4src/include/congestion.p4).  Aggregation destroys per-packet
+    marks, so, as ATP ORs them into its aggregator, the PS ORs the marks of every packet it
+    merges for a chunk into the chunk's RESULT (counted ``marked``); every worker of the job
+    then sees it (``workers.ina.cc``, ``on_mark``).  Likewise a RESULT carries FALLBACK
+    when a packet of its chunk fell back on the way (a slot collision, no aggregator): the
+    aggregators' signal of ``two-window`` (``on_fallback``).
+
+Lost RESULTs
+    A worker whose RESULT was lost finds out only by its timer, and a worker that does not
+    probe the chunk waits several timeouts (``workers.ina.worker``, "NACKs and probers").
+    So when more than ``twice_above`` (1 %) of the RESULT deliveries of the previous round
+    (or of this one so far) were asked for again by the workers' own late GRADs, each new
+    RESULT goes down the tree twice (counted ``results_doubled``): a loss rate p per
+    delivery becomes about p squared.  Without loss nothing is asked again, and nothing is
+    sent twice.
+
 RESULT echo (docs/protocol.md §6)
     Every RESULT names the packet that caused it (the one that completed the chunk, or the
     late one it answers): ``worker_id`` = that packet's ``worker_id`` (``NO_WORKER`` for a
@@ -112,11 +143,13 @@ count disagrees with its worker set cannot be trusted to hold exactly that set's
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from workers.ina.constants import (
+    AGG_ID_PS,
+    FLAG_ECN,
     FLAG_FALLBACK,
     FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
@@ -190,6 +223,9 @@ class PsStats:
     results_sent: int = 0
     results_resent: int = 0
     results_unicast: int = 0  # of results_resent: to the one worker that asked
+    marked: int = 0  # of results_sent: carrying a congestion mark (FLAG_ECN) of a merged packet
+    results_doubled: int = 0  # of results_sent: sent twice ("Lost RESULTs")
+    nacks: int = 0  # asks to resend sent to single workers (module docstring, "NACKs")
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -211,6 +247,9 @@ class PsOutput:
     results: list[InaPacket] = field(default_factory=list)  # RESULTs to multicast
     # (worker, RESULT) answers to one worker's late GRAD: sent to that worker alone
     replies: list[tuple[int, InaPacket]] = field(default_factory=list)
+    # (worker, NACK) asks to one worker whose contribution a switch's flush lacks: sent to
+    # that worker alone, never down the tree (a RESULT there would release the slot)
+    nacks: list[tuple[int, InaPacket]] = field(default_factory=list)
     completed_rounds: list[int] = field(default_factory=list)
 
 
@@ -228,6 +267,10 @@ class _Round:
         self.chunks: dict[int, _Chunk] = {}
         self.done = np.zeros(n_chunks, dtype=bool)
         self.resent = np.zeros(n_chunks, dtype=np.int64)  # RESULT resends per chunk
+        self.asked = [0] * n_chunks  # per chunk: the workers a resend already answered
+        self.late_grads = 0  # workers' own GRADs of completed chunks: RESULTs they lost
+        self.marked = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_ECN
+        self.fell = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_FALLBACK
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
         self.n_done = 0
 
@@ -258,6 +301,8 @@ class PsState:
         max_anomalies: int = 1000,
         resend_copies: int = 2,
         unicast_late: bool = False,
+        routes: dict[int, list[tuple[int, int, int]]] | None = None,
+        twice_above: float = 0.01,
     ) -> None:
         ids = sorted(set(int(w) for w in worker_ids))
         if not ids:
@@ -284,6 +329,19 @@ class PsState:
             raise ValueError(f"resend_copies must be >= 1, got {resend_copies}")
         self.resend_copies = resend_copies
         self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
+        self.twice_above = twice_above  # "Lost RESULTs": the share above which RESULTs go twice
+        # chunk -> {first aggregation point: mask of the workers it sums} from the
+        # workers' schedules (``routes``: worker -> [(chunk, agg_id, fan_in)]); None: no
+        # NACKs (module docstring, "NACKs")
+        self._groups: dict[int, dict[int, int]] | None = None
+        self._agg_of: dict[tuple[int, int], int] = {}
+        if routes is not None:
+            self._groups = {}
+            for w, sched in routes.items():
+                for c, a, _ in sched:
+                    self._agg_of[(c, int(w))] = a
+                    g = self._groups.setdefault(c, {})
+                    g[a] = g.get(a, 0) | 1 << int(w)
         self.current_round = first_round
         self.stats = PsStats()
         self.anomalies: list[Anomaly] = []
@@ -418,19 +476,32 @@ class PsState:
             rs = self._rounds[r] = _Round(self.n_chunks, self.k, self.mask_for(r))
         if rs.done[c]:
             st.late += 1
+            if pkt.msg_type == TYPE_GRAD:
+                rs.late_grads += 1
             st.results_resent += 1
             rs.resent[c] += 1
             # a chunk asked for again has a lossy path to some worker: from its second
             # resend on, send more copies (the module docstring)
             copies = self.resend_copies if rs.resent[c] > 1 else 1
             res = self._result(r, c, rs.sums[c], resent=True)
-            if self.unicast_late and pkt.msg_type == TYPE_GRAD:
+            w = pkt.worker_id
+            named = 0 <= w < MAX_WORKERS and rs.mask >> w & 1
+            if self.unicast_late and named and (pkt.msg_type == TYPE_GRAD or rs.resent[c] > 1):
+                # one worker asked (its own GRAD, or its retransmission made a switch
+                # re-emit or flush once the first answer went down the tree and released
+                # the slots): that worker alone, in more copies when it asked before
+                copies = self.resend_copies if rs.asked[c] >> w & 1 else 1
+                rs.asked[c] |= 1 << w
                 st.results_unicast += 1
-                out.replies.extend([(pkt.worker_id, res)] * copies)
+                out.replies.extend([(w, res)] * copies)
             else:
                 out.results.extend([res] * copies)
             return out
 
+        if pkt.flags & FLAG_ECN:  # congestion marks: ORed into the chunk's RESULT
+            rs.marked[c] = True
+        if pkt.flags & FLAG_FALLBACK:  # so are fall-backs (module docstring)
+            rs.fell[c] = True
         ch = rs.chunks.get(c)
         if ch is None and pkt.bitmap == rs.mask:
             rs.sums[c] = pkt.values  # fast path: the whole sum in one packet (normal INA)
@@ -440,7 +511,42 @@ class PsState:
                 ch = rs.chunks[c] = _Chunk()
             if self._store(ch, pkt):
                 self._try_complete(r, rs, c, ch, out, pkt.bitmap)
+            if pkt.flags & FLAG_INCOMPLETE and not rs.done[c]:
+                self._nack(r, rs, c, pkt, out)
         return out
+
+    def _nack(self, r: int, rs: _Round, c: int, pkt: InaPacket, out: PsOutput) -> None:
+        """A switch flushed an incomplete aggregate of chunk ``c`` (someone's retransmission
+        found it waiting): ask the workers it lacks to resend (module docstring, "NACKs").
+        A flush summing one aggregation point's workers lacks the rest of that point's
+        group; one from higher up (several points' workers) lacks every worker the PS
+        has not received.  Each asked worker gets a RESULT flagged INCOMPLETE whose bitmap
+        (the present set) leaves its bit out, which no worker takes for a sum."""
+        if self._groups is None:
+            return
+        b = pkt.bitmap
+        ch = rs.chunks.get(c)
+        have = b | (ch.union if ch else 0)
+        aggs = set()
+        w = b
+        while w:
+            low = w & -w
+            aggs.add(self._agg_of.get((c, low.bit_length() - 1), -1))
+            w ^= low
+        lack = rs.mask & ~have
+        if len(aggs) == 1 and (a := aggs.pop()) not in (-1, AGG_ID_PS):
+            # from that point, unless its group is all there (then from higher up)
+            lack &= self._groups.get(c, {}).get(a, 0)
+        present = rs.mask & ~lack
+        if not lack or not present:
+            return
+        nack = InaPacket.result(self.job_id, r, c, present,
+                                np.zeros(self.k, dtype=np.int32), flags=FLAG_INCOMPLETE)
+        while lack:
+            low = lack & -lack
+            out.nacks.append((low.bit_length() - 1, nack))
+            self.stats.nacks += 1
+            lack ^= low
 
     def _try_complete(self, r: int, rs: _Round, c: int, ch: _Chunk, out: PsOutput,
                       bitmap: int = 0) -> None:
@@ -464,11 +570,28 @@ class PsState:
         rs.n_done += 1
         st.chunks_completed += 1
         st.results_sent += 1
-        out.results.append(self._result(r, c, rs.sums[c], resent=False))
+        res = self._result(r, c, rs.sums[c], resent=False)
+        if rs.marked[c]:
+            st.marked += 1
+            res = replace(res, flags=res.flags | FLAG_ECN)
+        if rs.fell[c]:
+            res = replace(res, flags=res.flags | FLAG_FALLBACK)
+        out.results.append(res)
+        if self._results_lost(r) > self.twice_above:
+            st.results_doubled += 1
+            out.results.append(res)
         if rs.complete:
             st.rounds_completed += 1
             out.completed_rounds.append(r)
             self._advance()
+
+    def _results_lost(self, r: int) -> float:
+        """The share of RESULT deliveries the workers asked for again in round ``r - 1`` (or
+        in ``r`` so far, when more): how often a RESULT misses a worker (module docstring,
+        "Lost RESULTs")."""
+        n = self.n_chunks * self.n_workers
+        prev, cur = self._rounds.get(r - 1), self._rounds.get(r)
+        return max(prev.late_grads if prev else 0, cur.late_grads if cur else 0) / n
 
     # -- internals -------------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ import numpy as np
 
 from workers.ina.constants import (
     AGG_ID_PS,
+    FLAG_ECN,
     FLAG_FALLBACK,
     FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
@@ -78,6 +79,7 @@ class Flag(IntFlag):
     RETRANSMIT = FLAG_RETRANSMIT
     FALLBACK = FLAG_FALLBACK
     INCOMPLETE = FLAG_INCOMPLETE
+    ECN = FLAG_ECN
 
 
 # The two host-only overloads (docs/protocol.md §6).  They live in Python only: the switches
@@ -137,11 +139,15 @@ _EMITTED = "that of the packet that made a switch emit it"
 FIELD_MEANINGS: dict[str, Meaning] = {
     "msg_type": Meaning(str(TYPE_GRAD), str(TYPE_PARTIAL), str(TYPE_RESULT)),
     "flags": Meaning(
-        f"RETRANSMIT={FLAG_RETRANSMIT}, FALLBACK={FLAG_FALLBACK}; {_COPY_BITS_TEXT}: copy "
-        f"number, mod {COPY_MOD} (§6)",
+        f"RETRANSMIT={FLAG_RETRANSMIT}, FALLBACK={FLAG_FALLBACK}, ECN={FLAG_ECN} (a switch's "
+        f"queue was over its threshold, §6); {_COPY_BITS_TEXT}: copy number, mod {COPY_MOD} "
+        f"(§6)",
         f"RETRANSMIT={FLAG_RETRANSMIT} (re-emitted or flushed), INCOMPLETE={FLAG_INCOMPLETE} "
-        f"(flushed), FALLBACK={FLAG_FALLBACK} (§5); {_COPY_BITS_TEXT}: 0",
-        f"RETRANSMIT={FLAG_RETRANSMIT} on a resend"),
+        f"(flushed), FALLBACK={FLAG_FALLBACK} (§5), ECN={FLAG_ECN}; {_COPY_BITS_TEXT}: 0",
+        f"RETRANSMIT={FLAG_RETRANSMIT} on a resend; INCOMPLETE={FLAG_INCOMPLETE}: a NACK to "
+        f"one worker, bitmap = the workers the PS has, values 0 (§6); ECN={FLAG_ECN}: a "
+        f"merged packet or this copy was marked; FALLBACK={FLAG_FALLBACK}: a merged packet "
+        f"fell back"),
     "job_id": _same("job"),
     "round": _same("training round"),
     "chunk_id": _same("chunk of K values"),

@@ -71,11 +71,30 @@ Timeouts: measured (RFC 6298), backed off per chunk  [decision]
     dead link, a removed worker), the worker sends one retransmission per interval, in
     turn, not its whole window; the next RESULT brings every deferred timer back to ``rto``.
 
+NACKs and probers  [decision]
+    With 64 contributions per chunk almost every chunk loses one somewhere at 1 % loss per
+    port, and every worker times out on it at once: 63 of the 64 retransmissions only make
+    the switch flush what it already holds to the PS (and, once complete, re-emit it), and
+    those flushes queued the PS's link to 1.5 s, the measured round trip and timeouts grew
+    with it and the run collapsed (docs/results.md, "Timeouts and congestion control").  So,
+    when the round knows its ``members``, each chunk has one **prober**
+    (:func:`workers.ina.messages.prober`, the same at the PS): it retransmits at the
+    measured timeout, its first two probes not backed off (when it lacked the chunk itself,
+    its probe completes its own part and only the next one flushes), and at once when
+    ``dupthresh`` chunks sent after it completed first and it is older than twice the
+    fastest completion (fast retransmit).  Every other worker waits ``holdoff`` times its
+    timeout before its first retransmission.  A flush reaching the PS makes it ask the
+    workers the flush lacks (a **NACK**: a RESULT flagged INCOMPLETE to that worker's reply
+    port, bitmap = the workers the PS has, values 0; ``workers.ina.ps``, "NACKs"): a NACK
+    resends the chunk at once on its route, unless a copy left less than half an ``rto``
+    ago.  Without ``members`` (a round on its own) every chunk is this worker's to probe
+    and none of this applies.
+
 Congestion control
     How many chunks may be in flight is a policy passed in (``cc``, :mod:`workers.ina.cc`):
     the round asks it for its window before each first copy and tells it of every copy
     sent, every RESULT (with its exact round trip when the echo gave one), every RESULT
-    marked ``FLAG_ECN`` (none yet: ina.p4 marks nothing) and every timeout.  Without one,
+    marked ``FLAG_ECN`` (docs/protocol.md §6, "Congestion marks") and every timeout.  Without one,
     the window is the constant ``window``.
 
 RESULT handling
@@ -100,18 +119,20 @@ from workers.ina.cc import CongestionControl, Fixed
 from workers.ina.constants import (
     AGG_ID_PS,
     FLAG_FALLBACK,
+    FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
     TYPE_RESULT,
     load_constants,
 )
 from workers.ina.constants import K as DEFAULT_K
+from workers.ina.messages import prober
 from workers.ina.wire import COPY_MOD, InaPacket
 
 Schedule = Sequence[tuple[int, int, int]]
 
 FLAG_ECN: int | None = load_constants().get("INA_FLAG_ECN")
-"""A RESULT's congestion mark, once ``constants.p4`` defines it (issue 39: switches that mark
-from their queue depth); None until then, and no RESULT is read as marked."""
+"""A RESULT's congestion mark (``constants.p4``; docs/protocol.md §6, "Congestion marks");
+None under a constants.p4 without it, and then no RESULT is read as marked."""
 SILENCE = 1.0
 """Seconds without a RESULT after which a worker probes one chunk per ``rto`` (default)."""
 
@@ -148,6 +169,9 @@ class WorkerStats:
     unexpected_results: int = 0  # wrong job, unknown/unsent chunk, bitmap without us, bad size
     malformed: int = 0  # datagrams that did not decode (counted by the I/O shell)
     marks: int = 0  # RESULTs with a congestion mark (FLAG_ECN)
+    fell_back: int = 0  # RESULTs whose chunk had a packet fall back (FLAG_FALLBACK)
+    fast: int = 0  # of retransmits: a prober's, when later chunks completed first
+    nacks: int = 0  # the PS's asks to resend an in-flight chunk ("NACKs and probers")
 
 
 class RttEstimator:
@@ -222,6 +246,13 @@ class RttEstimator:
         rto = self.srtt + max(self.granularity, 4 * self.rttvar)
         self._rtt_rto = min(self.cap, max(self.min_rto, rto))
 
+    @property
+    def fastest(self) -> float:
+        """The shortest recent completion time (0 before any): a chunk that all workers'
+        copies reached at once and no loss held; a chunk younger than twice it is not yet
+        late, whatever completed after it ("NACKs and probers")."""
+        return min(self.completions, default=0.0)
+
     def completion(self, t: float) -> None:
         self.completions.append(max(0.0, t))
         ordered = sorted(self.completions)
@@ -240,10 +271,12 @@ class RttEstimator:
 class _Flight:
     """An in-flight chunk: its timer and when each of its copies went out."""
 
-    __slots__ = ("deadline", "retries", "rto", "strikes", "times")
+    __slots__ = ("deadline", "passed", "retries", "rto", "seq", "strikes", "times")
 
-    def __init__(self, now: float, rto: float) -> None:
+    def __init__(self, now: float, rto: float, seq: int = 0) -> None:
         self.deadline, self.retries, self.rto = now + rto, 0, rto
+        self.seq = seq  # its place in the send order
+        self.passed = 0  # chunks sent after it that completed before it
         self.strikes = 0  # timeouts in a row with no RESULT in between: the back-off exponent
         self.times = [now]  # copy i went out at times[i] (copy 0: the first transmission)
 
@@ -271,6 +304,9 @@ class WorkerRound:
         min_timeout: float = 0.01,
         silence: float | None = None,
         cc: CongestionControl | None = None,
+        members: Sequence[int] | None = None,
+        holdoff: float = 6.0,
+        dupthresh: int = 4,
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
@@ -298,6 +334,18 @@ class WorkerRound:
         self.direct_after = direct_after
         self.silence = SILENCE if silence is None else silence
         self.expect_mask = expect_mask
+        # "NACKs and probers": one member per chunk retransmits at the measured timeout,
+        # the others wait ``holdoff`` times longer before their first retransmission
+        if holdoff < 1:
+            raise ValueError(f"holdoff must be >= 1, got {holdoff}")
+        self.holdoff = holdoff
+        if dupthresh < 1:
+            raise ValueError(f"dupthresh must be >= 1, got {dupthresh}")
+        self.dupthresh = dupthresh
+        ms = sorted(members) if members else []
+        self._probing = worker_id in ms  # members known: probers, fast retransmit, NACKs
+        self._prober = (lambda c: prober(ms, c, round_) == worker_id) if self._probing \
+            else (lambda c: True)
         # one estimator per job in the I/O shell; a round on its own starts from ``timeout``
         self.rtt = rtt if rtt is not None else RttEstimator(timeout, min(min_timeout, timeout),
                                                             max_timeout)
@@ -359,6 +407,8 @@ class WorkerRound:
             st.stale_results += 1
             return []
         c = pkt.chunk_id
+        if pkt.flags & FLAG_INCOMPLETE:
+            return self._on_nack(pkt, now)
         if (c not in self._route or not pkt.bitmap & self.bit
                 or (self.expect_mask is not None and pkt.bitmap != self.expect_mask)
                 or getattr(pkt.values, "shape", None) != (self.k,)):
@@ -379,6 +429,9 @@ class WorkerRound:
         if FLAG_ECN is not None and pkt.flags & FLAG_ECN:
             self.stats.marks += 1
             self.cc.on_mark(now)
+        if pkt.flags & FLAG_FALLBACK:  # a packet of the chunk fell back (the PS says)
+            self.stats.fell_back += 1
+            self.cc.on_fallback(now)
         if f.retries:
             self._copies_of_done[c] = f.times
         self._progress_at = now
@@ -393,11 +446,22 @@ class WorkerRound:
         # A RESULT also ends every chunk's back-off (RFC 6298 5.7: the path answers again,
         # so what is still missing was lost, not delayed).
         rto = self.rtt.rto
-        for g in self._inflight.values():
+        out = []
+        for d, g in list(self._inflight.items()):
             g.strikes = 0
-            if g.deadline > now + rto:
-                g.deadline = now + rto
-        return self._fill(now)
+            wait = self._hold(d, g, rto)
+            if g.seq < f.seq and not g.retries:
+                g.passed += 1
+                if g.passed == self.dupthresh and self._probing and self._prober(d) \
+                        and now - g.times[0] >= 2 * self.rtt.fastest:
+                    # later chunks complete: this one is stuck (a contribution or the
+                    # RESULT lost); its prober asks at once
+                    self.stats.fast += 1
+                    out.append(self._retransmit(d, g, rto, now))
+                    continue
+            if g.deadline > now + wait:
+                g.deadline = now + wait
+        return out + self._fill(now)
 
     def tick(self, now: float) -> list[InaPacket]:
         """Retransmit every in-flight chunk whose timer expired at ``now``."""
@@ -420,7 +484,10 @@ class WorkerRound:
             # trip is measured), up to the cap
             f.strikes += 1
             base = self.rtt.rto if self.rtt.measured else self.rtt.first_rto
-            rto = min(self.rtt.cap, base * self.backoff ** f.strikes)
+            # a prober's first probes are not backed off: when it lacked the chunk
+            # itself, its probe completes its own part and only the next one flushes
+            strikes = 0 if self._probing and f.retries < 2 and self._prober(c) else f.strikes
+            rto = min(self.rtt.cap, base * self.backoff ** strikes)
             if now - self._progress_at >= self.silence:
                 # nothing came for a while (a dead link, a removed worker, or bad luck): one
                 # probe per interval, not the whole window
@@ -432,6 +499,28 @@ class WorkerRound:
         return out
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _hold(self, c: int, f: _Flight, rto: float) -> float:
+        """How long chunk ``c``'s copy waits: ``rto``, ``holdoff`` times it before the first
+        retransmission of a chunk this worker does not probe ("NACKs and probers")."""
+        if f.retries or self._prober(c):
+            return rto
+        return min(self.rtt.cap * self.holdoff, rto * self.holdoff)
+
+    def _on_nack(self, pkt: InaPacket, now: float) -> list[InaPacket]:
+        """The PS asks for chunk ``pkt.chunk_id`` again: a switch flushed its aggregate
+        without this worker (``pkt.bitmap``: the workers it has).  Resend it at once, unless
+        a copy left less than half an ``rto`` ago (that copy answers the ask)."""
+        c = pkt.chunk_id
+        f = self._inflight.get(c)
+        if f is None or pkt.bitmap & self.bit or self.failed:
+            self.stats.unexpected_results += 1
+            return []
+        self.stats.nacks += 1
+        rto = self.rtt.rto
+        if now - f.times[-1] < rto / 2:
+            return []
+        return [self._retransmit(c, f, rto, now)]
 
     def _measure(self, f: _Flight, pkt: InaPacket, now: float) -> float | None:
         """Feed the estimator from a RESULT that completed the in-flight chunk ``f``; the
@@ -480,7 +569,8 @@ class WorkerRound:
             c = self.schedule[self._next][0]
             self._next += 1
             self.cc.on_send(now)
-            self._inflight[c] = _Flight(now, self.rtt.first_rto)
+            self._inflight[c] = f = _Flight(now, self.rtt.first_rto, self._next)
+            f.deadline = now + self._hold(c, f, self.rtt.first_rto)
             self.stats.sent += 1
             out.append(self._grad(c, 0))
         return out

@@ -463,6 +463,7 @@ class SimDeployed:
                          opt.delay_ms / 1000.0, opt.queue, self.impair,
                          on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0,
                          burst=opt.burst_bytes)
+        net.mark_above(opt.ecn_packets)
         live = self.live = _Live(loop, net, switches, on_failure=spec.on_failure,
                                  label=spec.label)
 

@@ -34,6 +34,7 @@ import networkx as nx
 from controller.experiment.network import P4_PROGRAM
 from controller.experiment.simulate.events import EventLoop
 from pyswitch.impairment import ImpairmentSpec, LinkImpairment
+from pyswitch.queues import Admitted, EgressQueues
 
 __all__ = ["Link", "SimNetwork", "SimOptions", "rule_value", "load_switch", "program",
            "active_graph", "impairment"]
@@ -140,6 +141,31 @@ class SimNetwork:
             self._enqueue(node, port, f, t)
         self._watch_hold(imp, self._tx_expired, (node, port))
 
+    def mark_above(self, packets: int) -> None:
+        """Every switch marks the INA packets it sends into a link queue that holds at least
+        ``packets`` frames (``MyEgress.ecn_config``): its egress sees that queue's depth as
+        ``standard_metadata.enq_qdepth`` (:class:`LinkDepths`).  Forwarding-only switches on
+        the shortcut (simulate/fastpath.py) run no egress, so only ``--full-p4`` marks there."""
+        if packets <= 0:
+            return
+        for node, sw in self.switches.items():
+            inner = getattr(sw, "switch", sw)  # under a forwarding shortcut
+            inner.queues = LinkDepths(self, node)
+            inner.set_queue_rate(0)  # the switch takes the egress queue step from now on
+            inner.set_default_action("MyEgress.ecn_config", "MyEgress.set_ecn_threshold",
+                                     {"qdepth": packets})
+
+    def depth(self, node: str, port: int) -> int:
+        """Frames in the queue of ``node``'s link out of ``port`` now (the one on the wire
+        included), as :meth:`_enqueue` counts them."""
+        link = self.links.get((node, port))
+        if link is None:
+            return 0
+        q, t = link.departures, self.loop.now
+        while q and q[0] <= t:
+            q.popleft()
+        return len(q)
+
     def _tx_expired(self, arg: tuple[LinkImpairment, tuple[str, int]]) -> None:
         imp, (node, port) = arg
         for t, f in imp.expire(self.loop.now):
@@ -243,6 +269,24 @@ class SimNetwork:
         return sum(link.dropped for link in self.links.values())
 
 
+class LinkDepths(EgressQueues):
+    """A simulated switch's egress queues: the links' own (:class:`Link`), so egress sees
+    ``enq_qdepth`` = the frames queued on the link the copy is about to join, at the
+    network's time; the link does the queueing, so no time is added here."""
+
+    def __init__(self, net: SimNetwork, node: str) -> None:
+        super().__init__()
+        self.net, self.node = net, node
+
+    @property
+    def active(self) -> bool:
+        return True
+
+    def enqueue(self, port: int, priority: int, now: float) -> Admitted | None:
+        t = self.net.loop.now
+        return Admitted(int(t * 1e6) & 0xFFFFFFFF, self.net.depth(self.node, port), 0, 0, t)
+
+
 # ------------------------------------------------------------------ its options and program
 
 
@@ -261,6 +305,8 @@ class SimOptions:
     full_p4: bool = False  # every switch executes ina.p4 (default: forwarding-only switches
     # take the tested shortcut of simulate/fastpath.py, docs/simulate.md "Speed")
     reference: bool = True  # train the single-process reference (results' accuracy)
+    ecn_packets: int = 0  # switches mark INA packets whose link queue holds this many (0: off;
+    # docs/protocol.md §6, "Congestion marks"; SimNetwork.mark_above)
 
 
 @cache
