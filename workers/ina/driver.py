@@ -229,7 +229,7 @@ class WorkerDriver:
                          schedule=plan.schedule, k=K, window=cfg.window,
                          timeout=cfg.timeout, max_timeout=timeout_cap(cfg),
                          direct_after=cfg.direct_after, expect_mask=plan.expect_mask,
-                         rtt=self.rtt, cc=self.cc)
+                         rtt=self.rtt, cc=self.cc, hierarchical=cfg.tree is not None)
         self.active = wr
         self._sync_start = now = self.io.now()
         self.io.send(wr.start(now), cfg.ps_addr)
@@ -286,7 +286,7 @@ class PsDriver:
     def __post_init__(self) -> None:
         cfg = self.cfg
         self.state = PsState(cfg.job_id, cfg.worker_ids, n_chunks_for(cfg.n_values, K), K,
-                             unicast_late=True)
+                             unicast_late=True, tree=cfg.aggregation_tree())
         self.started = self.last_progress = self.io.now()
 
     def on_packets(self, pkts: Iterable[InaPacket | None]) -> None:
