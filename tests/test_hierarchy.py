@@ -204,3 +204,11 @@ def test_a_worker_past_64_takes_its_result_by_its_folded_bit() -> None:
     assert wr.stats.unexpected_results == 0 and wr.stats.results == 1
     with pytest.raises(ValueError, match="outside 0..63"):
         InaPacket.grad(1, 0, 0, 0, 1, 130, q[:C.K])
+
+
+def test_workers_all_is_every_host_but_the_ps() -> None:
+    from controller.plan.document import resolve_workers
+
+    g = fat_tree(4)
+    assert resolve_workers(g, "h0", "all") == [h for h in hosts(g) if h != "h0"]
+    assert len(resolve_workers(fat_tree(8), "h3", " all ")) == 127
