@@ -212,17 +212,3 @@ def test_workers_all_is_every_host_but_the_ps() -> None:
     g = fat_tree(4)
     assert resolve_workers(g, "h0", "all") == [h for h in hosts(g) if h != "h0"]
     assert len(resolve_workers(fat_tree(8), "h3", " all ")) == 127
-
-
-def test_a_hierarchical_worker_times_its_only_copy_by_a_result_naming_no_worker() -> None:
-    """Its RESULTs come from the root's PARTIAL (worker_id: a switch, echoed as no worker):
-    the first RESULT of a chunk sent once is its round trip, as in a flat job the aggregate
-    our only copy completed is."""
-    q = np.arange(C.K, dtype=np.int32)
-    for hier, samples in ((True, 1), (False, 0)):
-        wr = WorkerRound(job_id=1, worker_id=5, round_=0, values=q, schedule=[(0, 11, 4)],
-                         hierarchical=hier)
-        wr.start(0.0)
-        wr.on_packet(InaPacket.result(1, 0, 0, fold_mask(1 << 5), q), 0.25)
-        assert wr.stats.results == 1
-        assert (wr.rtt.srtt is not None) == bool(samples), hier

@@ -44,8 +44,7 @@ Timeouts: measured (RFC 6298), backed off per chunk  [decision]
     Karn's rule holds where the echo cannot tell (two copies with the same number mod 16, a
     retransmitted chunk's RESULT naming no copy of ours: no sample).  One naming this worker
     with no copy number (``fan_in`` 0) and no retransmission times an aggregate its only
-    copy completed; in a hierarchical job, whose RESULTs name no worker, so does any first
-    RESULT of a chunk sent once.  :class:`RttEstimator` (one per job, kept across rounds) turns these
+    copy completed.  :class:`RttEstimator` (one per job, kept across rounds) turns these
     into:
 
     * ``first_rto``, how long a chunk's first copy waits for the other workers to start:
@@ -107,7 +106,7 @@ from workers.ina.constants import (
 )
 from workers.ina.constants import K as DEFAULT_K
 from workers.ina.messages import fold_mask
-from workers.ina.wire import COPY_MOD, NO_WORKER, InaPacket
+from workers.ina.wire import COPY_MOD, InaPacket
 
 Schedule = Sequence[tuple[int, int, int]]
 
@@ -449,12 +448,8 @@ class WorkerRound:
         else:
             self.rtt.ambiguous()
         rtt = self._echo(f.times, pkt, now)
-        named = pkt.echo.worker == self.worker_id
-        # a hierarchical job's RESULTs are caused by the root's PARTIAL, which names a switch,
-        # not a worker (docs/protocol.md §5.1): there the first RESULT of a chunk we sent once
-        # times that copy (it includes waiting for the others, as the aggregate does)
-        named = named or (self.hierarchical and pkt.echo.worker == NO_WORKER)
-        if rtt is None and named and not f.retries and not pkt.flags & FLAG_RETRANSMIT:
+        if rtt is None and pkt.echo.worker == self.worker_id \
+                and not f.retries and not pkt.flags & FLAG_RETRANSMIT:
             rtt = now - f.times[0]  # an aggregate that our only copy completed
             self.rtt.sample(rtt)
         return rtt
