@@ -110,15 +110,11 @@ control InaAggregation(inout headers_t hdr,
         mark_to_drop(standard_metadata);
     }
 
-    /* Turn this packet into the PARTIAL of the slot (values already set). A hierarchical
-     * job's PARTIAL names the switch that emitted it: its bitmap is that switch's children. */
+    /* Turn this packet into the PARTIAL of the slot (values already set). */
     action make_partial(inaFlags_t flags, switchId_t agg_id) {
         hdr.ina.msg_type = INA_TYPE_PARTIAL;
         hdr.ina.flags = flags;
         hdr.ina.agg_id = agg_id;
-        if (meta.hier == 1) {
-            hdr.ina.worker_id = meta.switch_id;
-        }
     }
 
     /* Send the packet on, unaggregated, to the aggregation point agg_id. */
@@ -190,6 +186,7 @@ control InaAggregation(inout headers_t hdr,
         }
 
         bool add = false;
+        bool emitted = false;  /* this switch emits the slot's PARTIAL */
         if (meta.slot_count == 0
                 || (meta.slot_key[79:64] == hdr.ina.job_id
                     && meta.slot_key[63:32] < hdr.ina.round)) {
@@ -235,6 +232,7 @@ control InaAggregation(inout headers_t hdr,
                 hdr.ina.count = meta.slot_count;
                 hdr.ina.bitmap = meta.slot_bitmap;
                 make_partial(INA_FLAG_RETRANSMIT, meta.next_agg_id);
+                emitted = true;
                 reemitted.count(0);
             } else if ((hdr.ina.flags & INA_FLAG_RETRANSMIT) != 0) {
                 /* A sender timed out on an incomplete slot: hand what is summed so far
@@ -243,6 +241,7 @@ control InaAggregation(inout headers_t hdr,
                 hdr.ina.count = meta.slot_count;
                 hdr.ina.bitmap = meta.slot_bitmap;
                 make_partial(INA_FLAG_RETRANSMIT | INA_FLAG_INCOMPLETE, INA_AGG_ID_PS);
+                emitted = true;
                 flushed.count(0);
             } else {
                 drop_duplicate();
@@ -273,7 +272,13 @@ control InaAggregation(inout headers_t hdr,
             hdr.ina.count = meta.new_count;
             hdr.ina.bitmap = meta.new_bitmap;
             make_partial(0, meta.next_agg_id);
+            emitted = true;
             completed.count(0);
+        }
+        if (emitted && meta.hier == 1) {
+            /* a hierarchical job's PARTIAL names the switch that emitted it: its bitmap is
+             * that switch's children (not in make_partial: no conditional in an action) */
+            hdr.ina.worker_id = meta.switch_id;
         }
     }
 }
