@@ -53,7 +53,7 @@ def configure(sw: Switch, workers: int) -> None:
     sw.insert_entry(ING + "job_table", {"hdr.ina.job_id": JOB}, ING + "set_job",
                     {"full_mask": (1 << workers) - 1, "is_ps_tor": 0, "tor_id": TOR,
                      "ps_port": 0, "mcast_grp": MCAST,
-                     "slot_base": 0, "slot_size": num_slots()})
+                     "slot_base": 0, "slot_size": num_slots(), "hier": 0, "fan_in": 0})
     for w in range(workers):
         sw.insert_entry(ING + "ina_member", {"hdr.ina.job_id": JOB, "hdr.ina.worker_id": w,
                                              "standard_metadata.ingress_port": w + 1},

@@ -200,17 +200,22 @@ class InaSwitch:
 
     def job(self, job_id: int, workers: list[int], *, is_ps_tor: bool, tor_id: int,
             ps_port: int = 0, mcast_grp: int = 0, member_ports: bool = True,
-            slot_base: int = 0, slot_size: int | None = None) -> None:
+            slot_base: int = 0, slot_size: int | None = None, fan_in: int | None = None,
+            ) -> None:
         """A job_table entry (slot range: the whole pool unless given) and, once a route
-        to the PS exists (``route(0, ...)``), the job's ps_route toward it."""
+        to the PS exists (``route(0, ...)``), the job's ps_route toward it.  ``fan_in``:
+        a hierarchical job whose aggregation point here waits for that many children
+        (:meth:`child` gives their bits); None: a flat job over ``workers``' bits."""
         mask = 0
-        for w in workers:
-            mask |= 1 << w
+        if fan_in is None:
+            for w in workers:
+                mask |= 1 << w
         self.target.insert_entry(
             "MyIngress.job_table", {"hdr.ina.job_id": job_id}, "MyIngress.set_job",
             {"full_mask": mask, "is_ps_tor": int(is_ps_tor), "tor_id": tor_id,
              "ps_port": ps_port, "mcast_grp": mcast_grp, "slot_base": slot_base,
-             "slot_size": num_slots() if slot_size is None else slot_size},
+             "slot_size": num_slots() if slot_size is None else slot_size,
+             "hier": int(fan_in is not None), "fan_in": fan_in or 0},
         )
         self.jobs.append(job_id)
         if 0 in self.routes and job_id not in self.ps_groups:
@@ -218,6 +223,16 @@ class InaSwitch:
         if member_ports:
             for w in workers:
                 self.member(job_id, w, w + 1)
+
+    def child(self, job_id: int, msg_type: int, sender: int, index: int) -> None:
+        """An ina_child entry: ``sender`` (a GRAD's worker_id, a PARTIAL's emitting switch)
+        is child ``index`` of this switch in hierarchical job ``job_id``."""
+        self.target.insert_entry(
+            "MyIngress.ina_child",
+            {"hdr.ina.job_id": job_id, "hdr.ina.msg_type": msg_type,
+             "hdr.ina.worker_id": sender},
+            "MyIngress.set_child", {"index": index},
+        )
 
     def member(self, job_id: int, worker_id: int, port: int) -> None:
         self.target.insert_entry(

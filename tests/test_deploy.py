@@ -74,7 +74,7 @@ def test_membership_job_table_and_result_tree(setup):
     job0 = entries(rules, "leaf0", "job_table")[0].params
     assert job0 == {"full_mask": 0b111, "is_ps_tor": 1, "tor_id": plan.switch_ids["leaf0"],
                     "ps_port": p["leaf0"]["h0"], "mcast_grp": 1, "slot_base": 0,
-                    "slot_size": num_slots()}
+                    "slot_size": num_slots(), "hier": 0, "fan_in": 0}
     assert entries(rules, "leaf1", "job_table")[0].params["is_ps_tor"] == 0
     groups = {s: r.mcast_groups for s, r in rules.items()}
     assert groups == {"leaf0": {1: [p["leaf0"]["h1"], p["leaf0"]["spine0"]]},

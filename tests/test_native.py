@@ -115,7 +115,7 @@ def test_ina_p4_native_equals_python_frame_for_frame(monkeypatch, variant: str) 
                             "MyIngress.set_job",
                             {"full_mask": 15, "is_ps_tor": 1, "tor_id": ina_pps.AGG,
                              "ps_port": ina_pps.UPLINKS[0], "mcast_grp": ina_pps.MCAST,
-                             "slot_base": 8, "slot_size": 64})
+                             "slot_base": 8, "slot_size": 64, "hier": 0, "fan_in": 0})
 
     configure_both(py, nat, configure)
     work = ina_pps.frames(48, 4)

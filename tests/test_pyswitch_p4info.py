@@ -136,11 +136,12 @@ def test_ina_p4_control_plane_names_stay_put() -> None:
     ing = "MyIngress."
     assert sorted(t.preamble.name for t in info.tables) == sorted(
         [ing + t for t in ("switch_config", "port_config", "job_table", "ina_member",
-                           "ipv4_lpm", "ina_route", "ps_route", "ina_nexthop")]
+                           "ina_child", "ipv4_lpm", "ina_route", "ps_route", "ina_nexthop")]
         + ["MyEgress.result_rewrite", "MyEgress.ecn_config"])
     actions = {a.preamble.name for a in info.actions}  # (plus internal ones, as p4c)
     assert {ing + a for a in ("set_switch_config", "set_port_fabric", "set_job", "member_ok",
-                              "ipv4_forward", "drop", "set_group", "route_to_ps", "set_port")} \
+                              "set_child", "ipv4_forward", "drop", "set_group", "route_to_ps",
+                              "set_port")} \
         | {"MyEgress.set_result_dst", "MyEgress.set_ecn_threshold", "NoAction"} <= actions
     assert sorted(c.preamble.name for c in info.counters) == sorted(
         [ing + c for c in ("aggregated", "completed", "duplicate", "reemitted", "flushed",
@@ -157,3 +158,5 @@ def test_ina_p4_control_plane_names_stay_put() -> None:
     assert keys[ing + "ina_member"] == ["hdr.ina.job_id", "hdr.ina.worker_id",
                                         "standard_metadata.ingress_port"]
     assert keys[ing + "ina_nexthop"] == ["meta.member_index"]
+    assert keys[ing + "ina_child"] == ["hdr.ina.job_id", "hdr.ina.msg_type",
+                                       "hdr.ina.worker_id"]

@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fattree:K | leafspine:L,S,H | bcube:N,K | dumbbell:L,R[,B] | FILE.json")
     p.add_argument("--ps", help="the parameter server host (one job)")
     p.add_argument("--workers",
-                   help="NAME,NAME,... or a COUNT (first COUNT hosts besides the PS)")
+                   help="NAME,NAME,..., a COUNT (first COUNT hosts besides the PS) or all")
     p.add_argument("--jobs", metavar="FILE|N",
                    help="several jobs sharing the switches instead of --ps/--workers: a jobs "
                         "file (JSON list) or N (the hosts dealt out to N jobs; docs/design.md "

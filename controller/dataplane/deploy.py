@@ -25,7 +25,8 @@ import networkx as nx
 from controller.plan.mcast_tree import result_tree
 from controller.plan.types import Plan
 from topo.paths import ecmp_next_hops
-from workers.ina.constants import num_slots
+from workers.ina.constants import TYPE_GRAD, TYPE_PARTIAL, num_slots
+from workers.ina.tree import WORKER, Tree
 
 ING = "MyIngress."
 
@@ -43,16 +44,23 @@ class SwitchJob:
     Several jobs (docs/design.md §3.10): ``plan`` is the job's own plan (its PS, PS ToR,
     deployment; None = the plan :func:`switch_rules` is given) and ``tenant`` names the
     training job it belongs to: the sync modes of one tenant run one after another and
-    share its slot range under the ``partitioned`` policy (empty = the job is its own)."""
+    share its slot range under the ``partitioned`` policy (empty = the job is its own).
+
+    ``tree``: a hierarchical job's aggregation tree (docs/protocol.md §5.1): every switch of
+    it gets its children in ``ina_child`` and its fan-in and parent in ``set_job``; None: a
+    flat job (bit i = worker i)."""
 
     job_id: int
     workers: tuple[str, ...]
     removed: frozenset[int] = frozenset()
     plan: Plan | None = field(default=None, compare=False, hash=False)  # a one-job plan
     tenant: str = ""
+    tree: Tree | None = field(default=None, compare=False, hash=False)
 
     @property
     def full_mask(self) -> int:
+        if self.tree is not None:
+            return 0  # a hierarchical job's bits are children: no job-wide mask
         return ((1 << len(self.workers)) - 1) & ~sum(1 << b for b in self.removed)
 
     @property
@@ -255,15 +263,27 @@ def switch_rules(
                 r.entries.append(Entry(ING + "ps_route", {"hdr.ina.job_id": job.job_id},
                                        ING + "set_group", to_ps[ps]))
             base, size = slots[s][job.job_id]
+            tree, fan_in, up = job.tree, 0, ids[tor]
+            if tree is not None and ids[s] in tree.children:
+                fan_in = tree.fan_in(ids[s])
+                up = tree.parent(ids[s]) or ids[tor]
+                for i, c in enumerate(tree.children[ids[s]]):
+                    if c is not None:
+                        r.entries.append(Entry(ING + "ina_child", {
+                            "hdr.ina.job_id": job.job_id,
+                            "hdr.ina.msg_type": TYPE_GRAD if c.kind == WORKER else TYPE_PARTIAL,
+                            "hdr.ina.worker_id": c.id}, ING + "set_child", {"index": i}))
             r.entries.append(Entry(ING + "job_table", {"hdr.ina.job_id": job.job_id},
                                    ING + "set_job", {
                                        "full_mask": job.full_mask,
                                        "is_ps_tor": int(s == tor),
-                                       "tor_id": ids[tor],
+                                       "tor_id": up,
                                        "ps_port": ports[s].get(ps, 0) if s == tor else 0,
                                        "mcast_grp": job.job_id,
                                        "slot_base": base,
                                        "slot_size": size,
+                                       "hier": int(tree is not None),
+                                       "fan_in": fan_in,
                                    }))
             for bit, w in enumerate(job.workers):
                 if w in ports[s] and bit not in job.removed:

@@ -61,7 +61,7 @@ from controller.dataplane.drop_counters import (
     run_counters,
 )
 from controller.errors import ExperimentError
-from controller.experiment.methods.ina.core import Settings, deployed_network
+from controller.experiment.methods.ina.core import Settings, deployed_network, tree_for
 from controller.experiment.network import check_environment, compile_program
 from controller.experiment.runner import Run
 from controller.files import write_json_atomic
@@ -473,7 +473,8 @@ def run_campaign(s: CampaignSettings, console: Any = None,
     workers = list(plan.job.workers)
     n_values = Replica(TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers)),
                        0).params.size
-    jobs = [SwitchJob(JOB_IDS[m], tuple(workers)) for m in s.modes]
+    jobs = [SwitchJob(JOB_IDS[m], tuple(workers), tree=tree_for(m, plan, workers))
+            for m in s.modes]  # a job of more than 64 workers: hierarchical
     ctx = _Context(run, s, graph, plan, workers, jobs, n_values, n_chunks_for(n_values, K))
     seeds = [s.seed + i for i in range(s.seeds)]
     todo = plan_runs(faults, s.modes, seeds)

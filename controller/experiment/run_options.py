@@ -71,7 +71,7 @@ def add_topology_options(p: argparse.ArgumentParser | argparse._ArgumentGroup, *
     p.add_argument("--ps", default=ps, help=f"parameter server host (default {ps})")
     if workers is not None:
         p.add_argument("--workers", default=workers,
-                       help=f"NAME,NAME,... or a COUNT (default {workers})")
+                       help=f"NAME,NAME,..., a COUNT or all (default {workers})")
 
 
 def add_impairment_options(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

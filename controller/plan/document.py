@@ -33,8 +33,11 @@ __all__ = ["PLAN_VERSION", "Plan", "JobPlan", "build_plan", "chunk_schedule", "w
 
 
 def resolve_workers(graph: Any, ps: str, spec: str) -> list[str]:
-    """``NAME,NAME,...`` or a COUNT: the first COUNT hosts other than the PS in name order."""
+    """``NAME,NAME,...``, a COUNT: the first COUNT hosts other than the PS in name order, or
+    ``all``: every host but the PS."""
     spec = spec.strip()
+    if spec == "all":
+        return [h for h in hosts(graph) if h != ps]
     if spec.isdigit():
         # str.isdigit() also accepts "²" and other digits int() refuses, and int() refuses
         # numbers of more than 4,300 digits: check before converting

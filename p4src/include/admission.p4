@@ -3,10 +3,11 @@
  * Reads the switch, port and job configuration into `meta` (tables switch_config,
  * port_config, job_table, ina_member) and drops, counting why:
  *  - malformed: parser error (truncated), bad IPv4 checksum, IPv4 options, a bad INA
- *    header (UDP length, type, GRAD/PARTIAL count and bitmap);
+ *    header (UDP length, type, GRAD/PARTIAL count and bitmap: a GRAD's bitmap is its sender's
+ *    bit in a flat job, 0 in a hierarchical one);
  *  - not a member: a GRAD from an unregistered (job, worker, port), a RESULT that does not
  *    enter at the PS's port of s_d, a PARTIAL from a host, contributions outside the job's
- *    worker set, a RESULT or an aggregation of an unknown job;
+ *    worker set (flat job), a RESULT or an aggregation of an unknown job;
  *  - not IPv4 (dropped_not_ipv4: ARP, IPv6, LLDP... this data plane routes IPv4 only).
  * Every drop goes through a drop_* action that counts its reason, so that a frame that
  * disappears in a switch is always accounted for (docs/protocol.md §4, docs/design.md §9).
@@ -57,9 +58,12 @@ control InaAdmission(inout headers_t hdr,
     @name(".MyIngress.set_job")
     action set_job(workerSet_t full_mask, bit<1> is_ps_tor, switchId_t tor_id,
                    egressSpec_t ps_port, mcastGroup_t mcast_grp,
-                   slotIndex_t slot_base, slotIndex_t slot_size) {
+                   slotIndex_t slot_base, slotIndex_t slot_size,
+                   bit<1> hier, contribCount_t fan_in) {
         meta.job_known = 1;
         meta.job_mask = full_mask;
+        meta.hier = hier;
+        meta.job_fan_in = fan_in;
         meta.is_ps_tor = is_ps_tor;
         meta.tor_id = tor_id;
         meta.ps_port = ps_port;
@@ -136,11 +140,21 @@ control InaAdmission(inout headers_t hdr,
             drop_malformed();
             exit;
         }
+        switch_config.apply();
+        port_config.apply();
+        job_table.apply();
+
         if (hdr.ina.msg_type == INA_TYPE_GRAD) {
-            /* the amount is cast to bit<8>: BMv2 shifts by at most 8 bits (worker_id is
-             * below INA_MAX_WORKERS here) */
-            if (hdr.ina.count != 1 || hdr.ina.worker_id >= INA_MAX_WORKERS
+            if (meta.hier == 1) {
+                /* hierarchical job: the aggregation point's child table gives the bit */
+                if (hdr.ina.count != 1 || hdr.ina.bitmap != 0) {
+                    drop_malformed();
+                    exit;
+                }
+            } else if (hdr.ina.count != 1 || hdr.ina.worker_id >= INA_MAX_WORKERS
                     || hdr.ina.bitmap != ((workerSet_t)1) << (bit<8>)hdr.ina.worker_id) {
+                /* the amount is cast to bit<8>: BMv2 shifts by at most 8 bits (worker_id is
+                 * below INA_MAX_WORKERS here) */
                 drop_malformed();
                 exit;
             }
@@ -155,13 +169,9 @@ control InaAdmission(inout headers_t hdr,
         /* Switches may rewrite the values: INA datagrams carry no UDP checksum. */
         hdr.udp.checksum = 0;
 
-        switch_config.apply();
-        port_config.apply();
-        job_table.apply();
-
         /* Membership. On host ports: a GRAD needs its (job, worker, port) registered;
          * only the PS's port at s_d may inject RESULTs; PARTIALs never come from hosts.
-         * From any port: the contribution must lie inside the job's worker set. */
+         * From any port: the contribution must lie inside the job's worker set (flat). */
         if (meta.fabric_port == 0) {
             if (hdr.ina.msg_type == INA_TYPE_GRAD) {
                 if (!ina_member.apply().hit) {
@@ -185,7 +195,8 @@ control InaAdmission(inout headers_t hdr,
                 exit;
             }
         } else if (meta.job_known == 1) {
-            if ((hdr.ina.bitmap & ~meta.job_mask) != 0) {
+            /* (a hierarchical job's bits are children: its aggregation points check them) */
+            if (meta.hier == 0 && (hdr.ina.bitmap & ~meta.job_mask) != 0) {
                 drop_nonmember();
                 exit;
             }

@@ -9,7 +9,16 @@
  * (docs/protocol.md has the state machine); a complete slot turns the packet into the
  * PARTIAL for the next aggregation point, an incomplete one absorbs it (exit). A RESULT
  * releases the slot holding its key. A switch with agg_enabled = 0 sends what is
- * addressed to it on to the PS. Control-plane names keep the MyIngress. prefix. */
+ * addressed to it on to the PS. Control-plane names keep the MyIngress. prefix.
+ *
+ * Two numberings of the contributors (docs/protocol.md section 5.1), chosen per job by
+ * job_table: a flat job's bitmaps hold worker bits and s_d completes on the job's full mask
+ * (at most INA_MAX_WORKERS workers); a hierarchical job's slot holds the bits of this
+ * switch's CHILDREN (a worker, or an aggregation point below whose PARTIAL is one
+ * contribution), each child's bit from the controller's table ina_child keyed by the
+ * sender (a GRAD's worker_id, a PARTIAL's emitting switch), and a slot completes when it
+ * holds the job_fan_in children set_job gives this switch: the state per slot does not
+ * grow with the job, only the children of one switch are bounded by INA_MAX_WORKERS. */
 #ifndef _INA_AGGREGATION_P4_
 #define _INA_AGGREGATION_P4_
 
@@ -54,6 +63,26 @@ control InaAggregation(inout headers_t hdr,
     register<contribCount_t>(INA_NUM_SLOTS) slot_count;   /* contributions summed; 0 = free */
 
     InaValues() values;  /* the slots' sums (generated: include/values_regs.p4) */
+
+    @name(".MyIngress.set_child")
+    action set_child(childIndex_t index) {
+        meta.bits = ((workerSet_t)1) << index;
+    }
+
+    /* Hierarchical jobs: the sender's child bit at this switch, keyed by the job and the
+     * sender (worker_id: a GRAD's worker, a PARTIAL's emitting switch). A sender that is no
+     * child of this switch is sent on to the PS unaggregated. */
+    @name(".MyIngress.ina_child")
+    table ina_child {
+        key = {
+            hdr.ina.job_id: exact;
+            hdr.ina.msg_type: exact;
+            hdr.ina.worker_id: exact;
+        }
+        actions = { set_child; NoAction; }
+        default_action = NoAction();
+        size = 4096;
+    }
 
     /* Slot bookkeeping after a claim or join (the sums are the values control's). */
     action slot_update() {
@@ -141,7 +170,23 @@ control InaAggregation(inout headers_t hdr,
         }
         slot_bitmap.read(meta.slot_bitmap, meta.slot);
 
+        /* What this packet contributes: its own bits (flat job), or its sender's child bit
+         * here (hierarchical job: one child, one contribution). */
+        meta.bits = hdr.ina.bitmap;
+        if (meta.hier == 1) {
+            meta.bits = 0;
+            ina_child.apply();
+            if (meta.bits == 0) {
+                /* not a child of this switch: on to the PS */
+                fall_back(INA_AGG_ID_PS);
+                bypassed.count(0);
+                return;
+            }
+            meta.contrib = 1;
+        }
+
         bool add = false;
+        bool emitted = false;  /* this switch emits the slot's PARTIAL */
         if (meta.slot_count == 0
                 || (meta.slot_key[79:64] == hdr.ina.job_id
                     && meta.slot_key[63:32] < hdr.ina.round)) {
@@ -156,7 +201,7 @@ control InaAggregation(inout headers_t hdr,
                     evicted.count(0);
                 }
                 values.apply(hdr.vals, meta.slot, VALUES_STORE);
-                meta.new_bitmap = hdr.ina.bitmap;
+                meta.new_bitmap = meta.bits;
                 meta.new_count = meta.contrib;
                 add = true;
             }
@@ -164,17 +209,19 @@ control InaAggregation(inout headers_t hdr,
             /* Collision: aggregator unavailable for this key. */
             fall_back(meta.next_agg_id);
             collision.count(0);
-        } else if ((meta.slot_bitmap & hdr.ina.bitmap) == 0) {
+        } else if ((meta.slot_bitmap & meta.bits) == 0) {
             /* Join. */
             values.apply(hdr.vals, meta.slot, VALUES_ADD);
-            meta.new_bitmap = meta.slot_bitmap | hdr.ina.bitmap;
+            meta.new_bitmap = meta.slot_bitmap | meta.bits;
             meta.new_count = meta.slot_count + meta.contrib;
             add = true;
-        } else if ((meta.slot_bitmap & hdr.ina.bitmap) == hdr.ina.bitmap) {
+        } else if ((meta.slot_bitmap & meta.bits) == meta.bits) {
             /* Duplicate: every contribution already summed here. */
             duplicate.count(0);
             bool slot_complete = false;
-            if (meta.is_ps_tor == 1) {
+            if (meta.hier == 1) {
+                slot_complete = meta.slot_count == meta.job_fan_in;
+            } else if (meta.is_ps_tor == 1) {
                 slot_complete = meta.slot_bitmap == meta.job_mask;
             } else {
                 slot_complete = meta.slot_count == hdr.ina.fan_in;
@@ -185,6 +232,7 @@ control InaAggregation(inout headers_t hdr,
                 hdr.ina.count = meta.slot_count;
                 hdr.ina.bitmap = meta.slot_bitmap;
                 make_partial(INA_FLAG_RETRANSMIT, meta.next_agg_id);
+                emitted = true;
                 reemitted.count(0);
             } else if ((hdr.ina.flags & INA_FLAG_RETRANSMIT) != 0) {
                 /* A sender timed out on an incomplete slot: hand what is summed so far
@@ -193,6 +241,7 @@ control InaAggregation(inout headers_t hdr,
                 hdr.ina.count = meta.slot_count;
                 hdr.ina.bitmap = meta.slot_bitmap;
                 make_partial(INA_FLAG_RETRANSMIT | INA_FLAG_INCOMPLETE, INA_AGG_ID_PS);
+                emitted = true;
                 flushed.count(0);
             } else {
                 drop_duplicate();
@@ -208,7 +257,9 @@ control InaAggregation(inout headers_t hdr,
             slot_update();
             aggregated.count(0);
             bool complete = false;
-            if (meta.is_ps_tor == 1) {
+            if (meta.hier == 1) {
+                complete = meta.new_count == meta.job_fan_in;
+            } else if (meta.is_ps_tor == 1) {
                 complete = meta.new_bitmap == meta.job_mask;
             } else {
                 complete = meta.new_count == hdr.ina.fan_in;
@@ -221,7 +272,13 @@ control InaAggregation(inout headers_t hdr,
             hdr.ina.count = meta.new_count;
             hdr.ina.bitmap = meta.new_bitmap;
             make_partial(0, meta.next_agg_id);
+            emitted = true;
             completed.count(0);
+        }
+        if (emitted && meta.hier == 1) {
+            /* a hierarchical job's PARTIAL names the switch that emitted it: its bitmap is
+             * that switch's children (not in make_partial: no conditional in an action) */
+            hdr.ina.worker_id = meta.switch_id;
         }
     }
 }

@@ -16,7 +16,10 @@
 #ifndef INA_NUM_SLOTS
 #define INA_NUM_SLOTS 1024
 #endif
-#define INA_MAX_WORKERS 64  /* = width of the bitmap field; worker i <-> bit i */
+/* = width of the bitmap field: the most contributors one switch (and, in a flat job, one
+ * job) sums; worker i <-> bit i in a flat job, child i <-> bit i at each switch of a
+ * hierarchical one, whose size is not bounded by it (docs/protocol.md section 5.1) */
+#define INA_MAX_WORKERS 64
 
 /* UDP port that marks a datagram as INA (destination port only). */
 const bit<16> INA_UDP_PORT = 18000;

@@ -62,18 +62,24 @@ header ina_h {
                          *   the PS.
                          * PARTIAL: next aggregation point; 0 = the PS.
                          * RESULT: 0, unused (RESULTs follow the multicast tree). */
-    bit<8>  fan_in;     /* GRAD: contributions the agg_id switch waits for (not read at s_d).
+    bit<8>  fan_in;     /* GRAD: contributions the agg_id switch waits for (not read at s_d,
+                         *   nor in a hierarchical job).
                          * PARTIAL: that of the packet that made a switch emit it.
                          * RESULT: echo (hosts only): 1 + copy number if the packet that
                          *   caused it was a worker's own GRAD, else 0. */
     bit<8>  count;      /* GRAD: 1. PARTIAL: contributions summed (popcount of bitmap).
-                         * RESULT: contributions summed (popcount of bitmap). */
+                         * RESULT: popcount of bitmap. */
     bit<16> worker_id;  /* GRAD: sender.
-                         * PARTIAL: that of the packet that made a switch emit it.
+                         * PARTIAL: flat job: that of the packet that made a switch emit it;
+                         *   hierarchical job: the emitting switch's id.
                          * RESULT: echo (hosts only): worker_id of the packet that caused
                          *   it, 0xFFFF for none. */
-    bit<64> bitmap;     /* GRAD: 1 << worker_id. PARTIAL: workers summed; worker i <-> bit i.
-                         * RESULT: workers summed, the job's full mask. */
+    bit<64> bitmap;     /* GRAD: flat job: 1 << worker_id; hierarchical job: 0 (the child
+                         *   table of the agg_id switch gives the sender's bit).
+                         * PARTIAL: contributions summed: flat job: worker i <-> bit i;
+                         *   hierarchical job: the emitting switch's child i <-> bit i.
+                         * RESULT: the round's members, worker i <-> bit i mod 64 (the job's
+                         *   full mask in a flat job). */
 }
 
 /* header ina_values_h: INA_K x bit<32> (generated) */
@@ -96,9 +102,10 @@ struct metadata_t {
     bit<1>         fabric_port;
     /* job (table job_table) */
     bit<1>         job_known;
-    workerSet_t    job_mask;     /* full worker set of the job */
-    bit<1>         is_ps_tor;    /* this switch is s_d (the PS's ToR) for the job */
-    switchId_t     tor_id;       /* id(s_d): where this switch's PARTIALs and fallbacks go */
+    workerSet_t    job_mask;     /* full worker set of the job (flat job) */
+    bit<1>         is_ps_tor;    /* the PS is next: s_d (flat), the tree's root (hierarchical) */
+    switchId_t     tor_id;       /* where this switch's PARTIALs and fallbacks go: id(s_d)
+                                  * (flat), the parent aggregation point (hierarchical) */
     egressSpec_t   ps_port;      /* at s_d: the port of the PS (only RESULTs enter there) */
     mcastGroup_t   mcast_grp;    /* multicast group of the job's RESULTs at this switch */
     slotIndex_t    slot_base;    /* the job's slot range at this switch: [base, base + size) */
@@ -109,7 +116,8 @@ struct metadata_t {
     slotKey_t      slot_key;
     workerSet_t    slot_bitmap;
     contribCount_t slot_count;   /* 0 = slot free */
-    contribCount_t contrib;      /* contributions this packet adds (GRAD 1, PARTIAL count) */
+    contribCount_t contrib;      /* contributions this packet adds (GRAD 1, PARTIAL count;
+                                  * 1 in a hierarchical job: one child) */
     workerSet_t    new_bitmap;
     contribCount_t new_count;
     switchId_t     next_agg_id;  /* next aggregation point: tor_id, or 0 (PS) at s_d */
@@ -118,6 +126,11 @@ struct metadata_t {
     memberIndex_t  group_base;
     bit<16>        group_size;
     memberIndex_t  member_index;
+    /* hierarchical jobs (docs/protocol.md section 5.1; job_table, ina_child) */
+    bit<1>         hier;         /* 1 = hierarchical job: contributions are children */
+    contribCount_t job_fan_in;   /* children this switch waits for */
+    workerSet_t    bits;         /* contributors this packet adds: its bitmap (flat job), its
+                                  * sender's child bit from ina_child (hierarchical job) */
 }
 
 #endif

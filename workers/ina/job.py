@@ -12,6 +12,7 @@ from pathlib import Path
 
 from workers.common.model import TrainConfig
 from workers.ina.constants import INA_REPLY_PORT
+from workers.ina.tree import Tree
 
 MODES = ("ina", "tor_only", "ps_only")
 
@@ -83,12 +84,20 @@ class JobConfig:
     # The PS reports a member it has not heard from for this long while the lowest
     # incomplete round still lacks that member's contribution (0: never).
     worker_timeout_s: float = 10.0
+    # A hierarchical job (docs/protocol.md §5.1): its aggregation tree, the numbering of
+    # every switch's children the controller wrote into the switches' ina_child tables
+    # (workers.ina.tree.Tree.to_json).  None: a flat job (bit i = worker i, at most 64).
+    tree: dict | None = None
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # the cap of a retransmission timeout is never below the first one (a --timeout of
         # 2 s for a 64-worker round whose workers start up to a second apart)
         self.max_timeout = max(self.max_timeout, self.timeout)
+
+    def aggregation_tree(self) -> Tree | None:
+        """The job's :class:`Tree` (None: a flat job)."""
+        return None if self.tree is None else Tree.from_json(self.tree)
 
     def save(self, path: Path) -> None:
         data = asdict(self)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from workers.ina.constants import MAX_WORKERS
+
 
 def wrap_sum(arrays: list[np.ndarray]) -> np.ndarray:
     """Element-wise sum of int32 arrays with int32 wrap-around (what a switch computes).
@@ -28,6 +30,16 @@ def wrap_sum(arrays: list[np.ndarray]) -> np.ndarray:
 def popcount(x: int) -> int:
     """Number of set bits (workers) in a bitmap."""
     return int(x).bit_count()
+
+
+def fold_mask(mask: int) -> int:
+    """A worker set as a RESULT's bitmap carries it: worker i <-> bit i mod MAX_WORKERS (the
+    set itself when every id is below MAX_WORKERS, as in a flat job)."""
+    out = 0
+    while mask:
+        out |= mask & ((1 << MAX_WORKERS) - 1)
+        mask >>= MAX_WORKERS
+    return out
 
 
 def mask_of(worker_ids: list[int] | range) -> int:

@@ -134,6 +134,15 @@ Member changes (docs/design.md §9, a worker that died)  [decision]
     when it last heard each member (:meth:`PsState.silent`), so a round stuck because one
     worker's chunks never come is reported, not waited for forever.
 
+Hierarchical jobs (docs/protocol.md §5.1)
+    With a :class:`workers.ina.tree.Tree` the switches' bitmaps hold children, not workers:
+    each arriving piece is first turned into the set of workers it sums
+    (:meth:`Tree.worker_set`: a GRAD its sender, a PARTIAL the workers below the children of
+    its bits at the switch that emitted it), and everything above holds of those sets, of
+    any size.  A piece the tree cannot read (a switch or a bit it does not have) is
+    malformed (``child``).  RESULTs carry the members folded to the bitmap's width
+    (:func:`workers.ina.messages.fold_mask`).
+
 Malformed input (docs/design.md §9) is dropped and counted, never raised: wrong job, type not GRAD
 or PARTIAL, chunk out of range, wrong number of values, empty worker set or bits outside F, a GRAD
 whose bitmap is not exactly its sender's bit, and ``count != popcount(bitmap)`` (a packet whose
@@ -158,8 +167,9 @@ from workers.ina.constants import (
     TYPE_PARTIAL,
 )
 from workers.ina.constants import K as DEFAULT_K
-from workers.ina.messages import mask_of, wrap_sum
-from workers.ina.wire import NO_ECHO, Echo, InaPacket
+from workers.ina.messages import fold_mask, mask_of, wrap_sum
+from workers.ina.tree import Tree
+from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket
 
 
 class CoverBudgetExceeded(RuntimeError):
@@ -282,8 +292,9 @@ class _Round:
 class PsState:
     """Merge state of one job at the PS (see module docstring for the rules).
 
-    ``worker_ids``: the job's workers (bit i <-> worker i, i < 64).  ``n_chunks``: chunks per
-    round (the gradient is n_chunks * k int32 values, zero-padded).  ``k``: values per packet.
+    ``worker_ids``: the job's workers (bit i <-> worker i, i < 64 in a flat job).
+    ``n_chunks``: chunks per round (the gradient is n_chunks * k int32 values, zero-padded).
+    ``k``: values per packet.  ``tree``: a hierarchical job's aggregation tree (module doc).
     """
 
     def __init__(
@@ -303,12 +314,15 @@ class PsState:
         unicast_late: bool = False,
         routes: dict[int, list[tuple[int, int, int]]] | None = None,
         twice_above: float = 0.01,
+        tree: Tree | None = None,
     ) -> None:
         ids = sorted(set(int(w) for w in worker_ids))
         if not ids:
             raise ValueError("a job needs at least one worker")
-        if ids[0] < 0 or ids[-1] >= MAX_WORKERS:
-            raise ValueError(f"worker ids must be in [0, {MAX_WORKERS}), got {ids}")
+        top = MAX_WORKERS if tree is None else NO_WORKER
+        if ids[0] < 0 or ids[-1] >= top:
+            raise ValueError(f"worker ids must be in [0, {top}), got {ids[0]}..{ids[-1]}")
+        self.tree = tree
         if n_chunks < 1 or k < 1:
             raise ValueError(f"n_chunks and k must be >= 1, got {n_chunks}, {k}")
         if keep_done < 0 or max_ahead < 0:
@@ -439,6 +453,18 @@ class PsState:
         """Take one decoded packet; return the RESULTs to send and rounds that completed.
         ``now`` (any monotone clock; optional) feeds :meth:`silent`."""
         out = PsOutput()
+        if self.tree is not None and pkt.msg_type in (TYPE_GRAD, TYPE_PARTIAL):
+            raw = pkt.bitmap
+            got = self.tree.worker_set(pkt.msg_type, pkt.worker_id, raw, pkt.count)
+            if got is None or (pkt.msg_type == TYPE_GRAD and raw != 0):
+                self.stats.malformed += 1
+                self.stats.malformed_reasons["child"] = (
+                    self.stats.malformed_reasons.get("child", 0) + 1)
+                return out
+            # the piece as the workers it sums; a PARTIAL's worker_id names a switch, so
+            # the RESULT it causes echoes no worker
+            pkt = replace(pkt, bitmap=got, count=got.bit_count(),
+                          worker_id=pkt.worker_id if pkt.msg_type == TYPE_GRAD else NO_WORKER)
         why = self._check(pkt)
         if why:
             self.stats.malformed += 1
@@ -659,7 +685,7 @@ class PsState:
         mask = self.mask_for(r)
         vals = values.view()  # a row of the round's sums, never written again
         vals.setflags(write=False)
-        return InaPacket.result(self.job_id, r, c, mask, vals,
+        return InaPacket.result(self.job_id, r, c, fold_mask(mask), vals,
                                 flags=FLAG_RETRANSMIT if resent else 0, echo=self._echo)
 
     def _advance(self) -> None:

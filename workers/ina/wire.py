@@ -156,18 +156,23 @@ FIELD_MEANINGS: dict[str, Meaning] = {
         f"next aggregation point ({AGG_ID_PS} = the PS)",
         f"{AGG_ID_PS} (unused: RESULTs follow the multicast tree)"),
     "fan_in": Meaning(
-        "contributions the `agg_id` switch waits for (not read at s_d)",
+        "contributions the `agg_id` switch waits for (not read at s_d, nor in a "
+        "hierarchical job)",
         _EMITTED,
         "echo: 1 + copy number if the packet that caused it was a worker's own GRAD, "
         "else 0 (§6)"),
     "count": Meaning("1", "contributions summed (= popcount(`bitmap`))",
-                     "contributions summed (= popcount(`bitmap`))"),
+                     "popcount(`bitmap`)"),
     "worker_id": Meaning(
         "sender",
-        _EMITTED,
+        f"flat job: {_EMITTED}; hierarchical job: the emitting switch's id (§5.1)",
         f"echo: `worker_id` of the packet that caused it, `0x{NO_WORKER:04X}` for none (§6)"),
-    "bitmap": Meaning("`1 << worker_id`", "workers summed (bit i = worker i)",
-                      "workers summed: the job's full mask"),
+    "bitmap": Meaning(
+        "flat job: `1 << worker_id`; hierarchical job: 0 (the `agg_id` switch's child table "
+        "gives the sender's bit, §5.1)",
+        "contributions summed: flat job: bit i = worker i; hierarchical job: bit i = child i "
+        "of the emitting switch (§5.1)",
+        f"the round's members, bit (i mod {MAX_WORKERS}) = worker i (a flat job's full mask)"),
     "values": Meaning("quantized gradient", "sums over `bitmap`", "global sum"),
 }
 """For every field of the layer (header fields and values), what it holds in a GRAD, a
@@ -235,16 +240,20 @@ class InaPacket:
 
     @classmethod
     def grad(cls, job_id: int, round: int, chunk_id: int, agg_id: int, fan_in: int,
-             worker_id: int, values: np.ndarray, flags: int = 0, copy: int = 0) -> InaPacket:
-        """Worker ``worker_id``'s GRAD: count 1, bitmap = 1 << worker_id, ``flags`` (Flag
-        bits only) with copy number ``copy`` (mod COPY_MOD) in the copy bits."""
-        if not 0 <= worker_id < MAX_WORKERS:
-            raise ValueError(f"worker_id {worker_id} outside 0..{MAX_WORKERS - 1}")
+             worker_id: int, values: np.ndarray, flags: int = 0, copy: int = 0,
+             hierarchical: bool = False) -> InaPacket:
+        """Worker ``worker_id``'s GRAD: count 1, bitmap = 1 << worker_id (0 in a
+        ``hierarchical`` job, whose switches take the sender's bit from their child
+        tables), ``flags`` (Flag bits only) with copy number ``copy`` (mod COPY_MOD) in the
+        copy bits."""
+        top = NO_WORKER if hierarchical else MAX_WORKERS
+        if not 0 <= worker_id < top:
+            raise ValueError(f"worker_id {worker_id} outside 0..{top - 1}")
         if int(flags) & COPY_MASK:
             raise ValueError(f"flags {int(flags):#x} hold copy bits: give the copy number as "
                              "copy=")
         return cls(TYPE_GRAD, with_copy(flags, copy), job_id, round, chunk_id, agg_id, fan_in,
-                   1, worker_id, 1 << worker_id, values)
+                   1, worker_id, 0 if hierarchical else 1 << worker_id, values)
 
     @classmethod
     def result(cls, job_id: int, round: int, chunk_id: int, bitmap: int, values: np.ndarray,

@@ -125,7 +125,7 @@ from workers.ina.constants import (
     load_constants,
 )
 from workers.ina.constants import K as DEFAULT_K
-from workers.ina.messages import prober
+from workers.ina.messages import fold_mask, prober
 from workers.ina.wire import COPY_MOD, InaPacket
 
 Schedule = Sequence[tuple[int, int, int]]
@@ -307,6 +307,7 @@ class WorkerRound:
         members: Sequence[int] | None = None,
         holdoff: float = 6.0,
         dupthresh: int = 4,
+        hierarchical: bool = False,
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
@@ -351,7 +352,12 @@ class WorkerRound:
                                                             max_timeout)
         # the congestion control policy, one per job in the I/O shell (workers.ina.cc)
         self.cc: CongestionControl = cc if cc is not None else Fixed(window)
-        self.bit = 1 << worker_id
+        # a hierarchical job's GRADs carry no bit (the switches' child tables give it) and
+        # its RESULTs the members folded to the bitmap's width (docs/protocol.md §5.1)
+        self.hierarchical = hierarchical
+        self.bit = fold_mask(1 << worker_id)
+        if expect_mask is not None:
+            self.expect_mask = fold_mask(expect_mask)
         self.result = np.zeros_like(self.values)
         self.stats = WorkerStats()
         self.failed: str | None = None
@@ -581,4 +587,5 @@ class WorkerRound:
         if agg_id is not None:
             agg = agg_id
         return InaPacket.grad(self.job_id, self.round, c, agg, fan_in, self.worker_id,
-                              self.values[c * self.k:(c + 1) * self.k], flags=flags, copy=copy)
+                              self.values[c * self.k:(c + 1) * self.k], flags=flags, copy=copy,
+                              hierarchical=self.hierarchical)

@@ -100,7 +100,8 @@ class FastForwarder:
         self.stats = switch.stats
         self.switch_id = int(rules.default.params["switch_id"])
         self.fabric: set[int] = set()
-        self.jobs: dict[int, tuple[int, int]] = {}  # job_id -> (full_mask, mcast_grp)
+        # job_id -> (full_mask, mcast_grp, hier)
+        self.jobs: dict[int, tuple[int, int, int]] = {}
         self.members: set[tuple[int, int, int]] = set()  # (job_id, worker_id, port)
         self.ina_route: dict[int, tuple[int, int] | None] = {}  # agg_id -> group | to PS
         self.ps_route: dict[int, tuple[int, int]] = {}  # job_id -> group
@@ -111,7 +112,7 @@ class FastForwarder:
             if t == ING + "port_config":
                 self.fabric.add(m["standard_metadata.ingress_port"])
             elif t == ING + "job_table":
-                self.jobs[m["hdr.ina.job_id"]] = (p["full_mask"], p["mcast_grp"])
+                self.jobs[m["hdr.ina.job_id"]] = (p["full_mask"], p["mcast_grp"], p["hier"])
             elif t == ING + "ina_member":
                 self.members.add((m["hdr.ina.job_id"], m["hdr.ina.worker_id"],
                                   m["standard_metadata.ingress_port"]))
@@ -147,8 +148,11 @@ class FastForwarder:
         if (etype != 0x0800 or ver_ihl != _VER_IHL or proto != 17 or dport != INA_UDP_PORT
                 or ulen != INA_UDP_LEN or hc == 0xFFFF or csum16(frame[_IPV4])):
             return self.slow(port, frame)
+        job = self.jobs.get(job_id)
+        hier = job is not None and job[2]
         if mt == TYPE_GRAD:
-            if count != 1 or worker >= MAX_WORKERS or bitmap != 1 << worker:
+            if count != 1 or (bitmap != 0 if hier else (worker >= MAX_WORKERS
+                                                         or bitmap != 1 << worker)):
                 return self.slow(port, frame)
         elif mt == TYPE_PARTIAL:
             if count == 0 or bitmap == 0:
@@ -158,12 +162,11 @@ class FastForwarder:
         if port not in self.fabric and (mt != TYPE_GRAD
                                         or (job_id, worker, port) not in self.members):
             return self.slow(port, frame)
-        job = self.jobs.get(job_id)
         if mt == TYPE_RESULT:
             if job is None or not job[1] or not self.mcast.get(job[1]):
                 return self.slow(port, frame)
             return self._multicast(port, frame, self.mcast[job[1]])
-        if job is not None and bitmap & ~job[0]:
+        if job is not None and not hier and bitmap & ~job[0]:
             return self.slow(port, frame)
         if self.switch_id and agg_id == self.switch_id:
             return self.slow(port, frame)

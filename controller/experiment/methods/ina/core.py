@@ -29,6 +29,8 @@ from controller.experiment.records import spread
 from controller.experiment.report import mean
 from controller.experiment.runner import Run
 from controller.plan.document import chunk_schedule, resolve_workers, write_plan
+from controller.plan.hierarchy import aggregation_tree
+from controller.plan.lp import PlanError
 from controller.plan.options import DEFAULTS as PLAN_DEFAULTS
 from controller.plan.pipeline import PlanRequest, make_plan
 from controller.plan.planners import DEFAULT_PLANNER
@@ -37,8 +39,9 @@ from controller.plan.types import JobPlan, Plan
 from workers.common.model import TrainConfig
 from workers.common.quantize import choose_frac_bits
 from workers.ina.cc import DEFAULT_CC
-from workers.ina.constants import INA_UDP_PORT, K
+from workers.ina.constants import INA_UDP_PORT, MAX_WORKERS, K
 from workers.ina.job import MODES, JobConfig, make_job_config
+from workers.ina.tree import WORKER, Child, Tree
 from workers.ina.wire import FRAME_BYTES
 from workers.ina.worker import n_chunks_for, ps_only_schedule
 from workers.models.scaling import (
@@ -155,8 +158,10 @@ def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: Plan, work
     the schedules are the plan's for ``mode`` (:func:`schedules_for`).  The job has a control
     record, ``control.json`` (docs/design.md §9), when its schedules can change (the ``ina``
     mode follows re-plans) or, with ``members``, its members (a worker's removal).  Every
-    job of one launch shares ``start`` (default: ``out_dir/start``)."""
+    job of one launch shares ``start`` (default: ``out_dir/start``).  A job of more than
+    MAX_WORKERS workers is hierarchical: its file holds the tree (:func:`tree_for`)."""
     n_chunks = n_chunks_for(n_values, K)
+    tree = tree_for(mode, plan, workers)
     out = dict(
         window=mode_window(s, mode), timeout=s.timeout, round_timeout_s=s.round_timeout,
         cc=getattr(s, "cc", Settings.cc), **path_rate(plan, mode, ps, workers,
@@ -171,7 +176,7 @@ def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: Plan, work
         ps_addr=(hosts[ps][0], INA_UDP_PORT),
         schedules=schedules_for(mode, plan, workers, n_chunks),
         frac_bits=choose_frac_bits(8.0, len(workers)), n_values=n_values,
-        out_dir=str(out_dir), **out)
+        out_dir=str(out_dir), tree=None if tree is None else tree.to_json(), **out)
 
 
 GOLDEN = (5 ** 0.5 - 1) / 2
@@ -236,8 +241,43 @@ def path_rate(plan: Plan, mode: str, ps: str, workers: list[str],
             "base_rtt_s": 2 * longest * frame_s if longest else None}
 
 
+def tree_for(mode: str, plan: Plan, workers: list[str]) -> Tree | None:
+    """The aggregation tree of a hierarchical job (docs/protocol.md §5.1) in ``mode``, or
+    None for a flat one: a job is hierarchical when it has more workers than the bitmap is
+    wide.  ``ina``: the tree over the plan's deployment (:mod:`controller.plan.hierarchy`);
+    ``tor_only``: the tree whose one aggregation point is the PS's ToR; ``ps_only``: no
+    switch, every worker a child of the PS.  A tree a switch cannot hold: one line naming
+    it (:class:`ExperimentError`)."""
+    if len(workers) <= MAX_WORKERS:
+        return None
+    job = plan.job
+    if mode == "ps_only":
+        return Tree.assign(int(plan.switch_ids[job.ps_tor]),
+                           {Child(WORKER, i): 0 for i in range(len(workers))})
+    graph = plan.own_graph()
+    if graph is None:
+        raise ExperimentError(f"a job of more than {MAX_WORKERS} workers needs the plan's "
+                              "topology (its aggregation tree follows the routing)")
+    if mode == "tor_only":
+        job = JobPlan(**{**job.__dict__, "deployed": []})
+    try:
+        return aggregation_tree(graph, job, plan.switch_ids)
+    except PlanError as exc:
+        raise ExperimentError(f"mode {mode}: {exc}") from None
+
+
 def schedules_for(mode: str, plan: Plan, workers: list[str], n_chunks: int) -> dict[str, list]:
-    """Each worker's ``[(chunk, agg_id, fan_in)]`` in ``mode`` (keys: worker bit as str)."""
+    """Each worker's ``[(chunk, agg_id, fan_in)]`` in ``mode`` (keys: worker bit as str).  In
+    a hierarchical job every chunk goes to the worker's first aggregation point of the tree
+    (``fan_in``: that point's children; the PS: 1)."""
+    tree = tree_for(mode, plan, workers)
+    if tree is not None:
+        out = {}
+        for i in range(len(workers)):
+            first = tree.first[i]
+            fan = tree.fan_in(first) if first else 1
+            out[str(i)] = [(c, first, fan) for c in range(n_chunks)]
+        return out
     if mode == "ina":
         by_name = chunk_schedule(plan, n_chunks)
         order = send_order(plan.job, n_chunks)
@@ -254,7 +294,12 @@ def schedules_for(mode: str, plan: Plan, workers: list[str], n_chunks: int) -> d
 def member_schedules(mode: str, plan: Plan, workers: list[str], survivors: list[str],
                      n_chunks: int, graph: nx.Graph) -> dict[str, list] | None:
     """The survivors' schedules after workers left the job (keys: their original bits; None
-    when the mode's schedules do not depend on the members, i.e. ``ps_only``)."""
+    when the mode's schedules do not depend on the members, i.e. ``ps_only``).  A
+    hierarchical job keeps its tree: a removed worker's parent no longer completes, and its
+    workers' retransmissions flush what it holds to the PS (slow, exact)."""
+    if tree_for(mode, plan, workers) is not None:
+        full = schedules_for(mode, plan, workers, n_chunks)
+        return {str(workers.index(w)): full[str(workers.index(w))] for w in survivors}
     if mode == "ina":
         new = replan_members(graph, plan, survivors)
         by_name = chunk_schedule(new, n_chunks)

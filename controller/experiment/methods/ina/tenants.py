@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError
-from controller.experiment.methods.ina.core import JOB_IDS, Settings
+from controller.experiment.methods.ina.core import JOB_IDS, Settings, tree_for
 from controller.plan.jobs import JobEntry
 from controller.plan.joint import job_plan
 from controller.plan.types import Plan
@@ -91,8 +91,11 @@ def deploy_specs(tenants: list[Tenant], modes: tuple[str, ...],
     """What the switches hold: every (job, mode), each with the job's plan; the modes of
     one job share its slot range (``tenant``).  ``solo``: the plan is the network's own."""
     if solo:
-        return [SwitchJob(tenants[0].job_id(m), tuple(tenants[0].workers)) for m in modes]
-    return [SwitchJob(t.job_id(m), tuple(t.workers), plan=t.plan, tenant=t.name)
+        t = tenants[0]
+        return [SwitchJob(t.job_id(m), tuple(t.workers), tree=tree_for(m, t.plan, t.workers))
+                for m in modes]
+    return [SwitchJob(t.job_id(m), tuple(t.workers), plan=t.plan, tenant=t.name,
+                      tree=tree_for(m, t.plan, t.workers))
             for t in tenants for m in modes]
 
 

@@ -1,0 +1,214 @@
+"""Hierarchical jobs (docs/protocol.md §5.1), without packets: the tree and its numbering
+(workers.ina.tree), the controller's tree over a plan and its refusal
+(controller.plan.hierarchy), the switch rules it becomes and their re-assignment
+(controller.dataplane.deploy), and the PS's exact merge of a job of more than 64 workers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from controller.dataplane.deploy import SwitchJob, rule_changes, switch_rules
+from controller.plan.document import build_plan
+from controller.plan.hierarchy import aggregation_tree
+from controller.plan.lp import PlanError, make_job, solve_lp
+from topo.mininet_net import plan_network
+from topo.models import fat_tree, hosts, parse_topology, switch_ids
+from workers.ina import constants as C
+from workers.ina.messages import fold_mask
+from workers.ina.ps import PsState
+from workers.ina.tree import SWITCH, WORKER, Child, Tree, TreeError
+from workers.ina.wire import Flag, InaPacket, MsgType
+from workers.ina.worker import WorkerRound
+
+ING = "MyIngress."
+
+
+# ---------------------------------------------------------------- the tree and its numbering
+
+
+def test_assign_numbers_children_and_a_reassignment_moves_no_survivor() -> None:
+    parents = {Child(WORKER, w): 5 for w in (3, 1, 2)} | {Child(SWITCH, 5): 9,
+                                                          Child(WORKER, 4): 9}
+    t = Tree.assign(9, parents)
+    assert t.children == {5: [Child(WORKER, 1), Child(WORKER, 2), Child(WORKER, 3)],
+                          9: [Child(SWITCH, 5), Child(WORKER, 4)]}
+    assert (t.fan_in(5), t.parent(5), t.parent(9), t.first) == (3, 9, 0, {1: 5, 2: 5, 3: 5,
+                                                                           4: 9})
+    assert t.workers_below(9) == 0b11110
+    # worker 2 leaves, worker 7 comes to switch 5: 1 and 3 keep their bits, 7 takes the hole
+    del parents[Child(WORKER, 2)]
+    parents[Child(WORKER, 7)] = 5
+    t2 = Tree.assign(9, parents, previous=t)
+    assert t2.children[5] == [Child(WORKER, 1), Child(WORKER, 7), Child(WORKER, 3)]
+    del parents[Child(WORKER, 7)]
+    t3 = Tree.assign(9, parents, previous=t2)
+    assert t3.children[5] == [Child(WORKER, 1), None, Child(WORKER, 3)] and t3.fan_in(5) == 2
+    assert Tree.from_json(t3.to_json()).children == t3.children
+
+
+def test_worker_set_reads_every_piece_and_refuses_what_is_not_the_trees() -> None:
+    t = Tree.assign(9, {Child(WORKER, 100): 5, Child(WORKER, 101): 5, Child(SWITCH, 5): 9,
+                        Child(WORKER, 200): 9})
+    P, G = MsgType.PARTIAL, MsgType.GRAD
+    assert t.worker_set(G, 101, 0, 1) == 1 << 101
+    assert t.worker_set(P, 5, 0b10, 1) == 1 << 101
+    assert t.worker_set(P, 9, 0b01, 1) == 1 << 100 | 1 << 101
+    assert t.worker_set(P, 9, 0b11, 2) == 1 << 100 | 1 << 101 | 1 << 200
+    assert t.worker_set(G, 102, 0, 1) is None          # no such worker
+    assert t.worker_set(P, 7, 0b1, 1) is None           # no such switch
+    assert t.worker_set(P, 5, 0b100, 1) is None         # no child 2 at switch 5
+    assert t.worker_set(P, 5, 0b11, 1) is None          # count disagrees with the bits
+    with pytest.raises(TreeError, match="child twice"):
+        Tree(9, {9: [Child(WORKER, 1), Child(WORKER, 1)]}, {1: 9})
+
+
+# ---------------------------------------------------------------- the controller's tree
+
+
+def _job(graph, deployed=()):
+    hs = hosts(graph)
+    ids = switch_ids(graph)
+    tor = next(iter(graph.adj[hs[0]]))
+    job = make_job(graph, hs[0], hs[1:])
+    plan = build_plan(job, solve_lp(job, list(deployed)), budget=len(deployed))
+    return plan, ids, tor
+
+
+def test_tree_over_the_routing_fits_127_workers_in_a_k8_fat_tree() -> None:
+    g = fat_tree(8)
+    plan, ids, tor = _job(g)
+    job = plan.job
+    # no switch but the PS's ToR: all 127 workers would be its children -> one line
+    with pytest.raises(PlanError) as exc:
+        aggregation_tree(g, job, plan.switch_ids)
+    assert str(exc.value).count("\n") == 0 and f"{tor}: 127 children" in str(exc.value)
+    assert "at most 64 per switch" in str(exc.value)
+    # every ToR aggregates its hosts: the root counts 31 ToRs and its own 3 workers
+    edges = [s for s in ids if s.startswith("edge") and s != tor]
+    from dataclasses import replace
+    t = aggregation_tree(g, replace(job, deployed=edges), plan.switch_ids)
+    root = plan.switch_ids[tor]
+    assert t.root == root and t.fan_in(root) == 34
+    assert {t.fan_in(plan.switch_ids[e]) for e in edges} == {4}
+    assert t.workers_below(root) == (1 << 127) - 1
+    assert all(t.parent(plan.switch_ids[e]) == root for e in edges)
+
+
+def test_rules_of_a_hierarchical_job_and_a_reassignment_writes_only_differences() -> None:
+    g = parse_topology("fattree:4")
+    plan, ids, tor = _job(g)
+    from dataclasses import replace
+    aggs = ["agg0", "agg2"]  # pod 0 and pod 1
+    job = replace(plan.job, deployed=aggs)
+    plan = replace(plan, jobs={k: job for k in plan.jobs})
+    t = aggregation_tree(g, job, plan.switch_ids)
+    net = plan_network(g)
+    addrs = {h: (i.ip, i.mac) for h, i in net.hosts.items()}
+    workers = tuple(job.workers)
+    rules = switch_rules(g, plan, net.ports, addrs, [SwitchJob(1, workers, tree=t)])
+    sid = plan.switch_ids
+    for s in [tor, *aggs]:
+        (entry,) = [e for e in rules[s].entries if e.table == ING + "job_table"]
+        p = entry.params
+        assert (p["hier"], p["fan_in"], p["full_mask"]) == (1, t.fan_in(sid[s]), 0)
+        assert p["tor_id"] == (t.parent(sid[s]) or sid[tor])
+        kids = {(e.match["hdr.ina.msg_type"], e.match["hdr.ina.worker_id"]): e.params["index"]
+                for e in rules[s].entries if e.table == ING + "ina_child"}
+        want = {(MsgType.GRAD if c.kind == WORKER else MsgType.PARTIAL, c.id): i
+                for i, c in enumerate(t.children[sid[s]]) if c is not None}
+        assert kids == want and kids
+    # three levels: pod 1's aggregation switch reaches the root through agg0
+    assert (t.parent(sid["agg2"]), t.parent(sid["agg0"]), t.root) == (sid["agg0"], sid[tor],
+                                                                      sid[tor])
+    # worker 0 leaves: its parent loses one child entry and one fan-in, nothing else moves
+    members = [w for w in job.workers if w != workers[0]]
+    t2 = aggregation_tree(g, job, plan.switch_ids, members, previous=t)
+    rules2 = switch_rules(g, plan, net.ports, addrs, [SwitchJob(1, workers, tree=t2)])
+    where = t.first[0]
+    name = next(s for s in sid if sid[s] == where)
+    for s in rules:
+        ch = rule_changes(rules[s], rules2[s])
+        if s != name:
+            assert ch.writes == 0, s
+            continue
+        assert [e.match["hdr.ina.worker_id"] for e in ch.delete] == [0]
+        assert [e.params["fan_in"] for e in ch.modify] == [t.fan_in(where) - 1]
+        assert not ch.insert and ch.writes == 2
+
+
+# ---------------------------------------------------------------- the PS, past 64 workers
+
+
+N = 150  # three leaves of 50 workers under one root
+LEAVES = (11, 12, 13)
+ROOT = 9
+
+
+def _big_tree() -> Tree:
+    parents = {Child(WORKER, w): LEAVES[w // 50] for w in range(N)}
+    parents |= {Child(SWITCH, s): ROOT for s in LEAVES}
+    return Tree.assign(ROOT, parents)
+
+
+def _partial(sender: int, bits: int, values: np.ndarray, chunk: int, flags: int = 0,
+             agg: int = 0) -> InaPacket:
+    return InaPacket(MsgType.PARTIAL, flags, 1, 0, chunk, agg, 0, bits.bit_count(), sender,
+                     bits, values.astype(np.int32))
+
+
+def test_ps_merges_a_150_worker_job_exactly_from_any_mix_of_levels() -> None:
+    t = _big_tree()
+    rng = np.random.default_rng(3)
+    g = rng.integers(-(2**20), 2**20, size=(N, C.K)).astype(np.int64)
+    exact = g.sum(axis=0)
+    ps = PsState(1, range(N), n_chunks=4, tree=t)
+    # chunk 0: the root's complete PARTIAL (children 0, 1, 2)
+    out = ps.on_packet(_partial(ROOT, 0b111, exact, 0))
+    assert out.results[0].values.tolist() == exact.tolist()
+    # ... its RESULT's bitmap: the members folded to 64 bits (all of them here)
+    assert out.results[0].bitmap == fold_mask((1 << N) - 1) == (1 << 64) - 1
+    # chunk 1: leaf 11 complete, leaf 12 flushed with 20 of its children, the rest of 12's
+    # workers as raw GRADs, leaf 13 complete but re-emitted (a duplicate), and the root's
+    # flush of child 0 (leaf 11 again, through the root): no worker counted twice
+    c = 1
+    half = sum(1 << i for i in range(20))
+    pieces = [_partial(11, (1 << 50) - 1, g[0:50].sum(axis=0), c),
+              _partial(12, half, g[50:70].sum(axis=0), c, Flag.RETRANSMIT | Flag.INCOMPLETE),
+              _partial(ROOT, 0b001, g[0:50].sum(axis=0), c, Flag.RETRANSMIT | Flag.INCOMPLETE),
+              _partial(13, (1 << 50) - 1, g[100:150].sum(axis=0), c),
+              _partial(13, (1 << 50) - 1, g[100:150].sum(axis=0), c, Flag.RETRANSMIT)]
+    pieces += [InaPacket.grad(1, 0, c, 0, 1, w, g[w].astype(np.int32),
+                              Flag.RETRANSMIT | Flag.FALLBACK, hierarchical=True)
+               for w in range(70, 100)]
+    rng.shuffle(pieces)
+    results = [r for p in pieces for r in ps.on_packet(p).results]
+    assert len(results) == 1 and results[0].values.tolist() == exact.tolist()
+    assert ps.stats.malformed == 0 and ps.stats.duplicates == 2
+    # a flat-job GRAD (a bit set) or a bit that is no child: malformed, never summed
+    bad = InaPacket(MsgType.GRAD, 0, 1, 0, 2, 0, 1, 1, 3, 1 << 3, g[3].astype(np.int32))
+    assert ps.on_packet(bad).results == []
+    assert ps.on_packet(_partial(11, 1 << 50, g[0], 2)).results == []
+    assert ps.stats.malformed_reasons == {"child": 2}
+
+
+def test_a_worker_past_64_takes_its_result_by_its_folded_bit() -> None:
+    q = np.arange(C.K * 2, dtype=np.int32)
+    wr = WorkerRound(job_id=1, worker_id=130, round_=0, values=q,
+                     schedule=[(0, 11, 50), (1, 11, 50)], hierarchical=True,
+                     expect_mask=(1 << N) - 1)
+    first = wr.start(0.0)
+    assert [p.bitmap for p in first] == [0, 0] and first[0].worker_id == 130
+    res = InaPacket.result(1, 0, 0, fold_mask((1 << N) - 1), q[:C.K] * 2)
+    wr.on_packet(res, 0.1)
+    assert wr.stats.unexpected_results == 0 and wr.stats.results == 1
+    with pytest.raises(ValueError, match="outside 0..63"):
+        InaPacket.grad(1, 0, 0, 0, 1, 130, q[:C.K])
+
+
+def test_workers_all_is_every_host_but_the_ps() -> None:
+    from controller.plan.document import resolve_workers
+
+    g = fat_tree(4)
+    assert resolve_workers(g, "h0", "all") == [h for h in hosts(g) if h != "h0"]
+    assert len(resolve_workers(fat_tree(8), "h3", " all ")) == 127
