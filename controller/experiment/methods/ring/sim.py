@@ -23,6 +23,7 @@ import numpy as np
 
 from controller.experiment.simulate.events import EventLoop
 from controller.experiment.simulate.network import SimNetwork
+from controller.experiment.simulate.rounds import JobRounds
 from workers.ring.driver import RingDriver
 from workers.ring.wire import RingDecodeError, RingPacket, decode_frame, encode, frame
 from workers.ring.worker import NEXT
@@ -40,30 +41,11 @@ class RingJob:
 
 
 @dataclass
-class RingJobResult:
+class RingJobResult(JobRounds):
     """What one ring did: per round each worker's record and whether every worker applied
     exactly the int32 sum."""
 
-    job: int
-    workers: list[str]
-    records: list[list[dict[str, Any]]]  # [worker][round]
-    exact: list[bool]  # per round
-    resent: int = 0  # DATA sent again, finished rounds or not
-
-    @property
-    def complete(self) -> bool:
-        """Every worker finished every round."""
-        return all(len(w) == len(self.exact) for w in self.records)
-
-    @property
-    def time_per_round_s(self) -> list[float]:
-        """Per round, the slowest worker's time (as INA's rounds are read)."""
-        n = min(len(r) for r in self.records)
-        return [max(w[r]["time_s"] for w in self.records) for r in range(n)]
-
-    @property
-    def retransmissions(self) -> int:
-        return self.resent
+    workers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -195,7 +177,7 @@ def simulate_ring(deployed: Any, jobs: list[RingJob], rounds: int, *, k: int = 3
                          and all(np.array_equal(h, want) for h in have))
         resent = sum(x["retransmits"] for d in ds for x in d.records) + sum(
             d.active.stats.retransmits for d in ds if d.active is not None)
-        out.append(RingJobResult(job.job, list(job.workers), [d.records for d in ds], exact,
-                                 resent))
+        out.append(RingJobResult(job.job, [d.records for d in ds], exact, resent,
+                                 workers=list(job.workers)))
     return RingSimResult(out, loop.now, time.perf_counter() - t0, loop.events, net.moved(),
                          net.queue_drops(), net.impairment_counters())

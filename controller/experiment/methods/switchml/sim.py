@@ -32,6 +32,7 @@ from controller.experiment.methods.ring.sim import wrapped_sum
 from controller.experiment.network import P4_PROGRAM
 from controller.experiment.simulate.events import EventLoop
 from controller.experiment.simulate.network import SimNetwork
+from controller.experiment.simulate.rounds import JobRounds
 from workers.switchml.constants import CELLS
 from workers.switchml.job import JobConfig
 from workers.switchml.rules import Entry, Host, install, job_rules
@@ -62,28 +63,9 @@ class SmJob:
 
 
 @dataclass
-class SmJobResult:
+class SmJobResult(JobRounds):
     """One job: per worker its finished rounds' records, per round whether every worker
     applied the exact sum, and every UPDATE resent (finished rounds or not)."""
-
-    job: int
-    records: list[list[dict[str, Any]]]  # [worker][round]
-    exact: list[bool]
-    resent: int = 0
-
-    @property
-    def complete(self) -> bool:
-        """Every worker finished every round."""
-        return all(len(w) == len(self.exact) for w in self.records)
-
-    @property
-    def time_per_round_s(self) -> list[float]:
-        n = min(len(r) for r in self.records)
-        return [max(w[r]["time_s"] for w in self.records) for r in range(n)]
-
-    @property
-    def retransmissions(self) -> int:
-        return self.resent
 
 
 @dataclass
