@@ -30,6 +30,7 @@ from itertools import combinations
 from typing import Any
 
 import networkx as nx
+from networkx.utils import UnionFind
 
 from topo.models import natural_key
 
@@ -139,14 +140,8 @@ def candidate_orbits(
     classes ordered by their first member."""
     W = set(workers)
     S = set(deployed)
-    parent = {c: c for c in cands}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    classes = UnionFind(cands)
+    known = set(cands)
     for p in generators(graph):
         if ps in p or ps_tor in p:
             continue
@@ -158,12 +153,7 @@ def candidate_orbits(
         if not ok:
             continue
         for v, w in p.items():
-            if v in parent and w in parent:
-                rv, rw = find(v), find(w)
-                if rv != rw:
-                    parent[rv] = rw
-    classes: dict[str, list[str]] = {}
-    for c in cands:
-        classes.setdefault(find(c), []).append(c)
-    out = [sorted(m, key=natural_key) for m in classes.values()]
+            if v in known and w in known:
+                classes.union(v, w)
+    out = [sorted(m, key=natural_key) for m in classes.to_sets()]
     return sorted(out, key=lambda m: natural_key(m[0]))

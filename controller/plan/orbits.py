@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import networkx as nx
+from networkx.utils import UnionFind
 
 from controller.plan.lp import Job, result_tree_links
 from topo.models import natural_key
@@ -104,14 +105,8 @@ def result_orbits(
     all); ``capacity``: the switch capacities (shared, or the one job's)."""
     from topo.symmetry import generators
 
-    parent = {c: c for c in cands}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    classes = UnionFind(cands)
+    known = set(cands)
     fixed = {n for j in jobs for n in (j.ps, j.ps_tor)}
     worker_sets = [set(j.workers) for j in jobs]
     S = set(deployed)
@@ -144,15 +139,12 @@ def result_orbits(
                 img = {(p.get(a, a), p.get(b, b)) for a, b in T}
                 diffs.append((img, img - T, T - img))
         for v, w in p.items():
-            if v not in parent or w not in parent or find(v) == find(w):
+            if v not in known or w not in known or classes[v] == classes[w]:
                 continue
             if all(_tree_maps(p, job, T, d, v, w, usable[k] if usable else None)
                    for k, (job, T, d) in enumerate(zip(jobs, trees, diffs, strict=True))):
-                parent[find(v)] = find(w)
-    classes: dict[str, list[str]] = {}
-    for c in cands:
-        classes.setdefault(find(c), []).append(c)
-    out = [sorted(m, key=natural_key) for m in classes.values()]
+                classes.union(v, w)
+    out = [sorted(m, key=natural_key) for m in classes.to_sets()]
     return sorted(out, key=lambda m: natural_key(m[0]))
 
 
