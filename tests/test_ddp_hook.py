@@ -169,6 +169,9 @@ def test_lost_result_is_retransmitted_and_sum_stays_exact() -> None:
     subs, qs = _step_submissions(sizes, 1, workers, ps_only_schedule(cap))
     lost = [(0, 0, 1), (0, cap - 1, 0)]  # (round, chunk, worker): one per bucket
     net = FakeNetwork(JOB, workers, cap, drop=drop_once(lost))
+    # the PS's RESULTs go twice once a worker asked again (workers.ina.ps, "Lost RESULTs"):
+    # off here, so that each rank's own retransmission is what recovers its chunk
+    net.ps.twice_above = float("inf")
     engines = _engines(workers, timeout=0.05)
     done, t = run_virtual(engines, net, subs)
     assert sorted(net.dropped) == sorted(lost)
@@ -177,6 +180,25 @@ def test_lost_result_is_retransmitted_and_sum_stays_exact() -> None:
     assert engines[0].stats.retransmits >= 1 and engines[1].stats.retransmits >= 1
     assert net.ps.stats.results_resent >= 2  # the PS answered with the stored RESULTs
     assert t >= 0.05
+    for w in workers:
+        for i, c in enumerate(sorted(done[w], key=lambda c: c.rng.base)):
+            assert np.array_equal(c.total, wrap_sum([qs[(v, 0, i)] for v in workers]))
+
+
+def test_doubled_results_absorb_a_later_lost_result() -> None:
+    """With the PS's default: after rank 1 asked for bucket 0's RESULT again, the PS sends
+    every later RESULT twice, so rank 0's lost copy of bucket 1's is replaced by its twin
+    without a retransmission; every sum exact."""
+    workers, sizes = [0, 1], [40, 9]
+    cap = chunk_capacity(sizes)
+    subs, qs = _step_submissions(sizes, 1, workers, ps_only_schedule(cap))
+    lost = [(0, 0, 1), (0, cap - 1, 0)]
+    net = FakeNetwork(JOB, workers, cap, drop=drop_once(lost))
+    engines = _engines(workers, timeout=0.05)
+    done, _ = run_virtual(engines, net, subs)
+    assert sorted(net.dropped) == sorted(lost)
+    assert engines[1].stats.retransmits >= 1 and net.ps.stats.results_doubled >= 1
+    assert engines[0].stats.dup_results >= 1
     for w in workers:
         for i, c in enumerate(sorted(done[w], key=lambda c: c.rng.base)):
             assert np.array_equal(c.total, wrap_sum([qs[(v, 0, i)] for v in workers]))
