@@ -440,6 +440,21 @@ def test_a_prober_resends_a_chunk_that_later_chunks_passed():
     assert w.on_packet(result(1, [1] * K, bitmap=0b1111), now=0.1) == []  # fastest 0.1
 
 
+def test_chunks_of_another_aggregation_point_do_not_pass():
+    """Fast retransmit counts only chunks sent to the same aggregation point: chunks of a
+    nearer point complete first by their path alone (make run's interleaved intervals)."""
+    vals = np.arange(1, 8 * K + 1, dtype=np.int32)
+    sched = [(0, 0, 4)] + [(c, 9, 4) for c in range(1, 8)]  # chunk 0 to the PS, others to 9
+    w = WorkerRound(job_id=JOB, worker_id=0, round_=0, values=vals, schedule=sched, k=K,
+                    window=8, timeout=1.0, backoff=2.0, max_timeout=10.0,
+                    members=[0, 1, 2, 3], dupthresh=3)
+    w.start(0.0)
+    sent = []
+    for c, t in ((1, 0.1), (2, 0.15), (3, 0.25), (4, 0.3)):
+        sent += w.on_packet(result(c, [1] * K, bitmap=0b1111), now=t)
+    assert sent == [] and w.stats.fast == 0
+
+
 def test_a_nack_resends_the_chunk_at_once():
     """The PS's ask (a RESULT flagged INCOMPLETE whose bitmap leaves this worker out): the
     chunk goes again on its route at once, unless a copy left less than half an rto ago;

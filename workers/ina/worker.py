@@ -81,8 +81,9 @@ NACKs and probers  [decision]
     (:func:`workers.ina.messages.prober`, the same at the PS): it retransmits at the
     measured timeout, its first two probes not backed off (when it lacked the chunk itself,
     its probe completes its own part and only the next one flushes), and at once when
-    ``dupthresh`` chunks sent after it completed first and it is older than twice the
-    fastest completion (fast retransmit).  Every other worker waits ``holdoff`` times its
+    ``dupthresh`` chunks sent after it to the same aggregation point completed first and it
+    is older than twice the fastest completion (fast retransmit; chunks of different points
+    complete out of order by their paths).  Every other worker waits ``holdoff`` times its
     timeout before its first retransmission.  A flush reaching the PS makes it ask the
     workers the flush lacks (a **NACK**: a RESULT flagged INCOMPLETE to that worker's reply
     port, bitmap = the workers the PS has, values 0; ``workers.ina.ps``, "NACKs"): a NACK
@@ -453,10 +454,14 @@ class WorkerRound:
         # so what is still missing was lost, not delayed).
         rto = self.rtt.rto
         out = []
+        # only chunks of the same aggregation point count as passing: chunks of different
+        # points complete out of order by their paths' lengths (make run's interleaved
+        # intervals on Mininet: about 3 spurious retransmissions a round otherwise)
+        via = self._route[c][0]
         for d, g in list(self._inflight.items()):
             g.strikes = 0
             wait = self._hold(d, g, rto)
-            if g.seq < f.seq and not g.retries:
+            if g.seq < f.seq and not g.retries and self._route[d][0] == via:
                 g.passed += 1
                 if g.passed == self.dupthresh and self._probing and self._prober(d) \
                         and now - g.times[0] >= 2 * self.rtt.fastest:
