@@ -83,7 +83,9 @@ NACKs and probers  [decision]
     its probe completes its own part and only the next one flushes), and at once when
     ``dupthresh`` chunks sent after it to the same aggregation point completed first and it
     is older than twice the fastest completion (fast retransmit; chunks of different points
-    complete out of order by their paths).  Every other worker waits ``holdoff`` times its
+    complete out of order by their paths).  ``dupthresh`` is 0 (no fast retransmit) by
+    default: on Mininet, chunks of one point also complete out of order (per-packet ECMP,
+    the processes' scheduling), and at 4 make run resent 1.6 chunks a round for nothing.  Every other worker waits ``holdoff`` times its
     timeout before its first retransmission.  A flush reaching the PS makes it ask the
     workers the flush lacks (a **NACK**: a RESULT flagged INCOMPLETE to that worker's reply
     port, bitmap = the workers the PS has, values 0; ``workers.ina.ps``, "NACKs"): a NACK
@@ -307,7 +309,7 @@ class WorkerRound:
         cc: CongestionControl | None = None,
         members: Sequence[int] | None = None,
         holdoff: float = 6.0,
-        dupthresh: int = 4,
+        dupthresh: int = 0,
         hierarchical: bool = False,
     ) -> None:
         if window < 1:
@@ -341,8 +343,8 @@ class WorkerRound:
         if holdoff < 1:
             raise ValueError(f"holdoff must be >= 1, got {holdoff}")
         self.holdoff = holdoff
-        if dupthresh < 1:
-            raise ValueError(f"dupthresh must be >= 1, got {dupthresh}")
+        if dupthresh < 0:
+            raise ValueError(f"dupthresh must be >= 0 (0: no fast retransmit), got {dupthresh}")
         self.dupthresh = dupthresh
         ms = sorted(members) if members else []
         self._probing = worker_id in ms  # members known: probers, fast retransmit, NACKs
