@@ -76,10 +76,13 @@ class PySwitchTarget:
     """`Target` on pyswitch's in-process Switch (ina.p4 as compiled by default, or
     ``program``)."""
 
-    def __init__(self, program: Any = None) -> None:
+    def __init__(self, program: Any = None, native: bool | None = None) -> None:
         import pyswitch
 
-        self.sw = pyswitch.Switch(program or compiled_pyswitch_program(), device_id=0, seed=0)
+        self.sw = pyswitch.Switch(program or compiled_pyswitch_program(), device_id=0, seed=0,
+                                  native=native)
+        if native is not None:
+            assert (self.sw.path == "native") == native
 
     def insert_entry(self, table: str, match: dict, action: str, params: dict) -> None:
         self.sw.insert_entry(table, match, action, params)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ina_harness import InaSwitch, compiled_pyswitch_program
+from ina_harness import InaSwitch, PySwitchTarget
 
 from pyswitch.native import unavailable
 from workers.ina import constants as C
@@ -30,33 +30,9 @@ ALL = (*LEAF_WORKERS, DIRECT)
 LEAF_KIDS = {w: i for i, w in enumerate(LEAF_WORKERS)}  # worker -> its child index at LEAF
 
 
-class Target:
+def Target(native: bool) -> PySwitchTarget:
     """ina.p4 on an in-process pyswitch Switch, on the Python or the native path."""
-
-    def __init__(self, native: bool) -> None:
-        import pyswitch
-
-        self.sw = pyswitch.Switch(compiled_pyswitch_program(), device_id=0, seed=0,
-                                  native=native)
-        assert (self.sw.path == "native") == native
-
-    def insert_entry(self, table: str, match: dict, action: str, params: dict) -> None:
-        self.sw.insert_entry(table, match, action, params)
-
-    def set_default_action(self, table: str, action: str, params: dict) -> None:
-        self.sw.set_default_action(table, action, params)
-
-    def set_multicast_group(self, group_id: int, ports: list[int]) -> None:
-        self.sw.set_multicast_group(group_id, [(p, 0) for p in ports])
-
-    def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
-        return self.sw.process(port, frame)
-
-    def counter(self, name: str) -> int:
-        return self.sw.counter_read(f"MyIngress.{name}", 0)[0]
-
-    def register(self, name: str, index: int) -> int | None:
-        return self.sw.register_read(f"MyIngress.{name}", index)
+    return PySwitchTarget(native=native)
 
 
 @pytest.fixture(params=["python", "native"])

@@ -4,20 +4,7 @@ their plain smoke forms)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _run(*args: str, timeout: float = 240) -> str:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=timeout)
-    assert p.returncode == 0, f"{args}: exit {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
-    return p.stdout
+from test_bench_smoke import _run
 
 
 def test_joint_greedy_sweep_smoke_new_against_previous() -> None:
