@@ -96,6 +96,7 @@ class DesignResult:
     bound_text: str = ""
     note: str = ""
     fairness: float | None = None  # Jain's index of the jobs' elements per second (jobs > 1)
+    marks: int = 0  # RESULTs with a congestion (ECN) mark the workers saw (atp)
 
 
 def jain(xs: list[float]) -> float | None:
@@ -205,6 +206,24 @@ def _known_plan(graph: Any, s: Settings, start: tuple[str, ...]) -> Any:
     planned = greedy_jobs(js, s.budget, objective=req.objective, solver=req.solver,
                           time_limit=req.time_limit, start=start[:s.budget])
     return plan_several_jobs(graph, specs, req, planned=planned)
+
+
+def _placed_plan(graph: Any, s: Settings) -> Any:
+    """The joint plan of ``s.jobs`` on the set ``s.planner`` places, without the baselines
+    (each job alone, the all-programmable bound: LPs that do not solve in time at k=16)."""
+    from controller.experiment.methods.ina.core import plan_request
+    from controller.plan.jobs import jobs_argument
+    from controller.plan.pipeline import plan_several_jobs
+
+    return plan_several_jobs(graph, jobs_argument(s.jobs or "", graph),
+                             replace(plan_request(s), baselines=False))
+
+
+def _marks(run_dir: Path) -> int:
+    """RESULTs with a congestion mark the workers of an INA run saw (every job and round,
+    their ``worker*.json``; docs/protocol.md §6, "Congestion marks")."""
+    return sum(r.get("marks", 0) for f in run_dir.rglob("worker[0-9]*.json")
+               for r in json.loads(f.read_text()).get("rounds", []))
 
 
 def _mode_view(doc: dict, mode: str) -> list[tuple[str, dict, dict | None]]:
@@ -318,14 +337,18 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
     if "atp" in designs:
         d = DESIGNS["atp"]
         try:
-            sa = replace(base, modes=("ina",), planner=d.planner, cc=d.cc)
-            # S = ∅ from the joint greedy with no choice (make_plan's all-programmable bound
+            n_switches = sum(1 for _, k in graph.nodes(data="kind") if k == "switch")
+            sa = replace(base, modes=("ina",), planner=d.planner, cc=d.cc,
+                         budget=n_switches if d.every_switch else base.budget)
+            # the planner's set without the baselines (make_plan's all-programmable bound
             # is an LP that does not solve in time at k=16)
-            plan = (_known_plan(graph, replace(sa, budget=0), ()) if jobs is not None
-                    and spec.start else None)
-            atp_doc, _ = _ina_run(sa, opt, out / "atp", gradient_of, graph, plan, network)
+            plan = (_placed_plan(graph, sa) if jobs is not None and spec.start else None)
+            atp_doc, _ = _ina_run(sa, replace(opt, ecn_packets=d.ecn_packets), out / "atp",
+                                  gradient_of, graph, plan, network)
+            racks = len(atp_doc.get("plan", {}).get("deployed") or [])
             results["atp"] = _ina_design("atp", atp_doc, "ina", n_values,
-                                         cell.jobs * num_slots(), bw)
+                                         (racks + cell.jobs) * num_slots(), bw)
+            results["atp"].marks = _marks(out / "atp")
         except Exception as e:  # noqa: BLE001
             results["atp"] = DesignResult("atp", False, note=f"failed: {type(e).__name__}: {e}")
     workers_of: list[list[str]] = []
