@@ -17,6 +17,7 @@ from bench.suite.designs import DESIGNS
 from controller.experiment.methods.ina.core import Settings
 from controller.experiment.methods.ina.method import InaMethod
 from controller.experiment.methods.ina.networks import SimulatedNetwork
+from controller.experiment.methods.ring.mininet import ring_on_mininet
 from controller.experiment.methods.ring.sim import RingJob, simulate_ring
 from controller.experiment.methods.switchml.sim import SmJob, simulate_switchml
 from controller.experiment.network import shaped_graph
@@ -355,10 +356,19 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
     if main_doc is not None:
         workers_of = ([j["workers"] for j in main_doc["jobs"].values()] if "jobs" in main_doc
                       else [main_doc["plan"]["workers"]])
-    if "ring" in designs and deployed is not None:
+    if "ring" in designs and (deployed is not None or (network == "mininet" and workers_of)):
         try:
-            results["ring"] = _ring(deployed, workers_of, gradient_of, cell, n_values, bw,
-                                    window, timeout, opt, seed)
+            if deployed is not None:
+                rs = simulate_ring(deployed, [RingJob(j + 1, ws, gradient_of)
+                                              for j, ws in enumerate(workers_of)], cell.rounds,
+                                   k=K, window=window, timeout=timeout,
+                                   compute_s=opt.compute_ms / 1e3,
+                                   jitter_s=opt.jitter_ms / 1e3, seed=seed)
+            else:
+                rs = ring_on_mininet(_mininet_settings(graph, base), workers_of, cell.rounds,
+                                     n_values, out / "ring", n_workers=n_workers_all,
+                                     window=window, timeout=timeout)
+            results["ring"] = _ring(rs, workers_of, cell, n_values, bw)
         except Exception as e:  # noqa: BLE001
             results["ring"] = DesignResult("ring", False, note=f"failed: {type(e).__name__}: {e}")
     if "switchml" in designs and deployed is not None and main_doc is not None:
@@ -385,14 +395,18 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
                        "jobs_file": jobs, "sim_options": vars(opt)})
 
 
-def _ring(deployed: Any, workers_of: list[list[str]], gradient_of: Any, cell: Cell,
-          n_values: int, bw: float, window: int, timeout: float, opt: SimOptions,
-          seed: int) -> DesignResult:
-    """The ring design on the main run's network: every job's workers one ring."""
-    rs = simulate_ring(deployed, [RingJob(j + 1, ws, gradient_of)
-                                  for j, ws in enumerate(workers_of)], cell.rounds,
-                       k=K, window=window, timeout=timeout, compute_s=opt.compute_ms / 1e3,
-                       jitter_s=opt.jitter_ms / 1e3, seed=seed)
+def _mininet_settings(graph: Any, s: Settings) -> Any:
+    """The Mininet network of a host-driven design: the INA runs' graph, target, link rate,
+    loss and seed."""
+    from controller.experiment.methods.host_driven import MininetSettings
+
+    return MininetSettings(graph, s.target, s.bw or 0.0, s.loss, s.seed)
+
+
+def _ring(rs: Any, workers_of: list[list[str]], cell: Cell, n_values: int,
+          bw: float) -> DesignResult:
+    """The ring design from its run (simulated or on Mininet): every job's workers one
+    ring."""
     if not all(j.complete for j in rs.jobs):
         return _incomplete("ring", rs, cell)
     med = [float(np.median(j.time_per_round_s)) for j in rs.jobs]
