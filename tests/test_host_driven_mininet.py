@@ -86,3 +86,71 @@ def test_ring_on_mininet_over_loopback(tmp_path: Path, monkeypatch: pytest.Monke
     sums[1][7] += 1
     np.savez(f, q=q, sums=sums)
     assert rm.ring_results(tmp_path / "ring" / "job1", 1, rings[0], 2).exact == [True, False]
+
+
+def test_switchml_switch_configured_over_p4runtime(tmp_path: Path) -> None:
+    """What SwitchML's Mininet runner writes into its one switch, against a real pyswitch
+    process (no ports: no root): switchml.p4 compiled for pyswitch and pushed, per job its
+    job entry, its workers admitted on every port of the switch, a result address per
+    worker, one multicast group with a replica per worker (rid = worker + 1); the counters
+    read back."""
+    from switch_harness import start_switch
+
+    import controller.experiment.methods.switchml.mininet as smm
+    from controller.experiment.methods.switchml.sim import COUNTERS
+    from topo.mininet_net import plan_network
+    from workers.switchml.job import JobConfig
+
+    g = parse_topology("fattree:4")
+    plan = plan_network(g)
+    hosts = {h: (i.ip, i.mac) for h, i in plan.hosts.items()}
+    jobs = [(JobConfig(1, (0, 1, 2), 4, pool_base=0), ["h1", "h2", "h5"]),
+            (JobConfig(2, (0, 1), 4, pool_base=8), ["h3", "h9"])]
+    rules = smm.switch_rules(g, plan.ports, hosts, "edge0", jobs)
+    n_ports = len(plan.ports["edge0"])  # 2 hosts and 2 aggregation switches
+    assert [r.group for r in rules] == [1, 2]
+    assert [sum(e.table == "MyIngress.sm_member" for e in r.entries) for r in rules] == [
+        3 * n_ports, 2 * n_ports]
+    # h1 hangs off edge0; h2, h5 (another rack, another pod) arrive over an uplink
+    assert rules[0].replicas == tuple(sorted([(plan.ports["edge0"]["h1"], 1),
+                                              (plan.ports["edge0"]["agg0"], 2),
+                                              (plan.ports["edge0"]["agg0"], 3)]))
+    p4info, config = smm._compile("pyswitch", tmp_path / "build")
+    sp = start_switch("pyswitch", {}, tmp_path)
+    try:
+        net = SimpleNamespace(grpc_address=lambda sw: sp.address, device_id=lambda sw: 0)
+        conn = smm._install(net, "edge0", p4info, config, rules)
+        try:
+            assert len(conn.read_table_entries("MyIngress.sm_member")) == 5 * n_ports
+            assert len(conn.read_table_entries("MyIngress.job_table")) == 2
+            assert len(conn.read_table_entries("MyEgress.result_dst")) == 5
+            groups = conn.read_multicast_groups()
+            assert sorted(groups[2]) == sorted(rules[1].replicas)
+            assert all(sum(p for p, _ in conn.read_counter(f"MyIngress.{n}").values()) == 0
+                       for n in COUNTERS)
+        finally:
+            conn.close()
+    finally:
+        sp.stop()
+
+
+def test_switchml_results_check_the_sums(tmp_path: Path) -> None:
+    """The runner's reading of its workers' files: exact when every worker got the wrapped
+    sum of every worker's vectors, not when one value is off."""
+    import json
+
+    from controller.experiment.methods.ring.sim import wrapped_sum
+    from controller.experiment.methods.switchml.mininet import switchml_results
+
+    q = [np.stack([seeded_vector(1, w, r, 3, 50) for r in range(2)]) for w in range(3)]
+    total = np.stack([wrapped_sum([v[r] for v in q]) for r in range(2)])
+    for w in range(3):
+        sums = total.copy()
+        if w == 2:
+            sums[1][0] += 1
+        np.savez(tmp_path / f"switchml{w}.npz", q=q[w], sums=sums)
+        (tmp_path / f"switchml{w}.json").write_text(json.dumps(
+            {"rounds": [{"round": r, "time_s": 0.1, "sent": 2, "retransmitted": w}
+                        for r in range(2)], "stats": {"retransmitted": 2 * w}}))
+    res = switchml_results(tmp_path, 1, 3, 2)
+    assert res.exact == [True, False] and res.retransmissions == 6 and res.complete

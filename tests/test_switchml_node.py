@@ -22,7 +22,6 @@ import pytest
 
 from pyswitch import Switch, compile_p4
 from workers.ring.ring_node import seeded_vector
-from workers.switchml.constants import UDP_PORT
 from workers.switchml.job import JobConfig
 from workers.switchml.rules import Host, install, job_rules
 from workers.switchml.wire import decode_frame, decode_payload, encode_frame
