@@ -68,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="results/suite", help="results folder")
     p.add_argument("--network", choices=("simulated", "mininet"), default="simulated",
-                   help="simulated (default) or mininet: the INA engine's designs (insync, "
-                        "atp, ps_only) on Mininet (root; run under the Mininet lock)")
+                   help="simulated (default) or mininet: every design on Mininet, the ring "
+                        "and SwitchML as processes (root; run under the Mininet lock)")
     p.add_argument("--smoke", action="store_true", help="one small cell, one round (seconds)")
     p.add_argument("--no-figures", action="store_true")
     p.add_argument("--reuse", action="store_true",

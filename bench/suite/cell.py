@@ -1,5 +1,5 @@
 """One cell of the suite: a network, a workload, a loss rate and a number of jobs; every
-design run on it in the simulated network (docs/suite.md).  Returns typed results; writes
+design run on it in the simulated network or on Mininet (docs/suite.md).  Returns typed results; writes
 each INA run's folder (``results.json``, ``report.md``, plots) under the cell's folder."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from controller.experiment.methods.ina.method import InaMethod
 from controller.experiment.methods.ina.networks import SimulatedNetwork
 from controller.experiment.methods.ring.mininet import ring_on_mininet
 from controller.experiment.methods.ring.sim import RingJob, simulate_ring
+from controller.experiment.methods.switchml.mininet import switchml_on_mininet
 from controller.experiment.methods.switchml.sim import SmJob, simulate_switchml
 from controller.experiment.network import shaped_graph
 from controller.experiment.prediction import RETX_BIND, LinkLoad, attribute
@@ -289,7 +290,8 @@ def _jobs_bound(per: list[tuple[str, dict, dict | None]], bw: float,
 def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tuple(DESIGNS),
              window: int = 16, timeout: float = 0.3, network: str = "simulated") -> CellResult:
     """Every design of ``designs`` on ``cell`` (module docstring); ``network`` "mininet":
-    the INA engine's designs on Mininet (root), the ring and SwitchML not run there."""
+    every design on Mininet (root): the INA engine's with the workers' own vectors, the
+    ring and SwitchML as processes (``ring_node``, ``switchml_node``) with the suite's."""
     t0 = time.perf_counter()
     spec = NETWORKS[cell.network]
     timeout = spec.timeout or timeout
@@ -371,20 +373,30 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
             results["ring"] = _ring(rs, workers_of, cell, n_values, bw)
         except Exception as e:  # noqa: BLE001
             results["ring"] = DesignResult("ring", False, note=f"failed: {type(e).__name__}: {e}")
-    if "switchml" in designs and deployed is not None and main_doc is not None:
+    if "switchml" in designs and main_doc is not None and (deployed is not None
+                                                           or network == "mininet"):
         ps_of = ([j["ps"] for j in main_doc["jobs"].values()] if "jobs" in main_doc
                  else [main_doc["plan"]["ps"]])
         try:
-            results["switchml"] = _switchml(deployed, ps_of, workers_of, gradient_of, cell,
-                                            n_values, bw, window, timeout, opt, seed)
+            if deployed is not None:
+                rs = simulate_switchml(
+                    deployed, [SmJob(j + 1, ps, ws, gradient_of) for j, (ps, ws)
+                               in enumerate(zip(ps_of, workers_of, strict=True))],
+                    cell.rounds, pool_size=window, timeout=timeout,
+                    compute_s=opt.compute_ms / 1e3, jitter_s=opt.jitter_ms / 1e3, seed=seed)
+            else:
+                rs = switchml_on_mininet(_mininet_settings(graph, base),
+                                         list(zip(ps_of, workers_of, strict=True)),
+                                         cell.rounds, n_values, out / "switchml",
+                                         n_workers=n_workers_all, pool_size=window,
+                                         timeout=timeout)
+            results["switchml"] = _switchml(rs, cell, n_values, bw)
         except Exception as e:  # noqa: BLE001
             results["switchml"] = DesignResult("switchml", False,
                                                note=f"failed: {type(e).__name__}: {e}")
     for name in designs:
         if name not in results:
-            results[name] = DesignResult(name, False, note=(
-                "not run: no process on Mininet yet" if network == "mininet"
-                and name in ("ring", "switchml") else DESIGNS[name].what))
+            results[name] = DesignResult(name, False, note=DESIGNS[name].what)
     project(results, cell)
     n_w = len(workers_of[0]) if workers_of else spec.workers
     return CellResult(cell, results, n_w, n_values, sw.n_params, bw,
@@ -432,16 +444,10 @@ def _ring(rs: Any, workers_of: list[list[str]], cell: Cell, n_values: int,
         bound_text=f"{bound}: {text}" if bound == "link" else text)
 
 
-def _switchml(deployed: Any, ps_of: list[str], workers_of: list[list[str]], gradient_of: Any,
-              cell: Cell, n_values: int, bw: float, window: int, timeout: float,
-              opt: SimOptions, seed: int) -> DesignResult:
-    """The SwitchML-style design on the main run's network: ``switchml.p4`` on the first
-    job's PS's ToR, a pool of ``window`` slots per job (SwitchML's window is its pool)."""
-    rs = simulate_switchml(deployed, [SmJob(j + 1, ps, ws, gradient_of) for j, (ps, ws)
-                                      in enumerate(zip(ps_of, workers_of, strict=True))],
-                           cell.rounds, pool_size=window, timeout=timeout,
-                           compute_s=opt.compute_ms / 1e3, jitter_s=opt.jitter_ms / 1e3,
-                           seed=seed)
+def _switchml(rs: Any, cell: Cell, n_values: int, bw: float) -> DesignResult:
+    """The SwitchML-style design from its run (simulated or on Mininet): ``switchml.p4`` on
+    the first job's PS's ToR, a pool of ``window`` slots per job (SwitchML's window is its
+    pool)."""
     if not all(j.complete for j in rs.jobs):
         return _incomplete("switchml", rs, cell)
     med = [float(np.median(j.time_per_round_s)) for j in rs.jobs]
