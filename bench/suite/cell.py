@@ -1,6 +1,7 @@
 """One cell of the suite: a network, a workload, a loss rate and a number of jobs; every
 design run on it in the simulated network or on Mininet (docs/suite.md).  Returns typed
-results; writes each INA run's folder (``results.json``, ``report.md``, plots) under the cell's folder."""
+results; writes each INA run's folder (``results.json``, ``report.md``, plots) under the
+cell's folder."""
 
 from __future__ import annotations
 
