@@ -73,6 +73,8 @@ def test_ring_on_mininet_over_loopback(tmp_path: Path, monkeypatch: pytest.Monke
     assert fake.made[0].stopped
     assert [j.exact for j in res.jobs] == [[True, True], [True, True]]
     assert all(j.complete for j in res.jobs) and res.virtual_s > 0
+    # the rounds' span leaves out the positions' linger (2 × max_timeout) after their rounds
+    assert res.virtual_s < res.wall_s - 0.5
     assert [len(j.records) for j in res.jobs] == [3, 2]
     assert res.jobs[1].records[0][0]["data_sent"] > 0
     with np.load(tmp_path / "ring" / "job2" / "ring1.npz") as d:

@@ -10,7 +10,8 @@ then all-reduces one seeded int32 vector per round (:func:`seeded_vector` of wor
 :class:`workers.ring.driver.RingDriver`
 over UDP sockets and the monotonic clock, answers late resends for ``2 × max_timeout`` after
 its last round, and writes ``ring<RANK>.npz`` (``q``: its vectors, ``sums``: what it applied)
-and ``ring<RANK>.json`` (each round's record) into ``out_dir``.  A bad job file: one line,
+and ``ring<RANK>.json`` (each round's record, ``finished_at``: the wall-clock time its last
+round ended) into ``out_dir``.  A bad job file: one line,
 exit 2.
 """
 
@@ -170,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                         window=job.window, timeout=job.timeout, max_timeout=job.max_timeout)
     driver.start()
     io.serve(driver, lambda: driver.finished)
+    finished_at = time.time()  # the last round's end (wall clock: the runner's t_start's)
     linger = time.monotonic() + 2 * job.max_timeout  # late resends of our last ACKs
     io.serve(driver, lambda: time.monotonic() > linger)
     out = Path(job.out_dir)
@@ -177,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     np.savez(out / f"ring{rank}.npz", q=np.array(q), sums=np.array(sums))
     (out / f"ring{rank}.json").write_text(json.dumps(
         {"rank": rank, "rounds": driver.records, "held": driver.held,
+         "finished_at": finished_at,
          "malformed": io.malformed}, indent=1) + "\n")
     return 0
 

@@ -15,7 +15,8 @@ Worker ``WORKER`` binds (its address, ``port``), prints ``switchml WORKER ready`
 ``n_workers``) with the pure :class:`workers.switchml.worker.SwitchMLWorker` over its UDP
 socket and the monotonic clock, and writes ``switchml<WORKER>.npz`` (``q``: its vectors,
 ``sums``: what it got) and ``switchml<WORKER>.json`` (each round's time and UPDATEs sent
-and resent, the worker's counters).  No linger after the last round: the switch answers a
+and resent, the worker's counters, ``finished_at``: the wall-clock time its last round
+ended).  No linger after the last round: the switch answers a
 late worker's retransmission from its shadow copy, not the other workers.  A bad job file:
 one line, exit 2.
 """
@@ -164,12 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as e:
         print(f"error: switchml_node: worker {w}: {e}", file=sys.stderr)
         return 1
+    finished_at = time.time()  # the last round's end (wall clock: the runner's t_start's)
     out = Path(job.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     np.savez(out / f"switchml{w}.npz", q=np.array(q), sums=np.array(sums))
     (out / f"switchml{w}.json").write_text(json.dumps(
         {"worker": w, "worker_id": worker_id, "rounds": records,
-         "stats": asdict(sm.stats)}, indent=1) + "\n")
+         "stats": asdict(sm.stats), "finished_at": finished_at}, indent=1) + "\n")
     return 0
 
 

@@ -9,6 +9,7 @@ it), and one process per worker host started together through the runner's launc
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ import networkx as nx
 from controller.experiment.network import start_routed_network
 from controller.experiment.runner import Launch, Launched, Node, RoutedNetwork, Run
 
-__all__ = ["MininetSettings", "host_run", "routed_mininet", "launch_nodes"]
+__all__ = ["MininetSettings", "host_run", "routed_mininet", "launch_nodes", "rounds_span"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +62,13 @@ def launch_nodes(run: Run, net: RoutedNetwork, label: str, out: Path,
         label=label, out_dir=out, nodes=[Node(h, m, a) for h, m, a in nodes],
         nodes_what=what, failed_what=f"{label} worker", start_file=out / "start",
         timeout_s=timeout_s, count_from="start"))
+
+
+def rounds_span(out: Path, prefix: str, done: Launched) -> float:
+    """Seconds from the start file to the last worker's last round (each worker's
+    ``<prefix><i>.json`` under ``out`` says when, ``finished_at``; the hosts share this
+    machine's clock): the rounds' span, without what a process does after them."""
+    ends = [json.loads(f.read_text()).get("finished_at")
+            for f in out.rglob(f"{prefix}[0-9]*.json")]
+    ends = [t for t in ends if t is not None]
+    return max(0.0, max(ends) - done.t_start) if ends else done.wall_s

@@ -7,7 +7,9 @@ Position r of job j's ring draws the suite's seeded vector of worker r among ``n
 (:func:`workers.ring.ring_node.seeded_vector`, what :mod:`bench.suite.cell` gives the
 simulated ring), and writes what it sent and applied; the sums are checked here against the
 wrapped int32 sum of every position's vectors.  A worker's round time is its own clock's,
-from its round's first DATA to its round's end, as in the simulated ring."""
+from its round's first DATA to its round's end, as in the simulated ring; the run's span
+(what a link's busy share is over) is from the start file to the last position's last
+round, without the positions' linger for late resends."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from controller.experiment.methods.host_driven import (
     MininetSettings,
     host_run,
     launch_nodes,
+    rounds_span,
     routed_mininet,
 )
 from controller.experiment.methods.ring.sim import RingJobResult, RingSimResult, wrapped_sum
@@ -53,7 +56,7 @@ def ring_on_mininet(ms: MininetSettings, rings: list[list[str]], rounds: int, n_
         done = launch_nodes(run, net, "ring", out, nodes, deadline_s, "the ring's positions")
     jobs = [ring_results(out / f"job{j + 1}", j + 1, ring, rounds)
             for j, ring in enumerate(rings)]
-    return RingSimResult(jobs, done.wall_s, done.wall_s, 0, done.moved)
+    return RingSimResult(jobs, rounds_span(out, "ring", done), done.wall_s, 0, done.moved)
 
 
 def ring_results(folder: Path, job: int, ring: list[str], rounds: int) -> RingJobResult:

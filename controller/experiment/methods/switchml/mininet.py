@@ -27,6 +27,7 @@ from controller.experiment.methods.host_driven import (
     MininetSettings,
     host_run,
     launch_nodes,
+    rounds_span,
     routed_mininet,
 )
 from controller.experiment.methods.ring.sim import wrapped_sum
@@ -138,8 +139,8 @@ def switchml_on_mininet(ms: MininetSettings, jobs: list[tuple[str, list[str]]], 
             conn.close()
     results = [switchml_results(out / f"job{cfg.job_id}", cfg.job_id, len(ws), rounds)
                for cfg, ws in cfgs]
-    return SmSimResult(sw, 2 * pool_size * len(jobs), results, done.wall_s, done.wall_s,
-                       counters, done.moved)
+    return SmSimResult(sw, 2 * pool_size * len(jobs), results,
+                       rounds_span(out, "switchml", done), done.wall_s, counters, done.moved)
 
 
 def switchml_results(folder: Path, job: int, n: int, rounds: int) -> SmJobResult:
