@@ -1,7 +1,8 @@
 """``python -m bench.suite``: the INA design suite, one command (docs/suite.md).
 
 Runs every design of ``--designs`` on every cell of ``--networks`` × ``--models`` ×
-``--loss`` × ``--jobs`` in the simulated network, every sum checked, and writes
+``--loss`` × ``--jobs`` in the simulated network (``--network mininet``: on Mininet, root),
+every sum checked, and writes
 ``suite.json``, ``report.md`` and the figures into ``--out``.  ``--smoke``: one small cell,
 one round (seconds; tests/test_suite.py runs it)."""
 
