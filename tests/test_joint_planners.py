@@ -49,7 +49,8 @@ def test_the_simple_planners_place_a_job_set_by_hand(js):
 def test_every_planner_places_several_jobs_or_says_it_cannot(js):
     """``--jobs`` works with every planner of the table, or the planner declared it places
     one job: no planner silently plans something else."""
-    assert several_planners() == ["greedy", "exact", "top_degree", "random", "tor_only", "best"]
+    assert several_planners() == ["greedy", "exact", "top_degree", "random", "tor_only", "best",
+                                  "tor_all"]
     jobs = as_jobs(js)
     for name in several_planners():
         p = PLANNERS[name](jobs, 2, seed=1)

@@ -69,7 +69,7 @@ def test_plan_generated_topology_with_count(tmp_path):
     assert plan.job.gamma == pytest.approx(1 / 3) and plan.deployed == ["agg2"]
     assert plan.topology["spec"] == "fattree:4"
     assert set(plan.baselines) == {"ps_only", "tor_only", "all_programmable", "random",
-                                      "top_degree", "exact", "rounding"}  # best: no baseline
+                                      "top_degree", "exact", "rounding", "tor_all"}  # best: no baseline
     assert not list(tmp_path.glob(".plan.json.*"))  # no temp file left behind
     assert out.stat().st_mode & 0o444 == 0o444  # readable plan, not mkstemp's 0600
 

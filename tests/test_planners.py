@@ -264,7 +264,7 @@ def test_baselines_table_has_rounding():
     fast = FastLP(job)
     base = all_baselines(job, 2, seed=1, lp=fast)
     assert list(base) == ["ps_only", "all_programmable", "exact", "top_degree", "random",
-                          "tor_only", "rounding"]
+                          "tor_only", "rounding", "tor_all"]
     other = all_baselines(job, 2, seed=1, lp=fast, skip=("exact",))
     assert "exact" not in other
     assert other["greedy"]["gamma"] == pytest.approx(PLANNERS["greedy"](job, 2, lp=fast).gamma)

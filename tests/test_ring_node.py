@@ -58,6 +58,36 @@ def test_four_processes_exact(tmp_path: Path) -> None:
     assert rec["rounds"][0]["data_sent"] > 0 and rec["malformed"] == 0
 
 
+def test_start_file_barrier_and_the_suites_vectors(tmp_path: Path) -> None:
+    """With ``start_file`` every position says ready and waits for it (nothing is written
+    before); with ``first`` and ``n_workers`` a position draws worker first + rank's vector
+    among n_workers (the suite's draw for a second job's ring); the sums are exact."""
+    import time
+
+    P, rounds, n, first, n_all = 3, 2, 300, 3, 6
+    start = tmp_path / "start"
+    job = {"job": 2, "hosts": [["127.0.0.1", p] for p in _free_ports(P)], "rounds": rounds,
+           "n_values": n, "seed": 5, "window": 4, "timeout": 0.2, "max_timeout": 0.4,
+           "out_dir": str(tmp_path), "start_file": str(start), "first": first,
+           "n_workers": n_all}
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job))
+    procs = [_node(str(path), str(r)) for r in range(P)]
+    assert [p.stdout.readline().strip() for p in procs] == [f"ring {r} ready" for r in range(P)]
+    time.sleep(0.5)
+    assert all(p.poll() is None for p in procs) and not list(tmp_path.glob("ring*.npz"))
+    start.touch()
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err[-2000:]
+    for r in range(rounds):
+        vecs = [seeded_vector(5, first + w, r, n_all, n) for w in range(P)]
+        want = np.sum([v.astype(np.int64) for v in vecs], axis=0).astype(np.int32)
+        for w in range(P):
+            with np.load(tmp_path / f"ring{w}.npz") as d:
+                assert np.array_equal(d["q"][r], vecs[w]) and np.array_equal(d["sums"][r], want)
+
+
 def test_bad_job_file(tmp_path: Path) -> None:
     path = tmp_path / "job.json"
     path.write_text(json.dumps({"job": 1, "hosts": [], "rounds": 1, "n_values": 4}))
@@ -65,3 +95,8 @@ def test_bad_job_file(tmp_path: Path) -> None:
     out, err = p.communicate(timeout=60)
     assert p.returncode == 2 and "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("error: ring_node:")
+    path.write_text(json.dumps({"job": 1, "hosts": [["127.0.0.1", 1], ["127.0.0.1", 2]],
+                                "rounds": 1, "n_values": 4, "first": 1, "n_workers": 2}))
+    p = _node(str(path), "0")
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and "cannot hold workers 1..2" in err.strip().splitlines()[-1]

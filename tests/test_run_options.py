@@ -103,5 +103,5 @@ def test_several_jobs_take_only_the_joint_planners(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err == ["error: --planner rounding places one job; several jobs "
                                  "(--jobs) are placed by one of greedy, exact, top_degree, "
-                                 "random, tor_only, best"]
+                                 "random, tor_only, best, tor_all"]
     assert not (tmp_path / "r").exists()

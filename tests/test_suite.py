@@ -15,6 +15,7 @@ import pytest
 from bench.suite.cell import Cell, CellResult, DesignResult
 from bench.suite.designs import DESIGNS, RUNNABLE, design_names
 from bench.suite.report import summary_rows, winner, write_report
+from workers.ina.constants import num_slots
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,7 +39,12 @@ def test_smoke_every_design_exact(tmp_path: Path) -> None:
         assert d["bound"], name  # every design names what bound it
     assert ran["ring"]["speedup_vs_ring"] == pytest.approx(1.0)
     assert ran["ps_only"]["speedup_vs_ps_only"] == pytest.approx(1.0)
-    assert ran["insync"]["slots"] > ran["atp"]["slots"] > ran["switchml"]["slots"] > 0
+    # atp: ina.p4 on the ToRs of the workers' racks (edge1, edge2, edge3) and the PS's (edge0)
+    atp = json.loads((tmp_path / "cells" / cell_name(cell) / "atp" / "results.json").read_text())
+    assert atp["plan"]["deployed"] == ["edge1", "edge2", "edge3"]
+    assert ran["atp"]["slots"] == 4 * num_slots() > ran["insync"]["slots"]
+    assert ran["insync"]["slots"] > ran["switchml"]["slots"] > 0
+    assert ran["atp"]["marks"] >= 0 and ran["insync"]["marks"] == 0
     assert ran["ring"]["slots"] == ran["ps_only"]["slots"] == 0
     # in-network aggregation moves fewer bytes into the PS than PS-only: faster here
     assert ran["insync"]["s_per_round"] < ran["ps_only"]["s_per_round"]
@@ -46,6 +52,39 @@ def test_smoke_every_design_exact(tmp_path: Path) -> None:
     assert "## Which design wins where, and why" in md and "| makerun-resnet50" in md
     for f in ("elements_per_s.png", "speedup_ring.png", "gamma_ratio.png", "slots.png"):
         assert (tmp_path / f).stat().st_size > 1000
+
+
+def cell_name(cell: dict) -> str:
+    return Cell(**cell["cell"]).name
+
+
+def test_atp_runs_ecn_marks_aimd_and_every_rack(tmp_path: Path, monkeypatch) -> None:
+    """The atp design's INA run: the tor_all planner with every switch as its budget, --cc
+    aimd, and a simulated network whose switches mark ECN (ecn_packets); insync's run marks
+    nothing.  The workers' marks are summed from their reports."""
+    import bench.suite.cell as cellmod
+    from bench.suite.designs import ATP_ECN_PACKETS
+
+    seen = {}
+
+    def fake_run(s, opt, out, *a, **k):
+        seen[out.name] = (s, opt)
+        raise RuntimeError("stop here")
+    monkeypatch.setattr(cellmod, "_ina_run", fake_run)
+    res = cellmod.run_cell(Cell("makerun", "resnet50", 0.0, 1, rounds=1), tmp_path,
+                           designs=("insync", "atp"))
+    assert res.designs["atp"].note == "failed: RuntimeError: stop here"
+    s, opt = seen["atp"]
+    assert (s.planner, s.cc, s.budget, s.modes) == ("tor_all", "aimd", 20, ("ina",))
+    assert opt.ecn_packets == ATP_ECN_PACKETS > 0
+    s, opt = seen["main"]
+    assert (s.planner, s.cc, s.budget, opt.ecn_packets) == ("greedy", "fixed", 2, 0)
+    run = tmp_path / "r" / "job1" / "ina"
+    run.mkdir(parents=True)
+    (run / "worker0.json").write_text(json.dumps({"rounds": [{"marks": 3}, {"marks": 4}]}))
+    (run / "worker1.json").write_text(json.dumps({"rounds": [{"marks": 5}]}))
+    (run / "workers.json").write_text("[]")  # not a worker's report
+    assert cellmod._marks(tmp_path / "r") == 12
 
 
 def _cell(**eps: float | None) -> CellResult:

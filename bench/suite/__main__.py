@@ -1,7 +1,8 @@
 """``python -m bench.suite``: the INA design suite, one command (docs/suite.md).
 
 Runs every design of ``--designs`` on every cell of ``--networks`` × ``--models`` ×
-``--loss`` × ``--jobs`` in the simulated network, every sum checked, and writes
+``--loss`` × ``--jobs`` in the simulated network (``--network mininet``: on Mininet, root),
+every sum checked, and writes
 ``suite.json``, ``report.md`` and the figures into ``--out``.  ``--smoke``: one small cell,
 one round (seconds; tests/test_suite.py runs it)."""
 
@@ -68,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="results/suite", help="results folder")
     p.add_argument("--network", choices=("simulated", "mininet"), default="simulated",
-                   help="simulated (default) or mininet: the INA engine's designs (insync, "
-                        "atp, ps_only) on Mininet (root; run under the Mininet lock)")
+                   help="simulated (default) or mininet: every design on Mininet, the ring "
+                        "and SwitchML as processes (root; run under the Mininet lock)")
     p.add_argument("--smoke", action="store_true", help="one small cell, one round (seconds)")
     p.add_argument("--no-figures", action="store_true")
     p.add_argument("--reuse", action="store_true",

@@ -1,6 +1,7 @@
 """One cell of the suite: a network, a workload, a loss rate and a number of jobs; every
-design run on it in the simulated network (docs/suite.md).  Returns typed results; writes
-each INA run's folder (``results.json``, ``report.md``, plots) under the cell's folder."""
+design run on it in the simulated network or on Mininet (docs/suite.md).  Returns typed
+results; writes each INA run's folder (``results.json``, ``report.md``, plots) under the
+cell's folder."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from bench.suite.designs import DESIGNS
 from controller.experiment.methods.ina.core import Settings
 from controller.experiment.methods.ina.method import InaMethod
 from controller.experiment.methods.ina.networks import SimulatedNetwork
+from controller.experiment.methods.ring.mininet import ring_on_mininet
 from controller.experiment.methods.ring.sim import RingJob, simulate_ring
+from controller.experiment.methods.switchml.mininet import switchml_on_mininet
 from controller.experiment.methods.switchml.sim import SmJob, simulate_switchml
 from controller.experiment.network import shaped_graph
 from controller.experiment.prediction import RETX_BIND, LinkLoad, attribute
@@ -96,6 +99,7 @@ class DesignResult:
     bound_text: str = ""
     note: str = ""
     fairness: float | None = None  # Jain's index of the jobs' elements per second (jobs > 1)
+    marks: int = 0  # RESULTs with a congestion (ECN) mark the workers saw (atp)
 
 
 def jain(xs: list[float]) -> float | None:
@@ -207,6 +211,24 @@ def _known_plan(graph: Any, s: Settings, start: tuple[str, ...]) -> Any:
     return plan_several_jobs(graph, specs, req, planned=planned)
 
 
+def _placed_plan(graph: Any, s: Settings) -> Any:
+    """The joint plan of ``s.jobs`` on the set ``s.planner`` places, without the baselines
+    (each job alone, the all-programmable bound: LPs that do not solve in time at k=16)."""
+    from controller.experiment.methods.ina.core import plan_request
+    from controller.plan.jobs import jobs_argument
+    from controller.plan.pipeline import plan_several_jobs
+
+    return plan_several_jobs(graph, jobs_argument(s.jobs or "", graph),
+                             replace(plan_request(s), baselines=False))
+
+
+def _marks(run_dir: Path) -> int:
+    """RESULTs with a congestion mark the workers of an INA run saw (every job and round,
+    their ``worker*.json``; docs/protocol.md §6, "Congestion marks")."""
+    return sum(r.get("marks", 0) for f in run_dir.rglob("worker[0-9]*.json")
+               for r in json.loads(f.read_text()).get("rounds", []))
+
+
 def _mode_view(doc: dict, mode: str) -> list[tuple[str, dict, dict | None]]:
     """Per job: (job, the mode's record, the job's summary: ``gamma``, ``workers``) -- one
     job or several."""
@@ -269,7 +291,8 @@ def _jobs_bound(per: list[tuple[str, dict, dict | None]], bw: float,
 def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tuple(DESIGNS),
              window: int = 16, timeout: float = 0.3, network: str = "simulated") -> CellResult:
     """Every design of ``designs`` on ``cell`` (module docstring); ``network`` "mininet":
-    the INA engine's designs on Mininet (root), the ring and SwitchML not run there."""
+    every design on Mininet (root): the INA engine's with the workers' own vectors, the
+    ring and SwitchML as processes (``ring_node``, ``switchml_node``) with the suite's."""
     t0 = time.perf_counter()
     spec = NETWORKS[cell.network]
     timeout = spec.timeout or timeout
@@ -318,40 +341,63 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
     if "atp" in designs:
         d = DESIGNS["atp"]
         try:
-            sa = replace(base, modes=("ina",), planner=d.planner, cc=d.cc)
-            # S = ∅ from the joint greedy with no choice (make_plan's all-programmable bound
+            n_switches = sum(1 for _, k in graph.nodes(data="kind") if k == "switch")
+            sa = replace(base, modes=("ina",), planner=d.planner, cc=d.cc,
+                         budget=n_switches if d.every_switch else base.budget)
+            # the planner's set without the baselines (make_plan's all-programmable bound
             # is an LP that does not solve in time at k=16)
-            plan = (_known_plan(graph, replace(sa, budget=0), ()) if jobs is not None
-                    and spec.start else None)
-            atp_doc, _ = _ina_run(sa, opt, out / "atp", gradient_of, graph, plan, network)
+            plan = (_placed_plan(graph, sa) if jobs is not None and spec.start else None)
+            atp_doc, _ = _ina_run(sa, replace(opt, ecn_packets=d.ecn_packets), out / "atp",
+                                  gradient_of, graph, plan, network)
+            racks = len(atp_doc.get("plan", {}).get("deployed") or [])
             results["atp"] = _ina_design("atp", atp_doc, "ina", n_values,
-                                         cell.jobs * num_slots(), bw)
+                                         (racks + cell.jobs) * num_slots(), bw)
+            results["atp"].marks = _marks(out / "atp")
         except Exception as e:  # noqa: BLE001
             results["atp"] = DesignResult("atp", False, note=f"failed: {type(e).__name__}: {e}")
     workers_of: list[list[str]] = []
     if main_doc is not None:
         workers_of = ([j["workers"] for j in main_doc["jobs"].values()] if "jobs" in main_doc
                       else [main_doc["plan"]["workers"]])
-    if "ring" in designs and deployed is not None:
+    if "ring" in designs and (deployed is not None or (network == "mininet" and workers_of)):
         try:
-            results["ring"] = _ring(deployed, workers_of, gradient_of, cell, n_values, bw,
-                                    window, timeout, opt, seed)
+            if deployed is not None:
+                rs = simulate_ring(deployed, [RingJob(j + 1, ws, gradient_of)
+                                              for j, ws in enumerate(workers_of)], cell.rounds,
+                                   k=K, window=window, timeout=timeout,
+                                   compute_s=opt.compute_ms / 1e3,
+                                   jitter_s=opt.jitter_ms / 1e3, seed=seed)
+            else:
+                rs = ring_on_mininet(_mininet_settings(graph, base), workers_of, cell.rounds,
+                                     n_values, out / "ring", n_workers=n_workers_all,
+                                     window=window, timeout=timeout)
+            results["ring"] = _ring(rs, workers_of, cell, n_values, bw)
         except Exception as e:  # noqa: BLE001
             results["ring"] = DesignResult("ring", False, note=f"failed: {type(e).__name__}: {e}")
-    if "switchml" in designs and deployed is not None and main_doc is not None:
+    if "switchml" in designs and main_doc is not None and (deployed is not None
+                                                           or network == "mininet"):
         ps_of = ([j["ps"] for j in main_doc["jobs"].values()] if "jobs" in main_doc
                  else [main_doc["plan"]["ps"]])
         try:
-            results["switchml"] = _switchml(deployed, ps_of, workers_of, gradient_of, cell,
-                                            n_values, bw, window, timeout, opt, seed)
+            if deployed is not None:
+                rs = simulate_switchml(
+                    deployed, [SmJob(j + 1, ps, ws, gradient_of) for j, (ps, ws)
+                               in enumerate(zip(ps_of, workers_of, strict=True))],
+                    cell.rounds, pool_size=window, timeout=timeout,
+                    compute_s=opt.compute_ms / 1e3, jitter_s=opt.jitter_ms / 1e3, seed=seed)
+            else:
+                rs = switchml_on_mininet(_mininet_settings(graph, base),
+                                         list(zip(ps_of, workers_of, strict=True)),
+                                         cell.rounds, n_values, out / "switchml",
+                                         n_workers=n_workers_all, pool_size=window,
+                                         timeout=timeout)
+            results["switchml"] = _switchml(rs, cell, n_values, bw)
         except Exception as e:  # noqa: BLE001
             results["switchml"] = DesignResult("switchml", False,
                                                note=f"failed: {type(e).__name__}: {e}")
     for name in designs:
         if name not in results:
-            results[name] = DesignResult(name, False, note=(
-                "not run: no process on Mininet yet" if network == "mininet"
-                and name in ("ring", "switchml") else DESIGNS[name].what))
+            results[name] = DesignResult(name, False, note=DESIGNS[name].what)
     project(results, cell)
     n_w = len(workers_of[0]) if workers_of else spec.workers
     return CellResult(cell, results, n_w, n_values, sw.n_params, bw,
@@ -362,14 +408,18 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
                        "jobs_file": jobs, "sim_options": vars(opt)})
 
 
-def _ring(deployed: Any, workers_of: list[list[str]], gradient_of: Any, cell: Cell,
-          n_values: int, bw: float, window: int, timeout: float, opt: SimOptions,
-          seed: int) -> DesignResult:
-    """The ring design on the main run's network: every job's workers one ring."""
-    rs = simulate_ring(deployed, [RingJob(j + 1, ws, gradient_of)
-                                  for j, ws in enumerate(workers_of)], cell.rounds,
-                       k=K, window=window, timeout=timeout, compute_s=opt.compute_ms / 1e3,
-                       jitter_s=opt.jitter_ms / 1e3, seed=seed)
+def _mininet_settings(graph: Any, s: Settings) -> Any:
+    """The Mininet network of a host-driven design: the INA runs' graph, target, link rate,
+    loss and seed."""
+    from controller.experiment.methods.host_driven import MininetSettings
+
+    return MininetSettings(graph, s.target, s.bw or 0.0, s.loss, s.seed)
+
+
+def _ring(rs: Any, workers_of: list[list[str]], cell: Cell, n_values: int,
+          bw: float) -> DesignResult:
+    """The ring design from its run (simulated or on Mininet): every job's workers one
+    ring."""
     if not all(j.complete for j in rs.jobs):
         return _incomplete("ring", rs, cell)
     med = [float(np.median(j.time_per_round_s)) for j in rs.jobs]
@@ -395,16 +445,10 @@ def _ring(deployed: Any, workers_of: list[list[str]], gradient_of: Any, cell: Ce
         bound_text=f"{bound}: {text}" if bound == "link" else text)
 
 
-def _switchml(deployed: Any, ps_of: list[str], workers_of: list[list[str]], gradient_of: Any,
-              cell: Cell, n_values: int, bw: float, window: int, timeout: float,
-              opt: SimOptions, seed: int) -> DesignResult:
-    """The SwitchML-style design on the main run's network: ``switchml.p4`` on the first
-    job's PS's ToR, a pool of ``window`` slots per job (SwitchML's window is its pool)."""
-    rs = simulate_switchml(deployed, [SmJob(j + 1, ps, ws, gradient_of) for j, (ps, ws)
-                                      in enumerate(zip(ps_of, workers_of, strict=True))],
-                           cell.rounds, pool_size=window, timeout=timeout,
-                           compute_s=opt.compute_ms / 1e3, jitter_s=opt.jitter_ms / 1e3,
-                           seed=seed)
+def _switchml(rs: Any, cell: Cell, n_values: int, bw: float) -> DesignResult:
+    """The SwitchML-style design from its run (simulated or on Mininet): ``switchml.p4`` on
+    the first job's PS's ToR, a pool of ``window`` slots per job (SwitchML's window is its
+    pool)."""
     if not all(j.complete for j in rs.jobs):
         return _incomplete("switchml", rs, cell)
     med = [float(np.median(j.time_per_round_s)) for j in rs.jobs]

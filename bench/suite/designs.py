@@ -8,10 +8,11 @@ impairment, switches) and is checked against the same exact int32 sums.
 ``insync``     ``ina.p4``, the planner's placement (``--planner greedy``, ``--budget``) and its
                routes, hash-indexed slots with PS fall-back, congestion control ``fixed``: the
                INA engine's ``ina`` mode
-``atp``        ``ina.p4`` with slots on the ToR only (``--planner tor_only``: S = ∅, the PS's
-               ToR aggregates every worker), PS fall-back on a collision, ``--cc aimd`` (ATP's
-               window policy, without ECN marks until ina.p4 sets them): the ``ina`` mode of a
-               second INA run
+``atp``        ``ina.p4`` on the ToR of every rack holding workers and on the PS's
+               (``--planner tor_all`` with a budget of every switch), PS fall-back on a
+               collision, the switches marking ECN (``ecn_packets``: a link queue of 8
+               frames; the simulated network) and ``--cc aimd`` halving on those marks
+               (ATP's window policy): the ``ina`` mode of a second INA run
 ``ps_only``    every worker to the PS, no switch aggregates: the INA engine's ``ps_only`` mode
 ``ring``       host-only ring all-reduce over UDP (:mod:`workers.ring`) through the same
                switches forwarding plain IPv4 (:mod:`controller.experiment.methods.ring.sim`)
@@ -25,7 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Design", "DESIGNS", "RUNNABLE", "design_names"]
+__all__ = ["Design", "DESIGNS", "RUNNABLE", "design_names", "ATP_ECN_PACKETS"]
+
+# ATP's switches mark ECN above a queue threshold; 8 frames of a 1,000-frame queue is what
+# docs/results.md ("Congestion marks") measured the policies with
+ATP_ECN_PACKETS = 8
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,8 @@ class Design:
     mode: str | None  # the INA engine's mode in that run
     planner: str = "greedy"
     cc: str = "fixed"
+    every_switch: bool = False  # the budget is every switch (the planner bounds S itself)
+    ecn_packets: int = 0  # switches mark INA packets over a link queue this deep (0: off)
     runs_in_sim: bool = True
     what: str = ""
 
@@ -45,8 +52,10 @@ class Design:
 DESIGNS: dict[str, Design] = {d.name: d for d in (
     Design("insync", "main", "ina", what="ina.p4, planned placement (greedy), hash slots, PS "
                                          "fall-back, fixed window"),
-    Design("atp", "atp", "ina", planner="tor_only", cc="aimd",
-           what="ina.p4 on the PS's ToR only, PS fall-back, AIMD window (no ECN yet)"),
+    Design("atp", "atp", "ina", planner="tor_all", cc="aimd", every_switch=True,
+           ecn_packets=ATP_ECN_PACKETS,
+           what="ina.p4 on every workers' rack's ToR and the PS's, PS fall-back, ECN marks, "
+                "AIMD window"),
     Design("ps_only", "main", "ps_only", what="every worker to the PS, no aggregation"),
     Design("ring", None, None, what="host-only ring all-reduce over UDP, plain forwarding"),
     Design("switchml", None, None,

@@ -15,8 +15,8 @@ from bench.suite.designs import DESIGNS
 __all__ = ["write_report", "winner", "summary_rows"]
 
 COLUMNS = ("design", "exact", "s/round", "elements/s (scaled)", "elements/s (real, proj.)",
-           "step s (proj.)", "× ring", "× PS-only", "γ meas/pred", "slots", "retx", "fairness",
-           "bound by")
+           "step s (proj.)", "× ring", "× PS-only", "γ meas/pred", "slots", "retx",
+           "ECN marks", "fairness", "bound by")
 
 
 def _f(v: float | None, fmt: str) -> str:
@@ -70,7 +70,8 @@ def _cell_table(c: CellResult) -> list[str]:
             _f(d.elements_per_s, ",.0f"), _f(d.real_elements_per_s, ".3g"),
             _f(d.projected_step_s, ".4f"), _f(d.speedup_vs_ring, ".2f"),
             _f(d.speedup_vs_ps_only, ".2f"), _f(d.gamma_ratio, ".3f"), f"{d.slots:,}",
-            f"{d.retransmissions:,}", _f(d.fairness, ".3f"), d.bound or "—")) + " |")
+            f"{d.retransmissions:,}", f"{d.marks:,}", _f(d.fairness, ".3f"),
+            d.bound or "—")) + " |")
     return out
 
 

@@ -169,11 +169,13 @@ def link_bytes(counters_before: dict, counters_after: dict) -> dict[tuple[str, s
 
 
 def start_routed_network(graph: nx.Graph, target: str, build_dir: Path, console: Any,
-                         bw_unit_mbps: float | None, links: str
+                         bw_unit_mbps: float | None, links: str,
+                         switch_opts: dict[str, Any] | None = None
                          ) -> tuple[Any, dict[str, tuple[str, str]]]:
     """Start the network and install the routes; returns it and ``host -> (ip, mac)``.
 
-    ``links`` describes the link rates for the progress line.  On any error the network is
+    ``links`` describes the link rates for the progress line; ``switch_opts`` go to every
+    switch (e.g. pyswitch's ``impair``, the INA runs' loss).  On any error the network is
     stopped before the error propagates; otherwise the caller stops it."""
     from controller.dataplane.deploy import deploy, routing_rules
     from topo.mininet_net import build_net
@@ -181,7 +183,8 @@ def start_routed_network(graph: nx.Graph, target: str, build_dir: Path, console:
     p4info, device_config = compile_program(target, build_dir)
     console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, {target} "
                   f"switches, {links}")
-    mininet = build_net(graph, switch_class(target), bw_unit_mbps=bw_unit_mbps)
+    mininet = build_net(graph, switch_class(target), switch_opts=switch_opts or None,
+                        bw_unit_mbps=bw_unit_mbps)
     try:
         addrs = {h: (info.ip, info.mac) for h, info in mininet.plan.hosts.items()}
         rules = routing_rules(graph, mininet.plan.ports, addrs, mininet.plan.device_ids)

@@ -24,6 +24,8 @@ a planner that cannot place several jobs declares it (``describe(one_job=True)``
                one job only
 ``best``       the best of every other planner but ``exact``, improved by local search (swap,
                add and drop moves, :mod:`controller.plan.local_search`)
+``tor_all``    the ToRs of the workers' racks, fullest first, at most M (ATP's placement,
+               :mod:`controller.plan.tor_all`)
 =============  ==================================================================================
 
 ``best`` never loses to a baseline of the table (``exact`` aside): it runs the same planners
@@ -71,6 +73,7 @@ from controller.plan.placement import (
     places_several,
 )
 from controller.plan.rounding import MAX_VARIABLES, rounding
+from controller.plan.tor_all import tor_all
 from topo.models import natural_key
 
 __all__ = [
@@ -227,6 +230,7 @@ PLANNERS: dict[str, Planner] = {
     "tor_only": tor_only,
     "rounding": rounding,
     "best": best,
+    "tor_all": tor_all,
 }
 
 DEFAULT_PLANNER = "greedy"

@@ -1,12 +1,17 @@
 """A ring all-reduce host process: ``python -m workers.ring.ring_node JOB.json RANK``.
 
 The job file (JSON) names the ring: ``job``, ``hosts`` ([[ip, port], ...] in ring order),
-``rounds``, ``n_values``, ``seed``, and optionally ``window``, ``timeout``, ``max_timeout``
-and ``out_dir``.  Position ``RANK`` binds its (ip, port), all-reduces one seeded int32 vector
-per round (:func:`seeded_vector`, the suite's) with :class:`workers.ring.driver.RingDriver`
+``rounds``, ``n_values``, ``seed``, and optionally ``window``, ``timeout``, ``max_timeout``,
+``out_dir``, ``start_file``, ``first`` and ``n_workers``.  Position ``RANK`` binds its
+(ip, port), prints ``ring RANK ready``, waits for ``start_file`` if the job names one (the
+runner touches it once every position is up: :meth:`controller.experiment.runner.Run.launch`),
+then all-reduces one seeded int32 vector per round (:func:`seeded_vector` of worker
+``first + RANK`` among ``n_workers``, default the ring's size: the suite's draw) with
+:class:`workers.ring.driver.RingDriver`
 over UDP sockets and the monotonic clock, answers late resends for ``2 × max_timeout`` after
 its last round, and writes ``ring<RANK>.npz`` (``q``: its vectors, ``sums``: what it applied)
-and ``ring<RANK>.json`` (each round's record) into ``out_dir``.  A bad job file: one line,
+and ``ring<RANK>.json`` (each round's record, ``finished_at``: the wall-clock time its last
+round ended) into ``out_dir``.  A bad job file: one line,
 exit 2.
 """
 
@@ -45,6 +50,10 @@ class RingNodeJob:
     timeout: float = 0.3
     max_timeout: float = 2.0
     out_dir: str = "."
+    start_file: str | None = None
+    first: int = 0  # this ring's first worker among every job's (the seeded vectors' index)
+    n_workers: int | None = None  # workers the vectors' bound is for (None: the ring's size)
+    start_timeout: float = 120.0  # seconds to wait for start_file
 
     @classmethod
     def load(cls, path: Path) -> RingNodeJob:
@@ -53,6 +62,10 @@ class RingNodeJob:
         job = cls(hosts=hosts, **d)
         if len(hosts) < 1 or job.rounds < 1 or job.n_values < 0 or job.window < 1:
             raise ValueError("hosts, rounds >= 1, n_values >= 0 and window >= 1 are needed")
+        if job.first < 0 or (job.n_workers is not None
+                             and job.n_workers < job.first + len(hosts)):
+            raise ValueError(f"n_workers {job.n_workers} cannot hold workers {job.first}.."
+                             f"{job.first + len(hosts) - 1}")
         return job
 
 
@@ -115,6 +128,16 @@ class SocketRingIO:
                 driver.on_packets(pkts)
 
 
+def _wait_for(path: Path, timeout: float) -> bool:
+    """Whether ``path`` appeared within ``timeout`` seconds (polled every 10 ms)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """The process (module docstring)."""
     args = sys.argv[1:] if argv is None else argv
@@ -132,7 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(job.hosts[rank])
     io = SocketRingIO(sock, job.hosts[(rank + 1) % P], job.hosts[(rank - 1) % P])
-    q = [seeded_vector(job.seed, rank, r, P, job.n_values) for r in range(job.rounds)]
+    n_workers = job.n_workers or P
+    q = [seeded_vector(job.seed, job.first + rank, r, n_workers, job.n_values)
+         for r in range(job.rounds)]
+    print(f"ring {rank} ready", flush=True)
+    if job.start_file is not None and not _wait_for(Path(job.start_file), job.start_timeout):
+        print(f"error: ring_node: no start signal ({job.start_file}) after "
+              f"{job.start_timeout:.0f} s", file=sys.stderr)
+        return 1
     sums: list[np.ndarray] = []
 
     def applied(r: int, total: np.ndarray, rec: dict[str, Any]) -> None:
@@ -141,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                         window=job.window, timeout=job.timeout, max_timeout=job.max_timeout)
     driver.start()
     io.serve(driver, lambda: driver.finished)
+    finished_at = time.time()  # the last round's end (wall clock: the runner's t_start's)
     linger = time.monotonic() + 2 * job.max_timeout  # late resends of our last ACKs
     io.serve(driver, lambda: time.monotonic() > linger)
     out = Path(job.out_dir)
@@ -148,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     np.savez(out / f"ring{rank}.npz", q=np.array(q), sums=np.array(sums))
     (out / f"ring{rank}.json").write_text(json.dumps(
         {"rank": rank, "rounds": driver.records, "held": driver.held,
+         "finished_at": finished_at,
          "malformed": io.malformed}, indent=1) + "\n")
     return 0
 

@@ -39,9 +39,13 @@ from workers.switchml.rules import Entry, Host, install, job_rules
 from workers.switchml.wire import SmDecodeError, SmPacket, decode_frame, encode_frame
 from workers.switchml.worker import SwitchMLWorker
 
-__all__ = ["SmJob", "SmJobResult", "SmSimResult", "simulate_switchml", "SWITCHML_P4"]
+__all__ = ["SmJob", "SmJobResult", "SmSimResult", "simulate_switchml", "SWITCHML_P4",
+           "COUNTERS", "toward"]
 
 SWITCHML_P4 = P4_PROGRAM.parent / "switchml.p4"
+# the switch's counters a run reports (MyIngress.<name>, docs/switchml.md)
+COUNTERS = ("aggregated", "completed", "absorbed", "shadow_reply", "dropped_stale",
+            "dropped_duplicate", "dropped_busy", "dropped_nonmember", "dropped_no_slot")
 
 
 @cache
@@ -136,7 +140,7 @@ class _Worker:
                 self.loop.at(self.loop.now + self.pause(), lambda _: self.begin())
 
 
-def _toward(graph: nx.Graph, sw: str, host: str, ports: dict[str, dict[str, int]]) -> int:
+def toward(graph: nx.Graph, sw: str, host: str, ports: dict[str, dict[str, int]]) -> int:
     """``sw``'s port on a shortest path toward ``host``."""
     return ports[sw][nx.shortest_path(graph, sw, host)[1]]
 
@@ -158,7 +162,7 @@ def simulate_switchml(deployed: Any, jobs: list[SmJob], rounds: int, *, pool_siz
     for j, job in enumerate(jobs):
         cfg = JobConfig(job.job, tuple(range(len(job.workers))), pool_size,
                         pool_base=2 * pool_size * j, timeout=timeout)
-        where = {w: Host(_toward(graph, sw_name, h, ports), hosts[h][1], hosts[h][0])
+        where = {w: Host(toward(graph, sw_name, h, ports), hosts[h][1], hosts[h][0])
                  for w, h in enumerate(job.workers)}
         install(job_rules(cfg, where, group=j + 1), sm_switch)
         for w in cfg.workers:  # admitted on every port: the routes pick the way in
@@ -217,10 +221,8 @@ def simulate_switchml(deployed: Any, jobs: list[SmJob], rounds: int, *, pool_siz
                              for wk in ws))
         out.append(SmJobResult(job.job, [wk.records for wk in ws], exact,
                                sum(wk.sm.stats.retransmitted for wk in ws)))
-    names = ("aggregated", "completed", "absorbed", "shadow_reply", "dropped_stale",
-             "dropped_duplicate", "dropped_busy", "dropped_nonmember", "dropped_no_slot")
     counters = {}
-    for n in names:
+    for n in COUNTERS:
         try:
             counters[n] = int(sm_switch.counter_read(f"MyIngress.{n}", 0)[0])
         except Exception:  # noqa: BLE001 -- a counter the program does not have
