@@ -5,6 +5,7 @@ what the test names, one timer per host."""
 from __future__ import annotations
 
 import heapq
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -106,10 +107,11 @@ class App:
 
 def job(rounds: int = 3, n: int = 3, **kw: Any) -> JobConfig:
     addrs = [(f"10.0.0.{i + 1}", 5000) for i in range(n)]
+    kw.setdefault("out_dir", "/nonexistent")
     return JobConfig(job_id=5, mode="ps_only", rounds=rounds, train=TrainConfig(),
                      worker_ids=list(range(n)), worker_addrs=addrs, ps_addr=("10.0.0.9", 5000),
                      result_dests=addrs, schedules={}, frac_bits=8, n_values=K_VALUES,
-                     out_dir="/nonexistent", window=2, timeout=0.05, **kw)
+                     window=2, timeout=0.05, **kw)
 
 
 def launch(cfg: JobConfig, pause: float = 0.01) -> tuple[Wire, PsDriver, list, list[App]]:
@@ -318,3 +320,34 @@ def test_in_a_network_a_late_request_is_answered_on_the_reply_port() -> None:
     np.testing.assert_array_equal(apps[1].sums[0], exact(apps, 0, [0, 1, 2]))
     late = [dest for dest, p in wire.sent_to if p.msg_type == 3 and p.flags & 1]
     assert missed and late and set(late) == {(cfg.worker_addrs[1][0], 18001)}
+
+
+def test_a_file_round_log_takes_the_records_and_the_report_reads_them_back(tmp_path) -> None:
+    """The worker process's records go to a file, not a list (bench/soak.py measured the list
+    growing a worker by 1.4 KiB a round); the report holds them all, the file is then gone."""
+    from workers.ina.worker_node import NodeApp, RoundLog
+
+    cfg = job(rounds=3)
+    wire, ps, drivers, apps = launch(cfg)
+    logs = [RoundLog(tmp_path / f"w{i}.jsonl") for i in range(3)]
+    for d, log in zip(drivers, logs, strict=True):
+        d.rounds = log
+        d.start()
+    wire.run()
+    assert all(d.finished for d in drivers)
+    assert [len(log) for log in logs] == [3, 3, 3]
+    lines = (tmp_path / "w1.jsonl").read_text().splitlines()
+    assert [json.loads(x)["round"] for x in lines] == [0, 1, 2]
+    assert [r["results"] for r in logs[1]] == [N_CHUNKS] * 3
+    assert len(RoundLog(tmp_path / "w1.jsonl")) == 0 and not (tmp_path / "w1.jsonl").read_text()
+
+    ncfg = job(rounds=1, out_dir=str(tmp_path))
+    app = NodeApp(ncfg, 0, tmp_path, events=lambda e: None, train=False,
+                  vectors=lambda r: np.arange(K_VALUES, dtype=np.int32))
+    _, q, _ = app.gradient(0)
+    app.applied(0, q, {"round": 0, "members": [0], "time_s": 0.1, "retransmits": 0})
+    app.log.append({"round": 0, "time_s": 0.1})
+    report = app.close(app.log)
+    assert report["rounds"] == [{"round": 0, "time_s": 0.1}]
+    assert json.loads((tmp_path / "worker0.json").read_text())["rounds"] == report["rounds"]
+    assert not app.log.path.exists()

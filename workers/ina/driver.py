@@ -119,6 +119,14 @@ def job_cc(cfg: JobConfig) -> CongestionControl:
     return make_cc(cfg.cc, cfg.window, cfg.rate_fps, cfg.base_rtt_s)
 
 
+class RecordSink(Protocol):
+    """Where a worker's finished rounds go: ``append`` one record; ``len`` counts them."""
+
+    def append(self, record: dict[str, Any], /) -> None: ...
+
+    def __len__(self) -> int: ...
+
+
 HELD_MAX = 512  # datagrams held between rounds: about what a UDP socket's default buffer holds
 
 
@@ -126,19 +134,22 @@ class WorkerDriver:
     """One worker of one job, every round (module docstring).
 
     ``pause()``: the time between a round's end and the next round's start (0: at once);
-    ``on_finished()``: called once after the last round.  ``rounds`` holds each finished
+    ``on_finished()``: called once after the last round.  ``rounds`` receives each finished
     round's record (``worker_node``'s report: loss, clipped values, members, restarts,
-    time, the round's :class:`workers.ina.worker.WorkerStats` and timeouts)."""
+    time, the round's :class:`workers.ina.worker.WorkerStats` and timeouts): a list by
+    default, or any container with ``append`` passed in (the worker process passes a file,
+    ``worker_node.RoundLog``, so that a long job's records do not grow its memory)."""
 
     def __init__(self, io: HostIO, cfg: JobConfig, worker_id: int, app: WorkerApp, *,
                  rtt: RttEstimator | None = None, cc: CongestionControl | None = None,
                  pause: Callable[[], float] = lambda: 0.0,
-                 on_finished: Callable[[], None] | None = None) -> None:
+                 on_finished: Callable[[], None] | None = None,
+                 rounds: RecordSink | None = None) -> None:
         self.io, self.cfg, self.worker_id, self.app = io, cfg, worker_id, app
         self.rtt = rtt if rtt is not None else job_rtt(cfg)
         self.cc = cc if cc is not None else job_cc(cfg)
         self.pause, self.on_finished = pause, on_finished
-        self.rounds: list[dict[str, Any]] = []
+        self.rounds: RecordSink = rounds if rounds is not None else []
         self.next_round = 0  # the round being synchronized, or the next one to begin
         self.active: WorkerRound | None = None  # the round in flight (None between rounds)
         self.plan: RoundPlan | None = None

@@ -28,7 +28,7 @@ import json
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,29 @@ def _rows(path: Path, n_values: int, n: int) -> np.ndarray:
     return np.fromfile(path, np.int32).reshape(-1, n_values)[:n]
 
 
+class RoundLog:
+    """A worker's finished-round records, one JSON line each in ``path``, read back by
+    :meth:`NodeApp.close`: kept in a list they grew the worker by 1.4 KiB a round
+    (bench/soak.py: +6 % over 1,000 rounds), and a worker that dies leaves them behind."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self._n = path, 0
+        path.write_bytes(b"")  # a folder used again starts empty
+
+    def append(self, record: dict[str, Any]) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+        self._n += 1
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                yield json.loads(line)
+
+
 class NodeApp:
     """The worker process's :class:`workers.ina.driver.WorkerApp`: its replica, the files the
     exactness check reads, the control record, the ``round`` events.
@@ -96,6 +119,7 @@ class NodeApp:
         self.sums_path = out / f"worker{worker_id}.sums"
         for p in (self.q_path, self.sums_path):
             p.write_bytes(b"")  # a folder used again starts empty
+        self.log = RoundLog(out / f"worker{worker_id}.rounds.jsonl")  # the driver's records
 
     def gradient(self, round_: int) -> tuple[float, np.ndarray, int]:
         if self.vectors is not None:
@@ -137,15 +161,17 @@ class NodeApp:
                                time_s=round(record["time_s"], 4),
                                retransmits=record["retransmits"]))
 
-    def close(self, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    def close(self, rounds: Iterable[dict[str, Any]]) -> dict[str, Any]:
         """Write ``worker<I>.npz`` (the gradients and sums of the rounds finished) and the
         report ``worker<I>.json``; returns the report."""
+        rounds = list(rounds)
         cfg, out, n = self.cfg, self.out, len(rounds)
         np.savez(out / f"worker{self.worker_id}.npz", q=_rows(self.q_path, cfg.n_values, n),
                  sums=_rows(self.sums_path, cfg.n_values, n))
         self.sums_path.unlink()  # in the .npz now; the .q stays for a worker that dies (§9)
         report = {"worker_id": self.worker_id, "rounds": rounds}
         (out / f"worker{self.worker_id}.json").write_text(json.dumps(report, indent=1) + "\n")
+        self.log.path.unlink(missing_ok=True)  # in the report now
         return report
 
 
@@ -164,7 +190,7 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
     io = SocketIO(sock, reply)
     wait_for_start(cfg, worker_id)
 
-    driver = WorkerDriver(io, cfg, worker_id, app, rtt=job_rtt(cfg))
+    driver = WorkerDriver(io, cfg, worker_id, app, rtt=job_rtt(cfg), rounds=app.log)
 
     def poll(now: float) -> None:
         wr, plan = driver.active, driver.plan
