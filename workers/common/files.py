@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,3 +28,14 @@ def write_json_atomic(path: Path, data: Any, mode: int | None = None) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def wait_for_file(path: Path, timeout: float) -> bool:
+    """Whether ``path`` appeared within ``timeout`` seconds (polled every 10 ms): a
+    process's start signal from the runner."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

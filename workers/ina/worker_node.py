@@ -27,13 +27,13 @@ import argparse
 import json
 import signal
 import sys
-import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from workers.common.files import wait_for_file
 from workers.common.quantize import dequantize, quantize
 from workers.common.threads import one_blas_thread
 from workers.ina.control_io import ControlReader
@@ -57,12 +57,9 @@ def wait_for_start(cfg: JobConfig, worker_id: int) -> None:
     print(f"worker {worker_id} ready", flush=True)
     if cfg.start_file is None:
         return
-    deadline = time.monotonic() + cfg.round_timeout_s
-    while not Path(cfg.start_file).exists():
-        if time.monotonic() > deadline:
-            raise RoundFailed(f"worker {worker_id}: no start signal ({cfg.start_file}) "
-                              f"after {cfg.round_timeout_s:.0f} s")
-        time.sleep(0.01)
+    if not wait_for_file(Path(cfg.start_file), cfg.round_timeout_s):
+        raise RoundFailed(f"worker {worker_id}: no start signal ({cfg.start_file}) "
+                          f"after {cfg.round_timeout_s:.0f} s")
 
 
 def _rows(path: Path, n_values: int, n: int) -> np.ndarray:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from workers.common.files import wait_for_file
 from workers.ring.driver import RingDriver
 from workers.ring.wire import RingDecodeError, RingPacket, decode, encode
 from workers.ring.worker import NEXT
@@ -128,16 +129,6 @@ class SocketRingIO:
                 driver.on_packets(pkts)
 
 
-def _wait_for(path: Path, timeout: float) -> bool:
-    """Whether ``path`` appeared within ``timeout`` seconds (polled every 10 ms)."""
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
     """The process (module docstring)."""
     args = sys.argv[1:] if argv is None else argv
@@ -159,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     q = [seeded_vector(job.seed, job.first + rank, r, n_workers, job.n_values)
          for r in range(job.rounds)]
     print(f"ring {rank} ready", flush=True)
-    if job.start_file is not None and not _wait_for(Path(job.start_file), job.start_timeout):
+    if job.start_file is not None and not wait_for_file(Path(job.start_file), job.start_timeout):
         print(f"error: ring_node: no start signal ({job.start_file}) after "
               f"{job.start_timeout:.0f} s", file=sys.stderr)
         return 1

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from workers.common.files import wait_for_file
 from workers.ring.ring_node import seeded_vector
 from workers.switchml.constants import UDP_PORT
 from workers.switchml.job import JobConfig, JobError
@@ -125,15 +126,6 @@ def run_rounds(sock: socket.socket, switch: tuple[str, int], sm: SwitchMLWorker,
     return sums, records
 
 
-def _wait_for(path: Path, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
     """The process (module docstring)."""
     args = sys.argv[1:] if argv is None else argv
@@ -155,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     q = [seeded_vector(job.seed, job.first + w, r, n_workers, job.n_values)
          for r in range(job.rounds)]
     print(f"switchml {w} ready", flush=True)
-    if job.start_file is not None and not _wait_for(Path(job.start_file), job.start_timeout):
+    if job.start_file is not None and not wait_for_file(Path(job.start_file), job.start_timeout):
         print(f"error: switchml_node: no start signal ({job.start_file}) after "
               f"{job.start_timeout:.0f} s", file=sys.stderr)
         return 1
