@@ -312,3 +312,33 @@ static int short_read(Py_ssize_t need) {
     PyErr_Format(PyExc_ValueError, "unpack_from requires a buffer of at least %zd bytes", need);
     return RC_ERR;
 }
+
+/* a varbit slot (pyswitch/native/varbits.py): 0 when empty, else its length + 1 above bit
+   VB_SHIFT and its value (below 2**length, length <= 112) under it; Python's (length, value)
+   or 0 */
+#define VB_SHIFT 112
+#define VB_MASK ((((V)1) << VB_SHIFT) - 1)
+
+static inline V vb_make(V n, V v) { return ((n + 1) << VB_SHIFT) | v; }
+
+static inline V vb_val(V x) { return x & VB_MASK; }
+
+/* its bytes (length / 8 of them, big-endian) at p; how many */
+static inline Py_ssize_t vb_put(unsigned char *p, V x) {
+    if (!x) return 0;
+    int n = (int)(((x >> VB_SHIFT) - 1) / 8);
+    put_be(p, x & VB_MASK, n);
+    return n;
+}
+
+static PyObject *vb_to_py(V x) {
+    if (!x) return PyLong_FromLong(0);
+    return Py_BuildValue("(NN)", v_to_py((x >> VB_SHIFT) - 1), v_to_py(x & VB_MASK));
+}
+
+/* a length beyond the varbit's maximum: the compiler's checks before an extract exclude it */
+static int vb_bad_len(V n, int w) {
+    PyErr_Format(PyExc_RuntimeError, "pyswitch native: varbit length %lld beyond its %d bits",
+                 (long long)n, w);
+    return RC_ERR;
+}
