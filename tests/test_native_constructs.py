@@ -142,12 +142,14 @@ def test_varbits_native_equal_python(monkeypatch) -> None:
     for sw in (py, nat):
         sw.set_clone_session(5, [(9, 0)])
     rng = random.Random(447)
-    lens = (0, 8, 16, 24, 32, 40, 4, 12, 255)  # 40: HeaderTooShort, 4 and 12: not bytes
+    # 40: HeaderTooShort (the ip header's options: 0 to 56 bits), 4 and 12: not bytes
+    lens = (0, 8, 16, 24, 32, 40, 4, 12, 255)
     work = []
     for _ in range(900):
         la, lb = rng.choice(lens), rng.choice(lens)
-        op = rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 7, 8, rng.randrange(256)))
-        body = bytes(rng.choice((0, 0xAA, rng.randrange(256))) for _ in range(rng.randrange(16)))
+        op = rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 9, 9, rng.randrange(256)))
+        body = bytes(rng.choice((0, 0xAA, rng.randrange(256)))
+                     for _ in range(rng.randrange(40 if op == 9 else 16)))
         work.append((0, bytes([la, lb, op, 0]) + body))
     work += [(0, bytes(rng.randrange(256) for _ in range(rng.randrange(12))))
              for _ in range(200)]
@@ -163,6 +165,12 @@ def test_varbits_native_equal_python(monkeypatch) -> None:
     frame = bytes.fromhex("1008040011AABB2233CC44FF")
     assert nat.process(0, frame) == py.process(0, frame) == [
         (1, bytes.fromhex("10080439" "11AABB22" "33CC44" "7778" "FF"))]
+    # op 9: an IPv4 header with 4 bytes of options after a and b: ttl - 1, dst = src, frag + 1
+    ip = bytes.fromhex("46000020" "00014002" "4006ABCD" "0A000001" "0A000002" "01020304")
+    frame = bytes.fromhex("2008090011AABBCCDD2233EE44") + ip + b"pay"
+    want = ip[:6] + bytes([0x40, 0x03, 0x3F]) + ip[9:16] + ip[12:16] + ip[20:]
+    assert nat.process(0, frame) == py.process(0, frame) == [
+        (1, bytes.fromhex("20080939" "11AABBCCDD22" "33EE44") + want + b"pay")]
     # op 7: the stack's two one-byte varbits, AA and FF (not equal), s[1] valid
     frame = bytes.fromhex("0808070011AA2233AA44AAFF")
     assert nat.process(0, frame) == py.process(0, frame) == [

@@ -71,6 +71,8 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
         for st in tree.body:
             if prelude(st):  # the stack helpers, called from C (pyswitch.native.picks)
                 continue
+            if isinstance(st, ast.FunctionDef) and st.name == "_pack_bits":
+                continue  # a checksum's bytes with varbits (compiler.varbit): its calls stay
             if isinstance(st, ast.FunctionDef):
                 self._declare(st)
             elif (isinstance(st, ast.Assign) and len(st.targets) == 1

@@ -3,7 +3,8 @@
  * between fixed fields, in a header stack filled with .next, in metadata; assignment of a
  * varbit and of whole headers, setValid / setInvalid (the empty varbit), == on varbits, on
  * headers and on stack elements, emit with the extracted length; an I2E clone and a drop in
- * egress (the Python general path gets the varbits boxed back as (length, value)). */
+ * egress (the Python general path gets the varbits boxed back as (length, value)); a header
+ * with 160 fixed bits before its varbit (an IPv4 header with options). */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -24,12 +25,29 @@ header vo_t {
     varbit<16> v;
 }
 
+header ip_t {  // 160 fixed bits before the varbit: read and written 64 bits at a time
+    bit<4> version;
+    bit<4> ihl;
+    bit<8> tos;
+    bit<16> len;
+    bit<16> id;
+    bit<3> flags;
+    bit<13> frag;
+    bit<8> ttl;
+    bit<8> proto;
+    bit<16> csum;
+    bit<32> src;
+    bit<32> dst;
+    varbit<32> options;
+}
+
 struct headers {
     len_t l;
     opt_t a;
     opt_t b;
     opt_t c;
     vo_t[2] s;
+    ip_t ip;
 }
 
 struct metadata {
@@ -50,12 +68,17 @@ parser P(packet_in pkt, out headers hdr, inout metadata meta,
         pkt.extract(hdr.b, (bit<32>)hdr.l.len_b);
         transition select(hdr.l.op) {
             7: parse_s;
+            9: parse_ip;
             default: accept;
         }
     }
     state parse_s {
         pkt.extract(hdr.s.next, (bit<32>)(hdr.l.len_a & 0x1F));
         pkt.extract(hdr.s.next, (bit<32>)(hdr.l.len_b & 0x1F));
+        transition accept;
+    }
+    state parse_ip {
+        pkt.extract(hdr.ip, (bit<32>)(hdr.l.len_a & 0x38));
         transition accept;
     }
 }
@@ -92,6 +115,10 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
                 clone(CloneType.I2E, 5);
             } else if (hdr.l.op == 6) {
                 hdr.c = hdr.b;
+            } else if (hdr.l.op == 9 && hdr.ip.isValid()) {
+                hdr.ip.ttl = hdr.ip.ttl - 1;
+                hdr.ip.dst = hdr.ip.src;
+                hdr.ip.frag = hdr.ip.frag + 1;
             }
             hdr.l.res = (bit<1>)(hdr.a.data == hdr.b.data) ++ (bit<1>)(hdr.a == hdr.b) ++
                         (bit<1>)(hdr.a != hdr.b) ++ (bit<1>)(hdr.s[0] == hdr.s[1]) ++
