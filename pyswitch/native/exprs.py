@@ -9,6 +9,7 @@ intervals to the result's::
     [a, b] + [c, d] = [a + c, b + d]          [a, b] - [c, d] = [a - d, b - c]
     x & m, m >= 0: [0, m]                      x | y, x ^ y, both >= 0: [0, 2**k - 1]
     [a, b] << [c, d] = [min, max] of the four corner shifts, likewise >>
+    [a, b] // [c, d], c > 0: of the four corner quotients    x % [c, d], c > 0: [0, d - 1]
 
 A local has, at each point, the bound of its last assignment (the union over branches;
 the union of all its assignments, iterated to a fixed point, around loops and labels; a
