@@ -4,7 +4,8 @@ The compiler emits a small, regular subset of Python: scalar slots ``M[j]`` and 
 fields ``h[j]`` (``h = S[k]``), integer arithmetic normalised by masks, struct
 (un)packing of headers, register reads and writes guarded by ``IndexError``, table
 lookups (``T.exact.get(key) or T.default``, ``T.lookup(key)``) followed by
-``e.fn(S, M, *e.args)``, and ``_Exit``/``_PErr`` for exit and parser errors.  This module
+``e.fn(S, M, *e.args)``, ``_Exit``/``_PErr`` for exit and parser errors, and varbits as
+``(nbits, value)`` pairs (their idioms: pyswitch.native.varbits).  This module
 reads that code with :mod:`ast` and writes the same steps in C, one C function per Python
 function, so that both paths have one semantics: the compiler's.  The packet loop around
 those functions (``process``: the after-ingress and after-egress decisions, the copies) is

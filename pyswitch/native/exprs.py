@@ -70,8 +70,9 @@ def _int_const(n: ast.AST) -> int | None:
     return None
 
 
-def _wide_varbit(w: int) -> str:
-    return f"a varbit of {w} bits (more than 112)"  # pyswitch.native.varbits
+def wide_varbit(w: int) -> str:
+    """Why a varbit slot of `w` bits has no C value (pyswitch.native.varbits)."""
+    return f"a varbit of {w} bits (more than 112)"
 
 
 def _bitlen(lo: int, hi: int) -> int:
@@ -162,13 +163,13 @@ class Expressions:
             if not (0 <= k < len(self.hb) and 0 <= j < len(self.hb[k])) or self.hb[k][j] is None:
                 w = self.hvb.get((k, j))  # type: ignore[attr-defined]
                 raise NotNative(f"line {node.lineno}: " + (
-                    f"header slot S[{k}][{j}]" if w is None else _wide_varbit(w)))
+                    f"header slot S[{k}][{j}]" if w is None else wide_varbit(w)))
             return f"st->s[{self.hoff[k] + j}]", self.hb[k][j]
         if isinstance(base, ast.Name) and base.id == "M":
             if not 0 <= j < self.nm or self.mb[j] is None:
                 w = self.mvb.get(j)  # type: ignore[attr-defined]
                 raise NotNative(f"line {node.lineno}: " + (
-                    f"metadata slot M[{j}]" if w is None else _wide_varbit(w)))
+                    f"metadata slot M[{j}]" if w is None else wide_varbit(w)))
             return f"st->m[{j}]", self.mb[j]
         return None
 

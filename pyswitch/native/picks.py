@@ -21,7 +21,7 @@ import ast
 import copy
 from typing import Any
 
-from pyswitch.native.exprs import Func, NotNative, X
+from pyswitch.native.exprs import Func, NotNative, X, wide_varbit
 
 # the module-level statements the compiler emits with these helpers
 PRELUDE_FUNCS = ("_hs_at", "_hs_last")
@@ -84,7 +84,7 @@ class Picks:
             w = self.hvb.get((f.picks[name][0], j))  # type: ignore[attr-defined]
             raise NotNative(f"line {node.lineno}: " + (
                 f"field {j} of a stack element" if w is None
-                else f"a varbit of {w} bits (more than 112)"))
+                else wide_varbit(w)))
         lo = min(b[0] for b in bs)  # type: ignore[index]
         hi = max(b[1] for b in bs)  # type: ignore[index]
         return f"k_{name}[{j}]", (min(lo, 0), max(hi, 0))  # the scratch header holds 0

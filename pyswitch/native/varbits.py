@@ -29,7 +29,7 @@ import ast
 from pyswitch.native.exprs import Func, NotNative, X, _pure
 
 VB_SHIFT = 112  # as runtime.h
-MAX_WIDTH = 112
+MAX_WIDTH = 112  # as exprs.wide_varbit says
 
 
 def vb_hi(w: int) -> int:
