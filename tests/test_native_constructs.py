@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from pyswitch import compile_p4
+from pyswitch.hashes import crc16, crc32, csum16
 from pyswitch.native import unavailable
 from tests.test_native import run_both, twins
 
@@ -147,7 +148,7 @@ def test_varbits_native_equal_python(monkeypatch) -> None:
     work = []
     for _ in range(900):
         la, lb = rng.choice(lens), rng.choice(lens)
-        op = rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 9, 9, rng.randrange(256)))
+        op = rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 9, 9, 10, 10, rng.randrange(256)))
         body = bytes(rng.choice((0, 0xAA, rng.randrange(256)))
                      for _ in range(rng.randrange(40 if op == 9 else 16)))
         work.append((0, bytes([la, lb, op, 0]) + body))
@@ -165,12 +166,29 @@ def test_varbits_native_equal_python(monkeypatch) -> None:
     frame = bytes.fromhex("1008040011AABB2233CC44FF")
     assert nat.process(0, frame) == py.process(0, frame) == [
         (1, bytes.fromhex("10080439" "11AABB22" "33CC44" "7778" "FF"))]
-    # op 9: an IPv4 header with 4 bytes of options after a and b: ttl - 1, dst = src, frag + 1
+    # op 9: an IPv4 header with 4 bytes of options after a and b: ttl - 1, dst = src, frag + 1,
+    # tos = the checksum error (its checksum is wrong), the checksum updated over the options
     ip = bytes.fromhex("46000020" "00014002" "4006ABCD" "0A000001" "0A000002" "01020304")
     frame = bytes.fromhex("2008090011AABBCCDD2233EE44") + ip + b"pay"
-    want = ip[:6] + bytes([0x40, 0x03, 0x3F]) + ip[9:16] + ip[12:16] + ip[20:]
+    want = ip[:1] + b"\x01" + ip[2:6] + bytes([0x40, 0x03, 0x3F, 0x06]) + b"\0\0" + ip[12:16] * 2 \
+        + ip[20:]
+    want = want[:10] + csum16(want[:10] + want[12:]).to_bytes(2, "big") + want[12:]
     assert nat.process(0, frame) == py.process(0, frame) == [
         (1, bytes.fromhex("20080939" "11AABBCCDD22" "33EE44") + want + b"pay")]
+    ip = want[:1] + b"\x00" + want[2:10]  # tos 0 and its right checksum: no error
+    ip += csum16(ip + want[12:]).to_bytes(2, "big") + want[12:]
+    frame = bytes.fromhex("2008090011AABBCCDD2233EE44") + ip
+    got = nat.process(0, frame)
+    assert got == py.process(0, frame) and got[0][1][13 + 1] == 0
+    # op 10: hashes of a.kind ++ a.data ++ b.data (crc16), a.data ++ op (crc32), b.data ++
+    # the new a.kind (identity), each mod 256 (as the frame's bytes: varbits of 16 and 8 bits)
+    frame = bytes.fromhex("10080A0011AABB2233CC44FF")
+    k = crc32(bytes.fromhex("AABB0A")) % 256
+    t = crc16(bytes.fromhex("11AABBCC")) % 256
+    out = nat.process(0, frame)
+    assert out == py.process(0, frame)
+    assert out[0][1][4:8] == bytes([k, 0xAA, 0xBB, t])
+    assert out[0][1][8:11] == bytes([0x33, 0xCC, int.from_bytes(bytes([0xCC, k]), "big") % 256])
     # op 7: the stack's two one-byte varbits, AA and FF (not equal), s[1] valid
     frame = bytes.fromhex("0808070011AA2233AA44AAFF")
     assert nat.process(0, frame) == py.process(0, frame) == [

@@ -16,7 +16,9 @@ a key, a call) raises `NotNative`, as the generated Python never does it:
 - a copy from a varbit slot of the same width, and ``0`` (a header made valid or invalid);
 - the value, ``(x[1] if x else 0)``, in ``==`` (BMv2 compares values, not lengths);
 - emit: ``out.append(A.to_bytes(n, 'big') + (x[1].to_bytes(x[0] // 8, 'big') if x else b'')
-  + ...)``.
+  + ...)``;
+- a hash or checksum of a field list with a varbit: ``_pack_bits(((w, v), ..., (x or (0,
+  0)), ...))``, packed and hashed in C (``v_pack_hash``).
 
 The boxing to the Python lists (`cgen.Unit.boxing`: clones, drops in egress) gives the pair
 back (`vb_to_py`).
@@ -124,6 +126,35 @@ class Varbits:
             return None
         s = self.slot(f, t)  # type: ignore[attr-defined]
         return X(f"vb_val({s[0]})", 0, (1 << w) - 1)
+
+    def pack_parts(self, f: Func, c: ast.Call) -> str:
+        """``_pack_bits(((w, v), (x or (0, 0)), ...))`` (a hash's or checksum's field list
+        with a varbit ``x``) as `v_pack_hash`'s arguments after its algorithm: the count
+        and the (width, value) pairs, -1 for a varbit's width (runtime.h)."""
+        ln = c.lineno
+        if len(c.args) != 1 or not isinstance(c.args[0], ast.Tuple):
+            raise NotNative(f"line {ln}: _pack_bits argument")
+        items, bits = [], 0
+        for p in c.args[0].elts:
+            if (isinstance(p, ast.Tuple) and len(p.elts) == 2
+                    and isinstance(p.elts[0], ast.Constant) and type(p.elts[0].value) is int):
+                w = p.elts[0].value
+                x = self.ex(f, p.elts[1])  # type: ignore[attr-defined]
+                if not (0 < w <= 126 and x.lo >= 0 and x.hi < (1 << w)):
+                    raise NotNative(f"line {ln}: a field of {w} bits in a field list")
+                items += [f"(V){w}", x.c]
+                bits += w
+                continue
+            if (isinstance(p, ast.BoolOp) and isinstance(p.op, ast.Or) and len(p.values) == 2
+                    and ast.unparse(p.values[1]) == "(0, 0)" and self.vbw(f, p.values[0])):
+                s = self.slot(f, p.values[0])  # type: ignore[attr-defined]
+                items += ["(V)-1", s[0]]
+                bits += self.vbw(f, p.values[0])
+                continue
+            raise NotNative(f"line {ln}: field list item {ast.unparse(p)[:40]!r}")
+        if bits > 8 * 512:  # runtime.h's PACK_MAX
+            raise NotNative(f"line {ln}: a field list of more than 512 bytes")
+        return f"{len(items) // 2}, (V[]){{{', '.join(items)}}}"
 
     def emit_bytes(self, f: Func, c: ast.AST, o: list[str], d: int) -> None:
         """``out.append(P + P + ...)``, each piece ``A.to_bytes(n, 'big')`` or a varbit's

@@ -4,7 +4,8 @@
  * varbit and of whole headers, setValid / setInvalid (the empty varbit), == on varbits, on
  * headers and on stack elements, emit with the extracted length; an I2E clone and a drop in
  * egress (the Python general path gets the varbits boxed back as (length, value)); a header
- * with 160 fixed bits before its varbit (an IPv4 header with options). */
+ * with 160 fixed bits before its varbit (an IPv4 header with options), its checksum verified
+ * and updated over the options; hashes of field lists with varbits. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -83,7 +84,14 @@ parser P(packet_in pkt, out headers hdr, inout metadata meta,
     }
 }
 
-control VC(inout headers hdr, inout metadata meta) { apply { } }
+control VC(inout headers hdr, inout metadata meta) {
+    apply {
+        verify_checksum(hdr.ip.isValid(),
+            { hdr.ip.version, hdr.ip.ihl, hdr.ip.tos, hdr.ip.len, hdr.ip.id, hdr.ip.flags,
+              hdr.ip.frag, hdr.ip.ttl, hdr.ip.proto, hdr.ip.src, hdr.ip.dst, hdr.ip.options },
+            hdr.ip.csum, HashAlgorithm.csum16);
+    }
+}
 
 control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
     apply {
@@ -119,6 +127,12 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
                 hdr.ip.ttl = hdr.ip.ttl - 1;
                 hdr.ip.dst = hdr.ip.src;
                 hdr.ip.frag = hdr.ip.frag + 1;
+                hdr.ip.tos = (bit<8>)sm.checksum_error;
+            } else if (hdr.l.op == 10) {  // hashes of field lists with varbits
+                hash(hdr.a.tail, HashAlgorithm.crc16, 8w0, { hdr.a.kind, hdr.a.data, hdr.b.data },
+                     9w256);
+                hash(hdr.a.kind, HashAlgorithm.crc32, 8w0, { hdr.a.data, hdr.l.op }, 9w256);
+                hash(hdr.b.tail, HashAlgorithm.identity, 8w0, { hdr.b.data, hdr.a.kind }, 9w256);
             }
             hdr.l.res = (bit<1>)(hdr.a.data == hdr.b.data) ++ (bit<1>)(hdr.a == hdr.b) ++
                         (bit<1>)(hdr.a != hdr.b) ++ (bit<1>)(hdr.s[0] == hdr.s[1]) ++
@@ -136,7 +150,14 @@ control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
     }
 }
 
-control CC(inout headers hdr, inout metadata meta) { apply { } }
+control CC(inout headers hdr, inout metadata meta) {
+    apply {
+        update_checksum(hdr.ip.isValid(),
+            { hdr.ip.version, hdr.ip.ihl, hdr.ip.tos, hdr.ip.len, hdr.ip.id, hdr.ip.flags,
+              hdr.ip.frag, hdr.ip.ttl, hdr.ip.proto, hdr.ip.src, hdr.ip.dst, hdr.ip.options },
+            hdr.ip.csum, HashAlgorithm.csum16);
+    }
+}
 
 control D(packet_out pkt, in headers hdr) {
     apply {
