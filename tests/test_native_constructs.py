@@ -11,9 +11,10 @@ frame and state for state with the Python path:
   saturating arithmetic and a loop counter (its range found by widening) (tests/p4/
   native_stack_ops.p4);
 - varbits (pyswitch/native/varbits.py): extract with a run-time length and its parser
-  errors, varbits between fixed fields, in a stack and in metadata, assignment, validity,
-  ``==``, emit, and the boxing back to the Python general path (an I2E clone, a drop in
-  egress) (tests/p4/native_varbit.p4)."""
+  errors, varbits between fixed fields, in a stack and in metadata, assignment (also through
+  an action's inout parameters and between stack elements chosen at run time), validity,
+  ``==``, emit, checksums and hashes over them, and the boxing back to the Python general
+  path (an I2E clone, a drop in egress) (tests/p4/native_varbit.p4)."""
 
 from __future__ import annotations
 
@@ -148,7 +149,8 @@ def test_varbits_native_equal_python(monkeypatch) -> None:
     work = []
     for _ in range(900):
         la, lb = rng.choice(lens), rng.choice(lens)
-        op = rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 9, 9, 10, 10, rng.randrange(256)))
+        op = rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 9, 9, 10, 10, 11, 13, 13, 14,
+                         rng.randrange(256)))
         body = bytes(rng.choice((0, 0xAA, rng.randrange(256)))
                      for _ in range(rng.randrange(40 if op == 9 else 16)))
         work.append((0, bytes([la, lb, op, 0]) + body))
@@ -189,6 +191,12 @@ def test_varbits_native_equal_python(monkeypatch) -> None:
     assert out == py.process(0, frame)
     assert out[0][1][4:8] == bytes([k, 0xAA, 0xBB, t])
     assert out[0][1][8:11] == bytes([0x33, 0xCC, int.from_bytes(bytes([0xCC, k]), "big") % 256])
+    # op 13: s[1] = s[0] (the indices are bit 3 of len_a, 0x08, and of len_b, 0x10): the
+    # one-byte AA over the two-byte BBCC, so the stack's elements become equal
+    frame = bytes.fromhex("08100D0011AA2233BBCC44" "AA" "BBCC")
+    out = nat.process(0, frame)
+    assert out == py.process(0, frame) == [
+        (1, bytes.fromhex("08100D" "3B" "11AA22" "33BBCC44" "AA" "AA"))]
     # op 7: the stack's two one-byte varbits, AA and FF (not equal), s[1] valid
     frame = bytes.fromhex("0808070011AA2233AA44AAFF")
     assert nat.process(0, frame) == py.process(0, frame) == [

@@ -477,7 +477,8 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
 
     @staticmethod
     def _is_header(f: Func, h: ast.AST) -> bool:
-        return (isinstance(h, ast.Name) and h.id in f.aliases) or (
+        """A header (an alias, ``S[k]``, or a stack element picked at run time)."""
+        return (isinstance(h, ast.Name) and (h.id in f.aliases or h.id in f.picks)) or (
             isinstance(h, ast.Subscript) and ast.unparse(h.value) == "S"
             and isinstance(h.slice, ast.Constant))
 

@@ -5,7 +5,9 @@
  * headers and on stack elements, emit with the extracted length; an I2E clone and a drop in
  * egress (the Python general path gets the varbits boxed back as (length, value)); a header
  * with 160 fixed bits before its varbit (an IPv4 header with options), its checksum verified
- * and updated over the options; hashes of field lists with varbits. */
+ * and updated over the options; hashes of field lists with varbits; headers with varbits
+ * through an action's inout parameters, copied between stack elements chosen at run time,
+ * shifted by push_front. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -69,6 +71,8 @@ parser P(packet_in pkt, out headers hdr, inout metadata meta,
         pkt.extract(hdr.b, (bit<32>)hdr.l.len_b);
         transition select(hdr.l.op) {
             7: parse_s;
+            13: parse_s;
+            14: parse_s;
             9: parse_ip;
             default: accept;
         }
@@ -94,7 +98,15 @@ control VC(inout headers hdr, inout metadata meta) {
 }
 
 control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    action swap(inout opt_t x, inout opt_t y) { opt_t t = x; x = y; y = t; }
     apply {
+        if (hdr.l.op == 11) {
+            swap(hdr.a, hdr.b);  // copy-in, copy-out of headers holding varbits
+        } else if (hdr.l.op == 13) {
+            hdr.s[hdr.l.len_a[3:3]] = hdr.s[hdr.l.len_b[3:3]];  // run-time indices
+        } else if (hdr.l.op == 14) {
+            hdr.s.push_front(1);
+        }
         sm.egress_spec = 1;
         if (sm.parser_error == error.ParserInvalidArgument) {
             hdr.l.res = 0xE1;
