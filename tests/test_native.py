@@ -265,6 +265,14 @@ def test_expression_bounds_by_hand() -> None:
     assert bound("M[9] >> 30") == (0, 3)
     assert bound("M[9] | S[3][3]") == (0, m32)
     assert bound("M[9] if M[2] else -5") == (-5, m32)
+    # floor division and modulo by a positive divisor (a varbit's length // 8)
+    assert bound("M[9] // 8") == (0, m32 // 8)
+    assert bound("(M[9] - M[10]) // 3") == (-(m32 // 3), m32 // 3)
+    assert bound("(M[9] - M[10]) // (M[7] + 1)") == (-m32, m32)
+    assert bound("M[9] % 7") == (0, 6)
+    assert bound("(M[9] - M[10]) % (M[7] + 1)") == (0, 511)  # M[7] is bit<9>
+    with pytest.raises(NotNative, match="divisor that may be 0"):
+        bound("M[9] // M[7]")
     with pytest.raises(NotNative, match="exceed 126 bits"):
         bound("M[4] * M[4]")  # (2**64 - 1)**2 needs 128 bits
 

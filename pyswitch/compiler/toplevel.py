@@ -365,6 +365,13 @@ class TopLevel:
             # to prove its 128-bit arithmetic never overflows
             "mbounds": [value_bounds(t) for _, t in self.mslots],
             "hbounds": [[(0, 1)] + [value_bounds(ft) for _, ft in t.fields] for t in self.hslots],
+            # the varbit slots (no bounds above: a (length, value) pair or 0, see
+            # compiler.varbit) with their maximum widths: header [k, j, W], metadata [j, W]
+            "varbits": {"h": [[k, j + 1, ft.max_width] for k, t in enumerate(self.hslots)
+                              for j, (_, ft) in enumerate(t.fields)
+                              if isinstance(ft, VarbitTy)],
+                        "m": [[j, t.max_width] for j, (_, t) in enumerate(self.mslots)
+                              if isinstance(t, VarbitTy)]},
             "errors": self.errors,
             # each action function's scalar parameters (directional ones too), as the
             # native path needs their ranges: [lo, hi] or None

@@ -61,6 +61,25 @@ _PACK_HELPER = '''def _pack_bits(parts):
     return (acc << pad).to_bytes((total + pad) // 8, "big")'''
 
 
+def byte_groups(fields: list[tuple[Any, int]]) -> list[list[tuple[Any, int]]]:
+    """`fields` (name, width) in runs of whole bytes of at most 64 bits where the field
+    boundaries allow it (a run grows past 64 bits only until it ends on a byte): the fixed
+    part of a header beside a varbit (an IPv4 header's 160 bits) is read and written a
+    run at a time, each run a number the native path holds (pyswitch.native)."""
+    out: list[list[tuple[Any, int]]] = []
+    cur: list[tuple[Any, int]] = []
+    bits = 0
+    for f, w in fields:
+        if cur and bits % 8 == 0 and bits + w > 64:
+            out.append(cur)
+            cur, bits = [], 0
+        cur.append((f, w))
+        bits += w
+    if cur:
+        out.append(cur)
+    return out
+
+
 def _vb_value(code: str) -> str:
     return f"({code}[1] if {code} else 0)"
 
@@ -131,15 +150,22 @@ class Varbits:
 
     def unpack_fields(self, fields: list[tuple[str, int]], start: str, nbytes: int,
                       em: Emitter) -> list[str]:
-        if not fields:
-            return []
-        v = self.new_tmp("vf")
-        em(f"{v} = int.from_bytes(buf[{start}:{start} + {nbytes}], 'big')")
-        out, sh = [], nbytes * 8
-        for _f, w in fields:
-            sh -= w
-            out.append(f"(({v} >> {sh}) & {hex((1 << w) - 1)})" if sh else
-                       f"({v} & {hex((1 << w) - 1)})")
+        """The values of `fields` (filling `nbytes` bytes from `start`), read in the
+        groups of `byte_groups`."""
+        out: list[str] = []
+        off = 0
+        for group in byte_groups(fields):
+            n = sum(w for _f, w in group) // 8
+            v = self.new_tmp("vf")
+            at = f"{start} + {off}" if off else start
+            em(f"{v} = int.from_bytes(buf[{at}:{at} + {n}], 'big')")
+            sh = n * 8
+            for _f, w in group:
+                sh -= w
+                out.append(f"(({v} >> {sh}) & {hex((1 << w) - 1)})" if sh else
+                           f"({v} & {hex((1 << w) - 1)})")
+            off += n
+        assert off == nbytes
         return out
 
     def emit_emit_vl(self, loc: HdrLoc, em: Emitter) -> None:
@@ -150,14 +176,15 @@ class Varbits:
 
         def packed(lo: int, hi: int) -> str:
             fs = [(i + 1, t.width) for i, (_f, t) in enumerate(ty.fields) if lo <= i < hi]
-            if not fs:
-                return ""
-            total = sum(w for _i, w in fs)
-            parts, sh = [], total
-            for i, w in fs:
-                sh -= w
-                parts.append(f"({h}[{i}] << {sh})" if sh else f"{h}[{i}]")
-            return f"({' | '.join(parts)}).to_bytes({total // 8}, 'big')"
+            pieces = []
+            for group in byte_groups(fs):
+                total = sum(w for _i, w in group)
+                parts, sh = [], total
+                for i, w in group:
+                    sh -= w
+                    parts.append(f"({h}[{i}] << {sh})" if sh else f"{h}[{i}]")
+                pieces.append(f"({' | '.join(parts)}).to_bytes({total // 8}, 'big')")
+            return " + ".join(pieces)
 
         x = f"{h}[{vi + 1}]"
         pieces = [p for p in (packed(0, vi),

@@ -3,7 +3,8 @@
 Python: ``_crc32`` (zlib), ``_crc16``, ``_csum16``, ``_identity`` over the packed bytes of
 the field list, ``_csum16i`` over its 16-bit words as one number, ``_hmod`` for a run-time
 modulus (`pyswitch.hashes`).  Native: the functions of the same names in runtime.h
-(``v_crc32``, ...), over a field list of at most 16 bytes held in one ``__int128``.
+(``v_crc32``, ...), over a field list of at most 16 bytes held in one ``__int128``, or
+``v_pack_hash`` over the bytes of a field list with a varbit (``_pack_bits``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pyswitch.types import Bits, IntLit
 # helper -> (its C function in runtime.h, the width of its result)
 _C_HASHES = {"_crc32": ("v_crc32", 32), "_crc16": ("v_crc16", 16),
              "_identity": ("v_identity", 64), "_csum16": ("v_csum16", 16)}
+_C_PACKED = {"_crc32": 0, "_crc16": 1, "_identity": 2, "_csum16": 3}  # v_pack_hash's algo
 
 
 def _hmod(h: int, m: int) -> int:
@@ -68,6 +70,9 @@ class Hash(Extern):
         if fn in _C_HASHES and len(args) == 1:
             cfn, w = _C_HASHES[fn]
             a = args[0]
+            if isinstance(a, ast.Call) and ast.unparse(a.func) == "_pack_bits":
+                parts = t.pack_parts(f, a)  # a field list with a varbit: native.varbits
+                return X(f"v_pack_hash({_C_PACKED[fn]}, {parts})", 0, (1 << w) - 1)
             if not (isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute)
                     and a.func.attr == "to_bytes" and len(a.args) == 2
                     and isinstance(a.args[0], ast.Constant)

@@ -112,7 +112,7 @@ def build(code: str, meta: dict, dedupe: bool) -> Any:
     if cc is None:
         raise NotNative("no C compiler or no Python headers")
     digest = hashlib.sha256("\0".join([code, repr(meta["mbounds"]), repr(meta["hbounds"]),
-                                       repr(meta.get("fbounds")),
+                                       repr(meta.get("fbounds")), repr(meta.get("varbits")),
                                        str(dedupe), _translator_digest(),
                                        externs.digest()]).encode())
     name = f"_pswn_{digest.hexdigest()[:20]}"

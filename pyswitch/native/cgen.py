@@ -4,7 +4,8 @@ The compiler emits a small, regular subset of Python: scalar slots ``M[j]`` and 
 fields ``h[j]`` (``h = S[k]``), integer arithmetic normalised by masks, struct
 (un)packing of headers, register reads and writes guarded by ``IndexError``, table
 lookups (``T.exact.get(key) or T.default``, ``T.lookup(key)``) followed by
-``e.fn(S, M, *e.args)``, and ``_Exit``/``_PErr`` for exit and parser errors.  This module
+``e.fn(S, M, *e.args)``, ``_Exit``/``_PErr`` for exit and parser errors, and varbits as
+``(nbits, value)`` pairs (their idioms: pyswitch.native.varbits).  This module
 reads that code with :mod:`ast` and writes the same steps in C, one C function per Python
 function, so that both paths have one semantics: the compiler's.  The packet loop around
 those functions (``process``: the after-ingress and after-egress decisions, the copies) is
@@ -35,13 +36,14 @@ from pyswitch.native.exprs import (
 )
 from pyswitch.native.loop import c_source
 from pyswitch.native.picks import Picks, prelude
+from pyswitch.native.varbits import Varbits
 
 __all__ = ["NotNative", "Unit"]
 
 _FMT = {"B": 1, "H": 2, "I": 4, "Q": 8}
 
 
-class Unit(CopyOut, Picks, Expressions):
+class Unit(CopyOut, Picks, Varbits, Expressions):
     """One program: `translate()` returns the C source of its extension module."""
 
     def __init__(self, code: str, meta: dict, modname: str) -> None:
@@ -56,6 +58,7 @@ class Unit(CopyOut, Picks, Expressions):
             off += len(hb)
         self.ns = max(off, 1)
         self.nm = len(self.mb)
+        self.varbit_slots(meta)  # their bounds in hb, mb: pyswitch.native.varbits
         self.objs = externs.objects()  # registers, counters: their statements (c_stmt)
         self.regs = {k: b for e in self.objs
                      for k, b in e.c_values(meta.get(e.meta_key, [])).items()}
@@ -69,6 +72,8 @@ class Unit(CopyOut, Picks, Expressions):
         for st in tree.body:
             if prelude(st):  # the stack helpers, called from C (pyswitch.native.picks)
                 continue
+            if isinstance(st, ast.FunctionDef) and st.name == "_pack_bits":
+                continue  # a checksum's bytes with varbits (compiler.varbit): its calls stay
             if isinstance(st, ast.FunctionDef):
                 self._declare(st)
             elif (isinstance(st, ast.Assign) and len(st.targets) == 1
@@ -184,7 +189,7 @@ class Unit(CopyOut, Picks, Expressions):
                 return self.headers_swap(f, t, v, o, d)
             if isinstance(t, ast.Tuple):
                 return self.unpack(f, [e for e in t.elts], v, o, d)
-            return self.store(f, t, self.ex(f, v), o, d)
+            return self.store(f, t, self.val(f, t, v, o, d), o, d)
         if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add):
             t = st.target
             if f.kind == "parser" and isinstance(t, ast.Name) and t.id == "pos":
@@ -414,10 +419,12 @@ class Unit(CopyOut, Picks, Expressions):
         if not (isinstance(sl, ast.Slice) and first in (0, 1) and sl.upper is None
                 and sl.step is None):
             raise NotNative(f"line {t.lineno}: slice assignment")
-        if isinstance(v, (ast.Tuple, ast.List)):
-            xs = [self.ex(f, e) for e in v.elts]
+        def at(j: int) -> ast.Subscript:
+            return ast.Subscript(t.value, ast.Constant(j), lineno=t.lineno)
+        if isinstance(v, (ast.Tuple, ast.List)):  # a varbit's guard, if any, goes first
+            xs = [self.val(f, at(j), e, o, d) for j, e in enumerate(v.elts, first)]
         elif self._is_header(f, v):  # a header copied whole
-            xs = [self.ex(f, ast.Subscript(v, ast.Constant(j), lineno=t.lineno))
+            xs = [self.val(f, at(j), ast.Subscript(v, ast.Constant(j), lineno=t.lineno), o, d)
                   for j in range(first, self._nfields(f, v))]
         else:
             xs = self.unpacked(f, v)
@@ -437,12 +444,12 @@ class Unit(CopyOut, Picks, Expressions):
     def emit(self, f: Func, c: ast.AST, o: list[str], d: int) -> None:
         """``out.append(_sdN.pack(...))``: each item written big-endian into the buffer."""
         ind = "    " * d
+        if f.loops:
+            raise NotNative(f"line {getattr(c, 'lineno', 0)}: deparser output inside a loop")
         if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                 and c.func.attr == "pack" and isinstance(c.func.value, ast.Name)
                 and c.func.value.id in self.structs):
-            raise NotNative(f"line {getattr(c, 'lineno', 0)}: deparser output")
-        if f.loops:
-            raise NotNative(f"line {c.lineno}: deparser output inside a loop")
+            return self.emit_bytes(f, c, o, d)  # pieces of bytes, varbits: native.varbits
         fmt = self.structs[c.func.value.id]
         items: list[ast.AST] = []
         for a in c.args:
@@ -470,7 +477,8 @@ class Unit(CopyOut, Picks, Expressions):
 
     @staticmethod
     def _is_header(f: Func, h: ast.AST) -> bool:
-        return (isinstance(h, ast.Name) and h.id in f.aliases) or (
+        """A header (an alias, ``S[k]``, or a stack element picked at run time)."""
+        return (isinstance(h, ast.Name) and (h.id in f.aliases or h.id in f.picks)) or (
             isinstance(h, ast.Subscript) and ast.unparse(h.value) == "S"
             and isinstance(h.slice, ast.Constant))
 
@@ -665,7 +673,8 @@ class Unit(CopyOut, Picks, Expressions):
                       f"      PyObject *v0 = PyBool_FromLong((long)st->s[{off}]);",
                       "      PyList_SET_ITEM(h, 0, v0);"]
             for j in range(1, len(hb)):
-                lines += [f"      {{ PyObject *v = v_to_py(st->s[{off + j}]); if (!v) goto fail;"
+                box = "vb_to_py" if (k, j) in self.hvb else "v_to_py"
+                lines += [f"      {{ PyObject *v = {box}(st->s[{off + j}]); if (!v) goto fail;"
                           f" PyList_SET_ITEM(h, {j}, v); }}"]
             lines.append("    }")
         lines += ["    return S;", "fail: Py_DECREF(S); return NULL;", "}",
@@ -677,7 +686,8 @@ class Unit(CopyOut, Picks, Expressions):
             elif v is False:
                 lines.append(f"    PyList_SET_ITEM(M, {j}, PyBool_FromLong((long)st->m[{j}]));")
             else:
-                lines.append(f"    {{ PyObject *v = v_to_py(st->m[{j}]); if (!v) goto fail;"
+                box = "vb_to_py" if j in self.mvb else "v_to_py"
+                lines.append(f"    {{ PyObject *v = {box}(st->m[{j}]); if (!v) goto fail;"
                              f" PyList_SET_ITEM(M, {j}, v); }}")
         lines += ["    return M;", "fail: Py_DECREF(M); return NULL;", "}"]
         return "\n".join(lines)

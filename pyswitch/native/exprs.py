@@ -9,6 +9,7 @@ intervals to the result's::
     [a, b] + [c, d] = [a + c, b + d]          [a, b] - [c, d] = [a - d, b - c]
     x & m, m >= 0: [0, m]                      x | y, x ^ y, both >= 0: [0, 2**k - 1]
     [a, b] << [c, d] = [min, max] of the four corner shifts, likewise >>
+    [a, b] // [c, d], c > 0: of the four corner quotients    x % [c, d], c > 0: [0, d - 1]
 
 A local has, at each point, the bound of its last assignment (the union over branches;
 the union of all its assignments, iterated to a fixed point, around loops and labels; a
@@ -67,6 +68,11 @@ def _int_const(n: ast.AST) -> int | None:
     if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
         return n.value
     return None
+
+
+def wide_varbit(w: int) -> str:
+    """Why a varbit slot of `w` bits has no C value (pyswitch.native.varbits)."""
+    return f"a varbit of {w} bits (more than 112)"
 
 
 def _bitlen(lo: int, hi: int) -> int:
@@ -155,11 +161,15 @@ class Expressions:
             k = base.slice.value
         if k is not None:
             if not (0 <= k < len(self.hb) and 0 <= j < len(self.hb[k])) or self.hb[k][j] is None:
-                raise NotNative(f"line {node.lineno}: header slot S[{k}][{j}]")
+                w = self.hvb.get((k, j))  # type: ignore[attr-defined]
+                raise NotNative(f"line {node.lineno}: " + (
+                    f"header slot S[{k}][{j}]" if w is None else wide_varbit(w)))
             return f"st->s[{self.hoff[k] + j}]", self.hb[k][j]
         if isinstance(base, ast.Name) and base.id == "M":
             if not 0 <= j < self.nm or self.mb[j] is None:
-                raise NotNative(f"line {node.lineno}: metadata slot M[{j}]")
+                w = self.mvb.get(j)  # type: ignore[attr-defined]
+                raise NotNative(f"line {node.lineno}: " + (
+                    f"metadata slot M[{j}]" if w is None else wide_varbit(w)))
             return f"st->m[{j}]", self.mb[j]
         return None
 
@@ -176,6 +186,8 @@ class Expressions:
             raise NotNative(f"line {ln}: constant {n.value!r}")
         s = self.slot(f, n)
         if s is not None:
+            if self.vbw(f, n):  # type: ignore[attr-defined]
+                raise NotNative(f"line {ln}: a varbit used as a number")
             return X(s[0], *s[1])
         if isinstance(n, ast.Name):
             if n.id in f.locals:
@@ -222,6 +234,9 @@ class Expressions:
             op = " && " if isinstance(n.op, ast.And) else " || "
             return X("(" + op.join(x.c for x in xs) + ")", 0, 1)
         if isinstance(n, ast.IfExp):
+            x = self.vb_value(f, n)  # type: ignore[attr-defined]
+            if x is not None:  # a varbit's value: pyswitch.native.varbits
+                return x
             t, a, b = self.ex(f, n.test), self.ex(f, n.body), self.ex(f, n.orelse)
             return X(f"({t.c} ? {a.c} : {b.c})", min(a.lo, b.lo), max(a.hi, b.hi))
         if isinstance(n, ast.Call):
@@ -271,8 +286,13 @@ class Expressions:
             if b.lo <= 0 <= b.hi:
                 raise NotNative(f"line {n.lineno}: a divisor that may be 0")
             if op is ast.Mod:
+                if b.lo > 0:  # Python's modulo by a positive number: [0, b - 1]
+                    return X(f"v_div({a.c}, {b.c}, 1)", 0, b.hi - 1)
                 m = max(abs(b.lo), abs(b.hi))
                 return X(f"v_div({a.c}, {b.c}, 1)", -m, m)
+            if b.lo > 0:  # floor division by a positive number is monotone in each operand
+                qs = [a.lo // b.lo, a.lo // b.hi, a.hi // b.lo, a.hi // b.hi]
+                return X(f"v_div({a.c}, {b.c}, 0)", min(qs), max(qs))
             k = max(abs(a.lo), abs(a.hi))
             return X(f"v_div({a.c}, {b.c}, 0)", -k - 1, k + 1)
         if op in (ast.LShift, ast.RShift):

@@ -21,7 +21,7 @@ import ast
 import copy
 from typing import Any
 
-from pyswitch.native.exprs import Func, NotNative, X
+from pyswitch.native.exprs import Func, NotNative, X, wide_varbit
 
 # the module-level statements the compiler emits with these helpers
 PRELUDE_FUNCS = ("_hs_at", "_hs_last")
@@ -81,7 +81,10 @@ class Picks:
         """The C of field `j` of pick `name`, with the union of its elements' bounds."""
         bs = [self.hb[k][j] if j < len(self.hb[k]) else None for k in f.picks[name]]
         if any(b is None for b in bs):
-            raise NotNative(f"line {node.lineno}: field {j} of a stack element")
+            w = self.hvb.get((f.picks[name][0], j))  # type: ignore[attr-defined]
+            raise NotNative(f"line {node.lineno}: " + (
+                f"field {j} of a stack element" if w is None
+                else wide_varbit(w)))
         lo = min(b[0] for b in bs)  # type: ignore[index]
         hi = max(b[1] for b in bs)  # type: ignore[index]
         return f"k_{name}[{j}]", (min(lo, 0), max(hi, 0))  # the scratch header holds 0
@@ -152,8 +155,10 @@ class Picks:
         o.append(f"{ind}{{")
         for k, s in enumerate(src):
             for j in range(len(self.hb[f.aliases[s]])):  # type: ignore[index]
-                x = self.ex(f, ast.Subscript(ast.Name(s, ctx=ast.Load()), ast.Constant(j),  # type: ignore[attr-defined]
-                                             lineno=t.lineno))
+                x = self.val(f, ast.Subscript(ast.Name(dst[k], ctx=ast.Load()),  # type: ignore[attr-defined]
+                                              ast.Constant(j), lineno=t.lineno),
+                             ast.Subscript(ast.Name(s, ctx=ast.Load()), ast.Constant(j),
+                                           lineno=t.lineno), o, d + 1)
                 o.append(f"{ind}    V t{k}_{j} = {x.c};")
         for k, (dn, s) in enumerate(zip(dst, src, strict=True)):
             if len(self.hb[f.aliases[dn]]) != len(self.hb[f.aliases[s]]):  # type: ignore[index]

@@ -312,3 +312,84 @@ static int short_read(Py_ssize_t need) {
     PyErr_Format(PyExc_ValueError, "unpack_from requires a buffer of at least %zd bytes", need);
     return RC_ERR;
 }
+
+/* a varbit slot (pyswitch/native/varbits.py): 0 when empty, else its length + 1 above bit
+   VB_SHIFT and its value (below 2**length, length <= 112) under it; Python's (length, value)
+   or 0 */
+#define VB_SHIFT 112
+#define VB_MASK ((((V)1) << VB_SHIFT) - 1)
+
+static inline V vb_make(V n, V v) { return ((n + 1) << VB_SHIFT) | v; }
+
+static inline V vb_val(V x) { return x & VB_MASK; }
+
+/* its bytes (length / 8 of them, big-endian) at p; how many */
+static inline Py_ssize_t vb_put(unsigned char *p, V x) {
+    if (!x) return 0;
+    int n = (int)(((x >> VB_SHIFT) - 1) / 8);
+    put_be(p, x & VB_MASK, n);
+    return n;
+}
+
+static PyObject *vb_to_py(V x) {
+    if (!x) return PyLong_FromLong(0);
+    return Py_BuildValue("(NN)", v_to_py((x >> VB_SHIFT) - 1), v_to_py(x & VB_MASK));
+}
+
+/* a length beyond the varbit's maximum: the compiler's checks before an extract exclude it */
+static int vb_bad_len(V n, int w) {
+    PyErr_Format(PyExc_RuntimeError, "pyswitch native: varbit length %lld beyond its %d bits",
+                 (long long)n, w);
+    return RC_ERR;
+}
+
+/* a hash of the bytes `_pack_bits` gives (pyswitch.compiler.varbit: a field list with a
+   varbit): n parts in p as (width, value) pairs, each value's bits MSB first, a width of -1
+   for a varbit slot (its current length, nothing when empty), zero-padded at the end to a
+   byte; then hashed as runtime.h's v_* do: algo 0 crc32, 1 crc16, 2 identity, 3 csum16.
+   The parts fill at most PACK_MAX bytes (proven by pyswitch.native.varbits). */
+#define PACK_MAX 512
+static V v_pack_hash(int algo, int n, const V *p) {
+    unsigned char b[PACK_MAX + 1];
+    Py_ssize_t nb = 0;
+    UV acc = 0;
+    int na = 0;
+    for (int i = 0; i < n; i++) {
+        int w = (int)p[2 * i];
+        UV v = (UV)p[2 * i + 1];
+        if (w < 0) {
+            if (!v) continue;
+            w = (int)(((V)v >> VB_SHIFT) - 1);
+            v &= (UV)VB_MASK;
+        }
+        while (w > 0) {
+            int k = w < 56 ? w : 56;
+            acc = (acc << k) | ((v >> (w - k)) & ((((UV)1) << k) - 1));
+            na += k;
+            w -= k;
+            while (na >= 8) { b[nb++] = (unsigned char)(acc >> (na - 8)); na -= 8; }
+            acc &= (((UV)1) << na) - 1;
+        }
+    }
+    if (na) b[nb++] = (unsigned char)(acc << (8 - na));
+    if (algo == 0) {
+        uint32_t c = 0xFFFFFFFFu;
+        for (Py_ssize_t i = 0; i < nb; i++) c = crc32_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);
+        return (V)(c ^ 0xFFFFFFFFu);
+    }
+    if (algo == 1) {
+        uint16_t c = 0;
+        for (Py_ssize_t i = 0; i < nb; i++) c = (uint16_t)((c >> 8) ^ crc16_tab[(c ^ b[i]) & 0xff]);
+        return (V)c;
+    }
+    if (algo == 2) {
+        UV u = 0;
+        for (Py_ssize_t i = 0; i < nb; i++) u = (u << 8) | b[i];
+        return (V)(u & 0xFFFFFFFFFFFFFFFFull);
+    }
+    if (nb & 1) b[nb++] = 0;
+    uint64_t s = 0;
+    for (Py_ssize_t i = 0; i < nb; i += 2) s += ((uint32_t)b[i] << 8) | b[i + 1];
+    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+    return (V)(~s & 0xFFFF);
+}
