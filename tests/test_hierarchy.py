@@ -10,7 +10,7 @@ import pytest
 
 from controller.dataplane.deploy import SwitchJob, rule_changes, switch_rules
 from controller.plan.document import build_plan
-from controller.plan.hierarchy import aggregation_tree
+from controller.plan.hierarchy import aggregation_tree, tree_gamma
 from controller.plan.lp import PlanError, make_job, solve_lp
 from topo.mininet_net import plan_network
 from topo.models import fat_tree, hosts, parse_topology, switch_ids
@@ -79,22 +79,60 @@ def test_tree_over_the_routing_fits_127_workers_in_a_k8_fat_tree() -> None:
     g = fat_tree(8)
     plan, ids, tor = _job(g)
     job = plan.job
-    # no switch but the PS's ToR: all 127 workers would be its children -> one line
-    with pytest.raises(PlanError) as exc:
-        aggregation_tree(g, job, plan.switch_ids)
-    assert str(exc.value).count("\n") == 0 and f"{tor}: 127 children" in str(exc.value)
-    assert "at most 64 per switch" in str(exc.value)
+    root = plan.switch_ids[tor]
+    # no switch but the PS's ToR: it sums 64 workers, the other 63 are the PS's children
+    t0 = aggregation_tree(g, job, plan.switch_ids)
+    assert t0.fan_in(root) == 64 and t0.parent(root) == 0
+    to_ps = {w for w, f in t0.first.items() if f == 0}
+    assert len(to_ps) == 63 and t0.workers_below(root) | sum(1 << w for w in to_ps) == (
+        (1 << 127) - 1)
+    # the PS's link carries the root's PARTIAL and 63 workers' GRADs: γ = bw / 64
+    assert tree_gamma(g, job, t0) == pytest.approx(1 / 64)
+    # a narrower program: the same spread, the root at its width
+    assert aggregation_tree(g, job, plan.switch_ids, width=8).fan_in(root) == 8
     # every ToR aggregates its hosts: the root counts 31 ToRs and its own 3 workers
     edges = [s for s in ids if s.startswith("edge") and s != tor]
     from dataclasses import replace
     t = aggregation_tree(g, replace(job, deployed=edges), plan.switch_ids)
-    root = plan.switch_ids[tor]
     assert t.root == root and t.fan_in(root) == 34
     assert {t.fan_in(plan.switch_ids[e]) for e in edges} == {4}
     assert t.workers_below(root) == (1 << 127) - 1
     assert all(t.parent(plan.switch_ids[e]) == root for e in edges)
+    # the root's 4 uplinks carry 31 PARTIAL streams, its downlinks 31 RESULT streams
+    assert tree_gamma(g, replace(job, deployed=edges), t) == pytest.approx(4 / 31)
+    # width 16: the root keeps its 16 places for the ToRs below (its own 3 workers go to
+    # the PS), and 15 ToRs find it full: they are children of the PS, whose PARTIALs the
+    # root sends on unaggregated (no child entry there)
+    t16 = aggregation_tree(g, replace(job, deployed=edges), plan.switch_ids, width=16)
+    assert t16.fan_in(root) == 16
+    orphans = [e for e in edges if t16.parent(plan.switch_ids[e]) == 0]
+    assert len(orphans) == 15 and all(t16.fan_in(plan.switch_ids[e]) == 4 for e in orphans)
+    assert [w for w, f in t16.first.items() if f == 0] == [0, 1, 2]
 
 
+def test_a_1023_worker_job_at_k16_spreads_over_full_switches_to_the_ps() -> None:
+    from dataclasses import replace
+
+    g = fat_tree(16)
+    hs = hosts(g)
+    job = make_job(g, hs[0], hs[1:])
+    sid = switch_ids(g)
+    plan = build_plan(job, solve_lp(job, []), budget=0)
+    every = (1 << 1023) - 1
+    for dep in ([], ["core0", "core8", "core16", "core24"],
+                [f"agg{i}" for i in range(8)] + [f"edge{i}" for i in range(1, 9)]):
+        jp = replace(plan.job, deployed=dep)
+        t = aggregation_tree(g, jp, sid)
+        t.check_width()
+        assert max(t.fan_in(s) for s in t.children) <= C.MAX_WORKERS
+        to_ps = sum(1 << w for w, f in t.first.items() if f == 0)
+        # every worker exactly once: below the root or a child of the PS
+        assert t.workers_below(t.root) & to_ps == 0 and t.workers_below(t.root) | to_ps == every
+        # every point with children reaches the root (none of them a child of the PS)
+        assert all(t.parent(s) for s in t.children if s != t.root)
+        assert 0 < tree_gamma(g, jp, t) <= 1 / ((to_ps.bit_count() + 1))
+    # the four cores and the root are full: 5 x 64 less the 4 cores' places at the root
+    assert t.fan_in(sid["edge0"]) == 64
 def test_rules_of_a_hierarchical_job_and_a_reassignment_writes_only_differences() -> None:
     g = parse_topology("fattree:4")
     plan, ids, tor = _job(g)
@@ -190,6 +228,47 @@ def test_ps_merges_a_150_worker_job_exactly_from_any_mix_of_levels() -> None:
     assert ps.on_packet(bad).results == []
     assert ps.on_packet(_partial(11, 1 << 50, g[0], 2)).results == []
     assert ps.stats.malformed_reasons == {"child": 2}
+
+
+def test_a_hierarchical_flush_nacks_the_workers_below_its_switch_it_lacks() -> None:
+    t = _big_tree()
+    g = np.arange(N * C.K, dtype=np.int64).reshape(N, C.K) % 1000
+    routes = {w: [(c, LEAVES[w // 50], 50) for c in range(4)] for w in range(N)}
+    ps = PsState(1, range(N), n_chunks=4, tree=t, routes=routes)
+    # leaf 12 flushes 48 of its 50 children (workers 50..97): the PS asks 98 and 99 alone
+    bits = (1 << 48) - 1
+    out = ps.on_packet(_partial(12, bits, g[50:98].sum(axis=0), 0,
+                                Flag.RETRANSMIT | Flag.INCOMPLETE))
+    assert sorted(w for w, _ in out.nacks) == [98, 99] and ps.stats.nacks == 2
+    for w, nack in out.nacks:
+        assert nack.flags & Flag.INCOMPLETE and not nack.values.any()
+        # the present set (all but the asked) folded, the asked worker's folded bit clear
+        present = (1 << N) - 1 & ~(1 << 98 | 1 << 99)
+        assert nack.bitmap == fold_mask(present) & ~(1 << (w % 64))
+    # the worker takes it and resends at once; a worker whose bit is set does not
+    q = np.ones(C.K * 4, dtype=np.int32)
+    wr = WorkerRound(job_id=1, worker_id=99, round_=0, values=q,
+                     schedule=routes[99], hierarchical=True, members=list(range(N)))
+    wr.start(0.0)
+    nack99 = dict(out.nacks)[99]
+    again = wr.on_packet(nack99, 1.0)
+    assert [(p.chunk_id, p.worker_id, p.flags & Flag.RETRANSMIT) for p in again] == [
+        (0, 99, Flag.RETRANSMIT)] and wr.stats.nacks == 1
+    wr98 = WorkerRound(job_id=1, worker_id=98, round_=0, values=q,
+                       schedule=routes[98], hierarchical=True, members=list(range(N)))
+    wr98.start(0.0)
+    assert wr98.on_packet(nack99, 1.0) == [] and wr98.stats.unexpected_results == 1
+    # the root's flush of leaf 11's PARTIAL lacks everything below the root it has not got:
+    # leaf 11's 50 are there, 12's 48 too; 98, 99 and leaf 13's 50 are asked
+    out = ps.on_packet(_partial(ROOT, 0b001, g[0:50].sum(axis=0), 0,
+                                Flag.RETRANSMIT | Flag.INCOMPLETE))
+    assert sorted(w for w, _ in out.nacks) == [98, 99, *range(100, 150)]
+    # the rest comes: exact
+    pieces = [InaPacket.grad(1, 0, 0, 0, 1, w, g[w].astype(np.int32), Flag.RETRANSMIT,
+                             hierarchical=True) for w in (98, 99)]
+    pieces.append(_partial(13, (1 << 50) - 1, g[100:150].sum(axis=0), 0))
+    results = [r for p in pieces for r in ps.on_packet(p).results]
+    assert len(results) == 1 and results[0].values.tolist() == g.sum(axis=0).tolist()
 
 
 def test_a_worker_past_64_takes_its_result_by_its_folded_bit() -> None:

@@ -82,7 +82,11 @@ NACKs (docs/protocol.md §6)
     has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set it has and
     whose values are 0 (``PsOutput.nacks``, counted ``nacks``), sent to each such worker
     alone, never down the tree (a RESULT there releases the slot).  The workers resend at
-    once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.
+    once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.  In a
+    hierarchical job a flush names the switch that emitted it, and the PS asks the workers
+    below that switch it has not received; each NACK's bitmap is the present set folded to
+    the bitmap's width with the asked worker's folded bit cleared (it goes to that worker
+    alone, which resends when its bit is clear).
     A later request of a completed chunk that names a worker (a re-emit or flush its
     retransmission caused) is answered to that worker alone once the first answer went
     down the tree; more copies only to a worker that asked before.
@@ -366,6 +370,7 @@ class PsState:
         self._heard: dict[int, float] = {}  # worker -> when a packet last held its bit
         # the RESULT echo (docs/protocol.md §6) of the packet being merged
         self._echo = NO_ECHO
+        self._emitter: int | None = None
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -453,6 +458,7 @@ class PsState:
         """Take one decoded packet; return the RESULTs to send and rounds that completed.
         ``now`` (any monotone clock; optional) feeds :meth:`silent`."""
         out = PsOutput()
+        self._emitter = None  # a hierarchical PARTIAL's emitting switch (_nack)
         if self.tree is not None and pkt.msg_type in (TYPE_GRAD, TYPE_PARTIAL):
             raw = pkt.bitmap
             got = self.tree.worker_set(pkt.msg_type, pkt.worker_id, raw, pkt.count)
@@ -463,6 +469,8 @@ class PsState:
                 return out
             # the piece as the workers it sums; a PARTIAL's worker_id names a switch, so
             # the RESULT it causes echoes no worker
+            if pkt.msg_type == TYPE_PARTIAL:
+                self._emitter = pkt.worker_id
             pkt = replace(pkt, bitmap=got, count=got.bit_count(),
                           worker_id=pkt.worker_id if pkt.msg_type == TYPE_GRAD else NO_WORKER)
         why = self._check(pkt)
@@ -546,8 +554,10 @@ class PsState:
         found it waiting): ask the workers it lacks to resend (module docstring, "NACKs").
         A flush summing one aggregation point's workers lacks the rest of that point's
         group; one from higher up (several points' workers) lacks every worker the PS
-        has not received.  Each asked worker gets a RESULT flagged INCOMPLETE whose bitmap
-        (the present set) leaves its bit out, which no worker takes for a sum."""
+        has not received; in a hierarchical job, a flush lacks the workers below the switch
+        that emitted it.  Each asked worker gets a RESULT flagged INCOMPLETE whose bitmap
+        (the present set; folded, one per worker, in a hierarchical job) leaves its bit
+        out, which no worker takes for a sum."""
         if self._groups is None:
             return
         b = pkt.bitmap
@@ -560,16 +570,25 @@ class PsState:
             aggs.add(self._agg_of.get((c, low.bit_length() - 1), -1))
             w ^= low
         lack = rs.mask & ~have
-        if len(aggs) == 1 and (a := aggs.pop()) not in (-1, AGG_ID_PS):
+        if self.tree is not None:
+            # a hierarchical flush lacks the workers below the switch that emitted it
+            lack &= self.tree.workers_below(self._emitter) if self._emitter else 0
+        elif len(aggs) == 1 and (a := aggs.pop()) not in (-1, AGG_ID_PS):
             # from that point, unless its group is all there (then from higher up)
             lack &= self._groups.get(c, {}).get(a, 0)
         present = rs.mask & ~lack
         if not lack or not present:
             return
-        nack = InaPacket.result(self.job_id, r, c, present,
-                                np.zeros(self.k, dtype=np.int32), flags=FLAG_INCOMPLETE)
+        zero = np.zeros(self.k, dtype=np.int32)
+        nack = InaPacket.result(self.job_id, r, c, present, zero, flags=FLAG_INCOMPLETE)
         while lack:
             low = lack & -lack
+            if self.tree is not None:
+                # the present set folded to the bitmap's width, the asked worker's folded
+                # bit cleared: one NACK per worker (it goes to that worker alone)
+                nack = InaPacket.result(self.job_id, r, c,
+                                        fold_mask(present) & ~fold_mask(low), zero,
+                                        flags=FLAG_INCOMPLETE)
             out.nacks.append((low.bit_length() - 1, nack))
             self.stats.nacks += 1
             lack ^= low

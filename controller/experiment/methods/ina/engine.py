@@ -36,6 +36,7 @@ from controller.experiment.methods.ina.core import (
     member_schedules,
     plan_job,
     plan_request,
+    planned_gamma,
     schedules_for,
     worker_failure_record,
 )
@@ -374,8 +375,8 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
                                                 left, t.n_chunks, switches.graph)
                     job = next(j for j in switches.jobs if j.job_id == t.job_id(mode))
                     mon.begin(mode, job, t.ps, Path(cfg.control_file), after_worker)
-                    launch.append(_Job(t.name, t.ps, t.workers, cfg,
-                                       plan_of(switches.plan, t).job.gamma))
+                    launch.append(_Job(t.name, t.ps, t.workers, cfg, planned_gamma(
+                        mode, plan_of(switches.plan, t), t.workers)))
                 t0 = time.perf_counter()
                 try:
                     records = run_launch(run, net, mode, label, launch, monitors,
