@@ -41,10 +41,13 @@ import networkx as nx
 
 from controller.dataplane.deploy import DeployError, SwitchJob, SwitchRules, switch_rules, update
 from controller.errors import ExperimentError
+from controller.plan.hierarchy import aggregation_tree
+from controller.plan.lp import PlanError
 from controller.plan.replan import replan_without
 from controller.plan.types import Plan
 from workers.ina.control_io import request_path, send_request
 from workers.ina.events import ControlEvent, Event, RoundEvent, SilentEvent
+from workers.ina.tree import Tree
 
 SCHEDULE_DELAY_ROUNDS = 2  # new schedules asked from this many rounds after the newest reported
 
@@ -147,20 +150,22 @@ class SwitchMonitor:
         self.events: list[FailoverEvent] = []
         self._killed_at: dict[str, float] = {}
         # the running jobs' control records and how a plan becomes their schedules
-        self._followers: list[tuple[Path, Callable[[Plan], dict]]] = []
+        self._followers: list[tuple[Path, Callable[[Plan], dict], int | None]] = []
         self.newest_round = -1
 
     def follow(self, control_file: Path | None,
-               schedules: Callable[[Plan], dict] | None, more: bool = False) -> None:
+               schedules: Callable[[Plan], dict] | None, more: bool = False,
+               job_id: int | None = None) -> None:
         """Start watching a job: its control record (``JobConfig.control_file``; the
         requests go to its PS beside it), and how a plan becomes its workers' schedules
         (None for modes whose schedules do not depend on the plan).  ``more``: one more job
-        running at the same time (else the job replaces the last)."""
+        running at the same time (else the job replaces the last).  ``job_id``: the job's
+        (a hierarchical job's new tree goes to its PS with the schedules it gives)."""
         if not more:
             self._followers = []
             self.newest_round = -1
         if control_file and schedules:
-            self._followers.append((control_file, schedules))
+            self._followers.append((control_file, schedules, job_id))
 
     def on_worker_round(self, round_: int) -> None:
         """A worker reported ``round_`` (its ``round`` event)."""
@@ -203,6 +208,7 @@ class SwitchMonitor:
         killed = self._killed_at.get(dead)
         self.say(f"switch {dead} is down (after round {after}): re-planning")
         graph, plan, jobs = self.replan(self.graph, self.plan, dead, self.jobs)  # may stop
+        jobs = [_retree(j, graph, plan) for j in jobs]
         replanned = time.monotonic()
         rules = switch_rules(graph, plan, self.mininet.plan.ports, self.host_addrs, jobs,
                              self.slot_policy)
@@ -220,17 +226,49 @@ class SwitchMonitor:
             gamma_before=plan_gamma(self.plan), gamma_after=plan_gamma(plan),
             deployed_after=list(plan.deployed), schedules_from_round=start)
         self.events.append(event)  # before the requests: the PSs' answers update it
-        for path, schedules in self._followers:
+        trees = {j.job_id: j.tree for j in jobs if j.tree is not None}
+        for path, schedules, job_id in self._followers:
             # a job whose PS has exited has no round left to change
-            ask_ps(self.mininet, path, {"kind": "schedules", "from_round": start,
-                                        "schedules": schedules(plan),
-                                        "cause": {"switch": dead}})
+            request = {"kind": "schedules", "from_round": start, "schedules": schedules(plan),
+                       "cause": {"switch": dead}}
+            if job_id in trees:  # the tree the rules hold, and its first points
+                request["tree"] = trees[job_id].to_json()
+                request["schedules"] = tree_schedules(trees[job_id], request["schedules"])
+            ask_ps(self.mininet, path, request)
         self.graph, self.plan, self.rules, self.jobs = graph, plan, rules, jobs
         self.say(f"switch {dead}: γ {event.gamma_before:.4g} → {event.gamma_after:.4g}, "
                  f"deployed {plan.deployed or '(none: the PS ToR aggregates)'}, "
                  f"{event.writes} writes to {len(rules)} switches in "
                  f"{event.redeploy_s:.2f} s; "
                  f"new schedules asked from round {start}")
+
+
+def _retree(job: SwitchJob, graph: nx.Graph, plan: Plan) -> SwitchJob:
+    """A hierarchical job's tree after a switch died: over the new plan's deployment and
+    routing, every surviving child keeping its parent and index where it can, and no new
+    child taking an index the old tree had (the rules change in the middle of a round, so
+    a slot's bit must keep its meaning; the PS reads each round with its tree)."""
+    if job.tree is None:
+        return job
+    jp = (job.plan or plan).job
+    members = [w for i, w in enumerate(job.workers) if i not in job.removed]
+    try:
+        tree = aggregation_tree(graph, jp, plan.switch_ids, members, previous=job.tree,
+                                reuse=False)
+    except PlanError as exc:
+        raise ExperimentError(f"fail-over: job {job.job_id}: {exc}") from None
+    return replace(job, tree=tree)
+
+
+def tree_schedules(tree: Tree, schedules: Mapping[str, list]) -> dict[str, list]:
+    """``schedules`` (worker id -> [(chunk, agg_id, fan_in)]) sent to ``tree``'s first
+    points: each worker's chunks to its first aggregation point (0: the PS)."""
+    out = {}
+    for w, sched in schedules.items():
+        first = tree.first[int(w)]
+        fan = tree.fan_in(first) if first else 1
+        out[w] = [(c, first, fan) for c, *_ in sched]
+    return out
 
 
 # ------------------------------------------------------------------ a worker that dies

@@ -40,11 +40,12 @@ __all__ = ["aggregation_tree", "tree_gamma"]
 
 def aggregation_tree(graph: nx.Graph, job: JobPlan, switch_ids: Mapping[str, int],
                      members: Sequence[str] | None = None, *, previous: Tree | None = None,
-                     width: int = MAX_WORKERS) -> Tree:
+                     width: int = MAX_WORKERS, reuse: bool = True) -> Tree:
     """The tree of ``job``'s ``members`` (default: its workers; a worker's id is its index
     in ``job.workers``) over the aggregation points ``job.deployed`` and ``job.ps_tor``
     (module doc).  ``previous``: the tree this one replaces (a fail-over or a member
-    change): a child that keeps its parent keeps its index (:meth:`Tree.assign`)."""
+    change): a child that keeps its parent keeps its index, and with ``reuse=False`` no
+    new child takes an index ``previous`` had (:meth:`Tree.assign`)."""
     root = job.ps_tor
     points = set(job.deployed) | {root}
     index = {w: i for i, w in enumerate(job.workers)}
@@ -108,7 +109,7 @@ def aggregation_tree(graph: nx.Graph, job: JobPlan, switch_ids: Mapping[str, int
     names = {int(switch_ids[s]): s for s in points}
     tree = Tree.assign(int(switch_ids[root]),
                        {c: 0 if p is None else int(switch_ids[p]) for c, p in parent.items()},
-                       names=names, previous=previous)
+                       names=names, previous=previous, reuse=reuse)
     try:
         tree.check_width(width)
     except TreeError as exc:

@@ -33,6 +33,7 @@ from workers.ina.constants import K
 from workers.ina.events import SilentEvent
 from workers.ina.job import JobConfig
 from workers.ina.ps import PsOutput, PsState
+from workers.ina.tree import Tree
 from workers.ina.wire import InaPacket
 from workers.ina.worker import RttEstimator, WorkerRound, n_chunks_for
 
@@ -359,6 +360,11 @@ class PsDriver:
         e, out = self.state.change_members(members)
         self.member_events.append({"removed": removed, "from_round": e, "at_s": at_s})
         return e, out
+
+    def change_tree(self, tree: Tree, from_round: int) -> None:
+        """A hierarchical job's tree from round ``from_round`` on (a fail-over's control
+        change, :meth:`workers.ina.ps.PsState.change_tree`)."""
+        self.state.change_tree(tree, from_round)
 
     def stalled(self, now: float) -> bool:
         """No round completed for ``round_timeout_s``."""

@@ -326,7 +326,8 @@ class PsState:
         top = MAX_WORKERS if tree is None else NO_WORKER
         if ids[0] < 0 or ids[-1] >= top:
             raise ValueError(f"worker ids must be in [0, {top}), got {ids[0]}..{ids[-1]}")
-        self.tree = tree
+        self.tree = tree  # the newest; _trees: (from round, tree), oldest first
+        self._trees: list[tuple[int, Tree]] = [(first_round, tree)] if tree is not None else []
         if n_chunks < 1 or k < 1:
             raise ValueError(f"n_chunks and k must be >= 1, got {n_chunks}, {k}")
         if keep_done < 0 or max_ahead < 0:
@@ -452,6 +453,23 @@ class PsState:
                     self._try_complete(r, rs, c, new, out)
         return e, out
 
+    def change_tree(self, tree: Tree, from_round: int) -> None:
+        """A hierarchical job's tree from round ``from_round`` on (a fail-over re-assigned
+        it, docs/protocol.md §5.1): the pieces of each round are read with that round's
+        tree, since a switch's bit names a different set of workers in the new one."""
+        if self.tree is None:
+            raise ValueError("a flat job has no tree to change")
+        self._trees = [(r, t) for r, t in self._trees if r < from_round] + [(from_round, tree)]
+        self.tree = tree
+
+    def tree_of(self, round_: int) -> Tree:
+        """The tree round ``round_``'s pieces are read with (:meth:`change_tree`)."""
+        out = self._trees[0][1]
+        for r, t in self._trees:
+            if r <= round_:
+                out = t
+        return out
+
     # -- the state machine -----------------------------------------------------------------
 
     def on_packet(self, pkt: InaPacket, now: float | None = None) -> PsOutput:
@@ -461,7 +479,8 @@ class PsState:
         self._emitter = None  # a hierarchical PARTIAL's emitting switch (_nack)
         if self.tree is not None and pkt.msg_type in (TYPE_GRAD, TYPE_PARTIAL):
             raw = pkt.bitmap
-            got = self.tree.worker_set(pkt.msg_type, pkt.worker_id, raw, pkt.count)
+            got = self.tree_of(pkt.round).worker_set(pkt.msg_type, pkt.worker_id, raw,
+                                                     pkt.count)
             if got is None or (pkt.msg_type == TYPE_GRAD and raw != 0):
                 self.stats.malformed += 1
                 self.stats.malformed_reasons["child"] = (
@@ -572,7 +591,7 @@ class PsState:
         lack = rs.mask & ~have
         if self.tree is not None:
             # a hierarchical flush lacks the workers below the switch that emitted it
-            lack &= self.tree.workers_below(self._emitter) if self._emitter else 0
+            lack &= self.tree_of(r).workers_below(self._emitter) if self._emitter else 0
         elif len(aggs) == 1 and (a := aggs.pop()) not in (-1, AGG_ID_PS):
             # from that point, unless its group is all there (then from higher up)
             lack &= self._groups.get(c, {}).get(a, 0)

@@ -367,7 +367,7 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
                     control = Path(cfg.control_file) if cfg.control_file else None
                     # a switch that died in an earlier mode stays dead: plan from the current
                     switches.follow(control if mode == "ina" else None, after_switch,
-                                    more=i > 0)
+                                    more=i > 0, job_id=t.job_id(mode))
 
                     def after_worker(left: list[str], t: Tenant = t,
                                      mode: str = mode) -> dict | None:
