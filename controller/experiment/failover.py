@@ -41,7 +41,7 @@ import networkx as nx
 
 from controller.dataplane.deploy import DeployError, SwitchJob, SwitchRules, switch_rules, update
 from controller.errors import ExperimentError
-from controller.plan.hierarchy import aggregation_tree
+from controller.plan.hierarchy import aggregation_tree, tree_gamma
 from controller.plan.lp import PlanError
 from controller.plan.replan import replan_without
 from controller.plan.types import Plan
@@ -195,6 +195,16 @@ class SwitchMonitor:
 
     # -- internals -------------------------------------------------------------------------
 
+    def _gamma(self, graph: nx.Graph, plan: Plan, jobs: list[SwitchJob]) -> float:
+        """The plan's γ; with one followed job that is hierarchical, its tree's
+        (:func:`controller.plan.hierarchy.tree_gamma`: what its launch is predicted at)."""
+        followed = {i for *_, i in self._followers}
+        trees = [j for j in jobs if j.job_id in followed and j.tree is not None]
+        if len(self._followers) != 1 or len(trees) != 1:
+            return plan_gamma(plan)
+        j = trees[0]
+        return tree_gamma(graph, (j.plan or plan).job, j.tree, result_load=plan.result_load)
+
     def _kill(self, switch: str) -> None:
         proc = self.mininet.net.get(switch).proc
         self.say(f"[fault injection] killing switch {switch} after round {self.newest_round}")
@@ -223,7 +233,8 @@ class SwitchMonitor:
             detected_s=round(noticed - killed, 4) if killed is not None else None,
             replan_s=round(replanned - noticed, 4), redeploy_s=round(deployed - replanned, 4),
             writes=sum(writes.values()),
-            gamma_before=plan_gamma(self.plan), gamma_after=plan_gamma(plan),
+            gamma_before=self._gamma(self.graph, self.plan, self.jobs),
+            gamma_after=self._gamma(graph, plan, jobs),
             deployed_after=list(plan.deployed), schedules_from_round=start)
         self.events.append(event)  # before the requests: the PSs' answers update it
         trees = {j.job_id: j.tree for j in jobs if j.tree is not None}
@@ -248,8 +259,8 @@ def _retree(job: SwitchJob, graph: nx.Graph, plan: Plan) -> SwitchJob:
     routing, every surviving child keeping its parent and index where it can, and no new
     child taking an index the old tree had (the rules change in the middle of a round, so
     a slot's bit must keep its meaning; the PS reads each round with its tree)."""
-    if job.tree is None:
-        return job
+    if job.tree is None or not set(job.tree.children) - {job.tree.root}:
+        return job  # flat, PS-only or ToR-only: no switch of the deployment in it
     jp = (job.plan or plan).job
     members = [w for i, w in enumerate(job.workers) if i not in job.removed]
     try:
