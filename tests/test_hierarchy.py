@@ -10,7 +10,7 @@ import pytest
 
 from controller.dataplane.deploy import SwitchJob, rule_changes, switch_rules
 from controller.plan.document import build_plan
-from controller.plan.hierarchy import aggregation_tree, tree_gamma
+from controller.plan.hierarchy import aggregation_tree, tree_gamma, tree_loads
 from controller.plan.lp import PlanError, make_job, solve_lp
 from topo.mininet_net import plan_network
 from topo.models import fat_tree, hosts, parse_topology, switch_ids
@@ -88,6 +88,10 @@ def test_tree_over_the_routing_fits_127_workers_in_a_k8_fat_tree() -> None:
         (1 << 127) - 1)
     # the PS's link carries the root's PARTIAL and 63 workers' GRADs: γ = bw / 64
     assert tree_gamma(g, job, t0) == pytest.approx(1 / 64)
+    # ... the link the tree's loads fill at that γ (the prediction compares links with them)
+    loads = {(x["from"], x["to"]): x["load"] / x["bw"] for x in tree_loads(g, job, t0)}
+    assert loads[(tor, "h0")] == pytest.approx(1.0) and max(loads.values()) == pytest.approx(1)
+    assert loads[("h0", tor)] == pytest.approx(1 / 64)  # the RESULT stream
     # a narrower program: the same spread, the root at its width
     assert aggregation_tree(g, job, plan.switch_ids, width=8).fan_in(root) == 8
     # every ToR aggregates its hosts: the root counts 31 ToRs and its own 3 workers

@@ -35,7 +35,7 @@ from topo.paths import ecmp_link_fractions, ecmp_next_hops, hop_distance
 from workers.ina.constants import MAX_WORKERS
 from workers.ina.tree import SWITCH, WORKER, Child, Tree, TreeError
 
-__all__ = ["aggregation_tree", "tree_gamma"]
+__all__ = ["aggregation_tree", "tree_gamma", "tree_loads", "tree_streams"]
 
 
 def aggregation_tree(graph: nx.Graph, job: JobPlan, switch_ids: Mapping[str, int],
@@ -119,20 +119,38 @@ def aggregation_tree(graph: nx.Graph, job: JobPlan, switch_ids: Mapping[str, int
 
 def tree_gamma(graph: nx.Graph, job: JobPlan, tree: Tree, *, result_load: bool = True) -> float:
     """γ of a hierarchical job that follows ``tree``: the fluid rate of the LP's model
-    (docs/design.md §3.3) for the tree's streams instead of the LP's interval split.  Every
-    stream runs at γ over the ECMP paths of its two ends, split evenly per hop as the LP
-    splits them: each worker's GRADs to its first point (the PS for a child of the PS),
-    each aggregation point's PARTIALs to its parent (the root's, and those of a point whose
-    parent is the PS, to the PS); with ``result_load`` the PS's RESULTs on d->s_d and down
-    the RESULT multicast tree (to every worker and deployed switch), one stream per link.
-    γ = min over links of bandwidth (``bw``, default 1) / streams; in the units of the
-    plan's γ.  0 when the tree carries nothing."""
+    (docs/design.md §3.3) for the tree's streams instead of the LP's interval split
+    (:func:`tree_streams`): γ = min over links of bandwidth (``bw``, default 1) / streams,
+    in the units of the plan's γ; 0 when the tree carries nothing."""
+    units = tree_streams(graph, job, tree, result_load=result_load)
+    return min((_bw(graph, e) / c for e, c in units.items() if c > 0), default=0.0)
+
+
+def tree_loads(graph: nx.Graph, job: JobPlan, tree: Tree, *,
+               result_load: bool = True) -> list[dict[str, float | str]]:
+    """The tree's load on every directed link at its γ, in the form of a plan's ``loads``
+    (``from``, ``to``, ``load`` = γ x streams, ``bw``): what a hierarchical launch's links
+    are compared with (controller.experiment.prediction)."""
+    units = tree_streams(graph, job, tree, result_load=result_load)
+    g = min((_bw(graph, e) / c for e, c in units.items() if c > 0), default=0.0)
+    return [{"from": u, "to": v, "load": g * c, "bw": _bw(graph, (u, v))}
+            for (u, v), c in sorted(units.items()) if c > 0]
+
+
+def tree_streams(graph: nx.Graph, job: JobPlan, tree: Tree, *,
+                 result_load: bool = True) -> dict[tuple[str, str], float]:
+    """Streams per directed link of a job that follows ``tree``, each of rate γ over the
+    ECMP paths of its two ends, split evenly per hop as the LP splits them: each worker's
+    GRADs to its first point (the PS for a child of the PS), each aggregation point's
+    PARTIALs to its parent (the root's, and those of a point whose parent is the PS, to
+    the PS); with ``result_load`` the PS's RESULTs on d->s_d and down the RESULT multicast
+    tree (to every worker and deployed switch), one stream per link."""
     names = dict(tree.names)
     per_unit: dict[tuple[str, str], float] = {}
 
-    def add(src: str, dst: str, weight: float = 1.0) -> None:
+    def add(src: str, dst: str) -> None:
         for e, f in ecmp_link_fractions(graph, src, dst).items():
-            per_unit[e] = per_unit.get(e, 0.0) + f * weight
+            per_unit[e] = per_unit.get(e, 0.0) + f
 
     def end(switch: int) -> str:
         return job.ps if switch == 0 else names[switch]
@@ -148,5 +166,8 @@ def tree_gamma(graph: nx.Graph, job: JobPlan, tree: Tree, *, result_load: bool =
         for p, kids in result_tree(graph, job.ps_tor, members, job.deployed).items():
             for c in kids:
                 per_unit[(p, c)] = per_unit.get((p, c), 0.0) + 1.0
-    loads = [(float(graph.edges[e].get("bw", 1.0)), c) for e, c in per_unit.items() if c > 0]
-    return min((bw / c for bw, c in loads), default=0.0)
+    return per_unit
+
+
+def _bw(graph: nx.Graph, e: tuple[str, str]) -> float:
+    return float(graph.edges[e].get("bw", 1.0))

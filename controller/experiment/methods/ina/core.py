@@ -29,7 +29,7 @@ from controller.experiment.records import spread
 from controller.experiment.report import mean
 from controller.experiment.runner import Run
 from controller.plan.document import chunk_schedule, resolve_workers, write_plan
-from controller.plan.hierarchy import aggregation_tree, tree_gamma
+from controller.plan.hierarchy import aggregation_tree, tree_gamma, tree_loads
 from controller.plan.lp import PlanError
 from controller.plan.options import DEFAULTS as PLAN_DEFAULTS
 from controller.plan.pipeline import PlanRequest, make_plan
@@ -275,6 +275,17 @@ def planned_gamma(mode: str, plan: Plan, workers: list[str]) -> float:
     if tree is None or graph is None:
         return plan.job.gamma
     return tree_gamma(graph, plan.job, tree, result_load=plan.result_load)
+
+
+def planned_loads(mode: str, plan: Plan, workers: list[str]) -> list[dict] | None:
+    """A hierarchical job's link loads in ``ina`` at its tree's γ (the plan's ``loads``
+    form, :func:`controller.plan.hierarchy.tree_loads`); None for a flat job (the plan's
+    own ``loads`` are its prediction)."""
+    tree = tree_for(mode, plan, workers) if mode == "ina" else None
+    graph = plan.own_graph() if tree is not None else None
+    if tree is None or graph is None:
+        return None
+    return tree_loads(graph, plan.job, tree, result_load=plan.result_load)
 
 
 def schedules_for(mode: str, plan: Plan, workers: list[str], n_chunks: int) -> dict[str, list]:

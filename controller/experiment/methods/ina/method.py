@@ -163,7 +163,8 @@ def _prediction(s: Settings, plan: Plan, modes: dict, n_chunks: int, mode: str,
         g = gamma if label == mode else (plan.baselines or {}).get(label)
         if not isinstance(rec, dict) or not rec.get("rounds") or not g:
             continue
-        got = mode_analysis(rec, plan_loads=plan.loads if label == mode else [], gamma=g,
+        loads = rec.get("plan_loads", plan.loads)  # a hierarchical job's: its tree's
+        got = mode_analysis(rec, plan_loads=loads if label == mode else [], gamma=g,
                             bw_mbit=s.bw, n_chunks=n_chunks, frame_bytes=FRAME_BYTES,
                             n_workers=len(job.workers), fill_drain_s=fd,
                             window=mode_window(s, label), pace=pace(rec))
