@@ -11,7 +11,7 @@ import pytest
 from controller.dataplane.deploy import SwitchJob, rule_changes, switch_rules
 from controller.plan.document import build_plan
 from controller.plan.hierarchy import aggregation_tree, tree_gamma, tree_loads
-from controller.plan.lp import PlanError, make_job, solve_lp
+from controller.plan.lp import make_job, solve_lp
 from topo.mininet_net import plan_network
 from topo.models import fat_tree, hosts, parse_topology, switch_ids
 from workers.ina import constants as C
@@ -112,6 +112,12 @@ def test_tree_over_the_routing_fits_127_workers_in_a_k8_fat_tree() -> None:
     orphans = [e for e in edges if t16.parent(plan.switch_ids[e]) == 0]
     assert len(orphans) == 15 and all(t16.fan_in(plan.switch_ids[e]) == 4 for e in orphans)
     assert [w for w, f in t16.first.items() if f == 0] == [0, 1, 2]
+    # what reaches the switches is still checked: a row past the width, one line naming it
+    wide = Tree.assign(root, {Child(WORKER, w): root for w in range(65)},
+                       names={root: tor})
+    with pytest.raises(TreeError) as exc:
+        wide.check_width()
+    assert str(exc.value).count("\n") == 0 and f"{tor}: 65 children" in str(exc.value)
 
 
 def test_a_1023_worker_job_at_k16_spreads_over_full_switches_to_the_ps() -> None:
@@ -134,7 +140,7 @@ def test_a_1023_worker_job_at_k16_spreads_over_full_switches_to_the_ps() -> None
         assert t.workers_below(t.root) & to_ps == 0 and t.workers_below(t.root) | to_ps == every
         # every point with children reaches the root (none of them a child of the PS)
         assert all(t.parent(s) for s in t.children if s != t.root)
-        assert 0 < tree_gamma(g, jp, t) <= 1 / ((to_ps.bit_count() + 1))
+        assert 0 < tree_gamma(g, jp, t) <= 1 / (to_ps.bit_count() + 1)
     # the four cores and the root are full: 5 x 64 less the 4 cores' places at the root
     assert t.fan_in(sid["edge0"]) == 64
 def test_rules_of_a_hierarchical_job_and_a_reassignment_writes_only_differences() -> None:

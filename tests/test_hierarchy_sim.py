@@ -16,6 +16,8 @@ from controller.experiment.methods.ina.core import Settings
 from controller.experiment.simulate.run import SimOptions, simulate
 from workers.ina import constants as C
 
+pytestmark = pytest.mark.slow  # a k=8 network of 70 workers per test: 1-2 min each on 2 cores
+
 N, N_VALUES, ROUNDS = 70, 310, 2
 
 
