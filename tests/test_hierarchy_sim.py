@@ -46,14 +46,12 @@ def _run(tmp_path: Path, name: str, rounds: int = ROUNDS, **kw: object) -> dict:
     return doc
 
 
-@pytest.mark.parametrize("fault", [{"loss": 0.1}, {"dup": 0.1}, {"reorder": 0.1}])
+@pytest.mark.parametrize("fault", [{"dup": 0.1}, {"reorder": 0.1}])
 def test_a_70_worker_job_is_exact_under_each_fault(fault: dict, tmp_path: Path) -> None:
     doc = _run(tmp_path, "f", **fault)
     rec = doc["modes"]["ina"]
     assert rec["sim"]["impairment"]["dropped" if "loss" in fault else
                                      "duplicated" if "dup" in fault else "reordered"] > 0
-    if "loss" in fault:  # recovered by retransmissions, and NACKs reach workers past 63
-        assert sum(r["retransmissions"] for r in rec["rounds"]) > 0
 
 
 def test_a_small_slot_pool_collides_and_stays_exact(tmp_path: Path,
@@ -96,6 +94,26 @@ def test_a_killed_switch_re_assigns_the_tree_and_every_round_stays_exact(
     # the schedules of the moved workers name their new first point
     for w in moved:
         assert {a for _, a, _ in change.schedules[str(w)]} == {new.first[w]}
+
+
+def test_the_campaign_runs_in_the_simulated_network(tmp_path: Path) -> None:
+    """``campaign --network simulated`` on the 70-worker job: loss 10 % and a killed
+    switch (a deployed one, after a round drawn from the seed), every run exact."""
+    import json
+
+    from controller.experiment.campaign import CampaignSettings, run_campaign
+
+    doc = run_campaign(CampaignSettings(
+        topo="fattree:8", workers=str(N), budget=2, rounds=3, seeds=1, hidden=4,
+        faults=("loss", "kill"), loss_rates=(0.1,), modes=("ina",), network="simulated",
+        out=str(tmp_path), name="c"))
+    runs = doc["runs"]
+    assert [r["fault_label"].split()[0] for r in runs] == ["loss", "kill"]
+    assert all(r["exact"] and r["rounds_completed"] == 3 for r in runs), runs
+    loss, kill = runs
+    assert loss["impairment"]["dropped"] > 0 and loss["retransmissions"] > 0
+    assert kill["fault"]["switch"] in ("agg4", "agg5") and kill["failover"]
+    assert json.loads((tmp_path / "c" / "campaign.json").read_text())["complete"]
 
 
 def test_the_prediction_is_the_trees_and_the_run_meets_it(tmp_path: Path) -> None:
