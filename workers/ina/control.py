@@ -27,7 +27,10 @@ Requests (controller → PS, one JSON object per line, :func:`parse_request`)::
     {"kind": "schedules", "from_round": R, "schedules": {...}, "cause": {...}}
 
 ``schedules`` is optional for a member change (PS-only schedules do not depend on who is
-left), ``cause`` always (it is copied into the change, for the record).
+left), ``cause`` always (it is copied into the change, for the record).  A schedule change of
+a hierarchical job may carry ``"tree"`` (:meth:`workers.ina.tree.Tree.to_json`: its tree
+after a fail-over, docs/protocol.md §5.1), kept in the change; the PS reads the rounds from
+``from_round`` on with it, the workers ignore it.
 
 Effective rounds  [decision]
     The PS picks them, because it alone knows ``E``, the lowest round it has not completed
