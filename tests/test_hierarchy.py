@@ -10,7 +10,7 @@ import pytest
 
 from controller.dataplane.deploy import SwitchJob, rule_changes, switch_rules
 from controller.plan.document import build_plan
-from controller.plan.hierarchy import aggregation_tree, tree_gamma, tree_loads
+from controller.plan.hierarchy import aggregation_tree, tree_gamma, tree_loads, without_switch
 from controller.plan.lp import make_job, solve_lp
 from topo.mininet_net import plan_network
 from topo.models import fat_tree, hosts, parse_topology, switch_ids
@@ -183,6 +183,18 @@ def test_rules_of_a_hierarchical_job_and_a_reassignment_writes_only_differences(
         assert [e.match["hdr.ina.worker_id"] for e in ch.delete] == [0]
         assert [e.params["fan_in"] for e in ch.modify] == [t.fan_in(where) - 1]
         assert not ch.insert and ch.writes == 2
+
+
+def test_without_a_dead_switch_its_children_go_to_the_ps_and_no_fan_in_grows() -> None:
+    # root 9 <- {switch 5 <- {switch 3 <- workers 1, 2}, worker 4}, worker 6; 3 dies
+    t = Tree.assign(9, {Child(WORKER, 1): 3, Child(WORKER, 2): 3, Child(SWITCH, 3): 5,
+                        Child(SWITCH, 5): 9, Child(WORKER, 4): 9, Child(WORKER, 6): 0})
+    t2 = without_switch(t, 3)
+    # 3's workers and 5 (left with no child) are the PS's now; 9 keeps 4 at its index
+    assert t2.first == {1: 0, 2: 0, 4: 9, 6: 0} and 3 not in t2.children
+    assert 5 not in t2.children and t2.children[9] == [None, Child(WORKER, 4)]
+    assert all(t2.fan_in(s) <= t.fan_in(s) for s in t2.children)
+    assert t2.workers_below(9) == 1 << 4
 
 
 # ---------------------------------------------------------------- the PS, past 64 workers

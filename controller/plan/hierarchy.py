@@ -35,7 +35,7 @@ from topo.paths import ecmp_link_fractions, ecmp_next_hops, hop_distance
 from workers.ina.constants import MAX_WORKERS
 from workers.ina.tree import SWITCH, WORKER, Child, Tree, TreeError
 
-__all__ = ["aggregation_tree", "tree_gamma", "tree_loads", "tree_streams"]
+__all__ = ["aggregation_tree", "tree_gamma", "tree_loads", "tree_streams", "without_switch"]
 
 
 def aggregation_tree(graph: nx.Graph, job: JobPlan, switch_ids: Mapping[str, int],
@@ -115,6 +115,27 @@ def aggregation_tree(graph: nx.Graph, job: JobPlan, switch_ids: Mapping[str, int
     except TreeError as exc:
         raise PlanError(f"job with {len(members)} workers: {exc}") from None
     return tree
+
+
+def without_switch(tree: Tree, dead: int) -> Tree:
+    """``tree`` without switch ``dead`` (a fail-over's rules until the re-assigned tree can
+    take over): its children become children of the PS -- their packets, addressed to its
+    retired id, reach the PS raw -- and so does a point left with no child; every other
+    child keeps its parent and index, and no fan-in grows, so no slot of a round in flight
+    waits for a child that does not come."""
+    parent_of: dict[Child, int] = {Child(WORKER, w): 0 for w, f in tree.first.items() if f == 0}
+    for s, kids in tree.children.items():
+        for c in kids:
+            if c is not None and c != Child(SWITCH, dead):
+                parent_of[c] = 0 if s == dead else s
+    while True:  # a point with no child left is no aggregation point: off its parent
+        empty = [c for c, p in parent_of.items() if c.kind == SWITCH and p
+                 and not any(q == c.id for q in parent_of.values())]
+        if not empty:
+            break
+        for c in empty:
+            del parent_of[c]
+    return Tree.assign(tree.root, parent_of, names=tree.names, previous=tree, reuse=False)
 
 
 def tree_gamma(graph: nx.Graph, job: JobPlan, tree: Tree, *, result_load: bool = True) -> float:

@@ -356,6 +356,8 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
                                      ps=t.ps, hosts=net.hosts, train=t.train(s, seed),
                                      n_values=t.n_values, out_dir=jdir,
                                      start=folder / "start")
+                    # a hierarchical job: the switches hold its file's tree (fail-over)
+                    switches.sync_tree(t.job_id(mode), cfg.aggregation_tree())
                     mon = monitors[t.name]
 
                     def after_switch(doc: dict, t: Tenant = t,
