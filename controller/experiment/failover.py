@@ -286,7 +286,7 @@ class SwitchMonitor:
             gamma_after=self._gamma(graph, plan, full),
             deployed_after=list(plan.deployed), schedules_from_round=start)
         self.events.append(event)  # before the requests: the PSs' answers update it
-        trees = {j.job_id: j.tree for j, f in zip(jobs, full, strict=True)
+        trees = {j.job_id: f.tree for j, f in zip(jobs, full, strict=True)
                  if f is not j and f.tree is not None}
         for path, schedules, job_id in self._followers:
             # a job whose PS has exited has no round left to change
