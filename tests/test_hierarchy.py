@@ -105,13 +105,13 @@ def test_tree_over_the_routing_fits_127_workers_in_a_k8_fat_tree() -> None:
     # the root's 4 uplinks carry 31 PARTIAL streams, its downlinks 31 RESULT streams
     assert tree_gamma(g, replace(job, deployed=edges), t) == pytest.approx(4 / 31)
     # width 16: the root keeps its 16 places for the ToRs below (its own 3 workers go to
-    # the PS), and 15 ToRs find it full: they are children of the PS, whose PARTIALs the
-    # root sends on unaggregated (no child entry there)
+    # the nearest ToRs with room, off their paths), and 15 ToRs find it full: they are
+    # children of the PS, whose PARTIALs the root sends on unaggregated (no child entry)
     t16 = aggregation_tree(g, replace(job, deployed=edges), plan.switch_ids, width=16)
     assert t16.fan_in(root) == 16
     orphans = [e for e in edges if t16.parent(plan.switch_ids[e]) == 0]
-    assert len(orphans) == 15 and all(t16.fan_in(plan.switch_ids[e]) == 4 for e in orphans)
-    assert [w for w, f in t16.first.items() if f == 0] == [0, 1, 2]
+    assert len(orphans) == 15 and not [w for w, f in t16.first.items() if f == 0]
+    assert sorted(t16.fan_in(plan.switch_ids[e]) for e in edges) == [4] * 28 + [5] * 3
     # what reaches the switches is still checked: a row past the width, one line naming it
     wide = Tree.assign(root, {Child(WORKER, w): root for w in range(65)},
                        names={root: tor})
@@ -143,6 +143,19 @@ def test_a_1023_worker_job_at_k16_spreads_over_full_switches_to_the_ps() -> None
         assert 0 < tree_gamma(g, jp, t) <= 1 / (to_ps.bit_count() + 1)
     # the four cores and the root are full: 5 x 64 less the 4 cores' places at the root
     assert t.fan_in(sid["edge0"]) == 64
+    # 16 cores (the greedy's budget 16): pod 0's 63 workers reach edge0 without a core, and
+    # edge0 keeps 16 places for the cores; the 15 it cannot take go to the nearest core
+    # with room, off their shortest paths, instead of to the PS
+    cores = [f"core{i}" for i in (0, 1, 8, 9, 16, 17, 24, 25, 32, 33, 40, 41, 48, 49, 56, 57)]
+    jp = replace(plan.job, deployed=cores)
+    t = aggregation_tree(g, jp, sid)
+    assert not [w for w, f in t.first.items() if f == 0]
+    assert t.workers_below(t.root) == every and t.fan_in(sid["edge0"]) == 64
+    assert max(t.fan_in(sid[c]) for c in cores) <= 64
+    detoured = [w for w, f in t.first.items() if f in {sid[c] for c in cores}
+                and hs[1 + w] in [f"h{i}" for i in range(1, 64)]]
+    assert len(detoured) == 15
+    assert tree_gamma(g, jp, t) > 16 / 960  # more than the 1 + 15 streams into the PS allowed
 def test_rules_of_a_hierarchical_job_and_a_reassignment_writes_only_differences() -> None:
     g = parse_topology("fattree:4")
     plan, ids, tor = _job(g)

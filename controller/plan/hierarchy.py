@@ -13,10 +13,12 @@ keeps its parent while that parent is still one of its choices with room, and it
 No switch takes more children than ina.p4 sums (``width``, ``INA_MAX_WORKERS``): a point
 keeps one place for every aggregation point that may choose it as parent (so a point below
 always finds its parent), and a worker whose first points are full goes to the points after
-them toward the root, and past a full root to the PS itself, which is a host and counts any
-number of children (its GRADs go to the PS unaggregated, agg_id 0).  So every deployment
-gives a tree -- at budget 0 the root sums ``width`` workers and the PS the rest -- and
-:meth:`Tree.check_width` stays as the check of what reaches the switches.
+them toward the root; past a full root, to the nearest point with room off its shortest
+paths (a detour: its GRADs take that point's shortest paths), and when no point has room to
+the PS itself, which is a host and counts any number of children (its GRADs go to the PS
+unaggregated, agg_id 0).  So every deployment gives a tree -- at budget 0 the root sums
+``width`` workers and the PS the rest -- and :meth:`Tree.check_width` stays as the check of
+what reaches the switches.
 
 Pure: the graph and the plan in, a :class:`workers.ina.tree.Tree` out.
 """
@@ -79,8 +81,9 @@ def aggregation_tree(graph: nx.Graph, job: JobPlan, switch_ids: Mapping[str, int
 
     def choose(node: str, child: Child) -> str | None:
         """The point ``child`` (at ``node``) sends to: among the first points on its paths
-        to the root with room, else among the points after those, and so on; None: the PS
-        itself (every point up to the root is full)."""
+        to the root with room, else among the points after those, and so on; past a full
+        root, for a worker, the nearest point with room off its paths; None: the PS itself
+        (no point has room)."""
         cands = first_points(node)
         if not cands:
             raise PlanError(f"{node}: no path to the PS's ToR {root}")
@@ -95,6 +98,17 @@ def aggregation_tree(graph: nx.Graph, job: JobPlan, switch_ids: Mapping[str, int
                 return best
             seen |= set(cands)
             cands = sorted({t for s in cands for t in first_points(s)} - seen, key=natural_key)
+        if child.kind == WORKER:
+            # past a full root: the nearest point with room anywhere (a worker is a leaf:
+            # no cycle); its GRADs go there on their own shortest paths, and that point's
+            # PARTIAL up the tree as any other's
+            free = [s for s in points if load.get(s, 0) < room(s, child)]
+            if free:
+                kept = [s for s in free if switch_ids[s] == before.get(child)]
+                best = kept[0] if kept else min(free, key=lambda s: (
+                    hop_distance(graph, node, s) or 0, load.get(s, 0), natural_key(s)))
+                load[best] = load.get(best, 0) + 1
+                return best
         return None
 
     parent: dict[Child, str | None] = {}
