@@ -210,6 +210,25 @@ def test_without_a_dead_switch_its_children_go_to_the_ps_and_no_fan_in_grows() -
     assert t2.workers_below(9) == 1 << 4
 
 
+def test_a_schedule_change_carries_a_tree_checked_against_the_job() -> None:
+    from workers.ina.control import ControlLog, JobBounds, RequestError, check_record
+
+    job = JobBounds(job_id=1, workers=tuple(range(70)), n_chunks=1, rounds=5)
+    tree = Tree.assign(9, {Child(WORKER, w): 9 for w in range(64)}
+                       | {Child(WORKER, w): 0 for w in range(64, 70)})
+    sched = {"3": [[0, 9, 64]]}
+    req = {"kind": "schedules", "from_round": 2, "schedules": sched, "cause": {"switch": "x"}}
+    log = ControlLog(job)
+    change = log.accept({**req, "tree": tree.to_json()}, 0)
+    assert change.tree == tree.to_json() and Tree.from_json(change.tree) == tree
+    # the workers read it back from the record, checked the same way
+    again = check_record(log.record.to_json(), job)
+    assert again.changes[0].tree == tree.to_json()
+    for bad in ({"root": 9}, [1, 2], {**tree.to_json(), "first": {"70": 9}}):
+        with pytest.raises(RequestError, match="tree"):
+            ControlLog(job).accept({**req, "tree": bad}, 0)
+
+
 # ---------------------------------------------------------------- the PS, past 64 workers
 
 
