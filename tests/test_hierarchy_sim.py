@@ -1,9 +1,10 @@
 """A hierarchical job (docs/protocol.md §5.1) in the simulated network, under the fault
 campaign's faults: fat-tree k=8, PS h0, 70 workers (more than the bitmap's 64, so every
-switch counts its children), 2 rounds of 10 chunks, every sum checked against the one
-computed by hand -- the campaign's loss 10 %, duplication, reordering and a small slot
-pool, each on its own, as ``python -m controller simulate`` runs them (docs/simulate.md,
-"One job of more than 64 workers")."""
+switch counts its children), budget 2 (agg4, agg5 under the root edge0), rounds of 10
+chunks, every sum checked against the one computed by hand -- duplication, reordering and a
+small slot pool each on its own as ``python -m controller simulate`` runs them, a killed
+switch (the tree re-assigned), and ``campaign --network simulated`` with loss 10 % and a
+kill (docs/simulate.md, "A hierarchical job under the campaign's faults")."""
 
 from __future__ import annotations
 
