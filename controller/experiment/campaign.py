@@ -129,6 +129,7 @@ class CampaignSettings:
     timeout: float = 0.3
     round_timeout: float = 30.0  # per round: a deadlock ends the run, not the campaign
     target: str = "pyswitch"
+    network: str = "mininet"  # or "simulated": every run in virtual time (_simulated_run)
     out: str = "results"
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -372,7 +373,8 @@ def _one_run(ctx: _Context, net: Any, monitor: Any, fault: Fault, mode: str, see
     train = TrainConfig(model=s.model, hidden=s.hidden, n_workers=len(workers),
                         rounds=s.rounds, seed=seed)
     monitor.follow(run_dir / "control.json" if mode == "ina" else None,
-                   lambda p: schedules_for("ina", p, workers, ctx.n_chunks))
+                   lambda p: schedules_for("ina", p, workers, ctx.n_chunks),
+                   job_id=JOB_IDS[mode])
     cfg = job_config(s, job_id=JOB_IDS[mode], mode=mode, plan=monitor.plan, workers=workers,
                      ps=s.ps, hosts=hosts, train=train, n_values=ctx.n_values,
                      out_dir=run_dir, members=False)
@@ -413,6 +415,45 @@ def _counted_run(ctx: _Context, net: Any, monitor: Any, fault: Fault, mode: str,
     return r
 
 
+def _simulated_run(ctx: _Context, fault: Fault, mode: str, seed: int, run_dir: Path) -> dict:
+    """One run of the campaign in the simulated network (``--network simulated``): the same
+    plan, rules, ina.p4 and protocol in virtual time (docs/simulate.md), the fault as
+    ``run``'s options (``--loss``/``--dup``/``--reorder`` on every port, the slot count,
+    ``--fail-switch``), the workers' gradients seeded int32 vectors (no training); every
+    sum checked as on Mininet.  The record has :func:`_one_run`'s keys and the impairment
+    counters instead of the switch counters."""
+    from controller.experiment.simulate.run import SimOptions, simulate
+
+    s = ctx.s
+    rate = {fault.what: fault.rate} if fault.what in ("loss", "dup", "reorder") else {}
+    ina_s = Settings(topo=s.topo, ps=s.ps, workers=s.workers, budget=s.budget, bw=s.bw,
+                     seed=seed, model=s.model, hidden=s.hidden, rounds=s.rounds,
+                     modes=(mode,), window=s.window, timeout=s.timeout,
+                     round_timeout=s.round_timeout,
+                     fail_switch=(f"{fault.switch}@{fault.round}" if fault.what == "kill"
+                                  else None), **rate)  # type: ignore[arg-type]
+    out: dict[str, Any] = {"fault": fault.to_json(), "fault_label": fault.label, "mode": mode,
+                           "seed": seed, "dir": str(run_dir)}
+    try:
+        doc, _ = simulate(ina_s, SimOptions(train=False, reference=False), run_dir,
+                          run_dir.name, graph=ctx.graph, plan=ctx.plan)
+    except ExperimentError as exc:
+        out.update(exact=False, rounds_completed=_worker_rounds(run_dir / mode,
+                                                               len(ctx.workers)),
+                   time_per_round_s=None, retransmissions=None, error=str(exc))
+        return out
+    rec = doc["modes"][mode]
+    rounds = rec["rounds"]
+    out.update(exact=all(r["exact"] for r in rounds) and len(rounds) == s.rounds,
+               rounds_completed=len(rounds),
+               time_per_round_s=statistics.fmean(r["time_s"] for r in rounds),
+               retransmissions=sum(r["retransmissions"] for r in rounds),
+               ps_rx_bytes_per_round=rounds[0]["ps_rx_bytes"],
+               failover=rec.get("failover", []), collisions=rec.get("collisions"),
+               impairment=rec.get("sim", {}).get("impairment", {}))
+    return out
+
+
 # ------------------------------------------------------------------ the campaign
 
 
@@ -444,7 +485,10 @@ def run_campaign(s: CampaignSettings, console: Any = None,
     t_start = time.perf_counter()
     from topo.mininet_switch import TARGETS
 
-    if s.target not in TARGETS or not TARGETS[s.target].impairments:
+    simulated = s.network == "simulated"
+    if s.network not in ("mininet", "simulated"):
+        raise ExperimentError(f"--network: expected mininet or simulated, got {s.network!r}")
+    if not simulated and (s.target not in TARGETS or not TARGETS[s.target].impairments):
         raise ExperimentError(f"campaign: impairments need a target that injects them "
                               f"(--target pyswitch), not {s.target}")
     for m in s.modes:
@@ -456,7 +500,8 @@ def run_campaign(s: CampaignSettings, console: Any = None,
         if not 0 <= r < 1:
             raise ExperimentError(f"rates must be in [0, 1), got {r}")
     faults = expand_faults(s)
-    check_environment(s.target)
+    if not simulated:
+        check_environment(s.target)
     run = Run("campaign", s.out, s.name or time.strftime("campaign-%Y%m%d-%H%M%S"),
               seed=s.seed, console=console, argv=argv)
     console = run.console
@@ -509,6 +554,23 @@ def run_campaign(s: CampaignSettings, console: Any = None,
     shared = [(f, m, sd) for f, m, sd in todo if f.what != "kill"]
     kills = [(f, m, sd) for f, m, sd in todo if f.what == "kill"]
     i = 0
+    if simulated:  # every run its own network in virtual time: no reuse, no counters
+        shared, kills = [], []
+        for fault, mode, seed in todo:
+            i += 1
+            if fault.what == "kill":
+                switch, rnd = kill_choice(plan, graph, s.rounds, seed)
+                fault = replace(fault, switch=switch, round=rnd)
+            set_num_slots(fault.slots if fault.what == "slots" else
+                          int(default_slots) if default_slots else None)
+            try:
+                r = _simulated_run(ctx, fault, mode, seed, out_dir / "runs" / (
+                    f"{fault.label.replace(' ', '-')}-{mode}-seed{seed}"))
+            finally:
+                set_num_slots(int(default_slots) if default_slots else None)
+            runs.append(r)
+            say_run(i, r)
+            write(False)
     try:
         with run.progress_bars():
             if shared:
@@ -599,7 +661,7 @@ def add_campaign_parser(sub: Any, add_subcommand: Any) -> None:
     d = CampaignSettings()
     p = add_subcommand(sub, "campaign", cmd_campaign,
                        "fault campaign: loss/dup/reorder/small slot pool/switch kill × seeds, "
-                       "INA vs PS-only (root; Mininet)")
+                       "INA vs PS-only (root; Mininet, or --network simulated)")
     p.add_argument("--topo", default=d.topo)
     p.add_argument("--ps", default=d.ps)
     p.add_argument("--workers", default=d.workers)
@@ -622,6 +684,9 @@ def add_campaign_parser(sub: Any, add_subcommand: Any) -> None:
     p.add_argument("--window", type=int, default=d.window)
     p.add_argument("--timeout", type=float, default=d.timeout)
     p.add_argument("--round-timeout", type=float, default=d.round_timeout)
+    p.add_argument("--network", choices=["mininet", "simulated"], default=d.network,
+                   help="mininet (root; default), or simulated: every run in virtual time "
+                        "(docs/simulate.md; gradients seeded, not trained)")
     p.add_argument("--out", default=d.out)
     p.add_argument("--name", default="")
 
@@ -639,6 +704,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
                          dup_rate=args.dup_rate, reorder_rate=args.reorder_rate,
                          small_slots=args.small_slots, modes=args.modes, model=args.model,
                          hidden=args.hidden, window=args.window, timeout=args.timeout,
-                         round_timeout=args.round_timeout, out=args.out, name=args.name)
+                         round_timeout=args.round_timeout, network=args.network,
+                         out=args.out, name=args.name)
     run_campaign(s, argv=getattr(args, "command_line", None))
     return 0

@@ -41,10 +41,13 @@ import networkx as nx
 
 from controller.dataplane.deploy import DeployError, SwitchJob, SwitchRules, switch_rules, update
 from controller.errors import ExperimentError
+from controller.plan.hierarchy import aggregation_tree, tree_gamma, without_switch
+from controller.plan.lp import PlanError
 from controller.plan.replan import replan_without
 from controller.plan.types import Plan
 from workers.ina.control_io import request_path, send_request
 from workers.ina.events import ControlEvent, Event, RoundEvent, SilentEvent
+from workers.ina.tree import Tree
 
 SCHEDULE_DELAY_ROUNDS = 2  # new schedules asked from this many rounds after the newest reported
 
@@ -147,20 +150,42 @@ class SwitchMonitor:
         self.events: list[FailoverEvent] = []
         self._killed_at: dict[str, float] = {}
         # the running jobs' control records and how a plan becomes their schedules
-        self._followers: list[tuple[Path, Callable[[Plan], dict]]] = []
+        self._followers: list[tuple[Path, Callable[[Plan], dict], int | None]] = []
+        # a fail-over's re-assigned trees whose rules wait for a round (_retree_rules)
+        self._pending: tuple[FailoverEvent, list[SwitchJob]] | None = None
         self.newest_round = -1
 
     def follow(self, control_file: Path | None,
-               schedules: Callable[[Plan], dict] | None, more: bool = False) -> None:
+               schedules: Callable[[Plan], dict] | None, more: bool = False,
+               job_id: int | None = None) -> None:
         """Start watching a job: its control record (``JobConfig.control_file``; the
         requests go to its PS beside it), and how a plan becomes its workers' schedules
         (None for modes whose schedules do not depend on the plan).  ``more``: one more job
-        running at the same time (else the job replaces the last)."""
+        running at the same time (else the job replaces the last).  ``job_id``: the job's
+        (a hierarchical job's new tree goes to its PS with the schedules it gives)."""
         if not more:
             self._followers = []
             self.newest_round = -1
         if control_file and schedules:
-            self._followers.append((control_file, schedules))
+            self._followers.append((control_file, schedules, job_id))
+
+    def sync_tree(self, job_id: int, tree: Tree | None) -> None:
+        """Before a launch of job ``job_id``: the switches hold ``tree``, the one its job file
+        holds (a fail-over in an earlier launch left them the re-assigned one, numbered from
+        the tree before it; the new launch's file numbers the tree of the current plan)."""
+        jobs = [replace(j, tree=tree) if j.job_id == job_id and j.tree is not None
+                and tree is not None and j.tree != tree else j for j in self.jobs]
+        if all(a is b for a, b in zip(jobs, self.jobs, strict=True)):
+            return
+        if self._pending is not None and any(j.job_id == job_id for j in self._pending[1]):
+            self._pending = None
+        rules = switch_rules(self.graph, self.plan, self.mininet.plan.ports, self.host_addrs,
+                             jobs, self.slot_policy)
+        try:
+            update_rules(self.mininet, self.rules, rules, self.p4info)
+        except DeployError as exc:
+            raise ExperimentError(f"job {job_id}'s aggregation tree: {exc}") from None
+        self.rules, self.jobs = rules, jobs
 
     def on_worker_round(self, round_: int) -> None:
         """A worker reported ``round_`` (its ``round`` event)."""
@@ -183,12 +208,45 @@ class SwitchMonitor:
     def poll(self) -> None:
         if self.fail and self.newest_round >= self.fail[1] and self.fail[0] not in self._killed_at:
             self._kill(self.fail[0])
+        if self._pending is not None and (
+                self.newest_round >= self._pending[0].schedules_from_round - 1):
+            self._retree_rules()
         for s in self.alive():
             proc = self.mininet.net.get(s).proc
             if proc is None or proc.poll() is not None:
                 self._fail_over(s)
 
     # -- internals -------------------------------------------------------------------------
+
+    def _gamma(self, graph: nx.Graph, plan: Plan, jobs: list[SwitchJob]) -> float:
+        """The plan's γ; with one followed job that is hierarchical, its tree's
+        (:func:`controller.plan.hierarchy.tree_gamma`: what its launch is predicted at)."""
+        followed = {i for *_, i in self._followers}
+        trees = [j for j in jobs if j.job_id in followed and j.tree is not None]
+        if len(self._followers) != 1 or len(trees) != 1:
+            return plan_gamma(plan)
+        j = trees[0]
+        return tree_gamma(graph, (j.plan or plan).job, j.tree, result_load=plan.result_load)
+
+    def _retree_rules(self) -> None:
+        """The re-assigned trees' rules, once a worker finished the round before the
+        schedule change (the PS completed it: no slot of it is waited for any more).  A
+        child that comes to its new parent before this is sent on to the PS, and a slot
+        that straddles the write completes by a retransmission's flush: exact either way."""
+        assert self._pending is not None
+        event, full = self._pending
+        self._pending = None
+        rules = switch_rules(self.graph, self.plan, self.mininet.plan.ports, self.host_addrs,
+                             full, self.slot_policy)
+        try:
+            writes = update_rules(self.mininet, self.rules, rules, self.p4info)
+        except DeployError as exc:
+            raise ExperimentError(f"fail-over after switch {event.switch} died: "
+                                  f"{exc}") from None
+        self.rules, self.jobs = rules, full
+        event.writes += sum(writes.values())
+        self.say(f"switch {event.switch}: the re-assigned aggregation tree's rules, "
+                 f"{sum(writes.values())} writes, after round {self.newest_round}")
 
     def _kill(self, switch: str) -> None:
         proc = self.mininet.net.get(switch).proc
@@ -203,8 +261,15 @@ class SwitchMonitor:
         killed = self._killed_at.get(dead)
         self.say(f"switch {dead} is down (after round {after}): re-planning")
         graph, plan, jobs = self.replan(self.graph, self.plan, dead, self.jobs)  # may stop
+        # a hierarchical job's re-assigned tree goes to its PS with the schedules; its rules
+        # wait until the rounds before those schedules are complete (poll): until then the
+        # switches hold the old tree without the dead switch (without_switch)
+        full = [_retree(j, graph, plan) for j in jobs]
+        dead_id = int(self.plan.switch_ids[dead])
+        now = [j if f is j or j.tree is None else replace(j, tree=without_switch(j.tree, dead_id))
+               for j, f in zip(jobs, full, strict=True)]
         replanned = time.monotonic()
-        rules = switch_rules(graph, plan, self.mininet.plan.ports, self.host_addrs, jobs,
+        rules = switch_rules(graph, plan, self.mininet.plan.ports, self.host_addrs, now,
                              self.slot_policy)
         try:
             writes = update_rules(self.mininet, self.rules, rules, self.p4info)
@@ -217,20 +282,55 @@ class SwitchMonitor:
             detected_s=round(noticed - killed, 4) if killed is not None else None,
             replan_s=round(replanned - noticed, 4), redeploy_s=round(deployed - replanned, 4),
             writes=sum(writes.values()),
-            gamma_before=plan_gamma(self.plan), gamma_after=plan_gamma(plan),
+            gamma_before=self._gamma(self.graph, self.plan, self.jobs),
+            gamma_after=self._gamma(graph, plan, full),
             deployed_after=list(plan.deployed), schedules_from_round=start)
         self.events.append(event)  # before the requests: the PSs' answers update it
-        for path, schedules in self._followers:
+        trees = {j.job_id: f.tree for j, f in zip(jobs, full, strict=True)
+                 if f is not j and f.tree is not None}
+        for path, schedules, job_id in self._followers:
             # a job whose PS has exited has no round left to change
-            ask_ps(self.mininet, path, {"kind": "schedules", "from_round": start,
-                                        "schedules": schedules(plan),
-                                        "cause": {"switch": dead}})
-        self.graph, self.plan, self.rules, self.jobs = graph, plan, rules, jobs
+            request = {"kind": "schedules", "from_round": start, "schedules": schedules(plan),
+                       "cause": {"switch": dead}}
+            if job_id in trees:  # the tree the rules hold, and its first points
+                request["tree"] = trees[job_id].to_json()
+                request["schedules"] = tree_schedules(trees[job_id], request["schedules"])
+            ask_ps(self.mininet, path, request)
+        self.graph, self.plan, self.rules, self.jobs = graph, plan, rules, now
+        self._pending = (event, full) if trees else None
         self.say(f"switch {dead}: γ {event.gamma_before:.4g} → {event.gamma_after:.4g}, "
                  f"deployed {plan.deployed or '(none: the PS ToR aggregates)'}, "
                  f"{event.writes} writes to {len(rules)} switches in "
                  f"{event.redeploy_s:.2f} s; "
                  f"new schedules asked from round {start}")
+
+
+def _retree(job: SwitchJob, graph: nx.Graph, plan: Plan) -> SwitchJob:
+    """A hierarchical job's tree after a switch died: over the new plan's deployment and
+    routing, every surviving child keeping its parent and index where it can, and no new
+    child taking an index the old tree had (the rules change in the middle of a round, so
+    a slot's bit must keep its meaning; the PS reads each round with its tree)."""
+    if job.tree is None or not set(job.tree.children) - {job.tree.root}:
+        return job  # flat, PS-only or ToR-only: no switch of the deployment in it
+    jp = (job.plan or plan).job
+    members = [w for i, w in enumerate(job.workers) if i not in job.removed]
+    try:
+        tree = aggregation_tree(graph, jp, plan.switch_ids, members, previous=job.tree,
+                                reuse=False)
+    except PlanError as exc:
+        raise ExperimentError(f"fail-over: job {job.job_id}: {exc}") from None
+    return replace(job, tree=tree)
+
+
+def tree_schedules(tree: Tree, schedules: Mapping[str, list]) -> dict[str, list]:
+    """``schedules`` (worker id -> [(chunk, agg_id, fan_in)]) sent to ``tree``'s first
+    points: each worker's chunks to its first aggregation point (0: the PS)."""
+    out = {}
+    for w, sched in schedules.items():
+        first = tree.first[int(w)]
+        fan = tree.fan_in(first) if first else 1
+        out[w] = [(c, first, fan) for c, *_ in sched]
+    return out
 
 
 # ------------------------------------------------------------------ a worker that dies

@@ -27,7 +27,10 @@ Requests (controller → PS, one JSON object per line, :func:`parse_request`)::
     {"kind": "schedules", "from_round": R, "schedules": {...}, "cause": {...}}
 
 ``schedules`` is optional for a member change (PS-only schedules do not depend on who is
-left), ``cause`` always (it is copied into the change, for the record).
+left), ``cause`` always (it is copied into the change, for the record).  A schedule change of
+a hierarchical job may carry ``"tree"`` (:meth:`workers.ina.tree.Tree.to_json`: its tree
+after a fail-over, docs/protocol.md §5.1), kept in the change; the PS reads the rounds from
+``from_round`` on with it, the workers ignore it.
 
 Effective rounds  [decision]
     The PS picks them, because it alone knows ``E``, the lowest round it has not completed
@@ -58,11 +61,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from workers.ina.tree import Tree, TreeError
+
 Schedule = list[tuple[int, int, int]]
 
 KINDS = ("members", "schedules")
 KEYS = {"members": {"kind", "removed", "schedules", "cause"},
-        "schedules": {"kind", "from_round", "schedules", "cause"}}
+        "schedules": {"kind", "from_round", "schedules", "cause", "tree"}}
 AGG_ID_MAX = 0xFFFF  # agg_id:16 on the wire (workers.ina.wire)
 FAN_IN_MAX = 0xFF  # fan_in:8
 CAUSE_KEYS, CAUSE_TEXT = 8, 200  # a cause is a few words for the record: {"switch": "agg0"}
@@ -178,6 +183,9 @@ class Change:
     members: tuple[int, ...] | None  # the whole member set (kind "members"), else None
     schedules: dict[str, Schedule]  # worker id (str) -> its schedule; others keep theirs
     cause: dict[str, Any] = field(default_factory=dict)
+    # a hierarchical job's new aggregation tree (kind "schedules", a fail-over), its
+    # Tree.to_json form; None: the tree does not change
+    tree: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The change as it is stored in the record."""
@@ -187,6 +195,8 @@ class Change:
             out["members"] = list(self.members)
         out["schedules"] = {w: [list(e) for e in s] for w, s in self.schedules.items()}
         out["cause"] = self.cause
+        if self.tree is not None:
+            out["tree"] = self.tree
         return out
 
     @classmethod
@@ -199,7 +209,7 @@ class Change:
                    members=tuple(int(w) for w in members) if members is not None else None,
                    schedules={str(w): [(int(c), int(a), int(f)) for c, a, f in s]
                               for w, s in data.get("schedules", {}).items()},
-                   cause=dict(data.get("cause", {})))
+                   cause=dict(data.get("cause", {})), tree=data.get("tree"))
 
 
 @dataclass(frozen=True)
@@ -262,6 +272,21 @@ class ControlRecord:
         return RoundControl(ids, scheds, version, replans)
 
 
+def check_tree(data: Any, job: JobBounds,
+               error: type[Exception] = RequestError) -> dict[str, Any] | None:
+    """A schedule change's tree (None: none): a :class:`workers.ina.tree.Tree` over the
+    job's workers, else ``error``."""
+    if data is None:
+        return None
+    try:
+        tree = Tree.from_json(data)
+    except (TreeError, AttributeError) as exc:
+        raise error(f"tree: {exc}") from None
+    if not set(tree.first) <= set(job.workers):
+        raise error("tree: a worker that is not the job's")
+    return tree.to_json()
+
+
 def check_record(data: Any, job: JobBounds) -> ControlRecord:
     """A record read from a file, checked as the PS checks a request (module docstring):
     the job's id, versions ``1..N`` in order, at most ``job.max_changes``, rounds of the run,
@@ -281,7 +306,7 @@ def check_record(data: Any, job: JobBounds) -> ControlRecord:
             raise RecordError(f"change {i}: not a change of kind {' or '.join(KINDS)}")
         kind = c["kind"]
         allowed = {"version", "kind", "from_round", "schedules", "cause"} | (
-            {"members"} if kind == "members" else set())
+            {"members"} if kind == "members" else {"tree"})
         if not set(c) <= allowed or "members" in allowed and "members" not in c:
             raise RecordError(f"change {i}: keys {sorted(c)} are not those of a {kind} change")
         _int(c.get("version"), f"change {i}: version", i, i, RecordError)
@@ -298,7 +323,8 @@ def check_record(data: Any, job: JobBounds) -> ControlRecord:
             members = set(m)
         out.append(Change(i, kind, start, now, check_schedules(c.get("schedules", {}), job,
                                                                 RecordError),
-                          check_cause(c.get("cause", {}), RecordError)))
+                          check_cause(c.get("cause", {}), RecordError),
+                          check_tree(c.get("tree"), job, RecordError)))
     return ControlRecord(job.job_id, out)
 
 
@@ -376,7 +402,8 @@ class ControlLog:
         if start > last:
             raise RequestError(f"no round left to change (the run's rounds are 0..{last}; "
                                f"the PS is in round {lowest_incomplete})")
-        change = Change(self.record.version + 1, kind, start, members, schedules, cause)
+        tree = check_tree(request.get("tree"), self.job)
+        change = Change(self.record.version + 1, kind, start, members, schedules, cause, tree)
         self.record.changes.append(change)
         if members is not None:
             self.members = list(members)

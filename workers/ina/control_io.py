@@ -63,6 +63,7 @@ from workers.ina.control import (
 )
 from workers.ina.events import ControlEvent, RefusedEvent, emit
 from workers.ina.job import JobConfig
+from workers.ina.tree import Tree
 from workers.ina.worker import n_chunks_for
 
 READ_SIZE = 16384  # one os.read of the channel
@@ -290,6 +291,8 @@ class PsControl:
                 self._refuse(exc, request)
                 continue
             out = None
+            if change.tree is not None:  # a hierarchical job's tree, from that round on
+                ps.change_tree(Tree.from_json(change.tree), change.from_round)
             if change.members is not None:
                 removed = sorted(set(before) - set(change.members))
                 e, out = ps.change_members(list(change.members), removed, at_s)

@@ -33,6 +33,7 @@ from workers.ina.constants import K
 from workers.ina.events import SilentEvent
 from workers.ina.job import JobConfig
 from workers.ina.ps import PsOutput, PsState
+from workers.ina.tree import Tree
 from workers.ina.wire import InaPacket
 from workers.ina.worker import RttEstimator, WorkerRound, n_chunks_for
 
@@ -241,9 +242,7 @@ class WorkerDriver:
                          timeout=cfg.timeout, max_timeout=timeout_cap(cfg),
                          direct_after=cfg.direct_after, expect_mask=plan.expect_mask,
                          rtt=self.rtt, cc=self.cc, hierarchical=cfg.tree is not None,
-                         # a hierarchical job's RESULT bitmaps are folded (no NACKs
-                         # name a worker past 63): every worker probes its chunks
-                         members=None if cfg.tree is not None else plan.members)
+                         members=plan.members)
         self.active = wr
         self._sync_start = now = self.io.now()
         self.io.send(wr.start(now), cfg.ps_addr)
@@ -303,8 +302,7 @@ class PsDriver:
         routes = ({int(w): list(s) for w, s in cfg.schedules.items()}
                   if self.reply_dest(cfg.worker_ids[0]) is not None else None)
         self.state = PsState(cfg.job_id, cfg.worker_ids, n_chunks_for(cfg.n_values, K), K,
-                             unicast_late=True, tree=cfg.aggregation_tree(),
-                             routes=None if cfg.tree is not None else routes)
+                             unicast_late=True, tree=cfg.aggregation_tree(), routes=routes)
         self.started = self.last_progress = self.io.now()
 
     def on_packets(self, pkts: Iterable[InaPacket | None]) -> None:
@@ -373,6 +371,11 @@ class PsDriver:
         e, out = self.state.change_members(members)
         self.member_events.append({"removed": removed, "from_round": e, "at_s": at_s})
         return e, out
+
+    def change_tree(self, tree: Tree, from_round: int) -> None:
+        """A hierarchical job's tree from round ``from_round`` on (a fail-over's control
+        change, :meth:`workers.ina.ps.PsState.change_tree`)."""
+        self.state.change_tree(tree, from_round)
 
     def stalled(self, now: float) -> bool:
         """No round completed for ``round_timeout_s``."""

@@ -82,7 +82,11 @@ NACKs (docs/protocol.md §6)
     has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set it has and
     whose values are 0 (``PsOutput.nacks``, counted ``nacks``), sent to each such worker
     alone, never down the tree (a RESULT there releases the slot).  The workers resend at
-    once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.
+    once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.  In a
+    hierarchical job a flush names the switch that emitted it, and the PS asks the workers
+    below that switch it has not received; each NACK's bitmap is the present set folded to
+    the bitmap's width with the asked worker's folded bit cleared (it goes to that worker
+    alone, which resends when its bit is clear).
     A later request of a completed chunk that names a worker (a re-emit or flush its
     retransmission caused) is answered to that worker alone once the first answer went
     down the tree; more copies only to a worker that asked before.
@@ -322,7 +326,8 @@ class PsState:
         top = MAX_WORKERS if tree is None else NO_WORKER
         if ids[0] < 0 or ids[-1] >= top:
             raise ValueError(f"worker ids must be in [0, {top}), got {ids[0]}..{ids[-1]}")
-        self.tree = tree
+        self.tree = tree  # the newest; _trees: (from round, tree), oldest first
+        self._trees: list[tuple[int, Tree]] = [(first_round, tree)] if tree is not None else []
         if n_chunks < 1 or k < 1:
             raise ValueError(f"n_chunks and k must be >= 1, got {n_chunks}, {k}")
         if keep_done < 0 or max_ahead < 0:
@@ -366,6 +371,7 @@ class PsState:
         self._heard: dict[int, float] = {}  # worker -> when a packet last held its bit
         # the RESULT echo (docs/protocol.md §6) of the packet being merged
         self._echo = NO_ECHO
+        self._emitter: int | None = None
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -447,15 +453,34 @@ class PsState:
                     self._try_complete(r, rs, c, new, out)
         return e, out
 
+    def change_tree(self, tree: Tree, from_round: int) -> None:
+        """A hierarchical job's tree from round ``from_round`` on (a fail-over re-assigned
+        it, docs/protocol.md §5.1): the pieces of each round are read with that round's
+        tree, since a switch's bit names a different set of workers in the new one."""
+        if self.tree is None:
+            raise ValueError("a flat job has no tree to change")
+        self._trees = [(r, t) for r, t in self._trees if r < from_round] + [(from_round, tree)]
+        self.tree = tree
+
+    def tree_of(self, round_: int) -> Tree:
+        """The tree round ``round_``'s pieces are read with (:meth:`change_tree`)."""
+        out = self._trees[0][1]
+        for r, t in self._trees:
+            if r <= round_:
+                out = t
+        return out
+
     # -- the state machine -----------------------------------------------------------------
 
     def on_packet(self, pkt: InaPacket, now: float | None = None) -> PsOutput:
         """Take one decoded packet; return the RESULTs to send and rounds that completed.
         ``now`` (any monotone clock; optional) feeds :meth:`silent`."""
         out = PsOutput()
+        self._emitter = None  # a hierarchical PARTIAL's emitting switch (_nack)
         if self.tree is not None and pkt.msg_type in (TYPE_GRAD, TYPE_PARTIAL):
             raw = pkt.bitmap
-            got = self.tree.worker_set(pkt.msg_type, pkt.worker_id, raw, pkt.count)
+            got = self.tree_of(pkt.round).worker_set(pkt.msg_type, pkt.worker_id, raw,
+                                                     pkt.count)
             if got is None or (pkt.msg_type == TYPE_GRAD and raw != 0):
                 self.stats.malformed += 1
                 self.stats.malformed_reasons["child"] = (
@@ -463,6 +488,8 @@ class PsState:
                 return out
             # the piece as the workers it sums; a PARTIAL's worker_id names a switch, so
             # the RESULT it causes echoes no worker
+            if pkt.msg_type == TYPE_PARTIAL:
+                self._emitter = pkt.worker_id
             pkt = replace(pkt, bitmap=got, count=got.bit_count(),
                           worker_id=pkt.worker_id if pkt.msg_type == TYPE_GRAD else NO_WORKER)
         why = self._check(pkt)
@@ -546,8 +573,10 @@ class PsState:
         found it waiting): ask the workers it lacks to resend (module docstring, "NACKs").
         A flush summing one aggregation point's workers lacks the rest of that point's
         group; one from higher up (several points' workers) lacks every worker the PS
-        has not received.  Each asked worker gets a RESULT flagged INCOMPLETE whose bitmap
-        (the present set) leaves its bit out, which no worker takes for a sum."""
+        has not received; in a hierarchical job, a flush lacks the workers below the switch
+        that emitted it.  Each asked worker gets a RESULT flagged INCOMPLETE whose bitmap
+        (the present set; folded, one per worker, in a hierarchical job) leaves its bit
+        out, which no worker takes for a sum."""
         if self._groups is None:
             return
         b = pkt.bitmap
@@ -560,16 +589,25 @@ class PsState:
             aggs.add(self._agg_of.get((c, low.bit_length() - 1), -1))
             w ^= low
         lack = rs.mask & ~have
-        if len(aggs) == 1 and (a := aggs.pop()) not in (-1, AGG_ID_PS):
+        if self.tree is not None:
+            # a hierarchical flush lacks the workers below the switch that emitted it
+            lack &= self.tree_of(r).workers_below(self._emitter) if self._emitter else 0
+        elif len(aggs) == 1 and (a := aggs.pop()) not in (-1, AGG_ID_PS):
             # from that point, unless its group is all there (then from higher up)
             lack &= self._groups.get(c, {}).get(a, 0)
         present = rs.mask & ~lack
         if not lack or not present:
             return
-        nack = InaPacket.result(self.job_id, r, c, present,
-                                np.zeros(self.k, dtype=np.int32), flags=FLAG_INCOMPLETE)
+        zero = np.zeros(self.k, dtype=np.int32)
+        nack = InaPacket.result(self.job_id, r, c, present, zero, flags=FLAG_INCOMPLETE)
         while lack:
             low = lack & -lack
+            if self.tree is not None:
+                # the present set folded to the bitmap's width, the asked worker's folded
+                # bit cleared: one NACK per worker (it goes to that worker alone)
+                nack = InaPacket.result(self.job_id, r, c,
+                                        fold_mask(present) & ~fold_mask(low), zero,
+                                        flags=FLAG_INCOMPLETE)
             out.nacks.append((low.bit_length() - 1, nack))
             self.stats.nacks += 1
             lack ^= low

@@ -152,12 +152,14 @@ class Tree:
     @classmethod
     def assign(cls, root: int, parent_of: Mapping[Child, int], *,
                names: Mapping[int, str] | None = None,
-               previous: Tree | None = None) -> Tree:
+               previous: Tree | None = None, reuse: bool = True) -> Tree:
         """The tree where each worker or switch ``c`` of ``parent_of`` is a child of switch
         ``parent_of[c]`` (0: of the PS itself), numbered so that a child of ``previous``
         that keeps its parent keeps its index (a re-assignment moves no survivor: the slots
         in flight keep their meaning and the switch rules change only where a child came
-        or went) and new children take the lowest free indices, in (kind, id) order."""
+        or went) and new children take the lowest free indices, in (kind, id) order.
+        ``reuse=False``: never an index ``previous`` had at that switch (a fail-over
+        changes the rules in the middle of a round: a slot's bit keeps its meaning)."""
         kids: dict[int, list[Child | None]] = {}
         placed: dict[int, dict[Child, int]] = {}
         for p in parent_of.values():
@@ -175,6 +177,8 @@ class Tree:
             if not p or c in placed[p]:
                 continue
             used = set(placed[p].values())
+            if not reuse and previous is not None:
+                used |= set(range(len(previous.children.get(p, []))))
             placed[p][c] = next(i for i in range(len(used) + 1) if i not in used)
         for s, where in placed.items():
             row: list[Child | None] = [None] * (max(where.values()) + 1)

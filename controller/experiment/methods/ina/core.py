@@ -29,7 +29,7 @@ from controller.experiment.records import spread
 from controller.experiment.report import mean
 from controller.experiment.runner import Run
 from controller.plan.document import chunk_schedule, resolve_workers, write_plan
-from controller.plan.hierarchy import aggregation_tree
+from controller.plan.hierarchy import aggregation_tree, tree_gamma, tree_loads
 from controller.plan.lp import PlanError
 from controller.plan.options import DEFAULTS as PLAN_DEFAULTS
 from controller.plan.pipeline import PlanRequest, make_plan
@@ -264,6 +264,28 @@ def tree_for(mode: str, plan: Plan, workers: list[str]) -> Tree | None:
         return aggregation_tree(graph, job, plan.switch_ids)
     except PlanError as exc:
         raise ExperimentError(f"mode {mode}: {exc}") from None
+
+
+def planned_gamma(mode: str, plan: Plan, workers: list[str]) -> float:
+    """The γ a launch in ``mode`` is predicted at: the plan's (the LP's) for a flat job; for
+    a hierarchical one in ``ina``, its tree's (:func:`controller.plan.hierarchy.tree_gamma`:
+    the tree, not the LP's interval split, is what the workers and switches follow)."""
+    tree = tree_for(mode, plan, workers) if mode == "ina" else None
+    graph = plan.own_graph() if tree is not None else None
+    if tree is None or graph is None:
+        return plan.job.gamma
+    return tree_gamma(graph, plan.job, tree, result_load=plan.result_load)
+
+
+def planned_loads(mode: str, plan: Plan, workers: list[str]) -> list[dict] | None:
+    """A hierarchical job's link loads in ``ina`` at its tree's γ (the plan's ``loads``
+    form, :func:`controller.plan.hierarchy.tree_loads`); None for a flat job (the plan's
+    own ``loads`` are its prediction)."""
+    tree = tree_for(mode, plan, workers) if mode == "ina" else None
+    graph = plan.own_graph() if tree is not None else None
+    if tree is None or graph is None:
+        return None
+    return tree_loads(graph, plan.job, tree, result_load=plan.result_load)
 
 
 def schedules_for(mode: str, plan: Plan, workers: list[str], n_chunks: int) -> dict[str, list]:

@@ -36,6 +36,8 @@ from controller.experiment.methods.ina.core import (
     member_schedules,
     plan_job,
     plan_request,
+    planned_gamma,
+    planned_loads,
     schedules_for,
     worker_failure_record,
 )
@@ -75,6 +77,7 @@ class _Job:
     workers: list[str]
     cfg: JobConfig
     planned_gamma: float  # of the plan this launch starts on
+    planned_loads: list[dict] | None = None  # a hierarchical job's tree loads (core)
 
     @property
     def hosts(self) -> list[str]:
@@ -214,6 +217,8 @@ def run_launch(run: Run, network: Any, mode: str, label: str, jobs: list[_Job],
             rec["job"] = j.name
         rec["failover"] = [asdict(e) for e in switches.events[n_events:]]
         rec["plan_gamma"] = j.planned_gamma
+        if j.planned_loads is not None:
+            rec["plan_loads"] = j.planned_loads
         # contributions that reached the PS unaggregated: a slot held by another key (of
         # this job or another), no slot for the job at a switch, or no aggregator
         rec["collisions"] = int(ps_report.get("stats", {}).get("fallbacks", 0))
@@ -351,6 +356,8 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
                                      ps=t.ps, hosts=net.hosts, train=t.train(s, seed),
                                      n_values=t.n_values, out_dir=jdir,
                                      start=folder / "start")
+                    # a hierarchical job: the switches hold its file's tree (fail-over)
+                    switches.sync_tree(t.job_id(mode), cfg.aggregation_tree())
                     mon = monitors[t.name]
 
                     def after_switch(doc: dict, t: Tenant = t,
@@ -366,7 +373,7 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
                     control = Path(cfg.control_file) if cfg.control_file else None
                     # a switch that died in an earlier mode stays dead: plan from the current
                     switches.follow(control if mode == "ina" else None, after_switch,
-                                    more=i > 0)
+                                    more=i > 0, job_id=t.job_id(mode))
 
                     def after_worker(left: list[str], t: Tenant = t,
                                      mode: str = mode) -> dict | None:
@@ -374,8 +381,10 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
                                                 left, t.n_chunks, switches.graph)
                     job = next(j for j in switches.jobs if j.job_id == t.job_id(mode))
                     mon.begin(mode, job, t.ps, Path(cfg.control_file), after_worker)
+                    now = plan_of(switches.plan, t)
                     launch.append(_Job(t.name, t.ps, t.workers, cfg,
-                                       plan_of(switches.plan, t).job.gamma))
+                                       planned_gamma(mode, now, t.workers),
+                                       planned_loads(mode, now, t.workers)))
                 t0 = time.perf_counter()
                 try:
                     records = run_launch(run, net, mode, label, launch, monitors,

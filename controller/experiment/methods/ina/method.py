@@ -68,7 +68,7 @@ from controller.plan.lp import PlanError
 from controller.plan.types import Plan
 from topo.models import parse_topology
 from workers.common.model import train_synchronous
-from workers.ina.constants import MAX_WORKERS, num_slots
+from workers.ina.constants import num_slots
 from workers.ina.job import MODES
 from workers.ina.wire import FRAME_BYTES
 
@@ -163,7 +163,8 @@ def _prediction(s: Settings, plan: Plan, modes: dict, n_chunks: int, mode: str,
         g = gamma if label == mode else (plan.baselines or {}).get(label)
         if not isinstance(rec, dict) or not rec.get("rounds") or not g:
             continue
-        got = mode_analysis(rec, plan_loads=plan.loads if label == mode else [], gamma=g,
+        loads = rec.get("plan_loads", plan.loads)  # a hierarchical job's: its tree's
+        got = mode_analysis(rec, plan_loads=loads if label == mode else [], gamma=g,
                             bw_mbit=s.bw, n_chunks=n_chunks, frame_bytes=FRAME_BYTES,
                             n_workers=len(job.workers), fill_drain_s=fd,
                             window=mode_window(s, label), pace=pace(rec))
@@ -199,14 +200,6 @@ def _jobs_prediction(s: Settings, plan: Plan, tenants: list, modes: dict) -> dic
 
 
 # ------------------------------------------------------------------ the method
-
-
-def _fits_ina_p4(what: str, n_workers: int, fail_switch: bool) -> None:
-    """A job of more than MAX_WORKERS workers is hierarchical (docs/protocol.md §5.1); its
-    re-planning after a switch dies is not written yet."""
-    if n_workers > MAX_WORKERS and fail_switch:
-        raise ExperimentError(f"{what} has {n_workers} workers: --fail-switch re-plans flat "
-                              f"jobs only (at most {MAX_WORKERS} workers) so far")
 
 
 class InaMethod(Method):
@@ -265,11 +258,7 @@ class InaMethod(Method):
                                   f"{s.on_worker_failure!r}")
         if s.jobs is not None:
             self._prepare_jobs(graph)
-            for j in self.job_specs:
-                _fits_ina_p4(f"job {j.name!r}", len(j.workers), self.fail is not None)
         else:
-            _fits_ina_p4("the job", len(resolve_workers(graph, s.ps, s.workers)),
-                         self.fail is not None)
             for what, v in (("--kill-ps", s.kill_ps), ("--slot-policy partitioned",
                                                        s.slot_policy != "shared" or None)):
                 if v is not None:
