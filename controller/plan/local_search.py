@@ -19,9 +19,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.plan.placement import Jobs, Placement
+from controller.plan.placement import Jobs
 
-__all__ = ["SearchResult", "local_search", "moves", "polish"]
+__all__ = ["SearchResult", "local_search", "moves"]
 
 
 @dataclass
@@ -77,33 +77,3 @@ def local_search(p: Jobs, start: Sequence[str], budget: int, *, start_result: An
             out.local_optimum = True
             return out
 
-
-def polish(p: Jobs, placed: Placement, baselines: dict[str, dict[str, Any]], budget: int,
-           *, max_lps: int = 400, seconds: float = 30.0
-           ) -> tuple[Placement, dict[str, Any] | None]:
-    """The default planner's rule (issue 41 item 4): never below a baseline of its own table
-    (``exact`` aside).  If a baseline's γ is above ``placed``'s by more than 1e-9 relative
-    (:func:`controller.plan.baselines.beaten_by`), search from the best such baseline's set
-    (:func:`local_search`, every move strictly better, so the result is at least that
-    baseline's γ) and return the set reached, with a record of the search; otherwise
-    ``placed`` itself and None.  The history of the returned placement is the moves
-    (``"from NAME"``, then one entry per move)."""
-    from controller.plan.baselines import beaten_by
-
-    rival = beaten_by(placed.gamma, {k: v.get("gamma") for k, v in baselines.items()
-                                     if k != "exact"}, rel_tol=1e-9)
-    if not rival:
-        return placed, None
-    name, g0 = rival[0]
-    t0 = time.perf_counter()
-    found = local_search(p, baselines[name]["deployed"], budget, max_lps=max_lps,
-                         seconds=seconds)
-    value = p.value(found.result)
-    history = [(f"from {name}", g0)] + [(" ".join(m), value) for m in found.moves]
-    record = {"from": name, "gamma_start": g0, "gamma_greedy": placed.gamma,
-              "moves": [list(m) for m in found.moves], "lp_solves": found.lp_solves,
-              "local_optimum": found.local_optimum,
-              "seconds": time.perf_counter() - t0}
-    return Placement(found.deployed, value, found.result, history,
-                     placed.lp_solves + found.lp_solves, placed.seconds + record["seconds"],
-                     placed.starts), record

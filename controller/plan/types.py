@@ -126,7 +126,7 @@ class Plan:
     # (controller.plan.baselines.honesty_warning); None when neither
     warning: str | None = None
     # the default planner below a baseline of its table, improved by local search from it
-    # (controller.plan.local_search.polish): from, gamma_start, gamma_greedy, moves, ...
+    # (controller.plan.pipeline.polish): from, gamma_start, gamma_greedy, moves, ...
     local_search: dict[str, Any] | None = None
 
     @classmethod
