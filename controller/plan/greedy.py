@@ -25,6 +25,10 @@ Two objectives use it:
   :func:`controller.plan.orbits.result_orbits` (automorphisms that fix every job's PS, ToR and
   workers, and map each job's RESULT tree).  Its cost is one joint LP (a handful of solves)
   per class and step: a budget sweep takes the first choices of one run (:func:`prefix`).
+  Its classes are scored lazily (:mod:`controller.plan.lazy_joint`: by default in decreasing
+  order of their last first-entry gain, only while they could still reach the best): at
+  fat-tree k = 16, 4 jobs × 64 workers, budgets 0..16, 720 LP solves and 41.6 s CPU against
+  1,500 and 97.8 s exhaustive, the same plans.
 
 The ``greedy`` planner (:func:`greedy`) is both: it places one job with the first and a job
 set with the second.
