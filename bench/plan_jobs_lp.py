@@ -26,6 +26,8 @@ after (the machine is shared).
 
     python bench/plan_jobs_lp.py --greedy 16                     # k=16, 4 x 64, budgets 0..16
     python bench/plan_jobs_lp.py --k 8 --jobs 2 --workers 16 --greedy 4 --previous
+
+``--write-jobs FILE`` writes the jobs as a ``plan --jobs`` file (docs/planner.md's sweep).
 """
 
 from __future__ import annotations
@@ -75,13 +77,23 @@ def main(argv: list[str] | None = None) -> int:
                     "per budget")
     ap.add_argument("--cold", action="store_true",
                     help="with --greedy: also the planner before symmetry and warm starts")
+    ap.add_argument("--write-jobs", metavar="FILE", default=None,
+                    help="write the jobs as a plan --jobs file and stop")
     a = ap.parse_args(argv)
     if a.smoke:
         a.k, a.jobs, a.workers, a.sets = 4, 2, 4, 3
         if a.greedy is not None:
             a.greedy, a.previous, a.cold = 2, True, True
     graph = parse_topology(f"fattree:{a.k}")
-    js = make_jobset(graph, spread_jobs(graph, a.jobs, a.workers), result_load=True)
+    specs = spread_jobs(graph, a.jobs, a.workers)
+    if a.write_jobs:
+        import json
+
+        Path(a.write_jobs).write_text(json.dumps(
+            [{"name": j.name, "ps": j.ps, "workers": list(j.workers)} for j in specs]))
+        print(f"jobs written to {a.write_jobs}")
+        return 0
+    js = make_jobset(graph, specs, result_load=True)
     if a.greedy is not None:
         return greedy_sweep(js, a)
     cands = joint_candidates(js)
