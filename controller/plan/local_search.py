@@ -76,4 +76,3 @@ def local_search(p: Jobs, start: Sequence[str], budget: int, *, start_result: An
         if not improved:
             out.local_optimum = True
             return out
-
