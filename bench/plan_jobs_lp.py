@@ -15,14 +15,19 @@ other load on the machine does not inflate them) and their ratio, and fails unle
 The time of one joint greedy step is about (number of candidates) × the matrix path's time.
 
 ``--greedy M`` (issue 41) times the joint greedy instead: the planner (symmetry classes with
-the RESULT trees, warm starts: :func:`controller.plan.greedy.greedy_jobs`) runs once for
-budget M and gives every budget 0..M as its prefix (the sweep's rule); ``--previous`` also
-runs the previous planner on the same jobs (every candidate solved cold: ``symmetry=False,
-warm=False``) and lists every budget whose S or γ differ (γ within 1e-6).  Seconds are wall
-and CPU of this process (HiGHS threads included).
+the RESULT trees, warm starts, lazy scoring by stale gains:
+:func:`controller.plan.greedy.greedy_jobs`) runs once for budget M and gives every budget
+0..M as its prefix (the sweep's rule); ``--previous`` also runs the previous planner on the
+same jobs (every class's candidate solved: ``lazy=False``, the exhaustive greedy) and lists
+every budget whose S or γ differ (γ within 1e-6); ``--cold`` adds the planner before the
+symmetry classes and warm starts (``symmetry=False, warm=False, lazy=False``).  Seconds are
+wall and CPU of this process (HiGHS threads included), with the load average before and
+after (the machine is shared).
 
     python bench/plan_jobs_lp.py --greedy 16                     # k=16, 4 x 64, budgets 0..16
     python bench/plan_jobs_lp.py --k 8 --jobs 2 --workers 16 --greedy 4 --previous
+
+``--write-jobs FILE`` writes the jobs as a ``plan --jobs`` file (docs/planner.md's sweep).
 """
 
 from __future__ import annotations
@@ -64,18 +69,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=64, help="workers per job")
     ap.add_argument("--sets", type=int, default=6, help="random deployment sets besides ∅")
     ap.add_argument("--smoke", action="store_true", help="k=4, 2 jobs x 4 workers, 3 sets "
-                    "(with --greedy: budget 2 and --previous)")
+                    "(with --greedy: budget 2, --previous and --cold)")
     ap.add_argument("--greedy", type=int, default=None, metavar="M",
                     help="time the joint greedy for budgets 0..M instead")
     ap.add_argument("--previous", action="store_true",
-                    help="with --greedy: also the previous planner, compared per budget")
+                    help="with --greedy: also the previous (exhaustive) planner, compared "
+                    "per budget")
+    ap.add_argument("--cold", action="store_true",
+                    help="with --greedy: also the planner before symmetry and warm starts")
+    ap.add_argument("--write-jobs", metavar="FILE", default=None,
+                    help="write the jobs as a plan --jobs file and stop")
     a = ap.parse_args(argv)
     if a.smoke:
         a.k, a.jobs, a.workers, a.sets = 4, 2, 4, 3
         if a.greedy is not None:
-            a.greedy, a.previous = 2, True
+            a.greedy, a.previous, a.cold = 2, True, True
     graph = parse_topology(f"fattree:{a.k}")
-    js = make_jobset(graph, spread_jobs(graph, a.jobs, a.workers), result_load=True)
+    specs = spread_jobs(graph, a.jobs, a.workers)
+    if a.write_jobs:
+        import json
+
+        Path(a.write_jobs).write_text(json.dumps(
+            [{"name": j.name, "ps": j.ps, "workers": list(j.workers)} for j in specs]))
+        print(f"jobs written to {a.write_jobs}")
+        return 0
+    js = make_jobset(graph, specs, result_load=True)
     if a.greedy is not None:
         return greedy_sweep(js, a)
     cands = joint_candidates(js)
@@ -125,16 +143,19 @@ def greedy_sweep(js, a) -> int:
     print(f"settings: fat-tree k={a.k}, {a.jobs} jobs x {a.workers} workers (PSs spread), "
           f"RESULT term on, max-min, {len(joint_candidates(js))} candidates, budgets "
           f"0..{a.greedy}, load average {os.getloadavg()[0]:.1f}", flush=True)
-    runs = {"new": {}}
+    runs: dict[str, dict] = {"new": {}}
     if a.previous:
-        runs["previous"] = {"symmetry": False, "warm": False}
+        runs["previous"] = {"lazy": False}
+    if a.cold:
+        runs["cold"] = {"symmetry": False, "warm": False, "lazy": False}
     plans = {}
     for label, kw in runs.items():
         lp = FastJointLP(js)
         res, wall, cpu = _timed(greedy_jobs, js, a.greedy, lp=lp, **kw)
         plans[label] = [prefix(res, m, lp) for m in range(a.greedy + 1)]
         print(f"{label}: {wall:.1f} s wall, {cpu:.1f} s CPU, {res.lp_solves} LP solves, "
-              f"S = {{{', '.join(res.deployed)}}}", flush=True)
+              f"S = {{{', '.join(res.deployed)}}}, load average after "
+              f"{os.getloadavg()[0]:.1f}", flush=True)
     print(f"{'M':>3} " + " ".join(f"{'γ min ' + k:>16}" for k in plans) + "  S (new)")
     differ = []
     for m in range(a.greedy + 1):
@@ -143,11 +164,11 @@ def greedy_sweep(js, a) -> int:
         print(f"{m:>3} " + " ".join(f"{min(r.result.gammas.values()):16.6f}"
                                     for r in row.values())
               + "  {" + ", ".join(new.deployed) + "}")
-        old = row.get("previous")
-        if old is not None and (old.deployed != new.deployed or any(
-                abs(old.result.gammas[n] - new.result.gammas[n]) > 1e-6 for n in js.names)):
-            differ.append((m, old.deployed, new.deployed))
-    if a.previous:
+        for old in (r for k, r in row.items() if k != "new"):
+            if old.deployed != new.deployed or any(
+                    abs(old.result.gammas[n] - new.result.gammas[n]) > 1e-6 for n in js.names):
+                differ.append((m, old.deployed, new.deployed))
+    if len(plans) > 1:
         print("every budget: same S, every γ within 1e-6" if not differ else
               "differences: " + "; ".join(f"M={m}: {o} vs {n}" for m, o, n in differ))
     return 0

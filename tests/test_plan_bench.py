@@ -9,7 +9,7 @@ from test_bench_smoke import _run
 
 def test_joint_greedy_sweep_smoke_new_against_previous() -> None:
     out = _run("bench/plan_jobs_lp.py", "--smoke", "--greedy", "2")
-    assert "new:" in out and "previous:" in out
+    assert "new:" in out and "previous:" in out and "cold:" in out
     assert "every budget: same S, every γ within 1e-6" in out
 
 

@@ -116,3 +116,47 @@ def test_best_of_several_jobs_is_never_below_a_joint_planner(budget):
             continue
         other = PLANNERS[name](js, budget, seed=1)
         assert not better_score(other.lp.score, placed.lp.score), name
+
+
+# ---------------------------------------------------------------- the default, polished
+
+
+def polished_never_beaten(graph, ps, workers, budget):
+    """plan_one_job with ``polish``: γ ≥ every baseline of its table but exact, and the γ
+    of its own deployment (an honest LP value)."""
+    from controller.plan.pipeline import PlanRequest, plan_one_job
+
+    plan = plan_one_job(graph, ps, workers, PlanRequest(budget=budget, polish=True))
+    gammas = {k: v["gamma"] for k, v in plan.baseline_details.items() if k != "exact"}
+    assert beaten_by(plan.job.gamma, gammas, rel_tol=1e-9) == []
+    job = make_job(graph, ps, list(workers), result_load=True)
+    assert plan.job.gamma == pytest.approx(solve_lp(job, plan.deployed).gamma, rel=1e-7)
+    return plan
+
+
+@pytest.mark.parametrize("spec,n,budget,greedy_gamma,polished", [
+    ("fattree:4", 6, 2, 0.75, 1.0),  # make run's job: top_degree's {agg0, agg1}
+    ("leafspine:3,2,2", 5, 2, 6 / 7, 1.0),  # rounding's {spine0, spine1}
+    ("fattree:8", 32, 4, 0.858238, 0.941176),  # top_degree's
+])
+def test_polish_lifts_the_default_where_a_baseline_beats_it(spec, n, budget, greedy_gamma,
+                                                            polished):
+    g = parse_topology(spec)
+    workers = [h for h in hosts(g) if h != "h0"][:n]
+    plan = polished_never_beaten(g, "h0", workers, budget)
+    assert plan.local_search["gamma_greedy"] == pytest.approx(greedy_gamma, rel=1e-5)
+    assert plan.job.gamma == pytest.approx(polished, rel=1e-5)
+    assert plan.warning is None
+
+
+def test_polish_leaves_a_plan_no_baseline_beats():
+    """make plan's job (fattree:4, 8 workers, budget 2): greedy 0.8235 = exact, no search."""
+    g = parse_topology("fattree:4")
+    plan = polished_never_beaten(g, "h0", [h for h in hosts(g) if h != "h0"][:8], 2)
+    assert plan.local_search is None and plan.job.gamma == pytest.approx(14 / 17)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_polished_default_never_below_a_baseline_on_random_networks(seed):
+    job = random_job(seed)
+    polished_never_beaten(job.graph, job.ps, job.workers, 2)

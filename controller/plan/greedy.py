@@ -25,6 +25,10 @@ Two objectives use it:
   :func:`controller.plan.orbits.result_orbits` (automorphisms that fix every job's PS, ToR and
   workers, and map each job's RESULT tree).  Its cost is one joint LP (a handful of solves)
   per class and step: a budget sweep takes the first choices of one run (:func:`prefix`).
+  Its classes are scored lazily (:mod:`controller.plan.lazy_joint`: by default in decreasing
+  order of their last first-entry gain, only while they could still reach the best): at
+  fat-tree k = 16, 4 jobs × 64 workers, budgets 0..16, 720 LP solves and 41.6 s CPU against
+  1,500 and 97.8 s exhaustive, the same plans.
 
 The ``greedy`` planner (:func:`greedy`) is both: it places one job with the first and a job
 set with the second.
@@ -207,7 +211,7 @@ def greedy(
     p = as_jobs(jobs, lp=lp, solver=solver, time_limit=time_limit)
     if p.jobset is not None:
         run = greedy_jobs(p.jobset, budget, objective=p.objective, solver=p.solver,
-                          time_limit=p.time_limit, merge=merge, lp=p.lp)
+                          time_limit=p.time_limit, merge=merge, lp=p.lp, lazy=lazy)
         return Placement(run.deployed, p.value(run.result), run.result, list(run.history),
                          run.lp_solves, run.seconds)
     job, solve_one = p.one, p.lp
@@ -310,6 +314,7 @@ def greedy_jobs(
     lp: FastJointLP | None = None,
     symmetry: bool = True,
     warm: bool = True,
+    lazy: bool | str = "stale",
 ) -> JointGreedyResult:
     """Greedy placement of docs/design.md §3.4 for several jobs, each S scored by the joint LP.
 
@@ -330,6 +335,12 @@ def greedy_jobs(
         S re-solved cold).  At fat-tree k = 16, 4 jobs × 64 workers, budgets 0..16: 97.7 s
         CPU with, 158.3 s without (five single candidates timed alone showed no gain:
         without a basis HiGHS presolves, which pays on some LPs and not on most).
+    lazy : with ``fast`` and HiGHS, solve the candidates' joint LPs in decreasing order of
+        an estimate of their first score entry, only while it could still win
+        (:mod:`controller.plan.lazy_joint`): ``"stale"`` (or True) the last gain (never
+        solved: +∞), ``"bound"`` a dual bound (a true bound, loose); False solves
+        every candidate (the exhaustive greedy).  The module states when each can differ
+        from the exhaustive greedy.
 
     Returns
     -------
@@ -366,15 +377,54 @@ def greedy_jobs(
         return result_orbits(js.graph, js.jobs, per_job_sets(js, S), js.capacity, S, U,
                              usable)
 
-    keep = joint.warm_start, joint.warm
+    last_classes: dict[str, list[str]] = {}
+
+    def classes(S: Sequence[str], U: Sequence[str]) -> list[list[str]]:
+        out = orbits(S, U) if symmetry else [[s] for s in U]
+        last_classes.clear()
+        for cls in out:
+            last_classes[min(cls, key=natural_key)] = cls
+        return out
+
+    lazy_step = None
+    mode = ""
+    if lazy and fast and joint.solver != "cbc" and joint.fast[0].have_highs:
+        from controller.plan.lazy_joint import (
+            LAZY_MODES,
+            StaleGains,
+            joint_bounds,
+            joint_duals,
+            lazy_joint_scores,
+        )
+
+        mode = "stale" if lazy is True else lazy
+        if mode not in LAZY_MODES:
+            raise PlanError(f"lazy: {lazy!r} is not one of {', '.join(LAZY_MODES)}")
+        stale = StaleGains()
+
+        def lazy_step(S: Sequence[str], best: JointResult, reps: list[str]
+                      ) -> dict[str, JointResult]:
+            now = best.score[0]
+            if mode == "stale":  # the dual bound left every candidate in: not computed
+                est = stale.estimate(dict.fromkeys(reps, float("inf")), now)
+            else:
+                est = joint_bounds(joint, best, reps)
+            out = lazy_joint_scores(est, lambda s: solve([*S, s]), best.score)
+            for rep, res in out.items():
+                stale.record(last_classes.get(rep, [rep]), now, res.score[0])
+            return out
+
+    keep = joint.warm_start, joint.warm, joint.dual_hook
     joint.warm_start, joint.warm = fast and warm, None
+    if lazy_step is not None and mode == "bound":
+        joint.dual_hook = joint_duals
     try:
         S, best, history = greedy_loop(
             solve, joint_candidates(js), budget, pick=_first_best,
             improves=lambda new, old: better_score(new.score, old.score), progress=step,
-            start=start, classes=orbits if symmetry else None)
+            start=start, classes=classes, lazy=lazy_step)
     finally:
-        joint.warm_start, joint.warm = keep
+        joint.warm_start, joint.warm, joint.dual_hook = keep
     if fast and warm and S:
         # the plan's routing from a cold solve (a warm start may find another optimum of
         # the same levels where the joint LP has several)

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -244,6 +244,7 @@ class JointResult:
     lp_solves: int
     graph: nx.Graph = field(repr=False)
     basis: object = field(default=None, repr=False, compare=False)  # FastJointLP.warm_start
+    duals: object = field(default=None, repr=False, compare=False)  # FastJointLP.dual_hook
 
     @property
     def gammas(self) -> dict[str, float]:
@@ -416,6 +417,9 @@ class FastJointLP:
         # and start the first stage of the next solve from ``warm``'s (lp_fast.set_basis)
         self.warm_start = False
         self.warm: JointResult | None = None
+        # the lazy joint greedy sets this to controller.plan.lazy_joint.joint_duals: called
+        # on the solved first stage, its value kept in the result's ``duals``
+        self.dual_hook: Callable[..., object] | None = None
 
     def __call__(self, deployed: Sequence[str], *, objective: str = "maxmin",
                  allow: Mapping[str, Collection[str]] | None = None) -> JointResult:
@@ -441,6 +445,7 @@ class FastJointLP:
         w = np.array(js.weights)
         t = mat.cols(1, names=[("t",)])
         relief = mat.cols(n, 0.0, 0.0, [("relief", k) for k in range(n)])
+        tor_rows: dict[str, int] = {}
         for s in [*S, *js.tors]:  # shared capacity: In(s) ≤ C_s over every job on s
             if s not in js.capacity:
                 continue
@@ -453,6 +458,7 @@ class FastJointLP:
             cc = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0)
             if len(cc):
                 r = mat.rows(1, -np.inf, js.capacity[s], [("C", s)])
+                tor_rows[s] = int(r[0])
                 mat.put(np.full(len(cc), r[0]), cc, np.concatenate([p[1] for p in parts]))
         gam = np.array([c.gamma for c in cols], dtype=np.int64)
         # γ_k − w_k·t + w_k·r_k ≥ 0 (solve_jobs_lp's fair_k)
@@ -468,6 +474,7 @@ class FastJointLP:
         solves = 0
         col = np.zeros(mat.n_col)
         basis = None
+        duals = None
         if self.warm_start and self.warm is not None:
             set_basis(h, mat, self.warm.basis)
 
@@ -480,10 +487,14 @@ class FastJointLP:
             col = run_highs(h, S)
 
         def first(obj_cols) -> None:  # the first solve; its basis starts the next S's
-            nonlocal basis
+            nonlocal basis, duals
             run(obj_cols)
             if self.warm_start:
                 basis = get_basis(h, mat)
+            if self.dual_hook is not None:
+                cost = np.zeros(mat.n_col)
+                cost[obj_cols] = 1.0
+                duals = self.dual_hook(self, h, mat, cols, cost, tor_rows, t, S)
 
         if objective == "sum":
             first(gam)
@@ -493,7 +504,7 @@ class FastJointLP:
         while len(level) < n:
             free = [k for k in range(n) if k not in level]
             h.changeColBounds(t, 0.0, np.inf)
-            if basis is None and objective == "maxmin" and not level:
+            if not level and objective == "maxmin":
                 first([t])
             else:
                 run([t])
@@ -520,4 +531,4 @@ class FastJointLP:
         results = tuple(f.read(col, c, SOLVER_NAME, seconds)
                         for f, c in zip(self.fast, cols, strict=True))
         return JointResult(tuple(S), objective, js.names, js.weights, results, SOLVER_NAME,
-                           seconds, solves, js.graph, basis)
+                           seconds, solves, js.graph, basis, duals)

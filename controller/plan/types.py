@@ -125,6 +125,9 @@ class Plan:
     # a baseline beat the planner, or the budget was left unused below the bound
     # (controller.plan.baselines.honesty_warning); None when neither
     warning: str | None = None
+    # the default planner below a baseline of its table, improved by local search from it
+    # (controller.plan.pipeline.polish): from, gamma_start, gamma_greedy, moves, ...
+    local_search: dict[str, Any] | None = None
 
     @classmethod
     def build(
