@@ -584,7 +584,11 @@ def _subprocess(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     (("controller", "compare", "runs/c_latin1"), "c_latin1"),
     (("pyswitch", "compile", "lit.p4", "-o", "outdir/lit.json"), "lit.p4"),
     (("pyswitch", "run", "--bogus"), "--bogus"),
-], ids=["plan", "compare", "compile", "run"])
+    # 127 workers' shards of the 1,437 digits hold 11 samples, a batch is 16: each worker
+    # died in round 0 on Mininet; refused before anything is planned or written
+    (("controller", "run", "--network", "simulated", "--topo", "fattree:8", "--workers", "all",
+      "--budget", "0", "--out", "runs/shards"), "127 workers leave 11 training samples"),
+], ids=["plan", "compare", "compile", "run", "shards-below-batch"])
 def test_bad_input_subprocess(argv: tuple[str, ...], needle: str, fx: Path) -> None:
     """The real processes: a non-zero exit status and one line, nothing written."""
     before = _snapshot(fx)

@@ -311,6 +311,9 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
     console, out_dir = run.console, run.out_dir
     solo = job_specs is None
     plan, tenants = _plan(run, s, graph, job_specs, plan)
+    if network.trains:
+        for t in tenants:
+            t.check_batch(s)
     out = EngineRun(plan, tenants, solo)
     specs = deploy_specs(tenants, s.modes, solo)
     kill_ps = parse_kill_ps(s.kill_ps, tenants) if s.kill_ps else None

@@ -51,7 +51,7 @@ from controller.experiment.methods.ina.jobs import (
 )
 from controller.experiment.methods.ina.networks import Network, network_for
 from controller.experiment.methods.ina.options import add_ina_arguments, settings_from_args
-from controller.experiment.methods.ina.tenants import MODELS
+from controller.experiment.methods.ina.tenants import MODELS, check_batch, train_samples
 from controller.experiment.methods.ina.workload import (
     print_projection,
     sync_times,
@@ -266,6 +266,9 @@ class InaMethod(Method):
             self.kill = (parse_kill_worker(s.kill_worker,
                                            resolve_workers(graph, s.ps, s.workers), s.rounds)
                          if s.kill_worker is not None else None)
+            if self.network.trains and s.workload is None and s.model in MODELS:
+                check_batch(s, "job", len(resolve_workers(graph, s.ps, s.workers)), s.model,
+                            train_samples(s.model))  # before the plan: nothing written
         # the slot count the program is compiled with (--slots, docs/protocol.md §2)
         s.extra["num_slots"] = num_slots()
         run.settings = asdict(s)

@@ -49,6 +49,12 @@ class Network:
     max_nodes: ClassVar[int | None] = None
     max_nodes_why: ClassVar[str] = ""
 
+    @property
+    def trains(self) -> bool:
+        """Whether the workers train replicas of a numpy model (then each job's shards must
+        hold a batch: :meth:`~controller.experiment.methods.ina.tenants.Tenant.check_batch`)."""
+        return True
+
     def check(self, s: Settings) -> None:
         """One :class:`ExperimentError` for a setting this network cannot run."""
 
@@ -113,6 +119,10 @@ class SimulatedNetwork(Network):
         self.opt = opt if opt is not None else SimOptions()
         self.gradient_of = gradient_of  # (worker, round) -> int32 vector: tests' sums
         self.deployed: Any = None  # the last deployment (its totals: simulate's figures)
+
+    @property
+    def trains(self) -> bool:
+        return bool(self.opt.train) and self.gradient_of is None  # --no-train, tests' sums
 
     def check(self, s: Settings) -> None:
         if s.servers is not None:

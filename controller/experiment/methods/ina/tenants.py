@@ -14,7 +14,7 @@ from controller.experiment.methods.ina.core import JOB_IDS, Settings, tree_for
 from controller.plan.jobs import JobEntry
 from controller.plan.joint import job_plan
 from controller.plan.types import Plan
-from workers.common.model import Replica, TrainConfig
+from workers.common.model import Replica, TrainConfig, load_data
 from workers.ina.constants import K
 from workers.ina.worker import n_chunks_for
 
@@ -40,6 +40,7 @@ class Tenant:
     hidden: int
     n_values: int
     n_chunks: int
+    train_samples: int = 0  # the numpy models' training set (0: a real model's gradients)
 
     def job_id(self, mode: str) -> int:
         return JOB_IDS[mode] + JOB_ID_STRIDE * self.index
@@ -51,9 +52,31 @@ class Tenant:
                            **({"scale": sw.scale, "compute_s": sw.emulated_compute_s}
                               if sw is not None and self.model == sw.model else {}))
 
+    def check_batch(self, s: Settings) -> None:
+        """:func:`check_batch` for this job."""
+        check_batch(s, self.name, len(self.workers), self.model, self.train_samples)
+
     @property
     def hosts(self) -> list[str]:
         return [self.ps, *self.workers]
+
+
+def check_batch(s: Settings, job: str, n_workers: int, model: str, samples: int) -> None:
+    """Refuse, in one line, a job whose workers' shards of the numpy models' training set
+    (``samples``; 0: a real model's gradients) would be smaller than a batch: each would die
+    in round 0 (``workers.common.data.batch_indices``)."""
+    smallest = samples // n_workers  # shards differ by one at most
+    if samples and smallest < s.batch_size:
+        raise ExperimentError(
+            f"job {job!r}: {n_workers} workers leave {smallest} training samples to some of "
+            f"them, fewer than the batch of {s.batch_size} ({model} trains on {samples} "
+            f"digits): use fewer workers, a real model's gradients (--model resnet50, "
+            f"docs/models.md) or, in the simulated network, --no-train")
+
+
+def train_samples(model: str) -> int:
+    """The size of a numpy model's training set (the digits it trains on)."""
+    return len(load_data(TrainConfig(model=model)).y_train)
 
 
 def _tenant(s: Settings, k: int, name: str, ps: str, plan: Plan, weight: float,
@@ -61,6 +84,7 @@ def _tenant(s: Settings, k: int, name: str, ps: str, plan: Plan, weight: float,
     model = model or s.model
     hidden = hidden or s.hidden
     workers = list(plan.job.workers)
+    samples = 0  # a real model's gradients are synthetic (docs/models.md): no data set
     if s.workload is not None and model == s.workload.model:  # a real model (docs/models.md)
         n_values = s.workload.n_values
     elif model not in MODELS:
@@ -69,9 +93,10 @@ def _tenant(s: Settings, k: int, name: str, ps: str, plan: Plan, weight: float,
     else:
         n_values = Replica(TrainConfig(model=model, hidden=hidden, n_workers=len(workers)),
                            0).params.size
+        samples = train_samples(model)
     return Tenant(index=k, name=name, ps=ps, workers=workers, weight=float(weight), plan=plan,
                   rounds=rounds or s.rounds, model=model, hidden=hidden, n_values=n_values,
-                  n_chunks=n_chunks_for(n_values, K))
+                  n_chunks=n_chunks_for(n_values, K), train_samples=samples)
 
 
 def make_tenants(s: Settings, plan: Plan, specs: list[JobEntry]) -> list[Tenant]:
