@@ -187,7 +187,7 @@ def test_lost_result_is_retransmitted_and_sum_stays_exact() -> None:
 
 def test_doubled_results_absorb_a_later_lost_result() -> None:
     """With the PS's default: after rank 1 asked for bucket 0's RESULT again, the PS sends
-    every later RESULT twice, so rank 0's lost copy of bucket 1's is replaced by its twin
+    every later RESULT in copies, so rank 0's lost copy of bucket 1's is replaced by its twin
     without a retransmission; every sum exact."""
     workers, sizes = [0, 1], [40, 9]
     cap = chunk_capacity(sizes)
