@@ -377,10 +377,12 @@ def test_a_flush_asks_the_workers_it_lacks():
     ps = PsState(JOB, range(6), n_chunks=2, k=K, unicast_late=True, routes=routes)
     out = ps.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE))
     assert out.results == [] and out.replies == []
-    assert [w for w, _ in out.nacks] == [1]  # switch 5's group lacks 1; 3-5 are elsewhere
-    (_, nack), = out.nacks
+    # switch 5's group lacks 1; switch 7's group (3-5), of which the PS has nothing, is
+    # asked through one worker, whose resend makes switch 7 flush or re-emit
+    assert [w for w, _ in out.nacks] == [1, 3]
+    (_, nack), _ = out.nacks
     assert nack.msg_type == TYPE_RESULT and nack.flags == FLAG_INCOMPLETE
-    assert not nack.bitmap >> 1 & 1 and nack.chunk_id == 0
+    assert not nack.bitmap >> 1 & 1 and not nack.bitmap >> 3 & 1 and nack.chunk_id == 0
     # a flush from higher up (several points' workers): every worker the PS has not got
     out = ps.on_packet(g.pkt([0, 1, 2, 3], c=1, flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE))
     assert [w for w, _ in out.nacks] == [4, 5]
@@ -391,10 +393,32 @@ def test_a_flush_asks_the_workers_it_lacks():
     # (3 NACKs for 2 chunks' 12 deliveries: the RESULT goes in copies, "Lost RESULTs")
     assert out.results and all(np.array_equal(res.values, g.exact(0, range(6), 0))
                                for res in out.results)
-    assert ps.stats.nacks == 3
+    assert ps.stats.nacks == 4
     # without routes (no path to one worker alone) the PS asks nobody
     quiet = PsState(JOB, range(6), n_chunks=2, k=K, unicast_late=True)
     assert quiet.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE)).nacks == []
+
+
+def test_a_whole_group_s_flush_asks_the_silent_points():
+    """A flush of a group that is all there (k=16, budget 4: the prober's own switch had
+    everything; what is missing is another point's PARTIAL) asks one worker of each point
+    the PS has heard nothing from, every raw sender it lacks, and nobody of a point it has
+    heard from (that point's own flush asked its missing ones).  Before, it asked nobody
+    and the chunk waited for the other workers' hold-off."""
+    g = Grads(8, 1)
+    # workers 0-2 at switch 5, 3-4 at switch 7, 5 at switch 9, 6-7 raw to the PS
+    point = {0: 5, 1: 5, 2: 5, 3: 7, 4: 7, 5: 9, 6: 0, 7: 0}
+    routes = {w: [(0, a, 1)] for w, a in point.items()}
+    ps = PsState(JOB, range(8), n_chunks=1, k=K, unicast_late=True, routes=routes)
+    assert ps.on_packet(g.pkt([5], typ=TYPE_PARTIAL)).nacks == []  # switch 9's aggregate
+    assert ps.on_packet(g.pkt([6])).nacks == []  # a raw GRAD
+    out = ps.on_packet(g.pkt([0, 1, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE))
+    assert [w for w, _ in out.nacks] == [3, 7]
+    # their answers (switch 7's re-emitted aggregate, worker 7's GRAD) complete it exactly
+    ps.on_packet(g.pkt([3, 4], flags=FLAG_RETRANSMIT))
+    out = ps.on_packet(g.pkt([7], flags=FLAG_RETRANSMIT))
+    assert len(out.results) >= 1 and np.array_equal(out.results[0].values,
+                                                      g.exact(0, range(8), 0))
 
 
 def test_results_go_in_copies_while_workers_lose_them():

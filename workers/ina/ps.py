@@ -563,8 +563,9 @@ class PsState:
         """A switch flushed an incomplete aggregate of chunk ``c`` (someone's retransmission
         found it waiting): ask the workers it lacks to resend (module docstring, "NACKs").
         A flush summing one aggregation point's workers lacks the rest of that point's
-        group; one from higher up (several points' workers) lacks every worker the PS
-        has not received.  Each asked worker gets a RESULT flagged INCOMPLETE whose bitmap
+        group, and the PS asks one worker of each other point it has heard nothing from
+        (its switch then flushes or re-emits); one from higher up (several points'
+        workers) lacks every worker the PS has not received.  Each asked worker gets a RESULT flagged INCOMPLETE whose bitmap
         (the present set) leaves its bit out, which no worker takes for a sum."""
         if self._groups is None:
             return
@@ -579,8 +580,20 @@ class PsState:
             w ^= low
         lack = rs.mask & ~have
         if len(aggs) == 1 and (a := aggs.pop()) not in (-1, AGG_ID_PS):
-            # from that point, unless its group is all there (then from higher up)
-            lack &= self._groups.get(c, {}).get(a, 0)
+            # from that point: the rest of its group; and of every other point the PS has
+            # heard nothing from, one worker, whose resend makes that point's switch flush
+            # or re-emit what it holds (its PARTIAL was lost, or waits for a lost GRAD);
+            # workers that send raw to the PS, each itself.  Without these a flush of a
+            # group that is all there asked nobody, and the chunk waited for the other
+            # workers' hold-off (k=16, budget 4, 1 % loss: 1.4-1.7 s)
+            groups = self._groups.get(c, {})
+            asked = lack & groups.get(a, 0)
+            for point, group in groups.items():
+                if point == AGG_ID_PS:
+                    asked |= lack & group
+                elif point != a and not group & have:
+                    asked |= group & -group
+            lack = asked
         present = rs.mask & ~lack
         if not lack or not present:
             return
