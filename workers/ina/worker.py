@@ -48,8 +48,9 @@ Timeouts: measured (RFC 6298), backed off per chunk  [decision]
     into:
 
     * ``first_rto``, how long a chunk's first copy waits for the other workers to start:
-      twice the median time from a chunk's only copy to its RESULT (Karn), never less than
-      ``timeout``.  Retransmitting before the others' copies could arrive only adds flushes;
+      twice the median time from a chunk's only copy to its RESULT (Karn); ``timeout`` (and
+      ``rto``) at least until the first such time is measured.  Retransmitting before the
+      others' copies could arrive only adds flushes;
     * ``rto``, the timeout of every retransmission, and of a first copy once a RESULT
       arrived after it (the others have started, the pipeline answers): RFC 6298's
       ``srtt + max(G, 4 rttvar)`` of the exact round trips, at least a quarter of
@@ -193,9 +194,13 @@ class RttEstimator:
       next to the PS measures very short round trips, and a window of copies that fast would
       fill its own link); ``initial`` before the first sample;
     * ``first_rto``, a chunk's first copy: ``mult`` times the median of the last ``window``
-      completion times (a median: some of them also hold another worker's loss recovery),
-      at least ``initial`` (the job's ``timeout``: without loss no first copy goes again
-      sooner than with fixed timers) and at least ``rto``;
+      completion times (a median: some of them also hold another worker's loss recovery);
+      before the first of them at least ``initial`` (the job's ``timeout``) and ``rto``.
+      Once completions are measured neither floor applies: under loss the exact round
+      trips vary with the recoveries (0.03-0.44 s at 0.1 % loss per port, k=16, budget 4),
+      and ``rto``'s variance term, or the 0.3 s ``timeout``, held every lost contribution
+      0.3 s where chunks complete in 0.07 s (ratio 0.33 against 0.44 with the completions
+      alone; docs/results.md, issue 39);
     * ``cap``: ``max_rto``, never below the measured ``srtt`` -- a cap below the round trip resends every chunk
       in flight each ``cap`` seconds (docs/simulate.md, "Why 4 x 64 workers collapse").
 
@@ -235,6 +240,8 @@ class RttEstimator:
 
     @property
     def first_rto(self) -> float:
+        if self.completions:
+            return min(self.cap, max(self.min_rto, self._wait))
         return min(self.cap, max(self.initial, self._rtt_rto, self._wait))
 
     def sample(self, rtt: float) -> None:
