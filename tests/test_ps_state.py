@@ -440,23 +440,25 @@ def test_results_go_in_copies_while_workers_lose_them():
 
 
 def test_result_copies_follow_the_loss_and_its_cap():
-    """4 workers, 4 chunks (16 deliveries a round): 3 of chunk 0's 4 deliveries lost
-    (q = 0.75) asks for ceil(log(1/16) / log(0.75)) = 10 copies, held at ``max_copies``
-    (1: one copy whatever is lost).  Late GRADs of a chunk sent in m copies count as
-    q ** m: with lost_target 0.5, one of 4 deliveries lost through 1 copy is q = 1/4,
+    """4 workers, 4 chunks (16 deliveries a round); a round so far counts as at least half
+    a round (8 deliveries).  3 of chunk 0's deliveries lost (q = 3/8) asks for
+    ceil(log(1/16) / log(3/8)) = 3 copies, 4 lost (q = 1/2) 4, held at ``max_copies`` (1:
+    one copy whatever is lost).  Late GRADs of a chunk sent in m copies count as q ** m:
+    with lost_target 0.5, 2 of 8 deliveries lost through 1 copy is q = 1/4,
     ceil(log(1/32) / log(1/4)) = 3 copies; through 2 copies q = 1/2, 5 copies (the cap 4)."""
-    for cap in (4, 6, 1):
+    for lost, cap, want in (([1, 2, 3], 4, 3), ([0, 1, 2, 3], 6, 4), ([0, 1, 2, 3], 1, 1)):
         g = Grads(4, 4)
         ps = PsState(JOB, range(4), n_chunks=4, k=K, unicast_late=True, max_copies=cap)
         ps.on_packet(g.pkt(range(4), c=0))
-        for w in (1, 2, 3):
+        for w in lost:
             ps.on_packet(g.pkt([w], c=0, flags=FLAG_RETRANSMIT))
-        assert len(ps.on_packet(g.pkt(range(4), c=1)).results) == cap
+        assert len(ps.on_packet(g.pkt(range(4), c=1)).results) == want
     for sent, want in ((1, 3), (2, 4)):
         g = Grads(4, 4)
         ps = PsState(JOB, range(4), n_chunks=4, k=K, unicast_late=True, lost_target=0.5)
         ps.on_packet(g.pkt(range(4), c=0))
         rs = ps._rounds[0]
         rs.copies[0], rs.done_by = sent, {sent: 1}  # as if chunk 0 had gone in ``sent``
-        ps.on_packet(g.pkt([1], c=0, flags=FLAG_RETRANSMIT))
+        for w in (1, 2):
+            ps.on_packet(g.pkt([w], c=0, flags=FLAG_RETRANSMIT))
         assert len(ps.on_packet(g.pkt(range(4), c=1)).results) == want

@@ -191,7 +191,7 @@ def test_loss_is_recovered_exactly_and_reproducibly(tmp_path: Path) -> None:
     runs = []
     for i in range(2):
         sums: dict = {}
-        doc, _ = simulate(settings(loss=0.2, modes=("ina",)), SimOptions(reference=False),
+        doc, _ = simulate(settings(loss=0.05, modes=("ina",)), SimOptions(reference=False),
                           tmp_path / str(i), "t", gradient_of=gradient, sums=sums)
         runs.append(doc)
         for r in range(ROUNDS):

@@ -222,20 +222,26 @@ def test_rtt_estimator_timeouts():
     for t in (5.0, 5.0, 5.0):
         e.completion(t)
     assert e.first_rto == 1.0 and e.rto == 0.25
-    # the job's timeout is the least first timeout only until a completion is measured
-    # (under loss the timeout, or rto's variance, held lost contributions far longer than
-    # chunks took: docs/results.md, issue 39); then twice the median, at least min_rto
+    # the job's timeout stays the least first timeout until ``trust`` (16) completions are
+    # measured; rto at least a quarter of that
     tiny = RttEstimator(0.3, 0.01, 1.0)
-    assert tiny.first_rto == 0.3
     for _ in range(10):
         tiny.sample(0.0)
         tiny.completion(0.0)
+    assert tiny.rto == 0.075 and tiny.first_rto == 0.3
+    # from then on twice the median completion alone, at least min_rto: under loss the
+    # timeout, or rto's variance, held lost contributions far longer than chunks took
+    # (docs/results.md, issue 39)
+    for _ in range(6):
+        tiny.completion(0.0)
     assert tiny.rto == 0.01 and tiny.first_rto == 0.01
-    noisy = RttEstimator(0.3, 0.01, 1.0)
+    noisy = RttEstimator(0.3, 0.01, 1.0, trust=3)
     for rtt in (0.03, 0.44, 0.05, 0.40):
         noisy.sample(rtt)
-    for t in (0.07, 0.07, 0.06):
+    for t in (0.07, 0.07):
         noisy.completion(t)
+    assert noisy.first_rto > 0.3  # 2 completions: rto's variance still rules
+    noisy.completion(0.06)
     assert noisy.rto > 0.3 and noisy.first_rto == pytest.approx(0.14)
     assert RttEstimator(0.02, 0.01, 1.0).rto == 0.02
     tiny = RttEstimator(0.02, 0.01, 1.0)
@@ -328,8 +334,8 @@ def test_estimator_carries_over_to_the_next_round():
                       max_timeout=3.0, rtt=e)
     nxt.start(5.0)
     # round 1 starts with what round 0 measured, not with its own timeout (1.0)
-    # three completions of 0.1 (window 2: chunk 1 left at 0.1): twice their median
-    assert e.first_rto == pytest.approx(0.2)
+    # three round trips of 0.1 (window 2: chunk 1 left at 0.1): srtt 0.1, rttvar 0.028125
+    assert e.first_rto == pytest.approx(0.1 + 4 * 0.028125)
     assert nxt.next_deadline() == pytest.approx(5.0 + e.first_rto) and e.first_rto < 1.0
 
 
@@ -344,12 +350,10 @@ def test_first_copies_wait_first_rto_until_a_later_result_comes():
     assert w.next_deadline() == 1.0
     assert [p.chunk_id for p in w.on_packet(result(2, [0] * 4), 0.2)] == [1]
     assert w._inflight[0].deadline == pytest.approx(0.5)  # cut to 0.2 + rto
-    # sent now: first_rto, twice the completion just measured (0.2), no longer the
-    # timeout (1.0) nor rto
-    assert w._inflight[1].deadline == pytest.approx(0.6)
+    assert w._inflight[1].deadline == pytest.approx(1.2)  # sent now: first_rto
     assert [p.chunk_id for p in w.tick(0.5)] == [0]
-    w.on_packet(result(0, [0] * 4), 0.55)  # a RESULT only ever shortens a timer
-    assert w._inflight[1].deadline == pytest.approx(0.6)
+    w.on_packet(result(0, [0] * 4), 0.6)
+    assert w._inflight[1].deadline == pytest.approx(0.9)
 
 
 def test_rto_is_rfc_6298_and_never_capped_below_the_round_trip():

@@ -78,8 +78,9 @@ NACKs (docs/protocol.md §6)
     A PARTIAL flagged INCOMPLETE is a switch's flush: someone's retransmission found the
     slot waiting for contributions that were lost.  With ``routes`` (each worker's schedule:
     which aggregation point sums its chunk) the PS asks the workers the flush lacks -- of
-    that point's group when the flush holds one point's workers only, else every worker it
-    has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set it has and
+    that point's group when the flush holds one point's workers only (and one worker of
+    every other point it has heard nothing from, whose resend makes that switch flush or
+    re-emit), else every worker it has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set it has and
     whose values are 0 (``PsOutput.nacks``, counted ``nacks``), sent to each such worker
     alone, never down the tree (a RESULT there releases the slot).  The workers resend at
     once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.
@@ -104,8 +105,9 @@ Lost RESULTs
     measured loss asks (:meth:`PsState.copies`): ``n``, the fewest with ``q ** n`` times
     the round's deliveries (chunks x workers) at most ``lost_target`` (one), up to
     ``max_copies`` (4), where ``q``, the loss of one delivery, is the larger of two
-    measures over the previous round and this one so far: the NACKs' share of the
-    deliveries (contributions lost on the way up: a path loses as much down) and the share
+    measures over the previous round and this one so far (counted as at least half a
+    round, so that a few early NACKs are not taken for a loss rate): the NACKs' share of
+    the deliveries (contributions lost on the way up: a path loses as much down) and the share
     the workers asked for again by their own late GRADs, taken to the power ``1 / n`` of
     the copies then sent (what the copies let through).  Without loss nothing is asked
     again, and nothing is sent twice; at 1 % loss per port at k=16 it is 3 copies (2 left
@@ -654,11 +656,13 @@ class PsState:
         for rs in (self._rounds.get(r - 1), self._rounds.get(r)):
             if rs is None:
                 continue
-            # NACKs over the deliveries of the chunks completed so far (at least one)
-            q = max(q, min(1.0, rs.nacked / (max(1, rs.n_done) * self.n_workers)))
+            # NACKs over the deliveries of the chunks completed so far, at least half a
+            # round's (a few NACKs early in a round are not yet a loss rate)
+            half = max(1.0, self.n_chunks / 2)
+            q = max(q, min(1.0, rs.nacked / (max(half, rs.n_done) * self.n_workers)))
             # late GRADs of the chunks sent in m copies: q ** m of their deliveries
             for m, late in rs.late_by.items():
-                seen = max(1, rs.done_by.get(m, 0)) * self.n_workers
+                seen = max(half, rs.done_by.get(m, 0)) * self.n_workers
                 q = max(q, min(1.0, late / seen) ** (1 / m))
         if q <= 0.0:
             return 1
