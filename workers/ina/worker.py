@@ -199,8 +199,8 @@ class RttEstimator:
       ``timeout``) and ``rto``.  From then on neither floor applies: under loss the exact round
       trips vary with the recoveries (0.03-0.44 s at 0.1 % loss per port, k=16, budget 4),
       and ``rto``'s variance term, or the 0.3 s ``timeout``, held every lost contribution
-      0.3 s where chunks complete in 0.07 s (ratio 0.33 against 0.44 with the completions
-      alone; docs/results.md, issue 39);
+      0.3 s where chunks complete in 0.07 s (ratio 0.28 -> 0.34 with the silent points'
+      NACKs; docs/results.md, issue 39);
     * ``cap``: ``max_rto``, never below the measured ``srtt`` -- a cap below the round trip resends every chunk
       in flight each ``cap`` seconds (docs/simulate.md, "Why 4 x 64 workers collapse").
 
