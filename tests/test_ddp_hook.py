@@ -169,9 +169,9 @@ def test_lost_result_is_retransmitted_and_sum_stays_exact() -> None:
     subs, qs = _step_submissions(sizes, 1, workers, ps_only_schedule(cap))
     lost = [(0, 0, 1), (0, cap - 1, 0)]  # (round, chunk, worker): one per bucket
     net = FakeNetwork(JOB, workers, cap, drop=drop_once(lost))
-    # the PS's RESULTs go twice once a worker asked again (workers.ina.ps, "Lost RESULTs"):
-    # off here, so that each rank's own retransmission is what recovers its chunk
-    net.ps.twice_above = float("inf")
+    # the PS's RESULTs go in copies once a worker asked again (workers.ina.ps, "Lost
+    # RESULTs"): off here, so that each rank's own retransmission is what recovers its chunk
+    net.ps.max_copies = 1
     engines = _engines(workers, timeout=0.05)
     done, t = run_virtual(engines, net, subs)
     assert sorted(net.dropped) == sorted(lost)
@@ -187,7 +187,7 @@ def test_lost_result_is_retransmitted_and_sum_stays_exact() -> None:
 
 def test_doubled_results_absorb_a_later_lost_result() -> None:
     """With the PS's default: after rank 1 asked for bucket 0's RESULT again, the PS sends
-    every later RESULT twice, so rank 0's lost copy of bucket 1's is replaced by its twin
+    every later RESULT in copies, so rank 0's lost copy of bucket 1's is replaced by its twin
     without a retransmission; every sum exact."""
     workers, sizes = [0, 1], [40, 9]
     cap = chunk_capacity(sizes)

@@ -377,10 +377,12 @@ def test_a_flush_asks_the_workers_it_lacks():
     ps = PsState(JOB, range(6), n_chunks=2, k=K, unicast_late=True, routes=routes)
     out = ps.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE))
     assert out.results == [] and out.replies == []
-    assert [w for w, _ in out.nacks] == [1]  # switch 5's group lacks 1; 3-5 are elsewhere
-    (_, nack), = out.nacks
+    # switch 5's group lacks 1; switch 7's group (3-5), of which the PS has nothing, is
+    # asked through one worker, whose resend makes switch 7 flush or re-emit
+    assert [w for w, _ in out.nacks] == [1, 3]
+    (_, nack), _ = out.nacks
     assert nack.msg_type == TYPE_RESULT and nack.flags == FLAG_INCOMPLETE
-    assert not nack.bitmap >> 1 & 1 and nack.chunk_id == 0
+    assert not nack.bitmap >> 1 & 1 and not nack.bitmap >> 3 & 1 and nack.chunk_id == 0
     # a flush from higher up (several points' workers): every worker the PS has not got
     out = ps.on_packet(g.pkt([0, 1, 2, 3], c=1, flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE))
     assert [w for w, _ in out.nacks] == [4, 5]
@@ -388,24 +390,75 @@ def test_a_flush_asks_the_workers_it_lacks():
     out = ps.on_packet(g.pkt([1], flags=FLAG_RETRANSMIT | FLAG_FALLBACK))
     assert out.nacks == []
     out = ps.on_packet(g.pkt([3, 4, 5], flags=0))
-    assert len(out.results) == 1 and np.array_equal(out.results[0].values,
-                                                      g.exact(0, range(6), 0))
-    assert ps.stats.nacks == 3
+    # (3 NACKs for 2 chunks' 12 deliveries: the RESULT goes in copies, "Lost RESULTs")
+    assert out.results and all(np.array_equal(res.values, g.exact(0, range(6), 0))
+                               for res in out.results)
+    assert ps.stats.nacks == 4
     # without routes (no path to one worker alone) the PS asks nobody
     quiet = PsState(JOB, range(6), n_chunks=2, k=K, unicast_late=True)
     assert quiet.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE)).nacks == []
 
 
-def test_results_go_twice_while_workers_lose_them():
-    """Lost RESULTs (workers/ina/ps.py): once more than ``twice_above`` of a round's RESULT
-    deliveries were asked for again by workers' own late GRADs, each new RESULT goes twice;
-    the next round still does (its previous round lost them), a clean one after it not."""
-    g = Grads(2, 2)
-    ps = PsState(JOB, range(2), n_chunks=2, k=K, unicast_late=True, twice_above=0.2)
-    assert len(ps.on_packet(g.pkt([0, 1], c=0)).results) == 1
-    ps.on_packet(g.pkt([1], c=0, flags=FLAG_RETRANSMIT))  # worker 1 lost it: 1 of 4 > 0.2
-    out = ps.on_packet(g.pkt([0, 1], c=1))
+def test_a_whole_group_s_flush_asks_the_silent_points():
+    """A flush of a group that is all there (k=16, budget 4: the prober's own switch had
+    everything; what is missing is another point's PARTIAL) asks one worker of each point
+    the PS has heard nothing from, every raw sender it lacks, and nobody of a point it has
+    heard from (that point's own flush asked its missing ones).  Before, it asked nobody
+    and the chunk waited for the other workers' hold-off."""
+    g = Grads(8, 1)
+    # workers 0-2 at switch 5, 3-4 at switch 7, 5 at switch 9, 6-7 raw to the PS
+    point = {0: 5, 1: 5, 2: 5, 3: 7, 4: 7, 5: 9, 6: 0, 7: 0}
+    routes = {w: [(0, a, 1)] for w, a in point.items()}
+    ps = PsState(JOB, range(8), n_chunks=1, k=K, unicast_late=True, routes=routes)
+    assert ps.on_packet(g.pkt([5], typ=TYPE_PARTIAL)).nacks == []  # switch 9's aggregate
+    assert ps.on_packet(g.pkt([6])).nacks == []  # a raw GRAD
+    out = ps.on_packet(g.pkt([0, 1, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE))
+    assert [w for w, _ in out.nacks] == [3, 7]
+    # their answers (switch 7's re-emitted aggregate, worker 7's GRAD) complete it exactly
+    ps.on_packet(g.pkt([3, 4], flags=FLAG_RETRANSMIT))
+    out = ps.on_packet(g.pkt([7], flags=FLAG_RETRANSMIT))
+    assert len(out.results) >= 1 and np.array_equal(out.results[0].values,
+                                                      g.exact(0, range(8), 0))
+
+
+def test_results_go_in_copies_while_workers_lose_them():
+    """Lost RESULTs (workers/ina/ps.py): each new RESULT goes in the fewest copies n with
+    q ** n x (chunks x workers) <= lost_target, q the measured loss of one delivery.  3
+    workers, 2 chunks (6 deliveries a round): a late GRAD of chunk 0, sent once, is q = 1/3
+    of its deliveries, so ceil(log(1/6) / log(1/3)) = 2 copies; the next round still (its
+    previous round lost one), a clean one after it one copy again."""
+    g = Grads(3, 2)
+    ps = PsState(JOB, range(3), n_chunks=2, k=K, unicast_late=True)
+    assert len(ps.on_packet(g.pkt([0, 1, 2], c=0)).results) == 1
+    ps.on_packet(g.pkt([1], c=0, flags=FLAG_RETRANSMIT))  # worker 1 lost it
+    out = ps.on_packet(g.pkt([0, 1, 2], c=1))
     assert len(out.results) == 2 and out.results[0] is out.results[1]
-    assert [len(ps.on_packet(g.pkt([0, 1], r=1, c=c)).results) for c in (0, 1)] == [2, 2]
-    assert [len(ps.on_packet(g.pkt([0, 1], r=2, c=c)).results) for c in (0, 1)] == [1, 1]
-    assert ps.stats.results_doubled == 3 and ps.stats.results_sent == 6
+    assert [len(ps.on_packet(g.pkt([0, 1, 2], r=1, c=c)).results) for c in (0, 1)] == [2, 2]
+    assert [len(ps.on_packet(g.pkt([0, 1, 2], r=2, c=c)).results) for c in (0, 1)] == [1, 1]
+    assert ps.stats.results_doubled == 3 and ps.stats.result_copies == 3
+    assert ps.stats.results_sent == 6
+
+
+def test_result_copies_follow_the_loss_and_its_cap():
+    """4 workers, 4 chunks (16 deliveries a round); a round so far counts as at least half
+    a round (8 deliveries).  3 of chunk 0's deliveries lost (q = 3/8) asks for
+    ceil(log(1/16) / log(3/8)) = 3 copies, 4 lost (q = 1/2) 4, held at ``max_copies`` (1:
+    one copy whatever is lost).  Late GRADs of a chunk sent in m copies count as q ** m:
+    with lost_target 0.5, 2 of 8 deliveries lost through 1 copy is q = 1/4,
+    ceil(log(1/32) / log(1/4)) = 3 copies; through 2 copies q = 1/2, 5 copies (the cap 4)."""
+    for lost, cap, want in (([1, 2, 3], 4, 3), ([0, 1, 2, 3], 6, 4), ([0, 1, 2, 3], 1, 1)):
+        g = Grads(4, 4)
+        ps = PsState(JOB, range(4), n_chunks=4, k=K, unicast_late=True, max_copies=cap)
+        ps.on_packet(g.pkt(range(4), c=0))
+        for w in lost:
+            ps.on_packet(g.pkt([w], c=0, flags=FLAG_RETRANSMIT))
+        assert len(ps.on_packet(g.pkt(range(4), c=1)).results) == want
+    for sent, want in ((1, 3), (2, 4)):
+        g = Grads(4, 4)
+        ps = PsState(JOB, range(4), n_chunks=4, k=K, unicast_late=True, lost_target=0.5)
+        ps.on_packet(g.pkt(range(4), c=0))
+        rs = ps._rounds[0]
+        rs.copies[0], rs.done_by = sent, {sent: 1}  # as if chunk 0 had gone in ``sent``
+        for w in (1, 2):
+            ps.on_packet(g.pkt([w], c=0, flags=FLAG_RETRANSMIT))
+        assert len(ps.on_packet(g.pkt(range(4), c=1)).results) == want

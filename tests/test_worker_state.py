@@ -222,12 +222,27 @@ def test_rtt_estimator_timeouts():
     for t in (5.0, 5.0, 5.0):
         e.completion(t)
     assert e.first_rto == 1.0 and e.rto == 0.25
-    # the job's timeout stays the least first timeout; rto at least a quarter of that
+    # the job's timeout stays the least first timeout until ``trust`` (16) completions are
+    # measured; rto at least a quarter of that
     tiny = RttEstimator(0.3, 0.01, 1.0)
     for _ in range(10):
         tiny.sample(0.0)
         tiny.completion(0.0)
     assert tiny.rto == 0.075 and tiny.first_rto == 0.3
+    # from then on twice the median completion alone, at least min_rto: under loss the
+    # timeout, or rto's variance, held lost contributions far longer than chunks took
+    # (docs/results.md, issue 39)
+    for _ in range(6):
+        tiny.completion(0.0)
+    assert tiny.rto == 0.01 and tiny.first_rto == 0.01
+    noisy = RttEstimator(0.3, 0.01, 1.0, trust=3)
+    for rtt in (0.03, 0.44, 0.05, 0.40):
+        noisy.sample(rtt)
+    for t in (0.07, 0.07):
+        noisy.completion(t)
+    assert noisy.first_rto > 0.3  # 2 completions: rto's variance still rules
+    noisy.completion(0.06)
+    assert noisy.rto > 0.3 and noisy.first_rto == pytest.approx(0.14)
     assert RttEstimator(0.02, 0.01, 1.0).rto == 0.02
     tiny = RttEstimator(0.02, 0.01, 1.0)
     tiny.sample(0.0)

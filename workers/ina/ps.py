@@ -78,8 +78,9 @@ NACKs (docs/protocol.md §6)
     A PARTIAL flagged INCOMPLETE is a switch's flush: someone's retransmission found the
     slot waiting for contributions that were lost.  With ``routes`` (each worker's schedule:
     which aggregation point sums its chunk) the PS asks the workers the flush lacks -- of
-    that point's group when the flush holds one point's workers only, else every worker it
-    has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set it has and
+    that point's group when the flush holds one point's workers only (and one worker of
+    every other point it has heard nothing from, whose resend makes that switch flush or
+    re-emit), else every worker it has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set it has and
     whose values are 0 (``PsOutput.nacks``, counted ``nacks``), sent to each such worker
     alone, never down the tree (a RESULT there releases the slot).  The workers resend at
     once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.  In a
@@ -102,12 +103,21 @@ Congestion marks (docs/protocol.md §6)
 
 Lost RESULTs
     A worker whose RESULT was lost finds out only by its timer, and a worker that does not
-    probe the chunk waits several timeouts (``workers.ina.worker``, "NACKs and probers").
-    So when more than ``twice_above`` (1 %) of the RESULT deliveries of the previous round
-    (or of this one so far) were asked for again by the workers' own late GRADs, each new
-    RESULT goes down the tree twice (counted ``results_doubled``): a loss rate p per
-    delivery becomes about p squared.  Without loss nothing is asked again, and nothing is
-    sent twice.
+    probe the chunk waits several timeouts (``workers.ina.worker``, "NACKs and probers"):
+    a round waits for its last worker, so one lost delivery near its end costs the whole
+    job those timeouts.  So each new RESULT goes down the tree in as many copies as the
+    measured loss asks (:meth:`PsState.copies`): ``n``, the fewest with ``q ** n`` times
+    the round's deliveries (chunks x workers) at most ``lost_target`` (one), up to
+    ``max_copies`` (4), where ``q``, the loss of one delivery, is the larger of two
+    measures over the previous round and this one so far (counted as at least half a
+    round, so that a few early NACKs are not taken for a loss rate): the NACKs' share of
+    the deliveries (contributions lost on the way up: a path loses as much down) and the share
+    the workers asked for again by their own late GRADs, taken to the power ``1 / n`` of
+    the copies then sent (what the copies let through).  Without loss nothing is asked
+    again, and nothing is sent twice; at 1 % loss per port at k=16 it is 3 copies (2 left
+    workers waiting 1.8 s for a RESULT 171 times in 3 rounds, 3 once; docs/results.md,
+    issue 39).  Counted ``results_doubled`` (RESULTs sent in more than one copy) and
+    ``result_copies`` (the extra copies).
 
 RESULT echo (docs/protocol.md §6)
     Every RESULT names the packet that caused it (the one that completed the chunk, or the
@@ -155,6 +165,7 @@ count disagrees with its worker set cannot be trusted to hold exactly that set's
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -238,7 +249,8 @@ class PsStats:
     results_resent: int = 0
     results_unicast: int = 0  # of results_resent: to the one worker that asked
     marked: int = 0  # of results_sent: carrying a congestion mark (FLAG_ECN) of a merged packet
-    results_doubled: int = 0  # of results_sent: sent twice ("Lost RESULTs")
+    results_doubled: int = 0  # of results_sent: sent in more than one copy ("Lost RESULTs")
+    result_copies: int = 0  # the extra copies of those
     nacks: int = 0  # asks to resend sent to single workers (module docstring, "NACKs")
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
@@ -282,7 +294,10 @@ class _Round:
         self.done = np.zeros(n_chunks, dtype=bool)
         self.resent = np.zeros(n_chunks, dtype=np.int64)  # RESULT resends per chunk
         self.asked = [0] * n_chunks  # per chunk: the workers a resend already answered
-        self.late_grads = 0  # workers' own GRADs of completed chunks: RESULTs they lost
+        self.nacked = 0  # NACKs sent: contributions lost on the way up
+        self.copies = np.ones(n_chunks, dtype=np.int64)  # copies each RESULT went in
+        self.late_by: dict[int, int] = {}  # copies -> late GRADs of chunks sent in that many
+        self.done_by: dict[int, int] = {}  # copies -> chunks completed in that many
         self.marked = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_ECN
         self.fell = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_FALLBACK
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
@@ -317,7 +332,8 @@ class PsState:
         resend_copies: int = 2,
         unicast_late: bool = False,
         routes: dict[int, list[tuple[int, int, int]]] | None = None,
-        twice_above: float = 0.01,
+        lost_target: float = 1.0,
+        max_copies: int = 4,
         tree: Tree | None = None,
     ) -> None:
         ids = sorted(set(int(w) for w in worker_ids))
@@ -348,7 +364,10 @@ class PsState:
             raise ValueError(f"resend_copies must be >= 1, got {resend_copies}")
         self.resend_copies = resend_copies
         self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
-        self.twice_above = twice_above  # "Lost RESULTs": the share above which RESULTs go twice
+        if lost_target <= 0 or max_copies < 1:
+            raise ValueError("need lost_target > 0 and max_copies >= 1")
+        # "Lost RESULTs": the lost deliveries a round may expect, and the most copies
+        self.lost_target, self.max_copies = lost_target, max_copies
         # chunk -> {first aggregation point: mask of the workers it sums} from the
         # workers' schedules (``routes``: worker -> [(chunk, agg_id, fan_in)]); None: no
         # NACKs (module docstring, "NACKs")
@@ -530,7 +549,8 @@ class PsState:
         if rs.done[c]:
             st.late += 1
             if pkt.msg_type == TYPE_GRAD:
-                rs.late_grads += 1
+                n = int(rs.copies[c])  # a worker's own late GRAD: a RESULT it lost
+                rs.late_by[n] = rs.late_by.get(n, 0) + 1
             st.results_resent += 1
             rs.resent[c] += 1
             # a chunk asked for again has a lossy path to some worker: from its second
@@ -572,11 +592,12 @@ class PsState:
         """A switch flushed an incomplete aggregate of chunk ``c`` (someone's retransmission
         found it waiting): ask the workers it lacks to resend (module docstring, "NACKs").
         A flush summing one aggregation point's workers lacks the rest of that point's
-        group; one from higher up (several points' workers) lacks every worker the PS
-        has not received; in a hierarchical job, a flush lacks the workers below the switch
-        that emitted it.  Each asked worker gets a RESULT flagged INCOMPLETE whose bitmap
-        (the present set; folded, one per worker, in a hierarchical job) leaves its bit
-        out, which no worker takes for a sum."""
+        group, and the PS asks one worker of each other point it has heard nothing from
+        (its switch then flushes or re-emits); one from higher up (several points'
+        workers) lacks every worker the PS has not received; in a hierarchical job, a flush
+        lacks the workers below the switch that emitted it.  Each asked worker gets a
+        RESULT flagged INCOMPLETE whose bitmap (the present set; folded, one per worker, in
+        a hierarchical job) leaves its bit out, which no worker takes for a sum."""
         if self._groups is None:
             return
         b = pkt.bitmap
@@ -593,8 +614,20 @@ class PsState:
             # a hierarchical flush lacks the workers below the switch that emitted it
             lack &= self.tree_of(r).workers_below(self._emitter) if self._emitter else 0
         elif len(aggs) == 1 and (a := aggs.pop()) not in (-1, AGG_ID_PS):
-            # from that point, unless its group is all there (then from higher up)
-            lack &= self._groups.get(c, {}).get(a, 0)
+            # from that point: the rest of its group; and of every other point the PS has
+            # heard nothing from, one worker, whose resend makes that point's switch flush
+            # or re-emit what it holds (its PARTIAL was lost, or waits for a lost GRAD);
+            # workers that send raw to the PS, each itself.  Without these a flush of a
+            # group that is all there asked nobody, and the chunk waited for the other
+            # workers' hold-off (k=16, budget 4, 1 % loss: 1.4-1.7 s)
+            groups = self._groups.get(c, {})
+            asked = lack & groups.get(a, 0)
+            for point, group in groups.items():
+                if point == AGG_ID_PS:
+                    asked |= lack & group
+                elif point != a and not group & have:
+                    asked |= group & -group
+            lack = asked
         present = rs.mask & ~lack
         if not lack or not present:
             return
@@ -610,6 +643,7 @@ class PsState:
                                         flags=FLAG_INCOMPLETE)
             out.nacks.append((low.bit_length() - 1, nack))
             self.stats.nacks += 1
+            rs.nacked += 1
             lack ^= low
 
     def _try_complete(self, r: int, rs: _Round, c: int, ch: _Chunk, out: PsOutput,
@@ -640,22 +674,40 @@ class PsState:
             res = replace(res, flags=res.flags | FLAG_ECN)
         if rs.fell[c]:
             res = replace(res, flags=res.flags | FLAG_FALLBACK)
-        out.results.append(res)
-        if self._results_lost(r) > self.twice_above:
+        n = self.copies(r)
+        out.results.extend([res] * n)
+        rs.copies[c] = n
+        rs.done_by[n] = rs.done_by.get(n, 0) + 1
+        if n > 1:
             st.results_doubled += 1
-            out.results.append(res)
+            st.result_copies += n - 1
         if rs.complete:
             st.rounds_completed += 1
             out.completed_rounds.append(r)
             self._advance()
 
-    def _results_lost(self, r: int) -> float:
-        """The share of RESULT deliveries the workers asked for again in round ``r - 1`` (or
-        in ``r`` so far, when more): how often a RESULT misses a worker (module docstring,
-        "Lost RESULTs")."""
+    def copies(self, r: int) -> int:
+        """How many copies of a new RESULT of round ``r`` go down the tree (module
+        docstring, "Lost RESULTs")."""
         n = self.n_chunks * self.n_workers
-        prev, cur = self._rounds.get(r - 1), self._rounds.get(r)
-        return max(prev.late_grads if prev else 0, cur.late_grads if cur else 0) / n
+        q = 0.0
+        for rs in (self._rounds.get(r - 1), self._rounds.get(r)):
+            if rs is None:
+                continue
+            # NACKs over the deliveries of the chunks completed so far, at least half a
+            # round's (a few NACKs early in a round are not yet a loss rate)
+            half = max(1.0, self.n_chunks / 2)
+            q = max(q, min(1.0, rs.nacked / (max(half, rs.n_done) * self.n_workers)))
+            # late GRADs of the chunks sent in m copies: q ** m of their deliveries
+            for m, late in rs.late_by.items():
+                seen = max(half, rs.done_by.get(m, 0)) * self.n_workers
+                q = max(q, min(1.0, late / seen) ** (1 / m))
+        if q <= 0.0:
+            return 1
+        if q >= 1.0:
+            return self.max_copies
+        need = math.ceil(math.log(self.lost_target / n) / math.log(q)) if q * n > self.lost_target else 1
+        return max(1, min(self.max_copies, need))
 
     # -- internals -------------------------------------------------------------------------
 
