@@ -655,6 +655,11 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
                    " *mcast, *after_ingress, *after_egress, *exit_cls, *keep, *enqueue; } Proc;")
         out += [self.signature(f) + ";" for f in self.funcs.values()]
         out += bodies
+        regs = [self.gidx[r["var"]] for r in self.meta.get("registers", ())
+                if r["var"] in self.gidx]  # the context slots `make` checks are Cells
+        out.append(f"#define NREG {len(regs)}")
+        out.append(f"static const int REG_G[{max(len(regs), 1)}] = "
+                   f"{{{', '.join(map(str, regs or [0]))}}};")
         out.append(self.boxing())
         out.append(PROCESS_C.read_text().replace("@LOOP@", c_source(self.meta, dedupe))
                    .replace("@MOD@", self.modname))

@@ -132,6 +132,12 @@ static PyObject *make(PyObject *mod, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!OOOO!OOOO", &PyTuple_Type, &g, &rx, &tx, &stats,
                           &PyDict_Type, &mcast, &ai, &ae, &ex, &enq)) return NULL;
     if (PyTuple_GET_SIZE(g) != NG) { PyErr_SetString(PyExc_ValueError, "context size"); return NULL; }
+    for (int i = 0; i < NREG; i++)  /* reg_get/reg_set read them as C arrays */
+        if (!is_cells(PyTuple_GET_ITEM(g, REG_G[i]))) {
+            PyErr_Format(PyExc_TypeError, "context %d: a register must be a Cells, not %.100s",
+                         REG_G[i], Py_TYPE(PyTuple_GET_ITEM(g, REG_G[i]))->tp_name);
+            return NULL;
+        }
     Proc *P = PyObject_GC_New(Proc, &ProcType);
     if (!P) return NULL;
     for (int i = 0; i < NG; i++) { P->g[i] = PyTuple_GET_ITEM(g, i); Py_INCREF(P->g[i]); }
@@ -148,6 +154,7 @@ static PyObject *make(PyObject *mod, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"make", make, METH_VARARGS, "make(context, rx, tx, stats, mcast, after_ingress, after_egress, exit, enqueue)"},
+    {"cells", cells_new, METH_VARARGS, "cells(values, width): a register's cells in C memory"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -155,7 +162,7 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "@MOD@", NULL, -1, me
 
 PyMODINIT_FUNC PyInit_@MOD@(void) {
     crc_init();
-    if (PyType_Ready(&ProcType) < 0) return NULL;
+    if (PyType_Ready(&ProcType) < 0 || PyType_Ready(&CellsType) < 0) return NULL;
     s_aidx = PyUnicode_InternFromString("aidx");
     s_hit = PyUnicode_InternFromString("hit");
     s_args = PyUnicode_InternFromString("args");

@@ -2,9 +2,10 @@
 
    Every P4 value is a signed 128-bit integer: the generated Python's arithmetic on Python
    ints gives the same results on these as long as no intermediate value leaves 127 bits,
-   which cgen proves for each expression before it emits C.  Registers, counters, tables,
-   multicast groups and statistics stay the switch's Python objects, so the control plane
-   (P4Runtime, the in-process API) sees one state whichever path runs the packets. */
+   which cgen proves for each expression before it emits C.  Registers are C arrays that
+   Python sees as list-like views (cells.h); counters, tables, multicast groups and
+   statistics stay the switch's Python objects; so the control plane (P4Runtime, the
+   in-process API) sees one state whichever path runs the packets. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <limits.h>
@@ -126,7 +127,7 @@ static inline void put_be(unsigned char *p, V v, int n) {
     for (int i = n - 1; i >= 0; i--) { p[i] = (unsigned char)(u & 0xff); u >>= 8; }
 }
 
-/* list[i] of a register or counter: 0, 1 for IndexError (as Python indexes), or RC_ERR */
+/* list[i] of a counter: 0, 1 for IndexError (as Python indexes), or RC_ERR */
 static inline int list_index(PyObject *l, V i, Py_ssize_t *out) {
     Py_ssize_t n = PyList_GET_SIZE(l);
     if (i < 0) i += n;
@@ -135,20 +136,7 @@ static inline int list_index(PyObject *l, V i, Py_ssize_t *out) {
     return 0;
 }
 
-static int reg_get(PyObject *l, V i, V *out) {
-    Py_ssize_t k;
-    if (list_index(l, i, &k)) return 1;
-    return v_from_py(PyList_GET_ITEM(l, k), out);
-}
-
-static int reg_set(PyObject *l, V i, V v) {
-    Py_ssize_t k;
-    if (list_index(l, i, &k)) return 1;
-    PyObject *o = v_to_py(v);
-    if (!o) return RC_ERR;
-    PyList_SetItem(l, k, o);
-    return 0;
-}
+#include "cells.h"  /* registers: reg_get, reg_set and their Python view */
 
 static int list_iadd(PyObject *l, V i, V v) {
     Py_ssize_t k;
