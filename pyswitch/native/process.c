@@ -71,14 +71,20 @@ static int enqueue(Proc *P, St *st, PyObject *port_o, int prio_slot, const int q
 
 /* the loop: process() and its copy functions, lowered from pyswitch/native/loop.py */
 @LOOP@
-static PyObject *proc_call(PyObject *self, PyObject *args, PyObject *kw) {
-    PyObject *ipo, *frame;
-    if (kw && PyDict_GET_SIZE(kw)) { PyErr_SetString(PyExc_TypeError, "process takes no keywords"); return NULL; }
-    if (!PyArg_UnpackTuple(args, "process", 2, 2, &ipo, &frame)) return NULL;
-    if (PyBytes_CheckExact(frame)) return process((Proc *)self, ipo, frame);
+/* process(ingress_port, frame), called by vectorcall: no tuple of arguments per frame */
+static PyObject *proc_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw) {
+    Proc *P = (Proc *)self;
+    if (!P->keep) { PyErr_SetString(PyExc_RuntimeError, "process cleared"); return NULL; }
+    if (kw && PyTuple_GET_SIZE(kw)) { PyErr_SetString(PyExc_TypeError, "process takes no keywords"); return NULL; }
+    if (PyVectorcall_NARGS(nargsf) != 2) {
+        PyErr_Format(PyExc_TypeError, "process expected 2 arguments, got %zd", PyVectorcall_NARGS(nargsf));
+        return NULL;
+    }
+    PyObject *ipo = args[0], *frame = args[1];
+    if (PyBytes_CheckExact(frame)) return process(P, ipo, frame);
     PyObject *b = PyObject_CallOneArg((PyObject *)&PyBytes_Type, frame);
     if (!b) return NULL;
-    PyObject *r = process((Proc *)self, ipo, b);
+    PyObject *r = process(P, ipo, b);
     Py_DECREF(b);
     return r;
 }
@@ -109,21 +115,16 @@ static void proc_dealloc(PyObject *self) {
     PyObject_GC_Del(self);
 }
 
-static PyObject *proc_call(PyObject *self, PyObject *args, PyObject *kw);
-static PyObject *proc_checked(PyObject *self, PyObject *args, PyObject *kw) {
-    if (!((Proc *)self)->keep) { PyErr_SetString(PyExc_RuntimeError, "process cleared"); return NULL; }
-    return proc_call(self, args, kw);
-}
-
 static PyTypeObject ProcType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "@MOD@.Process",
     .tp_basicsize = sizeof(Proc),
     .tp_dealloc = proc_dealloc,
-    .tp_call = proc_checked,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Proc, vectorcall),
     .tp_traverse = proc_traverse,
     .tp_clear = proc_clear,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "pyswitch's process(ingress_port, frame), compiled",
 };
 
@@ -144,6 +145,7 @@ static PyObject *make(PyObject *mod, PyObject *args) {
     P->rx = rx; P->tx = tx; P->stats = stats; P->mcast = mcast;
     P->after_ingress = ai; P->after_egress = ae; P->exit_cls = ex;
     P->enqueue = enq; Py_INCREF(enq);
+    P->vectorcall = proc_vcall;
     P->keep = PyList_New(0);
     if (!P->keep) { Py_DECREF(P); return NULL; }
     PyObject_GC_Track((PyObject *)P);

@@ -8,6 +8,7 @@
    in-process API) sees one state whichever path runs the packets. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
@@ -116,15 +117,33 @@ static V v_csum16(V v, int n) {
     return (V)(~s & 0xFFFF);
 }
 
+/* n big-endian bytes at p; n is a constant at every call, so the switch folds away and
+   the common widths are one load and a byte swap instead of a loop on 128 bits */
 static inline V get_be(const unsigned char *p, int n) {
-    UV u = 0;
-    for (int i = 0; i < n; i++) u = (u << 8) | p[i];
-    return (V)u;
+    switch (n) {
+    case 1: return p[0];
+    case 2: { uint16_t x; memcpy(&x, p, 2); return (V)__builtin_bswap16(x); }
+    case 4: { uint32_t x; memcpy(&x, p, 4); return (V)__builtin_bswap32(x); }
+    case 8: { uint64_t x; memcpy(&x, p, 8); return (V)__builtin_bswap64(x); }
+    default: {
+        UV u = 0;
+        for (int i = 0; i < n; i++) u = (u << 8) | p[i];
+        return (V)u;
+    }
+    }
 }
 
 static inline void put_be(unsigned char *p, V v, int n) {
-    UV u = (UV)v;
-    for (int i = n - 1; i >= 0; i--) { p[i] = (unsigned char)(u & 0xff); u >>= 8; }
+    switch (n) {
+    case 1: p[0] = (unsigned char)v; return;
+    case 2: { uint16_t x = __builtin_bswap16((uint16_t)v); memcpy(p, &x, 2); return; }
+    case 4: { uint32_t x = __builtin_bswap32((uint32_t)v); memcpy(p, &x, 4); return; }
+    case 8: { uint64_t x = __builtin_bswap64((uint64_t)v); memcpy(p, &x, 8); return; }
+    default: {
+        UV u = (UV)v;
+        for (int i = n - 1; i >= 0; i--) { p[i] = (unsigned char)(u & 0xff); u >>= 8; }
+    }
+    }
 }
 
 /* list[i] of a counter: 0, 1 for IndexError (as Python indexes), or RC_ERR */
@@ -177,9 +196,65 @@ typedef struct { long aidx; int hit; PyObject *counter; V a[MAXA]; } Ent;
 
 static PyObject *s_aidx, *s_hit, *s_args, *s_default, *s_lookup, *s_dropped, *s_counter;
 
+/* An entry's fields read in place, without a Python attribute look-up per field:
+   `pyswitch.tables.Entry` has __slots__, so each field is a pointer at a fixed offset in
+   the object, learnt once per type from its member descriptors; the type's version tag
+   (changed by any change of the class) says when to learn again.  Any other object, or a
+   slot not set, takes the attribute path (ent_fill_attrs). */
+static struct { PyTypeObject *t; unsigned int ver; Py_ssize_t aidx, hit, args, counter; } ent_off;
+
+static Py_ssize_t slot_offset(PyTypeObject *t, PyObject *name) {
+    PyObject *d = _PyType_Lookup(t, name);  /* borrowed */
+    if (!d || Py_TYPE(d) != &PyMemberDescr_Type) return -1;
+    PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+    return m->type == T_OBJECT_EX ? m->offset : -1;
+}
+
+static int ent_learn(PyTypeObject *t) {
+    if (!PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG)) return 0;
+    ent_off.t = NULL;
+    ent_off.aidx = slot_offset(t, s_aidx);
+    ent_off.hit = slot_offset(t, s_hit);
+    ent_off.args = slot_offset(t, s_args);
+    ent_off.counter = slot_offset(t, s_counter);
+    if (ent_off.aidx < 0 || ent_off.hit < 0 || ent_off.args < 0 || ent_off.counter < 0) return 0;
+    ent_off.t = t;
+    ent_off.ver = t->tp_version_tag;
+    return 1;
+}
+
+#define SLOT(e, off) (*(PyObject **)((char *)(e) + (off)))
+
+static int ent_fill_attrs(PyObject *e, Ent *out, PyObject *keep);
+
 /* `keep` (a list emptied after each packet) holds the entry's direct counter alive while
    the packet may still count it; NULL for a table without one */
 static int ent_fill(PyObject *e, Ent *out, PyObject *keep) {
+    PyTypeObject *t = Py_TYPE(e);
+    if (!((t == ent_off.t && t->tp_version_tag == ent_off.ver
+           && PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG)) || ent_learn(t)))
+        return ent_fill_attrs(e, out, keep);
+    PyObject *c = SLOT(e, ent_off.counter), *a = SLOT(e, ent_off.aidx);
+    PyObject *h = SLOT(e, ent_off.hit), *x = SLOT(e, ent_off.args);
+    if (!c || !a || !h || !x || !PyLong_CheckExact(a) || !PyTuple_CheckExact(x)
+            || (keep && !PyList_Check(c)))
+        return ent_fill_attrs(e, out, keep);
+    out->counter = NULL;
+    if (keep) {
+        if (PyList_Append(keep, c) < 0) return RC_ERR;
+        out->counter = c;
+    }
+    out->aidx = PyLong_AsLong(a);
+    if (out->aidx == -1 && PyErr_Occurred()) return RC_ERR;
+    out->hit = h == Py_True ? 1 : h == Py_False ? 0 : PyObject_IsTrue(h);
+    if (out->hit < 0) return RC_ERR;
+    Py_ssize_t n = PyTuple_GET_SIZE(x);
+    for (Py_ssize_t i = 0; i < n && i < MAXA; i++)
+        if (v_from_py(PyTuple_GET_ITEM(x, i), &out->a[i]) < 0) return RC_ERR;
+    return 0;
+}
+
+static int ent_fill_attrs(PyObject *e, Ent *out, PyObject *keep) {
     out->counter = NULL;
     if (keep) {
         PyObject *c = PyObject_GetAttr(e, s_counter);
