@@ -157,9 +157,23 @@ static inline int list_index(PyObject *l, V i, Py_ssize_t *out) {
 
 #include "cells.h"  /* registers: reg_get, reg_set and their Python view */
 
+/* x + d as a new int when x is an int of at most 62 bits and d too (no overflow): the
+   counts' common case, without a Python int for `d` and an addition through the number
+   protocol; NULL (no exception) otherwise */
+static inline PyObject *small_add(PyObject *x, V d) {
+    if (!PyLong_CheckExact(x) || d < -((V)1 << 62) || d >= ((V)1 << 62)) return NULL;
+    int overflow = 0;
+    long long a = PyLong_AsLongLongAndOverflow(x, &overflow);
+    if (overflow || a < -(1LL << 62) || a >= (1LL << 62)) { PyErr_Clear(); return NULL; }
+    return PyLong_FromLongLong(a + (long long)d);
+}
+
 static int list_iadd(PyObject *l, V i, V v) {
     Py_ssize_t k;
     if (list_index(l, i, &k)) return 1;
+    PyObject *f = small_add(PyList_GET_ITEM(l, k), v);
+    if (f) { PyList_SetItem(l, k, f); return 0; }
+    if (PyErr_Occurred()) return RC_ERR;
     PyObject *d = v_to_py(v);
     if (!d) return RC_ERR;
     PyObject *r = PyNumber_Add(PyList_GET_ITEM(l, k), d);
@@ -342,8 +356,23 @@ static PyObject *plus_one(PyObject *v) {
     return r;
 }
 
-/* counter[key] += 1 on a collections.Counter */
+/* counter[key] += 1 on a collections.Counter: a dict whose missing keys count 0 (its
+   __missing__), read and written as a dict when its item access is dict's own */
 static int bump(PyObject *counter, PyObject *key) {
+    if (PyDict_Check(counter)
+            && Py_TYPE(counter)->tp_as_mapping->mp_subscript == PyDict_Type.tp_as_mapping->mp_subscript
+            && Py_TYPE(counter)->tp_as_mapping->mp_ass_subscript
+               == PyDict_Type.tp_as_mapping->mp_ass_subscript) {
+        PyObject *x = PyDict_GetItemWithError(counter, key);  /* borrowed */
+        if (!x && PyErr_Occurred()) return RC_ERR;
+        PyObject *r = x ? small_add(x, 1) : PyLong_FromLong(1);
+        if (!r && PyErr_Occurred()) return RC_ERR;
+        if (r) {
+            int rc = PyDict_SetItem(counter, key, r);
+            Py_DECREF(r);
+            return rc;
+        }
+    }
     PyObject *r = plus_one(PyObject_GetItem(counter, key));
     if (!r) return RC_ERR;
     int rc = PyObject_SetItem(counter, key, r);
