@@ -327,14 +327,15 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
         src = ast.unparse(v)
         var = f.ents[e]
         tab = self.g(var)
+        tabd = tab.replace("P->g[", "P->gd[")  # its instance dict (process.c, make)
         keep = "P->keep" if self.tables[var].get("direct_counter") else "NULL"
         if src == f"{var}.default":
-            o.append(f"{ind}if (tab_default({tab}, &e_{e}, {keep}) < 0) return RC_ERR;")
+            o.append(f"{ind}if (tab_default({tab}, {tabd}, &e_{e}, {keep}) < 0) return RC_ERR;")
             return
         if isinstance(v, ast.BoolOp) and src.startswith(f"{var}.exact.get("):
             key = self.key(f, v.values[0].args[0])  # type: ignore[attr-defined]
             ex = self.g(var + ".exact")
-            o.append(f"{ind}if (tab_exact({tab}, {ex}, {key}, &e_{e}, {keep}) < 0) "
+            o.append(f"{ind}if (tab_exact({tab}, {tabd}, {ex}, {key}, &e_{e}, {keep}) < 0) "
                      "return RC_ERR;")
             return
         if isinstance(v, ast.Call) and src.startswith(f"{var}.lookup("):
@@ -653,7 +654,7 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
         out.append("typedef struct { V s[NS]; V m[NM]; PyObject *payload; } St;")
         out.append("typedef struct { PyObject_HEAD PyObject *g[NG > 0 ? NG : 1]; PyObject *rx, *tx, *stats,"
                    " *mcast, *after_ingress, *after_egress, *exit_cls, *keep, *enqueue;"
-                   " vectorcallfunc vectorcall; } Proc;")
+                   " vectorcallfunc vectorcall; PyObject *gd[NG > 0 ? NG : 1]; } Proc;")
         out += [self.signature(f) + ";" for f in self.funcs.values()]
         out += bodies
         regs = [self.gidx[r["var"]] for r in self.meta.get("registers", ())

@@ -93,7 +93,7 @@ static PyObject *proc_vcall(PyObject *self, PyObject *const *args, size_t nargsf
    cycle is the garbage collector's to break (a replaced pipeline must be freed) */
 static int proc_traverse(PyObject *self, visitproc visit, void *arg) {
     Proc *P = (Proc *)self;
-    for (int i = 0; i < NG; i++) Py_VISIT(P->g[i]);
+    for (int i = 0; i < NG; i++) { Py_VISIT(P->g[i]); Py_VISIT(P->gd[i]); }
     Py_VISIT(P->rx); Py_VISIT(P->tx); Py_VISIT(P->stats); Py_VISIT(P->mcast);
     Py_VISIT(P->after_ingress); Py_VISIT(P->after_egress); Py_VISIT(P->exit_cls);
     Py_VISIT(P->keep); Py_VISIT(P->enqueue);
@@ -102,7 +102,7 @@ static int proc_traverse(PyObject *self, visitproc visit, void *arg) {
 
 static int proc_clear(PyObject *self) {
     Proc *P = (Proc *)self;
-    for (int i = 0; i < NG; i++) Py_CLEAR(P->g[i]);
+    for (int i = 0; i < NG; i++) { Py_CLEAR(P->g[i]); Py_CLEAR(P->gd[i]); }
     Py_CLEAR(P->rx); Py_CLEAR(P->tx); Py_CLEAR(P->stats); Py_CLEAR(P->mcast);
     Py_CLEAR(P->after_ingress); Py_CLEAR(P->after_egress); Py_CLEAR(P->exit_cls);
     Py_CLEAR(P->keep); Py_CLEAR(P->enqueue);
@@ -128,6 +128,23 @@ static PyTypeObject ProcType = {
     .tp_doc = "pyswitch's process(ingress_port, frame), compiled",
 };
 
+/* A table's instance dict, read in place for its `default` (tab_default_entry), when that
+   is what an attribute look-up would read: plain attribute access on the type and no
+   attribute of that name on the class; NULL (look-ups by attribute) otherwise */
+static PyObject *inst_dict(PyObject *o) {
+    PyTypeObject *t = Py_TYPE(o);
+    if (t->tp_getattro != PyObject_GenericGetAttr || _PyType_Lookup(t, s_default)) return NULL;
+    if (!(t->tp_dictoffset || PyType_HasFeature(t, Py_TPFLAGS_MANAGED_DICT))) return NULL;
+    PyObject *d = PyObject_GenericGetDict(o, NULL);
+    if (!d) { PyErr_Clear(); return NULL; }
+    if (!PyDict_CheckExact(d) || !PyDict_GetItemWithError(d, s_default)) {
+        PyErr_Clear();
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+}
+
 static PyObject *make(PyObject *mod, PyObject *args) {
     PyObject *g, *rx, *tx, *stats, *mcast, *ai, *ae, *ex, *enq;
     if (!PyArg_ParseTuple(args, "O!OOOO!OOOO", &PyTuple_Type, &g, &rx, &tx, &stats,
@@ -142,6 +159,7 @@ static PyObject *make(PyObject *mod, PyObject *args) {
     Proc *P = PyObject_GC_New(Proc, &ProcType);
     if (!P) return NULL;
     for (int i = 0; i < NG; i++) { P->g[i] = PyTuple_GET_ITEM(g, i); Py_INCREF(P->g[i]); }
+    for (int i = 0; i < NG; i++) P->gd[i] = inst_dict(P->g[i]);
     P->rx = rx; P->tx = tx; P->stats = stats; P->mcast = mcast;
     P->after_ingress = ai; P->after_egress = ae; P->exit_cls = ex;
     P->enqueue = enq; Py_INCREF(enq);

@@ -297,14 +297,27 @@ static int ent_fill_attrs(PyObject *e, Ent *out, PyObject *keep) {
     return 0;
 }
 
+/* `T.default` (a new reference): from the table's instance dict `tabd` when the switch
+   found one it may read in place (process.c, make: a plain attribute, no descriptor of
+   that name on the class), else by attribute look-up */
+static PyObject *tab_default_entry(PyObject *tab, PyObject *tabd) {
+    if (tabd) {
+        PyObject *e = PyDict_GetItemWithError(tabd, s_default);
+        if (e) { Py_INCREF(e); return e; }
+        if (PyErr_Occurred()) return NULL;
+    }
+    return PyObject_GetAttr(tab, s_default);
+}
+
 /* `T.exact.get(key) or T.default`; `key` is stolen */
-static int tab_exact(PyObject *tab, PyObject *exact, PyObject *key, Ent *out, PyObject *keep) {
+static int tab_exact(PyObject *tab, PyObject *tabd, PyObject *exact, PyObject *key, Ent *out,
+                     PyObject *keep) {
     if (!key) return RC_ERR;
     PyObject *e = PyDict_GetItemWithError(exact, key);
     Py_DECREF(key);
     if (e) return ent_fill(e, out, keep);
     if (PyErr_Occurred()) return RC_ERR;
-    e = PyObject_GetAttr(tab, s_default);
+    e = tab_default_entry(tab, tabd);
     if (!e) return RC_ERR;
     int rc = ent_fill(e, out, keep);
     Py_DECREF(e);
@@ -322,8 +335,8 @@ static int tab_lookup(PyObject *tab, PyObject *key, Ent *out, PyObject *keep) {
     return rc;
 }
 
-static int tab_default(PyObject *tab, Ent *out, PyObject *keep) {
-    PyObject *e = PyObject_GetAttr(tab, s_default);
+static int tab_default(PyObject *tab, PyObject *tabd, Ent *out, PyObject *keep) {
+    PyObject *e = tab_default_entry(tab, tabd);
     if (!e) return RC_ERR;
     int rc = ent_fill(e, out, keep);
     Py_DECREF(e);
