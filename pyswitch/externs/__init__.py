@@ -76,6 +76,11 @@ class Extern:
         control plane's view (an attribute of `sw`) and the names the code uses (`ns`)."""
 
     # -- the native path -----------------------------------------------------------
+    def native_state(self, sw: Any, ns: dict[str, Any], entries: list[dict], mod: Any) -> None:
+        """Move this object's state into C memory for the native module `mod` before it
+        is bound (a register's cells), replacing its Python objects in `ns` and in the
+        control plane's view by views of the same memory; NotNative when it cannot."""
+
     def c_call(self, t: Any, f: Any, n: Any, fn: str) -> Any:
         """The C of a call of helper `fn` (an `ast.Call` `n` of the generated Python, in
         function `f` of translator `t`), as `pyswitch.native.exprs.X` with its bounds;

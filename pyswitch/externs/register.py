@@ -4,8 +4,10 @@ the program and the control plane.
 Python: a list per instance (``R<k>``), read and written in place; an index that may be out
 of range is guarded by ``IndexError`` (a read gives 0, a write is ignored: BMv2 logs an
 error since behavioral-model PR #637).  Native: `pyswitch.native.cgen` reads and writes the
-same list (``reg_get``/``reg_set`` of runtime.h; `Register.c_stmt`), so the control plane
-sees one state.
+cells in C memory (``Cells`` of pyswitch/native/cells.h, made by `Register.native_state`
+when the switch binds its native module), read and written by ``reg_get``/``reg_set``
+(`Register.c_stmt`) without a Python int; the switch's ``registers`` and the code's names
+hold that object, a list-like view of the same cells, so the control plane sees one state.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ class Register(Extern):
     signature = ("extern register<T> { register(bit<32> size); "
                  "void read(out T result, in bit<32> index); "
                  "void write(in bit<32> index, in T value); }")
-    served = "Python: a list R<k>; native: the same list, reg_get/reg_set (runtime.h)"
+    served = "Python: a list R<k>; native: C cells seen as a list, reg_get/reg_set (cells.h)"
     meta_key = "registers"
     order = 30
     p4info_kind = "REGISTER"
@@ -133,6 +135,22 @@ class Register(Extern):
             lst = [0] * r["size"]
             ns[r["var"]] = lst
             sw.registers[r["name"]] = (lst, r)
+
+    def native_state(self, sw: Any, ns: dict[str, Any], entries: list[dict], mod: Any) -> None:
+        """Each register's list becomes a `Cells` of `mod` (runtime.h's cells.h: the
+        cells in C memory, a list-like view for Python) holding the same values, in `ns`
+        and in `sw.registers`; one already a Cells stays (a process rebuilt on the same
+        state).  The native code then reads and writes cells without a Python int."""
+        from pyswitch.native.cgen import NotNative
+        for r in entries:
+            cur = ns[r["var"]]
+            if type(cur).__name__ == "Cells":
+                continue
+            if not 1 <= r["width"] <= 126:
+                raise NotNative(f"register {r['name']} of {r['width']} bits (more than 126)")
+            cells = mod.cells(cur, r["width"])
+            ns[r["var"]] = cells
+            sw.registers[r["name"]] = (cells, r)
 
     def p4info_symbols(self, sym: Any, entries: list[dict], xi: dict) -> None:
         from pyswitch.p4info.build import user_id

@@ -258,6 +258,13 @@ def attach(sw: Any, dedupe: bool, exit_cls: type, native: bool | None = None,
             raise
         return None, str(e)
     ns = sw.ns
+    try:
+        for ext in externs.served():  # registers into C memory, seen from Python as views
+            ext.native_state(sw, ns, sw.prog.meta.get(ext.meta_key, []), mod)
+    except NotNative as e:
+        if m == "on":
+            raise
+        return None, str(e)
     ctx = tuple(ns[n[:-6]].exact if n.endswith(".exact") else ns[n]
                 for n in mod.context_names)
     proc = mod.make(ctx, sw.stats.rx, sw.stats.tx, sw.stats, sw.mcast, sw._after_ingress,

@@ -327,14 +327,15 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
         src = ast.unparse(v)
         var = f.ents[e]
         tab = self.g(var)
+        tabd = tab.replace("P->g[", "P->gd[")  # its instance dict (process.c, make)
         keep = "P->keep" if self.tables[var].get("direct_counter") else "NULL"
         if src == f"{var}.default":
-            o.append(f"{ind}if (tab_default({tab}, &e_{e}, {keep}) < 0) return RC_ERR;")
+            o.append(f"{ind}if (tab_default({tab}, {tabd}, &e_{e}, {keep}) < 0) return RC_ERR;")
             return
         if isinstance(v, ast.BoolOp) and src.startswith(f"{var}.exact.get("):
             key = self.key(f, v.values[0].args[0])  # type: ignore[attr-defined]
             ex = self.g(var + ".exact")
-            o.append(f"{ind}if (tab_exact({tab}, {ex}, {key}, &e_{e}, {keep}) < 0) "
+            o.append(f"{ind}if (tab_exact({tab}, {tabd}, {ex}, {key}, &e_{e}, {keep}) < 0) "
                      "return RC_ERR;")
             return
         if isinstance(v, ast.Call) and src.startswith(f"{var}.lookup("):
@@ -652,9 +653,15 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
         out += [f"#define {k} {v}" for k, v in c.items()]
         out.append("typedef struct { V s[NS]; V m[NM]; PyObject *payload; } St;")
         out.append("typedef struct { PyObject_HEAD PyObject *g[NG > 0 ? NG : 1]; PyObject *rx, *tx, *stats,"
-                   " *mcast, *after_ingress, *after_egress, *exit_cls, *keep, *enqueue; } Proc;")
+                   " *mcast, *after_ingress, *after_egress, *exit_cls, *keep, *enqueue;"
+                   " vectorcallfunc vectorcall; PyObject *gd[NG > 0 ? NG : 1]; } Proc;")
         out += [self.signature(f) + ";" for f in self.funcs.values()]
         out += bodies
+        regs = [self.gidx[r["var"]] for r in self.meta.get("registers", ())
+                if r["var"] in self.gidx]  # the context slots `make` checks are Cells
+        out.append(f"#define NREG {len(regs)}")
+        out.append(f"static const int REG_G[{max(len(regs), 1)}] = "
+                   f"{{{', '.join(map(str, regs or [0]))}}};")
         out.append(self.boxing())
         out.append(PROCESS_C.read_text().replace("@LOOP@", c_source(self.meta, dedupe))
                    .replace("@MOD@", self.modname))

@@ -71,14 +71,20 @@ static int enqueue(Proc *P, St *st, PyObject *port_o, int prio_slot, const int q
 
 /* the loop: process() and its copy functions, lowered from pyswitch/native/loop.py */
 @LOOP@
-static PyObject *proc_call(PyObject *self, PyObject *args, PyObject *kw) {
-    PyObject *ipo, *frame;
-    if (kw && PyDict_GET_SIZE(kw)) { PyErr_SetString(PyExc_TypeError, "process takes no keywords"); return NULL; }
-    if (!PyArg_UnpackTuple(args, "process", 2, 2, &ipo, &frame)) return NULL;
-    if (PyBytes_CheckExact(frame)) return process((Proc *)self, ipo, frame);
+/* process(ingress_port, frame), called by vectorcall: no tuple of arguments per frame */
+static PyObject *proc_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw) {
+    Proc *P = (Proc *)self;
+    if (!P->keep) { PyErr_SetString(PyExc_RuntimeError, "process cleared"); return NULL; }
+    if (kw && PyTuple_GET_SIZE(kw)) { PyErr_SetString(PyExc_TypeError, "process takes no keywords"); return NULL; }
+    if (PyVectorcall_NARGS(nargsf) != 2) {
+        PyErr_Format(PyExc_TypeError, "process expected 2 arguments, got %zd", PyVectorcall_NARGS(nargsf));
+        return NULL;
+    }
+    PyObject *ipo = args[0], *frame = args[1];
+    if (PyBytes_CheckExact(frame)) return process(P, ipo, frame);
     PyObject *b = PyObject_CallOneArg((PyObject *)&PyBytes_Type, frame);
     if (!b) return NULL;
-    PyObject *r = process((Proc *)self, ipo, b);
+    PyObject *r = process(P, ipo, b);
     Py_DECREF(b);
     return r;
 }
@@ -87,7 +93,7 @@ static PyObject *proc_call(PyObject *self, PyObject *args, PyObject *kw) {
    cycle is the garbage collector's to break (a replaced pipeline must be freed) */
 static int proc_traverse(PyObject *self, visitproc visit, void *arg) {
     Proc *P = (Proc *)self;
-    for (int i = 0; i < NG; i++) Py_VISIT(P->g[i]);
+    for (int i = 0; i < NG; i++) { Py_VISIT(P->g[i]); Py_VISIT(P->gd[i]); }
     Py_VISIT(P->rx); Py_VISIT(P->tx); Py_VISIT(P->stats); Py_VISIT(P->mcast);
     Py_VISIT(P->after_ingress); Py_VISIT(P->after_egress); Py_VISIT(P->exit_cls);
     Py_VISIT(P->keep); Py_VISIT(P->enqueue);
@@ -96,7 +102,7 @@ static int proc_traverse(PyObject *self, visitproc visit, void *arg) {
 
 static int proc_clear(PyObject *self) {
     Proc *P = (Proc *)self;
-    for (int i = 0; i < NG; i++) Py_CLEAR(P->g[i]);
+    for (int i = 0; i < NG; i++) { Py_CLEAR(P->g[i]); Py_CLEAR(P->gd[i]); }
     Py_CLEAR(P->rx); Py_CLEAR(P->tx); Py_CLEAR(P->stats); Py_CLEAR(P->mcast);
     Py_CLEAR(P->after_ingress); Py_CLEAR(P->after_egress); Py_CLEAR(P->exit_cls);
     Py_CLEAR(P->keep); Py_CLEAR(P->enqueue);
@@ -109,35 +115,55 @@ static void proc_dealloc(PyObject *self) {
     PyObject_GC_Del(self);
 }
 
-static PyObject *proc_call(PyObject *self, PyObject *args, PyObject *kw);
-static PyObject *proc_checked(PyObject *self, PyObject *args, PyObject *kw) {
-    if (!((Proc *)self)->keep) { PyErr_SetString(PyExc_RuntimeError, "process cleared"); return NULL; }
-    return proc_call(self, args, kw);
-}
-
 static PyTypeObject ProcType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "@MOD@.Process",
     .tp_basicsize = sizeof(Proc),
     .tp_dealloc = proc_dealloc,
-    .tp_call = proc_checked,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Proc, vectorcall),
     .tp_traverse = proc_traverse,
     .tp_clear = proc_clear,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "pyswitch's process(ingress_port, frame), compiled",
 };
+
+/* A table's instance dict, read in place for its `default` (tab_default_entry), when that
+   is what an attribute look-up would read: plain attribute access on the type and no
+   attribute of that name on the class; NULL (look-ups by attribute) otherwise */
+static PyObject *inst_dict(PyObject *o) {
+    PyTypeObject *t = Py_TYPE(o);
+    if (t->tp_getattro != PyObject_GenericGetAttr || _PyType_Lookup(t, s_default)) return NULL;
+    if (!(t->tp_dictoffset || PyType_HasFeature(t, Py_TPFLAGS_MANAGED_DICT))) return NULL;
+    PyObject *d = PyObject_GenericGetDict(o, NULL);
+    if (!d) { PyErr_Clear(); return NULL; }
+    if (!PyDict_CheckExact(d) || !PyDict_GetItemWithError(d, s_default)) {
+        PyErr_Clear();
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+}
 
 static PyObject *make(PyObject *mod, PyObject *args) {
     PyObject *g, *rx, *tx, *stats, *mcast, *ai, *ae, *ex, *enq;
     if (!PyArg_ParseTuple(args, "O!OOOO!OOOO", &PyTuple_Type, &g, &rx, &tx, &stats,
                           &PyDict_Type, &mcast, &ai, &ae, &ex, &enq)) return NULL;
     if (PyTuple_GET_SIZE(g) != NG) { PyErr_SetString(PyExc_ValueError, "context size"); return NULL; }
+    for (int i = 0; i < NREG; i++)  /* reg_get/reg_set read them as C arrays */
+        if (!is_cells(PyTuple_GET_ITEM(g, REG_G[i]))) {
+            PyErr_Format(PyExc_TypeError, "context %d: a register must be a Cells, not %.100s",
+                         REG_G[i], Py_TYPE(PyTuple_GET_ITEM(g, REG_G[i]))->tp_name);
+            return NULL;
+        }
     Proc *P = PyObject_GC_New(Proc, &ProcType);
     if (!P) return NULL;
     for (int i = 0; i < NG; i++) { P->g[i] = PyTuple_GET_ITEM(g, i); Py_INCREF(P->g[i]); }
+    for (int i = 0; i < NG; i++) P->gd[i] = inst_dict(P->g[i]);
     P->rx = rx; P->tx = tx; P->stats = stats; P->mcast = mcast;
     P->after_ingress = ai; P->after_egress = ae; P->exit_cls = ex;
     P->enqueue = enq; Py_INCREF(enq);
+    P->vectorcall = proc_vcall;
     P->keep = PyList_New(0);
     if (!P->keep) { Py_DECREF(P); return NULL; }
     PyObject_GC_Track((PyObject *)P);
@@ -148,6 +174,7 @@ static PyObject *make(PyObject *mod, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"make", make, METH_VARARGS, "make(context, rx, tx, stats, mcast, after_ingress, after_egress, exit, enqueue)"},
+    {"cells", cells_new, METH_VARARGS, "cells(values, width): a register's cells in C memory"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -155,7 +182,7 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "@MOD@", NULL, -1, me
 
 PyMODINIT_FUNC PyInit_@MOD@(void) {
     crc_init();
-    if (PyType_Ready(&ProcType) < 0) return NULL;
+    if (PyType_Ready(&ProcType) < 0 || PyType_Ready(&CellsType) < 0) return NULL;
     s_aidx = PyUnicode_InternFromString("aidx");
     s_hit = PyUnicode_InternFromString("hit");
     s_args = PyUnicode_InternFromString("args");

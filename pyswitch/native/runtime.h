@@ -2,11 +2,13 @@
 
    Every P4 value is a signed 128-bit integer: the generated Python's arithmetic on Python
    ints gives the same results on these as long as no intermediate value leaves 127 bits,
-   which cgen proves for each expression before it emits C.  Registers, counters, tables,
-   multicast groups and statistics stay the switch's Python objects, so the control plane
-   (P4Runtime, the in-process API) sees one state whichever path runs the packets. */
+   which cgen proves for each expression before it emits C.  Registers are C arrays that
+   Python sees as list-like views (cells.h); counters, tables, multicast groups and
+   statistics stay the switch's Python objects; so the control plane (P4Runtime, the
+   in-process API) sees one state whichever path runs the packets. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
@@ -115,18 +117,36 @@ static V v_csum16(V v, int n) {
     return (V)(~s & 0xFFFF);
 }
 
+/* n big-endian bytes at p; n is a constant at every call, so the switch folds away and
+   the common widths are one load and a byte swap instead of a loop on 128 bits */
 static inline V get_be(const unsigned char *p, int n) {
-    UV u = 0;
-    for (int i = 0; i < n; i++) u = (u << 8) | p[i];
-    return (V)u;
+    switch (n) {
+    case 1: return p[0];
+    case 2: { uint16_t x; memcpy(&x, p, 2); return (V)__builtin_bswap16(x); }
+    case 4: { uint32_t x; memcpy(&x, p, 4); return (V)__builtin_bswap32(x); }
+    case 8: { uint64_t x; memcpy(&x, p, 8); return (V)__builtin_bswap64(x); }
+    default: {
+        UV u = 0;
+        for (int i = 0; i < n; i++) u = (u << 8) | p[i];
+        return (V)u;
+    }
+    }
 }
 
 static inline void put_be(unsigned char *p, V v, int n) {
-    UV u = (UV)v;
-    for (int i = n - 1; i >= 0; i--) { p[i] = (unsigned char)(u & 0xff); u >>= 8; }
+    switch (n) {
+    case 1: p[0] = (unsigned char)v; return;
+    case 2: { uint16_t x = __builtin_bswap16((uint16_t)v); memcpy(p, &x, 2); return; }
+    case 4: { uint32_t x = __builtin_bswap32((uint32_t)v); memcpy(p, &x, 4); return; }
+    case 8: { uint64_t x = __builtin_bswap64((uint64_t)v); memcpy(p, &x, 8); return; }
+    default: {
+        UV u = (UV)v;
+        for (int i = n - 1; i >= 0; i--) { p[i] = (unsigned char)(u & 0xff); u >>= 8; }
+    }
+    }
 }
 
-/* list[i] of a register or counter: 0, 1 for IndexError (as Python indexes), or RC_ERR */
+/* list[i] of a counter: 0, 1 for IndexError (as Python indexes), or RC_ERR */
 static inline int list_index(PyObject *l, V i, Py_ssize_t *out) {
     Py_ssize_t n = PyList_GET_SIZE(l);
     if (i < 0) i += n;
@@ -135,24 +155,25 @@ static inline int list_index(PyObject *l, V i, Py_ssize_t *out) {
     return 0;
 }
 
-static int reg_get(PyObject *l, V i, V *out) {
-    Py_ssize_t k;
-    if (list_index(l, i, &k)) return 1;
-    return v_from_py(PyList_GET_ITEM(l, k), out);
-}
+#include "cells.h"  /* registers: reg_get, reg_set and their Python view */
 
-static int reg_set(PyObject *l, V i, V v) {
-    Py_ssize_t k;
-    if (list_index(l, i, &k)) return 1;
-    PyObject *o = v_to_py(v);
-    if (!o) return RC_ERR;
-    PyList_SetItem(l, k, o);
-    return 0;
+/* x + d as a new int when x is an int of at most 62 bits and d too (no overflow): the
+   counts' common case, without a Python int for `d` and an addition through the number
+   protocol; NULL (no exception) otherwise */
+static inline PyObject *small_add(PyObject *x, V d) {
+    if (!PyLong_CheckExact(x) || d < -((V)1 << 62) || d >= ((V)1 << 62)) return NULL;
+    int overflow = 0;
+    long long a = PyLong_AsLongLongAndOverflow(x, &overflow);
+    if (overflow || a < -(1LL << 62) || a >= (1LL << 62)) { PyErr_Clear(); return NULL; }
+    return PyLong_FromLongLong(a + (long long)d);
 }
 
 static int list_iadd(PyObject *l, V i, V v) {
     Py_ssize_t k;
     if (list_index(l, i, &k)) return 1;
+    PyObject *f = small_add(PyList_GET_ITEM(l, k), v);
+    if (f) { PyList_SetItem(l, k, f); return 0; }
+    if (PyErr_Occurred()) return RC_ERR;
     PyObject *d = v_to_py(v);
     if (!d) return RC_ERR;
     PyObject *r = PyNumber_Add(PyList_GET_ITEM(l, k), d);
@@ -189,9 +210,65 @@ typedef struct { long aidx; int hit; PyObject *counter; V a[MAXA]; } Ent;
 
 static PyObject *s_aidx, *s_hit, *s_args, *s_default, *s_lookup, *s_dropped, *s_counter;
 
+/* An entry's fields read in place, without a Python attribute look-up per field:
+   `pyswitch.tables.Entry` has __slots__, so each field is a pointer at a fixed offset in
+   the object, learnt once per type from its member descriptors; the type's version tag
+   (changed by any change of the class) says when to learn again.  Any other object, or a
+   slot not set, takes the attribute path (ent_fill_attrs). */
+static struct { PyTypeObject *t; unsigned int ver; Py_ssize_t aidx, hit, args, counter; } ent_off;
+
+static Py_ssize_t slot_offset(PyTypeObject *t, PyObject *name) {
+    PyObject *d = _PyType_Lookup(t, name);  /* borrowed */
+    if (!d || Py_TYPE(d) != &PyMemberDescr_Type) return -1;
+    PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+    return m->type == T_OBJECT_EX ? m->offset : -1;
+}
+
+static int ent_learn(PyTypeObject *t) {
+    if (!PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG)) return 0;
+    ent_off.t = NULL;
+    ent_off.aidx = slot_offset(t, s_aidx);
+    ent_off.hit = slot_offset(t, s_hit);
+    ent_off.args = slot_offset(t, s_args);
+    ent_off.counter = slot_offset(t, s_counter);
+    if (ent_off.aidx < 0 || ent_off.hit < 0 || ent_off.args < 0 || ent_off.counter < 0) return 0;
+    ent_off.t = t;
+    ent_off.ver = t->tp_version_tag;
+    return 1;
+}
+
+#define SLOT(e, off) (*(PyObject **)((char *)(e) + (off)))
+
+static int ent_fill_attrs(PyObject *e, Ent *out, PyObject *keep);
+
 /* `keep` (a list emptied after each packet) holds the entry's direct counter alive while
    the packet may still count it; NULL for a table without one */
 static int ent_fill(PyObject *e, Ent *out, PyObject *keep) {
+    PyTypeObject *t = Py_TYPE(e);
+    if (!((t == ent_off.t && t->tp_version_tag == ent_off.ver
+           && PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG)) || ent_learn(t)))
+        return ent_fill_attrs(e, out, keep);
+    PyObject *c = SLOT(e, ent_off.counter), *a = SLOT(e, ent_off.aidx);
+    PyObject *h = SLOT(e, ent_off.hit), *x = SLOT(e, ent_off.args);
+    if (!c || !a || !h || !x || !PyLong_CheckExact(a) || !PyTuple_CheckExact(x)
+            || (keep && !PyList_Check(c)))
+        return ent_fill_attrs(e, out, keep);
+    out->counter = NULL;
+    if (keep) {
+        if (PyList_Append(keep, c) < 0) return RC_ERR;
+        out->counter = c;
+    }
+    out->aidx = PyLong_AsLong(a);
+    if (out->aidx == -1 && PyErr_Occurred()) return RC_ERR;
+    out->hit = h == Py_True ? 1 : h == Py_False ? 0 : PyObject_IsTrue(h);
+    if (out->hit < 0) return RC_ERR;
+    Py_ssize_t n = PyTuple_GET_SIZE(x);
+    for (Py_ssize_t i = 0; i < n && i < MAXA; i++)
+        if (v_from_py(PyTuple_GET_ITEM(x, i), &out->a[i]) < 0) return RC_ERR;
+    return 0;
+}
+
+static int ent_fill_attrs(PyObject *e, Ent *out, PyObject *keep) {
     out->counter = NULL;
     if (keep) {
         PyObject *c = PyObject_GetAttr(e, s_counter);
@@ -220,14 +297,27 @@ static int ent_fill(PyObject *e, Ent *out, PyObject *keep) {
     return 0;
 }
 
+/* `T.default` (a new reference): from the table's instance dict `tabd` when the switch
+   found one it may read in place (process.c, make: a plain attribute, no descriptor of
+   that name on the class), else by attribute look-up */
+static PyObject *tab_default_entry(PyObject *tab, PyObject *tabd) {
+    if (tabd) {
+        PyObject *e = PyDict_GetItemWithError(tabd, s_default);
+        if (e) { Py_INCREF(e); return e; }
+        if (PyErr_Occurred()) return NULL;
+    }
+    return PyObject_GetAttr(tab, s_default);
+}
+
 /* `T.exact.get(key) or T.default`; `key` is stolen */
-static int tab_exact(PyObject *tab, PyObject *exact, PyObject *key, Ent *out, PyObject *keep) {
+static int tab_exact(PyObject *tab, PyObject *tabd, PyObject *exact, PyObject *key, Ent *out,
+                     PyObject *keep) {
     if (!key) return RC_ERR;
     PyObject *e = PyDict_GetItemWithError(exact, key);
     Py_DECREF(key);
     if (e) return ent_fill(e, out, keep);
     if (PyErr_Occurred()) return RC_ERR;
-    e = PyObject_GetAttr(tab, s_default);
+    e = tab_default_entry(tab, tabd);
     if (!e) return RC_ERR;
     int rc = ent_fill(e, out, keep);
     Py_DECREF(e);
@@ -245,8 +335,8 @@ static int tab_lookup(PyObject *tab, PyObject *key, Ent *out, PyObject *keep) {
     return rc;
 }
 
-static int tab_default(PyObject *tab, Ent *out, PyObject *keep) {
-    PyObject *e = PyObject_GetAttr(tab, s_default);
+static int tab_default(PyObject *tab, PyObject *tabd, Ent *out, PyObject *keep) {
+    PyObject *e = tab_default_entry(tab, tabd);
     if (!e) return RC_ERR;
     int rc = ent_fill(e, out, keep);
     Py_DECREF(e);
@@ -279,8 +369,23 @@ static PyObject *plus_one(PyObject *v) {
     return r;
 }
 
-/* counter[key] += 1 on a collections.Counter */
+/* counter[key] += 1 on a collections.Counter: a dict whose missing keys count 0 (its
+   __missing__), read and written as a dict when its item access is dict's own */
 static int bump(PyObject *counter, PyObject *key) {
+    if (PyDict_Check(counter)
+            && Py_TYPE(counter)->tp_as_mapping->mp_subscript == PyDict_Type.tp_as_mapping->mp_subscript
+            && Py_TYPE(counter)->tp_as_mapping->mp_ass_subscript
+               == PyDict_Type.tp_as_mapping->mp_ass_subscript) {
+        PyObject *x = PyDict_GetItemWithError(counter, key);  /* borrowed */
+        if (!x && PyErr_Occurred()) return RC_ERR;
+        PyObject *r = x ? small_add(x, 1) : PyLong_FromLong(1);
+        if (!r && PyErr_Occurred()) return RC_ERR;
+        if (r) {
+            int rc = PyDict_SetItem(counter, key, r);
+            Py_DECREF(r);
+            return rc;
+        }
+    }
     PyObject *r = plus_one(PyObject_GetItem(counter, key));
     if (!r) return RC_ERR;
     int rc = PyObject_SetItem(counter, key, r);
