@@ -599,7 +599,7 @@ def main(argv: list[str] | None = None, p4runtime_by_default: bool = True) -> in
         check_bmv2_options(args)
         native_mode()  # a PYSWITCH_NATIVE typo is one line, before anything starts
         ifaces = parse_interfaces(args.interface)
-        impairments = PortImpairments()
+        impairments = PortImpairments(names=ifaces)  # each port its own loss stream
         for text in args.impair:
             port, spec = parse_port_option(text)
             for n in (ifaces if port is None else [port]):

@@ -18,12 +18,14 @@ Model, applied to each frame offered to one direction of one port, in this order
 
 All random draws come from one ``random.Random(seed)`` per impairment, drawn in a fixed
 order (loss, then dup, then reorder, then jitter), so a given seed and frame sequence always
-gives the same outcome — tests are reproducible.
+gives the same outcome — tests are reproducible.  A switch's ports (the daemon names them)
+each draw their own stream per direction from that seed (:func:`stream_seed`).
 """
 
 from __future__ import annotations
 
 import random
+import zlib
 from dataclasses import dataclass, field, fields, replace
 
 _FLOAT_KEYS = ("loss", "dup", "reorder", "delay_ms", "jitter_ms", "reorder_hold_ms")
@@ -203,27 +205,45 @@ class LinkImpairment:
         return []
 
 
-class PortImpairments:
-    """Impairments of every port, both directions. Ports without a spec pass frames as is."""
+def stream_seed(seed: int, name: str, direction: str) -> int:
+    """The random stream of one port's one direction, drawn from the spec's ``seed`` and the
+    port's ``name`` (its interface, e.g. ``edge0-eth2``): losses on different ports are then
+    independent, as "1 % loss on every port" means, and a run is still reproduced by its
+    seed.  One stream everywhere drops the same ordinals of every port's frames, so a network
+    that spreads a worker's GRADs evenly over equal-cost paths loses the same chunk on many
+    ports at once (docs/results.md, issue 39: the simulated network's ``port_seed``)."""
+    return zlib.crc32(f"{seed}/{name}/{direction}".encode())
 
-    def __init__(self) -> None:
+
+class PortImpairments:
+    """Impairments of every port, both directions. Ports without a spec pass frames as is.
+
+    ``names``: each port's name (the daemon's interfaces): with one, a port's two
+    directions draw their own streams (:func:`stream_seed`); a port without a name draws
+    ``spec.seed`` itself (tests, a single link)."""
+
+    def __init__(self, names: dict[int, str] | None = None) -> None:
         self._specs: dict[int, ImpairmentSpec] = {}
+        self._names = dict(names or {})
         self.rx: dict[int, LinkImpairment] = {}
         self.tx: dict[int, LinkImpairment] = {}
 
     def set(self, port: int, spec: ImpairmentSpec) -> None:
         """Install/replace the impairment of ``port`` (counters survive a change)."""
         self._specs[port] = spec
-        for table, active in ((self.rx, spec.direction in ("in", "both")),
-                              (self.tx, spec.direction in ("out", "both"))):
+        name = self._names.get(port)
+        for table, active, way in ((self.rx, spec.direction in ("in", "both"), "in"),
+                                   (self.tx, spec.direction in ("out", "both"), "out")):
+            own = spec if name is None else replace(spec, seed=stream_seed(spec.seed, name,
+                                                                           way))
             if active and not spec.is_noop:
                 if port in table:
-                    table[port].reconfigure(spec)
+                    table[port].reconfigure(own)
                 else:
-                    table[port] = LinkImpairment(spec)
+                    table[port] = LinkImpairment(own)
             elif port in table:
                 # keep counters visible, but make it pass-through
-                table[port].reconfigure(ImpairmentSpec(seed=spec.seed))
+                table[port].reconfigure(ImpairmentSpec(seed=own.seed))
 
     def spec(self, port: int) -> ImpairmentSpec:
         return self._specs.get(port, ImpairmentSpec())

@@ -115,3 +115,30 @@ def test_port_impairments_directions():
     assert p.active(p.tx, 1) is None
     snap = p.snapshot()
     assert snap["1"]["spec"]["loss"] == 0.0 and snap["1"]["tx"]["offered"] == 0
+
+
+def test_named_ports_lose_independently_and_reproducibly():
+    """The daemon's ports (named by their interfaces) each draw their own stream from the
+    seed: with one stream every port dropped the same frame ordinals, and ECMP's even
+    spread then lost the same chunk on many paths at once (issue 39)."""
+    spec = ImpairmentSpec(loss=0.1, seed=3)
+
+    def drops(p: PortImpairments, port: int) -> list[int]:
+        imp = p.tx[port]
+        return [i for i in range(2000) if not imp.offer(b"x", float(i))]
+
+    a = PortImpairments(names={1: "edge0-eth1", 2: "edge0-eth2"})
+    a.set(1, spec)
+    a.set(2, spec)
+    d1, d2 = drops(a, 1), drops(a, 2)
+    assert 150 < len(d1) < 250 and 150 < len(d2) < 250
+    assert len(set(d1) & set(d2)) < 60  # independent: about 10 % of 200 in common
+    assert a.rx[1].spec.seed != a.tx[1].spec.seed != spec.seed
+    assert a.snapshot()["1"]["spec"]["seed"] == 3  # what was asked for, as given
+    b = PortImpairments(names={1: "edge0-eth1", 2: "edge0-eth2"})
+    b.set(1, spec)
+    assert drops(b, 1) == d1  # the same seed: the same run
+    plain = PortImpairments()  # no names: the spec's own seed, as before
+    plain.set(1, spec)
+    plain.set(2, spec)
+    assert drops(plain, 1) == drops(plain, 2)
