@@ -341,9 +341,8 @@ def port_seed(seed: int, node: str, port: int, direction: str) -> int:
     that losses on different ports are independent, as "1 % loss per port" means, and a run
     is still reproduced by its seed (the daemon's ports: ``pyswitch.impairment.stream_seed``).
     With one seed everywhere every port drops the same ordinals of its frames, and a network
-    that splits a worker's
-    GRADs evenly over equal-cost paths (ecmp_turn) drops the same chunk on many ports at
-    once: at k=16, 1 % loss, budget 0 that alone took the INA ratio from 0.18 to 0.05
+    that splits a worker's GRADs evenly over equal-cost paths (ecmp_turn) drops the same
+    chunk on many ports at once: at k=16, 1 % loss, budget 0 that alone took the INA ratio from 0.18 to 0.05
     (docs/results.md, issue 39)."""
     return zlib.crc32(f"{seed}/{node}/{port}/{direction}".encode())
 
