@@ -4,7 +4,7 @@
 One set of flags with one set of defaults (:class:`PlanRequest`'s), so that ``plan`` and
 ``run`` of the same settings plan the same thing: ``--budget``, ``--planner``,
 ``--objective``, ``--seed``, ``--max-combinations``, ``--capacity``, ``--solver``,
-``--time-limit``, ``--result-load`` and (``plan``) ``--no-baselines``.  ``run`` and
+``--time-limit``, ``--result-load``, ``--polish`` and (``plan``) ``--no-baselines``.  ``run`` and
 ``simulate`` add ``--budget`` and ``--seed`` with their other shared options (the seed also
 seeds their impairments), so they ask the group without them.
 """
@@ -63,6 +63,10 @@ def add_plan_options(p: argparse.ArgumentParser | argparse._ArgumentGroup, *,
                    help="count the RESULT multicast tree in link loads, as the data plane "
                         "does (default); --no-result-load: the model of docs/design.md §3.3, "
                         "which leaves it out")
+    p.add_argument("--polish", action=argparse.BooleanOptionalAction, default=d.polish,
+                   help="when a baseline (exact aside) beats the planner's plan, search "
+                        "from that baseline's set and deploy the better one (docs/planner.md; "
+                        "default off: it changes make run's plan)")
     if with_baselines:
         p.add_argument("--no-baselines", action="store_true", help="skip the baselines")
 
@@ -81,4 +85,5 @@ def request_from_args(args: argparse.Namespace, *, spec: str | None = None) -> P
         objective=get("objective", d.objective), solver=get("solver", d.solver),
         time_limit=get("time_limit", d.time_limit), seed=get("seed", d.seed),
         baselines=not get("no_baselines", False),
-        max_combinations=get("max_combinations", d.max_combinations), spec=spec)
+        max_combinations=get("max_combinations", d.max_combinations),
+        polish=get("polish", d.polish), spec=spec)

@@ -101,6 +101,7 @@ class Settings:
     time_limit: float | None = PLAN_DEFAULTS.time_limit
     result_load: bool = PLAN_DEFAULTS.result_load
     max_combinations: int = PLAN_DEFAULTS.max_combinations
+    polish: bool = PLAN_DEFAULTS.polish
     kill_ps: str | None = None  # "HOST@ROUND": kill that PS (fault injection, --jobs)
     no_alone: bool = False  # --jobs: skip running each job alone for reference
     out: str = "results"
@@ -383,7 +384,7 @@ def plan_request(s: Settings) -> PlanRequest:
     return PlanRequest(budget=s.budget, planner=s.planner, objective=s.objective,
                        seed=s.seed, capacity=s.capacity, solver=s.solver,
                        time_limit=s.time_limit, result_load=s.result_load,
-                       max_combinations=s.max_combinations, spec=s.topo)
+                       max_combinations=s.max_combinations, polish=s.polish, spec=s.topo)
 
 
 def plan_job(s: Settings, graph: nx.Graph, out_dir: Path, console: Any = None) -> Plan:

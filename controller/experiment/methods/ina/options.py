@@ -170,7 +170,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     s = Settings(topo=args.topo, ps=args.ps, workers=args.workers, budget=req.budget,
                  planner=req.planner, objective=req.objective, capacity=req.capacity,
                  solver=req.solver, time_limit=req.time_limit, result_load=req.result_load,
-                 max_combinations=req.max_combinations,
+                 max_combinations=req.max_combinations, polish=req.polish,
                  rounds=args.rounds, model=args.model, hidden=args.hidden,
                  bw=args.bw or None,
                  loss=args.loss, dup=args.dup, reorder=args.reorder, seed=args.seed,
