@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -39,3 +40,14 @@ def wait_for_file(path: Path, timeout: float) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+def ready_then_wait(prog: str, ready: str, start_file: str | None, timeout: float) -> bool:
+    """Print ``ready`` (the runner waits for it), then wait for the runner's start file;
+    False, with one error line naming ``prog``, when it does not come within ``timeout``."""
+    print(ready, flush=True)
+    if start_file is None or wait_for_file(Path(start_file), timeout):
+        return True
+    print(f"error: {prog}: no start signal ({start_file}) after {timeout:.0f} s",
+          file=sys.stderr)
+    return False

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from workers.common.files import wait_for_file
+from workers.common.files import ready_then_wait
 from workers.ring.driver import RingDriver
 from workers.ring.wire import RingDecodeError, RingPacket, decode, encode
 from workers.ring.worker import NEXT
@@ -149,10 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     n_workers = job.n_workers or P
     q = [seeded_vector(job.seed, job.first + rank, r, n_workers, job.n_values)
          for r in range(job.rounds)]
-    print(f"ring {rank} ready", flush=True)
-    if job.start_file is not None and not wait_for_file(Path(job.start_file), job.start_timeout):
-        print(f"error: ring_node: no start signal ({job.start_file}) after "
-              f"{job.start_timeout:.0f} s", file=sys.stderr)
+    if not ready_then_wait("ring_node", f"ring {rank} ready", job.start_file, job.start_timeout):
         return 1
     sums: list[np.ndarray] = []
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from workers.common.files import wait_for_file
+from workers.common.files import ready_then_wait
 from workers.ring.ring_node import seeded_vector
 from workers.switchml.constants import UDP_PORT
 from workers.switchml.job import JobConfig, JobError
@@ -146,10 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     n_workers = job.n_workers or job.job.num_workers
     q = [seeded_vector(job.seed, job.first + w, r, n_workers, job.n_values)
          for r in range(job.rounds)]
-    print(f"switchml {w} ready", flush=True)
-    if job.start_file is not None and not wait_for_file(Path(job.start_file), job.start_timeout):
-        print(f"error: switchml_node: no start signal ({job.start_file}) after "
-              f"{job.start_timeout:.0f} s", file=sys.stderr)
+    if not ready_then_wait("switchml_node", f"switchml {w} ready", job.start_file,
+                           job.start_timeout):
         return 1
     sm = SwitchMLWorker(job.job, worker_id)
     try:
