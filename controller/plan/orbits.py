@@ -37,14 +37,13 @@ true symmetry classes, never coarser.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import networkx as nx
 from networkx.utils import UnionFind
 
 from controller.plan.lp import Job, result_tree_links
+from controller.plan.mcast_tree import root_path
 from topo.models import natural_key
 
 __all__ = ["result_orbits", "up_path", "tree_links"]
@@ -58,21 +57,10 @@ def tree_links(job: Job, deployed: Sequence[str]) -> set[Link]:
     return {(job.ps, job.ps_tor)} | result_tree_links(job, deployed)
 
 
-_PATHS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], frozenset[Link]]] = \
-    weakref.WeakKeyDictionary()
-
-
 def up_path(graph: nx.Graph, root: str, s: str) -> frozenset[Link]:
-    """P(s): the RESULT tree's links from ``root`` (s_d) down to the switch s (cached per
-    frozen graph)."""
-    cache = _PATHS.setdefault(graph, {}) if nx.is_frozen(graph) else {}
-    hit = cache.get((root, s))
-    if hit is None:
-        from controller.plan.mcast_tree import result_tree
-
-        tree = result_tree(graph, root, (), [s])
-        hit = cache[root, s] = frozenset((p, c) for p, kids in tree.items() for c in kids)
-    return hit
+    """P(s): the RESULT tree's links from ``root`` (s_d) down to the switch s
+    (:func:`controller.plan.mcast_tree.root_path`, cached per frozen graph)."""
+    return root_path(graph, root, s)
 
 
 def _moved_diff(p: Mapping[str, str], T: set[Link], by_node: Mapping[str, list[Link]]):
