@@ -132,6 +132,17 @@ def ecmp_next_hops(graph: nx.Graph, node: str, dst: str) -> list[str]:
     return sorted((v for v in graph.adj[node] if dist.get(v) == d - 1), key=natural_key)
 
 
+_KEYS: dict[str, tuple] = {}
+
+
+def _name_key(name: str) -> tuple:
+    """:func:`topo.models.natural_key`, memoised (millions of calls at fat-tree k = 32)."""
+    key = _KEYS.get(name)
+    if key is None:
+        key = _KEYS[name] = natural_key(name)
+    return key
+
+
 def _fractions(graph: nx.Graph, src: str, dst: str) -> tuple[tuple[Link, float], ...]:
     c = _cache(graph)
     key = (src, dst)
@@ -147,10 +158,16 @@ def _fractions(graph: nx.Graph, src: str, dst: str) -> tuple[tuple[Link, float],
             raise NoPathError(f"no path from {src!r} to {dst!r} that does not cross a host")
         loads: dict[Link, float] = {}
         layer: dict[str, float] = {src: 1.0}
+        dist = _switch_dist(graph, dst)
+        adj = graph.adj
         while layer:
             nxt: dict[str, float] = {}
             for u, f in layer.items():
-                hops = ecmp_next_hops(graph, u, dst)
+                du = dist.get(u)
+                if du is None:  # src, a host: ecmp_next_hops works out its distance
+                    hops = ecmp_next_hops(graph, u, dst)
+                else:  # ecmp_next_hops inlined (the hot loop at fat-tree k = 32)
+                    hops = sorted((v for v in adj[u] if dist.get(v) == du - 1), key=_name_key)
                 share = f / len(hops)
                 for v in hops:
                     loads[(u, v)] = loads.get((u, v), 0.0) + share

@@ -84,10 +84,10 @@ def _up_path(fast: FastLP, s: str) -> list[tuple[str, str]]:
     node one parent whatever the targets, so trees of sets are unions of paths)."""
     cache = fast.__dict__.setdefault("_up_paths", {})
     if s not in cache:
-        from controller.plan.mcast_tree import result_tree
+        from controller.plan.mcast_tree import root_path
 
-        tree = result_tree(fast.job.graph, fast.job.ps_tor, (), [s])
-        cache[s] = [(p, c) for p, kids in tree.items() for c in kids]
+        # sorted: the order result_tree gave them (the dual sum is then unchanged)
+        cache[s] = sorted(root_path(fast.job.graph, fast.job.ps_tor, s))
     return cache[s]
 
 

@@ -18,9 +18,13 @@ group per (switch, job) whose members are the ports facing those children.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
+from typing import Any
 
 import networkx as nx
+
+Link = tuple[str, str]
 
 
 def result_tree(
@@ -64,3 +68,56 @@ def result_tree(
             node = parent
     children.setdefault(root, set())
     return {s: sorted(c) for s, c in sorted(children.items())}
+
+
+# per frozen graph: root -> {switch: parent}, and (root, switch) -> root path
+_PARENTS: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
+
+
+def switch_parents(graph: nx.Graph, root: str) -> dict[str, str]:
+    """The tree parent of every switch reachable from ``root`` through switches (``root``
+    itself excluded), by :func:`result_tree`'s rule (the smallest-named neighbour one hop
+    closer); one BFS, cached per frozen graph."""
+    cache = _PARENTS.setdefault(graph, {}) if nx.is_frozen(graph) else {}
+    hit = cache.get(root)
+    if hit is not None:
+        return hit
+    nodes, adj = graph.nodes, graph.adj
+    if root not in graph or nodes[root].get("kind") != "switch":
+        raise ValueError(f"tree root {root!r} is not a switch")
+    dist = {root: 0}
+    frontier = [root]
+    while frontier:  # BFS over switches only, as result_tree's
+        nxt = []
+        for u in frontier:
+            du = dist[u] + 1
+            for v in adj[u]:
+                if v not in dist and nodes[v].get("kind") == "switch":
+                    dist[v] = du
+                    nxt.append(v)
+        frontier = nxt
+    hit = cache[root] = {
+        n: min(v for v in adj[n] if dist.get(v, -2) == d - 1)
+        for n, d in dist.items() if n != root
+    }
+    return hit
+
+
+def root_path(graph: nx.Graph, root: str, switch: str) -> frozenset[Link]:
+    """The links (parent, child) from ``root`` down to ``switch``: the links of
+    ``result_tree(graph, root, (), [switch])`` (every node has one parent whatever the
+    targets), without a BFS per switch; cached per frozen graph."""
+    cache = _PARENTS.setdefault(graph, {}) if nx.is_frozen(graph) else {}
+    key = (root, switch)
+    hit = cache.get(key)
+    if hit is None:
+        parent = switch_parents(graph, root)
+        if switch != root and switch not in parent:
+            raise ValueError(f"{switch!r} is not reachable from {root!r} through switches")
+        links = []
+        node = switch
+        while node != root:
+            links.append((parent[node], node))
+            node = parent[node]
+        hit = cache[key] = frozenset(links)
+    return hit

@@ -45,6 +45,7 @@ import networkx as nx
 from networkx.utils import UnionFind
 
 from controller.plan.lp import Job, result_tree_links
+from controller.plan.mcast_tree import root_path
 from topo.models import natural_key
 
 __all__ = ["result_orbits", "up_path", "tree_links"]
@@ -58,21 +59,10 @@ def tree_links(job: Job, deployed: Sequence[str]) -> set[Link]:
     return {(job.ps, job.ps_tor)} | result_tree_links(job, deployed)
 
 
-_PATHS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], frozenset[Link]]] = \
-    weakref.WeakKeyDictionary()
-
-
 def up_path(graph: nx.Graph, root: str, s: str) -> frozenset[Link]:
-    """P(s): the RESULT tree's links from ``root`` (s_d) down to the switch s (cached per
-    frozen graph)."""
-    cache = _PATHS.setdefault(graph, {}) if nx.is_frozen(graph) else {}
-    hit = cache.get((root, s))
-    if hit is None:
-        from controller.plan.mcast_tree import result_tree
-
-        tree = result_tree(graph, root, (), [s])
-        hit = cache[root, s] = frozenset((p, c) for p, kids in tree.items() for c in kids)
-    return hit
+    """P(s): the RESULT tree's links from ``root`` (s_d) down to the switch s
+    (:func:`controller.plan.mcast_tree.root_path`, cached per frozen graph)."""
+    return root_path(graph, root, s)
 
 
 def _moved_diff(p: Mapping[str, str], T: set[Link], by_node: Mapping[str, list[Link]]):
@@ -103,12 +93,9 @@ def result_orbits(
     ``sets``: each job's deployment set for S (S_j; S itself for one job), whose tree
     T_j is checked; ``usable``: per job, the candidates it would add to its S_j (default:
     all); ``capacity``: the switch capacities (shared, or the one job's)."""
-    from topo.symmetry import generators
 
     classes = UnionFind(cands)
     known = set(cands)
-    fixed = {n for j in jobs for n in (j.ps, j.ps_tor)}
-    worker_sets = [set(j.workers) for j in jobs]
     S = set(deployed)
     trees = [tree_links(j, Sj) if j.result_load else None
              for j, Sj in zip(jobs, sets, strict=True)]
@@ -119,15 +106,16 @@ def result_orbits(
             by_node.setdefault(e[0], []).append(e)
             by_node.setdefault(e[1], []).append(e)
         index.append(by_node)
-    for p in generators(graph):
-        if any(n in p for n in fixed):
-            continue
-        if any((v in S) != (w in S) or capacity.get(v) != capacity.get(w)
-               or any((v in W) != (w in W) for W in worker_sets) for v, w in p.items()):
+    for p, involution in _fixing(graph, jobs, capacity):
+        # σ(S) = S: for an involution, s ∈ S ⇒ σ(s) ∈ S is enough (σ(s) ∈ S, s ∉ S would
+        # put σ(s) in S with its image s outside)
+        if involution:
+            if not all(p.get(v, v) in S for v in S):
+                continue
+        elif any((v in S) != (w in S) for v, w in p.items()):
             continue
         # σ(T_j) − T_j and T_j − σ(T_j), per job with the RESULT term
         diffs = []
-        involution = all(p.get(w) == v for v, w in p.items())
         for T, by_node in zip(trees, index, strict=True):
             if T is None:
                 diffs.append(None)
@@ -146,6 +134,37 @@ def result_orbits(
                 classes.union(v, w)
     out = [sorted(m, key=natural_key) for m in classes.to_sets()]
     return sorted(out, key=lambda m: natural_key(m[0]))
+
+
+_FIXING: weakref.WeakKeyDictionary[Any, dict[Any, list[tuple[dict, bool]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _fixing(graph: nx.Graph, jobs: Sequence[Job], capacity: Mapping[str, float]
+            ) -> list[tuple[dict, bool]]:
+    """The generators σ that fix every job's d_j, s_j and W_j (setwise) and the
+    capacities, each with whether it is an involution: the part of the check that does not
+    depend on S, made once per frozen graph, jobs and capacities (not once per step)."""
+    from topo.symmetry import generators
+
+    key = (tuple((j.ps, j.ps_tor, tuple(j.workers)) for j in jobs),
+           tuple(sorted(capacity.items())))
+    cache = _FIXING.setdefault(graph, {}) if nx.is_frozen(graph) else {}
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    fixed = {n for j in jobs for n in (j.ps, j.ps_tor)}
+    worker_sets = [set(j.workers) for j in jobs]
+    out = []
+    for p in generators(graph):
+        if any(n in p for n in fixed):
+            continue
+        if any(capacity.get(v) != capacity.get(w)
+               or any((v in W) != (w in W) for W in worker_sets) for v, w in p.items()):
+            continue
+        out.append((p, all(p.get(w) == v for v, w in p.items())))
+    cache[key] = out
+    return out
 
 
 class _Image:
