@@ -59,7 +59,8 @@ def cell_name(cell: dict) -> str:
 
 
 def test_atp_runs_ecn_marks_aimd_and_every_rack(tmp_path: Path, monkeypatch) -> None:
-    """The atp design's INA run: the tor_all planner with every switch as its budget, --cc
+    """The atp design's INA run: the tor_all planner with the workers' racks outside the
+    PS's as its budget (make run's h2..h6: edge1, edge2, edge3), --cc
     aimd, and a simulated network whose switches mark ECN (ecn_packets); insync's run marks
     nothing.  The workers' marks are summed from their reports."""
     import bench.suite.cell as cellmod
@@ -75,7 +76,7 @@ def test_atp_runs_ecn_marks_aimd_and_every_rack(tmp_path: Path, monkeypatch) -> 
                            designs=("insync", "atp"))
     assert res.designs["atp"].note == "failed: RuntimeError: stop here"
     s, opt = seen["atp"]
-    assert (s.planner, s.cc, s.budget, s.modes) == ("tor_all", "aimd", 20, ("ina",))
+    assert (s.planner, s.cc, s.budget, s.modes) == ("tor_all", "aimd", 3, ("ina",))
     assert opt.ecn_packets == ATP_ECN_PACKETS > 0
     s, opt = seen["main"]
     assert (s.planner, s.cc, s.budget, opt.ecn_packets) == ("greedy", "fixed", 2, 0)

@@ -222,6 +222,21 @@ def _placed_plan(graph: Any, s: Settings) -> Any:
                              replace(plan_request(s), baselines=False))
 
 
+def _rack_count(graph: Any, s: Settings) -> int:
+    """The racks holding workers outside the PSs' racks: the ``atp`` design's budget, S =
+    every such ToR (:mod:`controller.plan.tor_all`).  Not every switch: a budget the
+    planner leaves unused makes the joint plan solve its all-programmable bound, an LP that
+    does not solve in time at k=16."""
+    from controller.plan.document import resolve_workers
+    from controller.plan.jobs import jobs_argument
+    from controller.plan.tor_all import tor_of
+
+    pairs = ([(j.ps, j.workers) for j in jobs_argument(s.jobs, graph)] if s.jobs is not None
+             else [(s.ps, resolve_workers(graph, s.ps, s.workers))])
+    ps_tors = {tor_of(graph, ps) for ps, _ in pairs}
+    return len({tor_of(graph, w) for _, ws in pairs for w in ws} - ps_tors)
+
+
 def _marks(run_dir: Path) -> int:
     """RESULTs with a congestion mark the workers of an INA run saw (every job and round,
     their ``worker*.json``; docs/protocol.md §6, "Congestion marks")."""
@@ -341,9 +356,8 @@ def run_cell(cell: Cell, out: Path, seed: int = 0, designs: tuple[str, ...] = tu
     if "atp" in designs:
         d = DESIGNS["atp"]
         try:
-            n_switches = sum(1 for _, k in graph.nodes(data="kind") if k == "switch")
             sa = replace(base, modes=("ina",), planner=d.planner, cc=d.cc,
-                         budget=n_switches if d.every_switch else base.budget)
+                         budget=_rack_count(graph, base) if d.every_switch else base.budget)
             # the planner's set without the baselines (make_plan's all-programmable bound
             # is an LP that does not solve in time at k=16)
             plan = (_placed_plan(graph, sa) if jobs is not None and spec.start else None)

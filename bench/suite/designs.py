@@ -9,7 +9,7 @@ impairment, switches) and is checked against the same exact int32 sums.
                routes, hash-indexed slots with PS fall-back, congestion control ``fixed``: the
                INA engine's ``ina`` mode
 ``atp``        ``ina.p4`` on the ToR of every rack holding workers and on the PS's
-               (``--planner tor_all`` with a budget of every switch), PS fall-back on a
+               (``--planner tor_all``, the budget the number of those racks), PS fall-back on a
                collision, the switches marking ECN (``ecn_packets``: a link queue of 8
                frames; the simulated network) and ``--cc aimd`` halving on those marks
                (ATP's window policy): the ``ina`` mode of a second INA run
@@ -43,7 +43,7 @@ class Design:
     mode: str | None  # the INA engine's mode in that run
     planner: str = "greedy"
     cc: str = "fixed"
-    every_switch: bool = False  # the budget is every switch (the planner bounds S itself)
+    every_switch: bool = False  # S is every rack of workers (the budget: their count)
     ecn_packets: int = 0  # switches mark INA packets over a link queue this deep (0: off)
     runs_in_sim: bool = True
     what: str = ""
