@@ -222,19 +222,23 @@ def test_rtt_estimator_timeouts():
     for t in (5.0, 5.0, 5.0):
         e.completion(t)
     assert e.first_rto == 1.0 and e.rto == 0.25
-    # the job's timeout stays the least first timeout until ``trust`` (16) completions are
-    # measured; rto at least a quarter of that
+    # the job's timeout stays the least first timeout (by default for good; with
+    # ``trust`` until that many completions are measured); rto at least a quarter of it
     tiny = RttEstimator(0.3, 0.01, 1.0)
-    for _ in range(10):
-        tiny.sample(0.0)
-        tiny.completion(0.0)
-    assert tiny.rto == 0.075 and tiny.first_rto == 0.3
-    # from then on twice the median completion alone, at least min_rto: under loss the
-    # timeout, or rto's variance, held lost contributions far longer than chunks took
-    # (docs/results.md, issue 39)
-    for _ in range(6):
-        tiny.completion(0.0)
-    assert tiny.rto == 0.01 and tiny.first_rto == 0.01
+    trusting = RttEstimator(0.3, 0.01, 1.0, trust=16)
+    for e2 in (tiny, trusting):
+        for _ in range(10):
+            e2.sample(0.0)
+            e2.completion(0.0)
+        assert e2.rto == 0.075 and e2.first_rto == 0.3
+    # with ``trust``, from then on twice the median completion alone, at least min_rto:
+    # under loss the timeout, or rto's variance, held lost contributions far longer than
+    # chunks took (docs/results.md, issue 39); without it the floors stay
+    for e2 in (tiny, trusting):
+        for _ in range(6):
+            e2.completion(0.0)
+    assert trusting.rto == 0.01 and trusting.first_rto == 0.01
+    assert tiny.first_rto == 0.3
     noisy = RttEstimator(0.3, 0.01, 1.0, trust=3)
     for rtt in (0.03, 0.44, 0.05, 0.40):
         noisy.sample(rtt)

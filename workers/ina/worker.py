@@ -48,8 +48,8 @@ Timeouts: measured (RFC 6298), backed off per chunk  [decision]
     into:
 
     * ``first_rto``, how long a chunk's first copy waits for the other workers to start:
-      twice the median time from a chunk's only copy to its RESULT (Karn); ``timeout`` (and
-      ``rto``) at least until 16 such times are measured.  Retransmitting before the
+      twice the median time from a chunk's only copy to its RESULT (Karn), at least
+      ``timeout`` and ``rto`` (``RttEstimator``'s ``trust`` can lift the floors).  Retransmitting before the
       others' copies could arrive only adds flushes;
     * ``rto``, the timeout of every retransmission, and of a first copy once a RESULT
       arrived after it (the others have started, the pipeline answers): RFC 6298's
@@ -194,9 +194,10 @@ class RttEstimator:
       next to the PS measures very short round trips, and a window of copies that fast would
       fill its own link); ``initial`` before the first sample;
     * ``first_rto``, a chunk's first copy: ``mult`` times the median of the last ``window``
-      completion times (a median: some of them also hold another worker's loss recovery);
-      until ``trust`` (16) of them are measured at least ``initial`` (the job's
-      ``timeout``) and ``rto``.  From then on neither floor applies: under loss the exact round
+      completion times (a median: some of them also hold another worker's loss recovery),
+      at least ``initial`` (the job's ``timeout``) and ``rto`` -- or, with ``trust`` set
+      (off by default, see ``__init__``), only until ``trust`` of them are measured.  From
+      then on neither floor applies: under loss the exact round
       trips vary with the recoveries (0.03-0.44 s at 0.1 % loss per port, k=16, budget 4),
       and ``rto``'s variance term, or the 0.3 s ``timeout``, held every lost contribution
       0.3 s where chunks complete in 0.07 s (ratio 0.28 -> 0.34 with the silent points'
@@ -211,16 +212,18 @@ class RttEstimator:
 
     def __init__(self, initial: float, min_rto: float, max_rto: float, *, mult: float = 2.0,
                  window: int = 64, escape: int = 32, granularity: float = 0.01,
-                 trust: int = 16) -> None:
+                 trust: int | None = None) -> None:
         if not 0 < min_rto <= max_rto or not 0 < initial <= max_rto:
             raise ValueError("need 0 < min_rto <= max_rto and 0 < initial <= max_rto")
         if mult < 1 or window < 1 or escape < 1 or granularity < 0:
             raise ValueError("need mult >= 1, window >= 1, escape >= 1 and granularity >= 0")
         self.initial, self.min_rto, self.max_rto = initial, min_rto, max_rto
         self.mult, self.escape, self.granularity = mult, escape, granularity
-        # completions measured before first_rto follows them alone: a median of a few
-        # early ones (the first chunks, before the start's queues) probed every later
-        # chunk at once (make-run, budget 0: 10 spurious retransmissions in round 0)
+        # completions measured before first_rto follows them alone (None: never).  Off by
+        # default: on Mininet, where completions vary with the processes' scheduling, it
+        # resent first copies early, and walkthrough-p4's lossless run saw 9 slot
+        # collisions of those late copies (0 with the floors); with 16 it helped the
+        # simulated k=16 runs under loss (docs/results.md, issue 39)
         self.trust = trust
         self.rtts: deque[float] = deque(maxlen=window)
         self.completions: deque[float] = deque(maxlen=window)
@@ -245,7 +248,7 @@ class RttEstimator:
 
     @property
     def first_rto(self) -> float:
-        if len(self.completions) >= self.trust:
+        if self.trust is not None and len(self.completions) >= self.trust:
             return min(self.cap, max(self.min_rto, self._wait))
         return min(self.cap, max(self.initial, self._rtt_rto, self._wait))
 
