@@ -43,7 +43,8 @@ import networkx as nx
 
 from topo.models import natural_key
 
-__all__ = ["NoPathError", "ecmp_next_hops", "ecmp_link_fractions", "hop_distance", "reachable"]
+__all__ = ["NoPathError", "ecmp_next_hops", "ecmp_link_fractions", "hop_distance", "reachable",
+           "switch_distances"]
 
 Link = tuple[str, str]
 
@@ -77,7 +78,7 @@ def _is_switch(graph: nx.Graph, node: str) -> bool:
     return graph.nodes[node].get("kind") == "switch"
 
 
-def _switch_dist(graph: nx.Graph, dst: str) -> dict[str, int]:
+def switch_distances(graph: nx.Graph, dst: str) -> dict[str, int]:
     """Hop distance to ``dst`` of every switch (and of ``dst``) over host-free paths."""
     c = _cache(graph)
     if c is not None and dst in c.dist:
@@ -104,7 +105,7 @@ def _switch_dist(graph: nx.Graph, dst: str) -> dict[str, int]:
 
 def hop_distance(graph: nx.Graph, node: str, dst: str) -> int | None:
     """Hops from ``node`` to ``dst`` without transiting hosts; ``None`` when unreachable."""
-    dist = _switch_dist(graph, dst)
+    dist = switch_distances(graph, dst)
     if node in dist:
         return dist[node]
     if node not in graph:
@@ -128,7 +129,7 @@ def ecmp_next_hops(graph: nx.Graph, node: str, dst: str) -> list[str]:
     d = hop_distance(graph, node, dst)
     if d is None:
         return []
-    dist = _switch_dist(graph, dst)
+    dist = switch_distances(graph, dst)
     return sorted((v for v in graph.adj[node] if dist.get(v) == d - 1), key=natural_key)
 
 
@@ -158,7 +159,7 @@ def _fractions(graph: nx.Graph, src: str, dst: str) -> tuple[tuple[Link, float],
             raise NoPathError(f"no path from {src!r} to {dst!r} that does not cross a host")
         loads: dict[Link, float] = {}
         layer: dict[str, float] = {src: 1.0}
-        dist = _switch_dist(graph, dst)
+        dist = switch_distances(graph, dst)
         adj = graph.adj
         while layer:
             nxt: dict[str, float] = {}

@@ -68,12 +68,16 @@ With symmetry classes and warm starts (issue 41)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from controller.plan.lp import LPResult, result_tree_coeffs
 from controller.plan.lp_fast import Duals, FastLP
 from topo.models import natural_key
 
-__all__ = ["gain_bound", "bounds", "lazy_scores", "MARGIN"]
+__all__ = ["gain_bound", "bounds", "lazy_scores", "bound_order", "solve_in_bound_order",
+           "MARGIN"]
+
+R = TypeVar("R")
 
 MARGIN = 1e-6  # relative to max(Γ, 1): the solver's tolerance on the LP value
 
@@ -181,14 +185,28 @@ def lazy_scores(
     """The lazy step of the module doc: the candidates solved (name → LP(S ∪ {name})), in
     decreasing β order, stopping when the next β cannot reach the tie window of the best γ
     seen; empty when no β can improve on ``best`` (the greedy stops)."""
-    order = sorted(beta, key=lambda s: (-beta[s], natural_key(s)))
+    order = bound_order(beta)
     if not order or beta[order[0]] <= best * (1 + rel_tol):
         return {}
-    out: dict[str, LPResult] = {}
+    return solve_in_bound_order(order, beta, solve, lambda res: res.gamma, rel_tol, 1e-300)
+
+
+def bound_order(beta: Mapping[str, float]) -> list[str]:
+    """The candidates by decreasing bound β, ties by name."""
+    return sorted(beta, key=lambda s: (-beta[s], natural_key(s)))
+
+
+def solve_in_bound_order(order: Sequence[str], beta: Mapping[str, float],
+                         solve: Callable[[str], R], value: Callable[[R], float],
+                         rel: float, floor: float) -> dict[str, R]:
+    """Solve the candidates of ``order`` in turn until the next one's β is below the
+    largest ``value`` solved so far by more than ``rel`` of it (at least ``floor``): no later
+    candidate can then reach that value's tie window.  Both lazy greedies' step."""
+    out: dict[str, R] = {}
     top = float("-inf")
     for s in order:
-        if top > float("-inf") and beta[s] < top - rel_tol * max(abs(top), 1e-300):
+        if top > float("-inf") and beta[s] < top - rel * max(abs(top), floor):
             break
         res = out[s] = solve(s)
-        top = max(top, res.gamma)
+        top = max(top, value(res))
     return out

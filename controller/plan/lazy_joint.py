@@ -90,10 +90,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.plan.lazy import MARGIN, _best_block, _up_path
+from controller.plan.lazy import MARGIN, _best_block, _up_path, bound_order, solve_in_bound_order
 from controller.plan.lp import result_tree_coeffs
 from controller.plan.lp_jobs import SCORE_TOL, FastJointLP, JointResult
-from topo.models import natural_key
 from topo.paths import hop_distance
 
 __all__ = ["JointDuals", "joint_duals", "joint_bound", "joint_bounds", "lazy_joint_scores",
@@ -218,18 +217,11 @@ def lazy_joint_scores(
     in decreasing β order, stopping when the next β is below the largest first entry seen
     by more than ``WINDOW`` (relative); empty when no β reaches ``best``'s first entry less
     SCORE_TOL (no candidate can beat it: the greedy stops)."""
-    order = sorted(beta, key=lambda s: (-beta[s], natural_key(s)))
+    order = bound_order(beta)
     first = best[0]
     if not order or beta[order[0]] < first - SCORE_TOL * max(abs(first), 1e-12):
         return {}
-    out: dict[str, JointResult] = {}
-    top = float("-inf")
-    for s in order:
-        if top > float("-inf") and beta[s] < top - WINDOW * max(abs(top), 1e-12):
-            break
-        res = out[s] = solve(s)
-        top = max(top, res.score[0])
-    return out
+    return solve_in_bound_order(order, beta, solve, lambda res: res.score[0], WINDOW, 1e-12)
 
 
 class StaleGains:

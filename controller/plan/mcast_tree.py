@@ -24,6 +24,8 @@ from typing import Any
 
 import networkx as nx
 
+from topo.paths import switch_distances
+
 Link = tuple[str, str]
 
 
@@ -82,20 +84,10 @@ def switch_parents(graph: nx.Graph, root: str) -> dict[str, str]:
     hit = cache.get(root)
     if hit is not None:
         return hit
-    nodes, adj = graph.nodes, graph.adj
-    if root not in graph or nodes[root].get("kind") != "switch":
+    if root not in graph or graph.nodes[root].get("kind") != "switch":
         raise ValueError(f"tree root {root!r} is not a switch")
-    dist = {root: 0}
-    frontier = [root]
-    while frontier:  # BFS over switches only, as result_tree's
-        nxt = []
-        for u in frontier:
-            du = dist[u] + 1
-            for v in adj[u]:
-                if v not in dist and nodes[v].get("kind") == "switch":
-                    dist[v] = du
-                    nxt.append(v)
-        frontier = nxt
+    adj = graph.adj
+    dist = switch_distances(graph, root)  # BFS over switches only, as result_tree's
     hit = cache[root] = {
         n: min(v for v in adj[n] if dist.get(v, -2) == d - 1)
         for n, d in dist.items() if n != root

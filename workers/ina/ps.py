@@ -168,6 +168,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -308,6 +309,19 @@ class _Round:
         return self.n_done == len(self.done)
 
 
+V = TypeVar("V")
+
+
+def _in_force(changes: list[tuple[int, V]], round_: int) -> V:
+    """The value of ``changes`` (``(from_round, value)``, the first from the first round, in
+    order) in force in ``round_``."""
+    out = changes[0][1]
+    for start, v in changes:
+        if start <= round_:
+            out = v
+    return out
+
+
 class PsState:
     """Merge state of one job at the PS (see module docstring for the rules).
 
@@ -419,11 +433,7 @@ class PsState:
 
     def mask_for(self, round_: int) -> int:
         """The full mask of ``round_`` (the member set in force then)."""
-        mask = self._masks[0][1]
-        for start, m in self._masks:
-            if start <= round_:
-                mask = m
-        return mask
+        return _in_force(self._masks, round_)
 
     def silent(self, now: float, timeout: float) -> list[int]:
         """Members the lowest incomplete round still lacks in some chunk and that no packet
@@ -483,11 +493,7 @@ class PsState:
 
     def tree_of(self, round_: int) -> Tree:
         """The tree round ``round_``'s pieces are read with (:meth:`change_tree`)."""
-        out = self._trees[0][1]
-        for r, t in self._trees:
-            if r <= round_:
-                out = t
-        return out
+        return _in_force(self._trees, round_)
 
     # -- the state machine -----------------------------------------------------------------
 
