@@ -56,7 +56,10 @@ class Target(Protocol):
 
     def insert_entry(self, table: str, match: dict, action: str, params: dict) -> None: ...
     def set_default_action(self, table: str, action: str, params: dict) -> None: ...
-    def set_multicast_group(self, group_id: int, ports: list[int]) -> None: ...
+    def set_multicast_group(self, group_id: int,
+                            ports: list[int] | list[tuple[int, int]]) -> None:
+        """Replicas: egress ports (replica id 0) or (port, replica id) pairs."""
+        ...
     def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]: ...
     def counter(self, name: str) -> int: ...
     def register(self, name: str, index: int) -> int | None:
@@ -74,7 +77,7 @@ def compiled_pyswitch_program(path: str = str(INA_P4)):
 
 class PySwitchTarget:
     """`Target` on pyswitch's in-process Switch (ina.p4 as compiled by default, or
-    ``program``)."""
+    ``program``: tests/test_switchml_p4.py runs switchml.p4 on it)."""
 
     def __init__(self, program: Any = None, native: bool | None = None) -> None:
         import pyswitch
@@ -90,8 +93,10 @@ class PySwitchTarget:
     def set_default_action(self, table: str, action: str, params: dict) -> None:
         self.sw.set_default_action(table, action, params)
 
-    def set_multicast_group(self, group_id: int, ports: list[int]) -> None:
-        self.sw.set_multicast_group(group_id, [(p, 0) for p in ports])
+    def set_multicast_group(self, group_id: int,
+                            ports: list[int] | list[tuple[int, int]]) -> None:
+        self.sw.set_multicast_group(group_id, [(p, 0) if isinstance(p, int) else tuple(p)
+                                               for p in ports])
 
     def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
         return self.sw.process(port, frame)

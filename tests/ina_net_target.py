@@ -1,4 +1,8 @@
-"""Network `Target` for the INA packet tests: a real switch process on veths, over P4Runtime.
+"""Network `Target` for the packet tests: a real switch process on veths, over P4Runtime.
+
+It runs any program with ina.p4's plain-IPv4 route (``MyIngress.ipv4_lpm`` with
+``MyIngress.ipv4_forward(dstAddr, port)``, counting nothing on a hit), which the probe below
+uses: p4src/ina.p4 (tests/test_ina_p4.py) and p4src/switchml.p4 (tests/test_switchml_p4.py).
 
 `NetSwitchTarget` runs ``python -m pyswitch run`` (target kind ``pyswitch-net``) or BMv2's
 ``simple_switch_grpc`` (kind ``bmv2``) with one veth per switch port; the host end of each
@@ -201,7 +205,8 @@ class NetSwitchTarget:
     def set_default_action(self, table: str, action: str, params: dict) -> None:
         self.client.set_default_action(table, action, params)
 
-    def set_multicast_group(self, group_id: int, ports: list[int]) -> None:
+    def set_multicast_group(self, group_id: int,
+                            ports: list[int] | list[tuple[int, int]]) -> None:
         if group_id in self._groups:
             self.client.modify_multicast_group(group_id, ports)
             return

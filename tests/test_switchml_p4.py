@@ -1,11 +1,28 @@
-"""Packet tests of p4src/switchml.p4 (docs/switchml.md) on pyswitch, on both of its
-execution paths (the Python path and the native one, compiled to C; the native cases skip
-without a C compiler), plus the static checks: the P4 header equals the Python layout, the
-generated value registers are current.
+"""Packet tests of p4src/switchml.p4 (docs/switchml.md) on every available P4 target, plus
+the static checks: the P4 header equals the Python layout, the generated value registers are
+current, the control-plane names agree with P4Info.
+
+Targets (the `target` fixture; the harness of tests/ina_harness.py and
+tests/ina_net_target.py, the same one ina.p4's packet tests run on):
+
+* ``python`` / ``native``: pyswitch in process (`PySwitchTarget`), on its Python path and on
+  its native one, compiled to C (skipped without a C compiler);
+* ``pyswitch-net``: ``python -m pyswitch run`` on veths, configured over P4Runtime (the rules
+  of workers/switchml/rules.py written with the project's client), real frames in and out,
+  counters and registers read back over P4Runtime (root);
+* ``bmv2``: BMv2's ``simple_switch_grpc`` the same way, the program compiled by p4c (root;
+  skipped without simple_switch_grpc and p4c). Its P4Runtime server cannot read registers:
+  there `register()` is None and only the register assertions are left out (`check_reg`).
+
+The network targets know a frame is done with by the harness's probe: a plain IPv4 frame
+routed by the program's own ``MyIngress.ipv4_lpm`` (switchml.p4 has ina.p4's table and
+``ipv4_forward`` action, which count nothing), see tests/ina_net_target.py.
 
 The switch under test: one job (JOB) of three workers, worker w on port w + 1, pool of S = 4
 slots at cells [BASE, BASE + 8); RESULTs multicast on group GROUP to ports 1-3. Worker 3 is
-not a member; port 9 belongs to nobody.
+not a member; port 9 belongs to nobody; port 20 (another switch's side) is used by one test.
+Ports 1-4, 9 and 20 all have veths on the network targets (ina_net_target.TEST_PORTS; a
+send into any other port fails there).
 """
 
 from __future__ import annotations
@@ -17,8 +34,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ina_harness import PySwitchTarget, Target, target_unavailable
+from ina_net_target import NetSwitchTarget, NetTargetPool
 
-from pyswitch import Switch, compile_p4
+from pyswitch import compile_p4
 from pyswitch.native import unavailable
 from workers.switchml import constants as C
 from workers.switchml.job import JobConfig
@@ -87,22 +106,52 @@ def program():
     return compile_p4(SWITCHML_P4)
 
 
-@pytest.fixture(params=[False, True], ids=["python", "native"])
-def native(request) -> bool:
-    """The execution path: pyswitch's Python path or the native one."""
-    if request.param and unavailable() is not None:
-        pytest.skip(f"native path: {unavailable()}")
-    return request.param
+@pytest.fixture(scope="module")
+def net_pools(tmp_path_factory):
+    """Switch processes of the network targets running switchml.p4, started on first use and
+    shared by the module (each test gets switch 0 of its kind, reset by a pipeline push)."""
+    pools: dict[str, NetTargetPool] = {}
+
+    def get(kind: str) -> NetTargetPool:
+        if kind not in pools:
+            pools[kind] = NetTargetPool(kind, SWITCHML_P4, tmp_path_factory.mktemp(kind))
+        return pools[kind]
+
+    yield get
+    for pool in pools.values():
+        pool.close()
+
+
+@pytest.fixture(params=[
+    pytest.param("python"),
+    pytest.param("native"),
+    pytest.param("pyswitch-net", marks=pytest.mark.root),
+    pytest.param("bmv2", marks=[pytest.mark.root, pytest.mark.bmv2]),
+])
+def target(request, program):
+    """A fresh switch running switchml.p4 with no rules, on one target (skips when the
+    target is absent). A network target must be quiet after the test (`finish`)."""
+    kind = request.param
+    if kind in ("python", "native"):
+        native = kind == "native"
+        if native and unavailable() is not None:
+            pytest.skip(f"native path: {unavailable()}")
+        yield PySwitchTarget(program, native=native)   # checks the path it got
+        return
+    why = target_unavailable(kind)
+    if why:
+        pytest.skip(why)
+    sw = request.getfixturevalue("net_pools")(kind).get(0)
+    yield sw
+    sw.finish()
 
 
 @pytest.fixture
-def sw(program, native) -> Switch:
-    """A configured switch on one execution path."""
-    s = Switch(program, native=native)
-    assert (s.path == "native") == native, s.path
+def sw(target) -> Target:
+    """A switch configured for JOB (workers 0-2 on ports 1-3), on one target."""
     job = JobConfig(JOB, WORKERS, pool_size=S, pool_base=BASE)
-    install(job_rules(job, {w: host(w) for w in WORKERS}, GROUP), s)
-    return s
+    install(job_rules(job, {w: host(w) for w in WORKERS}, GROUP), target)
+    return target
 
 
 def vals(seed: int) -> np.ndarray:
@@ -116,7 +165,7 @@ def update(w: int, chunk: int, values: np.ndarray, slot: int = 0, ver: int = 0,
                         f"10.0.0.{w + 1}", "10.0.0.254")
 
 
-def send(sw: Switch, port: int, frame: bytes) -> list[tuple[int, SmPacket, bytes]]:
+def send(sw: Target, port: int, frame: bytes) -> list[tuple[int, SmPacket, bytes]]:
     out = []
     for p, data in sw.process(port, frame):
         pkt = decode_frame(data)
@@ -125,15 +174,26 @@ def send(sw: Switch, port: int, frame: bytes) -> list[tuple[int, SmPacket, bytes
     return out
 
 
-def counters(sw: Switch) -> dict[str, int]:
-    return {n: sw.counter_read(f"MyIngress.{n}", 0)[0] for n in COUNTERS}
+def counters(sw: Target) -> dict[str, int]:
+    return {n: sw.counter(n) for n in COUNTERS}
 
 
-def nonzero(sw: Switch) -> dict[str, int]:
+def nonzero(sw: Target) -> dict[str, int]:
     return {n: v for n, v in counters(sw).items() if v}
 
 
-def contribute(sw: Switch, chunk: int, data: dict[int, np.ndarray], slot: int = 0,
+def check_reg(sw: Target, name: str, cell: int, want: int) -> None:
+    """Register ``name``[cell] == want; left out only where the target cannot read registers
+    (BMv2's P4Runtime server: the packets of the test still show the state)."""
+    got = sw.register(name, cell)
+    if got is None:
+        assert isinstance(sw, NetSwitchTarget) and not sw.kind.reads_registers, (
+            f"{type(sw).__name__} returned no value for {name}[{cell}]")
+        return
+    assert got == want, f"{name}[{cell}] = {got:#x}, expected {want:#x}"
+
+
+def contribute(sw: Target, chunk: int, data: dict[int, np.ndarray], slot: int = 0,
                ver: int = 0, rnd: int = 1) -> list[tuple[int, SmPacket, bytes]]:
     """Every worker's UPDATE in order; all but the last are absorbed."""
     order = sorted(data)
@@ -167,9 +227,9 @@ def test_sum_is_exact_and_multicast_to_every_worker(sw) -> None:
             [10, 0, 0, 254])
     assert nonzero(sw) == {"aggregated": 3, "absorbed": 2, "completed": 1}
     cell = BASE  # slot 0, version 0
-    assert sw.register_read("MyIngress.sm_count", cell) == 3
-    assert sw.register_read("MyIngress.sm_bitmap", cell) == 0b111
-    assert sw.register_read("MyIngress.sm_key", cell) == (1 << 32) | 0
+    check_reg(sw, "sm_count", cell, 3)
+    check_reg(sw, "sm_bitmap", cell, 0b111)
+    check_reg(sw, "sm_key", cell, (1 << 32) | 0)
 
 
 def test_extreme_values_wrap_like_int32(sw) -> None:
@@ -192,9 +252,9 @@ def test_pool_slots_and_copies_are_independent(sw) -> None:
     assert outs[:4] == [[], [], [], []]
     assert {(p.pool_index, p.ver, tuple(p.values)) for _, p, _ in outs[4] + outs[5]} == \
         {(1, 0, tuple(exact(a))), (2, 1, tuple(exact(b)))}
-    assert sw.register_read("MyIngress.sm_count", BASE + S + 2) == 3
-    assert sw.register_read("MyIngress.sm_count", BASE + 1) == 3
-    assert sw.register_read("MyIngress.sm_count", BASE + 2) == 0  # slot 2's copy 0 unused
+    check_reg(sw, "sm_count", BASE + S + 2, 3)
+    check_reg(sw, "sm_count", BASE + 1, 3)
+    check_reg(sw, "sm_count", BASE + 2, 0)  # slot 2's copy 0 unused
 
 
 def test_duplicate_before_completion_is_summed_once(sw) -> None:
@@ -236,25 +296,25 @@ def test_retransmission_after_completion_is_answered_from_the_shadow_copy(sw) ->
 def test_version_flip_clears_the_workers_bit_in_the_other_copy(sw) -> None:
     first = {w: vals(60 + w) for w in WORKERS}
     contribute(sw, 0, first)                              # chunk 0: slot 0, copy 0
-    assert sw.register_read("MyIngress.sm_bitmap", BASE) == 0b111
+    check_reg(sw, "sm_bitmap", BASE, 0b111)
     second = {w: vals(70 + w) for w in WORKERS}
     assert send(sw, 1, update(0, S, second[0], ver=1)) == []  # chunk S: slot 0, copy 1
     # worker 0 has chunk 0's result: its bit in copy 0 is cleared, the others' kept
-    assert sw.register_read("MyIngress.sm_bitmap", BASE) == 0b110
-    assert sw.register_read("MyIngress.sm_bitmap", BASE + S) == 0b001
+    check_reg(sw, "sm_bitmap", BASE, 0b110)
+    check_reg(sw, "sm_bitmap", BASE + S, 0b001)
     # a late copy of worker 0's chunk 0 is not answered again: worker 0 has moved on
     assert send(sw, 1, update(0, 0, first[0], retransmit=True)) == []
     assert counters(sw)["dropped_stale"] == 1
     send(sw, 2, update(1, S, second[1], ver=1))
     out = send(sw, 3, update(2, S, second[2], ver=1))
     assert {tuple(p.values) for _, p, _ in out} == {tuple(exact(second))}
-    assert sw.register_read("MyIngress.sm_bitmap", BASE) == 0
+    check_reg(sw, "sm_bitmap", BASE, 0)
     # chunk 2S reuses copy 0: the claim starts from this chunk's values, not chunk 0's sum
     third = {w: vals(80 + w) for w in WORKERS}
     out = contribute(sw, 2 * S, third, ver=0)
     assert {tuple(p.values) for _, p, _ in out} == {tuple(exact(third))}
-    assert sw.register_read("MyIngress.sm_bitmap", BASE + S) == 0
-    assert sw.register_read("MyIngress.sm_key", BASE) == (1 << 32) | 2 * S
+    check_reg(sw, "sm_bitmap", BASE + S, 0)
+    check_reg(sw, "sm_key", BASE, (1 << 32) | 2 * S)
     # a late chunk 0 now meets a newer chunk in its copy: stale, nothing sent
     assert send(sw, 2, update(1, 0, first[1], retransmit=True)) == []
     assert counters(sw)["dropped_stale"] == 2
@@ -282,13 +342,13 @@ def test_the_slot_versions_carry_on_across_rounds(sw) -> None:
     r3 = {w: vals(99 + w) for w in WORKERS}
     out = contribute(sw, 0, r3, ver=0, rnd=3)
     assert {tuple(p.values) for _, p, _ in out} == {tuple(exact(r3))}
-    assert sw.register_read("MyIngress.sm_key", BASE) == (3 << 32) | 0
+    check_reg(sw, "sm_key", BASE, (3 << 32) | 0)
 
 
-def test_workers_behind_one_port_get_a_replica_each(program, native) -> None:
+def test_workers_behind_one_port_get_a_replica_each(target) -> None:
     """On a switch that is not the workers' ToR several workers share a port: the group
     has one replica per worker (rid = worker_id + 1) and each is addressed to its worker."""
-    s = Switch(program, native=native)
+    s = target
     far = {0: Host(20, "02:00:00:00:00:10", "10.0.2.1"), 1: Host(20, "02:00:00:00:00:11",
                                                                   "10.0.2.2"),
            2: host(2)}
@@ -311,7 +371,7 @@ def test_a_non_member_is_dropped_and_counted(sw) -> None:
     assert send(sw, 9, update(0, 0, vals(1))) == []        # worker 0 on a port not its own
     assert send(sw, 1, update(0, 0, vals(1), job=JOB + 1)) == []  # unknown job
     assert nonzero(sw) == {"dropped_nonmember": 3}
-    assert sw.register_read("MyIngress.sm_count", BASE) == 0
+    check_reg(sw, "sm_count", BASE, 0)
 
 
 def test_malformed_and_out_of_pool_updates_are_dropped_and_counted(sw) -> None:
