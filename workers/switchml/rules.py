@@ -90,7 +90,8 @@ class _SwitchLike(Protocol):
 
 
 def install(rules: JobRules, switch: _SwitchLike) -> None:
-    """Write ``rules`` into ``switch`` (an in-process pyswitch Switch)."""
+    """Write ``rules`` into ``switch``: anything with pyswitch's ``insert_entry`` and
+    ``set_multicast_group`` (an in-process Switch, or a test harness's switch over P4Runtime)."""
     for e in rules.entries:
         switch.insert_entry(e.table, e.match, e.action, e.params)
     switch.set_multicast_group(rules.group, list(rules.replicas))
