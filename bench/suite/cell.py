@@ -285,7 +285,10 @@ def _ina_design(name: str, doc: dict, mode: str, n_values: int, slots: int,
         res.bound, res.bound_text = pred["bound"]["resource"], pred["bound"]["text"]
         if "jobs" in doc:
             res.bound_text = f"{slowest}: {res.bound_text}"
-        res.plan_link = plan_link(pred.get("links") or [])
+        # the per-link records sit on one job's prediction (the network is shared)
+        res.plan_link = plan_link(next(
+            (p["links"] for k, p in preds.items()
+             if (k == mode or k.endswith(f"/{mode}")) and p.get("links")), []))
     elif "jobs" in doc:
         res.bound, res.bound_text = _jobs_bound(per, bw, n_values)
     return res
