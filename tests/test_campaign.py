@@ -97,6 +97,32 @@ def test_summary_rows_and_markdown_table() -> None:
     assert "| loss 0.05 | ina | 2/2 | 0.400 ± 0.100 | 200 ± 100 |" in md
 
 
+def test_a_switch_that_does_not_take_the_pipeline_between_runs_is_one_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The push between runs waits up to a minute per call (80 switches load side by side
+    on 2 cores), and a switch that still does not answer stops the campaign with one line
+    naming it, not a traceback (the runs so far are already in campaign.json)."""
+    import controller.dataplane.deploy as deploy_mod
+    from controller.dataplane.deploy import DeployError
+    from controller.experiment.campaign import _push
+
+    seen: dict[str, float] = {}
+
+    def refuse(rules, addresses, p4info, config, timeout=10.0, parallel=8):
+        seen["timeout"] = timeout
+        raise DeployError("switch agg0 at 127.0.0.1:1 did not answer within 60 s")
+
+    monkeypatch.setattr(deploy_mod, "deploy", refuse)
+
+    class Net:
+        rules = {"agg0": object()}
+        addresses = {"agg0": ("127.0.0.1:1", 1)}
+
+    with pytest.raises(ExperimentError, match="between runs: switch agg0 .* did not answer"):
+        _push(Net(), None, None)
+    assert seen["timeout"] == 60.0
+
+
 def test_cli_registers_campaign_with_the_issue_defaults() -> None:
     args = build_parser().parse_args(["campaign"])
     assert (args.topo, args.workers, args.budget, args.bw, args.rounds, args.seeds) == (

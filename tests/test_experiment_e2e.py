@@ -67,7 +67,7 @@ def test_ina_under_loss_duplication_reordering(tmp_path):
 
 def test_a_dead_aggregator_is_replanned_around(tmp_path):
     """docs/design.md §9: agg0 (deployed) dies after round 0; the controller notices, re-plans without
-    it (edge1 stays), redeploys the survivors, and the workers switch schedules; every round
+    it (agg1 stays), redeploys the survivors, and the workers switch schedules; every round
     stays exact."""
     # measured timeouts recover from the dead switch's losses within ~0.1 s a round (its
     # chunks go raw to the PS after a few quick retries), so the controller's re-plan
@@ -78,9 +78,9 @@ def test_a_dead_aggregator_is_replanned_around(tmp_path):
     res = run_experiment(Settings(topo="fattree:4", workers="6", budget=2, rounds=rounds,
                                   model="logreg", bw=None, window=8, modes=("ina",),
                                   fail_switch="agg0@0", out=str(tmp_path), name="failover"))
-    assert res["plan"]["deployed"] == ["edge1", "agg0"]
+    assert res["plan"]["deployed"] == ["agg0", "agg1"]
     (event,) = res["failover"]
-    assert event["switch"] == "agg0" and event["deployed_after"] == ["edge1"]
+    assert event["switch"] == "agg0" and event["deployed_after"] == ["agg1"]
     assert event["detected_s"] < 1.0
     assert res["exact_all_rounds"] is True
     start = event["schedules_from_round"]

@@ -211,28 +211,30 @@ def test_plan_shows_what_run_deploys(tmp_path):
     nx.set_edge_attributes(graph, float(s.bw), "bw")  # as the run shapes every link
     (tmp_path / "run").mkdir()
     by_run = plan_job(s, nx.freeze(graph), tmp_path / "run")
-    assert by_plan.deployed == by_run.deployed == ["edge1", "agg0"]
+    # the greedy's {edge1, agg0} (γ 0.75), polished from top_degree's set (the default)
+    assert by_plan.deployed == by_run.deployed == ["agg0", "agg1"]
     assert by_plan.job.gamma == pytest.approx(by_run.job.gamma) and by_run.job.gamma == \
-        pytest.approx(0.75)
+        pytest.approx(1)
     assert by_plan.result_load is by_run.result_load is True
     assert load_plan(tmp_path / "run" / "plan.json").job.gamma == \
         pytest.approx(by_plan.job.gamma)
 
 
 def test_polish_takes_the_baseline_that_beats_the_greedy_and_run_asks_the_same(tmp_path):
-    """make run's job: the greedy's {edge1, agg0} (γ 0.75) below top_degree's γ 1; with
-    --polish the plan starts from top_degree's set and deploys it (recorded in
-    ``local_search``), and ``run``'s settings make the same request."""
+    """make run's job: the greedy's {edge1, agg0} (γ 0.75) below top_degree's γ 1; by
+    default the plan starts from top_degree's set and deploys it (recorded in
+    ``local_search``), ``--no-polish`` keeps the greedy's, and ``run``'s settings make the
+    same request."""
     from controller.cli.main import main
     from controller.experiment.methods.ina.core import Settings, plan_request
 
     args = ["plan", "--topo", "fattree:4", "--ps", "h0", "--workers", "6", "--budget", "2"]
-    assert main([*args, "--out", str(tmp_path / "g.json")]) == 0
-    assert main([*args, "--polish", "--out", str(tmp_path / "p.json")]) == 0
+    assert main([*args, "--no-polish", "--out", str(tmp_path / "g.json")]) == 0
+    assert main([*args, "--out", str(tmp_path / "p.json")]) == 0
     greedy, polished = (load_plan(tmp_path / f) for f in ("g.json", "p.json"))
     assert sorted(greedy.deployed) == ["agg0", "edge1"] and greedy.local_search is None
     assert greedy.job.gamma == pytest.approx(0.75) and polished.job.gamma == pytest.approx(1)
     assert sorted(polished.deployed) == ["agg0", "agg1"]
     assert polished.local_search["from"] == "top_degree"
-    assert plan_request(Settings(topo="fattree:4", polish=True)).polish
-    assert not plan_request(Settings(topo="fattree:4")).polish
+    assert plan_request(Settings(topo="fattree:4")).polish
+    assert not plan_request(Settings(topo="fattree:4", polish=False)).polish

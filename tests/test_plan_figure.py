@@ -53,7 +53,7 @@ def test_layers_follow_the_fat_tree(k4_plan):
 def test_programmable_switches_are_the_deployed_ones_and_the_ps_tor(k4_plan):
     plan, graph = k4_plan
     d = plan_drawing(plan, graph)
-    assert plan.deployed == ["edge1", "agg0"]  # make run's plan (README, docs/results.md)
+    assert plan.deployed == ["edge1", "agg0"]  # the greedy's for make run's job (no baselines: no polish)
     assert sorted(d.programmable) == ["agg0", "edge0", "edge1"]
     assert d.ps == {"job": "h0"} and sorted(d.workers) == [f"h{i}" for i in range(1, 7)]
     assert {"agg0", "edge0", "edge1", "h0"} <= d.labelled

@@ -109,6 +109,44 @@ def test_summary_names_the_winner_and_what_bound_the_others(tmp_path: Path) -> N
     assert "| makerun-resnet50-loss0-j1 | ring |" in md and "not run" in md
 
 
+def test_a_design_that_runs_as_its_plan_predicts_loses_on_its_plan() -> None:
+    """A loser bound by the pipeline (it ran as its plan predicts) is said to lose on its
+    plan: its γ against the winner's and the link its plan loads most."""
+    c = _cell(insync=17_809.0, atp=15_782.0)
+    c.designs["insync"].gamma_predicted = 0.25
+    c.designs["atp"].gamma_predicted, c.designs["atp"].plan_link = 0.22667, "agg48->edge55 at 100%"
+    (row,) = summary_rows([c])
+    assert "atp: pipeline: its plan's γ 0.227 against insync's 0.25, the plan loads " \
+           "agg48->edge55 at 100%" in row["losers bound by"]
+    c.designs["atp"].gamma_predicted = 0.25  # the same plan's γ: nothing to blame on it
+    assert "atp: pipeline;" in summary_rows([c])[0]["losers bound by"] + ";"
+
+
+def test_several_jobs_take_the_slowest_jobs_prediction() -> None:
+    """With several jobs the design's bound is the slowest job's prediction (the engine
+    predicts every job), its γ the smallest job's, and the link its plan loads most (the
+    per-link records sit on one job's prediction only)."""
+    links = [{"link": "agg0->edge1", "lp_load": 0.5}, {"link": "agg48->edge55", "lp_load": 1.0},
+             {"link": "h1->edge0", "lp_load": 0.0}]
+    rec = {"rounds": [{"time_s": 0.5, "exact": True, "retransmissions": 0}]}
+    slow = {"rounds": [{"time_s": 0.7, "exact": True, "retransmissions": 0}]}
+
+    def bound(text: str) -> dict:
+        return {"round": {"predicted_s": 0.6, "measured_s": 0.7},
+                "bound": {"resource": "pipeline", "text": text}, "links": links}
+
+    doc = {"modes": {"job1/ina": rec, "job2/ina": slow},
+           "jobs": {"job1": {"gamma": {"predicted": 0.25, "ratio": 0.9}, "workers": ["h1"]},
+                    "job2": {"gamma": {"predicted": 0.2, "ratio": 0.8}, "workers": ["h2"]}},
+           "prediction": {"job1/ina": bound("one"), "job2/ina": {**bound("two"), "links": []}}}
+    import bench.suite.cell as cellmod
+
+    d = cellmod._ina_design("atp", doc, "ina", 1000, 0, 1.0)
+    assert (d.bound, d.bound_text) == ("pipeline", "job2: two")
+    assert d.gamma_predicted == 0.2 and d.gamma_ratio == pytest.approx(0.85)
+    assert d.plan_link == "agg48->edge55 at 100%"
+
+
 def test_design_names() -> None:
     assert design_names("ring,insync") == ("insync", "ring")  # the table's order
     with pytest.raises(ValueError, match="--designs"):

@@ -100,6 +100,8 @@ class DesignResult:
     note: str = ""
     fairness: float | None = None  # Jain's index of the jobs' elements per second (jobs > 1)
     marks: int = 0  # RESULTs with a congestion (ECN) mark the workers saw (atp)
+    gamma_predicted: float | None = None  # the plan's γ (the smallest job's), INA designs
+    plan_link: str = ""  # a link the plan loads to 100 % (what bounds the plan's γ)
 
 
 def jain(xs: list[float]) -> float | None:
@@ -266,18 +268,41 @@ def _ina_design(name: str, doc: dict, mode: str, n_values: int, slots: int,
                        elements_per_s=sum(n_values / m for m in med if m > 0),
                        retransmissions=retx, slots=slots,
                        fairness=jain([n_values / m for m in med if m > 0]))
-    pred = (doc.get("prediction") or {}).get(mode)
+    # several jobs: the slowest job's prediction (the engine predicts every job's round)
+    slowest = max(zip(per, med, strict=True), key=lambda x: x[1])[0][0]
+    preds = doc.get("prediction") or {}
+    pred = preds.get(mode) or preds.get(f"{slowest}/{mode}")
     if mode == "ina" and per[0][2].get("gamma") is not None:
         ratios = [j["gamma"]["ratio"] for _, _, j in per
                   if j.get("gamma") and j["gamma"].get("ratio") is not None]
         res.gamma_ratio = float(np.mean(ratios)) if ratios else None
+        planned = [j["gamma"]["predicted"] for _, _, j in per
+                   if j.get("gamma") and j["gamma"].get("predicted") is not None]
+        res.gamma_predicted = min(planned) if planned else None
     elif pred and pred["round"].get("measured_s"):
         res.gamma_ratio = pred["round"]["predicted_s"] / pred["round"]["measured_s"]
     if pred:
         res.bound, res.bound_text = pred["bound"]["resource"], pred["bound"]["text"]
+        if "jobs" in doc:
+            res.bound_text = f"{slowest}: {res.bound_text}"
+        # the per-link records sit on one job's prediction (the network is shared)
+        res.plan_link = plan_link(next(
+            (p["links"] for k, p in preds.items()
+             if (k == mode or k.endswith(f"/{mode}")) and p.get("links")), []))
     elif "jobs" in doc:
         res.bound, res.bound_text = _jobs_bound(per, bw, n_values)
     return res
+
+
+def plan_link(links: list[dict]) -> str:
+    """The link the plan loads most and its LP load (100 % where a link binds the plan's γ),
+    e.g. ``"agg48->edge55 at 100%"``, from a prediction's per-link records; "" when none
+    carries an LP load."""
+    loaded = [x for x in links if x.get("lp_load")]
+    if not loaded:
+        return ""
+    top = max(loaded, key=lambda x: x["lp_load"])
+    return f"{top['link']} at {top['lp_load']:.0%}"
 
 
 def _jobs_bound(per: list[tuple[str, dict, dict | None]], bw: float,

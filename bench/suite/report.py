@@ -37,6 +37,13 @@ def _why_loses(c: CellResult, name: str) -> str:
     if not d.exact:
         return "a sum was not exact"
     parts = [d.bound or "?"]
+    w = winner(c)
+    best = c.designs[w].gamma_predicted if w else None
+    if d.bound in ("pipeline", "unattributed") and d.gamma_predicted and best and \
+            d.gamma_predicted < best * (1 - 1e-6):
+        # it ran about as its plan predicts: the plan is what loses, bound by its link
+        parts[0] += (f": its plan's γ {d.gamma_predicted:.3g} against {w}'s {best:.3g}"
+                     + (f", the plan loads {d.plan_link}" if d.plan_link else ""))
     if d.retransmissions:
         parts.append(f"{d.retransmissions} retransmissions")
     return ", ".join(parts)

@@ -325,11 +325,18 @@ def _rules(net: Any, graph: nx.Graph, plan: Plan, jobs: list) -> dict:
     return switch_rules(graph, plan, net.mininet.plan.ports, net.hosts, jobs)
 
 
-def _push(net: Any, p4info: Path, config: Path, rules: dict | None = None) -> None:
-    """Push a pipeline (clears every slot) and the rules again to every switch."""
-    from controller.dataplane.deploy import deploy
+def _push(net: Any, p4info: Path, config: Path, rules: dict | None = None,
+          timeout: float = 60.0) -> None:
+    """Push a pipeline (clears every slot) and the rules again to every switch.  The
+    timeout per call is a safety bound, not a deadline: between runs 80 switches load a
+    pipeline side by side, and on 2 busy cores one took more than 10 s (a 70-worker
+    campaign at load 40)."""
+    from controller.dataplane.deploy import DeployError, deploy
 
-    deploy(rules or net.rules, net.addresses, p4info, config)
+    try:
+        deploy(rules or net.rules, net.addresses, p4info, config, timeout=timeout)
+    except DeployError as exc:
+        raise ExperimentError(f"pushing the pipeline between runs: {exc}") from None
 
 
 # ------------------------------------------------------------------ one run

@@ -65,8 +65,8 @@ def add_plan_options(p: argparse.ArgumentParser | argparse._ArgumentGroup, *,
                         "which leaves it out")
     p.add_argument("--polish", action=argparse.BooleanOptionalAction, default=d.polish,
                    help="when a baseline (exact aside) beats the planner's plan, search "
-                        "from that baseline's set and deploy the better one (docs/planner.md; "
-                        "default off: it changes make run's plan)")
+                        "from that baseline's set and deploy the better one (default; "
+                        "docs/planner.md); --no-polish: the planner's own plan")
     if with_baselines:
         p.add_argument("--no-baselines", action="store_true", help="skip the baselines")
 
