@@ -489,3 +489,72 @@ def test_a_nack_resends_the_chunk_at_once():
     assert w.stats.unexpected_results == 1
     assert w.on_packet(result(0, [5] * K, bitmap=0b1111), now=2.1) == []
     assert w.result[:K].tolist() == [5] * K
+
+
+def _recovering(q_free: float = 0.05, recovered: float = 0.4) -> RttEstimator:
+    """An estimator that measured 20 completions under loss per port: 2 chunks no loss held
+    (``q_free`` s), 18 that waited for someone's recovery (``recovered`` s)."""
+    e = RttEstimator(0.3, 0.01, 1.0)
+    for i in range(20):
+        e.completion(q_free if i < 2 else recovered)
+    return e
+
+
+def test_a_prober_times_from_the_loss_free_completions_once_loss_is_seen():
+    """Under loss per port nearly every chunk of a 64-worker job waits for a recovery, so
+    the median completion (and the job's ``timeout`` floor) measure the recoveries: a
+    prober waited 0.3 s for chunks that take 0.05 s (docs/results.md, issue 39).  Once the
+    worker has seen loss, its probes wait ``loss_mult`` times the fast end of the
+    completions; without loss nothing changes (make run: no retransmission)."""
+    e = _recovering()
+    assert (e.rto, e.probe_rto, e.first_rto) == (0.3, 0.3, pytest.approx(0.8))
+    e.loss_seen()
+    assert e.quick == 0.05 and e.probe_rto == pytest.approx(0.1)
+    assert e.rto == 0.3 and e.first_rto == pytest.approx(0.8)  # the others' timers stay
+    few = RttEstimator(0.3, 0.01, 1.0)
+    few.loss_seen()
+    for _ in range(15):
+        few.completion(0.05)
+    assert few.probe_rto == 0.3  # fewer than loss_after completions: not yet
+    few.completion(0.05)
+    assert few.probe_rto == pytest.approx(0.1)
+    with pytest.raises(ValueError):
+        RttEstimator(0.3, 0.01, 1.0, loss_q=1.0)
+
+
+@pytest.mark.parametrize("evidence", ["nack", "duplicate", "none"])
+def test_loss_evidence_brings_the_probe_forward(evidence: str):
+    """A NACK, or a RESULT the worker already has (the PS sends RESULTs in several copies
+    only when it measured loss), is loss seen: the prober of a stuck chunk then resends it
+    ``probe_rto`` after the last RESULT instead of ``rto``.  A non-prober keeps its
+    hold-off (``holdoff`` times ``rto``: shortening it started storms)."""
+    for wid in (0, 1):  # worker 0 probes chunk 0 of round 0 (members 0..3); worker 1 not
+        rtt = _recovering()
+        w = _job_round(wid, 8, window=8, rtt=rtt)
+        w.start(0.0)
+        w.on_packet(result(1, [1] * K, bitmap=0b1111), now=0.02)
+        if evidence == "nack":
+            w.on_packet(result(2, [0] * K, bitmap=0b1111 & ~(1 << wid),
+                               flags=FLAG_INCOMPLETE), now=0.03)
+        elif evidence == "duplicate":
+            w.on_packet(result(1, [1] * K, bitmap=0b1111), now=0.03)
+        assert rtt.lossy == (evidence != "none")
+        w.on_packet(result(3, [1] * K, bitmap=0b1111), now=0.04)
+        early = [p.chunk_id for p in w.tick(0.15) if p.chunk_id == 0]  # 0.04 + 2 x 0.05
+        assert early == ([0] if wid == 0 and evidence != "none" else [])
+        late = [p.chunk_id for p in w.tick(0.35) if p.chunk_id == 0]  # 0.04 + rto 0.3
+        if wid == 1 or evidence == "none":
+            assert late == ([0] if wid == 0 else [])
+
+
+def test_a_nack_after_loss_waits_a_loss_free_completion_not_rtos_floor():
+    """A NACK is refused while the worker's last copy may still be on its way: less than
+    half a ``probe_rto`` old.  Once loss is seen that is a loss-free chunk's completion
+    time (0.05 s here), not half the 0.3 s ``rto`` floor, which refused the PS's early asks
+    twice in a row at k=16, budget 4, 1 % loss."""
+    w = _job_round(1, 2, window=2, rtt=_recovering())
+    w.start(0.0)
+    nack = result(0, [0] * K, bitmap=0b1101, flags=FLAG_INCOMPLETE)
+    assert [p.chunk_id for p in w.on_packet(nack, now=0.06)] == [0]
+    assert w.on_packet(nack, now=0.08) == []  # its copy of 0.06 answers that one
+    assert w.rtt.lossy and w.stats.nacks == 2

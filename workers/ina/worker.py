@@ -212,7 +212,8 @@ class RttEstimator:
 
     def __init__(self, initial: float, min_rto: float, max_rto: float, *, mult: float = 2.0,
                  window: int = 64, escape: int = 32, granularity: float = 0.01,
-                 trust: int | None = None) -> None:
+                 trust: int | None = None, loss_q: float = 0.05, loss_mult: float = 2.0,
+                 loss_after: int = 16) -> None:
         if not 0 < min_rto <= max_rto or not 0 < initial <= max_rto:
             raise ValueError("need 0 < min_rto <= max_rto and 0 < initial <= max_rto")
         if mult < 1 or window < 1 or escape < 1 or granularity < 0:
@@ -225,6 +226,10 @@ class RttEstimator:
         # collisions of those late copies (0 with the floors); with 16 it helped the
         # simulated k=16 runs under loss (docs/results.md, issue 39)
         self.trust = trust
+        if not 0 <= loss_q < 1 or loss_mult < 1 or loss_after < 1:
+            raise ValueError("need 0 <= loss_q < 1, loss_mult >= 1 and loss_after >= 1")
+        self.loss_q, self.loss_mult, self.loss_after = loss_q, loss_mult, loss_after
+        self.lossy = False  # loss seen (loss_seen): rto from the loss-free completions
         self.rtts: deque[float] = deque(maxlen=window)
         self.completions: deque[float] = deque(maxlen=window)
         self._rtt_rto = self._wait = initial
@@ -245,6 +250,40 @@ class RttEstimator:
     @property
     def rto(self) -> float:
         return min(self.cap, max(self._rtt_rto, self.first_rto / 4))
+
+    @property
+    def probe_rto(self) -> float:
+        """A prober's timeout: ``rto``; once loss was seen (:meth:`loss_seen`) and
+        ``loss_after`` completions are measured, ``loss_mult`` times :attr:`quick` instead."""
+        if self.loss_ready:
+            return min(self.cap, max(self.min_rto, self.loss_mult * self.quick))
+        return self.rto
+
+    @property
+    def loss_ready(self) -> bool:
+        """Whether :attr:`probe_rto` follows the loss-free completions (:meth:`loss_seen`)."""
+        return self.lossy and len(self.completions) >= self.loss_after
+
+    @property
+    def quick(self) -> float:
+        """A loss-free chunk's completion time: the ``loss_q`` quantile of the recent
+        completions (0 before any).  Under loss per port nearly every chunk of a 64-worker
+        job waits for someone's recovery, so the median measures the recoveries; the few
+        chunks no loss held are the fast end of the distribution."""
+        if not self.completions:
+            return 0.0
+        ordered = sorted(self.completions)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * self.loss_q))]
+
+    def loss_seen(self) -> None:
+        """The worker saw evidence of loss: a NACK (the PS lacked its contribution after a
+        switch's flush) or a RESULT it already had (the PS sends RESULTs in several copies
+        only when it measured loss, ``PsState.copies``).  From then on (kept across rounds)
+        ``rto`` is ``loss_mult`` times :attr:`quick`, once ``loss_after`` completions are
+        measured: neither the job's ``timeout`` nor the variance of the exact round trips
+        holds it.  Without loss neither evidence comes, so a lossless run keeps its floors
+        (make run: no retransmission)."""
+        self.lossy = True
 
     @property
     def first_rto(self) -> float:
@@ -440,6 +479,7 @@ class WorkerRound:
             return []
         if self._done[c]:
             st.dup_results += 1
+            self.rtt.loss_seen()  # XXX-doc
             if not np.array_equal(self.result[c * self.k:(c + 1) * self.k], pkt.values):
                 st.conflicting_results += 1
             if c in self._copies_of_done:  # it may still time one of our late copies
@@ -485,7 +525,7 @@ class WorkerRound:
                     # later chunks complete: this one is stuck (a contribution or the
                     # RESULT lost); its prober asks at once
                     self.stats.fast += 1
-                    out.append(self._retransmit(d, g, rto, now))
+                    out.append(self._retransmit(d, g, self._hold(d, g, rto), now))
                     continue
             if g.deadline > now + wait:
                 g.deadline = now + wait
@@ -512,6 +552,8 @@ class WorkerRound:
             # trip is measured), up to the cap
             f.strikes += 1
             base = self.rtt.rto if self.rtt.measured else self.rtt.first_rto
+            if self.rtt.loss_ready and self._probing and self._prober(c):
+                base = self.rtt.probe_rto  # loss seen: the prober's own timeout
             # a prober's first probes are not backed off: when it lacked the chunk
             # itself, its probe completes its own part and only the next one flushes
             strikes = 0 if self._probing and f.retries < 2 and self._prober(c) else f.strikes
@@ -531,22 +573,28 @@ class WorkerRound:
     def _hold(self, c: int, f: _Flight, rto: float) -> float:
         """How long chunk ``c``'s copy waits: ``rto``, ``holdoff`` times it before the first
         retransmission of a chunk this worker does not probe ("NACKs and probers")."""
-        if f.retries or self._prober(c):
+        if self._probing and self._prober(c):
+            return self.rtt.probe_rto
+        if f.retries or not self._probing:
             return rto
         return min(self.rtt.cap * self.holdoff, rto * self.holdoff)
 
     def _on_nack(self, pkt: InaPacket, now: float) -> list[InaPacket]:
         """The PS asks for chunk ``pkt.chunk_id`` again: a switch flushed its aggregate
         without this worker (``pkt.bitmap``: the workers it has).  Resend it at once, unless
-        a copy left less than half an ``rto`` ago (that copy answers the ask)."""
+        a copy left less than half a ``probe_rto`` ago (that copy answers the ask)."""
         c = pkt.chunk_id
         f = self._inflight.get(c)
         if f is None or pkt.bitmap & self.bit or self.failed:
             self.stats.unexpected_results += 1
             return []
         self.stats.nacks += 1
+        self.rtt.loss_seen()
         rto = self.rtt.rto
-        if now - f.times[-1] < rto / 2:
+        # a copy younger than half the prober's timeout may still be on its way (once loss
+        # is seen that is a loss-free chunk's completion time, not rto's 0.15 s: k=16,
+        # budget 4, 1 % loss, NACKs 55 ms after the first copy were refused twice)
+        if now - f.times[-1] < self.rtt.probe_rto / 2:
             return []
         return [self._retransmit(c, f, rto, now)]
 
@@ -598,7 +646,10 @@ class WorkerRound:
             self._next += 1
             self.cc.on_send(now)
             self._inflight[c] = f = _Flight(now, self.rtt.first_rto, self._next)
-            f.deadline = now + self._hold(c, f, self.rtt.first_rto)
+            # a first copy waits first_rto (the others' copies may still come), a
+            # non-prober holdoff times longer ("NACKs and probers")
+            f.deadline = now + (self.rtt.first_rto if self._probing and self._prober(c)
+                                else self._hold(c, f, self.rtt.first_rto))
             self.stats.sent += 1
             out.append(self._grad(c, 0))
         return out
