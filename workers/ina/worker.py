@@ -90,9 +90,18 @@ NACKs and probers  [decision]
     timeout before its first retransmission.  A flush reaching the PS makes it ask the
     workers the flush lacks (a **NACK**: a RESULT flagged INCOMPLETE to that worker's reply
     port, bitmap = the workers the PS has, values 0; ``workers.ina.ps``, "NACKs"): a NACK
-    resends the chunk at once on its route, unless a copy left less than half an ``rto``
-    ago.  Without ``members`` (a round on its own) every chunk is this worker's to probe
-    and none of this applies.
+    resends the chunk at once on its route, unless a copy left less than half a
+    ``probe_rto`` ago.  Without ``members`` (a round on its own) every chunk is this
+    worker's to probe and none of this applies.
+
+    Once the worker has been NACKed (:meth:`RttEstimator.nack`), the prober's timeout is
+    ``probe_rto``, twice the median of the loss-free completions (the fastest ``1 -
+    chunk_loss`` of them, the chunk loss estimated from this worker's NACKs), not
+    ``rto``: under loss per port nearly every chunk waits for a recovery, so the median
+    completion and ``rto`` (the job's ``timeout`` until an exact round trip is measured,
+    and under loss few workers measure one) held each lost contribution 0.3 s where
+    loss-free chunks took 0.03-0.05 s (docs/results.md, issue 39).  The others' hold-off
+    stays ``holdoff`` times ``rto``: shortened with it, their retransmissions stormed.
 
 Congestion control
     How many chunks may be in flight is a policy passed in (``cc``, :mod:`workers.ina.cc`):
@@ -212,7 +221,7 @@ class RttEstimator:
 
     def __init__(self, initial: float, min_rto: float, max_rto: float, *, mult: float = 2.0,
                  window: int = 64, escape: int = 32, granularity: float = 0.01,
-                 trust: int | None = None, loss_q: float = 0.05, loss_mult: float = 2.0,
+                 trust: int | None = None, loss_mult: float = 2.0,
                  loss_after: int = 16) -> None:
         if not 0 < min_rto <= max_rto or not 0 < initial <= max_rto:
             raise ValueError("need 0 < min_rto <= max_rto and 0 < initial <= max_rto")
@@ -226,10 +235,13 @@ class RttEstimator:
         # collisions of those late copies (0 with the floors); with 16 it helped the
         # simulated k=16 runs under loss (docs/results.md, issue 39)
         self.trust = trust
-        if not 0 <= loss_q < 1 or loss_mult < 1 or loss_after < 1:
-            raise ValueError("need 0 <= loss_q < 1, loss_mult >= 1 and loss_after >= 1")
-        self.loss_q, self.loss_mult, self.loss_after = loss_q, loss_mult, loss_after
-        self.lossy = False  # loss seen (loss_seen): rto from the loss-free completions
+        if loss_mult < 1 or loss_after < 1:
+            raise ValueError("need loss_mult >= 1 and loss_after >= 1")
+        self.loss_mult, self.loss_after = loss_mult, loss_after
+        # the measured loss (probe_rto): first copies sent and NACKs received over the job,
+        # and the contributions per chunk (the round's members; WorkerRound sets it)
+        self.firsts = self.nacked = 0
+        self.members = 1
         self.rtts: deque[float] = deque(maxlen=window)
         self.completions: deque[float] = deque(maxlen=window)
         self._rtt_rto = self._wait = initial
@@ -253,37 +265,58 @@ class RttEstimator:
 
     @property
     def probe_rto(self) -> float:
-        """A prober's timeout: ``rto``; once loss was seen (:meth:`loss_seen`) and
-        ``loss_after`` completions are measured, ``loss_mult`` times :attr:`quick` instead."""
+        """A prober's timeout: ``rto``; once this worker was NACKed and ``loss_after``
+        completions are measured, ``loss_mult`` times :attr:`quick` instead (a loss-free
+        chunk's time; :meth:`nack`)."""
         if self.loss_ready:
             return min(self.cap, max(self.min_rto, self.loss_mult * self.quick))
         return self.rto
 
     @property
     def loss_ready(self) -> bool:
-        """Whether :attr:`probe_rto` follows the loss-free completions (:meth:`loss_seen`)."""
-        return self.lossy and len(self.completions) >= self.loss_after
+        """Whether :attr:`probe_rto` follows the loss-free completions."""
+        return self.nacked > 0 and len(self.completions) >= self.loss_after
+
+    @property
+    def lossy(self) -> bool:
+        """Whether this worker has seen loss (a NACK)."""
+        return self.nacked > 0
+
+    @property
+    def chunk_loss(self) -> float:
+        """The share of chunks that wait for someone's recovery: ``1 - (1 - p) ** members``,
+        ``p`` the share of this worker's first copies the PS NACKed (0 before any NACK)."""
+        if not self.nacked or not self.firsts:
+            return 0.0
+        p = min(1.0, self.nacked / self.firsts)
+        return 1.0 - (1.0 - p) ** self.members
 
     @property
     def quick(self) -> float:
-        """A loss-free chunk's completion time: the ``loss_q`` quantile of the recent
-        completions (0 before any).  Under loss per port nearly every chunk of a 64-worker
-        job waits for someone's recovery, so the median measures the recoveries; the few
-        chunks no loss held are the fast end of the distribution."""
+        """A loss-free chunk's completion time: the median of the fastest ``1 -
+        chunk_loss`` of the recent completions (0 before any).  Under loss per port nearly
+        every chunk of a 64-worker job waits for someone's recovery, so the median of all
+        of them measures the recoveries; the few chunks no loss held are their fast end.
+        Without much loss it is the median (a fixed low quantile was too early there: the
+        first window of a round completes before the queues fill, and its probes, NACKs and
+        RESULT copies spread to every worker)."""
         if not self.completions:
             return 0.0
         ordered = sorted(self.completions)
-        return ordered[min(len(ordered) - 1, int(len(ordered) * self.loss_q))]
+        q = (1.0 - self.chunk_loss) / 2
+        return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
-    def loss_seen(self) -> None:
-        """The worker saw evidence of loss: a NACK (the PS lacked its contribution after a
-        switch's flush) or a RESULT it already had (the PS sends RESULTs in several copies
-        only when it measured loss, ``PsState.copies``).  From then on (kept across rounds)
-        ``rto`` is ``loss_mult`` times :attr:`quick`, once ``loss_after`` completions are
-        measured: neither the job's ``timeout`` nor the variance of the exact round trips
-        holds it.  Without loss neither evidence comes, so a lossless run keeps its floors
-        (make run: no retransmission)."""
-        self.lossy = True
+    def first_sent(self) -> None:
+        """A first copy left (the denominator of :attr:`chunk_loss`)."""
+        self.firsts += 1
+
+    def nack(self) -> None:
+        """The PS lacked this worker's contribution after a switch's flush (a NACK): loss
+        seen.  From then on (kept across rounds) :attr:`probe_rto` is ``loss_mult`` times
+        :attr:`quick`, once ``loss_after`` completions are measured: neither the job's
+        ``timeout`` nor the variance of the exact round trips holds it.  Without loss no
+        NACK comes (no probe, no flush), so a lossless run keeps its timers."""
+        self.nacked += 1
 
     @property
     def first_rto(self) -> float:
@@ -408,6 +441,7 @@ class WorkerRound:
         self.rtt = rtt if rtt is not None else RttEstimator(timeout, min(min_timeout, timeout),
                                                             max_timeout)
         # the congestion control policy, one per job in the I/O shell (workers.ina.cc)
+        self.rtt.members = max(1, len(ms))  # contributions per chunk (chunk_loss)
         self.cc: CongestionControl = cc if cc is not None else Fixed(window)
         # a hierarchical job's GRADs carry no bit (the switches' child tables give it) and
         # its RESULTs the members folded to the bitmap's width (docs/protocol.md §5.1)
@@ -479,7 +513,6 @@ class WorkerRound:
             return []
         if self._done[c]:
             st.dup_results += 1
-            self.rtt.loss_seen()  # XXX-doc
             if not np.array_equal(self.result[c * self.k:(c + 1) * self.k], pkt.values):
                 st.conflicting_results += 1
             if c in self._copies_of_done:  # it may still time one of our late copies
@@ -589,7 +622,7 @@ class WorkerRound:
             self.stats.unexpected_results += 1
             return []
         self.stats.nacks += 1
-        self.rtt.loss_seen()
+        self.rtt.nack()
         rto = self.rtt.rto
         # a copy younger than half the prober's timeout may still be on its way (once loss
         # is seen that is a loss-free chunk's completion time, not rto's 0.15 s: k=16,
@@ -645,6 +678,7 @@ class WorkerRound:
             c = self.schedule[self._next][0]
             self._next += 1
             self.cc.on_send(now)
+            self.rtt.first_sent()
             self._inflight[c] = f = _Flight(now, self.rtt.first_rto, self._next)
             # a first copy waits first_rto (the others' copies may still come), a
             # non-prober holdoff times longer ("NACKs and probers")
