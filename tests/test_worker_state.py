@@ -489,3 +489,85 @@ def test_a_nack_resends_the_chunk_at_once():
     assert w.stats.unexpected_results == 1
     assert w.on_packet(result(0, [5] * K, bitmap=0b1111), now=2.1) == []
     assert w.result[:K].tolist() == [5] * K
+
+
+def _recovering(q_free: float = 0.05, recovered: float = 0.4) -> RttEstimator:
+    """An estimator that measured 20 completions under loss per port: 2 chunks no loss held
+    (``q_free`` s), 18 that waited for someone's recovery (``recovered`` s)."""
+    e = RttEstimator(0.3, 0.01, 1.0)
+    for i in range(20):
+        e.completion(q_free if i < 2 else recovered)
+    return e
+
+
+def test_a_prober_times_from_the_loss_free_completions_once_nacked():
+    """Under loss per port nearly every chunk of a 64-worker job waits for a recovery, so
+    the median completion (and the job's ``timeout`` floor) measure the recoveries: a
+    prober waited 0.3 s for chunks that take 0.05 s (docs/results.md, issue 39).  Once the
+    worker has been NACKed, its probes wait ``loss_mult`` times the median of the fastest
+    ``1 - chunk_loss`` of the completions; without a NACK nothing changes (make run: no
+    retransmission), and with little loss that is the median of them all."""
+    e = _recovering()
+    e.members = 64
+    for _ in range(20):
+        e.first_sent()
+    assert (e.rto, e.probe_rto, e.first_rto, e.lossy) == (0.3, 0.3, pytest.approx(0.8), False)
+    e.nack()  # 1 of 20 contributions lost: 1 - 0.95^64 = 96 % of chunks wait for one
+    assert e.chunk_loss == pytest.approx(1 - 0.95 ** 64)
+    assert e.quick == 0.05 and e.probe_rto == pytest.approx(0.1)
+    assert e.rto == 0.3 and e.first_rto == pytest.approx(0.8)  # the others' timers stay
+    light = _recovering()
+    light.members = 64
+    for _ in range(1000):
+        light.first_sent()
+    light.nack()  # 1 of 1,000: 6 % of chunks: the median of the fastest 94 %
+    assert light.quick == 0.4 and light.probe_rto == pytest.approx(0.8)
+    few = RttEstimator(0.3, 0.01, 1.0)
+    few.first_sent()
+    few.nack()
+    for _ in range(15):
+        few.completion(0.05)
+    assert few.probe_rto == 0.3  # fewer than loss_after completions: not yet
+    few.completion(0.05)
+    assert few.probe_rto == pytest.approx(0.1)
+    with pytest.raises(ValueError):
+        RttEstimator(0.3, 0.01, 1.0, loss_mult=0.5)
+
+
+@pytest.mark.parametrize("nacked", [True, False])
+def test_nacks_bring_the_probe_forward(nacked: bool):
+    """NACKs for 3 of its 8 chunks (members 0..3: 85 % of chunks wait for a recovery): the
+    prober of a stuck chunk then resends it ``probe_rto`` after the last RESULT instead of
+    ``rto``.  A non-prober keeps its hold-off (``holdoff`` times ``rto``: shortening it
+    started storms), and a RESULT received twice (the PS's copies, sent after one NACK
+    anywhere in the job) is no evidence of this worker's own."""
+    for wid in (0, 1):  # worker 0 probes chunk 0 of round 0 (members 0..3); worker 1 not
+        rtt = _recovering()
+        w = _job_round(wid, 8, window=8, rtt=rtt)
+        w.start(0.0)
+        w.on_packet(result(1, [1] * K, bitmap=0b1111), now=0.02)
+        w.on_packet(result(1, [1] * K, bitmap=0b1111), now=0.025)
+        if nacked:
+            for c in (2, 4, 5):
+                w.on_packet(result(c, [0] * K, bitmap=0b1111 & ~(1 << wid),
+                                   flags=FLAG_INCOMPLETE), now=0.03)
+        assert rtt.lossy == nacked and rtt.members == 4
+        w.on_packet(result(3, [1] * K, bitmap=0b1111), now=0.04)
+        early = [p.chunk_id for p in w.tick(0.15) if p.chunk_id == 0]  # 0.04 + 2 x 0.05
+        assert early == ([0] if wid == 0 and nacked else [])
+        late = [p.chunk_id for p in w.tick(0.35) if p.chunk_id == 0]  # 0.04 + rto 0.3
+        if wid == 1 or not nacked:
+            assert late == ([0] if wid == 0 else [])
+
+
+def test_a_nack_after_loss_waits_a_loss_free_completion_not_rtos_floor():
+    """A NACK is refused while the worker's last copy may still be on its way: less than
+    half a ``probe_rto`` old.  Once loss is seen that is a loss-free chunk's completion
+    time (0.05 s here), not half the 0.3 s ``rto`` floor, which refused the PS's early asks
+    twice in a row at k=16, budget 4, 1 % loss."""
+    w = _job_round(1, 2, window=2, rtt=_recovering())
+    w.start(0.0)
+    nack = result(0, [0] * K, bitmap=0b1101, flags=FLAG_INCOMPLETE)
+    assert [p.chunk_id for p in w.on_packet(nack, now=0.06)] == [0]
+    assert w.on_packet(nack, now=0.08) == []  # its copy of 0.06 answers that one
+    assert w.rtt.lossy and w.stats.nacks == 2

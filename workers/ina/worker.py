@@ -90,9 +90,18 @@ NACKs and probers  [decision]
     timeout before its first retransmission.  A flush reaching the PS makes it ask the
     workers the flush lacks (a **NACK**: a RESULT flagged INCOMPLETE to that worker's reply
     port, bitmap = the workers the PS has, values 0; ``workers.ina.ps``, "NACKs"): a NACK
-    resends the chunk at once on its route, unless a copy left less than half an ``rto``
-    ago.  Without ``members`` (a round on its own) every chunk is this worker's to probe
-    and none of this applies.
+    resends the chunk at once on its route, unless a copy left less than half a
+    ``probe_rto`` ago.  Without ``members`` (a round on its own) every chunk is this
+    worker's to probe and none of this applies.
+
+    Once the worker has been NACKed (:meth:`RttEstimator.nack`), the prober's timeout is
+    ``probe_rto``, twice the median of the loss-free completions (the fastest ``1 -
+    chunk_loss`` of them, the chunk loss estimated from this worker's NACKs), not
+    ``rto``: under loss per port nearly every chunk waits for a recovery, so the median
+    completion and ``rto`` (the job's ``timeout`` until an exact round trip is measured,
+    and under loss few workers measure one) held each lost contribution 0.3 s where
+    loss-free chunks took 0.03-0.05 s (docs/results.md, issue 39).  The others' hold-off
+    stays ``holdoff`` times ``rto``: shortened with it, their retransmissions stormed.
 
 Congestion control
     How many chunks may be in flight is a policy passed in (``cc``, :mod:`workers.ina.cc`):
@@ -212,7 +221,8 @@ class RttEstimator:
 
     def __init__(self, initial: float, min_rto: float, max_rto: float, *, mult: float = 2.0,
                  window: int = 64, escape: int = 32, granularity: float = 0.01,
-                 trust: int | None = None) -> None:
+                 trust: int | None = None, loss_mult: float = 2.0,
+                 loss_after: int = 16) -> None:
         if not 0 < min_rto <= max_rto or not 0 < initial <= max_rto:
             raise ValueError("need 0 < min_rto <= max_rto and 0 < initial <= max_rto")
         if mult < 1 or window < 1 or escape < 1 or granularity < 0:
@@ -225,6 +235,13 @@ class RttEstimator:
         # collisions of those late copies (0 with the floors); with 16 it helped the
         # simulated k=16 runs under loss (docs/results.md, issue 39)
         self.trust = trust
+        if loss_mult < 1 or loss_after < 1:
+            raise ValueError("need loss_mult >= 1 and loss_after >= 1")
+        self.loss_mult, self.loss_after = loss_mult, loss_after
+        # the measured loss (probe_rto): first copies sent and NACKs received over the job,
+        # and the contributions per chunk (the round's members; WorkerRound sets it)
+        self.firsts = self.nacked = 0
+        self.members = 1
         self.rtts: deque[float] = deque(maxlen=window)
         self.completions: deque[float] = deque(maxlen=window)
         self._rtt_rto = self._wait = initial
@@ -245,6 +262,61 @@ class RttEstimator:
     @property
     def rto(self) -> float:
         return min(self.cap, max(self._rtt_rto, self.first_rto / 4))
+
+    @property
+    def probe_rto(self) -> float:
+        """A prober's timeout: ``rto``; once this worker was NACKed and ``loss_after``
+        completions are measured, ``loss_mult`` times :attr:`quick` instead (a loss-free
+        chunk's time; :meth:`nack`)."""
+        if self.loss_ready:
+            return min(self.cap, max(self.min_rto, self.loss_mult * self.quick))
+        return self.rto
+
+    @property
+    def loss_ready(self) -> bool:
+        """Whether :attr:`probe_rto` follows the loss-free completions."""
+        return self.nacked > 0 and len(self.completions) >= self.loss_after
+
+    @property
+    def lossy(self) -> bool:
+        """Whether this worker has seen loss (a NACK)."""
+        return self.nacked > 0
+
+    @property
+    def chunk_loss(self) -> float:
+        """The share of chunks that wait for someone's recovery: ``1 - (1 - p) ** members``,
+        ``p`` the share of this worker's first copies the PS NACKed (0 before any NACK)."""
+        if not self.nacked or not self.firsts:
+            return 0.0
+        p = min(1.0, self.nacked / self.firsts)
+        return 1.0 - (1.0 - p) ** self.members
+
+    @property
+    def quick(self) -> float:
+        """A loss-free chunk's completion time: the median of the fastest ``1 -
+        chunk_loss`` of the recent completions (0 before any).  Under loss per port nearly
+        every chunk of a 64-worker job waits for someone's recovery, so the median of all
+        of them measures the recoveries; the few chunks no loss held are their fast end.
+        Without much loss it is the median (a fixed low quantile was too early there: the
+        first window of a round completes before the queues fill, and its probes, NACKs and
+        RESULT copies spread to every worker)."""
+        if not self.completions:
+            return 0.0
+        ordered = sorted(self.completions)
+        q = (1.0 - self.chunk_loss) / 2
+        return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+    def first_sent(self) -> None:
+        """A first copy left (the denominator of :attr:`chunk_loss`)."""
+        self.firsts += 1
+
+    def nack(self) -> None:
+        """The PS lacked this worker's contribution after a switch's flush (a NACK): loss
+        seen.  From then on (kept across rounds) :attr:`probe_rto` is ``loss_mult`` times
+        :attr:`quick`, once ``loss_after`` completions are measured: neither the job's
+        ``timeout`` nor the variance of the exact round trips holds it.  Without loss no
+        NACK comes (no probe, no flush), so a lossless run keeps its timers."""
+        self.nacked += 1
 
     @property
     def first_rto(self) -> float:
@@ -369,6 +441,7 @@ class WorkerRound:
         self.rtt = rtt if rtt is not None else RttEstimator(timeout, min(min_timeout, timeout),
                                                             max_timeout)
         # the congestion control policy, one per job in the I/O shell (workers.ina.cc)
+        self.rtt.members = max(1, len(ms))  # contributions per chunk (chunk_loss)
         self.cc: CongestionControl = cc if cc is not None else Fixed(window)
         # a hierarchical job's GRADs carry no bit (the switches' child tables give it) and
         # its RESULTs the members folded to the bitmap's width (docs/protocol.md §5.1)
@@ -485,7 +558,7 @@ class WorkerRound:
                     # later chunks complete: this one is stuck (a contribution or the
                     # RESULT lost); its prober asks at once
                     self.stats.fast += 1
-                    out.append(self._retransmit(d, g, rto, now))
+                    out.append(self._retransmit(d, g, self._hold(d, g, rto), now))
                     continue
             if g.deadline > now + wait:
                 g.deadline = now + wait
@@ -512,6 +585,8 @@ class WorkerRound:
             # trip is measured), up to the cap
             f.strikes += 1
             base = self.rtt.rto if self.rtt.measured else self.rtt.first_rto
+            if self.rtt.loss_ready and self._probing and self._prober(c):
+                base = self.rtt.probe_rto  # loss seen: the prober's own timeout
             # a prober's first probes are not backed off: when it lacked the chunk
             # itself, its probe completes its own part and only the next one flushes
             strikes = 0 if self._probing and f.retries < 2 and self._prober(c) else f.strikes
@@ -531,22 +606,28 @@ class WorkerRound:
     def _hold(self, c: int, f: _Flight, rto: float) -> float:
         """How long chunk ``c``'s copy waits: ``rto``, ``holdoff`` times it before the first
         retransmission of a chunk this worker does not probe ("NACKs and probers")."""
-        if f.retries or self._prober(c):
+        if self._probing and self._prober(c):
+            return self.rtt.probe_rto
+        if f.retries or not self._probing:
             return rto
         return min(self.rtt.cap * self.holdoff, rto * self.holdoff)
 
     def _on_nack(self, pkt: InaPacket, now: float) -> list[InaPacket]:
         """The PS asks for chunk ``pkt.chunk_id`` again: a switch flushed its aggregate
         without this worker (``pkt.bitmap``: the workers it has).  Resend it at once, unless
-        a copy left less than half an ``rto`` ago (that copy answers the ask)."""
+        a copy left less than half a ``probe_rto`` ago (that copy answers the ask)."""
         c = pkt.chunk_id
         f = self._inflight.get(c)
         if f is None or pkt.bitmap & self.bit or self.failed:
             self.stats.unexpected_results += 1
             return []
         self.stats.nacks += 1
+        self.rtt.nack()
         rto = self.rtt.rto
-        if now - f.times[-1] < rto / 2:
+        # a copy younger than half the prober's timeout may still be on its way (once loss
+        # is seen that is a loss-free chunk's completion time, not rto's 0.15 s: k=16,
+        # budget 4, 1 % loss, NACKs 55 ms after the first copy were refused twice)
+        if now - f.times[-1] < self.rtt.probe_rto / 2:
             return []
         return [self._retransmit(c, f, rto, now)]
 
@@ -597,8 +678,12 @@ class WorkerRound:
             c = self.schedule[self._next][0]
             self._next += 1
             self.cc.on_send(now)
+            self.rtt.first_sent()
             self._inflight[c] = f = _Flight(now, self.rtt.first_rto, self._next)
-            f.deadline = now + self._hold(c, f, self.rtt.first_rto)
+            # a first copy waits first_rto (the others' copies may still come), a
+            # non-prober holdoff times longer ("NACKs and probers")
+            f.deadline = now + (self.rtt.first_rto if self._probing and self._prober(c)
+                                else self._hold(c, f, self.rtt.first_rto))
             self.stats.sent += 1
             out.append(self._grad(c, 0))
         return out
