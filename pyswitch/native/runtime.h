@@ -400,26 +400,40 @@ static int bad_action(long aidx) {
     return RC_ERR;
 }
 
-/* v + 1 (a new reference), for the statistics' counts */
-static PyObject *plus_one(PyObject *v) {
+/* The statistics a batch counts in C and adds to the switch's Python objects (rx, tx,
+   stats.dropped) when it ends, or before any call into Python that could count too
+   (process.c: count_rx, count_tx, count_drop, flush_counts); a port is counted here when
+   it is an int in 0..NPORT-1, in the order ports are first counted, so that the Counters
+   gain their keys in the order the frame-by-frame path gives them. */
+#define NPORT 512
+typedef struct {
+    int on;                          /* a batch is running */
+    Py_ssize_t dropped;
+    int nrx, ntx;                    /* ports counted so far */
+    unsigned short rxp[NPORT], txp[NPORT];
+    Py_ssize_t rxc[NPORT], txc[NPORT];
+} Counts;
+
+/* v + n (a new reference; v is stolen), for the statistics' counts */
+static PyObject *plus_n(PyObject *v, Py_ssize_t n) {
     if (!v) return NULL;
-    PyObject *one = PyLong_FromLong(1);
-    PyObject *r = one ? PyNumber_Add(v, one) : NULL;
-    Py_XDECREF(one);
+    PyObject *d = PyLong_FromSsize_t(n);
+    PyObject *r = d ? PyNumber_Add(v, d) : NULL;
+    Py_XDECREF(d);
     Py_DECREF(v);
     return r;
 }
 
-/* counter[key] += 1 on a collections.Counter: a dict whose missing keys count 0 (its
+/* counter[key] += n on a collections.Counter: a dict whose missing keys count 0 (its
    __missing__), read and written as a dict when its item access is dict's own */
-static int bump(PyObject *counter, PyObject *key) {
+static int bump_n(PyObject *counter, PyObject *key, Py_ssize_t n) {
     if (PyDict_Check(counter)
             && Py_TYPE(counter)->tp_as_mapping->mp_subscript == PyDict_Type.tp_as_mapping->mp_subscript
             && Py_TYPE(counter)->tp_as_mapping->mp_ass_subscript
                == PyDict_Type.tp_as_mapping->mp_ass_subscript) {
         PyObject *x = PyDict_GetItemWithError(counter, key);  /* borrowed */
         if (!x && PyErr_Occurred()) return RC_ERR;
-        PyObject *r = x ? small_add(x, 1) : PyLong_FromLong(1);
+        PyObject *r = x ? small_add(x, n) : PyLong_FromSsize_t(n);
         if (!r && PyErr_Occurred()) return RC_ERR;
         if (r) {
             int rc = PyDict_SetItem(counter, key, r);
@@ -427,16 +441,18 @@ static int bump(PyObject *counter, PyObject *key) {
             return rc;
         }
     }
-    PyObject *r = plus_one(PyObject_GetItem(counter, key));
+    PyObject *r = plus_n(PyObject_GetItem(counter, key), n);
     if (!r) return RC_ERR;
     int rc = PyObject_SetItem(counter, key, r);
     Py_DECREF(r);
     return rc;
 }
 
-/* obj.name += 1 */
-static int bump_attr(PyObject *obj, PyObject *name) {
-    PyObject *r = plus_one(PyObject_GetAttr(obj, name));
+static int bump(PyObject *counter, PyObject *key) { return bump_n(counter, key, 1); }
+
+/* obj.name += n */
+static int bump_attr_n(PyObject *obj, PyObject *name, Py_ssize_t n) {
+    PyObject *r = plus_n(PyObject_GetAttr(obj, name), n);
     if (!r) return RC_ERR;
     int rc = PyObject_SetAttr(obj, name, r);
     Py_DECREF(r);
