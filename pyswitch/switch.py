@@ -427,7 +427,16 @@ class Switch:
         batch = getattr(self.process, "batch", None)  # the native Process's own loop
         if batch is not None:
             return batch(frames, port, errors)
-        process, out = self.process, []
+        process: Any = self.process
+        out: list[tuple[int, bytes]] = []
+        if errors is None:  # the common case, without a test per frame
+            if port is None:
+                for p, f in frames:
+                    out += process(p, f)
+            else:
+                for f in frames:
+                    out += process(port, f)
+            return out
         for i, item in enumerate(frames):
             p, f = (port, item) if port is not None else item
             if errors is None:
