@@ -8,7 +8,9 @@ Command line mirrors BMv2's ``simple_switch_grpc``::
                            [--control-socket PATH] [COMPILED.json]
 
 Threads: one forwarding loop (epoll over the AF_PACKET ports, a wake-up pipe and the
-impairment timers) that runs ``Switch.process`` for every received frame; for P4Runtime,
+impairment timers) that runs every received frame through the switch (a port's received
+batch in one ``Switch.process_batch`` call where no impairment or queue is in the way,
+else ``Switch.process`` per frame); for P4Runtime,
 one ``grpc.aio`` event loop thread and a small pool for blocking requests (see
 ``pyswitch/p4runtime/server.py``); one thread for the control socket. One lock
 (``Device.lock``) guards the switch, the impairment state and the delayed-frame queue; the
