@@ -5,15 +5,19 @@ in-process API as the controller would (docs/protocol.md): one job of W workers 
 ports 1..W, RESULT multicast group 1 to those ports, PARTIALs routed to the ToR over a
 two-port ECMP group. Each chunk is W GRADs (claim, joins, completion -> one PARTIAL) then
 its RESULT from the fabric (slot release + W multicast copies), so every pass over the
-pre-built frames leaves the registers as it found them. The figure is frames into
-`Switch.process` per second of wall time and its inverse, the cost per frame; the median
-of --repeat runs is printed with every run.  Both execution paths run side by side in one
+pre-built frames leaves the registers as it found them. The figure is frames into the
+switch per second of wall time and its inverse, and the CPU time per frame; the median of
+--repeat runs is printed with every run.  Both execution paths run side by side in one
 run, interleaved (docs/pyswitch-api.md, "The native path"): ``python`` (the generated
 Python) and ``native`` (the same program compiled to C), with their ratio; ``--path``
-measures one of them.
+measures one of them.  Each path is measured two ways: a frame per call
+(``Switch.process``, the loop in Python) and in batches of --batch frames
+(``Switch.process_batch``, the loop in C on the native path; the daemon's receive batch
+is 64 frames); ``--batch 0`` measures only the first.
 
     python bench/pyswitch_ina_pps.py [--frames 40000] [--repeat 5] [--workers 4]
-                                    [--program p4src/ina.p4] [--path both] [--smoke]
+                                    [--batch 64] [--program p4src/ina.p4] [--path both]
+                                    [--smoke]
 """
 
 from __future__ import annotations
@@ -98,11 +102,28 @@ def measure(sw: Switch, workload: list[tuple[int, bytes]], n: int) -> tuple[floa
     return n / (time.perf_counter() - t), (time.process_time() - c) / n * 1e6
 
 
+def measure_batches(sw: Switch, workload: list[tuple[int, bytes]], n: int,
+                    size: int) -> tuple[float, float]:
+    """(frames/s, CPU us per frame) of `n` frames of the workload (the frames `measure`
+    takes) through `sw` in batches of `size` frames (the batches made before timing)."""
+    m = len(workload)
+    seq = [workload[i % m] for i in range(n)]
+    batches = [seq[i:i + size] for i in range(0, n, size)]
+    batch = sw.process_batch
+    t, c = time.perf_counter(), time.process_time()
+    for b in batches:
+        batch(b)
+    return n / (time.perf_counter() - t), (time.process_time() - c) / n * 1e6
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=40000, help="frames per run")
     ap.add_argument("--repeat", type=int, default=5, help="runs (the median is reported)")
     ap.add_argument("--workers", type=int, default=4, help="workers of the job (fan-in)")
+    ap.add_argument("--batch", type=int, default=64,
+                    help="frames per Switch.process_batch call (default 64, the daemon's "
+                         "receive batch; 0: only a frame per call)")
     ap.add_argument("--program", type=Path, default=PROG,
                     help="the P4 program (default p4src/ina.p4; e.g. an older copy to compare)")
     ap.add_argument("--path", choices=["both", "python", "native"], default="both",
@@ -110,6 +131,10 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true",
                     help="a seconds-long run checking the bench still works (figure rough)")
     args = ap.parse_args()
+    if args.batch < 0 or args.frames < 1 or args.repeat < 1 or args.workers < 1:
+        print("pyswitch_ina_pps: --batch must be >= 0, --frames, --repeat and --workers "
+              ">= 1", file=sys.stderr)
+        return 2
     if args.smoke:
         args.frames, args.repeat = 500, 1
     t0 = time.perf_counter()
@@ -135,29 +160,39 @@ def main() -> int:
         for p, f in workload[args.workers + 1:]:  # finish the pass the check started
             sw.process(p, f)
         switches[path] = (sw, t_build)
-    rates: dict[str, list[float]] = {p: [] for p in paths}
-    cpus: dict[str, list[float]] = {p: [] for p in paths}
+    modes = ["frame", "batch"] if args.batch else ["frame"]
+    runs = [(p, m) for p in paths for m in modes]
+    rates: dict[tuple[str, str], list[float]] = {r: [] for r in runs}
+    cpus: dict[tuple[str, str], list[float]] = {r: [] for r in runs}
     for _ in range(args.repeat):
-        for path in paths:  # interleaved: both see the same machine
-            r, c = measure(switches[path][0], workload, args.frames)
-            rates[path].append(r)
-            cpus[path].append(c)
+        for path, mode in runs:  # interleaved: all see the same machine
+            sw = switches[path][0]
+            r, c = (measure(sw, workload, args.frames) if mode == "frame"
+                    else measure_batches(sw, workload, args.frames, args.batch))
+            rates[path, mode].append(r)
+            cpus[path, mode].append(c)
     try:
         shown = args.program.resolve().relative_to(ROOT)
     except ValueError:
         shown = args.program
-    meds = {}
-    for path in paths:
-        med = meds[path] = statistics.median(rates[path])
-        print(f"pyswitch on {shown}, {path} path: {med:,.0f} frames/s = {1e6 / med:.1f} "
-              f"us/frame (median of {args.repeat} x {args.frames} frames; runs: "
-              f"{', '.join(f'{r:,.0f}' for r in rates[path])}); CPU per frame "
-              f"{statistics.median(cpus[path]):.2f} us; switch built in "
-              f"{switches[path][1]:.2f} s")
-    if len(paths) == 2:
-        print(f"  native / python: {meds['native'] / meds['python']:.2f}x in frames/s, "
-              f"{statistics.median(cpus['python']) / statistics.median(cpus['native']):.2f}x "
-              f"in CPU per frame")
+    meds, cmeds = {}, {}
+    how = {"frame": "a frame per call (Switch.process)",
+           "batch": f"batches of {args.batch} (Switch.process_batch)"}
+    for path, mode in runs:
+        med = meds[path, mode] = statistics.median(rates[path, mode])
+        cmeds[path, mode] = statistics.median(cpus[path, mode])
+        print(f"pyswitch on {shown}, {path} path, {how[mode]}: {med:,.0f} frames/s = "
+              f"{1e6 / med:.2f} us/frame (median of {args.repeat} x {args.frames} frames; "
+              f"runs: {', '.join(f'{r:,.0f}' for r in rates[path, mode])}); CPU per frame "
+              f"{cmeds[path, mode]:.2f} us; switch built in {switches[path][1]:.2f} s")
+    for mode in modes if len(paths) == 2 else []:
+        print(f"  native / python, {mode}: {meds['native', mode] / meds['python', mode]:.2f}x "
+              f"in frames/s, {cmeds['python', mode] / cmeds['native', mode]:.2f}x in CPU "
+              f"per frame")
+    for path in paths if len(modes) == 2 else []:
+        print(f"  {path} path, batch / frame: {meds[path, 'batch'] / meds[path, 'frame']:.2f}x "
+              f"in frames/s, {cmeds[path, 'frame'] / cmeds[path, 'batch']:.2f}x in CPU "
+              f"per frame")
     print(f"  workload: aggregator switch, {args.workers} workers, K={C.K} values, per chunk "
           f"{args.workers} GRADs (claim/join/complete -> 1 PARTIAL) + 1 RESULT "
           f"(release, {args.workers} multicast copies); {len(workload[0][1])}-byte frames; "

@@ -8,7 +8,9 @@ Command line mirrors BMv2's ``simple_switch_grpc``::
                            [--control-socket PATH] [COMPILED.json]
 
 Threads: one forwarding loop (epoll over the AF_PACKET ports, a wake-up pipe and the
-impairment timers) that runs ``Switch.process`` for every received frame; for P4Runtime,
+impairment timers) that runs every received frame through the switch (a port's received
+batch in one ``Switch.process_batch`` call where no impairment or queue is in the way,
+else ``Switch.process`` per frame); for P4Runtime,
 one ``grpc.aio`` event loop thread and a small pool for blocking requests (see
 ``pyswitch/p4runtime/server.py``); one thread for the control socket. One lock
 (``Device.lock``) guards the switch, the impairment state and the delayed-frame queue; the
@@ -209,28 +211,28 @@ class ForwardingLoop:
             for frame in frames:
                 self._process_queued(sw, port, frame)
             return
-        # fast path (no impairment on this port): inlined _process/_transmit/_send; what
-        # the batch sends to a port leaves in one Port.send_batch, in order, at the end
-        process, ports, tx, cpu = sw.process, self.ports, self.imp.tx, self.dev.cpu_port
+        # fast path (no impairment on this port): the whole batch through the pipeline in
+        # one call (Switch.process_batch: the loop in C on the native path), a frame that
+        # raises counted and logged (a pipeline bug must not stop the switch); what the
+        # batch sends to a port leaves in one Port.send_batch, in order, at the end
+        ports, tx, cpu = self.ports, self.imp.tx, self.dev.cpu_port
+        errors: list[tuple[int, Exception]] = []
+        outs = sw.process_batch(frames, port, errors)
+        self.processed += len(frames) - len(errors)
+        for _, e in errors:
+            self.process_errors += 1
+            if self.process_errors <= 10:
+                log.error("process() failed on a frame from port %d", port, exc_info=e)
         pending: dict[int, list[bytes]] = {}
-        for frame in frames:
-            try:
-                outs = process(port, frame)
-            except Exception:  # a pipeline bug must not stop the switch
-                self.process_errors += 1
-                if self.process_errors <= 10:
-                    log.exception("process() failed on a frame from port %d", port)
+        for out_port, out in outs:
+            if out_port in tx or out_port == cpu:
+                self._transmit(out_port, out)
                 continue
-            self.processed += 1
-            for out_port, out in outs:
-                if out_port in tx or out_port == cpu:
-                    self._transmit(out_port, out)
-                    continue
-                q = pending.get(out_port)
-                if q is None:
-                    pending[out_port] = [out]
-                else:
-                    q.append(out)
+            q = pending.get(out_port)
+            if q is None:
+                pending[out_port] = [out]
+            else:
+                q.append(out)
         for out_port, outs_ in pending.items():
             p = ports.get(out_port)
             if p is None:

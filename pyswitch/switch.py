@@ -413,6 +413,41 @@ class Switch:
         self._ingress(S, M)
         return self._after_ingress(ingress_port, frame, S, M)
 
+    def process_batch(self, frames: Any, port: int | None = None,
+                      errors: list | None = None) -> list[tuple[int, bytes]]:
+        """`process` for many frames, in order: `frames` are (ingress_port, frame) pairs,
+        or, with `port`, frames all received on `port`; returns every (port, frame) they
+        emit, in order, in one list.  With `errors` (a list), a frame whose processing
+        raises an ``Exception`` is recorded there as (its index, the exception), without
+        the copies it emitted before raising, and the batch goes on; without it, the
+        exception propagates (the batch's outputs are lost, its effects on the state
+        kept, as from that many `process` calls).  On the native path the loop runs in C
+        and the statistics are counted there, added to ``stats`` before the call returns
+        (docs/pyswitch-api.md, "The native path")."""
+        batch = getattr(self.process, "batch", None)  # the native Process's own loop
+        if batch is not None:
+            return batch(frames, port, errors)
+        process: Any = self.process
+        out: list[tuple[int, bytes]] = []
+        if errors is None:  # the common case, without a test per frame
+            if port is None:
+                for p, f in frames:
+                    out += process(p, f)
+            else:
+                for f in frames:
+                    out += process(port, f)
+            return out
+        for i, item in enumerate(frames):
+            p, f = (port, item) if port is not None else item
+            if errors is None:
+                out += process(p, f)
+                continue
+            try:
+                out += process(p, f)
+            except Exception as e:  # noqa: BLE001 - recorded for the caller, as in C
+                errors.append((i, e))
+        return out
+
     def _after_ingress(self, ingress_port: int, frame: bytes, S: list,
                        M: list) -> list[tuple[int, bytes]]:
         """BMv2's after-ingress decisions (module docstring), then egress for each copy."""

@@ -52,6 +52,7 @@ def test_pyswitch_ina_pps_smoke() -> None:
     out = _run("bench/pyswitch_ina_pps.py", "--smoke")
     assert "frames/s" in out and "p4src/ina.p4" in out
     assert "python path" in out and "native path" in out
+    assert "batches of 64 (Switch.process_batch)" in out and "batch / frame" in out
     assert ("native / python" in out) == (native.unavailable() is None)
 
 

@@ -337,7 +337,7 @@ def test_a_step_a_lowering_does_not_know_is_an_error(monkeypatch) -> None:
 
     meta = compile_p4(HERE / "p4" / "rt_forward.p4").meta
     assert "def process(ingress_port, frame):" in loop.python_source(meta, False)
-    assert "static PyObject *process(" in loop.c_source(meta, False)
+    assert "static int process_into(" in loop.c_source(meta, False)
     monkeypatch.setattr(loop, "LOOP", (*loop.LOOP, loop.Emit()))  # Emit outside a copy
     for lower in (loop.python_source, loop.c_source):
         with pytest.raises(ValueError, match="Emit at the top of the loop"):

@@ -654,7 +654,7 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
         out.append("typedef struct { V s[NS]; V m[NM]; PyObject *payload; } St;")
         out.append("typedef struct { PyObject_HEAD PyObject *g[NG > 0 ? NG : 1]; PyObject *rx, *tx, *stats,"
                    " *mcast, *after_ingress, *after_egress, *exit_cls, *keep, *enqueue;"
-                   " vectorcallfunc vectorcall; PyObject *gd[NG > 0 ? NG : 1]; } Proc;")
+                   " vectorcallfunc vectorcall; PyObject *gd[NG > 0 ? NG : 1]; Counts *cnt; } Proc;")
         out += [self.signature(f) + ";" for f in self.funcs.values()]
         out += bodies
         regs = [self.gidx[r["var"]] for r in self.meta.get("registers", ())

@@ -275,9 +275,10 @@ def python_source(meta: dict, dedupe: bool, queues: bool = False) -> str:
 
 # ------------------------------------------------------------------------- C
 class _C:
-    """`LOOP` as C over the native state ``St`` (runtime.h, cgen.py): ``process`` and one
-    function per copy kind, using process.c's helpers (``general``, ``run``,
-    ``emit_one``)."""
+    """`LOOP` as C over the native state ``St`` (runtime.h, cgen.py): ``process_into`` (one
+    frame; what it emits appended to a list it is given, so that a batch fills one list)
+    and one function per copy kind, using process.c's helpers (``general``, ``run``,
+    ``emit_one``, ``count_rx``, ``count_drop``, ``flush_counts``)."""
 
     def __init__(self, meta: dict, dedupe: bool) -> None:
         self.slot = _slots(meta)
@@ -294,10 +295,11 @@ class _C:
                 "rid": "rid_v"}[v]
 
     def source(self) -> str:
-        body = ["static PyObject *process(Proc *P, PyObject *ipo, PyObject *frame) {",
+        body = ["/* 0, or -1 with an exception set */",
+                "static int process_into(Proc *P, PyObject *ipo, PyObject *frame, PyObject *out) {",
                 "    St st_, *st = &st_;",
                 "    memset(st, 0, sizeof st_);",
-                "    PyObject *res = NULL;",
+                "    int res = -1;",
                 "    V ip;",
                 "    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(frame);",
                 "    Py_ssize_t L = PyBytes_GET_SIZE(frame);"]
@@ -307,7 +309,7 @@ class _C:
                  "    Py_XDECREF(st->payload);",
                  "    if (PyList_GET_SIZE(P->keep) && PyList_SetSlice(P->keep, 0, "
                  "PyList_GET_SIZE(P->keep), NULL) < 0)",
-                 "        Py_CLEAR(res);",
+                 "        res = -1;",
                  "    return res;",
                  "}"]
         return "\n".join([*self.funcs, *body]) + "\n"
@@ -316,7 +318,7 @@ class _C:
         i = "    "
         if isinstance(st, Receive):
             return [f"{i}if (v_from_py(ipo, &ip) < 0) goto done;",
-                    f"{i}if (bump(P->rx, ipo) < 0) goto done;"]
+                    f"{i}if (count_rx(P, ipo, ip) < 0) goto done;"]
         if isinstance(st, Set):
             return [f"{i}st->m[{self.slot[st.slot]}] = {self.value(st.value)};"]
         if isinstance(st, Parse):  # the payload is St's own field, not a slot, in C
@@ -331,11 +333,13 @@ class _C:
             return [f"{i}if (run(P, st, f_{st.block}) < 0) goto done;"]
         if isinstance(st, Handoff) and st.to == "after_ingress":
             return [f"{i}if ({self.cond('st', st.when)}) {{",
-                    f"{i}    res = general(P->after_ingress, ipo, frame, st, NULL, NULL);",
+                    f"{i}    if (flush_counts(P) < 0) goto done;",
+                    f"{i}    PyObject *r = general(P->after_ingress, ipo, frame, st, NULL, NULL);",
+                    f"{i}    if (r) {{ res = extend(out, r); Py_DECREF(r); }}",
                     f"{i}    goto done;", f"{i}}}"]
         if isinstance(st, Drop):
             return [f"{i}if ({self.cond('st', st.when)}) {{",
-                    f"{i}    if (bump_attr(P->stats, s_dropped) >= 0) res = PyList_New(0);",
+                    f"{i}    res = count_drop(P);",
                     f"{i}    goto done;", f"{i}}}"]
         if isinstance(st, Replicate):
             fn = self.replicate(st)
@@ -347,10 +351,10 @@ class _C:
                     f"{i}    Py_DECREF(k);",
                     f"{i}    if (!reps && PyErr_Occurred()) goto done;",
                     f"{i}    if (!reps || PyObject_Length(reps) == 0) {{",
-                    f"{i}        if (bump_attr(P->stats, s_dropped) >= 0) res = PyList_New(0);",
+                    f"{i}        res = count_drop(P);",
                     f"{i}        goto done;", f"{i}    }}",
                     f"{i}    Py_INCREF(reps);",
-                    f"{i}    res = {fn}(P, st, reps);",
+                    f"{i}    res = {fn}(P, st, reps, out);",
                     f"{i}    Py_DECREF(reps);",
                     f"{i}    goto done;", f"{i}}}"]
         if isinstance(st, Unicast):
@@ -358,30 +362,26 @@ class _C:
             return [f"{i}{{ V port_v = st->m[{self.slot[st.port]}];",
                     f"{i}  PyObject *port_o = v_to_py(port_v);",
                     f"{i}  if (!port_o) goto done;",
-                    f"{i}  res = {fn}(P, st, port_v, port_o);",
+                    f"{i}  res = {fn}(P, st, port_v, port_o, out);",
                     f"{i}  Py_DECREF(port_o);",
                     f"{i}  goto done; }}"]
         raise _unknown(st, "at the top of the loop")
 
     def unicast(self, st: Unicast) -> str:
         name = f"unicast_{len(self.funcs)}"
-        o = [f"static PyObject *{name}(Proc *P, St *st, V port_v, PyObject *port_o) {{",
-             "    PyObject *out = PyList_New(0);",
-             "    if (!out) return NULL;"]
+        o = [f"static int {name}(Proc *P, St *st, V port_v, PyObject *port_o, PyObject *out) {{"]
         for c in st.copy:
-            o += self.step(c, "st", 1, "return out;")
-        o += ["    return out;", "fail:", "    Py_DECREF(out);", "    return NULL;", "}", ""]
+            o += self.step(c, "st", 1, "return 0;")
+        o += ["    return 0;", "fail:", "    return -1;", "}", ""]
         self.funcs.append("\n".join(o))
         return name
 
     def replicate(self, st: Replicate) -> str:
         name = f"replicate_{len(self.funcs)}"
-        o = [f"static PyObject *{name}(Proc *P, St *st, PyObject *reps) {{",
+        o = [f"static int {name}(Proc *P, St *st, PyObject *reps, PyObject *out) {{",
              "    Py_ssize_t nrep = PyList_Check(reps) ? PyList_GET_SIZE(reps) : -1;",
              "    if (nrep < 0) { PyErr_SetString(PyExc_TypeError, "
-             "\"multicast group is not a list\"); return NULL; }",
-             "    PyObject *out = PyList_New(0);",
-             "    if (!out) return NULL;",
+             "\"multicast group is not a list\"); return -1; }",
              "    Py_ssize_t last = nrep - 1;",
              "    St prev;",
              "    PyObject *prev_p = NULL, *prev_b = NULL;",
@@ -397,8 +397,7 @@ class _C:
              "goto fail;"]
         for c in st.copy:
             o += self.step(c, "s2", 2, "continue;", replica=True)
-        o += ["    }", "    return out;", "fail:", "    Py_DECREF(out);", "    return NULL;",
-              "}", ""]
+        o += ["    }", "    return 0;", "fail:", "    return -1;", "}", ""]
         self.funcs.append("\n".join(o))
         return name
 
@@ -413,11 +412,13 @@ class _C:
             sl = ", ".join(str(self.slot[k]) for k in QUEUE_SLOTS)
             return [f"{i}if (P->enqueue != Py_None) {{",
                     f"{i}    static const int qs[4] = {{{sl}}};",
-                    f"{i}    int rc = enqueue(P, {s}, port_o, {self.slot['priority']}, qs);",
+                    f"{i}    int rc = flush_counts(P);",
+                    f"{i}    if (rc == 0) rc = enqueue(P, {s}, port_o, {self.slot['priority']}, qs);",
                     f"{i}    if (rc < 0) goto fail;",
                     f"{i}    if (rc == 0) {end}", f"{i}}}"]
         if isinstance(st, Handoff) and st.to == "after_egress":
             return [f"{i}if ({self.cond(s, st.when)}) {{",
+                    f"{i}    if (flush_counts(P) < 0) goto fail;",
                     f"{i}    PyObject *zero = PyLong_FromLong(0);",
                     f"{i}    PyObject *r = general(P->after_egress, port_o, NULL, {s}, out, zero);",
                     f"{i}    Py_DECREF(zero);",
@@ -425,12 +426,12 @@ class _C:
                     f"{i}    Py_DECREF(r);",
                     f"{i}    {end}", f"{i}}}"]
         if isinstance(st, Emit):
-            emit = [f"{i}if (!emit_one(P, {s}, port_o, out)) goto fail;"]
+            emit = [f"{i}if (emit_one(P, {s}, port_v, port_o, out) < 0) goto fail;"]
             if not (replica and self.dedupe):
                 return emit
             return [f"{i}if (n && prev_p && {s}->payload == prev_p",
                     f"{i}        && memcmp({s}->s, prev.s, sizeof(prev.s)) == 0) {{",
-                    f"{i}    if (bump(P->tx, port_o) < 0) goto fail;",
+                    f"{i}    if (count_tx(P, port_o, port_v) < 0) goto fail;",
                     f"{i}    PyObject *t = PyTuple_Pack(2, port_o, prev_b);",
                     f"{i}    if (!t || PyList_Append(out, t) < 0) {{ Py_XDECREF(t); goto fail; }}",
                     f"{i}    Py_DECREF(t);",

@@ -43,9 +43,15 @@ static PyObject *v_to_py(V v) {
     return _PyLong_FromByteArray(b, 16, 1, 1);
 }
 
-/* Python's floor division and modulo; a zero divisor gives 0 (the generated `_div`) */
-static V v_div(V a, V b, int mod) {
+/* Python's floor division and modulo; a zero divisor gives 0 (the generated `_div`).
+   Both operands in 0..2**64-1 (the common case: a hash modulo a table's size) take one
+   64-bit division instead of the 128-bit library call (__divti3, __modti3). */
+static inline V v_div(V a, V b, int mod) {
     if (b == 0) return 0;
+    if (a >= 0 && b > 0 && !((UV)a >> 64) && !((UV)b >> 64)) {
+        uint64_t x = (uint64_t)a, y = (uint64_t)b;
+        return mod ? (V)(x % y) : (V)(x / y);
+    }
     V q = a / b, r = a % b;
     if (r != 0 && ((r < 0) != (b < 0))) { q -= 1; r += b; }
     return mod ? r : q;
@@ -62,36 +68,71 @@ static V v_sat_s(V a, V b, int sign, int w) {
     return r & (((V)1 << w) - 1);
 }
 
-static V v_csum16i(V x) { return x ? 0xFFFE - (x - 1) % 0xFFFF : 0xFFFF; }
+static inline V v_csum16i(V x) {
+    if (x > 0 && !((UV)x >> 64)) return 0xFFFE - (V)(((uint64_t)x - 1) % 0xFFFF);
+    return x ? 0xFFFE - (x - 1) % 0xFFFF : 0xFFFF;
+}
 
-static uint32_t crc32_tab[256];
+/* crc32_tab8[k][b]: the CRC of byte b followed by k zero bytes ("slicing by 8": eight
+   independent look-ups per 8 bytes instead of a chain of eight); crc32_tab is its row 0 */
+static uint32_t crc32_tab8[8][256];
+#define crc32_tab crc32_tab8[0]
 static uint16_t crc16_tab[256];
 static void crc_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
         for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc32_tab[i] = c;
+        crc32_tab8[0][i] = c;
         uint16_t d = (uint16_t)i;
         for (int k = 0; k < 8; k++) d = (d & 1) ? (uint16_t)(0xA001 ^ (d >> 1)) : (uint16_t)(d >> 1);
         crc16_tab[i] = d;
     }
+    for (int k = 1; k < 8; k++)
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = crc32_tab8[k - 1][i];
+            crc32_tab8[k][i] = (c >> 8) ^ crc32_tab8[0][c & 0xff];
+        }
 }
 
-/* the n big-endian bytes of v (0 <= v < 2**(8n), n <= 16, proven by cgen) */
-static void v_bytes(V v, int n, unsigned char *b) {
+/* the n big-endian bytes of v (0 <= v < 2**(8n), n <= 16, proven by cgen): two stores of
+   byte-swapped halves into a 16-byte buffer, of which b points at the last n */
+static inline const unsigned char *v_bytes16(V v, int n, unsigned char b16[16]) {
     UV u = (UV)v;
-    for (int i = n - 1; i >= 0; i--) { b[i] = (unsigned char)(u & 0xff); u >>= 8; }
+    uint64_t hi = __builtin_bswap64((uint64_t)(u >> 64)), lo = __builtin_bswap64((uint64_t)u);
+    memcpy(b16, &hi, 8);
+    memcpy(b16 + 8, &lo, 8);
+    return b16 + 16 - n;
 }
 
-static V v_crc32(V v, int n) {
-    unsigned char b[16];
-    v_bytes(v, n, b);
+static void v_bytes(V v, int n, unsigned char *b) {
+    unsigned char b16[16];
+    memcpy(b, v_bytes16(v, n, b16), (size_t)n);
+}
+
+/* zlib's crc32 of n bytes, eight at a time where it can */
+static inline uint32_t crc32_buf(const unsigned char *b, Py_ssize_t n) {
     uint32_t c = 0xFFFFFFFFu;
-    for (int i = 0; i < n; i++) c = crc32_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);
-    return (V)(c ^ 0xFFFFFFFFu);
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint32_t w0 = c ^ ((uint32_t)b[i] | (uint32_t)b[i + 1] << 8 | (uint32_t)b[i + 2] << 16
+                           | (uint32_t)b[i + 3] << 24);
+        c = crc32_tab8[7][w0 & 0xff] ^ crc32_tab8[6][(w0 >> 8) & 0xff]
+            ^ crc32_tab8[5][(w0 >> 16) & 0xff] ^ crc32_tab8[4][w0 >> 24]
+            ^ crc32_tab8[3][b[i + 4]] ^ crc32_tab8[2][b[i + 5]]
+            ^ crc32_tab8[1][b[i + 6]] ^ crc32_tab8[0][b[i + 7]];
+    }
+    for (; i < n; i++) c = crc32_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
 }
 
-static V v_crc16(V v, int n) {
+/* pure: a call with the same arguments may be made once (the generated hash-modulo
+   expressions name the hash twice) */
+__attribute__((pure)) static V v_crc32(V v, int n) {
+    unsigned char b16[16];
+    return (V)crc32_buf(v_bytes16(v, n, b16), n);
+}
+
+__attribute__((pure)) static V v_crc16(V v, int n) {
     unsigned char b[16];
     v_bytes(v, n, b);
     uint16_t c = 0;
@@ -99,7 +140,7 @@ static V v_crc16(V v, int n) {
     return (V)c;
 }
 
-static V v_identity(V v, int n) {
+__attribute__((pure)) static V v_identity(V v, int n) {
     unsigned char b[16];
     v_bytes(v, n, b);
     UV u = 0;
@@ -107,7 +148,7 @@ static V v_identity(V v, int n) {
     return (V)(u & 0xFFFFFFFFFFFFFFFFull);
 }
 
-static V v_csum16(V v, int n) {
+__attribute__((pure)) static V v_csum16(V v, int n) {
     unsigned char b[18] = {0};
     v_bytes(v, n, b);
     uint32_t s = 0;
@@ -359,26 +400,40 @@ static int bad_action(long aidx) {
     return RC_ERR;
 }
 
-/* v + 1 (a new reference), for the statistics' counts */
-static PyObject *plus_one(PyObject *v) {
+/* The statistics a batch counts in C and adds to the switch's Python objects (rx, tx,
+   stats.dropped) when it ends, or before any call into Python that could count too
+   (process.c: count_rx, count_tx, count_drop, flush_counts); a port is counted here when
+   it is an int in 0..NPORT-1, in the order ports are first counted, so that the Counters
+   gain their keys in the order the frame-by-frame path gives them. */
+#define NPORT 512
+typedef struct {
+    int on;                          /* a batch is running */
+    Py_ssize_t dropped;
+    int nrx, ntx;                    /* ports counted so far */
+    unsigned short rxp[NPORT], txp[NPORT];
+    Py_ssize_t rxc[NPORT], txc[NPORT];
+} Counts;
+
+/* v + n (a new reference; v is stolen), for the statistics' counts */
+static PyObject *plus_n(PyObject *v, Py_ssize_t n) {
     if (!v) return NULL;
-    PyObject *one = PyLong_FromLong(1);
-    PyObject *r = one ? PyNumber_Add(v, one) : NULL;
-    Py_XDECREF(one);
+    PyObject *d = PyLong_FromSsize_t(n);
+    PyObject *r = d ? PyNumber_Add(v, d) : NULL;
+    Py_XDECREF(d);
     Py_DECREF(v);
     return r;
 }
 
-/* counter[key] += 1 on a collections.Counter: a dict whose missing keys count 0 (its
+/* counter[key] += n on a collections.Counter: a dict whose missing keys count 0 (its
    __missing__), read and written as a dict when its item access is dict's own */
-static int bump(PyObject *counter, PyObject *key) {
+static int bump_n(PyObject *counter, PyObject *key, Py_ssize_t n) {
     if (PyDict_Check(counter)
             && Py_TYPE(counter)->tp_as_mapping->mp_subscript == PyDict_Type.tp_as_mapping->mp_subscript
             && Py_TYPE(counter)->tp_as_mapping->mp_ass_subscript
                == PyDict_Type.tp_as_mapping->mp_ass_subscript) {
         PyObject *x = PyDict_GetItemWithError(counter, key);  /* borrowed */
         if (!x && PyErr_Occurred()) return RC_ERR;
-        PyObject *r = x ? small_add(x, 1) : PyLong_FromLong(1);
+        PyObject *r = x ? small_add(x, n) : PyLong_FromSsize_t(n);
         if (!r && PyErr_Occurred()) return RC_ERR;
         if (r) {
             int rc = PyDict_SetItem(counter, key, r);
@@ -386,16 +441,18 @@ static int bump(PyObject *counter, PyObject *key) {
             return rc;
         }
     }
-    PyObject *r = plus_one(PyObject_GetItem(counter, key));
+    PyObject *r = plus_n(PyObject_GetItem(counter, key), n);
     if (!r) return RC_ERR;
     int rc = PyObject_SetItem(counter, key, r);
     Py_DECREF(r);
     return rc;
 }
 
-/* obj.name += 1 */
-static int bump_attr(PyObject *obj, PyObject *name) {
-    PyObject *r = plus_one(PyObject_GetAttr(obj, name));
+static int bump(PyObject *counter, PyObject *key) { return bump_n(counter, key, 1); }
+
+/* obj.name += n */
+static int bump_attr_n(PyObject *obj, PyObject *name, Py_ssize_t n) {
+    PyObject *r = plus_n(PyObject_GetAttr(obj, name), n);
     if (!r) return RC_ERR;
     int rc = PyObject_SetAttr(obj, name, r);
     Py_DECREF(r);
@@ -477,11 +534,7 @@ static V v_pack_hash(int algo, int n, const V *p) {
         }
     }
     if (na) b[nb++] = (unsigned char)(acc << (8 - na));
-    if (algo == 0) {
-        uint32_t c = 0xFFFFFFFFu;
-        for (Py_ssize_t i = 0; i < nb; i++) c = crc32_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);
-        return (V)(c ^ 0xFFFFFFFFu);
-    }
+    if (algo == 0) return (V)crc32_buf(b, nb);
     if (algo == 1) {
         uint16_t c = 0;
         for (Py_ssize_t i = 0; i < nb; i++) c = (uint16_t)((c >> 8) ^ crc16_tab[(c ^ b[i]) & 0xff]);
