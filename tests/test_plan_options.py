@@ -66,15 +66,21 @@ def test_honesty_warning_by_hand(kw, expected):
 def test_plan_warns_when_its_own_baseline_beats_the_greedy(tmp_path, capsys):
     """leafspine:3,2,2, PS h0, 5 workers, budget 2, RESULT load counted: the greedy takes
     leaf1 then leaf2 (γ 6/7) while {spine0, spine1} reaches 1.0 (exact's and rounding's
-    rows)."""
+    rows).  With --no-polish the greedy's plan is kept and one line says so; by default the
+    plan is polished from rounding's set (γ 1) and there is nothing to warn about."""
     out = tmp_path / "p.json"
-    assert main(["plan", "--topo", "leafspine:3,2,2", "--ps", "h0", "--workers", "5",
-                 "--budget", "2", "--out", str(out)]) == 0
+    args = ["plan", "--topo", "leafspine:3,2,2", "--ps", "h0", "--workers", "5", "--budget", "2"]
+    assert main([*args, "--no-polish", "--out", str(out)]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["warning: baseline exact reaches γ 1 (also rounding), above greedy's 0.8571"]
     plan = load_plan(out)
     assert plan.deployed == ["leaf1", "leaf2"] and plan.job.gamma == pytest.approx(6 / 7)
     assert plan.warning == err[0]
+    assert main([*args, "--out", str(out)]) == 0
+    assert capsys.readouterr().err.strip() == ""
+    plan = load_plan(out)
+    assert plan.job.gamma == pytest.approx(1) and plan.warning is None
+    assert plan.local_search["from"] == "rounding"
 
 
 def test_plan_warns_when_the_budget_goes_unused(tmp_path, capsys):
@@ -99,11 +105,12 @@ def test_several_jobs_warn_when_the_budget_goes_unused():
 
 
 def test_run_warns_through_its_plan_step(tmp_path, capsys):
-    """run's planning step (ina.core.plan_job, no network started) prints the same line."""
+    """run's planning step (ina.core.plan_job, no network started) prints the same line
+    when asked for the greedy's own plan (``polish=False``)."""
     from controller.experiment.methods.ina.core import plan_job
     from controller.options import read_topology
 
-    s = Settings(topo="leafspine:3,2,2", ps="h0", workers="5", budget=2)
+    s = Settings(topo="leafspine:3,2,2", ps="h0", workers="5", budget=2, polish=False)
     plan = plan_job(s, read_topology(s.topo), tmp_path)
     assert capsys.readouterr().err.strip() == plan.warning == (
         "warning: baseline exact reaches γ 1 (also rounding), above greedy's 0.8571")
