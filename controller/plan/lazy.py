@@ -74,7 +74,7 @@ from controller.plan.lp import LPResult, result_tree_coeffs
 from controller.plan.lp_fast import Duals, FastLP
 from topo.models import natural_key
 
-__all__ = ["gain_bound", "bounds", "lazy_scores", "bound_order", "solve_in_bound_order",
+__all__ = ["gain_bound", "group_gains", "bounds", "lazy_scores", "bound_order", "solve_in_bound_order",
            "MARGIN"]
 
 R = TypeVar("R")
@@ -98,7 +98,6 @@ def _up_path(fast: FastLP, s: str) -> list[tuple[str, str]]:
 def gain_bound(fast: FastLP, d: Duals, s: str, tree: set[tuple[str, str]] | None = None) -> float:
     """β(s) ≥ γ(S ∪ {s}) from LP(S)'s multipliers ``d`` (module doc); ``tree``: the RESULT
     tree links of S (computed if not given)."""
-    np = fast.np
     job, sd = fast.job, fast.job.ps_tor
     pi = d.pi
     rc_gamma = d.rc_gamma
@@ -109,17 +108,7 @@ def gain_bound(fast: FastLP, d: Duals, s: str, tree: set[tuple[str, str]] | None
         rc_gamma -= sum(pi[fast.link_idx[e]] for e in _up_path(fast, s) if e not in tree)
     idx, val = fast._node_vec(s, sd)
     rc_a = -(float(pi[idx] @ val) + d.y_int + d.y_tc)
-    gains: list[tuple[float, float, float]] = []  # (rc of y_{g,s} > 0, |g|, U_g)
-    for gi in range(len(fast.groups)):
-        if fast._reaches(gi, s):
-            gidx, gval = fast._group_vec(gi, s)
-            r = -(float(pi[gidx] @ gval) + float(d.mu[gi]))
-            if r > 0:
-                # y_{g,s} ≤ B_e / coefficient on every link of its paths (loads are sums
-                # of nonnegative terms)
-                pos = gval > 0
-                u = float(np.min(fast.bw[gidx[pos]] / gval[pos])) if pos.any() else d.cap
-                gains.append((r, float(fast.sizes[gi]), u))
+    gains = group_gains(fast, pi, d.mu, s, d.cap)
     cap, margin = d.cap, MARGIN * max(d.cap, 1.0)
     # (1) at most Γ of every column, and s's input Σ_g |g| y_{g,s} at most Σ_v B_{v,s}
     new = _best_block(rc_a, gains, cap, fast.in_capacity(s))
@@ -128,6 +117,30 @@ def gain_bound(fast: FastLP, d: Duals, s: str, tree: set[tuple[str, str]] | None
     k = d.excess + rc_gamma + max(0.0, rc_a + sum(r for r, _, _ in gains))
     ratio = d.yb / (1.0 - k) if k < 1.0 else float("inf")
     return min(absolute, ratio) + margin
+
+
+def group_gains(fast: FastLP, pi, mu, s: str, cap: float) -> list[tuple[float, float, float]]:
+    """(r_g, |g|, U_g) for every group g that reaches s and whose column y_{g,s} prices out
+    positively, r_g = −(π·|g|P_{g,s} + μ_g) > 0, in group order; U_g = min_e B_e / A_{e,g}
+    over the links of g's paths to s (y_{g,s} ≤ U_g: loads are sums of nonnegative terms;
+    Γ = ``cap`` if g has no link).  All groups at once from :meth:`FastLP.group_matrix`."""
+    np = fast.np
+    M, reach = fast.group_matrix(s)
+    r = -(M @ pi + np.asarray(mu, dtype=float))
+    sel = np.nonzero(reach & (r > 0))[0]
+    if not len(sel):
+        return []
+    sub = M[sel]
+    ratio = np.where(sub.data > 0, fast.bw[sub.indices] / np.where(sub.data > 0, sub.data, 1.0),
+                     np.inf)
+    counts = np.diff(sub.indptr)
+    u = np.full(len(sel), float(cap))
+    nz = counts > 0
+    if nz.any():
+        mins = np.minimum.reduceat(ratio, sub.indptr[:-1][nz]) if len(ratio) else ratio
+        u[nz] = np.where(np.isfinite(mins), mins, cap)
+    return [(float(r[gi]), float(fast.sizes[gi]), float(ui))
+            for gi, ui in zip(sel.tolist(), u.tolist(), strict=True)]
 
 
 def _best_block(rc_a: float, gains: list[tuple[float, float, float]], cap: float,

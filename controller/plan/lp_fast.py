@@ -89,6 +89,16 @@ class MatrixLP:
         np = self.np
         self._load.append((links, np.full(len(links), col, dtype=np.int64), vals))
 
+    def load_rows(self, M, sel, cols) -> None:
+        """Add row ``sel[i]`` of the CSR matrix ``M`` (vectors over link indices) to the
+        load rows as column ``cols[i]``'s coefficients, for every i (one call instead of a
+        :meth:`load` per vector)."""
+        np = self.np
+        sub = M[np.asarray(sel, dtype=np.int64)]
+        counts = np.diff(sub.indptr)
+        self._load.append((sub.indices.astype(np.int64),
+                           np.repeat(np.asarray(cols, dtype=np.int64), counts), sub.data))
+
     def rows(self, n: int, lo, hi, names: list | None = None):
         """Add ``n`` rows with bounds [lo, hi] (scalars or arrays) and their ``names``;
         returns their indices."""
@@ -264,6 +274,8 @@ class FastLP:
         self.link_idx = {e: i for i, e in enumerate(links)}
         self.bw = np.array([_bw(g, *e) for e in links])
         self._coef: dict[tuple[int, str], tuple] = {}
+        # per destination: every group's load vector as one CSR row, and which groups reach it
+        self._mats: dict[str, tuple] = {}
         self._reach: dict[tuple[int, str], bool] = {}
         self.have_highs = have_highs()
         self.keep_duals = False  # set by the lazy greedy (controller.plan.lazy)
@@ -284,7 +296,64 @@ class FastLP:
         return hit
 
     def _group_vec(self, gi: int, dst: str):
-        return self._vec((gi, dst), lambda: self._group_items(gi, dst))
+        """(link indices, coefficients) of group gi's load towards ``dst``: a row of
+        :meth:`group_matrix` (views, not copies)."""
+        M = self.group_matrix(dst)[0]
+        a, b = M.indptr[gi], M.indptr[gi + 1]
+        return M.indices[a:b], M.data[a:b]
+
+    def group_matrix(self, dst: str) -> tuple:
+        """(M, reach): row gi of the CSR matrix M (groups × links) is group gi's load vector
+        towards ``dst`` (:meth:`_group_items`; empty if gi does not reach ``dst``), and
+        ``reach[gi]`` whether it reaches ``dst``.  Single-homed groups come from one
+        :func:`controller.plan.ecmp_matrix.ecmp_rows` per destination, cached."""
+        hit = self._mats.get(dst)
+        if hit is None:
+            hit = self._mats[dst] = self._group_matrix(dst)
+        return hit
+
+    def _group_matrix(self, dst: str) -> tuple:
+        import scipy.sparse as sp
+
+        from controller.plan.ecmp_matrix import ecmp_rows
+
+        np, g = self.np, self.job.graph
+        n_g = len(self.groups)
+        reach = np.array([self._reaches(gi, dst) for gi in range(n_g)], dtype=bool)
+        single: list[int] = []
+        via: list[str] = []
+        rows: list = []
+        cols: list = []
+        vals: list = []
+        for gi in np.nonzero(reach)[0].tolist():
+            rep = self.groups[gi][0]
+            nbrs = list(g.adj[rep])
+            if len(nbrs) == 1 and nbrs[0] != dst and dst != rep \
+                    and _kind(g, nbrs[0]) == "switch":
+                single.append(gi)
+                via.append(nbrs[0])
+            else:  # multi-homed (or next to dst): one source at a time
+                items = _group_coeffs(g, self.groups[gi], dst)
+                rows.append(np.full(len(items), gi, dtype=np.int64))
+                cols.append(np.array([self.link_idx[e] for e, _ in items], dtype=np.int64))
+                vals.append(np.array([c for _, c in items], dtype=float))
+        if single:
+            # P_{r,dst} = 1 on (r, t) plus |g|·P_{t,dst} (:meth:`_group_items`)
+            sel = np.array(single, dtype=np.int64)
+            F = sp.diags(self.sizes[sel]) @ ecmp_rows(g, via, dst, self.link_idx)
+            F = F.tocoo()
+            rows += [sel[F.row], sel]
+            cols += [F.col.astype(np.int64),
+                     np.array([self.link_idx[(self.groups[gi][0], t)]
+                               for gi, t in zip(single, via, strict=True)], dtype=np.int64)]
+            vals += [F.data, np.ones(len(sel))]
+        M = sp.csr_matrix((np.concatenate(vals) if vals else np.zeros(0),
+                           (np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),
+                            np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64))),
+                          shape=(n_g, len(self.links)))
+        M.sum_duplicates()
+        M.sort_indices()
+        return M, reach
 
     def _group_items(self, gi: int, dst: str) -> list[tuple[tuple[str, str], float]]:
         """:func:`controller.plan.lp._group_coeffs`, composed for a single-homed
@@ -328,15 +397,18 @@ class FastLP:
         np = self.np
         job, sd = self.job, self.job.ps_tor
         m, n_g = len(S), len(self.groups)
-        ycols = [(gi, j) for gi in range(n_g) for j, s in enumerate(S) if self._reaches(gi, s)]
+        # (g, j) for every group g that reaches S[j], g-major
+        reach = np.array([self.group_matrix(s)[1] for s in S], dtype=bool).reshape(m, n_g)
+        ygi, yji = np.nonzero(reach.T)
+        ycols = list(zip(ygi.tolist(), yji.tolist(), strict=True))
         gamma = mat.cols(1, names=[(tag, "g")])
         a0 = mat.cols(m, names=[(tag, "a", s) for s in S])
         u0 = mat.cols(n_g, names=[(tag, "u", gi) for gi in range(n_g)])
         y0 = mat.cols(len(ycols), names=[(tag, "y", gi, S[j]) for gi, j in ycols])
-        for gi in range(n_g):
-            mat.load(*self._ld(self._group_vec(gi, sd), u0 + gi))
-        for k, (gi, j) in enumerate(ycols):
-            mat.load(*self._ld(self._group_vec(gi, S[j]), y0 + k))
+        mat.load_rows(self.group_matrix(sd)[0], np.arange(n_g), u0 + np.arange(n_g))
+        for j, s in enumerate(S):
+            ks = np.nonzero(yji == j)[0]
+            mat.load_rows(self.group_matrix(s)[0], ygi[ks], y0 + ks)
         for j, s in enumerate(S):
             mat.load(*self._ld(self._node_vec(s, sd), a0 + j))
         mat.load(*self._ld(self._node_vec(sd, job.ps), gamma))
