@@ -235,7 +235,8 @@ class Duals:
 @dataclass
 class JobCols:
     """Where one job's variables sit in a :class:`MatrixLP`: γ, a_s (s = S[j] at a0 + j),
-    u_g (at u0 + g), and y_{g,s} for each (g, j) of ``ycols`` (at y0 + k)."""
+    u_g (at u0 + g), and y_{g,s} for each (g, j) of ``ycols`` (at y0 + k); with orbits
+    merged, g numbers the orbits (``labels``: each group's orbit)."""
 
     S: list[str]
     gamma: int
@@ -245,6 +246,8 @@ class JobCols:
     ycols: list[tuple[int, int]]
     urow: Any = None  # the rows u_g + Σ_s y_{g,s} − γ = 0 (indices among the non-load rows)
     irow: int | None = None  # the row Σ_s a_s − γ ≤ 0 (S ≠ ∅)
+    labels: Any = None  # orbit of each group when merged (controller.plan.lp_orbits)
+    sizes: Any = None  # Σ_{g∈O} |g| per orbit when merged (else FastLP.sizes)
 
 
 class FastLP:
@@ -257,8 +260,11 @@ class FastLP:
     """
 
     def __init__(self, job: Job, *, solver: str = "auto", time_limit: float | None = 60.0,
-                 merge: bool = True, links: list[tuple[str, str]] | None = None) -> None:
+                 merge: bool = True, links: list[tuple[str, str]] | None = None,
+                 symmetric: bool = True) -> None:
         import numpy as np
+
+        default_links = links is None
 
         self.np = np
         self.job = job
@@ -279,6 +285,11 @@ class FastLP:
         self._reach: dict[tuple[int, str], bool] = {}
         self.have_highs = have_highs()
         self.keep_duals = False  # set by the lazy greedy (controller.plan.lazy)
+        # merge symmetric groups inside each LP (controller.plan.lp_orbits; only with the
+        # FastLP's own link list, whose orbits are cached per graph and job)
+        self.symmetric = symmetric and default_links
+        self._sym = None
+        self._gamma_cap: float | None = None
         # warm starts (set by the lazy greedy): keep each solve's basis in its result and
         # start the next solve from ``warm``'s basis (see :meth:`_solve`)
         self.warm_start = False
@@ -390,25 +401,47 @@ class FastLP:
             raise PlanError(f"unknown solver {solver!r} (use highs or cbc)")
         return self._solve(list(deployed), time_limit)
 
-    def block(self, mat: MatrixLP, S: list[str], tag: int = 0) -> JobCols:
+    def block(self, mat: MatrixLP, S: list[str], tag: int = 0,
+              orbits: tuple | None = None) -> JobCols:
         """Add this job's columns, load terms and own rows for S (module doc) to ``mat``;
         S must already be valid for the job (a switch ≠ s_d that reaches s_d).  ``tag``
-        (the job's index among several) keeps the names of its columns and rows apart."""
+        (the job's index among several) keeps the names of its columns and rows apart.
+        ``orbits`` = (label per group, number of orbits): one column u_O, y_{O,s} per orbit
+        of groups (:mod:`controller.plan.lp_orbits`, whose conditions the caller checked);
+        default every group alone."""
+        import scipy.sparse as sp
+
         np = self.np
         job, sd = self.job, self.job.ps_tor
         m, n_g = len(S), len(self.groups)
-        # (g, j) for every group g that reaches S[j], g-major
-        reach = np.array([self.group_matrix(s)[1] for s in S], dtype=bool).reshape(m, n_g)
+        if orbits is None:
+            labels, n_u = np.arange(n_g), n_g
+            ind = None
+        else:
+            labels, n_u = orbits
+            ind = sp.csr_matrix((np.ones(n_g), (labels, np.arange(n_g))), shape=(n_u, n_g))
+        first = np.full(n_u, n_g, dtype=np.int64)  # each unit's first group (its name)
+        np.minimum.at(first, labels, np.arange(n_g))
+        usizes = self.sizes if ind is None else ind @ self.sizes
+
+        def umat(dst: str):  # (load vectors, reach) per unit
+            M, reach = self.group_matrix(dst)
+            return (M, reach) if ind is None else (ind @ M, reach[first])
+
+        # (unit, j) for every unit that reaches S[j], unit-major
+        mats = [umat(s) for s in S]
+        reach = np.array([r for _, r in mats], dtype=bool).reshape(m, n_u)
         ygi, yji = np.nonzero(reach.T)
         ycols = list(zip(ygi.tolist(), yji.tolist(), strict=True))
+        names = first.tolist()
         gamma = mat.cols(1, names=[(tag, "g")])
         a0 = mat.cols(m, names=[(tag, "a", s) for s in S])
-        u0 = mat.cols(n_g, names=[(tag, "u", gi) for gi in range(n_g)])
-        y0 = mat.cols(len(ycols), names=[(tag, "y", gi, S[j]) for gi, j in ycols])
-        mat.load_rows(self.group_matrix(sd)[0], np.arange(n_g), u0 + np.arange(n_g))
-        for j, s in enumerate(S):
+        u0 = mat.cols(n_u, names=[(tag, "u", names[gi]) for gi in range(n_u)])
+        y0 = mat.cols(len(ycols), names=[(tag, "y", names[gi], S[j]) for gi, j in ycols])
+        mat.load_rows(umat(sd)[0], np.arange(n_u), u0 + np.arange(n_u))
+        for j in range(m):
             ks = np.nonzero(yji == j)[0]
-            mat.load_rows(self.group_matrix(s)[0], ygi[ks], y0 + ks)
+            mat.load_rows(mats[j][0], ygi[ks], y0 + ks)
         for j, s in enumerate(S):
             mat.load(*self._ld(self._node_vec(s, sd), a0 + j))
         mat.load(*self._ld(self._node_vec(sd, job.ps), gamma))
@@ -418,24 +451,23 @@ class FastLP:
                      np.array([c for _, c in tree]))
         ny = len(ycols)
         ycol = np.arange(ny, dtype=np.int64) + y0
-        yg = np.array([gi for gi, _ in ycols], dtype=np.int64)
-        yj = np.array([j for _, j in ycols], dtype=np.int64)
         if ny:  # cover: y_{g,s} − a_s ≤ 0
-            cov = mat.rows(ny, -np.inf, 0.0, [(tag, "c", gi, S[j]) for gi, j in ycols])
-            mat.put(np.concatenate([cov, cov]), np.concatenate([ycol, a0 + yj]),
+            cov = mat.rows(ny, -np.inf, 0.0, [(tag, "c", names[gi], S[j]) for gi, j in ycols])
+            mat.put(np.concatenate([cov, cov]), np.concatenate([ycol, a0 + yji]),
                     np.concatenate([np.ones(ny), -np.ones(ny)]))
-        urow = mat.rows(n_g, 0.0, 0.0, [(tag, "r", gi) for gi in range(n_g)])
+        urow = mat.rows(n_u, 0.0, 0.0, [(tag, "r", names[gi]) for gi in range(n_u)])
         # u_g + Σ_s y_{g,s} − γ = 0
-        mat.put(np.concatenate([urow, urow, urow[yg]]),
-                np.concatenate([np.arange(n_g) + u0, np.full(n_g, gamma), ycol]),
-                np.concatenate([np.ones(n_g), -np.ones(n_g), np.ones(ny)]))
+        mat.put(np.concatenate([urow, urow, urow[ygi]]),
+                np.concatenate([np.arange(n_u) + u0, np.full(n_u, gamma), ycol]),
+                np.concatenate([np.ones(n_u), -np.ones(n_u), np.ones(ny)]))
         irow = None
         if m:  # Σ a_s − γ ≤ 0
             r = mat.rows(1, -np.inf, 0.0, [(tag, "i")])
             irow = int(r[0])
             mat.put(np.full(m + 1, r[0]), np.concatenate([[gamma], np.arange(m) + a0]),
                     np.concatenate([[-1.0], np.ones(m)]))
-        return JobCols(S, gamma, a0, u0, y0, ycols, urow, irow)
+        return JobCols(S, gamma, a0, u0, y0, ycols, urow, irow,
+                       None if orbits is None else labels, usizes)
 
     def _ld(self, vec: tuple, col: int) -> tuple:
         return vec[0], col, vec[1]
@@ -445,24 +477,28 @@ class FastLP:
         np = self.np
         j = c.S.index(s)
         ks = [k for k, (_, jj) in enumerate(c.ycols) if jj == j]
+        sizes = self.sizes if c.sizes is None else c.sizes
         return (np.array(ks, dtype=np.int64) + c.y0,
-                self.sizes[[c.ycols[k][0] for k in ks]] if ks else np.zeros(0))
+                sizes[[c.ycols[k][0] for k in ks]] if ks else np.zeros(0))
 
     def tor_input(self, c: JobCols) -> tuple:
         """(columns, coefficients) of the job's input rate at s_d: Σ_g |g|·u_g + Σ_s a_s."""
         np = self.np
         m = len(c.S)
-        return (np.concatenate([np.arange(len(self.groups)) + c.u0, np.arange(m) + c.a0]),
-                np.concatenate([self.sizes, np.ones(m)]))
+        sizes = self.sizes if c.sizes is None else c.sizes
+        return (np.concatenate([np.arange(len(sizes)) + c.u0, np.arange(m) + c.a0]),
+                np.concatenate([sizes, np.ones(m)]))
 
     def read(self, col, c: JobCols, solver: str, seconds: float) -> LPResult:
-        """The job's :class:`LPResult` from a solution's column values (twins expanded)."""
+        """The job's :class:`LPResult` from a solution's column values (twins and orbits
+        expanded: every group takes its orbit's values)."""
         S = c.S
         gam = float(col[c.gamma])
         x_out: dict[tuple[str, str], float] = {}
         u_out: dict[str, float] = {}
         yval = {(gi, S[j]): float(col[c.y0 + k]) for k, (gi, j) in enumerate(c.ycols)}
-        for gi, grp in enumerate(self.groups):
+        unit = c.labels.tolist() if c.labels is not None else range(len(self.groups))
+        for grp, gi in zip(self.groups, unit, strict=True):
             tot = 0.0
             for s in S:
                 xv = yval.get((gi, s), 0.0)
@@ -486,7 +522,8 @@ class FastLP:
             if hop_distance(g, s, sd) is None:
                 raise PlanError(f"deployed switch {s!r} cannot reach the PS's switch {sd!r}")
         mat = MatrixLP(self.bw)
-        c = self.block(mat, S)
+        orbits, ok = self._orbits(S)
+        c = self.block(mat, S, orbits=orbits)
         for s in S:
             if s in job.capacity:
                 cols, vals = self.switch_input(c, s)
@@ -506,14 +543,43 @@ class FastLP:
         col = run_highs(h, S)
         res = self.read(col, c, SOLVER_NAME, time.perf_counter() - t0)
         if self.keep_duals:
-            res.duals = self._duals(h, mat, c, cost, tc_row)
+            res.duals = self._duals(h, mat, c, cost, tc_row, ok)
         if self.warm_start:
             res.basis = get_basis(h, mat)
         return res
 
-    def _duals(self, h, mat: MatrixLP, c: JobCols, cost, tc_row: int | None) -> Duals:
+    def _orbits(self, S: list[str]) -> tuple:
+        """((label per group, number of orbits), usable generators) for LP(S)'s merged
+        columns (:mod:`controller.plan.lp_orbits`), or (None, None) when nothing merges
+        (``symmetric`` off, no generators, or every orbit a single group)."""
+        if not self.symmetric:
+            return None, None
+        if self._sym is None:
+            from controller.plan.lp_orbits import group_orbits
+
+            self._sym = group_orbits(self.job, self.groups, self.links)
+        sym = self._sym
+        if sym.n_gens == 0:
+            return None, None
+        np, job = self.np, self.job
+        tree = None
+        if job.result_load:  # σ must map T(S) onto itself (the γ column's RESULT links)
+            from controller.plan.orbits import tree_links
+
+            tree = np.zeros(len(self.links), dtype=bool)
+            tree[[self.link_idx[e] for e in tree_links(job, S)]] = True
+        ok = sym.usable(S, tree)
+        labels, k = sym.group_labels(ok)
+        if k == len(self.groups):
+            return None, None
+        return (labels, k), ok
+
+    def _duals(self, h, mat: MatrixLP, c: JobCols, cost, tc_row: int | None,
+               ok=None) -> Duals:
         """The row multipliers of a solved LP(S) and the parts of the Lagrangian bound that
-        do not depend on the candidate (:mod:`controller.plan.lazy`)."""
+        do not depend on the candidate (:mod:`controller.plan.lazy`).  With orbits merged
+        (``ok``: the generators used), the multipliers of LP(S) itself: π averaged over the
+        links' orbits and μ_g = μ_O / |O| (:mod:`controller.plan.lp_orbits`)."""
         np = self.np
         y = np.asarray(h.getSolution().row_dual, dtype=float)  # HiGHS, max: y ≥ 0 on ≤ rows
         ineq = np.isinf(mat.row_lo)
@@ -528,7 +594,12 @@ class FastLP:
         yb = float(y @ np.where(np.isfinite(mat.row_hi), mat.row_hi, 0.0))
         base = yb + gam * float(excess.sum())
         urow = c.urow if c.urow is not None else np.zeros(0, dtype=np.int64)
-        return Duals(list(c.S), pi, y[n_load + np.asarray(urow, dtype=np.int64)],
+        mu = y[n_load + np.asarray(urow, dtype=np.int64)]
+        if c.labels is not None:
+            lab, k = self._sym.link_labels(ok)
+            pi = (np.bincount(lab, pi, k) / np.bincount(lab, minlength=k))[lab]
+            mu = (mu / np.bincount(c.labels, minlength=len(mu)))[c.labels]
+        return Duals(list(c.S), pi, mu,
                      float(y[n_load + c.irow]) if c.irow is not None else 0.0,
                      float(y[n_load + tc_row]) if tc_row is not None else 0.0,
                      base, float(rc[c.gamma]), gam, yb, float(excess.sum()))
@@ -541,6 +612,8 @@ class FastLP:
     def gamma_cap(self) -> float:
         """Γ, an upper bound on γ of every LP(S): a worker sends γ in all out of its own
         links (hosts do not forward and a worker is no aggregation point), so γ ≤ Σ_v B_{w,v}
-        for every worker w."""
-        g = self.job.graph
-        return min(sum(_bw(g, w, v) for v in g.adj[w]) for w in self.job.workers)
+        for every worker w.  Computed once (it was a tenth of the greedy's time at k = 32)."""
+        if self._gamma_cap is None:
+            g = self.job.graph
+            self._gamma_cap = min(sum(_bw(g, w, v) for v in g.adj[w]) for w in self.job.workers)
+        return self._gamma_cap
