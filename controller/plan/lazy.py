@@ -99,7 +99,7 @@ def gain_bound(fast: FastLP, d: Duals, s: str, tree: set[tuple[str, str]] | None
     """β(s) ≥ γ(S ∪ {s}) from LP(S)'s multipliers ``d`` (module doc); ``tree``: the RESULT
     tree links of S (computed if not given)."""
     job, sd = fast.job, fast.job.ps_tor
-    pi = d.pi
+    pi = d.prices()
     rc_gamma = d.rc_gamma
     if job.result_load:
         if tree is None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from controller.plan.lp import (
@@ -230,6 +230,20 @@ class Duals:
     cap: float
     yb: float = 0.0  # Σ_r y_r b_r
     excess: float = 0.0  # Σ_{old j ≠ γ} max(0, rc_j)
+    # with orbits merged: ``pi`` is the merged LP's and is averaged over the links' orbits
+    # at the first :meth:`prices` (only the chosen LP(S)'s duals are ever used, not every
+    # candidate's: the averaging is a connected-components pass over every moved link)
+    orbit_links: Any = field(default=None, repr=False)
+
+    def prices(self):
+        """π of LP(S) itself (:mod:`controller.plan.lp_orbits`: averaged over each orbit of
+        links when the LP merged orbits of groups)."""
+        if self.orbit_links is not None:
+            np = __import__("numpy")
+            lab, k = self.orbit_links()
+            self.pi = (np.bincount(lab, self.pi, k) / np.bincount(lab, minlength=k))[lab]
+            self.orbit_links = None
+        return self.pi
 
 
 @dataclass
@@ -595,14 +609,16 @@ class FastLP:
         base = yb + gam * float(excess.sum())
         urow = c.urow if c.urow is not None else np.zeros(0, dtype=np.int64)
         mu = y[n_load + np.asarray(urow, dtype=np.int64)]
+        orbit_links = None
         if c.labels is not None:
-            lab, k = self._sym.link_labels(ok)
-            pi = (np.bincount(lab, pi, k) / np.bincount(lab, minlength=k))[lab]
+            sym = self._sym
+            orbit_links = lambda: sym.link_labels(ok)  # noqa: E731
             mu = (mu / np.bincount(c.labels, minlength=len(mu)))[c.labels]
         return Duals(list(c.S), pi, mu,
                      float(y[n_load + c.irow]) if c.irow is not None else 0.0,
                      float(y[n_load + tc_row]) if tc_row is not None else 0.0,
-                     base, float(rc[c.gamma]), gam, yb, float(excess.sum()))
+                     base, float(rc[c.gamma]), gam, yb, float(excess.sum()),
+                     orbit_links)
 
     def in_capacity(self, s: str) -> float:
         """Σ_v B_{v,s}: every worker's share x_{w,s} enters s over its own links."""
