@@ -128,3 +128,21 @@ def test_greedy_with_orbits_equals_exhaustive_without(seed):
     old = greedy(job, 3, lp=FastLP(job, symmetric=False), lazy=False)
     assert new.deployed == old.deployed, seed
     assert new.gamma == pytest.approx(old.gamma, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_incremental_generator_check_equals_from_scratch(seed):
+    """GroupOrbits.usable_for (incremental along a growing S) = the check from scratch."""
+    job, rng = _random_fat_job(seed)
+    fast = FastLP(job)
+    fast._orbits([])
+    sym = fast._sym
+    if sym is None:
+        return
+    cands = candidates(job)
+    S: list[str] = []
+    for s in rng.sample(cands, min(5, len(cands))):
+        S.append(s)
+        inc = sym.usable_for(S)
+        tree = sym._tree_of(S) if job.result_load else None
+        assert np.array_equal(inc, sym.usable(S, tree)), (seed, S)

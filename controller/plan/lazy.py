@@ -160,17 +160,23 @@ def _best_block(rc_a: float, gains: list[tuple[float, float, float]], cap: float
     u = np.minimum(np.array([t[2] for t in order]), cap)
     pts = [cap, *u.tolist()]
     # where the knapsack fills with the k best-ratio groups alone, for every k:
-    # Σ_{g ≤ k} |g| min(a, U_g) = inflow (increasing in a)
-    for k in range(1, len(order) + 1):
-        uk, nk = u[:k], n[:k]
-        if float(nk @ uk) < inflow:
-            continue  # they never fill it
-        for a_hi in np.sort(uk):
-            if float(nk @ np.minimum(a_hi, uk)) >= inflow:
-                below = uk < a_hi
-                rest = float(nk[~below].sum())
-                pts.append((inflow - float(nk[below] @ uk[below])) / rest)
-                break
+    # Σ_{g ≤ k} |g| min(a, U_g) = inflow (increasing in a).  With a_hi the smallest U_j
+    # (j ≤ k) at which the k groups fill it, a = (inflow − Σ_{U_g < a_hi} |g| U_g) /
+    # Σ_{U_g ≥ a_hi} |g| (sums over g ≤ k): all k and j at once, as m × m cumulative sums
+    # (row j: the candidate a_hi = U_j; column k − 1: the first k groups)
+    m = len(order)
+    below = u[None, :] < u[:, None]  # [j, g]: U_g < U_j
+    fill = np.cumsum(n[None, :] * np.minimum(u[:, None], u[None, :]), axis=1)
+    part = np.cumsum(np.where(below, (n * u)[None, :], 0.0), axis=1)
+    rest = np.cumsum(np.where(below, 0.0, n[None, :]), axis=1)
+    j_le_k = np.arange(m)[:, None] <= np.arange(m)[None, :]  # j among the first k = col + 1
+    ok = j_le_k & (fill >= inflow)
+    hi = np.where(ok, u[:, None], np.inf)
+    j_star = np.argmin(hi, axis=0)  # per k: the smallest U_j that fills
+    cols = np.nonzero(np.isfinite(hi[j_star, np.arange(m)]))[0]
+    if len(cols):
+        js = j_star[cols]
+        pts += ((inflow - part[js, cols]) / rest[js, cols]).tolist()
     a = np.clip(np.array(pts), 0.0, cap)[:, None]  # points × groups
     y = np.minimum(a, u[None, :])
     w = n[None, :] * y

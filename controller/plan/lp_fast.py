@@ -175,12 +175,15 @@ def run_highs(h, S: Sequence[str]):
 
 
 def get_basis(h, mat: MatrixLP) -> tuple | None:
-    """The solved basis of ``h`` by column and row name (``None`` if HiGHS has none)."""
+    """The solved basis of ``h``: column statuses by name, load-row statuses by link index
+    (``mat.used``, sorted) and the other rows' by name (``None`` if HiGHS has none)."""
     b = h.getBasis()
     if not b.valid:
         return None
-    rows = [("l", int(e)) for e in mat.used] + mat.row_names
-    return (mat.col_names, list(b.col_status), rows, list(b.row_status))
+    rs = list(b.row_status)
+    n_load = len(mat.used)
+    return (mat.col_names, list(b.col_status), mat.used, rs[:n_load], mat.row_names,
+            rs[n_load:])
 
 
 def set_basis(h, mat: MatrixLP, basis: tuple | None) -> bool:
@@ -197,13 +200,21 @@ def set_basis(h, mat: MatrixLP, basis: tuple | None) -> bool:
     if basis is None:
         return False
     St = highspy.HighsBasisStatus
-    cs = dict(zip(basis[0], basis[1], strict=True))
-    rs = dict(zip(basis[2], basis[3], strict=True))
-    rows = [("l", int(e)) for e in mat.used] + mat.row_names
+    np = mat.np
+    col_names, col_st, used, load_st, row_names, row_st = basis
+    cs = dict(zip(col_names, col_st, strict=True))
+    rs = dict(zip(row_names, row_st, strict=True))
     nb = highspy.HighsBasis()
     nb.col_status = [cs.get(k, St.kLower) if k is not None else St.kLower
                      for k in mat.col_names]
-    nb.row_status = [rs.get(k, St.kBasic) if k is not None else St.kBasic for k in rows]
+    # load rows matched by link index (both sorted), vectorised: they are most of the rows
+    load = np.full(len(mat.used), St.kBasic, dtype=object)
+    if len(used):
+        pos = np.minimum(np.searchsorted(used, mat.used), len(used) - 1)
+        hit = used[pos] == mat.used
+        load[hit] = np.asarray(load_st, dtype=object)[pos[hit]]
+    nb.row_status = load.tolist() + [rs.get(k, St.kBasic) if k is not None else St.kBasic
+                                     for k in mat.row_names]
     nb.valid = True
     if h.setBasis(nb) != highspy.HighsStatus.kOk:
         return False
@@ -575,14 +586,8 @@ class FastLP:
         sym = self._sym
         if sym.n_gens == 0:
             return None, None
-        np, job = self.np, self.job
-        tree = None
-        if job.result_load:  # σ must map T(S) onto itself (the γ column's RESULT links)
-            from controller.plan.orbits import tree_links
-
-            tree = np.zeros(len(self.links), dtype=bool)
-            tree[[self.link_idx[e] for e in tree_links(job, S)]] = True
-        ok = sym.usable(S, tree)
+        # σ must fix S and map T(S) onto itself (the γ column's RESULT links)
+        ok = sym.usable_for(S)
         labels, k = sym.group_labels(ok)
         if k == len(self.groups):
             return None, None

@@ -125,6 +125,85 @@ class GroupOrbits:
         self.g_src, self.g_dst, self.g_gen = cat(gs), cat(gd), cat(gg)
         self.l_src, self.l_dst, self.l_gen = cat(ls), cat(ld), cat(lg)
         self.moving = {v: np.array(ix, dtype=np.int64) for v, ix in moving.items()}
+        # generator i's moved links are l_src[gen_ptr[i]:gen_ptr[i + 1]] (built in order);
+        # the generators moving link e: l_gen[by_link[link_ptr[e]:link_ptr[e + 1]]]
+        self.gen_ptr = np.searchsorted(self.l_gen, np.arange(kept + 1))
+        self.by_link = np.argsort(self.l_src, kind="stable")
+        self.link_ptr = np.searchsorted(self.l_src[self.by_link], np.arange(len(links) + 1))
+        self.job = job
+        self.link_idx = {e: i for i, e in enumerate(links)}
+        self._memo: dict[tuple, tuple] = {}  # S → (tree mask, fixes S, maps T(S))
+        self._base_tree = None
+
+    def _tree_of(self, S: Sequence[str]):
+        """T(S) as a link mask: T(∅) (with d → s_d) plus each s's root path
+        (:func:`controller.plan.orbits.tree_links`)."""
+        from controller.plan.orbits import tree_links, up_path
+
+        np, job = self.np, self.job
+        if self._base_tree is None:
+            self._base_tree = np.zeros(self.n_links, dtype=bool)
+            self._base_tree[[self.link_idx[e] for e in tree_links(job, [])]] = True
+        tree = self._base_tree.copy()
+        for s in S:
+            tree[[self.link_idx[e] for e in up_path(job.graph, job.ps_tor, s)]] = True
+        return tree
+
+    def _tree_ok(self, tree, gens=None):
+        """Whether each generator (of ``gens``, default all) maps the link set ``tree`` onto
+        itself: e ∈ T ⟺ σ(e) ∈ T for every link it moves."""
+        np = self.np
+        if gens is None:
+            bad = tree[self.l_src] != tree[self.l_dst]
+            return np.bincount(self.l_gen[bad], minlength=self.n_gens) == 0
+        out = np.ones(len(gens), dtype=bool)
+        for k, i in enumerate(gens.tolist()):
+            a, b = self.gen_ptr[i], self.gen_ptr[i + 1]
+            out[k] = bool(np.all(tree[self.l_src[a:b]] == tree[self.l_dst[a:b]]))
+        return out
+
+    def usable_for(self, S: Sequence[str]):
+        """:meth:`usable` for the job's own S (with its RESULT tree if it counts it),
+        incremental from S minus its last switch when that was asked before (the greedy's
+        LP(S) before its candidates' LP(S ∪ {s})): only the generators that move a link the
+        new root path adds to the tree are checked again."""
+        np, job = self.np, self.job
+        key = tuple(S)
+        hit = self._memo.get(key)
+        if hit is None:
+            parent = self._memo.get(key[:-1]) if key else None
+            if not job.result_load:
+                tree = None
+                fix = self.usable(S, None)
+                tok = None
+            elif parent is None or parent[0] is None:
+                tree = self._tree_of(S)
+                fix = self.usable(S, None)
+                tok = self._tree_ok(tree)
+            else:
+                from controller.plan.orbits import up_path
+
+                tree = parent[0].copy()
+                s = key[-1]
+                path = np.array([self.link_idx[e] for e in up_path(job.graph, job.ps_tor, s)],
+                                dtype=np.int64)
+                new = path[~tree[path]]
+                tree[new] = True
+                fix = parent[1].copy()
+                ix = self.moving.get(s)
+                if ix is not None:
+                    fix[ix] = False
+                tok = parent[2].copy()
+                if len(new):
+                    aff = np.unique(np.concatenate(
+                        [self.l_gen[self.by_link[self.link_ptr[e]:self.link_ptr[e + 1]]]
+                         for e in new.tolist()]))
+                    tok[aff] = self._tree_ok(tree, aff)
+            if len(self._memo) > 256:
+                self._memo.clear()
+            hit = self._memo[key] = (tree, fix, tok)
+        tree, fix, tok = hit
+        return fix if tok is None else fix & tok
 
     def usable(self, S: Sequence[str], tree) -> Any:
         """Which generators fix every s ∈ S and the link set ``tree`` (a boolean mask over
