@@ -146,3 +146,19 @@ def test_incremental_generator_check_equals_from_scratch(seed):
         inc = sym.usable_for(S)
         tree = sym._tree_of(S) if job.result_load else None
         assert np.array_equal(inc, sym.usable(S, tree)), (seed, S)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_tree_index_is_the_result_tree(seed):
+    """FastLP.tree_index(S) (T(∅) plus root paths) = the links of result_tree_coeffs(job, S),
+    each with coefficient 1, on random networks and fat-trees."""
+    from controller.plan.lp import result_tree_coeffs
+
+    job, rng = _random_fat_job(seed) if seed % 2 else (random_job(seed), random.Random(seed))
+    fast = FastLP(job)
+    cands = candidates(job)
+    for m in (0, 1, 3):
+        S = rng.sample(cands, min(m, len(cands)))
+        coeffs = result_tree_coeffs(job, S)
+        assert all(c == 1.0 for _, c in coeffs)
+        assert sorted(fast.tree_index(S).tolist()) == sorted(fast.link_idx[e] for e, _ in coeffs)

@@ -13,6 +13,12 @@ optimum is unchanged; it keeps the matrix sparse because the paths to s_d are st
 per class instead of once per (g, s)).  Rows: load(e) ≤ B_e per directed link that carries
 a term; cover y_{g,s} − a_s ≤ 0; u_g + Σ_s y_{g,s} − γ = 0; Σ_s a_s − γ ≤ 0 (if S ≠ ∅); the
 capacities C_s are the caller's (one job's, or shared by several).
+
+Two exact reductions at scale (issue 41, fat-tree k = 32): each destination's vectors for
+every group at once (:meth:`FastLP.group_matrix`, :mod:`controller.plan.ecmp_matrix`), and,
+for one job, one column per orbit of symmetric groups (:mod:`controller.plan.lp_orbits`;
+``FastLP(symmetric=False)`` keeps one per group): at k = 32 with S of a few cores the LP has
+a handful of group columns instead of 512.
 """
 
 from __future__ import annotations
@@ -315,6 +321,9 @@ class FastLP:
         self.symmetric = symmetric and default_links
         self._sym = None
         self._gamma_cap: float | None = None
+        self._tree0 = None  # T(∅)'s link indices (tree_index)
+        self._umat_key: bytes | None = None  # orbit labels of the cached orbit vectors
+        self._umats: dict[str, tuple] = {}
         # warm starts (set by the lazy greedy): keep each solve's basis in its result and
         # start the next solve from ``warm``'s basis (see :meth:`_solve`)
         self.warm_start = False
@@ -449,9 +458,18 @@ class FastLP:
         np.minimum.at(first, labels, np.arange(n_g))
         usizes = self.sizes if ind is None else ind @ self.sizes
 
+        part_key = None if ind is None else labels.tobytes()
+        if part_key is not None and part_key != self._umat_key:
+            self._umat_key, self._umats = part_key, {}  # candidates mostly share S's orbits
+
         def umat(dst: str):  # (load vectors, reach) per unit
             M, reach = self.group_matrix(dst)
-            return (M, reach) if ind is None else (ind @ M, reach[first])
+            if ind is None:
+                return M, reach
+            hit = self._umats.get(dst)
+            if hit is None:
+                hit = self._umats[dst] = (ind @ M, reach[first])
+            return hit
 
         # (unit, j) for every unit that reaches S[j], unit-major
         mats = [umat(s) for s in S]
@@ -470,10 +488,9 @@ class FastLP:
         for j, s in enumerate(S):
             mat.load(*self._ld(self._node_vec(s, sd), a0 + j))
         mat.load(*self._ld(self._node_vec(sd, job.ps), gamma))
-        if job.result_load:
-            tree = result_tree_coeffs(job, S)
-            mat.load(np.array([self.link_idx[e] for e, _ in tree], dtype=np.int64), gamma,
-                     np.array([c for _, c in tree]))
+        if job.result_load:  # one RESULT stream on every link of T(S) (result_tree_coeffs)
+            tree = self.tree_index(S)
+            mat.load(tree, gamma, np.ones(len(tree)))
         ny = len(ycols)
         ycol = np.arange(ny, dtype=np.int64) + y0
         if ny:  # cover: y_{g,s} − a_s ≤ 0
@@ -493,6 +510,22 @@ class FastLP:
                     np.concatenate([[-1.0], np.ones(m)]))
         return JobCols(S, gamma, a0, u0, y0, ycols, urow, irow,
                        None if orbits is None else labels, usizes)
+
+    def tree_index(self, S: Sequence[str]):
+        """The link indices of :func:`controller.plan.lp.result_tree_coeffs` (job, S), each
+        once (every coefficient is 1): T(∅)'s, with d → s_d, once per FastLP, plus each s's
+        root path (the tree of a set is the union of root paths)."""
+        np = self.np
+        if self._tree0 is None:
+            self._tree0 = np.array(sorted({self.link_idx[e] for e, _ in
+                                           result_tree_coeffs(self.job, [])}), dtype=np.int64)
+        if not S:
+            return self._tree0
+        from controller.plan.mcast_tree import root_path
+
+        g, root = self.job.graph, self.job.ps_tor
+        extra = [self.link_idx[e] for s in S for e in root_path(g, root, s)]
+        return np.union1d(self._tree0, np.array(extra, dtype=np.int64))
 
     def _ld(self, vec: tuple, col: int) -> tuple:
         return vec[0], col, vec[1]
