@@ -154,6 +154,7 @@ def _best_block(rc_a: float, gains: list[tuple[float, float, float]], cap: float
         return max(0.0, rc_a * cap)
     import numpy as np
 
+    gains = _merge_alike(gains)
     order = sorted(gains, key=lambda t: -t[0] / t[1])
     r = np.array([t[0] for t in order])
     n = np.array([t[1] for t in order])
@@ -184,6 +185,34 @@ def _best_block(rc_a: float, gains: list[tuple[float, float, float]], cap: float
     take = np.clip((inflow - before) / n[None, :], 0.0, y)
     value = rc_a * a[:, 0] + (take * r[None, :]).sum(axis=1)
     return max(0.0, float(value.max()))
+
+
+def _merge_alike(gains: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """Items of the knapsack of :func:`_best_block` with the same |g| and (to 1e-12) the same
+    r_g and U_g merged: c such items are one item (c·r, c·|g|, U) — an optimum gives them
+    equal y (their average is feasible with the same value) — with r and U the largest of
+    the merged ones, so the value is not lowered.  Symmetric groups (a fat-tree's pods) give
+    hundreds of alike items; the maximum is then over a handful."""
+    import numpy as np
+
+    if len(gains) < 8:
+        return gains
+    arr = np.array(gains, dtype=float)
+    key = np.column_stack([np.round(arr[:, 0], 12), arr[:, 1], np.round(arr[:, 2], 12)])
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    if len(uniq) == len(gains):
+        return gains
+    k = len(uniq)
+    count = np.bincount(inv, minlength=k).astype(float)
+    r = np.full(k, -np.inf)
+    np.maximum.at(r, inv, arr[:, 0])
+    u = np.full(k, -np.inf)
+    np.maximum.at(u, inv, arr[:, 2])
+    first = np.full(k, len(gains))
+    np.minimum.at(first, inv, np.arange(len(gains)))
+    return [(float(count[i] * r[i]), float(count[i] * uniq[i, 1]), float(u[i]))
+            for i in np.argsort(first).tolist()]  # in the order of first appearance
 
 
 def bounds(fast: FastLP, res: LPResult, cands: Sequence[str]) -> dict[str, float]:
