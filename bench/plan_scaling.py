@@ -29,6 +29,13 @@ with the same LP) to today's run.  Seconds are wall and CPU of this process.
 
     python bench/plan_scaling.py --k 16 --budget 16 --result-load --baselines
     python bench/plan_scaling.py --k 12 --workers 128 --budget 8 --result-load --previous
+
+``--previous-src DIR`` (issue 41, k = 32) runs the same greedy with the planner code of DIR
+(an export of an earlier commit, e.g. ``git archive 1358c8e controller topo workers pyswitch
+| tar -x -C DIR``) in a child process, one after the other with this tree's run, and prints
+both CPU seconds, LP counts, γ and whether S and γ agree (γ within 1e-6).
+
+    python bench/plan_scaling.py --k 32 --budget 4 --result-load --previous-src /tmp/prev
 """
 
 from __future__ import annotations
@@ -69,7 +76,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run the previous planner (no RESULT-aware classes, cold LPs)")
     ap.add_argument("--baselines", action="store_true",
                     help="also time plan's default baselines table")
+    ap.add_argument("--previous-src", type=Path, default=None, metavar="DIR",
+                    help="also run the greedy with the planner code in DIR (child process)")
     args = ap.parse_args(argv)
+    if args.previous_src is not None and not (args.previous_src / "controller").is_dir():
+        print(f"plan_scaling: --previous-src {args.previous_src}: no controller/ package there",
+              file=sys.stderr)
+        return 2
     if args.smoke:
         args.k, args.budget = [4], [4]
         if args.previous or args.baselines:
@@ -110,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
             t.add_column(col, justify="right")
     if args.previous:
         for col in ("previous s", "previous CPU s", "previous LPs", "same S, γ (prev.)"):
+            t.add_column(col, justify="right")
+    if args.previous_src is not None:
+        for col in ("src CPU s", "src LPs", "γ src", "same S, γ (src)"):
             t.add_column(col, justify="right")
     for k in args.k:
         g = fat_tree(k)
@@ -170,9 +186,55 @@ def main(argv: list[str] | None = None) -> int:
                         "yes" if same else f"NO: {old.deployed} vs {res.deployed}"]
                 con.print(f"  k={k} M={m} previous: γ={old.gamma:.5f} in {s_old:.1f}s "
                           f"({c_old:.1f}s CPU, {old.lp_solves} LPs); same: {same}")
+            if args.previous_src is not None:
+                other = _run_elsewhere(args.previous_src, k, args.ps, args.workers,
+                                       args.result_load, m, args.time_limit)
+                same = tuple(other["deployed"]) == res.deployed and abs(
+                    other["gamma"] - res.gamma) <= 1e-6
+                row += [f"{other['cpu']:.1f}", str(other["lp_solves"]), f"{other['gamma']:.6f}",
+                        "yes" if same else f"NO: {other['deployed']} vs {list(res.deployed)}"]
+                con.print(f"  k={k} M={m} {args.previous_src}: γ={other['gamma']:.5f} in "
+                          f"{other['wall']:.1f}s ({other['cpu']:.1f}s CPU, "
+                          f"{other['lp_solves']} LPs); same S and γ: {same}", highlight=False)
             t.add_row(*row)
     con.print(t)
     return 0
+
+
+_CHILD = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from controller.plan.greedy import greedy
+from controller.plan.lp import make_job
+from controller.plan.lp_fast import FastLP
+from topo.models import fat_tree, hosts
+k, ps, n, rl, m, tl = int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5] == "1", \
+    int(sys.argv[6]), float(sys.argv[7])
+g = fat_tree(k)
+ws = [h for h in hosts(g) if h != ps]
+job = make_job(g, ps, ws[:int(n)] if n != "all" else ws, result_load=rl)
+t0, c0 = time.perf_counter(), time.process_time()
+res = greedy(job, m, lp=FastLP(job, time_limit=tl), time_limit=tl)
+print(json.dumps({"deployed": list(res.deployed), "gamma": res.gamma,
+                  "lp_solves": res.lp_solves, "wall": time.perf_counter() - t0,
+                  "cpu": time.process_time() - c0}))
+"""
+
+
+def _run_elsewhere(src: Path, k: int, ps: str, workers: int | None, result_load: bool,
+                   budget: int, time_limit: float) -> dict:
+    """The greedy of this bench's row with the planner code under ``src`` (a child process
+    whose import path starts there); its result and CPU seconds."""
+    import json
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(src.resolve()), str(k), ps,
+         str(workers) if workers else "all", "1" if result_load else "0", str(budget),
+         str(time_limit)],
+        capture_output=True, text=True, check=True, cwd=str(src.resolve()),
+        env={**os.environ, "PYTHONPATH": str(src.resolve())})
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

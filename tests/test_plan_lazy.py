@@ -147,3 +147,25 @@ def test_best_block_is_the_small_lps_maximum(seed):
     bounds = [(0, cap)] + [(0, u) for _, _, u in gains]
     lp = linprog(c, A_ub=A, b_ub=b, bounds=bounds, method="highs")
     assert _best_block(rc_a, gains, cap, inflow) == pytest.approx(max(0.0, -lp.fun), abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_best_block_with_alike_groups(seed):
+    """Many groups alike (a fat-tree's pods): _best_block merges them and its value is still
+    the LP's (as without merging: the same items once each, scaled)."""
+    from scipy.optimize import linprog
+
+    from controller.plan.lazy import _best_block
+
+    rng = random.Random(seed)
+    kinds = [(rng.uniform(0.01, 2), float(rng.randint(1, 8)), rng.uniform(0.05, 1.5))
+             for _ in range(rng.randint(1, 3))]
+    gains = [kinds[rng.randrange(len(kinds))] for _ in range(rng.randint(8, 20))]
+    G = len(gains)
+    rc_a, cap, inflow = -rng.uniform(0, 3), rng.uniform(0.2, 2), rng.uniform(0.1, 30)
+    c = [-rc_a] + [-r for r, _, _ in gains]
+    A = [[-1.0] + [1.0 if j == i else 0.0 for j in range(G)] for i in range(G)]
+    A.append([0.0] + [n for _, n, _ in gains])
+    lp = linprog(c, A_ub=A, b_ub=[0.0] * G + [inflow],
+                 bounds=[(0, cap)] + [(0, u) for _, _, u in gains], method="highs")
+    assert _best_block(rc_a, gains, cap, inflow) == pytest.approx(max(0.0, -lp.fun), abs=1e-9)

@@ -49,7 +49,11 @@ Speed-ups of the single-job greedy that do not change the answer:
 * lazy scoring (:mod:`controller.plan.lazy`): the classes' representatives are solved in
   decreasing order of a dual bound, only while they can still win;
 * warm starts: each candidate's LP starts from LP(S)'s basis
-  (:func:`controller.plan.lp_fast.set_basis`), and the final S is re-solved cold.
+  (:func:`controller.plan.lp_fast.set_basis`), and the final S is re-solved cold;
+* inside each LP, worker groups interchangeable under automorphisms that fix S and the
+  RESULT tree share one column (:mod:`controller.plan.lp_orbits`: the same optimum, by
+  symmetry and convexity), and every group's ECMP vectors towards a destination come from
+  one sparse product (:mod:`controller.plan.ecmp_matrix`).
 
 At fat-tree k = 16, 1,023 workers, M = 16, RESULT load (issue 41): 201 LPs, 15.3 s CPU;
 without lazy scoring 490 LPs, 76 s; without warm starts 200 LPs, 24.3 s; without the

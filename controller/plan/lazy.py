@@ -74,7 +74,7 @@ from controller.plan.lp import LPResult, result_tree_coeffs
 from controller.plan.lp_fast import Duals, FastLP
 from topo.models import natural_key
 
-__all__ = ["gain_bound", "bounds", "lazy_scores", "bound_order", "solve_in_bound_order",
+__all__ = ["gain_bound", "group_gains", "bounds", "lazy_scores", "bound_order", "solve_in_bound_order",
            "MARGIN"]
 
 R = TypeVar("R")
@@ -98,9 +98,8 @@ def _up_path(fast: FastLP, s: str) -> list[tuple[str, str]]:
 def gain_bound(fast: FastLP, d: Duals, s: str, tree: set[tuple[str, str]] | None = None) -> float:
     """β(s) ≥ γ(S ∪ {s}) from LP(S)'s multipliers ``d`` (module doc); ``tree``: the RESULT
     tree links of S (computed if not given)."""
-    np = fast.np
     job, sd = fast.job, fast.job.ps_tor
-    pi = d.pi
+    pi = d.prices()
     rc_gamma = d.rc_gamma
     if job.result_load:
         if tree is None:
@@ -109,17 +108,7 @@ def gain_bound(fast: FastLP, d: Duals, s: str, tree: set[tuple[str, str]] | None
         rc_gamma -= sum(pi[fast.link_idx[e]] for e in _up_path(fast, s) if e not in tree)
     idx, val = fast._node_vec(s, sd)
     rc_a = -(float(pi[idx] @ val) + d.y_int + d.y_tc)
-    gains: list[tuple[float, float, float]] = []  # (rc of y_{g,s} > 0, |g|, U_g)
-    for gi in range(len(fast.groups)):
-        if fast._reaches(gi, s):
-            gidx, gval = fast._group_vec(gi, s)
-            r = -(float(pi[gidx] @ gval) + float(d.mu[gi]))
-            if r > 0:
-                # y_{g,s} ≤ B_e / coefficient on every link of its paths (loads are sums
-                # of nonnegative terms)
-                pos = gval > 0
-                u = float(np.min(fast.bw[gidx[pos]] / gval[pos])) if pos.any() else d.cap
-                gains.append((r, float(fast.sizes[gi]), u))
+    gains = group_gains(fast, pi, d.mu, s, d.cap)
     cap, margin = d.cap, MARGIN * max(d.cap, 1.0)
     # (1) at most Γ of every column, and s's input Σ_g |g| y_{g,s} at most Σ_v B_{v,s}
     new = _best_block(rc_a, gains, cap, fast.in_capacity(s))
@@ -128,6 +117,30 @@ def gain_bound(fast: FastLP, d: Duals, s: str, tree: set[tuple[str, str]] | None
     k = d.excess + rc_gamma + max(0.0, rc_a + sum(r for r, _, _ in gains))
     ratio = d.yb / (1.0 - k) if k < 1.0 else float("inf")
     return min(absolute, ratio) + margin
+
+
+def group_gains(fast: FastLP, pi, mu, s: str, cap: float) -> list[tuple[float, float, float]]:
+    """(r_g, |g|, U_g) for every group g that reaches s and whose column y_{g,s} prices out
+    positively, r_g = −(π·|g|P_{g,s} + μ_g) > 0, in group order; U_g = min_e B_e / A_{e,g}
+    over the links of g's paths to s (y_{g,s} ≤ U_g: loads are sums of nonnegative terms;
+    Γ = ``cap`` if g has no link).  All groups at once from :meth:`FastLP.group_matrix`."""
+    np = fast.np
+    M, reach = fast.group_matrix(s)
+    r = -(M @ pi + np.asarray(mu, dtype=float))
+    sel = np.nonzero(reach & (r > 0))[0]
+    if not len(sel):
+        return []
+    sub = M[sel]
+    ratio = np.where(sub.data > 0, fast.bw[sub.indices] / np.where(sub.data > 0, sub.data, 1.0),
+                     np.inf)
+    counts = np.diff(sub.indptr)
+    u = np.full(len(sel), float(cap))
+    nz = counts > 0
+    if nz.any():
+        mins = np.minimum.reduceat(ratio, sub.indptr[:-1][nz]) if len(ratio) else ratio
+        u[nz] = np.where(np.isfinite(mins), mins, cap)
+    return [(float(r[gi]), float(fast.sizes[gi]), float(ui))
+            for gi, ui in zip(sel.tolist(), u.tolist(), strict=True)]
 
 
 def _best_block(rc_a: float, gains: list[tuple[float, float, float]], cap: float,
@@ -141,23 +154,30 @@ def _best_block(rc_a: float, gains: list[tuple[float, float, float]], cap: float
         return max(0.0, rc_a * cap)
     import numpy as np
 
+    gains = _merge_alike(gains)
     order = sorted(gains, key=lambda t: -t[0] / t[1])
     r = np.array([t[0] for t in order])
     n = np.array([t[1] for t in order])
     u = np.minimum(np.array([t[2] for t in order]), cap)
     pts = [cap, *u.tolist()]
     # where the knapsack fills with the k best-ratio groups alone, for every k:
-    # Σ_{g ≤ k} |g| min(a, U_g) = inflow (increasing in a)
-    for k in range(1, len(order) + 1):
-        uk, nk = u[:k], n[:k]
-        if float(nk @ uk) < inflow:
-            continue  # they never fill it
-        for a_hi in np.sort(uk):
-            if float(nk @ np.minimum(a_hi, uk)) >= inflow:
-                below = uk < a_hi
-                rest = float(nk[~below].sum())
-                pts.append((inflow - float(nk[below] @ uk[below])) / rest)
-                break
+    # Σ_{g ≤ k} |g| min(a, U_g) = inflow (increasing in a).  With a_hi the smallest U_j
+    # (j ≤ k) at which the k groups fill it, a = (inflow − Σ_{U_g < a_hi} |g| U_g) /
+    # Σ_{U_g ≥ a_hi} |g| (sums over g ≤ k): all k and j at once, as m × m cumulative sums
+    # (row j: the candidate a_hi = U_j; column k − 1: the first k groups)
+    m = len(order)
+    below = u[None, :] < u[:, None]  # [j, g]: U_g < U_j
+    fill = np.cumsum(n[None, :] * np.minimum(u[:, None], u[None, :]), axis=1)
+    part = np.cumsum(np.where(below, (n * u)[None, :], 0.0), axis=1)
+    rest = np.cumsum(np.where(below, 0.0, n[None, :]), axis=1)
+    j_le_k = np.arange(m)[:, None] <= np.arange(m)[None, :]  # j among the first k = col + 1
+    ok = j_le_k & (fill >= inflow)
+    hi = np.where(ok, u[:, None], np.inf)
+    j_star = np.argmin(hi, axis=0)  # per k: the smallest U_j that fills
+    cols = np.nonzero(np.isfinite(hi[j_star, np.arange(m)]))[0]
+    if len(cols):
+        js = j_star[cols]
+        pts += ((inflow - part[js, cols]) / rest[js, cols]).tolist()
     a = np.clip(np.array(pts), 0.0, cap)[:, None]  # points × groups
     y = np.minimum(a, u[None, :])
     w = n[None, :] * y
@@ -165,6 +185,34 @@ def _best_block(rc_a: float, gains: list[tuple[float, float, float]], cap: float
     take = np.clip((inflow - before) / n[None, :], 0.0, y)
     value = rc_a * a[:, 0] + (take * r[None, :]).sum(axis=1)
     return max(0.0, float(value.max()))
+
+
+def _merge_alike(gains: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """Items of the knapsack of :func:`_best_block` with the same |g| and (to 1e-12) the same
+    r_g and U_g merged: c such items are one item (c·r, c·|g|, U) — an optimum gives them
+    equal y (their average is feasible with the same value) — with r and U the largest of
+    the merged ones, so the value is not lowered.  Symmetric groups (a fat-tree's pods) give
+    hundreds of alike items; the maximum is then over a handful."""
+    import numpy as np
+
+    if len(gains) < 8:
+        return gains
+    arr = np.array(gains, dtype=float)
+    key = np.column_stack([np.round(arr[:, 0], 12), arr[:, 1], np.round(arr[:, 2], 12)])
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    if len(uniq) == len(gains):
+        return gains
+    k = len(uniq)
+    count = np.bincount(inv, minlength=k).astype(float)
+    r = np.full(k, -np.inf)
+    np.maximum.at(r, inv, arr[:, 0])
+    u = np.full(k, -np.inf)
+    np.maximum.at(u, inv, arr[:, 2])
+    first = np.full(k, len(gains))
+    np.minimum.at(first, inv, np.arange(len(gains)))
+    return [(float(count[i] * r[i]), float(count[i] * uniq[i, 1]), float(u[i]))
+            for i in np.argsort(first).tolist()]  # in the order of first appearance
 
 
 def bounds(fast: FastLP, res: LPResult, cands: Sequence[str]) -> dict[str, float]:

@@ -90,7 +90,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.plan.lazy import MARGIN, _best_block, _up_path, bound_order, solve_in_bound_order
+from controller.plan.lazy import (
+    MARGIN,
+    _best_block,
+    _up_path,
+    bound_order,
+    group_gains,
+    solve_in_bound_order,
+)
 from controller.plan.lp import result_tree_coeffs
 from controller.plan.lp_jobs import SCORE_TOL, FastJointLP, JointResult
 from topo.paths import hop_distance
@@ -167,7 +174,6 @@ def joint_duals(fj: FastJointLP, h: Any, mat: Any, cols: Sequence[Any], cost: An
 
 def joint_bound(fj: FastJointLP, d: JointDuals, s: str) -> float:
     """β(s) ≥ the first stage of the joint LP(S ∪ {s}) (module doc)."""
-    np = fj.fast[0].np
     g = fj.js.graph
     pi = d.pi
     total = d.base
@@ -175,7 +181,7 @@ def joint_bound(fj: FastJointLP, d: JointDuals, s: str) -> float:
         job, sd = f.job, f.job.ps_tor
         cap, rc_gamma = d.cap[k], d.rc_gamma[k]
         joins = (s != sd and s not in d.sets[k] and hop_distance(g, s, sd) is not None
-                 and any(f._reaches(gi, s) for gi in range(len(f.groups))))
+                 and bool(f.group_matrix(s)[1].any()))
         if not joins:
             total += cap * max(0.0, rc_gamma)
             continue
@@ -188,15 +194,7 @@ def joint_bound(fj: FastJointLP, d: JointDuals, s: str) -> float:
             rc_gamma -= sum(pi[f.link_idx[e]] for e in _up_path(f, s) if e not in tree[key])
         idx, val = f._node_vec(s, sd)
         rc_a = -(float(pi[idx] @ val) + d.y_int[k] + d.y_tc[k])
-        gains: list[tuple[float, float, float]] = []
-        for gi in range(len(f.groups)):
-            if f._reaches(gi, s):
-                gidx, gval = f._group_vec(gi, s)
-                r = -(float(pi[gidx] @ gval) + float(d.mu[k][gi]))
-                if r > 0:
-                    pos = gval > 0
-                    u = float(np.min(f.bw[gidx[pos]] / gval[pos])) if pos.any() else cap
-                    gains.append((r, float(f.sizes[gi]), u))
+        gains = group_gains(f, pi, d.mu[k], s, cap)
         total += cap * max(0.0, rc_gamma) + _best_block(rc_a, gains, cap, f.in_capacity(s))
     return total + MARGIN * max(max(d.cap), 1.0)
 

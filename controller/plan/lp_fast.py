@@ -13,13 +13,19 @@ optimum is unchanged; it keeps the matrix sparse because the paths to s_d are st
 per class instead of once per (g, s)).  Rows: load(e) ≤ B_e per directed link that carries
 a term; cover y_{g,s} − a_s ≤ 0; u_g + Σ_s y_{g,s} − γ = 0; Σ_s a_s − γ ≤ 0 (if S ≠ ∅); the
 capacities C_s are the caller's (one job's, or shared by several).
+
+Two exact reductions at scale (issue 41, fat-tree k = 32): each destination's vectors for
+every group at once (:meth:`FastLP.group_matrix`, :mod:`controller.plan.ecmp_matrix`), and,
+for one job, one column per orbit of symmetric groups (:mod:`controller.plan.lp_orbits`;
+``FastLP(symmetric=False)`` keeps one per group): at k = 32 with S of a few cores the LP has
+a handful of group columns instead of 512.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from controller.plan.lp import (
@@ -88,6 +94,16 @@ class MatrixLP:
         """Add vals·column ``col`` to the load rows of ``links`` (link indices)."""
         np = self.np
         self._load.append((links, np.full(len(links), col, dtype=np.int64), vals))
+
+    def load_rows(self, M, sel, cols) -> None:
+        """Add row ``sel[i]`` of the CSR matrix ``M`` (vectors over link indices) to the
+        load rows as column ``cols[i]``'s coefficients, for every i (one call instead of a
+        :meth:`load` per vector)."""
+        np = self.np
+        sub = M[np.asarray(sel, dtype=np.int64)]
+        counts = np.diff(sub.indptr)
+        self._load.append((sub.indices.astype(np.int64),
+                           np.repeat(np.asarray(cols, dtype=np.int64), counts), sub.data))
 
     def rows(self, n: int, lo, hi, names: list | None = None):
         """Add ``n`` rows with bounds [lo, hi] (scalars or arrays) and their ``names``;
@@ -165,12 +181,15 @@ def run_highs(h, S: Sequence[str]):
 
 
 def get_basis(h, mat: MatrixLP) -> tuple | None:
-    """The solved basis of ``h`` by column and row name (``None`` if HiGHS has none)."""
+    """The solved basis of ``h``: column statuses by name, load-row statuses by link index
+    (``mat.used``, sorted) and the other rows' by name (``None`` if HiGHS has none)."""
     b = h.getBasis()
     if not b.valid:
         return None
-    rows = [("l", int(e)) for e in mat.used] + mat.row_names
-    return (mat.col_names, list(b.col_status), rows, list(b.row_status))
+    rs = list(b.row_status)
+    n_load = len(mat.used)
+    return (mat.col_names, list(b.col_status), mat.used, rs[:n_load], mat.row_names,
+            rs[n_load:])
 
 
 def set_basis(h, mat: MatrixLP, basis: tuple | None) -> bool:
@@ -187,18 +206,55 @@ def set_basis(h, mat: MatrixLP, basis: tuple | None) -> bool:
     if basis is None:
         return False
     St = highspy.HighsBasisStatus
-    cs = dict(zip(basis[0], basis[1], strict=True))
-    rs = dict(zip(basis[2], basis[3], strict=True))
-    rows = [("l", int(e)) for e in mat.used] + mat.row_names
+    np = mat.np
+    col_names, col_st, used, load_st, row_names, row_st = basis
+    cs = dict(zip(col_names, col_st, strict=True))
+    rs = dict(zip(row_names, row_st, strict=True))
     nb = highspy.HighsBasis()
     nb.col_status = [cs.get(k, St.kLower) if k is not None else St.kLower
                      for k in mat.col_names]
-    nb.row_status = [rs.get(k, St.kBasic) if k is not None else St.kBasic for k in rows]
+    # load rows matched by link index (both sorted), vectorised: they are most of the rows
+    load = np.full(len(mat.used), St.kBasic, dtype=object)
+    if len(used):
+        pos = np.minimum(np.searchsorted(used, mat.used), len(used) - 1)
+        hit = used[pos] == mat.used
+        load[hit] = np.asarray(load_st, dtype=object)[pos[hit]]
+    nb.row_status = load.tolist() + [rs.get(k, St.kBasic) if k is not None else St.kBasic
+                                     for k in mat.row_names]
     nb.valid = True
     if h.setBasis(nb) != highspy.HighsStatus.kOk:
         return False
     h.setOptionValue("simplex_strategy", 4)
     return True
+
+
+class _OnFirstUse(Mapping):
+    """A read-only mapping built on its first use.  A candidate's LP result is mostly read for
+    γ alone; expanding x to every worker and every s ∈ S was 500,000 entries per LP at
+    fat-tree k = 32 with |S| = 64."""
+
+    def __init__(self, build: Callable[[], dict]) -> None:
+        self._build: Callable[[], dict] | None = build
+        self._data: dict | None = None
+
+    def _d(self) -> dict:
+        if self._data is None:
+            assert self._build is not None
+            self._data = self._build()
+            self._build = None
+        return self._data
+
+    def __getitem__(self, key):
+        return self._d()[key]
+
+    def __iter__(self):
+        return iter(self._d())
+
+    def __len__(self) -> int:
+        return len(self._d())
+
+    def __repr__(self) -> str:
+        return repr(self._d())
 
 
 @dataclass
@@ -220,12 +276,27 @@ class Duals:
     cap: float
     yb: float = 0.0  # Σ_r y_r b_r
     excess: float = 0.0  # Σ_{old j ≠ γ} max(0, rc_j)
+    # with orbits merged: ``pi`` is the merged LP's and is averaged over the links' orbits
+    # at the first :meth:`prices` (only the chosen LP(S)'s duals are ever used, not every
+    # candidate's: the averaging is a connected-components pass over every moved link)
+    orbit_links: Any = field(default=None, repr=False)
+
+    def prices(self):
+        """π of LP(S) itself (:mod:`controller.plan.lp_orbits`: averaged over each orbit of
+        links when the LP merged orbits of groups)."""
+        if self.orbit_links is not None:
+            np = __import__("numpy")
+            lab, k = self.orbit_links()
+            self.pi = (np.bincount(lab, self.pi, k) / np.bincount(lab, minlength=k))[lab]
+            self.orbit_links = None
+        return self.pi
 
 
 @dataclass
 class JobCols:
     """Where one job's variables sit in a :class:`MatrixLP`: γ, a_s (s = S[j] at a0 + j),
-    u_g (at u0 + g), and y_{g,s} for each (g, j) of ``ycols`` (at y0 + k)."""
+    u_g (at u0 + g), and y_{g,s} for each (g, j) of ``ycols`` (at y0 + k); with orbits
+    merged, g numbers the orbits (``labels``: each group's orbit)."""
 
     S: list[str]
     gamma: int
@@ -235,6 +306,8 @@ class JobCols:
     ycols: list[tuple[int, int]]
     urow: Any = None  # the rows u_g + Σ_s y_{g,s} − γ = 0 (indices among the non-load rows)
     irow: int | None = None  # the row Σ_s a_s − γ ≤ 0 (S ≠ ∅)
+    labels: Any = None  # orbit of each group when merged (controller.plan.lp_orbits)
+    sizes: Any = None  # Σ_{g∈O} |g| per orbit when merged (else FastLP.sizes)
 
 
 class FastLP:
@@ -247,8 +320,11 @@ class FastLP:
     """
 
     def __init__(self, job: Job, *, solver: str = "auto", time_limit: float | None = 60.0,
-                 merge: bool = True, links: list[tuple[str, str]] | None = None) -> None:
+                 merge: bool = True, links: list[tuple[str, str]] | None = None,
+                 symmetric: bool = True) -> None:
         import numpy as np
+
+        default_links = links is None
 
         self.np = np
         self.job = job
@@ -264,9 +340,19 @@ class FastLP:
         self.link_idx = {e: i for i, e in enumerate(links)}
         self.bw = np.array([_bw(g, *e) for e in links])
         self._coef: dict[tuple[int, str], tuple] = {}
+        # per destination: every group's load vector as one CSR row, and which groups reach it
+        self._mats: dict[str, tuple] = {}
         self._reach: dict[tuple[int, str], bool] = {}
         self.have_highs = have_highs()
         self.keep_duals = False  # set by the lazy greedy (controller.plan.lazy)
+        # merge symmetric groups inside each LP (controller.plan.lp_orbits; only with the
+        # FastLP's own link list, whose orbits are cached per graph and job)
+        self.symmetric = symmetric and default_links
+        self._sym = None
+        self._gamma_cap: float | None = None
+        self._tree0 = None  # T(∅)'s link indices (tree_index)
+        self._umat_key: bytes | None = None  # orbit labels of the cached orbit vectors
+        self._umats: dict[str, tuple] = {}
         # warm starts (set by the lazy greedy): keep each solve's basis in its result and
         # start the next solve from ``warm``'s basis (see :meth:`_solve`)
         self.warm_start = False
@@ -284,7 +370,64 @@ class FastLP:
         return hit
 
     def _group_vec(self, gi: int, dst: str):
-        return self._vec((gi, dst), lambda: self._group_items(gi, dst))
+        """(link indices, coefficients) of group gi's load towards ``dst``: a row of
+        :meth:`group_matrix` (views, not copies)."""
+        M = self.group_matrix(dst)[0]
+        a, b = M.indptr[gi], M.indptr[gi + 1]
+        return M.indices[a:b], M.data[a:b]
+
+    def group_matrix(self, dst: str) -> tuple:
+        """(M, reach): row gi of the CSR matrix M (groups × links) is group gi's load vector
+        towards ``dst`` (:meth:`_group_items`; empty if gi does not reach ``dst``), and
+        ``reach[gi]`` whether it reaches ``dst``.  Single-homed groups come from one
+        :func:`controller.plan.ecmp_matrix.ecmp_rows` per destination, cached."""
+        hit = self._mats.get(dst)
+        if hit is None:
+            hit = self._mats[dst] = self._group_matrix(dst)
+        return hit
+
+    def _group_matrix(self, dst: str) -> tuple:
+        import scipy.sparse as sp
+
+        from controller.plan.ecmp_matrix import ecmp_rows
+
+        np, g = self.np, self.job.graph
+        n_g = len(self.groups)
+        reach = np.array([self._reaches(gi, dst) for gi in range(n_g)], dtype=bool)
+        single: list[int] = []
+        via: list[str] = []
+        rows: list = []
+        cols: list = []
+        vals: list = []
+        for gi in np.nonzero(reach)[0].tolist():
+            rep = self.groups[gi][0]
+            nbrs = list(g.adj[rep])
+            if len(nbrs) == 1 and nbrs[0] != dst and dst != rep \
+                    and _kind(g, nbrs[0]) == "switch":
+                single.append(gi)
+                via.append(nbrs[0])
+            else:  # multi-homed (or next to dst): one source at a time
+                items = _group_coeffs(g, self.groups[gi], dst)
+                rows.append(np.full(len(items), gi, dtype=np.int64))
+                cols.append(np.array([self.link_idx[e] for e, _ in items], dtype=np.int64))
+                vals.append(np.array([c for _, c in items], dtype=float))
+        if single:
+            # P_{r,dst} = 1 on (r, t) plus |g|·P_{t,dst} (:meth:`_group_items`)
+            sel = np.array(single, dtype=np.int64)
+            F = sp.diags(self.sizes[sel]) @ ecmp_rows(g, via, dst, self.link_idx)
+            F = F.tocoo()
+            rows += [sel[F.row], sel]
+            cols += [F.col.astype(np.int64),
+                     np.array([self.link_idx[(self.groups[gi][0], t)]
+                               for gi, t in zip(single, via, strict=True)], dtype=np.int64)]
+            vals += [F.data, np.ones(len(sel))]
+        M = sp.csr_matrix((np.concatenate(vals) if vals else np.zeros(0),
+                           (np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),
+                            np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64))),
+                          shape=(n_g, len(self.links)))
+        M.sum_duplicates()
+        M.sort_indices()
+        return M, reach
 
     def _group_items(self, gi: int, dst: str) -> list[tuple[tuple[str, str], float]]:
         """:func:`controller.plan.lp._group_coeffs`, composed for a single-homed
@@ -321,49 +464,97 @@ class FastLP:
             raise PlanError(f"unknown solver {solver!r} (use highs or cbc)")
         return self._solve(list(deployed), time_limit)
 
-    def block(self, mat: MatrixLP, S: list[str], tag: int = 0) -> JobCols:
+    def block(self, mat: MatrixLP, S: list[str], tag: int = 0,
+              orbits: tuple | None = None) -> JobCols:
         """Add this job's columns, load terms and own rows for S (module doc) to ``mat``;
         S must already be valid for the job (a switch ≠ s_d that reaches s_d).  ``tag``
-        (the job's index among several) keeps the names of its columns and rows apart."""
+        (the job's index among several) keeps the names of its columns and rows apart.
+        ``orbits`` = (label per group, number of orbits): one column u_O, y_{O,s} per orbit
+        of groups (:mod:`controller.plan.lp_orbits`, whose conditions the caller checked);
+        default every group alone."""
+        import scipy.sparse as sp
+
         np = self.np
         job, sd = self.job, self.job.ps_tor
         m, n_g = len(S), len(self.groups)
-        ycols = [(gi, j) for gi in range(n_g) for j, s in enumerate(S) if self._reaches(gi, s)]
+        if orbits is None:
+            labels, n_u = np.arange(n_g), n_g
+            ind = None
+        else:
+            labels, n_u = orbits
+            ind = sp.csr_matrix((np.ones(n_g), (labels, np.arange(n_g))), shape=(n_u, n_g))
+        first = np.full(n_u, n_g, dtype=np.int64)  # each unit's first group (its name)
+        np.minimum.at(first, labels, np.arange(n_g))
+        usizes = self.sizes if ind is None else ind @ self.sizes
+
+        part_key = None if ind is None else labels.tobytes()
+        if part_key is not None and part_key != self._umat_key:
+            self._umat_key, self._umats = part_key, {}  # candidates mostly share S's orbits
+
+        def umat(dst: str):  # (load vectors, reach) per unit
+            M, reach = self.group_matrix(dst)
+            if ind is None:
+                return M, reach
+            hit = self._umats.get(dst)
+            if hit is None:
+                hit = self._umats[dst] = (ind @ M, reach[first])
+            return hit
+
+        # (unit, j) for every unit that reaches S[j], unit-major
+        mats = [umat(s) for s in S]
+        reach = np.array([r for _, r in mats], dtype=bool).reshape(m, n_u)
+        ygi, yji = np.nonzero(reach.T)
+        ycols = list(zip(ygi.tolist(), yji.tolist(), strict=True))
+        names = first.tolist()
         gamma = mat.cols(1, names=[(tag, "g")])
         a0 = mat.cols(m, names=[(tag, "a", s) for s in S])
-        u0 = mat.cols(n_g, names=[(tag, "u", gi) for gi in range(n_g)])
-        y0 = mat.cols(len(ycols), names=[(tag, "y", gi, S[j]) for gi, j in ycols])
-        for gi in range(n_g):
-            mat.load(*self._ld(self._group_vec(gi, sd), u0 + gi))
-        for k, (gi, j) in enumerate(ycols):
-            mat.load(*self._ld(self._group_vec(gi, S[j]), y0 + k))
+        u0 = mat.cols(n_u, names=[(tag, "u", names[gi]) for gi in range(n_u)])
+        y0 = mat.cols(len(ycols), names=[(tag, "y", names[gi], S[j]) for gi, j in ycols])
+        mat.load_rows(umat(sd)[0], np.arange(n_u), u0 + np.arange(n_u))
+        for j in range(m):
+            ks = np.nonzero(yji == j)[0]
+            mat.load_rows(mats[j][0], ygi[ks], y0 + ks)
         for j, s in enumerate(S):
             mat.load(*self._ld(self._node_vec(s, sd), a0 + j))
         mat.load(*self._ld(self._node_vec(sd, job.ps), gamma))
-        if job.result_load:
-            tree = result_tree_coeffs(job, S)
-            mat.load(np.array([self.link_idx[e] for e, _ in tree], dtype=np.int64), gamma,
-                     np.array([c for _, c in tree]))
+        if job.result_load:  # one RESULT stream on every link of T(S) (result_tree_coeffs)
+            tree = self.tree_index(S)
+            mat.load(tree, gamma, np.ones(len(tree)))
         ny = len(ycols)
         ycol = np.arange(ny, dtype=np.int64) + y0
-        yg = np.array([gi for gi, _ in ycols], dtype=np.int64)
-        yj = np.array([j for _, j in ycols], dtype=np.int64)
         if ny:  # cover: y_{g,s} − a_s ≤ 0
-            cov = mat.rows(ny, -np.inf, 0.0, [(tag, "c", gi, S[j]) for gi, j in ycols])
-            mat.put(np.concatenate([cov, cov]), np.concatenate([ycol, a0 + yj]),
+            cov = mat.rows(ny, -np.inf, 0.0, [(tag, "c", names[gi], S[j]) for gi, j in ycols])
+            mat.put(np.concatenate([cov, cov]), np.concatenate([ycol, a0 + yji]),
                     np.concatenate([np.ones(ny), -np.ones(ny)]))
-        urow = mat.rows(n_g, 0.0, 0.0, [(tag, "r", gi) for gi in range(n_g)])
+        urow = mat.rows(n_u, 0.0, 0.0, [(tag, "r", names[gi]) for gi in range(n_u)])
         # u_g + Σ_s y_{g,s} − γ = 0
-        mat.put(np.concatenate([urow, urow, urow[yg]]),
-                np.concatenate([np.arange(n_g) + u0, np.full(n_g, gamma), ycol]),
-                np.concatenate([np.ones(n_g), -np.ones(n_g), np.ones(ny)]))
+        mat.put(np.concatenate([urow, urow, urow[ygi]]),
+                np.concatenate([np.arange(n_u) + u0, np.full(n_u, gamma), ycol]),
+                np.concatenate([np.ones(n_u), -np.ones(n_u), np.ones(ny)]))
         irow = None
         if m:  # Σ a_s − γ ≤ 0
             r = mat.rows(1, -np.inf, 0.0, [(tag, "i")])
             irow = int(r[0])
             mat.put(np.full(m + 1, r[0]), np.concatenate([[gamma], np.arange(m) + a0]),
                     np.concatenate([[-1.0], np.ones(m)]))
-        return JobCols(S, gamma, a0, u0, y0, ycols, urow, irow)
+        return JobCols(S, gamma, a0, u0, y0, ycols, urow, irow,
+                       None if orbits is None else labels, usizes)
+
+    def tree_index(self, S: Sequence[str]):
+        """The link indices of :func:`controller.plan.lp.result_tree_coeffs` (job, S), each
+        once (every coefficient is 1): T(∅)'s, with d → s_d, once per FastLP, plus each s's
+        root path (the tree of a set is the union of root paths)."""
+        np = self.np
+        if self._tree0 is None:
+            self._tree0 = np.array(sorted({self.link_idx[e] for e, _ in
+                                           result_tree_coeffs(self.job, [])}), dtype=np.int64)
+        if not S:
+            return self._tree0
+        from controller.plan.mcast_tree import root_path
+
+        g, root = self.job.graph, self.job.ps_tor
+        extra = [self.link_idx[e] for s in S for e in root_path(g, root, s)]
+        return np.union1d(self._tree0, np.array(extra, dtype=np.int64))
 
     def _ld(self, vec: tuple, col: int) -> tuple:
         return vec[0], col, vec[1]
@@ -373,34 +564,49 @@ class FastLP:
         np = self.np
         j = c.S.index(s)
         ks = [k for k, (_, jj) in enumerate(c.ycols) if jj == j]
+        sizes = self.sizes if c.sizes is None else c.sizes
         return (np.array(ks, dtype=np.int64) + c.y0,
-                self.sizes[[c.ycols[k][0] for k in ks]] if ks else np.zeros(0))
+                sizes[[c.ycols[k][0] for k in ks]] if ks else np.zeros(0))
 
     def tor_input(self, c: JobCols) -> tuple:
         """(columns, coefficients) of the job's input rate at s_d: Σ_g |g|·u_g + Σ_s a_s."""
         np = self.np
         m = len(c.S)
-        return (np.concatenate([np.arange(len(self.groups)) + c.u0, np.arange(m) + c.a0]),
-                np.concatenate([self.sizes, np.ones(m)]))
+        sizes = self.sizes if c.sizes is None else c.sizes
+        return (np.concatenate([np.arange(len(sizes)) + c.u0, np.arange(m) + c.a0]),
+                np.concatenate([sizes, np.ones(m)]))
 
     def read(self, col, c: JobCols, solver: str, seconds: float) -> LPResult:
-        """The job's :class:`LPResult` from a solution's column values (twins expanded)."""
+        """The job's :class:`LPResult` from a solution's column values (twins and orbits
+        expanded: every group takes its orbit's values)."""
         S = c.S
         gam = float(col[c.gamma])
-        x_out: dict[tuple[str, str], float] = {}
-        u_out: dict[str, float] = {}
         yval = {(gi, S[j]): float(col[c.y0 + k]) for k, (gi, j) in enumerate(c.ycols)}
-        for gi, grp in enumerate(self.groups):
-            tot = 0.0
-            for s in S:
-                xv = yval.get((gi, s), 0.0)
-                tot += xv
+        unit = c.labels.tolist() if c.labels is not None else list(range(len(self.groups)))
+        groups = self.groups
+
+        def expand_x() -> dict[tuple[str, str], float]:
+            x_out: dict[tuple[str, str], float] = {}
+            for grp, gi in zip(groups, unit, strict=True):
+                for s in S:
+                    xv = yval.get((gi, s), 0.0)
+                    for w in grp:
+                        x_out[w, s] = xv
+            return x_out
+
+        def expand_u() -> dict[str, float]:
+            u_out: dict[str, float] = {}
+            for grp, gi in zip(groups, unit, strict=True):
+                tot = 0.0
+                for s in S:
+                    tot += yval.get((gi, s), 0.0)
                 for w in grp:
-                    x_out[w, s] = xv
-            for w in grp:
-                u_out[w] = max(0.0, gam - tot)
+                    u_out[w] = max(0.0, gam - tot)
+            return u_out
+
         a_out = {s: float(col[c.a0 + j]) for j, s in enumerate(S)}
-        return LPResult(tuple(S), gam, x_out, a_out, u_out, solver, seconds, self.job)
+        return LPResult(tuple(S), gam, _OnFirstUse(expand_x), a_out, _OnFirstUse(expand_u),
+                        solver, seconds, self.job)
 
     def _solve(self, S: list[str], time_limit: float | None) -> LPResult:
         np = self.np
@@ -414,7 +620,8 @@ class FastLP:
             if hop_distance(g, s, sd) is None:
                 raise PlanError(f"deployed switch {s!r} cannot reach the PS's switch {sd!r}")
         mat = MatrixLP(self.bw)
-        c = self.block(mat, S)
+        orbits, ok = self._orbits(S)
+        c = self.block(mat, S, orbits=orbits)
         for s in S:
             if s in job.capacity:
                 cols, vals = self.switch_input(c, s)
@@ -434,14 +641,37 @@ class FastLP:
         col = run_highs(h, S)
         res = self.read(col, c, SOLVER_NAME, time.perf_counter() - t0)
         if self.keep_duals:
-            res.duals = self._duals(h, mat, c, cost, tc_row)
+            res.duals = self._duals(h, mat, c, cost, tc_row, ok)
         if self.warm_start:
             res.basis = get_basis(h, mat)
         return res
 
-    def _duals(self, h, mat: MatrixLP, c: JobCols, cost, tc_row: int | None) -> Duals:
+    def _orbits(self, S: list[str]) -> tuple:
+        """((label per group, number of orbits), usable generators) for LP(S)'s merged
+        columns (:mod:`controller.plan.lp_orbits`), or (None, None) when nothing merges
+        (``symmetric`` off, no generators, or every orbit a single group)."""
+        if not self.symmetric:
+            return None, None
+        if self._sym is None:
+            from controller.plan.lp_orbits import group_orbits
+
+            self._sym = group_orbits(self.job, self.groups, self.links)
+        sym = self._sym
+        if sym.n_gens == 0:
+            return None, None
+        # σ must fix S and map T(S) onto itself (the γ column's RESULT links)
+        ok = sym.usable_for(S)
+        labels, k = sym.group_labels(ok)
+        if k == len(self.groups):
+            return None, None
+        return (labels, k), ok
+
+    def _duals(self, h, mat: MatrixLP, c: JobCols, cost, tc_row: int | None,
+               ok=None) -> Duals:
         """The row multipliers of a solved LP(S) and the parts of the Lagrangian bound that
-        do not depend on the candidate (:mod:`controller.plan.lazy`)."""
+        do not depend on the candidate (:mod:`controller.plan.lazy`).  With orbits merged
+        (``ok``: the generators used), the multipliers of LP(S) itself: π averaged over the
+        links' orbits and μ_g = μ_O / |O| (:mod:`controller.plan.lp_orbits`)."""
         np = self.np
         y = np.asarray(h.getSolution().row_dual, dtype=float)  # HiGHS, max: y ≥ 0 on ≤ rows
         ineq = np.isinf(mat.row_lo)
@@ -456,10 +686,17 @@ class FastLP:
         yb = float(y @ np.where(np.isfinite(mat.row_hi), mat.row_hi, 0.0))
         base = yb + gam * float(excess.sum())
         urow = c.urow if c.urow is not None else np.zeros(0, dtype=np.int64)
-        return Duals(list(c.S), pi, y[n_load + np.asarray(urow, dtype=np.int64)],
+        mu = y[n_load + np.asarray(urow, dtype=np.int64)]
+        orbit_links = None
+        if c.labels is not None:
+            sym = self._sym
+            orbit_links = lambda: sym.link_labels(ok)  # noqa: E731
+            mu = (mu / np.bincount(c.labels, minlength=len(mu)))[c.labels]
+        return Duals(list(c.S), pi, mu,
                      float(y[n_load + c.irow]) if c.irow is not None else 0.0,
                      float(y[n_load + tc_row]) if tc_row is not None else 0.0,
-                     base, float(rc[c.gamma]), gam, yb, float(excess.sum()))
+                     base, float(rc[c.gamma]), gam, yb, float(excess.sum()),
+                     orbit_links)
 
     def in_capacity(self, s: str) -> float:
         """Σ_v B_{v,s}: every worker's share x_{w,s} enters s over its own links."""
@@ -469,6 +706,8 @@ class FastLP:
     def gamma_cap(self) -> float:
         """Γ, an upper bound on γ of every LP(S): a worker sends γ in all out of its own
         links (hosts do not forward and a worker is no aggregation point), so γ ≤ Σ_v B_{w,v}
-        for every worker w."""
-        g = self.job.graph
-        return min(sum(_bw(g, w, v) for v in g.adj[w]) for w in self.job.workers)
+        for every worker w.  Computed once (it was a tenth of the greedy's time at k = 32)."""
+        if self._gamma_cap is None:
+            g = self.job.graph
+            self._gamma_cap = min(sum(_bw(g, w, v) for v in g.adj[w]) for w in self.job.workers)
+        return self._gamma_cap
