@@ -52,8 +52,10 @@ import shutil
 import socket
 import struct
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from netns import HostNs, veth_hosts
 from scapy.layers.inet import IP, UDP
@@ -328,5 +330,25 @@ class NetTargetPool:
         self.switches.clear()
 
 
+@contextlib.contextmanager
+def pools_for(p4_path: Path, tmp_path_factory: Any) -> Iterator[Callable[[str], NetTargetPool]]:
+    """A test module's switch processes running ``p4_path``: ``get(kind)`` is the
+    :class:`NetTargetPool` of that kind, started on first use; every pool is closed at the
+    end (the body of a module-scoped fixture)."""
+    pools: dict[str, NetTargetPool] = {}
+
+    def get(kind: str) -> NetTargetPool:
+        if kind not in pools:
+            pools[kind] = NetTargetPool(kind, p4_path, tmp_path_factory.mktemp(kind))
+        return pools[kind]
+
+    try:
+        yield get
+    finally:
+        for pool in pools.values():
+            pool.close()
+
+
 __all__ = ["FINAL_QUIET", "KINDS", "PROBE_IP", "PROBE_PORT", "TEST_PORTS", "NetKind",
-           "NetSwitchTarget", "NetTargetPool", "net_unavailable", "probe_frame", "probe_seq"]
+           "NetSwitchTarget", "NetTargetPool", "net_unavailable", "pools_for", "probe_frame",
+           "probe_seq"]

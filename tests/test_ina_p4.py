@@ -30,7 +30,7 @@ from ina_harness import (
     slot_of,
     target_unavailable,
 )
-from ina_net_target import NetTargetPool
+from ina_net_target import pools_for
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
@@ -132,16 +132,8 @@ def test_ecmp_member_is_a_round_robin_shifted_by_the_switch_id() -> None:
 @pytest.fixture(scope="module")
 def net_pools(tmp_path_factory):
     """Switch processes of the network targets, started on first use, shared by the module."""
-    pools: dict[str, NetTargetPool] = {}
-
-    def get(kind: str) -> NetTargetPool:
-        if kind not in pools:
-            pools[kind] = NetTargetPool(kind, INA_P4, tmp_path_factory.mktemp(kind))
-        return pools[kind]
-
-    yield get
-    for pool in pools.values():
-        pool.close()
+    with pools_for(INA_P4, tmp_path_factory) as get:
+        yield get
 
 
 @pytest.fixture(params=[

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ina_harness import PySwitchTarget, Target, target_unavailable
-from ina_net_target import NetSwitchTarget, NetTargetPool
+from ina_net_target import NetSwitchTarget, pools_for
 
 from pyswitch import compile_p4
 from pyswitch.native import unavailable
@@ -110,16 +110,8 @@ def program():
 def net_pools(tmp_path_factory):
     """Switch processes of the network targets running switchml.p4, started on first use and
     shared by the module (each test gets switch 0 of its kind, reset by a pipeline push)."""
-    pools: dict[str, NetTargetPool] = {}
-
-    def get(kind: str) -> NetTargetPool:
-        if kind not in pools:
-            pools[kind] = NetTargetPool(kind, SWITCHML_P4, tmp_path_factory.mktemp(kind))
-        return pools[kind]
-
-    yield get
-    for pool in pools.values():
-        pool.close()
+    with pools_for(SWITCHML_P4, tmp_path_factory) as get:
+        yield get
 
 
 @pytest.fixture(params=[
