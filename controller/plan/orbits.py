@@ -150,7 +150,8 @@ def _fixing(graph: nx.Graph, jobs: Sequence[Job], capacity: Mapping[str, float]
             ) -> list[_Gen]:
     """The generators σ that fix every job's d_j, s_j and W_j (setwise) and the
     capacities, each with whether it is an involution and its pairs (v, σ(v)) of moved
-    switches (candidates are switches; a host is never one): the part of the check that does not
+    switches (candidates are switches; a host is never one; of an involution's pairs
+    (v, w), (w, v) the first by name only): the part of the check that does not
     depend on S, made once per frozen graph, jobs and capacities (not once per step)."""
     from topo.symmetry import generators
 
@@ -170,8 +171,12 @@ def _fixing(graph: nx.Graph, jobs: Sequence[Job], capacity: Mapping[str, float]
         if any(capacity.get(v) != capacity.get(w)
                or any((v in W) != (w in W) for W in worker_sets) for v, w in p.items()):
             continue
-        pairs = [(v, w) for v, w in p.items() if kind.get(v) != "host" and kind.get(w) != "host"]
-        out.append((p, all(p.get(w) == v for v, w in p.items()), pairs))
+        involution = all(p.get(w) == v for v, w in p.items())
+        # an involution's pair (w, v) passes the check exactly when (v, w) does (apply σ to
+        # both sides of σ(T ∪ P(v)) = T ∪ P(w)): one of the two is enough
+        pairs = [(v, w) for v, w in p.items() if kind.get(v) != "host" and kind.get(w) != "host"
+                 and not (involution and w < v)]
+        out.append((p, involution, pairs))
     cache[key] = out
     return out
 
