@@ -169,3 +169,29 @@ def test_best_block_with_alike_groups(seed):
     lp = linprog(c, A_ub=A, b_ub=[0.0] * G + [inflow],
                  bounds=[(0, cap)] + [(0, u) for _, _, u in gains], method="highs")
     assert _best_block(rc_a, gains, cap, inflow) == pytest.approx(max(0.0, -lp.fun), abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_duals_read_late_are_their_own_lps(seed):
+    """FastLP reads an LP's duals and basis off its solved model on first use: read after
+    other LPs were solved, they are still that LP's (y·b = its γ, same S; its basis
+    restarts it at once) and equal to the duals read at once."""
+    job = random_job(seed)
+    cands = candidates(job)
+    fast = FastLP(job)
+    fast.keep_duals = fast.warm_start = True
+    first = fast(job, cands[:1])
+    later = [fast(job, [c]) for c in cands[1:]]
+    now = FastLP(job)
+    now.keep_duals = True
+    eager = now(job, cands[:1]).duals  # read at once
+    d = first.duals
+    assert list(d.S) == cands[:1]
+    assert d.yb == pytest.approx(first.gamma, rel=1e-7, abs=1e-9)
+    assert d.yb == pytest.approx(eager.yb, rel=1e-9, abs=1e-12)
+    assert list(d.mu) == pytest.approx(list(eager.mu), abs=1e-9)
+    assert first.basis is not None
+    fast.warm = first
+    again = fast(job, cands[:1])
+    assert again.gamma == pytest.approx(first.gamma, rel=1e-9)
+    assert all(r.duals is not None for r in later)

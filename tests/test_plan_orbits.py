@@ -12,7 +12,7 @@ from controller.plan.lp import candidates, make_job
 from controller.plan.lp_fast import FastLP
 from controller.plan.lp_jobs import FastJointLP, make_jobset, per_job_sets
 from controller.plan.orbits import result_orbits, tree_links, up_path
-from topo.models import fat_tree, hosts, parse_topology
+from topo.models import fat_tree, hosts, parse_topology, switches
 
 
 def _job(k: int, seed: int, result_load: bool = True):
@@ -169,3 +169,58 @@ def test_group_paths_composed_at_the_switch_equal_the_hosts():
                 if not fast._reaches(gi, dst):
                     continue
                 assert dict(fast._group_items(gi, dst)) == dict(_group_coeffs(g, grp, dst))
+
+
+def _reference_classes(job, S, U):
+    """The classes by the module's definition, nothing skipped or cached: union v, σ(v) for
+    every generator σ fixing d, s_d, W (setwise), the capacities and S, with
+    σ(T(S) ∪ P(v)) = T(S) ∪ P(σ(v)) compared as whole link sets."""
+    from networkx.utils import UnionFind
+
+    from topo.models import natural_key
+    from topo.symmetry import generators
+
+    uf = UnionFind(U)
+    T = tree_links(job, S)
+    W = set(job.workers)
+    for p in generators(job.graph):
+        def img(n, p=p):
+            return p.get(n, n)
+
+        if img(job.ps) != job.ps or img(job.ps_tor) != job.ps_tor:
+            continue
+        if {img(w) for w in W} != W or {img(s) for s in S} != set(S):
+            continue
+        if any(job.capacity.get(v) != job.capacity.get(img(v)) for v in p):
+            continue
+        for v in U:
+            w = img(v)
+            if w == v or w not in uf.parents:
+                continue
+            left = {(img(a), img(b)) for a, b in T | up_path(job.graph, job.ps_tor, v)}
+            if left == T | up_path(job.graph, job.ps_tor, w):
+                uf.union(v, w)
+    out = [sorted(m, key=natural_key) for m in uf.to_sets()]
+    return sorted(out, key=lambda m: natural_key(m[0]))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_classes_equal_the_definition(seed):
+    """result_orbits (σ skipped once its candidate pairs are merged, tree images only for
+    the σ still needed) gives exactly the classes of the definition, on random worker sets,
+    random S and random capacities, fat-trees and a leaf-spine."""
+    rng = random.Random(500 + seed)
+    g = parse_topology("leafspine:4,4,3" if seed % 4 == 3 else f"fattree:{4 if seed % 2 else 6}")
+    hs = hosts(g)
+    ps = hs[0]
+    ws = rng.sample(hs[1:], rng.randint(3, len(hs) - 1))
+    caps = None
+    if seed % 3 == 0:  # unequal capacities break some symmetry
+        caps = {s: float(rng.choice([1, 2])) for s in switches(g)}
+    job = make_job(g, ps, ws, result_load=True, capacity=caps)
+    cands = candidates(job)
+    for _ in range(3):
+        S = rng.sample(cands, rng.randint(0, min(3, len(cands) - 1)))
+        U = [c for c in cands if c not in S]
+        got = result_orbits(g, [job], [S], job.capacity, S, U)
+        assert got == _reference_classes(job, S, U), (S, ws)

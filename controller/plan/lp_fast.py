@@ -182,14 +182,18 @@ def run_highs(h, S: Sequence[str]):
 
 def get_basis(h, mat: MatrixLP) -> tuple | None:
     """The solved basis of ``h``: column statuses by name, load-row statuses by link index
-    (``mat.used``, sorted) and the other rows' by name (``None`` if HiGHS has none)."""
+    (``mat.used``, sorted) and the other rows' by name (``None`` if HiGHS has none).  Kept
+    as the lookups :func:`set_basis` reads (a dict per name, an array per link), built once
+    per basis rather than once per candidate that starts from it."""
     b = h.getBasis()
     if not b.valid:
         return None
     rs = list(b.row_status)
     n_load = len(mat.used)
-    return (mat.col_names, list(b.col_status), mat.used, rs[:n_load], mat.row_names,
-            rs[n_load:])
+    load = mat.np.empty(n_load, dtype=object)
+    load[:] = rs[:n_load]
+    return (dict(zip(mat.col_names, b.col_status, strict=True)), mat.used, load,
+            dict(zip(mat.row_names, rs[n_load:], strict=True)))
 
 
 def set_basis(h, mat: MatrixLP, basis: tuple | None) -> bool:
@@ -207,9 +211,7 @@ def set_basis(h, mat: MatrixLP, basis: tuple | None) -> bool:
         return False
     St = highspy.HighsBasisStatus
     np = mat.np
-    col_names, col_st, used, load_st, row_names, row_st = basis
-    cs = dict(zip(col_names, col_st, strict=True))
-    rs = dict(zip(row_names, row_st, strict=True))
+    cs, used, load_st, rs = basis
     nb = highspy.HighsBasis()
     nb.col_status = [cs.get(k, St.kLower) if k is not None else St.kLower
                      for k in mat.col_names]
@@ -218,7 +220,7 @@ def set_basis(h, mat: MatrixLP, basis: tuple | None) -> bool:
     if len(used):
         pos = np.minimum(np.searchsorted(used, mat.used), len(used) - 1)
         hit = used[pos] == mat.used
-        load[hit] = np.asarray(load_st, dtype=object)[pos[hit]]
+        load[hit] = load_st[pos[hit]]
     nb.row_status = load.tolist() + [rs.get(k, St.kBasic) if k is not None else St.kBasic
                                      for k in mat.row_names]
     nb.valid = True
@@ -226,6 +228,37 @@ def set_basis(h, mat: MatrixLP, basis: tuple | None) -> bool:
         return False
     h.setOptionValue("simplex_strategy", 4)
     return True
+
+
+class _Result(LPResult):
+    """An :class:`LPResult` whose ``duals`` and ``basis`` (FastLP.keep_duals, warm_start) are
+    read off the solved HiGHS model on first use (``_pending``, which holds the model until
+    then): about 25 ms per LP at fat-tree k = 32, paid only where they are read (a greedy step's winner)."""
+
+    def _finish(self) -> None:
+        pending = self.__dict__.pop("_pending", None)
+        if pending is not None:
+            self.__dict__["_duals"], self.__dict__["_basis"] = pending()
+
+    @property  # type: ignore[override]
+    def duals(self) -> Any:
+        self._finish()
+        return self.__dict__.get("_duals")
+
+    @duals.setter
+    def duals(self, value: Any) -> None:
+        self._finish()
+        self.__dict__["_duals"] = value
+
+    @property  # type: ignore[override]
+    def basis(self) -> Any:
+        self._finish()
+        return self.__dict__.get("_basis")
+
+    @basis.setter
+    def basis(self, value: Any) -> None:
+        self._finish()
+        self.__dict__["_basis"] = value
 
 
 class _OnFirstUse(Mapping):
@@ -605,8 +638,8 @@ class FastLP:
             return u_out
 
         a_out = {s: float(col[c.a0 + j]) for j, s in enumerate(S)}
-        return LPResult(tuple(S), gam, _OnFirstUse(expand_x), a_out, _OnFirstUse(expand_u),
-                        solver, seconds, self.job)
+        return _Result(tuple(S), gam, _OnFirstUse(expand_x), a_out, _OnFirstUse(expand_u),
+                       solver, seconds, self.job)
 
     def _solve(self, S: list[str], time_limit: float | None) -> LPResult:
         np = self.np
@@ -640,10 +673,13 @@ class FastLP:
             set_basis(h, mat, self.warm.basis)
         col = run_highs(h, S)
         res = self.read(col, c, SOLVER_NAME, time.perf_counter() - t0)
-        if self.keep_duals:
-            res.duals = self._duals(h, mat, c, cost, tc_row, ok)
-        if self.warm_start:
-            res.basis = get_basis(h, mat)
+        keep, warm = self.keep_duals, self.warm_start
+        if keep or warm:
+            # read off h on first use: of a greedy step's candidate LPs only the winner's
+            # duals and basis are ever read (LP(S) of the next step)
+            res.__dict__["_pending"] = lambda: (
+                self._duals(h, mat, c, cost, tc_row, ok) if keep else None,
+                get_basis(h, mat) if warm else None)
         return res
 
     def _orbits(self, S: list[str]) -> tuple:

@@ -89,7 +89,7 @@ class GroupOrbits:
         moving: dict[str, list[int]] = {}
         perm = np.arange(N)
         kept = 0
-        for p, _ in _fixing(g, [job], job.capacity):
+        for p, _, _ in _fixing(g, [job], job.capacity):
             if not any(v in workers for v in p):
                 continue  # moves no group: adds nothing to the groups' orbits
             pairs = []

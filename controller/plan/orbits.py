@@ -106,7 +106,13 @@ def result_orbits(
             by_node.setdefault(e[0], []).append(e)
             by_node.setdefault(e[1], []).append(e)
         index.append(by_node)
-    for p, involution in _fixing(graph, jobs, capacity):
+    for p, involution, pairs in _fixing(graph, jobs, capacity):
+        # only the candidate pairs not yet in one class need the check: skip σ before
+        # computing its tree images when none is left (the classes are the same)
+        todo = [(v, w) for v, w in pairs
+                if v in known and w in known and classes[v] != classes[w]]
+        if not todo:
+            continue
         # σ(S) = S: for an involution, s ∈ S ⇒ σ(s) ∈ S is enough (σ(s) ∈ S, s ∉ S would
         # put σ(s) in S with its image s outside)
         if involution:
@@ -126,8 +132,8 @@ def result_orbits(
             else:
                 img = {(p.get(a, a), p.get(b, b)) for a, b in T}
                 diffs.append((img, img - T, T - img))
-        for v, w in p.items():
-            if v not in known or w not in known or classes[v] == classes[w]:
+        for v, w in todo:
+            if classes[v] == classes[w]:
                 continue
             if all(_tree_maps(p, job, T, d, v, w, usable[k] if usable else None)
                    for k, (job, T, d) in enumerate(zip(jobs, trees, diffs, strict=True))):
@@ -136,14 +142,16 @@ def result_orbits(
     return sorted(out, key=lambda m: natural_key(m[0]))
 
 
-_FIXING: weakref.WeakKeyDictionary[Any, dict[Any, list[tuple[dict, bool]]]] = \
-    weakref.WeakKeyDictionary()
+_Gen = tuple[dict, bool, list[tuple[str, str]]]
+_FIXING: weakref.WeakKeyDictionary[Any, dict[Any, list[_Gen]]] = weakref.WeakKeyDictionary()
 
 
 def _fixing(graph: nx.Graph, jobs: Sequence[Job], capacity: Mapping[str, float]
-            ) -> list[tuple[dict, bool]]:
+            ) -> list[_Gen]:
     """The generators σ that fix every job's d_j, s_j and W_j (setwise) and the
-    capacities, each with whether it is an involution: the part of the check that does not
+    capacities, each with whether it is an involution and its pairs (v, σ(v)) of moved
+    switches (candidates are switches; a host is never one; of an involution's pairs
+    (v, w), (w, v) the first by name only): the part of the check that does not
     depend on S, made once per frozen graph, jobs and capacities (not once per step)."""
     from topo.symmetry import generators
 
@@ -155,6 +163,7 @@ def _fixing(graph: nx.Graph, jobs: Sequence[Job], capacity: Mapping[str, float]
         return hit
     fixed = {n for j in jobs for n in (j.ps, j.ps_tor)}
     worker_sets = [set(j.workers) for j in jobs]
+    kind = dict(graph.nodes(data="kind"))
     out = []
     for p in generators(graph):
         if any(n in p for n in fixed):
@@ -162,7 +171,12 @@ def _fixing(graph: nx.Graph, jobs: Sequence[Job], capacity: Mapping[str, float]
         if any(capacity.get(v) != capacity.get(w)
                or any((v in W) != (w in W) for W in worker_sets) for v, w in p.items()):
             continue
-        out.append((p, all(p.get(w) == v for v, w in p.items())))
+        involution = all(p.get(w) == v for v, w in p.items())
+        # an involution's pair (w, v) passes the check exactly when (v, w) does (apply σ to
+        # both sides of σ(T ∪ P(v)) = T ∪ P(w)): one of the two is enough
+        pairs = [(v, w) for v, w in p.items() if kind.get(v) != "host" and kind.get(w) != "host"
+                 and not (involution and w < v)]
+        out.append((p, involution, pairs))
     cache[key] = out
     return out
 
