@@ -70,6 +70,15 @@ def configure(sw: Switch, workers: int) -> None:
     sw.set_multicast_group(MCAST, [(w + 1, 0) for w in range(workers)])
 
 
+def as_ps_tor(sw: Switch) -> None:
+    """Make a switch :func:`configure` set up the job's PS ToR instead (its PS behind the
+    first uplink, a pool of 64 slots from 8): the differential tests' second variant."""
+    sw.modify_entry(ING + "job_table", {"hdr.ina.job_id": JOB}, ING + "set_job",
+                    {"full_mask": 15, "is_ps_tor": 1, "tor_id": AGG, "ps_port": UPLINKS[0],
+                     "mcast_grp": MCAST, "slot_base": 8, "slot_size": 64, "hier": 0,
+                     "fan_in": 0})
+
+
 def frames(chunks: int, workers: int) -> list[tuple[int, bytes]]:
     """(ingress port, frame) for `chunks` chunks: W GRADs then the RESULT of each."""
     tmpl = FrameTemplate("02:00:00:00:00:01", "02:00:00:00:00:fe", "10.0.0.1", "10.0.0.254")

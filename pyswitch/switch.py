@@ -439,9 +439,6 @@ class Switch:
             return out
         for i, item in enumerate(frames):
             p, f = (port, item) if port is not None else item
-            if errors is None:
-                out += process(p, f)
-                continue
             try:
                 out += process(p, f)
             except Exception as e:  # noqa: BLE001 - recorded for the caller, as in C

@@ -111,11 +111,7 @@ def test_ina_p4_native_equals_python_frame_for_frame(monkeypatch, variant: str) 
             sw.set_default_action("MyIngress.switch_config", "MyIngress.set_switch_config",
                                   {"switch_id": ina_pps.AGG, "agg_enabled": 0})
         elif variant == "ps_tor":
-            sw.modify_entry("MyIngress.job_table", {"hdr.ina.job_id": ina_pps.JOB},
-                            "MyIngress.set_job",
-                            {"full_mask": 15, "is_ps_tor": 1, "tor_id": ina_pps.AGG,
-                             "ps_port": ina_pps.UPLINKS[0], "mcast_grp": ina_pps.MCAST,
-                             "slot_base": 8, "slot_size": 64, "hier": 0, "fan_in": 0})
+            ina_pps.as_ps_tor(sw)
 
     configure_both(py, nat, configure)
     work = ina_pps.frames(48, 4)

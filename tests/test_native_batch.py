@@ -52,11 +52,7 @@ def test_ina_p4_batches_equal_frame_by_frame(monkeypatch, variant: str) -> None:
     for sw in (ref, py_b, nat_b):
         ina_pps.configure(sw, 4)
         if variant == "ps_tor":
-            sw.modify_entry("MyIngress.job_table", {"hdr.ina.job_id": ina_pps.JOB},
-                            "MyIngress.set_job",
-                            {"full_mask": 15, "is_ps_tor": 1, "tor_id": ina_pps.AGG,
-                             "ps_port": ina_pps.UPLINKS[0], "mcast_grp": ina_pps.MCAST,
-                             "slot_base": 8, "slot_size": 64, "hier": 0, "fan_in": 0})
+            ina_pps.as_ps_tor(sw)
     work = ina_pps.frames(48, 4)
     frames = work + damaged(work, 1200, seed=11) + work
     want = one_by_one(ref, frames)

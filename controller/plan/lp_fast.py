@@ -230,6 +230,22 @@ def set_basis(h, mat: MatrixLP, basis: tuple | None) -> bool:
     return True
 
 
+def _read_late(name: str) -> property:
+    """A field of :class:`_Result` kept in ``__dict__["_" + name]``, read off the solved
+    model (``_finish``) before it is first read or set."""
+    key = "_" + name
+
+    def get(self: _Result) -> Any:
+        self._finish()
+        return self.__dict__.get(key)
+
+    def put(self: _Result, value: Any) -> None:
+        self._finish()
+        self.__dict__[key] = value
+
+    return property(get, put)
+
+
 class _Result(LPResult):
     """An :class:`LPResult` whose ``duals`` and ``basis`` (FastLP.keep_duals, warm_start) are
     read off the solved HiGHS model on first use (``_pending``, which holds the model until
@@ -240,25 +256,8 @@ class _Result(LPResult):
         if pending is not None:
             self.__dict__["_duals"], self.__dict__["_basis"] = pending()
 
-    @property  # type: ignore[override]
-    def duals(self) -> Any:
-        self._finish()
-        return self.__dict__.get("_duals")
-
-    @duals.setter
-    def duals(self, value: Any) -> None:
-        self._finish()
-        self.__dict__["_duals"] = value
-
-    @property  # type: ignore[override]
-    def basis(self) -> Any:
-        self._finish()
-        return self.__dict__.get("_basis")
-
-    @basis.setter
-    def basis(self, value: Any) -> None:
-        self._finish()
-        self.__dict__["_basis"] = value
+    duals = _read_late("duals")  # type: ignore[assignment]
+    basis = _read_late("basis")  # type: ignore[assignment]
 
 
 class _OnFirstUse(Mapping):
