@@ -128,6 +128,16 @@ def _parser() -> tuple[Lark, _PostLex]:
     return lark, post
 
 
+def annot_string(arg: object) -> str | None:
+    """The quoted text of an annotation argument that is a string literal, else None (the
+    grammar parses a string as an expression, as log_msg's argument, `string_lit`)."""
+    if isinstance(arg, Tree) and arg.data == "annot_arg" and len(arg.children) == 1:
+        arg = arg.children[0]
+    if isinstance(arg, Tree) and arg.data == "string_lit":
+        return str(arg.children[0])
+    return None
+
+
 def parse(src: Source) -> Tree:
     """Parse preprocessed text; syntax errors become located `P4CompileError`s."""
     lark, post = _parser()

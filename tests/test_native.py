@@ -153,10 +153,20 @@ def test_replication_and_clones_native_equals_python(monkeypatch) -> None:
     assert run_both(py, nat, work + damaged(work, 400, seed=5)) > 40
 
 
+RANDOM_FRAME_PROGRAMS = ["pyswitch_fwd", "pyswitch_hash", "pyswitch_ops", "pyswitch_stack",
+                         "pyswitch_subctl", "pyswitch_subparser", "rt_cpu", "rt_forward",
+                         "rt_state", "p4info_rules"]
+"""Test programs run on both paths with random frames (below)."""
+
+DIFFERENTIAL_PROGRAMS = [REPO / "p4src" / "ina.p4", HERE / "p4" / "pyswitch_ina_like.p4",
+                         HERE / "p4" / "pyswitch_pre.p4",
+                         *(HERE / "p4" / f"{n}.p4" for n in RANDOM_FRAME_PROGRAMS)]
+"""Every program this module runs on both paths, frame for frame
+(tests/test_native_externs.py checks that they call every extern the registry serves)."""
+
+
 @needs_cc
-@pytest.mark.parametrize("name", ["pyswitch_fwd", "pyswitch_hash", "pyswitch_ops",
-                                  "pyswitch_stack", "pyswitch_subctl", "pyswitch_subparser",
-                                  "rt_cpu", "rt_forward", "rt_state", "p4info_rules"])
+@pytest.mark.parametrize("name", RANDOM_FRAME_PROGRAMS)
 def test_test_programs_native_equals_python_on_random_frames(monkeypatch, name: str) -> None:
     """Without table entries (defaults, direct counters of the defaults), random frames of
     random lengths into random ports."""

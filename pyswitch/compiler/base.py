@@ -28,6 +28,7 @@ from pyswitch.compiler.typedefs import DeferredTy
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import VarbitTy
 from pyswitch.errors import P4CompileError
+from pyswitch.frontend import annot_string
 from pyswitch.preprocess import BUILTIN_INCLUDE, Source
 from pyswitch.types import (
     BOOL,
@@ -138,8 +139,8 @@ class CompilerBase:
                 for a in ch.children[1:]:
                     if a is None:
                         continue
-                    if isinstance(a, Tree) and a.data == "annot_string":
-                        args.append(str(a.children[0])[1:-1])
+                    if (text := annot_string(a)) is not None:
+                        args.append(text[1:-1])
                     elif isinstance(a, Tree) and a.data == "annot_arg":
                         args.append(a.children[0])
                     else:

@@ -139,6 +139,8 @@ class Expressions:
             return E("True", BOOL, True)
         if d == "false_lit":
             return E("False", BOOL, False)
+        if d == "string_lit":  # v1model takes strings only in log_msg, which reads none
+            raise self.err(node, "a string literal is only an argument of log_msg")
         if d == "ident":
             nm = str(node.children[0])
             b = scope.lookup(nm) if not str(node.children[0]).startswith(".") else \

@@ -33,8 +33,41 @@ class Hash(Extern):
     signature = ("extern void hash<O, T, D, M>(out O result, in HashAlgorithm algo, "
                  "in T base, in D data, in M max);")
     served = ("Python: pyswitch.hashes over the packed field list; native: v_crc32, "
-              "v_crc16, v_identity, v_csum16, v_csum16i (runtime.h), lists up to 16 bytes")
+              "v_crc16, v_identity, v_csum16, v_csum16i (runtime.h), lists up to 16 bytes, "
+              "and v_hash_payload for a list followed by the payload (*_with_payload)")
     pure = ("_crc32", "_crc16", "_csum16", "_csum16i", "_identity", "_hmod")
+    c_support = r"""
+/* a hash of the n big-endian bytes of v followed by the frame's payload (a checksum
+   *_with_payload): the bytes of both in order, hashed as v_pack_hash hashes its buffer */
+static V v_hash_payload(int algo, V v, int n, PyObject *payload) {
+    unsigned char h[16];
+    v_bytes(v, n, h);
+    const unsigned char *seg[2] = {h, NULL};
+    Py_ssize_t len[2] = {n, 0};
+    if (payload && PyBytes_Check(payload)) {
+        seg[1] = (const unsigned char *)PyBytes_AS_STRING(payload);
+        len[1] = PyBytes_GET_SIZE(payload);
+    }
+    uint32_t c32 = 0xFFFFFFFFu;
+    uint16_t c16 = 0;
+    UV u = 0;
+    uint64_t s = 0;
+    Py_ssize_t pos = 0;
+    for (int k = 0; k < 2; k++)
+        for (Py_ssize_t i = 0; i < len[k]; i++, pos++) {
+            unsigned char b = seg[k][i];
+            if (algo == 0) c32 = crc32_tab[(c32 ^ b) & 0xff] ^ (c32 >> 8);
+            else if (algo == 1) c16 = (uint16_t)((c16 >> 8) ^ crc16_tab[(c16 ^ b) & 0xff]);
+            else if (algo == 2) u = (u << 8) | b;
+            else s += (pos & 1) ? b : (uint32_t)b << 8;  /* an odd total pads a zero byte */
+        }
+    if (algo == 0) return (V)(c32 ^ 0xFFFFFFFFu);
+    if (algo == 1) return (V)c16;
+    if (algo == 2) return (V)(u & 0xFFFFFFFFFFFFFFFFull);
+    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+    return (V)(~s & 0xFFFF);
+}
+"""
 
     def call(self, cx: Any, fn: str, args: list, scope: Any, em: Any, node: Any) -> None:
         if len(args) != 5:
@@ -70,18 +103,15 @@ class Hash(Extern):
         if fn in _C_HASHES and len(args) == 1:
             cfn, w = _C_HASHES[fn]
             a = args[0]
+            if (isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add)
+                    and ast.unparse(a.right) == f"M[{t.meta['hidden']['payload']}]"):
+                v, nb = self._c_bytes(t, f, n, fn, a.left)  # a list, then the payload
+                return X(f"v_hash_payload({_C_PACKED[fn]}, {v.c}, {nb}, st->payload)",
+                         0, (1 << w) - 1)
             if isinstance(a, ast.Call) and ast.unparse(a.func) == "_pack_bits":
                 parts = t.pack_parts(f, a)  # a field list with a varbit: native.varbits
                 return X(f"v_pack_hash({_C_PACKED[fn]}, {parts})", 0, (1 << w) - 1)
-            if not (isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute)
-                    and a.func.attr == "to_bytes" and len(a.args) == 2
-                    and isinstance(a.args[0], ast.Constant)
-                    and isinstance(a.args[1], ast.Constant) and a.args[1].value == "big"):
-                raise NotNative(f"line {n.lineno}: argument of {fn}")
-            nb = a.args[0].value
-            v = t.ex(f, a.func.value)
-            if not (0 < nb <= 16 and v.lo >= 0 and v.hi < (1 << (8 * nb))):
-                raise NotNative(f"line {n.lineno}: {nb}-byte field list of {fn}")
+            v, nb = self._c_bytes(t, f, n, fn, a)
             return X(f"{cfn}({v.c}, {nb})", 0, (1 << w) - 1)
         if fn == "_csum16i" and len(args) == 1:
             v = t.ex(f, args[0])
@@ -94,6 +124,22 @@ class Hash(Extern):
                 raise NotNative(f"line {n.lineno}: _hmod of a negative value")
             return X(f"v_div({h.c}, {m.c}, 1) + ({m.c} == 0 ? {h.c} : 0)", 0, h.hi)
         raise NotNative(f"line {n.lineno}: call of {fn}")
+
+    @staticmethod
+    def _c_bytes(t: Any, f: Any, n: ast.Call, fn: str, a: ast.AST) -> tuple[Any, int]:
+        """(value, byte count) of a field list the generated code packs as
+        ``value.to_bytes(nb, 'big')``, proven to fit in nb <= 16 bytes."""
+        from pyswitch.native.exprs import NotNative
+        if not (isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute)
+                and a.func.attr == "to_bytes" and len(a.args) == 2
+                and isinstance(a.args[0], ast.Constant)
+                and isinstance(a.args[1], ast.Constant) and a.args[1].value == "big"):
+            raise NotNative(f"line {n.lineno}: argument of {fn}")
+        nb = a.args[0].value
+        v = t.ex(f, a.func.value)
+        if not (0 < nb <= 16 and v.lo >= 0 and v.hi < (1 << (8 * nb))):
+            raise NotNative(f"line {n.lineno}: {nb}-byte field list of {fn}")
+        return v, nb
 
 
 EXTERNS = [Hash()]

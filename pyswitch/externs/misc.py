@@ -50,6 +50,9 @@ class LogMsg(Extern):
     served = "nothing (BMv2 only logs it)"
 
     def call(self, cx: Any, fn: str, args: list, scope: Any, em: Any, node: Any) -> None:
+        msg = args[0] if args else None
+        if not 1 <= len(args) <= 2 or getattr(msg, "data", None) != "string_lit":
+            raise cx.err(node, "log_msg(string msg) or log_msg(string msg, in T data)")
         return None
 
 

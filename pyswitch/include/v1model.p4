@@ -116,6 +116,7 @@ extern void verify_checksum_with_payload<VpT, VpO>(in bool condition, in VpT dat
 extern void update_checksum_with_payload<UpT, UpO>(in bool condition, in UpT data,
                                                    inout UpO checksum, HashAlgorithm algo);
 extern void log_msg(string msg);
+extern void log_msg<T>(string msg, in T data);
 
 parser Parser<PHdrT, PMetaT>(packet_in b, out PHdrT parsedHdr, inout PMetaT meta,
                              inout standard_metadata_t standard_metadata);

@@ -16,6 +16,7 @@ from typing import Any
 from lark import Token, Tree
 
 from pyswitch import externs
+from pyswitch.frontend import annot_string
 from pyswitch.p4info.ids import IdError, P, SymbolTable
 
 # p4c leaves these out of P4Info annotations: @name and @id are represented by the name
@@ -62,8 +63,8 @@ def annotation_texts(src: str, children: list) -> list[str]:
             continue
         parts = []
         for a in args:
-            if isinstance(a, Tree) and a.data == "annot_string":
-                parts.append(str(a.children[0]))
+            if (text := annot_string(a)) is not None:
+                parts.append(text)
             else:
                 parts.append(_text(src, a))
         out.append(f"@{nm}({', '.join(parts)})")

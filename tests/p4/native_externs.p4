@@ -1,0 +1,113 @@
+/* The served externs that no other differential program calls (tests/test_native_externs.py):
+ * verify in the parser, verify_checksum_with_payload / update_checksum_with_payload over a
+ * UDP-like header and the payload, log_msg, clone_preserving_field_list from egress, and
+ * random (its program runs on the Python path, with the reason). MODE picks random. */
+#include <core.p4>
+#include <v1model.p4>
+
+error { BadVersion }
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+
+header udp_t {
+    bit<8>  version;
+    bit<8>  ttl;
+    bit<16> srcPort;
+    bit<16> dstPort;
+    bit<16> checksum;
+}
+
+struct metadata {
+    @field_list(1)
+    bit<8> seen;
+    bit<8> coin;
+}
+
+struct headers {
+    ethernet_t ethernet;
+    udp_t      udp;
+}
+
+parser MyParser(packet_in packet, out headers hdr, inout metadata meta,
+                inout standard_metadata_t standard_metadata) {
+    state start {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.etherType) {
+            0x88b8: parse_udp;
+            default: accept;
+        }
+    }
+    state parse_udp {
+        packet.extract(hdr.udp);
+        verify(hdr.udp.version == 1, error.BadVersion);
+        transition accept;
+    }
+}
+
+control MyVerifyChecksum(inout headers hdr, inout metadata meta) {
+    apply {
+        verify_checksum_with_payload(hdr.udp.isValid(),
+            { hdr.udp.srcPort, hdr.udp.dstPort, hdr.udp.version },
+            hdr.udp.checksum, HashAlgorithm.csum16);
+    }
+}
+
+control MyIngress(inout headers hdr, inout metadata meta,
+                  inout standard_metadata_t standard_metadata) {
+    apply {
+        log_msg("ingress port {}", {standard_metadata.ingress_port});
+        if (standard_metadata.parser_error != error.NoError) {
+            standard_metadata.egress_spec = 7;
+            hdr.ethernet.etherType = 0xbad0;
+        } else if (standard_metadata.checksum_error == 1) {
+            standard_metadata.egress_spec = 6;
+        } else if (hdr.udp.isValid()) {
+            hdr.udp.ttl = hdr.udp.ttl - 1;
+            meta.seen = hdr.udp.ttl;
+            standard_metadata.egress_spec = (bit<9>)hdr.udp.dstPort[2:0];
+            hdr.udp.dstPort = hdr.udp.dstPort + 1;
+#ifdef WITH_RANDOM
+            random(meta.coin, 8w0, 8w3);
+            hdr.udp.srcPort = hdr.udp.srcPort + (bit<16>)meta.coin;
+#endif
+        } else {
+            mark_to_drop(standard_metadata);
+        }
+    }
+}
+
+control MyEgress(inout headers hdr, inout metadata meta,
+                 inout standard_metadata_t standard_metadata) {
+    apply {
+        if (standard_metadata.instance_type == 0 && hdr.udp.isValid()
+                && hdr.udp.ttl[0:0] == 1) {
+            clone_preserving_field_list(CloneType.E2E, 5, 1);
+        }
+        if (standard_metadata.instance_type == 2) {
+            hdr.udp.ttl = meta.seen;
+            hdr.ethernet.srcAddr = 0xc1;
+        }
+    }
+}
+
+control MyComputeChecksum(inout headers hdr, inout metadata meta) {
+    apply {
+        update_checksum_with_payload(hdr.udp.isValid(),
+            { hdr.udp.srcPort, hdr.udp.dstPort, hdr.udp.version },
+            hdr.udp.checksum, HashAlgorithm.csum16);
+    }
+}
+
+control MyDeparser(packet_out packet, in headers hdr) {
+    apply {
+        packet.emit(hdr.ethernet);
+        packet.emit(hdr.udp);
+    }
+}
+
+V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(),
+         MyDeparser()) main;

@@ -1,0 +1,122 @@
+"""Every extern the registry serves (pyswitch.externs) is run on both paths, frame for frame,
+by a differential test (issue 42): the programs of tests/test_native.py and
+tests/p4/native_externs.p4, which calls the served externs no other program calls (verify,
+the *_with_payload checksums, log_msg, clone_preserving_field_list).  An extern the native
+path does not translate (random) sends its program to the Python path with the reason.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from pyswitch import Switch, compile_p4, externs
+from pyswitch.hashes import csum16
+from pyswitch.native import NotNative, unavailable
+from tests.test_native import DIFFERENTIAL_PROGRAMS, HERE, run_both, twins
+
+needs_cc = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+
+PROG = HERE / "p4" / "native_externs.p4"
+PYTHON_ONLY = {"random"}  # served on the Python path alone (their `served` says why)
+ETH = bytes.fromhex("0000000000bb0000000000aa88b8")
+
+
+def _text(path: Path) -> str:
+    """A program's own text and its quoted includes (not v1model.p4's declarations)."""
+    src = path.read_text()
+    inc = re.findall(r'#include\s+"([^"]+)"', src)
+    return src + "".join(_text(path.parent / i) for i in inc)
+
+
+def _calls(text: str, name: str, kind: str) -> bool:
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+    if kind == "function":
+        return re.search(rf"(?<![\w.]){name}\s*(<[^;()]*>)?\s*\(", text) is not None
+    return re.search(rf"(?<![\w.]){name}\s*[<(]", text) is not None
+
+
+def test_the_differential_programs_call_every_served_extern() -> None:
+    texts = [_text(p) for p in [*DIFFERENTIAL_PROGRAMS, PROG]]
+    served = {(k, n) for (k, n), e in externs.registry().items()
+              if not isinstance(e, externs.Refused)}
+    assert {n for _, n in served} >= {"hash", "register", "counter", "direct_counter",
+                                      "clone", "update_checksum_with_payload", "log_msg"}
+    missing = [n for k, n in sorted(served)
+               if n not in PYTHON_ONLY and not any(_calls(t, n, k) for t in texts)]
+    assert missing == []
+    for n in PYTHON_ONLY:  # a served extern whose description says the native path lacks it
+        assert "native: not translated" in externs.function(n).served
+
+
+def _frame(rng: random.Random, good: bool = True) -> bytes:
+    version = 1 if good or rng.random() < 0.5 else rng.randrange(2, 256)
+    src, dst, ttl = rng.randrange(1 << 16), rng.randrange(1 << 16), rng.randrange(1, 256)
+    payload = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 41)))
+    ck = csum16(src.to_bytes(2, "big") + dst.to_bytes(2, "big") + bytes([version]) + payload)
+    if not good and rng.random() < 0.5:
+        ck ^= 1 + rng.randrange(0xFFFF)
+    return ETH + bytes([version, ttl]) + src.to_bytes(2, "big") + dst.to_bytes(2, "big") + \
+        ck.to_bytes(2, "big") + payload
+
+
+def _configure(sw: Switch) -> None:
+    sw.set_clone_session(5, [(9, 0)])
+
+
+@needs_cc
+def test_the_served_externs_native_equals_python(monkeypatch) -> None:
+    py, nat = twins(compile_p4(PROG), monkeypatch)
+    for sw in (py, nat):
+        _configure(sw)
+    rng = random.Random(42)
+    work = [(rng.randrange(8), _frame(rng, good=i % 3 != 0)) for i in range(300)]
+    work += [(1, f[:rng.randrange(len(f))]) for _, f in work[:60]]  # cut short
+    assert run_both(py, nat, work) > 150
+    out = [o for port, f in work for o in nat.process(port, f)]
+    ports = {p for p, _ in out}
+    assert {6, 7, 9} <= ports  # checksum error, parser error (verify), the egress clone
+
+
+@needs_cc
+def test_a_payload_checksum_by_hand(monkeypatch) -> None:
+    """The output's checksum covers the new dstPort and the payload (odd length)."""
+    py, nat = twins(compile_p4(PROG), monkeypatch)
+    payload = b"abcde"
+    body = (1).to_bytes(1, "big") + (7).to_bytes(2, "big") + (0x1234).to_bytes(2, "big")
+    ck = csum16((7).to_bytes(2, "big") + (0x1234).to_bytes(2, "big") + b"\x01" + payload)
+    frame = ETH + body[:1] + bytes([10]) + body[1:] + ck.to_bytes(2, "big") + payload
+    for sw in (py, nat):
+        ((port, f),) = sw.process(0, frame)
+        assert port == 4  # 0x1234 & 7
+        assert f[18:20] == (0x1235).to_bytes(2, "big") and f[15] == 9
+        want = csum16((7).to_bytes(2, "big") + (0x1235).to_bytes(2, "big") + b"\x01" + payload)
+        assert int.from_bytes(f[20:22], "big") == want
+    ((port, _),) = nat.process(0, frame[:-1] + b"!")  # the payload changed: checksum error
+    assert port == 6
+
+
+def test_random_runs_on_the_python_path_with_the_reason(monkeypatch) -> None:
+    prog = compile_p4(PROG, defines={"WITH_RANDOM": 1})
+    monkeypatch.setenv("PYSWITCH_NATIVE", "auto")
+    sw = Switch(prog)
+    assert sw.path.startswith("python (") and "_random" in sw.path
+    if unavailable() is None:
+        with pytest.raises(NotNative, match="random"):
+            Switch(prog, native=True)
+
+
+def test_log_msg_takes_a_string_and_a_string_is_nothing_else(tmp_path: Path) -> None:
+    from pyswitch.errors import P4CompileError
+    src = PROG.read_text()
+    bad = tmp_path / "bad.p4"
+    bad.write_text(src.replace('log_msg("ingress port {}", {standard_metadata.ingress_port});',
+                               'log_msg(standard_metadata.ingress_port);'))
+    with pytest.raises(P4CompileError, match=r"bad.p4:\d+:\d+: .*log_msg\(string msg\)"):
+        compile_p4(bad)
+    bad.write_text(src.replace("hdr.udp.ttl = hdr.udp.ttl - 1;", 'hdr.udp.ttl = "x";'))
+    with pytest.raises(P4CompileError, match="a string literal is only an argument of log_msg"):
+        compile_p4(bad)
