@@ -1,8 +1,7 @@
 """Every extern the registry serves (pyswitch.externs) is run on both paths, frame for frame,
 by a differential test (issue 42): the programs of tests/test_native.py and
 tests/p4/native_externs.p4, which calls the served externs no other program calls (verify,
-the *_with_payload checksums, log_msg, clone_preserving_field_list).  An extern the native
-path does not translate (random) sends its program to the Python path with the reason.
+the *_with_payload checksums, log_msg, clone_preserving_field_list, random).
 """
 
 from __future__ import annotations
@@ -14,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from pyswitch import Switch, compile_p4, externs
+from pyswitch.externs.misc import draw, splitmix64
 from pyswitch.hashes import csum16
-from pyswitch.native import NotNative, unavailable
+from pyswitch.native import unavailable
 from tests.test_native import DIFFERENTIAL_PROGRAMS, HERE, run_both, twins
 
 needs_cc = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 
 PROG = HERE / "p4" / "native_externs.p4"
-PYTHON_ONLY = {"random"}  # served on the Python path alone (their `served` says why)
 ETH = bytes.fromhex("0000000000bb0000000000aa88b8")
 
 
@@ -45,11 +44,8 @@ def test_the_differential_programs_call_every_served_extern() -> None:
               if not isinstance(e, externs.Refused)}
     assert {n for _, n in served} >= {"hash", "register", "counter", "direct_counter",
                                       "clone", "update_checksum_with_payload", "log_msg"}
-    missing = [n for k, n in sorted(served)
-               if n not in PYTHON_ONLY and not any(_calls(t, n, k) for t in texts)]
+    missing = [n for k, n in sorted(served) if not any(_calls(t, n, k) for t in texts)]
     assert missing == []
-    for n in PYTHON_ONLY:  # a served extern whose description says the native path lacks it
-        assert "native: not translated" in externs.function(n).served
 
 
 def _frame(rng: random.Random, good: bool = True) -> bytes:
@@ -68,8 +64,10 @@ def _configure(sw: Switch) -> None:
 
 
 @needs_cc
-def test_the_served_externs_native_equals_python(monkeypatch) -> None:
-    py, nat = twins(compile_p4(PROG), monkeypatch)
+@pytest.mark.parametrize("with_random", [False, True])
+def test_the_served_externs_native_equals_python(monkeypatch, with_random: bool) -> None:
+    prog = compile_p4(PROG, defines={"WITH_RANDOM": 1} if with_random else None)
+    py, nat = twins(prog, monkeypatch)
     for sw in (py, nat):
         _configure(sw)
     rng = random.Random(42)
@@ -99,14 +97,34 @@ def test_a_payload_checksum_by_hand(monkeypatch) -> None:
     assert port == 6
 
 
-def test_random_runs_on_the_python_path_with_the_reason(monkeypatch) -> None:
-    prog = compile_p4(PROG, defines={"WITH_RANDOM": 1})
+def test_the_generator_is_splitmix64() -> None:
+    """SplitMix64's published first outputs from 0; draws within [lo, hi], all equally
+    likely; a draw wider than 64 bits takes two outputs; lo when hi <= lo."""
+    x, outs = 0, []
+    for _ in range(3):
+        x, z = splitmix64(x)
+        outs.append(z)
+    assert outs == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
+    st = [0]
+    assert draw(st, 0, (1 << 64) - 1) == 0xE220A8397B1DCDAF and st[0] == 0x9E3779B97F4A7C15
+    st = [0]
+    assert draw(st, 0, (1 << 70) - 1) == (0xE220A8397B1DCDAF << 6) | (0x6E789E6AA1B965F4 >> 58)
+    st = [7]
+    counts = [0] * 3
+    for _ in range(3000):
+        counts[draw(st, 10, 12) - 10] += 1
+    assert min(counts) > 900
+    assert draw(st, 5, 5) == 5 and draw(st, 9, 3) == 9
+
+
+@needs_cc
+def test_random_runs_on_the_native_path(monkeypatch) -> None:
     monkeypatch.setenv("PYSWITCH_NATIVE", "auto")
-    sw = Switch(prog)
-    assert sw.path.startswith("python (") and "_random" in sw.path
-    if unavailable() is None:
-        with pytest.raises(NotNative, match="random"):
-            Switch(prog, native=True)
+    sw = Switch(compile_p4(PROG, defines={"WITH_RANDOM": 1}), seed=3)
+    assert sw.path == "native" and type(sw.ns["_rng_state"]).__name__ == "Cells"
+    before = sw.ns["_rng_state"][0]
+    sw.process(0, _frame(random.Random(0)))
+    assert sw.ns["_rng_state"][0] != before  # C advanced the state Python sees
 
 
 def test_log_msg_takes_a_string_and_a_string_is_nothing_else(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ core.p4's ``verify`` (parser only)."""
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from pyswitch.compiler.model import DROP_PORT, ScalarLoc
@@ -56,11 +57,74 @@ class LogMsg(Extern):
         return None
 
 
+M64 = (1 << 64) - 1
+
+
+def splitmix64(x: int) -> tuple[int, int]:
+    """(next state, output) of SplitMix64 (Steele, Lea, Flood 2014): the generator both
+    paths share, so that a native switch draws what the Python path draws."""
+    x = (x + 0x9E3779B97F4A7C15) & M64
+    z = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return x, z ^ (z >> 31)
+
+
+def draw(state: list[int] | Any, lo: int, hi: int) -> int:
+    """A value of [lo, hi] from ``state[0]`` (advanced): the top k bits of as many 64-bit
+    outputs as k needs (k = bit length of hi - lo), redrawn while beyond hi - lo, so every
+    value is equally likely; ``lo`` when hi < lo (BMv2 returns lo)."""
+    if hi <= lo:
+        return lo
+    n = hi - lo + 1
+    k = (hi - lo).bit_length()
+    x = state[0]
+    while True:
+        r, need = 0, k
+        while need > 0:
+            x, z = splitmix64(x)
+            take = min(64, need)
+            r = (r << take) | (z >> (64 - take))
+            need -= take
+        if r < n:
+            state[0] = x
+            return lo + r
+
+
 class Random(Extern):
     names = ("random",)
     signature = "extern void random<T>(out T result, in T lo, in T hi);"
-    served = ("Python: _random, the switch's seeded generator; native: not translated "
-              "(its program runs on the Python path)")
+    served = ("both paths: SplitMix64 on one 64-bit state per switch (seeded from the "
+              "switch's seed; a list, or C cells on the native path), v_random in C")
+    c_support = r"""
+/* random(lo, hi) as pyswitch.externs.misc.draw: SplitMix64 on the switch's one state cell */
+static UV v_splitmix64(UV *x) {
+    *x = (UV)(uint64_t)((uint64_t)*x + 0x9E3779B97F4A7C15ull);
+    uint64_t z = (uint64_t)*x;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (UV)(z ^ (z >> 31));
+}
+
+static V v_random(PyObject *o, V lo, V hi) {
+    if (hi <= lo) return lo;
+    Cells *c = (Cells *)o;
+    UV n = (UV)(hi - lo) + 1, x = (UV)cells_at(c, 0), r;
+    int k = 0;
+    for (UV m = n - 1; m; m >>= 1) k++;
+    do {
+        int need = k;
+        r = 0;
+        while (need > 0) {
+            UV z = v_splitmix64(&x);
+            int take = need < 64 ? need : 64;
+            r = (r << take) | (z >> (64 - take));  /* r: 128 bits, k <= 127 */
+            need -= take;
+        }
+    } while (r >= n);
+    cells_put(c, 0, (V)x);
+    return lo + (V)r;
+}
+"""
 
     def call(self, cx: Any, fn: str, args: list, scope: Any, em: Any, node: Any) -> None:
         if len(args) != 3:
@@ -74,12 +138,25 @@ class Random(Extern):
         return None
 
     def runtime(self, sw: Any) -> dict[str, Any]:
-        rng = sw.rng if sw is not None else None
+        state = [sw.rng.getrandbits(64) if sw is not None else 0]
 
-        def _random(lo: int, hi: int) -> int:
-            return lo + rng.randrange(hi - lo + 1) if hi >= lo else lo
+        def _random(lo: int, hi: int) -> int:  # the state the switch holds now (C cells)
+            return draw(sw.ns["_rng_state"] if sw is not None else state, lo, hi)
 
-        return {"_random": _random}
+        return {"_random": _random, "_rng_state": state}
+
+    def native_state(self, sw: Any, ns: dict[str, Any], entries: list[dict], mod: Any) -> None:
+        """The state moves into one C cell of 64 bits, read by v_random and _random."""
+        if type(ns["_rng_state"]).__name__ != "Cells":
+            ns["_rng_state"] = mod.cells(list(ns["_rng_state"]), 64)
+
+    def c_call(self, t: Any, f: Any, n: ast.Call, fn: str) -> Any:
+        from pyswitch.native.exprs import NotNative, X
+        if fn != "_random" or len(n.args) != 2:
+            raise NotNative(f"line {n.lineno}: call of {fn}")
+        lo, hi = t.ex(f, n.args[0]), t.ex(f, n.args[1])
+        return X(f"v_random({t.g('_rng_state')}, {lo.c}, {hi.c})",
+                 lo.lo, max(lo.hi, hi.hi))
 
 
 EXTERNS = [MarkToDrop(), Verify(), LogMsg(), Random()]

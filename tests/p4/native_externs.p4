@@ -1,7 +1,7 @@
 /* The served externs that no other differential program calls (tests/test_native_externs.py):
  * verify in the parser, verify_checksum_with_payload / update_checksum_with_payload over a
  * UDP-like header and the payload, log_msg, clone_preserving_field_list from egress, and
- * random (its program runs on the Python path, with the reason). MODE picks random. */
+ * random (WITH_RANDOM: one generator on both paths, a draw of 8 and of 82 bits). */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -25,6 +25,7 @@ struct metadata {
     @field_list(1)
     bit<8> seen;
     bit<8> coin;
+    bit<100> wide;
 }
 
 struct headers {
@@ -73,6 +74,8 @@ control MyIngress(inout headers hdr, inout metadata meta,
 #ifdef WITH_RANDOM
             random(meta.coin, 8w0, 8w3);
             hdr.udp.srcPort = hdr.udp.srcPort + (bit<16>)meta.coin;
+            random(meta.wide, 100w5, 100w0x3ffffffffffffffffffff);  /* two outputs a draw */
+            hdr.ethernet.dstAddr = meta.wide[47:0] ^ (bit<48>)meta.wide[99:52];
 #endif
         } else {
             mark_to_drop(standard_metadata);
