@@ -351,6 +351,10 @@ class Switch:
         check_int(index, "counter index")
         if not 0 <= index < len(c[0]):
             raise InvalidArgument(f"index {index} out of range for {name!r}")
+        for v, what in ((packets, "packets"), (bytes_, "bytes")):
+            check_int(v, f"{what} for counter {name!r}")
+            if v < 0 or v >> 64:  # BMv2's counters are 64 bits; so are the native cells
+                raise InvalidArgument(f"{what} {v} does not fit in 64 bits")
         c[0][index], c[1][index] = packets, bytes_
 
     def direct_counter_read(self, table: str, match: dict, priority: int = 0) -> tuple[int, int]:

@@ -1,5 +1,5 @@
 """The native path's state in C memory (pyswitch/native/cells.h, issue 42 item 4): a native
-switch's registers are `Cells`, C arrays the compiled pipeline reads and writes without a
+switch's registers and indexed counters are `Cells`, C arrays the compiled pipeline reads and writes without a
 Python int, seen by Python (the control plane, the tests) as list-like views of the same
 cells; the table entries' fields are read in place.  The frames and the state stay those of
 the Python path, frame for frame, whoever writes the cells.
@@ -101,3 +101,34 @@ def test_a_rebuilt_process_and_the_python_stages_keep_the_same_cells(prog, monke
     run_both(py, nat, work[30:])
     assert all(nat.registers[n][0] is c and nat.ns[r["var"]] is c
                for n, (c, r) in ((n, nat.registers[n]) for n in held))
+
+
+def test_counters_are_cells_counted_in_c(prog, monkeypatch) -> None:
+    """ina.p4's counters: 64-bit cells on the native path, counted by the frames as the
+    Python path counts them, written and reset by the control plane through the same
+    view; a value wider than 64 bits is refused on both paths, 2**64 - 1 wraps to 0 on
+    the next count natively (BMv2's counters are 64 bits)."""
+    py, nat = twins(prog, monkeypatch)
+    for sw in (py, nat):
+        ina_pps.configure(sw, 4)
+    for name, (p, b, c) in nat.counters.items():
+        assert type(p).__name__ == type(b).__name__ == "Cells" and len(p) == c["size"]
+        assert nat.ns[c["var"] + "p"] is p and nat.ns[c["var"] + "b"] is b
+        assert type(py.counters[name][0]) is list
+    work = ina_pps.frames(16, 4)
+    run_both(py, nat, work + work[:5])
+    agg = "MyIngress.aggregated"
+    got = nat.counter_read(agg, 0)
+    assert got == py.counter_read(agg, 0) and got[0] > 0 and got[1] > 40 * got[0]
+    for sw in (py, nat):
+        sw.counter_write(agg, 0, 7, 700)
+        with pytest.raises(InvalidArgument, match="does not fit in 64 bits"):
+            sw.counter_write(agg, 0, 1 << 64, 0)
+        with pytest.raises(InvalidArgument, match="does not fit in 64 bits"):
+            sw.counter_write(agg, 0, 0, -1)
+    run_both(py, nat, work)
+    assert nat.counter_read(agg, 0) == py.counter_read(agg, 0)
+    assert nat.counter_read(agg, 0)[0] > 7
+    nat.counter_write(agg, 0, (1 << 64) - 1, 0)
+    nat.process(*work[0])
+    assert nat.counter_read(agg, 0)[0] == 0  # wrapped, as a 64-bit counter

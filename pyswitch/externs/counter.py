@@ -3,8 +3,11 @@ names it): packets and bytes, whatever the CounterType (the control plane reads 
 
 Python: two lists per counter (``C<k>p``, ``C<k>b``), counted in place (an index out of
 range is ignored, as BMv2 does); a direct counter is counted by its table on a hit (each
-entry's ``counter``).  Native: the same lists, ``list_iadd`` (runtime.h), so the control
-plane sees one state.
+entry's ``counter``).  Native: an indexed counter's two lists become C cells of 64 bits
+(``Cells``, pyswitch/native/cells.h, as a register's), counted by ``cells_iadd`` without a
+Python int and seen by the control plane as list-like views of the same cells; a value
+wraps at 2**64 there, as BMv2's 64-bit counters (``Switch.counter_write`` refuses wider
+values on both paths).  A direct counter's entry lists are counted with ``list_iadd``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,18 @@ class Counter(Extern):
     kind = "object"
     signature = ("extern counter { counter(bit<32> size, CounterType type); "
                  "void count(in bit<32> index); }")
-    served = "Python: lists C<k>p, C<k>b; native: the same lists, list_iadd (runtime.h)"
+    served = ("Python: lists C<k>p, C<k>b; native: C cells of 64 bits seen as lists, "
+              "cells_iadd")
+    c_support = r"""
+/* counter[i] += v on 64-bit cells (wrapping, as BMv2's counters): 0, 1 for IndexError */
+static inline int cells_iadd(PyObject *o, V i, V v) {
+    Cells *c = (Cells *)o;
+    Py_ssize_t k;
+    if (cells_index(c->n, i, &k)) return 1;
+    cells_put(c, k, (V)(uint64_t)((uint64_t)cells_at(c, k) + (uint64_t)v));
+    return 0;
+}
+"""
     meta_key = "counters"
     order = 10
     p4info_kind = "COUNTER"
@@ -69,7 +83,7 @@ class Counter(Extern):
 
     def c_stmt(self, t: Any, f: Any, st: Any, o: list[str], d: int,
                handler: list | None = None) -> bool:
-        """``C0p[i] += 1; C0b[i] += len``: ``list_iadd`` on the same lists."""
+        """``C0p[i] += 1; C0b[i] += len``: ``cells_iadd`` on the counter's cells."""
         if handler is not None or not (isinstance(st, ast.AugAssign)
                                        and isinstance(st.op, ast.Add)):
             return False
@@ -79,9 +93,21 @@ class Counter(Extern):
                 and tg.value.id in lists):
             return False
         i, v = t.ex(f, tg.slice), t.ex(f, st.value)
-        o.append(f"{'    ' * d}if ((rc = list_iadd({t.g(tg.value.id)}, {i.c}, {v.c})) != 0)"
+        o.append(f"{'    ' * d}if ((rc = cells_iadd({t.g(tg.value.id)}, {i.c}, {v.c})) != 0)"
                  " return raise_index(rc);")
         return True
+
+    def native_state(self, sw: Any, ns: dict[str, Any], entries: list[dict], mod: Any) -> None:
+        """Each counter's two lists become 64-bit `Cells` of `mod` holding the same values,
+        in `ns` and in `sw.counters` (one already Cells stays: a process rebuilt)."""
+        for c in entries:
+            pb = []
+            for s in "pb":
+                cur = ns[c["var"] + s]
+                if type(cur).__name__ != "Cells":
+                    cur = ns[c["var"] + s] = mod.cells(cur, 64)
+                pb.append(cur)
+            sw.counters[c["name"]] = (pb[0], pb[1], c)
 
     def state(self, sw: Any, ns: dict[str, Any], entries: list[dict]) -> None:
         sw.counters = {}
