@@ -497,6 +497,10 @@ class SimDeployed:
         sim_info = {"events": loop.events, "wall_s": wall, "cpu_s": cpu, "virtual_s": loop.now,
                     "switch_frames": net.switch_frames, "fast_frames": fast,
                     "queue_drops": net.queue_drops(),
+                    "queue_depth": net.queue_depths().record(),
+                    # RESULTs with a congestion mark the launch's workers received (FLAG_ECN)
+                    "marks": sum(r.get("marks", 0) for sim in (sims or live.sims)
+                                 for d in sim.drivers for r in d.rounds),
                     "impairment": net.impairment_counters()}
         if len(sims) == 1:  # one job's transport; several jobs: per job, not yet
             sim_info["transport"] = sims[0].transport()
