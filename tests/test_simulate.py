@@ -199,6 +199,9 @@ def test_queue_depths_count_every_frame_a_link_carried(clean_run: tuple[dict, di
         assert depths[m]["frames"] == sum(rec["link_bytes_total"].values()) // 196
         assert depths[m]["p50"] <= depths[m]["p99"] <= depths[m]["max"]
         assert rec["sim"]["marks"] == 0  # no --ecn-packets
+        # the last worker finished after its rounds and before the PS's tail ended
+        sim = rec["sim"]
+        assert sum(r["time_s"] for r in rec["rounds"]) < sim["done_s"] <= sim["virtual_s"]
     assert depths["ina"]["max"] == N_CHUNKS - 1
     assert depths["ps_only"]["deepest"] == "edge0->h0"
     assert depths["ps_only"]["max"] > N_CHUNKS
