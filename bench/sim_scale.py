@@ -18,12 +18,20 @@ first choices of that run (:func:`controller.plan.joint.prefix`: the greedy is t
 up to there), so a sweep costs one greedy and its small budgets are simulated first.
 ``--greedy-start A,B,...`` continues the choices an earlier run of the same settings
 printed.
+
+``--cc fixed,aimd,delay,two-window`` runs every budget's plan once per congestion-control
+policy (``run``'s ``--cc``), side by side; each row then also has the RESULTs with a
+congestion mark the workers received (``--ecn-packets N`` makes the switches mark), the
+depths the frames found in the links' queues (p50/p99/max, ``sim.queue_depth``), the
+retransmissions as a share of the first copies, and, with several jobs, Jain's index of
+their measured γ_j / w_j.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -43,6 +51,8 @@ from controller.plan.joint import greedy_jobs  # noqa: E402
 from controller.plan.lp_jobs import make_jobset  # noqa: E402
 from controller.plan.pipeline import make_plan, plan_several_jobs  # noqa: E402
 from topo.models import parse_topology  # noqa: E402
+from workers.ina.cc import POLICIES  # noqa: E402
+from workers.ina.worker import n_chunks_for  # noqa: E402
 
 
 def _ints(text: str) -> list[int]:
@@ -66,16 +76,64 @@ def _greedy_once(graph, specs, req, budget: int, start=()):
     return res
 
 
+def run_row(doc: dict, st, s: Settings, n_workers: int) -> dict:
+    """One summary row of a simulated run's ``results.json`` ``doc`` (module doc): with
+    several jobs their sums of γ, their slowest round and the PSs' bytes; the launch's
+    queue depths and marks (every job's record holds the same launch's)."""
+    if s.jobs:
+        js = doc["jobs"].values()
+        g = {"predicted": sum(j["gamma"]["predicted"] for j in js),
+             "measured": sum(j["gamma"]["measured"] for j in js)}
+        g["ratio"] = g["measured"] / g["predicted"]
+        recs = [d for m, d in doc["modes"].items() if m.endswith("/ina")]
+        rs = [{"time_s": max(d["rounds"][r]["time_s"] for d in recs),
+               "ps_rx_bytes": sum(d["rounds"][0]["ps_rx_bytes"] for d in recs),
+               "retransmissions": sum(d["rounds"][r]["retransmissions"] for d in recs)}
+              for r in range(len(recs[0]["rounds"]))]
+    else:
+        g = doc["gamma"]
+        recs = [doc["modes"]["ina" if "ina" in doc["modes"] else s.modes[0]]]
+        rs = recs[0]["rounds"]
+    sim = recs[0]["sim"]
+    first = n_workers * n_chunks_for(recs[0]["grad_bytes"] // 4) * len(rs)
+    retx = sum(r["retransmissions"] for r in rs)
+    return {"gamma_predicted": g["predicted"], "gamma_measured": g["measured"],
+            "ratio": g["ratio"], "exact": doc["exact_all_rounds"],
+            "s_per_round": statistics.mean(r["time_s"] for r in rs),
+            "ps_bytes_per_round": rs[0]["ps_rx_bytes"],
+            "retransmissions": retx, "first_copies": first,
+            "retx_share": retx / first if first else math.nan,
+            "marks": sim.get("marks", 0),
+            "queue_depth": sim.get("queue_depth") or {"p50": 0, "p99": 0, "max": 0},
+            "jain": doc.get("fairness") if s.jobs else None,
+            "sim_s": st.wall_s, "events": st.events,
+            "events_per_s": st.events_per_s, "peak_rss_mib": st.peak_mib,
+            "events_per_cpu_s": st.events_per_cpu_s,
+            "switch_frames": st.switch_frames, "fast_frames": st.fast_frames,
+            "queue_drops": sum(d["sim"]["queue_drops"] for d in doc["modes"].values())
+            // max(1, len(doc["jobs"]) if s.jobs else 1),
+            "virtual_s": max(d["sim"]["virtual_s"] for d in doc["modes"].values()),
+            "jobs": {n: j["gamma"] for n, j in doc.get("jobs", {}).items()},
+            "modes": {m: {"s_per_round": statistics.mean(r["time_s"] for r in d["rounds"]),
+                          "ps_bytes_per_round": d["rounds"][0]["ps_rx_bytes"],
+                          "retransmissions": sum(r["retransmissions"] for r in d["rounds"])}
+                      for m, d in doc["modes"].items()}}
+
+
 def plot(summary: list[dict], path: Path, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    many = len({r["planner"] for r in summary}) > 2
+    def curve(r: dict) -> str:  # a planner, and a policy other than the default
+        cc = r.get("cc", Settings.cc)
+        return r["planner"] if cc == Settings.cc else f"{r['planner']}, {cc}"
+
+    many = len({curve(r) for r in summary}) > 2
     fig, ax = plt.subplots(figsize=(9, 4.2) if many else (6, 4))
-    for i, planner in enumerate(dict.fromkeys(r["planner"] for r in summary)):
-        rs = [r for r in summary if r["planner"] == planner]
+    for i, planner in enumerate(dict.fromkeys(curve(r) for r in summary)):
+        rs = [r for r in summary if curve(r) == planner]
         b = [r["budget"] for r in rs]
         c = f"C{i}"
         ax.plot(b, [r["gamma_predicted"] for r in rs], "--o", color=c, alpha=0.6,
@@ -122,6 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loss", type=float, default=0.0)
     p.add_argument("--timeout", type=float, default=Settings.timeout,
                    help="run's --timeout: the first RTO, and max_timeout when above 1 s")
+    p.add_argument("--cc", default=Settings.cc,
+                   help=f"congestion-control policies, comma-separated, each run on every "
+                        f"budget's plan ({', '.join(POLICIES)}; default {Settings.cc})")
+    p.add_argument("--ecn-packets", type=int, default=0, metavar="N",
+                   help="switches mark INA packets that find N frames in their link's queue "
+                        "(simulate's --ecn-packets; 0: no marks)")
+    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--hidden", type=int, default=32)
     p.add_argument("--train", action="store_true", help="train the model (default: seeded "
                    "random int32 gradients; sums are checked exactly either way)")
@@ -147,6 +212,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="a reduced run (fat-tree k=4, 4 workers, budgets 0 and 1, 1 round) "
                         "that only shows it works")
     a = p.parse_args(argv)
+    ccs = [c for c in a.cc.split(",") if c]
+    bad = [c for c in ccs if c not in POLICIES]
+    if bad or not ccs:
+        print(f"error: --cc: unknown policy {', '.join(bad) or '(none)'}; choose from "
+              f"{', '.join(POLICIES)}", file=sys.stderr)
+        return 2
     if a.smoke:
         a.topo, a.workers, a.budgets, a.rounds = "fattree:4", "4", [0, 1], 1
     out = Path(a.out)
@@ -170,12 +241,14 @@ def main(argv: list[str] | None = None) -> int:
         jobs_file = out / "jobs.json"
         jobs_file.write_text(json.dumps(jobs, indent=1))
         workers = [h for j in jobs for h in j["workers"]]
-    opt = SimOptions(train=a.train, reference=False, full_p4=a.full_p4)
+    opt = SimOptions(train=a.train, reference=False, full_p4=a.full_p4,
+                     ecn_packets=a.ecn_packets)
     print(f"settings: {a.topo}, PS {a.ps}, {len(workers)} workers, 1 Mbit/s links, MLP "
           f"hidden {a.hidden}, {a.rounds} rounds, modes {a.modes}, loss {a.loss:g}, window "
           f"{Settings.window}, timeout {a.timeout:g} s, sim options {opt}")
-    print(f"{'planner':>10} {'M':>3} {'γ LP':>7} {'γ sim':>7} {'ratio':>6} {'exact':>5} "
-          f"{'s/round':>8} {'PS B/rd':>9} {'retx':>6} {'plan s':>7} {'sim s':>7} "
+    print(f"{'planner':>10} {'M':>3} {'cc':>10} {'γ LP':>7} {'γ sim':>7} {'ratio':>6} "
+          f"{'exact':>5} {'s/round':>8} {'PS B/rd':>9} {'retx':>6} {'retx %':>6} "
+          f"{'marks':>6} {'q p50/p99/max':>14} {'Jain':>6} {'plan s':>7} {'sim s':>7} "
           f"{'events':>9} {'ev/s':>7} {'RSS MiB':>7}")
     summary = []
     planned = None  # the joint greedy so far (module doc)
@@ -183,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         for b in a.budgets:
             s = Settings(topo=a.topo, ps=a.ps, workers=a.workers, budget=b, planner=planner,
                          rounds=a.rounds, hidden=a.hidden, loss=a.loss, timeout=a.timeout,
+                         seed=a.seed,
                          modes=tuple(a.modes.split(",")),
                          jobs=str(jobs_file) if jobs_file else None)
             name = f"{planner}-b{b}" + (f"-loss{a.loss:g}" if a.loss else "")
@@ -206,50 +280,26 @@ def main(argv: list[str] | None = None) -> int:
                 plan_s = time.perf_counter() - t0
                 plan = replace(plan, timings={**(plan.timings or {}), "bench_plan_s": plan_s})
                 write_plan(plan, cached)
-            doc, st = simulate(s, opt, out / name, name, graph=graph, plan=plan)
-            doc["complete"] = True
-            write_json_atomic(out / name / "results.json", doc)
-            if s.jobs:  # the jobs' sums of γ, their slowest round, the PSs' bytes
-                js = doc["jobs"].values()
-                g = {"predicted": sum(j["gamma"]["predicted"] for j in js),
-                     "measured": sum(j["gamma"]["measured"] for j in js)}
-                g["ratio"] = g["measured"] / g["predicted"]
-                recs = [d for m, d in doc["modes"].items() if m.endswith("/ina")]
-                rs = [{"time_s": max(d["rounds"][r]["time_s"] for d in recs),
-                       "ps_rx_bytes": sum(d["rounds"][0]["ps_rx_bytes"] for d in recs),
-                       "retransmissions": sum(d["rounds"][r]["retransmissions"]
-                                              for d in recs)}
-                      for r in range(len(recs[0]["rounds"]))]
-            else:
-                g = doc["gamma"]
-                rs = doc["modes"]["ina" if "ina" in doc["modes"] else s.modes[0]]["rounds"]
-            row = {"planner": planner, "budget": b, "deployed": plan.deployed,
-                   "gamma_predicted": g["predicted"], "gamma_measured": g["measured"],
-                   "ratio": g["ratio"], "exact": doc["exact_all_rounds"],
-                   "s_per_round": statistics.mean(r["time_s"] for r in rs),
-                   "ps_bytes_per_round": rs[0]["ps_rx_bytes"],
-                   "retransmissions": sum(r["retransmissions"] for r in rs),
-                   "plan_s": plan_s, "sim_s": st.wall_s, "events": st.events,
-                   "events_per_s": st.events_per_s, "peak_rss_mib": st.peak_mib,
-                   "events_per_cpu_s": st.events_per_cpu_s,
-                   "switch_frames": st.switch_frames, "fast_frames": st.fast_frames,
-                   "queue_drops": sum(d["sim"]["queue_drops"] for d in doc["modes"].values())
-                   // max(1, len(doc["jobs"]) if s.jobs else 1),
-                   "virtual_s": max(d["sim"]["virtual_s"] for d in doc["modes"].values()),
-                   "jobs": {n: j["gamma"] for n, j in doc.get("jobs", {}).items()},
-                   "modes": {m: {"s_per_round": statistics.mean(r["time_s"] for r in d["rounds"]),
-                                 "ps_bytes_per_round": d["rounds"][0]["ps_rx_bytes"],
-                                 "retransmissions": sum(r["retransmissions"]
-                                                        for r in d["rounds"])}
-                             for m, d in doc["modes"].items()}}
-            summary.append(row)
-            print(f"{planner:>10} {b:>3} {row['gamma_predicted']:7.4f} "
-                  f"{row['gamma_measured']:7.4f} {row['ratio']:6.3f} "
-                  f"{'yes' if row['exact'] else 'NO':>5} {row['s_per_round']:8.3f} "
-                  f"{row['ps_bytes_per_round']:9,.0f} {row['retransmissions']:6d} "
-                  f"{plan_s:7.1f} {st.wall_s:7.1f} {st.events:9,d} {st.events_per_s:7,.0f} "
-                  f"{st.peak_mib:7.0f}", flush=True)
-            write_json_atomic(out / "summary.json", {"settings": vars(a), "runs": summary})
+            for cc in ccs:
+                run_name = name if len(ccs) == 1 and cc == Settings.cc else f"{name}-{cc}"
+                doc, st = simulate(replace(s, cc=cc), opt, out / run_name, run_name,
+                                   graph=graph, plan=plan)
+                doc["complete"] = True
+                write_json_atomic(out / run_name / "results.json", doc)
+                row = {"planner": planner, "budget": b, "cc": cc, "deployed": plan.deployed,
+                       "plan_s": plan_s, **run_row(doc, st, s, len(workers))}
+                summary.append(row)
+                q = row["queue_depth"]
+                jain = f"{row['jain']:6.3f}" if row["jain"] is not None else f"{'—':>6}"
+                print(f"{planner:>10} {b:>3} {cc:>10} {row['gamma_predicted']:7.4f} "
+                      f"{row['gamma_measured']:7.4f} {row['ratio']:6.3f} "
+                      f"{'yes' if row['exact'] else 'NO':>5} {row['s_per_round']:8.3f} "
+                      f"{row['ps_bytes_per_round']:9,.0f} {row['retransmissions']:6d} "
+                      f"{100 * row['retx_share']:6.2f} {row['marks']:6d} "
+                      f"{q['p50']:>4}/{q['p99']:>4}/{q['max']:>4} {jain} "
+                      f"{plan_s:7.1f} {st.wall_s:7.1f} {st.events:9,d} {st.events_per_s:7,.0f} "
+                      f"{st.peak_mib:7.0f}", flush=True)
+                write_json_atomic(out / "summary.json", {"settings": vars(a), "runs": summary})
     plot(summary, out / "gamma_vs_budget.png",
          f"{a.topo}, {len(workers)} workers, {a.rounds} rounds, loss {a.loss:g} (simulated)")
     print(f"written: {out / 'summary.json'}, {out / 'gamma_vs_budget.png'}")

@@ -11,6 +11,7 @@ tests/test_soak_bench.py, e2e_unshaped's is any ``controller run`` test (it only
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -148,7 +149,7 @@ def test_sim_scale_and_crossval_smoke(tmp_path: Path) -> None:
     (the table's form; its full use pairs a Mininet run with a simulated one)."""
     out = _run("bench/sim_scale.py", "--smoke", "--out", str(tmp_path))
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("greedy")]
-    assert len(rows) == 2 and all(r[5] == "yes" for r in rows), out
+    assert len(rows) == 2 and all(r[6] == "yes" for r in rows), out
     table = _run("bench/sim_crossval.py", str(tmp_path / "greedy-b0"), str(tmp_path / "greedy-b1"))
     assert table.count("| sim |") == 2 and "| yes |" in table
     _run("bench/sim_scale.py", "--replot", str(tmp_path), "--out", str(tmp_path / "plot"))
@@ -162,8 +163,30 @@ def test_sim_scale_jobs_smoke(tmp_path: Path) -> None:
                "--planners", "greedy,top_degree", "--timeout", "2", "--out", str(tmp_path))
     rows = [line.split() for line in out.splitlines()
             if line.strip().startswith(("greedy", "top_degree"))]
-    assert len(rows) == 4 and all(r[5] == "yes" for r in rows), out
+    assert len(rows) == 4 and all(r[6] == "yes" for r in rows), out
     assert "joint greedy for budget 1" in out
+
+
+def test_sim_scale_policies_side_by_side_smoke(tmp_path: Path) -> None:
+    """``--cc``: each budget's plan once per policy, in its own folder, with the marks and
+    the queue depths of the run's own record (PS-only mode queues every worker's GRAD on the
+    PS's link, so the switches mark with --ecn-packets 2 and --full-p4)."""
+    out = _run("bench/sim_scale.py", "--smoke", "--modes", "ps_only",
+               "--cc", "fixed,aimd", "--ecn-packets", "2", "--full-p4", "--out", str(tmp_path))
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("greedy")]
+    assert [r[2] for r in rows] == ["fixed", "aimd"] * 2, out  # budgets 0 and 1 (--smoke)
+    assert all(r[6] == "yes" for r in rows), out
+    summary = json.loads((tmp_path / "summary.json").read_text())["runs"]
+    for row, (b, cc) in zip(summary, ((0, "fixed"), (0, "aimd"), (1, "fixed"), (1, "aimd")),
+                            strict=True):
+        rec = json.loads((tmp_path / f"greedy-b{b}-{cc}" / "results.json").read_text())
+        sim = rec["modes"]["ps_only"]["sim"]
+        assert row["marks"] == sim["marks"] > 0
+        assert row["queue_depth"] == sim["queue_depth"] and sim["queue_depth"]["max"] >= 2
+        assert rec["settings"]["cc"] == cc
+    bad = subprocess.run([sys.executable, "bench/sim_scale.py", "--smoke", "--cc", "nope",
+                          "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "nope" in bad.stderr
 
 
 def test_e2e_unshaped_figures_from_a_hand_made_results_file() -> None:

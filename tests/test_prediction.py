@@ -164,6 +164,14 @@ def test_several_jobs_each_get_their_round_and_the_launchs_links():
     assert a["links"][1]["ratio"] == pytest.approx(0.8)
     lines = prediction_lines({"prediction": out})
     assert lines[2].startswith("b/ina: predicted ") and lines[3].startswith("b/ina bound by link")
+    # the simulated launch's span ends when its last worker finished (sim.done_s), not
+    # with the tail in which the PS served what was in flight (virtual_s): b->c's bytes
+    # over 0.5 s instead of 1.0 s
+    for rec in modes.values():
+        rec["sim"] = {"virtual_s": 1.0, "done_s": 0.5}
+    busy = {x["link"]: x["utilisation"] for x in jobs_analysis(
+        modes, jobs, plan_loads=loads, bw_mbit=1.0, frame_bytes=FRAME)["a/ina"]["links"]}
+    assert busy["b->c"] == pytest.approx(0.4) and busy["a->b"] == pytest.approx(1.9)
     # no virtual time (Mininet): the longest job's rounds are the span (4 x 0.25 s)
     for rec in modes.values():
         rec["sim"] = {}

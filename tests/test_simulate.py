@@ -187,6 +187,26 @@ def test_results_keep_runs_keys_marked_simulated(clean_run: tuple[dict, dict]) -
     assert min(r["time_s"] for r in doc["modes"]["ps_only"]["rounds"]) >= 60 * 196 * 8 / 1e6
 
 
+def test_queue_depths_count_every_frame_a_link_carried(clean_run: tuple[dict, dict]) -> None:
+    """``sim.queue_depth`` (simulate/depths.py): without loss or drops every frame offered to
+    a link crossed it, so the histogram holds as many frames as the links' bytes / 196.  In
+    INA mode a worker's window (16) covers its 10 chunks: it puts all 10 GRADs on its own
+    link at once, the 10th finds 9 ahead of it, and nothing queues deeper.  In PS-only mode
+    six workers' GRADs converge on the PS's link, whose queue is the deepest."""
+    doc, _ = clean_run
+    depths = {m: rec["sim"]["queue_depth"] for m, rec in doc["modes"].items()}
+    for m, rec in doc["modes"].items():
+        assert depths[m]["frames"] == sum(rec["link_bytes_total"].values()) // 196
+        assert depths[m]["p50"] <= depths[m]["p99"] <= depths[m]["max"]
+        assert rec["sim"]["marks"] == 0  # no --ecn-packets
+        # the last worker finished after its rounds and before the PS's tail ended
+        sim = rec["sim"]
+        assert sum(r["time_s"] for r in rec["rounds"]) < sim["done_s"] <= sim["virtual_s"]
+    assert depths["ina"]["max"] == N_CHUNKS - 1
+    assert depths["ps_only"]["deepest"] == "edge0->h0"
+    assert depths["ps_only"]["max"] > N_CHUNKS
+
+
 def test_loss_is_recovered_exactly_and_reproducibly(tmp_path: Path) -> None:
     runs = []
     for i in range(2):
@@ -414,6 +434,10 @@ def test_switches_mark_from_the_link_queues_and_the_workers_see_it(tmp_path: Pat
                  gradient_of=gradient)
         ps = json.loads((out / "ps_only" / "ps.json").read_text())["stats"]
         w0 = json.loads((out / "ps_only" / "worker0.json").read_text())["rounds"][0]
+        marks = sum(json.loads((out / "ps_only" / f"worker{w}.json").read_text())["rounds"][0]
+                    ["marks"] for w in range(N))
+        rec = json.loads((out / "results.json").read_text())["modes"]["ps_only"]
+        assert rec["sim"]["marks"] == marks  # the launch's workers' marks, summed
         counts.append((ps["marked"], w0["marks"]))
     assert counts[0] == (0, 0)
     assert counts[1][0] > 0 and counts[1][1] > 0

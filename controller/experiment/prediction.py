@@ -308,8 +308,11 @@ def jobs_analysis(modes: dict[str, dict[str, Any]], jobs: list[JobShape], *,
     drain and start skew (:func:`predict_round`), and what bound it (:func:`attribute`,
     over the launch's links, :func:`launch_link_loads`: the link named may carry the other
     jobs' traffic too).  The links are the launch's, stored once, with its first job.  The
-    launch's span is the simulated network's virtual time where it has one (``sim.
-    virtual_s``), else its longest job's rounds.  PS-only, ToR-only and the jobs run alone
+    launch's span is the simulated network's virtual time until its last worker finished
+    where it has one (``sim.done_s``; ``sim.virtual_s`` in records before it: that also
+    holds the tail in which the PS serves what is still in flight, which made links busy
+    91 % of the rounds read 28 % at k=16, 4 jobs x 64, docs/results.md "Defaults at
+    scale"), else its longest job's rounds.  PS-only, ToR-only and the jobs run alone
     have no per-job γ in the joint plan: not predicted.  Empty without ``bw``."""
     if not bw_mbit:
         return {}
@@ -319,7 +322,8 @@ def jobs_analysis(modes: dict[str, dict[str, Any]], jobs: list[JobShape], *,
     if not mine:
         return {}
     first = mine[0][1]
-    span = (first.get("sim") or {}).get("virtual_s") or max(
+    sim = first.get("sim") or {}
+    span = sim.get("done_s") or sim.get("virtual_s") or max(
         sum(r["time_s"] for r in rec["rounds"]) for _, rec in mine)
     links = launch_link_loads(plan_loads, first.get("link_bytes_total") or {}, span, bw_mbit)
     out = {}

@@ -479,10 +479,12 @@ class SimDeployed:
                 spec.on_procs(SimpleNamespace(procs=live.procs))
         t_start, t0, c0 = _time.time(), _time.perf_counter(), _time.process_time()
         sims: list[Any] = []
+        done_s = 0.0
         try:
             sims = launch_jobs(loop, net, jobs, self.hosts,
                                compute_s=opt.compute_ms / 1000.0,
                                jitter_s=opt.jitter_ms / 1000.0, ready=ready)
+            done_s = loop.now  # every worker finished (or the launch timed out)
             # frames still in flight, as the PS serves on until run stops it
             loop.run(until=loop.now + 5 * max(j.cfg.max_timeout for j in jobs))
         finally:  # also when a monitor ends the run: the hosts write what they finished
@@ -495,8 +497,15 @@ class SimDeployed:
                                   f"in {loop.now:.1f} s of virtual time (see {spec.out_dir})")
         fast = sum(getattr(sw, "fast", 0) for sw in switches.values())
         sim_info = {"events": loop.events, "wall_s": wall, "cpu_s": cpu, "virtual_s": loop.now,
+                    # when the last worker finished: the launch's span without the tail in
+                    # which the PS serves what is still in flight (prediction.jobs_analysis)
+                    "done_s": done_s,
                     "switch_frames": net.switch_frames, "fast_frames": fast,
                     "queue_drops": net.queue_drops(),
+                    "queue_depth": net.queue_depths().record(),
+                    # RESULTs with a congestion mark the launch's workers received (FLAG_ECN)
+                    "marks": sum(r.get("marks", 0) for sim in (sims or live.sims)
+                                 for d in sim.drivers for r in d.rounds),
                     "impairment": net.impairment_counters()}
         if len(sims) == 1:  # one job's transport; several jobs: per job, not yet
             sim_info["transport"] = sims[0].transport()

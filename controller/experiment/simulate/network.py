@@ -34,6 +34,7 @@ from typing import Any
 import networkx as nx
 
 from controller.experiment.network import P4_PROGRAM
+from controller.experiment.simulate.depths import QueueDepths, queue_depths
 from controller.experiment.simulate.events import EventLoop
 from pyswitch.impairment import ImpairmentSpec, LinkImpairment
 from pyswitch.queues import Admitted, EgressQueues
@@ -91,6 +92,7 @@ class Link:
     bytes: int = 0
     frames: int = 0
     dropped: int = 0
+    deepest: int = 0  # the most frames a frame offered to it found queued (simulate/depths.py)
 
 
 class SimNetwork:
@@ -130,6 +132,9 @@ class SimNetwork:
                         self.tx_imp[(node, port)] = LinkImpairment(
                             replace(impair, seed=port_seed(impair.seed, node, port, "out")))
         self.switch_frames = 0  # frames run through a pyswitch
+        # depth_hist[d]: frames offered to a link that found d frames in its queue, the one
+        # on the wire included (enq_qdepth; a drop found ``queue``): simulate/depths.py
+        self.depth_hist = [0] * (queue + 1)
         self.proc_s = proc_s
         self._busy: dict[str, float] = {}  # switch -> when its server is free
 
@@ -183,7 +188,11 @@ class SimNetwork:
         q = link.departures
         while q and q[0] <= t:
             q.popleft()
-        if len(q) >= link.queue:
+        d = len(q)
+        self.depth_hist[d] += 1
+        if d > link.deepest:
+            link.deepest = d
+        if d >= link.queue:
             link.dropped += 1
             return
         start = t if t > link.free_at else link.free_at
@@ -258,7 +267,8 @@ class SimNetwork:
     def reset_counters(self) -> None:
         """Zero the byte counters (between modes: ``run`` reads them around each launch)."""
         for link in self.links.values():
-            link.bytes = link.frames = link.dropped = 0
+            link.bytes = link.frames = link.dropped = link.deepest = 0
+        self.depth_hist = [0] * len(self.depth_hist)
 
     def impairment_counters(self) -> dict[str, int]:
         """Summed pyswitch impairment counters (dropped, duplicated, reordered)."""
@@ -271,6 +281,14 @@ class SimNetwork:
     def queue_drops(self) -> int:
         """Frames dropped by full queues (drop-tail)."""
         return sum(link.dropped for link in self.links.values())
+
+    def queue_depths(self) -> QueueDepths:
+        """The depths the frames found in the links' queues since the start (percentiles,
+        the deepest link: :mod:`controller.experiment.simulate.depths`)."""
+        if not self.links:
+            return queue_depths(self.depth_hist)
+        a, p = max(self.links, key=lambda k: self.links[k].deepest)
+        return queue_depths(self.depth_hist, f"{a}->{self.name_of[(a, p)]}")
 
 
 class LinkDepths(EgressQueues):
