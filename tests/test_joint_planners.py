@@ -126,3 +126,33 @@ def test_pipeline_places_several_jobs_with_any_joint_planner():
         make_plan(g, PlanRequest(budget=2, planner="rounding"), jobs=SPECS)
     none = joint_plan(g, SPECS, 2, planner="tor_only", alone=False)
     assert none.deployed == [] and none.programmable == ["edge0", "edge2"]
+
+
+def test_each_job_keeps_only_the_switches_it_aggregates_on(monkeypatch):
+    """fat-tree k=4, budget 0, RESULT load counted, job a (PS h0 on edge0; workers h8, h12,
+    h14 in pods 2 and 3) and b (PS h4 on edge2; h10, h11, h15).  With ToR sharing each
+    job's S_j holds the other's PS ToR with an empty interval, and its RESULT tree still
+    goes there: a's RESULTs (γ) join b's GRADs on agg2→edge2, where ECMP puts half of b's
+    3γ, so 1.5γ + γ ≤ 1 and γ = 0.4 for both.  Allowed only where it aggregates (nowhere
+    but its own ToR), each tree keeps to its workers; the binding links are then core0→agg4
+    and core0→agg6, carrying both jobs' RESULTs (γ_a + γ_b ≤ 1), under the 2/3 of 3γ into a
+    PS ToR over two links: γ = 0.5."""
+    import controller.plan.joint as joint
+    from controller.plan.mcast_tree import result_tree
+
+    g = parse_topology("fattree:4")
+    specs = [JobEntry("a", "h0", ("h8", "h12", "h14")), JobEntry("b", "h4", ("h10", "h11", "h15"))]
+    with monkeypatch.context() as m:
+        m.setattr(joint, "used_only", lambda js, res, lp, objective="maxmin": res)
+        before = joint_plan(g, specs, 0, alone=False, result_load=True)
+    after = joint_plan(g, specs, 0, alone=False, result_load=True)
+    assert before.jobs["a"].deployed == ["edge2"] and before.jobs["b"].deployed == ["edge0"]
+    assert before.jobs["a"].intervals["edge2"]["length"] < joint.USED
+    assert after.jobs["a"].deployed == [] and after.jobs["b"].deployed == []
+    for name, other in (("a", "edge2"), ("b", "edge0")):
+        assert before.jobs[name].gamma == pytest.approx(0.4, abs=1e-6)
+        assert after.jobs[name].gamma == pytest.approx(0.5, abs=1e-6)
+        j = after.jobs[name]
+        tree = result_tree(g, j.ps_tor, j.workers, j.deployed)
+        was = result_tree(g, j.ps_tor, j.workers, before.jobs[name].deployed)
+        assert other in was and other not in tree and set(tree) < set(was)

@@ -13,7 +13,8 @@ the table's planner on the job set and :func:`plan_jobs` lays the joint LP's sol
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import networkx as nx
@@ -35,6 +36,7 @@ __all__ = [
     "prefix",
     "joint_plan",
     "job_plan",
+    "used_only",
     "jobs_summary_lines",
 ]
 
@@ -48,6 +50,47 @@ def alone_gammas(js: JobSet, budget: int, *, solver: str = "auto",
         fast = FastLP(job, solver=solver, time_limit=time_limit)
         out[name] = greedy(job, budget, solver=solver, time_limit=time_limit, lp=fast).gamma
     return out
+
+
+USED = 1e-6  # an interval shorter than this (a share of the job's chunks) is not used
+
+
+def used_only(js: JobSet, res: JointResult, lp: Callable[..., JointResult],
+              objective: str = "maxmin") -> JointResult:
+    """``res`` re-solved with every job allowed only on the switches where it aggregates
+    (an interval of ``res`` longer than :data:`USED`), or ``res`` itself when nothing is
+    to remove or the re-solve scores lower.
+
+    Why: a job's S_j holds every switch of S (and, with ToR sharing, the other jobs' PS
+    ToRs), and its RESULT tree must reach every switch of S_j to release slots there
+    (:func:`controller.plan.mcast_tree.result_tree`), whether or not the job aggregates
+    on it.  On a joint plan at k=16, 4 jobs x 64 workers, budget 0, those branches carried
+    1,307 RESULTs of the other jobs into one job's PS ToR, on the link its own GRADs took
+    (docs/results.md, "Defaults at scale").
+
+    The answer is never worse: ``res``'s rates are feasible in the new LP (they are zero
+    on the switches removed, and the load rows only lose RESULT-tree terms), so each
+    stage of the max-min (or the sum) reaches at least what ``res`` did; the comparison
+    below only guards against a solver stopped at its time limit.  The plan's γ and loads
+    are then the LP's for exactly the trees the data plane installs."""
+    allow: dict[str, set[str]] = {}
+    trimmed = False
+    for name, job, r in zip(js.names, js.jobs, res.results, strict=True):
+        gamma = r.gamma
+        for s in r.deployed:
+            if s == job.ps_tor:
+                continue
+            allow.setdefault(s, set())
+            if gamma > 0 and r.a.get(s, 0.0) / gamma > USED:
+                allow[s].add(name)
+            else:
+                trimmed = True
+    if not trimmed:
+        return res
+    new = lp(list(res.deployed), objective=objective, allow=allow)
+    if sorted(new.levels.values()) < [x - 1e-9 for x in sorted(res.levels.values())]:
+        return res
+    return new
 
 
 def plan_jobs(
@@ -138,6 +181,11 @@ def joint_plan(
     t_place = time.perf_counter() - t0
     solo = alone_gammas(js, budget, solver=solver, time_limit=time_limit) if alone else None
     res = placed.result if isinstance(placed, JointGreedyResult) else placed.lp
+    used = used_only(js, res, jobs.lp, objective)
+    if used is not res:  # the same S; each job's rates and RESULT tree on what it uses
+        placed = replace(placed, result=used) if isinstance(placed, JointGreedyResult) \
+            else replace(placed, lp=used)
+        res = used
     cands = jobs.candidates()
     bound = None
     if len(res.deployed) < min(budget, len(cands)):  # one more joint LP, only then
