@@ -50,27 +50,33 @@ from typing import Any
 
 import networkx as nx
 
-__all__ = ["GroupOrbits", "group_orbits"]
+__all__ = ["GroupOrbits", "group_orbits", "joint_group_orbits"]
 
 _CACHE: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
 
 
 class GroupOrbits:
-    """The generators usable for one job's LP (module doc), as flat arrays: per generator,
-    the groups it moves (g → σg) and the directed links it moves (e → σe)."""
+    """The generators usable for the LP of one job or of several jobs sharing the links
+    (module doc), as flat arrays: per generator, the groups it moves (g → σg; the groups of
+    every job numbered one after the other, job k's from ``offsets[k]``) and the directed
+    links it moves (e → σe)."""
 
-    def __init__(self, job, groups: Sequence[tuple[str, ...]], links: Sequence[tuple[str, str]]
-                 ) -> None:
+    def __init__(self, jobs, groups: Sequence[Sequence[tuple[str, ...]]],
+                 links: Sequence[tuple[str, str]], capacity=None) -> None:
         import numpy as np
 
         from controller.plan.orbits import _fixing
 
         self.np = np
-        self.n_groups = len(groups)
+        self.jobs = list(jobs)
+        sizes = [len(gs) for gs in groups]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.n_groups = int(self.offsets[-1])
         self.n_links = len(links)
-        g = job.graph
-        rep_group = {grp[0]: gi for gi, grp in enumerate(groups)}
-        workers = set(job.workers)
+        g = self.jobs[0].graph
+        rep_group = {grp[0]: int(self.offsets[k]) + gi for k, gs in enumerate(groups)
+                     for gi, grp in enumerate(gs)}
+        workers = {w for job in self.jobs for w in job.workers}
         nodes = list(g.nodes)
         nid = {n: i for i, n in enumerate(nodes)}
         N = len(nodes)
@@ -89,7 +95,8 @@ class GroupOrbits:
         moving: dict[str, list[int]] = {}
         perm = np.arange(N)
         kept = 0
-        for p, _, _ in _fixing(g, [job], job.capacity):
+        cap = self.jobs[0].capacity if capacity is None else capacity
+        for p, _, _ in _fixing(g, self.jobs, cap):
             if not any(v in workers for v in p):
                 continue  # moves no group: adds nothing to the groups' orbits
             pairs = []
@@ -130,93 +137,123 @@ class GroupOrbits:
         self.gen_ptr = np.searchsorted(self.l_gen, np.arange(kept + 1))
         self.by_link = np.argsort(self.l_src, kind="stable")
         self.link_ptr = np.searchsorted(self.l_src[self.by_link], np.arange(len(links) + 1))
-        self.job = job
+        self.job = self.jobs[0]
         self.link_idx = {e: i for i, e in enumerate(links)}
-        self._memo: dict[tuple, tuple] = {}  # S → (tree mask, fixes S, maps T(S))
-        self._base_tree = None
+        self._memo: dict[tuple, tuple] = {}  # S → (tree masks, fixes S, maps every T_k)
+        self._base_trees: list | None = None
 
-    def _tree_of(self, S: Sequence[str]):
-        """T(S) as a link mask: T(∅) (with d → s_d) plus each s's root path
-        (:func:`controller.plan.orbits.tree_links`)."""
+    def _tree_of(self, S: Sequence[str], sets: Sequence[Sequence[str]] | None = None) -> list:
+        """Every job's T_k(S_k) as a link mask (None for a job without the RESULT term): T(∅)
+        (with d → s_d) plus each s's root path (:func:`controller.plan.orbits.tree_links`);
+        ``sets``: each job's S_k (default S for every job)."""
         from controller.plan.orbits import tree_links, up_path
 
-        np, job = self.np, self.job
-        if self._base_tree is None:
-            self._base_tree = np.zeros(self.n_links, dtype=bool)
-            self._base_tree[[self.link_idx[e] for e in tree_links(job, [])]] = True
-        tree = self._base_tree.copy()
-        for s in S:
-            tree[[self.link_idx[e] for e in up_path(job.graph, job.ps_tor, s)]] = True
-        return tree
-
-    def _tree_ok(self, tree, gens=None):
-        """Whether each generator (of ``gens``, default all) maps the link set ``tree`` onto
-        itself: e ∈ T ⟺ σ(e) ∈ T for every link it moves."""
         np = self.np
+        if self._base_trees is None:
+            self._base_trees = []
+            for job in self.jobs:
+                base = None
+                if job.result_load:
+                    base = np.zeros(self.n_links, dtype=bool)
+                    base[[self.link_idx[e] for e in tree_links(job, [])]] = True
+                self._base_trees.append(base)
+        out = []
+        for k, (job, base) in enumerate(zip(self.jobs, self._base_trees, strict=True)):
+            if base is None:
+                out.append(None)
+                continue
+            tree = base.copy()
+            for s in (S if sets is None else sets[k]):
+                tree[[self.link_idx[e] for e in up_path(job.graph, job.ps_tor, s)]] = True
+            out.append(tree)
+        return out
+
+    def _tree_ok(self, trees: list, gens=None):
+        """Whether each generator (of ``gens``, default all) maps every job's link set
+        ``trees[k]`` onto itself: e ∈ T_k ⟺ σ(e) ∈ T_k for every link it moves."""
+        np = self.np
+        trees = [t for t in trees if t is not None]
         if gens is None:
-            bad = tree[self.l_src] != tree[self.l_dst]
+            bad = np.zeros(len(self.l_src), dtype=bool)
+            for tree in trees:
+                bad |= tree[self.l_src] != tree[self.l_dst]
             return np.bincount(self.l_gen[bad], minlength=self.n_gens) == 0
         out = np.ones(len(gens), dtype=bool)
         for k, i in enumerate(gens.tolist()):
             a, b = self.gen_ptr[i], self.gen_ptr[i + 1]
-            out[k] = bool(np.all(tree[self.l_src[a:b]] == tree[self.l_dst[a:b]]))
+            src, dst = self.l_src[a:b], self.l_dst[a:b]
+            out[k] = all(bool(np.all(t[src] == t[dst])) for t in trees)
         return out
 
-    def usable_for(self, S: Sequence[str]):
-        """:meth:`usable` for the job's own S (with its RESULT tree if it counts it),
-        incremental from S minus its last switch when that was asked before (the greedy's
-        LP(S) before its candidates' LP(S ∪ {s})): only the generators that move a link the
-        new root path adds to the tree are checked again."""
-        np, job = self.np, self.job
+    def usable_for(self, S: Sequence[str], sets: Sequence[Sequence[str]] | None = None):
+        """:meth:`usable` for S and each job's own S_k (``sets``, default S; with their
+        RESULT trees where the job counts them), incremental from S minus its last switch
+        when that was asked before (the greedy's LP(S) before its candidates' LP(S ∪ {s})):
+        only the generators that move a link a new root path adds to a tree are checked
+        again.  S_k(S ∪ {s}) must be S_k(S), plus s for the jobs that use it
+        (:func:`controller.plan.lp_jobs.per_job_sets`)."""
+        np = self.np
         key = tuple(S)
         hit = self._memo.get(key)
         if hit is None:
+            from controller.plan.orbits import up_path
+
             parent = self._memo.get(key[:-1]) if key else None
-            if not job.result_load:
-                tree = None
+            if not any(job.result_load for job in self.jobs):
+                trees = None
                 fix = self.usable(S, None)
                 tok = None
             elif parent is None or parent[0] is None:
-                tree = self._tree_of(S)
+                trees = self._tree_of(S, sets)
                 fix = self.usable(S, None)
-                tok = self._tree_ok(tree)
+                tok = self._tree_ok(trees)
             else:
-                from controller.plan.orbits import up_path
-
-                tree = parent[0].copy()
                 s = key[-1]
-                path = np.array([self.link_idx[e] for e in up_path(job.graph, job.ps_tor, s)],
-                                dtype=np.int64)
-                new = path[~tree[path]]
-                tree[new] = True
+                trees = []
+                new_links = []
+                for k, (job, old) in enumerate(zip(self.jobs, parent[0], strict=True)):
+                    if old is None or (sets is not None and s not in sets[k]):
+                        trees.append(old)
+                        continue
+                    path = np.array([self.link_idx[e]
+                                     for e in up_path(job.graph, job.ps_tor, s)],
+                                    dtype=np.int64)
+                    new = path[~old[path]]
+                    tree = old
+                    if len(new):
+                        tree = old.copy()
+                        tree[new] = True
+                        new_links.append(new)
+                    trees.append(tree)
                 fix = parent[1].copy()
                 ix = self.moving.get(s)
                 if ix is not None:
                     fix[ix] = False
                 tok = parent[2].copy()
-                if len(new):
+                if new_links:
+                    new = np.unique(np.concatenate(new_links))
                     aff = np.unique(np.concatenate(
                         [self.l_gen[self.by_link[self.link_ptr[e]:self.link_ptr[e + 1]]]
                          for e in new.tolist()]))
-                    tok[aff] = self._tree_ok(tree, aff)
+                    tok[aff] = self._tree_ok(trees, aff)
             if len(self._memo) > 256:
                 self._memo.clear()
-            hit = self._memo[key] = (tree, fix, tok)
-        tree, fix, tok = hit
+            hit = self._memo[key] = (trees, fix, tok)
+        trees, fix, tok = hit
         return fix if tok is None else fix & tok
 
-    def usable(self, S: Sequence[str], tree) -> Any:
-        """Which generators fix every s ∈ S and the link set ``tree`` (a boolean mask over
-        the links, or None without the RESULT term): boolean mask over the generators."""
+    def usable(self, S: Sequence[str], trees) -> Any:
+        """Which generators fix every s ∈ S and every job's link set ``trees[k]`` (boolean
+        masks over the links, None for a job without the RESULT term; ``trees`` None: no
+        tree at all): boolean mask over the generators."""
         np = self.np
         ok = np.ones(self.n_gens, dtype=bool)
         for s in S:
             ix = self.moving.get(s)
             if ix is not None:
                 ok[ix] = False
-        if tree is not None and len(self.l_src):
-            bad = tree[self.l_src] != tree[self.l_dst]
-            ok[self.l_gen[bad]] = False
+        if trees is not None and len(self.l_src):
+            ok &= self._tree_ok(trees)
         return ok
 
     def group_labels(self, ok) -> tuple[Any, int]:
@@ -247,13 +284,20 @@ def _components(np, n: int, src, dst, keep) -> tuple[Any, int]:
 def group_orbits(job, groups: Sequence[tuple[str, ...]], links: Sequence[tuple[str, str]]
                  ) -> GroupOrbits:
     """:class:`GroupOrbits` for the job, cached per frozen graph, PS and workers."""
-    g = job.graph
-    key = (job.ps, job.ps_tor, tuple(job.workers), tuple(sorted(job.capacity.items())),
-           len(groups), len(links))
+    return joint_group_orbits([job], [groups], links, job.capacity)
+
+
+def joint_group_orbits(jobs, groups: Sequence[Sequence[tuple[str, ...]]],
+                       links: Sequence[tuple[str, str]], capacity) -> GroupOrbits:
+    """:class:`GroupOrbits` for several jobs sharing the links and the capacities (each
+    job's groups in ``groups``), cached per frozen graph, jobs and capacities."""
+    g = jobs[0].graph
+    key = (tuple((job.ps, job.ps_tor, tuple(job.workers), job.result_load) for job in jobs),
+           tuple(sorted(capacity.items())), tuple(len(gs) for gs in groups), len(links))
     if not nx.is_frozen(g):
-        return GroupOrbits(job, groups, links)
+        return GroupOrbits(jobs, groups, links, capacity)
     cache = _CACHE.setdefault(g, {})
     hit = cache.get(key)
     if hit is None:
-        hit = cache[key] = GroupOrbits(job, groups, links)
+        hit = cache[key] = GroupOrbits(jobs, groups, links, capacity)
     return hit
