@@ -60,12 +60,22 @@ def have_highs() -> bool:
 class MatrixLP:
     """An LP built as sparse triplets.  Load rows are keyed by directed-link index and
     summed over every term given for the link (several jobs share them); the other rows are
-    numbered as they are added.  :meth:`highs` lays the load rows first, then the others."""
+    numbered as they are added.  :meth:`highs` lays the load rows first, then the others.
 
-    def __init__(self, bw) -> None:
+    ``dedupe``: load rows equal to another in every coefficient and in B_e are left out, one
+    of each kind kept (the feasible set is the same).  With symmetric groups merged
+    (:mod:`controller.plan.lp_orbits`) every link of an orbit has the same row, so at
+    fat-tree k = 32 most of the 49,152 load rows go.  ``used`` then lists the kept rows'
+    links and ``load_map`` = (every loaded link, its kept row, 1 / the copies of that row):
+    a kept row's multiplier shared evenly among its copies is a multiplier of the LP with
+    every row (identical rows can share one any way that keeps the sum)."""
+
+    def __init__(self, bw, dedupe: bool = False) -> None:
         import numpy as np
 
         self.np = np
+        self.dedupe = dedupe
+        self.load_map: tuple | None = None
         self.bw = bw  # B_e per link index
         self.n_col = 0
         self.col_lo: list = []
@@ -122,6 +132,65 @@ class MatrixLP:
         self._rows.append((np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64),
                            np.asarray(vals, dtype=float)))
 
+    def _dedupe(self, used, lr, lc, lv):
+        """The load rows (row lr[i] has lc[i], lv[i]; row r is link used[r]) with every
+        row that equals an earlier one — same columns, same coefficients, same B_e, compared
+        exactly — left out; sets ``load_map`` (class doc).  Candidates for equality are
+        found by a hash (two fixed random projections), then compared entry by entry."""
+        import scipy.sparse as sp
+
+        np = self.np
+        n = len(used)
+        L = sp.csr_matrix((lv, (lr, lc)), shape=(n, self.n_col))
+        L.sum_duplicates()
+        L.sort_indices()
+        nnz = np.diff(L.indptr)
+        rng = np.random.default_rng(0)
+        h1 = L @ rng.random(self.n_col)
+        h2 = L @ rng.random(self.n_col)
+        key = np.lexsort((np.arange(n), h2, h1, self.bw[used], nnz))
+        ks = key[1:]
+        same = (nnz[key[:-1]] == nnz[ks]) & (h1[key[:-1]] == h1[ks]) & \
+            (h2[key[:-1]] == h2[ks]) & (self.bw[used][key[:-1]] == self.bw[used][ks])
+        # candidate representative: the first row of its run of equal keys (smallest index)
+        start = np.concatenate([[True], ~same])
+        run = np.cumsum(start) - 1
+        first = key[start][run]
+        rep = np.empty(n, dtype=np.int64)
+        rep[key] = first
+        # verify exactly: every entry of row r equals the same entry of rep[r]
+        cand = np.nonzero(rep != np.arange(n))[0]
+        if len(cand):
+            cnt = nnz[cand]
+            off = np.repeat(np.cumsum(cnt) - cnt, cnt)
+            pos = np.arange(int(cnt.sum())) - off
+            a = np.repeat(L.indptr[cand], cnt) + pos
+            b = np.repeat(L.indptr[rep[cand]], cnt) + pos
+            bad = (L.indices[a] != L.indices[b]) | (L.data[a] != L.data[b])
+            wrong = np.bincount(np.repeat(np.arange(len(cand)), cnt)[bad],
+                                minlength=len(cand)) > 0
+            rep[cand[wrong]] = cand[wrong]  # a hash collision: kept as its own row
+        keep = np.nonzero(rep == np.arange(n))[0]
+        new_of = np.full(n, -1, dtype=np.int64)
+        new_of[keep] = np.arange(len(keep))
+        row = new_of[rep]
+        copies = np.bincount(row, minlength=len(keep)).astype(float)
+        self.load_map = (used, row, 1.0 / copies[row])
+        K = L[keep].tocoo()
+        return used[keep], K.row.astype(np.int64), K.col.astype(np.int64), K.data
+
+    def load_prices(self, y_load, n_links: int):
+        """π per link index (0 where no row) from the load rows' multipliers ``y_load``
+        (``load_map``: a kept row's multiplier shared by its copies)."""
+        np = self.np
+        pi = np.zeros(n_links)
+        if self.load_map is None:
+            pi[self.used] = y_load
+        else:
+            links, row, share = self.load_map
+            pi[links] = y_load[row] * share
+        return pi
+
     def highs(self, cost, time_limit: float | None):
         """A ``highspy.Highs`` holding the maximization of cost·x over these rows."""
         import highspy
@@ -132,10 +201,14 @@ class MatrixLP:
         empty = np.zeros(0, dtype=np.int64)
         lr = np.concatenate([r for r, _, _ in self._load]) if self._load else empty
         used, lr = np.unique(lr, return_inverse=True)
+        lc = np.concatenate([c for _, c, _ in self._load]) if self._load else empty
+        lv = np.concatenate([v for _, _, v in self._load]) if self._load else np.zeros(0)
+        if self.dedupe and len(used) > 1:
+            used, lr, lc, lv = self._dedupe(used, lr, lc, lv)
         n_load = len(used)
         rows = [lr] + [r + n_load for r, _, _ in self._rows]
-        cols = [c for _, c, _ in self._load] + [c for _, c, _ in self._rows]
-        vals = [v for _, _, v in self._load] + [v for _, _, v in self._rows]
+        cols = [lc] + [c for _, c, _ in self._rows]
+        vals = [lv] + [v for _, _, v in self._rows]
         n_row = n_load + self.n_row
         A = sp.csc_matrix((np.concatenate(vals) if vals else np.zeros(0),
                            (np.concatenate(rows), np.concatenate(cols) if cols else empty)),
@@ -651,8 +724,8 @@ class FastLP:
                 raise PlanError(f"deployed node {s!r} is not a candidate switch")
             if hop_distance(g, s, sd) is None:
                 raise PlanError(f"deployed switch {s!r} cannot reach the PS's switch {sd!r}")
-        mat = MatrixLP(self.bw)
         orbits, ok = self._orbits(S)
+        mat = MatrixLP(self.bw, dedupe=orbits is not None)
         c = self.block(mat, S, orbits=orbits)
         for s in S:
             if s in job.capacity:
@@ -712,8 +785,7 @@ class FastLP:
         ineq = np.isinf(mat.row_lo)
         y = np.where(ineq, np.maximum(y, 0.0), y)  # any y ≥ 0 gives a bound (module doc)
         n_load = len(mat.used)
-        pi = np.zeros(len(self.links))
-        pi[mat.used] = y[:n_load]
+        pi = mat.load_prices(y[:n_load], len(self.links))
         rc = cost - mat.A.T @ y
         gam = self.gamma_cap()
         excess = np.maximum(rc, 0.0)
