@@ -40,7 +40,7 @@ from controller.plan.lp import (
     solve_lp,
     worker_groups,
 )
-from topo.paths import _fractions, hop_distance, reachable
+from topo.paths import _fractions, hop_distance, reachable, switch_distances
 
 __all__ = ["FastLP", "MatrixLP", "JobCols", "Duals", "have_highs", "run_highs", "SOLVER_NAME",
            "get_basis", "set_basis"]
@@ -382,7 +382,8 @@ class Duals:
     yb: float = 0.0  # Σ_r y_r b_r
     excess: float = 0.0  # Σ_{old j ≠ γ} max(0, rc_j)
     # with orbits merged: ``pi`` is the merged LP's and is averaged over the links' orbits
-    # at the first :meth:`prices` (only the chosen LP(S)'s duals are ever used, not every
+    # (``orbit_links(pi)``: their labels, or None when π is constant on them) at the first
+    # :meth:`prices` (only the chosen LP(S)'s duals are ever used, not every
     # candidate's: the averaging is a connected-components pass over every moved link)
     orbit_links: Any = field(default=None, repr=False)
 
@@ -391,8 +392,10 @@ class Duals:
         links when the LP merged orbits of groups)."""
         if self.orbit_links is not None:
             np = __import__("numpy")
-            lab, k = self.orbit_links()
-            self.pi = (np.bincount(lab, self.pi, k) / np.bincount(lab, minlength=k))[lab]
+            labels = self.orbit_links(self.pi)
+            if labels is not None:  # None: π is already constant on every orbit
+                lab, k = labels
+                self.pi = (np.bincount(lab, self.pi, k) / np.bincount(lab, minlength=k))[lab]
             self.orbit_links = None
         return self.pi
 
@@ -498,7 +501,12 @@ class FastLP:
 
         np, g = self.np, self.job.graph
         n_g = len(self.groups)
-        reach = np.array([self._reaches(gi, dst) for gi in range(n_g)], dtype=bool)
+        # reachable(rep, dst) for every group from one distance table (topo.paths: a node
+        # reaches dst if it is dst, a switch with a distance, or next to one)
+        dist = switch_distances(g, dst)
+        adj = g.adj
+        reach = np.array([grp[0] == dst or grp[0] in dist or any(v in dist for v in adj[grp[0]])
+                          for grp in self.groups], dtype=bool)
         single: list[int] = []
         via: list[str] = []
         rows: list = []
@@ -797,7 +805,9 @@ class FastLP:
         orbit_links = None
         if c.labels is not None:
             sym = self._sym
-            orbit_links = lambda: sym.link_labels(ok)  # noqa: E731
+            # with equal load rows kept once (MatrixLP.dedupe) π is mostly constant on the
+            # links' orbits already: checked per generator, cheaper than the orbits
+            orbit_links = lambda pi: None if sym.invariant(pi, ok) else sym.link_labels(ok)  # noqa: E731
             mu = (mu / np.bincount(c.labels, minlength=len(mu)))[c.labels]
         return Duals(list(c.S), pi, mu,
                      float(y[n_load + c.irow]) if c.irow is not None else 0.0,

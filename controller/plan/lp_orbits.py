@@ -261,6 +261,12 @@ class GroupOrbits:
         numbered by each orbit's first group (so orbit i's first group < orbit i+1's)."""
         return _components(self.np, self.n_groups, self.g_src, self.g_dst, ok[self.g_gen])
 
+    def invariant(self, values, ok) -> bool:
+        """Whether ``values`` (per link index) is invariant under every generator of ``ok``
+        (v[σe] = v[e] on every link it moves), hence under the group they generate."""
+        keep = ok[self.l_gen]
+        return bool(self.np.array_equal(values[self.l_src[keep]], values[self.l_dst[keep]]))
+
     def link_labels(self, ok) -> tuple[Any, int]:
         """(orbit label per directed link, number of orbits) under the generators ``ok``."""
         return _components(self.np, self.n_links, self.l_src, self.l_dst, ok[self.l_gen])
