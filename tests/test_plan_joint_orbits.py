@@ -125,3 +125,49 @@ def test_joint_greedy_with_orbits_equals_without(seed):
     lazy_new = greedy_jobs(js, 3, lp=FastJointLP(js))
     assert lazy_new.deployed == lazy_old.deployed, seed
     assert _same_score(lazy_new.result.score, lazy_old.result.score), seed
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_equal_rows_keeps_one_of_each(seed):
+    """controller.plan.lp_orbits.equal_rows: random sparse rows, some copied (with equal or
+    different bounds): the kept rows are pairwise different, every row equals its kept row
+    (columns, values, bound), and the shares of a kept row's copies sum to 1."""
+    from controller.plan.lp_orbits import equal_rows
+
+    rng = np.random.default_rng(seed)
+    n_col, base = 12, 30
+    dense = np.where(rng.random((base, n_col)) < 0.3, rng.choice([0.5, 1.0, 2.0], (base, n_col)), 0.0)
+    rows = np.vstack([dense, dense[rng.integers(0, base, 40)]])
+    rhs = rng.choice([1.0, 2.0], len(rows))
+    used = np.arange(len(rows)) * 3  # link indices, sorted
+    r, c = np.nonzero(rows)
+    kept, kr, kc, kv, (links, row, share) = equal_rows(used, r, c, rows[r, c], n_col, rhs)
+    K = np.zeros((len(kept), n_col))
+    K[kr, kc] = kv
+    pos = {int(e): i for i, e in enumerate(used)}
+    kept_bound = np.array([rhs[pos[int(e)]] for e in kept])
+    assert len({(tuple(K[i]), kept_bound[i]) for i in range(len(kept))}) == len(kept)
+    for e, k in zip(links.tolist(), row.tolist(), strict=True):
+        assert np.array_equal(rows[pos[e]], K[k]) and rhs[pos[e]] == kept_bound[k]
+    assert np.allclose(np.bincount(row, share), 1.0)
+    assert len(kept) < len(rows)
+
+
+def test_prices_are_constant_on_link_orbits():
+    """With equal rows kept once, the LP(S) multipliers π handed to the bound are constant
+    on every orbit of links (GroupOrbits.invariant; else they are averaged, as before)."""
+    from controller.plan.lp import make_job
+    from controller.plan.lp_fast import FastLP
+
+    g = parse_topology("fattree:6")
+    job = make_job(g, "h0", [h for h in hosts(g) if h != "h0"], result_load=True)
+    fast = FastLP(job)
+    fast.keep_duals = True
+    for S in ([], ["core0"], ["agg3", "core4"]):
+        d = fast(job, S).duals
+        pi = d.prices()
+        ok = fast._sym.usable_for(S)
+        lab, k = fast._sym.link_labels(ok)
+        for o in range(k):
+            vals = pi[lab == o]
+            assert np.ptp(vals) <= 1e-12, (S, o)

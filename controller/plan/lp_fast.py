@@ -133,51 +133,13 @@ class MatrixLP:
                            np.asarray(vals, dtype=float)))
 
     def _dedupe(self, used, lr, lc, lv):
-        """The load rows (row lr[i] has lc[i], lv[i]; row r is link used[r]) with every
-        row that equals an earlier one — same columns, same coefficients, same B_e, compared
-        exactly — left out; sets ``load_map`` (class doc).  Candidates for equality are
-        found by a hash (two fixed random projections), then compared entry by entry."""
-        import scipy.sparse as sp
+        """The load rows without the copies of equal rows
+        (:func:`controller.plan.lp_orbits.equal_rows`); sets ``load_map``."""
+        from controller.plan.lp_orbits import equal_rows
 
-        np = self.np
-        n = len(used)
-        L = sp.csr_matrix((lv, (lr, lc)), shape=(n, self.n_col))
-        L.sum_duplicates()
-        L.sort_indices()
-        nnz = np.diff(L.indptr)
-        rng = np.random.default_rng(0)
-        h1 = L @ rng.random(self.n_col)
-        h2 = L @ rng.random(self.n_col)
-        key = np.lexsort((np.arange(n), h2, h1, self.bw[used], nnz))
-        ks = key[1:]
-        same = (nnz[key[:-1]] == nnz[ks]) & (h1[key[:-1]] == h1[ks]) & \
-            (h2[key[:-1]] == h2[ks]) & (self.bw[used][key[:-1]] == self.bw[used][ks])
-        # candidate representative: the first row of its run of equal keys (smallest index)
-        start = np.concatenate([[True], ~same])
-        run = np.cumsum(start) - 1
-        first = key[start][run]
-        rep = np.empty(n, dtype=np.int64)
-        rep[key] = first
-        # verify exactly: every entry of row r equals the same entry of rep[r]
-        cand = np.nonzero(rep != np.arange(n))[0]
-        if len(cand):
-            cnt = nnz[cand]
-            off = np.repeat(np.cumsum(cnt) - cnt, cnt)
-            pos = np.arange(int(cnt.sum())) - off
-            a = np.repeat(L.indptr[cand], cnt) + pos
-            b = np.repeat(L.indptr[rep[cand]], cnt) + pos
-            bad = (L.indices[a] != L.indices[b]) | (L.data[a] != L.data[b])
-            wrong = np.bincount(np.repeat(np.arange(len(cand)), cnt)[bad],
-                                minlength=len(cand)) > 0
-            rep[cand[wrong]] = cand[wrong]  # a hash collision: kept as its own row
-        keep = np.nonzero(rep == np.arange(n))[0]
-        new_of = np.full(n, -1, dtype=np.int64)
-        new_of[keep] = np.arange(len(keep))
-        row = new_of[rep]
-        copies = np.bincount(row, minlength=len(keep)).astype(float)
-        self.load_map = (used, row, 1.0 / copies[row])
-        K = L[keep].tocoo()
-        return used[keep], K.row.astype(np.int64), K.col.astype(np.int64), K.data
+        used, lr, lc, lv, self.load_map = equal_rows(used, lr, lc, lv, self.n_col,
+                                                     self.bw[used])
+        return used, lr, lc, lv
 
     def load_prices(self, y_load, n_links: int):
         """π per link index (0 where no row) from the load rows' multipliers ``y_load``

@@ -35,6 +35,22 @@ Multipliers for the lazy bound (:mod:`controller.plan.lazy`)
     the excess) are the merged LP's numbers and π̄, μ_g the vectors it prices new columns
     with: the bound stays a bound.
 
+Several jobs (the joint LP of :class:`controller.plan.lp_jobs.FastJointLP`, docs/design.md
+§3.10): H's generators fix every job's d_k, s_k and W_k (each job's setwise), the shared
+capacities, every s ∈ S and every job's T_k(S_k) (:func:`joint_group_orbits`), and map
+representatives to representatives; they map W_k onto W_k, so an orbit never mixes jobs.
+Every row of the joint LP (shared loads, shared capacities of S ∪ D, each job's own rows,
+t ≤ γ_k / w_k) is mapped onto a row with the same bounds, and γ_k, t and the reliefs are
+fixed, so the argument above holds for every stage of the lexicographic solve (each stage
+only moves bounds and costs of fixed columns): each stage's optimum, hence every level of
+the score, is the unmerged joint LP's.  (The stage solution's γ_k only decides whether a
+blocking test is needed; the test's outcome is the same.)
+
+Equal rows: in the merged LP every link of an H-orbit of links has the same load row (its
+coefficients are H-invariant sums) and the same B_e, so :class:`controller.plan.lp_fast.MatrixLP`
+(``dedupe``) keeps one row of each kind — the feasible set is the same; the kept row's
+multiplier shared evenly among its copies is a multiplier of the LP with all of them.
+
 Generators: the verified generators of :func:`topo.symmetry.generators` that move some worker
 and pass the conditions above for S (checked exactly, per generator, on every link it moves);
 H is the group they generate, a subgroup of the full symmetry group, so the orbits may be
@@ -50,7 +66,7 @@ from typing import Any
 
 import networkx as nx
 
-__all__ = ["GroupOrbits", "group_orbits", "joint_group_orbits"]
+__all__ = ["GroupOrbits", "group_orbits", "joint_group_orbits", "equal_rows"]
 
 _CACHE: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
 
@@ -285,6 +301,56 @@ def _components(np, n: int, src, dst, keep) -> tuple[Any, int]:
     rank = np.empty(k, dtype=np.int64)
     rank[np.argsort(first)] = np.arange(k)
     return rank[lab], int(k)
+
+
+def equal_rows(used, lr, lc, lv, n_col: int, rhs) -> tuple:
+    """Load rows (row lr[i] has column lc[i], value lv[i]; row r is link used[r], bound
+    rhs[r]) without every row that equals an earlier one — same columns, same coefficients,
+    same bound, compared exactly: (kept links, rows, columns, values, load_map) with
+    load_map = (every link, its kept row, 1 / copies of that row).  Candidates for equality
+    are found by a hash (two fixed random projections), then compared entry by entry (a
+    collision keeps its row)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    n = len(used)
+    L = sp.csr_matrix((lv, (lr, lc)), shape=(n, n_col))
+    L.sum_duplicates()
+    L.sort_indices()
+    nnz = np.diff(L.indptr)
+    rng = np.random.default_rng(0)
+    h1 = L @ rng.random(n_col)
+    h2 = L @ rng.random(n_col)
+    key = np.lexsort((np.arange(n), h2, h1, rhs, nnz))
+    ks = key[1:]
+    same = (nnz[key[:-1]] == nnz[ks]) & (h1[key[:-1]] == h1[ks]) & \
+        (h2[key[:-1]] == h2[ks]) & (rhs[key[:-1]] == rhs[ks])
+    # candidate representative: the first row of its run of equal keys (smallest index)
+    start = np.concatenate([[True], ~same])
+    run = np.cumsum(start) - 1
+    first = key[start][run]
+    rep = np.empty(n, dtype=np.int64)
+    rep[key] = first
+    # verify exactly: every entry of row r equals the same entry of rep[r]
+    cand = np.nonzero(rep != np.arange(n))[0]
+    if len(cand):
+        cnt = nnz[cand]
+        off = np.repeat(np.cumsum(cnt) - cnt, cnt)
+        pos = np.arange(int(cnt.sum())) - off
+        a = np.repeat(L.indptr[cand], cnt) + pos
+        b = np.repeat(L.indptr[rep[cand]], cnt) + pos
+        bad = (L.indices[a] != L.indices[b]) | (L.data[a] != L.data[b])
+        wrong = np.bincount(np.repeat(np.arange(len(cand)), cnt)[bad],
+                            minlength=len(cand)) > 0
+        rep[cand[wrong]] = cand[wrong]  # a hash collision: kept as its own row
+    keep = np.nonzero(rep == np.arange(n))[0]
+    new_of = np.full(n, -1, dtype=np.int64)
+    new_of[keep] = np.arange(len(keep))
+    row = new_of[rep]
+    copies = np.bincount(row, minlength=len(keep)).astype(float)
+    K = L[keep].tocoo()
+    return (used[keep], K.row.astype(np.int64), K.col.astype(np.int64), K.data,
+            (used, row, 1.0 / copies[row]))
 
 
 def group_orbits(job, groups: Sequence[tuple[str, ...]], links: Sequence[tuple[str, str]]
