@@ -399,7 +399,11 @@ class FastJointLP:
     :meth:`controller.plan.lp_fast.FastLP.block` (its per-path vectors cached across S); the
     stages change only the objective and column bounds of one ``Highs`` instance, which
     re-solves from the last basis.  ``solver="cbc"`` (or no highspy) calls
-    :func:`solve_jobs_lp` itself.
+    :func:`solve_jobs_lp` itself.  ``symmetric`` (default): each job's worker groups that
+    automorphisms fixing every job, S and the RESULT trees make interchangeable share one
+    column, and equal load rows are kept once (:mod:`controller.plan.lp_orbits`: every
+    stage's optimum unchanged; at fat-tree k = 32, 8 jobs × 128 workers a joint LP in about
+    a second instead of a stage over 60 s).
 
     Usable as ``FastJointLP(js)(S, objective=...)``.
     """
