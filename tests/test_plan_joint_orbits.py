@@ -171,3 +171,22 @@ def test_prices_are_constant_on_link_orbits():
         for o in range(k):
             vals = pi[lab == o]
             assert np.ptp(vals) <= 1e-12, (S, o)
+
+
+def test_generator_check_is_keyed_by_every_jobs_set():
+    """GroupOrbits.usable_for remembers its answers by S and every S_k, not by S alone: one
+    cached GroupOrbits may serve callers whose S_k differ for the same S (two asked in turn
+    each get the check from scratch for their own sets)."""
+    g = parse_topology("fattree:4")
+    specs = [JobEntry("a", "h0", ("h5", "h9", "h13")), JobEntry("b", "h8", ("h2", "h6", "h14"))]
+    js = make_jobset(g, specs, result_load=True)
+    fj = FastJointLP(js)
+    fj._orbits([], per_job_sets(js, []))
+    sym = fj._sym
+    plain = [[], []]
+    extra = [["agg3"], []]  # job a's tree gains the path to agg3
+    first = sym.usable_for([], plain)
+    second = sym.usable_for([], extra)
+    assert np.array_equal(first, sym.usable([], sym._tree_of([], plain)))
+    assert np.array_equal(second, sym.usable([], sym._tree_of([], extra)))
+    assert not np.array_equal(first, second)  # the two checks do differ here

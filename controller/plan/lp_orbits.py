@@ -209,12 +209,19 @@ class GroupOrbits:
         again.  S_k(S ∪ {s}) must be S_k(S), plus s for the jobs that use it
         (:func:`controller.plan.lp_jobs.per_job_sets`)."""
         np = self.np
-        key = tuple(S)
+        S = list(S)
+        per_job = [tuple(x) for x in sets] if sets is not None else [tuple(S)] * len(self.jobs)
+        # keyed by S and every S_k (one cached GroupOrbits may serve callers whose S_k differ)
+        key = (tuple(S), tuple(per_job))
         hit = self._memo.get(key)
         if hit is None:
             from controller.plan.orbits import up_path
 
-            parent = self._memo.get(key[:-1]) if key else None
+            parent = None
+            if S:  # S minus its last switch, each S_k without it (per_job_sets' order)
+                last = S[-1]
+                parent = self._memo.get((tuple(S[:-1]), tuple(tuple(x for x in Sk if x != last)
+                                                              for Sk in per_job)))
             if not any(job.result_load for job in self.jobs):
                 trees = None
                 fix = self.usable(S, None)
@@ -224,7 +231,7 @@ class GroupOrbits:
                 fix = self.usable(S, None)
                 tok = self._tree_ok(trees)
             else:
-                s = key[-1]
+                s = S[-1]
                 trees = []
                 new_links = []
                 for k, (job, old) in enumerate(zip(self.jobs, parent[0], strict=True)):
