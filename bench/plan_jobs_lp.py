@@ -27,6 +27,11 @@ after (the machine is shared).
     python bench/plan_jobs_lp.py --greedy 16                     # k=16, 4 x 64, budgets 0..16
     python bench/plan_jobs_lp.py --k 8 --jobs 2 --workers 16 --greedy 4 --previous
 
+At fat-tree k = 32, 8 jobs × 128 workers (issue 41's target, ``--k 32 --jobs 8 --workers 128
+--greedy 32``) the joint LP merges each job's symmetric worker groups into one column per
+orbit (:mod:`controller.plan.lp_orbits`; ``--no-symmetric`` turns it off) and keeps equal
+load rows once.  HiGHS's ``--time-limit`` is wall-clock: on a loaded machine raise it.
+
 ``--write-jobs FILE`` writes the jobs as a ``plan --jobs`` file (docs/planner.md's sweep).
 """
 
@@ -77,6 +82,11 @@ def main(argv: list[str] | None = None) -> int:
                     "per budget")
     ap.add_argument("--cold", action="store_true",
                     help="with --greedy: also the planner before symmetry and warm starts")
+    ap.add_argument("--time-limit", type=float, default=60.0, metavar="S",
+                    help="HiGHS's limit per LP, wall seconds (on a loaded machine a larger one "
+                    "keeps a slow wall clock from stopping the greedy)")
+    ap.add_argument("--no-symmetric", action="store_true",
+                    help="with --greedy: the joint LP without merged group orbits")
     ap.add_argument("--write-jobs", metavar="FILE", default=None,
                     help="write the jobs as a plan --jobs file and stop")
     a = ap.parse_args(argv)
@@ -142,7 +152,9 @@ def greedy_sweep(js, a) -> int:
     """``--greedy M``: the joint greedy's plans for budgets 0..M, new (and previous)."""
     print(f"settings: fat-tree k={a.k}, {a.jobs} jobs x {a.workers} workers (PSs spread), "
           f"RESULT term on, max-min, {len(joint_candidates(js))} candidates, budgets "
-          f"0..{a.greedy}, load average {os.getloadavg()[0]:.1f}", flush=True)
+          f"0..{a.greedy}, LP time limit {a.time_limit} s, group orbits "
+          f"{'not ' if a.no_symmetric else ''}merged, load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
     runs: dict[str, dict] = {"new": {}}
     if a.previous:
         runs["previous"] = {"lazy": False}
@@ -150,7 +162,7 @@ def greedy_sweep(js, a) -> int:
         runs["cold"] = {"symmetry": False, "warm": False, "lazy": False}
     plans = {}
     for label, kw in runs.items():
-        lp = FastJointLP(js)
+        lp = FastJointLP(js, time_limit=a.time_limit, symmetric=not a.no_symmetric)
         res, wall, cpu = _timed(greedy_jobs, js, a.greedy, lp=lp, **kw)
         plans[label] = [prefix(res, m, lp) for m in range(a.greedy + 1)]
         print(f"{label}: {wall:.1f} s wall, {cpu:.1f} s CPU, {res.lp_solves} LP solves, "

@@ -28,7 +28,8 @@ Two objectives use it:
   Its classes are scored lazily (:mod:`controller.plan.lazy_joint`: by default in decreasing
   order of their last first-entry gain, only while they could still reach the best): at
   fat-tree k = 16, 4 jobs × 64 workers, budgets 0..16, 720 LP solves and 41.6 s CPU against
-  1,500 and 97.8 s exhaustive, the same plans.
+  1,500 and 97.8 s exhaustive, the same plans (4.1 s CPU once the joint LP merges
+  symmetric groups, :mod:`controller.plan.lp_orbits`).
 
 The ``greedy`` planner (:func:`greedy`) is both: it places one job with the first and a job
 set with the second.

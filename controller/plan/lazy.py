@@ -130,17 +130,28 @@ def group_gains(fast: FastLP, pi, mu, s: str, cap: float) -> list[tuple[float, f
     sel = np.nonzero(reach & (r > 0))[0]
     if not len(sel):
         return []
-    sub = M[sel]
-    ratio = np.where(sub.data > 0, fast.bw[sub.indices] / np.where(sub.data > 0, sub.data, 1.0),
-                     np.inf)
-    counts = np.diff(sub.indptr)
-    u = np.full(len(sel), float(cap))
-    nz = counts > 0
-    if nz.any():
-        mins = np.minimum.reduceat(ratio, sub.indptr[:-1][nz]) if len(ratio) else ratio
-        u[nz] = np.where(np.isfinite(mins), mins, cap)
+    u = group_caps(fast, s)[sel]
+    u = np.where(np.isfinite(u), u, cap)
     return [(float(r[gi]), float(fast.sizes[gi]), float(ui))
             for gi, ui in zip(sel.tolist(), u.tolist(), strict=True)]
+
+
+def group_caps(fast: FastLP, s: str):
+    """min_e B_e / A_{e,g} over the links of each group's load vector towards s (+∞ for a
+    group without a link): independent of the multipliers, so cached per destination."""
+    cache = fast.__dict__.setdefault("_group_caps", {})
+    hit = cache.get(s)
+    if hit is None:
+        np = fast.np
+        M = fast.group_matrix(s)[0]
+        hit = np.full(M.shape[0], np.inf)
+        pos = M.data > 0
+        ratio = np.where(pos, fast.bw[M.indices] / np.where(pos, M.data, 1.0), np.inf)
+        nz = np.diff(M.indptr) > 0
+        if nz.any():
+            hit[nz] = np.minimum.reduceat(ratio, M.indptr[:-1][nz])
+        cache[s] = hit
+    return hit
 
 
 def _best_block(rc_a: float, gains: list[tuple[float, float, float]], cap: float,

@@ -40,7 +40,7 @@ from controller.plan.lp import (
     solve_lp,
     worker_groups,
 )
-from topo.paths import _fractions, hop_distance, reachable
+from topo.paths import _fractions, hop_distance, reachable, switch_distances
 
 __all__ = ["FastLP", "MatrixLP", "JobCols", "Duals", "have_highs", "run_highs", "SOLVER_NAME",
            "get_basis", "set_basis"]
@@ -60,12 +60,22 @@ def have_highs() -> bool:
 class MatrixLP:
     """An LP built as sparse triplets.  Load rows are keyed by directed-link index and
     summed over every term given for the link (several jobs share them); the other rows are
-    numbered as they are added.  :meth:`highs` lays the load rows first, then the others."""
+    numbered as they are added.  :meth:`highs` lays the load rows first, then the others.
 
-    def __init__(self, bw) -> None:
+    ``dedupe``: load rows equal to another in every coefficient and in B_e are left out, one
+    of each kind kept (the feasible set is the same).  With symmetric groups merged
+    (:mod:`controller.plan.lp_orbits`) every link of an orbit has the same row, so at
+    fat-tree k = 32 most of the 49,152 load rows go.  ``used`` then lists the kept rows'
+    links and ``load_map`` = (every loaded link, its kept row, 1 / the copies of that row):
+    a kept row's multiplier shared evenly among its copies is a multiplier of the LP with
+    every row (identical rows can share one any way that keeps the sum)."""
+
+    def __init__(self, bw, dedupe: bool = False) -> None:
         import numpy as np
 
         self.np = np
+        self.dedupe = dedupe
+        self.load_map: tuple | None = None
         self.bw = bw  # B_e per link index
         self.n_col = 0
         self.col_lo: list = []
@@ -122,6 +132,27 @@ class MatrixLP:
         self._rows.append((np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64),
                            np.asarray(vals, dtype=float)))
 
+    def _dedupe(self, used, lr, lc, lv):
+        """The load rows without the copies of equal rows
+        (:func:`controller.plan.lp_orbits.equal_rows`); sets ``load_map``."""
+        from controller.plan.lp_orbits import equal_rows
+
+        used, lr, lc, lv, self.load_map = equal_rows(used, lr, lc, lv, self.n_col,
+                                                     self.bw[used])
+        return used, lr, lc, lv
+
+    def load_prices(self, y_load, n_links: int):
+        """π per link index (0 where no row) from the load rows' multipliers ``y_load``
+        (``load_map``: a kept row's multiplier shared by its copies)."""
+        np = self.np
+        pi = np.zeros(n_links)
+        if self.load_map is None:
+            pi[self.used] = y_load
+        else:
+            links, row, share = self.load_map
+            pi[links] = y_load[row] * share
+        return pi
+
     def highs(self, cost, time_limit: float | None):
         """A ``highspy.Highs`` holding the maximization of cost·x over these rows."""
         import highspy
@@ -132,10 +163,14 @@ class MatrixLP:
         empty = np.zeros(0, dtype=np.int64)
         lr = np.concatenate([r for r, _, _ in self._load]) if self._load else empty
         used, lr = np.unique(lr, return_inverse=True)
+        lc = np.concatenate([c for _, c, _ in self._load]) if self._load else empty
+        lv = np.concatenate([v for _, _, v in self._load]) if self._load else np.zeros(0)
+        if self.dedupe and len(used) > 1:
+            used, lr, lc, lv = self._dedupe(used, lr, lc, lv)
         n_load = len(used)
         rows = [lr] + [r + n_load for r, _, _ in self._rows]
-        cols = [c for _, c, _ in self._load] + [c for _, c, _ in self._rows]
-        vals = [v for _, _, v in self._load] + [v for _, _, v in self._rows]
+        cols = [lc] + [c for _, c, _ in self._rows]
+        vals = [lv] + [v for _, _, v in self._rows]
         n_row = n_load + self.n_row
         A = sp.csc_matrix((np.concatenate(vals) if vals else np.zeros(0),
                            (np.concatenate(rows), np.concatenate(cols) if cols else empty)),
@@ -309,7 +344,8 @@ class Duals:
     yb: float = 0.0  # Σ_r y_r b_r
     excess: float = 0.0  # Σ_{old j ≠ γ} max(0, rc_j)
     # with orbits merged: ``pi`` is the merged LP's and is averaged over the links' orbits
-    # at the first :meth:`prices` (only the chosen LP(S)'s duals are ever used, not every
+    # (``orbit_links(pi)``: their labels, or None when π is constant on them) at the first
+    # :meth:`prices` (only the chosen LP(S)'s duals are ever used, not every
     # candidate's: the averaging is a connected-components pass over every moved link)
     orbit_links: Any = field(default=None, repr=False)
 
@@ -318,8 +354,10 @@ class Duals:
         links when the LP merged orbits of groups)."""
         if self.orbit_links is not None:
             np = __import__("numpy")
-            lab, k = self.orbit_links()
-            self.pi = (np.bincount(lab, self.pi, k) / np.bincount(lab, minlength=k))[lab]
+            labels = self.orbit_links(self.pi)
+            if labels is not None:  # None: π is already constant on every orbit
+                lab, k = labels
+                self.pi = (np.bincount(lab, self.pi, k) / np.bincount(lab, minlength=k))[lab]
             self.orbit_links = None
         return self.pi
 
@@ -425,7 +463,12 @@ class FastLP:
 
         np, g = self.np, self.job.graph
         n_g = len(self.groups)
-        reach = np.array([self._reaches(gi, dst) for gi in range(n_g)], dtype=bool)
+        # reachable(rep, dst) for every group from one distance table (topo.paths: a node
+        # reaches dst if it is dst, a switch with a distance, or next to one)
+        dist = switch_distances(g, dst)
+        adj = g.adj
+        reach = np.array([grp[0] == dst or grp[0] in dist or any(v in dist for v in adj[grp[0]])
+                          for grp in self.groups], dtype=bool)
         single: list[int] = []
         via: list[str] = []
         rows: list = []
@@ -651,8 +694,8 @@ class FastLP:
                 raise PlanError(f"deployed node {s!r} is not a candidate switch")
             if hop_distance(g, s, sd) is None:
                 raise PlanError(f"deployed switch {s!r} cannot reach the PS's switch {sd!r}")
-        mat = MatrixLP(self.bw)
         orbits, ok = self._orbits(S)
+        mat = MatrixLP(self.bw, dedupe=orbits is not None)
         c = self.block(mat, S, orbits=orbits)
         for s in S:
             if s in job.capacity:
@@ -712,8 +755,7 @@ class FastLP:
         ineq = np.isinf(mat.row_lo)
         y = np.where(ineq, np.maximum(y, 0.0), y)  # any y ≥ 0 gives a bound (module doc)
         n_load = len(mat.used)
-        pi = np.zeros(len(self.links))
-        pi[mat.used] = y[:n_load]
+        pi = mat.load_prices(y[:n_load], len(self.links))
         rc = cost - mat.A.T @ y
         gam = self.gamma_cap()
         excess = np.maximum(rc, 0.0)
@@ -725,7 +767,9 @@ class FastLP:
         orbit_links = None
         if c.labels is not None:
             sym = self._sym
-            orbit_links = lambda: sym.link_labels(ok)  # noqa: E731
+            # with equal load rows kept once (MatrixLP.dedupe) π is mostly constant on the
+            # links' orbits already: checked per generator, cheaper than the orbits
+            orbit_links = lambda pi: None if sym.invariant(pi, ok) else sym.link_labels(ok)  # noqa: E731
             mu = (mu / np.bincount(c.labels, minlength=len(mu)))[c.labels]
         return Duals(list(c.S), pi, mu,
                      float(y[n_load + c.irow]) if c.irow is not None else 0.0,

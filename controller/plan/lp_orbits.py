@@ -35,6 +35,22 @@ Multipliers for the lazy bound (:mod:`controller.plan.lazy`)
     the excess) are the merged LP's numbers and π̄, μ_g the vectors it prices new columns
     with: the bound stays a bound.
 
+Several jobs (the joint LP of :class:`controller.plan.lp_jobs.FastJointLP`, docs/design.md
+§3.10): H's generators fix every job's d_k, s_k and W_k (each job's setwise), the shared
+capacities, every s ∈ S and every job's T_k(S_k) (:func:`joint_group_orbits`), and map
+representatives to representatives; they map W_k onto W_k, so an orbit never mixes jobs.
+Every row of the joint LP (shared loads, shared capacities of S ∪ D, each job's own rows,
+t ≤ γ_k / w_k) is mapped onto a row with the same bounds, and γ_k, t and the reliefs are
+fixed, so the argument above holds for every stage of the lexicographic solve (each stage
+only moves bounds and costs of fixed columns): each stage's optimum, hence every level of
+the score, is the unmerged joint LP's.  (The stage solution's γ_k only decides whether a
+blocking test is needed; the test's outcome is the same.)
+
+Equal rows: in the merged LP every link of an H-orbit of links has the same load row (its
+coefficients are H-invariant sums) and the same B_e, so :class:`controller.plan.lp_fast.MatrixLP`
+(``dedupe``) keeps one row of each kind — the feasible set is the same; the kept row's
+multiplier shared evenly among its copies is a multiplier of the LP with all of them.
+
 Generators: the verified generators of :func:`topo.symmetry.generators` that move some worker
 and pass the conditions above for S (checked exactly, per generator, on every link it moves);
 H is the group they generate, a subgroup of the full symmetry group, so the orbits may be
@@ -50,27 +66,33 @@ from typing import Any
 
 import networkx as nx
 
-__all__ = ["GroupOrbits", "group_orbits"]
+__all__ = ["GroupOrbits", "group_orbits", "joint_group_orbits", "equal_rows"]
 
 _CACHE: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
 
 
 class GroupOrbits:
-    """The generators usable for one job's LP (module doc), as flat arrays: per generator,
-    the groups it moves (g → σg) and the directed links it moves (e → σe)."""
+    """The generators usable for the LP of one job or of several jobs sharing the links
+    (module doc), as flat arrays: per generator, the groups it moves (g → σg; the groups of
+    every job numbered one after the other, job k's from ``offsets[k]``) and the directed
+    links it moves (e → σe)."""
 
-    def __init__(self, job, groups: Sequence[tuple[str, ...]], links: Sequence[tuple[str, str]]
-                 ) -> None:
+    def __init__(self, jobs, groups: Sequence[Sequence[tuple[str, ...]]],
+                 links: Sequence[tuple[str, str]], capacity=None) -> None:
         import numpy as np
 
         from controller.plan.orbits import _fixing
 
         self.np = np
-        self.n_groups = len(groups)
+        self.jobs = list(jobs)
+        sizes = [len(gs) for gs in groups]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.n_groups = int(self.offsets[-1])
         self.n_links = len(links)
-        g = job.graph
-        rep_group = {grp[0]: gi for gi, grp in enumerate(groups)}
-        workers = set(job.workers)
+        g = self.jobs[0].graph
+        rep_group = {grp[0]: int(self.offsets[k]) + gi for k, gs in enumerate(groups)
+                     for gi, grp in enumerate(gs)}
+        workers = {w for job in self.jobs for w in job.workers}
         nodes = list(g.nodes)
         nid = {n: i for i, n in enumerate(nodes)}
         N = len(nodes)
@@ -89,7 +111,8 @@ class GroupOrbits:
         moving: dict[str, list[int]] = {}
         perm = np.arange(N)
         kept = 0
-        for p, _, _ in _fixing(g, [job], job.capacity):
+        cap = self.jobs[0].capacity if capacity is None else capacity
+        for p, _, _ in _fixing(g, self.jobs, cap):
             if not any(v in workers for v in p):
                 continue  # moves no group: adds nothing to the groups' orbits
             pairs = []
@@ -130,99 +153,142 @@ class GroupOrbits:
         self.gen_ptr = np.searchsorted(self.l_gen, np.arange(kept + 1))
         self.by_link = np.argsort(self.l_src, kind="stable")
         self.link_ptr = np.searchsorted(self.l_src[self.by_link], np.arange(len(links) + 1))
-        self.job = job
+        self.job = self.jobs[0]
         self.link_idx = {e: i for i, e in enumerate(links)}
-        self._memo: dict[tuple, tuple] = {}  # S → (tree mask, fixes S, maps T(S))
-        self._base_tree = None
+        self._memo: dict[tuple, tuple] = {}  # S → (tree masks, fixes S, maps every T_k)
+        self._base_trees: list | None = None
 
-    def _tree_of(self, S: Sequence[str]):
-        """T(S) as a link mask: T(∅) (with d → s_d) plus each s's root path
-        (:func:`controller.plan.orbits.tree_links`)."""
+    def _tree_of(self, S: Sequence[str], sets: Sequence[Sequence[str]] | None = None) -> list:
+        """Every job's T_k(S_k) as a link mask (None for a job without the RESULT term): T(∅)
+        (with d → s_d) plus each s's root path (:func:`controller.plan.orbits.tree_links`);
+        ``sets``: each job's S_k (default S for every job)."""
         from controller.plan.orbits import tree_links, up_path
 
-        np, job = self.np, self.job
-        if self._base_tree is None:
-            self._base_tree = np.zeros(self.n_links, dtype=bool)
-            self._base_tree[[self.link_idx[e] for e in tree_links(job, [])]] = True
-        tree = self._base_tree.copy()
-        for s in S:
-            tree[[self.link_idx[e] for e in up_path(job.graph, job.ps_tor, s)]] = True
-        return tree
-
-    def _tree_ok(self, tree, gens=None):
-        """Whether each generator (of ``gens``, default all) maps the link set ``tree`` onto
-        itself: e ∈ T ⟺ σ(e) ∈ T for every link it moves."""
         np = self.np
+        if self._base_trees is None:
+            self._base_trees = []
+            for job in self.jobs:
+                base = None
+                if job.result_load:
+                    base = np.zeros(self.n_links, dtype=bool)
+                    base[[self.link_idx[e] for e in tree_links(job, [])]] = True
+                self._base_trees.append(base)
+        out = []
+        for k, (job, base) in enumerate(zip(self.jobs, self._base_trees, strict=True)):
+            if base is None:
+                out.append(None)
+                continue
+            tree = base.copy()
+            for s in (S if sets is None else sets[k]):
+                tree[[self.link_idx[e] for e in up_path(job.graph, job.ps_tor, s)]] = True
+            out.append(tree)
+        return out
+
+    def _tree_ok(self, trees: list, gens=None):
+        """Whether each generator (of ``gens``, default all) maps every job's link set
+        ``trees[k]`` onto itself: e ∈ T_k ⟺ σ(e) ∈ T_k for every link it moves."""
+        np = self.np
+        trees = [t for t in trees if t is not None]
         if gens is None:
-            bad = tree[self.l_src] != tree[self.l_dst]
+            bad = np.zeros(len(self.l_src), dtype=bool)
+            for tree in trees:
+                bad |= tree[self.l_src] != tree[self.l_dst]
             return np.bincount(self.l_gen[bad], minlength=self.n_gens) == 0
         out = np.ones(len(gens), dtype=bool)
         for k, i in enumerate(gens.tolist()):
             a, b = self.gen_ptr[i], self.gen_ptr[i + 1]
-            out[k] = bool(np.all(tree[self.l_src[a:b]] == tree[self.l_dst[a:b]]))
+            src, dst = self.l_src[a:b], self.l_dst[a:b]
+            out[k] = all(bool(np.all(t[src] == t[dst])) for t in trees)
         return out
 
-    def usable_for(self, S: Sequence[str]):
-        """:meth:`usable` for the job's own S (with its RESULT tree if it counts it),
-        incremental from S minus its last switch when that was asked before (the greedy's
-        LP(S) before its candidates' LP(S ∪ {s})): only the generators that move a link the
-        new root path adds to the tree are checked again."""
-        np, job = self.np, self.job
-        key = tuple(S)
+    def usable_for(self, S: Sequence[str], sets: Sequence[Sequence[str]] | None = None):
+        """:meth:`usable` for S and each job's own S_k (``sets``, default S; with their
+        RESULT trees where the job counts them), incremental from S minus its last switch
+        when that was asked before (the greedy's LP(S) before its candidates' LP(S ∪ {s})):
+        only the generators that move a link a new root path adds to a tree are checked
+        again.  S_k(S ∪ {s}) must be S_k(S), plus s for the jobs that use it
+        (:func:`controller.plan.lp_jobs.per_job_sets`)."""
+        np = self.np
+        S = list(S)
+        per_job = [tuple(x) for x in sets] if sets is not None else [tuple(S)] * len(self.jobs)
+        # keyed by S and every S_k (one cached GroupOrbits may serve callers whose S_k differ)
+        key = (tuple(S), tuple(per_job))
         hit = self._memo.get(key)
         if hit is None:
-            parent = self._memo.get(key[:-1]) if key else None
-            if not job.result_load:
-                tree = None
+            from controller.plan.orbits import up_path
+
+            parent = None
+            if S:  # S minus its last switch, each S_k without it (per_job_sets' order)
+                last = S[-1]
+                parent = self._memo.get((tuple(S[:-1]), tuple(tuple(x for x in Sk if x != last)
+                                                              for Sk in per_job)))
+            if not any(job.result_load for job in self.jobs):
+                trees = None
                 fix = self.usable(S, None)
                 tok = None
             elif parent is None or parent[0] is None:
-                tree = self._tree_of(S)
+                trees = self._tree_of(S, sets)
                 fix = self.usable(S, None)
-                tok = self._tree_ok(tree)
+                tok = self._tree_ok(trees)
             else:
-                from controller.plan.orbits import up_path
-
-                tree = parent[0].copy()
-                s = key[-1]
-                path = np.array([self.link_idx[e] for e in up_path(job.graph, job.ps_tor, s)],
-                                dtype=np.int64)
-                new = path[~tree[path]]
-                tree[new] = True
+                s = S[-1]
+                trees = []
+                new_links = []
+                for k, (job, old) in enumerate(zip(self.jobs, parent[0], strict=True)):
+                    if old is None or (sets is not None and s not in sets[k]):
+                        trees.append(old)
+                        continue
+                    path = np.array([self.link_idx[e]
+                                     for e in up_path(job.graph, job.ps_tor, s)],
+                                    dtype=np.int64)
+                    new = path[~old[path]]
+                    tree = old
+                    if len(new):
+                        tree = old.copy()
+                        tree[new] = True
+                        new_links.append(new)
+                    trees.append(tree)
                 fix = parent[1].copy()
                 ix = self.moving.get(s)
                 if ix is not None:
                     fix[ix] = False
                 tok = parent[2].copy()
-                if len(new):
+                if new_links:
+                    new = np.unique(np.concatenate(new_links))
                     aff = np.unique(np.concatenate(
                         [self.l_gen[self.by_link[self.link_ptr[e]:self.link_ptr[e + 1]]]
                          for e in new.tolist()]))
-                    tok[aff] = self._tree_ok(tree, aff)
+                    tok[aff] = self._tree_ok(trees, aff)
             if len(self._memo) > 256:
                 self._memo.clear()
-            hit = self._memo[key] = (tree, fix, tok)
-        tree, fix, tok = hit
+            hit = self._memo[key] = (trees, fix, tok)
+        trees, fix, tok = hit
         return fix if tok is None else fix & tok
 
-    def usable(self, S: Sequence[str], tree) -> Any:
-        """Which generators fix every s ∈ S and the link set ``tree`` (a boolean mask over
-        the links, or None without the RESULT term): boolean mask over the generators."""
+    def usable(self, S: Sequence[str], trees) -> Any:
+        """Which generators fix every s ∈ S and every job's link set ``trees[k]`` (boolean
+        masks over the links, None for a job without the RESULT term; ``trees`` None: no
+        tree at all): boolean mask over the generators."""
         np = self.np
         ok = np.ones(self.n_gens, dtype=bool)
         for s in S:
             ix = self.moving.get(s)
             if ix is not None:
                 ok[ix] = False
-        if tree is not None and len(self.l_src):
-            bad = tree[self.l_src] != tree[self.l_dst]
-            ok[self.l_gen[bad]] = False
+        if trees is not None and len(self.l_src):
+            ok &= self._tree_ok(trees)
         return ok
 
     def group_labels(self, ok) -> tuple[Any, int]:
         """(orbit label per group, number of orbits) under the generators ``ok``; labels
         numbered by each orbit's first group (so orbit i's first group < orbit i+1's)."""
         return _components(self.np, self.n_groups, self.g_src, self.g_dst, ok[self.g_gen])
+
+    def invariant(self, values, ok) -> bool:
+        """Whether ``values`` (per link index) is invariant under every generator of ``ok``
+        (v[σe] = v[e] on every link it moves), hence under the group they generate."""
+        keep = ok[self.l_gen]
+        return bool(self.np.array_equal(values[self.l_src[keep]], values[self.l_dst[keep]]))
 
     def link_labels(self, ok) -> tuple[Any, int]:
         """(orbit label per directed link, number of orbits) under the generators ``ok``."""
@@ -244,16 +310,73 @@ def _components(np, n: int, src, dst, keep) -> tuple[Any, int]:
     return rank[lab], int(k)
 
 
+def equal_rows(used, lr, lc, lv, n_col: int, rhs) -> tuple:
+    """Load rows (row lr[i] has column lc[i], value lv[i]; row r is link used[r], bound
+    rhs[r]) without every row that equals an earlier one — same columns, same coefficients,
+    same bound, compared exactly: (kept links, rows, columns, values, load_map) with
+    load_map = (every link, its kept row, 1 / copies of that row).  Candidates for equality
+    are found by a hash (two fixed random projections), then compared entry by entry (a
+    collision keeps its row)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    n = len(used)
+    L = sp.csr_matrix((lv, (lr, lc)), shape=(n, n_col))
+    L.sum_duplicates()
+    L.sort_indices()
+    nnz = np.diff(L.indptr)
+    rng = np.random.default_rng(0)
+    h1 = L @ rng.random(n_col)
+    h2 = L @ rng.random(n_col)
+    key = np.lexsort((np.arange(n), h2, h1, rhs, nnz))
+    ks = key[1:]
+    same = (nnz[key[:-1]] == nnz[ks]) & (h1[key[:-1]] == h1[ks]) & \
+        (h2[key[:-1]] == h2[ks]) & (rhs[key[:-1]] == rhs[ks])
+    # candidate representative: the first row of its run of equal keys (smallest index)
+    start = np.concatenate([[True], ~same])
+    run = np.cumsum(start) - 1
+    first = key[start][run]
+    rep = np.empty(n, dtype=np.int64)
+    rep[key] = first
+    # verify exactly: every entry of row r equals the same entry of rep[r]
+    cand = np.nonzero(rep != np.arange(n))[0]
+    if len(cand):
+        cnt = nnz[cand]
+        off = np.repeat(np.cumsum(cnt) - cnt, cnt)
+        pos = np.arange(int(cnt.sum())) - off
+        a = np.repeat(L.indptr[cand], cnt) + pos
+        b = np.repeat(L.indptr[rep[cand]], cnt) + pos
+        bad = (L.indices[a] != L.indices[b]) | (L.data[a] != L.data[b])
+        wrong = np.bincount(np.repeat(np.arange(len(cand)), cnt)[bad],
+                            minlength=len(cand)) > 0
+        rep[cand[wrong]] = cand[wrong]  # a hash collision: kept as its own row
+    keep = np.nonzero(rep == np.arange(n))[0]
+    new_of = np.full(n, -1, dtype=np.int64)
+    new_of[keep] = np.arange(len(keep))
+    row = new_of[rep]
+    copies = np.bincount(row, minlength=len(keep)).astype(float)
+    K = L[keep].tocoo()
+    return (used[keep], K.row.astype(np.int64), K.col.astype(np.int64), K.data,
+            (used, row, 1.0 / copies[row]))
+
+
 def group_orbits(job, groups: Sequence[tuple[str, ...]], links: Sequence[tuple[str, str]]
                  ) -> GroupOrbits:
     """:class:`GroupOrbits` for the job, cached per frozen graph, PS and workers."""
-    g = job.graph
-    key = (job.ps, job.ps_tor, tuple(job.workers), tuple(sorted(job.capacity.items())),
-           len(groups), len(links))
+    return joint_group_orbits([job], [groups], links, job.capacity)
+
+
+def joint_group_orbits(jobs, groups: Sequence[Sequence[tuple[str, ...]]],
+                       links: Sequence[tuple[str, str]], capacity) -> GroupOrbits:
+    """:class:`GroupOrbits` for several jobs sharing the links and the capacities (each
+    job's groups in ``groups``), cached per frozen graph, jobs and capacities."""
+    g = jobs[0].graph
+    key = (tuple((job.ps, job.ps_tor, tuple(job.workers), job.result_load) for job in jobs),
+           tuple(sorted(capacity.items())), tuple(len(gs) for gs in groups), len(links))
     if not nx.is_frozen(g):
-        return GroupOrbits(job, groups, links)
+        return GroupOrbits(jobs, groups, links, capacity)
     cache = _CACHE.setdefault(g, {})
     hit = cache.get(key)
     if hit is None:
-        hit = cache[key] = GroupOrbits(job, groups, links)
+        hit = cache[key] = GroupOrbits(jobs, groups, links, capacity)
     return hit

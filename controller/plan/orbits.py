@@ -42,7 +42,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import networkx as nx
-from networkx.utils import UnionFind
 
 from controller.plan.lp import Job, result_tree_links
 from controller.plan.mcast_tree import root_path
@@ -94,8 +93,16 @@ def result_orbits(
     T_j is checked; ``usable``: per job, the candidates it would add to its S_j (default:
     all); ``capacity``: the switch capacities (shared, or the one job's)."""
 
-    classes = UnionFind(cands)
-    known = set(cands)
+    import numpy as np
+
+    gens = _fixing(graph, jobs, capacity)
+    ids, pair_ix = _pair_arrays(graph, jobs, capacity, gens)
+    # the classes as labels over every switch (a union relabels one class: 1,280 switches
+    # at k = 32), so the pairs a generator could still merge are found in one array pass
+    known = np.zeros(len(ids) + 1, dtype=bool)  # the last slot: a name not in ``ids``
+    known[[ids.get(c, len(ids)) for c in cands]] = True
+    known[len(ids)] = False
+    lab = np.arange(len(ids) + 1)
     S = set(deployed)
     trees = [tree_links(j, Sj) if j.result_load else None
              for j, Sj in zip(jobs, sets, strict=True)]
@@ -106,12 +113,13 @@ def result_orbits(
             by_node.setdefault(e[0], []).append(e)
             by_node.setdefault(e[1], []).append(e)
         index.append(by_node)
-    for p, involution, pairs in _fixing(graph, jobs, capacity):
+    for (p, involution, pairs), (vi, wi) in zip(gens, pair_ix, strict=True):
         # only the candidate pairs not yet in one class need the check: skip σ before
         # computing its tree images when none is left (the classes are the same)
-        todo = [(v, w) for v, w in pairs
-                if v in known and w in known and classes[v] != classes[w]]
-        if not todo:
+        if not len(vi):
+            continue
+        todo = np.nonzero(known[vi] & known[wi] & (lab[vi] != lab[wi]))[0]
+        if not len(todo):
             continue
         # σ(S) = S: for an involution, s ∈ S ⇒ σ(s) ∈ S is enough (σ(s) ∈ S, s ∉ S would
         # put σ(s) in S with its image s outside)
@@ -132,14 +140,45 @@ def result_orbits(
             else:
                 img = {(p.get(a, a), p.get(b, b)) for a, b in T}
                 diffs.append((img, img - T, T - img))
-        for v, w in todo:
-            if classes[v] == classes[w]:
+        for j in todo.tolist():
+            a, b = lab[vi[j]], lab[wi[j]]
+            if a == b:
                 continue
+            v, w = pairs[j]
             if all(_tree_maps(p, job, T, d, v, w, usable[k] if usable else None)
                    for k, (job, T, d) in enumerate(zip(jobs, trees, diffs, strict=True))):
-                classes.union(v, w)
-    out = [sorted(m, key=natural_key) for m in classes.to_sets()]
+                lab[lab == b] = a
+    members: dict[int, list[str]] = {}
+    for c in cands:
+        members.setdefault(int(lab[ids[c]]) if c in ids else -1 - len(members), []).append(c)
+    out = [sorted(m, key=natural_key) for m in members.values()]
     return sorted(out, key=lambda m: natural_key(m[0]))
+
+
+_PAIRS: weakref.WeakKeyDictionary[Any, dict[Any, tuple]] = weakref.WeakKeyDictionary()
+
+
+def _pair_arrays(graph: nx.Graph, jobs: Sequence[Job], capacity: Mapping[str, float],
+                 gens: list[_Gen]) -> tuple[dict[str, int], list[tuple[Any, Any]]]:
+    """An index per node named in some generator's pairs, and each generator's pairs
+    (v, w) as two index arrays (in the order of its ``pairs``), once per graph and jobs."""
+    import numpy as np
+
+    key = (tuple((j.ps, j.ps_tor, tuple(j.workers)) for j in jobs),
+           tuple(sorted(capacity.items())))
+    cache = _PAIRS.setdefault(graph, {}) if nx.is_frozen(graph) else {}
+    hit = cache.get(key)
+    if hit is None:
+        ids: dict[str, int] = {}
+        for _, _, pairs in gens:
+            for v, w in pairs:
+                ids.setdefault(v, len(ids))
+                ids.setdefault(w, len(ids))
+        arrays = [(np.array([ids[v] for v, _ in pairs], dtype=np.int64),
+                   np.array([ids[w] for _, w in pairs], dtype=np.int64))
+                  for _, _, pairs in gens]
+        hit = cache[key] = (ids, arrays)
+    return hit
 
 
 _Gen = tuple[dict, bool, list[tuple[str, str]]]
