@@ -76,6 +76,20 @@ def test_merged_joint_lp_equals_the_full_one(seed, objective):
             assert load <= bw[e] * (1 + 1e-7) + 1e-9, (seed, S, e)
 
 
+@pytest.mark.parametrize("seed", range(16))
+def test_merged_joint_lp_equals_the_full_one_with_the_switches_split(seed):
+    """``allow`` (switch → jobs allowed on it, as joint.used_only passes): the merged
+    joint LP's score equals the unmerged one's, every level."""
+    js, rng = _jobset(seed)
+    merged, plain = FastJointLP(js), FastJointLP(js, symmetric=False)
+    cands = joint_candidates(js)
+    for m in (1, 2, 3):
+        S = rng.sample(cands, min(m, len(cands)))
+        allow = {s: {n for n in js.names if rng.random() < 0.5} for s in [*S, *js.tors]}
+        a, b = merged(S, allow=allow), plain(S, allow=allow)
+        assert _same_score(a.score, b.score), (seed, S, allow, a.score, b.score)
+
+
 def test_spread_jobs_merge():
     """fat-tree k = 8, 2 jobs × 16 workers spread over every other edge switch: the merged
     joint LP has a handful of group columns per job (it is where the saving comes from),

@@ -472,10 +472,11 @@ class FastJointLP:
         t0 = time.perf_counter()
         S = list(deployed)
         sets = per_job_sets(js, S, allow)
-        # orbits merged unless the switches are split (``allow``) or the lazy bound reads
-        # per-group multipliers (dual_hook); then equal load rows are kept once
-        merged = self._orbits(S, sets) if allow is None and self.dual_hook is None \
-            else [None] * len(sets)
+        # orbits merged unless the lazy bound reads per-group multipliers (dual_hook); then
+        # equal load rows are kept once.  A split of the switches (``allow``) merges too:
+        # its keys are switches of S and PS ToRs, which H fixes pointwise, and H is checked
+        # on each job's own S_j (its RESULT tree), so it still maps the LP onto itself
+        merged = self._orbits(S, sets) if self.dual_hook is None else [None] * len(sets)
         mat = MatrixLP(self.fast[0].bw, dedupe=any(o is not None for o in merged))
         cols = [f.block(mat, list(Sj), k, orbits=o)
                 for k, (f, Sj, o) in enumerate(zip(self.fast, sets, merged, strict=True))]
