@@ -148,3 +148,30 @@ def test_receiver_cumulative_acks():
 def test_bad_parameters():
     with pytest.raises(ValueError):
         RenoSender(mss=0)
+
+
+def test_echoed_timestamps_sample_the_retransmission_not_the_wait():
+    r = TcpReceiver()
+    r.on_segment(0, tsval=1.0)
+    r.on_segment(2, tsval=1.1)  # out of order: TS.Recent stays at segment 0's
+    assert r.ts_recent == 1.0
+    r.on_segment(1, tsval=5.0)  # the retransmission fills the hole
+    assert r.ts_recent == 5.0 and r.expected == 3
+    s = RenoSender(init_cwnd=1)
+    s.poll(0.0)
+    s.on_ack(1, 0.3, echo=0.0)
+    assert s.srtt == pytest.approx(0.3)
+
+
+def test_impatient_newreno_restarts_the_timer_on_the_first_partial_ack_only():
+    s = RenoSender(init_cwnd=8)
+    s.ssthresh = 8.0
+    s.poll(0.0)  # 0, 2 and 4 lost
+    for _ in range(3):
+        s.on_ack(0, 0.1)
+    s.poll(0.1)
+    s.on_ack(2, 0.2)  # first partial ACK: restarted (RTO 0.2 + 4 x 0.1 = 0.6)
+    assert s.deadline == pytest.approx(0.8)
+    s.poll(0.2)
+    s.on_ack(4, 0.3)  # second: the timer keeps its deadline
+    assert s.deadline == pytest.approx(0.8)

@@ -13,16 +13,20 @@ The sender is NewReno (RFC 5681, RFC 6582) counted in whole segments of ``mss`` 
 * fast retransmit on the 3rd duplicate ACK: ``ssthresh = max(flight / 2, 2)``, the first
   unacknowledged segment sent again, ``cwnd = ssthresh + 3``; each further duplicate adds
   one (inflation); a partial ACK sends the next hole at once and deflates by what it
-  acknowledged (RFC 6582 §3.2); the ACK that covers ``recover`` ends it with
-  ``cwnd = ssthresh``;
-* the retransmission timer of RFC 6298: SRTT/RTTVAR from samples of segments sent once
-  (Karn), RTO = SRTT + max(G, 4·RTTVAR) bounded by ``min_rto`` .. ``max_rto``, 1 s before the
+  acknowledged (RFC 6582 §3.2) and, the "Impatient" variant RFC 6582 §4 recommends, only
+  the first partial ACK restarts the retransmission timer (many holes: the timer goes off
+  and slow start recovers them faster than one per round trip); the ACK that covers
+  ``recover`` ends it with ``cwnd = ssthresh``;
+* the retransmission timer of RFC 6298: SRTT/RTTVAR from the timestamps the ACKs echo (RFC
+  7323: the send time of the segment that last advanced the receiver's in-order edge, so a
+  hole filled by a retransmission samples the retransmission, not the wait), or without
+  echoes from segments sent once (Karn), RTO = SRTT + max(G, 4·RTTVAR) bounded by ``min_rto`` .. ``max_rto``, 1 s before the
   first sample, doubled on every expiry (back-off kept until a new sample); on expiry
   ``ssthresh = max(flight / 2, 2)``, ``cwnd = 1`` and the sender goes back to the first
   unacknowledged segment (go-back-N, as Linux does after a timeout).
 
 What it leaves out, on purpose: delayed ACKs (the receiver ACKs every segment), SACK,
-timestamps, Nagle, a receive window that changes (``rwnd`` segments, fixed), the SYN/FIN
+Nagle, a receive window that changes (``rwnd`` segments, fixed), the SYN/FIN
 exchanges (the flow starts established and never closes), CUBIC (Linux's default; a Reno
 flow is the textbook reference of TCP-friendliness).
 """
@@ -61,6 +65,7 @@ class RenoSender:
     high: int = field(init=False, default=0)  # highest segment sent + 1 (recovery point base)
     dupacks: int = field(init=False, default=0)
     recover: int | None = field(init=False, default=None)  # in fast recovery: its end
+    partial: bool = field(init=False, default=False)  # a partial ACK seen in this recovery
     srtt: float | None = field(init=False, default=None)
     rttvar: float = field(init=False, default=0.0)
     rto: float = field(init=False, default=INITIAL_RTO_S)
@@ -117,8 +122,9 @@ class RenoSender:
 
     # -- what comes back ---------------------------------------------------------------
 
-    def on_ack(self, ack: int, now: float) -> None:
-        """A cumulative ACK: ``ack`` is the next segment the receiver expects."""
+    def on_ack(self, ack: int, now: float, echo: float | None = None) -> None:
+        """A cumulative ACK: ``ack`` is the next segment the receiver expects; ``echo``: the
+        send time it echoes (RFC 7323's TSecr; None: no timestamps, Karn's samples)."""
         if ack > self.snd_nxt:  # after a go-back-N: the receiver held what we resend
             self.snd_nxt = ack
         if ack <= self.snd_una:
@@ -126,7 +132,10 @@ class RenoSender:
                 self._duplicate()
             return
         newly = ack - self.snd_una
-        self._sample(ack, now)
+        if echo is not None:
+            self._update_rto(now - echo)
+        else:
+            self._sample(ack, now)
         for s in range(self.snd_una, ack):
             self._sent_at.pop(s, None)
             self._again.discard(s)
@@ -139,6 +148,9 @@ class RenoSender:
             else:  # partial ACK: the next hole at once, deflate, +1 (RFC 6582 §3.2 (3))
                 self._hole.append(ack)
                 self.cwnd = max(self.cwnd - newly + 1, 1.0)
+                if self.partial:  # Impatient: the timer keeps running after the first
+                    return
+                self.partial = True
         elif self.cwnd < self.ssthresh:
             self.cwnd += 1.0
         else:
@@ -155,6 +167,7 @@ class RenoSender:
             self.ssthresh = max(self.flight / 2.0, 2.0)
             self.cwnd = self.ssthresh + 3.0
             self.recover = self.snd_nxt
+            self.partial = False
             self._hole.append(self.snd_una)
 
     def _sample(self, ack: int, now: float) -> None:
@@ -164,7 +177,9 @@ class RenoSender:
         t = self._sent_at.get(seg)
         if t is None or seg in self._again:
             return
-        r = now - t
+        self._update_rto(now - t)
+
+    def _update_rto(self, r: float) -> None:
         if self.srtt is None:
             self.srtt, self.rttvar = r, r / 2.0
         else:
@@ -197,10 +212,15 @@ class TcpReceiver:
     expected: int = 0
     delivered: int = 0  # segments handed to the application, in order
     duplicates: int = 0
+    ts_recent: float = 0.0  # RFC 7323's TS.Recent: what the ACKs echo
     _held: set[int] = field(default_factory=set)
 
-    def on_segment(self, seg: int) -> int:
-        """One segment arrived; returns the ACK to send (the next segment expected)."""
+    def on_segment(self, seg: int, tsval: float = 0.0) -> int:
+        """One segment arrived (sent at ``tsval``); returns the ACK to send (the next segment
+        expected), which echoes :attr:`ts_recent`: the segment's own time when it is the
+        next in order (RFC 7323 §4.3: TS.Recent moves only with the left edge)."""
+        if seg <= self.expected and tsval >= self.ts_recent:
+            self.ts_recent = tsval
         if seg < self.expected or seg in self._held:
             self.duplicates += 1
         elif seg == self.expected:

@@ -285,6 +285,9 @@ class InaMethod(Method):
             if (j.model or s.model) not in MODELS:
                 raise ExperimentError(f"--jobs: job {j.name!r}: model {j.model!r} (expected "
                                       f"{' or '.join(MODELS)})")
+            if j.mode is not None and j.mode not in MODES:
+                raise ExperimentError(f"--jobs: job {j.name!r}: mode {j.mode[:40]!r} "
+                                      f"(expected one of {', '.join(MODES)})")
         everyone = [w for j in self.job_specs for w in j.workers]
         rounds = min(j.rounds or s.rounds for j in self.job_specs)
         self.kill = (parse_kill_worker(s.kill_worker, everyone, rounds)

@@ -1,0 +1,169 @@
+"""Other traffic beside the training jobs: ``--cross-traffic tcp[:SRC-DST][,...]`` (issue 39,
+"Fairness with other traffic"; docs/running.md, docs/simulate.md).
+
+A TCP bulk flow runs from SRC to DST during every launch of the jobs (not their ``alone``
+runs); in the simulated network it is the NewReno model of
+:mod:`controller.experiment.simulate.tcp` over the simulated links, on Mininet a bulk socket
+pair in the hosts' namespaces (:mod:`controller.experiment.cross_mininet`).  Without a pair
+(``tcp``) the flow goes from the first host in name order that belongs to no job to the PS of
+the first job: it then shares that PS's access link, in the direction of the gradients, with
+the job's traffic.
+
+What is reported (:func:`fairness`, pure): each one's throughput -- a job's gradient goodput
+(``goodput_Mbps``: gradient bytes synchronized per second, mean round), a TCP flow's bytes
+delivered in order per second over the jobs' rounds -- and each one's throughput *alone* on
+the same network (a job: its ``alone/<job>`` run; a flow: the flow by itself for as long).
+Jain's index is taken over x_i = throughput_i / throughput_i alone, the fraction of what it
+gets alone that each keeps when they share (Jain's T_i / O_i with O_i its throughput alone):
+1 when every one keeps the same fraction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from controller.errors import ExperimentError
+from controller.plan.lp_jobs import jain
+
+__all__ = ["TcpPair", "FlowFigures", "Participant", "Fairness", "parse_cross_traffic",
+           "resolve_pairs", "fairness", "CROSS_KEY", "MAX_FLOWS"]
+
+CROSS_KEY = "cross_traffic"  # a launch record's key: the flows' FlowFigures (as dicts)
+MAX_FLOWS = 16
+
+
+@dataclass(frozen=True)
+class TcpPair:
+    """One TCP bulk flow: ``src`` sends to ``dst`` (None: the default pair, module doc)."""
+
+    src: str | None = None
+    dst: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"tcp:{self.src}-{self.dst}"
+
+
+@dataclass
+class FlowFigures:
+    """What one TCP flow did in one launch (and alone on the same network)."""
+
+    src: str
+    dst: str
+    window_s: float  # the jobs' rounds: from their start to the last worker's last round
+    bytes: int  # payload delivered in order in the window
+    segments_sent: int = 0
+    resent: int = 0
+    timeouts: int = 0
+    fast_retransmits: int = 0
+    alone_bytes: int | None = None  # alone, over as long a window
+    alone_window_s: float | None = None
+
+    @property
+    def name(self) -> str:
+        return f"tcp:{self.src}-{self.dst}"
+
+    @property
+    def Mbps(self) -> float:  # noqa: N802 -- the unit's spelling
+        return self.bytes * 8 / 1e6 / self.window_s if self.window_s > 0 else 0.0
+
+    @property
+    def alone_Mbps(self) -> float | None:  # noqa: N802
+        if self.alone_bytes is None or not self.alone_window_s:
+            return None
+        return self.alone_bytes * 8 / 1e6 / self.alone_window_s
+
+
+@dataclass
+class Participant:
+    """One row of the fairness table: a job (in the mode it ran) or a TCP flow."""
+
+    name: str
+    kind: str  # a sync mode (ina, ps_only, ...) or "tcp"
+    throughput_Mbps: float | None  # noqa: N815
+    alone_Mbps: float | None  # noqa: N815
+    kept: float | None  # throughput / alone: Jain's x_i
+
+
+@dataclass
+class Fairness:
+    """``results.json``'s ``cross_traffic`` for one launch (its label: the sync mode)."""
+
+    launch: str
+    participants: list[Participant]
+    jain: float | None  # over ``kept`` of every participant that has one
+    normalised: str = ("x_i = throughput_i / throughput_i alone on the same network (jobs: "
+                       "gradient goodput; TCP: in-order payload over the jobs' rounds)")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_cross_traffic(text: str) -> list[TcpPair]:
+    """``tcp[:SRC-DST][,tcp[:SRC-DST]...]`` as pairs (one ExperimentError per mistake)."""
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        kind, sep, pair = part.partition(":")
+        if kind != "tcp":
+            raise ExperimentError(f"--cross-traffic: expected tcp or tcp:SRC-DST, got "
+                                  f"{part[:40]!r}")
+        if not sep:
+            out.append(TcpPair())
+            continue
+        src, dash, dst = pair.partition("-")
+        if not dash or not src or not dst:
+            raise ExperimentError(f"--cross-traffic: expected tcp:SRC-DST (two hosts), got "
+                                  f"{part[:40]!r}")
+        if src == dst:
+            raise ExperimentError(f"--cross-traffic: {part[:40]!r} sends to itself")
+        out.append(TcpPair(src, dst))
+    if len(out) > MAX_FLOWS:
+        raise ExperimentError(f"--cross-traffic: at most {MAX_FLOWS} flows, got {len(out)}")
+    return out
+
+
+def resolve_pairs(pairs: Sequence[TcpPair], hosts: Sequence[str],
+                  jobs: Sequence[tuple[str, Sequence[str]]]) -> list[TcpPair]:
+    """The pairs with the default filled in and every host checked: ``hosts`` of the
+    topology, ``jobs`` as (PS, workers) in order.  The default pair: the first host in name
+    order in no job, to the first job's PS."""
+    known = set(hosts)
+    used = {h for ps, ws in jobs for h in (ps, *ws)}
+    out = []
+    for p in pairs:
+        if p.src is None:
+            idle = sorted((h for h in known if h not in used), key=_natural)
+            if not idle:
+                raise ExperimentError("--cross-traffic tcp: every host belongs to a job; "
+                                      "name the pair (tcp:SRC-DST)")
+            p = TcpPair(idle[0], jobs[0][0])
+        for h in (p.src, p.dst):
+            if h not in known:
+                raise ExperimentError(f"--cross-traffic {p.name}: {h!r} is not a host of the "
+                                      "topology")
+        out.append(p)
+    return out
+
+
+def _natural(name: str) -> tuple[str, int]:
+    head = name.rstrip("0123456789")
+    tail = name[len(head):]
+    return head, int(tail) if tail else -1
+
+
+def fairness(launch: str, jobs: dict[str, dict[str, Any]], flows: Sequence[FlowFigures]
+             ) -> Fairness:
+    """The fairness of one launch (pure): ``jobs`` maps a job's name to its ``kind`` (the
+    mode it ran), ``goodput_Mbps`` in the launch and ``alone_Mbps`` (None: not run alone);
+    ``flows`` the TCP flows of the launch."""
+    parts = []
+    for name, j in jobs.items():
+        t, a = j.get("goodput_Mbps"), j.get("alone_Mbps")
+        parts.append(Participant(name, j["kind"], t, a, t / a if t is not None and a else None))
+    for f in flows:
+        a = f.alone_Mbps
+        parts.append(Participant(f.name, "tcp", f.Mbps, a, f.Mbps / a if a else None))
+    kept = [p.kept for p in parts if p.kept is not None]
+    return Fairness(launch, parts, jain(kept) if len(kept) == len(parts) and kept else None)

@@ -1,0 +1,108 @@
+"""Cross traffic (issue 39, "Fairness with other traffic"): the TCP model over the simulated
+network's links (alone it fills a link; two flows share one fairly), the option's parsing and
+default pair, the fairness record, and a simulated run of an INA job beside a PS-only job and
+a TCP flow through ina.p4's switches."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+from controller.errors import ExperimentError
+from controller.experiment.cross_traffic import (
+    FlowFigures,
+    TcpPair,
+    fairness,
+    parse_cross_traffic,
+    resolve_pairs,
+)
+from controller.experiment.simulate.cross import MSS, SimCrossTraffic, tcp_frame
+from controller.experiment.simulate.events import EventLoop
+from controller.experiment.simulate.network import SimNetwork
+from controller.plan.lp_jobs import jain
+
+HOSTS = {f"h{i}": (f"10.0.0.{i}", f"00:00:00:00:00:0{i}") for i in range(1, 4)}
+
+
+class _Forwarder:
+    """A switch that forwards by destination IPv4 (the network's links are under test)."""
+
+    def __init__(self, port_of_ip: dict[bytes, int]) -> None:
+        self.port_of_ip = port_of_ip
+
+    def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        return [(self.port_of_ip[frame[30:34]], frame)]
+
+
+def _star(n_hosts: int, queue: int = 100) -> tuple[EventLoop, SimNetwork]:
+    """Hosts h1..hn on switch s at 1 Mbit/s each, 1 ms per link direction."""
+    g = nx.Graph()
+    ports: dict[str, dict[str, int]] = {"s": {}}
+    for i in range(1, n_hosts + 1):
+        g.add_edge(f"h{i}", "s", bw=1.0)
+        ports["s"][f"h{i}"] = i
+        ports[f"h{i}"] = {"s": 0}
+    fwd = _Forwarder({bytes(int(x) for x in HOSTS[f"h{i}"][0].split(".")): i
+                      for i in range(1, n_hosts + 1)})
+    loop = EventLoop()
+    net = SimNetwork(loop, g, ports, {"s": fwd}, 1.0, 0.001, queue, None,
+                     on_host=lambda h, f: None)
+    return loop, net
+
+
+def test_frames_are_the_sizes_of_linux_tcp():
+    data = tcp_frame(HOSTS["h1"], HOSTS["h2"], 40000, 5001, 0, 0, MSS)
+    ack = tcp_frame(HOSTS["h2"], HOSTS["h1"], 5001, 40000, 0, MSS, 0)
+    assert (len(data), len(ack)) == (1514, 66)
+    assert data[23] == 6 and data[14] == 0x45
+
+
+def test_one_flow_alone_fills_the_link():
+    loop, net = _star(2)
+    cross = SimCrossTraffic(loop, net, [TcpPair("h1", "h2")], HOSTS)
+    cross.hook()
+    cross.start()
+    loop.run(until=60.0)
+    (f,) = cross.stop()
+    assert f.Mbps >= 0.9 * 1.0  # payload alone: at most 1448/1514 = 95.6 % of the wire
+    assert f.Mbps <= 1.0 * MSS / 1514 + 1e-9
+    assert f.resent > 0  # the 100-frame queue overflowed and the flow recovered
+
+
+def test_two_flows_share_a_link_fairly():
+    loop, net = _star(3)
+    cross = SimCrossTraffic(loop, net, [TcpPair("h1", "h3"), TcpPair("h2", "h3")], HOSTS)
+    cross.hook()
+    cross.start()
+    loop.run(until=120.0)
+    a, b = cross.stop()
+    assert jain([a.Mbps, b.Mbps]) >= 0.9
+    assert a.Mbps + b.Mbps >= 0.9  # together they still fill the bottleneck
+
+
+def test_parse_and_default_pair():
+    assert parse_cross_traffic("tcp") == [TcpPair()]
+    assert parse_cross_traffic("tcp:h1-h2, tcp") == [TcpPair("h1", "h2"), TcpPair()]
+    hosts = [f"h{i}" for i in range(12)]
+    jobs = [("h0", ["h2", "h3"]), ("h1", ["h4", "h10"])]
+    assert resolve_pairs([TcpPair()], hosts, jobs) == [TcpPair("h5", "h0")]
+    for bad in ("udp:h1-h2", "tcp:h1", "tcp:h1-h1", "tcp:-h2", ",".join(["tcp"] * 17)):
+        with pytest.raises(ExperimentError):
+            parse_cross_traffic(bad)
+    with pytest.raises(ExperimentError, match="not a host"):
+        resolve_pairs([TcpPair("h1", "h99")], hosts, jobs)
+    with pytest.raises(ExperimentError, match="every host"):
+        resolve_pairs([TcpPair()], ["h0", "h1"], [("h0", ["h1"])])
+
+
+def test_fairness_normalises_by_alone():
+    flow = FlowFigures("h5", "h0", window_s=2.0, bytes=100_000, alone_bytes=200_000,
+                       alone_window_s=1.0)
+    got = fairness("ina", {"a": {"kind": "ina", "goodput_Mbps": 0.4, "alone_Mbps": 0.8},
+                           "b": {"kind": "ps_only", "goodput_Mbps": 0.1,
+                                 "alone_Mbps": 0.2}}, [flow])
+    assert [p.kept for p in got.participants] == [0.5, 0.5, pytest.approx(0.25)]
+    # (0.5 + 0.5 + 0.25)^2 / (3 (0.25 + 0.25 + 0.0625)) = 1.5625 / 1.6875
+    assert got.jain == pytest.approx(1.5625 / 1.6875)
+    assert fairness("x", {"a": {"kind": "ina", "goodput_Mbps": 1.0, "alone_Mbps": None}},
+                    []).jain is None
