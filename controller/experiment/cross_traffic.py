@@ -26,11 +26,14 @@ from typing import Any
 
 from controller.errors import ExperimentError
 from controller.plan.lp_jobs import jain
+from topo.models import natural_key
 
-__all__ = ["TcpPair", "FlowFigures", "Participant", "Fairness", "parse_cross_traffic",
-           "resolve_pairs", "fairness", "CROSS_KEY", "MAX_FLOWS"]
+__all__ = ["add_cross_traffic_option", "TcpPair", "FlowFigures", "Participant", "Fairness", "parse_cross_traffic",
+           "resolve_pairs", "fairness", "cross_pairs", "pairs_of", "CROSS_KEY", "PAIRS_KEY",
+           "MAX_FLOWS", "goodput_Mbps", "cross_summary", "fairness_lines"]
 
 CROSS_KEY = "cross_traffic"  # a launch record's key: the flows' FlowFigures (as dicts)
+PAIRS_KEY = "cross_traffic_pairs"  # Settings.extra: the resolved [src, dst] of every flow
 MAX_FLOWS = 16
 
 
@@ -101,6 +104,15 @@ class Fairness:
         return asdict(self)
 
 
+def add_cross_traffic_option(g: Any) -> None:
+    """``--cross-traffic`` (``run`` and ``simulate``)."""
+    g.add_argument(
+        "--cross-traffic", metavar="tcp[:SRC-DST],...", default=None,
+        help="INA: TCP bulk flows beside the jobs in every launch but their alone runs; "
+             "'tcp' alone: from the first host in no job to the first job's PS (its access "
+             "link); reported with each one's throughput and Jain's index (issue 39)")
+
+
 def parse_cross_traffic(text: str) -> list[TcpPair]:
     """``tcp[:SRC-DST][,tcp[:SRC-DST]...]`` as pairs (one ExperimentError per mistake)."""
     out = []
@@ -134,7 +146,7 @@ def resolve_pairs(pairs: Sequence[TcpPair], hosts: Sequence[str],
     out = []
     for p in pairs:
         if p.src is None:
-            idle = sorted((h for h in known if h not in used), key=_natural)
+            idle = sorted((h for h in known if h not in used), key=natural_key)
             if not idle:
                 raise ExperimentError("--cross-traffic tcp: every host belongs to a job; "
                                       "name the pair (tcp:SRC-DST)")
@@ -147,10 +159,19 @@ def resolve_pairs(pairs: Sequence[TcpPair], hosts: Sequence[str],
     return out
 
 
-def _natural(name: str) -> tuple[str, int]:
-    head = name.rstrip("0123456789")
-    tail = name[len(head):]
-    return head, int(tail) if tail else -1
+def cross_pairs(text: str, graph: Any, tenants: Sequence[Any]) -> list[list[str]]:
+    """``--cross-traffic`` resolved against the topology and the run's jobs (``tenants``:
+    each with ``ps`` and ``workers``), as ``[src, dst]`` lists (``Settings.extra``)."""
+    from topo.models import hosts
+
+    pairs = resolve_pairs(parse_cross_traffic(text), hosts(graph),
+                          [(t.ps, t.workers) for t in tenants])
+    return [[p.src, p.dst] for p in pairs]
+
+
+def pairs_of(extra: dict[str, Any]) -> list[TcpPair]:
+    """The resolved flows of a run (:func:`cross_pairs`, kept in ``Settings.extra``)."""
+    return [TcpPair(a, b) for a, b in extra.get(PAIRS_KEY, [])]
 
 
 def fairness(launch: str, jobs: dict[str, dict[str, Any]], flows: Sequence[FlowFigures]
@@ -167,3 +188,56 @@ def fairness(launch: str, jobs: dict[str, dict[str, Any]], flows: Sequence[FlowF
         parts.append(Participant(f.name, "tcp", f.Mbps, a, f.Mbps / a if a else None))
     kept = [p.kept for p in parts if p.kept is not None]
     return Fairness(launch, parts, jain(kept) if len(kept) == len(parts) and kept else None)
+
+
+def goodput_Mbps(rec: dict[str, Any] | None) -> float | None:  # noqa: N802
+    """A job's gradient goodput in one launch record: gradient bytes one round synchronizes
+    over the mean round, Mbit/s (``compare``'s goodput, :func:`summarize_mode`)."""
+    from controller.experiment.records import grad_bytes_of, round_mean
+
+    if not rec or not rec.get("rounds"):
+        return None
+    g, t = grad_bytes_of(rec), round_mean(rec["rounds"], "time_s")
+    return g * 8 / 1e6 / t if g and t else None
+
+
+def cross_summary(launches: Sequence[str], jobs: Sequence[tuple[str, str, dict | None,
+                                                                dict | None]]
+                  ) -> list[dict[str, Any]]:
+    """``results.json``'s ``cross_traffic`` (pure): one :class:`Fairness` per launch (a
+    sync mode of ``--modes``) that ran flows.  ``jobs``: per job ``(name, the mode it keeps
+    or "", its launch records by launch mode, its alone run's record or None)``."""
+    out = []
+    for m in launches:
+        rows: dict[str, dict[str, Any]] = {}
+        flows: list[FlowFigures] = []
+        for name, pinned, records, alone in jobs:
+            rec = (records or {}).get(m)
+            if rec is None:
+                continue
+            if not flows and rec.get(CROSS_KEY):
+                flows = [_figures(f) for f in rec[CROSS_KEY]]
+            rows[name] = {"kind": pinned or m, "goodput_Mbps": goodput_Mbps(rec),
+                          "alone_Mbps": goodput_Mbps(alone)}
+        if flows:
+            out.append(fairness(m, rows, flows).as_dict())
+    return out
+
+
+def _figures(d: dict[str, Any]) -> FlowFigures:
+    keys = FlowFigures.__dataclass_fields__
+    return FlowFigures(**{k: v for k, v in d.items() if k in keys})
+
+
+def fairness_lines(results: dict[str, Any]) -> list[str]:
+    """The fairness of each launch with cross traffic, a few lines for the console."""
+    out = []
+    for f in results.get("cross_traffic") or []:
+        def mb(v: float | None) -> str:
+            return "-" if v is None else f"{v:.3f}"
+        parts = "; ".join(f"{p['name']} ({p['kind']}) {mb(p['throughput_Mbps'])} Mbit/s, "
+                          f"alone {mb(p['alone_Mbps'])}" for p in f["participants"])
+        jain_text = "-" if f["jain"] is None else f"{f['jain']:.3f}"
+        out.append(f"{f['launch']} beside other traffic: {parts}; Jain's index {jain_text} "
+                   "(of each one's throughput / its throughput alone)")
+    return out

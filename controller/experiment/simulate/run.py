@@ -73,7 +73,8 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
 
     t_all = time.perf_counter()
     s = replace(s, out=str(out_dir.parent), name=out_dir.name, network="simulated",
-                no_alone=True, extra=dict(s.extra))
+                # the jobs alone are the fairness's reference beside cross traffic
+                no_alone=s.no_alone if s.cross_traffic else True, extra=dict(s.extra))
     net = SimulatedNetwork(opt, gradient_of)
     method = InaMethod(settings=s, network=net, graph=graph, plan=plan,
                        reference=opt.reference and opt.train)

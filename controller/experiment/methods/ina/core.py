@@ -104,6 +104,9 @@ class Settings:
     polish: bool = PLAN_DEFAULTS.polish
     kill_ps: str | None = None  # "HOST@ROUND": kill that PS (fault injection, --jobs)
     no_alone: bool = False  # --jobs: skip running each job alone for reference
+    # other traffic beside the jobs (issue 39): "tcp[:SRC-DST],..." (controller.experiment.
+    # cross_traffic); the pairs it resolves to are in extra["cross_traffic_pairs"]
+    cross_traffic: str | None = None
     out: str = "results"
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)

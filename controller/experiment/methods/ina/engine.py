@@ -28,6 +28,7 @@ from typing import Any
 
 from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError
+from controller.experiment.cross_traffic import PAIRS_KEY, cross_pairs, pairs_of
 from controller.experiment.failover import SwitchMonitor, WorkerMonitor, WorkerStopped
 from controller.experiment.methods.ina.core import (
     Settings,
@@ -311,6 +312,8 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
     console, out_dir = run.console, run.out_dir
     solo = job_specs is None
     plan, tenants = _plan(run, s, graph, job_specs, plan)
+    if s.cross_traffic:  # the flows' hosts, resolved once: every network reads them here
+        s.extra[PAIRS_KEY] = cross_pairs(s.cross_traffic, graph, tenants)
     if network.trains:
         for t in tenants:
             t.check_batch(s)
@@ -319,6 +322,8 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
     kill_ps = parse_kill_ps(s.kill_ps, tenants) if s.kill_ps else None
     with network.deploy(run, s, graph, plan, specs) as net:
         out.deploy_info = net.info
+        if s.cross_traffic:  # the flows run beside every mode's launch, not the alone runs
+            net.cross = {m: pairs_of(s.extra) for m in s.modes}
         by_name = {t.name: t for t in tenants}
 
         def replan(g: Any, doc: Plan, dead: str,

@@ -28,6 +28,7 @@ import numpy as np
 
 from controller.dataplane.deploy import SLOT_POLICIES
 from controller.errors import ExperimentError
+from controller.experiment.cross_traffic import cross_summary, fairness_lines
 from controller.experiment.failover import WORKER_POLICIES, parse_fail_switch, parse_kill_worker
 from controller.experiment.methods.ina import engine
 from controller.experiment.methods.ina.core import (
@@ -317,7 +318,8 @@ class InaMethod(Method):
                                             for r in m["rounds"]),
                     "failover": [asdict(e) for e in done.switch_events],
                     "prediction": _jobs_prediction(self.s, done.plan, done.tenants, run.modes),
-                    **jobs_summary(done.plan, done.tenants, run.modes, refs, self.s.bw)}
+                    **jobs_summary(done.plan, done.tenants, run.modes, refs, self.s.bw),
+                    **self._cross(run)}
         tenant = done.tenants[0]
         sw = self.s.workload
         # a real model's gradients are synthetic: no accuracy to compare (docs/models.md)
@@ -329,6 +331,7 @@ class InaMethod(Method):
         if sw is not None:
             res["accuracy"] = None
             res["workload"] = workload_results(sw, len(tenant.workers), sync_times(run.modes))
+        res.update(self._cross(run))
         if len(run.seeds) > 1:  # the figures of summarize, per repeat, mean ± std
             per = [summarize(self.s, run.name, done.plan, rep, ref_acc,
                              tenant.n_chunks, done.deploy_info) for rep in run.repeats]
@@ -336,14 +339,30 @@ class InaMethod(Method):
                 [p["gamma"]["measured"] for p in per])
         return res
 
+    def _cross(self, run: Run) -> dict[str, Any]:
+        """``cross_traffic`` with ``--cross-traffic`` (controller.experiment.cross_traffic)."""
+        if not self.s.cross_traffic:
+            return {}
+        done, modes = self.done, run.modes
+        if done.solo:
+            jobs = [("job", "", {m: modes.get(m) for m in self.s.modes}, None)]
+        else:
+            jobs = [(t.name, t.mode or "", {m: modes.get(f"{t.name}/{m}") for m in self.s.modes},
+                     modes.get(f"{engine.ALONE}/{t.name}")) for t in done.tenants]
+        return {"cross_traffic": cross_summary(self.s.modes, jobs)}
+
     def report(self, run: Run, results: dict[str, Any]) -> None:
         plots = plot_modes(run.modes, run.out_dir)
         if not self.done.solo:
             plots += [p for p in (plot_jobs_gamma(results, run.out_dir),) if p is not None]
             print_jobs(results, run.console)
+            for line in fairness_lines(results):
+                run.console.print(line)
             print_written(run.console, run.out_dir, plots)
             return
         print_summary(results, run.console)
+        for line in fairness_lines(results):
+            run.console.print(line)
         if results.get("workload"):
             print_projection(results["workload"], run.console)
         print_written(run.console, run.out_dir, plots)
