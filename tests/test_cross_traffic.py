@@ -5,6 +5,8 @@ a TCP flow through ina.p4's switches."""
 
 from __future__ import annotations
 
+import json
+
 import networkx as nx
 import pytest
 
@@ -106,3 +108,47 @@ def test_fairness_normalises_by_alone():
     assert got.jain == pytest.approx(1.5625 / 1.6875)
     assert fairness("x", {"a": {"kind": "ina", "goodput_Mbps": 1.0, "alone_Mbps": None}},
                     []).jain is None
+
+
+def test_ina_beside_a_ps_only_job_and_a_tcp_flow_in_the_simulated_network(tmp_path):
+    """make run's network (fat-tree k=4, 1 Mbit/s): an INA job (PS h0), a job pinned to
+    PS-only (jobs file ``"mode": "ps_only"``, PS h1) and the default TCP flow (the first idle
+    host, h9, to h0) through ina.p4's switches: every sum exact, the flow's bytes on the PS's
+    access link, every one's throughput and its alone reference in ``cross_traffic``."""
+    import numpy as np
+
+    from controller.experiment.methods.ina.core import Settings
+    from controller.experiment.simulate.run import SimOptions, simulate
+
+    def gradient(w: int, r: int) -> np.ndarray:
+        return np.full(310, (w + 1) * (r + 1), dtype=np.int32)
+
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps([
+        {"name": "a", "ps": "h0", "workers": ["h2", "h4", "h6", "h8"]},
+        {"name": "b", "ps": "h1", "workers": ["h3", "h5", "h7"], "mode": "ps_only"}]))
+    sums: dict = {}
+    s = Settings(hidden=4, rounds=2, jobs=str(jobs), modes=("ina",), cross_traffic="tcp")
+    doc, _ = simulate(s, SimOptions(reference=False), tmp_path / "run", "t",
+                      gradient_of=gradient, sums=sums)
+    assert sorted(sums) == ["a/ina", "alone/a", "alone/b", "b/ina"]
+    for label, n in (("a/ina", 4), ("b/ina", 3), ("alone/a", 4), ("alone/b", 3)):
+        for r in range(2):
+            want = np.full(310, n * (n + 1) // 2 * (r + 1), dtype=np.int32)
+            assert all(np.array_equal(x, want) for x in sums[label][r]), label
+    modes = doc["modes"]
+    assert modes["b/ina"]["pinned_mode"] == "ps_only"
+    # PS-only: each of b's 3 workers' 10 GRADs reaches its PS; a's PS gets one per chunk
+    assert modes["b/ina"]["rounds"][0]["ps_rx_bytes"] >= 3 * 10 * 196
+    assert doc["settings"]["extra"]["cross_traffic_pairs"] == [["h9", "h0"]]
+    (flow,) = modes["a/ina"]["cross_traffic"]
+    assert flow["bytes"] > 0 and flow["alone_bytes"] > 0
+    assert flow["window_s"] == pytest.approx(flow["alone_window_s"])
+    (fair,) = doc["cross_traffic"]
+    names = [p["name"] for p in fair["participants"]]
+    assert names == ["a", "b", "tcp:h9-h0"]
+    assert [p["kind"] for p in fair["participants"]] == ["ina", "ps_only", "tcp"]
+    assert all(p["throughput_Mbps"] > 0 and p["alone_Mbps"] > 0
+               for p in fair["participants"])
+    assert 1 / 3 <= fair["jain"] <= 1.0
+    assert "cross_traffic" not in modes["alone/a"]  # alone means alone

@@ -107,6 +107,8 @@ def _applied(out_dir: Path, label: str, solo: bool) -> dict[int, list[np.ndarray
     """The sums each worker of the mode ``label`` applied, per round (their ``.npz``)."""
     job, _, mode = label.rpartition("/")
     folder = out_dir / mode if solo else out_dir / mode / job
+    if job == "alone":  # a job run alone: its own folder (ina.engine's "alone-<job>")
+        folder = out_dir / label.replace("/", "-")
     out: dict[int, list[np.ndarray]] = {}
     for path in sorted(folder.glob("worker*.npz"), key=lambda p: int(p.stem[6:])):
         with np.load(path) as d:
