@@ -152,3 +152,37 @@ def test_ina_beside_a_ps_only_job_and_a_tcp_flow_in_the_simulated_network(tmp_pa
                for p in fair["participants"])
     assert 1 / 3 <= fair["jain"] <= 1.0
     assert "cross_traffic" not in modes["alone/a"]  # alone means alone
+
+
+def test_bytes_between_interpolates_a_receivers_log():
+    from controller.experiment.cross_mininet import bytes_between
+
+    log = [(10.0, 0), (10.1, 1000), (10.2, 3000), (10.3, 3000)]
+    assert bytes_between(log, 10.05, 10.15) == 500 + 1000
+    assert bytes_between(log, 9.0, 11.0) == 3000  # clamped to the log
+    assert bytes_between([], 0.0, 1.0) == 0
+
+
+def test_bulk_socket_pair_counts_what_it_receives(tmp_path):
+    """workers/common/bulk_tcp.py over loopback: the receiver's log grows, in order, to what
+    the sender wrote (the Mininet flow's two processes, without Mininet)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / "tcp.log"
+    py = [sys.executable, "-m", "workers.common.bulk_tcp"]
+    recv = subprocess.Popen([*py, "recv", "--port", str(port), "--log", str(log)])
+    send = subprocess.Popen([*py, "send", "--to", "127.0.0.1", "--port", str(port)])
+    time.sleep(1.0)
+    send.terminate()
+    assert send.wait(5) == 0
+    assert recv.wait(5) == 0  # the sender's close ends the receiver
+    rows = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
+    assert len(rows) >= 3
+    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(rows, rows[1:]))
+    assert rows[-1][1] > 1e6  # loopback carries far more than a megabyte in a second

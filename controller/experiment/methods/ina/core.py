@@ -422,8 +422,17 @@ class Deployed:
     addresses: dict[str, tuple[str, int]] = field(default_factory=dict)  # gRPC, device id
     sockets: dict[str, str] = field(default_factory=dict)  # switch -> control socket
 
+    # --cross-traffic: the TcpPairs per launch label that runs them (the engine sets it)
+    cross: dict[str, Any] = field(default_factory=dict)
+
     def launch(self, run: Run, spec: Any) -> Any:
-        """One mode's processes on the hosts (:meth:`Run.launch`)."""
+        """One mode's processes on the hosts (:meth:`Run.launch`), with the TCP flows of
+        ``--cross-traffic`` beside them (:mod:`controller.experiment.cross_mininet`)."""
+        pairs = self.cross.get(spec.label)
+        if pairs:
+            from controller.experiment.cross_mininet import launch_with_flows
+
+            return launch_with_flows(self, run, spec, pairs)
         return run.launch(self.mininet, spec)
 
 
