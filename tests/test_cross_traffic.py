@@ -152,6 +152,8 @@ def test_ina_beside_a_ps_only_job_and_a_tcp_flow_in_the_simulated_network(tmp_pa
                for p in fair["participants"])
     assert 1 / 3 <= fair["jain"] <= 1.0
     assert "cross_traffic" not in modes["alone/a"]  # alone means alone
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "Beside other traffic:" in report and "| tcp:h9-h0 | tcp |" in report
 
 
 def test_bytes_between_interpolates_a_receivers_log():

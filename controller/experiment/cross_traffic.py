@@ -30,7 +30,8 @@ from topo.models import natural_key
 
 __all__ = ["add_cross_traffic_option", "TcpPair", "FlowFigures", "Participant", "Fairness", "parse_cross_traffic",
            "resolve_pairs", "fairness", "cross_pairs", "pairs_of", "CROSS_KEY", "PAIRS_KEY",
-           "MAX_FLOWS", "goodput_Mbps", "cross_summary", "fairness_lines"]
+           "MAX_FLOWS", "goodput_Mbps", "cross_summary", "fairness_lines", "FAIRNESS_HEADER",
+           "JAIN_NOTE", "fairness_rows", "print_fairness"]
 
 CROSS_KEY = "cross_traffic"  # a launch record's key: the flows' FlowFigures (as dicts)
 PAIRS_KEY = "cross_traffic_pairs"  # Settings.extra: the resolved [src, dst] of every flow
@@ -241,3 +242,38 @@ def fairness_lines(results: dict[str, Any]) -> list[str]:
         out.append(f"{f['launch']} beside other traffic: {parts}; Jain's index {jain_text} "
                    "(of each one's throughput / its throughput alone)")
     return out
+
+
+FAIRNESS_HEADER = ["launch", "who", "kind", "Mbit/s", "alone Mbit/s", "kept", "Jain's index"]
+JAIN_NOTE = ("Jain's index of kept = throughput / throughput alone on the same network (a job: "
+             "gradient goodput over its mean round; a TCP flow: in-order payload over the "
+             "jobs' rounds)")
+
+
+def fairness_rows(results: dict[str, Any]) -> list[list[Any]]:
+    """One row per launch and participant of ``results["cross_traffic"]``
+    (:data:`FAIRNESS_HEADER`; the launch's Jain's index on its first row)."""
+    rows = []
+    for f in results.get("cross_traffic") or []:
+        for i, p in enumerate(f["participants"]):
+            rows.append([f["launch"] if i == 0 else "", p["name"], p["kind"],
+                         p["throughput_Mbps"], p["alone_Mbps"], p["kept"],
+                         f["jain"] if i == 0 else None])
+    return rows
+
+
+def print_fairness(results: dict[str, Any], console: Any) -> None:
+    """The rows of :func:`fairness_rows` as a table on ``console`` (nothing without flows)."""
+    from rich.table import Table
+
+    rows = fairness_rows(results)
+    if not rows:
+        return
+    table = Table(title="beside other traffic (--cross-traffic)")
+    for col in FAIRNESS_HEADER:
+        table.add_column(col, justify="left" if col in ("launch", "who", "kind") else "right")
+    for r in rows:
+        table.add_row(*(c if isinstance(c, str) else "" if c is None else f"{c:.3f}"
+                        for c in r))
+    console.print(table)
+    console.print(JAIN_NOTE)

@@ -28,7 +28,7 @@ import numpy as np
 
 from controller.dataplane.deploy import SLOT_POLICIES
 from controller.errors import ExperimentError
-from controller.experiment.cross_traffic import cross_summary, fairness_lines
+from controller.experiment.cross_traffic import cross_summary, print_fairness
 from controller.experiment.failover import WORKER_POLICIES, parse_fail_switch, parse_kill_worker
 from controller.experiment.methods.ina import engine
 from controller.experiment.methods.ina.core import (
@@ -356,13 +356,11 @@ class InaMethod(Method):
         if not self.done.solo:
             plots += [p for p in (plot_jobs_gamma(results, run.out_dir),) if p is not None]
             print_jobs(results, run.console)
-            for line in fairness_lines(results):
-                run.console.print(line)
+            print_fairness(results, run.console)
             print_written(run.console, run.out_dir, plots)
             return
         print_summary(results, run.console)
-        for line in fairness_lines(results):
-            run.console.print(line)
+        print_fairness(results, run.console)
         if results.get("workload"):
             print_projection(results["workload"], run.console)
         print_written(run.console, run.out_dir, plots)
