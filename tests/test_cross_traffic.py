@@ -188,3 +188,18 @@ def test_bulk_socket_pair_counts_what_it_receives(tmp_path):
     assert len(rows) >= 3
     assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(rows, rows[1:], strict=False))
     assert rows[-1][1] > 1e6  # loopback carries far more than a megabyte in a second
+
+
+@pytest.mark.parametrize("spec,words", [
+    ("udp:h1-h2", "expected tcp or tcp:SRC-DST"),
+    ("tcp:h1-h99", "'h99' is not a host of the topology"),
+    ("tcp:h3", "expected tcp:SRC-DST"),
+])
+def test_bad_cross_traffic_is_one_line(spec, words, tmp_path, capsys):
+    from controller.cli.main import main
+
+    code = main(["simulate", "--rounds", "1", "--cross-traffic", spec, "--out",
+                 str(tmp_path), "--name", "x"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(err) == 1 and words in err[0]
+    assert not (tmp_path / "x").exists()  # refused before any run folder

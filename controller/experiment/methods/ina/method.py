@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from types import SimpleNamespace
 from typing import Any
 
 import networkx as nx
@@ -28,7 +29,7 @@ import numpy as np
 
 from controller.dataplane.deploy import SLOT_POLICIES
 from controller.errors import ExperimentError
-from controller.experiment.cross_traffic import cross_summary, print_fairness
+from controller.experiment.cross_traffic import cross_pairs, cross_summary, print_fairness
 from controller.experiment.failover import WORKER_POLICIES, parse_fail_switch, parse_kill_worker
 from controller.experiment.methods.ina import engine
 from controller.experiment.methods.ina.core import (
@@ -270,6 +271,10 @@ class InaMethod(Method):
             if self.network.trains and s.workload is None and s.model in MODELS:
                 check_batch(s, "job", len(resolve_workers(graph, s.ps, s.workers)), s.model,
                             train_samples(s.model))  # before the plan: nothing written
+        if s.cross_traffic:  # the flows' hosts, checked before any network or file
+            jobs = (self.job_specs if s.jobs is not None else
+                    [SimpleNamespace(ps=s.ps, workers=resolve_workers(graph, s.ps, s.workers))])
+            cross_pairs(s.cross_traffic, graph, jobs)
         # the slot count the program is compiled with (--slots, docs/protocol.md §2)
         s.extra["num_slots"] = num_slots()
         run.settings = asdict(s)
