@@ -7,7 +7,8 @@ runs); in the simulated network it is the NewReno model of
 pair in the hosts' namespaces (:mod:`controller.experiment.cross_mininet`).  Without a pair
 (``tcp``) the flow goes from the first host in name order that belongs to no job to the PS of
 the first job: it then shares that PS's access link, in the direction of the gradients, with
-the job's traffic.
+the job's traffic.  A job pinned to another mode (the jobs file's ``mode``, e.g. PS-only)
+runs beside the INA jobs in the same launch.
 
 What is reported (:func:`fairness`, pure): each one's throughput -- a job's gradient goodput
 (``goodput_Mbps``: gradient bytes synchronized per second, mean round), a TCP flow's bytes
@@ -28,8 +29,8 @@ from controller.errors import ExperimentError
 from controller.plan.lp_jobs import jain
 from topo.models import natural_key
 
-__all__ = ["add_cross_traffic_option", "TcpPair", "FlowFigures", "Participant", "Fairness", "parse_cross_traffic",
-           "resolve_pairs", "fairness", "cross_pairs", "pairs_of", "CROSS_KEY", "PAIRS_KEY",
+__all__ = ["add_cross_traffic_option", "TcpPair", "FlowFigures", "Participant", "Fairness",
+           "parse_cross_traffic", "resolve_pairs", "fairness", "cross_pairs", "pairs_of", "CROSS_KEY", "PAIRS_KEY",
            "MAX_FLOWS", "goodput_Mbps", "cross_summary", "fairness_lines", "FAIRNESS_HEADER",
            "JAIN_NOTE", "fairness_rows", "print_fairness"]
 

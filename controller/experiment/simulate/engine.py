@@ -462,10 +462,7 @@ class SimDeployed:
         opt = self.opt
         loop = EventLoop()
         switches = self.switches()
-        net = SimNetwork(loop, self.graph, self.netplan.ports, switches, 1.0,
-                         opt.delay_ms / 1000.0, opt.queue, self.impair,
-                         on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0,
-                         burst=opt.burst_bytes)
+        net = self._network(loop, switches)
         net.mark_above(opt.ecn_packets)
         live = self.live = _Live(loop, net, switches, on_failure=spec.on_failure,
                                  label=spec.label)
@@ -518,6 +515,7 @@ class SimDeployed:
                            server_codes=codes, procs=None, cpu=None, extra=extra)
 
     def _network(self, loop: EventLoop, switches: dict[str, Any]) -> SimNetwork:
+        """A fresh network of ``switches`` in ``loop`` with the options' links."""
         opt = self.opt
         return SimNetwork(loop, self.graph, self.netplan.ports, switches, 1.0,
                           opt.delay_ms / 1000.0, opt.queue, self.impair,
