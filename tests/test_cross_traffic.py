@@ -203,3 +203,14 @@ def test_bad_cross_traffic_is_one_line(spec, words, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(err) == 1 and words in err[0]
     assert not (tmp_path / "x").exists()  # refused before any run folder
+
+
+def test_wait_quiet_waits_for_the_queues_to_drain():
+    from controller.experiment.cross_mininet import wait_quiet
+
+    readings = iter([{"l": 0}, {"l": 1000}, {"l": 1800}, {"l": 1800}, {"l": 9999}])
+    slept = []
+    assert wait_quiet(lambda: next(readings), sleep=slept.append) == 1.5
+    assert slept == [0.5, 0.5, 0.5]
+    busy = iter(range(1000))
+    assert wait_quiet(lambda: {"l": next(busy)}, limit_s=2.0, sleep=lambda s: None) == 2.0

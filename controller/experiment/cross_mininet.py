@@ -5,7 +5,8 @@ started before the jobs' processes and stopped after them.  Its receiver logs th
 has every 50 ms, so the bytes of the jobs' rounds -- from the start file to the last worker's
 exit, :class:`~controller.experiment.runner.Launched`'s ``t_start`` and ``wall_s`` -- are read
 off by interpolation.  Then the flow runs alone as long (after as long a lead), for
-reference.
+reference, and the next launch waits until the network is quiet: what the flows left in the
+links' queues (up to 1000 frames, 12 s at 1 Mbit/s) would otherwise delay its first round.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ import bisect
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from controller.experiment.cross_traffic import CROSS_KEY, FlowFigures, TcpPair
+from controller.experiment.network import interface_counters
 
-__all__ = ["MininetFlows", "launch_with_flows", "bytes_between", "TCP_PORT"]
+__all__ = ["MininetFlows", "launch_with_flows", "bytes_between", "wait_quiet", "TCP_PORT"]
 
 ROOT = Path(__file__).resolve().parents[2]
 TCP_PORT = 5001
@@ -40,6 +42,21 @@ def bytes_between(samples: Sequence[tuple[float, int]], t0: float, t1: float) ->
         (ta, a), (tb, b) = samples[i - 1], samples[i]
         return a + (b - a) * (t - ta) / (tb - ta) if tb > ta else float(b)
     return int(round(at(t1) - at(t0))) if samples else 0
+
+
+def wait_quiet(read: Callable[[], dict[Any, int]], step_s: float = 0.5,
+               limit_s: float = 60.0, sleep: Callable[[float], None] = time.sleep) -> float:
+    """Wait until no link moves a byte for ``step_s`` (``read()``: bytes per link so far),
+    at most ``limit_s``; returns the seconds waited."""
+    waited, before = 0.0, read()
+    while waited < limit_s:
+        sleep(step_s)
+        waited += step_s
+        now = read()
+        if now == before:
+            break
+        before = now
+    return waited
 
 
 def _read(log: Path) -> list[tuple[float, int]]:
@@ -116,6 +133,8 @@ def launch_with_flows(deployed: Any, run: Any, spec: Any, pairs: Sequence[TcpPai
         time.sleep(lead + (t1 - t0))
     finally:
         alone.stop()
+    mn = deployed.mininet  # the next launch starts on empty queues
+    wait_quiet(lambda: interface_counters(mn.plan, getattr(mn, "interface_bytes", None)))
     a0 = alone.started + lead
     for f, a in zip(figs, alone.figures(a0, a0 + (t1 - t0)), strict=True):
         f.alone_bytes, f.alone_window_s = a.bytes, a.window_s
