@@ -134,12 +134,13 @@ def launch_with_flows(deployed: Any, run: Any, spec: Any, pairs: Sequence[TcpPai
     finally:
         alone.stop()
     mn = deployed.mininet  # the next launch starts on empty queues
-    wait_quiet(lambda: interface_counters(mn.plan, getattr(mn, "interface_bytes", None)))
+    quiet_s = wait_quiet(lambda: interface_counters(mn.plan, getattr(mn, "interface_bytes",
+                                                                    None)))
     a0 = alone.started + lead
     for f, a in zip(figs, alone.figures(a0, a0 + (t1 - t0)), strict=True):
         f.alone_bytes, f.alone_window_s = a.bytes, a.window_s
     extra = dict(getattr(done, "extra", None) or {})
-    extra[CROSS_KEY] = [{**asdict(f), "Mbps": f.Mbps, "alone_Mbps": f.alone_Mbps}
-                        for f in figs]
+    extra[CROSS_KEY] = [{**asdict(f), "Mbps": f.Mbps, "alone_Mbps": f.alone_Mbps,
+                         "quiet_wait_s": quiet_s} for f in figs]
     done.extra = extra
     return done
