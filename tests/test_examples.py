@@ -38,6 +38,7 @@ def test_every_jobs_file_the_docs_name_is_shipped():
     ("examples/jobs.json", "fattree:4", {"a": 4, "b": 3}),     # docs/running.md, planner.md
     ("examples/jobs.json", "fattree:16", {"a": 4, "b": 3}),    # docs/simulate.md
     ("examples/jobs4x16.json", "fattree:8", {f"job{k}": 16 for k in range(1, 5)}),  # scale.md
+    ("examples/jobs_fairness.json", "fattree:4", {"ina": 6, "ps_only": 3}),  # running.md
 ])
 def test_shipped_jobs_files_resolve(path, topo, sizes):
     jobs = resolve_jobs(load_jobs(ROOT / path), parse_topology(topo), path)

@@ -16,6 +16,7 @@ from typing import Any
 
 from controller.dataplane.deploy import SLOT_POLICIES
 from controller.errors import ExperimentError
+from controller.experiment.cross_traffic import add_cross_traffic_option, fairness_lines
 from controller.experiment.methods.ina.core import Settings
 from controller.experiment.methods.ina.options import add_network_options, settings_from_args
 from controller.experiment.prediction import prediction_lines
@@ -60,6 +61,7 @@ def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
                    help="several jobs at once instead of --ps/--workers (as run --jobs)")
     g.add_argument("--slot-policy", choices=SLOT_POLICIES, default=d.slot_policy,
                    help="with --jobs: how jobs share each switch's slots (as run)")
+    add_cross_traffic_option(g)
     o = SimOptions()
     v = p.add_argument_group("virtual time (docs/simulate.md)")
     v.add_argument("--budgets", type=_budgets, default=None, metavar="M,M,...",
@@ -184,7 +186,7 @@ def _print(doc: dict[str, Any], stats: Any, out_dir: Path) -> None:
             print(f"  {job}: {len(j['workers'])} workers, γ predicted {g['predicted']:.4g}, "
                   f"measured {g['measured'] or 0:.4g}, s/round {per_mode}, "
                   f"exact {'yes' if j['exact_all_rounds'] else 'NO'}")
-        for line in prediction_lines(doc):
+        for line in prediction_lines(doc) + fairness_lines(doc):
             print(f"  {line}")
         print(f"  {stats.wall_s:.1f} s on this machine, {stats.events:,} events "
               f"({stats.events_per_s:,.0f}/s), peak RSS {stats.peak_mib:.0f} MiB; "
@@ -201,7 +203,7 @@ def _print(doc: dict[str, Any], stats: Any, out_dir: Path) -> None:
               f"{rs[0]['ps_rx_bytes']:,.1f} B/round, retx "
               f"{sum(r['retransmissions'] for r in rs)}, exact "
               f"{'yes' if all(r['exact'] for r in rs) else 'NO'}")
-    for line in prediction_lines(doc):
+    for line in prediction_lines(doc) + fairness_lines(doc):
         print(f"  {line}")
     print(f"  {stats.wall_s:.1f} s on this machine (plan {stats.plan_s:.1f} s), "
           f"{stats.events:,} events ({stats.events_per_s:,.0f}/s), peak RSS "

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from controller.experiment.cross_traffic import FAIRNESS_HEADER, JAIN_NOTE, fairness_rows
 from controller.experiment.prediction import link_table_rows, prediction_lines
 from controller.experiment.records import format_stats, pace_lines, summarize_mode
 
@@ -111,6 +112,14 @@ def _job_lines(results: dict[str, Any]) -> list[str]:
     return out
 
 
+def _cross_lines(results: dict[str, Any]) -> list[str]:
+    """``--cross-traffic``: each one's throughput, alone, and Jain's index per launch."""
+    rows = fairness_rows(results)
+    if not rows:
+        return []
+    return ["Beside other traffic:", "", *_table(FAIRNESS_HEADER, rows), "", JAIN_NOTE + "."]
+
+
 def _headline(results: dict[str, Any]) -> list[str]:
     lines = []
     gamma = results.get("gamma")
@@ -179,7 +188,8 @@ def report_markdown(results: dict[str, Any], pictures: list[str]) -> str:
         out += _table(["mode", "rounds", "s/round", "PS bytes/round", "busiest link bytes/round",
                        "retransmissions", "final accuracy", "exact"], rows)
         out.append("")
-    for part in (_group_lines(results), _job_lines(results), _headline(results)):
+    for part in (_group_lines(results), _job_lines(results), _cross_lines(results),
+                 _headline(results)):
         if part:
             out += [*part, ""]
     if not rows and not any((_group_lines(results), _job_lines(results))):

@@ -8,8 +8,9 @@ Jobs file: a JSON list, one object per job::
 Keys: ``name`` (non-empty string, unique), ``ps`` (a host), ``workers`` (a list of hosts, or
 a COUNT ≥ 1), and optionally ``weight`` (a number from 0.001 to 1000, default 1: the w_j of
 max-min fairness),
-``model`` (string), ``model_size`` (integer ≥ 1) and ``rounds`` (integer ≥ 1), which the
-planner ignores and passes on to the runner.  Unknown keys are errors: a typo such as
+``model`` (string), ``model_size`` (integer ≥ 1), ``rounds`` (integer ≥ 1) and ``mode`` (a sync
+mode the job keeps in every launch, e.g. ``"ps_only"`` beside an INA job: issue 39's fairness
+with other traffic), which the planner ignores and passes on to the runner.  Unknown keys are errors: a typo such as
 ``"wieght"`` would otherwise silently plan with weight 1.
 
 A COUNT takes the first COUNT hosts in name order that are not named by any job (as PS or
@@ -42,7 +43,7 @@ from topo.models import hosts
 __all__ = ["JobEntry", "parse_jobs", "load_jobs", "jobs_from_count", "resolve_jobs",
            "jobs_argument"]
 
-_KEYS = ("name", "ps", "workers", "weight", "model", "model_size", "rounds")
+_KEYS = ("name", "ps", "workers", "weight", "model", "model_size", "rounds", "mode")
 MAX_JOBS_FILE_BYTES = 16 * 2**20
 MIN_WEIGHT, MAX_WEIGHT = 1e-3, 1e3
 """Bounds of a job's weight: weights are relative (max-min fairness divides by them), and a
@@ -61,6 +62,7 @@ class JobEntry:
     model: str | None = None
     model_size: int | None = None
     rounds: int | None = None
+    mode: str | None = None  # the sync mode this job keeps in every launch (None: the run's)
 
 
 def _short(v: Any) -> str:
@@ -146,6 +148,9 @@ def parse_jobs(data: Any, where: str = "<jobs>") -> list[JobEntry]:
         model = item.get("model")
         if model is not None and (not isinstance(model, str) or not model):
             raise PlanError(f"{at}: 'model' must be a non-empty string, got {_short(model)}")
+        mode = item.get("mode")
+        if mode is not None and (not isinstance(mode, str) or not mode):
+            raise PlanError(f"{at}: 'mode' must be a non-empty string, got {_short(mode)}")
         ints: dict[str, int | None] = {}
         for key in ("model_size", "rounds"):
             v = item.get(key)
@@ -153,7 +158,7 @@ def parse_jobs(data: Any, where: str = "<jobs>") -> list[JobEntry]:
                 raise PlanError(f"{at}: {key!r} must be an integer >= 1, got {_short(v)}")
             ints[key] = v
         out.append(JobEntry(name, ps, workers, float(weight), model, ints["model_size"],
-                           ints["rounds"]))
+                           ints["rounds"], mode))
     return out
 
 

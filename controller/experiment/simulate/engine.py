@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -340,6 +340,9 @@ class SimDeployed:
     built_at: float = 0.0  # time.perf_counter() when deployed
     dead: set[str] = field(default_factory=set)  # switches killed (they stay dead)
     live: _Live | None = None
+    # --cross-traffic: the TcpPairs per launch label that runs them (the INA engine sets it;
+    # a job's alone run has none: it is the fairness's reference)
+    cross: dict[str, list[Any]] = field(default_factory=dict)
 
     def _wrap(self, sw: Any, rules: Any) -> Any:
         from controller.experiment.simulate.fastpath import forwarder
@@ -459,15 +462,16 @@ class SimDeployed:
         opt = self.opt
         loop = EventLoop()
         switches = self.switches()
-        net = SimNetwork(loop, self.graph, self.netplan.ports, switches, 1.0,
-                         opt.delay_ms / 1000.0, opt.queue, self.impair,
-                         on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0,
-                         burst=opt.burst_bytes)
+        net = self._network(loop, switches)
         net.mark_above(opt.ecn_packets)
         live = self.live = _Live(loop, net, switches, on_failure=spec.on_failure,
                                  label=spec.label)
+        cross = self._cross_traffic(loop, net, spec.label)
 
         def ready(sims: list[Any]) -> None:
+            if cross is not None:  # the flows start with the jobs' hosts
+                cross.hook()
+                cross.start()
             live.sims = sims
             for job, sim in zip(jobs, sims, strict=True):
                 if job.cfg.control_file:
@@ -480,11 +484,13 @@ class SimDeployed:
         t_start, t0, c0 = _time.time(), _time.perf_counter(), _time.process_time()
         sims: list[Any] = []
         done_s = 0.0
+        flows = None
         try:
             sims = launch_jobs(loop, net, jobs, self.hosts,
                                compute_s=opt.compute_ms / 1000.0,
                                jitter_s=opt.jitter_ms / 1000.0, ready=ready)
             done_s = loop.now  # every worker finished (or the launch timed out)
+            flows = cross.stop() if cross is not None else None  # over the jobs' rounds
             # frames still in flight, as the PS serves on until run stops it
             loop.run(until=loop.now + 5 * max(j.cfg.max_timeout for j in jobs))
         finally:  # also when a monitor ends the run: the hosts write what they finished
@@ -509,11 +515,42 @@ class SimDeployed:
                     "impairment": net.impairment_counters()}
         if len(sims) == 1:  # one job's transport; several jobs: per job, not yet
             sim_info["transport"] = sims[0].transport()
+        extra: dict[str, Any] = {"simulated": True, "sim": sim_info}
+        if flows is not None:
+            extra.update(self._cross_alone(flows, spec.label))
         for k in ("events", "wall_s", "switch_frames", "fast_frames"):
             self.totals[k] = self.totals.get(k, 0) + sim_info[k]
         return SimLaunched(t_start=t_start, wall_s=loop.now, moved=net.moved(),
-                           server_codes=codes, procs=None, cpu=None,
-                           extra={"simulated": True, "sim": sim_info})
+                           server_codes=codes, procs=None, cpu=None, extra=extra)
+
+    def _network(self, loop: EventLoop, switches: dict[str, Any]) -> SimNetwork:
+        """A fresh network of ``switches`` in ``loop`` with the options' links."""
+        opt = self.opt
+        return SimNetwork(loop, self.graph, self.netplan.ports, switches, 1.0,
+                          opt.delay_ms / 1000.0, opt.queue, self.impair,
+                          on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0,
+                          burst=opt.burst_bytes)
+
+    def _cross_traffic(self, loop: EventLoop, net: SimNetwork, label: str) -> Any:
+        """The TCP flows of ``--cross-traffic`` for the launch ``label`` (None: none)."""
+        from controller.experiment.simulate.cross import SimCrossTraffic
+
+        pairs = self.cross.get(label)
+        return SimCrossTraffic(loop, net, pairs, self.hosts) if pairs else None
+
+    def _cross_alone(self, flows: list[Any], label: str) -> dict[str, Any]:
+        """``cross_traffic`` of the launch's records: each flow's figures, with what it got
+        alone on a fresh network of the same switches and rules for as long."""
+        from controller.experiment.cross_traffic import CROSS_KEY
+        from controller.experiment.simulate.cross import alone
+
+        window = max((f.window_s for f in flows), default=0.0)
+        by_itself = alone(lambda loop: self._network(loop, self.switches()),
+                          self.cross[label], self.hosts, window)
+        for f, a in zip(flows, by_itself, strict=True):
+            f.alone_bytes, f.alone_window_s = a.bytes, a.window_s
+        return {CROSS_KEY: [{**asdict(f), "Mbps": f.Mbps, "alone_Mbps": f.alone_Mbps}
+                            for f in flows]}
 
 
 def deploy_simulated(run: Any, s: Any, graph: Any, plan: Any, jobs: list[Any],
@@ -527,6 +564,7 @@ def deploy_simulated(run: Any, s: Any, graph: Any, plan: Any, jobs: list[Any],
     import time as _time
 
     from controller.dataplane.deploy import switch_rules
+    from controller.experiment.cross_traffic import pairs_of
     from topo.mininet_net import plan_network
     from workers.ina.constants import num_slots
 
@@ -534,6 +572,8 @@ def deploy_simulated(run: Any, s: Any, graph: Any, plan: Any, jobs: list[Any],
     netplan = plan_network(graph, 1.0)
     hosts = {h: (info.ips[0], info.macs[0]) for h, info in netplan.hosts.items()}
     used = {h for j in jobs for h in ((j.plan or plan).job.ps, *j.workers)}
+    # --cross-traffic: the flows' hosts need their routes too
+    used |= {h for p in pairs_of(s.extra) for h in (p.src, p.dst)}
     rules = switch_rules(active_graph(graph, used), plan, netplan.ports, hosts, jobs,
                          getattr(s, "slot_policy", "shared"))
     run.console.print(f"[bold]simulated network[/]: {graph.number_of_nodes()} nodes, "

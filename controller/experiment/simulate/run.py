@@ -73,7 +73,8 @@ def simulate(s: Settings, opt: SimOptions, out_dir: Path, name: str,
 
     t_all = time.perf_counter()
     s = replace(s, out=str(out_dir.parent), name=out_dir.name, network="simulated",
-                no_alone=True, extra=dict(s.extra))
+                # the jobs alone are the fairness's reference beside cross traffic
+                no_alone=s.no_alone if s.cross_traffic else True, extra=dict(s.extra))
     net = SimulatedNetwork(opt, gradient_of)
     method = InaMethod(settings=s, network=net, graph=graph, plan=plan,
                        reference=opt.reference and opt.train)
@@ -106,6 +107,8 @@ def _applied(out_dir: Path, label: str, solo: bool) -> dict[int, list[np.ndarray
     """The sums each worker of the mode ``label`` applied, per round (their ``.npz``)."""
     job, _, mode = label.rpartition("/")
     folder = out_dir / mode if solo else out_dir / mode / job
+    if job == "alone":  # a job run alone: its own folder (ina.engine's "alone-<job>")
+        folder = out_dir / label.replace("/", "-")
     out: dict[int, list[np.ndarray]] = {}
     for path in sorted(folder.glob("worker*.npz"), key=lambda p: int(p.stem[6:])):
         with np.load(path) as d:

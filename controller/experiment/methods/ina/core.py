@@ -104,6 +104,9 @@ class Settings:
     polish: bool = PLAN_DEFAULTS.polish
     kill_ps: str | None = None  # "HOST@ROUND": kill that PS (fault injection, --jobs)
     no_alone: bool = False  # --jobs: skip running each job alone for reference
+    # other traffic beside the jobs (issue 39): "tcp[:SRC-DST],..." (controller.experiment.
+    # cross_traffic); the pairs it resolves to are in extra["cross_traffic_pairs"]
+    cross_traffic: str | None = None
     out: str = "results"
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -419,8 +422,17 @@ class Deployed:
     addresses: dict[str, tuple[str, int]] = field(default_factory=dict)  # gRPC, device id
     sockets: dict[str, str] = field(default_factory=dict)  # switch -> control socket
 
+    # --cross-traffic: the TcpPairs per launch label that runs them (the engine sets it)
+    cross: dict[str, Any] = field(default_factory=dict)
+
     def launch(self, run: Run, spec: Any) -> Any:
-        """One mode's processes on the hosts (:meth:`Run.launch`)."""
+        """One mode's processes on the hosts (:meth:`Run.launch`), with the TCP flows of
+        ``--cross-traffic`` beside them (:mod:`controller.experiment.cross_mininet`)."""
+        pairs = self.cross.get(spec.label)
+        if pairs:
+            from controller.experiment.cross_mininet import launch_with_flows
+
+            return launch_with_flows(self, run, spec, pairs)
         return run.launch(self.mininet, spec)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from controller.dataplane.deploy import SwitchJob
 from controller.errors import ExperimentError
+from controller.experiment.cross_traffic import PAIRS_KEY, cross_pairs, pairs_of
 from controller.experiment.failover import SwitchMonitor, WorkerMonitor, WorkerStopped
 from controller.experiment.methods.ina.core import (
     Settings,
@@ -311,6 +312,8 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
     console, out_dir = run.console, run.out_dir
     solo = job_specs is None
     plan, tenants = _plan(run, s, graph, job_specs, plan)
+    if s.cross_traffic:  # the flows' hosts, resolved once: every network reads them here
+        s.extra[PAIRS_KEY] = cross_pairs(s.cross_traffic, graph, tenants)
     if network.trains:
         for t in tenants:
             t.check_batch(s)
@@ -319,6 +322,8 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
     kill_ps = parse_kill_ps(s.kill_ps, tenants) if s.kill_ps else None
     with network.deploy(run, s, graph, plan, specs) as net:
         out.deploy_info = net.info
+        if s.cross_traffic:  # the flows run beside every mode's launch, not the alone runs
+            net.cross = {m: pairs_of(s.extra) for m in s.modes}
         by_name = {t.name: t for t in tenants}
 
         def replan(g: Any, doc: Plan, dead: str,
@@ -353,14 +358,15 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
                 folder = out_dir / (name if rep == 0 else f"{name}-seed{seed}")
                 launch = []
                 for i, t in enumerate(group):
+                    m = t.mode_in(mode)  # a job the jobs file pins keeps its own mode
                     jdir = folder if solo or alone else folder / t.name
-                    cfg = job_config(s, job_id=t.job_id(mode), mode=mode,
+                    cfg = job_config(s, job_id=t.job_id(m), mode=m,
                                      plan=plan_of(switches.plan, t), workers=t.workers,
                                      ps=t.ps, hosts=net.hosts, train=t.train(s, seed),
                                      n_values=t.n_values, out_dir=jdir,
                                      start=folder / "start")
                     # a hierarchical job: the switches hold its file's tree (fail-over)
-                    switches.sync_tree(t.job_id(mode), cfg.aggregation_tree())
+                    switches.sync_tree(t.job_id(m), cfg.aggregation_tree())
                     mon = monitors[t.name]
 
                     def after_switch(doc: dict, t: Tenant = t,
@@ -375,19 +381,19 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
 
                     control = Path(cfg.control_file) if cfg.control_file else None
                     # a switch that died in an earlier mode stays dead: plan from the current
-                    switches.follow(control if mode == "ina" else None, after_switch,
-                                    more=i > 0, job_id=t.job_id(mode))
+                    switches.follow(control if m == "ina" else None, after_switch,
+                                    more=i > 0, job_id=t.job_id(m))
 
                     def after_worker(left: list[str], t: Tenant = t,
-                                     mode: str = mode) -> dict | None:
+                                     mode: str = m) -> dict | None:
                         return member_schedules(mode, plan_of(switches.plan, t), t.workers,
                                                 left, t.n_chunks, switches.graph)
-                    job = next(j for j in switches.jobs if j.job_id == t.job_id(mode))
-                    mon.begin(mode, job, t.ps, Path(cfg.control_file), after_worker)
+                    job = next(j for j in switches.jobs if j.job_id == t.job_id(m))
+                    mon.begin(m, job, t.ps, Path(cfg.control_file), after_worker)
                     now = plan_of(switches.plan, t)
                     launch.append(_Job(t.name, t.ps, t.workers, cfg,
-                                       planned_gamma(mode, now, t.workers),
-                                       planned_loads(mode, now, t.workers)))
+                                       planned_gamma(m, now, t.workers),
+                                       planned_loads(m, now, t.workers)))
                 t0 = time.perf_counter()
                 try:
                     records = run_launch(run, net, mode, label, launch, monitors,
@@ -396,6 +402,8 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
                     run.record(mode, exc.record, rep)
                     raise
                 for n, rec in records.items():
+                    if by_name[n].mode:  # its label is the launch's; its mode its own
+                        rec["pinned_mode"] = by_name[n].mode
                     run.record(mode if solo else alone or f"{n}/{mode}", rec, rep)
                 if not solo:
                     exact = ", ".join(f"{n} {'yes' if _exact(rec) else 'NO'}"

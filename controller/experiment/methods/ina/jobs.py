@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from controller.experiment.cross_traffic import goodput_Mbps
 from controller.experiment.methods.ina.core import Settings
 from controller.experiment.methods.ina.engine import ALONE
 from controller.experiment.methods.ina.tenants import Tenant
@@ -73,8 +74,7 @@ def jobs_summary(plan: Plan, tenants: list[Tenant], modes: dict[str, dict],
             "time_per_round_s": per_mode(lambda rec: (float(np.mean(
                 [r["time_s"] for r in rec["rounds"]])) if rec["rounds"] else None)),
             # gradient bytes the job synchronized per second, Mbit/s (mean round)
-            "goodput_Mbps": per_mode(lambda rec: (rec["grad_bytes"] * 8 / 1e6 / float(np.mean(
-                [r["time_s"] for r in rec["rounds"]])) if rec["rounds"] else None)),
+            "goodput_Mbps": per_mode(goodput_Mbps),
             "retransmissions": per_mode(lambda rec: sum(r["retransmissions"]
                                                         for r in rec["rounds"])),
             "collisions": per_mode(lambda rec: rec.get("collisions")),

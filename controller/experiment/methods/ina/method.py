@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from types import SimpleNamespace
 from typing import Any
 
 import networkx as nx
@@ -28,6 +29,7 @@ import numpy as np
 
 from controller.dataplane.deploy import SLOT_POLICIES
 from controller.errors import ExperimentError
+from controller.experiment.cross_traffic import cross_pairs, cross_summary, print_fairness
 from controller.experiment.failover import WORKER_POLICIES, parse_fail_switch, parse_kill_worker
 from controller.experiment.methods.ina import engine
 from controller.experiment.methods.ina.core import (
@@ -269,6 +271,10 @@ class InaMethod(Method):
             if self.network.trains and s.workload is None and s.model in MODELS:
                 check_batch(s, "job", len(resolve_workers(graph, s.ps, s.workers)), s.model,
                             train_samples(s.model))  # before the plan: nothing written
+        if s.cross_traffic:  # the flows' hosts, checked before any network or file
+            jobs = (self.job_specs if s.jobs is not None else
+                    [SimpleNamespace(ps=s.ps, workers=resolve_workers(graph, s.ps, s.workers))])
+            cross_pairs(s.cross_traffic, graph, jobs)
         # the slot count the program is compiled with (--slots, docs/protocol.md §2)
         s.extra["num_slots"] = num_slots()
         run.settings = asdict(s)
@@ -285,6 +291,9 @@ class InaMethod(Method):
             if (j.model or s.model) not in MODELS:
                 raise ExperimentError(f"--jobs: job {j.name!r}: model {j.model!r} (expected "
                                       f"{' or '.join(MODELS)})")
+            if j.mode is not None and j.mode not in MODES:
+                raise ExperimentError(f"--jobs: job {j.name!r}: mode {j.mode[:40]!r} "
+                                      f"(expected one of {', '.join(MODES)})")
         everyone = [w for j in self.job_specs for w in j.workers]
         rounds = min(j.rounds or s.rounds for j in self.job_specs)
         self.kill = (parse_kill_worker(s.kill_worker, everyone, rounds)
@@ -314,7 +323,8 @@ class InaMethod(Method):
                                             for r in m["rounds"]),
                     "failover": [asdict(e) for e in done.switch_events],
                     "prediction": _jobs_prediction(self.s, done.plan, done.tenants, run.modes),
-                    **jobs_summary(done.plan, done.tenants, run.modes, refs, self.s.bw)}
+                    **jobs_summary(done.plan, done.tenants, run.modes, refs, self.s.bw),
+                    **self._cross(run)}
         tenant = done.tenants[0]
         sw = self.s.workload
         # a real model's gradients are synthetic: no accuracy to compare (docs/models.md)
@@ -326,6 +336,7 @@ class InaMethod(Method):
         if sw is not None:
             res["accuracy"] = None
             res["workload"] = workload_results(sw, len(tenant.workers), sync_times(run.modes))
+        res.update(self._cross(run))
         if len(run.seeds) > 1:  # the figures of summarize, per repeat, mean ± std
             per = [summarize(self.s, run.name, done.plan, rep, ref_acc,
                              tenant.n_chunks, done.deploy_info) for rep in run.repeats]
@@ -333,14 +344,28 @@ class InaMethod(Method):
                 [p["gamma"]["measured"] for p in per])
         return res
 
+    def _cross(self, run: Run) -> dict[str, Any]:
+        """``cross_traffic`` with ``--cross-traffic`` (controller.experiment.cross_traffic)."""
+        if not self.s.cross_traffic:
+            return {}
+        done, modes = self.done, run.modes
+        if done.solo:
+            jobs = [("job", "", {m: modes.get(m) for m in self.s.modes}, None)]
+        else:
+            jobs = [(t.name, t.mode or "", {m: modes.get(f"{t.name}/{m}") for m in self.s.modes},
+                     modes.get(f"{engine.ALONE}/{t.name}")) for t in done.tenants]
+        return {"cross_traffic": cross_summary(self.s.modes, jobs)}
+
     def report(self, run: Run, results: dict[str, Any]) -> None:
         plots = plot_modes(run.modes, run.out_dir)
         if not self.done.solo:
             plots += [p for p in (plot_jobs_gamma(results, run.out_dir),) if p is not None]
             print_jobs(results, run.console)
+            print_fairness(results, run.console)
             print_written(run.console, run.out_dir, plots)
             return
         print_summary(results, run.console)
+        print_fairness(results, run.console)
         if results.get("workload"):
             print_projection(results["workload"], run.console)
         print_written(run.console, run.out_dir, plots)

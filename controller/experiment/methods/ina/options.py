@@ -7,6 +7,7 @@ import argparse
 
 from controller.dataplane.deploy import SLOT_POLICIES
 from controller.errors import ExperimentError
+from controller.experiment.cross_traffic import add_cross_traffic_option, parse_cross_traffic
 from controller.experiment.failover import WORKER_POLICIES, parse_fail_switch
 from controller.experiment.methods.ina.core import Settings
 from controller.experiment.run_options import (
@@ -140,6 +141,7 @@ def add_ina_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--no-alone", action="store_true",
         help="with --jobs: do not run each job alone afterwards for reference")
+    add_cross_traffic_option(g)
     g.add_argument(
         "--servers", metavar="A,B,...", default=None,
         help="spread the network over these servers with Mininet's cluster mode, this "
@@ -187,6 +189,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                  slot_policy=getattr(args, "slot_policy", d.slot_policy),
                  kill_ps=getattr(args, "kill_ps", None),
                  no_alone=getattr(args, "no_alone", False),
+                 cross_traffic=getattr(args, "cross_traffic", None),
                  repeats=args.repeats, scale=scale, link_gbps=gbps, compute_ms=compute_ms,
                  servers=getattr(args, "servers", None),
                  ssh_config=getattr(args, "ssh_config", None))
@@ -198,6 +201,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             raise ExperimentError(f"--jobs: --model {s.model} (a real model's scaled "
                                   "emulation) runs as one job; drop --jobs")
         s.bw = s.workload.emulated_mbps
+    if s.cross_traffic is not None:
+        parse_cross_traffic(s.cross_traffic)  # the hosts are checked once the jobs are known
     if not s.worker_timeout >= 0:
         raise ExperimentError(f"--worker-timeout must be >= 0 seconds, got {s.worker_timeout}")
     modes = [m for m in s.modes if m]

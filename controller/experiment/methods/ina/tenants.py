@@ -41,6 +41,11 @@ class Tenant:
     n_values: int
     n_chunks: int
     train_samples: int = 0  # the numpy models' training set (0: a real model's gradients)
+    mode: str | None = None  # the jobs file's ``mode``: kept in every launch (None: the run's)
+
+    def mode_in(self, launch_mode: str) -> str:
+        """The sync mode this job runs in a launch of ``launch_mode``."""
+        return self.mode or launch_mode
 
     def job_id(self, mode: str) -> int:
         return JOB_IDS[mode] + JOB_ID_STRIDE * self.index
@@ -80,7 +85,8 @@ def train_samples(model: str) -> int:
 
 
 def _tenant(s: Settings, k: int, name: str, ps: str, plan: Plan, weight: float,
-            rounds: int | None, model: str | None, hidden: int | None) -> Tenant:
+            rounds: int | None, model: str | None, hidden: int | None,
+            mode: str | None = None) -> Tenant:
     model = model or s.model
     hidden = hidden or s.hidden
     workers = list(plan.job.workers)
@@ -96,14 +102,15 @@ def _tenant(s: Settings, k: int, name: str, ps: str, plan: Plan, weight: float,
         samples = train_samples(model)
     return Tenant(index=k, name=name, ps=ps, workers=workers, weight=float(weight), plan=plan,
                   rounds=rounds or s.rounds, model=model, hidden=hidden, n_values=n_values,
-                  n_chunks=n_chunks_for(n_values, K), train_samples=samples)
+                  n_chunks=n_chunks_for(n_values, K), train_samples=samples, mode=mode)
 
 
 def make_tenants(s: Settings, plan: Plan, specs: list[JobEntry]) -> list[Tenant]:
     """The tenants of a joint plan, with the model each job file entry asks for
     (``model_size`` = the MLP's hidden units; defaults: the run's options)."""
     return [_tenant(s, k, spec.name, spec.ps, job_plan(plan, spec.name), spec.weight,
-                    spec.rounds, spec.model, spec.model_size) for k, spec in enumerate(specs)]
+                    spec.rounds, spec.model, spec.model_size, spec.mode)
+            for k, spec in enumerate(specs)]
 
 
 def solo_tenant(s: Settings, plan: Plan) -> Tenant:
@@ -121,7 +128,7 @@ def deploy_specs(tenants: list[Tenant], modes: tuple[str, ...],
                 for m in modes]
     return [SwitchJob(t.job_id(m), tuple(t.workers), plan=t.plan, tenant=t.name,
                       tree=tree_for(m, t.plan, t.workers))
-            for t in tenants for m in modes]
+            for t in tenants for m in ((t.mode,) if t.mode else modes)]
 
 
 def parse_kill_ps(text: str, tenants: list[Tenant]) -> tuple[str, int]:
