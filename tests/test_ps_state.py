@@ -432,8 +432,10 @@ def test_results_go_in_copies_while_workers_lose_them():
     n with q ** n x (chunks x workers) <= lost_target.  4 workers, 4 chunks (16 deliveries
     a round, a round so far counted as 8).  Worker 1 asks for chunk 0 (no evidence: the PS
     answers), then asks again by a later copy: q ** 2 = 1/8, q = 0.354, so
-    ceil(log(1/16) / log(0.354)) = 3 copies.  The counts halve at the round's end: round 1
-    q = sqrt(0.5 / 8), 2 copies; round 2 the repeated ask is dropped, 1 copy."""
+    ceil(log(1/16) / log(0.354)) = 3 copies, and chunks 0 and 1, sent in one, get the
+    2 missing copies each at once (flagged RETRANSMIT, echoing no packet).  The counts
+    halve at the round's end: round 1 q = sqrt(0.5 / 8), 2 copies (round 0's RESULTs
+    already went in more); round 2 the repeated ask is dropped, 1 copy."""
     g = Grads(4, 4)
     ps = PsState(JOB, range(4), n_chunks=4, k=K, unicast_late=True)
     assert len(ps.on_packet(g.pkt(range(4), c=0)).results) == 1
@@ -441,11 +443,16 @@ def test_results_go_in_copies_while_workers_lose_them():
     assert len(ps.on_packet(g.pkt(range(4), c=1)).results) == 1
     assert len(ps.on_packet(_ask(g, 1, 0, 2)).replies) == 2  # asked again (resend_copies)
     out = ps.on_packet(g.pkt(range(4), c=2))
-    assert len(out.results) == 3 and out.results[0] is out.results[2]
+    assert [(p.chunk_id, p.flags) for p in out.results] == (
+        [(2, 0)] * 3 + [(0, FLAG_RETRANSMIT)] * 2 + [(1, FLAG_RETRANSMIT)] * 2)
+    assert out.results[0] is out.results[2]
+    assert all(p.worker_id == 0xFFFF and np.array_equal(p.values, g.exact(0, range(4), p.chunk_id))
+               for p in out.results[3:])
     ps.on_packet(g.pkt(range(4), c=3))
     assert [len(ps.on_packet(g.pkt(range(4), r=1, c=c)).results) for c in range(4)] == [2] * 4
     assert [len(ps.on_packet(g.pkt(range(4), r=2, c=c)).results) for c in range(4)] == [1] * 4
     assert ps.stats.results_doubled == 6 and ps.stats.result_copies == 2 * 2 + 4 * 1
+    assert ps.stats.result_topups == 4
 
 
 def test_delayed_results_and_spurious_late_grads_send_one_copy():
@@ -476,39 +483,48 @@ def test_delayed_results_and_spurious_late_grads_send_one_copy():
 
 def test_a_late_grad_is_a_lost_result_only_when_it_cannot_have_crossed_it():
     """"Lost RESULTs" (workers/ina/result_copies.py): a worker's first ask of a completed
-    chunk counts as a lost RESULT only when it arrives more than the PS's measured round
-    trip (NACK -> the NACKed worker's contribution; srtt + 4 rttvar) after the RESULT, and
-    only from a worker that holds off (not the chunk's prober, not NACKed for it: their
-    timers fire at about one timeout, before a queued RESULT arrives, lost or not).
-    8 workers at one switch, 4 chunks (32 deliveries a round, so far counted as 16)."""
+    chunk counts as a lost RESULT only when it arrives more than the PS's round-trip bound
+    after the RESULT (3 times the median of its NACK round trips: NACK -> the NACKed
+    worker's contribution), since one sent before the RESULT reached its worker crossed
+    it; without a clock or a measured round trip, never.  8 workers at one switch, 4
+    chunks (32 deliveries a round, so far counted as 16).  (Before the fix a NACK alone
+    doubled the RESULT and any late GRAD asked for 4 copies.)"""
     g = Grads(8, 4)
     routes = {w: [(c, 5, 8) for c in range(4)] for w in range(8)}
     ps = PsState(JOB, range(8), n_chunks=4, k=K, unicast_late=True, routes=routes)
     rc = ps.result_copies
     # chunk 0: the switch flushes workers 0-6, the PS NACKs worker 7, whose resend comes
-    # 0.05 s later and completes it (round trip 0.05 s: bound 0.05 + 4 * 0.025 = 0.15 s)
+    # 0.05 s later and completes it: bound 4 x 0.05 = 0.2 s
     out = ps.on_packet(g.pkt(range(7), flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE), 10.0)
     assert [w for w, _ in out.nacks] == [7]
     out = ps.on_packet(_ask(g, 7, 0, 1), 10.05)
-    assert len(out.results) == 1 and rc.rtt_bound() == pytest.approx(0.15)
-    # the prober (worker 0) and the NACKed worker (7) ask long after; worker 3 asks within
-    # the round trip: each is answered, none is evidence, and without a clock none either
-    for w, at in ((0, 11.0), (7, 11.0), (3, 10.15)):
-        assert len(ps.on_packet(_ask(g, w, 0, 1), at).replies) == 1
+    assert len(out.results) == 1 and rc.rtt_bound() == pytest.approx(0.2)
+    # worker 3 asks within the bound, worker 5 with no clock: answered, no evidence
+    assert len(ps.on_packet(_ask(g, 3, 0, 1), 10.2).replies) == 1
     assert len(ps.on_packet(_ask(g, 5, 0, 1)).replies) == 1
-    assert len(ps.on_packet(g.pkt(range(8), c=1), 11.1).results) == 1
+    assert len(ps.on_packet(g.pkt(range(8), c=1), 10.9).results) == 1
     assert rc.lost_by == {}
-    # worker 4, which holds off, asks 1 s after the RESULT: it was lost.  q = 1/16, so
-    # ceil(log(1/32) / log(1/16)) = 2 copies (the NACKs count from now on too: 1/16)
+    # worker 4 asks 1 s after the RESULT: it was lost.  q = 1/16, so
+    # ceil(log(1/32) / log(1/16)) = 2 copies (the NACKs count from now on too: 1/16), and
+    # chunks 0 and 1, sent in one, get their second copy at once
     assert len(ps.on_packet(_ask(g, 4, 0, 1), 11.05).replies) == 1
     assert rc.lost_by == {(1, 1): 1.0}
     out = ps.on_packet(g.pkt(range(8), c=2), 11.2)
-    assert len(out.results) == 2 and ps.stats.results_doubled == 1
+    assert [p.chunk_id for p in out.results] == [2, 2, 0, 1]
+    assert ps.stats.results_doubled == 1 and ps.stats.result_topups == 2
     # before any NACK round trip is measured the PS does not judge
     fresh = PsState(JOB, range(8), n_chunks=4, k=K, unicast_late=True, routes=routes)
     fresh.on_packet(g.pkt(range(8)), 0.0)
     fresh.on_packet(_ask(g, 4, 0, 1), 5.0)
     assert fresh.result_copies.lost_by == {} and fresh.copies(0) == 1
+    # the bound follows the lower quartile of the NACK round trips, timed from the
+    # latest NACK: NACKs answered late (refused while the worker's copy was young, or the
+    # answer lost) do not move it
+    for rtt in (0.9, 0.04, 0.06, 0.7):
+        rc.nacked(0, 1, 3, 1, 19.0)
+        rc.nacked(0, 1, 3, 1, 20.0)
+        rc.heard(0, 3, 1 << 1, 20.0 + rtt)
+    assert rc.rtt_bound() == pytest.approx(4 * 0.05)
 
 
 def test_result_copies_follow_the_loss_and_its_cap():
@@ -527,7 +543,8 @@ def test_result_copies_follow_the_loss_and_its_cap():
             ps.on_packet(_ask(g, w, 0, 1))
             ps.on_packet(_ask(g, w, 0, 2))
             ps.on_packet(_ask(g, w, 0, 3))  # a third ask: q ** (m + 2), not counted
-        assert len(ps.on_packet(g.pkt(range(4), c=1)).results) == min(cap, want)
+        out = ps.on_packet(g.pkt(range(4), c=1))  # (chunk 0 is topped up to as many)
+        assert sum(p.chunk_id == 1 for p in out.results) == min(cap, want)
     rc = ResultCopies(4)
     rc.sent(0, 2, 4)
     assert not rc.late_grad(0, 0, 1, 5, 2) and rc.late_grad(0, 0, 1, 6, 2)

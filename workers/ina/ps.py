@@ -175,7 +175,7 @@ from workers.ina.constants import (
     TYPE_PARTIAL,
 )
 from workers.ina.constants import K as DEFAULT_K
-from workers.ina.messages import fold_mask, mask_of, prober, wrap_sum
+from workers.ina.messages import fold_mask, mask_of, wrap_sum
 from workers.ina.result_copies import ResultCopies
 from workers.ina.tree import Tree
 from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket
@@ -245,6 +245,7 @@ class PsStats:
     marked: int = 0  # of results_sent: carrying a congestion mark (FLAG_ECN) of a merged packet
     results_doubled: int = 0  # of results_sent: sent in more than one copy ("Lost RESULTs")
     result_copies: int = 0  # the extra copies of those
+    result_topups: int = 0  # copies sent later, once the loss estimate asked for more
     nacks: int = 0  # asks to resend sent to single workers (module docstring, "NACKs")
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
@@ -291,7 +292,7 @@ class _Round:
         self.copies = np.ones(n_chunks, dtype=np.int64)  # copies each RESULT went in
         self.sent_at = np.full(n_chunks, np.nan)  # when each new RESULT went ("Lost RESULTs")
         self.nacked = [0] * n_chunks  # per chunk: the workers a NACK asked
-        self.members = [i for i in range(mask.bit_length()) if mask >> i & 1]
+        self.fewest = 0  # the fewest copies a completed chunk's RESULT went in (0: none)
         self.marked = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_ECN
         self.fell = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_FALLBACK
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
@@ -552,9 +553,8 @@ class PsState:
                 # RESULTs", workers.ina.result_copies)
                 w, sent = pkt.worker_id, float(rs.sent_at[c])
                 since = None if now is None or math.isnan(sent) else now - sent
-                held_off = prober(rs.members, c, r) != w and not rs.nacked[c] >> w & 1
                 self.result_copies.late_grad(r, c, w, pkt.copy_number, int(rs.copies[c]),
-                                             since, held_off)
+                                             since)
             st.results_resent += 1
             rs.resent[c] += 1
             # a chunk asked for again has a lossy path to some worker: from its second
@@ -684,6 +684,8 @@ class PsState:
         n = self.copies(r)
         out.results.extend([res] * n)
         rs.copies[c] = n
+        rs.fewest = n if not rs.fewest else min(rs.fewest, n)
+        self._top_up(r, n, out)
         if self._now is not None:
             rs.sent_at[c] = self._now
         self.result_copies.sent(r, n, rs.mask.bit_count())
@@ -695,6 +697,29 @@ class PsState:
             self.result_copies.round_done(r)
             out.completed_rounds.append(r)
             self._advance()
+
+    def _top_up(self, r: int, n: int, out: PsOutput) -> None:
+        """The loss estimate asks for ``n`` copies: the RESULTs of round ``r`` and the one
+        before (its workers may still wait for them) already sent in fewer get the missing
+        copies now, flagged RETRANSMIT and echoing no packet (module docstring, "Lost
+        RESULTs")."""
+        for rr in (r - 1, r):
+            rs = self._rounds.get(rr)
+            if rs is None or not rs.fewest or rs.fewest >= n:
+                continue
+            for c in np.flatnonzero(rs.done & (rs.copies < n)):
+                m = int(rs.copies[c])
+                vals = rs.sums[c].view()
+                vals.setflags(write=False)
+                flags = (FLAG_RETRANSMIT | (FLAG_ECN if rs.marked[c] else 0)
+                         | (FLAG_FALLBACK if rs.fell[c] else 0))
+                res = InaPacket.result(self.job_id, rr, int(c), fold_mask(rs.mask), vals,
+                                       flags=flags)
+                out.results.extend([res] * (n - m))
+                rs.copies[c] = n
+                self.stats.result_topups += n - m
+                self.result_copies.topped_up(m, n, rs.mask.bit_count())
+            rs.fewest = n
 
     def copies(self, r: int) -> int:
         """How many copies of a new RESULT of round ``r`` go down the tree (module

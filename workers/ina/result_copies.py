@@ -57,6 +57,7 @@ Floors
 from __future__ import annotations
 
 import math
+from collections import deque
 
 from workers.ina.wire import COPY_MOD
 
@@ -68,13 +69,14 @@ class ResultCopies:
     round applies to the job's counts."""
 
     def __init__(self, n_chunks: int, lost_target: float = 1.0, max_copies: int = 4,
-                 decay: float = 0.5) -> None:
+                 decay: float = 0.5, window: int = 32, margin: float = 4.0) -> None:
         if lost_target <= 0 or max_copies < 1:
             raise ValueError("need lost_target > 0 and max_copies >= 1")
         if not 0 < decay <= 1:
             raise ValueError(f"decay must be in (0, 1], got {decay}")
         self.n_chunks, self.lost_target, self.max_copies = n_chunks, lost_target, max_copies
         self.decay = decay
+        self.margin = margin  # rtt_bound: this many times the NACK round trips' quartile
         self.sent_by: dict[int, float] = {}  # m -> deliveries of RESULTs sent in m copies
         # (m, p) -> lost asks of those, each q ** p of the deliveries (module docstring)
         self.lost_by: dict[tuple[int, int], float] = {}
@@ -85,9 +87,7 @@ class ResultCopies:
         self._answered: dict[tuple[int, int, int], int | None] = {}
         # (round, chunk) -> {worker: when the PS NACKed it} until its contribution is heard
         self._asked: dict[tuple[int, int], dict[int, float]] = {}
-        self.srtt: float | None = None  # the NACK round trip, smoothed (RFC 6298)
-        self.rttvar = 0.0
-        self.samples = 0
+        self.rtts: deque[float] = deque(maxlen=window)  # the last NACK round trips
 
     # -- events ----------------------------------------------------------------------------
 
@@ -102,7 +102,9 @@ class ResultCopies:
         ``now``, one to that worker at that time, whose answer :meth:`heard` times."""
         self._nacks.setdefault(round_, [0.0, 0.0])[0] += n
         if chunk is not None and worker is not None and now is not None:
-            self._asked.setdefault((round_, chunk), {}).setdefault(worker, now)
+            # the latest NACK: a worker refuses one while its last copy is young and
+            # answers the next, so the earliest would time its timer, not the path
+            self._asked.setdefault((round_, chunk), {})[worker] = now
 
     def heard(self, round_: int, chunk: int, workers: int, now: float) -> None:
         """A piece of chunk ``chunk`` of ``round_`` holding the workers of mask ``workers``
@@ -111,37 +113,31 @@ class ResultCopies:
         if not asked:
             return
         for w in [w for w in asked if workers >> w & 1]:
-            self._sample(now - asked.pop(w))
+            self.rtts.append(max(0.0, now - asked.pop(w)))
         if not asked:
             del self._asked[(round_, chunk)]
 
-    def _sample(self, rtt: float) -> None:
-        rtt = max(0.0, rtt)
-        if self.srtt is None:
-            self.srtt, self.rttvar = rtt, rtt / 2
-        else:
-            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
-            self.srtt = 0.875 * self.srtt + 0.125 * rtt
-        self.samples += 1
-
     def rtt_bound(self) -> float | None:
-        """The longest the PS expects a round trip to a worker to take (``srtt + 4
-        rttvar`` of its NACK round trips); None before the first sample."""
-        return None if self.srtt is None else self.srtt + 4 * self.rttvar
+        """The longest the PS expects a round trip to a worker to take: ``margin`` times
+        the lower quartile of its last ``window`` NACK round trips (module docstring);
+        None before the first."""
+        if not self.rtts:
+            return None
+        ordered = sorted(self.rtts)
+        return self.margin * ordered[(len(ordered) - 1) // 4]
 
     def late_grad(self, round_: int, chunk: int, worker: int, copy: int, copies: int,
-                  since: float | None = None, held_off: bool = False) -> bool:
+                  since: float | None = None) -> bool:
         """Worker ``worker``'s GRAD of copy number ``copy`` asked for chunk ``chunk`` of
         ``round_``, completed ``since`` seconds ago and sent in ``copies`` copies; the PS
-        answers it.  ``held_off``: the worker is neither the chunk's prober nor NACKed for
-        it.  True if it counted as a lost RESULT (module docstring): a held-off worker's
-        first ask arriving more than :meth:`rtt_bound` after the RESULT, or any worker
-        asking again by a later copy than the ask the PS answered."""
+        answers it.  True if it counted as a lost RESULT (module docstring): a first ask
+        arriving more than :meth:`rtt_bound` after the RESULT, or a worker asking again by
+        a later copy than the ask the PS answered."""
         key = (round_, chunk, worker)
         if key not in self._answered:
             self._answered[key] = copy
             bound = self.rtt_bound()
-            if not held_off or since is None or bound is None or since <= bound:
+            if since is None or bound is None or since <= bound:
                 return False  # it may have crossed the RESULT
             self._count(copies, copies)
             return True
@@ -154,6 +150,12 @@ class ResultCopies:
 
     def _count(self, copies: int, power: int) -> None:
         self.lost_by[(copies, power)] = self.lost_by.get((copies, power), 0.0) + 1
+
+    def topped_up(self, from_copies: int, to_copies: int, workers: int) -> None:
+        """A RESULT sent in ``from_copies`` copies to ``workers`` workers got the copies
+        up to ``to_copies`` (``workers.ina.ps``, "Lost RESULTs")."""
+        self.sent_by[from_copies] = max(0.0, self.sent_by.get(from_copies, 0.0) - workers)
+        self.sent_by[to_copies] = self.sent_by.get(to_copies, 0.0) + workers
 
     def round_done(self, round_: int) -> None:
         """Round ``round_`` completed: the job's counts decay (module docstring), and what
