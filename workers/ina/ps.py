@@ -105,11 +105,12 @@ Lost RESULTs
     Each new RESULT goes down the tree in as many copies as the measured loss of RESULTs
     asks (:meth:`PsState.copies`, ``workers.ina.result_copies``: the fewest ``n`` with
     ``q ** n`` times the round's deliveries at most ``lost_target``, up to ``max_copies``).
-    A late GRAD is no evidence of a lost RESULT (a queued RESULT makes spurious ones);
-    a worker asking again for a chunk the PS already answered it is (rate ``q ** (m+1)``
-    for RESULTs in ``m`` copies), and once one has, so are the NACKs.  Without loss, or
-    with only delay, nothing is sent twice.  Counted ``results_doubled`` (RESULTs sent in
-    more than one copy) and ``result_copies`` (the extra copies).
+    A late GRAD is a lost RESULT only when it arrives more than the PS's measured round
+    trip after the RESULT (earlier, it crossed a queued one), or asks again; then the
+    NACKs count too.  When the estimate rises, RESULTs already sent in fewer copies get
+    the missing ones (:meth:`PsState._top_up`).  Without loss, or with only delay, nothing
+    is sent twice.  Counted ``results_doubled`` (RESULTs sent in more than one copy),
+    ``result_copies`` (the extra copies) and ``result_topups`` (copies sent later).
 
 RESULT echo (docs/protocol.md §6)
     Every RESULT names the packet that caused it (the one that completed the chunk, or the
@@ -699,10 +700,9 @@ class PsState:
             self._advance()
 
     def _top_up(self, r: int, n: int, out: PsOutput) -> None:
-        """The loss estimate asks for ``n`` copies: the RESULTs of round ``r`` and the one
-        before (its workers may still wait for them) already sent in fewer get the missing
-        copies now, flagged RETRANSMIT and echoing no packet (module docstring, "Lost
-        RESULTs")."""
+        """The estimate asks for ``n`` copies: RESULTs of round ``r`` and the one before
+        sent in fewer get the missing ones now, flagged RETRANSMIT, echoing no packet (no
+        worker takes a round-trip sample from them; ``workers.ina.result_copies``)."""
         for rr in (r - 1, r):
             rs = self._rounds.get(rr)
             if rs is None or not rs.fewest or rs.fewest >= n:

@@ -16,27 +16,24 @@ A late GRAD is evidence only when it was sent after the RESULT could have arrive
     RESULT was lost or because the worker's timer fired while the RESULT was still on its
     way (queued; the GRAD crosses it).  A crossing GRAD was sent before the RESULT reached
     its worker, so it reaches the PS less than one round trip after the PS sent the
-    RESULT; one arriving later was sent when the RESULT should have been there: lost.  Two
-    things make the test sharp without a header field:
-
-    * the **round trip** is the PS's own measurement: from a NACK it sends a worker to the
-      first piece holding that worker's contribution to the chunk (``nacked``,
-      ``heard``), smoothed as RFC 6298 does (``srtt + 4 rttvar``, :meth:`rtt_bound`); no
-      sample yet, no judgement (the GRAD is not counted);
-    * only the asks of workers that **hold off** count: not the chunk's prober and not a
-      worker the PS NACKed for it (both retransmit at about one timeout, so a short queue
-      makes them cross the RESULT, and their asks are the same under loss and under
-      delay).  A worker that holds off sends its first retransmission only after six of
-      its timeouts (``holdoff``), so a lost RESULT's ask comes seconds, not tens of ms,
-      after it (simulated fat-tree k=16, 64 workers, 1 % loss, one copy: 111 such asks,
-      0.41-2.3 s after their RESULT; the lossless ``atp`` run above: 0.006-0.077 s, its
-      NACK round trips 0.04-0.1 s, its probers' asks up to 0.22 s).
+    RESULT; one arriving later was sent when the RESULT should have been there: lost.  The
+    **round trip** is the PS's own measurement, no header field: from the latest NACK it
+    sent a worker to the first piece holding that worker's contribution to the chunk
+    (``nacked``, ``heard``).  Those times have long tails both ways -- a worker refuses a
+    NACK while its last copy is young and answers a later one or its own timer, an answer
+    is lost; a contribution only queued arrives at once -- so the bound is ``margin`` (4)
+    times the lower quartile of the last ``window`` (32) of them (:meth:`rtt_bound`), and
+    before the first one the PS does not judge (the GRAD is not counted).  Measured
+    (``bench.suite``'s lossless ``atp`` cell: every first ask 0.003-0.038 s after its
+    RESULT, NACK round trips 0.009-0.045 s; fat-tree k=16, 64 workers, 1 % loss, one copy:
+    the asks of RESULTs lost 0.2-0.3 s after them from NACKed workers and probers, 0.4-2.3
+    s from the others, which hold off six timeouts; lower quartile 0.01-0.04 s).
 
     Such an ask is ``q ** m`` of the deliveries of RESULTs sent in ``m`` copies (all lost);
     a worker asking **again**, by a later copy number (``InaPacket.copy_number``), for a
     chunk the PS already answered it is ``q ** (m + 1)`` (the RESULT and the one-copy answer
     both lost; rare under delay: the worker's back-off doubles its timer), counted
-    whoever asks and whenever, at most once per worker and chunk.
+    whenever it comes, at most once per worker and chunk.
 Decay
     The counts of RESULTs sent in ``m`` copies and of their lost asks are kept over the job,
     halved at each completed round (counts below a half are dropped): the estimate for
@@ -52,6 +49,12 @@ NACKs
 Floors
     A round so far counts as at least half a round of deliveries, so that a few early
     events are not taken for a loss rate.
+Top-ups
+    The first lost ask comes a round trip and a timer after its RESULT, so the RESULTs
+    sent before it went in one copy; when the estimate rises the PS sends those of this
+    round and the previous one (its workers may still wait for them) the copies they now
+    lack (``workers.ina.ps``, ``PsState._top_up``; :meth:`topped_up` moves their
+    deliveries to the new count).
 """
 
 from __future__ import annotations
