@@ -432,8 +432,10 @@ def test_results_go_in_copies_while_workers_lose_them():
     n with q ** n x (chunks x workers) <= lost_target.  4 workers, 4 chunks (16 deliveries
     a round, a round so far counted as 8).  Worker 1 asks for chunk 0 (no evidence: the PS
     answers), then asks again by a later copy: q ** 2 = 1/8, q = 0.354, so
-    ceil(log(1/16) / log(0.354)) = 3 copies.  The counts halve at the round's end: round 1
-    q = sqrt(0.5 / 8), 2 copies; round 2 the repeated ask is dropped, 1 copy."""
+    ceil(log(1/16) / log(0.354)) = 3 copies, and chunks 0 and 1, sent in one, get the
+    2 missing copies each at once (flagged RETRANSMIT, echoing no packet).  The counts
+    halve at the round's end: round 1 q = sqrt(0.5 / 8), 2 copies (round 0's RESULTs
+    already went in more); round 2 the repeated ask is dropped, 1 copy."""
     g = Grads(4, 4)
     ps = PsState(JOB, range(4), n_chunks=4, k=K, unicast_late=True)
     assert len(ps.on_packet(g.pkt(range(4), c=0)).results) == 1
@@ -441,11 +443,16 @@ def test_results_go_in_copies_while_workers_lose_them():
     assert len(ps.on_packet(g.pkt(range(4), c=1)).results) == 1
     assert len(ps.on_packet(_ask(g, 1, 0, 2)).replies) == 2  # asked again (resend_copies)
     out = ps.on_packet(g.pkt(range(4), c=2))
-    assert len(out.results) == 3 and out.results[0] is out.results[2]
+    assert [(p.chunk_id, p.flags) for p in out.results] == (
+        [(2, 0)] * 3 + [(0, FLAG_RETRANSMIT)] * 2 + [(1, FLAG_RETRANSMIT)] * 2)
+    assert out.results[0] is out.results[2]
+    assert all(p.worker_id == 0xFFFF and np.array_equal(p.values, g.exact(0, range(4), p.chunk_id))
+               for p in out.results[3:])
     ps.on_packet(g.pkt(range(4), c=3))
     assert [len(ps.on_packet(g.pkt(range(4), r=1, c=c)).results) for c in range(4)] == [2] * 4
     assert [len(ps.on_packet(g.pkt(range(4), r=2, c=c)).results) for c in range(4)] == [1] * 4
     assert ps.stats.results_doubled == 6 and ps.stats.result_copies == 2 * 2 + 4 * 1
+    assert ps.stats.result_topups == 4
 
 
 def test_delayed_results_and_spurious_late_grads_send_one_copy():
@@ -498,11 +505,13 @@ def test_a_late_grad_is_a_lost_result_only_when_it_cannot_have_crossed_it():
     assert len(ps.on_packet(g.pkt(range(8), c=1), 10.9).results) == 1
     assert rc.lost_by == {}
     # worker 4 asks 1 s after the RESULT: it was lost.  q = 1/16, so
-    # ceil(log(1/32) / log(1/16)) = 2 copies (the NACKs count from now on too: 1/16)
+    # ceil(log(1/32) / log(1/16)) = 2 copies (the NACKs count from now on too: 1/16), and
+    # chunks 0 and 1, sent in one, get their second copy at once
     assert len(ps.on_packet(_ask(g, 4, 0, 1), 11.05).replies) == 1
     assert rc.lost_by == {(1, 1): 1.0}
     out = ps.on_packet(g.pkt(range(8), c=2), 11.2)
-    assert len(out.results) == 2 and ps.stats.results_doubled == 1
+    assert [p.chunk_id for p in out.results] == [2, 2, 0, 1]
+    assert ps.stats.results_doubled == 1 and ps.stats.result_topups == 2
     # before any NACK round trip is measured the PS does not judge
     fresh = PsState(JOB, range(8), n_chunks=4, k=K, unicast_late=True, routes=routes)
     fresh.on_packet(g.pkt(range(8)), 0.0)
@@ -534,7 +543,8 @@ def test_result_copies_follow_the_loss_and_its_cap():
             ps.on_packet(_ask(g, w, 0, 1))
             ps.on_packet(_ask(g, w, 0, 2))
             ps.on_packet(_ask(g, w, 0, 3))  # a third ask: q ** (m + 2), not counted
-        assert len(ps.on_packet(g.pkt(range(4), c=1)).results) == min(cap, want)
+        out = ps.on_packet(g.pkt(range(4), c=1))  # (chunk 0 is topped up to as many)
+        assert sum(p.chunk_id == 1 for p in out.results) == min(cap, want)
     rc = ResultCopies(4)
     rc.sent(0, 2, 4)
     assert not rc.late_grad(0, 0, 1, 5, 2) and rc.late_grad(0, 0, 1, 6, 2)

@@ -107,9 +107,10 @@ Lost RESULTs
     ``q ** n`` times the round's deliveries at most ``lost_target``, up to ``max_copies``).
     A late GRAD is a lost RESULT only when it arrives more than the PS's measured round
     trip after the RESULT (earlier, it crossed a queued one), or asks again; then the
-    NACKs count too.  Without loss, or with only delay, nothing is sent twice.  Counted
-    ``results_doubled`` (RESULTs sent in more than one copy) and ``result_copies`` (the
-    extra copies).
+    NACKs count too.  When the estimate rises, RESULTs already sent in fewer copies get
+    the missing ones (:meth:`PsState._top_up`).  Without loss, or with only delay, nothing
+    is sent twice.  Counted ``results_doubled`` (RESULTs sent in more than one copy),
+    ``result_copies`` (the extra copies) and ``result_topups`` (copies sent later).
 
 RESULT echo (docs/protocol.md §6)
     Every RESULT names the packet that caused it (the one that completed the chunk, or the
@@ -245,6 +246,7 @@ class PsStats:
     marked: int = 0  # of results_sent: carrying a congestion mark (FLAG_ECN) of a merged packet
     results_doubled: int = 0  # of results_sent: sent in more than one copy ("Lost RESULTs")
     result_copies: int = 0  # the extra copies of those
+    result_topups: int = 0  # copies sent later, once the loss estimate asked for more
     nacks: int = 0  # asks to resend sent to single workers (module docstring, "NACKs")
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
@@ -291,6 +293,7 @@ class _Round:
         self.copies = np.ones(n_chunks, dtype=np.int64)  # copies each RESULT went in
         self.sent_at = np.full(n_chunks, np.nan)  # when each new RESULT went ("Lost RESULTs")
         self.nacked = [0] * n_chunks  # per chunk: the workers a NACK asked
+        self.fewest = 0  # the fewest copies a completed chunk's RESULT went in (0: none)
         self.marked = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_ECN
         self.fell = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_FALLBACK
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
@@ -682,6 +685,8 @@ class PsState:
         n = self.copies(r)
         out.results.extend([res] * n)
         rs.copies[c] = n
+        rs.fewest = n if not rs.fewest else min(rs.fewest, n)
+        self._top_up(r, n, out)
         if self._now is not None:
             rs.sent_at[c] = self._now
         self.result_copies.sent(r, n, rs.mask.bit_count())
@@ -693,6 +698,28 @@ class PsState:
             self.result_copies.round_done(r)
             out.completed_rounds.append(r)
             self._advance()
+
+    def _top_up(self, r: int, n: int, out: PsOutput) -> None:
+        """The estimate asks for ``n`` copies: RESULTs of round ``r`` and the one before
+        sent in fewer get the missing ones now, flagged RETRANSMIT, echoing no packet (no
+        worker takes a round-trip sample from them; ``workers.ina.result_copies``)."""
+        for rr in (r - 1, r):
+            rs = self._rounds.get(rr)
+            if rs is None or not rs.fewest or rs.fewest >= n:
+                continue
+            for c in np.flatnonzero(rs.done & (rs.copies < n)):
+                m = int(rs.copies[c])
+                vals = rs.sums[c].view()
+                vals.setflags(write=False)
+                flags = (FLAG_RETRANSMIT | (FLAG_ECN if rs.marked[c] else 0)
+                         | (FLAG_FALLBACK if rs.fell[c] else 0))
+                res = InaPacket.result(self.job_id, rr, int(c), fold_mask(rs.mask), vals,
+                                       flags=flags)
+                out.results.extend([res] * (n - m))
+                rs.copies[c] = n
+                self.stats.result_topups += n - m
+                self.result_copies.topped_up(m, n, rs.mask.bit_count())
+            rs.fewest = n
 
     def copies(self, r: int) -> int:
         """How many copies of a new RESULT of round ``r`` go down the tree (module

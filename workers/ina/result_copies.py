@@ -49,6 +49,12 @@ NACKs
 Floors
     A round so far counts as at least half a round of deliveries, so that a few early
     events are not taken for a loss rate.
+Top-ups
+    The first lost ask comes a round trip and a timer after its RESULT, so the RESULTs
+    sent before it went in one copy; when the estimate rises the PS sends those of this
+    round and the previous one (its workers may still wait for them) the copies they now
+    lack (``workers.ina.ps``, ``PsState._top_up``; :meth:`topped_up` moves their
+    deliveries to the new count).
 """
 
 from __future__ import annotations
@@ -147,6 +153,12 @@ class ResultCopies:
 
     def _count(self, copies: int, power: int) -> None:
         self.lost_by[(copies, power)] = self.lost_by.get((copies, power), 0.0) + 1
+
+    def topped_up(self, from_copies: int, to_copies: int, workers: int) -> None:
+        """A RESULT sent in ``from_copies`` copies to ``workers`` workers got the copies
+        up to ``to_copies`` (``workers.ina.ps``, "Lost RESULTs")."""
+        self.sent_by[from_copies] = max(0.0, self.sent_by.get(from_copies, 0.0) - workers)
+        self.sent_by[to_copies] = self.sent_by.get(to_copies, 0.0) + workers
 
     def round_done(self, round_: int) -> None:
         """Round ``round_`` completed: the job's counts decay (module docstring), and what
