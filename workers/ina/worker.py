@@ -634,7 +634,9 @@ class WorkerRound:
     def _measure(self, f: _Flight, pkt: InaPacket, now: float) -> float | None:
         """Feed the estimator from a RESULT that completed the in-flight chunk ``f``; the
         exact round trip it gave (None: none)."""
-        if not f.retries:  # Karn: a retransmitted chunk's RESULT may answer any copy
+        # Karn: a retransmitted chunk's RESULT may answer any copy; a RESULT the PS sent
+        # again (a top-up, docs/protocol.md §6 "Lost RESULTs") times the PS, not the path
+        if not f.retries and not pkt.flags & FLAG_RETRANSMIT:
             self.rtt.completion(now - f.times[0])
         else:
             self.rtt.ambiguous()
