@@ -48,7 +48,8 @@ Timeouts: measured (RFC 6298), backed off per chunk  [decision]
     into:
 
     * ``first_rto``, how long a chunk's first copy waits for the other workers to start:
-      twice the median time from a chunk's only copy to its RESULT (Karn), at least
+      twice the median time from a chunk's only copy to its RESULT (Karn; not a RESULT
+      the PS sent again, flagged RETRANSMIT: docs/protocol.md §6), at least
       ``timeout`` and ``rto`` (``RttEstimator``'s ``trust`` can lift the floors).  Retransmitting before the
       others' copies could arrive only adds flushes;
     * ``rto``, the timeout of every retransmission, and of a first copy once a RESULT
