@@ -171,7 +171,7 @@ def test_lost_result_is_retransmitted_and_sum_stays_exact() -> None:
     net = FakeNetwork(JOB, workers, cap, drop=drop_once(lost))
     # the PS's RESULTs go in copies once a worker asked again (workers.ina.ps, "Lost
     # RESULTs"): off here, so that each rank's own retransmission is what recovers its chunk
-    net.ps.max_copies = 1
+    net.ps.result_copies.max_copies = 1
     engines = _engines(workers, timeout=0.05)
     done, t = run_virtual(engines, net, subs)
     assert sorted(net.dropped) == sorted(lost)
@@ -186,14 +186,16 @@ def test_lost_result_is_retransmitted_and_sum_stays_exact() -> None:
 
 
 def test_doubled_results_absorb_a_later_lost_result() -> None:
-    """With the PS's default: after rank 1 asked for bucket 0's RESULT again, the PS sends
-    every later RESULT in copies, so rank 0's lost copy of bucket 1's is replaced by its twin
-    without a retransmission; every sum exact."""
+    """With the PS's default: after rank 1 lost bucket 0's RESULT and the PS's answer too,
+    and so asked for it again (workers.ina.result_copies: evidence of a lost RESULT, where
+    one ask is not), the PS sends every later RESULT in copies, so rank 0's lost copy of
+    bucket 1's is replaced by its twin without a retransmission; every sum exact."""
     workers, sizes = [0, 1], [40, 9]
     cap = chunk_capacity(sizes)
     subs, qs = _step_submissions(sizes, 1, workers, ps_only_schedule(cap))
-    lost = [(0, 0, 1), (0, cap - 1, 0)]
-    net = FakeNetwork(JOB, workers, cap, drop=drop_once(lost))
+    lost = [(0, 0, 1), (0, 0, 1), (0, cap - 1, 0)]
+    first, second = drop_once(lost[:1]), drop_once(lost[1:])
+    net = FakeNetwork(JOB, workers, cap, drop=lambda p, w: first(p, w) or second(p, w))
     engines = _engines(workers, timeout=0.05)
     done, _ = run_virtual(engines, net, subs)
     assert sorted(net.dropped) == sorted(lost)

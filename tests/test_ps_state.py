@@ -17,6 +17,7 @@ from workers.ina.constants import (
 )
 from workers.ina.messages import mask_of
 from workers.ina.ps import CoverBudgetExceeded, PsState, find_exact_cover
+from workers.ina.result_copies import ResultCopies
 from workers.ina.wire import InaPacket
 
 K = 32
@@ -421,44 +422,138 @@ def test_a_whole_group_s_flush_asks_the_silent_points():
                                                       g.exact(0, range(8), 0))
 
 
+def _ask(g: Grads, w: int, c: int, copy: int, r: int = 0) -> InaPacket:
+    """Worker ``w``'s retransmitted GRAD of chunk ``c``, copy number ``copy``."""
+    return InaPacket.grad(JOB, r, c, 0, 1, w, g.exact(r, [w], c), FLAG_RETRANSMIT, copy=copy)
+
+
 def test_results_go_in_copies_while_workers_lose_them():
-    """Lost RESULTs (workers/ina/ps.py): each new RESULT goes in the fewest copies n with
-    q ** n x (chunks x workers) <= lost_target, q the measured loss of one delivery.  3
-    workers, 2 chunks (6 deliveries a round): a late GRAD of chunk 0, sent once, is q = 1/3
-    of its deliveries, so ceil(log(1/6) / log(1/3)) = 2 copies; the next round still (its
-    previous round lost one), a clean one after it one copy again."""
-    g = Grads(3, 2)
-    ps = PsState(JOB, range(3), n_chunks=2, k=K, unicast_late=True)
-    assert len(ps.on_packet(g.pkt([0, 1, 2], c=0)).results) == 1
-    ps.on_packet(g.pkt([1], c=0, flags=FLAG_RETRANSMIT))  # worker 1 lost it
-    out = ps.on_packet(g.pkt([0, 1, 2], c=1))
-    assert len(out.results) == 2 and out.results[0] is out.results[1]
-    assert [len(ps.on_packet(g.pkt([0, 1, 2], r=1, c=c)).results) for c in (0, 1)] == [2, 2]
-    assert [len(ps.on_packet(g.pkt([0, 1, 2], r=2, c=c)).results) for c in (0, 1)] == [1, 1]
-    assert ps.stats.results_doubled == 3 and ps.stats.result_copies == 3
-    assert ps.stats.results_sent == 6
+    """Lost RESULTs (workers/ina/result_copies.py): each new RESULT goes in the fewest copies
+    n with q ** n x (chunks x workers) <= lost_target.  4 workers, 4 chunks (16 deliveries
+    a round, a round so far counted as 8).  Worker 1 asks for chunk 0 (no evidence: the PS
+    answers), then asks again by a later copy: q ** 2 = 1/8, q = 0.354, so
+    ceil(log(1/16) / log(0.354)) = 3 copies, and chunks 0 and 1, sent in one, get the
+    2 missing copies each at once (flagged RETRANSMIT, echoing no packet).  The counts
+    halve at the round's end: round 1 q = sqrt(0.5 / 8), 2 copies (round 0's RESULTs
+    already went in more); round 2 the repeated ask is dropped, 1 copy."""
+    g = Grads(4, 4)
+    ps = PsState(JOB, range(4), n_chunks=4, k=K, unicast_late=True)
+    assert len(ps.on_packet(g.pkt(range(4), c=0)).results) == 1
+    assert len(ps.on_packet(_ask(g, 1, 0, 1)).replies) == 1  # answered, not yet evidence
+    assert len(ps.on_packet(g.pkt(range(4), c=1)).results) == 1
+    assert len(ps.on_packet(_ask(g, 1, 0, 2)).replies) == 2  # asked again (resend_copies)
+    out = ps.on_packet(g.pkt(range(4), c=2))
+    assert [(p.chunk_id, p.flags) for p in out.results] == (
+        [(2, 0)] * 3 + [(0, FLAG_RETRANSMIT)] * 2 + [(1, FLAG_RETRANSMIT)] * 2)
+    assert out.results[0] is out.results[2]
+    assert all(p.worker_id == 0xFFFF and np.array_equal(p.values, g.exact(0, range(4), p.chunk_id))
+               for p in out.results[3:])
+    ps.on_packet(g.pkt(range(4), c=3))
+    assert [len(ps.on_packet(g.pkt(range(4), r=1, c=c)).results) for c in range(4)] == [2] * 4
+    assert [len(ps.on_packet(g.pkt(range(4), r=2, c=c)).results) for c in range(4)] == [1] * 4
+    assert ps.stats.results_doubled == 6 and ps.stats.result_copies == 2 * 2 + 4 * 1
+    assert ps.stats.result_topups == 4
+
+
+def test_delayed_results_and_spurious_late_grads_send_one_copy():
+    """Congestion is not loss: every worker's timer firing before its queued RESULT arrives
+    (one late GRAD each, of every chunk, in every round, within the PS's measured round
+    trip of 0.1 s), the delayed first copies arriving after them, network duplicates of
+    both, and a switch's flush whose NACKs ask for contributions merely queued: every
+    RESULT still goes in one copy.  (Before the fix the first late GRAD of round 0 already
+    doubled the next RESULT, and 16 late GRADs a round asked for 4.)"""
+    g = Grads(4, 4)
+    ps = PsState(JOB, range(4), n_chunks=4, k=K, unicast_late=True)
+    rc = ps.result_copies
+    rc.nacked(0, 1, 0, 3, 0.0)
+    rc.heard(0, 0, 1 << 3, 0.1)  # one NACK round trip: 0.1 s, bound 0.3 s
+    t = 1.0
+    for r in range(3):
+        for c in range(4):
+            out = ps.on_packet(g.pkt(range(4), r=r, c=c), t)
+            assert len(out.results) == 1, (r, c)
+            for w in range(4):
+                for pkt in (_ask(g, w, c, 1, r), _ask(g, w, c, 1, r), _ask(g, w, c, 0, r)):
+                    ps.on_packet(pkt, t + 0.05 * (w + 1))
+            rc.nacked(r, 3)  # flushes of queued contributions
+            t += 1.0
+    assert ps.stats.results_doubled == 0 and ps.stats.late == 3 * 4 * 4 * 3
+    assert rc.lost_by == {} and rc.copies(3, 4) == 1
+
+
+def test_a_late_grad_is_a_lost_result_only_when_it_cannot_have_crossed_it():
+    """"Lost RESULTs" (workers/ina/result_copies.py): a worker's first ask of a completed
+    chunk counts as a lost RESULT only when it arrives more than the PS's round-trip bound
+    after the RESULT (3 times the median of its NACK round trips: NACK -> the NACKed
+    worker's contribution), since one sent before the RESULT reached its worker crossed
+    it; without a clock or a measured round trip, never.  8 workers at one switch, 4
+    chunks (32 deliveries a round, so far counted as 16).  (Before the fix a NACK alone
+    doubled the RESULT and any late GRAD asked for 4 copies.)"""
+    g = Grads(8, 4)
+    routes = {w: [(c, 5, 8) for c in range(4)] for w in range(8)}
+    ps = PsState(JOB, range(8), n_chunks=4, k=K, unicast_late=True, routes=routes)
+    rc = ps.result_copies
+    # chunk 0: the switch flushes workers 0-6, the PS NACKs worker 7, whose resend comes
+    # 0.05 s later and completes it: bound 4 x 0.05 = 0.2 s
+    out = ps.on_packet(g.pkt(range(7), flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE), 10.0)
+    assert [w for w, _ in out.nacks] == [7]
+    out = ps.on_packet(_ask(g, 7, 0, 1), 10.05)
+    assert len(out.results) == 1 and rc.rtt_bound() == pytest.approx(0.2)
+    # worker 3 asks within the bound, worker 5 with no clock: answered, no evidence
+    assert len(ps.on_packet(_ask(g, 3, 0, 1), 10.2).replies) == 1
+    assert len(ps.on_packet(_ask(g, 5, 0, 1)).replies) == 1
+    assert len(ps.on_packet(g.pkt(range(8), c=1), 10.9).results) == 1
+    assert rc.lost_by == {}
+    # worker 4 asks 1 s after the RESULT: it was lost.  q = 1/16, so
+    # ceil(log(1/32) / log(1/16)) = 2 copies (the NACKs count from now on too: 1/16), and
+    # chunks 0 and 1, sent in one, get their second copy at once
+    assert len(ps.on_packet(_ask(g, 4, 0, 1), 11.05).replies) == 1
+    assert rc.lost_by == {(1, 1): 1.0}
+    out = ps.on_packet(g.pkt(range(8), c=2), 11.2)
+    assert [p.chunk_id for p in out.results] == [2, 2, 0, 1]
+    assert ps.stats.results_doubled == 1 and ps.stats.result_topups == 2
+    # before any NACK round trip is measured the PS does not judge
+    fresh = PsState(JOB, range(8), n_chunks=4, k=K, unicast_late=True, routes=routes)
+    fresh.on_packet(g.pkt(range(8)), 0.0)
+    fresh.on_packet(_ask(g, 4, 0, 1), 5.0)
+    assert fresh.result_copies.lost_by == {} and fresh.copies(0) == 1
+    # the bound follows the lower quartile of the NACK round trips, timed from the
+    # latest NACK: NACKs answered late (refused while the worker's copy was young, or the
+    # answer lost) do not move it
+    for rtt in (0.9, 0.04, 0.06, 0.7):
+        rc.nacked(0, 1, 3, 1, 19.0)
+        rc.nacked(0, 1, 3, 1, 20.0)
+        rc.heard(0, 3, 1 << 1, 20.0 + rtt)
+    assert rc.rtt_bound() == pytest.approx(4 * 0.05)
 
 
 def test_result_copies_follow_the_loss_and_its_cap():
-    """4 workers, 4 chunks (16 deliveries a round); a round so far counts as at least half
-    a round (8 deliveries).  3 of chunk 0's deliveries lost (q = 3/8) asks for
-    ceil(log(1/16) / log(3/8)) = 3 copies, 4 lost (q = 1/2) 4, held at ``max_copies`` (1:
-    one copy whatever is lost).  Late GRADs of a chunk sent in m copies count as q ** m:
-    with lost_target 0.5, 2 of 8 deliveries lost through 1 copy is q = 1/4,
-    ceil(log(1/32) / log(1/4)) = 3 copies; through 2 copies q = 1/2, 5 copies (the cap 4)."""
-    for lost, cap, want in (([1, 2, 3], 4, 3), ([0, 1, 2, 3], 6, 4), ([0, 1, 2, 3], 1, 1)):
+    """4 workers, 4 chunks (16 deliveries a round; a round so far counts as 8).  Repeated
+    asks of a RESULT sent once are q ** 2 of its deliveries: 1 of 8 asks for 3 copies, 2
+    (q = 1/2) for 4, 4 (q = 0.71) for 8, held at ``max_copies`` (4; 1: one copy whatever
+    is lost).  Of a RESULT sent in 2 copies q ** 3: 1 of 8 is q = 1/2, 4 copies.  NACKs
+    count once a repeated ask has shown RESULTs lost: 6 of 8 (q = 3/4) ask for 10, the
+    cap 4; without a repeated ask none."""
+    for lost, cap, want in (([1], 4, 3), ([1, 2], 4, 4), ([0, 1, 2, 3], 6, 6),
+                            ([0, 1, 2, 3], 1, 1)):
         g = Grads(4, 4)
         ps = PsState(JOB, range(4), n_chunks=4, k=K, unicast_late=True, max_copies=cap)
         ps.on_packet(g.pkt(range(4), c=0))
         for w in lost:
-            ps.on_packet(g.pkt([w], c=0, flags=FLAG_RETRANSMIT))
-        assert len(ps.on_packet(g.pkt(range(4), c=1)).results) == want
-    for sent, want in ((1, 3), (2, 4)):
-        g = Grads(4, 4)
-        ps = PsState(JOB, range(4), n_chunks=4, k=K, unicast_late=True, lost_target=0.5)
-        ps.on_packet(g.pkt(range(4), c=0))
-        rs = ps._rounds[0]
-        rs.copies[0], rs.done_by = sent, {sent: 1}  # as if chunk 0 had gone in ``sent``
-        for w in (1, 2):
-            ps.on_packet(g.pkt([w], c=0, flags=FLAG_RETRANSMIT))
-        assert len(ps.on_packet(g.pkt(range(4), c=1)).results) == want
+            ps.on_packet(_ask(g, w, 0, 1))
+            ps.on_packet(_ask(g, w, 0, 2))
+            ps.on_packet(_ask(g, w, 0, 3))  # a third ask: q ** (m + 2), not counted
+        out = ps.on_packet(g.pkt(range(4), c=1))  # (chunk 0 is topped up to as many)
+        assert sum(p.chunk_id == 1 for p in out.results) == min(cap, want)
+    rc = ResultCopies(4)
+    rc.sent(0, 2, 4)
+    assert not rc.late_grad(0, 0, 1, 5, 2) and rc.late_grad(0, 0, 1, 6, 2)
+    assert rc.copies(0, 4) == 4
+    for nacks, want in ((0, 3), (6, 4)):
+        rc = ResultCopies(4)
+        rc.sent(0, 1, 4)
+        rc.nacked(0, nacks)
+        assert rc.copies(0, 4) == 1  # NACKs alone: no RESULT shown lost
+        rc.late_grad(0, 0, 1, 15, 1)
+        assert rc.late_grad(0, 0, 1, 0, 1)  # copy numbers wrap mod 16
+        assert rc.copies(0, 4) == want

@@ -102,22 +102,15 @@ Congestion marks (docs/protocol.md §6)
     aggregators' signal of ``two-window`` (``on_fallback``).
 
 Lost RESULTs
-    A worker whose RESULT was lost finds out only by its timer, and a worker that does not
-    probe the chunk waits several timeouts (``workers.ina.worker``, "NACKs and probers"):
-    a round waits for its last worker, so one lost delivery near its end costs the whole
-    job those timeouts.  So each new RESULT goes down the tree in as many copies as the
-    measured loss asks (:meth:`PsState.copies`): ``n``, the fewest with ``q ** n`` times
-    the round's deliveries (chunks x workers) at most ``lost_target`` (one), up to
-    ``max_copies`` (4), where ``q``, the loss of one delivery, is the larger of two
-    measures over the previous round and this one so far (counted as at least half a
-    round, so that a few early NACKs are not taken for a loss rate): the NACKs' share of
-    the deliveries (contributions lost on the way up: a path loses as much down) and the share
-    the workers asked for again by their own late GRADs, taken to the power ``1 / n`` of
-    the copies then sent (what the copies let through).  Without loss nothing is asked
-    again, and nothing is sent twice; at 1 % loss per port at k=16 it is 3 copies (2 left
-    workers waiting 1.8 s for a RESULT 171 times in 3 rounds, 3 once; docs/results.md,
-    issue 39).  Counted ``results_doubled`` (RESULTs sent in more than one copy) and
-    ``result_copies`` (the extra copies).
+    Each new RESULT goes down the tree in as many copies as the measured loss of RESULTs
+    asks (:meth:`PsState.copies`, ``workers.ina.result_copies``: the fewest ``n`` with
+    ``q ** n`` times the round's deliveries at most ``lost_target``, up to ``max_copies``).
+    A late GRAD is a lost RESULT only when it arrives more than the PS's measured round
+    trip after the RESULT (earlier, it crossed a queued one), or asks again; then the
+    NACKs count too.  When the estimate rises, RESULTs already sent in fewer copies get
+    the missing ones (:meth:`PsState._top_up`).  Without loss, or with only delay, nothing
+    is sent twice.  Counted ``results_doubled`` (RESULTs sent in more than one copy),
+    ``result_copies`` (the extra copies) and ``result_topups`` (copies sent later).
 
 RESULT echo (docs/protocol.md §6)
     Every RESULT names the packet that caused it (the one that completed the chunk, or the
@@ -184,6 +177,7 @@ from workers.ina.constants import (
 )
 from workers.ina.constants import K as DEFAULT_K
 from workers.ina.messages import fold_mask, mask_of, wrap_sum
+from workers.ina.result_copies import ResultCopies
 from workers.ina.tree import Tree
 from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket
 
@@ -252,6 +246,7 @@ class PsStats:
     marked: int = 0  # of results_sent: carrying a congestion mark (FLAG_ECN) of a merged packet
     results_doubled: int = 0  # of results_sent: sent in more than one copy ("Lost RESULTs")
     result_copies: int = 0  # the extra copies of those
+    result_topups: int = 0  # copies sent later, once the loss estimate asked for more
     nacks: int = 0  # asks to resend sent to single workers (module docstring, "NACKs")
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
@@ -295,10 +290,10 @@ class _Round:
         self.done = np.zeros(n_chunks, dtype=bool)
         self.resent = np.zeros(n_chunks, dtype=np.int64)  # RESULT resends per chunk
         self.asked = [0] * n_chunks  # per chunk: the workers a resend already answered
-        self.nacked = 0  # NACKs sent: contributions lost on the way up
         self.copies = np.ones(n_chunks, dtype=np.int64)  # copies each RESULT went in
-        self.late_by: dict[int, int] = {}  # copies -> late GRADs of chunks sent in that many
-        self.done_by: dict[int, int] = {}  # copies -> chunks completed in that many
+        self.sent_at = np.full(n_chunks, np.nan)  # when each new RESULT went ("Lost RESULTs")
+        self.nacked = [0] * n_chunks  # per chunk: the workers a NACK asked
+        self.fewest = 0  # the fewest copies a completed chunk's RESULT went in (0: none)
         self.marked = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_ECN
         self.fell = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_FALLBACK
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
@@ -378,10 +373,8 @@ class PsState:
             raise ValueError(f"resend_copies must be >= 1, got {resend_copies}")
         self.resend_copies = resend_copies
         self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
-        if lost_target <= 0 or max_copies < 1:
-            raise ValueError("need lost_target > 0 and max_copies >= 1")
-        # "Lost RESULTs": the lost deliveries a round may expect, and the most copies
-        self.lost_target, self.max_copies = lost_target, max_copies
+        # "Lost RESULTs": the loss meter of the RESULT copies
+        self.result_copies = ResultCopies(n_chunks, lost_target, max_copies)
         # chunk -> {first aggregation point: mask of the workers it sums} from the
         # workers' schedules (``routes``: worker -> [(chunk, agg_id, fan_in)]); None: no
         # NACKs (module docstring, "NACKs")
@@ -405,6 +398,7 @@ class PsState:
         # the RESULT echo (docs/protocol.md §6) of the packet being merged
         self._echo = NO_ECHO
         self._emitter: int | None = None
+        self._now: float | None = None  # the clock of the packet being merged
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -468,7 +462,7 @@ class PsState:
             if removed >> w & 1:
                 del self._heard[w]
         out = PsOutput()
-        self._echo = NO_ECHO
+        self._echo, self._now = NO_ECHO, None
         for r in [r for r in self._rounds if r >= e]:
             old = self._rounds.pop(r)
             rs = self._rounds[r] = _Round(self.n_chunks, self.k, self.full_mask)
@@ -502,6 +496,7 @@ class PsState:
         ``now`` (any monotone clock; optional) feeds :meth:`silent`."""
         out = PsOutput()
         self._emitter = None  # a hierarchical PARTIAL's emitting switch (_nack)
+        self._now = now
         if self.tree is not None and pkt.msg_type in (TYPE_GRAD, TYPE_PARTIAL):
             raw = pkt.bitmap
             got = self.tree_of(pkt.round).worker_set(pkt.msg_type, pkt.worker_id, raw,
@@ -554,9 +549,13 @@ class PsState:
             rs = self._rounds[r] = _Round(self.n_chunks, self.k, self.mask_for(r))
         if rs.done[c]:
             st.late += 1
-            if pkt.msg_type == TYPE_GRAD:
-                n = int(rs.copies[c])  # a worker's own late GRAD: a RESULT it lost
-                rs.late_by[n] = rs.late_by.get(n, 0) + 1
+            if pkt.msg_type == TYPE_GRAD and rs.mask >> pkt.worker_id & 1:
+                # a worker's own ask: a lost RESULT if it cannot have crossed it ("Lost
+                # RESULTs", workers.ina.result_copies)
+                w, sent = pkt.worker_id, float(rs.sent_at[c])
+                since = None if now is None or math.isnan(sent) else now - sent
+                self.result_copies.late_grad(r, c, w, pkt.copy_number, int(rs.copies[c]),
+                                             since)
             st.results_resent += 1
             rs.resent[c] += 1
             # a chunk asked for again has a lossy path to some worker: from its second
@@ -581,6 +580,8 @@ class PsState:
             rs.marked[c] = True
         if pkt.flags & FLAG_FALLBACK:  # so are fall-backs (module docstring)
             rs.fell[c] = True
+        if now is not None and rs.nacked[c] & pkt.bitmap:  # a NACK's round trip
+            self.result_copies.heard(r, c, pkt.bitmap, now)
         ch = rs.chunks.get(c)
         if ch is None and pkt.bitmap == rs.mask:
             rs.sums[c] = pkt.values  # fast path: the whole sum in one packet (normal INA)
@@ -649,7 +650,8 @@ class PsState:
                                         flags=FLAG_INCOMPLETE)
             out.nacks.append((low.bit_length() - 1, nack))
             self.stats.nacks += 1
-            rs.nacked += 1
+            self.result_copies.nacked(r, 1, c, low.bit_length() - 1, self._now)
+            rs.nacked[c] |= low
             lack ^= low
 
     def _try_complete(self, r: int, rs: _Round, c: int, ch: _Chunk, out: PsOutput,
@@ -683,37 +685,46 @@ class PsState:
         n = self.copies(r)
         out.results.extend([res] * n)
         rs.copies[c] = n
-        rs.done_by[n] = rs.done_by.get(n, 0) + 1
+        rs.fewest = n if not rs.fewest else min(rs.fewest, n)
+        self._top_up(r, n, out)
+        if self._now is not None:
+            rs.sent_at[c] = self._now
+        self.result_copies.sent(r, n, rs.mask.bit_count())
         if n > 1:
             st.results_doubled += 1
             st.result_copies += n - 1
         if rs.complete:
             st.rounds_completed += 1
+            self.result_copies.round_done(r)
             out.completed_rounds.append(r)
             self._advance()
+
+    def _top_up(self, r: int, n: int, out: PsOutput) -> None:
+        """The estimate asks for ``n`` copies: RESULTs of round ``r`` and the one before
+        sent in fewer get the missing ones now, flagged RETRANSMIT, echoing no packet (no
+        worker takes a round-trip sample from them; ``workers.ina.result_copies``)."""
+        for rr in (r - 1, r):
+            rs = self._rounds.get(rr)
+            if rs is None or not rs.fewest or rs.fewest >= n:
+                continue
+            for c in np.flatnonzero(rs.done & (rs.copies < n)):
+                m = int(rs.copies[c])
+                vals = rs.sums[c].view()
+                vals.setflags(write=False)
+                flags = (FLAG_RETRANSMIT | (FLAG_ECN if rs.marked[c] else 0)
+                         | (FLAG_FALLBACK if rs.fell[c] else 0))
+                res = InaPacket.result(self.job_id, rr, int(c), fold_mask(rs.mask), vals,
+                                       flags=flags)
+                out.results.extend([res] * (n - m))
+                rs.copies[c] = n
+                self.stats.result_topups += n - m
+                self.result_copies.topped_up(m, n, rs.mask.bit_count())
+            rs.fewest = n
 
     def copies(self, r: int) -> int:
         """How many copies of a new RESULT of round ``r`` go down the tree (module
         docstring, "Lost RESULTs")."""
-        n = self.n_chunks * self.n_workers
-        q = 0.0
-        for rs in (self._rounds.get(r - 1), self._rounds.get(r)):
-            if rs is None:
-                continue
-            # NACKs over the deliveries of the chunks completed so far, at least half a
-            # round's (a few NACKs early in a round are not yet a loss rate)
-            half = max(1.0, self.n_chunks / 2)
-            q = max(q, min(1.0, rs.nacked / (max(half, rs.n_done) * self.n_workers)))
-            # late GRADs of the chunks sent in m copies: q ** m of their deliveries
-            for m, late in rs.late_by.items():
-                seen = max(half, rs.done_by.get(m, 0)) * self.n_workers
-                q = max(q, min(1.0, late / seen) ** (1 / m))
-        if q <= 0.0:
-            return 1
-        if q >= 1.0:
-            return self.max_copies
-        need = math.ceil(math.log(self.lost_target / n) / math.log(q)) if q * n > self.lost_target else 1
-        return max(1, min(self.max_copies, need))
+        return self.result_copies.copies(r, self.mask_for(r).bit_count())
 
     # -- internals -------------------------------------------------------------------------
 

@@ -48,7 +48,8 @@ Timeouts: measured (RFC 6298), backed off per chunk  [decision]
     into:
 
     * ``first_rto``, how long a chunk's first copy waits for the other workers to start:
-      twice the median time from a chunk's only copy to its RESULT (Karn), at least
+      twice the median time from a chunk's only copy to its RESULT (Karn; not a RESULT
+      the PS sent again, flagged RETRANSMIT: docs/protocol.md §6), at least
       ``timeout`` and ``rto`` (``RttEstimator``'s ``trust`` can lift the floors).  Retransmitting before the
       others' copies could arrive only adds flushes;
     * ``rto``, the timeout of every retransmission, and of a first copy once a RESULT
@@ -634,7 +635,9 @@ class WorkerRound:
     def _measure(self, f: _Flight, pkt: InaPacket, now: float) -> float | None:
         """Feed the estimator from a RESULT that completed the in-flight chunk ``f``; the
         exact round trip it gave (None: none)."""
-        if not f.retries:  # Karn: a retransmitted chunk's RESULT may answer any copy
+        # Karn: a retransmitted chunk's RESULT may answer any copy; a RESULT the PS sent
+        # again (a top-up, docs/protocol.md §6 "Lost RESULTs") times the PS, not the path
+        if not f.retries and not pkt.flags & FLAG_RETRANSMIT:
             self.rtt.completion(now - f.times[0])
         else:
             self.rtt.ambiguous()
