@@ -154,7 +154,8 @@ ROWS = (("encode", "codec: encode, µs per GRAD"),
         ("ps", "PS merge (PsState.on_packet), µs per GRAD"),
         ("send", "udp.send_many, µs per datagram"),
         ("recv", "udp.receive_many + decode, µs per datagram"),
-        ("round_ms", "a worker's round (GRADs out, RESULTs in), ms"))
+        ("turn", "SocketIO.serve turn, one datagram in and out, µs"),
+        ("round_ms", "a worker's round, a turn and a chunk per RESULT, ms"))
 
 
 def measure(a: argparse.Namespace) -> dict[str, float]:
@@ -163,8 +164,9 @@ def measure(a: argparse.Namespace) -> dict[str, float]:
     w = worker_round_cost(a.chunks, a.workers, a.window, a.reps)
     p = ps_merge_cost(a.chunks, a.workers, max(3, a.reps // 20))
     s, r = loopback_costs(a.chunks, a.reps)
+    turn = statistics.median(serve_turn_cost(a.chunks * 10) for _ in range(max(3, a.reps // 20)))
     return {"encode": enc, "decode": dec, "worker": w, "ps": p, "send": s, "recv": r,
-            "round_ms": a.chunks * (enc + w + s + r) / 1e3}
+            "turn": turn, "round_ms": a.chunks * (w + turn) / 1e3}
 
 
 def _measure_tree(tree: Path, argv: list[str]) -> dict[str, float]:
@@ -173,6 +175,39 @@ def _measure_tree(tree: Path, argv: list[str]) -> dict[str, float]:
     out = subprocess.run([sys.executable, __file__, *argv, "--json"], env=env, check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def serve_turn_cost(turns: int) -> float:
+    """µs of CPU per turn of :meth:`SocketIO.serve` that hands one datagram to the driven
+    host and sends one back (a worker's turn per RESULT that arrives alone, the state machine
+    left out): ``select``, ``receive_many``, decoding, the send, the loop itself."""
+    from workers.ina import udp
+    from workers.ina.socket_io import SocketIO
+
+    rx = udp.open_socket(("127.0.0.1", 0))
+    rx.setblocking(False)
+    dest = rx.getsockname()
+    io = SocketIO(rx)
+    pkt = _results(1, 4)[0]
+
+    class Echo:
+        n = 0
+
+        def on_packets(self, pkts: list) -> None:
+            self.n += len(pkts)
+            io.send([pkt], dest)  # the next turn's datagram, as a worker answers a RESULT
+
+        def on_timer(self) -> None:
+            pass
+
+    echo = Echo()
+    try:
+        io.send([pkt], dest)
+        t = time.thread_time()
+        io.serve(echo, until=lambda: echo.n >= turns, poll=lambda now: None)
+        return (time.thread_time() - t) / turns * 1e6
+    finally:
+        rx.close()
 
 
 def in_process(a: argparse.Namespace, argv: list[str]) -> None:
