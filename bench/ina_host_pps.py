@@ -250,9 +250,9 @@ def _role(cmd: str) -> str:
     return "other"
 
 
-def _procs() -> dict[int, tuple[str, float]]:
-    """Every process's role and CPU seconds (user + system, children not included)."""
-    out: dict[int, tuple[str, float]] = {}
+def _procs() -> dict[int, tuple[str, float, float]]:
+    """Every process's role, CPU seconds (user + system) and its reaped children's."""
+    out: dict[int, tuple[str, float, float]] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -264,7 +264,8 @@ def _procs() -> dict[int, tuple[str, float]]:
         except OSError:
             continue
         fields = text[text.rindex(")") + 2:].split()
-        out[int(d)] = (_role(cmd), (int(fields[11]) + int(fields[12])) / _CLK)
+        out[int(d)] = (_role(cmd), (int(fields[11]) + int(fields[12])) / _CLK,
+                       (int(fields[13]) + int(fields[14])) / _CLK)
     return out
 
 
@@ -290,17 +291,20 @@ def roles(run: Path, rounds: int, every: float = 0.2) -> None:
     wall, machine = time.monotonic() - t0, _machine_busy() - m0
     last.update(_procs())
     cpu = dict.fromkeys(ROLES, 0.0)
+    kids = dict.fromkeys(ROLES, 0.0)  # reaped children: processes too short to be sampled
     count = dict.fromkeys(ROLES, 0)
-    for pid, (role, c) in last.items():
-        base = first.get(pid, (role, 0.0))[1]
+    for pid, (role, c, ch) in last.items():
+        _, base, base_ch = first.get(pid, (role, 0.0, 0.0))
         if c - base > 0:
             cpu[role] += c - base
             count[role] += 1
+        kids[role] += ch - base_ch
     print(f"INA rounds of {run}: {wall:.2f} s wall, {rounds} rounds, machine busy "
           f"{machine / wall:.2f} cores, load average {min(loads):.1f}-{max(loads):.1f}")
     for role in ROLES:
         print(f"  {role:10s} {cpu[role] / rounds * 1e3:8.1f} ms CPU per round "
-              f"({count[role]} processes busy)")
+              f"({count[role]} processes busy; their reaped children "
+              f"{kids[role] / rounds * 1e3:.1f} ms)")
     own = sum(cpu[r] for r in ROLES if r != "other")
     print(f"  {'own total':10s} {own / rounds * 1e3:8.1f} ms CPU per round "
           f"({own / wall:.2f} cores)")
