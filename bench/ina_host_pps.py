@@ -235,37 +235,52 @@ def in_process(a: argparse.Namespace, argv: list[str]) -> None:
 # ------------------------------------------------------------------ roles on Mininet
 
 _CLK = os.sysconf("SC_CLK_TCK")
-ROLES = ("workers", "ps", "switches", "controller", "other")
+ROLES = ("workers", "ps", "switches", "controller")
 
 
-def _role(cmd: str) -> str:
+def _role(cmd: str) -> str | None:
     if "workers.ina.worker_node" in cmd:
         return "workers"
     if "workers.ina.ps_node" in cmd:
         return "ps"
-    if "-m pyswitch run" in cmd or "pyswitch run" in cmd:
+    if "pyswitch run" in cmd:
         return "switches"
     if "-m controller" in cmd:
         return "controller"
-    return "other"
+    return None
 
 
-def _procs() -> dict[int, tuple[str, float, float]]:
-    """Every process's role, CPU seconds (user + system) and its reaped children's."""
-    out: dict[int, tuple[str, float, float]] = {}
+def _cpu_s(pid: int) -> float | None:
+    """``pid``'s CPU seconds, user + system, without its reaped children (the controller
+    reaps the host processes: their whole lives would count twice); None once it is gone.
+    A zombie still has its final figure."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / _CLK
+
+
+def _ours(run: Path) -> dict[int, str]:
+    """The run's processes by role (one scan of /proc): its INA mode's host processes (their
+    job file is in the run's folder), every switch and controller (one Mininet run at a
+    time: the lock)."""
+    out: dict[int, str] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
-            with open(f"/proc/{d}/stat") as f:
-                text = f.read()
             with open(f"/proc/{d}/cmdline", "rb") as f:
                 cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        fields = text[text.rindex(")") + 2:].split()
-        out[int(d)] = (_role(cmd), (int(fields[11]) + int(fields[12])) / _CLK,
-                       (int(fields[13]) + int(fields[14])) / _CLK)
+        role = _role(cmd)
+        if role in ("workers", "ps") and f"{run.name}/ina/" not in cmd:
+            continue  # another run's (a loopback bench's, say)
+        if role is not None:
+            out[int(d)] = role
     return out
 
 
@@ -275,39 +290,46 @@ def _machine_busy() -> float:
     return (sum(v) - v[3] - v[4]) / _CLK
 
 
-def roles(run: Path, rounds: int, every: float = 0.2) -> None:
-    """Watch ``run``'s INA rounds (module docstring) and print CPU per round by role."""
+def roles(run: Path, rounds: int, every: float = 0.02) -> None:
+    """Watch ``run``'s INA rounds (module docstring) and print CPU per round by role.
+
+    The run's processes are found once (every host process and switch is up before the
+    start file), then only they are read, every ``every`` s: a full scan of /proc took
+    seconds on a loaded machine, and a worker that exited between two reads lost its last
+    figures (the first version of this watcher counted a fifth of the workers' CPU)."""
     start, done = run / "ina" / "start", run / "ina" / "ps.json"
     while not start.exists():
-        time.sleep(0.05)
-    t0, m0, load0 = time.monotonic(), _machine_busy(), os.getloadavg()
-    first = _procs()
+        time.sleep(0.01)
+    t0, m0 = time.monotonic(), _machine_busy()
+    pids = _ours(run)
+    first = {p: _cpu_s(p) for p in pids}
     last = dict(first)
-    loads = [load0[0]]
+    loads = [os.getloadavg()[0]]
     while not done.exists():
         time.sleep(every)
-        last.update(_procs())  # a process that exits keeps its last figure
+        for p in pids:
+            c = _cpu_s(p)
+            if c is not None:
+                last[p] = c  # a process that exits keeps its last figure (its zombie's)
         loads.append(os.getloadavg()[0])
     wall, machine = time.monotonic() - t0, _machine_busy() - m0
-    last.update(_procs())
     cpu = dict.fromkeys(ROLES, 0.0)
-    kids = dict.fromkeys(ROLES, 0.0)  # reaped children: processes too short to be sampled
     count = dict.fromkeys(ROLES, 0)
-    for pid, (role, c, ch) in last.items():
-        _, base, base_ch = first.get(pid, (role, 0.0, 0.0))
-        if c - base > 0:
-            cpu[role] += c - base
+    for p, role in pids.items():
+        a, b = first.get(p), last.get(p)
+        if a is not None and b is not None and b > a:
+            cpu[role] += b - a
             count[role] += 1
-        kids[role] += ch - base_ch
+    own = sum(cpu.values())
     print(f"INA rounds of {run}: {wall:.2f} s wall, {rounds} rounds, machine busy "
           f"{machine / wall:.2f} cores, load average {min(loads):.1f}-{max(loads):.1f}")
     for role in ROLES:
         print(f"  {role:10s} {cpu[role] / rounds * 1e3:8.1f} ms CPU per round "
-              f"({count[role]} processes busy; their reaped children "
-              f"{kids[role] / rounds * 1e3:.1f} ms)")
-    own = sum(cpu[r] for r in ROLES if r != "other")
+              f"({count[role]} of {sum(r == role for r in pids.values())} processes busy)")
     print(f"  {'own total':10s} {own / rounds * 1e3:8.1f} ms CPU per round "
           f"({own / wall:.2f} cores)")
+    print(f"  {'others':10s} {(machine - own) / rounds * 1e3:8.1f} ms CPU per round "
+          "(the machine's other processes, kernel threads included)")
 
 
 def main() -> int:
