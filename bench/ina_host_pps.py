@@ -155,7 +155,8 @@ ROWS = (("encode", "codec: encode, µs per GRAD"),
         ("send", "udp.send_many, µs per datagram"),
         ("recv", "udp.receive_many + decode, µs per datagram"),
         ("turn", "SocketIO.serve turn, one datagram in and out, µs"),
-        ("round_ms", "a worker's round, a turn and a chunk per RESULT, ms"))
+        ("round_ms", "a worker's round, a turn and a chunk per RESULT, ms"),
+        ("first_ms", "first batch + first send_many in a fresh process, ms"))
 
 
 def measure(a: argparse.Namespace) -> dict[str, float]:
@@ -166,7 +167,8 @@ def measure(a: argparse.Namespace) -> dict[str, float]:
     s, r = loopback_costs(a.chunks, a.reps)
     turn = statistics.median(serve_turn_cost(a.chunks * 10) for _ in range(max(3, a.reps // 20)))
     return {"encode": enc, "decode": dec, "worker": w, "ps": p, "send": s, "recv": r,
-            "turn": turn, "round_ms": a.chunks * (w + turn) / 1e3}
+            "turn": turn, "round_ms": a.chunks * (w + turn) / 1e3,
+            "first_ms": statistics.median(first_calls_ms() for _ in range(3))}
 
 
 def _measure_tree(tree: Path, argv: list[str]) -> dict[str, float]:
@@ -208,6 +210,30 @@ def serve_turn_cost(turns: int) -> float:
         return (time.thread_time() - t) / turns * 1e6
     finally:
         rx.close()
+
+
+_FIRST_CALLS = """
+import socket, sys, time
+import numpy as np
+from workers.common.data import batch_indices
+from workers.ina import udp
+sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+np.random.default_rng(0).permutation(10)  # a worker's start-up did this (its shard)
+t = time.thread_time()
+batch_indices(np.arange(100), 0, 16, 0, 0)      # a worker's first gradient's batch
+udp._batch(sock, True).aim(("10.0.0.1", 5000))  # its first send_many's destination
+print((time.thread_time() - t) * 1e3)
+"""
+
+
+def first_calls_ms() -> float:
+    """ms of CPU of a worker's first batch and first batched send in a fresh process (what
+    they import on first use counts: it is paid in the first round, by every worker)."""
+    tree = os.environ.get("INA_HOST_PPS_TREE", str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, str(ROOT)]))
+    out = subprocess.run([sys.executable, "-c", _FIRST_CALLS], env=env, check=True,
+                         capture_output=True, text=True, cwd=tree).stdout  # -c: cwd first
+    return float(out.strip().splitlines()[-1])
 
 
 def in_process(a: argparse.Namespace, argv: list[str]) -> None:
