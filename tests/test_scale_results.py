@@ -105,6 +105,12 @@ def test_pace_of_four_jobs_is_one_line_per_sync_mode():
     assert (ina["busy_cores"], ina["binding"]) == (1.0, "links")
     assert kinds["ps_only"]["binding"] == "cores"
     assert len(pace_lines(doc)) == 3
+    # several jobs share a launch's wall time: no CPU a round per job is made up
+    assert not any("CPU-s a round" in line for line in pace_lines(doc))
+    one = pace_lines({"modes": {"ina": _mode([1.0, 3.0, 2.0], 0.25, 4, 1.2)}})
+    assert one == ["ina: 1.20 of 2 cores busy during the rounds, start skew 0.250 s of "
+                   "2.000 s/round (medians), 2.40 CPU-s a round, 4.0 retransmissions/round: "
+                   "links bind"]
 
 
 def test_plots_of_four_jobs_draw_one_band_per_sync_mode():

@@ -222,6 +222,8 @@ def pace_by_kind(modes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
                   "cores": {"rounds_busy_cores": median("rounds_busy_cores"),
                             "rounds_machine_busy_cores": median("rounds_machine_busy_cores"),
                             "cpus": cpus}}
+        if len(recs) == 1:  # one job: its launch's wall time gives the CPU a round
+            merged["cores"]["rounds_wall_s"] = (recs[0].get("cores") or {}).get("rounds_wall_s")
         out[kind] = pace(merged)
     return out
 
