@@ -70,7 +70,7 @@ bench: $(FULL_STAMP)
 	locked() { echo "== bench/$$* (Mininet lock)"; \
 	  flock $(MININET_LOCK) $(PY) bench/"$$@" || failed="$$failed $$1"; }; \
 	run plan_scaling.py; run plan_jobs_lp.py; run ina_loopback.py; run pyswitch_pps.py; \
-	run pyswitch_ina_pps.py; run ina_loss_twin.py; run p4runtime_abuse.py; \
+	run pyswitch_ina_pps.py; run ina_host_pps.py; run ina_loss_twin.py; run p4runtime_abuse.py; \
 	run sim_event_core.py; \
 	run sim_scale.py --topo fattree:8 --workers 16 --budgets 0,2,4 --out results/sim_scale; \
 	echo "bench: sim_crossval.py pairs finished runs (MININET_RUN SIM_RUN ...): see docs/simulate.md"; \

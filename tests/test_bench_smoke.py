@@ -38,7 +38,7 @@ def test_every_bench_script_is_covered_here() -> None:
     covered = {"pyswitch_pps", "pyswitch_ina_pps", "pyswitch_forwarding", "plan_scaling",
                "ina_loss_twin", "p4runtime_abuse", "hostile_frames", "soak", "hostile_input",
                "sim_event_core", "sim_scale", "sim_crossval", "e2e_unshaped", "scale_k8",
-               "plan_jobs_lp", "ina_loopback"}
+               "plan_jobs_lp", "ina_loopback", "ina_host_pps"}
     assert {p.stem for p in BENCH.glob("*.py")} == covered
 
 
@@ -60,6 +60,15 @@ def test_pyswitch_ina_pps_smoke() -> None:
 def test_ina_loopback_smoke() -> None:
     out = _run("bench/ina_loopback.py", "--smoke", "--trace")
     assert "exact sums in every round: yes" in out and "worker1" in out
+
+
+def test_ina_host_pps_smoke() -> None:
+    git = (ROOT / ".git").exists()  # --against reads a revision from git
+    out = _run("bench/ina_host_pps.py", "--smoke", *(["--against", "HEAD"] if git else []))
+    assert "worker state machine (WorkerRound), µs per chunk" in out
+    assert "PS merge (PsState.on_packet), µs per GRAD" in out
+    assert "SocketIO.serve turn" in out and "this tree" in out
+    assert ("at HEAD" in out and "after / before" in out) == git
 
 
 def test_plan_scaling_smoke() -> None:

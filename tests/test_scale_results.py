@@ -72,7 +72,8 @@ def test_pace_says_cores_or_links_from_the_record():
     links = pace(_mode([1.0, 3.0, 2.0], 0.25, 4, 1.2))
     assert links == {"busy_cores": 1.2, "machine_busy_cores": None, "cpus": 2,
                      "binding": "links", "start_skew_s": 0.25, "s_per_round": 2.0,
-                     "retransmissions_per_round": 4.0}
+                     "retransmissions_per_round": 4.0,
+                     "cpu_s_per_round": pytest.approx(1.2 * 6.0 / 3)}  # cores x wall / rounds
     assert pace(_mode([1.0], 0.0, 0, 1.7))["binding"] == "cores"  # 1.7 >= 0.85 x 2
     assert pace(_mode([1.0], 0.0, 0, None))["binding"] is None  # not measured
     # our processes left cores idle, but other users' took them: either may have bound
@@ -81,11 +82,13 @@ def test_pace_says_cores_or_links_from_the_record():
     assert pace(shared)["binding"] == "shared cores"
     assert pace_text("ina", pace(shared)).endswith(
         "(1.90 with the machine's other processes), start skew 0.000 s of 1.000 s/round "
-        "(medians), 0.0 retransmissions/round: the machine's cores were all busy (other "
+        "(medians), 1.20 CPU-s a round, 0.0 retransmissions/round: the machine's cores were "
+        "all busy (other "
         "processes too): links or cores bind")
     text = pace_text("ina", links)
     assert text == ("ina: 1.20 of 2 cores busy during the rounds, start skew 0.250 s of "
-                    "2.000 s/round (medians), 4.0 retransmissions/round: links bind")
+                    "2.000 s/round (medians), 2.40 CPU-s a round, 4.0 retransmissions/round: "
+                    "links bind")
 
 
 def test_pace_of_four_jobs_is_one_line_per_sync_mode():
@@ -102,6 +105,12 @@ def test_pace_of_four_jobs_is_one_line_per_sync_mode():
     assert (ina["busy_cores"], ina["binding"]) == (1.0, "links")
     assert kinds["ps_only"]["binding"] == "cores"
     assert len(pace_lines(doc)) == 3
+    # several jobs share a launch's wall time: no CPU a round per job is made up
+    assert not any("CPU-s a round" in line for line in pace_lines(doc))
+    one = pace_lines({"modes": {"ina": _mode([1.0, 3.0, 2.0], 0.25, 4, 1.2)}})
+    assert one == ["ina: 1.20 of 2 cores busy during the rounds, start skew 0.250 s of "
+                   "2.000 s/round (medians), 2.40 CPU-s a round, 4.0 retransmissions/round: "
+                   "links bind"]
 
 
 def test_plots_of_four_jobs_draw_one_band_per_sync_mode():

@@ -154,6 +154,9 @@ def pace(mode: dict[str, Any]) -> dict[str, Any]:
     skews = [r["start_skew_s"] for r in rounds if r.get("start_skew_s") is not None]
     times = [r["time_s"] for r in rounds if r.get("time_s") is not None]
     retx = [r.get("retransmissions", 0) for r in rounds]
+    wall = cores.get("rounds_wall_s")  # one launch's (a merge of several jobs has none)
+    # CPU seconds a round: the busy cores over the rounds' wall time, shared by its rounds
+    cpu_round = busy * wall / len(rounds) if busy is not None and wall and rounds else None
     if busy is None or not cpus:
         binding = None
     elif busy >= CORES_BIND * cpus:
@@ -164,7 +167,7 @@ def pace(mode: dict[str, Any]) -> dict[str, Any]:
         binding = "links"
     return {
         "busy_cores": busy, "machine_busy_cores": machine, "cpus": cpus,
-        "binding": binding,
+        "binding": binding, "cpu_s_per_round": cpu_round,
         "start_skew_s": float(np.median(skews)) if skews else None,
         "s_per_round": float(np.median(times)) if times else None,
         "retransmissions_per_round": sum(retx) / len(retx) if retx else None,
@@ -182,8 +185,10 @@ def pace_text(name: str, p: dict[str, Any]) -> str:
     why = {"cores": "cores bind", "links": "links bind", None: "binding unknown",
            "shared cores": "the machine's cores were all busy (other processes too): links "
                            "or cores bind"}[p["binding"]]
+    cpu = (f"{p['cpu_s_per_round']:.2f} CPU-s a round, "
+           if p.get("cpu_s_per_round") is not None else "")
     return (f"{name}: {cores}, start skew {f(p['start_skew_s'], '.3f')} s of "
-            f"{f(p['s_per_round'], '.3f')} s/round (medians), "
+            f"{f(p['s_per_round'], '.3f')} s/round (medians), {cpu}"
             f"{f(p['retransmissions_per_round'], ',.1f')} retransmissions/round: {why}")
 
 
@@ -217,6 +222,8 @@ def pace_by_kind(modes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
                   "cores": {"rounds_busy_cores": median("rounds_busy_cores"),
                             "rounds_machine_busy_cores": median("rounds_machine_busy_cores"),
                             "cpus": cpus}}
+        if len(recs) == 1:  # one job: its launch's wall time gives the CPU a round
+            merged["cores"]["rounds_wall_s"] = (recs[0].get("cores") or {}).get("rounds_wall_s")
         out[kind] = pace(merged)
     return out
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import sys
 import time
 from pathlib import Path
 
+from workers.common.exit import exit_now
 from workers.ina.control_io import PsControl
 from workers.ina.driver import PsDriver
 from workers.ina.events import emit
@@ -94,4 +94,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

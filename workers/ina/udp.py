@@ -95,8 +95,18 @@ class _Batch:
         """Every slot sends to ``dest`` (an IPv4 address and port)."""
         if dest != self.dest:
             self.name.raw = struct.pack("=H", socket.AF_INET) + struct.pack(
-                "!H", dest[1]) + socket.inet_aton(socket.gethostbyname(dest[0])) + bytes(8)
+                "!H", dest[1]) + _ipv4(dest[0]) + bytes(8)
             self.dest = dest
+
+
+def _ipv4(host: str) -> bytes:
+    """``host``'s IPv4 address, 4 bytes: a dotted quad as it is (``gethostbyname`` imports
+    the IDNA codec on its first call: about 25 ms of a worker's first round), a name
+    resolved."""
+    try:
+        return socket.inet_pton(socket.AF_INET, host)
+    except OSError:
+        return socket.inet_aton(socket.gethostbyname(host))
 
 
 _batches: dict[tuple[int, bool], _Batch] = {}  # by (socket fd, send?)

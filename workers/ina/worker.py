@@ -436,8 +436,12 @@ class WorkerRound:
         self.dupthresh = dupthresh
         ms = sorted(members) if members else []
         self._probing = worker_id in ms  # members known: probers, fast retransmit, NACKs
-        self._prober = (lambda c: prober(ms, c, round_) == worker_id) if self._probing \
-            else (lambda c: True)
+        # the chunks this worker probes, found once a round: a RESULT's loop asks for every
+        # chunk in flight (prober sorts the members: 64 of them per ask cost more than the
+        # rest of the RESULT's handling; bench/ina_host_pps.py)
+        probes = frozenset(c for c, _, _ in sched if self._probing
+                           and prober(ms, c, round_) == worker_id)
+        self._prober = probes.__contains__ if self._probing else (lambda c: True)
         # one estimator per job in the I/O shell; a round on its own starts from ``timeout``
         self.rtt = rtt if rtt is not None else RttEstimator(timeout, min(min_timeout, timeout),
                                                             max_timeout)
@@ -544,6 +548,9 @@ class WorkerRound:
         # A RESULT also ends every chunk's back-off (RFC 6298 5.7: the path answers again,
         # so what is still missing was lost, not delayed).
         rto = self.rtt.rto
+        # _hold's rule, its waits found once per RESULT, not once per chunk in flight
+        probe_wait, held = self._hold_times(rto)
+        probing, probes = self._probing, self._prober
         out = []
         # only chunks of the same aggregation point count as passing: chunks of different
         # points complete out of order by their paths' lengths (make run's interleaved
@@ -551,7 +558,8 @@ class WorkerRound:
         via = self._route[c][0]
         for d, g in list(self._inflight.items()):
             g.strikes = 0
-            wait = self._hold(d, g, rto)
+            wait = (probe_wait if probing and probes(d)
+                    else rto if g.retries or not probing else held)
             if g.seq < f.seq and not g.retries and self._route[d][0] == via:
                 g.passed += 1
                 if g.passed == self.dupthresh and self._probing and self._prober(d) \
@@ -604,9 +612,15 @@ class WorkerRound:
 
     # -- internals ---------------------------------------------------------------------------
 
+    def _hold_times(self, rto: float) -> tuple[float, float]:
+        """:meth:`_hold`'s two waits besides ``rto``: a probed chunk's, and a first copy's
+        of a chunk this worker does not probe."""
+        return self.rtt.probe_rto, min(self.rtt.cap * self.holdoff, rto * self.holdoff)
+
     def _hold(self, c: int, f: _Flight, rto: float) -> float:
         """How long chunk ``c``'s copy waits: ``rto``, ``holdoff`` times it before the first
-        retransmission of a chunk this worker does not probe ("NACKs and probers")."""
+        retransmission of a chunk this worker does not probe ("NACKs and probers";
+        :meth:`on_packet` applies the same rule inline, over every chunk in flight)."""
         if self._probing and self._prober(c):
             return self.rtt.probe_rto
         if f.retries or not self._probing:
@@ -677,16 +691,17 @@ class WorkerRound:
 
     def _fill(self, now: float) -> list[InaPacket]:
         out = []
+        first = self.rtt.first_rto  # first_sent() below does not change it
         while len(self._inflight) < self.cc.window and self._next < len(self.schedule):
             c = self.schedule[self._next][0]
             self._next += 1
             self.cc.on_send(now)
             self.rtt.first_sent()
-            self._inflight[c] = f = _Flight(now, self.rtt.first_rto, self._next)
+            self._inflight[c] = f = _Flight(now, first, self._next)
             # a first copy waits first_rto (the others' copies may still come), a
             # non-prober holdoff times longer ("NACKs and probers")
-            f.deadline = now + (self.rtt.first_rto if self._probing and self._prober(c)
-                                else self._hold(c, f, self.rtt.first_rto))
+            f.deadline = now + (first if self._probing and self._prober(c)
+                                else self._hold(c, f, first))
             self.stats.sent += 1
             out.append(self._grad(c, 0))
         return out

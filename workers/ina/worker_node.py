@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from workers.common.exit import exit_now
 from workers.common.files import wait_for_file
 from workers.common.quantize import dequantize, quantize
 from workers.common.threads import one_blas_thread
@@ -233,4 +234,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
