@@ -46,6 +46,25 @@ def test_joint_greedy_prefix_equals_a_run_per_budget():
         assert r.gamma == pytest.approx(alone.gamma, rel=1e-9)
 
 
+def test_a_joint_sweep_scores_what_plan_jobs_deploys():
+    """Two jobs whose joint LP leaves each an empty interval on the other's PS ToR
+    (tests/test_joint_planners.py): budget 0 scores 0.4 before each job keeps to its own
+    switches and 0.5 after, as the plan ``plan --jobs`` writes; so do the other rows."""
+    from controller.plan.jobs import JobEntry
+    from controller.plan.joint import joint_plan
+
+    g = parse_topology("fattree:4")
+    specs = [JobEntry("a", "h0", ("h8", "h12", "h14")), JobEntry("b", "h4", ("h10", "h11", "h15"))]
+    js = make_jobset(g, specs, result_load=True)
+    p = as_jobs(js, lp=FastJointLP(js))
+    rows = sweep(p, [0, 1, 2], ["greedy", "top_degree"])
+    assert rows[0].budget == 0 and rows[0].gamma == pytest.approx(0.5, abs=1e-6)
+    for r in rows:
+        plan = joint_plan(g, specs, r.budget, alone=False, result_load=True,
+                          planner=r.planner)
+        assert r.gamma == pytest.approx(plan.min_gamma_per_weight, abs=1e-7), r
+
+
 def test_plan_sweep_writes_table_json_and_figure(tmp_path, capsys):
     out = tmp_path / "sweep.json"
     assert main(["plan", "--topo", "fattree:4", "--ps", "h0", "--workers", "8",

@@ -9,7 +9,9 @@ largest budget, and the plan of every smaller budget is its prefix.  The greedy 
 budget (the budget only bounds the number of steps), so the run for budget M' ≤ M is the
 first M' steps of the run for M; a run that stopped early at k < M' (nothing improves) stops
 at k for M' too.  The γ after step k is the history's; budget 0 is LP(∅).  The other planners
-run once per budget (their choice depends on the budget as a whole).
+run once per budget (their choice depends on the budget as a whole).  With several jobs each
+row's score is then the one ``plan --jobs`` deploys for that S: every job re-solved on the
+switches it aggregates on (:func:`controller.plan.joint.used_only`, one more joint LP).
 
 Pure: no file is written here (the ``plan`` command writes the table, JSON and figure).
 """
@@ -104,7 +106,25 @@ def sweep(p: Jobs, budgets: Sequence[int], planners: Sequence[str], *, seed: int
                 continue
             rows.append(SweepRow(name, b, placed.gamma, list(placed.deployed),
                                  placed.lp_solves, time.perf_counter() - t0))
+    if p.several:
+        _as_deployed(p, rows)
     return rows
+
+
+def _as_deployed(p: Jobs, rows: list[SweepRow]) -> None:
+    """Each row's score as ``plan --jobs`` deploys its S (module doc); one LP per distinct S."""
+    from controller.plan.joint import used_only
+
+    assert p.jobset is not None
+    done: dict[tuple[str, ...], float] = {}
+    for r in rows:
+        if r.gamma is None:
+            continue
+        key = tuple(r.deployed)
+        if key not in done:
+            res = p.solve(list(key))
+            done[key] = p.value(used_only(p.jobset, res, p.lp, p.objective))
+        r.gamma = max(r.gamma, done[key])
 
 
 def sweep_jobs(graph, req, *, ps: str | None = None, workers: Sequence[str] | None = None,
