@@ -88,9 +88,11 @@ def used_only(js: JobSet, res: JointResult, lp: Callable[..., JointResult],
     if not trimmed:
         return res
     new = lp(list(res.deployed), objective=objective, allow=allow)
-    if sorted(new.levels.values()) < [x - 1e-9 for x in sorted(res.levels.values())]:
-        return res
-    return new
+    if objective == "sum":
+        worse = sum(new.gammas.values()) < sum(res.gammas.values()) - 1e-9
+    else:  # max-min: the levels, smallest first, compared lexicographically
+        worse = sorted(new.levels.values()) < [x - 1e-9 for x in sorted(res.levels.values())]
+    return res if worse else new
 
 
 def plan_jobs(
