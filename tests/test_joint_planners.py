@@ -156,3 +156,26 @@ def test_each_job_keeps_only_the_switches_it_aggregates_on(monkeypatch):
         tree = result_tree(g, j.ps_tor, j.workers, j.deployed)
         was = result_tree(g, j.ps_tor, j.workers, before.jobs[name].deployed)
         assert other in was and other not in tree and set(tree) < set(was)
+
+
+def test_a_bound_lp_past_its_limit_leaves_the_plan_without_the_check(monkeypatch):
+    """The greedy stops before its budget, so the plan solves the joint LP with every
+    candidate programmable to check the bound; when that LP fails (at k=32 it hits its time
+    limit: no symmetry is left to merge), the plan is made without the check, not refused."""
+    from controller.plan import lp_jobs
+    from controller.plan.lp import PlanError
+
+    g = parse_topology("fattree:4")
+    calls: list[int] = []
+    real = lp_jobs.FastJointLP.__call__
+
+    def call(self, deployed, **kw):
+        if len(deployed) > 10:  # the bound's S: every candidate
+            calls.append(len(deployed))
+            raise PlanError("LP for S = {...} not solved (time limit reached or solver error)")
+        return real(self, deployed, **kw)
+
+    monkeypatch.setattr(lp_jobs.FastJointLP, "__call__", call)
+    plan = joint_plan(g, SPECS, 12, alone=False, result_load=True)
+    assert calls and len(plan.deployed) < 12 and plan.warning is None
+    assert plan.min_gamma_per_weight > 0
