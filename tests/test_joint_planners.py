@@ -179,3 +179,22 @@ def test_a_bound_lp_past_its_limit_leaves_the_plan_without_the_check(monkeypatch
     plan = joint_plan(g, SPECS, 12, alone=False, result_load=True)
     assert calls and len(plan.deployed) < 12 and plan.warning is None
     assert plan.min_gamma_per_weight > 0
+
+
+def test_the_bound_check_is_skipped_past_its_size(monkeypatch):
+    """Past BOUND_MAX_CANDIDATES candidates the all-programmable LP is not even tried."""
+    import controller.plan.joint as joint
+    from controller.plan import lp_jobs
+
+    g = parse_topology("fattree:4")
+    sizes: list[int] = []
+    real = lp_jobs.FastJointLP.__call__
+
+    def call(self, deployed, **kw):
+        sizes.append(len(deployed))
+        return real(self, deployed, **kw)
+
+    monkeypatch.setattr(lp_jobs.FastJointLP, "__call__", call)
+    monkeypatch.setattr(joint, "BOUND_MAX_CANDIDATES", 5)
+    plan = joint_plan(g, SPECS, 12, alone=False, result_load=True)
+    assert len(plan.deployed) < 12 and max(sizes) < 12 and plan.warning is None
