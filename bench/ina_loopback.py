@@ -241,53 +241,24 @@ def _per_round(trace: dict[str, dict[str, dict[str, float]]], rounds: int) -> li
 
 def host_costs(reps: int = 300) -> list[str]:
     """Per-packet CPU of the host side, in process (``time.thread_time``, median of
-    ``reps``): the codec, the state machines, and the batched UDP calls over loopback
-    beside one ``sendto``/``recv`` per datagram (the kernel's loopback delivery, which a
-    send pays for its receiver, included)."""
+    ``reps``): the codec and the state machines as ``bench/ina_host_pps.py`` measures them
+    (its functions, for this job's 76 chunks and 6 workers), and the batched UDP calls over
+    loopback beside one ``sendto``/``recv`` per datagram (the kernel's loopback delivery,
+    which a send pays for its receiver, included)."""
     import numpy as np
+    from ina_host_pps import codec_costs, per, ps_merge_cost, worker_round_cost
 
     from workers.ina import udp
-    from workers.ina.ps import PsState
     from workers.ina.wire import InaPacket, decode_payload, encode_payload
-    from workers.ina.worker import WorkerRound
 
-    def per(fn: Any, n: int) -> float:  # µs per packet, median over reps
-        ts = []
-        for _ in range(reps):
-            t = time.thread_time()
-            fn()
-            ts.append(time.thread_time() - t)
-        return statistics.median(ts) / n * 1e6
-
-    vals = np.arange(K, dtype=np.int32)
-    pkt = InaPacket.grad(1, 0, 3, 0, 1, 2, vals)
-    data = encode_payload(pkt)
-    lines = [f"encode {per(lambda: [encode_payload(pkt) for _ in range(100)], 100):.1f} µs, "
-             f"decode {per(lambda: [decode_payload(data) for _ in range(100)], 100):.1f} µs "
-             "per packet"]
+    enc, dec = codec_costs(reps)
     n_chunks, workers = 76, 6
-
-    def worker_round() -> None:  # one worker's round, every RESULT at once
-        wr = WorkerRound(job_id=1, worker_id=0, round_=0, values=np.zeros(n_chunks * K,
-                         np.int32), schedule=ps_only_schedule(n_chunks), timeout=0.3)
-        out, now = wr.start(0.0), 0.0
-        while not wr.done:
-            now += 1e-3
-            nxt = []
-            for g in out:
-                nxt += wr.on_packet(InaPacket.result(1, 0, g.chunk_id, 63, g.values), now)
-            nxt += wr.tick(now)
-            out = nxt
-
-    def ps_round() -> None:
-        st = PsState(1, range(workers), n_chunks)
-        for c in range(n_chunks):
-            for w in range(workers):
-                st.on_packet(InaPacket.grad(1, 0, c, 0, 1, w, vals), 0.0)
-    lines.append(f"worker state machine {per(worker_round, n_chunks):.1f} µs per chunk "
-                 f"(a GRAD out, its RESULT in, InaPacket.result included); PS merge "
-                 f"{per(ps_round, n_chunks * workers):.1f} µs per GRAD (PS-only, "
-                 f"{workers} workers)")
+    lines = [f"encode {enc:.1f} µs, decode {dec:.1f} µs per packet",
+             f"worker state machine {worker_round_cost(n_chunks, workers, 16, reps):.1f} µs "
+             f"per chunk (a GRAD out, its RESULT in); PS merge "
+             f"{ps_merge_cost(n_chunks, workers, max(3, reps // 20)):.1f} µs per GRAD "
+             f"(PS-only, {workers} workers)"]
+    vals = np.arange(K, dtype=np.int32)
     a, b = udp.open_socket(("127.0.0.1", 0)), udp.open_socket(("127.0.0.1", 0))
     a.setblocking(False)
     b.setblocking(False)
@@ -307,8 +278,9 @@ def host_costs(reps: int = 300) -> list[str]:
                     a.sendto(encode_payload(p), dest)
                 for _ in pk:
                     decode_payload(b.recv(4096))
-            lines.append(f"{k:>2} datagrams: send_many + receive_many {per(batched, k):.1f} "
-                         f"µs per datagram, sendto + recv each {per(single, k):.1f}")
+            lines.append(f"{k:>2} datagrams: send_many + receive_many "
+                         f"{per(batched, k, reps):.1f} µs per datagram, sendto + recv each "
+                         f"{per(single, k, reps):.1f}")
     finally:
         a.close()
         b.close()

@@ -58,7 +58,7 @@ def test_pyswitch_ina_pps_smoke() -> None:
 
 
 def test_ina_loopback_smoke() -> None:
-    out = _run("bench/ina_loopback.py", "--smoke", "--trace")
+    out = _run("bench/ina_loopback.py", "--smoke", "--trace", "--costs")
     assert "exact sums in every round: yes" in out and "worker1" in out
 
 

@@ -158,6 +158,28 @@ def test_each_job_keeps_only_the_switches_it_aggregates_on(monkeypatch):
         assert other in was and other not in tree and set(tree) < set(was)
 
 
+def test_a_used_only_resolve_past_its_limit_keeps_the_solved_plan():
+    """When the re-solve restricted to the used switches fails (the solver's time limit),
+    :func:`used_only` keeps the joint LP's solution it was given instead of refusing the
+    plan; the same case as above, where there is something to trim."""
+    from controller.plan.joint import used_only
+
+    g = parse_topology("fattree:4")
+    specs = [JobEntry("a", "h0", ("h8", "h12", "h14")), JobEntry("b", "h4", ("h10", "h11", "h15"))]
+    js = make_jobset(g, specs, result_load=True)
+    lp = FastJointLP(js)
+    res = lp([])  # budget 0: each job's S_j is the other's PS ToR, with an empty interval
+    calls: list[dict] = []
+
+    def failing(deployed, **kw):
+        calls.append(kw)
+        raise PlanError("LP for S = {...} not solved (time limit reached or solver error)")
+
+    assert used_only(js, res, failing) is res
+    assert calls and calls[0]["allow"]  # it did try: something was to trim
+    assert used_only(js, res, lp) is not res
+
+
 def test_a_bound_lp_past_its_limit_leaves_the_plan_without_the_check(monkeypatch):
     """The greedy stops before its budget, so the plan solves the joint LP with every
     candidate programmable to check the bound; when that LP fails (at k=32 it hits its time

@@ -15,8 +15,9 @@ from workers.ina.constants import (
     TYPE_PARTIAL,
     TYPE_RESULT,
 )
+from workers.ina.cover import CoverBudgetExceeded, find_exact_cover
 from workers.ina.messages import mask_of
-from workers.ina.ps import CoverBudgetExceeded, PsState, find_exact_cover
+from workers.ina.ps import PsState
 from workers.ina.result_copies import ResultCopies
 from workers.ina.wire import InaPacket
 

@@ -73,7 +73,8 @@ def used_only(js: JobSet, res: JointResult, lp: Callable[..., JointResult],
     The answer is never worse: ``res``'s rates are feasible in the new LP (they are zero
     on the switches removed, and the load rows only lose RESULT-tree terms), so each
     stage of the max-min (or the sum) reaches at least what ``res`` did; the comparison
-    below only guards against a solver stopped at its time limit.  The plan's γ and loads
+    below and the ``PlanError`` guard only protect against a solver stopped at its time
+    limit.  The plan's γ and loads
     are then the LP's for exactly the trees the data plane installs."""
     allow: dict[str, set[str]] = {}
     trimmed = False
@@ -89,7 +90,10 @@ def used_only(js: JobSet, res: JointResult, lp: Callable[..., JointResult],
                 trimmed = True
     if not trimmed:
         return res
-    new = lp(list(res.deployed), objective=objective, allow=allow)
+    try:
+        new = lp(list(res.deployed), objective=objective, allow=allow)
+    except PlanError:  # the solver stopped (time limit): keep the plan that was solved
+        return res
     if objective == "sum":
         worse = sum(new.gammas.values()) < sum(res.gammas.values()) - 1e-9
     else:  # max-min: the levels, smallest first, compared lexicographically

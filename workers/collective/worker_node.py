@@ -55,6 +55,7 @@ import numpy as np
 
 from workers.collective.baselines import make_schedule
 from workers.collective.schedule import GATHER, REDUCE, Schedule, Transfer
+from workers.common.connect import connect_retry
 from workers.common.model import Replica, TrainConfig
 from workers.common.quantize import dequantize, quantize
 
@@ -240,18 +241,7 @@ class Worker:
         for (src, dst), nic in sorted(self.nic_of.items()):
             if src != self.me:
                 continue
-            deadline = time.monotonic() + 30
-            while True:
-                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                s.bind((self.ips[src][nic], 0))
-                try:
-                    s.connect((self.ips[dst][nic], self.port))
-                    break
-                except OSError:
-                    s.close()
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
+            s = connect_retry((self.ips[dst][nic], self.port), 30, bind=self.ips[src][nic])
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             s.sendall(HELLO.pack(self.me))
             self.senders[dst] = Sender(s, nic)

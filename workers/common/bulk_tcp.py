@@ -20,6 +20,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from workers.common.connect import connect_retry
+
 __all__ = ["receive", "send", "main"]
 
 CHUNK = 64 * 1024
@@ -69,20 +71,13 @@ def receive(port: int, log: Path, every: float = 0.05) -> int:
 
 def send(to: str, port: int, cc: str = "reno", connect_s: float = 10.0) -> None:
     """Connect to ``to:port`` and write zeros until terminated (module docstring)."""
-    deadline = time.monotonic() + connect_s
     zeros = bytes(CHUNK)
-    while True:
-        s = socket.socket()
+
+    def congestion(s: socket.socket) -> None:
         if cc:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
-        try:
-            s.connect((to, port))
-            break
-        except OSError:
-            s.close()
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+
+    s = connect_retry((to, port), connect_s, setup=congestion)
     with s:
         try:
             while True:

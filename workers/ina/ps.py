@@ -176,46 +176,11 @@ from workers.ina.constants import (
     TYPE_PARTIAL,
 )
 from workers.ina.constants import K as DEFAULT_K
+from workers.ina.cover import CoverBudgetExceeded, find_exact_cover
 from workers.ina.messages import fold_mask, mask_of, wrap_sum
 from workers.ina.result_copies import ResultCopies
 from workers.ina.tree import Tree
 from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket
-
-
-class CoverBudgetExceeded(RuntimeError):
-    """The exact-cover search took more than its step budget."""
-
-
-def find_exact_cover(bitmaps: Iterable[int], full: int, budget: int = 100_000) -> list[int] | None:
-    """A list of pairwise disjoint bitmaps from ``bitmaps`` whose union is ``full``, or None.
-
-    Deterministic depth-first search, larger sets first (see module docstring).  Bitmaps with
-    bits outside ``full`` are ignored.  Raises :class:`CoverBudgetExceeded` after ``budget``
-    candidate tries.
-    """
-    order = sorted({b for b in bitmaps if b and not b & ~full},
-                   key=lambda b: (-b.bit_count(), b))
-    chosen: list[int] = []
-    steps = 0
-
-    def search(covered: int) -> bool:
-        nonlocal steps
-        if covered == full:
-            return True
-        rest = full & ~covered
-        low = rest & -rest
-        for b in order:
-            if b & low and not b & covered:
-                steps += 1
-                if steps > budget:
-                    raise CoverBudgetExceeded(f"exact cover search exceeded {budget} steps")
-                chosen.append(b)
-                if search(covered | b):
-                    return True
-                chosen.pop()
-        return False
-
-    return chosen if search(0) else None
 
 
 @dataclass
