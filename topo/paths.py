@@ -27,6 +27,18 @@ Why (b), the even per-hop split, rather than (a), one hashed path per pair
       planner uses it to merge such workers into one LP variable per (group, switch) without
       changing the optimum (proof in :mod:`controller.plan.lp`).
 
+Host routes (plain IPv4): one next hop per (switch, destination)
+    An IPv4 /32 route has one next hop, so traffic the LP does not count -- the PS's unicast
+    answers and NACKs to a worker's reply port, and every plain-IP method (async, cluster) --
+    cannot be split per packet.  :func:`route_next_hop` picks, at each switch, one member of
+    :func:`ecmp_next_hops` per destination by a stable hash of (switch, destination), so that
+    one switch's routes toward many hosts spread over all its equal-cost next hops;
+    :func:`route_path` is the one path that results.  The rule installer
+    (``controller.dataplane.deploy.routing_rules``) writes exactly these hops, and the
+    simulated network executes the installed rules.  Every route is still a shortest path
+    (each hop is an ECMP next hop).  Over many destinations the per-destination choice
+    approaches the LP's even split; for one destination it is one path, not a split.
+
 Caching
     Per-destination BFS distances and per-pair fractions are cached for *frozen* graphs (all of
     :mod:`topo.models`' graphs are frozen), keyed weakly on the graph object; unfrozen graphs
@@ -35,6 +47,7 @@ Caching
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from collections import OrderedDict
 from typing import Any
@@ -44,7 +57,7 @@ import networkx as nx
 from topo.models import natural_key
 
 __all__ = ["NoPathError", "ecmp_next_hops", "ecmp_link_fractions", "hop_distance", "reachable",
-           "switch_distances"]
+           "route_next_hop", "route_path", "switch_distances"]
 
 Link = tuple[str, str]
 
@@ -131,6 +144,57 @@ def ecmp_next_hops(graph: nx.Graph, node: str, dst: str) -> list[str]:
         return []
     dist = switch_distances(graph, dst)
     return sorted((v for v in graph.adj[node] if dist.get(v) == d - 1), key=natural_key)
+
+
+def _route_index(node: str, dst: str, n: int) -> int:
+    """The member of an ``n``-long next-hop list that ``node``'s route to ``dst`` takes.
+
+    Why a keyed hash of both names, and not the destination's index among the hosts modulo
+    ``n`` (Al-Fares' suffix routing):
+      * jobs' workers are laid out with strides: at fat-tree k=16 with 4 jobs x 64 workers,
+        job j's workers are h(16 i + 8 + j), whose index is j modulo 8 -- every route from the
+        PSs' edge switch toward one job's workers would leave by the same of its 8 uplinks,
+        the funnel the first-next-hop routes made (docs/results.md, issue 39).  A hash of the
+        name has no such arithmetic resonance: there, each job's 64 workers fall 10-13 on
+        the busiest uplink (8 even), the four jobs' 256 on 25-39 per uplink (32 even).
+      * the switch's name is in the key so that each layer chooses afresh: with a key of
+        the destination alone, an aggregation switch would receive from an edge only the
+        destinations whose key picked it and send them all to one core.  The hash is
+        blake2b, not crc32: crc32 is affine, crc32(a + h) ^ crc32(b + h) does not depend on
+        h's content, so its low bits at two switches are the same choice again (measured
+        there: 20 of the 64 agg-to-core links used, against 62 with blake2b).
+      * names, not indices: the choice depends on nothing but the two nodes, so the
+        simulated network (whose rules are computed without the idle hosts) installs the
+        routes Mininet installs, and a route does not move when another host is added."""
+    if n == 1:
+        return 0
+    digest = hashlib.blake2b(f"{node}>{dst}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % n
+
+
+def route_next_hop(graph: nx.Graph, node: str, dst: str) -> str | None:
+    """The one next hop of ``node``'s plain-IPv4 route toward host ``dst``: a member of
+    :func:`ecmp_next_hops` chosen by a stable hash of (``node``, ``dst``) (why:
+    :func:`_route_index`).  ``None`` when ``node == dst`` or ``dst`` is unreachable."""
+    hops = ecmp_next_hops(graph, node, dst)
+    if not hops:
+        return None
+    return hops[_route_index(node, dst, len(hops))]
+
+
+def route_path(graph: nx.Graph, src: str, dst: str) -> list[str]:
+    """The nodes a plain-IPv4 packet from ``src`` to ``dst`` crosses, both ends included,
+    following :func:`route_next_hop` at every hop (a shortest host-free path).
+
+    Raises :class:`NoPathError` when there is none."""
+    if src != dst and hop_distance(graph, src, dst) is None:
+        raise NoPathError(f"no path from {src!r} to {dst!r} that does not cross a host")
+    path = [src]
+    while path[-1] != dst:
+        nxt = route_next_hop(graph, path[-1], dst)
+        assert nxt is not None  # every ECMP next hop is one hop closer and reachable
+        path.append(nxt)
+    return path
 
 
 _KEYS: dict[str, tuple] = {}

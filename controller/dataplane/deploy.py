@@ -24,7 +24,7 @@ import networkx as nx
 
 from controller.plan.mcast_tree import result_tree
 from controller.plan.types import Plan
-from topo.paths import ecmp_next_hops
+from topo.paths import ecmp_next_hops, route_next_hop
 from workers.ina.constants import TYPE_GRAD, TYPE_PARTIAL, num_slots
 from workers.ina.tree import WORKER, Tree
 
@@ -103,8 +103,12 @@ def routing_rules(
     aggregators: Iterable[str] = (),
 ) -> dict[str, SwitchRules]:
     """Plain IPv4 forwarding for every switch (the part every method needs): switch id,
-    fabric ports, and a /32 route per host along the first ECMP next hop.  ``aggregators``
-    get ``agg_enabled = 1``; with none, ``ina.p4`` is an ordinary router."""
+    fabric ports, and a /32 route per host along :func:`topo.paths.route_next_hop` -- one
+    of the ECMP next hops, chosen per (switch, host) by a stable hash, so that a switch's
+    routes toward many hosts leave by all its equal-cost ports (the PSs' NACKs and unicast
+    answers from one edge switch took one uplink when every route took the first next
+    hop: docs/results.md, issue 39).  ``aggregators`` get ``agg_enabled = 1``; with none,
+    ``ina.p4`` is an ordinary router."""
     aggregators = set(aggregators)
     rules: dict[str, SwitchRules] = {}
     for s in sorted(switch_ids):
@@ -118,13 +122,13 @@ def routing_rules(
                                        {"standard_metadata.ingress_port": port},
                                        ING + "set_port_fabric", {}))
         for h in _hosts(graph):
-            hops = ecmp_next_hops(graph, s, h)
-            if not hops:
+            hop = route_next_hop(graph, s, h)
+            if hop is None:
                 continue
             ip, mac = host_addrs[h]
             r.entries.append(Entry(ING + "ipv4_lpm", {"hdr.ipv4.dstAddr": (ip, 32)},
                                    ING + "ipv4_forward",
-                                   {"dstAddr": mac, "port": ports[s][hops[0]]}))
+                                   {"dstAddr": mac, "port": ports[s][hop]}))
     return rules
 
 
