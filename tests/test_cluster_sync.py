@@ -160,13 +160,16 @@ def test_bytes_per_link_on_a_dumbbell_by_hand():
         link_bytes(g, [("h0", "h99", 1)])
 
 
-def test_ecmp_bytes_are_conserved_on_a_fat_tree():
+def test_bytes_follow_the_installed_host_route_on_a_fat_tree():
+    """A message takes its one /32 route (what deploy installs), not an even ECMP split."""
+    from topo.paths import route_path
+
     g = fat_tree(4)
-    loads = link_bytes(g, [("h1", "h15", 1000.0)])  # different pods: split over 4 cores
-    assert loads[("h1", "edge0")] == 1000.0 and loads[("edge7", "h15")] == 1000.0
-    core_in = sum(v for (a, b), v in loads.items() if b.startswith("core"))
-    assert core_in == pytest.approx(1000.0)
-    assert max(v for (a, b), v in loads.items() if b.startswith("core")) == pytest.approx(250.0)
+    loads = link_bytes(g, [("h1", "h15", 1000.0)])  # different pods: one of the 4 cores
+    path = route_path(g, "h1", "h15")
+    assert len(path) == 7 and path[0] == "h1" and path[-1] == "h15"
+    assert loads == {link: 1000.0 for link in zip(path[:-1], path[1:], strict=True)}
+    assert [v for v in path if v.startswith("core")] and loads[("h1", "edge0")] == 1000.0
 
 
 @pytest.fixture(scope="module")

@@ -53,9 +53,10 @@ Central PS baseline
 
 Bytes per link
     A message pattern is a list of (source host, destination host, bytes) unicast messages.
-    :func:`link_bytes` spreads each message over the directed links with the ECMP fractions of
-    :func:`topo.paths.ecmp_link_fractions` (the same model as the INA planner), so the
-    busiest-link load of the cluster method and of a central PS are computed on the same graph.
+    :func:`link_bytes` puts each message on the path its TCP packets take: the /32 host routes
+    the controller installs (:func:`topo.paths.route_path`, one equal-cost next hop per switch
+    and destination), so the busiest-link load of the cluster method and of a central PS are
+    computed on the same graph and the same routes as the network runs.
     A gradient message is ``n_params × 4`` bytes (float32, no headers); the per-batch update
     sent back to members is the same size (a gradient, not the parameters).  The contribution
     state handed to a newly elected PS (K² floats) is not counted.
@@ -71,7 +72,7 @@ import networkx as nx
 import numpy as np
 
 from topo.models import natural_key
-from topo.paths import ecmp_link_fractions
+from topo.paths import route_path
 from workers.cluster.clustering import ps_schedule
 from workers.common.data import Dataset
 from workers.common.model import Replica, TrainConfig, load_data, mean_sync, train_synchronous
@@ -347,7 +348,8 @@ def central_period_messages(workers: Sequence[str], ps: str, batches: int,
 
 
 def link_bytes(graph: nx.Graph, messages: Sequence[Message]) -> dict[Link, float]:
-    """Bytes on every directed link (u, v) when ``messages`` follow ECMP (per-hop even split)."""
+    """Bytes on every directed link (u, v) when ``messages`` follow the installed host routes
+    (:func:`topo.paths.route_path`)."""
     pairs: dict[tuple[str, str], float] = {}
     for src, dst, nbytes in messages:
         if nbytes < 0:
@@ -359,8 +361,9 @@ def link_bytes(graph: nx.Graph, messages: Sequence[Message]) -> dict[Link, float
             pairs[(src, dst)] = pairs.get((src, dst), 0.0) + nbytes
     loads: dict[Link, float] = {}
     for (src, dst), nbytes in pairs.items():
-        for link, frac in ecmp_link_fractions(graph, src, dst).items():
-            loads[link] = loads.get(link, 0.0) + frac * nbytes
+        path = route_path(graph, src, dst)
+        for link in zip(path[:-1], path[1:], strict=True):
+            loads[link] = loads.get(link, 0.0) + nbytes
     return loads
 
 
