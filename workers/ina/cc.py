@@ -75,8 +75,10 @@ it is computed from is the unloaded one (store-and-forward of one frame per link
 ways); the measured one is longer: a slot completes only when the last worker's
 contribution arrives, so a chunk also waits for the other workers' queues and start skew
 (simulated k=16, 64 workers, budget 8, the polished plan at γ = 1: median round trip 28.2 ms
-against 18.8 ms unloaded, x1.5, with a window of 16 full 82 % of the time; docs/results.md,
-"The default window").  Two covers that and leaves room for the round trip's variation."""
+against 18.8 ms unloaded, x1.5, with a window of 16 full 82 % of the time).  Measured there,
+windows of 16 / 18 / 24 / 36 (1.33 / 1.5 / 2 / 3 products): γ ratio 0.730 / 0.765 / 0.786 /
+0.786, queue depth p99 13 / 15 / 21 / 33 frames: two is the least that takes the whole gain
+(docs/results.md, "The default window follows the bandwidth-delay product")."""
 
 
 class CongestionControl(Protocol):
