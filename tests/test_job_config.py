@@ -154,6 +154,14 @@ def test_default_window_follows_the_bandwidth_delay_product(tmp_path):
     # the adaptive policies keep the constant as their window (aimd's ssthresh) and start
     # from one product themselves (workers.ina.cc.make_cc)
     assert cfg(Settings(cc="aimd"), "ina").window == 16
+    # the plan's γ is in Mbit/s (its links are at --bw): at 0.5 Mbit/s a plan of γ 0.5 is
+    # the whole link, 0.5e6 / 1568 = 318.9 frames/s, over 12 frames of 3.136 ms: 24 again
+    half = path_rate(_fattree_plan(0.5, workers), "ina", "h0", workers, 0.5)
+    assert half["rate_fps"] == pytest.approx(0.5e6 / 1568)
+    assert half["base_rtt_s"] == pytest.approx(12 * 2 * frame)
+    assert cfg(Settings(bw=0.5), "ina", gamma=0.5).window == 24
+    assert path_rate(_fattree_plan(0.5, workers), "ps_only", "h0", workers, 0.5)[
+        "rate_fps"] == pytest.approx(0.5e6 / 1568 / 3)  # a third of the link each
     # the rule is mode_window's alone (pure), from path_rate's figures
     rate = path_rate(_fattree_plan(1.0, workers), "ina", "h0", workers, 1.0)
     assert mode_window(Settings(), "ina", rate["rate_fps"], rate["base_rtt_s"]) == 24

@@ -250,20 +250,22 @@ def send_order(job: JobPlan, n_chunks: int) -> list[int]:
 def path_rate(plan: Plan, mode: str, ps: str, workers: list[str],
               bw_mbps: float | None) -> dict[str, float | None]:
     """What a worker's window is made from (workers.ina.cc.bdp_window, default_window):
-    ``rate_fps``, the frames per second one worker sends at the plan's prediction (γ of the
-    link rate in ``ina``, the tor_only baseline's γ in ``tor_only``, 1/N in ``ps_only``),
-    and ``base_rtt_s``, the unloaded round trip of the longest worker-PS path (a frame's
-    transmission time per link, both ways); None where unknown (unshaped links)."""
+    ``rate_fps``, the frames per second one worker sends at the plan's prediction (γ in
+    ``ina``, the tor_only baseline's γ in ``tor_only``: Mbit/s, the plan's links being at
+    ``bw_mbps``; ``bw_mbps`` / N in ``ps_only``), and ``base_rtt_s``, the unloaded round
+    trip of the longest worker-PS path (a frame's transmission time per link, both ways);
+    None where unknown (unshaped links)."""
     job = next((j for j in plan.jobs.values() if j.ps == ps), None)
     graph = plan.own_graph()
     if not bw_mbps or job is None or graph is None or ps not in graph:
         return {"rate_fps": None, "base_rtt_s": None}
-    gamma = {"ina": job.gamma, "ps_only": 1.0 / max(1, len(workers)),
-             "tor_only": plan.baselines.get("tor_only")}.get(mode)
-    frame_s = FRAME_BYTES * 8 / (bw_mbps * 1e6)
+    gamma_mbps = {"ina": job.gamma, "ps_only": bw_mbps / max(1, len(workers)),
+                  "tor_only": plan.baselines.get("tor_only")}.get(mode)
+    frame_bits = FRAME_BYTES * 8
+    frame_s = frame_bits / (bw_mbps * 1e6)
     hops = nx.single_source_shortest_path_length(graph, ps)
     longest = max((hops.get(w, 0) for w in workers), default=0)
-    return {"rate_fps": gamma / frame_s if gamma else None,
+    return {"rate_fps": gamma_mbps * 1e6 / frame_bits if gamma_mbps else None,
             "base_rtt_s": 2 * longest * frame_s if longest else None}
 
 
