@@ -18,8 +18,9 @@ A policy is one object per worker and job, kept from round to round like the wor
 
 The policies (:data:`POLICIES`, ``--cc NAME``):
 
-* ``fixed`` -- a constant window (the job's ``window``): the transport as it was, kept for
-  comparison;
+* ``fixed`` -- a constant window (the job's ``window``: the user's, or by default
+  :func:`default_window`, the larger of 16 and two bandwidth-delay products): no reaction
+  to marks, delay or loss, the transport as it was;
 * ``aimd`` -- ATP's (NSDI'21) with TCP's two phases: +1 per RESULT up to ``ssthresh``
   (the job's ``window`` at first), then +1 per window of RESULTs (one per round trip);
   halved on a mark, and on a timeout when no RESULT came for a smoothed round trip (the
@@ -326,7 +327,8 @@ class TwoWindow:
 
 # name -> (help, factory(window, initial window)), as the planners' table
 POLICIES: dict[str, tuple[str, Callable[[int, int], CongestionControl]]] = {
-    "fixed": ("a constant window (--window): the transport before congestion control",
+    "fixed": ("a constant window (--window; by default the larger of 16 and 2 bandwidth-delay "
+              "products): the transport before congestion control",
               lambda window, initial: Fixed(window)),
     "aimd": ("ATP-like: +1 per RESULT up to --window, then +1 per round trip, halved on a "
              "timeout or an ECN mark, from the bandwidth-delay product",
