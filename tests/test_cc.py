@@ -6,7 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workers.ina.cc import POLICIES, Aimd, Delay, Fixed, TwoWindow, bdp_window, make_cc
+from workers.ina.cc import (
+    DEFAULT_WINDOW,
+    MAX_WINDOW,
+    POLICIES,
+    Aimd,
+    Delay,
+    Fixed,
+    TwoWindow,
+    bdp_window,
+    default_window,
+    make_cc,
+)
 from workers.ina.wire import Echo, InaPacket
 from workers.ina.worker import RttEstimator, WorkerRound
 
@@ -18,6 +29,35 @@ def test_bdp_window():
     assert bdp_window(80.0, 0.101, 16) == 9  # rounded up
     assert bdp_window(None, 0.1, 16) == 16 and bdp_window(80.0, None, 16) == 16
     assert bdp_window(1e6, 1.0, 16) == 128 and bdp_window(1.0, 1e-6, 16) == 1
+    # γ / frame time x (2 x 6 hops x frame time): 12 whatever the float rounding says
+    frame = 196 * 8 / 1e6
+    assert bdp_window(1.0 / frame, 12 * frame, 16) == 12
+
+
+def test_default_window_is_two_bandwidth_delay_products_at_least_the_constant():
+    """``fixed``'s window when none is given, by hand: 196-byte frames at 1 Mbit/s take
+    1.568 ms; the PS's farthest worker 6 hops away (fat-tree) makes the unloaded round trip
+    12 frame times, 18.816 ms."""
+    assert (DEFAULT_WINDOW, MAX_WINDOW) == (16, 128)
+    frame = 196 * 8 / 1e6
+    rtt = 12 * frame
+    # γ = 1 (k=16's polished plan at budget 8): 12 frames per round trip, x2 = 24
+    assert default_window(1.0 / frame, rtt) == 24
+    # γ = 0.6288 (the greedy's at budget 8): 7.55 frames, x2 = 15.09 -> 16, the floor
+    assert default_window(0.6288 / frame, rtt) == 16
+    # γ = 0.7: 8.4, x2 = 16.8 -> 17
+    assert default_window(0.7 / frame, rtt) == 17
+    # PS-only, 64 workers: 1/64 of the link, 0.1875 frames per round trip: the floor
+    assert default_window(1 / 64 / frame, rtt) == 16
+    # at 0.1 Mbit/s the frame takes 10x longer and so does the round trip: the same window
+    assert default_window(1.0 / (10 * frame), 10 * rtt) == 24
+    assert default_window(1.0 / frame, rtt, headroom=1.0) == 16  # 12, the floor
+    assert default_window(1.0 / frame, rtt, headroom=1.5) == 18
+    assert default_window(1.0 / frame, rtt, floor=4, headroom=1.0) == 12
+    assert default_window(1e6, 1.0) == 128  # the cap
+    assert default_window(None, rtt) == default_window(1.0 / frame, None) == 16  # unknown
+    with pytest.raises(ValueError, match="headroom"):
+        default_window(1.0 / frame, rtt, headroom=0)
 
 
 def test_table_and_factory():

@@ -6,10 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from controller.experiment.methods.ina.core import JOB_IDS, Settings, job_config
+from controller.experiment.methods.ina.core import (
+    JOB_IDS,
+    Settings,
+    job_config,
+    mode_window,
+    path_rate,
+)
 from controller.plan.document import chunk_schedule
 from controller.plan.types import JobPlan, Plan
 from workers.common.model import TrainConfig
+from workers.ina.cc import DEFAULT_WINDOW
 from workers.ina.constants import INA_UDP_PORT
 from workers.ina.job import JobConfig, make_job_config
 
@@ -67,7 +74,9 @@ def test_runner_job_config_follows_the_plan(tmp_path):
     assert cfg.schedules["0"] == [(0, 2, 2), (2, 1, 2), (1, 2, 2), (3, 1, 2)]
     assert Path(cfg.control_file) == tmp_path / "control.json"
     assert Path(cfg.start_file) == tmp_path / "start"
-    assert (cfg.window, cfg.timeout, cfg.worker_timeout_s) == (s.window, s.timeout,
+    # no --window and a plan without its topology (no round trip): the constant
+    assert s.window is None
+    assert (cfg.window, cfg.timeout, cfg.worker_timeout_s) == (DEFAULT_WINDOW, s.timeout,
                                                                  s.worker_timeout)
     quiet = job_config(s, job_id=JOB_IDS["ps_only"], mode="ps_only", plan=plan,
                        workers=workers, ps="h0", hosts=hosts, train=train, n_values=128,
@@ -100,3 +109,74 @@ def test_agg_window_applies_to_the_aggregating_modes_only(tmp_path):
     got = settings_from_args(args)
     assert (got.window, got.agg_window) == (8, 64)
     assert settings_from_args(build_parser().parse_args(["run"])).agg_window is None
+
+
+def _fattree_plan(gamma: float, workers: list[str]) -> Plan:
+    """A one-job plan on fat-tree k=4 with its topology (the round trip's hops), PS h0."""
+    from topo.models import parse_topology, to_dict
+
+    job = JobPlan(ps="h0", ps_tor="edge0", ps_tor_id=1, workers=workers,
+                  worker_ids={w: i for i, w in enumerate(workers)}, gamma=gamma, deployed=[],
+                  intervals={}, fractions={w: {} for w in workers})
+    return Plan(topology={"graph": to_dict(parse_topology("fattree:4"))},
+                switch_ids={"edge0": 1}, jobs={"job": job}, deployed=[])
+
+
+def test_default_window_follows_the_bandwidth_delay_product(tmp_path):
+    """No --window, --cc fixed: the larger of 16 and two bandwidth-delay products of the
+    plan's rate over the path's unloaded round trip, by hand.  Fat-tree k=4, PS h0, workers
+    h1 (2 hops), h2 (4) and h15 (6): the farthest is 6 hops, so a 196-byte frame at 1 Mbit/s
+    (1.568 ms) makes a 12-frame round trip, 18.816 ms."""
+    workers = ["h1", "h2", "h15"]
+    hosts = {h: (f"10.0.0.{i + 1}", f"m{i}") for i, h in enumerate(["h0", *workers])}
+    frame = 196 * 8 / 1e6
+
+    def cfg(s: Settings, mode: str, gamma: float = 1.0) -> JobConfig:
+        return job_config(s, job_id=JOB_IDS[mode], mode=mode, plan=_fattree_plan(gamma, workers),
+                          workers=workers, ps="h0", hosts=hosts,
+                          train=TrainConfig(n_workers=3, rounds=1), n_values=32,
+                          out_dir=tmp_path)
+    got = cfg(Settings(), "ina")
+    assert got.rate_fps == pytest.approx(1 / frame) and got.base_rtt_s == pytest.approx(12 * frame)
+    assert got.window == 24  # γ = 1: 12 frames per round trip, x2
+    assert cfg(Settings(), "ina", gamma=0.7).window == 17  # 8.4 x 2 = 16.8
+    assert cfg(Settings(), "ina", gamma=0.5).window == 16  # 12: the floor
+    # PS-only: 1/3 of the link, 4 frames per round trip, x2 = 8: the floor, 16
+    assert cfg(Settings(), "ps_only").window == 16
+    # unshaped links (--bw 0): no rate, the constant
+    assert cfg(Settings(bw=None), "ina").window == 16
+    # what the user gives wins, even the default's own value
+    assert cfg(Settings(window=16), "ina").window == 16
+    assert cfg(Settings(window=4), "ina").window == 4
+    assert cfg(Settings(agg_window=8), "ina").window == 8
+    assert cfg(Settings(agg_window=8), "ps_only").window == 16
+    assert cfg(Settings(window=32, agg_window=8), "ps_only").window == 32
+    # the adaptive policies keep the constant as their window (aimd's ssthresh) and start
+    # from one product themselves (workers.ina.cc.make_cc)
+    assert cfg(Settings(cc="aimd"), "ina").window == 16
+    # the plan's γ is in Mbit/s (its links are at --bw): at 0.5 Mbit/s a plan of γ 0.5 is
+    # the whole link, 0.5e6 / 1568 = 318.9 frames/s, over 12 frames of 3.136 ms: 24 again
+    half = path_rate(_fattree_plan(0.5, workers), "ina", "h0", workers, 0.5)
+    assert half["rate_fps"] == pytest.approx(0.5e6 / 1568)
+    assert half["base_rtt_s"] == pytest.approx(12 * 2 * frame)
+    assert cfg(Settings(bw=0.5), "ina", gamma=0.5).window == 24
+    assert path_rate(_fattree_plan(0.5, workers), "ps_only", "h0", workers, 0.5)[
+        "rate_fps"] == pytest.approx(0.5e6 / 1568 / 3)  # a third of the link each
+    # the rule is mode_window's alone (pure), from path_rate's figures
+    rate = path_rate(_fattree_plan(1.0, workers), "ina", "h0", workers, 1.0)
+    assert mode_window(Settings(), "ina", rate["rate_fps"], rate["base_rtt_s"]) == 24
+    assert mode_window(Settings(), "ina") == 16
+
+
+def test_window_given_or_not_on_the_command_line():
+    """``--window`` not given is None in the settings (the default rule applies); given,
+    even as 16, it is the user's and wins (test above)."""
+    from controller.cli.main import build_parser
+    from controller.experiment.methods.ina.options import settings_from_args
+
+    def parsed(*argv: str) -> Settings:
+        return settings_from_args(build_parser().parse_args(["run", *argv]))
+    assert (parsed().window, parsed().agg_window) == (None, None)
+    assert parsed().base_window == DEFAULT_WINDOW
+    assert parsed("--window", "16").window == 16
+    assert parsed("--window", "16").base_window == 16

@@ -312,7 +312,8 @@ def jobs_analysis(modes: dict[str, dict[str, Any]], jobs: list[JobShape], *,
     where it has one (``sim.done_s``; ``sim.virtual_s`` in records before it: that also
     holds the tail in which the PS serves what is still in flight, which made links busy
     91 % of the rounds read 28 % at k=16, 4 jobs x 64, docs/results.md "Defaults at
-    scale"), else its longest job's rounds.  PS-only, ToR-only and the jobs run alone
+    scale"), else its longest job's rounds.  ``window``: the jobs' window where a record
+    does not hold its own (``window``).  PS-only, ToR-only and the jobs run alone
     have no per-job γ in the joint plan: not predicted.  Empty without ``bw``."""
     if not bw_mbit:
         return {}
@@ -332,7 +333,8 @@ def jobs_analysis(modes: dict[str, dict[str, Any]], jobs: list[JobShape], *,
         out[label] = _analysis(rec, links, j.gamma / bw_mbit, bw_mbit=bw_mbit,
                                n_chunks=j.n_chunks, frame_bytes=frame_bytes,
                                n_workers=j.n_workers, fill_drain_s=j.fill_drain_s,
-                               window=window, pace=(pace or {}).get(label),
+                               window=rec.get("window") or window,  # the job's own
+                               pace=(pace or {}).get(label),
                                max_links=max_links if i == 0 else 0)
         out[label]["links_over"] = "launch"
     return out

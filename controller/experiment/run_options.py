@@ -83,13 +83,15 @@ def add_impairment_options(p: argparse.ArgumentParser | argparse._ArgumentGroup)
 
 
 def add_transport_options(p: argparse.ArgumentParser | argparse._ArgumentGroup, *,
-                          budget: int, window: int, timeout: float) -> None:
+                          budget: int, window: int, timeout: float,
+                          window_help: str | None = None) -> None:
     """The INA transport and plan (INA and DDP): ``--budget``, ``--window``, ``--timeout``,
-    ``--slots``."""
+    ``--slots``.  ``--window`` is None when not given (the method's default then:
+    ``window``, or what ``window_help`` says)."""
     p.add_argument("--budget", type=int_option(0), default=budget,
                    help=f"programmable switches (M; default {budget})")
-    p.add_argument("--window", type=int_option(1, MAX_WINDOW), default=window,
-                   help=f"chunks in flight per worker (default {window})")
+    p.add_argument("--window", type=int_option(1, MAX_WINDOW), default=None, metavar="N",
+                   help=f"chunks in flight per worker (default {window_help or window})")
     p.add_argument("--timeout", type=finite_float, default=timeout,
                    help=f"first retransmission timeout (s; default {timeout:g})")
     p.add_argument("--slots", type=int, action=SlotsOption, default=None, metavar="N",

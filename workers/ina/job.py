@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from workers.common.model import TrainConfig
+from workers.ina.cc import DEFAULT_CC, DEFAULT_WINDOW
 from workers.ina.constants import INA_REPLY_PORT
 from workers.ina.tree import Tree
 
@@ -51,7 +52,9 @@ class JobConfig:
     frac_bits: int
     n_values: int
     out_dir: str
-    window: int = 16
+    # chunks in flight per worker (``fixed``'s window; the adaptive policies' ``window``): the
+    # controller's choice, the user's --window/--agg-window or workers.ina.cc.default_window
+    window: int = DEFAULT_WINDOW
     timeout: float = 0.05
     # the cap of a worker's timeouts; the measured round trip lifts it (never a cap below
     # srtt), the PS's worker_timeout_s lowers it (workers.ina.driver.timeout_cap).  1 s:
@@ -61,7 +64,7 @@ class JobConfig:
     # congestion control (workers.ina.cc.POLICIES); the adaptive policies' first window is
     # rate_fps (the plan's predicted frames per second of one worker) times base_rtt_s (the
     # unloaded round trip of the longest worker-PS path); None: ``window``
-    cc: str = "fixed"
+    cc: str = DEFAULT_CC
     # the UDP port each worker also receives on: the PS's answers to one worker's late GRAD
     # (workers.ina.driver.PsDriver.reply_dest); not INA's port, so switches route them as
     # plain IPv4.  None: no such path (the answers are multicast with the RESULTs)

@@ -214,7 +214,7 @@ class DdpMethod(Method):
             "topo": s.topo, "ps": s.ps, "workers": s.workers, "budget": s.budget,
             "steps": s.rounds, "bw": s.bw, "loss": s.loss, "dup": s.dup, "reorder": s.reorder,
             "seed": s.seed, "target": s.target, "modes": list(self.modes),
-            "window": s.window, "timeout": s.timeout, "round_timeout": s.round_timeout,
+            "window": s.base_window, "timeout": s.timeout, "round_timeout": s.round_timeout,
             "script": str(self.script.relative_to(ROOT) if self.script.is_relative_to(ROOT)
                           else self.script),
             "script_args": self.script_args, "gloo_seeds": a.ddp_gloo_seeds,
@@ -257,7 +257,7 @@ class DdpMethod(Method):
                 ps_addr=(ip[s.ps], INA_UDP_PORT),
                 schedules=schedules_for(m, self.plan, workers, self.capacity),
                 capacity=self.capacity, frac_bits=self.frac_bits,
-                out_dir=str(trial.folder), window=s.window, timeout=s.timeout,
+                out_dir=str(trial.folder), window=s.base_window, timeout=s.timeout,
                 round_timeout_s=s.round_timeout)
         # gloo's band: the same training from further seeds (a real model's gradients are
         # synthetic: no accuracy, no band)

@@ -38,7 +38,7 @@ from controller.plan.replan import replan_members
 from controller.plan.types import JobPlan, Plan
 from workers.common.model import TrainConfig
 from workers.common.quantize import choose_frac_bits
-from workers.ina.cc import DEFAULT_CC
+from workers.ina.cc import DEFAULT_CC, DEFAULT_WINDOW, default_window
 from workers.ina.constants import INA_UDP_PORT, MAX_WORKERS, K
 from workers.ina.job import MODES, JobConfig, make_job_config
 from workers.ina.tree import WORKER, Child, Tree
@@ -79,7 +79,9 @@ class Settings:
     seed: int = 0
     target: str = "pyswitch"
     modes: tuple[str, ...] = ("ina", "ps_only")
-    window: int = 16
+    # chunks in flight per worker (--window); None: not given, the default (mode_window:
+    # with --cc fixed the plan's bandwidth-delay product, at least DEFAULT_WINDOW)
+    window: int | None = None
     cc: str = DEFAULT_CC  # congestion control (workers.ina.cc.POLICIES, --cc)
     # chunks in flight per worker in the modes that aggregate (ina, tor_only); None = window.
     # PS-only's link queue overflows with a window INA needs at 64 workers (docs/scale.md §3)
@@ -126,6 +128,12 @@ class Settings:
     network: str | None = None
 
     @property
+    def base_window(self) -> int:
+        """``--window``, or DEFAULT_WINDOW when not given (what a transport without a plan's
+        rate uses: DDP, PS-only's floor)."""
+        return DEFAULT_WINDOW if self.window is None else self.window
+
+    @property
     def workload(self) -> ScaledWorkload | None:
         """The real model this run emulates, scaled (None: a numpy model that trains)."""
         if not is_workload(self.model):
@@ -141,16 +149,30 @@ class TransportSettings(Protocol):
     """What :func:`job_config` reads of a run's settings (:class:`Settings`, the campaign's
     and the benches')."""
 
-    window: int
+    window: int | None  # None: not given (mode_window's default)
     timeout: float
     round_timeout: float
 
 
-def mode_window(s: TransportSettings, mode: str) -> int:
-    """Chunks in flight per worker in ``mode``: ``agg_window`` (``--agg-window``) in the modes
-    that aggregate in switches, when set; ``window`` otherwise (PS-only always)."""
+def mode_window(s: TransportSettings, mode: str, rate_fps: float | None = None,
+                base_rtt_s: float | None = None) -> int:
+    """Chunks in flight per worker in ``mode`` (pure): what the user gave wins --
+    ``agg_window`` (``--agg-window``) in the modes that aggregate in switches, else
+    ``window`` (``--window``; PS-only never takes ``agg_window``).  Neither given: with the
+    ``fixed`` policy (``--cc``), :func:`workers.ina.cc.default_window` of the mode's
+    predicted rate and unloaded round trip (:func:`path_rate`): the larger of DEFAULT_WINDOW
+    and BDP_HEADROOM bandwidth-delay products, one rule for every mode (PS-only's rate is
+    1/N of the link, so its product stays below DEFAULT_WINDOW and it keeps that window);
+    DEFAULT_WINDOW with the adaptive policies (their ``ssthresh``; they start from the
+    product themselves, :func:`workers.ina.cc.make_cc`) or an unknown rate."""
     agg = getattr(s, "agg_window", None)
-    return agg if agg is not None and mode != "ps_only" else s.window
+    if agg is not None and mode != "ps_only":
+        return agg
+    if s.window is not None:
+        return s.window
+    if getattr(s, "cc", DEFAULT_CC) != "fixed":
+        return DEFAULT_WINDOW
+    return default_window(rate_fps, base_rtt_s)
 
 
 def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: Plan, workers: list[str],
@@ -166,10 +188,10 @@ def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: Plan, work
     MAX_WORKERS workers is hierarchical: its file holds the tree (:func:`tree_for`)."""
     n_chunks = n_chunks_for(n_values, K)
     tree = tree_for(mode, plan, workers)
+    rate = path_rate(plan, mode, ps, workers, getattr(s, "bw", None))
     out = dict(
-        window=mode_window(s, mode), timeout=s.timeout, round_timeout_s=s.round_timeout,
-        cc=getattr(s, "cc", Settings.cc), **path_rate(plan, mode, ps, workers,
-                                                        getattr(s, "bw", None)),
+        window=mode_window(s, mode, rate["rate_fps"], rate["base_rtt_s"]), timeout=s.timeout,
+        round_timeout_s=s.round_timeout, cc=getattr(s, "cc", Settings.cc), **rate,
         start_file=str(start or out_dir / "start"),
         control_file=str(out_dir / "control.json") if mode == "ina" or members else None)
     if members:
@@ -227,21 +249,23 @@ def send_order(job: JobPlan, n_chunks: int) -> list[int]:
 
 def path_rate(plan: Plan, mode: str, ps: str, workers: list[str],
               bw_mbps: float | None) -> dict[str, float | None]:
-    """What a worker's first window is made from (workers.ina.cc.bdp_window): ``rate_fps``,
-    the frames per second one worker sends at the plan's prediction (γ of the link rate in
-    ``ina``, the tor_only baseline's γ in ``tor_only``, 1/N in ``ps_only``), and
-    ``base_rtt_s``, the unloaded round trip of the longest worker-PS path (a frame's
-    transmission time per link, both ways); None where unknown (unshaped links)."""
+    """What a worker's window is made from (workers.ina.cc.bdp_window, default_window):
+    ``rate_fps``, the frames per second one worker sends at the plan's prediction (γ in
+    ``ina``, the tor_only baseline's γ in ``tor_only``: Mbit/s, the plan's links being at
+    ``bw_mbps``; ``bw_mbps`` / N in ``ps_only``), and ``base_rtt_s``, the unloaded round
+    trip of the longest worker-PS path (a frame's transmission time per link, both ways);
+    None where unknown (unshaped links)."""
     job = next((j for j in plan.jobs.values() if j.ps == ps), None)
     graph = plan.own_graph()
     if not bw_mbps or job is None or graph is None or ps not in graph:
         return {"rate_fps": None, "base_rtt_s": None}
-    gamma = {"ina": job.gamma, "ps_only": 1.0 / max(1, len(workers)),
-             "tor_only": plan.baselines.get("tor_only")}.get(mode)
-    frame_s = FRAME_BYTES * 8 / (bw_mbps * 1e6)
+    gamma_mbps = {"ina": job.gamma, "ps_only": bw_mbps / max(1, len(workers)),
+                  "tor_only": plan.baselines.get("tor_only")}.get(mode)
+    frame_bits = FRAME_BYTES * 8
+    frame_s = frame_bits / (bw_mbps * 1e6)
     hops = nx.single_source_shortest_path_length(graph, ps)
     longest = max((hops.get(w, 0) for w in workers), default=0)
-    return {"rate_fps": gamma / frame_s if gamma else None,
+    return {"rate_fps": gamma_mbps * 1e6 / frame_bits if gamma_mbps else None,
             "base_rtt_s": 2 * longest * frame_s if longest else None}
 
 
@@ -551,6 +575,7 @@ def job_record(cfg: JobConfig, workers: list[str], ps: str, tor: str,
         })
     busiest = max(moved, key=moved.get)
     return {"job_id": cfg.job_id, "rounds": rounds, "ps": ps_report["stats"],
+            "window": cfg.window,  # the job's (mode_window: the user's or the default rule)
             "grad_bytes": 4 * cfg.n_values,  # int32 values synchronized per round
             "ps_link_bytes_total": moved.get((tor, ps), 0), "busiest_link": list(busiest),
             "busiest_link_bytes_total": moved[busiest],

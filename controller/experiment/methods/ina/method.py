@@ -169,7 +169,8 @@ def _prediction(s: Settings, plan: Plan, modes: dict, n_chunks: int, mode: str,
         got = mode_analysis(rec, plan_loads=loads if label == mode else [], gamma=g,
                             bw_mbit=s.bw, n_chunks=n_chunks, frame_bytes=FRAME_BYTES,
                             n_workers=len(job.workers), fill_drain_s=fd,
-                            window=mode_window(s, label), pace=pace(rec))
+                            window=rec.get("window") or mode_window(s, label),
+                            pace=pace(rec))
         if got is not None:
             out[label] = got
     return out

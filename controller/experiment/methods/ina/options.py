@@ -25,7 +25,8 @@ from controller.plan.lp import PlanError
 from controller.plan.options import add_plan_options, request_from_args
 from controller.plan.planners import get_planner
 from topo.models import TopologyError
-from workers.ina.cc import POLICIES
+from workers.ina.cc import BDP_HEADROOM, DEFAULT_WINDOW, POLICIES
+from workers.ina.cc import MAX_WINDOW as CC_MAX_WINDOW
 from workers.ina.job import MODES
 from workers.models.scaling import DEFAULT_LINK_GBPS, DEFAULT_SCALE
 from workers.models.shapes import WORKLOADS
@@ -42,7 +43,11 @@ def add_network_options(parser: argparse.ArgumentParser, title: str,
     d = Settings()
     add_topology_options(parser, topo=d.topo, ps=d.ps, workers=workers or d.workers)
     g = parser.add_argument_group(title)
-    add_transport_options(g, budget=d.budget, window=d.window, timeout=d.timeout)
+    add_transport_options(
+        g, budget=d.budget, window=d.base_window, timeout=d.timeout,
+        window_help=f"{DEFAULT_WINDOW}; INA with --cc fixed: {BDP_HEADROOM:g} bandwidth-delay "
+                    f"products, the plan's rate per worker times the path's unloaded round "
+                    f"trip, when more, at most {CC_MAX_WINDOW}; docs/protocol.md §6")
     g.add_argument("--cc", choices=list(POLICIES), default=d.cc,
                    help="INA workers' congestion control: "
                         + "; ".join(f"{n}: {h}" for n, (h, _) in POLICIES.items())
@@ -108,7 +113,8 @@ def add_ina_arguments(parser: argparse.ArgumentParser) -> None:
                    help=f"comma list of {', '.join(MODES)} (default {','.join(d.modes)})")
     g.add_argument("--agg-window", type=int_option(1, MAX_WINDOW), default=None, metavar="N",
                    help="chunks in flight per worker in the aggregating modes (ina, tor_only); "
-                        "PS-only keeps --window (default: --window; docs/scale.md §3)")
+                        "PS-only keeps --window (default: --window, or its default; "
+                        "docs/scale.md §3)")
     g.add_argument(
         "--fail-switch", metavar="SWITCH@ROUND", default=None,
         help="fault injection: kill SWITCH once a worker finished ROUND; the controller "
