@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                      ecn_packets=a.ecn_packets)
     print(f"settings: {a.topo}, PS {a.ps}, {len(workers)} workers, 1 Mbit/s links, MLP "
           f"hidden {a.hidden}, {a.rounds} rounds, modes {a.modes}, loss {a.loss:g}, window "
-          f"{Settings.window}, timeout {a.timeout:g} s, sim options {opt}")
+          f"{Settings.window or 'the default (a bandwidth-delay product, at least 16)'}, timeout {a.timeout:g} s, sim options {opt}")
     print(f"{'planner':>10} {'M':>3} {'cc':>10} {'γ LP':>7} {'γ sim':>7} {'ratio':>6} "
           f"{'exact':>5} {'s/round':>8} {'PS B/rd':>9} {'retx':>6} {'retx %':>6} "
           f"{'marks':>6} {'q p50/p99/max':>14} {'Jain':>6} {'plan s':>7} {'sim s':>7} "
