@@ -372,6 +372,11 @@ class Table:
         self.default = self._make(action, params, hit=False, default=True)
         self._rebuild()
 
+    def reset_default(self) -> None:
+        """The program's own default action back (Thrift's reset_default_entry)."""
+        self.default = self.initial_default
+        self._rebuild()
+
     def clear(self) -> None:
         if self.const:
             raise InvalidArgument(f"table {self.name!r} has const entries")
