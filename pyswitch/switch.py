@@ -364,6 +364,10 @@ class Switch:
     def direct_counter_write(self, table: str, match: dict, packets: int, bytes_: int,
                              priority: int = 0) -> None:
         e = self._table(table).find(match, priority)
+        for v, what in ((packets, "packets"), (bytes_, "bytes")):
+            check_int(v, f"{what} for the direct counter of {table!r}")
+            if v < 0 or v >> 64:  # as counter_write: 64 bits, as BMv2 and the native cells
+                raise InvalidArgument(f"{what} {v} does not fit in 64 bits")
         e.counter[0], e.counter[1] = packets, bytes_
 
     # ------------------------------------------------------------------ packets

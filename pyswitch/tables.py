@@ -1,6 +1,11 @@
 """Run-time match-action tables (exact: dict; lpm: one dict per prefix length, longest
 first; ternary/range/optional: list scanned by descending priority, as BMv2/P4Runtime:
-higher number = higher priority)."""
+higher number = higher priority).
+
+On the native path an exact table's entries are also indexed in C memory (its `native`
+store, pyswitch/native/exact.h), which the compiled pipeline looks up without a Python
+object; the `Table` stays the one state the control plane writes, and each write that
+changes what a look-up returns rebuilds that index with the Python path's dict."""
 
 from __future__ import annotations
 
@@ -12,6 +17,17 @@ from pyswitch.errors import EntryExists, EntryNotFound, InvalidArgument
 from pyswitch.names import check_int, resolve, suggest
 
 _PAIR = {"lpm": "(value, prefix length)", "ternary": "(value, mask)", "range": "(low, high)"}
+
+
+def table_kind(keys: list[dict]) -> str:
+    """``exact`` (every field exact, or no field), ``lpm`` (one lpm field, the others
+    exact) or ``ternary`` (the rest: ternary, range, optional), from a table's keys."""
+    kinds = [k["match"] for k in keys]
+    if all(k == "exact" for k in kinds):
+        return "exact"
+    if kinds.count("lpm") == 1 and all(k in ("exact", "lpm") for k in kinds):
+        return "lpm"
+    return "ternary"
 
 
 class Entry:
@@ -62,14 +78,9 @@ class Table:
         self.actions = actions  # P4Info action name -> action meta (of this table)
         self.fns = fns
         self.allowed = {a["name"]: a["scope"] for a in spec["actions"]}
-        kinds = [k["match"] for k in self.keys]
-        if all(k == "exact" for k in kinds):
-            self.kind = "exact"
-        elif kinds.count("lpm") == 1 and all(k in ("exact", "lpm") for k in kinds):
-            self.kind = "lpm"
-            self.lpm_pos = kinds.index("lpm")
-        else:
-            self.kind = "ternary"
+        self.kind = table_kind(self.keys)
+        if self.kind == "lpm":
+            self.lpm_pos = [k["match"] for k in self.keys].index("lpm")
         self.single = len(self.keys) == 1
         self.const = spec.get("const_entries") is not None
         self.default_const = spec["default_const"]
@@ -77,6 +88,9 @@ class Table:
         # exact tables: key -> entry, read in place by generated code (never rebound)
         self.exact: dict[Any, Entry] = {}
         self.seq = 0
+        # exact tables on the native path: the entries' index in C memory (attach_native)
+        self.native: Any = None
+        self._cells: Callable | None = None  # the native module's Cells maker
         d = spec["default"]
         self.default = self._make(d["action"], self._params_from_args(d["action"], d["args"]),
                                   hit=False, scope_check=False)
@@ -223,6 +237,8 @@ class Table:
             self.exact.update(d)
             dg = self.exact.get
             self.lookup = lambda k: dg(k) or self.default  # noqa: E731
+            if self.native is not None:
+                self._load_native()
         elif self.kind == "lpm":
             p = self.lpm_pos
             w = self.keys[p]["width"]
@@ -272,6 +288,33 @@ class Table:
                         return e
                 return self.default
             self.lookup = lookup
+
+    def attach_native(self, mod: Any) -> None:
+        """Index this exact table's entries in C memory for the native module `mod` (an
+        ExactStore, pyswitch/native/exact.h), kept in step by every later write; its
+        direct counter's cells become 64-bit `Cells`, shared by the entry and the store.
+        A store already made (a process rebuilt on the same switch) is reused and
+        reloaded.  Nothing for the other kinds: their look-ups stay in Python."""
+        if self.kind != "exact":
+            return
+        if type(self.native).__name__ != "ExactStore":
+            self.native = mod.exact([k["width"] for k in self.keys],
+                                    self.spec.get("direct_counter") is not None)
+        self._cells = mod.cells
+        self._load_native()
+
+    def _load_native(self) -> None:
+        """The C store loaded anew from the entries and the default (one state: these)."""
+        counted = self.spec.get("direct_counter") is not None
+        ents = [*self.entries.values(), self.default]
+        if counted and self._cells is not None:
+            for e in ents:
+                if type(e.counter).__name__ != "Cells":
+                    e.counter = self._cells(list(e.counter), 64)
+        d = self.default
+        self.native.load([(e.canon[0], e.aidx, e.hit, e.args, e.counter)
+                          for e in self.entries.values()],
+                         (d.aidx, d.hit, d.args, d.counter))
 
     # -- API -----------------------------------------------------------------------------
     def _insert(self, match: dict, action: str, params: dict, priority: int,
@@ -327,6 +370,11 @@ class Table:
         if self.default_const:
             raise InvalidArgument(f"default action of {self.name!r} is const")
         self.default = self._make(action, params, hit=False, default=True)
+        self._rebuild()
+
+    def reset_default(self) -> None:
+        """The program's own default action back (Thrift's reset_default_entry)."""
+        self.default = self.initial_default
         self._rebuild()
 
     def clear(self) -> None:

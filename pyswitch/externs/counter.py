@@ -7,7 +7,8 @@ entry's ``counter``).  Native: an indexed counter's two lists become C cells of 
 (``Cells``, pyswitch/native/cells.h, as a register's), counted by ``cells_iadd`` without a
 Python int and seen by the control plane as list-like views of the same cells; a value
 wraps at 2**64 there, as BMv2's 64-bit counters (``Switch.counter_write`` refuses wider
-values on both paths).  A direct counter's entry lists are counted with ``list_iadd``.
+values on both paths).  A direct counter's entry lists are counted with ``list_iadd``; on an
+exact table they are 64-bit ``Cells`` (pyswitch/native/exact.h), counted with ``xt_count``.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ class DirectCounter(Extern):
     kind = "object"
     signature = "extern direct_counter { direct_counter(CounterType type); void count(); }"
     served = ("counted by its table on a hit: each entry's counter list, on both paths "
-              "(native: list_iadd)")
+              "(native: list_iadd; an exact table's entries: 64-bit Cells, xt_count)")
     meta_key = "direct_counters"
     order = 20
     p4info_kind = "DIRECT_COUNTER"

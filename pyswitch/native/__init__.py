@@ -265,7 +265,10 @@ def attach(sw: Any, dedupe: bool, exit_cls: type, native: bool | None = None,
         if m == "on":
             raise
         return None, str(e)
-    ctx = tuple(ns[n[:-6]].exact if n.endswith(".exact") else ns[n]
+    for n in mod.context_names:  # the exact tables it looks up: into C memory (exact.h)
+        if n.endswith(".native"):
+            ns[n[:-7]].attach_native(mod)
+    ctx = tuple(ns[n[:-7]].native if n.endswith(".native") else ns[n]
                 for n in mod.context_names)
     proc = mod.make(ctx, sw.stats.rx, sw.stats.tx, sw.stats, sw.mcast, sw._after_ingress,
                     sw._after_egress, exit_cls, enqueue)

@@ -3,7 +3,8 @@
 The compiler emits a small, regular subset of Python: scalar slots ``M[j]`` and header
 fields ``h[j]`` (``h = S[k]``), integer arithmetic normalised by masks, struct
 (un)packing of headers, register reads and writes guarded by ``IndexError``, table
-lookups (``T.exact.get(key) or T.default``, ``T.lookup(key)``) followed by
+lookups (``T.exact.get(key) or T.default``: the exact store's ``xt_lookup``, runtime.h's
+exact.h; ``T.lookup(key)``) followed by
 ``e.fn(S, M, *e.args)``, ``_Exit``/``_PErr`` for exit and parser errors, and varbits as
 ``(nbits, value)`` pairs (their idioms: pyswitch.native.varbits).  This module
 reads that code with :mod:`ast` and writes the same steps in C, one C function per Python
@@ -37,6 +38,7 @@ from pyswitch.native.exprs import (
 from pyswitch.native.loop import c_source
 from pyswitch.native.picks import Picks, prelude
 from pyswitch.native.varbits import Varbits
+from pyswitch.tables import table_kind
 
 __all__ = ["NotNative", "Unit"]
 
@@ -200,7 +202,9 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
                     and t.value.value.id in f.ents
                     and self.tables[f.ents[t.value.value.id]].get("direct_counter")):
                 i, v = self.ex(f, t.slice), self.ex(f, st.value)
-                o.append(f"{ind}if ((rc = list_iadd(e_{t.value.value.id}.counter, {i.c}, "
+                # an exact table's counter is Cells (exact.h), the others' a Python list
+                add = "xt_count" if self.exact(f.ents[t.value.value.id]) else "list_iadd"
+                o.append(f"{ind}if ((rc = {add}(e_{t.value.value.id}.counter, {i.c}, "
                          f"{v.c})) != 0) return raise_index(rc);")
                 return
             return self.store(f, t, self.ex(f, ast.BinOp(t, ast.Add(), st.value,
@@ -326,23 +330,38 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
         ind = "    " * d
         src = ast.unparse(v)
         var = f.ents[e]
+        keep = "P->keep" if self.tables[var].get("direct_counter") else "NULL"
+        if self.exact(var):  # its entries in C memory (exact.h): no Python object read
+            xs = self.g(var + ".native")
+            if src == f"{var}.default":
+                o.append(f"{ind}if (xt_default({xs}, &e_{e}, {keep}) < 0) return RC_ERR;")
+                return
+            if (isinstance(v, ast.BoolOp) and isinstance(v.op, ast.Or) and len(v.values) == 2
+                    and src.startswith(f"{var}.exact.get(")
+                    and ast.unparse(v.values[1]) == f"{var}.default"):
+                k = v.values[0].args[0]  # type: ignore[attr-defined]
+                ks = k.elts if isinstance(k, ast.Tuple) else [k]
+                if len(ks) != len(self.tables[var]["keys"]) or not ks:
+                    raise NotNative(f"line {v.lineno}: key of {len(ks)} values")
+                vals = ", ".join(self.ex(f, x).c for x in ks)
+                o.append(f"{ind}if (xt_lookup({xs}, (V[]){{{vals}}}, &e_{e}, {keep}) < 0) "
+                         "return RC_ERR;")
+                return
+            raise NotNative(f"line {v.lineno}: table use {src[:40]!r}")
         tab = self.g(var)
         tabd = tab.replace("P->g[", "P->gd[")  # its instance dict (process.c, make)
-        keep = "P->keep" if self.tables[var].get("direct_counter") else "NULL"
         if src == f"{var}.default":
             o.append(f"{ind}if (tab_default({tab}, {tabd}, &e_{e}, {keep}) < 0) return RC_ERR;")
-            return
-        if isinstance(v, ast.BoolOp) and src.startswith(f"{var}.exact.get("):
-            key = self.key(f, v.values[0].args[0])  # type: ignore[attr-defined]
-            ex = self.g(var + ".exact")
-            o.append(f"{ind}if (tab_exact({tab}, {tabd}, {ex}, {key}, &e_{e}, {keep}) < 0) "
-                     "return RC_ERR;")
             return
         if isinstance(v, ast.Call) and src.startswith(f"{var}.lookup("):
             key = self.key(f, v.args[0])
             o.append(f"{ind}if (tab_lookup({tab}, {key}, &e_{e}, {keep}) < 0) return RC_ERR;")
             return
         raise NotNative(f"line {v.lineno}: table use {src[:40]!r}")
+
+    def exact(self, var: str) -> bool:
+        """Whether table `var` is all-exact: its entries are looked up in C memory."""
+        return table_kind(self.tables[var]["keys"]) == "exact"
 
     def key(self, f: Func, k: ast.AST) -> str:
         """A table key as the generated Python builds it: an int, or a tuple of ints."""
@@ -662,6 +681,10 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
         out.append(f"#define NREG {len(regs)}")
         out.append(f"static const int REG_G[{max(len(regs), 1)}] = "
                    f"{{{', '.join(map(str, regs or [0]))}}};")
+        xts = [i for n, i in self.gidx.items() if n.endswith(".native")]  # exact stores
+        out.append(f"#define NXT {len(xts)}")
+        out.append(f"static const int XT_G[{max(len(xts), 1)}] = "
+                   f"{{{', '.join(map(str, xts or [0]))}}};")
         out.append(self.boxing())
         out.append(PROCESS_C.read_text().replace("@LOOP@", c_source(self.meta, dedupe))
                    .replace("@MOD@", self.modname))

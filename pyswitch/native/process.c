@@ -317,6 +317,13 @@ static PyObject *make(PyObject *mod, PyObject *args) {
                          REG_G[i], Py_TYPE(PyTuple_GET_ITEM(g, REG_G[i]))->tp_name);
             return NULL;
         }
+    for (int i = 0; i < NXT; i++)  /* xt_lookup reads them as exact.h's stores */
+        if (!is_xstore(PyTuple_GET_ITEM(g, XT_G[i]))) {
+            PyErr_Format(PyExc_TypeError, "context %d: an exact table's store must be an "
+                         "ExactStore, not %.100s", XT_G[i],
+                         Py_TYPE(PyTuple_GET_ITEM(g, XT_G[i]))->tp_name);
+            return NULL;
+        }
     Proc *P = PyObject_GC_New(Proc, &ProcType);
     if (!P) return NULL;
     for (int i = 0; i < NG; i++) { P->g[i] = PyTuple_GET_ITEM(g, i); Py_INCREF(P->g[i]); }
@@ -342,6 +349,7 @@ static PyObject *make(PyObject *mod, PyObject *args) {
 static PyMethodDef methods[] = {
     {"make", make, METH_VARARGS, "make(context, rx, tx, stats, mcast, after_ingress, after_egress, exit, enqueue)"},
     {"cells", cells_new, METH_VARARGS, "cells(values, width): a register's cells in C memory"},
+    {"exact", xt_new, METH_VARARGS, "exact(widths, counted): an exact table's store in C memory"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -349,7 +357,8 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "@MOD@", NULL, -1, me
 
 PyMODINIT_FUNC PyInit_@MOD@(void) {
     crc_init();
-    if (PyType_Ready(&ProcType) < 0 || PyType_Ready(&CellsType) < 0) return NULL;
+    if (PyType_Ready(&ProcType) < 0 || PyType_Ready(&CellsType) < 0
+            || PyType_Ready(&XStoreType) < 0) return NULL;
     s_aidx = PyUnicode_InternFromString("aidx");
     s_hit = PyUnicode_InternFromString("hit");
     s_args = PyUnicode_InternFromString("args");

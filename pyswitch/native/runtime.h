@@ -2,10 +2,12 @@
 
    Every P4 value is a signed 128-bit integer: the generated Python's arithmetic on Python
    ints gives the same results on these as long as no intermediate value leaves 127 bits,
-   which cgen proves for each expression before it emits C.  Registers are C arrays that
-   Python sees as list-like views (cells.h); counters, tables, multicast groups and
-   statistics stay the switch's Python objects; so the control plane (P4Runtime, the
-   in-process API) sees one state whichever path runs the packets. */
+   which cgen proves for each expression before it emits C.  Registers and counters are C
+   arrays that Python sees as list-like views (cells.h); the exact tables' entries are
+   indexed in C memory (exact.h), rebuilt by the Python table on each control-plane write;
+   the other tables, multicast groups and statistics stay the switch's Python objects; so
+   the control plane (P4Runtime, the in-process API) sees one state whichever path runs
+   the packets. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -245,7 +247,8 @@ static int raise_index(int rc) {
     return RC_ERR;
 }
 
-/* a table hit or default, copied out of its Entry (no reference kept) */
+/* a table hit or default, copied out of its Entry or its exact store's record (no
+   reference kept; `counter`, borrowed, is held by the packet's `keep` list) */
 #define MAXA 32
 typedef struct { long aidx; int hit; PyObject *counter; V a[MAXA]; } Ent;
 
@@ -350,21 +353,6 @@ static PyObject *tab_default_entry(PyObject *tab, PyObject *tabd) {
     return PyObject_GetAttr(tab, s_default);
 }
 
-/* `T.exact.get(key) or T.default`; `key` is stolen */
-static int tab_exact(PyObject *tab, PyObject *tabd, PyObject *exact, PyObject *key, Ent *out,
-                     PyObject *keep) {
-    if (!key) return RC_ERR;
-    PyObject *e = PyDict_GetItemWithError(exact, key);
-    Py_DECREF(key);
-    if (e) return ent_fill(e, out, keep);
-    if (PyErr_Occurred()) return RC_ERR;
-    e = tab_default_entry(tab, tabd);
-    if (!e) return RC_ERR;
-    int rc = ent_fill(e, out, keep);
-    Py_DECREF(e);
-    return rc;
-}
-
 /* `T.lookup(key)` (lpm, ternary, range); `key` is stolen */
 static int tab_lookup(PyObject *tab, PyObject *key, Ent *out, PyObject *keep) {
     if (!key) return RC_ERR;
@@ -383,6 +371,8 @@ static int tab_default(PyObject *tab, PyObject *tabd, Ent *out, PyObject *keep) 
     Py_DECREF(e);
     return rc;
 }
+
+#include "exact.h"  /* the exact tables' entries: xt_lookup, xt_default */
 
 static PyObject *key_tuple(int n, V *k) {
     PyObject *t = PyTuple_New(n);

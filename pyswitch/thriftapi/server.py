@@ -263,8 +263,7 @@ class StandardHandler:
             self.dev.defaults[table_name] = (action_name, params)
 
     def _reset_default(self, t: Any) -> None:
-        t.default = t.initial_default
-        t._rebuild()
+        t.reset_default()
         self.dev.defaults.pop(t.name, None)
 
     def bm_mt_reset_default_entry(self, cxt_id: int, table_name: str) -> None:
@@ -328,8 +327,9 @@ class StandardHandler:
             t = self._table(table_name)
             if t.spec.get("direct_counter") is None:
                 raise _Table.error(TE.COUNTERS_DISABLED, f"{table_name} has no direct counter")
-            e = self._by_handle(t, entry_handle)
-            e.counter[0], e.counter[1] = value.packets, value.bytes
+            e = self._by_handle(t, entry_handle)  # checked there: 64 bits, as the cells
+            self._call(self._sw().direct_counter_write, table_name, e.match, value.packets,
+                       value.bytes, e.priority)
 
     def bm_mt_reset_counters(self, cxt_id: int, table_name: str) -> None:
         with self.dev.lock:
