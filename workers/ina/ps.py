@@ -178,6 +178,7 @@ from workers.ina.constants import (
 from workers.ina.constants import K as DEFAULT_K
 from workers.ina.cover import CoverBudgetExceeded, find_exact_cover
 from workers.ina.messages import fold_mask, mask_of, wrap_sum
+from workers.ina.reask import Reasks
 from workers.ina.result_copies import ResultCopies
 from workers.ina.tree import Tree
 from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket
@@ -213,6 +214,7 @@ class PsStats:
     result_copies: int = 0  # the extra copies of those
     result_topups: int = 0  # copies sent later, once the loss estimate asked for more
     nacks: int = 0  # asks to resend sent to single workers (module docstring, "NACKs")
+    reasks: int = 0  # of nacks: asked again, unheard after a round trip (workers.ina.reask)
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -340,6 +342,7 @@ class PsState:
         self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
         # "Lost RESULTs": the loss meter of the RESULT copies
         self.result_copies = ResultCopies(n_chunks, lost_target, max_copies)
+        self.reasks = Reasks()  # the NACKed workers not heard since (workers.ina.reask)
         # chunk -> {first aggregation point: mask of the workers it sums} from the
         # workers' schedules (``routes``: worker -> [(chunk, agg_id, fan_in)]); None: no
         # NACKs (module docstring, "NACKs")
@@ -547,6 +550,7 @@ class PsState:
             rs.fell[c] = True
         if now is not None and rs.nacked[c] & pkt.bitmap:  # a NACK's round trip
             self.result_copies.heard(r, c, pkt.bitmap, now)
+            self.reasks.heard(r, c, pkt.bitmap)
         ch = rs.chunks.get(c)
         if ch is None and pkt.bitmap == rs.mask:
             rs.sums[c] = pkt.values  # fast path: the whole sum in one packet (normal INA)
@@ -600,24 +604,50 @@ class PsState:
                 elif point != a and not group & have:
                     asked |= group & -group
             lack = asked
+        self._ask(r, rs, c, lack, out, FLAG_INCOMPLETE)
+
+    def _ask(self, r: int, rs: _Round, c: int, lack: int, out: PsOutput, flags: int) -> None:
+        """NACK each worker of ``lack`` for chunk ``c``: a RESULT flagged ``flags`` whose
+        bitmap (the round's mask without ``lack``) leaves that worker's bit out."""
         present = rs.mask & ~lack
         if not lack or not present:
             return
         zero = np.zeros(self.k, dtype=np.int32)
-        nack = InaPacket.result(self.job_id, r, c, present, zero, flags=FLAG_INCOMPLETE)
+        nack = InaPacket.result(self.job_id, r, c, present, zero, flags=flags)
         while lack:
             low = lack & -lack
+            w = low.bit_length() - 1
             if self.tree is not None:
                 # the present set folded to the bitmap's width, the asked worker's folded
                 # bit cleared: one NACK per worker (it goes to that worker alone)
                 nack = InaPacket.result(self.job_id, r, c,
                                         fold_mask(present) & ~fold_mask(low), zero,
-                                        flags=FLAG_INCOMPLETE)
-            out.nacks.append((low.bit_length() - 1, nack))
+                                        flags=flags)
+            out.nacks.append((w, nack))
             self.stats.nacks += 1
-            self.result_copies.nacked(r, 1, c, low.bit_length() - 1, self._now)
+            self.result_copies.nacked(r, 1, c, w, self._now)
+            if self._now is not None and not flags & FLAG_RETRANSMIT:
+                self.reasks.asked(r, c, w, self._now)
             rs.nacked[c] |= low
             lack ^= low
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`tick` next asks again (None: nothing to wait for)."""
+        return self.reasks.next_deadline(self.result_copies.rtt_bound())
+
+    def tick(self, now: float) -> PsOutput:
+        """Ask again the NACKed workers not heard from within the NACK round trip
+        (``workers.ina.reask``), flagged RETRANSMIT | INCOMPLETE (counted ``reasks``)."""
+        out = PsOutput()
+        self._now = now
+        for r, c, lack in self.reasks.due(now, self.result_copies.rtt_bound()):
+            rs = self._rounds.get(r)
+            if rs is None or rs.done[c]:
+                self.reasks.closed(r, c)
+                continue
+            self.stats.reasks += lack.bit_count()
+            self._ask(r, rs, c, lack, out, FLAG_INCOMPLETE | FLAG_RETRANSMIT)
+        return out
 
     def _try_complete(self, r: int, rs: _Round, c: int, ch: _Chunk, out: PsOutput,
                       bitmap: int = 0) -> None:
@@ -641,6 +671,7 @@ class PsState:
         rs.n_done += 1
         st.chunks_completed += 1
         st.results_sent += 1
+        self.reasks.closed(r, c)
         res = self._result(r, c, rs.sums[c], resent=False)
         if rs.marked[c]:
             st.marked += 1

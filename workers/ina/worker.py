@@ -641,8 +641,11 @@ class WorkerRound:
         rto = self.rtt.rto
         # a copy younger than half the prober's timeout may still be on its way (once loss
         # is seen that is a loss-free chunk's completion time, not rto's 0.15 s: k=16,
-        # budget 4, 1 % loss, NACKs 55 ms after the first copy were refused twice)
-        if now - f.times[-1] < self.rtt.probe_rto / 2:
+        # budget 4, 1 % loss, NACKs 55 ms after the first copy were refused twice); an
+        # ask again (RETRANSMIT) comes a round trip after the first: that copy is lost or
+        # sits in a slot that waits for another, which this one makes flush
+        # (workers.ina.reask)
+        if not pkt.flags & FLAG_RETRANSMIT and now - f.times[-1] < self.rtt.probe_rto / 2:
             return []
         return [self._retransmit(c, f, rto, now)]
 
