@@ -24,9 +24,8 @@ Merge rule (the whole correctness argument)
                                            stored ones that is a ``conflict`` anomaly; the
                                            first-received values are kept).
     * B disjoint from every stored Q    -> new piece.
-    * B a strict superset of some Q     -> ``superseded``: e.g. a later, larger PARTIAL from the
-                                           same aggregator after an INCOMPLETE one; the cover
-                                           search prefers larger pieces, so B replaces Q.
+    * B a strict superset of some Q     -> ``superseded`` (a later, larger PARTIAL from the same
+                                           aggregator after an INCOMPLETE one: B replaces Q).
     * B a strict subset of some Q       -> ``redundant`` (e.g. a raw retransmission of a worker
                                            whose PARTIAL already arrived): stored, since it may
                                            be needed for a cover if another piece overlaps Q.
@@ -90,7 +89,9 @@ NACKs (docs/protocol.md §6)
     alone, which resends when its bit is clear).
     A later request of a completed chunk that names a worker (a re-emit or flush its
     retransmission caused) is answered to that worker alone once the first answer went
-    down the tree; more copies only to a worker that asked before.
+    down the tree; more copies only to a worker that asked before.  NACKed workers not
+    heard from within the PS's NACK round trip are asked again (:meth:`PsState.tick`,
+    ``workers.ina.reask``).
 
 Congestion marks (docs/protocol.md §6)
     A switch marks an INA packet that found its egress queue over the controller's
@@ -103,14 +104,10 @@ Congestion marks (docs/protocol.md §6)
 
 Lost RESULTs
     Each new RESULT goes down the tree in as many copies as the measured loss of RESULTs
-    asks (:meth:`PsState.copies`, ``workers.ina.result_copies``: the fewest ``n`` with
-    ``q ** n`` times the round's deliveries at most ``lost_target``, up to ``max_copies``).
-    A late GRAD is a lost RESULT only when it arrives more than the PS's measured round
-    trip after the RESULT (earlier, it crossed a queued one), or asks again; then the
-    NACKs count too.  When the estimate rises, RESULTs already sent in fewer copies get
-    the missing ones (:meth:`PsState._top_up`).  Without loss, or with only delay, nothing
-    is sent twice.  Counted ``results_doubled`` (RESULTs sent in more than one copy),
-    ``result_copies`` (the extra copies) and ``result_topups`` (copies sent later).
+    asks (:meth:`PsState.copies`; the rules, from late GRADs timed against the PS's NACK
+    round trip and from the NACKs, in ``workers.ina.result_copies``); RESULTs already sent
+    in fewer get the missing ones when the estimate rises (:meth:`PsState._top_up`).
+    Counted ``results_doubled``, ``result_copies`` (the extra copies), ``result_topups``.
 
 RESULT echo (docs/protocol.md §6)
     Every RESULT names the packet that caused it (the one that completed the chunk, or the
@@ -607,8 +604,7 @@ class PsState:
         self._ask(r, rs, c, lack, out, FLAG_INCOMPLETE)
 
     def _ask(self, r: int, rs: _Round, c: int, lack: int, out: PsOutput, flags: int) -> None:
-        """NACK each worker of ``lack`` for chunk ``c``: a RESULT flagged ``flags`` whose
-        bitmap (the round's mask without ``lack``) leaves that worker's bit out."""
+        """NACK each worker of ``lack`` for chunk ``c`` (a RESULT flagged ``flags``)."""
         present = rs.mask & ~lack
         if not lack or not present:
             return
@@ -636,8 +632,7 @@ class PsState:
         return self.reasks.next_deadline(self.result_copies.rtt_bound())
 
     def tick(self, now: float) -> PsOutput:
-        """Ask again the NACKed workers not heard from within the NACK round trip
-        (``workers.ina.reask``), flagged RETRANSMIT | INCOMPLETE (counted ``reasks``)."""
+        """Ask again, flagged RETRANSMIT, the NACKed workers unheard (workers.ina.reask)."""
         out = PsOutput()
         self._now = now
         for r, c, lack in self.reasks.due(now, self.result_copies.rtt_bound()):
