@@ -526,24 +526,6 @@ def test_an_ask_again_is_answered_even_while_the_last_copy_is_young():
     assert w.on_packet(again, now=1.0) == [] and w.stats.retransmits == 2
 
 
-def test_after_answering_a_nack_a_non_prober_keeps_its_hold_off():
-    """A non-prober's answer to a NACK waits the hold-off (6 x rto = 6 s), not rto: the PS
-    asks again if it does not hear it (workers/ina/reask.py), and at rto such answers were
-    resent in a storm (docs/results.md, issue 39).  Worker 1 of members 0..3 probes chunk 1
-    of round 0 only; rto 1 s, first copies of chunks it does not probe wait 6 s.  NACKed
-    for chunk 0 at 0.6 s, it resends at once, and that copy waits until 6.6 s; a RESULT
-    (chunk 1's, at 0.7 s) brings nothing before 6 s (chunks 2 and 3's hold-off).  Before,
-    the answer waited rto: 1.6 s."""
-    w = _job_round(1, 4, window=4)
-    w.start(0.0)
-    nack = result(0, [0] * K, bitmap=0b1101, flags=FLAG_INCOMPLETE)
-    assert [p.chunk_id for p in w.on_packet(nack, now=0.6)] == [0]
-    assert w.next_deadline() == pytest.approx(1.0)  # its probe of chunk 1
-    assert w.on_packet(result(1, [1] * K, bitmap=0b1111), now=0.7) == []
-    assert w.next_deadline() == pytest.approx(6.0)
-    assert w.tick(5.9) == []
-
-
 def test_the_last_chunk_in_flight_waits_rto_not_the_hold_off():
     """"The last chunk" (workers/ina/worker.py): worker 0 of members 0..3 probes chunk 0 of
     round 0 only; timeout 1 s, nothing measured (rto 1 s), hold-off 6 s.  While two

@@ -92,10 +92,7 @@ NACKs and probers  [decision]
     workers the flush lacks (a **NACK**: a RESULT flagged INCOMPLETE to that worker's reply
     port, bitmap = the workers the PS has, values 0; ``workers.ina.ps``, "NACKs"): a NACK
     resends the chunk at once on its route, unless a copy left less than half a
-    ``probe_rto`` ago (an ask again, flagged RETRANSMIT, is answered whatever the copy's
-    age: ``workers.ina.reask``); after the answer a non-prober keeps its hold-off until
-    its own first timeout, since the PS asks again when it does not hear the answer.
-    Without ``members`` (a round on its own) every chunk is this
+    ``probe_rto`` ago.  Without ``members`` (a round on its own) every chunk is this
     worker's to probe and none of this applies.
 
     Once the worker has been NACKed (:meth:`RttEstimator.nack`), the prober's timeout is
@@ -373,11 +370,10 @@ class RttEstimator:
 class _Flight:
     """An in-flight chunk: its timer and when each of its copies went out."""
 
-    __slots__ = ("deadline", "passed", "retries", "rto", "seq", "strikes", "timeouts", "times")
+    __slots__ = ("deadline", "passed", "retries", "rto", "seq", "strikes", "times")
 
     def __init__(self, now: float, rto: float, seq: int = 0) -> None:
         self.deadline, self.retries, self.rto = now + rto, 0, rto
-        self.timeouts = 0  # of retries: sent by its own timer, not asked for by a NACK
         self.seq = seq  # its place in the send order
         self.passed = 0  # chunks sent after it that completed before it
         self.strikes = 0  # timeouts in a row with no RESULT in between: the back-off exponent
@@ -576,7 +572,7 @@ class WorkerRound:
         for d, g in list(self._inflight.items()):
             g.strikes = 0
             wait = (probe_wait if probing and probes(d)
-                    else rto if g.timeouts or not probing or last else held)
+                    else rto if g.retries or not probing or last else held)
             if g.seq < f.seq and not g.retries and self._route[d][0] == via:
                 g.passed += 1
                 if g.passed == self.dupthresh and self._probing and self._prober(d) \
@@ -624,7 +620,6 @@ class WorkerRound:
                     f.deadline = self._probe_at
                     continue
                 self._probe_at = now + rto
-            f.timeouts += 1
             out.append(self._retransmit(c, f, rto, now))
         return out
 
@@ -637,11 +632,11 @@ class WorkerRound:
 
     def _hold(self, c: int, f: _Flight, rto: float) -> float:
         """How long chunk ``c``'s copy waits: ``rto``, ``holdoff`` times it before the first
-        own timeout of a chunk this worker does not probe ("NACKs and probers";
+        retransmission of a chunk this worker does not probe ("NACKs and probers";
         :meth:`on_packet` applies the same rule inline, over every chunk in flight)."""
         if self._probing and self._prober(c):
             return self.rtt.probe_rto
-        if f.timeouts or not self._probing:
+        if f.retries or not self._probing:
             return rto
         return min(self.rtt.cap * self.holdoff, rto * self.holdoff)
 
@@ -665,13 +660,7 @@ class WorkerRound:
         # (workers.ina.reask)
         if not pkt.flags & FLAG_RETRANSMIT and now - f.times[-1] < self.rtt.probe_rto / 2:
             return []
-        # after the answer, the PS asks again if it does not hear it (workers.ina.reask):
-        # a non-prober keeps its hold-off, as for a first copy (k=16, budget 4, 0.1 %
-        # loss: at rto, 847 such resends in one round flushed slots and queued the PS's
-        # link); ``tick`` still backs off a chunk's own timeouts
-        held = (rto if not self._probing or self._prober(c) or f.timeouts
-                else min(self.rtt.cap * self.holdoff, rto * self.holdoff))
-        return [self._retransmit(c, f, held, now)]
+        return [self._retransmit(c, f, rto, now)]
 
     def _measure(self, f: _Flight, pkt: InaPacket, now: float) -> float | None:
         """Feed the estimator from a RESULT that completed the in-flight chunk ``f``; the
