@@ -526,28 +526,6 @@ def test_an_ask_again_is_answered_even_while_the_last_copy_is_young():
     assert w.on_packet(again, now=1.0) == [] and w.stats.retransmits == 2
 
 
-def test_the_last_chunk_in_flight_waits_rto_not_the_hold_off():
-    """"The last chunk" (workers/ina/worker.py): worker 0 of members 0..3 probes chunk 0 of
-    round 0 only; timeout 1 s, nothing measured (rto 1 s), hold-off 6 s.  While two
-    chunks are in flight the non-probed ones keep the hold-off (deadline 6 s); once every
-    first copy is sent and a RESULT (at 0.6 s) leaves one chunk in flight, it waits rto
-    from then: retransmitted at 1.6 s, not 6 s (its RESULT may have been lost)."""
-    w = _job_round(0, 3, window=3)
-    assert len(w.start(0.0)) == 3
-    assert w.on_packet(result(0, [1] * K, bitmap=0b1111), now=0.5) == []
-    assert w.next_deadline() == pytest.approx(6.0)
-    assert w.on_packet(result(1, [1] * K, bitmap=0b1111), now=0.6) == []
-    assert w.next_deadline() == pytest.approx(1.6)
-    assert w.tick(1.5) == []
-    assert [(p.chunk_id, flags_copy(p)) for p in w.tick(1.6)] == [(2, (FLAG_RETRANSMIT, 1))]
-    # with a chunk still to send, the same RESULTs leave the hold-off in force
-    w = _job_round(0, 4, window=3)
-    w.start(0.0)
-    w.on_packet(result(0, [1] * K, bitmap=0b1111), now=0.5)  # chunk 3 goes
-    w.on_packet(result(1, [1] * K, bitmap=0b1111), now=0.6)
-    assert w.next_deadline() == pytest.approx(6.0)
-
-
 def _recovering(q_free: float = 0.05, recovered: float = 0.4) -> RttEstimator:
     """An estimator that measured 20 completions under loss per port: 2 chunks no loss held
     (``q_free`` s), 18 that waited for someone's recovery (``recovered`` s)."""

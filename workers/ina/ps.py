@@ -360,7 +360,8 @@ class PsState:
         self._masks: list[tuple[int, int]] = [(first_round, self.full_mask)]
         self.removed_mask = 0  # every worker ever removed from the job
         self._heard: dict[int, float] = {}  # worker -> when a packet last held its bit
-        self._echo = NO_ECHO  # the RESULT echo (docs/protocol.md §6) of the packet merged
+        # the RESULT echo (docs/protocol.md §6) of the packet being merged
+        self._echo = NO_ECHO
         self._emitter: int | None = None
         self._now: float | None = None  # the clock of the packet being merged
 
@@ -568,7 +569,8 @@ class PsState:
         (its switch then flushes or re-emits); one from higher up (several points'
         workers) lacks every worker the PS has not received; in a hierarchical job, a flush
         lacks the workers below the switch that emitted it.  Each asked worker gets a
-        RESULT flagged INCOMPLETE whose bitmap leaves its bit out (:meth:`_ask`)."""
+        RESULT flagged INCOMPLETE whose bitmap (the present set; folded, one per worker, in
+        a hierarchical job) leaves its bit out, which no worker takes for a sum."""
         if self._groups is None:
             return
         b = pkt.bitmap
@@ -599,14 +601,10 @@ class PsState:
                 elif point != a and not group & have:
                     asked |= group & -group
             lack = asked
-        if self._now is not None:  # asked within a round trip: not again (reask.py)
-            lack &= ~self.reasks.waiting(r, c, self._now, self.result_copies.rtt_bound())
         self._ask(r, rs, c, lack, out, FLAG_INCOMPLETE)
 
     def _ask(self, r: int, rs: _Round, c: int, lack: int, out: PsOutput, flags: int) -> None:
-        """NACK each worker of ``lack`` for chunk ``c``: a RESULT flagged ``flags`` whose
-        bitmap (the present set; folded, one per worker, in a hierarchical job) leaves its
-        bit out, which no worker takes for a sum."""
+        """NACK each worker of ``lack`` for chunk ``c`` (a RESULT flagged ``flags``)."""
         present = rs.mask & ~lack
         if not lack or not present:
             return
@@ -635,7 +633,8 @@ class PsState:
 
     def tick(self, now: float) -> PsOutput:
         """Ask again, flagged RETRANSMIT, the NACKed workers unheard (workers.ina.reask)."""
-        out, self._now = PsOutput(), now
+        out = PsOutput()
+        self._now = now
         for r, c, lack in self.reasks.due(now, self.result_copies.rtt_bound()):
             rs = self._rounds.get(r)
             if rs is None or rs.done[c]:

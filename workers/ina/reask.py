@@ -20,9 +20,7 @@ NACKed and has not heard since, and asks them **again** once the round trip it e
 passed, the i-th time after ``2 ** i`` such waits, at most ``tries`` times.  A worker
 that joined the slot then resends into it, and its copy, whose bit the slot holds, makes
 the switch flush what it has, so the PS learns who is still missing and asks them; one
-whose NACK or answer was lost answers now.  Meanwhile a flush does not NACK a worker
-asked less than a round trip ago (:meth:`Reasks.waiting`): many flushes of one chunk (the
-workers' last chunks at a round's end) would each ask the same few workers again.  Asks again are flagged RETRANSMIT (a resend)
+whose NACK or answer was lost answers now.  Asks again are flagged RETRANSMIT (a resend)
 and a worker answers them even while its last copy is young (``workers.ina.worker``,
 ``_on_nack``): the PS has waited its round trip already.  A NACK never changes a sum: it
 only makes a worker send a copy of the same GRAD again.
@@ -63,15 +61,6 @@ class Reasks:
             del ws[w]
         if not ws:
             del self._open[(round_, chunk)]
-
-    def waiting(self, round_: int, chunk: int, now: float, wait: float | None) -> int:
-        """The mask of the workers asked for ``chunk`` less than ``wait`` before ``now`` and
-        not heard since (0 without a round trip): a flush need not ask them again, their
-        answer may be on its way, and :meth:`due` asks again if it is not."""
-        if wait is None:
-            return 0
-        ws = self._open.get((round_, chunk), {})
-        return sum(1 << w for w, (t, _) in ws.items() if now - t < wait)
 
     def closed(self, round_: int, chunk: int) -> None:
         """The chunk completed: nobody is waited for any more."""

@@ -104,14 +104,6 @@ NACKs and probers  [decision]
     loss-free chunks took 0.03-0.05 s (docs/results.md, issue 39).  The others' hold-off
     stays ``holdoff`` times ``rto``: shortened with it, their retransmissions stormed.
 
-The last chunk  [decision]
-    Once every first copy is sent and a RESULT leaves one chunk in flight, a non-prober
-    waits ``rto`` for it, not the hold-off: it holds this worker's round, and the job's
-    next round waits for this worker.  Most often its RESULT was lost (the PS answers the
-    copy with the stored RESULT, to this worker alone); if the chunk is still open, the
-    copy makes its switch flush, as a probe.  Measured: docs/results.md (issue 39, "Asks
-    again and the last chunk").
-
 Congestion control
     How many chunks may be in flight is a policy passed in (``cc``, :mod:`workers.ina.cc`):
     the round asks it for its window before each first copy and tells it of every copy
@@ -564,15 +556,10 @@ class WorkerRound:
         # points complete out of order by their paths' lengths (make run's interleaved
         # intervals on Mininet: about 3 spurious retransmissions a round otherwise)
         via = self._route[c][0]
-        # the round's last chunk in flight here, every first copy sent: no other worker's
-        # retransmission is saved by holding it off any longer, and when its RESULT was
-        # lost (one copy, round 0 at 0.1 % loss) the hold-off (6 x rto, 1.8 s) held the
-        # whole job, whose next round then waited for this worker ("The last chunk")
-        last = self._next == len(self.schedule) and len(self._inflight) == 1
         for d, g in list(self._inflight.items()):
             g.strikes = 0
             wait = (probe_wait if probing and probes(d)
-                    else rto if g.retries or not probing or last else held)
+                    else rto if g.retries or not probing else held)
             if g.seq < f.seq and not g.retries and self._route[d][0] == via:
                 g.passed += 1
                 if g.passed == self.dupthresh and self._probing and self._prober(d) \
