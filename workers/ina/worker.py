@@ -92,7 +92,8 @@ NACKs and probers  [decision]
     workers the flush lacks (a **NACK**: a RESULT flagged INCOMPLETE to that worker's reply
     port, bitmap = the workers the PS has, values 0; ``workers.ina.ps``, "NACKs"): a NACK
     resends the chunk at once on its route, unless a copy left less than half a
-    ``probe_rto`` ago.  Without ``members`` (a round on its own) every chunk is this
+    ``probe_rto`` ago (an ask again, flagged RETRANSMIT, whatever the copy's age: the PS
+    asks again only after its NACK round trip, ``workers.ina.reask``).  Without ``members`` (a round on its own) every chunk is this
     worker's to probe and none of this applies.
 
     Once the worker has been NACKed (:meth:`RttEstimator.nack`), the prober's timeout is
