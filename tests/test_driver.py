@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from workers.common.model import TrainConfig
-from workers.ina.constants import FLAG_INCOMPLETE, FLAG_RETRANSMIT, TYPE_PARTIAL, K
 from workers.ina.driver import PsDriver, RoundFailed, RoundPlan, WorkerDriver
 from workers.ina.job import JobConfig
 from workers.ina.messages import mask_of
@@ -352,37 +351,3 @@ def test_a_file_round_log_takes_the_records_and_the_report_reads_them_back(tmp_p
     assert report["rounds"] == [{"round": 0, "time_s": 0.1}]
     assert json.loads((tmp_path / "worker0.json").read_text())["rounds"] == report["rounds"]
     assert not app.log.path.exists()
-
-
-def test_the_ps_asks_again_on_its_own_timer() -> None:
-    """workers/ina/reask.py through the driver: worker 1 of 3 is NACKed at 0 (a flush holds
-    workers 0 and 2) and never answers; with a NACK round trip bound of 4 x 0.01 s the PS's
-    timer asks it again at 0.04, 0.12 and 0.28 s (back-off 2, 3 tries), each to its reply
-    port alone, flagged RETRANSMIT | INCOMPLETE, then leaves it to the workers' timers."""
-    cfg = job(rounds=1, reply_port=18001)
-    cfg.result_dests = cfg.worker_addrs[:1]  # the tree's entry: a network job
-    wire = Wire()
-    ps_io = FakeIO(wire)
-    ps = ps_io.driven = PsDriver(ps_io, cfg)
-    got: list[tuple[float, int, InaPacket]] = []
-
-    class Host:
-        def __init__(self, w: int) -> None:
-            self.w = w
-
-        def on_packets(self, pkts: list) -> None:
-            got.extend((wire.now, self.w, p) for p in pkts)
-    for w, (ip, _) in enumerate(cfg.worker_addrs):
-        wire.hosts[(ip, 18001)] = Host(w)
-    ps.state.result_copies.rtts.append(0.01)
-    flush = InaPacket(msg_type=TYPE_PARTIAL, flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE,
-                      job_id=cfg.job_id, round=0, chunk_id=0, agg_id=0, fan_in=2, count=2,
-                      worker_id=0, bitmap=0b101, values=np.zeros(K, dtype=np.int32))
-    ps.on_packets([flush])
-    assert ps_io.wake == pytest.approx(0.04)
-    wire.run(until=10.0)
-    assert [(round(t - DELAY, 6), w, p.flags, p.bitmap) for t, w, p in got] == [
-        (0.0, 1, FLAG_INCOMPLETE, 0b101), (0.04, 1, FLAG_INCOMPLETE | FLAG_RETRANSMIT, 0b101),
-        (0.12, 1, FLAG_INCOMPLETE | FLAG_RETRANSMIT, 0b101),
-        (0.28, 1, FLAG_INCOMPLETE | FLAG_RETRANSMIT, 0b101)]
-    assert ps.state.stats.reasks == 3 and ps_io.wake is None

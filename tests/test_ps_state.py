@@ -423,68 +423,6 @@ def test_a_whole_group_s_flush_asks_the_silent_points():
                                                       g.exact(0, range(8), 0))
 
 
-def test_nacked_workers_not_heard_within_the_round_trip_are_asked_again():
-    """workers/ina/reask.py: worker 3's answer to its NACK joined switch 5's slot (absorbed:
-    the slot still waited) and the NACK to worker 4 (of switch 7, silent) was lost, so the
-    PS heard nothing.  Once its NACK round trip bound (4 x 0.0625 s = 0.25 s) passed it asks
-    both again, flagged RETRANSMIT | INCOMPLETE; worker 3's copy makes switch 5 flush, the
-    PS hears it and asks worker 4 (its timer restarts, its ask count kept: the next wait
-    twice the bound); switch 7's aggregate completes the chunk exactly and nothing is waited for."""
-    g = Grads(8, 2)
-    routes = {w: [(c, 5 if w < 4 else 7, 4) for c in range(2)] for w in range(8)}
-    ps = PsState(JOB, range(8), n_chunks=2, k=K, unicast_late=True, routes=routes)
-    flush = FLAG_RETRANSMIT | FLAG_INCOMPLETE
-    out = ps.on_packet(g.pkt([0, 1, 2], flags=flush), 10.0)
-    assert [w for w, _ in out.nacks] == [3, 4]
-    assert ps.next_deadline() is None  # no NACK round trip measured: no timer
-    ps.result_copies.nacked(0, 1, 1, 6, 9.0)  # one, on chunk 1: 0.0625 s
-    ps.result_copies.heard(0, 1, 1 << 6, 9.0625)
-    assert ps.next_deadline() == 10.25
-    assert ps.tick(10.2).nacks == []
-    out = ps.tick(10.25)
-    assert [(w, p.flags, p.chunk_id) for w, p in out.nacks] == [(3, flush, 0), (4, flush, 0)]
-    assert all(p.msg_type == TYPE_RESULT and not p.bitmap >> w & 1 for w, p in out.nacks)
-    assert ps.stats.reasks == 2 and ps.stats.nacks == 4
-    assert ps.next_deadline() == 10.25 + 0.5
-    out = ps.on_packet(g.pkt([0, 1, 2, 3], flags=flush), 10.3)  # worker 3's copy: a flush
-    assert [w for w, _ in out.nacks] == [4]
-    # worker 4 alone is waited for; worker 3's answer (asked 10.25, heard 10.3) is a round
-    # trip sample too: the bound is now 4 x 0.05 = 0.2 s, so 10.3 + 2 x 0.2
-    assert ps.next_deadline() == pytest.approx(10.7)
-    out = ps.on_packet(g.pkt([4, 5, 6, 7]), 10.35)
-    assert out.results and np.array_equal(out.results[0].values, g.exact(0, range(8), 0))
-    assert ps.next_deadline() is None and ps.tick(11.0).nacks == []
-
-
-def test_asks_again_back_off_and_stop():
-    """workers/ina/reask.py by hand: round trip 0.125 s, ``tries`` 2.  Worker 3 asked at 0
-    is asked again at 0.125 and 0.125 + 0.25, then left to its own timers; a piece holding
-    it ends the wait, and so does the chunk's completion; a new NACK restarts the timer
-    and keeps the count."""
-    from workers.ina.reask import Reasks
-
-    q = Reasks(tries=2)
-    q.asked(0, 5, 3, 0.0)
-    q.asked(0, 5, 9, 0.0625)
-    assert q.next_deadline(None) is None and q.due(1.0, None) == []
-    assert q.next_deadline(0.125) == 0.125
-    assert q.due(0.125, 0.125) == [(0, 5, 1 << 3)]
-    assert q.due(0.1875, 0.125) == [(0, 5, 1 << 9)]
-    assert q.next_deadline(0.125) == 0.375
-    assert q.due(0.25, 0.125) == [] and q.due(0.375, 0.125) == [(0, 5, 1 << 3)]
-    q.asked(0, 5, 9, 0.5)  # a flush's NACK: the timer restarts, 1 ask again so far
-    assert q.next_deadline(0.125) == 0.75
-    assert q.due(10.0, 0.125) == [(0, 5, 1 << 9)] and q.due(20.0, 0.125) == []  # tries spent
-    assert len(q) == 2 and q.next_deadline(0.125) is None
-    q.heard(0, 5, 1 << 3 | 1 << 4)
-    assert len(q) == 1
-    q.asked(1, 2, 0, 30.0)
-    q.closed(0, 5)
-    assert len(q) == 1 and q.due(30.125, 0.125) == [(1, 2, 1)]
-    q.round_done(1)
-    assert len(q) == 0
-
-
 def _ask(g: Grads, w: int, c: int, copy: int, r: int = 0) -> InaPacket:
     """Worker ``w``'s retransmitted GRAD of chunk ``c``, copy number ``copy``."""
     return InaPacket.grad(JOB, r, c, 0, 1, w, g.exact(r, [w], c), FLAG_RETRANSMIT, copy=copy)

@@ -505,27 +505,6 @@ def test_a_nack_resends_the_chunk_at_once():
     assert w.result[:K].tolist() == [5] * K
 
 
-def test_an_ask_again_is_answered_even_while_the_last_copy_is_young():
-    """The PS asks again (a NACK flagged RETRANSMIT | INCOMPLETE, workers/ina/reask.py) only
-    after its NACK round trip passed unheard: the answer was lost, or it joined a slot that
-    waits for another contribution.  The worker resends at once whatever its last copy's
-    age (a first NACK at that age is refused), and the copy is the same GRAD again."""
-    w = _job_round(1, 2, window=2)
-    w.start(0.0)
-    nack = result(0, [0] * K, bitmap=0b1101, flags=FLAG_INCOMPLETE)
-    assert len(w.on_packet(nack, now=0.6)) == 1  # rto 1 s: the first copy is old
-    assert w.on_packet(nack, now=0.65) == []  # 0.05 s < rto / 2: refused
-    again = result(0, [0] * K, bitmap=0b1101, flags=FLAG_INCOMPLETE | FLAG_RETRANSMIT)
-    out = w.on_packet(again, now=0.7)
-    assert [(p.chunk_id, p.agg_id, flags_copy(p)) for p in out] == [(0, 9, (FLAG_RETRANSMIT, 2))]
-    assert np.array_equal(out[0].values, w.values[:K]) and w.stats.nacks == 3
-    # one naming this worker's bit, or of a chunk no longer in flight, changes nothing
-    assert w.on_packet(result(0, [0] * K, bitmap=0b1111,
-                              flags=FLAG_INCOMPLETE | FLAG_RETRANSMIT), now=0.8) == []
-    w.on_packet(result(0, [5] * K, bitmap=0b1111), now=0.9)
-    assert w.on_packet(again, now=1.0) == [] and w.stats.retransmits == 2
-
-
 def _recovering(q_free: float = 0.05, recovered: float = 0.4) -> RttEstimator:
     """An estimator that measured 20 completions under loss per port: 2 chunks no loss held
     (``q_free`` s), 18 that waited for someone's recovery (``recovered`` s)."""

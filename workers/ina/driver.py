@@ -320,8 +320,7 @@ class PsDriver:
         self.deliver(batch)
 
     def on_timer(self) -> None:
-        """Its timer: ask again the NACKed workers not heard from (``PsState.tick``)."""
-        self.deliver(self.state.tick(self.io.now()))
+        """The PS arms no timer."""
 
     def deliver(self, out: PsOutput) -> None:
         """Send ``out``'s RESULTs and replies; note the rounds it completed.  A reply goes to
@@ -345,7 +344,6 @@ class PsDriver:
         for r in out.completed_rounds:
             self.round_done_at[r] = now - self.started
             self.last_progress = now
-        self.io.wake_at(self.state.next_deadline())
 
     def reply_dest(self, worker: int) -> Address | None:
         """Where a RESULT for worker ``worker`` alone goes (docs/protocol.md §6): its own

@@ -24,8 +24,9 @@ Merge rule (the whole correctness argument)
                                            stored ones that is a ``conflict`` anomaly; the
                                            first-received values are kept).
     * B disjoint from every stored Q    -> new piece.
-    * B a strict superset of some Q     -> ``superseded`` (a later, larger PARTIAL from the same
-                                           aggregator after an INCOMPLETE one: B replaces Q).
+    * B a strict superset of some Q     -> ``superseded``: e.g. a later, larger PARTIAL from the
+                                           same aggregator after an INCOMPLETE one; the cover
+                                           search prefers larger pieces, so B replaces Q.
     * B a strict subset of some Q       -> ``redundant`` (e.g. a raw retransmission of a worker
                                            whose PARTIAL already arrived): stored, since it may
                                            be needed for a cover if another piece overlaps Q.
@@ -89,9 +90,7 @@ NACKs (docs/protocol.md §6)
     alone, which resends when its bit is clear).
     A later request of a completed chunk that names a worker (a re-emit or flush its
     retransmission caused) is answered to that worker alone once the first answer went
-    down the tree; more copies only to a worker that asked before.  NACKed workers not
-    heard from within the PS's NACK round trip are asked again (:meth:`PsState.tick`,
-    ``workers.ina.reask``).
+    down the tree; more copies only to a worker that asked before.
 
 Congestion marks (docs/protocol.md §6)
     A switch marks an INA packet that found its egress queue over the controller's
@@ -104,10 +103,14 @@ Congestion marks (docs/protocol.md §6)
 
 Lost RESULTs
     Each new RESULT goes down the tree in as many copies as the measured loss of RESULTs
-    asks (:meth:`PsState.copies`; the rules, from late GRADs timed against the PS's NACK
-    round trip and from the NACKs, in ``workers.ina.result_copies``); RESULTs already sent
-    in fewer get the missing ones when the estimate rises (:meth:`PsState._top_up`).
-    Counted ``results_doubled``, ``result_copies`` (the extra copies), ``result_topups``.
+    asks (:meth:`PsState.copies`, ``workers.ina.result_copies``: the fewest ``n`` with
+    ``q ** n`` times the round's deliveries at most ``lost_target``, up to ``max_copies``).
+    A late GRAD is a lost RESULT only when it arrives more than the PS's measured round
+    trip after the RESULT (earlier, it crossed a queued one), or asks again; then the
+    NACKs count too.  When the estimate rises, RESULTs already sent in fewer copies get
+    the missing ones (:meth:`PsState._top_up`).  Without loss, or with only delay, nothing
+    is sent twice.  Counted ``results_doubled`` (RESULTs sent in more than one copy),
+    ``result_copies`` (the extra copies) and ``result_topups`` (copies sent later).
 
 RESULT echo (docs/protocol.md §6)
     Every RESULT names the packet that caused it (the one that completed the chunk, or the
@@ -175,7 +178,6 @@ from workers.ina.constants import (
 from workers.ina.constants import K as DEFAULT_K
 from workers.ina.cover import CoverBudgetExceeded, find_exact_cover
 from workers.ina.messages import fold_mask, mask_of, wrap_sum
-from workers.ina.reask import Reasks
 from workers.ina.result_copies import ResultCopies
 from workers.ina.tree import Tree
 from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket
@@ -211,7 +213,6 @@ class PsStats:
     result_copies: int = 0  # the extra copies of those
     result_topups: int = 0  # copies sent later, once the loss estimate asked for more
     nacks: int = 0  # asks to resend sent to single workers (module docstring, "NACKs")
-    reasks: int = 0  # of nacks: asked again, unheard after a round trip (workers.ina.reask)
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -339,7 +340,6 @@ class PsState:
         self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
         # "Lost RESULTs": the loss meter of the RESULT copies
         self.result_copies = ResultCopies(n_chunks, lost_target, max_copies)
-        self.reasks = Reasks()  # the NACKed workers not heard since (workers.ina.reask)
         # chunk -> {first aggregation point: mask of the workers it sums} from the
         # workers' schedules (``routes``: worker -> [(chunk, agg_id, fan_in)]); None: no
         # NACKs (module docstring, "NACKs")
@@ -547,7 +547,6 @@ class PsState:
             rs.fell[c] = True
         if now is not None and rs.nacked[c] & pkt.bitmap:  # a NACK's round trip
             self.result_copies.heard(r, c, pkt.bitmap, now)
-            self.reasks.heard(r, c, pkt.bitmap)
         ch = rs.chunks.get(c)
         if ch is None and pkt.bitmap == rs.mask:
             rs.sums[c] = pkt.values  # fast path: the whole sum in one packet (normal INA)
@@ -601,48 +600,24 @@ class PsState:
                 elif point != a and not group & have:
                     asked |= group & -group
             lack = asked
-        self._ask(r, rs, c, lack, out, FLAG_INCOMPLETE)
-
-    def _ask(self, r: int, rs: _Round, c: int, lack: int, out: PsOutput, flags: int) -> None:
-        """NACK each worker of ``lack`` for chunk ``c`` (a RESULT flagged ``flags``)."""
         present = rs.mask & ~lack
         if not lack or not present:
             return
         zero = np.zeros(self.k, dtype=np.int32)
-        nack = InaPacket.result(self.job_id, r, c, present, zero, flags=flags)
+        nack = InaPacket.result(self.job_id, r, c, present, zero, flags=FLAG_INCOMPLETE)
         while lack:
             low = lack & -lack
-            w = low.bit_length() - 1
             if self.tree is not None:
                 # the present set folded to the bitmap's width, the asked worker's folded
                 # bit cleared: one NACK per worker (it goes to that worker alone)
                 nack = InaPacket.result(self.job_id, r, c,
                                         fold_mask(present) & ~fold_mask(low), zero,
-                                        flags=flags)
-            out.nacks.append((w, nack))
+                                        flags=FLAG_INCOMPLETE)
+            out.nacks.append((low.bit_length() - 1, nack))
             self.stats.nacks += 1
-            self.result_copies.nacked(r, 1, c, w, self._now)
-            if self._now is not None and not flags & FLAG_RETRANSMIT:
-                self.reasks.asked(r, c, w, self._now)
+            self.result_copies.nacked(r, 1, c, low.bit_length() - 1, self._now)
             rs.nacked[c] |= low
             lack ^= low
-
-    def next_deadline(self) -> float | None:
-        """When :meth:`tick` next asks again (None: nothing to wait for)."""
-        return self.reasks.next_deadline(self.result_copies.rtt_bound())
-
-    def tick(self, now: float) -> PsOutput:
-        """Ask again, flagged RETRANSMIT, the NACKed workers unheard (workers.ina.reask)."""
-        out = PsOutput()
-        self._now = now
-        for r, c, lack in self.reasks.due(now, self.result_copies.rtt_bound()):
-            rs = self._rounds.get(r)
-            if rs is None or rs.done[c]:
-                self.reasks.closed(r, c)
-                continue
-            self.stats.reasks += lack.bit_count()
-            self._ask(r, rs, c, lack, out, FLAG_INCOMPLETE | FLAG_RETRANSMIT)
-        return out
 
     def _try_complete(self, r: int, rs: _Round, c: int, ch: _Chunk, out: PsOutput,
                       bitmap: int = 0) -> None:
@@ -666,7 +641,6 @@ class PsState:
         rs.n_done += 1
         st.chunks_completed += 1
         st.results_sent += 1
-        self.reasks.closed(r, c)
         res = self._result(r, c, rs.sums[c], resent=False)
         if rs.marked[c]:
             st.marked += 1

@@ -92,8 +92,7 @@ NACKs and probers  [decision]
     workers the flush lacks (a **NACK**: a RESULT flagged INCOMPLETE to that worker's reply
     port, bitmap = the workers the PS has, values 0; ``workers.ina.ps``, "NACKs"): a NACK
     resends the chunk at once on its route, unless a copy left less than half a
-    ``probe_rto`` ago (an ask again, flagged RETRANSMIT, whatever the copy's age: the PS
-    asks again only after its NACK round trip, ``workers.ina.reask``).  Without ``members`` (a round on its own) every chunk is this
+    ``probe_rto`` ago.  Without ``members`` (a round on its own) every chunk is this
     worker's to probe and none of this applies.
 
     Once the worker has been NACKed (:meth:`RttEstimator.nack`), the prober's timeout is
@@ -642,11 +641,8 @@ class WorkerRound:
         rto = self.rtt.rto
         # a copy younger than half the prober's timeout may still be on its way (once loss
         # is seen that is a loss-free chunk's completion time, not rto's 0.15 s: k=16,
-        # budget 4, 1 % loss, NACKs 55 ms after the first copy were refused twice); an
-        # ask again (RETRANSMIT) comes a round trip after the first: that copy is lost or
-        # sits in a slot that waits for another, which this one makes flush
-        # (workers.ina.reask)
-        if not pkt.flags & FLAG_RETRANSMIT and now - f.times[-1] < self.rtt.probe_rto / 2:
+        # budget 4, 1 % loss, NACKs 55 ms after the first copy were refused twice)
+        if now - f.times[-1] < self.rtt.probe_rto / 2:
             return []
         return [self._retransmit(c, f, rto, now)]
 
