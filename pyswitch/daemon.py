@@ -45,6 +45,7 @@ from typing import Any
 # gRPC's C core logs bind failures etc. to stderr itself; we report them in one line.
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
+from pyswitch import native  # noqa: E402
 from pyswitch.errors import OneLineParser, UsageError  # noqa: E402
 from pyswitch.impairment import (  # noqa: E402
     ImpairmentSpecError,
@@ -79,8 +80,11 @@ class ForwardingLoop:
     """Moves frames between ports through the device's switch, applying impairments."""
 
     def __init__(self, device: Device, ports: dict[int, Port],
-                 impairments: PortImpairments | None = None) -> None:
+                 impairments: PortImpairments | None = None, *,
+                 native_loop: bool = True) -> None:
         self.dev = device
+        self._native_loop = native_loop  # False: the Python loop even where C could run
+        self.loop_why = "not started"
         self.ports = ports
         self.imp = impairments or PortImpairments()
         self._by_fd = {p.fileno(): (n, p) for n, p in ports.items()}
@@ -219,10 +223,8 @@ class ForwardingLoop:
         errors: list[tuple[int, Exception]] = []
         outs = sw.process_batch(frames, port, errors)
         self.processed += len(frames) - len(errors)
-        for _, e in errors:
-            self.process_errors += 1
-            if self.process_errors <= 10:
-                log.error("process() failed on a frame from port %d", port, exc_info=e)
+        if errors:
+            self._batch_errors(port, errors)
         pending: dict[int, list[bytes]] = {}
         for out_port, out in outs:
             if out_port in tx or out_port == cpu:
@@ -239,6 +241,14 @@ class ForwardingLoop:
                 self.unknown_port_out += len(outs_)
             else:
                 p.send_batch(outs_)
+
+    def _batch_errors(self, port: int, errors: list[tuple[int, Exception]]) -> None:
+        """The frames of a batch that raised: counted, the first ten logged (also called by
+        the C loop)."""
+        for _, e in errors:
+            self.process_errors += 1
+            if self.process_errors <= 10:
+                log.error("process() failed on a frame from port %d", port, exc_info=e)
 
     def _run_timers(self) -> None:
         now = time.monotonic()
@@ -267,39 +277,96 @@ class ForwardingLoop:
                     else:
                         heapq.heappush(heap, (t, next(self._seq), "tx", port, f))
 
+    def _pump_or_why(self) -> tuple[Any, str]:
+        """The loop in C (`pyswitch/native/portio.c`'s ``Pump``) over these ports, or
+        (None, why the Python loop runs): it needs every port a plain `Port` on the native
+        path, numbered 0..511."""
+        if not self._native_loop:
+            return None, "asked for the Python loop"
+        if not all(type(p) is Port and p._io is not None for p in self.ports.values()):
+            return None, next((f"port {n}: {p.path}" if isinstance(p, Port)
+                               else f"port {n} is observed (--pcap, --dump-packet-data)"
+                               for n, p in self.ports.items()
+                               if not (type(p) is Port and p._io is not None)), "")
+        if not all(0 <= n < 512 for n in self.ports):
+            return None, "a port number outside 0..511"
+        mod, why = native.portio()
+        if mod is None or not hasattr(mod, "Pump"):
+            return None, why or "no Pump in the ports' module"
+        ports = [(n, p._io, p.counters, p.fileno()) for n, p in self.ports.items()]
+        return mod.Pump(self, self.dev, self.dev.lock, self._wake_r, ports), ""
+
+    def _fast(self) -> set[int] | None:
+        """The output ports the C loop hands back to `_transmit` (the CPU port, ports with
+        a transmit impairment), or None while the C loop must not run: a timer pending, or
+        a receive impairment in effect (each change wakes the loop, which looks again)."""
+        with self.dev.lock:
+            if self._heap:
+                return None
+            for imp in self.imp.rx.values():
+                if not (imp.spec.is_noop and imp.next_deadline() is None):
+                    return None
+            slow = set(self.imp.tx)
+            if self.dev.cpu_port is not None:
+                slow.add(self.dev.cpu_port)
+            return slow
+
     def run(self) -> None:
+        """Forward until `stop`: in C (`Pump`) while no receive impairment or timer needs
+        the Python loop, else (and where the C loop cannot be built) in Python; one
+        semantics, the same frames and counters (tests/test_daemon_loop.py)."""
+        pump, self.loop_why = self._pump_or_why()
         ep = select.epoll()
         for fd in self._by_fd:
             ep.register(fd, select.EPOLLIN)
         ep.register(self._wake_r, select.EPOLLIN)
-        by_fd, lock = self._by_fd, self.dev.lock
         try:
             while not self._stop:
-                timeout = -1.0
-                if self._heap:
-                    timeout = max(0.0, self._heap[0][0] - time.monotonic())
-                events = ep.poll(timeout)
+                slow = self._fast() if pump is not None else None
+                if slow is None:
+                    self._turn(ep)
+                    continue
                 try:
-                    with lock:
-                        for fd, _ in events:
-                            if fd == self._wake_r:
-                                try:
-                                    os.read(self._wake_r, 4096)
-                                except BlockingIOError:
-                                    pass
-                                continue
-                            port, p = by_fd[fd]
-                            frames = p.recv_batch(BATCH)
-                            if frames:
-                                self._receive(port, frames)
-                        if self._heap:
-                            self._run_timers()
+                    pump.run(slow)
                 except Exception:  # a bug must not take the switch down; say it, go on
                     self.loop_errors += 1
                     if self.loop_errors <= 10:
                         log.exception("forwarding loop error (continuing)")
         finally:
             ep.close()
+
+    @property
+    def loop_path(self) -> str:
+        """Which loop forwards: ``native`` (C) or ``python (why)``."""
+        return "native" if not self.loop_why else f"python ({self.loop_why})"
+
+    def _turn(self, ep: Any) -> None:
+        """One turn of the Python loop: wait for the ports, the wake-up pipe or the next
+        timer; receive, forward, fire the timers due."""
+        timeout = -1.0
+        if self._heap:
+            timeout = max(0.0, self._heap[0][0] - time.monotonic())
+        events = ep.poll(timeout)
+        by_fd = self._by_fd
+        try:
+            with self.dev.lock:
+                for fd, _ in events:
+                    if fd == self._wake_r:
+                        try:
+                            os.read(self._wake_r, 4096)
+                        except BlockingIOError:
+                            pass
+                        continue
+                    port, p = by_fd[fd]
+                    frames = p.recv_batch(BATCH)
+                    if frames:
+                        self._receive(port, frames)
+                if self._heap:
+                    self._run_timers()
+        except Exception:  # a bug must not take the switch down; say it, go on
+            self.loop_errors += 1
+            if self.loop_errors <= 10:
+                log.exception("forwarding loop error (continuing)")
 
     def counters(self) -> dict[str, Any]:
         with self.dev.lock:
@@ -308,6 +375,7 @@ class ForwardingLoop:
                           for n, p in sorted(self.ports.items())},
                 "impairments": self.imp.snapshot(),
                 "switch": {"path": self.dev.switch.path if self.dev.switch else None,
+                           "loop": self.loop_path,
                            "processed": self.processed,
                            "dropped_no_pipeline": self.dropped_no_pipeline,
                            "process_errors": self.process_errors,
