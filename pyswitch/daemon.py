@@ -10,7 +10,10 @@ Command line mirrors BMv2's ``simple_switch_grpc``::
 Threads: one forwarding loop (epoll over the AF_PACKET ports, a wake-up pipe and the
 impairment timers) that runs every received frame through the switch (a port's received
 batch in one ``Switch.process_batch`` call where no impairment or queue is in the way,
-else ``Switch.process`` per frame); for P4Runtime,
+else ``Switch.process`` per frame) -- in C where every port is on the native path
+(``portio.c``'s ``Pump``: epoll, ``recvmmsg``, the switch's batch, ``sendmmsg`` per port,
+Python entered for packet-in, impairments, queues and errors; docs/pyswitch-api.md, "The
+forwarding loop in C"), else in Python; for P4Runtime,
 one ``grpc.aio`` event loop thread and a small pool for blocking requests (see
 ``pyswitch/p4runtime/server.py``); one thread for the control socket. One lock
 (``Device.lock``) guards the switch, the impairment state and the delayed-frame queue; the

@@ -3,7 +3,8 @@
    program); ports.py keeps its Python loops as the fallback.  The port guarantees are the
    same and checked per frame: frames the interface sent (PACKET_OUTGOING) are dropped,
    truncated ones counted and dropped, an 802.1Q tag the kernel moved into the auxdata put
-   back after the MAC addresses (TPID from the auxdata when valid, else 0x8100).
+   back after the MAC addresses (TPID from the auxdata when valid, else 0x8100).  Pump, at
+   the end, is pyswitch.daemon's forwarding loop over these ports.
    @MOD@ is the module name. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
