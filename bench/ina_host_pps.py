@@ -16,7 +16,7 @@ With ``--roles RUN_FOLDER`` it instead watches a Mininet run being made into ``R
 (started separately, e.g. ``python -m controller run ... --name X``) and prints the CPU each
 role -- workers, PS, switch daemons, controller, everything else -- took per round during the
 INA rounds (``ina/start`` written to ``ina/ps.json`` written), from ``/proc``, and how often
-each role's threads woke (voluntary context switches, read every tenth poll: a process
+each role's threads woke (voluntary context switches, read every third poll: a process
 that exits loses up to that much of its last figures).
 
 ``--against REV`` measures git revision REV's ``workers`` package too (in a child process),
@@ -358,7 +358,7 @@ def roles(run: Path, rounds: int, every: float = 0.02) -> None:
             if c is not None:
                 last[p] = c  # a process that exits keeps its last figure (its zombie's)
         polls += 1
-        if polls % 10 == 0:  # every 10th poll: reading every thread's status costs more
+        if polls % 3 == 0:  # every third poll: reading every thread's status costs more
             for p in pids:
                 w = _wakeups(p)
                 if w is not None:
