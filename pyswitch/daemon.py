@@ -88,6 +88,7 @@ class ForwardingLoop:
         self.dev = device
         self._native_loop = native_loop  # False: the Python loop even where C could run
         self.loop_why = "not started"
+        self.epoch = 0  # bumped (under the lock) by every change the C loop must see
         self.ports = ports
         self.imp = impairments or PortImpairments()
         self._by_fd = {p.fileno(): (n, p) for n, p in ports.items()}
@@ -123,6 +124,7 @@ class ForwardingLoop:
 
     def set_impairment(self, port: int | None, spec_text: str) -> None:
         with self.dev.lock:
+            self.epoch += 1  # the C loop forwards nothing more before it looks again
             targets = list(self.ports) if port is None else [port]
             for p in targets:
                 if p not in self.ports:
@@ -299,10 +301,12 @@ class ForwardingLoop:
         ports = [(n, p._io, p.counters, p.fileno()) for n, p in self.ports.items()]
         return mod.Pump(self, self.dev, self.dev.lock, self._wake_r, ports), ""
 
-    def _fast(self) -> set[int] | None:
+    def _fast(self) -> tuple[set[int], int] | None:
         """The output ports the C loop hands back to `_transmit` (the CPU port, ports with
-        a transmit impairment), or None while the C loop must not run: a timer pending, or
-        a receive impairment in effect (each change wakes the loop, which looks again)."""
+        a transmit impairment) and the `epoch` they belong to, or None while the C loop
+        must not run: a timer pending, or a receive impairment in effect.  Each change
+        bumps `epoch` under the lock: the C loop, which takes the lock before each round of
+        frames, returns instead of forwarding them with what it was given."""
         with self.dev.lock:
             if self._heap:
                 return None
@@ -312,7 +316,7 @@ class ForwardingLoop:
             slow = set(self.imp.tx)
             if self.dev.cpu_port is not None:
                 slow.add(self.dev.cpu_port)
-            return slow
+            return slow, self.epoch
 
     def run(self) -> None:
         """Forward until `stop`: in C (`Pump`) while no receive impairment or timer needs
@@ -325,12 +329,12 @@ class ForwardingLoop:
         ep.register(self._wake_r, select.EPOLLIN)
         try:
             while not self._stop:
-                slow = self._fast() if pump is not None else None
-                if slow is None:
+                fast = self._fast() if pump is not None else None
+                if fast is None:
                     self._turn(ep)
                     continue
                 try:
-                    pump.run(slow)
+                    pump.run(*fast)
                 except Exception:  # a bug must not take the switch down; say it, go on
                     self.loop_errors += 1
                     if self.loop_errors <= 10:

@@ -253,7 +253,7 @@ typedef struct {
 static PyObject *s_switch, *s_queued, *s_process, *s_batch, *s_process_batch, *s_acquire,
     *s_release, *s_receive, *s_transmit, *s_batch_errors, *s_processed, *s_unknown,
     *s_rx_frames, *s_rx_bytes, *s_rx_errors, *s_rx_truncated, *s_vlan_restored,
-    *s_tx_frames, *s_tx_bytes, *s_tx_errors;
+    *s_tx_frames, *s_tx_bytes, *s_tx_errors, *s_epoch;
 
 static int add_attr(PyObject *o, PyObject *name, long d) {
     if (!d) return 0;  /* += 0 leaves the value as it was */
@@ -461,11 +461,15 @@ static int pump_port(Pump *P, int k, PyObject *slow, int *python) {
     return rc;
 }
 
-/* run(slow): forward until a wake-up (1), a round through Python (2) or a signal (0);
-   `slow` is the set of output ports the Python path sends to (the CPU port, ports with a
-   transmit impairment), fixed while run() runs (a change wakes the loop) */
-static PyObject *pump_run(PyObject *self, PyObject *slow) {
+/* run(slow, epoch): forward until a wake-up (1), a round through Python (2) or a signal
+   (0); `slow` is the set of output ports the Python path sends to (the CPU port, ports with
+   a transmit impairment), valid while the loop's `epoch` is the one given: every change
+   bumps it under the lock, and a round that finds it changed forwards nothing (its frames
+   stay queued for the next look) and returns 1 */
+static PyObject *pump_run(PyObject *self, PyObject *args) {
     Pump *P = (Pump *)self;
+    PyObject *slow, *epoch;
+    if (!PyArg_ParseTuple(args, "OO:run", &slow, &epoch)) return NULL;
     if (!PyAnySet_Check(slow)) { PyErr_SetString(PyExc_TypeError, "slow must be a set"); return NULL; }
     memset(P->slow_by_num, 0, sizeof P->slow_by_num);
     PyObject *it = PyObject_GetIter(slow), *x;
@@ -497,6 +501,18 @@ static PyObject *pump_run(PyObject *self, PyObject *slow) {
         if (!r) return NULL;
         Py_DECREF(r);
         int woke = 0, python = 0, rc = 0;
+        PyObject *now = PyObject_GetAttr(P->loop, s_epoch);
+        int same = now ? PyObject_RichCompareBool(now, epoch, Py_EQ) : -1;
+        Py_XDECREF(now);
+        if (same <= 0) {  /* changed (or an error): nothing forwarded with stale settings */
+            PyObject *et, *ev_, *tb;
+            PyErr_Fetch(&et, &ev_, &tb);
+            r = PyObject_CallMethodNoArgs(P->lock, s_release);
+            if (!r) { Py_XDECREF(et); Py_XDECREF(ev_); Py_XDECREF(tb); return NULL; }
+            Py_DECREF(r);
+            PyErr_Restore(et, ev_, tb);
+            return same < 0 ? NULL : PyLong_FromLong(1);
+        }
         for (int i = 0; i < n && rc == 0; i++) {
             uint32_t k = ev[i].data.u32;
             if (k == WAKE_TAG) {
@@ -520,7 +536,7 @@ static PyObject *pump_run(PyObject *self, PyObject *slow) {
 }
 
 static PyMethodDef pump_methods[] = {
-    {"run", pump_run, METH_O, "run(slow) -> 1 woken, 2 went through Python, 0 a signal"},
+    {"run", pump_run, METH_VARARGS, "run(slow, epoch) -> 1 woken, 2 went through Python, 0 a signal"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -544,7 +560,7 @@ static int intern_names(void) {
     I(s_processed, "processed") I(s_unknown, "unknown_port_out") I(s_rx_frames, "rx_frames")
     I(s_rx_bytes, "rx_bytes") I(s_rx_errors, "rx_errors") I(s_rx_truncated, "rx_truncated")
     I(s_vlan_restored, "vlan_restored") I(s_tx_frames, "tx_frames") I(s_tx_bytes, "tx_bytes")
-    I(s_tx_errors, "tx_errors")
+    I(s_tx_errors, "tx_errors") I(s_epoch, "epoch")
 #undef I
     return 0;
 }
