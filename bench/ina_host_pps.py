@@ -15,9 +15,7 @@ each measured with ``time.thread_time`` as the median of ``--reps`` repetitions 
 With ``--roles RUN_FOLDER`` it instead watches a Mininet run being made into ``RUN_FOLDER``
 (started separately, e.g. ``python -m controller run ... --name X``) and prints the CPU each
 role -- workers, PS, switch daemons, controller, everything else -- took per round during the
-INA rounds (``ina/start`` written to ``ina/ps.json`` written), from ``/proc``, and how often
-each role's threads woke (voluntary context switches, read every third poll: a process
-that exits loses up to that much of its last figures).
+INA rounds (``ina/start`` written to ``ina/ps.json`` written), from ``/proc``.
 
 ``--against REV`` measures git revision REV's ``workers`` package too (in a child process),
 and prints both columns and their ratio: a change measured side by side in one run.
@@ -312,21 +310,6 @@ def _ours(run: Path) -> dict[int, str]:
     return out
 
 
-def _wakeups(pid: int) -> int | None:
-    """``pid``'s voluntary context switches (each a sleep that ended: a wake-up), its
-    threads' together; None once it is gone."""
-    try:
-        n = 0
-        for t in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{t}/status") as f:
-                for line in f:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        n += int(line.split()[1])
-        return n
-    except (OSError, ValueError):
-        return None
-
-
 def _machine_busy() -> float:
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
@@ -347,46 +330,28 @@ def roles(run: Path, rounds: int, every: float = 0.02) -> None:
     pids = _ours(run)
     first = {p: _cpu_s(p) for p in pids}
     last = dict(first)
-    wake0 = {p: _wakeups(p) for p in pids}
-    wake1 = dict(wake0)
     loads = [os.getloadavg()[0]]
-    polls = 0
     while not done.exists():
         time.sleep(every)
         for p in pids:
             c = _cpu_s(p)
             if c is not None:
                 last[p] = c  # a process that exits keeps its last figure (its zombie's)
-        polls += 1
-        if polls % 3 == 0:  # every third poll: reading every thread's status costs more
-            for p in pids:
-                w = _wakeups(p)
-                if w is not None:
-                    wake1[p] = w
         loads.append(os.getloadavg()[0])
-    for p in pids:  # the last figures of those still there
-        w = _wakeups(p)
-        if w is not None:
-            wake1[p] = w
     wall, machine = time.monotonic() - t0, _machine_busy() - m0
     cpu = dict.fromkeys(ROLES, 0.0)
     count = dict.fromkeys(ROLES, 0)
-    wakes = dict.fromkeys(ROLES, 0)
     for p, role in pids.items():
         a, b = first.get(p), last.get(p)
         if a is not None and b is not None and b > a:
             cpu[role] += b - a
             count[role] += 1
-        wa, wb = wake0.get(p), wake1.get(p)
-        if wa is not None and wb is not None:
-            wakes[role] += wb - wa
     own = sum(cpu.values())
     print(f"INA rounds of {run}: {wall:.2f} s wall, {rounds} rounds, machine busy "
           f"{machine / wall:.2f} cores, load average {min(loads):.1f}-{max(loads):.1f}")
     for role in ROLES:
         print(f"  {role:10s} {cpu[role] / rounds * 1e3:8.1f} ms CPU per round "
-              f"({count[role]} of {sum(r == role for r in pids.values())} processes busy), "
-              f"{wakes[role] / rounds:8.0f} wake-ups per round")
+              f"({count[role]} of {sum(r == role for r in pids.values())} processes busy)")
     print(f"  {'own total':10s} {own / rounds * 1e3:8.1f} ms CPU per round "
           f"({own / wall:.2f} cores)")
     print(f"  {'others':10s} {(machine - own) / rounds * 1e3:8.1f} ms CPU per round "
