@@ -10,7 +10,10 @@ Command line mirrors BMv2's ``simple_switch_grpc``::
 Threads: one forwarding loop (epoll over the AF_PACKET ports, a wake-up pipe and the
 impairment timers) that runs every received frame through the switch (a port's received
 batch in one ``Switch.process_batch`` call where no impairment or queue is in the way,
-else ``Switch.process`` per frame); for P4Runtime,
+else ``Switch.process`` per frame) -- in C where every port is on the native path
+(``portio.c``'s ``Pump``: epoll, ``recvmmsg``, the switch's batch, ``sendmmsg`` per port,
+Python entered for packet-in, impairments, queues and errors; docs/pyswitch-api.md, "The
+forwarding loop in C"), else in Python; for P4Runtime,
 one ``grpc.aio`` event loop thread and a small pool for blocking requests (see
 ``pyswitch/p4runtime/server.py``); one thread for the control socket. One lock
 (``Device.lock``) guards the switch, the impairment state and the delayed-frame queue; the
@@ -45,6 +48,7 @@ from typing import Any
 # gRPC's C core logs bind failures etc. to stderr itself; we report them in one line.
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
+from pyswitch import native  # noqa: E402
 from pyswitch.errors import OneLineParser, UsageError  # noqa: E402
 from pyswitch.impairment import (  # noqa: E402
     ImpairmentSpecError,
@@ -79,8 +83,12 @@ class ForwardingLoop:
     """Moves frames between ports through the device's switch, applying impairments."""
 
     def __init__(self, device: Device, ports: dict[int, Port],
-                 impairments: PortImpairments | None = None) -> None:
+                 impairments: PortImpairments | None = None, *,
+                 native_loop: bool = True) -> None:
         self.dev = device
+        self._native_loop = native_loop  # False: the Python loop even where C could run
+        self.loop_why = "not started"
+        self.epoch = 0  # bumped (under the lock) by every change the C loop must see
         self.ports = ports
         self.imp = impairments or PortImpairments()
         self._by_fd = {p.fileno(): (n, p) for n, p in ports.items()}
@@ -116,6 +124,7 @@ class ForwardingLoop:
 
     def set_impairment(self, port: int | None, spec_text: str) -> None:
         with self.dev.lock:
+            self.epoch += 1  # the C loop forwards nothing more before it looks again
             targets = list(self.ports) if port is None else [port]
             for p in targets:
                 if p not in self.ports:
@@ -219,10 +228,8 @@ class ForwardingLoop:
         errors: list[tuple[int, Exception]] = []
         outs = sw.process_batch(frames, port, errors)
         self.processed += len(frames) - len(errors)
-        for _, e in errors:
-            self.process_errors += 1
-            if self.process_errors <= 10:
-                log.error("process() failed on a frame from port %d", port, exc_info=e)
+        if errors:
+            self._batch_errors(port, errors)
         pending: dict[int, list[bytes]] = {}
         for out_port, out in outs:
             if out_port in tx or out_port == cpu:
@@ -239,6 +246,14 @@ class ForwardingLoop:
                 self.unknown_port_out += len(outs_)
             else:
                 p.send_batch(outs_)
+
+    def _batch_errors(self, port: int, errors: list[tuple[int, Exception]]) -> None:
+        """The frames of a batch that raised: counted, the first ten logged (also called by
+        the C loop)."""
+        for _, e in errors:
+            self.process_errors += 1
+            if self.process_errors <= 10:
+                log.error("process() failed on a frame from port %d", port, exc_info=e)
 
     def _run_timers(self) -> None:
         now = time.monotonic()
@@ -267,39 +282,98 @@ class ForwardingLoop:
                     else:
                         heapq.heappush(heap, (t, next(self._seq), "tx", port, f))
 
+    def _pump_or_why(self) -> tuple[Any, str]:
+        """The loop in C (`pyswitch/native/portio.c`'s ``Pump``) over these ports, or
+        (None, why the Python loop runs): it needs every port a plain `Port` on the native
+        path, numbered 0..511."""
+        if not self._native_loop:
+            return None, "asked for the Python loop"
+        if not all(type(p) is Port and p._io is not None for p in self.ports.values()):
+            return None, next((f"port {n}: {p.path}" if isinstance(p, Port)
+                               else f"port {n} is observed (--pcap, --dump-packet-data)"
+                               for n, p in self.ports.items()
+                               if not (type(p) is Port and p._io is not None)), "")
+        if not all(0 <= n < 512 for n in self.ports):
+            return None, "a port number outside 0..511"
+        mod, why = native.portio()
+        if mod is None or not hasattr(mod, "Pump"):
+            return None, why or "no Pump in the ports' module"
+        ports = [(n, p._io, p.counters, p.fileno()) for n, p in self.ports.items()]
+        return mod.Pump(self, self.dev, self.dev.lock, self._wake_r, ports), ""
+
+    def _fast(self) -> tuple[set[int], int] | None:
+        """The output ports the C loop hands back to `_transmit` (the CPU port, ports with
+        a transmit impairment) and the `epoch` they belong to, or None while the C loop
+        must not run: a timer pending, or a receive impairment in effect.  Each change
+        bumps `epoch` under the lock: the C loop, which takes the lock before each round of
+        frames, returns instead of forwarding them with what it was given."""
+        with self.dev.lock:
+            if self._heap:
+                return None
+            for imp in self.imp.rx.values():
+                if not (imp.spec.is_noop and imp.next_deadline() is None):
+                    return None
+            slow = set(self.imp.tx)
+            if self.dev.cpu_port is not None:
+                slow.add(self.dev.cpu_port)
+            return slow, self.epoch
+
     def run(self) -> None:
+        """Forward until `stop`: in C (`Pump`) while no receive impairment or timer needs
+        the Python loop, else (and where the C loop cannot be built) in Python; one
+        semantics, the same frames and counters (tests/test_daemon_loop.py)."""
+        pump, self.loop_why = self._pump_or_why()
         ep = select.epoll()
         for fd in self._by_fd:
             ep.register(fd, select.EPOLLIN)
         ep.register(self._wake_r, select.EPOLLIN)
-        by_fd, lock = self._by_fd, self.dev.lock
         try:
             while not self._stop:
-                timeout = -1.0
-                if self._heap:
-                    timeout = max(0.0, self._heap[0][0] - time.monotonic())
-                events = ep.poll(timeout)
+                fast = self._fast() if pump is not None else None
+                if fast is None:
+                    self._turn(ep)
+                    continue
                 try:
-                    with lock:
-                        for fd, _ in events:
-                            if fd == self._wake_r:
-                                try:
-                                    os.read(self._wake_r, 4096)
-                                except BlockingIOError:
-                                    pass
-                                continue
-                            port, p = by_fd[fd]
-                            frames = p.recv_batch(BATCH)
-                            if frames:
-                                self._receive(port, frames)
-                        if self._heap:
-                            self._run_timers()
+                    pump.run(*fast)
                 except Exception:  # a bug must not take the switch down; say it, go on
                     self.loop_errors += 1
                     if self.loop_errors <= 10:
                         log.exception("forwarding loop error (continuing)")
         finally:
             ep.close()
+
+    @property
+    def loop_path(self) -> str:
+        """Which loop forwards: ``native`` (C) or ``python (why)``."""
+        return "native" if not self.loop_why else f"python ({self.loop_why})"
+
+    def _turn(self, ep: Any) -> None:
+        """One turn of the Python loop: wait for the ports, the wake-up pipe or the next
+        timer; receive, forward, fire the timers due."""
+        timeout = -1.0
+        if self._heap:
+            timeout = max(0.0, self._heap[0][0] - time.monotonic())
+        events = ep.poll(timeout)
+        by_fd = self._by_fd
+        try:
+            with self.dev.lock:
+                for fd, _ in events:
+                    if fd == self._wake_r:
+                        try:
+                            os.read(self._wake_r, 4096)
+                        except BlockingIOError:
+                            pass
+                        continue
+                    port, p = by_fd[fd]
+                    frames = p.recv_batch(BATCH)
+                    if frames:
+                        self._receive(port, frames)
+                if self._heap:
+                    self._run_timers()
+        except Exception:  # a bug must not take the switch down; say it, go on
+            self.loop_errors += 1
+            if self.loop_errors <= 10:
+                log.exception("forwarding loop error (continuing)")
 
     def counters(self) -> dict[str, Any]:
         with self.dev.lock:
@@ -308,6 +382,7 @@ class ForwardingLoop:
                           for n, p in sorted(self.ports.items())},
                 "impairments": self.imp.snapshot(),
                 "switch": {"path": self.dev.switch.path if self.dev.switch else None,
+                           "loop": self.loop_path,
                            "processed": self.processed,
                            "dropped_no_pipeline": self.dropped_no_pipeline,
                            "process_errors": self.process_errors,
