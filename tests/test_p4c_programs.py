@@ -34,8 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PRODUCT = ["p4src/ina.p4", "p4src/switchml.p4", "examples/l2_switch.p4"]
 ACCEPTED = [f"tests/p4/{n}.p4" for n in (
-    "native_externs", "native_stack_index", "native_varbit", "native_wide", "p4info_rules",
-    "pyswitch_clone_fl", "pyswitch_fwd", "pyswitch_hash", "pyswitch_ina_like", "pyswitch_misc",
+    "native_exact", "native_externs", "native_stack_index", "native_varbit", "native_wide",
+    "p4info_rules", "pyswitch_clone_fl", "pyswitch_fwd", "pyswitch_hash", "pyswitch_ina_like",
+    "pyswitch_misc",
     "pyswitch_ops", "pyswitch_pre", "pyswitch_queues", "pyswitch_stack", "pyswitch_subctl",
     "pyswitch_subparser", "rt_cpu", "rt_forward", "rt_ina_like", "rt_state")] + [
     f"tests/stf/{n}.p4" for n in (
