@@ -10,10 +10,10 @@ Command line mirrors BMv2's ``simple_switch_grpc``::
 Threads: one forwarding loop (epoll over the AF_PACKET ports, a wake-up pipe and the
 impairment timers) that runs every received frame through the switch (a port's received
 batch in one ``Switch.process_batch`` call where no impairment or queue is in the way,
-else ``Switch.process`` per frame) -- in C where every port is on the native path
-(``portio.c``'s ``Pump``: epoll, ``recvmmsg``, the switch's batch, ``sendmmsg`` per port,
-Python entered for packet-in, impairments, queues and errors; docs/pyswitch-api.md, "The
-forwarding loop in C"), else in Python; for P4Runtime,
+else ``Switch.process`` per frame) -- in Python, or with ``PYSWITCH_LOOP=c`` in C where
+every port is on the native path (``portio.c``'s ``Pump``: epoll, ``recvmmsg``, the
+switch's batch, ``sendmmsg`` per port, Python entered for packet-in, impairments, queues and
+errors; docs/pyswitch-api.md, "The forwarding loop in C"); for P4Runtime,
 one ``grpc.aio`` event loop thread and a small pool for blocking requests (see
 ``pyswitch/p4runtime/server.py``); one thread for the control socket. One lock
 (``Device.lock``) guards the switch, the impairment state and the delayed-frame queue; the
@@ -84,8 +84,12 @@ class ForwardingLoop:
 
     def __init__(self, device: Device, ports: dict[int, Port],
                  impairments: PortImpairments | None = None, *,
-                 native_loop: bool = True) -> None:
+                 native_loop: bool | None = None) -> None:
         self.dev = device
+        # the C loop only when asked (here, or PYSWITCH_LOOP=c): in Mininet's k=8 runs it
+        # brought bursts of retransmissions the Python loop does not (docs/pyswitch-api.md)
+        if native_loop is None:
+            native_loop = os.environ.get("PYSWITCH_LOOP", "python") == "c"
         self._native_loop = native_loop  # False: the Python loop even where C could run
         self.loop_why = "not started"
         self.epoch = 0  # bumped (under the lock) by every change the C loop must see
@@ -287,7 +291,7 @@ class ForwardingLoop:
         (None, why the Python loop runs): it needs every port a plain `Port` on the native
         path, numbered 0..511."""
         if not self._native_loop:
-            return None, "asked for the Python loop"
+            return None, "the Python loop (the default; PYSWITCH_LOOP=c for the C loop)"
         if not all(type(p) is Port and p._io is not None for p in self.ports.values()):
             return None, next((f"port {n}: {p.path}" if isinstance(p, Port)
                                else f"port {n} is observed (--pcap, --dump-packet-data)"

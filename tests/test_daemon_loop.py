@@ -145,3 +145,18 @@ def test_an_impairment_set_while_the_loop_runs_applies_to_the_next_frame(monkeyp
         assert (loop.loop_path == "native") == (which == "c")
         for p in [*ports.values(), *host_ports.values()]:
             p.close()
+
+
+def test_the_python_loop_is_the_default_and_the_c_loop_is_asked_for(monkeypatch):
+    """The C loop only with PYSWITCH_LOOP=c (or native_loop=True): it brought bursts of
+    retransmissions in Mininet's k=8 runs (docs/pyswitch-api.md)."""
+    from pyswitch.daemon import ForwardingLoop
+    from pyswitch.p4runtime.pipeline import Device
+
+    monkeypatch.delenv("PYSWITCH_LOOP", raising=False)
+    loop = ForwardingLoop(Device(), {})
+    assert loop._pump_or_why() == (None, "the Python loop (the default; PYSWITCH_LOOP=c for "
+                                         "the C loop)")
+    monkeypatch.setenv("PYSWITCH_LOOP", "c")
+    assert ForwardingLoop(Device(), {})._native_loop is True
+    assert ForwardingLoop(Device(), {}, native_loop=False)._native_loop is False
