@@ -14,7 +14,7 @@ from pyswitch import Switch, compile_p4
 from pyswitch.impairment import parse_spec
 from pyswitch.native import unavailable
 from pyswitch.ports import Port
-from tests.test_native import HERE, _pre
+from tests.test_native import HERE, _pre, reference_outputs
 
 root = pytest.mark.skipif(not is_root(), reason="needs root (namespaces, raw sockets)")
 LOOPS = {"c": ("auto", True), "python": ("auto", False), "off": ("off", True)}
@@ -31,17 +31,7 @@ def _expected(prog) -> tuple[dict[int, list[bytes]], int]:
     ref = Switch(prog, native=False)
     _pre(ref)
     ref.mcast[2] = [(6, 7), "not a replica"]
-    want: dict[int, list[bytes]] = {}
-    bad = 0
-    for f in _frames():
-        try:
-            outs = ref.process(3, f)
-        except Exception:  # noqa: BLE001 - the reference's errors, counted
-            bad += 1
-            continue
-        for p, b in outs:
-            want.setdefault(p, []).append(b)
-    return want, bad
+    return reference_outputs(ref, 3, _frames())
 
 
 @pytest.mark.root

@@ -135,6 +135,23 @@ def test_ina_like_program_native_equals_python(monkeypatch) -> None:
     assert run_both(py, nat, work + damaged(work, 800, seed=3) + work) >= 128
 
 
+def reference_outputs(ref: Switch, port: int,
+                      frames: list[bytes]) -> tuple[dict[int, list[bytes]], int]:
+    """What the frame-by-frame reference ``ref`` sends each port for ``frames`` received on
+    ``port`` (in order), and how many frames raised (the daemon tests' expectation)."""
+    want: dict[int, list[bytes]] = {}
+    bad = 0
+    for f in frames:
+        try:
+            outs = ref.process(port, f)
+        except Exception:  # noqa: BLE001 - the reference's errors, counted
+            bad += 1
+            continue
+        for p, b in outs:
+            want.setdefault(p, []).append(b)
+    return want, bad
+
+
 def _pre(sw: Switch) -> None:
     sw.set_multicast_group(1, [(1, 10), (2, 20), (2, 21)])
     sw.set_multicast_group(2, [(6, 7)])

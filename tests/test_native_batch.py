@@ -14,7 +14,16 @@ import pytest
 
 from pyswitch import Switch, compile_p4
 from pyswitch.native import unavailable
-from tests.test_native import HERE, REPO, _pre, damaged, ina_pps, state, twins
+from tests.test_native import (
+    HERE,
+    REPO,
+    _pre,
+    damaged,
+    ina_pps,
+    reference_outputs,
+    state,
+    twins,
+)
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 
@@ -167,16 +176,7 @@ def test_the_daemon_forwards_a_received_batch_in_one_call(monkeypatch, mode: str
         sw.mcast[2] = [(6, 7), "not a replica"]  # group 2's frames raise
     dst, src = bytes.fromhex("0000000000bb"), bytes.fromhex("0000000000aa")
     frames = [dst + src + bytes([0x10, t]) + b"PAYLOAD" for t in range(8)] * 3
-    want: dict[int, list[bytes]] = {}
-    bad = 0
-    for f in frames:
-        try:
-            outs = ref.process(3, f)
-        except Exception:  # noqa: BLE001 - the reference's errors, counted
-            bad += 1
-            continue
-        for p, b in outs:
-            want.setdefault(p, []).append(b)
+    want, bad = reference_outputs(ref, 3, frames)
     ports = {p: _Port(1000 + p) for p in range(1, 11)}
     loop = ForwardingLoop(dev, ports)  # type: ignore[arg-type]
     loop._receive(3, frames)
