@@ -226,8 +226,8 @@ def test_a_burst_over_a_shaped_port_is_accounted_for_at_every_layer(monkeypatch,
 
 
 def test_the_python_loop_is_the_default_and_the_c_loop_is_asked_for(monkeypatch):
-    """The C loop only with PYSWITCH_LOOP=c (or native_loop=True): it brought bursts of
-    retransmissions in Mininet's k=8 runs (docs/pyswitch-api.md)."""
+    """The C loop only with PYSWITCH_LOOP=c (or native_loop=True): its Mininet runs had
+    more bursts of retransmissions than the Python loop's (docs/pyswitch-api.md)."""
     from pyswitch.daemon import ForwardingLoop
     from pyswitch.p4runtime.pipeline import Device
 
