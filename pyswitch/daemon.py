@@ -86,8 +86,10 @@ class ForwardingLoop:
                  impairments: PortImpairments | None = None, *,
                  native_loop: bool | None = None) -> None:
         self.dev = device
-        # the C loop only when asked (here, or PYSWITCH_LOOP=c): in Mininet's k=8 runs it
-        # brought bursts of retransmissions the Python loop does not (docs/pyswitch-api.md)
+        # the C loop only when asked (here, or PYSWITCH_LOOP=c): its Mininet runs had more
+        # bursts of retransmissions than the Python loop's -- the INA protocol's own
+        # feedback, not a frame the loop lost or held (docs/scale.md §5), but the counts
+        # did not show it no worse
         if native_loop is None:
             native_loop = os.environ.get("PYSWITCH_LOOP", "python") == "c"
         self._native_loop = native_loop  # False: the Python loop even where C could run
