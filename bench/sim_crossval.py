@@ -48,6 +48,8 @@ def _by(doc: dict) -> str:
         parts.append(f"burst {o['burst_bytes']:,.0f} B")
     if o.get("switch_proc_ms"):
         parts.append(f"switch {o['switch_proc_ms']:g} ms")
+    if o.get("wake_ms"):
+        parts.append(f"wake {o['wake_ms']:g} ms")
     if o.get("delay_ms"):
         parts.append(f"delay {o['delay_ms']:g} ms")
     if o.get("jitter_ms", 10.0) != 10.0:  # 10: the default, the start-file poll
