@@ -17,8 +17,9 @@ filled at the link's rate, as htb shapes: a frame leaves as soon as the bucket i
 debt (tokens ≥ 0), at no serialization cost, and takes its bytes from it (which may leave
 it in debt by less than a frame).  After an idle period up to about ``burst`` bytes go at
 once; over time the rate is the same.  TCLink's htb class has ``burst 15k`` and the ceil
-bucket ``tc`` computes (rate/HZ + MTU, about 1,600 bytes here); a frame needs both, so
-about 1,600 bytes (docs/simulate.md, cross-validation at 0.1 Mbit/s).
+bucket ``tc`` computes (rate/HZ + MTU: ``cburst 1600b`` with high-resolution timers); a
+frame needs both, and the smaller always decides, so 1,600 bytes: :class:`SimOptions`'
+default since issue 39 (docs/simulate.md, cross-validation).
 
 With ``wake`` > 0 s every node -- a switch or a host -- takes a frame ``wake`` seconds after
 it arrived (then a switch's ``proc`` server, if any): in Mininet each switch and host is a
@@ -335,7 +336,7 @@ class SimOptions:
     compute_ms: float = 8.0  # a worker's virtual time between two rounds (apply, accuracy,
     # next gradient: 8 ms measured for the make-run MLP, docs/simulate.md)
     jitter_ms: float = 10.0  # + uniform [0, jitter) per worker and round (start-file poll)
-    switch_proc_ms: float = 0.0  # a switch's time per frame (pyswitch: ~0.5 ms on our machine)
+    switch_proc_ms: float = 0.0  # a switch's time per frame (pyswitch's CPU in Mininet: 33 µs)
     burst_bytes: float = 1600.0  # htb's token bucket per link direction: TCLink's class's
     # ceil bucket, rate/HZ + mtu = 1,600 B (network.py; 0: none, every frame takes its time)
     wake_ms: float = 0.0  # how long after a frame arrives its switch or host takes it (0: at
