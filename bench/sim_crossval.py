@@ -3,11 +3,14 @@ same settings, side by side, as Markdown.
 
 ``python bench/sim_crossval.py MININET_RUN SIM_RUN [SIM_RUN ...] [MININET_RUN SIM_RUN ...]``
 
-Each Mininet run opens a group; the simulated runs after it are compared with it (a
-simulated run before any Mininet run is listed without a comparison).  A simulated row names
-its link model: ``sim`` (links served at their rate, the default), ``sim, burst N B`` (htb's
-token bucket, ``--burst-bytes``), ``switch N ms`` (``--switch-proc-ms``), ``jitter N ms`` (``--jitter-ms``, when not
-the default 10).
+Each Mininet run opens a group, and Mininet runs right after it of the same settings join it
+(Mininet's own spread: each listed, then their mean with its range); the simulated runs
+after them are compared with that mean (a simulated run before any Mininet run is listed
+without a comparison).  A simulated row names its link model: ``sim, burst N B`` (htb's
+token bucket, ``--burst-bytes``; 1,600 B, TCLink's, the default since issue 39), ``sim, no
+bucket`` (``--burst-bytes 0``: every frame takes its transmission time, the default
+before), ``switch N ms`` (``--switch-proc-ms``), ``wake N ms`` (``--wake-ms``), ``jitter N
+ms`` (``--jitter-ms``, when not the default 10).
 
 Per mode: seconds per round (mean over rounds of the slowest worker, and of the fastest:
 ``sync_time_s``) with the simulated run's difference from Mininet's, bytes into the PS per
@@ -46,8 +49,12 @@ def _by(doc: dict) -> str:
     parts = ["sim"]
     if o.get("burst_bytes"):
         parts.append(f"burst {o['burst_bytes']:,.0f} B")
+    else:  # 0, or a run from before the option: links served at their rate
+        parts.append("no bucket")
     if o.get("switch_proc_ms"):
         parts.append(f"switch {o['switch_proc_ms']:g} ms")
+    if o.get("wake_ms"):
+        parts.append(f"wake {o['wake_ms']:g} ms")
     if o.get("delay_ms"):
         parts.append(f"delay {o['delay_ms']:g} ms")
     if o.get("jitter_ms", 10.0) != 10.0:  # 10: the default, the start-file poll
@@ -87,29 +94,48 @@ def _time(x: float, ref: Row | None, attr: str) -> str:
     return f"{x:.3f} ({(x - base) / base * 100:+.1f} %)" if base else f"{x:.3f}"
 
 
+def _settings(run: dict[str, Row]) -> set[str]:
+    return {r.settings for r in run.values()}
+
+
+def _mean(rows: list[Row]) -> Row:
+    """Several Mininet runs' row of one mode as one: mean times (the range in ``cells``)."""
+    lo, hi = min(r.slowest for r in rows), max(r.slowest for r in rows)
+    flo, fhi = min(r.fastest for r in rows), max(r.fastest for r in rows)
+    return Row(settings=rows[0].settings, by=f"Mininet, mean of {len(rows)}", simulated=False,
+               slowest=statistics.mean(r.slowest for r in rows),
+               fastest=statistics.mean(r.fastest for r in rows),
+               cells=f"range {lo:.3f}–{hi:.3f}, fastest {flo:.3f}–{fhi:.3f} | | | | | |")
+
+
 def table(runs: list[dict[str, Row]]) -> list[str]:
-    """The Markdown lines: every mode of every group, Mininet first, then its simulated runs
-    with their differences from it."""
-    groups: list[tuple[dict[str, Row] | None, list[dict[str, Row]]]] = []
+    """The Markdown lines: every mode of every group, its Mininet runs first (and their mean
+    when several), then its simulated runs with their differences from Mininet's mean."""
+    groups: list[tuple[list[dict[str, Row]], list[dict[str, Row]]]] = []
     for run in runs:
-        if any(not r.simulated for r in run.values()) or not groups:
-            sim = not any(not r.simulated for r in run.values())
-            groups.append((None, [run]) if sim else (run, []))
+        mininet = any(not r.simulated for r in run.values())
+        if mininet and groups and groups[-1][0] and not groups[-1][1] \
+                and _settings(groups[-1][0][0]) == _settings(run):
+            groups[-1][0].append(run)  # Mininet again, same settings: its spread
+        elif mininet or not groups:
+            groups.append(([run], []) if mininet else ([], [run]))
         else:
             groups[-1][1].append(run)
     out = ["| settings | mode | by | s/round (Δ) | s/round, fastest (Δ) | PS B/round | retx "
            "| PS B/round − retx | γ meas. / ratio | accuracy | exact |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for mn, sims in groups:
-        modes = dict.fromkeys([*(mn or {}), *(m for s in sims for m in s)])
+    for mns, sims in groups:
+        modes = dict.fromkeys([*(m for r in mns for m in r), *(m for s in sims for m in s)])
         for mode in modes:
-            ref = (mn or {}).get(mode)
-            if mn is not None and ref is None:
+            seen = [r[mode] for r in mns if mode in r]
+            ref = None if not seen else seen[0] if len(seen) == 1 else _mean(seen)
+            if mns and ref is None:
                 out.append(f"| | {mode} | Mininet | not run | | | | | | | |")
-            for run, base in ([(mn, None)] if mn else []) + [(s, ref) for s in sims]:
-                r = run.get(mode)
-                if r is None:
-                    continue
+            listed: list[tuple[Row, Row | None]] = [(r, None) for r in seen]
+            if len(seen) > 1 and ref is not None:
+                listed.append((ref, None))
+            listed += [(s[mode], ref) for s in sims if mode in s]
+            for r, base in listed:
                 out.append(f"| {r.settings} | {mode} | {r.by} | {_time(r.slowest, base, 'slowest')} "
                            f"| {_time(r.fastest, base, 'fastest')} | {r.cells} |")
     return out

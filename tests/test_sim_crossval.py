@@ -28,7 +28,8 @@ def test_groups_and_differences(tmp_path: Path) -> None:
     bucket = _run(tmp_path / "b", simulated=True, times=(0.180, 0.160), burst=1600)
     lines = CROSSVAL["table"]([CROSSVAL["rows"](p) for p in (mn, sim, bucket)])
     body = lines[2:]
-    assert [line.split("|")[3].strip() for line in body] == ["Mininet", "sim", "sim, burst 1,600 B"]
+    assert [line.split("|")[3].strip() for line in body] == ["Mininet", "sim, no bucket",
+                                                             "sim, burst 1,600 B"]
     assert "| 0.220 (+10.0 %) | 0.120 (-25.0 %) |" in body[1]
     assert "| 0.180 (-10.0 %) | 0.160 (+0.0 %) |" in body[2]
     assert "%" not in body[0].split("|")[4]  # Mininet's own row: no difference
@@ -39,3 +40,29 @@ def test_simulated_runs_alone_have_no_reference(tmp_path: Path) -> None:
     b = _run(tmp_path / "b", simulated=True, times=(0.4, 0.2))
     lines = CROSSVAL["table"]([CROSSVAL["rows"](p) for p in (a, b)])
     assert len(lines) == 4 and all("%" not in line for line in lines)
+
+
+def test_mininet_runs_of_the_same_settings_are_averaged(tmp_path: Path) -> None:
+    """Three Mininet runs in a row (0.120, 0.125, 0.130 s; fastest 0.110, 0.115, 0.120): each
+    listed, then their mean (0.125, 0.115) with its range; the simulated run after them is
+    compared with the mean: 0.1125 is -10.0 %, 0.1035 is -10.0 %."""
+    mns = [_run(tmp_path / f"mn{i}", simulated=False, times=(0.120 + 0.005 * i, 0.110 + 0.005 * i))
+           for i in range(3)]
+    sim = _run(tmp_path / "sim", simulated=True, times=(0.1125, 0.1035), burst=1600)
+    body = CROSSVAL["table"]([CROSSVAL["rows"](p) for p in (*mns, sim)])[2:]
+    assert [line.split("|")[3].strip() for line in body] == [
+        "Mininet", "Mininet", "Mininet", "Mininet, mean of 3", "sim, burst 1,600 B"]
+    assert "| 0.125 | 0.115 | range 0.120–0.130, fastest 0.110–0.120 |" in body[3]
+    assert "| 0.113 (-10.0 %) | 0.103 (-10.0 %) |" in body[4]  # 0.1125, 0.1035 (float)
+
+
+def test_a_mininet_run_of_other_settings_opens_a_new_group(tmp_path: Path) -> None:
+    a = _run(tmp_path / "a", simulated=False, times=(0.2, 0.1))
+    doc = json.loads((a / "results.json").read_text())
+    doc["settings"]["topo"] = "fattree:8"
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "results.json").write_text(json.dumps(doc))
+    body = CROSSVAL["table"]([CROSSVAL["rows"](p) for p in (a, b)])[2:]
+    assert [line.split("|")[3].strip() for line in body] == ["Mininet", "Mininet"]
+    assert all("mean" not in line for line in body)

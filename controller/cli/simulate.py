@@ -81,8 +81,12 @@ def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
                    help=f"a switch's time per frame (default {o.switch_proc_ms:g})")
     v.add_argument("--burst-bytes", type=finite_float, default=o.burst_bytes,
                    help="a token bucket of this many bytes per link direction, as htb shapes "
-                        "(about 1600 for TCLink's; default 0: every frame takes its "
-                        "transmission time)")
+                        f"(default {o.burst_bytes:g}: TCLink's class's ceil bucket; 0: every "
+                        "frame takes its transmission time)")
+    v.add_argument("--wake-ms", type=finite_float, default=o.wake_ms,
+                   help="every switch and host takes a frame this long after it arrives "
+                        "(Mininet's processes woken on shared cores; default "
+                        f"{o.wake_ms:g}; docs/simulate.md)")
     v.add_argument("--ecn-packets", type=int, default=o.ecn_packets, metavar="N",
                    help="switches mark INA packets whose link queue holds N frames "
                         "(MyEgress.ecn_config; default 0: no marks; docs/protocol.md §6)")
@@ -120,7 +124,8 @@ def _check(args: argparse.Namespace) -> None:
     if args.target != "pyswitch":
         raise ExperimentError("--target: simulate runs ina.p4 on in-process pyswitch only")
     for what, v in (("--delay-ms", args.delay_ms), ("--compute-ms", args.sim_compute_ms),
-                    ("--jitter-ms", args.jitter_ms), ("--switch-proc-ms", args.switch_proc_ms)):
+                    ("--jitter-ms", args.jitter_ms), ("--switch-proc-ms", args.switch_proc_ms),
+                    ("--wake-ms", args.wake_ms)):
         if not 0 <= v <= 60_000:
             raise ExperimentError(f"{what} must be in [0, 60000] ms, got {v:g}")
     if not 0 <= args.ecn_packets <= 1 << 19:
@@ -136,7 +141,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     opt = SimOptions(delay_ms=args.delay_ms, queue=args.queue, compute_ms=args.sim_compute_ms,
                      jitter_ms=args.jitter_ms, switch_proc_ms=args.switch_proc_ms,
                      train=not args.no_train, full_p4=args.full_p4,
-                     burst_bytes=args.burst_bytes, ecn_packets=args.ecn_packets)
+                     burst_bytes=args.burst_bytes, ecn_packets=args.ecn_packets,
+                     wake_ms=args.wake_ms)
     name = args.name or time.strftime("sim-%Y%m%d-%H%M%S")
     budgets = args.budgets if args.budgets is not None else [s.budget]
     sweep = []

@@ -529,7 +529,7 @@ class SimDeployed:
         return SimNetwork(loop, self.graph, self.netplan.ports, switches, 1.0,
                           opt.delay_ms / 1000.0, opt.queue, self.impair,
                           on_host=lambda h, f: None, proc_s=opt.switch_proc_ms / 1000.0,
-                          burst=opt.burst_bytes)
+                          burst=opt.burst_bytes, wake_s=opt.wake_ms / 1000.0)
 
     def _cross_traffic(self, loop: EventLoop, net: SimNetwork, label: str) -> Any:
         """The TCP flows of ``--cross-traffic`` for the launch ``label`` (None: none)."""

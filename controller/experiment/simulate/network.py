@@ -17,8 +17,15 @@ filled at the link's rate, as htb shapes: a frame leaves as soon as the bucket i
 debt (tokens ≥ 0), at no serialization cost, and takes its bytes from it (which may leave
 it in debt by less than a frame).  After an idle period up to about ``burst`` bytes go at
 once; over time the rate is the same.  TCLink's htb class has ``burst 15k`` and the ceil
-bucket ``tc`` computes (rate/HZ + MTU, about 1,600 bytes here); a frame needs both, so
-about 1,600 bytes (docs/simulate.md, cross-validation at 0.1 Mbit/s).
+bucket ``tc`` computes (rate/HZ + MTU: ``cburst 1600b`` with high-resolution timers); a
+frame needs both, and the smaller always decides, so 1,600 bytes: :class:`SimOptions`'
+default since issue 39 (docs/simulate.md, cross-validation).
+
+With ``wake`` > 0 s every node -- a switch or a host -- takes a frame ``wake`` seconds after
+it arrived (then a switch's ``proc`` server, if any): in Mininet each switch and host is a
+process that sleeps in ``poll`` until a frame comes, and is woken and scheduled on the
+machine's shared cores before it reads it.  It is a delay, not a server: frames that
+arrive together are taken together, as a woken process reads its whole batch.
 """
 
 from __future__ import annotations
@@ -103,13 +110,14 @@ class SimNetwork:
     switch port (None: none); ``on_host(host, frame)`` receives what reaches a host;
     ``proc_s``: a switch's time per frame (one FIFO server per switch, as pyswitch's one
     thread; 0: none); ``burst``: bytes of every shaped link direction's token bucket
-    (module doc; 0: none)."""
+    (module doc; 0: none); ``wake_s``: how long after a frame arrives its node takes it
+    (module doc; 0: at once)."""
 
     def __init__(self, loop: EventLoop, graph: nx.Graph, ports: dict[str, dict[str, int]],
                  switches: dict[str, Any], bw_unit_mbps: float | None, delay_s: float,
                  queue: int, impair: ImpairmentSpec | None,
                  on_host: Callable[[str, bytes], None], proc_s: float = 0.0,
-                 burst: float = 0.0) -> None:
+                 burst: float = 0.0, wake_s: float = 0.0) -> None:
         self.loop, self.switches, self.on_host = loop, switches, on_host
         self.links: dict[tuple[str, int], Link] = {}
         self.name_of: dict[tuple[str, int], str] = {}  # (node, port) -> neighbour
@@ -135,7 +143,7 @@ class SimNetwork:
         # depth_hist[d]: frames offered to a link that found d frames in its queue, the one
         # on the wire included (enq_qdepth; a drop found ``queue``): simulate/depths.py
         self.depth_hist = [0] * (queue + 1)
-        self.proc_s = proc_s
+        self.proc_s, self.wake_s = proc_s, wake_s
         self._busy: dict[str, float] = {}  # switch -> when its server is free
 
     # -- sending ----------------------------------------------------------------------
@@ -213,6 +221,13 @@ class SimNetwork:
         link, frame = arg
         link.bytes += len(frame)
         link.frames += 1
+        if self.wake_s:  # counted on the link now, taken by its node later (module doc)
+            self.loop.at(self.loop.now + self.wake_s, self._take, arg)
+        else:
+            self._take(arg)
+
+    def _take(self, arg: tuple[Link, bytes]) -> None:
+        link, frame = arg
         node, port = link.peer
         sw = self.switches.get(node)
         if sw is None:
@@ -321,8 +336,11 @@ class SimOptions:
     compute_ms: float = 8.0  # a worker's virtual time between two rounds (apply, accuracy,
     # next gradient: 8 ms measured for the make-run MLP, docs/simulate.md)
     jitter_ms: float = 10.0  # + uniform [0, jitter) per worker and round (start-file poll)
-    switch_proc_ms: float = 0.0  # a switch's time per frame (pyswitch: ~0.5 ms on our machine)
-    burst_bytes: float = 0.0  # htb's token bucket per link direction (0: none; network.py)
+    switch_proc_ms: float = 0.0  # a switch's time per frame (pyswitch's CPU in Mininet: 33 µs)
+    burst_bytes: float = 1600.0  # htb's token bucket per link direction: TCLink's class's
+    # ceil bucket, rate/HZ + mtu = 1,600 B (network.py; 0: none, every frame takes its time)
+    wake_ms: float = 0.0  # how long after a frame arrives its switch or host takes it (0: at
+    # once; Mininet's processes woken on shared cores, docs/simulate.md cross-validation)
     train: bool = True  # a real model's gradients (False: seeded random int32 vectors)
     full_p4: bool = False  # every switch executes ina.p4 (default: forwarding-only switches
     # take the tested shortcut of simulate/fastpath.py, docs/simulate.md "Speed")

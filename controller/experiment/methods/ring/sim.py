@@ -129,7 +129,8 @@ def simulate_ring(deployed: Any, jobs: list[RingJob], rounds: int, *, k: int = 3
 
     net = SimNetwork(loop, deployed.graph, deployed.netplan.ports, switches, 1.0,
                      opt.delay_ms / 1000.0, opt.queue, deployed.impair, on_host=on_host,
-                     proc_s=opt.switch_proc_ms / 1000.0, burst=opt.burst_bytes)
+                     proc_s=opt.switch_proc_ms / 1000.0, burst=opt.burst_bytes,
+                     wake_s=opt.wake_ms / 1000.0)
     left = [sum(len(j.workers) for j in jobs)]
 
     def one_done() -> None:

@@ -184,7 +184,7 @@ def simulate_switchml(deployed: Any, jobs: list[SmJob], rounds: int, *, pool_siz
             w.on_frame(f)
     net = SimNetwork(loop, graph, ports, switches, 1.0, opt.delay_ms / 1000.0, opt.queue,
                      deployed.impair, on_host=on_host, proc_s=opt.switch_proc_ms / 1000.0,
-                     burst=opt.burst_bytes)
+                     burst=opt.burst_bytes, wake_s=opt.wake_ms / 1000.0)
     left = [sum(len(j.workers) for j in jobs)]
 
     def one_done() -> None:
