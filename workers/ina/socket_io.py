@@ -1,5 +1,5 @@
 """The real hosts' :class:`workers.ina.driver.HostIO`: one UDP socket, the monotonic clock,
-``select`` (docs/design.md §3.5).
+``poll`` (docs/design.md §3.5).
 
 :meth:`SocketIO.serve` is the one loop of a worker or PS process: it waits on the socket (and
 any other file the host watches, e.g. the PS's control FIFO) until the driver's timer or the
@@ -10,6 +10,7 @@ datagram (many per system call, ``workers.ina.udp.receive_many``) and fires its 
 
 from __future__ import annotations
 
+import math
 import select
 import socket
 import time
@@ -62,11 +63,24 @@ class SocketIO:
               ) -> None:
         """Run ``driven`` until ``until()``: deferred calls when due, ``poll(now)`` once per
         turn, then wait for a datagram (or one of ``others``, handed to ``on_ready``), its
-        timer or ``max_wait``."""
-        mine = [self.sock] if self.reply is None else [self.sock, self.reply]
-        watched = [*mine, *others]
+        timer or ``max_wait``.
+
+        A turn is paid per datagram on a paced link (issue 42), so it allocates nothing
+        when no deferred call waits: one ``poll`` object registered once (``select``
+        rebuilt its descriptor sets every turn), its timeout in whole milliseconds rounded
+        up (a timer fires at its time or up to 1 ms late, never early)."""
+        mine = {self.sock.fileno(): self.sock}
+        if self.reply is not None:
+            mine[self.reply.fileno()] = self.reply
+        rest = {f.fileno(): f for f in others}
+        poller = select.poll()
+        for fd in (*rest, *mine):  # the others first in a turn, as select handed them
+            poller.register(fd, select.POLLIN)
+        wait_ms = max_wait * 1e3
+        monotonic, ceil = time.monotonic, math.ceil
+        on_packets, on_timer = driven.on_packets, driven.on_timer
         while not until():
-            now = time.monotonic()
+            now = monotonic()
             if self._later:
                 due = [fn for t, fn in self._later if t <= now]
                 self._later = [(t, fn) for t, fn in self._later if t > now]
@@ -74,29 +88,31 @@ class SocketIO:
                     fn()
                 if until():
                     break
-                now = time.monotonic()
+                now = monotonic()
             if poll is not None:
                 poll(now)
-            wait = max_wait
-            for t in [self._wake, *(t for t, _ in self._later)]:
-                if t is not None:
-                    wait = min(wait, max(0.0, t - now))
+            wait = wait_ms
+            wake = self._wake
+            if wake is not None and (wake - now) * 1e3 < wait:
+                wait = max(0.0, (wake - now) * 1e3)
+            for t, _ in self._later:
+                wait = min(wait, max(0.0, (t - now) * 1e3))
             try:
-                ready, _, _ = select.select(watched, [], [], wait)
+                ready = poller.poll(ceil(wait))
             except InterruptedError:
                 continue
-            if on_ready is not None:
-                for f in ready:
-                    if f not in mine:
-                        on_ready(f)
-            for s in mine:
-                if s not in ready:
+            for fd, _ in ready:
+                s = mine.get(fd)
+                if s is None:
+                    if on_ready is not None and fd in rest:
+                        on_ready(rest[fd])
                     continue
                 while True:
                     got = receive_many(s)  # every waiting datagram, one system call
-                    driven.on_packets(got)
-                    if len(got) < BATCH:  # none was left waiting: the next select sees newer
+                    if got:
+                        on_packets(got)
+                    if len(got) < BATCH:  # none was left waiting: the next poll sees newer
                         break
-            if self._wake is not None and time.monotonic() >= self._wake:
+            if self._wake is not None and monotonic() >= self._wake:
                 self._wake = None
-                driven.on_timer()
+                on_timer()
