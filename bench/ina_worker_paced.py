@@ -37,7 +37,6 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 
 from workers.common.model import Replica, TrainConfig  # noqa: E402
 from workers.common.quantize import choose_frac_bits  # noqa: E402

@@ -5,7 +5,8 @@
 any other file the host watches, e.g. the PS's control FIFO) until the driver's timer or the
 next deferred call is due -- at most ``max_wait`` seconds, so that ``poll`` (a control record
 read, a silence scan, a round timeout) runs regularly -- then hands the driver every waiting
-datagram (many per system call, ``workers.ina.udp.receive_many``) and fires its timer.
+datagram (many per system call, ``workers.ina.udp.receive_many``; one ``recv`` for a
+datagram that woke it, :data:`LONE_GAP`) and fires its timer.
 """
 
 from __future__ import annotations
@@ -18,10 +19,18 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from workers.ina.driver import Address
-from workers.ina.udp import BATCH, receive_many, send_many
+from workers.ina.udp import BATCH, receive_many, receive_one, send_many
 from workers.ina.wire import InaPacket
 
-__all__ = ["SocketIO", "Driven"]
+__all__ = ["SocketIO", "Driven", "LONE_GAP"]
+
+LONE_GAP = 50e-6
+"""A ``poll`` that waited longer than this woke for what arrived while it slept: most likely
+one datagram (a paced link: a worker's RESULTs), which :meth:`SocketIO.serve` reads with one
+``recv`` (``workers.ina.udp.receive_one``, cheaper than ``recvmmsg`` through ctypes).  A
+``poll`` that returned at once found datagrams waiting: every one of them in one
+``recvmmsg`` (``receive_many``).  So a burst after a quiet spell costs one more turn (its
+first datagram alone), never one turn per datagram."""
 
 
 class Driven(Protocol):
@@ -68,7 +77,8 @@ class SocketIO:
         A turn is paid per datagram on a paced link (issue 42), so it allocates nothing
         when no deferred call waits: one ``poll`` object registered once (``select``
         rebuilt its descriptor sets every turn), its timeout in whole milliseconds rounded
-        up (a timer fires at its time or up to 1 ms late, never early)."""
+        up (a timer fires at its time or up to 1 ms late, never early); what woke a sleeping
+        ``poll`` is read with one ``recv`` (:data:`LONE_GAP`)."""
         mine = {self.sock.fileno(): self.sock}
         if self.reply is not None:
             mine[self.reply.fileno()] = self.reply
@@ -97,21 +107,28 @@ class SocketIO:
                 wait = max(0.0, (wake - now) * 1e3)
             for t, _ in self._later:
                 wait = min(wait, max(0.0, (t - now) * 1e3))
+            asleep = monotonic()
             try:
                 ready = poller.poll(ceil(wait))
             except InterruptedError:
                 continue
+            lone = monotonic() - asleep > LONE_GAP  # it came while we slept: one, likely
             for fd, _ in ready:
                 s = mine.get(fd)
                 if s is None:
                     if on_ready is not None and fd in rest:
                         on_ready(rest[fd])
                     continue
+                if lone:
+                    got = receive_one(s)  # others may wait: the next poll says so at once
+                    if got:
+                        on_packets(got)
+                    continue
                 while True:
                     got = receive_many(s)  # every waiting datagram, one system call
                     if got:
                         on_packets(got)
-                    if len(got) < BATCH:  # none was left waiting: the next poll sees newer
+                    if len(got) < BATCH:  # none was left waiting
                         break
             if self._wake is not None and monotonic() >= self._wake:
                 self._wake = None

@@ -61,6 +61,20 @@ def receive(sock: socket.socket) -> InaPacket | None:
         return None
 
 
+def receive_one(sock: socket.socket) -> list[InaPacket | None]:
+    """The first waiting datagram as `receive_many` hands it (``[]`` when none waits,
+    ``[None]`` for a malformed one), with one ``recv``: cheaper than ``recvmmsg`` through
+    ctypes when datagrams come one at a time (issue 42); others may still wait after it."""
+    try:
+        data = sock.recv(_SLOT)  # a longer datagram is cut to _SLOT bytes: malformed below
+    except BlockingIOError:
+        return []
+    try:
+        return [decode_payload(data)]
+    except InaDecodeError:
+        return [None]
+
+
 _MM = ctypes.sizeof(_MMsgHdr)
 _OFF_LEN = _MMsgHdr.len.offset
 _OFF_FLAGS = _MsgHdr.flags.offset
