@@ -118,12 +118,12 @@ def one_run(tree: Path, a: argparse.Namespace) -> tuple[float, float]:
         t_next = 0.0
         cpu0 = None
         (out / "start").write_text("")
-        results = 0
+        answered: set[tuple[int, int]] = set()  # (round, chunk): a retransmission's answer
         last = a.rounds * n_chunks_for(
             Replica(TrainConfig(model="mlp", hidden=a.hidden, n_workers=a.members,
                                 rounds=a.rounds), 0).params.size, K)
         try:
-            while results < last:
+            while len(answered) < last:
                 wait = max(0.0, t_next - time.monotonic()) if pending else 1.0
                 if select.select([net], [], [], wait)[0]:
                     data, src = net.recvfrom(4096)
@@ -140,7 +140,7 @@ def one_run(tree: Path, a: argparse.Namespace) -> tuple[float, float]:
                         net.sendto(encode_payload(InaPacket.result(
                             g.job_id, g.round, g.chunk_id, mask, g.values, echo=Echo.of(g))),
                             dest)
-                        results += 1
+                        answered.add((g.round, g.chunk_id))
                     t_next = now + a.gap * a.burst
             # the worker's last turn: wait for it to write its files and exit
             cpu1, us1 = _cpu_ns(p.pid), _sys_share(p.pid)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from workers.ina.driver import Address
-from workers.ina.udp import BATCH, receive_many, receive_one, send_many
+from workers.ina.udp import BATCH, receive_many, receive_one, send, send_many
 from workers.ina.wire import InaPacket
 
 __all__ = ["SocketIO", "Driven", "LONE_GAP"]
@@ -57,7 +57,9 @@ class SocketIO:
         return time.monotonic()
 
     def send(self, pkts: Sequence[InaPacket], dest: Address) -> None:
-        if pkts:
+        if len(pkts) == 1:  # a worker's usual answer to a RESULT: one GRAD, one sendto
+            send(self.sock, pkts[0], dest)
+        elif pkts:
             send_many(self.sock, list(pkts), dest)
 
     def wake_at(self, t: float | None) -> None:

@@ -260,10 +260,8 @@ class InaPacket:
                flags: int = 0, echo: Echo = NO_ECHO) -> InaPacket:
         """The PS's RESULT of a chunk summed over ``bitmap``, echoing ``echo``: agg_id
         AGG_ID_PS, count = popcount(bitmap)."""
-        copy = echo.copy
-        return _packet(TYPE_RESULT, int(flags), job_id, round, chunk_id, AGG_ID_PS,
-                       0 if copy is None else 1 + copy, bitmap.bit_count(), echo.worker,
-                       bitmap, values)
+        return cls(TYPE_RESULT, int(flags), job_id, round, chunk_id, AGG_ID_PS, echo.fan_in,
+                   bitmap.bit_count(), echo.worker, bitmap, values)
 
     @property
     def copy_number(self) -> int:
@@ -317,7 +315,7 @@ class _Unfrozen:
 def _packet(msg_type: int, flags: int, job_id: int, round: int, chunk_id: int, agg_id: int,
             fan_in: int, count: int, worker_id: int, bitmap: int,
             values: np.ndarray) -> InaPacket:
-    """``InaPacket(...)`` for the hot paths (the codec, ``grad``, ``result``): the frozen
+    """``InaPacket(...)`` for the hot paths (the codec, ``grad``): the frozen
     dataclass's ``__init__`` sets each field through ``object.__setattr__``, 0.9 µs a packet
     (issue 42); plain slot stores and a class change take 0.27 µs.  The result is an
     ordinary frozen InaPacket (checked equal to the constructor's at import)."""
@@ -327,6 +325,7 @@ def _packet(msg_type: int, flags: int, job_id: int, round: int, chunk_id: int, a
     p.values = values
     p.__class__ = InaPacket  # type: ignore[assignment]
     return p  # type: ignore[return-value]
+
 
 # The layout is declared once, by HEADER_FIELDS: everything above that names its fields is
 # checked against it here, at import, so a field added to one and not the others fails
