@@ -5,8 +5,8 @@ The job is make run's (the digits MLP with 32 hidden units: 2,410 values, 76 chu
 6 workers; window 16; timeout 0.3 s; a start file), in PS-only mode (no switch: every GRAD
 goes raw to the PS, which sends every RESULT to every worker).  Each process runs the real
 ``workers.ina.worker_node.run`` / ``workers.ina.ps_node.run``; with ``--trace`` the I/O
-calls they make (``poll``, ``receive_many`` / ``receive_one``, ``send_many`` / ``send``) and the worker's compute
-between rounds are wrapped with clocks (``time.perf_counter``), nothing else changes.
+calls they make (``poll``, ``receive_many`` / ``receive_one``, ``send_many`` / ``send``)
+and the worker's compute between rounds are wrapped with clocks (``time.perf_counter``), nothing else changes.
 
 Prints, with the settings and the load average: the median seconds per round (the
 slowest worker's, as results.json counts it), each process's CPU time (user + system,
