@@ -5,8 +5,8 @@
 any other file the host watches, e.g. the PS's control FIFO) until the driver's timer or the
 next deferred call is due -- at most ``max_wait`` seconds, so that ``poll`` (a control record
 read, a silence scan, a round timeout) runs regularly -- then hands the driver every waiting
-datagram (many per system call, ``workers.ina.udp.receive_many``; one ``recv`` for a
-datagram that woke it, :data:`LONE_GAP`) and fires its timer.
+datagram (many per system call, ``workers.ina.udp.receive_many``; a worker's: one ``recv``
+for a datagram that woke it, :data:`LONE_GAP`) and fires its timer.
 """
 
 from __future__ import annotations
@@ -25,12 +25,14 @@ from workers.ina.wire import InaPacket
 __all__ = ["SocketIO", "Driven", "LONE_GAP"]
 
 LONE_GAP = 50e-6
-"""A ``poll`` that waited longer than this woke for what arrived while it slept: most likely
-one datagram (a paced link: a worker's RESULTs), which :meth:`SocketIO.serve` reads with one
-``recv`` (``workers.ina.udp.receive_one``, cheaper than ``recvmmsg`` through ctypes).  A
-``poll`` that returned at once found datagrams waiting: every one of them in one
-``recvmmsg`` (``receive_many``).  So a burst after a quiet spell costs one more turn (its
-first datagram alone), never one turn per datagram."""
+"""A ``poll`` that waited longer than this woke for what arrived while it slept: on a paced
+socket (``SocketIO(paced=True)``: a worker's, whose RESULTs the network hands over one at a
+time) most likely one datagram, which :meth:`SocketIO.serve` reads with one ``recv``
+(``workers.ina.udp.receive_one``, cheaper than ``recvmmsg`` through ctypes).  A ``poll``
+that returned at once found datagrams waiting: every one of them in one ``recvmmsg``
+(``receive_many``).  So a burst after a quiet spell costs one more turn (its first datagram
+alone), never one turn per datagram; the PS, whose GRADs come in bursts, reads every time
+with ``recvmmsg`` (a burst split in two sent its RESULTs to each destination twice)."""
 
 
 class Driven(Protocol):
@@ -45,8 +47,12 @@ class Driven(Protocol):
 class SocketIO:
     """A host's socket and clock (module docstring)."""
 
-    def __init__(self, sock: socket.socket, reply: socket.socket | None = None) -> None:
+    def __init__(self, sock: socket.socket, reply: socket.socket | None = None, *,
+                 paced: bool = False) -> None:
         self.sock = sock
+        # datagrams most often come one at a time (a worker's RESULTs, each sent by the
+        # network as its own): read what wakes the loop with one recv (LONE_GAP)
+        self.paced = paced
         # a worker's second socket, on the job's reply_port: the PS's answers to this
         # worker alone (docs/protocol.md §6), read as the first one
         self.reply = reply
@@ -79,8 +85,8 @@ class SocketIO:
         A turn is paid per datagram on a paced link (issue 42), so it allocates nothing
         when no deferred call waits: one ``poll`` object registered once (``select``
         rebuilt its descriptor sets every turn), its timeout in whole milliseconds rounded
-        up (a timer fires at its time or up to 1 ms late, never early); what woke a sleeping
-        ``poll`` is read with one ``recv`` (:data:`LONE_GAP`)."""
+        up (a timer fires at its time or up to 1 ms late, never early); with ``paced``, what
+        woke a sleeping ``poll`` is read with one ``recv`` (:data:`LONE_GAP`)."""
         mine = {self.sock.fileno(): self.sock}
         if self.reply is not None:
             mine[self.reply.fileno()] = self.reply
@@ -114,7 +120,7 @@ class SocketIO:
                 ready = poller.poll(ceil(wait))
             except InterruptedError:
                 continue
-            lone = monotonic() - asleep > LONE_GAP  # it came while we slept: one, likely
+            lone = self.paced and monotonic() - asleep > LONE_GAP  # came while we slept
             for fd, _ in ready:
                 s = mine.get(fd)
                 if s is None:

@@ -185,7 +185,7 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
     if cfg.reply_port is not None:  # the PS's answers to this worker alone (protocol.md §6)
         reply = open_socket(("0.0.0.0", cfg.reply_port))
         reply.setblocking(False)
-    io = SocketIO(sock, reply)
+    io = SocketIO(sock, reply, paced=True)  # RESULTs come one at a time (socket_io.LONE_GAP)
     wait_for_start(cfg, worker_id)
 
     driver = WorkerDriver(io, cfg, worker_id, app, rtt=job_rtt(cfg), rounds=app.log)
