@@ -24,6 +24,7 @@ from pyswitch.mmsg import MsgHdr as _MsgHdr
 from pyswitch.mmsg import recvmmsg as _recvmmsg
 from pyswitch.mmsg import sendmmsg as _sendmmsg
 from workers.ina.wire import (
+    PAYLOAD_BYTES,
     InaDecodeError,
     InaPacket,
     decode_payload,
@@ -34,6 +35,7 @@ from workers.ina.wire import (
 RCVBUF = 8 << 20
 BATCH = 64
 _SLOT = 4096  # receive buffer per datagram (what `receive` reads)
+_ONE = PAYLOAD_BYTES + 1  # what `receive_one` reads: enough to see a datagram is too long
 
 
 def open_socket(bind: tuple[str, int]) -> socket.socket:
@@ -66,7 +68,7 @@ def receive_one(sock: socket.socket) -> list[InaPacket | None]:
     ``[None]`` for a malformed one), with one ``recv``: cheaper than ``recvmmsg`` through
     ctypes when datagrams come one at a time (issue 42); others may still wait after it."""
     try:
-        data = sock.recv(_SLOT)  # a longer datagram is cut to _SLOT bytes: malformed below
+        data = sock.recv(_ONE)  # a longer datagram is cut to _ONE bytes: malformed below
     except BlockingIOError:
         return []
     try:
