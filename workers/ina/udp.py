@@ -116,7 +116,8 @@ class _Batch:
         self.addr = ctypes.addressof(self.msgs)
         # the mmsghdr array as native 32-bit words: each slot's msg_len and msg_flags read
         # by index (a struct unpack from the ctypes array per field cost 0.3 µs)
-        self.words = memoryview(self.msgs).cast("B").cast("I")
+        self.words: memoryview | None = (None if send  # read by receive_many only
+                                         else memoryview(self.msgs).cast("B").cast("I"))
 
     def aim(self, dest: tuple[str, int]) -> None:
         """Every slot sends to ``dest`` (an IPv4 address and port)."""
@@ -201,6 +202,7 @@ def receive_many(sock: socket.socket) -> list[InaPacket | None]:
     # the kernel writes every filled slot's length and flags (msg_len, msg_flags), so
     # nothing needs resetting between calls
     words = b.words
+    assert words is not None  # a receive batch's
     if n == 1:  # the usual case on a paced link: one datagram a turn
         if words[_FLAGS_W] & _TRUNC:
             return [None]  # longer than any INA payload: malformed
