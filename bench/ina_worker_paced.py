@@ -12,7 +12,8 @@ round's last RESULT has been taken (the worker exits), and divided by the rounds
 
 ``--trees A,B,...`` runs the worker from each tree's ``workers`` package in turn, ``--runs``
 times (A B A B ...: a drift in the machine's speed falls on both), and prints each tree's
-median and the ratio to the first: a change measured side by side in one run.
+median, its ratio to the first tree's, and the median of the ratios run by run: a change
+measured side by side in one run.
 
     python bench/ina_worker_paced.py [--rounds 40] [--gap 0.0004] [--members 64]
         [--trees /work/main,.] [--runs 3] [--smoke]
@@ -192,9 +193,10 @@ def main() -> int:
     for t in trees:
         med = statistics.median(got[t])
         runs = " ".join(f"{x:.2f}" for x in got[t])
+        pairs = statistics.median(x / y for x, y in zip(got[t], got[trees[0]], strict=True))
         print(f"  {str(t):34s} worker CPU per round {med:6.2f} ms (runs: {runs}), "
-              f"{med * 1e3 / chunks:5.1f} µs per chunk, x{med / base:.2f}; "
-              f"system {statistics.median(sys_share[t]):.0%}")
+              f"{med * 1e3 / chunks:5.1f} µs per chunk, x{med / base:.2f} (run by run: "
+              f"x{pairs:.2f}); system {statistics.median(sys_share[t]):.0%}")
     return 0
 
 
