@@ -117,3 +117,22 @@ def test_timer_fires_not_early_and_others_are_handed_over() -> None:
     assert ready == [7]
     assert host.timer_at[0] >= start + 0.03
     assert host.got == []
+
+
+def test_a_worker_reads_one_at_a_time_only_behind_switches() -> None:
+    """Through switches (one RESULT destination, the network multicasts) a worker's socket
+    is paced; on loopback (the PS sends every worker its copy) it is not."""
+    from workers.common.model import TrainConfig
+    from workers.ina.job import make_job_config
+    from workers.ina.worker_node import results_paced
+
+    addrs = [("10.0.0.1", 5001), ("10.0.0.2", 5001), ("10.0.0.3", 5001)]
+
+    def job(results_to: str):  # type: ignore[no-untyped-def]
+        return make_job_config(job_id=1, mode="ina", rounds=1, train=TrainConfig(),
+                               worker_addrs=addrs, ps_addr=("10.0.0.9", 9000),
+                               schedules={}, frac_bits=8, n_values=32, out_dir="/tmp",
+                               results_to=results_to)
+
+    assert all(results_paced(job("network"), w) for w in range(3))
+    assert not any(results_paced(job("every_worker"), w) for w in range(3))
