@@ -111,9 +111,10 @@ def ps_merge_cost(chunks: int, workers: int, reps: int) -> float:
     return per(one, len(grads), reps)
 
 
-def loopback_costs(chunks: int, reps: int) -> tuple[float, float]:
-    """µs per datagram: ``udp.send_many`` of a round's GRADs, and ``udp.receive_many`` plus
-    decoding of the RESULTs a worker gets (over loopback, the kernel's work included)."""
+def loopback_costs(chunks: int, reps: int) -> tuple[float, float, float, float]:
+    """µs per datagram: ``udp.send_many`` of a round's GRADs, ``udp.receive_many`` plus
+    decoding of the RESULTs a worker gets, and the same one datagram per call (``udp.send``,
+    ``udp.receive_one``; over loopback, the kernel's work included)."""
     from workers.ina import udp
 
     rx = udp.open_socket(("127.0.0.1", 0))
@@ -139,13 +140,33 @@ def loopback_costs(chunks: int, reps: int) -> tuple[float, float]:
                 break
         return (time.thread_time() - t) / max(n, 1) * 1e6
 
+    def one_by_one() -> tuple[float, float]:
+        """µs per datagram of ``udp.send`` (encode + sendto: a worker's answer to a RESULT)
+        and of ``udp.receive_one`` (recv + decode: a paced worker's read); nan in a tree
+        without ``receive_one``."""
+        t = time.thread_time()
+        for p in pkts:
+            udp.send(tx, p, dest)
+        sent = time.thread_time() - t
+        if not hasattr(udp, "receive_one"):
+            while len(udp.receive_many(rx)) == udp.BATCH:
+                pass
+            return sent / len(pkts) * 1e6, float("nan")
+        t = time.thread_time()
+        n = 0
+        while udp.receive_one(rx):
+            n += 1
+        return sent / len(pkts) * 1e6, (time.thread_time() - t) / max(n, 1) * 1e6
+
     try:
         send_us = per(send, chunks, reps)  # send plus drain: the drain is measured below
         recv_us = statistics.median(recv_only() for _ in range(reps))
+        ones = [one_by_one() for _ in range(reps)]
     finally:
         rx.close()
         tx.close()
-    return max(0.0, send_us - recv_us), recv_us
+    return (max(0.0, send_us - recv_us), recv_us, statistics.median(o[0] for o in ones),
+            statistics.median(o[1] for o in ones))
 
 
 ROWS = (("encode", "codec: encode, µs per GRAD"),
@@ -154,6 +175,8 @@ ROWS = (("encode", "codec: encode, µs per GRAD"),
         ("ps", "PS merge (PsState.on_packet), µs per GRAD"),
         ("send", "udp.send_many, µs per datagram"),
         ("recv", "udp.receive_many + decode, µs per datagram"),
+        ("send1", "udp.send (encode + sendto), one datagram, µs"),
+        ("recv1", "udp.receive_one (recv + decode), one datagram, µs"),
         ("turn", "SocketIO.serve turn, one datagram in and out, µs"),
         ("round_ms", "a worker's round, a turn and a chunk per RESULT, ms"),
         ("first_ms", "first batch + first send_many in a fresh process, ms"))
@@ -164,9 +187,10 @@ def measure(a: argparse.Namespace) -> dict[str, float]:
     enc, dec = codec_costs(a.reps)
     w = worker_round_cost(a.chunks, a.workers, a.window, a.reps)
     p = ps_merge_cost(a.chunks, a.workers, max(3, a.reps // 20))
-    s, r = loopback_costs(a.chunks, a.reps)
+    s, r, s1, r1 = loopback_costs(a.chunks, a.reps)
     turn = statistics.median(serve_turn_cost(a.chunks * 10) for _ in range(max(3, a.reps // 20)))
     return {"encode": enc, "decode": dec, "worker": w, "ps": p, "send": s, "recv": r,
+            "send1": s1, "recv1": r1,
             "turn": turn, "round_ms": a.chunks * (w + turn) / 1e3,
             "first_ms": statistics.median(first_calls_ms() for _ in range(3))}
 

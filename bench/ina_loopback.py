@@ -5,12 +5,12 @@ The job is make run's (the digits MLP with 32 hidden units: 2,410 values, 76 chu
 6 workers; window 16; timeout 0.3 s; a start file), in PS-only mode (no switch: every GRAD
 goes raw to the PS, which sends every RESULT to every worker).  Each process runs the real
 ``workers.ina.worker_node.run`` / ``workers.ina.ps_node.run``; with ``--trace`` the I/O
-calls they make (``select``, ``receive_many``, ``send_many``) and the worker's compute
-between rounds are wrapped with clocks (``time.perf_counter``), nothing else changes.
+calls they make (``poll``, ``receive_many`` / ``receive_one``, ``send_many`` / ``send``)
+and the worker's compute between rounds are wrapped with clocks (``time.perf_counter``), nothing else changes.
 
 Prints, with the settings and the load average: the median seconds per round (the
 slowest worker's, as results.json counts it), each process's CPU time (user + system,
-from ``wait4``), and with ``--trace`` per round and process: time blocked in ``select``,
+from ``wait4``), and with ``--trace`` per round and process: time blocked in ``poll``,
 time in receive / send system calls and packets moved, time in the state machines
 (the rest of a round's synchronization, ``workers.ina.driver``), and the worker's compute between rounds; the per-packet cost
 follows from them.
@@ -104,11 +104,20 @@ def _child(role: str, job: Path, worker: int | None, trace_path: Path | None) ->
     if trace_path is not None:
         import select as _select
 
+        class _Poll:  # the loop's poll object, its wait timed
+            def __init__(self) -> None:
+                self.real = _select.poll()
+                self.register = self.real.register
+                self.poll = tr.wrap("poll", self.real.poll)
+
         class _Sel:
-            select = staticmethod(tr.wrap("select", _select.select))
+            POLLIN = _select.POLLIN
+            poll = _Poll
         mod.select = _Sel
         mod.receive_many = tr.wrap("recv", mod.receive_many, lambda a, r: len(r))
+        mod.receive_one = tr.wrap("recv", mod.receive_one, lambda a, r: len(r))
         mod.send_many = tr.wrap("send", mod.send_many, lambda a, r: len(a[1]))
+        mod.send = tr.wrap("send", mod.send, lambda a, r: 1)
         if role == "worker":
             from workers.ina.driver import WorkerDriver
             real_sync, real_finish = WorkerDriver._sync, WorkerDriver._finish
@@ -216,7 +225,7 @@ def run(workers: int, rounds: int, hidden: int, window: int, trace: bool,
 def _per_round(trace: dict[str, dict[str, dict[str, float]]], rounds: int) -> list[str]:
     """Lines: each process's mean per round (rounds 1.. to skip start-up), wall ms and
     CPU ms (thread time) of each part."""
-    cols = ("select", "recv", "send", "state", "gradient", "apply", "test_accuracy")
+    cols = ("poll", "recv", "send", "state", "gradient", "apply", "test_accuracy")
     lines = [f"{'process':8} {'recv pkts/calls':>15} {'send pkts/calls':>15}  "
              + " ".join(f"{c + ' ms':>17}" for c in cols) + "   (wall/CPU)"]
     for name, rows in trace.items():
@@ -229,7 +238,7 @@ def _per_round(trace: dict[str, dict[str, dict[str, float]]], rounds: int) -> li
         def m(key: str, keep: list = keep) -> float:
             return statistics.fmean(r.get(key, 0.0) for r in keep)
         part = {c: (m(c), m(c + "_cpu")) for c in cols if c != "state"}
-        io = [sum(part[c][i] for c in ("select", "recv", "send")) for i in (0, 1)]
+        io = [sum(part[c][i] for c in ("poll", "recv", "send")) for i in (0, 1)]
         part["state"] = ((m("sync") - io[0], m("sync_cpu") - io[1]) if name != "ps"
                          else (m("merge"), m("merge_cpu")))
         lines.append(f"{name:8} {m('recv_pkts'):>8.0f}/{m('recv_calls'):<6.0f} "

@@ -38,7 +38,7 @@ def test_every_bench_script_is_covered_here() -> None:
     covered = {"pyswitch_pps", "pyswitch_ina_pps", "pyswitch_forwarding", "plan_scaling",
                "ina_loss_twin", "p4runtime_abuse", "hostile_frames", "soak", "hostile_input",
                "sim_event_core", "sim_scale", "sim_crossval", "e2e_unshaped", "scale_k8",
-               "plan_jobs_lp", "ina_loopback", "ina_host_pps"}
+               "plan_jobs_lp", "ina_loopback", "ina_host_pps", "ina_worker_paced"}
     assert {p.stem for p in BENCH.glob("*.py")} == covered
 
 
@@ -69,6 +69,11 @@ def test_ina_host_pps_smoke() -> None:
     assert "PS merge (PsState.on_packet), µs per GRAD" in out
     assert "SocketIO.serve turn" in out and "this tree" in out
     assert ("at HEAD" in out and "after / before" in out) == git
+
+
+def test_ina_worker_paced_smoke() -> None:
+    out = _run("bench/ina_worker_paced.py", "--smoke", "--trees", str(ROOT))
+    assert "worker CPU per round" in out and "µs per chunk" in out
 
 
 def test_plan_scaling_smoke() -> None:

@@ -81,3 +81,30 @@ def test_one_socket_sends_and_receives_batches_apart() -> None:
     finally:
         w.close()
         ps.close()
+
+
+def test_receive_one_takes_one_datagram_as_receive_many_would() -> None:
+    """`receive_one` (a paced socket's read, issue 42): the first waiting datagram, decoded
+    exactly, the rest left waiting; malformed ones ``[None]``, none waiting ``[]``."""
+    a, b = udp.open_socket(("127.0.0.1", 0)), udp.open_socket(("127.0.0.1", 0))
+    try:
+        b.setblocking(False)
+        assert udp.receive_one(b) == []
+        sent = _pkts(3)
+        assert udp.send_many(a, sent, b.getsockname()) == 3
+        assert select.select([b], [], [], 2.0)[0]
+        first = udp.receive_one(b)
+        assert len(first) == 1 and encode_payload(first[0]) == encode_payload(sent[0])
+        assert first[0].values.dtype == np.int32
+        assert [encode_payload(p) for p in _drain(b, 2)] == \
+            [encode_payload(p) for p in sent[1:]]
+        bad_type = bytearray(encode_payload(sent[0]))
+        bad_type[0] = 9
+        for junk in (b"\x01\x02", b"\0" * 5000, bytes(bad_type)):
+            a.sendto(junk, b.getsockname())
+            assert select.select([b], [], [], 2.0)[0]
+            assert udp.receive_one(b) == [None]
+        assert udp.receive_one(b) == []
+    finally:
+        a.close()
+        b.close()

@@ -304,3 +304,48 @@ def test_packet_equality_compares_header_and_values() -> None:
     assert p == InaPacket.grad(1, 0, 3, 2, 2, 1, v.astype(np.int64))
     assert p != replace(p, values=v + 1) and p != replace(p, chunk_id=4)
     assert p.header() == (C.TYPE_GRAD, 0, 1, 0, 3, 2, 2, 1, 1, 0b10)
+
+
+def test_decode_payloads_is_decode_payload_per_slot() -> None:
+    """A receive batch decoded at once (issue 42) gives what `decode_payload` gives per
+    datagram: every field and value exact, None where it raises (short, long, truncated
+    -1, unknown type), each packet's values its own row."""
+    from workers.ina.wire import decode_payloads
+
+    stride = 256
+    pkts = [InaPacket.grad(3, 7, c, 2, 4, c, np.arange(C.K, dtype=np.int32) * (c + 1) - 2**30
+                           + c) for c in range(5)]
+    pkts[2] = InaPacket.result(3, 7, 2, 0b1011, np.full(C.K, -5, np.int32), flags=1)
+    buf = bytearray(stride * 8)
+    lengths = []
+    for i, p in enumerate(pkts):
+        data = encode_payload(p)
+        buf[i * stride:i * stride + len(data)] = data
+        lengths.append(len(data))
+    bad = bytearray(encode_payload(pkts[0]))
+    bad[0] = 9  # unknown msg_type
+    buf[5 * stride:5 * stride + len(bad)] = bad
+    lengths += [len(bad), 10, -1]  # bad type, too short, truncated
+    got = decode_payloads(buf, lengths, stride)
+    assert got[:5] == pkts and got[5:] == [None, None, None]
+    for i, p in enumerate(got[:5]):
+        assert p == decode_payload(bytes(buf[i * stride:i * stride + lengths[i]]))
+        assert p.values.dtype == np.int32 and p.values.shape == (C.K,)
+    got[0].values[0] = 1  # rows of one array, apart: another packet keeps its values
+    assert got[1] == pkts[1]
+    assert decode_payloads(buf, [], stride) == []
+
+
+def test_fast_constructors_give_frozen_packets() -> None:
+    """`InaPacket.grad` / `.result` / `decode_payload` skip the frozen dataclass's
+    ``__init__`` (issue 42): what they make is still an InaPacket that refuses writes."""
+    import dataclasses
+
+    g = InaPacket.grad(1, 2, 3, 4, 5, 6, np.zeros(C.K, np.int32), copy=2)
+    r = InaPacket.result(1, 2, 3, 0b11, np.zeros(C.K, np.int32))
+    d = decode_payload(encode_payload(g))
+    for p in (g, r, d):
+        assert type(p) is InaPacket
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            p.flags = 0  # type: ignore[misc]
+    assert d == g and g.copy_number == 2 and dataclasses.replace(g, chunk_id=9).chunk_id == 9

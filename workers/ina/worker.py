@@ -258,7 +258,8 @@ class RttEstimator:
     @property
     def cap(self) -> float:
         """The largest timeout: ``max_rto``, or the smoothed round trip when it is longer."""
-        return max(self.max_rto, self.srtt or 0.0)
+        s, m = self.srtt or 0.0, self.max_rto  # max() by hand: read ~9 times per RESULT
+        return s if s > m else m
 
     @property
     def rto(self) -> float:
@@ -487,7 +488,7 @@ class WorkerRound:
         """Earliest retransmission time, for the caller's poll timeout (None: nothing pending)."""
         if not self._inflight:
             return None
-        return min(f.deadline for f in self._inflight.values())
+        return min([f.deadline for f in self._inflight.values()])  # a list: no generator
 
     # -- events ------------------------------------------------------------------------------
 

@@ -46,7 +46,8 @@ from workers.ina.socket_io import SocketIO
 from workers.ina.udp import open_socket
 from workers.models.synthetic import make_replica
 
-__all__ = ["RoundFailed", "Stopped", "NodeApp", "run", "main", "wait_for_start"]
+__all__ = ["RoundFailed", "Stopped", "NodeApp", "run", "main", "results_paced",
+           "wait_for_start"]
 
 
 class Stopped(Exception):
@@ -173,6 +174,15 @@ class NodeApp:
         return report
 
 
+def results_paced(cfg: JobConfig, worker_id: int) -> bool:
+    """Whether the worker's RESULTs come one at a time (``SocketIO(paced=...)``,
+    :data:`workers.ina.socket_io.LONE_GAP`): through switches, yes; not on loopback, where
+    the PS sends every worker its copy itself, a burst per batch it merged (the rule of
+    ``PsDriver.reply_dest``)."""
+    own = cfg.worker_addrs[cfg.worker_ids.index(worker_id)]
+    return not (len(cfg.result_dests) > 1 and own in cfg.result_dests)
+
+
 def run(cfg: JobConfig, worker_id: int) -> dict:
     """Train and synchronize every round (module docstring); returns the report."""
     one_blas_thread()  # BLAS threads spinning on shared cores doubled the round (its doc)
@@ -185,7 +195,7 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
     if cfg.reply_port is not None:  # the PS's answers to this worker alone (protocol.md §6)
         reply = open_socket(("0.0.0.0", cfg.reply_port))
         reply.setblocking(False)
-    io = SocketIO(sock, reply)
+    io = SocketIO(sock, reply, paced=results_paced(cfg, worker_id))
     wait_for_start(cfg, worker_id)
 
     driver = WorkerDriver(io, cfg, worker_id, app, rtt=job_rtt(cfg), rounds=app.log)
