@@ -263,6 +263,9 @@ class _Round:
         self.fell = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_FALLBACK
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
         self.n_done = 0
+        # "Chained RESULTs": per chunk the chunk completed before it (-1: none), the last
+        self.prev = np.full(n_chunks, -1, dtype=np.int64)
+        self.last = -1
 
     @property
     def complete(self) -> bool:
@@ -309,6 +312,9 @@ class PsState:
         lost_target: float = 1.0,
         max_copies: int = 4,
         tree: Tree | None = None,
+        chain: bool = False,
+        chain_target: float = 0.5,
+        chain_tail: int = 4,
     ) -> None:
         ids = sorted(set(int(w) for w in worker_ids))
         if not ids:
@@ -340,6 +346,12 @@ class PsState:
         self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
         # "Lost RESULTs": the loss meter of the RESULT copies
         self.result_copies = ResultCopies(n_chunks, lost_target, max_copies)
+        # "Chained RESULTs": each RESULT names the chunk completed before it; copies only
+        # for a round's last RESULT.  ``_lossy``: a retransmission or NACK seen in the job
+        self.chain = chain
+        self.chain_target = chain_target  # lost deliveries a round may expect, per chunk
+        self.chain_tail = chain_tail  # a round's last RESULTs, in copies
+        self._lossy = False
         # chunk -> {first aggregation point: mask of the workers it sums} from the
         # workers' schedules (``routes``: worker -> [(chunk, agg_id, fan_in)]); None: no
         # NACKs (module docstring, "NACKs")
@@ -498,6 +510,7 @@ class PsState:
             st.fallbacks += 1
         if pkt.flags & FLAG_RETRANSMIT:
             st.retransmits += 1
+            self._lossy = True
         if pkt.flags & FLAG_INCOMPLETE:
             st.incomplete += 1
 
@@ -616,6 +629,7 @@ class PsState:
             out.nacks.append((low.bit_length() - 1, nack))
             self.stats.nacks += 1
             self.result_copies.nacked(r, 1, c, low.bit_length() - 1, self._now)
+            self._lossy = True
             rs.nacked[c] |= low
             lack ^= low
 
@@ -641,6 +655,8 @@ class PsState:
         rs.n_done += 1
         st.chunks_completed += 1
         st.results_sent += 1
+        if self.chain:
+            rs.prev[c], rs.last = rs.last, c
         res = self._result(r, c, rs.sums[c], resent=False)
         if rs.marked[c]:
             st.marked += 1
@@ -648,10 +664,17 @@ class PsState:
         if rs.fell[c]:
             res = replace(res, flags=res.flags | FLAG_FALLBACK)
         n = self.copies(r)
+        if self.chain:
+            # the next RESULT names this one, so a worker that lost it asks at once; only
+            # the round's last has no next: its copies, all of them once loss was seen
+            tail = rs.n_done > self.n_chunks - self.chain_tail
+            n = (self.copies(r, self.n_chunks * self.chain_target) if not tail
+                 else max(n, self.result_copies.max_copies if self._lossy else 1))
         out.results.extend([res] * n)
         rs.copies[c] = n
         rs.fewest = n if not rs.fewest else min(rs.fewest, n)
-        self._top_up(r, n, out)
+        if not self.chain:
+            self._top_up(r, n, out)
         if self._now is not None:
             rs.sent_at[c] = self._now
         self.result_copies.sent(r, n, rs.mask.bit_count())
@@ -679,17 +702,18 @@ class PsState:
                 flags = (FLAG_RETRANSMIT | (FLAG_ECN if rs.marked[c] else 0)
                          | (FLAG_FALLBACK if rs.fell[c] else 0))
                 res = InaPacket.result(self.job_id, rr, int(c), fold_mask(rs.mask), vals,
-                                       flags=flags)
+                                       flags=flags, prev=self._prev(rs, int(c)))
                 out.results.extend([res] * (n - m))
                 rs.copies[c] = n
                 self.stats.result_topups += n - m
                 self.result_copies.topped_up(m, n, rs.mask.bit_count())
             rs.fewest = n
 
-    def copies(self, r: int) -> int:
+    def copies(self, r: int, lost_target: float | None = None) -> int:
         """How many copies of a new RESULT of round ``r`` go down the tree (module
-        docstring, "Lost RESULTs")."""
-        return self.result_copies.copies(r, self.mask_for(r).bit_count())
+        docstring, "Lost RESULTs"), for ``lost_target`` lost deliveries a round (default:
+        the meter's)."""
+        return self.result_copies.copies(r, self.mask_for(r).bit_count(), lost_target)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -757,8 +781,16 @@ class PsState:
         mask = self.mask_for(r)
         vals = values.view()  # a row of the round's sums, never written again
         vals.setflags(write=False)
+        rs = self._rounds.get(r)
         return InaPacket.result(self.job_id, r, c, fold_mask(mask), vals,
-                                flags=FLAG_RETRANSMIT if resent else 0, echo=self._echo)
+                                flags=FLAG_RETRANSMIT if resent else 0, echo=self._echo,
+                                prev=self._prev(rs, c) if rs is not None else None)
+
+    def _prev(self, rs: _Round, c: int) -> int | None:
+        """The chunk completed before chunk ``c`` that its RESULT names (module docstring,
+        "Chained RESULTs"); None without ``chain`` or for a round's first."""
+        p = int(rs.prev[c])
+        return p if self.chain and p >= 0 else None
 
     def _advance(self) -> None:
         while (rs := self._rounds.get(self.current_round)) is not None and rs.complete:
