@@ -112,6 +112,14 @@ Lost RESULTs
     is sent twice.  Counted ``results_doubled`` (RESULTs sent in more than one copy),
     ``result_copies`` (the extra copies) and ``result_topups`` (copies sent later).
 
+    **Chained RESULTs** (``chain``, on in the driver): a RESULT and its resends name the
+    chunk completed before it in the round (``agg_id``, ``InaPacket.prev_mark``); a worker
+    still waiting for that one lost its RESULT and asks at once (``workers.ina.worker``,
+    "Chained RESULTs").  A lost RESULT then costs an ask, so copies only keep asks few:
+    ``q ** n`` times the deliveries at most ``chain_target`` (0.5) per chunk, no top-ups;
+    the round's last ``chain_tail`` (4), which no later RESULT names soon, go in the rule
+    above's copies, ``max_copies`` once the job showed loss (a retransmission or NACK).
+
 RESULT echo (docs/protocol.md §6)
     Every RESULT names the packet that caused it (the one that completed the chunk, or the
     late one it answers): ``worker_id`` = that packet's ``worker_id`` (``NO_WORKER`` for a
@@ -346,8 +354,7 @@ class PsState:
         self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
         # "Lost RESULTs": the loss meter of the RESULT copies
         self.result_copies = ResultCopies(n_chunks, lost_target, max_copies)
-        # "Chained RESULTs": each RESULT names the chunk completed before it; copies only
-        # for a round's last RESULT.  ``_lossy``: a retransmission or NACK seen in the job
+        # "Chained RESULTs" (module docstring); _lossy: a retransmission or NACK seen
         self.chain = chain
         self.chain_target = chain_target  # lost deliveries a round may expect, per chunk
         self.chain_tail = chain_tail  # a round's last RESULTs, in copies
@@ -665,8 +672,7 @@ class PsState:
             res = replace(res, flags=res.flags | FLAG_FALLBACK)
         n = self.copies(r)
         if self.chain:
-            # the next RESULT names this one, so a worker that lost it asks at once; only
-            # the round's last has no next: its copies, all of them once loss was seen
+            # the next RESULT names this one; the round's last few have no next soon
             tail = rs.n_done > self.n_chunks - self.chain_tail
             n = (self.copies(r, self.n_chunks * self.chain_target) if not tail
                  else max(n, self.result_copies.max_copies if self._lossy else 1))
@@ -702,7 +708,7 @@ class PsState:
                 flags = (FLAG_RETRANSMIT | (FLAG_ECN if rs.marked[c] else 0)
                          | (FLAG_FALLBACK if rs.fell[c] else 0))
                 res = InaPacket.result(self.job_id, rr, int(c), fold_mask(rs.mask), vals,
-                                       flags=flags, prev=self._prev(rs, int(c)))
+                                       flags=flags)
                 out.results.extend([res] * (n - m))
                 rs.copies[c] = n
                 self.stats.result_topups += n - m
@@ -781,16 +787,10 @@ class PsState:
         mask = self.mask_for(r)
         vals = values.view()  # a row of the round's sums, never written again
         vals.setflags(write=False)
-        rs = self._rounds.get(r)
+        rs = self._rounds.get(r)  # "Chained RESULTs": prev -1 (none) without chain
         return InaPacket.result(self.job_id, r, c, fold_mask(mask), vals,
                                 flags=FLAG_RETRANSMIT if resent else 0, echo=self._echo,
-                                prev=self._prev(rs, c) if rs is not None else None)
-
-    def _prev(self, rs: _Round, c: int) -> int | None:
-        """The chunk completed before chunk ``c`` that its RESULT names (module docstring,
-        "Chained RESULTs"); None without ``chain`` or for a round's first."""
-        p = int(rs.prev[c])
-        return p if self.chain and p >= 0 else None
+                                prev=int(rs.prev[c]) if rs is not None else None)
 
     def _advance(self) -> None:
         while (rs := self._rounds.get(self.current_round)) is not None and rs.complete:

@@ -104,6 +104,17 @@ NACKs and probers  [decision]
     loss-free chunks took 0.03-0.05 s (docs/results.md, issue 39).  The others' hold-off
     stays ``holdoff`` times ``rto``: shortened with it, their retransmissions stormed.
 
+Chained RESULTs
+    A RESULT names the chunk its PS completed before it in the round (``prev_mark``,
+    ``workers.ina.ps``, "Lost RESULTs").  The PS sent that chunk's RESULT first, down the
+    same tree, so if it is still in flight here its RESULT was lost: the worker asks for
+    it at once (a retransmission on its route, counted ``chased``; the PS answers it
+    alone with the stored RESULT, naming the chunk before that one, so a worker that lost
+    several asks along the chain), not after its hold-off (6 timeouts, 1.1-1.8 s at k=16
+    under loss).  It asks again only once ``rto`` has passed since its last copy (the
+    answer may be coming).  A RESULT naming no chunk, a completed one or one never sent
+    asks nothing.
+
 Congestion control
     How many chunks may be in flight is a policy passed in (``cc``, :mod:`workers.ina.cc`):
     the round asks it for its window before each first copy and tells it of every copy
