@@ -254,7 +254,6 @@ class RttEstimator:
         # the measured loss (probe_rto): first copies sent and NACKs received over the job,
         # and the contributions per chunk (the round's members; WorkerRound sets it)
         self.firsts = self.nacked = 0
-        self.lost_results = 0  # RESULTs a later one showed lost ("Chained RESULTs")
         self.members = 1
         self.rtts: deque[float] = deque(maxlen=window)
         self.completions: deque[float] = deque(maxlen=window)
@@ -289,19 +288,12 @@ class RttEstimator:
     @property
     def loss_ready(self) -> bool:
         """Whether :attr:`probe_rto` follows the loss-free completions."""
-        return self.lossy and len(self.completions) >= self.loss_after
+        return self.nacked > 0 and len(self.completions) >= self.loss_after
 
     @property
     def lossy(self) -> bool:
-        """Whether this worker has seen loss: a NACK, or a RESULT a later one showed lost
-        (:meth:`lost_result`; at 0.1 % loss per port a worker is rarely NACKed, and its
-        probes waited the 0.3 s ``timeout`` floor for chunks done in 0.03-0.04 s)."""
-        return self.nacked > 0 or self.lost_results > 0
-
-    def lost_result(self) -> None:
-        """A RESULT was lost on its way here ("Chained RESULTs"): loss seen, as by a
-        NACK, without counting in :attr:`chunk_loss` (a share of first copies)."""
-        self.lost_results += 1
+        """Whether this worker has seen loss (a NACK)."""
+        return self.nacked > 0
 
     @property
     def chunk_loss(self) -> float:
@@ -666,7 +658,6 @@ class WorkerRound:
         if f is None or self.failed or (f.retries and now - f.times[-1] < self.rtt.rto):
             return []
         self.stats.chased += 1
-        self.rtt.lost_result()
         return [self._retransmit(p, f, self.rtt.rto, now)]
 
     def _on_nack(self, pkt: InaPacket, now: float) -> list[InaPacket]:
