@@ -628,17 +628,3 @@ def test_a_result_naming_no_chunk_in_flight_asks_nothing():
     assert w.on_packet(res(2, prev=3, r=1), now=0.4) == []  # stale: 3 in flight, no ask
     assert w.stats.chased == 0 and w.stats.retransmits == 0 and w.stats.stale_results == 1
 
-
-def test_a_result_shown_lost_is_loss_seen_as_a_nack_is():
-    """A RESULT a later one showed lost is loss, as a NACK is: the prober's timeout then
-    follows the loss-free completions (``probe_rto``: 2 x 0.05 s here, not ``rto``'s
-    0.3 s floor; at 0.1 % loss per port a worker is rarely NACKed), while the chunk loss
-    (a share of first copies NACKed) does not count it."""
-    rtt = _recovering(q_free=0.05, recovered=0.05)  # 20 completions of 0.05 s
-    w = _job_round(1, 4, window=4, rtt=rtt)
-    w.start(0.0)
-    assert not rtt.lossy and rtt.probe_rto == rtt.rto == 0.3
-    w.on_packet(InaPacket.result(JOB, 0, 2, 0b1111, np.ones(K, np.int32), prev=0), now=0.2)
-    assert w.stats.chased == 1 and rtt.lost_results == 1 and rtt.nacked == 0
-    assert rtt.lossy and rtt.loss_ready and rtt.chunk_loss == 0.0
-    assert rtt.quick == 0.05 and rtt.probe_rto == pytest.approx(0.1) and rtt.rto == 0.3
