@@ -627,4 +627,3 @@ def test_a_result_naming_no_chunk_in_flight_asks_nothing():
     assert [p.chunk_id for p in w.on_packet(res(2, prev=1), now=0.3)] == [3]  # 1 done
     assert w.on_packet(res(2, prev=3, r=1), now=0.4) == []  # stale: 3 in flight, no ask
     assert w.stats.chased == 0 and w.stats.retransmits == 0 and w.stats.stale_results == 1
-
