@@ -17,9 +17,9 @@ Declared once, here, and checked everywhere else it is written down:
   (p4src/include/headers.p4) is tested equal to it field by field (tests/test_ina_p4.py);
 * the meaning of each field in each message type: `FIELD_MEANINGS`, beside the layout; the
   table of docs/protocol.md §1 is tested equal to it and the comments of `ina_h` to follow
-  it (tests/test_protocol.py).  Two fields are overloaded by the hosts only (the switches
-  never read them there): a GRAD's copy number in ``flags`` bits 4-7 and a RESULT's echo
-  in ``worker_id`` / ``fan_in``, and its previous chunk in ``agg_id`` (docs/protocol.md
+  it (tests/test_protocol.py).  Three uses belong to the hosts only (the switches never
+  read those fields there): a GRAD's copy number in ``flags`` bits 4-7, a RESULT's echo
+  in ``worker_id`` / ``fan_in`` and its previous chunk in ``agg_id`` (docs/protocol.md
   §6).  Code reads and writes them through `InaPacket.copy_number` / `with_copy` /
   `InaPacket.grad`, `InaPacket.echo` / `Echo` / `InaPacket.result` and
   `InaPacket.prev_mark`, never by hand;
@@ -181,10 +181,11 @@ FIELD_MEANINGS: dict[str, Meaning] = {
     "values": Meaning("quantized gradient", "sums over `bitmap`", "global sum"),
 }
 """For every field of the layer (header fields and values), what it holds in a GRAD, a
-PARTIAL and a RESULT.  The hosts' two overloads -- a GRAD's copy number in ``flags``, a
-RESULT's echo in ``worker_id`` and ``fan_in`` -- are read and written only through the
-accessors below (`with_copy`, `Echo`, `InaPacket.grad` / `.result` / `.copy_number` /
-`.echo`), so their bit positions live here alone."""
+PARTIAL and a RESULT.  The hosts' three overloads -- a GRAD's copy number in ``flags``, a
+RESULT's echo in ``worker_id`` and ``fan_in`` and its previous chunk in ``agg_id`` -- are
+read and written only through the accessors below (`with_copy`, `Echo`, `InaPacket.grad` /
+`.result` / `.copy_number` / `.echo` / `.prev_mark`), so their bit positions live here
+alone."""
 
 
 def with_copy(flags: int, copy: int) -> int:
