@@ -25,6 +25,7 @@ from workers.ina.wire import (
     HEADER_STRUCT,
     NO_ECHO,
     NO_WORKER,
+    PREV_MOD,
     Echo,
     Flag,
     FrameTemplate,
@@ -296,6 +297,20 @@ def test_result_echo_lives_in_worker_id_and_fan_in() -> None:
     r = InaPacket.result(4, 2, 9, 0b1110, v)
     assert (r.worker_id, r.fan_in, r.echo) == (0xFFFF, 0, NO_ECHO)
     assert decode_payload(encode_payload(r)).echo == NO_ECHO
+
+
+def test_result_names_its_previous_chunk_in_agg_id() -> None:
+    """docs/protocol.md §6, "Lost RESULTs": a RESULT's agg_id is 0 (names no chunk) or 1 +
+    the chunk its PS completed before it, mod PREV_MOD; it survives the wire."""
+    v = np.arange(C.K, dtype=np.int32)
+    r = InaPacket.result(4, 2, 9, 0b1110, v)
+    assert (r.agg_id, r.prev_mark) == (C.AGG_ID_PS, None)
+    r = InaPacket.result(4, 2, 9, 0b1110, v, prev=0)
+    assert (r.agg_id, r.prev_mark) == (1, 0)
+    r = InaPacket.result(4, 2, 9, 0b1110, v, prev=PREV_MOD + 70)
+    assert (r.agg_id, r.prev_mark) == (71, 70)
+    assert decode_payload(encode_payload(r)).prev_mark == 70
+    assert InaPacket.result(4, 2, 9, 0b1110, v, prev=PREV_MOD - 1).agg_id == PREV_MOD
 
 
 def test_packet_equality_compares_header_and_values() -> None:

@@ -558,3 +558,35 @@ def test_result_copies_follow_the_loss_and_its_cap():
         rc.late_grad(0, 0, 1, 15, 1)
         assert rc.late_grad(0, 0, 1, 0, 1)  # copy numbers wrap mod 16
         assert rc.copies(0, 4) == want
+
+
+def test_chained_results_name_the_chunk_completed_before_and_copy_only_the_tail():
+    """Chained RESULTs (workers/ina/ps.py, "Lost RESULTs"; docs/protocol.md §6): with
+    ``chain`` each RESULT names the chunk the PS completed before it in its round
+    (``prev_mark``; none for the round's first), and so does every answer to a late GRAD
+    (a worker that lost both asks on along the chain).  Without loss every RESULT goes in
+    one copy; once the job has shown loss (a retransmission reached the PS) the round's
+    last ``chain_tail`` RESULTs, which no later one names, go in ``max_copies``, the
+    others still in one, and nothing is topped up.  Every sum exact."""
+    g = Grads(4, 6)
+    ps = PsState(JOB, range(4), n_chunks=6, k=K, unicast_late=True, chain=True, chain_tail=2)
+    order = [3, 1, 0, 5, 2, 4]
+    outs = [ps.on_packet(g.pkt(range(4), c=c), 1.0 + i) for i, c in enumerate(order)]
+    assert [[(p.chunk_id, p.prev_mark) for p in o.results] for o in outs] == [
+        [(3, None)], [(1, 3)], [(0, 1)], [(5, 0)], [(2, 5)], [(4, 2)]]
+    assert all(np.array_equal(o.results[0].values, g.exact(0, range(4), c))
+               for o, c in zip(outs, order, strict=True))
+    reply = ps.on_packet(_ask(g, 2, 1, 1), 8.0).replies
+    assert [(w, p.chunk_id, p.prev_mark, p.flags) for w, p in reply] == [
+        (2, 1, 3, FLAG_RETRANSMIT)]
+    assert ps.stats.results_doubled == 0
+    # round 1: a retransmission reached the PS (worker 0's second copy of chunk 0)
+    ps.on_packet(g.pkt([0], r=1, c=0, flags=FLAG_RETRANSMIT), 9.0)
+    counts = []
+    for i, c in enumerate(order):
+        o = ps.on_packet(g.pkt(range(1, 4), r=1, c=c) if c == 0 else g.pkt(range(4), r=1, c=c),
+                         10.0 + i)
+        counts.append(len(o.results))
+        assert all(np.array_equal(p.values, g.exact(1, range(4), c)) for p in o.results)
+    assert counts == [1, 1, 1, 1, 4, 4]
+    assert ps.stats.result_topups == 0 and ps.stats.results_doubled == 2

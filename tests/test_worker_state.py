@@ -585,3 +585,45 @@ def test_a_nack_after_loss_waits_a_loss_free_completion_not_rtos_floor():
     assert [p.chunk_id for p in w.on_packet(nack, now=0.06)] == [0]
     assert w.on_packet(nack, now=0.08) == []  # its copy of 0.06 answers that one
     assert w.rtt.lossy and w.stats.nacks == 2
+
+
+def test_a_result_naming_an_earlier_chunk_in_flight_asks_for_it_once_per_rto():
+    """Chained RESULTs (docs/protocol.md §6, "Lost RESULTs"): a RESULT names the chunk its
+    PS completed before it (``prev_mark``).  Still in flight here, that chunk's RESULT was
+    lost on the way (sent first, down the same tree): worker 1, which probes none of chunks
+    0, 2, 3 and would hold off 6 s, asks for chunk 0 at once, on its route, flagged
+    RETRANSMIT.  It asks again only once ``rto`` (1 s, nothing measured) has passed since
+    its ask; the answer, RESULT 0, completes it, and a further copy of RESULT 2 asks
+    nothing (chunk 0 is no longer in flight)."""
+    w = _job_round(1, 4, window=4, holdoff=6.0)
+    w.start(0.0)
+    res = InaPacket.result(JOB, 0, 2, 0b1111, np.full(K, 7, np.int32), prev=0)
+    assert res.prev_mark == 0
+    out = w.on_packet(res, now=0.2)
+    assert [(p.chunk_id, p.agg_id, flags_copy(p)) for p in out] == [(0, 9, (FLAG_RETRANSMIT, 1))]
+    assert w.stats.chased == 1 and w.stats.retransmits == 1 and w._inflight[0].deadline == 1.2
+    assert w.on_packet(res, now=0.5) == []  # a second copy of RESULT 2: the ask is young
+    assert w.stats.dup_results == 1 and w.stats.chased == 1
+    assert [p.chunk_id for p in w.on_packet(res, now=1.3)] == [0]  # rto later: again
+    assert w.stats.chased == 2
+    w.on_packet(InaPacket.result(JOB, 0, 0, 0b1111, np.full(K, 5, np.int32)), now=1.4)
+    assert w.result[:K].tolist() == [5] * K and w.stats.results == 2
+    assert w.on_packet(InaPacket.result(JOB, 0, 2, 0b1111, np.full(K, 7, np.int32), prev=0),
+                       now=2.5) == []
+    assert w.stats.chased == 2 and w.stats.dup_results == 3
+
+
+def test_a_result_naming_no_chunk_in_flight_asks_nothing():
+    """A RESULT naming no chunk (agg_id 0: a round's first, or a PS without chaining), a
+    chunk already completed here, one never sent, or another round's RESULT asks nothing:
+    each only completes its own chunk and slides the window."""
+    def res(c: int, prev: int | None = None, r: int = 0) -> InaPacket:
+        return InaPacket.result(JOB, r, c, 0b1111, np.ones(K, np.int32), prev=prev)
+
+    w = _job_round(1, 4, window=1)
+    assert [p.chunk_id for p in w.start(0.0)] == [0]
+    assert [p.chunk_id for p in w.on_packet(res(0), now=0.1)] == [1]
+    assert [p.chunk_id for p in w.on_packet(res(1, prev=3), now=0.2)] == [2]  # 3 unsent
+    assert [p.chunk_id for p in w.on_packet(res(2, prev=1), now=0.3)] == [3]  # 1 done
+    assert w.on_packet(res(2, prev=3, r=1), now=0.4) == []  # stale: 3 in flight, no ask
+    assert w.stats.chased == 0 and w.stats.retransmits == 0 and w.stats.stale_results == 1

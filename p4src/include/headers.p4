@@ -41,10 +41,11 @@ header udp_t {
  * A field may hold something else in each message type: each field's comment says what it
  * holds in a GRAD, a PARTIAL and a RESULT ("all types" when the same), as the declaration
  * beside the Scapy layer (workers.ina.wire.FIELD_MEANINGS) and the table of
- * docs/protocol.md section 1 do (tests/test_protocol.py checks that they agree). Two uses
- * belong to the hosts only and this program never reads them: the copy number in a GRAD's
- * flags bits 4-7 (kept when a GRAD is forwarded; make_partial writes the whole byte) and
- * the echo in a RESULT's worker_id and fan_in (docs/protocol.md section 6). */
+ * docs/protocol.md section 1 do (tests/test_protocol.py checks that they agree). Three
+ * uses belong to the hosts only and this program never reads them: the copy number in a
+ * GRAD's flags bits 4-7 (kept when a GRAD is forwarded; make_partial writes the whole
+ * byte), the echo in a RESULT's worker_id and fan_in, and a RESULT's previous chunk in
+ * agg_id (docs/protocol.md section 6). */
 header ina_h {
     bit<8>  msg_type;   /* GRAD: INA_TYPE_GRAD (1). PARTIAL: INA_TYPE_PARTIAL (2).
                          * RESULT: INA_TYPE_RESULT (3). */
@@ -61,7 +62,8 @@ header ina_h {
     bit<16> agg_id;     /* GRAD: aggregation point it is addressed to; 0 (INA_AGG_ID_PS) =
                          *   the PS.
                          * PARTIAL: next aggregation point; 0 = the PS.
-                         * RESULT: 0, unused (RESULTs follow the multicast tree). */
+                         * RESULT: 0, or 1 + the chunk its PS completed before it mod
+                         *   65535 (hosts only: RESULTs follow the multicast tree). */
     bit<8>  fan_in;     /* GRAD: contributions the agg_id switch waits for (not read at s_d,
                          *   nor in a hierarchical job).
                          * PARTIAL: that of the packet that made a switch emit it.

@@ -302,7 +302,8 @@ class PsDriver:
         routes = ({int(w): list(s) for w, s in cfg.schedules.items()}
                   if self.reply_dest(cfg.worker_ids[0]) is not None else None)
         self.state = PsState(cfg.job_id, cfg.worker_ids, n_chunks_for(cfg.n_values, K), K,
-                             unicast_late=True, tree=cfg.aggregation_tree(), routes=routes)
+                             unicast_late=True, tree=cfg.aggregation_tree(), routes=routes,
+                             chain=True)
         self.started = self.last_progress = self.io.now()
 
     def on_packets(self, pkts: Iterable[InaPacket | None]) -> None:

@@ -112,6 +112,14 @@ Lost RESULTs
     is sent twice.  Counted ``results_doubled`` (RESULTs sent in more than one copy),
     ``result_copies`` (the extra copies) and ``result_topups`` (copies sent later).
 
+    **Chained RESULTs** (``chain``, on in the driver): a RESULT and its resends name the
+    chunk completed before it in the round (``agg_id``, ``InaPacket.prev_mark``); a worker
+    still waiting for that one lost its RESULT and asks at once (``workers.ina.worker``,
+    "Chained RESULTs").  A lost RESULT then costs an ask, so copies only keep asks few:
+    ``q ** n`` times the deliveries at most ``chain_target`` (0.5) per chunk, no top-ups;
+    the round's last ``chain_tail`` (4), which no later RESULT names soon, go in the rule
+    above's copies, ``max_copies`` once the job showed loss (a retransmission or NACK).
+
 RESULT echo (docs/protocol.md §6)
     Every RESULT names the packet that caused it (the one that completed the chunk, or the
     late one it answers): ``worker_id`` = that packet's ``worker_id`` (``NO_WORKER`` for a
@@ -263,6 +271,9 @@ class _Round:
         self.fell = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_FALLBACK
         self.sums = np.zeros((n_chunks, k), dtype=np.int32)
         self.n_done = 0
+        # "Chained RESULTs": per chunk the chunk completed before it (-1: none), the last
+        self.prev = np.full(n_chunks, -1, dtype=np.int64)
+        self.last = -1
 
     @property
     def complete(self) -> bool:
@@ -309,6 +320,9 @@ class PsState:
         lost_target: float = 1.0,
         max_copies: int = 4,
         tree: Tree | None = None,
+        chain: bool = False,
+        chain_target: float = 0.5,
+        chain_tail: int = 4,
     ) -> None:
         ids = sorted(set(int(w) for w in worker_ids))
         if not ids:
@@ -340,6 +354,11 @@ class PsState:
         self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
         # "Lost RESULTs": the loss meter of the RESULT copies
         self.result_copies = ResultCopies(n_chunks, lost_target, max_copies)
+        # "Chained RESULTs" (module docstring); _lossy: a retransmission or NACK seen
+        self.chain = chain
+        self.chain_target = chain_target  # lost deliveries a round may expect, per chunk
+        self.chain_tail = chain_tail  # a round's last RESULTs, in copies
+        self._lossy = False
         # chunk -> {first aggregation point: mask of the workers it sums} from the
         # workers' schedules (``routes``: worker -> [(chunk, agg_id, fan_in)]); None: no
         # NACKs (module docstring, "NACKs")
@@ -498,6 +517,7 @@ class PsState:
             st.fallbacks += 1
         if pkt.flags & FLAG_RETRANSMIT:
             st.retransmits += 1
+            self._lossy = True
         if pkt.flags & FLAG_INCOMPLETE:
             st.incomplete += 1
 
@@ -616,6 +636,7 @@ class PsState:
             out.nacks.append((low.bit_length() - 1, nack))
             self.stats.nacks += 1
             self.result_copies.nacked(r, 1, c, low.bit_length() - 1, self._now)
+            self._lossy = True
             rs.nacked[c] |= low
             lack ^= low
 
@@ -641,6 +662,8 @@ class PsState:
         rs.n_done += 1
         st.chunks_completed += 1
         st.results_sent += 1
+        if self.chain:
+            rs.prev[c], rs.last = rs.last, c
         res = self._result(r, c, rs.sums[c], resent=False)
         if rs.marked[c]:
             st.marked += 1
@@ -648,10 +671,16 @@ class PsState:
         if rs.fell[c]:
             res = replace(res, flags=res.flags | FLAG_FALLBACK)
         n = self.copies(r)
+        if self.chain:
+            # the next RESULT names this one; the round's last few have no next soon
+            tail = rs.n_done > self.n_chunks - self.chain_tail
+            n = (self.copies(r, self.n_chunks * self.chain_target) if not tail
+                 else max(n, self.result_copies.max_copies if self._lossy else 1))
         out.results.extend([res] * n)
         rs.copies[c] = n
         rs.fewest = n if not rs.fewest else min(rs.fewest, n)
-        self._top_up(r, n, out)
+        if not self.chain:
+            self._top_up(r, n, out)
         if self._now is not None:
             rs.sent_at[c] = self._now
         self.result_copies.sent(r, n, rs.mask.bit_count())
@@ -686,10 +715,11 @@ class PsState:
                 self.result_copies.topped_up(m, n, rs.mask.bit_count())
             rs.fewest = n
 
-    def copies(self, r: int) -> int:
+    def copies(self, r: int, lost_target: float | None = None) -> int:
         """How many copies of a new RESULT of round ``r`` go down the tree (module
-        docstring, "Lost RESULTs")."""
-        return self.result_copies.copies(r, self.mask_for(r).bit_count())
+        docstring, "Lost RESULTs"), for ``lost_target`` lost deliveries a round (default:
+        the meter's)."""
+        return self.result_copies.copies(r, self.mask_for(r).bit_count(), lost_target)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -757,8 +787,10 @@ class PsState:
         mask = self.mask_for(r)
         vals = values.view()  # a row of the round's sums, never written again
         vals.setflags(write=False)
+        rs = self._rounds.get(r)  # "Chained RESULTs": prev -1 (none) without chain
         return InaPacket.result(self.job_id, r, c, fold_mask(mask), vals,
-                                flags=FLAG_RETRANSMIT if resent else 0, echo=self._echo)
+                                flags=FLAG_RETRANSMIT if resent else 0, echo=self._echo,
+                                prev=int(rs.prev[c]) if rs is not None else None)
 
     def _advance(self) -> None:
         while (rs := self._rounds.get(self.current_round)) is not None and rs.complete:

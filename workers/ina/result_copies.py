@@ -188,17 +188,18 @@ class ResultCopies:
                 q = max(q, min(1.0, nacks / max(half, done)))
         return q
 
-    def copies(self, round_: int, workers: int) -> int:
+    def copies(self, round_: int, workers: int, lost_target: float | None = None) -> int:
         """How many copies a new RESULT of ``round_`` to ``workers`` workers goes in: the
-        fewest ``n`` with ``q ** n`` times the round's deliveries at most ``lost_target``,
-        between 1 and ``max_copies``."""
+        fewest ``n`` with ``q ** n`` times the round's deliveries at most ``lost_target``
+        (default: the meter's), between 1 and ``max_copies``."""
+        target = self.lost_target if lost_target is None else lost_target
         q = self.loss(round_, workers)
         if q <= 0.0:
             return 1
         if q >= 1.0:
             return self.max_copies
         n = self.n_chunks * workers
-        if q * n <= self.lost_target:
+        if q * n <= target:
             return 1
-        need = math.ceil(math.log(self.lost_target / n) / math.log(q))
+        need = math.ceil(math.log(target / n) / math.log(q))
         return max(1, min(self.max_copies, need))

@@ -17,11 +17,12 @@ Declared once, here, and checked everywhere else it is written down:
   (p4src/include/headers.p4) is tested equal to it field by field (tests/test_ina_p4.py);
 * the meaning of each field in each message type: `FIELD_MEANINGS`, beside the layout; the
   table of docs/protocol.md §1 is tested equal to it and the comments of `ina_h` to follow
-  it (tests/test_protocol.py).  Two fields are overloaded by the hosts only (the switches
-  never read them there): a GRAD's copy number in ``flags`` bits 4-7 and a RESULT's echo
-  in ``worker_id`` / ``fan_in`` (docs/protocol.md §6).  Code reads and writes them through
-  `InaPacket.copy_number` / `with_copy` / `InaPacket.grad` and `InaPacket.echo` / `Echo` /
-  `InaPacket.result`, never by hand;
+  it (tests/test_protocol.py).  Three uses belong to the hosts only (the switches never
+  read those fields there): a GRAD's copy number in ``flags`` bits 4-7, a RESULT's echo
+  in ``worker_id`` / ``fan_in`` and its previous chunk in ``agg_id`` (docs/protocol.md
+  §6).  Code reads and writes them through `InaPacket.copy_number` / `with_copy` /
+  `InaPacket.grad`, `InaPacket.echo` / `Echo` / `InaPacket.result` and
+  `InaPacket.prev_mark`, never by hand;
 * the host-side record: `InaPacket`, one decoded packet (header fields under their wire
   names, plus the values), checked at import to have exactly the layout's fields. The state
   machines (workers/ina/ps.py, worker.py) consume and produce it and never see bytes.
@@ -93,6 +94,9 @@ COPY_MASK = (COPY_MOD - 1) << COPY_SHIFT
 """The copy-number bits of ``flags``."""
 NO_WORKER = 0xFFFF
 """RESULT ``worker_id`` when no packet of a worker caused the RESULT."""
+PREV_MOD = 0xFFFF
+"""A RESULT's ``agg_id`` carries the chunk its PS completed before it in the round, as 1 +
+that chunk id mod PREV_MOD (0: none; docs/protocol.md §6, "Lost RESULTs")."""
 
 
 HEADER_FIELDS: tuple[tuple[str, int], ...] = (
@@ -154,7 +158,8 @@ FIELD_MEANINGS: dict[str, Meaning] = {
     "agg_id": Meaning(
         f"aggregation point it is addressed to ({AGG_ID_PS} = the PS)",
         f"next aggregation point ({AGG_ID_PS} = the PS)",
-        f"{AGG_ID_PS} (unused: RESULTs follow the multicast tree)"),
+        f"{AGG_ID_PS}, or 1 + (the chunk its PS completed before it mod {PREV_MOD}) (hosts "
+        f"only: RESULTs follow the multicast tree, §6)"),
     "fan_in": Meaning(
         "contributions the `agg_id` switch waits for (not read at s_d, nor in a "
         "hierarchical job)",
@@ -176,10 +181,11 @@ FIELD_MEANINGS: dict[str, Meaning] = {
     "values": Meaning("quantized gradient", "sums over `bitmap`", "global sum"),
 }
 """For every field of the layer (header fields and values), what it holds in a GRAD, a
-PARTIAL and a RESULT.  The hosts' two overloads -- a GRAD's copy number in ``flags``, a
-RESULT's echo in ``worker_id`` and ``fan_in`` -- are read and written only through the
-accessors below (`with_copy`, `Echo`, `InaPacket.grad` / `.result` / `.copy_number` /
-`.echo`), so their bit positions live here alone."""
+PARTIAL and a RESULT.  The hosts' three overloads -- a GRAD's copy number in ``flags``, a
+RESULT's echo in ``worker_id`` and ``fan_in`` and its previous chunk in ``agg_id`` -- are
+read and written only through the accessors below (`with_copy`, `Echo`, `InaPacket.grad` /
+`.result` / `.copy_number` / `.echo` / `.prev_mark`), so their bit positions live here
+alone."""
 
 
 def with_copy(flags: int, copy: int) -> int:
@@ -257,10 +263,12 @@ class InaPacket:
 
     @classmethod
     def result(cls, job_id: int, round: int, chunk_id: int, bitmap: int, values: np.ndarray,
-               flags: int = 0, echo: Echo = NO_ECHO) -> InaPacket:
-        """The PS's RESULT of a chunk summed over ``bitmap``, echoing ``echo``: agg_id
-        AGG_ID_PS, count = popcount(bitmap)."""
-        return cls(TYPE_RESULT, int(flags), job_id, round, chunk_id, AGG_ID_PS, echo.fan_in,
+               flags: int = 0, echo: Echo = NO_ECHO, prev: int | None = None) -> InaPacket:
+        """The PS's RESULT of a chunk summed over ``bitmap``, echoing ``echo``: count =
+        popcount(bitmap), agg_id AGG_ID_PS, or with ``prev`` (the chunk the PS completed
+        before this one in the round) 1 + ``prev`` mod PREV_MOD (`prev_mark`)."""
+        agg = AGG_ID_PS if prev is None or prev < 0 else 1 + prev % PREV_MOD
+        return cls(TYPE_RESULT, int(flags), job_id, round, chunk_id, agg, echo.fan_in,
                    bitmap.bit_count(), echo.worker, bitmap, values)
 
     @property
@@ -277,6 +285,12 @@ class InaPacket:
     def echo(self) -> Echo:
         """A RESULT's echo of the packet that caused it (its ``worker_id`` and ``fan_in``)."""
         return Echo(self.worker_id, self.fan_in - 1 if self.fan_in else None)
+
+    @property
+    def prev_mark(self) -> int | None:
+        """A RESULT's previous chunk (the one its PS completed before it in the round), mod
+        PREV_MOD; None when it names none (docs/protocol.md §6, "Lost RESULTs")."""
+        return self.agg_id - 1 if self.agg_id else None
 
     def header(self) -> tuple[int, ...]:
         """The header fields in wire order (what HEADER_STRUCT packs)."""

@@ -104,6 +104,17 @@ NACKs and probers  [decision]
     loss-free chunks took 0.03-0.05 s (docs/results.md, issue 39).  The others' hold-off
     stays ``holdoff`` times ``rto``: shortened with it, their retransmissions stormed.
 
+Chained RESULTs
+    A RESULT names the chunk its PS completed before it in the round (``prev_mark``,
+    ``workers.ina.ps``, "Lost RESULTs").  The PS sent that chunk's RESULT first, down the
+    same tree, so if it is still in flight here its RESULT was lost: the worker asks for
+    it at once (a retransmission on its route, counted ``chased``; the PS answers it
+    alone with the stored RESULT, naming the chunk before that one, so a worker that lost
+    several asks along the chain), not after its hold-off (6 timeouts, 1.1-1.8 s at k=16
+    under loss).  It asks again only once ``rto`` has passed since its last copy (the
+    answer may be coming).  A RESULT naming no chunk, a completed one or one never sent
+    asks nothing.
+
 Congestion control
     How many chunks may be in flight is a policy passed in (``cc``, :mod:`workers.ina.cc`):
     the round asks it for its window before each first copy and tells it of every copy
@@ -140,7 +151,7 @@ from workers.ina.constants import (
 )
 from workers.ina.constants import K as DEFAULT_K
 from workers.ina.messages import fold_mask, prober
-from workers.ina.wire import COPY_MOD, InaPacket
+from workers.ina.wire import COPY_MOD, PREV_MOD, InaPacket
 
 Schedule = Sequence[tuple[int, int, int]]
 
@@ -186,6 +197,7 @@ class WorkerStats:
     fell_back: int = 0  # RESULTs whose chunk had a packet fall back (FLAG_FALLBACK)
     fast: int = 0  # of retransmits: a prober's, when later chunks completed first
     nacks: int = 0  # the PS's asks to resend an in-flight chunk ("NACKs and probers")
+    chased: int = 0  # of retransmits: asks for a RESULT a later one named ("Chained RESULTs")
 
 
 class RttEstimator:
@@ -523,10 +535,11 @@ class WorkerRound:
                 st.conflicting_results += 1
             if c in self._copies_of_done:  # it may still time one of our late copies
                 self._echo(self._copies_of_done[c], pkt, now)
-            return []
+            return self._chase(pkt, now)
         if c not in self._inflight:  # never sent: it cannot contain our contribution
             st.unexpected_results += 1
             return []
+        chased = self._chase(pkt, now)
         f = self._inflight.pop(c)
         self.cc.on_result(now, self._measure(f, pkt, now))
         if FLAG_ECN is not None and pkt.flags & FLAG_ECN:
@@ -572,7 +585,7 @@ class WorkerRound:
                     continue
             if g.deadline > now + wait:
                 g.deadline = now + wait
-        return out + self._fill(now)
+        return chased + out + self._fill(now)
 
     def tick(self, now: float) -> list[InaPacket]:
         """Retransmit every in-flight chunk whose timer expired at ``now``."""
@@ -627,6 +640,26 @@ class WorkerRound:
         if f.retries or not self._probing:
             return rto
         return min(self.rtt.cap * self.holdoff, rto * self.holdoff)
+
+    def _chase(self, pkt: InaPacket, now: float) -> list[InaPacket]:
+        """A RESULT names the chunk its PS completed before it (``prev_mark``; "Chained
+        RESULTs"): if that chunk is still in flight here, its RESULT was lost on the way
+        (the PS sent it first, down the same tree): ask for it at once, unless a
+        retransmission of it left less than ``rto`` ago (its answer may be coming)."""
+        mark = pkt.prev_mark
+        if mark is None:
+            return []
+        if self.n_chunks <= PREV_MOD:
+            f = self._inflight.get(mark)
+            p = mark
+        else:  # ids wrap: the one chunk in flight with that mark, if only one
+            hits = [d for d in self._inflight if d % PREV_MOD == mark]
+            p = hits[0] if len(hits) == 1 else -1
+            f = self._inflight.get(p)
+        if f is None or self.failed or (f.retries and now - f.times[-1] < self.rtt.rto):
+            return []
+        self.stats.chased += 1
+        return [self._retransmit(p, f, self.rtt.rto, now)]
 
     def _on_nack(self, pkt: InaPacket, now: float) -> list[InaPacket]:
         """The PS asks for chunk ``pkt.chunk_id`` again: a switch flushed its aggregate
