@@ -75,42 +75,36 @@ Completion, RESULTs, retransmissions
     available from :meth:`PsState.round_sum`.
 
 NACKs (docs/protocol.md §6)
-    A PARTIAL flagged INCOMPLETE is a switch's flush: someone's retransmission found the
-    slot waiting for contributions that were lost.  With ``routes`` (each worker's schedule:
-    which aggregation point sums its chunk) the PS asks the workers the flush lacks -- of
-    that point's group when the flush holds one point's workers only (and one worker of
-    every other point it has heard nothing from, whose resend makes that switch flush or
-    re-emit), else every worker it has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set it has and
-    whose values are 0 (``PsOutput.nacks``, counted ``nacks``), sent to each such worker
-    alone, never down the tree (a RESULT there releases the slot).  The workers resend at
-    once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.  In a
+    A PARTIAL flagged INCOMPLETE is a switch's flush: someone's retransmission found the slot
+    waiting for contributions that were lost.  With ``routes`` (each worker's schedule: which
+    aggregation point sums its chunk) the PS asks the workers the flush lacks -- of that
+    point's group when the flush holds one point's workers only (and one worker of every other
+    point it has heard nothing from, whose resend makes that switch flush or re-emit), else
+    every worker it has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set
+    it has and whose values are 0 (``PsOutput.nacks``, counted ``nacks``), sent to each such
+    worker alone, never down the tree (a RESULT there releases the slot).  The workers resend
+    at once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.  In a
     hierarchical job a flush names the switch that emitted it, and the PS asks the workers
-    below that switch it has not received; each NACK's bitmap is the present set folded to
-    the bitmap's width with the asked worker's folded bit cleared (it goes to that worker
-    alone, which resends when its bit is clear).
-    A later request of a completed chunk that names a worker (a re-emit or flush its
-    retransmission caused) is answered to that worker alone once the first answer went
-    down the tree; more copies only to a worker that asked before.
+    below that switch it has not received; each NACK's bitmap is the present set folded to the
+    bitmap's width with the asked worker's folded bit cleared (it goes to that worker alone,
+    which resends when its bit is clear). A later request of a completed chunk that names a
+    worker (a re-emit or flush its retransmission caused) is answered to that worker alone once
+    the first answer went down the tree; more copies only to a worker that asked before.
 
 Congestion marks (docs/protocol.md §6)
-    A switch marks an INA packet that found its egress queue over the controller's
-    threshold (``FLAG_ECN``, p4src/include/congestion.p4).  Aggregation destroys per-packet
-    marks, so, as ATP ORs them into its aggregator, the PS ORs the marks of every packet it
-    merges for a chunk into the chunk's RESULT (counted ``marked``); every worker of the job
-    then sees it (``workers.ina.cc``, ``on_mark``).  Likewise a RESULT carries FALLBACK
-    when a packet of its chunk fell back on the way (a slot collision, no aggregator): the
-    aggregators' signal of ``two-window`` (``on_fallback``).
+    A switch marks an INA packet that found its egress queue over the controller's threshold
+    (``FLAG_ECN``, p4src/include/congestion.p4).  Aggregation destroys per-packet marks, so, as
+    ATP ORs them into its aggregator, the PS ORs the marks of every packet it merges for a
+    chunk into the chunk's RESULT (counted ``marked``); every worker of the job then sees it
+    (``workers.ina.cc``, ``on_mark``).  Likewise a RESULT carries FALLBACK when a packet of its
+    chunk fell back on the way (a slot collision, no aggregator): the aggregators' signal of
+    ``two-window`` (``on_fallback``).
 
 Lost RESULTs
     Each new RESULT goes down the tree in as many copies as the measured loss of RESULTs
-    asks (:meth:`PsState.copies`, ``workers.ina.result_copies``: the fewest ``n`` with
-    ``q ** n`` times the round's deliveries at most ``lost_target``, up to ``max_copies``).
-    A late GRAD is a lost RESULT only when it arrives more than the PS's measured round
-    trip after the RESULT (earlier, it crossed a queued one), or asks again; then the
-    NACKs count too.  When the estimate rises, RESULTs already sent in fewer copies get
-    the missing ones (:meth:`PsState._top_up`).  Without loss, or with only delay, nothing
-    is sent twice.  Counted ``results_doubled`` (RESULTs sent in more than one copy),
-    ``result_copies`` (the extra copies) and ``result_topups`` (copies sent later).
+    asks (:meth:`PsState.copies`; the rule, what counts as a lost RESULT and the top-ups:
+    ``workers.ina.result_copies``).  Without loss, or with only delay, nothing is sent twice.
+    Counted ``results_doubled``, ``result_copies`` (the extra copies), ``result_topups``.
 
     **Chained RESULTs** (``chain``, on in the driver): a RESULT and its resends name the
     chunk completed before it in the round (``agg_id``, ``InaPacket.prev_mark``); a worker
@@ -130,32 +124,32 @@ RESULT echo (docs/protocol.md §6)
 
 Rounds  [decision]
     ``current_round`` is the lowest incomplete round.  Packets of a completed round still kept
-    (the last ``keep_done`` completed rounds) get the stored RESULT again; older ones are dropped
-    (``stale_round``).  Packets up to ``max_ahead`` rounds ahead of ``current_round`` are merged
-    into their own round's state (rounds are independent keys, so "buffering" a future round
-    is just merging it early); beyond that they are dropped (``future_round``) -- safe, because
-    the worker retransmits.  Honest synchronous workers cannot run ahead of the PS (a worker
-    starts round r+1 only after every RESULT of round r, i.e. after the PS completed round r),
-    so ``max_ahead = 1`` only absorbs reordering at the round boundary.
+    (the last ``keep_done`` completed rounds) get the stored RESULT again; older ones are
+    dropped (``stale_round``).  Packets up to ``max_ahead`` rounds ahead of ``current_round``
+    are merged into their own round's state (rounds are independent keys, so "buffering" a
+    future round is just merging it early); beyond that they are dropped (``future_round``) --
+    safe, because the worker retransmits.  Honest synchronous workers cannot run ahead of the
+    PS (a worker starts round r+1 only after every RESULT of round r, i.e. after the PS
+    completed round r), so ``max_ahead = 1`` only absorbs reordering at the round boundary.
 
 Member changes (docs/design.md §9, a worker that died)  [decision]
     :meth:`PsState.change_members` takes a new member set from the lowest incomplete round E
     on: the PS alone knows E (a round it completed can no longer change), so it picks it and
     the workers learn it from the PS's control record (``workers.ina.control``).  Round E is
-    merged again over the new full mask F': its chunks already completed over the old mask
-    are re-opened (their RESULTs counted the removed worker), stored pieces holding a removed
+    merged again over the new full mask F': its chunks already completed over the old mask are
+    re-opened (their RESULTs counted the removed worker), stored pieces holding a removed
     worker are dropped, the others stay (a survivor's quantized gradient is the same when it
-    resends the round).  Rounds before E keep their mask for late retransmissions.  The PS also tracks
-    when it last heard each member (:meth:`PsState.silent`), so a round stuck because one
-    worker's chunks never come is reported, not waited for forever.
+    resends the round).  Rounds before E keep their mask for late retransmissions.  The PS also
+    tracks when it last heard each member (:meth:`PsState.silent`), so a round stuck because
+    one worker's chunks never come is reported, not waited for forever.
 
 Hierarchical jobs (docs/protocol.md §5.1)
     With a :class:`workers.ina.tree.Tree` the switches' bitmaps hold children, not workers:
     each arriving piece is first turned into the set of workers it sums
     (:meth:`Tree.worker_set`: a GRAD its sender, a PARTIAL the workers below the children of
-    its bits at the switch that emitted it), and everything above holds of those sets, of
-    any size.  A piece the tree cannot read (a switch or a bit it does not have) is
-    malformed (``child``).  RESULTs carry the members folded to the bitmap's width
+    its bits at the switch that emitted it), and everything above holds of those sets, of any
+    size.  A piece the tree cannot read (a switch or a bit it does not have) is malformed
+    (``child``).  RESULTs carry the members folded to the bitmap's width
     (:func:`workers.ina.messages.fold_mask`).
 
 Malformed input (docs/design.md §9) is dropped and counted, never raised: wrong job, type not GRAD
