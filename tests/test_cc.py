@@ -83,6 +83,27 @@ def test_first_timeout_is_twice_the_plans_time_for_a_first_window():
         first_timeout(0.3, 0, 40.0, 0.1)
 
 
+def test_rtt_estimator_starts_from_the_first_timeout():
+    """``start`` holds both timeouts until their first sample; ``initial`` stays the floor of
+    ``first_rto`` after them (by hand: RFC 6298 on one 0.05 s sample, 2 x the median
+    completion)."""
+    e = RttEstimator(0.3, 0.01, 1.0, start=0.633)
+    assert e.first_rto == 0.633 and e.rto == 0.633
+    e.completion(0.1)  # 2 x 0.1: below the exact round trips' start, which still holds
+    assert e.first_rto == 0.633
+    e.sample(0.05)  # srtt 0.05, rttvar 0.025: rto 0.05 + 4 x 0.025 = 0.15
+    assert e.rto == pytest.approx(0.15)
+    assert e.first_rto == 0.3  # the floor, above 0.15 and 2 x 0.1
+    e.completion(0.4)
+    e.completion(0.5)  # median 0.4: 0.8
+    assert e.first_rto == pytest.approx(0.8)
+    assert RttEstimator(0.3, 0.01, 1.0).first_rto == 0.3  # no start: initial
+    with pytest.raises(ValueError):
+        RttEstimator(0.3, 0.01, 1.0, start=0.2)  # below initial
+    with pytest.raises(ValueError):
+        RttEstimator(0.3, 0.01, 1.0, start=1.5)  # above the cap
+
+
 def test_table_and_factory():
     assert set(POLICIES) == {"fixed", "aimd", "delay", "two-window"}
     assert make_cc("fixed", 16, 80.0, 0.1).window == 16  # the constant, whatever the rate

@@ -46,7 +46,9 @@ The policies (:data:`POLICIES`, ``--cc NAME``):
 The adaptive policies start from a bandwidth-delay product, :func:`bdp_window`: the plan's
 predicted rate per worker (frames per second) times the round trip, not a constant.  So does
 ``fixed``'s window when the user names none (:func:`default_window`): the larger of
-:data:`DEFAULT_WINDOW` and :data:`BDP_HEADROOM` bandwidth-delay products.
+:data:`DEFAULT_WINDOW` and :data:`BDP_HEADROOM` bandwidth-delay products.  A worker's
+timeouts before it has measured follow the same figures (:func:`first_timeout`): at least the
+time the plan gives its first window, with the margin the measured timeouts keep.
 """
 
 from __future__ import annotations

@@ -192,8 +192,9 @@ def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: Plan, work
     window = mode_window(s, mode, rate["rate_fps"], rate["base_rtt_s"])
     out = dict(
         window=window,
-        # --timeout, or the plan's time for a first window when longer (workers.ina.cc)
-        timeout=first_timeout(s.timeout, window, rate["rate_fps"], rate["base_rtt_s"]),
+        timeout=s.timeout,
+        # until a worker has measured: the plan's time for a first window when longer
+        first_timeout=first_timeout(s.timeout, window, rate["rate_fps"], rate["base_rtt_s"]),
         round_timeout_s=s.round_timeout, cc=getattr(s, "cc", Settings.cc), **rate,
         start_file=str(start or out_dir / "start"),
         control_file=str(out_dir / "control.json") if mode == "ina" or members else None)

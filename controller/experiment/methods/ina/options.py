@@ -48,8 +48,9 @@ def add_network_options(parser: argparse.ArgumentParser, title: str,
         window_help=f"{DEFAULT_WINDOW}; INA with --cc fixed: {BDP_HEADROOM:g} bandwidth-delay "
                     f"products, the plan's rate per worker times the path's unloaded round "
                     f"trip, when more, at most {CC_MAX_WINDOW}; docs/protocol.md §6",
-        timeout_help=f"INA: {FIRST_TIMEOUT_MULT:g} x (a worker's first window at the plan's "
-                     "rate + the unloaded round trip) when longer; docs/protocol.md §6")
+        timeout_help=f"INA: until a worker has measured, {FIRST_TIMEOUT_MULT:g} x (its first "
+                     "window at the plan's rate + the unloaded round trip) when longer; "
+                     "docs/protocol.md §6")
     g.add_argument("--cc", choices=list(POLICIES), default=d.cc,
                    help="INA workers' congestion control: "
                         + "; ".join(f"{n}: {h}" for n, (h, _) in POLICIES.items())
