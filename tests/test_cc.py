@@ -16,6 +16,7 @@ from workers.ina.cc import (
     TwoWindow,
     bdp_window,
     default_window,
+    first_timeout,
     make_cc,
 )
 from workers.ina.wire import Echo, InaPacket
@@ -58,6 +59,49 @@ def test_default_window_is_two_bandwidth_delay_products_at_least_the_constant():
     assert default_window(None, rtt) == default_window(1.0 / frame, None) == 16  # unknown
     with pytest.raises(ValueError, match="headroom"):
         default_window(1.0 / frame, rtt, headroom=0)
+
+
+def test_first_timeout_is_twice_the_plans_time_for_a_first_window():
+    """The first timeout before anything is measured, by hand: twice (window / the plan's
+    frames per second of one worker + the unloaded round trip), never below the floor."""
+    assert first_timeout(0.3, 16, 40.0, 0.1) == pytest.approx(1.0)  # 2 x (0.4 + 0.1)
+    assert first_timeout(0.3, 8, 80.0, 0.05) == pytest.approx(0.3)  # 2 x 0.15 = 0.3
+    assert first_timeout(0.5, 8, 80.0, 0.05) == 0.5  # the floor (--timeout) wins
+    assert first_timeout(0.3, 16, 40.0, 0.1, mult=1.0) == pytest.approx(0.5)
+    # fat-tree k=16, 4 x 64 workers, PSs on one edge, budget 1: γ 0.0843 Mbit/s per job,
+    # 196-byte frames: 53.8 frames/s; 16 / 53.8 = 0.2975 s + 18.816 ms, x 2 = 0.633 s
+    frame = 196 * 8 / 1e6
+    gamma = 0.08433807563304802
+    assert first_timeout(0.3, 16, gamma / frame, 12 * frame) == pytest.approx(
+        2 * (16 * frame / gamma + 12 * frame))
+    assert 0.632 < first_timeout(0.3, 16, gamma / frame, 12 * frame) < 0.634
+    # one job at γ = 1, window 24 (simulate's budget 8): 2 x (37.6 + 18.8) ms, the floor
+    assert first_timeout(0.3, 24, 1.0 / frame, 12 * frame) == 0.3
+    # unknown rate or round trip (unshaped links): the floor
+    assert first_timeout(0.3, 16, None, 0.1) == 0.3 and first_timeout(0.3, 16, 40.0, None) == 0.3
+    with pytest.raises(ValueError):
+        first_timeout(0.3, 0, 40.0, 0.1)
+
+
+def test_rtt_estimator_starts_from_the_first_timeout():
+    """``start`` holds both timeouts until their first sample; ``initial`` stays the floor of
+    ``first_rto`` after them (by hand: RFC 6298 on one 0.05 s sample, 2 x the median
+    completion)."""
+    e = RttEstimator(0.3, 0.01, 1.0, start=0.633)
+    assert e.first_rto == 0.633 and e.rto == 0.633
+    e.completion(0.1)  # 2 x 0.1: below the exact round trips' start, which still holds
+    assert e.first_rto == 0.633
+    e.sample(0.05)  # srtt 0.05, rttvar 0.025: rto 0.05 + 4 x 0.025 = 0.15
+    assert e.rto == pytest.approx(0.15)
+    assert e.first_rto == 0.3  # the floor, above 0.15 and 2 x 0.1
+    e.completion(0.4)
+    e.completion(0.5)  # median 0.4: 0.8
+    assert e.first_rto == pytest.approx(0.8)
+    assert RttEstimator(0.3, 0.01, 1.0).first_rto == 0.3  # no start: initial
+    with pytest.raises(ValueError):
+        RttEstimator(0.3, 0.01, 1.0, start=0.2)  # below initial
+    with pytest.raises(ValueError):
+        RttEstimator(0.3, 0.01, 1.0, start=1.5)  # above the cap
 
 
 def test_table_and_factory():

@@ -168,6 +168,51 @@ def test_default_window_follows_the_bandwidth_delay_product(tmp_path):
     assert mode_window(Settings(), "ina") == 16
 
 
+def test_first_timeout_follows_the_plans_rate(tmp_path):
+    """The job file's ``first_timeout`` (a worker's timeouts until it has measured one):
+    ``--timeout``, or twice the plan's time for a worker's first window plus the unloaded
+    round trip when longer (workers.ina.cc.first_timeout), by hand on the network of the
+    test above (12 frames of 1.568 ms round trip); ``timeout`` stays ``--timeout``."""
+    workers = ["h1", "h2", "h15"]
+    hosts = {h: (f"10.0.0.{i + 1}", f"m{i}") for i, h in enumerate(["h0", *workers])}
+    frame = 196 * 8 / 1e6
+
+    def cfg(s: Settings, mode: str, gamma: float) -> JobConfig:
+        return job_config(s, job_id=JOB_IDS[mode], mode=mode, plan=_fattree_plan(gamma, workers),
+                          workers=workers, ps="h0", hosts=hosts,
+                          train=TrainConfig(n_workers=3, rounds=1), n_values=32,
+                          out_dir=tmp_path)
+    # γ 0.1: 63.8 frames/s, window 16 (the floor): 2 x (16 x 15.68 ms + 18.816 ms)
+    slow = cfg(Settings(), "ina", 0.1)
+    assert slow.window == 16 and slow.timeout == 0.3
+    assert slow.first_timeout == pytest.approx(2 * (16 * frame / 0.1 + 12 * frame))  # 0.5394
+    assert slow.max_timeout == pytest.approx(1.0)  # above it already
+    # γ 0.03: 2 x (16 x 52.27 ms + 18.816 ms) = 1.7102 s lifts the cap with it
+    slower = cfg(Settings(), "ina", 0.03)
+    assert slower.first_timeout == pytest.approx(2 * (16 * frame / 0.03 + 12 * frame))
+    assert slower.max_timeout == pytest.approx(slower.first_timeout)
+    # γ 1, window 24: 2 x (37.6 + 18.8) ms = 0.113 s, below --timeout's 0.3
+    assert cfg(Settings(), "ina", 1.0).first_timeout == 0.3
+    # PS-only: a third of the link each, 16 x 3 frames: 2 x (75.3 + 18.8) ms, 0.3 again
+    assert cfg(Settings(), "ps_only", 0.1).first_timeout == 0.3
+    # a longer --timeout wins; unshaped links (no rate) keep --timeout
+    assert cfg(Settings(timeout=1.0), "ina", 0.1).first_timeout == 1.0
+    assert cfg(Settings(bw=None), "ina", 0.1).first_timeout == 0.3
+
+
+def test_workers_start_from_the_job_files_first_timeout():
+    """``driver.job_rtt``: the worker's estimator holds ``first_timeout`` until it has
+    measured, ``timeout`` as first_rto's floor; the cap follows the larger."""
+    from workers.ina.driver import job_rtt
+
+    rtt = job_rtt(_make(timeout=0.3, first_timeout=0.633))
+    assert rtt.first_rto == pytest.approx(0.633) and rtt.rto == pytest.approx(0.633)
+    assert rtt.initial == 0.3 and rtt.max_rto == pytest.approx(1.0)
+    slow = job_rtt(_make(timeout=0.3, first_timeout=1.71))
+    assert slow.first_rto == pytest.approx(1.71) and slow.max_rto == pytest.approx(1.71)
+    assert job_rtt(_make(timeout=0.3)).first_rto == 0.3  # none: the timeout
+
+
 def test_window_given_or_not_on_the_command_line():
     """``--window`` not given is None in the settings (the default rule applies); given,
     even as 16, it is the user's and wins (test above)."""

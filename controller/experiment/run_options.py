@@ -84,16 +84,19 @@ def add_impairment_options(p: argparse.ArgumentParser | argparse._ArgumentGroup)
 
 def add_transport_options(p: argparse.ArgumentParser | argparse._ArgumentGroup, *,
                           budget: int, window: int, timeout: float,
-                          window_help: str | None = None) -> None:
+                          window_help: str | None = None,
+                          timeout_help: str | None = None) -> None:
     """The INA transport and plan (INA and DDP): ``--budget``, ``--window``, ``--timeout``,
     ``--slots``.  ``--window`` is None when not given (the method's default then:
-    ``window``, or what ``window_help`` says)."""
+    ``window``, or what ``window_help`` says); ``timeout_help`` adds what the method does
+    with ``--timeout``."""
     p.add_argument("--budget", type=int_option(0), default=budget,
                    help=f"programmable switches (M; default {budget})")
     p.add_argument("--window", type=int_option(1, MAX_WINDOW), default=None, metavar="N",
                    help=f"chunks in flight per worker (default {window_help or window})")
     p.add_argument("--timeout", type=finite_float, default=timeout,
-                   help=f"first retransmission timeout (s; default {timeout:g})")
+                   help=f"first retransmission timeout (s; default {timeout:g}"
+                        f"{'; ' + timeout_help if timeout_help else ''})")
     p.add_argument("--slots", type=int, action=SlotsOption, default=None, metavar="N",
                    help="aggregator slots per switch (compiles ina.p4 with -D INA_NUM_SLOTS=N; "
                         "default: constants.p4's; docs/protocol.md §2)")

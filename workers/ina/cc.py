@@ -46,7 +46,9 @@ The policies (:data:`POLICIES`, ``--cc NAME``):
 The adaptive policies start from a bandwidth-delay product, :func:`bdp_window`: the plan's
 predicted rate per worker (frames per second) times the round trip, not a constant.  So does
 ``fixed``'s window when the user names none (:func:`default_window`): the larger of
-:data:`DEFAULT_WINDOW` and :data:`BDP_HEADROOM` bandwidth-delay products.
+:data:`DEFAULT_WINDOW` and :data:`BDP_HEADROOM` bandwidth-delay products.  A worker's
+timeouts before it has measured follow the same figures (:func:`first_timeout`): at least the
+time the plan gives its first window, with the margin the measured timeouts keep.
 """
 
 from __future__ import annotations
@@ -57,8 +59,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 __all__ = ["DEFAULT_CC", "POLICIES", "CongestionControl", "Fixed", "Aimd", "Delay", "TwoWindow",
-           "bdp_window", "default_window", "make_cc", "MAX_WINDOW", "DEFAULT_WINDOW",
-           "BDP_HEADROOM"]
+           "bdp_window", "default_window", "first_timeout", "make_cc", "MAX_WINDOW",
+           "DEFAULT_WINDOW", "BDP_HEADROOM", "FIRST_TIMEOUT_MULT"]
 
 DEFAULT_CC = "fixed"
 """The policy of a run that names none (``--cc``)."""
@@ -80,6 +82,12 @@ against 18.8 ms unloaded, x1.5, with a window of 16 full 82 % of the time).  Mea
 windows of 16 / 18 / 24 / 36 (1.33 / 1.5 / 2 / 3 products): γ ratio 0.730 / 0.765 / 0.786 /
 0.786, queue depth p99 13 / 15 / 21 / 33 frames: two is the least that takes the whole gain
 (docs/results.md, "The default window follows the bandwidth-delay product")."""
+
+
+FIRST_TIMEOUT_MULT = 2.0
+""":func:`first_timeout`'s margin over the plan's completion time of a first window: the
+same factor the worker's measured ``first_rto`` takes over the measured completions
+(``workers.ina.worker.RttEstimator``'s ``mult``)."""
 
 
 class CongestionControl(Protocol):
@@ -126,6 +134,28 @@ def default_window(rate_fps: float | None, rtt_s: float | None, *,
     if not rate_fps:
         return floor
     return max(floor, bdp_window(headroom * rate_fps, rtt_s, floor, cap))
+
+
+def first_timeout(floor: float, window: int, rate_fps: float | None, rtt_s: float | None, *,
+                  mult: float = FIRST_TIMEOUT_MULT) -> float:
+    """A job's first timeout, before a worker has measured anything: ``mult`` times the
+    time the plan gives the last chunk of a worker's first window -- ``window / rate_fps``
+    (its frames cross the busiest link at the plan's rate, ``rate_fps`` frames per second
+    of one worker) plus ``rtt_s`` (the unloaded round trip) --, never below ``floor`` (the
+    job's ``timeout``); ``floor`` when the rate or round trip is unknown.
+
+    Why: every worker sends its first window at once, and where the plan saturates a link
+    the window's copies queue there for ``window / rate_fps``; a timeout shorter than that
+    fires on copies that are only queued.  Fat-tree k=16, 4 x 64 workers, PSs on one edge,
+    budget 1: each worker's rate is 53.8 frames/s, so a window of 16 takes 0.30 s, the
+    0.3 s default fired on every late chunk of the first window, and the probes, NACKs and
+    RESULT copies they caused loaded the links the plan saturates (γ ratio 0.617, 351
+    retransmissions; docs/results.md, "The first timeout follows the plan's rate")."""
+    if window < 1 or mult <= 0:
+        raise ValueError(f"need window >= 1 and mult > 0, got {window}, {mult}")
+    if not rate_fps or not rtt_s or rate_fps <= 0 or rtt_s <= 0:
+        return floor
+    return max(floor, mult * (window / rate_fps + rtt_s))
 
 
 @dataclass

@@ -111,7 +111,9 @@ def timeout_cap(cfg: JobConfig) -> float:
 def job_rtt(cfg: JobConfig) -> RttEstimator:
     """The worker's timeout estimator of a job, kept from round to round (workers.ina.worker,
     "Timeouts")."""
-    return RttEstimator(cfg.timeout, min(0.01, cfg.timeout), timeout_cap(cfg))
+    cap = timeout_cap(cfg)
+    start = None if cfg.first_timeout is None else min(cap, max(cfg.timeout, cfg.first_timeout))
+    return RttEstimator(cfg.timeout, min(0.01, cfg.timeout), cap, start=start)
 
 
 def job_cc(cfg: JobConfig) -> CongestionControl:

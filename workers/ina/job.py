@@ -71,6 +71,10 @@ class JobConfig:
     reply_port: int | None = None
     rate_fps: float | None = None
     base_rtt_s: float | None = None
+    # a worker's timeouts until it has measured one (workers.ina.worker.RttEstimator's
+    # ``start``): the plan's time for a first window (workers.ina.cc.first_timeout), at least
+    # ``timeout``; None: ``timeout``
+    first_timeout: float | None = None
     direct_after: int | None = 3
     round_timeout_s: float = 120.0
     # Start barrier: workers print 'ready' and wait for this file before round 0, so that
@@ -96,7 +100,7 @@ class JobConfig:
     def __post_init__(self) -> None:
         # the cap of a retransmission timeout is never below the first one (a --timeout of
         # 2 s for a 64-worker round whose workers start up to a second apart)
-        self.max_timeout = max(self.max_timeout, self.timeout)
+        self.max_timeout = max(self.max_timeout, self.timeout, self.first_timeout or 0.0)
 
     def aggregation_tree(self) -> Tree | None:
         """The job's :class:`Tree` (None: a flat job)."""

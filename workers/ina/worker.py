@@ -227,6 +227,10 @@ class RttEstimator:
     * ``cap``: ``max_rto``, never below the measured ``srtt`` -- a cap below the round trip resends every chunk
       in flight each ``cap`` seconds (docs/simulate.md, "Why 4 x 64 workers collapse").
 
+    ``start`` (default ``initial``): both timeouts until their first sample -- the plan's
+    time for a worker's first window (``workers.ina.cc.first_timeout``), which a first copy
+    only queued behind the start burst needs; ``initial`` stays ``first_rto``'s floor.
+
     Until the first completion sample, ``escape`` ambiguous completions in a row double the
     completion timeout: a first timeout below the completion time (a ``timeout`` set too
     short) retransmits every chunk, so no completion sample could ever correct it.
@@ -235,9 +239,11 @@ class RttEstimator:
     def __init__(self, initial: float, min_rto: float, max_rto: float, *, mult: float = 2.0,
                  window: int = 64, escape: int = 32, granularity: float = 0.01,
                  trust: int | None = None, loss_mult: float = 2.0,
-                 loss_after: int = 16) -> None:
+                 loss_after: int = 16, start: float | None = None) -> None:
         if not 0 < min_rto <= max_rto or not 0 < initial <= max_rto:
             raise ValueError("need 0 < min_rto <= max_rto and 0 < initial <= max_rto")
+        if start is not None and not initial <= start <= max_rto:
+            raise ValueError("need initial <= start <= max_rto")
         if mult < 1 or window < 1 or escape < 1 or granularity < 0:
             raise ValueError("need mult >= 1, window >= 1, escape >= 1 and granularity >= 0")
         self.initial, self.min_rto, self.max_rto = initial, min_rto, max_rto
@@ -257,7 +263,9 @@ class RttEstimator:
         self.members = 1
         self.rtts: deque[float] = deque(maxlen=window)
         self.completions: deque[float] = deque(maxlen=window)
-        self._rtt_rto = self._wait = initial
+        # before the first sample: ``start`` (the plan's time for a first window, the job's
+        # first_timeout), else ``initial``; ``initial`` stays the floor of first_rto
+        self._rtt_rto = self._wait = initial if start is None else start
         self.srtt: float | None = None
         self.rttvar = 0.0
         self._run = 0  # ambiguous completions in a row, before the first completion sample

@@ -38,7 +38,7 @@ from controller.plan.replan import replan_members
 from controller.plan.types import JobPlan, Plan
 from workers.common.model import TrainConfig
 from workers.common.quantize import choose_frac_bits
-from workers.ina.cc import DEFAULT_CC, DEFAULT_WINDOW, default_window
+from workers.ina.cc import DEFAULT_CC, DEFAULT_WINDOW, default_window, first_timeout
 from workers.ina.constants import INA_UDP_PORT, MAX_WORKERS, K
 from workers.ina.job import MODES, JobConfig, make_job_config
 from workers.ina.tree import WORKER, Child, Tree
@@ -189,8 +189,12 @@ def job_config(s: TransportSettings, *, job_id: int, mode: str, plan: Plan, work
     n_chunks = n_chunks_for(n_values, K)
     tree = tree_for(mode, plan, workers)
     rate = path_rate(plan, mode, ps, workers, getattr(s, "bw", None))
+    window = mode_window(s, mode, rate["rate_fps"], rate["base_rtt_s"])
     out = dict(
-        window=mode_window(s, mode, rate["rate_fps"], rate["base_rtt_s"]), timeout=s.timeout,
+        window=window,
+        timeout=s.timeout,
+        # until a worker has measured: the plan's time for a first window when longer
+        first_timeout=first_timeout(s.timeout, window, rate["rate_fps"], rate["base_rtt_s"]),
         round_timeout_s=s.round_timeout, cc=getattr(s, "cc", Settings.cc), **rate,
         start_file=str(start or out_dir / "start"),
         control_file=str(out_dir / "control.json") if mode == "ina" or members else None)

@@ -25,7 +25,7 @@ from controller.plan.lp import PlanError
 from controller.plan.options import add_plan_options, request_from_args
 from controller.plan.planners import get_planner
 from topo.models import TopologyError
-from workers.ina.cc import BDP_HEADROOM, DEFAULT_WINDOW, POLICIES
+from workers.ina.cc import BDP_HEADROOM, DEFAULT_WINDOW, FIRST_TIMEOUT_MULT, POLICIES
 from workers.ina.cc import MAX_WINDOW as CC_MAX_WINDOW
 from workers.ina.job import MODES
 from workers.models.scaling import DEFAULT_LINK_GBPS, DEFAULT_SCALE
@@ -47,7 +47,10 @@ def add_network_options(parser: argparse.ArgumentParser, title: str,
         g, budget=d.budget, window=d.base_window, timeout=d.timeout,
         window_help=f"{DEFAULT_WINDOW}; INA with --cc fixed: {BDP_HEADROOM:g} bandwidth-delay "
                     f"products, the plan's rate per worker times the path's unloaded round "
-                    f"trip, when more, at most {CC_MAX_WINDOW}; docs/protocol.md §6")
+                    f"trip, when more, at most {CC_MAX_WINDOW}; docs/protocol.md §6",
+        timeout_help=f"INA: until a worker has measured, {FIRST_TIMEOUT_MULT:g} x (its first "
+                     "window at the plan's rate + the unloaded round trip) when longer; "
+                     "docs/protocol.md §6")
     g.add_argument("--cc", choices=list(POLICIES), default=d.cc,
                    help="INA workers' congestion control: "
                         + "; ".join(f"{n}: {h}" for n, (h, _) in POLICIES.items())
