@@ -186,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ecn-packets", type=int, default=0, metavar="N",
                    help="switches mark INA packets that find N frames in their link's queue "
                         "(simulate's --ecn-packets; 0: no marks)")
+    p.add_argument("--burst-bytes", type=float, default=SimOptions.burst_bytes,
+                   help="simulate's --burst-bytes: htb's bucket per link direction (default "
+                        f"{SimOptions.burst_bytes:g}; 0: every frame takes its transmission "
+                        "time, a datacenter's link)")
+    p.add_argument("--wake-ms", type=float, default=SimOptions.wake_ms,
+                   help=f"simulate's --wake-ms (default {SimOptions.wake_ms:g})")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--hidden", type=int, default=32)
     p.add_argument("--train", action="store_true", help="train the model (default: seeded "
@@ -218,6 +224,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --cc: unknown policy {', '.join(bad) or '(none)'}; choose from "
               f"{', '.join(POLICIES)}", file=sys.stderr)
         return 2
+    if not (0 <= a.burst_bytes <= 1 << 30 and 0 <= a.wake_ms <= 60_000):
+        print(f"error: --burst-bytes must be in [0, 2^30] and --wake-ms in [0, 60000], got "
+              f"{a.burst_bytes:g} and {a.wake_ms:g}", file=sys.stderr)
+        return 2
     if a.smoke:
         a.topo, a.workers, a.budgets, a.rounds = "fattree:4", "4", [0, 1], 1
     out = Path(a.out)
@@ -242,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs_file.write_text(json.dumps(jobs, indent=1))
         workers = [h for j in jobs for h in j["workers"]]
     opt = SimOptions(train=a.train, reference=False, full_p4=a.full_p4,
-                     ecn_packets=a.ecn_packets)
+                     ecn_packets=a.ecn_packets, burst_bytes=a.burst_bytes, wake_ms=a.wake_ms)
     print(f"settings: {a.topo}, PS {a.ps}, {len(workers)} workers, 1 Mbit/s links, MLP "
           f"hidden {a.hidden}, {a.rounds} rounds, modes {a.modes}, loss {a.loss:g}, window "
           f"{Settings.window or 'the default (a bandwidth-delay product, at least 16)'}, timeout {a.timeout:g} s, sim options {opt}")

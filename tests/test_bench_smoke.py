@@ -170,6 +170,19 @@ def test_sim_scale_and_crossval_smoke(tmp_path: Path) -> None:
     assert (tmp_path / "plot" / "gamma_vs_budget.png").stat().st_size > 0
 
 
+def test_sim_scale_takes_the_link_model(tmp_path: Path) -> None:
+    """--burst-bytes / --wake-ms reach the simulated links (the settings line, and
+    sim_crossval's label of the run); a value out of range is one error line, exit 2."""
+    out = _run("bench/sim_scale.py", "--smoke", "--burst-bytes", "0", "--wake-ms", "0.2",
+               "--out", str(tmp_path))
+    assert "burst_bytes=0.0" in out and "wake_ms=0.2" in out
+    table = _run("bench/sim_crossval.py", str(tmp_path / "greedy-b0"))
+    assert "| sim, no bucket, wake 0.2 ms |" in table, table
+    bad = subprocess.run([sys.executable, "bench/sim_scale.py", "--burst-bytes", "-1", "--out",
+                          str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--burst-bytes" in bad.stderr
+
+
 def test_sim_scale_jobs_smoke(tmp_path: Path) -> None:
     """Two jobs, the joint greedy continued from a given first choice (agg0, the greedy's own
     choice on this network) and a baseline planner: exact in every row."""
