@@ -505,26 +505,6 @@ def test_a_nack_resends_the_chunk_at_once():
     assert w.result[:K].tolist() == [5] * K
 
 
-
-def test_after_a_nack_only_the_prober_times_out_at_rto():
-    """A NACK resends the chunk at once; then the chunk's prober times it at ``rto`` (1 s
-    here, nothing measured) and a worker that does not probe it goes back to its hold-off
-    (6 x 1 s), also when RESULTs of other chunks come: at ``rto`` from every RESULT, every
-    NACKed worker resent every 0.3 s while the PS's link queued RESULTs longer (k=16,
-    budget 4, 1 % loss: round 1 took 11 s; docs/results.md, "Chained RESULTs")."""
-    for wid, deadline in ((0, 0.6 + 1.0), (1, 0.6 + 6.0)):  # chunk 0's prober is member 0
-        w = _job_round(wid, 4, window=4, holdoff=6.0)
-        w.start(0.0)
-        nack = result(0, [0] * K, bitmap=0b1111 & ~(1 << wid), flags=FLAG_INCOMPLETE)
-        assert [(p.chunk_id, flags_copy(p)) for p in w.on_packet(nack, now=0.6)] == [
-            (0, (FLAG_RETRANSMIT, 1))]
-        assert w._inflight[0].deadline == pytest.approx(deadline)
-        w.on_packet(result(2, [1] * K, bitmap=0b1111), now=0.8)  # another chunk completes
-        assert w._inflight[0].deadline == pytest.approx(deadline)  # not pulled to 0.8 + 1
-        again = [p.chunk_id for p in w.tick(1.7) if p.chunk_id == 0]
-        assert again == ([0] if wid == 0 else []) and w._inflight[0].retries == 1 + len(again)
-
-
 def _recovering(q_free: float = 0.05, recovered: float = 0.4) -> RttEstimator:
     """An estimator that measured 20 completions under loss per port: 2 chunks no loss held
     (``q_free`` s), 18 that waited for someone's recovery (``recovered`` s)."""

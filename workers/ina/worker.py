@@ -92,11 +92,7 @@ NACKs and probers  [decision]
     workers the flush lacks (a **NACK**: a RESULT flagged INCOMPLETE to that worker's reply
     port, bitmap = the workers the PS has, values 0; ``workers.ina.ps``, "NACKs"): a NACK
     resends the chunk at once on its route, unless a copy left less than half a
-    ``probe_rto`` ago; a worker that does not probe the chunk keeps its hold-off after
-    that resend (the prober and the PS's NACKs ask it again): at ``rto`` from every
-    RESULT, every NACKed worker resent every 0.3 s once the PS's link queued RESULTs
-    longer, and round 1 of k=16, budget 4, 1 % loss took 11 s (docs/results.md,
-    "Chained RESULTs").  Without ``members`` (a round on its own) every chunk is this
+    ``probe_rto`` ago.  Without ``members`` (a round on its own) every chunk is this
     worker's to probe and none of this applies.
 
     Once the worker has been NACKed (:meth:`RttEstimator.nack`), the prober's timeout is
@@ -570,8 +566,7 @@ class WorkerRound:
         # The network answers: whatever is still in flight gets its timeout from now at
         # most -- a first copy rto (its longer first_rto covers the others' start; once
         # RESULTs come after it, they have started: module docstring), a retransmitted one
-        # its backed-off timeout; a chunk this worker does not probe its hold-off, also once
-        # a NACK resent it ("NACKs and probers").  Also ends a silence's deferrals.
+        # its backed-off timeout.  Also ends a silence's deferrals.
         # A RESULT also ends every chunk's back-off (RFC 6298 5.7: the path answers again,
         # so what is still missing was lost, not delayed).
         rto = self.rtt.rto
@@ -585,7 +580,8 @@ class WorkerRound:
         via = self._route[c][0]
         for d, g in list(self._inflight.items()):
             g.strikes = 0
-            wait = probe_wait if probing and probes(d) else held if probing else rto
+            wait = (probe_wait if probing and probes(d)
+                    else rto if g.retries or not probing else held)
             if g.seq < f.seq and not g.retries and self._route[d][0] == via:
                 g.passed += 1
                 if g.passed == self.dupthresh and self._probing and self._prober(d) \
@@ -644,12 +640,12 @@ class WorkerRound:
         return self.rtt.probe_rto, min(self.rtt.cap * self.holdoff, rto * self.holdoff)
 
     def _hold(self, c: int, f: _Flight, rto: float) -> float:
-        """How long chunk ``c``'s copy waits: ``rto``, ``holdoff`` times it for a chunk this
-        worker does not probe, also after a NACK's resend ("NACKs and probers";
+        """How long chunk ``c``'s copy waits: ``rto``, ``holdoff`` times it before the first
+        retransmission of a chunk this worker does not probe ("NACKs and probers";
         :meth:`on_packet` applies the same rule inline, over every chunk in flight)."""
         if self._probing and self._prober(c):
             return self.rtt.probe_rto
-        if not self._probing:
+        if f.retries or not self._probing:
             return rto
         return min(self.rtt.cap * self.holdoff, rto * self.holdoff)
 
@@ -676,8 +672,7 @@ class WorkerRound:
     def _on_nack(self, pkt: InaPacket, now: float) -> list[InaPacket]:
         """The PS asks for chunk ``pkt.chunk_id`` again: a switch flushed its aggregate
         without this worker (``pkt.bitmap``: the workers it has).  Resend it at once, unless
-        a copy left less than half a ``probe_rto`` ago (that copy answers the ask); then
-        ``rto`` for the chunk's prober, the hold-off for the others (:meth:`_hold`)."""
+        a copy left less than half a ``probe_rto`` ago (that copy answers the ask)."""
         c = pkt.chunk_id
         f = self._inflight.get(c)
         if f is None or pkt.bitmap & self.bit or self.failed:
@@ -691,7 +686,7 @@ class WorkerRound:
         # budget 4, 1 % loss, NACKs 55 ms after the first copy were refused twice)
         if now - f.times[-1] < self.rtt.probe_rto / 2:
             return []
-        return [self._retransmit(c, f, rto if self._prober(c) else self._hold(c, f, rto), now)]
+        return [self._retransmit(c, f, rto, now)]
 
     def _measure(self, f: _Flight, pkt: InaPacket, now: float) -> float | None:
         """Feed the estimator from a RESULT that completed the in-flight chunk ``f``; the
