@@ -505,26 +505,6 @@ def test_a_nack_resends_the_chunk_at_once():
     assert w.result[:K].tolist() == [5] * K
 
 
-
-def test_the_hold_off_is_at_least_holdoff_times_the_jobs_timeout():
-    """A non-prober's hold-off is ``holdoff`` times ``rto``, but never below ``holdoff``
-    times the job's ``timeout``: one exact round trip of an unloaded path (0.02 s here;
-    the simulated links' token bucket lets a window's first frames through at once) put
-    ``rto`` at its floor, a quarter of ``first_rto`` (0.25 s), and the hold-off at 1.5 s
-    instead of 6 s; at k=16, budget 4, 1 % loss 23 of 64 workers held off 0.6 s instead of
-    1.8 s after round 0, and round 1 stormed (docs/results.md, "Chained RESULTs")."""
-    e = RttEstimator(1.0, 0.01, 10.0)
-    e.sample(0.02)
-    assert e.rto == pytest.approx(0.25) and e.first_rto == 1.0
-    w = _job_round(1, 4, window=4, holdoff=6.0, rtt=e)  # probes chunk 1 only
-    w.start(0.0)
-    assert {c: f.deadline for c, f in w._inflight.items()} == {0: 6.0, 1: 1.0, 2: 6.0, 3: 6.0}
-    w.on_packet(result(2, [1] * K, bitmap=0b1111), now=0.1)
-    assert w._inflight[0].deadline == 6.0 and w._inflight[3].deadline == 6.0  # not 0.1 + 1.5
-    assert w._inflight[1].deadline == pytest.approx(0.35)  # the prober: 0.1 + rto
-    assert [p.chunk_id for p in w.tick(1.7)] == [1]
-
-
 def _recovering(q_free: float = 0.05, recovered: float = 0.4) -> RttEstimator:
     """An estimator that measured 20 completions under loss per port: 2 chunks no loss held
     (``q_free`` s), 18 that waited for someone's recovery (``recovered`` s)."""

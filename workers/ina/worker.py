@@ -88,12 +88,7 @@ NACKs and probers  [decision]
     complete out of order by their paths).  ``dupthresh`` is 0 (no fast retransmit) by
     default: on Mininet, chunks of one point also complete out of order (per-packet ECMP,
     the processes' scheduling), and at 4 make run resent 1.6 chunks a round for nothing.  Every other worker waits ``holdoff`` times its
-    timeout before its first retransmission, at least ``holdoff`` times the job's
-    ``timeout``: a few exact round trips of an unloaded path (the simulated links' token
-    bucket lets a window's first frames through at once) put ``rto`` at its floor, a
-    quarter of ``first_rto``, and at k=16, budget 4, 1 % loss 23 of 64 workers held off
-    0.6 s instead of 1.8 s after round 0, and round 1 stormed for 11 s (docs/results.md,
-    "Chained RESULTs").  A flush reaching the PS makes it ask the
+    timeout before its first retransmission.  A flush reaching the PS makes it ask the
     workers the flush lacks (a **NACK**: a RESULT flagged INCOMPLETE to that worker's reply
     port, bitmap = the workers the PS has, values 0; ``workers.ina.ps``, "NACKs"): a NACK
     resends the chunk at once on its route, unless a copy left less than half a
@@ -642,21 +637,17 @@ class WorkerRound:
     def _hold_times(self, rto: float) -> tuple[float, float]:
         """:meth:`_hold`'s two waits besides ``rto``: a probed chunk's, and a first copy's
         of a chunk this worker does not probe."""
-        # never below holdoff x the job's timeout: rto's floor is first_rto / 4, where a
-        # few unloaded round trips put it (module docstring, "NACKs and probers")
-        held = max(rto, self.rtt.initial) * self.holdoff
-        return self.rtt.probe_rto, min(self.rtt.cap * self.holdoff, held)
+        return self.rtt.probe_rto, min(self.rtt.cap * self.holdoff, rto * self.holdoff)
 
     def _hold(self, c: int, f: _Flight, rto: float) -> float:
-        """How long chunk ``c``'s copy waits: ``rto``, ``holdoff`` times it (at least
-        ``holdoff`` times the job's ``timeout``) before the first retransmission of a chunk
-        this worker does not probe ("NACKs and probers";
+        """How long chunk ``c``'s copy waits: ``rto``, ``holdoff`` times it before the first
+        retransmission of a chunk this worker does not probe ("NACKs and probers";
         :meth:`on_packet` applies the same rule inline, over every chunk in flight)."""
         if self._probing and self._prober(c):
             return self.rtt.probe_rto
         if f.retries or not self._probing:
             return rto
-        return self._hold_times(rto)[1]
+        return min(self.rtt.cap * self.holdoff, rto * self.holdoff)
 
     def _chase(self, pkt: InaPacket, now: float) -> list[InaPacket]:
         """A RESULT names the chunk its PS completed before it (``prev_mark``; "Chained
