@@ -268,8 +268,8 @@ class InaPacket:
         popcount(bitmap), agg_id AGG_ID_PS, or with ``prev`` (the chunk the PS completed
         before this one in the round) 1 + ``prev`` mod PREV_MOD (`prev_mark`)."""
         agg = AGG_ID_PS if prev is None or prev < 0 else 1 + prev % PREV_MOD
-        return cls(TYPE_RESULT, int(flags), job_id, round, chunk_id, agg, echo.fan_in,
-                   bitmap.bit_count(), echo.worker, bitmap, values)
+        return _packet(TYPE_RESULT, int(flags), job_id, round, chunk_id, agg, echo.fan_in,
+                       bitmap.bit_count(), echo.worker, bitmap, values)
 
     @property
     def copy_number(self) -> int:
