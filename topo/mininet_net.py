@@ -148,6 +148,16 @@ class MininetNet:
         self.net.stop()
 
 
+HTB_BUCKET_BYTES = 1600
+"""Bytes of the token bucket that decides when a frame leaves a shaped link: TCLink's htb
+class (``rate R burst 15k``, no ``cburst``) gets the ceil bucket ``tc`` sizes as ceil/HZ + mtu,
+with ``tc``'s mtu 1,600 and HZ 10^9 (``/proc/net/psched``: high-resolution timers), so
+``cburst 1600b`` at any rate (read back: ``tc -d class show``, docs/simulate.md
+cross-validation).  A frame leaves while both buckets are not in debt; the smaller decides.
+The one source of this figure: the simulated links' default
+(``SimOptions.burst_bytes``) and the round's prediction
+(:mod:`controller.experiment.prediction`) read it here."""
+
 _HTB_CLASS = re.compile(r"\bclass htb (\d+):(\d+) (?:root|parent (\S+))")
 
 

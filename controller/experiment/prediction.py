@@ -6,13 +6,39 @@ capacity.  A round is more than a rate; :func:`predict_round` adds what the prot
 per round on top of the LP's ``T_LP = gradient frame bytes x 8 / (γ x bw)``:
 
 * ``fill_drain_s``: the first frame has to reach the busiest link and the last RESULT has to
-  come back from it: one unloaded round trip of a chunk (the measured minimum where the
-  network measured one, else the store-and-forward time of a frame over the longest
-  worker-PS path, both directions);
+  come back from it: one unloaded round trip of a chunk (the store-and-forward time of a
+  frame over the longest worker-PS path, both directions; 0 on links with a token bucket,
+  below);
+* ``bucket_s``: on links with a token bucket, the head start the busiest link's bucket
+  gives the round (below);
 * ``skew_s``: the round's start skew (a slot waits for its last contributor, so the
   pipeline starts with the last worker; a round's time is its first worker's);
 * headers are in ``T_LP`` already (γ is measured and predicted in frame bytes) and the
   RESULT multicast is in the LP's loads when the plan has ``result_load``.
+
+The links: a chain of ``N`` links at ``R`` bytes/s, no propagation delay, ``M`` frames of
+``F`` bytes offered at once to the first (``L = M F`` bytes: the busiest link's round).
+
+* **Served at their rate** (no bucket, ``--burst-bytes 0`` in the simulated network): a
+  link sends a frame in ``F / R`` and a switch forwards it when it has all of it
+  (store and forward), so frame ``k`` (1-based) leaves link ``n`` at ``(k + n - 1) F / R``
+  and the last arrives at ``(M + N - 1) F / R = L / R + (N - 1) F / R``: the pipeline costs
+  one frame's time per link beyond the first.  :func:`fill_drain_s` charges the round trip
+  of the longest path, ``N = 2 h`` links for ``h`` hops each way.
+* **htb's token bucket** (Mininet's TCLink, and the simulated links' default: ``B`` =
+  :data:`topo.mininet_net.HTB_BUCKET_BYTES` = 1,600 bytes, filled at ``R``): a frame leaves
+  as soon as the bucket is not in debt and takes its bytes from it, at no serialization
+  time (a veth has none).  Full at the start, the first link lets frame ``k`` go at
+  ``max(0, (k - 1) F - B) / R``; every link after it receives that stream at most at ``R``
+  with its own bucket full, so it is never in debt when a frame comes and passes each at
+  once.  The last frame arrives at ``max(0, L - F - B) / R`` whatever ``N``: no fill or
+  drain per hop, and the busiest link finishes ``(B + F) / R`` *earlier* than ``L / R``
+  (:func:`bucket_terms`; 14.4 ms at 1 Mbit/s with 196-byte frames).  So the round is
+  ``max(T_LP - bucket_s, 0) + skew_s``: the simulated make-run network's fastest worker
+  takes exactly (76 x 196 - 1,796) x 8 / 10^6 = 0.1048 s.  A window of chunks over the
+  unloaded round trip never binds there (``window_s`` 0); it does in Mininet, whose
+  processes take a frame a wake after it arrives (docs/simulate.md cross-validation), which
+  the links' model has not.
 
 :func:`link_loads` compares the LP's load of every directed link with the bytes measured on
 it; :func:`attribute` names the resource that bound the run, with its figure;
@@ -30,7 +56,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 __all__ = ["LinkLoad", "RoundPrediction", "Bound", "JobShape", "link_loads", "launch_link_loads",
-           "predict_round", "attribute", "bound_text", "prediction_text", "mode_analysis",
+           "predict_round", "bucket_terms", "network_burst", "attribute", "bound_text", "prediction_text", "mode_analysis",
            "jobs_analysis", "as_record", "fill_drain_s", "prediction_lines", "link_table_rows",
            "links_within", "LINK_MATCH", "SATURATED", "RETX_BIND", "SLOTS_BIND", "QUEUED", "PREDICTED"]
 
@@ -79,6 +105,7 @@ class RoundPrediction:
     predicted_s: float
     measured_s: float
     window_s: float = 0.0  # the chunks at one window per unloaded round trip
+    bucket_s: float = 0.0  # the busiest link's token bucket's head start (module docstring)
 
     @property
     def error(self) -> float:
@@ -119,15 +146,41 @@ def link_loads(plan_loads: list[dict[str, Any]], link_bytes_total: dict[str, flo
 
 
 def predict_round(gamma: float, bw_mbit: float, grad_frame_bytes: float, fill_drain_s: float,
-                  skew_s: float, measured_s: float, window_s: float = 0.0) -> RoundPrediction:
+                  skew_s: float, measured_s: float, window_s: float = 0.0,
+                  bucket_s: float = 0.0) -> RoundPrediction:
     """The round's time from the LP's γ plus the protocol's costs (module docstring):
-    ``max(T_LP, window_s) + fill_drain_s + skew_s``, ``window_s`` the time the chunks take
-    at one window per unloaded round trip (a window too small for the path); ``gamma`` a
-    share of ``bw_mbit``."""
+    ``max(T_LP - bucket_s, window_s, 0) + fill_drain_s + skew_s``, ``window_s`` the time the
+    chunks take at one window per unloaded round trip (a window too small for the path),
+    ``bucket_s`` the head start of the links' token bucket (:func:`bucket_terms`; 0: links
+    served at their rate); ``gamma`` a share of ``bw_mbit``."""
     lp_s = grad_frame_bytes * 8 / (gamma * bw_mbit * 1e6) if gamma > 0 else float("inf")
     return RoundPrediction(lp_s=lp_s, fill_drain_s=fill_drain_s, skew_s=skew_s,
-                           predicted_s=max(lp_s, window_s) + fill_drain_s + skew_s,
-                           measured_s=measured_s, window_s=window_s)
+                           predicted_s=max(lp_s - bucket_s, window_s, 0.0) + fill_drain_s
+                           + skew_s,
+                           measured_s=measured_s, window_s=window_s, bucket_s=bucket_s)
+
+
+def bucket_terms(store_forward_s: float, burst_bytes: float, frame_bytes: int,
+                 bw_mbit: float) -> tuple[float, float]:
+    """``(fill_drain_s, bucket_s)`` of a round on links whose token bucket holds
+    ``burst_bytes`` (module docstring): links served at their rate (``burst_bytes`` 0, or
+    unshaped) keep the store-and-forward round trip ``store_forward_s``
+    (:func:`fill_drain_s`) and no head start; with a bucket a lone frame crosses idle links
+    at once (fill and drain 0) and the busiest link ends ``(burst_bytes + frame_bytes) / R``
+    before ``T_LP``."""
+    if burst_bytes <= 0 or not bw_mbit:
+        return store_forward_s, 0.0
+    return 0.0, (burst_bytes + frame_bytes) * 8 / (bw_mbit * 1e6)
+
+
+def network_burst(rec: dict[str, Any]) -> float:
+    """The token bucket (bytes) of the links a mode's record ran on: the simulated network's
+    own (``sim.burst_bytes``), else htb's, Mininet's and the cluster's TCLink
+    (:data:`topo.mininet_net.HTB_BUCKET_BYTES`)."""
+    from topo.mininet_net import HTB_BUCKET_BYTES
+
+    got = (rec.get("sim") or {}).get("burst_bytes")
+    return float(HTB_BUCKET_BYTES if got is None else got)
 
 
 def attribute(*, links: list[LinkLoad], grads_sent: float, retransmissions: float,
@@ -185,8 +238,10 @@ def attribute(*, links: list[LinkLoad], grads_sent: float, retransmissions: floa
     if top is not None and top.utilisation >= SATURATED:
         return Bound("link", top.utilisation, f"link: {link_part()}")
     if prediction is not None and prediction.error <= PREDICTED:
+        head = (f" less the links' bucket's head start {prediction.bucket_s * 1e3:.1f} ms"
+                if prediction.bucket_s else "")
         return Bound("pipeline", top.utilisation if top else None,
-                     f"pipeline: the plan's rate plus fill and drain "
+                     f"pipeline: the plan's rate{head} plus fill and drain "
                      f"{prediction.fill_drain_s * 1e3:.1f} ms and start skew "
                      f"{prediction.skew_s * 1e3:.1f} ms ({prediction.error:+.1%} of the "
                      f"predicted round); {link_part()}")
@@ -208,8 +263,11 @@ def bound_text(mode: str, b: dict[str, Any]) -> str:
 
 def prediction_text(mode: str, p: dict[str, Any]) -> str:
     """One console/report line from a ``round`` prediction record."""
-    base = (f"LP {p['lp_s']:.4f}" if p.get("window_s", 0.0) <= p["lp_s"]
+    bucket = p.get("bucket_s", 0.0)  # records before the bucket was modelled: none
+    base = (f"LP {p['lp_s']:.4f}" if p.get("window_s", 0.0) <= p["lp_s"] - bucket
             else f"window {p['window_s']:.4f} (LP {p['lp_s']:.4f})")
+    if bucket and p.get("window_s", 0.0) <= p["lp_s"] - bucket:
+        base += f" - bucket {bucket:.4f}"
     return (f"{mode}: predicted {p['predicted_s']:.4f} s/round ({base} + fill/drain "
             f"{p['fill_drain_s']:.4f} + start skew {p['skew_s']:.4f}), measured "
             f"{p['measured_s']:.4f} ({p['error']:+.1%})")
@@ -224,11 +282,14 @@ def mode_analysis(rec: dict[str, Any], *, plan_loads: list[dict[str, Any]], gamm
                   bw_mbit: float, n_chunks: int, frame_bytes: int, n_workers: int,
                   fill_drain_s: float, window: int | None = None,
                   pace: dict[str, Any] | None = None,
-                  max_links: int | None = None) -> dict[str, Any] | None:
+                  max_links: int | None = None,
+                  burst_bytes: float | None = None) -> dict[str, Any] | None:
     """``prediction`` of one mode's record (pure): the round predicted from ``gamma`` (the
     plan's, Mbit/s with links at ``bw_mbit``) and the protocol's costs, the bound
-    (:func:`attribute`) and the links (:func:`link_loads`, the ``max_links`` busiest).  None
-    without rounds or without ``bw``."""
+    (:func:`attribute`) and the links (:func:`link_loads`, the ``max_links`` busiest).
+    ``fill_drain_s``: the store-and-forward round trip (:func:`fill_drain_s`), taken as the
+    links' token bucket ``burst_bytes`` has it (:func:`bucket_terms`; None: the record's
+    network's, :func:`network_burst`).  None without rounds or without ``bw``."""
     import numpy as np
 
     rounds = rec.get("rounds") or []
@@ -240,23 +301,28 @@ def mode_analysis(rec: dict[str, Any], *, plan_loads: list[dict[str, Any]], gamm
                        bw_mbit, n_chunks * frame_bytes, share)
     return _analysis(rec, links, share, bw_mbit=bw_mbit, n_chunks=n_chunks,
                      frame_bytes=frame_bytes, n_workers=n_workers, fill_drain_s=fill_drain_s,
-                     window=window, pace=pace, max_links=max_links)
+                     window=window, pace=pace, max_links=max_links, burst_bytes=burst_bytes)
 
 
 def _analysis(rec: dict[str, Any], links: list[LinkLoad], share: float, *, bw_mbit: float,
               n_chunks: int, frame_bytes: int, n_workers: int, fill_drain_s: float,
               window: int | None, pace: dict[str, Any] | None,
-              max_links: int | None) -> dict[str, Any]:
+              max_links: int | None, burst_bytes: float | None = None) -> dict[str, Any]:
     """The round, the bound and the links of one record with rounds, ``share`` its γ over
-    ``bw_mbit``."""
+    ``bw_mbit``; ``fill_drain_s`` the store-and-forward round trip, taken as the links'
+    bucket has it (:func:`bucket_terms`, ``burst_bytes`` None: :func:`network_burst`)."""
     import numpy as np
 
     rounds = rec["rounds"]
     s_per_round = float(np.median([r["time_s"] for r in rounds]))
     skews = [r["start_skew_s"] for r in rounds if r.get("start_skew_s") is not None]
+    fill_drain_s, bucket_s = bucket_terms(
+        fill_drain_s, network_burst(rec) if burst_bytes is None else burst_bytes, frame_bytes,
+        bw_mbit)
     pred = predict_round(share, bw_mbit, n_chunks * frame_bytes, fill_drain_s,
                          float(np.median(skews)) if skews else 0.0, s_per_round,
-                         window_s=n_chunks / window * fill_drain_s if window else 0.0)
+                         window_s=n_chunks / window * fill_drain_s if window else 0.0,
+                         bucket_s=bucket_s)
     retx = sum(r.get("retransmissions", 0) for r in rounds)
     sent = n_chunks * n_workers * len(rounds) + retx
     p = pace or {}
@@ -279,7 +345,7 @@ class JobShape:
     gamma: float  # the joint plan's γ of the job: Mbit/s with links at bw (as one job's)
     n_chunks: int
     n_workers: int
-    fill_drain_s: float  # its farthest worker's unloaded round trip (:func:`fill_drain_s`)
+    fill_drain_s: float  # its farthest worker's store-and-forward round trip (:func:`fill_drain_s`)
 
 
 def launch_link_loads(plan_loads: list[dict[str, Any]], link_bytes_total: dict[str, float],
@@ -302,7 +368,8 @@ def jobs_analysis(modes: dict[str, dict[str, Any]], jobs: list[JobShape], *,
                   plan_loads: list[dict[str, Any]], bw_mbit: float, frame_bytes: int,
                   mode: str = "ina", window: int | None = None,
                   pace: dict[str, dict[str, Any]] | None = None,
-                  max_links: int | None = None) -> dict[str, Any]:
+                  max_links: int | None = None,
+                  burst_bytes: float | None = None) -> dict[str, Any]:
     """``prediction`` of a launch of several jobs (pure), per ``<job>/<mode>`` record of the
     INA mode ``mode``: each job's round from its γ in the joint plan and its own fill,
     drain and start skew (:func:`predict_round`), and what bound it (:func:`attribute`,
@@ -313,7 +380,8 @@ def jobs_analysis(modes: dict[str, dict[str, Any]], jobs: list[JobShape], *,
     holds the tail in which the PS serves what is still in flight, which made links busy
     91 % of the rounds read 28 % at k=16, 4 jobs x 64, docs/results.md "Defaults at
     scale"), else its longest job's rounds.  ``window``: the jobs' window where a record
-    does not hold its own (``window``).  PS-only, ToR-only and the jobs run alone
+    does not hold its own (``window``); ``burst_bytes`` the links' token bucket
+    (None: each record's network's, :func:`network_burst`).  PS-only, ToR-only and the jobs run alone
     have no per-job γ in the joint plan: not predicted.  Empty without ``bw``."""
     if not bw_mbit:
         return {}
@@ -335,7 +403,8 @@ def jobs_analysis(modes: dict[str, dict[str, Any]], jobs: list[JobShape], *,
                                n_workers=j.n_workers, fill_drain_s=j.fill_drain_s,
                                window=rec.get("window") or window,  # the job's own
                                pace=(pace or {}).get(label),
-                               max_links=max_links if i == 0 else 0)
+                               max_links=max_links if i == 0 else 0,
+                               burst_bytes=burst_bytes)
         out[label]["links_over"] = "launch"
     return out
 
@@ -344,7 +413,8 @@ def fill_drain_s(graph: Any, workers: list[str], ps: str, bw_mbit: float,
                  frame_bytes: int) -> float:
     """One unloaded round trip of a frame between the PS and its farthest worker,
     store-and-forward at ``bw_mbit`` on every link (no propagation delay: Mininet's and the
-    simulation's default)."""
+    simulation's default): ``2 h F / R`` for ``h`` hops.  Links with a token bucket let a
+    lone frame through at once: :func:`bucket_terms` takes this to 0 there."""
     import networkx as nx
 
     hops = max((nx.shortest_path_length(graph, w, ps) for w in workers), default=0)

@@ -506,6 +506,8 @@ class SimDeployed:
                     # when the last worker finished: the launch's span without the tail in
                     # which the PS serves what is still in flight (prediction.jobs_analysis)
                     "done_s": done_s,
+                    # the links' token bucket, for the round's prediction (prediction.py)
+                    "burst_bytes": opt.burst_bytes,
                     "switch_frames": net.switch_frames, "fast_frames": fast,
                     "queue_drops": net.queue_drops(),
                     "queue_depth": net.queue_depths().record(),

@@ -45,6 +45,7 @@ from controller.experiment.simulate.depths import QueueDepths, queue_depths
 from controller.experiment.simulate.events import EventLoop
 from pyswitch.impairment import ImpairmentSpec, LinkImpairment
 from pyswitch.queues import Admitted, EgressQueues
+from topo.mininet_net import HTB_BUCKET_BYTES
 
 __all__ = ["Link", "SimNetwork", "SimOptions", "rule_value", "load_switch", "program",
            "active_graph", "impairment", "port_seed"]
@@ -337,8 +338,8 @@ class SimOptions:
     # next gradient: 8 ms measured for the make-run MLP, docs/simulate.md)
     jitter_ms: float = 10.0  # + uniform [0, jitter) per worker and round (start-file poll)
     switch_proc_ms: float = 0.0  # a switch's time per frame (pyswitch's CPU in Mininet: 33 µs)
-    burst_bytes: float = 1600.0  # htb's token bucket per link direction: TCLink's class's
-    # ceil bucket, rate/HZ + mtu = 1,600 B (network.py; 0: none, every frame takes its time)
+    burst_bytes: float = float(HTB_BUCKET_BYTES)  # htb's token bucket per link direction:
+    # TCLink's class's ceil bucket, rate/HZ + mtu = 1,600 B (0: none, every frame its time)
     wake_ms: float = 0.0  # how long after a frame arrives its switch or host takes it (0: at
     # once; Mininet's processes woken on shared cores, docs/simulate.md cross-validation)
     train: bool = True  # a real model's gradients (False: seeded random int32 vectors)
