@@ -165,7 +165,7 @@ def test_sim_scale_and_crossval_smoke(tmp_path: Path) -> None:
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("greedy")]
     assert len(rows) == 2 and all(r[6] == "yes" for r in rows), out
     table = _run("bench/sim_crossval.py", str(tmp_path / "greedy-b0"), str(tmp_path / "greedy-b1"))
-    assert table.count("| sim, burst 1,600 B |") == 2 and "| yes |" in table  # the default
+    assert table.count("| sim, burst 1,600 B (simulator's default) |") == 2 and "| yes |" in table
     _run("bench/sim_scale.py", "--replot", str(tmp_path), "--out", str(tmp_path / "plot"))
     assert (tmp_path / "plot" / "gamma_vs_budget.png").stat().st_size > 0
 
