@@ -363,8 +363,12 @@ def measure(a: argparse.Namespace) -> int:
         return 1
     (run_dir / WAKE_FILE).write_text(json.dumps(wake, indent=1))
     _controller("simulate", *common, "--name", sims[0].name, log=out / f"{sims[0].name}.out")
-    _controller("simulate", *common, "--name", sims[1].name, "--wake-ms",
-                f"{wake['wake_ms']:.3f}", log=out / f"{sims[1].name}.out")
+    if round(wake["wake_ms"], 3) > 0:
+        _controller("simulate", *common, "--name", sims[1].name, "--wake-ms",
+                    f"{wake['wake_ms']:.3f}", log=out / f"{sims[1].name}.out")
+    else:  # the far path no slower than the near one: no wake to simulate
+        print(f"no wake measured ({wake['wake_ms']:.3f} ms): the default alone simulated")
+        sims = sims[:1]
     from controller.experiment.prediction import prediction_lines
 
     n, f = wake["near_ms"], wake["far_ms"]
