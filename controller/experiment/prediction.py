@@ -24,7 +24,9 @@ The links: a chain of ``N`` links at ``R`` bytes/s, no propagation delay, ``M`` 
   (store and forward), so frame ``k`` (1-based) leaves link ``n`` at ``(k + n - 1) F / R``
   and the last arrives at ``(M + N - 1) F / R = L / R + (N - 1) F / R``: the pipeline costs
   one frame's time per link beyond the first.  :func:`fill_drain_s` charges the round trip
-  of the longest path, ``N = 2 h`` links for ``h`` hops each way.
+  of the longest path, ``N = 2 h`` links for ``h`` hops each way, ``2 h F / R``: one frame's
+  time more than the chain's (the simulated make-run round is 1.2 % above even that: the
+  workers' streams merge).
 * **htb's token bucket** (Mininet's TCLink, and the simulated links' default: ``B`` =
   :data:`topo.mininet_net.HTB_BUCKET_BYTES` = 1,600 bytes, filled at ``R``): a frame leaves
   as soon as the bucket is not in debt and takes its bytes from it, at no serialization
