@@ -22,6 +22,7 @@ from controller.experiment.run_options import (
     MAX_ROUNDS,
     MAX_WINDOW,
     add_shared_options,
+    apply_switch_processes,
 )
 from controller.experiment.runner import execute
 
@@ -114,5 +115,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Build the method (which checks its options) and run it."""
     if METHODS[args.method] is not InaMethod:  # only INA's hosts run through the driver
         refuse_network(args.method, getattr(args, "network", None))
+    apply_switch_processes(args)  # --switches-per-process: what every PySwitch reads
     execute(METHODS[args.method](args), argv=getattr(args, "command_line", None))
     return 0
