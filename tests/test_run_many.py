@@ -8,6 +8,7 @@ its P4Runtime server answers for its own device id only, and SIGTERM stops the p
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -17,8 +18,9 @@ import threading
 import time
 from types import SimpleNamespace
 
+import networkx as nx
 import pytest
-from netns import expect_frames, free_tcp_port, is_root, veth_hosts
+from netns import expect_frames, free_tcp_port, is_root, unique_tag, veth_hosts
 from test_daemon_loop import _expected, _frames
 
 from pyswitch import compile_p4
@@ -323,3 +325,62 @@ def test_run_many_serves_each_switch_and_stops_on_sigterm(tmp_path):
             out = proc.communicate()[0]
     assert "device 1: P4Runtime on" in out and "device 7: P4Runtime on" in out
     assert not os.path.exists(sock[1]) and not os.path.exists(sock[7])
+
+
+# ---------------------------------------------------------------- root: Mininet groups
+
+@pytest.mark.root
+@pytest.mark.mininet
+@root
+@pytest.mark.skipif(importlib.util.find_spec("mininet") is None, reason="Mininet not installed")
+def test_mininet_switches_in_groups_forward_answer_and_stop(tmp_path, monkeypatch):
+    """a - s1 - s2 - s3 - b with two switches per process: s1 and s2 share a process, s3
+    has its own; each switch takes its own pipeline and rules over its own P4Runtime
+    server, a ping crosses all three, the shared process is counted once and ends with
+    the network."""
+    from switch_harness import REPO, compile_for
+
+    from controller.dataplane.p4runtime_client import SwitchConnection
+    from topo.mininet_net import build_net
+    from topo.mininet_switch import PySwitch
+
+    monkeypatch.delenv("PYSWITCH_PER_PROCESS", raising=False)
+    tag = unique_tag("g")
+    a, b = f"{tag}a", f"{tag}b"
+    s = [f"{tag}s{i}" for i in (1, 2, 3)]
+    g = nx.Graph()
+    for h in (a, b):
+        g.add_node(h, kind="host")
+    for sw in s:
+        g.add_node(sw, kind="switch")
+    path = [a, *s, b]
+    nx.add_path(g, path, bw=100)
+    compiled = compile_for("pyswitch", REPO / "tests" / "p4" / "rt_forward.p4",
+                           tmp_path / "build")
+    mn = build_net(g, switch_cls=PySwitch,
+                   switch_opts={"log_dir": str(tmp_path), "per_process": 2})
+    try:
+        nodes = [mn.net.get(sw) for sw in s]
+        assert nodes[0].proc is nodes[1].proc and nodes[2].proc is not nodes[0].proc
+        assert nodes[0].group == (s[0], s[1]) and nodes[2].group == (s[2],)
+        assert "run-many" in nodes[0].proc.args and "run" in nodes[2].proc.args
+        assert counted_once([(n.name, n.proc.pid) for n in nodes]) == {
+            s[0]: nodes[0].proc.pid, s[2]: nodes[2].proc.pid}
+        plan = mn.plan
+        for sw in s:
+            with SwitchConnection(mn.grpc_address(sw), device_id=mn.device_id(sw),
+                                  election_id=1, name=sw) as c:
+                c.connect()
+                c.set_pipeline(compiled.p4info_path, compiled.config_path)
+                i = path.index(sw)
+                for h, toward in ((plan.hosts[a], path[i - 1]), (plan.hosts[b], path[i + 1])):
+                    c.insert_table_entry("MyIngress.ipv4_lpm",
+                                         {"hdr.ipv4.dstAddr": f"{h.ip}/32"},
+                                         "MyIngress.ipv4_forward",
+                                         {"dstAddr": h.mac, "port": plan.ports[sw][toward]})
+        out = mn.net.get(a).cmd(f"ping -c 3 -i 0.2 -W 2 {plan.hosts[b].ip}")
+        assert " 0% packet loss" in out, out
+        procs = {id(n.proc): n.proc for n in nodes}.values()
+    finally:
+        mn.stop()
+    assert all(p.poll() is not None for p in procs)

@@ -322,6 +322,14 @@ class PySwitch(P4RuntimeSwitch):
                 PySwitch._launch_group([by_name[n] for n in names])
         return super().batchStartup(switches)
 
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """As :meth:`P4RuntimeSwitch.wait_ready`; a switch whose ``start`` waited for a
+        ``batchStartup`` that never came (code that starts a switch itself) is launched
+        alone first."""
+        if self._deferred:
+            PySwitch._launch_group([self])
+        super().wait_ready(timeout)
+
     @staticmethod
     def _launch_group(group: list[PySwitch]) -> None:
         """One process for ``group`` (a single switch: ``pyswitch run`` as today), its spec

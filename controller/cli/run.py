@@ -22,6 +22,7 @@ from controller.experiment.run_options import (
     MAX_ROUNDS,
     MAX_WINDOW,
     add_shared_options,
+    add_switch_process_option,
     apply_switch_processes,
 )
 from controller.experiment.runner import execute
@@ -73,6 +74,7 @@ def run_parser(prog: str, method: str | None) -> Parser:
                         + " (default: servers with --servers, else mininet; "
                           "docs/running.md)")
     add_shared_options(p)
+    add_switch_process_option(p)  # Mininet's pyswitch switches (topo.switch_groups)
     if method is not None:
         METHODS[method].add_arguments(p)
     return p

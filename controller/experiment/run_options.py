@@ -60,7 +60,6 @@ def add_shared_options(p: argparse.ArgumentParser) -> None:
                    metavar="N", help="run every mode N times, seeds --seed .. --seed+N-1, and "
                                      "report mean±std (default 1)")
     add_target_option(p, d["target"])
-    add_switch_process_option(p)
     p.add_argument("--out", default=d["out"], help="results folder")
     p.add_argument("--name", default=d["name"], help="run name (default: a timestamp)")
 
@@ -164,8 +163,9 @@ def check_options(args: argparse.Namespace) -> None:
 def add_switch_process_option(p: argparse.ArgumentParser) -> None:
     """``--switches-per-process N|auto``: how many pyswitch switches one process runs."""
     p.add_argument("--switches-per-process", default=None, metavar="N|auto",
-                   help="pyswitch switches per process (pyswitch run-many): a count or auto "
-                        "(default: PYSWITCH_PER_PROCESS, else 1; --fail-switch: 1)")
+                   help="Mininet's pyswitch switches per process (pyswitch run-many): a count "
+                        "or auto (default: PYSWITCH_PER_PROCESS, else 1; a switch killed by the "
+                        "fault injection: 1)")
 
 
 def apply_switch_processes(args: argparse.Namespace) -> None:
