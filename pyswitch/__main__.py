@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import sys
 
-USAGE = """usage: python -m pyswitch {compile,run,stf} ...
+USAGE = """usage: python -m pyswitch {compile,run,run-many,stf} ...
 
   compile   compile a P4_16 v1model program (mirrors p4c --target bmv2 --arch v1model)
   run       run a switch on Linux interfaces with a P4Runtime server (mirrors simple_switch_grpc)
+  run-many  run several switches in one process (SPEC.json: each switch's run arguments)
   stf       run STF packet tests, one program or a corpus (as p4c's bmv2stf.py)
 
 example:
@@ -19,7 +20,7 @@ example:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
-        print("pyswitch: a command is required (compile, run or stf; --help)", file=sys.stderr)
+        print("pyswitch: a command is required (compile, run, run-many or stf; --help)", file=sys.stderr)
         return 2
     if argv[0] in ("-h", "--help"):
         print(USAGE, end="")
@@ -33,11 +34,15 @@ def main(argv: list[str] | None = None) -> int:
         from pyswitch.daemon import main as run_main
 
         return run_main(rest)
+    if command == "run-many":
+        from pyswitch.run_many import main as run_many_main
+
+        return run_many_main(rest)
     if command == "stf":
         from pyswitch.stf.runner import main as stf_main
 
         return stf_main(rest)
-    print(f"pyswitch: unknown command {command!r} (one of compile, run, stf)", file=sys.stderr)
+    print(f"pyswitch: unknown command {command!r} (one of compile, run, run-many, stf)", file=sys.stderr)
     return 2
 
 

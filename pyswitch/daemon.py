@@ -7,8 +7,8 @@ Command line mirrors BMv2's ``simple_switch_grpc``::
                            [--impair PORT|all:loss=..,dup=..,reorder=..,delay_ms=..,seed=..]
                            [--control-socket PATH] [COMPILED.json]
 
-Threads: one forwarding loop (epoll over the AF_PACKET ports, a wake-up pipe and the
-impairment timers) that runs every received frame through the switch (a port's received
+Threads: one forwarding loop (``pyswitch/loop.py``: epoll over the AF_PACKET ports, a
+wake-up pipe and the impairment timers) that runs every received frame through the switch (a port's received
 batch in one ``Switch.process_batch`` call where no impairment or queue is in the way,
 else ``Switch.process`` per frame) -- in Python, or with ``PYSWITCH_LOOP=c`` in C where
 every port is on the native path (``portio.c``'s ``Pump``: epoll, ``recvmmsg``, the
@@ -32,35 +32,31 @@ keep their value; ``"none"`` clears), ``{"op": "ping"}``, ``{"op": "memory", "co
 from __future__ import annotations
 
 import argparse
-import heapq
-import itertools
 import json
 import logging
 import os
-import select
 import signal
 import socket
 import sys
 import threading
-import time
+from dataclasses import dataclass, field
 from typing import Any
 
 # gRPC's C core logs bind failures etc. to stderr itself; we report them in one line.
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
-from pyswitch import native  # noqa: E402
 from pyswitch.errors import OneLineParser, UsageError  # noqa: E402
 from pyswitch.impairment import (  # noqa: E402
     ImpairmentSpecError,
     PortImpairments,
     parse_port_option,
-    parse_spec,
 )
 from pyswitch.inputfile import (  # noqa: E402
     MAX_DEVICE_CONFIG_BYTES,
     InputFileError,
     read_input,
 )
+from pyswitch.loop import BATCH, ForwardingLoop, MultiLoop  # noqa: E402,F401 (re-exported)
 from pyswitch.memstats import memory_figures, trace  # noqa: E402
 from pyswitch.native import mode as native_mode  # noqa: E402
 from pyswitch.observe import TRACE, ObservedPort, install_trace  # noqa: E402
@@ -75,327 +71,7 @@ from pyswitch.p4runtime.translate import P4RTError  # noqa: E402
 from pyswitch.ports import Port, PortError  # noqa: E402
 
 log = logging.getLogger("pyswitch.run")
-BATCH = 64
 BMV2_JSON_VERSION = "2.23"  # the "__meta__" version of the JSON the Thrift server describes
-
-
-class ForwardingLoop:
-    """Moves frames between ports through the device's switch, applying impairments."""
-
-    def __init__(self, device: Device, ports: dict[int, Port],
-                 impairments: PortImpairments | None = None, *,
-                 native_loop: bool | None = None) -> None:
-        self.dev = device
-        # the C loop only when asked (here, or PYSWITCH_LOOP=c): its Mininet runs had more
-        # bursts of retransmissions than the Python loop's -- the INA protocol's own
-        # feedback, not a frame the loop lost or held (docs/scale.md §5), but the counts
-        # did not show it no worse
-        if native_loop is None:
-            native_loop = os.environ.get("PYSWITCH_LOOP", "python") == "c"
-        self._native_loop = native_loop  # False: the Python loop even where C could run
-        self.loop_why = "not started"
-        self.epoch = 0  # bumped (under the lock) by every change the C loop must see
-        self.ports = ports
-        self.imp = impairments or PortImpairments()
-        self._by_fd = {p.fileno(): (n, p) for n, p in ports.items()}
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self._heap: list[tuple[float, int, str, int, bytes]] = []  # (time, seq, "rx"/"tx"...)
-        self._seq = itertools.count()
-        self._stop = False
-        self.processed = 0
-        self.dropped_no_pipeline = 0
-        self.process_errors = 0
-        self.unknown_port_out = 0
-        self.loop_errors = 0
-        device.inject = self.inject
-
-    # -- called from other threads
-    def wake(self) -> None:
-        try:
-            os.write(self._wake_w, b"x")
-        except BlockingIOError:
-            pass
-
-    def stop(self) -> None:
-        self._stop = True
-        self.wake()
-
-    def inject(self, port: int, frame: bytes) -> None:
-        """Process ``frame`` as if received on ``port`` (packet-out), from any thread."""
-        with self.dev.lock:
-            self._process(port, frame)
-        self.wake()
-
-    def set_impairment(self, port: int | None, spec_text: str) -> None:
-        with self.dev.lock:
-            self.epoch += 1  # the C loop forwards nothing more before it looks again
-            targets = list(self.ports) if port is None else [port]
-            for p in targets:
-                if p not in self.ports:
-                    raise ImpairmentSpecError(f"port {p} does not exist")
-                self.imp.set(p, parse_spec(spec_text, self.imp.spec(p)))
-        self.wake()
-
-    # -- the packet path (lock held)
-    def _process(self, port: int, frame: bytes) -> None:
-        sw = self.dev.switch
-        if sw is None:
-            self.dropped_no_pipeline += 1
-            return
-        if sw.queued:
-            self._process_queued(sw, port, frame)
-            return
-        outs = self._run_pipeline(port, sw.process, port, frame)
-        for out_port, out in outs or ():
-            self._transmit(out_port, out)
-
-    def _run_pipeline(self, port: int, call: Any, *args: Any) -> list[tuple[int, bytes]] | None:
-        """``call(*args)`` (the switch's process or process_at of a frame from ``port``; no
-        closure per frame), counted; None when the pipeline raised: a pipeline bug must not
-        stop the switch (the first ten logged)."""
-        try:
-            outs = call(*args)
-        except Exception:
-            self.process_errors += 1
-            if self.process_errors <= 10:
-                log.exception("process() failed on a frame from port %d", port)
-            return None
-        self.processed += 1
-        return outs
-
-    def _process_queued(self, sw: Any, port: int, frame: bytes) -> None:
-        """A frame through a switch with egress queues: processed at the device's clock,
-        each copy sent when the queue model says it leaves its queue (a timer if later)."""
-        now = time.monotonic()
-        outs = self._run_pipeline(port, sw.process_at, now - self.dev.t0, port, frame)
-        for out_port, out in outs or ():
-            t = self.dev.t0 + sw.departure.get(out_port, 0.0)
-            if t <= now:
-                self._transmit(out_port, out)
-            else:
-                heapq.heappush(self._heap, (t, next(self._seq), "queued", out_port, out))
-
-    def _transmit(self, port: int, frame: bytes) -> None:
-        if port == self.dev.cpu_port:
-            self.dev.packet_in(frame)
-            return
-        imp = self.imp.tx.get(port)
-        if imp is not None and not (imp.spec.is_noop and imp.next_deadline() is None):
-            now = time.monotonic()
-            for t, f in imp.offer(frame, now):
-                if t <= now:
-                    self._send(port, f)
-                else:
-                    heapq.heappush(self._heap, (t, next(self._seq), "tx", port, f))
-            self._arm(imp, "tx", port)
-            return
-        self._send(port, frame)
-
-    def _send(self, port: int, frame: bytes) -> None:
-        p = self.ports.get(port)
-        if p is None:
-            self.unknown_port_out += 1
-            return
-        p.send(frame)
-
-    def _arm(self, imp: Any, kind: str, port: int) -> None:
-        """Schedule a wake-up for a held (reordered) frame's hold timeout."""
-        d = imp.next_deadline()
-        if d is not None:
-            heapq.heappush(self._heap, (d, next(self._seq), kind + "-expire", port, b""))
-
-    def _receive(self, port: int, frames: list[bytes]) -> None:
-        imp = self.imp.rx.get(port)
-        if imp is not None and not (imp.spec.is_noop and imp.next_deadline() is None):
-            now = time.monotonic()
-            for frame in frames:
-                for t, f in imp.offer(frame, now):
-                    if t <= now:
-                        self._process(port, f)
-                    else:
-                        heapq.heappush(self._heap, (t, next(self._seq), "rx", port, f))
-            self._arm(imp, "rx", port)
-            return
-        sw = self.dev.switch
-        if sw is None:
-            self.dropped_no_pipeline += len(frames)
-            return
-        if sw.queued:
-            for frame in frames:
-                self._process_queued(sw, port, frame)
-            return
-        # fast path (no impairment on this port): the whole batch through the pipeline in
-        # one call (Switch.process_batch: the loop in C on the native path), a frame that
-        # raises counted and logged (a pipeline bug must not stop the switch); what the
-        # batch sends to a port leaves in one Port.send_batch, in order, at the end
-        ports, tx, cpu = self.ports, self.imp.tx, self.dev.cpu_port
-        errors: list[tuple[int, Exception]] = []
-        outs = sw.process_batch(frames, port, errors)
-        self.processed += len(frames) - len(errors)
-        if errors:
-            self._batch_errors(port, errors)
-        pending: dict[int, list[bytes]] = {}
-        for out_port, out in outs:
-            if out_port in tx or out_port == cpu:
-                self._transmit(out_port, out)
-                continue
-            q = pending.get(out_port)
-            if q is None:
-                pending[out_port] = [out]
-            else:
-                q.append(out)
-        for out_port, outs_ in pending.items():
-            p = ports.get(out_port)
-            if p is None:
-                self.unknown_port_out += len(outs_)
-            else:
-                p.send_batch(outs_)
-
-    def _batch_errors(self, port: int, errors: list[tuple[int, Exception]]) -> None:
-        """The frames of a batch that raised: counted, the first ten logged (also called by
-        the C loop)."""
-        for _, e in errors:
-            self.process_errors += 1
-            if self.process_errors <= 10:
-                log.error("process() failed on a frame from port %d", port, exc_info=e)
-
-    def _run_timers(self) -> None:
-        now = time.monotonic()
-        heap = self._heap
-        while heap and heap[0][0] <= now:
-            _, _, kind, port, frame = heapq.heappop(heap)
-            if kind == "tx":
-                self._send(port, frame)
-            elif kind == "queued":  # out of its egress queue: the link's impairments next
-                self._transmit(port, frame)
-            elif kind == "rx":
-                self._process(port, frame)
-            else:  # a reorder hold expired
-                table = self.imp.rx if kind == "rx-expire" else self.imp.tx
-                imp = table.get(port)
-                if imp is None:
-                    continue
-                for t, f in imp.expire(now):
-                    if kind == "rx-expire":
-                        if t <= now:
-                            self._process(port, f)
-                        else:
-                            heapq.heappush(heap, (t, next(self._seq), "rx", port, f))
-                    elif t <= now:
-                        self._send(port, f)
-                    else:
-                        heapq.heappush(heap, (t, next(self._seq), "tx", port, f))
-
-    def _pump_or_why(self) -> tuple[Any, str]:
-        """The loop in C (`pyswitch/native/portio.c`'s ``Pump``) over these ports, or
-        (None, why the Python loop runs): it needs every port a plain `Port` on the native
-        path, numbered 0..511."""
-        if not self._native_loop:
-            return None, "the Python loop (the default; PYSWITCH_LOOP=c for the C loop)"
-        if not all(type(p) is Port and p._io is not None for p in self.ports.values()):
-            return None, next((f"port {n}: {p.path}" if isinstance(p, Port)
-                               else f"port {n} is observed (--pcap, --dump-packet-data)"
-                               for n, p in self.ports.items()
-                               if not (type(p) is Port and p._io is not None)), "")
-        if not all(0 <= n < 512 for n in self.ports):
-            return None, "a port number outside 0..511"
-        mod, why = native.portio()
-        if mod is None or not hasattr(mod, "Pump"):
-            return None, why or "no Pump in the ports' module"
-        ports = [(n, p._io, p.counters, p.fileno()) for n, p in self.ports.items()]
-        return mod.Pump(self, self.dev, self.dev.lock, self._wake_r, ports), ""
-
-    def _fast(self) -> tuple[set[int], int] | None:
-        """The output ports the C loop hands back to `_transmit` (the CPU port, ports with
-        a transmit impairment) and the `epoch` they belong to, or None while the C loop
-        must not run: a timer pending, or a receive impairment in effect.  Each change
-        bumps `epoch` under the lock: the C loop, which takes the lock before each round of
-        frames, returns instead of forwarding them with what it was given."""
-        with self.dev.lock:
-            if self._heap:
-                return None
-            for imp in self.imp.rx.values():
-                if not (imp.spec.is_noop and imp.next_deadline() is None):
-                    return None
-            slow = set(self.imp.tx)
-            if self.dev.cpu_port is not None:
-                slow.add(self.dev.cpu_port)
-            return slow, self.epoch
-
-    def run(self) -> None:
-        """Forward until `stop`: in C (`Pump`) while no receive impairment or timer needs
-        the Python loop, else (and where the C loop cannot be built) in Python; one
-        semantics, the same frames and counters (tests/test_daemon_loop.py)."""
-        pump, self.loop_why = self._pump_or_why()
-        ep = select.epoll()
-        for fd in self._by_fd:
-            ep.register(fd, select.EPOLLIN)
-        ep.register(self._wake_r, select.EPOLLIN)
-        try:
-            while not self._stop:
-                fast = self._fast() if pump is not None else None
-                if fast is None:
-                    self._turn(ep)
-                    continue
-                try:
-                    pump.run(*fast)
-                except Exception:  # a bug must not take the switch down; say it, go on
-                    self.loop_errors += 1
-                    if self.loop_errors <= 10:
-                        log.exception("forwarding loop error (continuing)")
-        finally:
-            ep.close()
-
-    @property
-    def loop_path(self) -> str:
-        """Which loop forwards: ``native`` (C) or ``python (why)``."""
-        return "native" if not self.loop_why else f"python ({self.loop_why})"
-
-    def _turn(self, ep: Any) -> None:
-        """One turn of the Python loop: wait for the ports, the wake-up pipe or the next
-        timer; receive, forward, fire the timers due."""
-        timeout = -1.0
-        if self._heap:
-            timeout = max(0.0, self._heap[0][0] - time.monotonic())
-        events = ep.poll(timeout)
-        by_fd = self._by_fd
-        try:
-            with self.dev.lock:
-                for fd, _ in events:
-                    if fd == self._wake_r:
-                        try:
-                            os.read(self._wake_r, 4096)
-                        except BlockingIOError:
-                            pass
-                        continue
-                    port, p = by_fd[fd]
-                    frames = p.recv_batch(BATCH)
-                    if frames:
-                        self._receive(port, frames)
-                if self._heap:
-                    self._run_timers()
-        except Exception:  # a bug must not take the switch down; say it, go on
-            self.loop_errors += 1
-            if self.loop_errors <= 10:
-                log.exception("forwarding loop error (continuing)")
-
-    def counters(self) -> dict[str, Any]:
-        with self.dev.lock:
-            return {
-                "ports": {str(n): {"ifname": p.ifname, **p.counters.to_dict()}
-                          for n, p in sorted(self.ports.items())},
-                "impairments": self.imp.snapshot(),
-                "switch": {"path": self.dev.switch.path if self.dev.switch else None,
-                           "loop": self.loop_path,
-                           "processed": self.processed,
-                           "dropped_no_pipeline": self.dropped_no_pipeline,
-                           "process_errors": self.process_errors,
-                           "unknown_port_out": self.unknown_port_out,
-                           "loop_errors": self.loop_errors,
-                           "delayed_pending": len(self._heap)},
-            }
 
 
 # ---------------------------------------------------------------- control socket
@@ -661,6 +337,118 @@ def _traced_make_switch(device: Device) -> None:
     device.make_switch = make_switch  # type: ignore[method-assign]
 
 
+@dataclass
+class RunningSwitch:
+    """One started switch of ``pyswitch run`` (or of ``run-many``): its device, ports,
+    forwarding loop and servers, stopped by :meth:`stop`."""
+
+    args: argparse.Namespace
+    device: Device
+    ports: dict[int, Any]
+    loop: ForwardingLoop
+    server: Any = None
+    bound: int = 0
+    thrift: Any = None
+    control: socket.socket | None = None
+    ifaces: dict[int, str] = field(default_factory=dict)
+
+    def serve_control(self) -> None:
+        """Its control socket, if ``--control-socket`` was given."""
+        if self.args.control_socket:
+            self.control = serve_control(self.loop, self.args.control_socket)
+
+    def log_started(self) -> None:
+        a = self.args
+        log.info("device %d: P4Runtime on %s (port %d), ports %s", a.device_id,
+                 a.grpc_server_addr or "none", self.bound,
+                 ", ".join(f"{n}@{i}" for n, i in sorted(self.ifaces.items())) or "none")
+        if self.thrift is not None:
+            log.info("device %d: Thrift runtime server on %s:%d", a.device_id,
+                     a.thrift_addr, a.thrift_port)
+
+    def stop(self) -> None:
+        """Servers down, control socket removed, ports closed (after the loop returned)."""
+        if self.server is not None:
+            self.server.stop(grace=0.5).wait(2)
+        if self.thrift is not None:
+            self.thrift.stop()
+        if self.control is not None:
+            self.control.close()
+            try:
+                os.unlink(self.args.control_socket)
+            except OSError:
+                pass
+        _close(self.ports)
+
+
+def check_switch_args(args: argparse.Namespace) -> tuple[dict[int, str], PortImpairments]:
+    """One switch's arguments checked before anything opens (no I/O but stat): its
+    interfaces and impairments; a UsageError or ImpairmentSpecError (one line) otherwise."""
+    check_bmv2_options(args)
+    ifaces = parse_interfaces(args.interface)
+    impairments = PortImpairments(names=ifaces)  # each port its own loss stream
+    for text in args.impair:
+        port, spec = parse_port_option(text)
+        for n in (ifaces if port is None else [port]):
+            if n not in ifaces:
+                raise UsageError(f"--impair {text!r}: port {n} is not attached with -i")
+            impairments.set(n, spec)
+    if args.config and args.no_p4:
+        raise UsageError("give either a compiled program or --no-p4, not both")
+    if args.priority_queues < 1:
+        raise UsageError("--priority-queues must be >= 1")
+    return ifaces, impairments
+
+
+def start_switch(args: argparse.Namespace, p4runtime_by_default: bool,
+                 ports: dict[int, Any], *, native_loop: bool | None = None) -> RunningSwitch:
+    """Open ``args``'s ports (into ``ports``, which the caller closes on failure), load its
+    program and start its P4Runtime and Thrift servers; the forwarding loop is built, not
+    run.  Raises UsageError, ImpairmentSpecError, PortError or OSError (one line each)."""
+    ifaces, impairments = check_switch_args(args)
+    device = Device(device_id=args.device_id, cpu_port=args.cpu_port, seed=args.seed)
+    configure_queues(device.queues, args)
+    if args.log_level == "trace" and (args.log_console or args.log_file):
+        _traced_make_switch(device)
+    if args.config:
+        program, raw = _load_program(args.config)
+        device.load(program, raw)
+    for n, ifname in ifaces.items():
+        ports[n] = Port(ifname)
+        if args.pcap is not None or args.dump_packet_data:
+            ports[n] = ObservedPort(ports[n], n, args.pcap, args.dump_packet_data)
+    loop = ForwardingLoop(device, ports, impairments, native_loop=native_loop)
+    set_listen_addresses(args, p4runtime_by_default)
+    server, bound = (serve(device, args.grpc_server_addr) if args.grpc_server_addr
+                     else (None, 0))
+    thrift = None
+    if args.thrift_port is not None:
+        from pyswitch.thriftapi.server import serve_thrift
+
+        try:
+            thrift = serve_thrift(device, args.thrift_addr, args.thrift_port,
+                                  sorted(ifaces.items()))
+        except OSError as exc:
+            if server is not None:
+                server.stop(grace=0)
+            raise OSError(f"--thrift-port {args.thrift_port}: "
+                          f"{exc.strerror or exc}") from None
+    return RunningSwitch(args, device, ports, loop, server, bound, thrift, ifaces=ifaces)
+
+
+def start_error(prog: str, exc: Exception) -> int:
+    """A start failure as one line on stderr; the exit status (2: usage, 1: the system)."""
+    if isinstance(exc, (UsageError, ImpairmentSpecError)):
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    print(f"{prog}: {exc.strerror if isinstance(exc, PortError) else exc}", file=sys.stderr)
+    return 1
+
+
+START_ERRORS = (UsageError, ImpairmentSpecError, PortError, OSError)
+"""What :func:`start_switch` raises for bad input or an unusable system (one line each)."""
+
+
 def main(argv: list[str] | None = None, p4runtime_by_default: bool = True) -> int:
     """simple_switch_grpc's command line; with ``p4runtime_by_default`` False, simple_switch's
     (no P4Runtime server unless ``--grpc-server-addr`` is given: the ``pyswitch-simple-switch``
@@ -670,7 +458,6 @@ def main(argv: list[str] | None = None, p4runtime_by_default: bool = True) -> in
     argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--"]
     prog = "pyswitch run"
     ports: dict[int, Any] = {}
-    thrift = None
     try:
         args = build_parser().parse_args(argv)
         if args.version:
@@ -679,86 +466,26 @@ def main(argv: list[str] | None = None, p4runtime_by_default: bool = True) -> in
         if args.json_version:
             print(BMV2_JSON_VERSION)
             return 0
-        check_bmv2_options(args)
+        check_switch_args(args)  # before logging is set up: a bad flag writes no log file
         native_mode()  # a PYSWITCH_NATIVE typo is one line, before anything starts
-        ifaces = parse_interfaces(args.interface)
-        impairments = PortImpairments(names=ifaces)  # each port its own loss stream
-        for text in args.impair:
-            port, spec = parse_port_option(text)
-            for n in (ifaces if port is None else [port]):
-                if n not in ifaces:
-                    raise UsageError(f"--impair {text!r}: port {n} is not attached with -i")
-                impairments.set(n, spec)
-        if args.config and args.no_p4:
-            raise UsageError("give either a compiled program or --no-p4, not both")
         setup_logging(args)
         pin_mmap_threshold()  # replaced pipelines' registers go back to the OS
-        device = Device(device_id=args.device_id, cpu_port=args.cpu_port, seed=args.seed)
-        configure_queues(device.queues, args)
-        if args.log_level == "trace" and (args.log_console or args.log_file):
-            _traced_make_switch(device)
-        if args.config:
-            program, raw = _load_program(args.config)
-            device.load(program, raw)
-        for n, ifname in ifaces.items():
-            ports[n] = Port(ifname)
-            if args.pcap is not None or args.dump_packet_data:
-                ports[n] = ObservedPort(ports[n], n, args.pcap, args.dump_packet_data)
-        loop = ForwardingLoop(device, ports, impairments)
-        set_listen_addresses(args, p4runtime_by_default)
-        server, bound = (serve(device, args.grpc_server_addr) if args.grpc_server_addr
-                         else (None, 0))
-        if args.thrift_port is not None:
-            from pyswitch.thriftapi.server import serve_thrift
-
-            try:
-                thrift = serve_thrift(device, args.thrift_addr, args.thrift_port,
-                                      sorted(ifaces.items()))
-            except OSError as exc:
-                if server is not None:
-                    server.stop(grace=0)
-                raise OSError(f"--thrift-port {args.thrift_port}: "
-                              f"{exc.strerror or exc}") from None
-    except UsageError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
+        sw = start_switch(args, p4runtime_by_default, ports)
+    except START_ERRORS as exc:
         _close(ports)
-        return 2
-    except ImpairmentSpecError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        _close(ports)
-        return 2
-    except (PortError, OSError) as exc:
-        print(f"{prog}: {exc.strerror if isinstance(exc, PortError) else exc}",
-              file=sys.stderr)
-        _close(ports)
-        return 1
-    control = serve_control(loop, args.control_socket) if args.control_socket else None
+        return start_error(prog, exc)
+    sw.serve_control()
 
     def on_signal(signum: int, _frame: Any) -> None:
-        loop.stop()
+        sw.loop.stop()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    log.info("device %d: P4Runtime on %s (port %d), ports %s", args.device_id,
-             args.grpc_server_addr or "none", bound,
-             ", ".join(f"{n}@{i}" for n, i in sorted(ifaces.items())) or "none")
-    if thrift is not None:
-        log.info("device %d: Thrift runtime server on %s:%d", args.device_id,
-                 args.thrift_addr, args.thrift_port)
+    sw.log_started()
     try:
-        loop.run()
+        sw.loop.run()
     finally:
-        if server is not None:
-            server.stop(grace=0.5).wait(2)
-        if thrift is not None:
-            thrift.stop()
-        if control is not None:
-            control.close()
-            try:
-                os.unlink(args.control_socket)
-            except OSError:
-                pass
-        _close(ports)
+        sw.stop()
     return 0
 
 

@@ -13,6 +13,14 @@ after it).  ``stop`` terminates the process (SIGTERM, then SIGKILL after a grace
 :meth:`P4RuntimeSwitch.batchShutdown` signals every switch first and then waits.
 The controller then pushes the pipeline over P4Runtime (or a compiled program is given).
 
+:class:`PySwitch` can also run several switches per process (``pyswitch run-many``,
+:mod:`topo.switch_groups`): its ``start`` then only prepares the switch, and
+``batchStartup`` launches one process per group; every switch of a group has the group's
+process as ``proc`` (a shared process is signalled once: ``stop`` of the first switch ends
+it, the others find it ended), and the CPU accounting counts it once, under the group's
+first switch (:func:`topo.switch_groups.counted_once`).  Stopping one switch of a group
+stops the group: ``--fail-switch`` runs one switch per process.
+
 :data:`TARGETS` names the classes (``--target``), as Mininet's ``SWITCHES`` does: what
 differs between targets is a property of the class -- how a P4 program is compiled for it
 (:meth:`P4RuntimeSwitch.compile_command`), which tools the machine needs
@@ -24,6 +32,7 @@ target is a class and a line, and no caller asks which target it has.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -39,6 +48,7 @@ import grpc
 from mininet.node import Switch
 
 from pyswitch.queues import rate_pps
+from topo.switch_groups import DEFAULT, ENV, parse_per_process, per_process, plan_groups
 
 _device_ids = itertools.count(1)
 
@@ -126,13 +136,16 @@ class P4RuntimeSwitch(Switch):
     def command(self) -> list[str]:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def start(self, controllers: list[Any]) -> None:
+    def _disable_ipv6(self) -> None:
         for ifname in self.port_interfaces().values():
             try:  # no IPv6 chatter from the switch's own interfaces
                 with open(f"/proc/sys/net/ipv6/conf/{ifname}/disable_ipv6", "w") as f:
                     f.write("1")
             except OSError:
                 pass
+
+    def start(self, controllers: list[Any]) -> None:
+        self._disable_ipv6()
         log_dir = self.log_dir or "/tmp"
         os.makedirs(log_dir, exist_ok=True)
         self.log_path = os.path.join(log_dir, f"{self.name}-{self.binary_name}.log")
@@ -153,9 +166,12 @@ class P4RuntimeSwitch(Switch):
     @classmethod
     def batchShutdown(cls, switches: tuple[P4RuntimeSwitch, ...]) -> tuple[P4RuntimeSwitch, ...]:  # noqa: N802
         """Mininet's hook before the switches' ``stop``: SIGTERM every process first, so
-        that they exit side by side; ``stop`` then only reaps them."""
+        that they exit side by side; ``stop`` then only reaps them.  A process that runs
+        several switches (``PySwitch`` groups) is signalled once."""
+        signalled: set[int] = set()
         for sw in switches:
-            if sw.proc is not None and sw.proc.poll() is None:
+            if sw.proc is not None and sw.proc.poll() is None and id(sw.proc) not in signalled:
+                signalled.add(id(sw.proc))
                 sw.proc.send_signal(signal.SIGTERM)
         return ()  # Mininet still calls every switch's stop (interfaces, reaping)
 
@@ -215,6 +231,16 @@ class P4RuntimeSwitch(Switch):
         return self.proc is not None and self.proc.poll() is None
 
 
+def group_spec(commands: list[list[str]]) -> dict[str, Any]:
+    """``pyswitch run-many``'s SPEC.json from the switches' ``pyswitch run`` command lines
+    (each ``[python, -m, pyswitch, run, ARG...]``): their arguments (pure)."""
+    out = []
+    for cmd in commands:
+        i = cmd.index("run")
+        out.append(cmd[i + 1:])
+    return {"switches": out}
+
+
 def queue_rate_flags(port_mbps: dict[int, float], frame_bytes: int = 1500) -> list[str]:
     """``pyswitch run`` flags that set each port's egress queue rate from its link's rate
     (Mbit/s, e.g. a TCLink's ``bw``): ``--queue-rate PORT:PPS`` per port, the packets per
@@ -260,12 +286,72 @@ class PySwitch(P4RuntimeSwitch):
 
     def __init__(self, name: str, impair: list[str] | None = None,
                  control_socket: str | None = None, python: str | None = None,
-                 port_mbps: dict[int, float] | None = None, **params: Any) -> None:
+                 port_mbps: dict[int, float] | None = None,
+                 per_process: int | str | None = None, **params: Any) -> None:
         super().__init__(name, **params)
         self.impair = list(impair or [])
         self.port_mbps = dict(port_mbps or {})
         self.control_socket = control_socket
         self.python = python or sys.executable
+        # switches per process: the option, else PYSWITCH_PER_PROCESS, else the default
+        # (topo.switch_groups); the group this switch ran in once started
+        self.per_process = (per_process if per_process is not None
+                            else parse_per_process(os.environ.get(ENV, DEFAULT)))
+        self.group: tuple[str, ...] = (name,)
+        self._deferred = False
+
+    def start(self, controllers: list[Any]) -> None:
+        """As :meth:`P4RuntimeSwitch.start`; with more than one switch per process the
+        launch waits for :meth:`batchStartup`, which sees the whole network."""
+        if self.per_process == 1:
+            self._deferred = False
+            return super().start(controllers)
+        self._disable_ipv6()
+        self._deferred = True
+
+    @classmethod
+    def batchStartup(cls, switches: tuple[P4RuntimeSwitch, ...]) -> tuple[P4RuntimeSwitch, ...]:  # noqa: N802
+        """Launch the switches whose ``start`` waited, one ``pyswitch run-many`` per group
+        (:func:`topo.switch_groups.plan_groups`, the group size from the first one's
+        ``per_process`` and the network's switch count), then wait for every switch."""
+        waiting = [sw for sw in switches if isinstance(sw, PySwitch) and sw._deferred]
+        if waiting:
+            size = per_process(waiting[0].per_process, len(waiting), os.cpu_count() or 1)
+            by_name = {sw.name: sw for sw in waiting}
+            for names in plan_groups([sw.name for sw in waiting], size):
+                PySwitch._launch_group([by_name[n] for n in names])
+        return super().batchStartup(switches)
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """As :meth:`P4RuntimeSwitch.wait_ready`; a switch whose ``start`` waited for a
+        ``batchStartup`` that never came (code that starts a switch itself) is launched
+        alone first."""
+        if self._deferred:
+            PySwitch._launch_group([self])
+        super().wait_ready(timeout)
+
+    @staticmethod
+    def _launch_group(group: list[PySwitch]) -> None:
+        """One process for ``group`` (a single switch: ``pyswitch run`` as today), its spec
+        and log beside the switches' logs, named after its first switch."""
+        first = group[0]
+        first._deferred = False
+        if len(group) == 1:
+            return P4RuntimeSwitch.start(first, [])
+        log_dir = first.log_dir or "/tmp"
+        os.makedirs(log_dir, exist_ok=True)
+        spec = os.path.join(log_dir, f"{first.name}-group.json")
+        with open(spec, "w") as f:
+            json.dump(group_spec([sw.command() for sw in group]), f)
+        log_path = os.path.join(log_dir, f"{first.name}-{first.binary_name}-group.log")
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen([first.python, "-m", "pyswitch", "run-many", spec],
+                                    stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        names = tuple(sw.name for sw in group)
+        for sw in group:
+            sw._deferred = False
+            sw.proc, sw.log_path, sw.group = proc, log_path, names
 
     def command(self) -> list[str]:
         cmd = [self.python, "-m", "pyswitch", "run", "--device-id", str(self.device_id),

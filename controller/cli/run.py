@@ -22,6 +22,8 @@ from controller.experiment.run_options import (
     MAX_ROUNDS,
     MAX_WINDOW,
     add_shared_options,
+    add_switch_process_option,
+    apply_switch_processes,
 )
 from controller.experiment.runner import execute
 
@@ -72,6 +74,7 @@ def run_parser(prog: str, method: str | None) -> Parser:
                         + " (default: servers with --servers, else mininet; "
                           "docs/running.md)")
     add_shared_options(p)
+    add_switch_process_option(p)  # Mininet's pyswitch switches (topo.switch_groups)
     if method is not None:
         METHODS[method].add_arguments(p)
     return p
@@ -114,5 +117,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Build the method (which checks its options) and run it."""
     if METHODS[args.method] is not InaMethod:  # only INA's hosts run through the driver
         refuse_network(args.method, getattr(args, "network", None))
+    apply_switch_processes(args)  # --switches-per-process: what every PySwitch reads
     execute(METHODS[args.method](args), argv=getattr(args, "command_line", None))
     return 0

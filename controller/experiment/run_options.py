@@ -25,7 +25,8 @@ from workers.models.shapes import WORKLOADS
 
 __all__ = ["MAX_ROUNDS", "MAX_HIDDEN", "MAX_REPEATS", "MAX_WINDOW", "SHARED_DEFAULTS",
            "add_shared_options", "add_topology_options", "add_impairment_options",
-           "add_transport_options", "add_round_timeout", "check_options", "check_out"]
+           "add_transport_options", "add_round_timeout", "check_options", "check_out",
+           "add_switch_process_option", "apply_switch_processes"]
 
 # Sizes refused before anything starts: a typo (an extra zero or three) must not turn into a
 # multi-gigabyte model or a run that cannot end in a day.
@@ -155,3 +156,34 @@ def check_options(args: argparse.Namespace) -> None:
                               "with --method ina or --method ddp (docs/models.md)")
     if given("out") and given("name"):
         check_out(args.out, args.name)
+
+
+# -- pyswitch switches per process (topo.switch_groups; docs/scale.md, "Switches per process")
+
+def add_switch_process_option(p: argparse.ArgumentParser) -> None:
+    """``--switches-per-process N|auto``: how many pyswitch switches one process runs."""
+    p.add_argument("--switches-per-process", default=None, metavar="N|auto",
+                   help="Mininet's pyswitch switches per process (pyswitch run-many): a count "
+                        "or auto (default: PYSWITCH_PER_PROCESS, else 1; a switch killed by the "
+                        "fault injection: 1)")
+
+
+def apply_switch_processes(args: argparse.Namespace) -> None:
+    """``--switches-per-process`` into ``PYSWITCH_PER_PROCESS``, which every PySwitch of the
+    run reads (topo.mininet_switch); ``--fail-switch`` kills one switch's process, so it runs
+    one switch per process (an explicit count above 1 with it is an error)."""
+    from topo.switch_groups import ENV, parse_per_process
+
+    text = getattr(args, "switches_per_process", None)
+    try:
+        setting = parse_per_process(text) if text is not None else None
+    except ValueError as exc:
+        raise ExperimentError(f"--switches-per-process: {exc}") from None
+    if getattr(args, "fail_switch", None):
+        if setting not in (None, 1, "auto"):
+            raise ExperimentError("--fail-switch kills one switch's process: it needs "
+                                  "--switches-per-process 1")
+        setting = 1
+    if setting is not None:
+        os.environ[ENV] = str(setting)
+

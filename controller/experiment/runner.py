@@ -207,12 +207,16 @@ class Run:
             mininet.stop()
 
     def _switch_pids(self, mininet: Any) -> dict[str, int]:
-        out = {}
+        """Switch name -> its process, each process once: one that runs a group of
+        switches (``pyswitch run-many``) under the group's first switch."""
+        from topo.switch_groups import counted_once
+
+        pids = []
         for sw in getattr(mininet.net, "switches", []):
             proc = getattr(sw, "proc", None)
             if proc is not None and getattr(proc, "pid", None):
-                out[sw.name] = proc.pid
-        return out
+                pids.append((sw.name, proc.pid))
+        return counted_once(pids)
 
     def processes(self, mininet: Any, label: str, log_dir: Path,
                   on_line: Callable[[str, str], None] | None = None) -> HostProcesses:
