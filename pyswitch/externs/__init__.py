@@ -92,12 +92,16 @@ class Extern:
         range (a register's cells), by the name the generated code uses."""
         return {}
 
-    def c_stmt(self, t: Any, f: Any, st: Any, o: list[str], d: int,
-               handler: list | None = None) -> bool:
-        """Write the C of statement `st` (``ast``) of the generated Python into `o` at
-        depth `d` when it is this object's (a register read or write, a counter's
-        increment), inside ``try: ... except IndexError: <handler>`` when `handler` is
-        given; False when it is not this object's."""
+    def c_node(self, t: Any, f: Any, node: Any, o: list[str], d: int) -> bool:
+        """Write the C of IR statement `node` (`pyswitch.ir`: a register's `RegRead`,
+        `RegWrite`) into `o` at depth `d`, in function `f` of translator `t`, when it is
+        this object's; False when it is not."""
+        return False
+
+    def c_stmt(self, t: Any, f: Any, st: Any, o: list[str], d: int) -> bool:
+        """Transitional (a statement still `pyswitch.ir.PyText`): write the C of `st`
+        (its ``ast``) into `o` at depth `d` when it is this object's (a counter's
+        increment); False when it is not this object's."""
         return False
 
     # -- the control plane's descriptions ------------------------------------------

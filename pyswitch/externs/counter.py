@@ -82,11 +82,9 @@ static inline int cells_iadd(PyObject *o, V i, V v) {
         return [{"name": c.name, "var": c.var, "size": c.size, "type": c.ctype}
                 for c in insts]
 
-    def c_stmt(self, t: Any, f: Any, st: Any, o: list[str], d: int,
-               handler: list | None = None) -> bool:
+    def c_stmt(self, t: Any, f: Any, st: Any, o: list[str], d: int) -> bool:
         """``C0p[i] += 1; C0b[i] += len``: ``cells_iadd`` on the counter's cells."""
-        if handler is not None or not (isinstance(st, ast.AugAssign)
-                                       and isinstance(st.op, ast.Add)):
+        if not (isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add)):
             return False
         lists = {c["var"] + s for c in t.meta.get(self.meta_key, []) for s in "pb"}
         tg = st.target

@@ -17,6 +17,7 @@ from lark import Token, Tree
 
 from pyswitch import externs
 from pyswitch.frontend import annot_string
+from pyswitch.ir import item_text
 from pyswitch.p4info.ids import IdError, P, SymbolTable
 
 # p4c leaves these out of P4Info annotations: @name and @id are represented by the name
@@ -128,10 +129,11 @@ def collect(comp: Any, meta: dict | None = None) -> dict[str, Any]:
     """
     src = comp.src.text
     action_fns = {a.fn for a in comp.actions}
-    control_code = "\n".join(m for m in comp.module
+    module = [item_text(m) for m in comp.module]  # each item's Python (pyswitch.ir)
+    control_code = "\n".join(m for m in module
                              if m[4:].split("(", 1)[0] not in action_fns)
     called = set(re.findall(r"\b(a\d+)\(S, M", control_code))
-    applied = set(re.findall(r"\b(T\d+)\.(?:lookup|default)\b", "\n".join(comp.module)))
+    applied = set(re.findall(r"\b(T\d+)\.(?:lookup|default)\b", "\n".join(module)))
     _check_duplicate_names(comp, called, applied)
     actions = {}
     for a in comp.actions:
