@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from pyswitch.ir import (
+    CounterCount,
     Exit,
     Function,
     ParserError,
@@ -92,9 +93,10 @@ def test_ina_converted_constructs_reach_c_as_nodes() -> None:
     prog = _compile("p4src/ina.p4")
     c = census(prog.ir)
     assert c["RegRead"] >= 32 and c["RegWrite"] >= 32 and c["TableApply"] >= 10
-    assert c["ParserError"] >= 5
+    assert c["ParserError"] >= 5 and c["CounterCount"] >= 20
     text, shown, nodes = marked_module(prog.ir)
-    for idiom in ("IndexError", ".exact.get(", ".lookup(", ".default", "_PErr(", ".fn(S, M"):
+    for idiom in ("IndexError", ".exact.get(", ".lookup(", ".default", "_PErr(", ".fn(S, M",
+                  "C0p[", "C0b["):
         assert idiom not in text, idiom
     assert len(text.splitlines()) == len(shown)  # messages show the node's Python line
     assert sum(isinstance(n, RegRead) for n in nodes) == c["RegRead"]
@@ -108,6 +110,10 @@ def test_printer_text_of_each_node() -> None:
         (0, "h4[2] = R0[3]")]
     assert stmt_lines(RegWrite("R1", i, 8, v, guarded=True)) == [
         (0, "try: R1[M[3]] = h4[2]"), (0, "except IndexError: pass")]
+    assert stmt_lines(CounterCount("C0", i, 8, PyExpr("M[31]"), guarded=True)) == [
+        (0, "if M[3] < 8: C0p[M[3]] += 1; C0b[M[3]] += M[31]")]
+    assert stmt_lines(CounterCount("C1", PyExpr("0"), 8, PyExpr("M[31]"), guarded=False)) == [
+        (0, "C1p[0] += 1; C1b[0] += M[31]")]
     assert stmt_lines(Exit()) == [(0, "raise _Exit()")]
     assert stmt_lines(ParserError(2)) == [(0, "raise _PErr(2)")]
     assert stmt_lines(ParserError(1, PyExpr("pos + 4 > L"))) == [

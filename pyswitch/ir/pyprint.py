@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText
-from pyswitch.ir.stmts import Exit, ParserError, PyText, RegRead, RegWrite, Stmt, TableApply
+from pyswitch.ir.stmts import (
+    CounterCount,
+    Exit,
+    ParserError,
+    PyText,
+    RegRead,
+    RegWrite,
+    Stmt,
+    TableApply,
+)
 
 IND = "    "
 
@@ -28,6 +37,10 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
         write = f"{st.reg}[{st.index.code}] = {st.value.code}"
         return [(0, f"try: {write}"), (0, "except IndexError: pass")] if st.guarded \
             else [(0, write)]
+    if isinstance(st, CounterCount):
+        i, c = st.index.code, st.counter
+        pre = f"if {i} < {st.size}: " if st.guarded else ""
+        return [(0, f"{pre}{c}p[{i}] += 1; {c}b[{i}] += {st.length.code}")]
     if isinstance(st, Exit):
         return [(0, "raise _Exit()")]
     if isinstance(st, ParserError):

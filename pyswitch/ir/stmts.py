@@ -52,6 +52,19 @@ class RegWrite:
 
 
 @dataclass(frozen=True)
+class CounterCount:
+    """``counter.count(index)`` of an indexed counter of `size` cells: one packet and
+    `length` bytes added at `index`; `guarded`: an index not proven below `size` counts
+    nothing when out of range (as BMv2)."""
+
+    counter: str
+    index: PyExpr
+    size: int
+    length: PyExpr
+    guarded: bool
+
+
+@dataclass(frozen=True)
 class Exit:
     """P4's ``exit`` inside an action function that returns no out/inout parameters:
     leaves the action and the blocks that called it (``raise _Exit()`` in Python, the
@@ -87,4 +100,4 @@ class TableApply:
     count: PyExpr | None = None
 
 
-Stmt = PyText | RegRead | RegWrite | Exit | ParserError | TableApply
+Stmt = PyText | RegRead | RegWrite | CounterCount | Exit | ParserError | TableApply

@@ -65,7 +65,7 @@ class Unit(IRLower, CopyOut, Picks, Varbits, Expressions):
         self.ns = max(off, 1)
         self.nm = len(self.mb)
         self.varbit_slots(meta)  # their bounds in hb, mb: pyswitch.native.varbits
-        self.objs = externs.objects()  # registers, counters: their statements (c_stmt)
+        self.objs = externs.objects()  # registers, counters: their IR statements (c_node)
         self.regs = {k: b for e in self.objs
                      for k, b in e.c_values(meta.get(e.meta_key, [])).items()}
         self.tables = {t["var"]: t for t in meta["tables"]}
@@ -174,9 +174,6 @@ class Unit(IRLower, CopyOut, Picks, Varbits, Expressions):
         k = marker(st)
         if k is not None:  # a node of the IR: pyswitch.native.irlower
             return self.ir_stmt(f, self.nodes[k], st, o, d)
-        for e in self.objs:  # a register read or write, a counter: pyswitch.externs
-            if e.c_stmt(self, f, st, o, d):
-                return
         if isinstance(st, ast.Assign) and len(st.targets) == 1:
             t, v = st.targets[0], st.value
             if isinstance(t, ast.Name) and t.id in f.aliases:

@@ -1,9 +1,9 @@
 """The native path's lowering of the intermediate form (`pyswitch.ir`) to C.
 
 `pyswitch.native.cgen` takes a program's IR.  The statements that are nodes of their own
-(register reads and writes, exits, parser errors, table applies) are lowered here from their
+(register reads and writes, counters' counts, exits, parser errors, table applies) are lowered here from their
 fields; the extern registry lowers its own (`Extern.c_node`: a register's ``reg_get`` /
-``reg_set``).  Nothing of the Python back end's output is read.
+``reg_set``, a counter's ``cells_iadd``).  Nothing of the Python back end's output is read.
 
 **Transitional** (issue 42, scope 1, until every construct is a node): `PyText` lines and
 the expressions inside nodes (`PyExpr.code`) are still Python source, and are read with
@@ -138,7 +138,7 @@ class IRLower:
             return
         if isinstance(st, TableApply):
             return self.table_apply(f, st, o, d)
-        for e in self.objs:  # a register read or write: pyswitch.externs
+        for e in self.objs:  # a register read or write, a counter: pyswitch.externs
             if e.c_node(self, f, st, o, d):
                 return
         raise NotNative(f"line {at.lineno}: {type(st).__name__}")
