@@ -59,19 +59,20 @@ class Controls:
         body.lines[:0] = init.lines
         self.block_init = None
         params_py = ["S", "M", "out"] if kind == "deparser" else ["S", "M"]
-        if kind == "deparser":
-            body.lines = [Line.text(s) for s in self.merge_emits(body_lines(body.lines))]
+        if kind == "deparser" and all(isinstance(ln.stmt, PyText) for ln in body.lines):
+            # a pass over the text of the emits (all PyText): it makes no node into text
+            body.lines = [Line.from_python(s) for s in self.merge_emits(body_lines(body.lines))]
         self.emit_function(kind, params_py, body, pre=["try:"],
                            post=["except _Exit:", "    pass"], extra_indent=True)
 
     def emit_function(self, fname: str, params: list[str], body: Emitter, pre: list[str],
                       post: list[str], extra_indent: bool = False) -> None:
         lines = [Line(1, PyText(f"h{s} = S[{s}]")) for s in sorted(self.used_slots)]
-        lines += [Line.text("    " + p) for p in pre]
+        lines += [Line.from_python("    " + p) for p in pre]
         if not body.lines:
             body("pass")
         lines.extend(body.lines)
-        lines += [Line.text("    " + p) for p in post]
+        lines += [Line.from_python("    " + p) for p in post]
         self.module.append(Function(fname, tuple(params), tuple(lines)))
 
     def local_decl(self, item: Tree, scope: Scope, em: Emitter) -> None:

@@ -21,7 +21,7 @@ class Line:
     stmt: Stmt
 
     @classmethod
-    def text(cls, s: str) -> Line:
+    def from_python(cls, s: str) -> Line:
         """The `Line` whose Python is the indented text `s` (4 spaces a level): the
         inverse of printing a `PyText` line."""
         body = s.lstrip(" ")

@@ -32,7 +32,7 @@ from pyswitch.ir import (
     TableApply,
     stmt_lines,
 )
-from pyswitch.native.exprs import Func, NotNative, X
+from pyswitch.native.exprs import Func, NotNative
 
 MARK = "_ir"
 IND = "    "
@@ -204,8 +204,3 @@ class IRLower:
             o.append(f"{ind}    break;")
         o.append(f"{ind}default: return bad_action(e_{e}.aidx);")
         o.append(f"{ind}}}")
-
-
-def bare_value(v: Any) -> X:
-    """A constant's C value (a register read's default)."""
-    return X(str(v), v, v)
