@@ -2,7 +2,7 @@
 (the generated Python, the native path's C) lowers from (issue 42, scope 1).
 
 =================  ==========================================================
-``values``         typed values: an expression with its width and proven bounds
+``values``         typed values: an expression (still its Python text) with its width
 ``stmts``          statements: register reads and writes, counters' counts, exits,
                    parser errors, table applies, and ``PyText`` (Python the compiler
                    still emits as text)
