@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from pyswitch.ir import (
+    ActionCall,
     CounterCount,
     Exit,
     Function,
@@ -93,7 +94,7 @@ def test_ina_converted_constructs_reach_c_as_nodes() -> None:
     prog = _compile("p4src/ina.p4")
     c = census(prog.ir)
     assert c["RegRead"] >= 32 and c["RegWrite"] >= 32 and c["TableApply"] >= 10
-    assert c["ParserError"] >= 5 and c["CounterCount"] >= 20
+    assert c["ParserError"] >= 5 and c["CounterCount"] >= 20 and c["ActionCall"] >= 30
     text, shown, nodes = marked_module(prog.ir)
     for idiom in ("IndexError", ".exact.get(", ".lookup(", ".default", "_PErr(", ".fn(S, M",
                   "C0p[", "C0b["):
@@ -126,6 +127,8 @@ def test_printer_text_of_each_node() -> None:
         (0, "_e2 = T2.lookup(M[3])"), (0, "_e2.fn(S, M, *_e2.args)")]
     assert stmt_lines(TableApply("T3", "_e3", "default")) == [
         (0, "_e3 = T3.default"), (0, "_e3.fn(S, M, *_e3.args)")]
+    assert stmt_lines(ActionCall("a3", (i, PyExpr("7")))) == [(0, "a3(S, M, M[3], 7)")]
+    assert stmt_lines(ActionCall("a4")) == [(0, "a4(S, M)")]
     assert stmt_lines(PyText("pos += 4")) == [(0, "pos += 4")]
 
 

@@ -29,7 +29,7 @@ from pyswitch.compiler.model import (
     ScalarLoc,
     Scope,
 )
-from pyswitch.ir import Exit
+from pyswitch.ir import ActionCall, Exit, PyExpr
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -99,6 +99,8 @@ class ActionParams:
             em.indent()
             em.emit(self.exit_stmt())
             em.dedent()
+        elif not outs:
+            em.emit(ActionCall(getattr(a, 'base_fn', a.fn), tuple(PyExpr(c) for c in codes)))
         else:
             em(run)
         self.action_copy_out(r, outs, aggs, em)

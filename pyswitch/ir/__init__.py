@@ -4,8 +4,8 @@
 =================  ==========================================================
 ``values``         typed values: an expression (still its Python text) with its width
 ``stmts``          statements: register reads and writes, counters' counts, exits,
-                   parser errors, table applies, and ``PyText`` (Python the compiler
-                   still emits as text)
+                   parser errors, direct action calls, table applies, and ``PyText``
+                   (Python the compiler still emits as text)
 ``module``         a body line (a statement at its depth), functions, module items
 ``pyprint``        the Python back end's printer: IR -> the generated Python source
 =================  ==========================================================
@@ -21,6 +21,7 @@ from __future__ import annotations
 from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText, shift
 from pyswitch.ir.pyprint import function_lines, item_text, module_text, stmt_lines
 from pyswitch.ir.stmts import (
+    ActionCall,
     CounterCount,
     Exit,
     ParserError,
@@ -32,6 +33,6 @@ from pyswitch.ir.stmts import (
 )
 from pyswitch.ir.values import PyExpr
 
-__all__ = ["CounterCount", "Exit", "Function", "Line", "ModuleItem", "ModuleText", "ParserError", "PyExpr",
+__all__ = ["ActionCall", "CounterCount", "Exit", "Function", "Line", "ModuleItem", "ModuleText", "ParserError", "PyExpr",
            "PyText", "RegRead", "RegWrite", "Stmt", "TableApply", "function_lines", "item_text",
            "module_text", "shift", "stmt_lines"]

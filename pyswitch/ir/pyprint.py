@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText
 from pyswitch.ir.stmts import (
+    ActionCall,
     CounterCount,
     Exit,
     ParserError,
@@ -46,6 +47,8 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
     if isinstance(st, ParserError):
         raise_ = f"raise _PErr({st.code})"
         return [(0, raise_ if st.cond is None else f"if {st.cond.code}: {raise_}")]
+    if isinstance(st, ActionCall):
+        return [(0, f"{st.fn}(S, M{''.join(', ' + a.code for a in st.args)})")]
     if isinstance(st, TableApply):
         return _table_apply(st)
     raise TypeError(f"not an IR statement: {st!r}")

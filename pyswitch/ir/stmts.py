@@ -81,6 +81,17 @@ class ParserError:
     cond: PyExpr | None = None
 
 
+@dataclass(frozen=True)
+class ActionCall:
+    """A direct call of action function `fn` (an action called from a control or from
+    another action) with its arguments (the directionless and ``in`` parameters' values),
+    when nothing is copied back from it: an ``exit`` inside it leaves the caller too.  The
+    calls that copy out/inout parameters back are still `PyText`."""
+
+    fn: str
+    args: tuple[PyExpr, ...] = ()
+
+
 TableKind = Literal["default", "exact", "lookup"]
 
 
@@ -100,4 +111,5 @@ class TableApply:
     count: PyExpr | None = None
 
 
-Stmt = PyText | RegRead | RegWrite | CounterCount | Exit | ParserError | TableApply
+Stmt = (PyText | RegRead | RegWrite | CounterCount | Exit | ParserError | ActionCall
+        | TableApply)

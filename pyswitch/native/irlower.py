@@ -1,7 +1,8 @@
 """The native path's lowering of the intermediate form (`pyswitch.ir`) to C.
 
 `pyswitch.native.cgen` takes a program's IR.  The statements that are nodes of their own
-(register reads and writes, counters' counts, exits, parser errors, table applies) are lowered here from their
+(register reads and writes, counters' counts, exits, parser errors, direct action
+calls, table applies) are lowered here from their
 fields; the extern registry lowers its own (`Extern.c_node`: a register's ``reg_get`` /
 ``reg_set``, a counter's ``cells_iadd``).  Nothing of the Python back end's output is read.
 
@@ -21,6 +22,7 @@ import ast
 from typing import Any
 
 from pyswitch.ir import (
+    ActionCall,
     Exit,
     Function,
     ModuleItem,
@@ -138,10 +140,23 @@ class IRLower:
             return
         if isinstance(st, TableApply):
             return self.table_apply(f, st, o, d)
+        if isinstance(st, ActionCall):
+            return self.action_call(f, st, o, d)
         for e in self.objs:  # a register read or write, a counter: pyswitch.externs
             if e.c_node(self, f, st, o, d):
                 return
         raise NotNative(f"line {at.lineno}: {type(st).__name__}")
+
+    def action_call(self, f: Func, st: ActionCall, o: list[str], d: int) -> None:
+        """``f_<fn>(P, st, args)``, its exit or exception passed on (`on_rc`)."""
+        callee = self.funcs.get(st.fn)
+        if callee is None or callee.kind != "block" or callee.returns or callee.outs:
+            raise NotNative(f"line {self.ln}: call of {st.fn}")
+        # the argument check of copyout.call_args, on the node's arguments
+        load = ast.Load()
+        c = ast.Call(ast.Name(st.fn, ctx=load), [ast.Name("S", ctx=load), ast.Name("M", ctx=load)]
+                     + [self.py(a) for a in st.args], [], lineno=self.ln)
+        o.append(self.on_rc(f, f"f_{st.fn}(P, st{self.call_args(f, c, callee)})", d))  # type: ignore[attr-defined]
 
     # -- table applies -----------------------------------------------------------------
     def table_apply(self, f: Func, st: TableApply, o: list[str], d: int) -> None:
