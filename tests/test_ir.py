@@ -116,6 +116,7 @@ def test_printer_text_of_each_node() -> None:
     assert stmt_lines(CounterCount("C1", PyExpr("0"), 8, PyExpr("M[31]"), guarded=False)) == [
         (0, "C1p[0] += 1; C1b[0] += M[31]")]
     assert stmt_lines(Exit()) == [(0, "raise _Exit()")]
+    assert stmt_lines(Exit(("p_a", "p_b"))) == [(0, "raise _Exit((p_a, p_b,))")]
     assert stmt_lines(ParserError(2)) == [(0, "raise _PErr(2)")]
     assert stmt_lines(ParserError(1, PyExpr("pos + 4 > L"))) == [
         (0, "if pos + 4 > L: raise _PErr(1)")]

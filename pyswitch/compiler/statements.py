@@ -128,14 +128,12 @@ class Statements:
     def exit_stmt(self) -> Stmt:
         """The statement that executes P4's ``exit`` here. A block's apply is one
         function (instances are inlined): leaving it is the exit. Inside an action function
-        it is an `Exit` (an exception in Python); one that carries the action's out/inout
+        it is an `Exit` (an exception in Python) that carries the action's out/inout
         parameters, because P4 copies them out on exit too (the caller assigns them, see
-        `direct_action_call`), is still text."""
+        `direct_action_call`)."""
         if self.in_action is None:
             return PyText("return")
-        if self.action_out:
-            return PyText(f"raise _Exit(({', '.join(self.action_out)},))")
-        return Exit()
+        return Exit(tuple(self.action_out))
 
     def switch(self, s: Tree, scope: Scope, em: Emitter) -> None:
         defaults = [c.children[0] for c in s.children[1:]

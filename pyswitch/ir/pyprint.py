@@ -43,7 +43,7 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
         pre = f"if {i} < {st.size}: " if st.guarded else ""
         return [(0, f"{pre}{c}p[{i}] += 1; {c}b[{i}] += {st.length.code}")]
     if isinstance(st, Exit):
-        return [(0, "raise _Exit()")]
+        return [(0, f"raise _Exit(({', '.join(st.outs)},))" if st.outs else "raise _Exit()")]
     if isinstance(st, ParserError):
         raise_ = f"raise _PErr({st.code})"
         return [(0, raise_ if st.cond is None else f"if {st.cond.code}: {raise_}")]

@@ -66,10 +66,13 @@ class CounterCount:
 
 @dataclass(frozen=True)
 class Exit:
-    """P4's ``exit`` inside an action function that returns no out/inout parameters:
-    leaves the action and the blocks that called it (``raise _Exit()`` in Python, the
-    return code RC_EXIT or the enclosing exit label in C).  The other exits (``return``
-    of a block, an action's copy-out exit) are still `PyText`."""
+    """P4's ``exit`` inside an action function: leaves the action and the blocks that
+    called it (``raise _Exit()`` in Python; the return code RC_EXIT or the enclosing exit
+    label in C), carrying the values of the action's out/inout parameters `outs` (their
+    Python names), which P4 copies out on exit too.  A block's exit (``return``) is still
+    `PyText`."""
+
+    outs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

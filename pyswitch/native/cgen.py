@@ -124,7 +124,7 @@ class Unit(IRLower, CopyOut, Picks, Varbits, Expressions):
                         for n in ast.walk(fn))
         f.star = star
         if kind == "block":  # an action returning its out/inout parameters: copyout
-            f.outs = out_names(fn) or []
+            f.outs = out_names(fn, self.nodes) or []
             f.returns = f.returns and not f.outs
         self.funcs[fn.name] = f
 
@@ -240,8 +240,8 @@ class Unit(IRLower, CopyOut, Picks, Varbits, Expressions):
             else:
                 raise NotNative(f"line {ln}: return of a value")
             return
-        if isinstance(st, ast.Raise):
-            return self.raise_(f, st, o, d)
+        if isinstance(st, ast.Raise):  # exits, parser errors: nodes of the IR (irlower)
+            raise NotNative(f"line {ln}: raise {ast.unparse(st)[:40]!r}")
         if isinstance(st, ast.Try):
             return self.try_(f, st, o, d)
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
@@ -249,18 +249,6 @@ class Unit(IRLower, CopyOut, Picks, Varbits, Expressions):
         if isinstance(st, ast.For):
             return self.for_picked(f, st, o, d)
         raise NotNative(f"line {ln}: statement {ast.unparse(st)[:60]!r}")
-
-    def raise_(self, f: Func, st: ast.Raise, o: list[str], d: int) -> None:
-        ind = "    " * d
-        e = st.exc  # (a plain exit, a parser error: nodes of the IR, irlower)
-        if (f.outs and isinstance(e, ast.Call) and ast.unparse(e.func) == "_Exit"
-                and len(e.args) == 1 and isinstance(e.args[0], ast.Tuple)):
-            if f.exit_label:  # the handler raises again with the values it then has
-                o.append(f"{ind}goto {f.exit_label[-1]};")
-            else:
-                self.return_outs(f, e.args[0], o, d, "RC_EXIT")
-            return
-        raise NotNative(f"line {st.lineno}: raise {ast.unparse(st)[:40]!r}")
 
     def try_(self, f: Func, st: ast.Try, o: list[str], d: int) -> None:
         ind = "    " * d

@@ -127,7 +127,17 @@ class IRLower:
         self.ln = at.lineno
         ind = IND * d
         if isinstance(st, Exit):
-            o.append(ind + (f"goto {f.exit_label[-1]};" if f.exit_label else "return RC_EXIT;"))
+            if st.outs and not f.outs:
+                raise NotNative(f"line {at.lineno}: exit with values outside a copy-out action")
+            if f.exit_label:  # a handler raises again with the values it then has
+                o.append(f"{ind}goto {f.exit_label[-1]};")
+            elif st.outs:  # the values into the caller's array (copyout)
+                load = ast.Load()
+                v = ast.Tuple([ast.Name(n, ctx=load) for n in st.outs], ctx=load,
+                              lineno=at.lineno)
+                self.return_outs(f, v, o, d, "RC_EXIT")  # type: ignore[attr-defined]
+            else:
+                o.append(f"{ind}return RC_EXIT;")
             return
         if isinstance(st, ParserError):
             if not f.perr_label:
