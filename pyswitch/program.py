@@ -32,7 +32,8 @@ class Program:
         self.name = name
         tree = parse(source)
         p0 = Compiler(source, tree).compile()
-        self.code = p0.code
+        self.code = p0.code  # the Python back end's output (pyswitch.ir.pyprint)
+        self.ir = p0.ir  # the intermediate form the native path lowers from
         self.meta = p0.meta
         self.code_obj = compile(self.code, f"<pyswitch:{name or 'program'}>", "exec")
         self.p4info = build_p4info(self.meta)

@@ -200,7 +200,7 @@ def test_a_value_beyond_128_bits_stays_on_the_python_path(monkeypatch) -> None:
     # one line: the block, the generated line and the construct
     with pytest.raises(NotNative, match=r"^parser, generated line \d+ `h0\[1:\] = .*`: "
                                         r"a value may exceed 126 bits$"):
-        Unit(prog.code, prog.meta, "x").translate(True)
+        Unit(prog.ir, prog.meta, "x").translate(True)
     monkeypatch.setenv("PYSWITCH_NATIVE", "auto")
     sw = Switch(prog)
     assert "exceed 126 bits" in sw.native_why
@@ -272,7 +272,7 @@ def test_expression_bounds_by_hand() -> None:
     import ast
 
     prog = compile_p4(REPO / "p4src" / "ina.p4")
-    u = Unit(prog.code, prog.meta, "x")
+    u = Unit(prog.ir, prog.meta, "x")
     assert (prog.meta["mbounds"][9], prog.meta["mbounds"][4]) == ((0, 2**32 - 1), (0, 2**64 - 1))
     f = u.funcs["ingress"]
 

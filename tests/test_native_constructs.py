@@ -39,7 +39,7 @@ def test_the_program_runs_native() -> None:
     from pyswitch.native.cgen import Unit
     prog = compile_p4(PROG)
     assert "_hs_at(" in prog.code and "_hs_last(" in prog.code
-    Unit(prog.code, prog.meta, "check").translate(True)  # no NotNative
+    Unit(prog.ir, prog.meta, "check").translate(True)  # no NotNative
 
 
 def test_run_time_indices_native_equals_python(monkeypatch) -> None:
@@ -213,7 +213,7 @@ def test_a_varbit_beyond_112_bits_stays_on_the_python_path(tmp_path: Path, monke
     prog = compile_p4(tmp_path / "wide_varbit.p4")
     with pytest.raises(NotNative, match=r"^parser, generated line \d+ `.*`: a varbit of 120 "
                                         r"bits \(more than 112\)$"):
-        Unit(prog.code, prog.meta, "x").translate(True)
+        Unit(prog.ir, prog.meta, "x").translate(True)
     monkeypatch.setenv("PYSWITCH_NATIVE", "auto")
     sw = Switch(prog)
     assert sw.path.startswith("python (") and "a varbit of 120 bits" in sw.path

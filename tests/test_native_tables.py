@@ -80,7 +80,7 @@ def test_the_exact_tables_are_looked_up_in_c_only() -> None:
     """Every table of ina.p4 but its lpm one is looked up in the C store: no Python table,
     entry or key object read by a frame (`tab_lookup` only for the lpm table)."""
     prog = compile_p4(REPO / "p4src" / "ina.p4")
-    c = Unit(prog.code, prog.meta, "x").translate(True)
+    c = Unit(prog.ir, prog.meta, "x").translate(True)
     exact = [t for t in prog.meta["tables"] if all(k["match"] == "exact" for k in t["keys"])]
     assert len(exact) == 10
     assert c.count("xt_lookup(P->g[") == 8 and c.count("xt_default(P->g[") == 2  # keyless

@@ -1,4 +1,6 @@
-"""From a parsed P4_16 v1model program to generated Python source plus run-time metadata.
+"""From a parsed P4_16 v1model program to its intermediate form (`pyswitch.ir`: the module
+both back ends lower from), the generated Python source (the Python back end's print of it)
+plus run-time metadata.
 
 Every construct is type-checked while code is generated; anything outside the supported
 subset raises a located `P4CompileError`. The generated module holds one function per block

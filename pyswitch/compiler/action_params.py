@@ -29,6 +29,7 @@ from pyswitch.compiler.model import (
     ScalarLoc,
     Scope,
 )
+from pyswitch.ir import ActionCall, Exit, PyExpr
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -87,7 +88,7 @@ class ActionParams:
             if outs:
                 em(f"{r} = _x.args[0]")
             self.action_copy_out(r, outs, aggs, em)
-            em(self.exit_code())
+            em.emit(self.exit_stmt())
             em.dedent()
         elif self.in_action is not None and self.action_out:
             # called from an action: p4c's InlineActions puts the callee's copy-out after
@@ -95,7 +96,11 @@ class ActionParams:
             em("try:")
             em(f"    {run}")
             em("except _Exit:")
-            em(f"    {self.exit_code()}")
+            em.indent()
+            em.emit(self.exit_stmt())
+            em.dedent()
+        elif not outs:
+            em.emit(ActionCall(getattr(a, 'base_fn', a.fn), tuple(PyExpr(c) for c in codes)))
         else:
             em(run)
         self.action_copy_out(r, outs, aggs, em)
@@ -179,7 +184,7 @@ class ActionParams:
             if outs:
                 em(f"{r} = _x.args[0]")
             self.action_copy_out(r, outs, aggs, em)
-            em("raise _Exit()")
+            em.emit(Exit())
             em.dedent()
             self.action_copy_out(r, outs, aggs, em)
             wrapper = f"{a.fn}_{table}"

@@ -29,6 +29,7 @@ from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import VarbitTy
 from pyswitch.errors import P4CompileError
 from pyswitch.frontend import annot_string
+from pyswitch.ir import ModuleItem
 from pyswitch.preprocess import BUILTIN_INCLUDE, Source
 from pyswitch.types import (
     BOOL,
@@ -66,7 +67,7 @@ class CompilerBase:
         self.match_kinds: set[str] = set()
         self.hslots: list[HeaderTy] = []
         self.mslots: list[tuple[str, Ty]] = []
-        self.module: list[str] = []  # module-level generated code
+        self.module: list[ModuleItem] = []  # the generated module (pyswitch.ir)
         self.actions: list[ActionDef] = []
         self.tables: list[TableDef] = []
         # instances of extern objects by their registry's meta key (pyswitch.externs)

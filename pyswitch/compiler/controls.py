@@ -8,7 +8,6 @@ from typing import Any
 from lark import Tree
 
 from pyswitch import externs
-from pyswitch.compiler.localcache import cache_metadata_reads
 from pyswitch.compiler.model import (
     Emitter,
     HdrLoc,
@@ -17,6 +16,8 @@ from pyswitch.compiler.model import (
     StackLoc,
     StructLoc,
 )
+from pyswitch.ir import Function, Line, PyText
+from pyswitch.ir.pyprint import body_lines
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -58,24 +59,21 @@ class Controls:
         body.lines[:0] = init.lines
         self.block_init = None
         params_py = ["S", "M", "out"] if kind == "deparser" else ["S", "M"]
-        if kind == "deparser":
-            body.lines = self.merge_emits(body.lines)
+        if kind == "deparser" and all(isinstance(ln.stmt, PyText) for ln in body.lines):
+            # a pass over the text of the emits (all PyText): it makes no node into text
+            body.lines = [Line.from_python(s) for s in self.merge_emits(body_lines(body.lines))]
         self.emit_function(kind, params_py, body, pre=["try:"],
                            post=["except _Exit:", "    pass"], extra_indent=True)
 
     def emit_function(self, fname: str, params: list[str], body: Emitter, pre: list[str],
                       post: list[str], extra_indent: bool = False) -> None:
-        lines = [f"def {fname}({', '.join(params)}):"]
-        for s in sorted(self.used_slots):
-            lines.append(f"    h{s} = S[{s}]")
-        for p in pre:
-            lines.append("    " + p)
+        lines = [Line(1, PyText(f"h{s} = S[{s}]")) for s in sorted(self.used_slots)]
+        lines += [Line.from_python("    " + p) for p in pre]
         if not body.lines:
             body("pass")
         lines.extend(body.lines)
-        for p in post:
-            lines.append("    " + p)
-        self.module.append("\n".join(cache_metadata_reads(lines)))
+        lines += [Line.from_python("    " + p) for p in post]
+        self.module.append(Function(fname, tuple(params), tuple(lines)))
 
     def local_decl(self, item: Tree, scope: Scope, em: Emitter) -> None:
         k = item.data

@@ -32,6 +32,7 @@ from pyswitch.compiler.model import (
 from pyswitch.compiler.stacks import NextLoc
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import is_aggregate
+from pyswitch.ir import Line, shift
 from pyswitch.types import (
     BOOL,
     ERROR,
@@ -309,8 +310,8 @@ class Expressions:
         return sub
 
     @staticmethod
-    def dedented(sub: Emitter, n: int) -> list[str]:
-        return [ln[4 * n:] for ln in sub.lines]
+    def dedented(sub: Emitter, n: int) -> list[Line]:
+        return shift(sub.lines, n)
 
     def cond_with_code(self, c: E, a: E, b: E, sub_a: Emitter, sub_b: Emitter, em: Emitter,
                        node: Any) -> E:

@@ -28,6 +28,7 @@ from pyswitch.compiler.model import (
 )
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import VarbitTy
+from pyswitch.ir import ParserError, PyExpr
 from pyswitch.types import (
     BOOL,
     INTLIT,
@@ -69,7 +70,7 @@ class Externs:
             shift = nbytes * 8 - ty.width
             code = f"(int.from_bytes(buf[pos:pos + {nbytes}], 'big') >> {shift})" if shift else \
                 f"int.from_bytes(buf[pos:pos + {nbytes}], 'big')"
-            em(f"if pos + {nbytes} > L: raise _PErr({self.errors.index('PacketTooShort')})")
+            em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {nbytes} > L")))
             return E(code, ty)
         target = self._expr(node.children[0], scope, em)
         args = self.call_args(node)
@@ -160,17 +161,17 @@ class Externs:
                         # ParserInvalidArgument, too few bytes left PacketTooShort
                         v = self.new_tmp("adv")
                         em(f"{v} = {ne.code}")
-                        em(f"if {v} & 7: raise _PErr("
-                           f"{self.errors.index('ParserInvalidArgument')})")
-                        em(f"if pos + ({v} >> 3) > L: raise _PErr("
-                           f"{self.errors.index('PacketTooShort')})")
+                        em.emit(ParserError(self.errors.index('ParserInvalidArgument'),
+                                            PyExpr(f"{v} & 7")))
+                        em.emit(ParserError(self.errors.index('PacketTooShort'),
+                                            PyExpr(f"pos + ({v} >> 3) > L")))
                         em(f"pos += {v} >> 3")
                         return None
                     n = ne.const
                     if n % 8:
                         raise self.err(node, "advance needs a constant multiple of 8 bits")
-                    em(f"if pos + {n // 8} > L: raise _PErr("
-                       f"{self.errors.index('PacketTooShort')})")
+                    em.emit(ParserError(self.errors.index('PacketTooShort'),
+                                        PyExpr(f"pos + {n // 8} > L")))
                     em(f"pos += {n // 8}")
                     return None
                 if mn == "length":

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StructLoc, _lit
+from pyswitch.ir import ParserError, PyExpr
 from pyswitch.types import Bits, HeaderTy, StructTy, Ty
 
 
@@ -29,7 +30,7 @@ class Lookahead:
             raise self.err(node, "lookahead is only available in a parser")
         width = sum(t.width for _f, t in ty.fields)
         nbytes = (width + 7) // 8
-        em(f"if pos + {nbytes} > L: raise _PErr({self.errors.index('PacketTooShort')})")
+        em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {nbytes} > L")))
         v = self.new_tmp("la")
         em(f"{v} = int.from_bytes(buf[pos:pos + {nbytes}], 'big')")
         vals, sh = [], nbytes * 8

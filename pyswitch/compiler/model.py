@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyswitch.ir import Line, ModuleItem, PyText, Stmt
 from pyswitch.types import (
     HeaderTy,
     StackTy,
@@ -153,12 +154,20 @@ class Scope:
 
 
 class Emitter:
+    """Collects a body of the intermediate form (`pyswitch.ir`): each statement at the
+    current depth.  ``em("text")`` adds a line the compiler still writes as Python text
+    (`pyswitch.ir.PyText`, transitional); ``em.emit(node)`` a statement of its own."""
+
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.lines: list[Line] = []
         self.ind = 1
 
     def __call__(self, line: str) -> None:
-        self.lines.append("    " * self.ind + line)
+        self.lines.append(Line(self.ind, PyText(line)))
+
+    def emit(self, st: Stmt) -> None:
+        """Add IR statement `st` at the current depth."""
+        self.lines.append(Line(self.ind, st))
 
     def indent(self) -> None:
         self.ind += 1
@@ -173,10 +182,13 @@ def _lit(v: int) -> str:
 
 @dataclass
 class Program0:
-    """Result of compilation (wrapped by `pyswitch.program.Program`)."""
+    """Result of compilation (wrapped by `pyswitch.program.Program`): the generated
+    Python `code` (the Python back end's print of `ir`), the run-time `meta`, the tables,
+    and the intermediate form `ir` the native path lowers from."""
 
     code: str
     meta: dict
     tables: list[TableDef] = field(default_factory=list)
+    ir: list[ModuleItem] = field(default_factory=list)
 
 

@@ -22,6 +22,7 @@ from pyswitch.compiler.model import (
     _lit,
 )
 from pyswitch.compiler.varbit import varbit_index
+from pyswitch.ir import ModuleText, ParserError, PyExpr
 from pyswitch.types import (
     BoolTy,
     HeaderTy,
@@ -86,7 +87,7 @@ class ParserGen:
                 em("break" if self.loop_heads else "pass")  # leaves a looping parser
             return
         if sn == "reject":
-            em("raise _PErr(0)")
+            em.emit(ParserError(0))
             return
         if self.loop_jump(sn, path, em):
             return
@@ -147,10 +148,12 @@ class ParserGen:
                 break
         if not has_default:
             if first:
-                em(f"raise _PErr({self.errors.index('NoMatch')})")
+                em.emit(ParserError(self.errors.index('NoMatch')))
             else:
                 em("else:")
-                em(f"    raise _PErr({self.errors.index('NoMatch')})")
+                em.indent()
+                em.emit(ParserError(self.errors.index('NoMatch')))
+                em.dedent()
 
     def keyset_cond(self, ks: Tree, kvars: list[E], scope: Scope, node: Any) -> str:
         elems = ks.children
@@ -249,7 +252,7 @@ class ParserGen:
             var = f"_st{len(self.header_plans)}"
             self.header_plans[key] = var
             self.header_fmts[var] = fmt
-            self.module.insert(0, f"{var} = _struct.Struct({fmt!r})")
+            self.module.insert(0, ModuleText(f"{var} = _struct.Struct({fmt!r})"))
         var = self.header_plans[key]
         simple = field_exprs == [f"a{i}" for i in range(nitems)]
         return var, (["*"] if simple else field_exprs), ", ".join(pack_items), \
@@ -259,7 +262,7 @@ class ParserGen:
         var, exprs, _pack, size, nitems = self.header_plan(loc.ty)
         h = loc.var
         self.used_slots.add(loc.slot)
-        em(f"if pos + {size} > L: raise _PErr({self.errors.index('PacketTooShort')})")
+        em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {size} > L")))
         if exprs == ["*"]:
             em(f"{h}[1:] = {var}.unpack_from(buf, pos)")
         else:
@@ -298,8 +301,9 @@ class ParserGen:
             ind = run[0][0]
             fmt = ">" + "".join(self.header_fmts[v][1:] for _i, _h, v, _a in run)
             var = self.header_fmts.setdefault(f"_sd{fmt}", f"_sd{len(self.header_fmts)}")
-            if not any(m.startswith(f"{var} = ") for m in self.module):
-                self.module.insert(0, f"{var} = _struct.Struct({fmt!r})")
+            if not any(isinstance(m, ModuleText) and m.text.startswith(f"{var} = ")
+                       for m in self.module):
+                self.module.insert(0, ModuleText(f"{var} = _struct.Struct({fmt!r})"))
             out.append(f"{ind}if {' and '.join(f'{h}[0]' for _i, h, _v, _a in run)}:")
             out.append(f"{ind}    out.append({var}.pack({', '.join(a for *_r, a in run)}))")
             out.append(f"{ind}else:")

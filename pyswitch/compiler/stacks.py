@@ -37,6 +37,7 @@ from lark import Tree
 from pyswitch.compiler.model import E, Emitter, HdrLoc, Method, Scope, StackLoc, _lit
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import varbit_index
+from pyswitch.ir import Line, ModuleText, ParserError, PyExpr, PyText
 from pyswitch.types import Bits, HeaderTy, IntLit
 
 # the hidden slot that holds a stack's next index: [unused validity, next]
@@ -101,7 +102,7 @@ class Stacks:
     def stack_helpers(self) -> None:
         if not getattr(self, "_stack_helpers", False):
             self._stack_helpers = True
-            self.module.append(_HELPERS)
+            self.module.append(ModuleText(_HELPERS))
 
     def stack_next_slot(self, loc: StackLoc) -> str:
         """Python code of the stack's next index (an l-value)."""
@@ -264,9 +265,12 @@ class Stacks:
         if isinstance(target, DynHdrLoc) and target.strict_code:
             # no scratch header to extract into: the element, or StackIndexError
             for k in range(len(em.lines) - 1, -1, -1):
-                head, _, _ = em.lines[k].partition(" = _hs_at(")
+                ln = em.lines[k]
+                if not isinstance(ln.stmt, PyText):
+                    continue
+                head, _, _ = ln.stmt.text.partition(" = _hs_at(")
                 if head.strip() == target.code:
-                    em.lines[k] = f"{head} = {target.strict_code}"
+                    em.lines[k] = Line(ln.ind, PyText(f"{head} = {target.strict_code}"))
                     break
         nbits = None
         if len(args) == 2:
@@ -291,7 +295,7 @@ class Stacks:
         index is extracted and the index raised (not when the extract fails)."""
         loc = nl.stack
         nx = self.stack_next_slot(loc)
-        em(f"if {nx} >= {len(loc.elems)}: raise _PErr({self.errors.index('StackOutOfBounds')})")
+        em.emit(ParserError(self.errors.index('StackOutOfBounds'), PyExpr(f"{nx} >= {len(loc.elems)}")))
         v = self.new_tmp("hs")
         if nl.member:  # a union's member: the union's other members become invalid
             members = [u.fields[nl.member] for u in loc.elems]

@@ -18,6 +18,7 @@ from pyswitch.compiler.model import (
     StructLoc,
     _lit,
 )
+from pyswitch.ir import Exit, PyText, Stmt
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -93,7 +94,7 @@ class Statements:
                 raise self.err(s, "exit inside a function is not supported by pyswitch")
             if self.ctrl_kind == "parser":
                 raise self.err(s, "exit is not allowed in a parser")
-            em(self.exit_code())
+            em.emit(self.exit_stmt())
         elif k == "return_stmt":
             if self.in_function():
                 self.function_return(s, scope, em)  # see compiler.functions
@@ -124,16 +125,15 @@ class Statements:
         else:
             raise self.err(s, f"unsupported statement ({k})")
 
-    def exit_code(self) -> str:
-        """The Python statement that executes P4's ``exit`` here. A block's apply is one
+    def exit_stmt(self) -> Stmt:
+        """The statement that executes P4's ``exit`` here. A block's apply is one
         function (instances are inlined): leaving it is the exit. Inside an action function
-        it takes an exception that carries the action's out/inout parameters, because P4
-        copies them out on exit too (the caller assigns them, see `direct_action_call`)."""
+        it is an `Exit` (an exception in Python) that carries the action's out/inout
+        parameters, because P4 copies them out on exit too (the caller assigns them, see
+        `direct_action_call`)."""
         if self.in_action is None:
-            return "return"
-        if self.action_out:
-            return f"raise _Exit(({', '.join(self.action_out)},))"
-        return "raise _Exit()"
+            return PyText("return")
+        return Exit(tuple(self.action_out))
 
     def switch(self, s: Tree, scope: Scope, em: Emitter) -> None:
         defaults = [c.children[0] for c in s.children[1:]

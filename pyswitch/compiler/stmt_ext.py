@@ -24,6 +24,7 @@ from pyswitch.compiler.model import (
     Scope,
     StructLoc,
 )
+from pyswitch.ir import ParserError, PyExpr
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -268,7 +269,7 @@ class StatementsExt:
             if self.ctrl_kind != "parser":
                 raise self.err(node, "packet_in methods are only available in the parser")
             n = ty.width // 8
-            em(f"if pos + {n} > L: raise _PErr({self.errors.index('PacketTooShort')})")
+            em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {n} > L")))
             em(f"pos += {n}")
             return None
         e = self.expr(a, scope, em)

@@ -17,6 +17,7 @@ from pyswitch.compiler.model import (
     Scope,
     TableDef,
 )
+from pyswitch.ir import PyExpr, TableApply
 from pyswitch.p4info import meta as p4info_meta
 from pyswitch.types import (
     Bits,
@@ -342,18 +343,10 @@ class Tables:
     def table_apply(self, t: TableDef, em: Emitter) -> ApplyResult:
         v = self.new_tmp("e")
         exact = all(k["match"] == "exact" for k in t.keys)
-        if len(t.keys) == 0:
-            em(f"{v} = {t.var}.default")
-        elif exact:  # a dict look-up in place (Table.exact keeps its identity)
-            key = t.keys[0]["code"] if len(t.keys) == 1 else \
-                f"({', '.join(k['code'] for k in t.keys)})"
-            em(f"{v} = {t.var}.exact.get({key}) or {t.var}.default")
-        elif len(t.keys) == 1:
-            em(f"{v} = {t.var}.lookup({t.keys[0]['code']})")
-        else:
-            em(f"{v} = {t.var}.lookup(({', '.join(k['code'] for k in t.keys)}))")
+        kind = "default" if not t.keys else ("exact" if exact else "lookup")
+        keys = tuple(PyExpr(k["code"], k["width"]) for k in t.keys)
+        count = None
         if t.direct_counter is not None:
-            plen = self.std.fields["packet_length"].code
-            em(f"if {v}.hit: {v}.counter[0] += 1; {v}.counter[1] += {plen}")
-        em(f"{v}.fn(S, M, *{v}.args)")
+            count = PyExpr(self.std.fields["packet_length"].code, 32)
+        em.emit(TableApply(t.var, v, kind, keys, count))
         return ApplyResult(t, v)

@@ -12,6 +12,7 @@ from lark import Token, Tree
 
 from pyswitch import externs
 from pyswitch.compiler import bmv2_checks
+from pyswitch.compiler.localcache import cache_metadata_reads
 from pyswitch.compiler.model import (
     Const,
     FuncRef,
@@ -24,6 +25,7 @@ from pyswitch.compiler.model import (
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import VarbitTy
 from pyswitch.errors import P4CompileError
+from pyswitch.ir import module_text
 from pyswitch.p4info import meta as p4info_meta
 from pyswitch.types import (
     Bits,
@@ -404,8 +406,8 @@ class TopLevel:
         # what P4Info needs beyond run time (annotations, used actions, ...)
         meta["p4info"] = p4info_meta.collect(self, meta)
         bmv2_checks.check(self, block_names[0], meta)
-        code = "\n\n".join(self.module) + "\n"
-        return Program0(code, meta, self.tables)
+        code = module_text(self.module, cache_metadata_reads)  # the Python back end
+        return Program0(code, meta, self.tables, list(self.module))
 
 
 def _slots_under(loc: Any) -> list[int]:

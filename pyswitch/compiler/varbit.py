@@ -28,6 +28,7 @@ from typing import Any
 from lark import Tree
 
 from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StackLoc, StructLoc
+from pyswitch.ir import ModuleText, ParserError, PyExpr
 from pyswitch.types import BOOL, Bits, HeaderTy, StackTy, StructTy, Ty
 
 
@@ -136,11 +137,11 @@ class Varbits:
         self.used_slots.add(loc.slot)
         err = self.errors.index
         nb = self.new_tmp("vb")
-        em(f"if {nbits} % 8: raise _PErr({err('ParserInvalidArgument')})")
+        em.emit(ParserError(err('ParserInvalidArgument'), PyExpr(f"{nbits} % 8")))
         # a length of 2**31 or more is negative for BMv2 (an int), which reads past the end
         em(f"{nb} = {pb + qb} + {nbits} // 8")
-        em(f"if {nbits} >> 31 or pos + {nb} > L: raise _PErr({err('PacketTooShort')})")
-        em(f"if {nb} > {mx}: raise _PErr({err('HeaderTooShort')})")
+        em.emit(ParserError(err('PacketTooShort'), PyExpr(f"{nbits} >> 31 or pos + {nb} > L")))
+        em.emit(ParserError(err('HeaderTooShort'), PyExpr(f"{nb} > {mx}")))
         vals = self.unpack_fields(pre, "pos", pb, em)
         vend = f"pos + {pb} + {nbits} // 8"
         vals.append(f"({nbits}, int.from_bytes(buf[pos + {pb}:{vend}], 'big'))")
@@ -197,7 +198,7 @@ class Varbits:
         order, a varbit with its current length, zero-padded at the end to a byte."""
         if not getattr(self, "_pack_helper", False):
             self._pack_helper = True
-            self.module.append(_PACK_HELPER)
+            self.module.append(ModuleText(_PACK_HELPER))
         parts = []
         for e in items:
             if isinstance(e.ty, VarbitTy):

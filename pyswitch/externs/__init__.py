@@ -5,13 +5,15 @@ An `Extern` says
 
 - which P4 names it serves (`names`), whether they are functions or an extern object
   (`kind`), and its P4 declaration (`signature`, as v1model.p4 has it);
-- how a call is checked and lowered to the generated Python (`call` for a function,
-  `instantiate` and `method` for an object), using the compiler it is handed;
+- how a call is checked and lowered (`call` for a function, `instantiate` and `method` for
+  an object), using the compiler it is handed: to the intermediate form (`pyswitch.ir`: a
+  register's `RegRead`/`RegWrite`, a counter's `CounterCount`) or, not yet converted, to
+  Python text;
 - the Python helpers that generated code calls (`runtime`, bound to one switch) and which of
   them are pure (`pure`: ComputeChecksum and the deparser may call them);
 - how the native path takes those helpers (`c_call`, an expression of C with its bounds;
   `c_support`, C functions the generated module needs) and an object's statements
-  (`c_stmt`: a register's read or write, a counter's increment; `c_values`);
+  (`c_node`: the C of its IR statements; `c_values`);
 - an object's state in a switch (`meta_key`, `meta_entries`, `state`), and its P4Info and
   BMv2-JSON entries (`p4info_symbols`, `p4info`, `bmv2_json`);
 - or, for an extern pyswitch does not run, why (`Refused`).
@@ -92,13 +94,12 @@ class Extern:
         range (a register's cells), by the name the generated code uses."""
         return {}
 
-    def c_stmt(self, t: Any, f: Any, st: Any, o: list[str], d: int,
-               handler: list | None = None) -> bool:
-        """Write the C of statement `st` (``ast``) of the generated Python into `o` at
-        depth `d` when it is this object's (a register read or write, a counter's
-        increment), inside ``try: ... except IndexError: <handler>`` when `handler` is
-        given; False when it is not this object's."""
+    def c_node(self, t: Any, f: Any, node: Any, o: list[str], d: int) -> bool:
+        """Write the C of IR statement `node` (`pyswitch.ir`: a register's `RegRead`,
+        `RegWrite`, a counter's `CounterCount`) into `o` at depth `d`, in function `f` of translator `t`, when it is
+        this object's; False when it is not."""
         return False
+
 
     # -- the control plane's descriptions ------------------------------------------
     def p4info_symbols(self, sym: Any, entries: list[dict], xi: dict) -> None:

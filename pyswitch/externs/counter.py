@@ -13,11 +13,11 @@ exact table they are 64-bit ``Cells`` (pyswitch/native/exact.h), counted with ``
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 from pyswitch.compiler.model import ExternInst
 from pyswitch.externs import Extern
+from pyswitch.ir import CounterCount, PyExpr
 from pyswitch.types import Bits, EnumTy
 
 
@@ -74,28 +74,29 @@ static inline int cells_iadd(PyObject *o, V i, V v) {
         ie = cx.convert(cx.expr(args[0], scope, em), Bits(32), args[0])
         ic, ok = cx.idx_code(ie, obj.size, em)
         plen = cx.std.fields["packet_length"].code
-        pre = "" if ok else f"if {ic} < {obj.size}: "
-        em(f"{pre}{obj.var}p[{ic}] += 1; {obj.var}b[{ic}] += {plen}")
+        em.emit(CounterCount(obj.var, PyExpr(ic, 32), obj.size, PyExpr(plen, 32),
+                             guarded=not ok))
         return None
 
     def meta_entries(self, insts: list) -> list[dict]:
         return [{"name": c.name, "var": c.var, "size": c.size, "type": c.ctype}
                 for c in insts]
 
-    def c_stmt(self, t: Any, f: Any, st: Any, o: list[str], d: int,
-               handler: list | None = None) -> bool:
-        """``C0p[i] += 1; C0b[i] += len``: ``cells_iadd`` on the counter's cells."""
-        if handler is not None or not (isinstance(st, ast.AugAssign)
-                                       and isinstance(st.op, ast.Add)):
+    def c_node(self, t: Any, f: Any, node: Any, o: list[str], d: int) -> bool:
+        """`CounterCount`: ``cells_iadd`` on the counter's two cells (packets, bytes); a
+        guarded index out of range counts nothing."""
+        if not isinstance(node, CounterCount):
             return False
-        lists = {c["var"] + s for c in t.meta.get(self.meta_key, []) for s in "pb"}
-        tg = st.target
-        if not (isinstance(tg, ast.Subscript) and isinstance(tg.value, ast.Name)
-                and tg.value.id in lists):
-            return False
-        i, v = t.ex(f, tg.slice), t.ex(f, st.value)
-        o.append(f"{'    ' * d}if ((rc = cells_iadd({t.g(tg.value.id)}, {i.c}, {v.c})) != 0)"
-                 " return raise_index(rc);")
+        ind = "    " * d
+        i, n = t.ex(f, t.py(node.index)), t.ex(f, t.py(node.length))
+        if node.guarded:
+            o.append(f"{ind}if ({i.c} < {node.size}) {{")
+            d += 1
+        for s, v in (("p", "((V)1LL)"), ("b", n.c)):
+            o.append(f"{'    ' * d}if ((rc = cells_iadd({t.g(node.counter + s)}, {i.c}, {v})) "
+                     "!= 0) return raise_index(rc);")
+        if node.guarded:
+            o.append(f"{ind}}}")
         return True
 
     def native_state(self, sw: Any, ns: dict[str, Any], entries: list[dict], mod: Any) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from pyswitch.compiler.model import DROP_PORT, ScalarLoc
 from pyswitch.externs import Extern
+from pyswitch.ir import ParserError, PyExpr
 from pyswitch.types import Bits, BoolTy, ErrorTy
 
 
@@ -41,7 +42,10 @@ class Verify(Extern):
         er = cx.expr(args[1], scope, em)
         if not isinstance(c.ty, BoolTy) or not isinstance(er.ty, ErrorTy):
             raise cx.err(node, "verify(bool, error)")
-        em(f"if not {c.code}: raise _PErr({er.code})")
+        if isinstance(er.const, int) and not isinstance(er.const, bool):
+            em.emit(ParserError(er.const, PyExpr(f"not {c.code}")))
+        else:  # an error known at run time only: still text (the Python path)
+            em(f"if not {c.code}: raise _PErr({er.code})")
         return None
 
 

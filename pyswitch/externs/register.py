@@ -6,17 +6,17 @@ of range is guarded by ``IndexError`` (a read gives 0, a write is ignored: BMv2 
 error since behavioral-model PR #637).  Native: `pyswitch.native.cgen` reads and writes the
 cells in C memory (``Cells`` of pyswitch/native/cells.h, made by `Register.native_state`
 when the switch binds its native module), read and written by ``reg_get``/``reg_set``
-(`Register.c_stmt`) without a Python int; the switch's ``registers`` and the code's names
+(`Register.c_node`, from the IR's `RegRead`/`RegWrite`) without a Python int; the switch's ``registers`` and the code's names
 hold that object, a list-like view of the same cells, so the control plane sees one state.
 """
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 from pyswitch.compiler.model import ExternInst, ScalarLoc
 from pyswitch.externs import Extern
+from pyswitch.ir import PyExpr, RegRead, RegWrite
 from pyswitch.native.exprs import merge
 from pyswitch.types import Bits, same_type
 
@@ -55,11 +55,9 @@ class Register(Extern):
                                       " l-value")
             ie = cx.convert(cx.expr(args[1], scope, em), Bits(32), args[1])
             ic, ok = cx.idx_code(ie, obj.size, em)
-            if ok:
-                em(f"{lv.code} = {obj.var}[{ic}]")
-            else:  # indices are never negative: only too large ones raise IndexError
-                em(f"try: {lv.code} = {obj.var}[{ic}]")
-                em(f"except IndexError: {lv.code} = 0")
+            em.emit(RegRead(obj.var, PyExpr(ic, 32), obj.size,
+                            PyExpr(lv.code, obj.elem.width), self.cell_bounds(obj.elem.width),
+                            guarded=not ok))
             return None
         if mn == "write":
             if len(args) != 2:
@@ -67,11 +65,8 @@ class Register(Extern):
             ie = cx.convert(cx.expr(args[0], scope, em), Bits(32), args[0])
             ve = cx.convert(cx.expr(args[1], scope, em), obj.elem, args[1])
             ic, ok = cx.idx_code(ie, obj.size, em)
-            if ok:
-                em(f"{obj.var}[{ic}] = {ve.code}")
-            else:
-                em(f"try: {obj.var}[{ic}] = {ve.code}")
-                em("except IndexError: pass")
+            em.emit(RegWrite(obj.var, PyExpr(ic, 32), obj.size,
+                             PyExpr(ve.code, obj.elem.width), guarded=not ok))
             return None
         raise cx.err(node, f"register has no method {mn!r}")
 
@@ -79,55 +74,49 @@ class Register(Extern):
         return [{"name": r.name, "var": r.var, "size": r.size, "width": r.elem.width}
                 for r in insts]
 
+    @staticmethod
+    def cell_bounds(width: int) -> tuple[int, int]:
+        """The values a cell of `width` bits holds (``int<W>`` too: its W-bit pattern)."""
+        return (0, (1 << width) - 1)
+
     def c_values(self, entries: list[dict]) -> dict[str, tuple[int, int]]:
-        return {r["var"]: (0, (1 << r["width"]) - 1) for r in entries}
+        return {r["var"]: self.cell_bounds(r["width"]) for r in entries}
 
-    def c_stmt(self, t: Any, f: Any, st: Any, o: list[str], d: int,
-               handler: list | None = None) -> bool:
-        """``x = R0[i]`` and ``R0[i] = v``: ``reg_get``/``reg_set`` on the same list; an
-        index Python would refuse raises IndexError, or, guarded (``except IndexError``),
-        runs the handler (a read's default) or nothing (a write)."""
+    def c_node(self, t: Any, f: Any, node: Any, o: list[str], d: int) -> bool:
+        """`RegRead`, `RegWrite`: ``reg_get``/``reg_set`` on the register's cells.  An
+        index out of range raises IndexError (as Python's list would) or, `guarded`,
+        gives the read's default / writes nothing (BMv2's behaviour)."""
         from pyswitch.native.exprs import X
-        if not (isinstance(st, ast.Assign) and len(st.targets) == 1):
+        if not isinstance(node, (RegRead, RegWrite)):
             return False
-        mine = self.c_values(t.meta.get(self.meta_key, []))
-        tg, v = st.targets[0], st.value
-
-        def reg(n: Any) -> str | None:
-            ok = isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
-            return n.value.id if ok and n.value.id in mine else None
-
         ind = "    " * d
-        if reg(v) is not None:
-            g, i = t.g(reg(v)), t.ex(f, v.slice)
-            if handler is None:
-                o.append(f"{ind}{{ V r_; if ((rc = reg_get({g}, {i.c}, &r_)) != 0) "
-                         "return raise_index(rc);")
-                t.store(f, tg, X("r_", *mine[reg(v)]), o, d + 1)
-                o.append(f"{ind}}}")
-                return True
-            o.append(f"{ind}{{ V r_; rc = reg_get({g}, {i.c}, &r_);")
-            o.append(f"{ind}  if (rc < 0) return RC_ERR;")
-            o.append(f"{ind}  if (rc == 0) {{")
-            before = dict(f.cur)
-            t.store(f, tg, X("r_", *mine[reg(v)]), o, d + 2)
-            after_a, f.cur = f.cur, before
-            o.append(f"{ind}  }} else {{")
-            t.body(f, handler, o, d + 2)
-            o.append(f"{ind}  }} }}")
-            f.cur = merge(f, after_a, f.cur)
-            return True
-        if reg(tg) is not None:
-            if handler is not None and not all(isinstance(x, ast.Pass) for x in handler):
-                return False
-            g, i, x = t.g(reg(tg)), t.ex(f, tg.slice), t.ex(f, v)
-            if handler is None:
+        g, i = t.g(node.reg), t.ex(f, t.py(node.index))
+        if isinstance(node, RegWrite):
+            x = t.ex(f, t.py(node.value))
+            if node.guarded:
+                o.append(f"{ind}if ((rc = reg_set({g}, {i.c}, {x.c})) < 0) return RC_ERR;")
+            else:
                 o.append(f"{ind}if ((rc = reg_set({g}, {i.c}, {x.c})) != 0) "
                          "return raise_index(rc);")
-            else:
-                o.append(f"{ind}if ((rc = reg_set({g}, {i.c}, {x.c})) < 0) return RC_ERR;")
             return True
-        return False
+        tg = t.py(node.target)
+        if not node.guarded:
+            o.append(f"{ind}{{ V r_; if ((rc = reg_get({g}, {i.c}, &r_)) != 0) "
+                     "return raise_index(rc);")
+            t.store(f, tg, X("r_", *node.bounds), o, d + 1)
+            o.append(f"{ind}}}")
+            return True
+        o.append(f"{ind}{{ V r_; rc = reg_get({g}, {i.c}, &r_);")
+        o.append(f"{ind}  if (rc < 0) return RC_ERR;")
+        o.append(f"{ind}  if (rc == 0) {{")
+        before = dict(f.cur)
+        t.store(f, tg, X("r_", *node.bounds), o, d + 2)
+        after_a, f.cur = f.cur, before
+        o.append(f"{ind}  }} else {{")
+        t.store(f, tg, X(str(node.default), node.default, node.default), o, d + 2)
+        o.append(f"{ind}  }} }}")
+        f.cur = merge(f, after_a, f.cur)
+        return True
 
     def state(self, sw: Any, ns: dict[str, Any], entries: list[dict]) -> None:
         sw.registers = {}

@@ -1,8 +1,8 @@
 """pyswitch's native path: a program's pipeline compiled to C, built with gcc, loaded as an
 extension module, running ``Switch.process`` with the same semantics as the Python path.
 
-``cgen`` translates the compiler's generated Python (one semantics: the compiler's); this
-module builds it once per program text into a cache folder and binds it to a switch's
+``cgen`` lowers the compiler's intermediate form (`pyswitch.ir`; one semantics: the
+compiler's); this module builds it once per program into a cache folder and binds it to a switch's
 registers, counters, tables and statistics, which stay the Python objects the control
 plane reads and writes.  The path is chosen by ``PYSWITCH_NATIVE``:
 
@@ -41,6 +41,7 @@ from typing import Any
 from pyswitch import externs
 from pyswitch.cachedir import NotOurs, check_ours, open_lock, private_dir, write_private
 from pyswitch.errors import UsageError
+from pyswitch.ir import ModuleItem
 from pyswitch.native.cgen import NotNative, Unit
 
 __all__ = ["NotNative", "attach", "build", "cache_dir", "check", "mode", "portio", "unavailable"]
@@ -85,15 +86,16 @@ def _compiler() -> str | None:
     return cc
 
 
-def check(code: str, meta: dict) -> None:
-    """Raise NotNative (with the reason) unless the native path can run this program."""
+def check(ir: list[ModuleItem], meta: dict) -> None:
+    """Raise NotNative (with the reason) unless the native path can run this program
+    (its intermediate form `ir`, `Program.ir`, and meta)."""
     if _compiler() is None:
         raise NotNative("no C compiler or no Python headers")
     try:
         _trusted_cache()
     except OSError as e:  # a file where the folder should be, no permission
         raise NotNative(f"cannot use the cache folder: {e}") from None
-    Unit(code, meta, "check").translate(True)
+    Unit(ir, meta, "check").translate(True)
 
 
 def _trusted_cache() -> Path:
@@ -105,13 +107,14 @@ def _trusted_cache() -> Path:
         raise NotNative(f"{e}: not loading modules from it") from None
 
 
-def build(code: str, meta: dict, dedupe: bool) -> Any:
-    """The extension module of a program: translated, compiled (once per text, under a
-    lock, so that twenty switches starting at once build it once) and imported."""
+def build(ir: list[ModuleItem], meta: dict, dedupe: bool) -> Any:
+    """The extension module of a program (its intermediate form `ir`): translated,
+    compiled (once per program, under a lock, so that twenty switches starting at once
+    build it once) and imported."""
     cc = _compiler()
     if cc is None:
         raise NotNative("no C compiler or no Python headers")
-    digest = hashlib.sha256("\0".join([code, repr(meta["mbounds"]), repr(meta["hbounds"]),
+    digest = hashlib.sha256("\0".join([repr(ir), repr(meta["mbounds"]), repr(meta["hbounds"]),
                                        repr(meta.get("fbounds")), repr(meta.get("varbits")),
                                        str(dedupe), _translator_digest(),
                                        externs.digest()]).encode())
@@ -120,7 +123,7 @@ def build(code: str, meta: dict, dedupe: bool) -> Any:
         return _MODULES[name]
     if name in _REFUSED:  # a program is translated (and refused) once per process
         raise NotNative(_REFUSED[name])
-    unit = Unit(code, meta, name)
+    unit = Unit(ir, meta, name)
     try:
         csrc = unit.translate(dedupe)
     except NotNative as e:
@@ -250,7 +253,7 @@ def attach(sw: Any, dedupe: bool, exit_cls: type, native: bool | None = None,
         return None, "PYSWITCH_NATIVE=off" if native is None else "native=False"
     try:
         try:
-            mod = build(sw.prog.code, sw.prog.meta, dedupe)
+            mod = build(sw.prog.ir, sw.prog.meta, dedupe)
         except (OSError, ImportError, RuntimeError) as e:  # the cache folder, the loader
             raise NotNative(f"cannot build or load the module: {e}") from None
     except NotNative as e:

@@ -1,14 +1,16 @@
-"""Translate a program's generated Python (pyswitch.compiler's output) into C.
+"""Lower a program's intermediate form (`pyswitch.ir`, pyswitch.compiler's output) to C.
 
-The compiler emits a small, regular subset of Python: scalar slots ``M[j]`` and header
-fields ``h[j]`` (``h = S[k]``), integer arithmetic normalised by masks, struct
-(un)packing of headers, register reads and writes guarded by ``IndexError``, table
-lookups (``T.exact.get(key) or T.default``: the exact store's ``xt_lookup``, runtime.h's
-exact.h; ``T.lookup(key)``) followed by
-``e.fn(S, M, *e.args)``, ``_Exit``/``_PErr`` for exit and parser errors, and varbits as
-``(nbits, value)`` pairs (their idioms: pyswitch.native.varbits).  This module
-reads that code with :mod:`ast` and writes the same steps in C, one C function per Python
-function, so that both paths have one semantics: the compiler's.  The packet loop around
+The nodes of their own -- register reads and writes, counters' counts, exits, parser
+errors, direct action calls, table applies (the exact store's ``xt_lookup``, runtime.h's
+exact.h; the others' ``tab_lookup``) -- are lowered from their fields
+(`pyswitch.native.irlower`).  The rest is still `PyText`, a small, regular subset of
+Python: scalar slots ``M[j]`` and header fields ``h[j]`` (``h = S[k]``), integer
+arithmetic normalised by masks, struct (un)packing of headers, the copy-out of an action's
+out/inout parameters (`pyswitch.native.copyout`), and varbits as ``(nbits, value)`` pairs
+(their idioms: pyswitch.native.varbits).  Transitionally, this module reads that text with :mod:`ast`
+(with one marker line per node, `pyswitch.native.irlower.marked_module`) and writes the
+same steps in C, one C function per function, so that both paths have one semantics:
+the compiler's.  The packet loop around
 those functions (``process``: the after-ingress and after-egress decisions, the copies) is
 not translated but lowered from its one description, `pyswitch.native.loop.LOOP`, as the
 Python path's specialised ``process`` is.
@@ -25,6 +27,7 @@ import re
 from pathlib import Path
 
 from pyswitch import externs
+from pyswitch.ir import ModuleItem, TableApply
 from pyswitch.native.copyout import CopyOut, out_names
 from pyswitch.native.exprs import (
     Expressions,
@@ -35,6 +38,7 @@ from pyswitch.native.exprs import (
     forget,
     merge,
 )
+from pyswitch.native.irlower import IRLower, marked_module, marker
 from pyswitch.native.loop import c_source
 from pyswitch.native.picks import Picks, prelude
 from pyswitch.native.varbits import Varbits
@@ -45,10 +49,11 @@ __all__ = ["NotNative", "Unit"]
 _FMT = {"B": 1, "H": 2, "I": 4, "Q": 8}
 
 
-class Unit(CopyOut, Picks, Varbits, Expressions):
-    """One program: `translate()` returns the C source of its extension module."""
+class Unit(IRLower, CopyOut, Picks, Varbits, Expressions):
+    """One program (its IR, `Program.ir`, and meta): `translate()` returns the C source of
+    its extension module."""
 
-    def __init__(self, code: str, meta: dict, modname: str) -> None:
+    def __init__(self, ir: list[ModuleItem], meta: dict, modname: str) -> None:
         self.meta = meta
         self.modname = modname
         self.mb = meta["mbounds"]
@@ -61,7 +66,7 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
         self.ns = max(off, 1)
         self.nm = len(self.mb)
         self.varbit_slots(meta)  # their bounds in hb, mb: pyswitch.native.varbits
-        self.objs = externs.objects()  # registers, counters: their statements (c_stmt)
+        self.objs = externs.objects()  # registers, counters: their IR statements (c_node)
         self.regs = {k: b for e in self.objs
                      for k, b in e.c_values(meta.get(e.meta_key, [])).items()}
         self.tables = {t["var"]: t for t in meta["tables"]}
@@ -69,7 +74,7 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
         self.gidx: dict[str, int] = {}
         self.structs: dict[str, list[tuple[str, int]]] = {}
         self.funcs: dict[str, Func] = {}
-        self.lines = code.splitlines()
+        code, self.lines, self.nodes = marked_module(ir)  # transitional: irlower
         tree = ast.parse(code)
         for st in tree.body:
             if prelude(st):  # the stack helpers, called from C (pyswitch.native.picks)
@@ -120,7 +125,7 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
                         for n in ast.walk(fn))
         f.star = star
         if kind == "block":  # an action returning its out/inout parameters: copyout
-            f.outs = out_names(fn) or []
+            f.outs = out_names(fn, self.nodes) or []
             f.returns = f.returns and not f.outs
         self.funcs[fn.name] = f
 
@@ -167,15 +172,13 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
         ln = st.lineno
         if isinstance(st, ast.Pass):
             return
-        for e in self.objs:  # a register read or write, a counter: pyswitch.externs
-            if e.c_stmt(self, f, st, o, d):
-                return
+        k = marker(st)
+        if k is not None:  # a node of the IR: pyswitch.native.irlower
+            return self.ir_stmt(f, self.nodes[k], st, o, d)
         if isinstance(st, ast.Assign) and len(st.targets) == 1:
             t, v = st.targets[0], st.value
             if isinstance(t, ast.Name) and t.id in f.aliases:
                 return
-            if isinstance(t, ast.Name) and t.id in f.ents:
-                return self.table(f, t.id, v, o, d)
             if isinstance(t, ast.Name) and t.id in f.picks:
                 return self.pick(f, t.id, v, o, d)
             if isinstance(t, ast.Name) and t.id in f.rets:
@@ -196,16 +199,6 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
             t = st.target
             if f.kind == "parser" and isinstance(t, ast.Name) and t.id == "pos":
                 o.append(f"{ind}l_pos += (Py_ssize_t){self.ex(f, st.value).c};")
-                return
-            if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute)
-                    and t.value.attr == "counter" and isinstance(t.value.value, ast.Name)
-                    and t.value.value.id in f.ents
-                    and self.tables[f.ents[t.value.value.id]].get("direct_counter")):
-                i, v = self.ex(f, t.slice), self.ex(f, st.value)
-                # an exact table's counter is Cells (exact.h), the others' a Python list
-                add = "xt_count" if self.exact(f.ents[t.value.value.id]) else "list_iadd"
-                o.append(f"{ind}if ((rc = {add}(e_{t.value.value.id}.counter, {i.c}, "
-                         f"{v.c})) != 0) return raise_index(rc);")
                 return
             return self.store(f, t, self.ex(f, ast.BinOp(t, ast.Add(), st.value,
                                                           lineno=ln)), o, d)
@@ -248,8 +241,8 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
             else:
                 raise NotNative(f"line {ln}: return of a value")
             return
-        if isinstance(st, ast.Raise):
-            return self.raise_(f, st, o, d)
+        if isinstance(st, ast.Raise):  # exits, parser errors: nodes of the IR (irlower)
+            raise NotNative(f"line {ln}: raise {ast.unparse(st)[:40]!r}")
         if isinstance(st, ast.Try):
             return self.try_(f, st, o, d)
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
@@ -258,34 +251,12 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
             return self.for_picked(f, st, o, d)
         raise NotNative(f"line {ln}: statement {ast.unparse(st)[:60]!r}")
 
-    def raise_(self, f: Func, st: ast.Raise, o: list[str], d: int) -> None:
-        ind = "    " * d
-        e = st.exc
-        if (isinstance(e, ast.Call) and ast.unparse(e.func) == "_PErr" and f.perr_label
-                and len(e.args) == 1 and isinstance(e.args[0], ast.Constant)):
-            o.append(f"{ind}perr = {int(e.args[0].value)}; goto {f.perr_label[-1]};")
-            return
-        if (f.outs and isinstance(e, ast.Call) and ast.unparse(e.func) == "_Exit"
-                and len(e.args) == 1 and isinstance(e.args[0], ast.Tuple)):
-            if f.exit_label:  # the handler raises again with the values it then has
-                o.append(f"{ind}goto {f.exit_label[-1]};")
-            else:
-                self.return_outs(f, e.args[0], o, d, "RC_EXIT")
-            return
-        if e is not None and ast.unparse(e) in ("_Exit", "_Exit()"):
-            o.append(f"{ind}" + (f"goto {f.exit_label[-1]};" if f.exit_label
-                                 else "return RC_EXIT;"))
-            return
-        raise NotNative(f"line {st.lineno}: raise {ast.unparse(st)[:40]!r}")
-
     def try_(self, f: Func, st: ast.Try, o: list[str], d: int) -> None:
         ind = "    " * d
         if st.orelse or st.finalbody or len(st.handlers) != 1:
             raise NotNative(f"line {st.lineno}: try statement")
         h = st.handlers[0]
         exc = ast.unparse(h.type) if h.type is not None else ""
-        if exc == "IndexError" and len(st.body) == 1:
-            return self.guarded(f, st.body[0], h.body, o, d)
         if exc == "_Exit" and h.name is None and all(isinstance(x, ast.Pass) for x in h.body):
             f.nlabel += 1
             lab = f"exit_{f.nlabel}"
@@ -317,82 +288,12 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
             return
         raise NotNative(f"line {st.lineno}: try ... except {exc}")
 
-    def guarded(self, f: Func, st: ast.stmt, handler: list[ast.stmt], o: list[str],
-                d: int) -> None:
-        """``try: <register read or write> except IndexError: <default or pass>``: the
-        extern's own C (`Extern.c_stmt`, pyswitch.externs)."""
-        for e in self.objs:
-            if e.c_stmt(self, f, st, o, d, handler):
-                return
-        raise NotNative(f"line {st.lineno}: guarded statement")
-
-    def table(self, f: Func, e: str, v: ast.AST, o: list[str], d: int) -> None:
-        ind = "    " * d
-        src = ast.unparse(v)
-        var = f.ents[e]
-        keep = "P->keep" if self.tables[var].get("direct_counter") else "NULL"
-        if self.exact(var):  # its entries in C memory (exact.h): no Python object read
-            xs = self.g(var + ".native")
-            if src == f"{var}.default":
-                o.append(f"{ind}if (xt_default({xs}, &e_{e}, {keep}) < 0) return RC_ERR;")
-                return
-            if (isinstance(v, ast.BoolOp) and isinstance(v.op, ast.Or) and len(v.values) == 2
-                    and src.startswith(f"{var}.exact.get(")
-                    and ast.unparse(v.values[1]) == f"{var}.default"):
-                k = v.values[0].args[0]  # type: ignore[attr-defined]
-                ks = k.elts if isinstance(k, ast.Tuple) else [k]
-                if len(ks) != len(self.tables[var]["keys"]) or not ks:
-                    raise NotNative(f"line {v.lineno}: key of {len(ks)} values")
-                vals = ", ".join(self.ex(f, x).c for x in ks)
-                o.append(f"{ind}if (xt_lookup({xs}, (V[]){{{vals}}}, &e_{e}, {keep}) < 0) "
-                         "return RC_ERR;")
-                return
-            raise NotNative(f"line {v.lineno}: table use {src[:40]!r}")
-        tab = self.g(var)
-        tabd = tab.replace("P->g[", "P->gd[")  # its instance dict (process.c, make)
-        if src == f"{var}.default":
-            o.append(f"{ind}if (tab_default({tab}, {tabd}, &e_{e}, {keep}) < 0) return RC_ERR;")
-            return
-        if isinstance(v, ast.Call) and src.startswith(f"{var}.lookup("):
-            key = self.key(f, v.args[0])
-            o.append(f"{ind}if (tab_lookup({tab}, {key}, &e_{e}, {keep}) < 0) return RC_ERR;")
-            return
-        raise NotNative(f"line {v.lineno}: table use {src[:40]!r}")
-
     def exact(self, var: str) -> bool:
         """Whether table `var` is all-exact: its entries are looked up in C memory."""
         return table_kind(self.tables[var]["keys"]) == "exact"
 
-    def key(self, f: Func, k: ast.AST) -> str:
-        """A table key as the generated Python builds it: an int, or a tuple of ints."""
-        if isinstance(k, ast.Tuple):
-            xs = [self.ex(f, x).c for x in k.elts]
-            return f"key_tuple({len(xs)}, (V[]){{{', '.join(xs)}}})"
-        return f"v_to_py({self.ex(f, k).c})"
-
     def call_stmt(self, f: Func, c: ast.Call, o: list[str], d: int) -> None:
-        ind = "    " * d
         fn = ast.unparse(c.func)
-        if isinstance(c.func, ast.Attribute) and c.func.attr == "fn" \
-                and isinstance(c.func.value, ast.Name) and c.func.value.id in f.ents:
-            e = c.func.value.id
-            if ast.unparse(c) != f"{e}.fn(S, M, *{e}.args)":
-                raise NotNative(f"line {c.lineno}: action call {ast.unparse(c)[:40]!r}")
-            t = self.tables[f.ents[e]]
-            o.append(f"{ind}switch (e_{e}.aidx) {{")
-            names = {a["name"] for a in t["actions"]}
-            for a in self.meta["actions"]:
-                if a["name"] not in names:
-                    continue
-                if a["fn"] not in self.funcs or self.funcs[a["fn"]].outs:
-                    raise NotNative(f"line {c.lineno}: action {a['fn']} of a table")
-                args = "".join(f", e_{e}.a[{i}]" for i in range(len(a["params"])))
-                o.append(f"{ind}case {a['idx']}:")
-                o.append(self.on_rc(f, f"f_{a['fn']}(P, st{args})", d + 1))
-                o.append(f"{ind}    break;")
-            o.append(f"{ind}default: return bad_action(e_{e}.aidx);")
-            o.append(f"{ind}}}")
-            return
         if fn in self.funcs and self.funcs[fn].kind == "block":
             callee = self.funcs[fn]
             if callee.returns or callee.outs:  # out values are assigned: copyout
@@ -525,14 +426,15 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
                 for x in names:
                     if not isinstance(x, ast.Name):
                         continue
-                    src = ast.unparse(v)
-                    if (isinstance(v, ast.Subscript) and ast.unparse(v.value) == "S"
+                    k = marker(v)
+                    if k is not None:  # a node: a table's entry, or a value
+                        if isinstance(self.nodes[k], TableApply):
+                            f.ents[x.id] = self.nodes[k].table  # type: ignore[union-attr]
+                        elif x.id not in f.params:
+                            f.locals[x.id] = None
+                    elif (isinstance(v, ast.Subscript) and ast.unparse(v.value) == "S"
                             and isinstance(v.slice, ast.Constant)):
                         f.aliases[x.id] = v.slice.value
-                    elif src.split(".")[0] in self.tables and (
-                            src.endswith(".default") or ".exact.get(" in src
-                            or ".lookup(" in src):
-                        f.ents[x.id] = src.split(".")[0]
                     elif (f.kind == "parser" and x.id in ("pos", "L")) or x.id in f.params:
                         pass
                     elif isinstance(t, ast.Name) and isinstance(v, (ast.Subscript, ast.Call)) \
@@ -582,9 +484,10 @@ class Unit(CopyOut, Picks, Varbits, Expressions):
             changed = False
             for name, v in assigns:
                 try:
-                    if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
-                            and v.value.id in self.regs:
-                        lo, hi = self.regs[v.value.id]
+                    k = marker(v)
+                    b = self.node_bounds(self.nodes[k]) if k is not None else None
+                    if b is not None:  # a node's value (a register read)
+                        lo, hi = b
                     else:
                         x = self.ex(f, v)
                         lo, hi = x.lo, x.hi

@@ -23,20 +23,25 @@ from __future__ import annotations
 
 import ast
 
+from pyswitch.ir import Exit, Stmt
 from pyswitch.native.exprs import Func, NotNative, forget
+from pyswitch.native.irlower import marker
 
 
-def out_names(fn: ast.FunctionDef) -> list[str] | None:
+def out_names(fn: ast.FunctionDef, nodes: list[Stmt]) -> list[str] | None:
     """The out/inout parameters an action function returns (every ``return`` and every
-    ``raise _Exit((...))`` must give the same names), or None when it returns nothing."""
+    exit, an IR `Exit` among `nodes` by its marker, must give the same names), or None
+    when it returns nothing."""
     outs: list[list[str]] = []
     for n in ast.walk(fn):
         v = None
+        k = marker(n) if isinstance(n, ast.Call) else None
+        if k is not None and isinstance(nodes[k], Exit):
+            if nodes[k].outs:  # type: ignore[union-attr]
+                outs.append(list(nodes[k].outs))  # type: ignore[union-attr]
+            continue
         if isinstance(n, ast.Return) and n.value is not None:
             v = n.value
-        elif (isinstance(n, ast.Raise) and isinstance(n.exc, ast.Call)
-              and ast.unparse(n.exc.func) == "_Exit" and n.exc.args):
-            v = n.exc.args[0]
         else:
             continue
         if not (isinstance(v, ast.Tuple) and all(isinstance(e, ast.Name) for e in v.elts)):

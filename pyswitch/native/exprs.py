@@ -205,7 +205,7 @@ class Expressions:
             return X(f"e_{n.value.id}.{n.attr}", 0, 1 if n.attr == "hit" else 1 << 20)
         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
                 and n.value.id in self.regs:
-            raise NotNative(f"line {ln}: register read outside its IndexError guard")
+            raise NotNative(f"line {ln}: register read outside a RegRead node (pyswitch.ir)")
         if isinstance(n, ast.BinOp):
             return self.binop(f, n)
         if isinstance(n, ast.UnaryOp):

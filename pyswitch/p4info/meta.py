@@ -17,6 +17,7 @@ from lark import Token, Tree
 
 from pyswitch import externs
 from pyswitch.frontend import annot_string
+from pyswitch.ir import Function, TableApply, item_text
 from pyswitch.p4info.ids import IdError, P, SymbolTable
 
 # p4c leaves these out of P4Info annotations: @name and @id are represented by the name
@@ -122,16 +123,18 @@ def collect(comp: Any, meta: dict | None = None) -> dict[str, Any]:
     all use the one control-plane name (as BMv2 does).
 
     Which tables are applied and which actions a control calls directly is read from the
-    generated code: the compiler leaves out code that p4c's constant folding removes
-    (the dead branch of ``if (true)`` or ``false ? a : b``), and p4c then drops what only
-    that code used.
+    compiler's output, its intermediate form (`pyswitch.ir`): the compiler leaves out code
+    that p4c's constant folding removes (the dead branch of ``if (true)`` or
+    ``false ? a : b``), and p4c then drops what only that code used.  The applied tables
+    are the `TableApply` nodes; a direct action call is still `PyText`, found in it.
     """
     src = comp.src.text
     action_fns = {a.fn for a in comp.actions}
-    control_code = "\n".join(m for m in comp.module
-                             if m[4:].split("(", 1)[0] not in action_fns)
+    control_code = "\n".join(item_text(m) for m in comp.module
+                             if not (isinstance(m, Function) and m.name in action_fns))
     called = set(re.findall(r"\b(a\d+)\(S, M", control_code))
-    applied = set(re.findall(r"\b(T\d+)\.(?:lookup|default)\b", "\n".join(comp.module)))
+    applied = {ln.stmt.table for m in comp.module if isinstance(m, Function)
+               for ln in m.body if isinstance(ln.stmt, TableApply)}
     _check_duplicate_names(comp, called, applied)
     actions = {}
     for a in comp.actions:

@@ -266,7 +266,7 @@ def require_native(program: Program) -> None:
     if native.mode() != "on":
         return
     try:
-        native.check(program.code, program.meta)
+        native.check(program.ir, program.meta)
     except native.NotNative as e:
         raise P4RTError(code_pb2.UNIMPLEMENTED,
                         f"PYSWITCH_NATIVE=on, but the native path cannot run this program: "

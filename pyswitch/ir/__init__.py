@@ -1,0 +1,38 @@
+"""pyswitch's intermediate form: what the compiler lowers P4 to, and what each back end
+(the generated Python, the native path's C) lowers from (issue 42, scope 1).
+
+=================  ==========================================================
+``values``         typed values: an expression (still its Python text) with its width
+``stmts``          statements: register reads and writes, counters' counts, exits,
+                   parser errors, direct action calls, table applies, and ``PyText``
+                   (Python the compiler still emits as text)
+``module``         a body line (a statement at its depth), functions, module items
+``pyprint``        the Python back end's printer: IR -> the generated Python source
+=================  ==========================================================
+
+The form is incremental: a construct the compiler does not yet lower to a node of its own
+is a `PyText` line, printed as is by the Python printer and, on the native path, the one
+place left where the C is translated from Python text (``pyswitch.native.irlower``
+explains the transitional route).  docs/pyswitch-ir.md lists what is converted.
+"""
+
+from __future__ import annotations
+
+from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText, shift
+from pyswitch.ir.pyprint import function_lines, item_text, module_text, stmt_lines
+from pyswitch.ir.stmts import (
+    ActionCall,
+    CounterCount,
+    Exit,
+    ParserError,
+    PyText,
+    RegRead,
+    RegWrite,
+    Stmt,
+    TableApply,
+)
+from pyswitch.ir.values import PyExpr
+
+__all__ = ["ActionCall", "CounterCount", "Exit", "Function", "Line", "ModuleItem", "ModuleText", "ParserError", "PyExpr",
+           "PyText", "RegRead", "RegWrite", "Stmt", "TableApply", "function_lines", "item_text",
+           "module_text", "shift", "stmt_lines"]

@@ -1,0 +1,106 @@
+"""The Python back end's printer: the intermediate form as the generated Python source.
+
+The text is exactly what the compiler wrote before it had an intermediate form
+(tests/test_ir.py compares every program of tests/p4 and p4src byte for byte).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText
+from pyswitch.ir.stmts import (
+    ActionCall,
+    CounterCount,
+    Exit,
+    ParserError,
+    PyText,
+    RegRead,
+    RegWrite,
+    Stmt,
+    TableApply,
+)
+
+IND = "    "
+
+
+def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
+    """The Python of one statement: (extra depth, text) per line."""
+    if isinstance(st, PyText):
+        return [(0, st.text)]
+    if isinstance(st, RegRead):
+        read = f"{st.target.code} = {st.reg}[{st.index.code}]"
+        if not st.guarded:
+            return [(0, read)]
+        # indices are never negative: only too large ones raise IndexError
+        return [(0, f"try: {read}"), (0, f"except IndexError: {st.target.code} = {st.default}")]
+    if isinstance(st, RegWrite):
+        write = f"{st.reg}[{st.index.code}] = {st.value.code}"
+        return [(0, f"try: {write}"), (0, "except IndexError: pass")] if st.guarded \
+            else [(0, write)]
+    if isinstance(st, CounterCount):
+        i, c = st.index.code, st.counter
+        pre = f"if {i} < {st.size}: " if st.guarded else ""
+        return [(0, f"{pre}{c}p[{i}] += 1; {c}b[{i}] += {st.length.code}")]
+    if isinstance(st, Exit):
+        return [(0, f"raise _Exit(({', '.join(st.outs)},))" if st.outs else "raise _Exit()")]
+    if isinstance(st, ParserError):
+        raise_ = f"raise _PErr({st.code})"
+        return [(0, raise_ if st.cond is None else f"if {st.cond.code}: {raise_}")]
+    if isinstance(st, ActionCall):
+        return [(0, f"{st.fn}(S, M{''.join(', ' + a.code for a in st.args)})")]
+    if isinstance(st, TableApply):
+        return _table_apply(st)
+    raise TypeError(f"not an IR statement: {st!r}")
+
+
+def _table_apply(st: TableApply) -> list[tuple[int, str]]:
+    v, t = st.entry, st.table
+    keys = [k.code for k in st.keys]
+    key = keys[0] if len(keys) == 1 else f"({', '.join(keys)})"
+    if st.kind == "default":
+        out = [(0, f"{v} = {t}.default")]
+    elif st.kind == "exact":  # a dict look-up in place (Table.exact keeps its identity)
+        out = [(0, f"{v} = {t}.exact.get({key}) or {t}.default")]
+    else:
+        out = [(0, f"{v} = {t}.lookup({key})")]
+    if st.count is not None:
+        out.append((0, f"if {v}.hit: {v}.counter[0] += 1; {v}.counter[1] += {st.count.code}"))
+    out.append((0, f"{v}.fn(S, M, *{v}.args)"))
+    return out
+
+
+def body_lines(body: tuple[Line, ...] | list[Line]) -> list[str]:
+    """The indented Python lines of a body."""
+    out = []
+    for ln in body:
+        for extra, text in stmt_lines(ln.stmt):
+            out.append(IND * (ln.ind + extra) + text)
+    return out
+
+
+def function_lines(fn: Function) -> list[str]:
+    """``def ...:`` and the body's lines."""
+    return [f"def {fn.name}({', '.join(fn.params)}):", *body_lines(fn.body)]
+
+
+def item_text(it: ModuleItem) -> str:
+    """One module item as Python (no back-end pass applied)."""
+    return it.text if isinstance(it, ModuleText) else "\n".join(function_lines(it))
+
+
+def module_text(items: list[ModuleItem],
+                cache_reads: Callable[[list[str]], list[str]] | None = None) -> str:
+    """The generated module: its items, a blank line apart; `cache_reads` (the Python
+    back end's pass over one function's lines, `pyswitch.compiler.localcache`) applied to
+    each function that allows it."""
+    parts = []
+    for it in items:
+        if isinstance(it, ModuleText):
+            parts.append(it.text)
+        else:
+            lines = function_lines(it)
+            if cache_reads is not None and it.cache_reads:
+                lines = cache_reads(lines)
+            parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,231 @@
+"""The native path's lowering of the intermediate form (`pyswitch.ir`) to C.
+
+`pyswitch.native.cgen` takes a program's IR.  The statements that are nodes of their own
+(register reads and writes, counters' counts, exits, parser errors, direct action
+calls, table applies) are lowered here from their
+fields; the extern registry lowers its own (`Extern.c_node`: a register's ``reg_get`` /
+``reg_set``, a counter's ``cells_iadd``).  Nothing of the Python back end's output is read.
+
+**Transitional** (issue 42, scope 1, until every construct is a node): `PyText` lines and
+the expressions inside nodes (`PyExpr.code`) are still Python source, and are read with
+``ast`` as before.  To keep one syntax tree per function for the passes that walk it
+(locals, their bounds, labels), `marked_module` writes each function with every node
+replaced by one marker line, ``_ir(k)`` (``target = _ir(k)`` for a node that assigns a
+target: a register read's l-value, a table apply's entry), and `IRLower.ir_stmt` lowers
+node ``k`` where the translator meets its marker.  The markers are not Python any back end
+runs: the Python back end prints the nodes themselves (`pyswitch.ir.pyprint`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from pyswitch.ir import (
+    ActionCall,
+    Exit,
+    Function,
+    ModuleItem,
+    ParserError,
+    PyExpr,
+    PyText,
+    RegRead,
+    Stmt,
+    TableApply,
+    stmt_lines,
+)
+from pyswitch.native.exprs import Func, NotNative
+
+MARK = "_ir"
+IND = "    "
+
+
+def assigned(st: Stmt) -> str | None:
+    """The target a node assigns, as Python source (None: it assigns no target)."""
+    if isinstance(st, RegRead):
+        return st.target.code
+    if isinstance(st, TableApply):
+        return st.entry
+    return None
+
+
+def marked_module(items: list[ModuleItem]) -> tuple[str, list[str], list[Stmt]]:
+    """(the marked text, each of its lines as the Python back end shows it, the nodes by
+    marker number): see the module docstring.  No back-end pass is applied (the Python
+    back end's metadata cache, `pyswitch.compiler.localcache`, is its own)."""
+    text: list[str] = []
+    shown: list[str] = []
+    nodes: list[Stmt] = []
+    for n, it in enumerate(items):
+        if n:
+            text.append("")
+            shown.append("")
+        if not isinstance(it, Function):
+            text += it.text.split("\n")
+            shown += it.text.split("\n")
+            continue
+        head = f"def {it.name}({', '.join(it.params)}):"
+        text.append(head)
+        shown.append(head)
+        for ln in it.body:
+            ind = IND * ln.ind
+            if isinstance(ln.stmt, PyText):
+                lines = (ind + ln.stmt.text).split("\n")
+                text += lines
+                shown += lines
+                continue
+            k = len(nodes)
+            nodes.append(ln.stmt)
+            tgt = assigned(ln.stmt)
+            text.append(f"{ind}{tgt + ' = ' if tgt else ''}{MARK}({k})")
+            shown.append(ind + stmt_lines(ln.stmt)[0][1])
+    return "\n".join(text) + "\n", shown, nodes
+
+
+def marker(node: ast.AST) -> int | None:
+    """k when `node` is marker ``_ir(k)``, or a statement made of one, else None."""
+    if isinstance(node, (ast.Expr, ast.Assign)):
+        node = node.value
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == MARK and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant)):
+        return int(node.args[0].value)
+    return None
+
+
+class IRLower:
+    """The nodes' C, for `pyswitch.native.cgen.Unit` (which provides `ex`, `cond`,
+    `store`, `g`, `on_rc`, `exact`, `tables`, `meta`, `funcs`, `objs`)."""
+
+    nodes: list[Stmt]
+    objs: list[Any]
+    tables: dict[str, dict]
+    meta: dict
+    funcs: dict[str, Func]
+    ln: int = 0  # the marker's line, for the messages of what the nodes hold
+
+    def py(self, e: PyExpr) -> ast.expr:
+        """Transitional: expression `e`'s Python, read with ``ast`` (at the marker's line)."""
+        tree = ast.parse(e.code, mode="eval").body
+        for n in ast.walk(tree):
+            if hasattr(n, "lineno"):
+                n.lineno = self.ln  # type: ignore[attr-defined]
+        return tree
+
+    def node_bounds(self, st: Stmt) -> tuple[int, int] | None:
+        """The values a node assigns to its target, when it is a value (a register read;
+        a guarded read's default too)."""
+        if isinstance(st, RegRead):
+            lo, hi = st.bounds
+            if st.guarded:
+                lo, hi = min(lo, st.default), max(hi, st.default)
+            return lo, hi
+        return None
+
+    def ir_stmt(self, f: Func, st: Stmt, at: ast.stmt, o: list[str], d: int) -> None:
+        """Node `st` (its marker statement `at`) in C."""
+        self.ln = at.lineno
+        ind = IND * d
+        if isinstance(st, Exit):
+            if st.outs and not f.outs:
+                raise NotNative(f"line {at.lineno}: exit with values outside a copy-out action")
+            if f.exit_label:  # a handler raises again with the values it then has
+                o.append(f"{ind}goto {f.exit_label[-1]};")
+            elif st.outs:  # the values into the caller's array (copyout)
+                load = ast.Load()
+                v = ast.Tuple([ast.Name(n, ctx=load) for n in st.outs], ctx=load,
+                              lineno=at.lineno)
+                self.return_outs(f, v, o, d, "RC_EXIT")  # type: ignore[attr-defined]
+            else:
+                o.append(f"{ind}return RC_EXIT;")
+            return
+        if isinstance(st, ParserError):
+            if not f.perr_label:
+                raise NotNative(f"line {at.lineno}: a parser error outside the parser")
+            jump = f"perr = {st.code}; goto {f.perr_label[-1]};"
+            if st.cond is None:
+                o.append(ind + jump)
+            else:
+                o.append(f"{ind}if ({self.cond(f, self.py(st.cond))}) {{ {jump} }}")  # type: ignore[attr-defined]
+            return
+        if isinstance(st, TableApply):
+            return self.table_apply(f, st, o, d)
+        if isinstance(st, ActionCall):
+            return self.action_call(f, st, o, d)
+        for e in self.objs:  # a register read or write, a counter: pyswitch.externs
+            if e.c_node(self, f, st, o, d):
+                return
+        raise NotNative(f"line {at.lineno}: {type(st).__name__}")
+
+    def action_call(self, f: Func, st: ActionCall, o: list[str], d: int) -> None:
+        """``f_<fn>(P, st, args)``, its exit or exception passed on (`on_rc`)."""
+        callee = self.funcs.get(st.fn)
+        if callee is None or callee.kind != "block" or callee.returns or callee.outs:
+            raise NotNative(f"line {self.ln}: call of {st.fn}")
+        # the argument check of copyout.call_args, on the node's arguments
+        load = ast.Load()
+        c = ast.Call(ast.Name(st.fn, ctx=load), [ast.Name("S", ctx=load), ast.Name("M", ctx=load)]
+                     + [self.py(a) for a in st.args], [], lineno=self.ln)
+        o.append(self.on_rc(f, f"f_{st.fn}(P, st{self.call_args(f, c, callee)})", d))  # type: ignore[attr-defined]
+
+    # -- table applies -----------------------------------------------------------------
+    def table_apply(self, f: Func, st: TableApply, o: list[str], d: int) -> None:
+        """The entry looked up (exact tables in C memory, exact.h; the others through the
+        Python table), its direct counter, then its action."""
+        ind = IND * d
+        e, var = st.entry, st.table
+        keep = "P->keep" if self.tables[var].get("direct_counter") else "NULL"
+        exact = self.exact(var)  # type: ignore[attr-defined]
+        if exact:
+            xs = self.g(var + ".native")  # type: ignore[attr-defined]
+            if st.kind == "default":
+                o.append(f"{ind}if (xt_default({xs}, &e_{e}, {keep}) < 0) return RC_ERR;")
+            elif st.kind == "exact":
+                if len(st.keys) != len(self.tables[var]["keys"]) or not st.keys:
+                    raise NotNative(f"line {self.ln}: key of {len(st.keys)} values")
+                vals = ", ".join(self.ex(f, self.py(k)).c for k in st.keys)  # type: ignore[attr-defined]
+                o.append(f"{ind}if (xt_lookup({xs}, (V[]){{{vals}}}, &e_{e}, {keep}) < 0) "
+                         "return RC_ERR;")
+            else:
+                raise NotNative(f"line {self.ln}: general look-up of an exact table")
+        else:
+            tab = self.g(var)  # type: ignore[attr-defined]
+            tabd = tab.replace("P->g[", "P->gd[")  # its instance dict (process.c, make)
+            if st.kind == "default":
+                o.append(f"{ind}if (tab_default({tab}, {tabd}, &e_{e}, {keep}) < 0) "
+                         "return RC_ERR;")
+            elif st.kind == "lookup":
+                xs = [self.ex(f, self.py(k)).c for k in st.keys]  # type: ignore[attr-defined]
+                key = f"v_to_py({xs[0]})" if len(xs) == 1 else \
+                    f"key_tuple({len(xs)}, (V[]){{{', '.join(xs)}}})"
+                o.append(f"{ind}if (tab_lookup({tab}, {key}, &e_{e}, {keep}) < 0) "
+                         "return RC_ERR;")
+            else:
+                raise NotNative(f"line {self.ln}: exact look-up of a general table")
+        if st.count is not None:  # a direct counter: an exact table's Cells, else a list
+            add = "xt_count" if exact else "list_iadd"
+            n = self.ex(f, self.py(st.count)).c  # type: ignore[attr-defined]
+            o.append(f"{ind}if (e_{e}.hit) {{")
+            for i, v in ((0, "1"), (1, n)):
+                o.append(f"{ind}    if ((rc = {add}(e_{e}.counter, {i}, {v})) != 0) "
+                         "return raise_index(rc);")
+            o.append(f"{ind}}}")
+        self.action_switch(f, e, var, o, d)
+
+    def action_switch(self, f: Func, e: str, var: str, o: list[str], d: int) -> None:
+        """The entry's action, by its index, with the entry's data."""
+        ind = IND * d
+        t = self.tables[var]
+        o.append(f"{ind}switch (e_{e}.aidx) {{")
+        names = {a["name"] for a in t["actions"]}
+        for a in self.meta["actions"]:
+            if a["name"] not in names:
+                continue
+            if a["fn"] not in self.funcs or self.funcs[a["fn"]].outs:
+                raise NotNative(f"line {self.ln}: action {a['fn']} of a table")
+            args = "".join(f", e_{e}.a[{i}]" for i in range(len(a["params"])))
+            o.append(f"{ind}case {a['idx']}:")
+            o.append(self.on_rc(f, f"f_{a['fn']}(P, st{args})", d + 1))  # type: ignore[attr-defined]
+            o.append(f"{ind}    break;")
+        o.append(f"{ind}default: return bad_action(e_{e}.aidx);")
+        o.append(f"{ind}}}")
