@@ -184,6 +184,10 @@ class CpuClock:
         machine0, machine = self._machine0, machine_busy_s()
         return {"rounds_wall_s": round(wall, 3),
                 "rounds_busy_cores": round((nodes + sw) / wall, 2) if wall > 0 else None,
+                # the rounds' CPU seconds by role: the node processes' (workers, pools, PS)
+                # and the switches', without the start-up (imports, replicas, sockets)
+                "rounds_nodes_cpu_s": round(nodes, 3),
+                "rounds_switches_cpu_s": round(sw, 3),
                 # every process of the machine (other users' too): cores can bind a run
                 # whose own processes leave some idle
                 "rounds_machine_busy_cores": (round((machine - machine0) / wall, 2)
