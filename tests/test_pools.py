@@ -114,3 +114,23 @@ def test_the_engine_keeps_one_process_per_host_where_it_must(tmp_path):
     spec = _launch_nodes(tmp_path, 5, lambda n: 4)
     assert [n.module for n in spec.nodes] == ["workers.ina.pool_node",
                                               "workers.ina.worker_node"]
+
+
+def test_the_run_option_reaches_the_settings_and_a_bad_one_is_one_line():
+    import subprocess
+    import sys
+
+    from controller.cli.main import build_parser
+    from controller.experiment.methods.ina.options import settings_from_args
+
+    def given(*argv):
+        return settings_from_args(build_parser().parse_args(["run", *argv])).hosts_per_process
+
+    assert given() == AUTO
+    assert given("--hosts-per-process", "8") == "8"
+    with pytest.raises(ExperimentError, match="--hosts-per-process"):
+        given("--hosts-per-process", "0")
+    r = subprocess.run([sys.executable, "-m", "controller", "run", "--hosts-per-process",
+                        "lots"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "--hosts-per-process: expected auto or a whole number" in r.stderr
