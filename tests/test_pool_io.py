@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -209,3 +210,21 @@ def test_pool_process_bad_input_is_one_line(tmp_path, args, says):
     assert r.returncode == 2
     assert says in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_pool_process_names_the_member_whose_round_failed(tmp_path):
+    cfg = _job(tmp_path, 2, 2)  # no PS answers: a round times out
+    cfg.round_timeout_s = 1
+    job = tmp_path / "job.json"
+    cfg.save(job)
+    here = f"/proc/{os.getpid()}/ns/net"
+    r = subprocess.run([sys.executable, "-m", "workers.ina.pool_node", str(job),
+                        "--member", f"0={here}", "--member", f"1={here}"],
+                       capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert r.returncode == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"error: pool member worker ([01]): worker \1: round 0 not complete "
+                        r"after 1 s .*", last), last
+    for w in (0, 1):  # every member's report is written, with the rounds it finished
+        assert json.loads((tmp_path / f"worker{w}.json").read_text())["rounds"] == []

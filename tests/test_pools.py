@@ -134,3 +134,21 @@ def test_the_run_option_reaches_the_settings_and_a_bad_one_is_one_line():
                         "lots"], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "--hosts-per-process: expected auto or a whole number" in r.stderr
+
+
+def test_a_failed_pool_is_reported_as_the_member_its_last_line_names():
+    workers = [f"h{i + 1}" for i in range(8)]
+    cfg = SimpleNamespace(rounds=1)
+    job = engine._Job("job", "h0", workers, cfg, 1.0)
+    seen = []
+    monitor = SimpleNamespace(on_failure=lambda host, code: seen.append((host, code)) or True)
+    run = SimpleNamespace(progress=SimpleNamespace(add_task=lambda *a, **k: 0))
+    jw = engine._Watch(run, "ina", [job], {"job": monitor}, SimpleNamespace(), None, True)
+    jw.serves = {"h1": workers[:4], "h5": workers[4:]}
+    last = {"h1": "error: pool member worker 2: worker 2: round 3 not complete after 120 s",
+            "h5": "error: pool of workers 4,5,6,7: no start signal (start) after 120 s",
+            "h0": "error: pool member worker 1: a PS never says this"}
+    jw.procs = SimpleNamespace(last_line=lambda host: last[host])
+    assert jw.on_failure("h1", 1) and jw.on_failure("h5", 1) and jw.on_failure("h0", 1)
+    # the member named; a pool's own failure under its first host; the PS as it is
+    assert seen == [("h3", 1), ("h5", 1), ("h0", 1)]

@@ -20,6 +20,7 @@ campaign and the benches launch through :func:`run_mode`, the same function for 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -66,6 +67,7 @@ from workers.ina.job import JobConfig
 __all__ = ["EngineRun", "ALONE", "run_launch", "run_mode", "execute"]
 
 ALONE = "alone"  # label prefix of each job run alone on the same network
+_POOL_FAILED = re.compile(r"pool member worker (\d+):")  # workers.ina.pool_node's last line
 
 
 # ------------------------------------------------------------------ one launch
@@ -103,6 +105,7 @@ class _Watch:
             for j in jobs}
         self.newest = {j.name: -1 for j in jobs}
         self.procs: Any = None
+        self.serves: dict[str, list[str]] = {}  # a pool's host -> the hosts it serves
         self._killed = False
 
     def on_procs(self, procs: Any) -> None:
@@ -133,6 +136,12 @@ class _Watch:
 
     def on_failure(self, host: str, code: int) -> bool:
         j = self.owner.get(host)
+        if j is not None and host in self.serves and self.procs is not None:
+            # a pool's process: its last line names the member whose round failed
+            # (workers.ina.pool_node); else the pool is taken for its first host
+            m = _POOL_FAILED.search(self.procs.last_line(host))
+            if m and int(m.group(1)) < len(j.workers):
+                host = j.workers[int(m.group(1))]
         mon = self.monitors.get(j.name) if j is not None else None
         return mon is not None and mon.on_failure(host, code)
 
@@ -204,6 +213,7 @@ def run_launch(run: Run, network: Any, mode: str, label: str, jobs: list[_Job],
                        for a in ("--member", f"{i}={network.netns(j.workers[i])}")]
             nodes.append(Node(lead, "workers.ina.pool_node", (str(job_file), *members)))
             serves[lead] = [j.workers[i] for i in group]
+    jw.serves = serves
     start = jobs[0].cfg.start_file
     stopped_run: WorkerStopped | None = None
     try:
