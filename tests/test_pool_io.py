@@ -228,3 +228,27 @@ def test_pool_process_names_the_member_whose_round_failed(tmp_path):
                         r"after 1 s .*", last), last
     for w in (0, 1):  # every member's report is written, with the rounds it finished
         assert json.loads((tmp_path / f"worker{w}.json").read_text())["rounds"] == []
+
+
+def test_pool_process_stops_on_sigterm_keeping_every_member_s_report(tmp_path):
+    import signal
+
+    cfg = _job(tmp_path, 2, 2)  # no PS: the members wait in round 0 until told to stop
+    job = tmp_path / "job.json"
+    cfg.save(job)
+    here = f"/proc/{os.getpid()}/ns/net"
+    p = subprocess.Popen([sys.executable, "-m", "workers.ina.pool_node", str(job),
+                          "--member", f"0={here}", "--member", f"1={here}"],
+                         stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    try:
+        assert p.stdout.readline().strip() == "pool of workers 0,1 ready"
+        time.sleep(0.5)  # into round 0
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert p.returncode == 3 and "workers 0,1 stopped" in out
+    for w in (0, 1):
+        assert json.loads((tmp_path / f"worker{w}.json").read_text())["rounds"] == []
+        assert (tmp_path / f"worker{w}.npz").exists()
