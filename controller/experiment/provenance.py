@@ -118,6 +118,8 @@ class CpuClock:
         self._t0 = time.monotonic()
         self._children0 = self._children_s()
         self.per_host: dict[str, float] = {}
+        # a process serving several hosts (workers.ina.pool_node): host -> hosts it serves
+        self.serves: dict[str, list[str]] = {}
         self._switch_pids = dict(switch_pids or {})
         self._switch0 = {s: process_cpu_s(p) for s, p in self._switch_pids.items()}
         self._rounds0: tuple[float, dict[str, float], dict[str, float | None]] | None = None
@@ -160,6 +162,9 @@ class CpuClock:
             "busy_cores": round((nodes_total + sum(switches.values())) / wall, 2)
             if wall > 0 else None,
             "cpus": os.cpu_count(),
+            # a pool's CPU is in nodes_cpu_s under its first host; here the hosts it served
+            **({"nodes_serve": {h: list(v) for h, v in sorted(self.serves.items())}}
+               if self.serves else {}),
             **self._rounds_report(),
         }
 
@@ -179,6 +184,10 @@ class CpuClock:
         machine0, machine = self._machine0, machine_busy_s()
         return {"rounds_wall_s": round(wall, 3),
                 "rounds_busy_cores": round((nodes + sw) / wall, 2) if wall > 0 else None,
+                # the rounds' CPU seconds by role: the node processes' (workers, pools, PS)
+                # and the switches', without the start-up (imports, replicas, sockets)
+                "rounds_nodes_cpu_s": round(nodes, 3),
+                "rounds_switches_cpu_s": round(sw, 3),
                 # every process of the machine (other users' too): cores can bind a run
                 # whose own processes leave some idle
                 "rounds_machine_busy_cores": (round((machine - machine0) / wall, 2)

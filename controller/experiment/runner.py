@@ -121,6 +121,9 @@ class Launch:
     # (HostProcesses.wait); on_procs sees the processes once every one is launched
     on_failure: Callable[[str, int], bool] | None = None
     on_procs: Callable[[HostProcesses], None] | None = None
+    # a node process that serves several hosts (workers.ina.pool_node): its host -> the
+    # hosts it serves, for the provenance (its CPU time is counted under its own host)
+    serves: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -248,6 +251,8 @@ class Run:
             spec.start_file.unlink(missing_ok=True)
         before = counters() if spec.count_from == "launch" else None
         with self.processes(mininet, spec.label, spec.out_dir, spec.on_line) as procs:
+            if procs.cpu is not None:
+                procs.cpu.serves = dict(spec.serves)
             for n in spec.servers:
                 procs.launch(n.host, n.module, *n.args)
             if spec.servers and spec.nodes:

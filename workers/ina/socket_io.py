@@ -22,7 +22,7 @@ from workers.ina.driver import Address
 from workers.ina.udp import BATCH, receive_many, receive_one, send, send_many
 from workers.ina.wire import InaPacket
 
-__all__ = ["SocketIO", "Driven", "LONE_GAP"]
+__all__ = ["SocketIO", "Driven", "LONE_GAP", "read_ready", "send_packets"]
 
 LONE_GAP = 50e-6
 """A ``poll`` that waited longer than this woke for what arrived while it slept: on a paced
@@ -33,6 +33,34 @@ that returned at once found datagrams waiting: every one of them in one ``recvmm
 (``receive_many``).  So a burst after a quiet spell costs one more turn (its first datagram
 alone), never one turn per datagram; the PS, whose GRADs come in bursts, reads every time
 with ``recvmmsg`` (a burst split in two sent its RESULTs to each destination twice)."""
+
+
+def send_packets(sock: socket.socket, pkts: Sequence[InaPacket], dest: Address) -> None:
+    """``HostIO.send`` over ``sock``: one ``sendto`` for one datagram (a worker's usual
+    answer to a RESULT), one ``sendmmsg`` per ``BATCH`` for more."""
+    if len(pkts) == 1:
+        send(sock, pkts[0], dest)
+    elif pkts:
+        send_many(sock, list(pkts), dest)
+
+
+def read_ready(sock: socket.socket, lone: bool,
+               on_packets: Callable[[list[InaPacket | None]], None]) -> None:
+    """Hand ``on_packets`` what waits on ``sock``, which ``poll`` said is readable: with
+    ``lone`` (a paced socket whose ``poll`` slept, :data:`LONE_GAP`) its first datagram
+    with one ``recv`` (others may wait: the next ``poll`` says so at once), else every
+    waiting datagram, ``BATCH`` per ``recvmmsg``."""
+    if lone:
+        got = receive_one(sock)
+        if got:
+            on_packets(got)
+        return
+    while True:
+        got = receive_many(sock)  # every waiting datagram, one system call
+        if got:
+            on_packets(got)
+        if len(got) < BATCH:  # none was left waiting
+            return
 
 
 class Driven(Protocol):
@@ -63,10 +91,7 @@ class SocketIO:
         return time.monotonic()
 
     def send(self, pkts: Sequence[InaPacket], dest: Address) -> None:
-        if len(pkts) == 1:  # a worker's usual answer to a RESULT: one GRAD, one sendto
-            send(self.sock, pkts[0], dest)
-        elif pkts:
-            send_many(self.sock, list(pkts), dest)
+        send_packets(self.sock, pkts, dest)
 
     def wake_at(self, t: float | None) -> None:
         self._wake = t
@@ -127,17 +152,7 @@ class SocketIO:
                     if on_ready is not None and fd in rest:
                         on_ready(rest[fd])
                     continue
-                if lone:
-                    got = receive_one(s)  # others may wait: the next poll says so at once
-                    if got:
-                        on_packets(got)
-                    continue
-                while True:
-                    got = receive_many(s)  # every waiting datagram, one system call
-                    if got:
-                        on_packets(got)
-                    if len(got) < BATCH:  # none was left waiting
-                        break
+                read_ready(s, lone, on_packets)
             if self._wake is not None and monotonic() >= self._wake:
                 self._wake = None
                 on_timer()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import socket
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -47,7 +48,8 @@ from workers.ina.udp import open_socket
 from workers.models.synthetic import make_replica
 
 __all__ = ["RoundFailed", "Stopped", "NodeApp", "run", "main", "results_paced",
-           "wait_for_start"]
+           "wait_for_start", "wait_for_start_file", "open_sockets", "follow_control",
+           "on_sigterm"]
 
 
 class Stopped(Exception):
@@ -57,10 +59,16 @@ class Stopped(Exception):
 def wait_for_start(cfg: JobConfig, worker_id: int) -> None:
     """Announce readiness, then wait for the runner's start file (if the job has one)."""
     print(f"worker {worker_id} ready", flush=True)
+    wait_for_start_file(cfg, f"worker {worker_id}")
+
+
+def wait_for_start_file(cfg: JobConfig, who: str) -> None:
+    """Wait for the runner's start file, if the job has one (:class:`RoundFailed` naming
+    ``who`` after ``round_timeout_s``)."""
     if cfg.start_file is None:
         return
     if not wait_for_file(Path(cfg.start_file), cfg.round_timeout_s):
-        raise RoundFailed(f"worker {worker_id}: no start signal ({cfg.start_file}) "
+        raise RoundFailed(f"{who}: no start signal ({cfg.start_file}) "
                           f"after {cfg.round_timeout_s:.0f} s")
 
 
@@ -183,30 +191,44 @@ def results_paced(cfg: JobConfig, worker_id: int) -> bool:
     return not (len(cfg.result_dests) > 1 and own in cfg.result_dests)
 
 
-def run(cfg: JobConfig, worker_id: int) -> dict:
-    """Train and synchronize every round (module docstring); returns the report."""
-    one_blas_thread()  # BLAS threads spinning on shared cores doubled the round (its doc)
-    index = cfg.worker_ids.index(worker_id)
-    out = Path(cfg.out_dir)
-    app = NodeApp(cfg, worker_id, out)  # a real model's replica: synthetic (docs/models.md)
-    sock = open_socket(("0.0.0.0", cfg.worker_addrs[index][1]))
+def open_sockets(cfg: JobConfig, worker_id: int
+                 ) -> tuple[socket.socket, socket.socket | None]:
+    """Worker ``worker_id``'s sockets, non-blocking, in the calling thread's network
+    namespace: its INA port and, when the job has one, its ``reply_port`` (the PS's answers
+    to this worker alone, docs/protocol.md §6)."""
+    sock = open_socket(("0.0.0.0", cfg.worker_addrs[cfg.worker_ids.index(worker_id)][1]))
     sock.setblocking(False)
     reply = None
-    if cfg.reply_port is not None:  # the PS's answers to this worker alone (protocol.md §6)
+    if cfg.reply_port is not None:
         reply = open_socket(("0.0.0.0", cfg.reply_port))
         reply.setblocking(False)
-    io = SocketIO(sock, reply, paced=results_paced(cfg, worker_id))
-    wait_for_start(cfg, worker_id)
+    return sock, reply
 
-    driver = WorkerDriver(io, cfg, worker_id, app, rtt=job_rtt(cfg), rounds=app.log)
 
+def follow_control(driver: WorkerDriver, app: NodeApp) -> Callable[[float], None]:
+    """The worker's regular look (``poll(now)``): a member change in the control record
+    restarts the round in flight; a round past ``round_timeout_s`` raises
+    :class:`RoundFailed`."""
     def poll(now: float) -> None:
         wr, plan = driver.active, driver.plan
         if wr is not None and plan is not None and app.members_changed(wr.round,
                                                                       plan.members, now):
             driver.restart()
         driver.check(now)
+    return poll
 
+
+def run(cfg: JobConfig, worker_id: int) -> dict:
+    """Train and synchronize every round (module docstring); returns the report."""
+    one_blas_thread()  # BLAS threads spinning on shared cores doubled the round (its doc)
+    out = Path(cfg.out_dir)
+    app = NodeApp(cfg, worker_id, out)  # a real model's replica: synthetic (docs/models.md)
+    sock, reply = open_sockets(cfg, worker_id)
+    io = SocketIO(sock, reply, paced=results_paced(cfg, worker_id))
+    wait_for_start(cfg, worker_id)
+
+    driver = WorkerDriver(io, cfg, worker_id, app, rtt=job_rtt(cfg), rounds=app.log)
+    poll = follow_control(driver, app)
     driver.start()
     try:
         io.serve(driver, until=lambda: driver.finished, poll=poll)
@@ -216,6 +238,15 @@ def run(cfg: JobConfig, worker_id: int) -> dict:
             reply.close()
         report = app.close(driver.rounds)
     return report
+
+
+def on_sigterm() -> None:
+    """SIGTERM raises :class:`Stopped` in the main thread (the rounds finished are kept by
+    the ``finally`` that closes the files)."""
+    def on_term(signum: int, frame: object) -> None:
+        raise Stopped()
+
+    signal.signal(signal.SIGTERM, on_term)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,10 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: worker {args.worker} is not in job {cfg.job_id} "
               f"(workers {cfg.worker_ids})", file=sys.stderr)
         return 2
-    def on_term(signum: int, frame: object) -> None:
-        raise Stopped()
-
-    signal.signal(signal.SIGTERM, on_term)
+    on_sigterm()
     try:
         run(cfg, args.worker)
     except Stopped:

@@ -119,6 +119,9 @@ class Settings:
     scale: int | None = None
     link_gbps: float = DEFAULT_LINK_GBPS
     compute_ms: float | None = None
+    # worker hosts per process on one machine's Mininet (--hosts-per-process, methods/ina/
+    # pools.py): "auto" or a whole number
+    hosts_per_process: str = "auto"
     # several servers (run --servers A,B,..., docs/servers.md): the list, the local one first,
     # and the ssh client configuration every ssh to them uses (None: ssh's own)
     servers: str | None = None
@@ -452,6 +455,13 @@ class Deployed:
 
     # --cross-traffic: the TcpPairs per launch label that runs them (the engine sets it)
     cross: dict[str, Any] = field(default_factory=dict)
+    # one process may serve several hosts (methods/ina/pools.py): on one machine's Mininet,
+    # not over servers (a host's namespace is on its own server)
+    pools_hosts: bool = True
+
+    def netns(self, host: str) -> str:
+        """``host``'s network namespace, as a process on this machine enters it."""
+        return f"/proc/{self.mininet.net.get(host).pid}/ns/net"
 
     def launch(self, run: Run, spec: Any) -> Any:
         """One mode's processes on the hosts (:meth:`Run.launch`), with the TCP flows of
@@ -529,7 +539,8 @@ def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: Plan, jobs: list[S
         yield Deployed(mininet, hosts, rules, p4info,
                        {"deploy_s": deploy_s, "writes": sum(writes.values()),
                         **{f"{k}_s": v for k, v in built.items()}},
-                       device_config, addresses, socks)
+                       device_config, addresses, socks,
+                       pools_hosts=not getattr(s, "servers", None))
 
 
 def job_record(cfg: JobConfig, workers: list[str], ps: str, tor: str,

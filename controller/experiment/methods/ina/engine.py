@@ -20,8 +20,10 @@ campaign and the benches launch through :func:`run_mode`, the same function for 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,7 @@ from controller.experiment.methods.ina.core import (
     worker_failure_record,
 )
 from controller.experiment.methods.ina.networks import MininetNetwork, Network
+from controller.experiment.methods.ina.pools import group_workers, hosts_per_process
 from controller.experiment.methods.ina.tenants import (
     Tenant,
     deploy_specs,
@@ -64,6 +67,7 @@ from workers.ina.job import JobConfig
 __all__ = ["EngineRun", "ALONE", "run_launch", "run_mode", "execute"]
 
 ALONE = "alone"  # label prefix of each job run alone on the same network
+_POOL_FAILED = re.compile(r"pool member worker (\d+):")  # workers.ina.pool_node's last line
 
 
 # ------------------------------------------------------------------ one launch
@@ -101,6 +105,7 @@ class _Watch:
             for j in jobs}
         self.newest = {j.name: -1 for j in jobs}
         self.procs: Any = None
+        self.serves: dict[str, list[str]] = {}  # a pool's host -> the hosts it serves
         self._killed = False
 
     def on_procs(self, procs: Any) -> None:
@@ -115,6 +120,8 @@ class _Watch:
         event = parse_event(line) if j is not None else None
         if j is None or event is None:
             return
+        if isinstance(event, RoundEvent) and 0 <= event.worker < len(j.workers):
+            host = j.workers[event.worker]  # a pool's line: the member that printed it
         mon = self.monitors.get(j.name)
         if mon is not None:
             mon.on_event(host, event)
@@ -129,6 +136,12 @@ class _Watch:
 
     def on_failure(self, host: str, code: int) -> bool:
         j = self.owner.get(host)
+        if j is not None and host in self.serves and self.procs is not None:
+            # a pool's process: its last line names the member whose round failed
+            # (workers.ina.pool_node); else the pool is taken for its first host
+            m = _POOL_FAILED.search(self.procs.last_line(host))
+            if m and int(m.group(1)) < len(j.workers):
+                host = j.workers[int(m.group(1))]
         mon = self.monitors.get(j.name) if j is not None else None
         return mon is not None and mon.on_failure(host, code)
 
@@ -159,7 +172,8 @@ class _Watch:
 def run_launch(run: Run, network: Any, mode: str, label: str, jobs: list[_Job],
                monitors: dict[str, WorkerMonitor | None], switches: SwitchMonitor,
                out_dir: Path, kill_ps: tuple[str, int] | None = None,
-               solo: bool = False) -> dict[str, dict]:
+               solo: bool = False,
+               per_process: Callable[[int], int] | None = None) -> dict[str, dict]:
     """One launch of every job in ``jobs`` at once (module docstring); returns each job's
     record (:func:`~controller.experiment.methods.ina.core.job_record`, plus the plan's γ it
     started on, the switch fail-overs and worker failures during it, ``collisions``: the
@@ -168,20 +182,38 @@ def run_launch(run: Run, network: Any, mode: str, label: str, jobs: list[_Job],
     :class:`ExperimentError` and whose stopped worker ends the run (:class:`WorkerStopped`,
     raised with the finished rounds' record attached).  ``network``: the deployed network
     (``launch(run, spec)`` and ``mininet``, :mod:`~controller.experiment.methods.
-    ina.networks`), or a Mininet network itself."""
+    ina.networks`), or a Mininet network itself.  ``per_process(n)``: hosts per worker
+    process for a job of ``n`` workers (:mod:`~controller.experiment.methods.ina.pools`;
+    None: one per host); a network that cannot pool says so (``pools_hosts``)."""
+    if not getattr(network, "pools_hosts", False):
+        per_process = None
     if not hasattr(network, "launch"):
         network = _OnMininet(network)
     mininet = network.mininet
     jw = _Watch(run, mode, jobs, monitors, switches, kill_ps, solo)
     n_events = len(switches.events)
     servers, nodes = [], []
+    serves: dict[str, list[str]] = {}  # a pool's host -> the worker hosts it serves
     for j in jobs:
         job_file = Path(j.cfg.out_dir) / "job.json"
         job_file.parent.mkdir(parents=True, exist_ok=True)
         j.cfg.save(job_file)
         servers.append(Node(j.ps, "workers.ina.ps_node", (str(job_file),)))
-        nodes += [Node(w, "workers.ina.worker_node", (str(job_file), "--worker", str(i)))
-                  for i, w in enumerate(j.workers)]
+        size = per_process(len(j.workers)) if per_process is not None else 1
+        edge_of = {w: mininet.plan.hosts[w].neighbours[0] for w in j.workers} if size > 1 else {}
+        for group in group_workers(j.workers, size, edge_of):
+            lead = j.workers[group[0]]
+            if len(group) == 1:
+                nodes.append(Node(lead, "workers.ina.worker_node",
+                                  (str(job_file), "--worker", str(group[0]))))
+                continue
+            # one process on the first member's host, each member's sockets in its own
+            # host's namespace (workers.ina.pool_node); its CPU is counted under ``lead``
+            members = [a for i in group
+                       for a in ("--member", f"{i}={network.netns(j.workers[i])}")]
+            nodes.append(Node(lead, "workers.ina.pool_node", (str(job_file), *members)))
+            serves[lead] = [j.workers[i] for i in group]
+    jw.serves = serves
     start = jobs[0].cfg.start_file
     stopped_run: WorkerStopped | None = None
     try:
@@ -191,7 +223,7 @@ def run_launch(run: Run, network: Any, mode: str, label: str, jobs: list[_Job],
             start_file=Path(start) if start else None,
             timeout_s=max(j.cfg.round_timeout_s * j.cfg.rounds for j in jobs),
             watch=jw.watch, on_line=jw.on_line, on_failure=jw.on_failure,
-            on_procs=jw.on_procs,
+            on_procs=jw.on_procs, serves=serves,
             server_exit="stop", stop_timeout_s=30))  # the PS serves retransmissions to the end
         moved, codes, cpu = done.moved, done.server_codes, done.cpu
         extra = getattr(done, "extra", {})  # what the network adds (simulated: "sim")
@@ -326,6 +358,12 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
             net.cross = {m: pairs_of(s.extra) for m in s.modes}
         by_name = {t.name: t for t in tenants}
 
+        def per_process(n_workers: int) -> int:  # --hosts-per-process (pools.py)
+            return hosts_per_process(s.hosts_per_process, n_workers,
+                                     local_mininet=getattr(net, "pools_hosts", False),
+                                     kill_worker=s.kill_worker is not None,
+                                     on_worker_failure=s.on_worker_failure)
+
         def replan(g: Any, doc: Plan, dead: str,
                    jobs: list[SwitchJob]) -> tuple[Any, Plan, list[SwitchJob]]:
             g2, new = replan_jobs_without(g, doc, dead, job_specs or [])
@@ -397,7 +435,8 @@ def execute(run: Run, s: Settings, graph: Any, job_specs: list[JobEntry] | None 
                 t0 = time.perf_counter()
                 try:
                     records = run_launch(run, net, mode, label, launch, monitors,
-                                         switches, folder, None if alone else kill_ps, solo)
+                                         switches, folder, None if alone else kill_ps, solo,
+                                         per_process=per_process)
                 except WorkerStopped as exc:
                     run.record(mode, exc.record, rep)
                     raise

@@ -10,6 +10,11 @@ from controller.errors import ExperimentError
 from controller.experiment.cross_traffic import add_cross_traffic_option, parse_cross_traffic
 from controller.experiment.failover import WORKER_POLICIES, parse_fail_switch
 from controller.experiment.methods.ina.core import Settings
+from controller.experiment.methods.ina.pools import (
+    AUTO_FROM,
+    AUTO_SIZE,
+    parse_hosts_per_process,
+)
 from controller.experiment.run_options import (
     MAX_WINDOW,
     SHARED_DEFAULTS,
@@ -131,6 +136,12 @@ def add_ina_arguments(parser: argparse.ArgumentParser) -> None:
         "--kill-worker", metavar="HOST@ROUND", default=None,
         help="INA fault injection: kill worker HOST once it finished ROUND")
     g.add_argument(
+        "--hosts-per-process", metavar="N|auto", default=d.hosts_per_process,
+        help=f"INA on Mininet: worker hosts one process serves, each host's sockets in its "
+             f"own namespace (auto: one per host below {AUTO_FROM} workers, else "
+             f"{AUTO_SIZE}; always one with --kill-worker, --on-worker-failure continue or "
+             f"--servers; docs/scale.md)")
+    g.add_argument(
         "--worker-timeout", type=finite_float, default=d.worker_timeout, metavar="S",
         help="INA: the PS reports a worker it has not heard from for S seconds while a "
              f"round waits for it (default {d.worker_timeout:g}; 0 = never)")
@@ -201,7 +212,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                  cross_traffic=getattr(args, "cross_traffic", None),
                  repeats=args.repeats, scale=scale, link_gbps=gbps, compute_ms=compute_ms,
                  servers=getattr(args, "servers", None),
-                 ssh_config=getattr(args, "ssh_config", None))
+                 ssh_config=getattr(args, "ssh_config", None),
+                 hosts_per_process=parse_hosts_per_process(
+                     getattr(args, "hosts_per_process", d.hosts_per_process)))
     check_servers_option(s.servers, s.target)
     if s.ssh_config is not None and s.servers is None:
         raise ExperimentError("--ssh-config applies to --servers")
