@@ -61,6 +61,7 @@ from controller.experiment.network import check_environment  # noqa: E402
 from controller.experiment.runner import Run  # noqa: E402
 from controller.files import write_json_atomic  # noqa: E402
 from topo.models import parse_topology  # noqa: E402
+from topo.switch_groups import counted_once  # noqa: E402
 from workers.common.model import Replica, TrainConfig  # noqa: E402
 from workers.ina.constants import K, num_slots  # noqa: E402
 from workers.ina.worker import n_chunks_for  # noqa: E402
@@ -340,8 +341,10 @@ def soak(args: argparse.Namespace) -> int:
         write_json_atomic(out_dir / "soak.json", doc)
 
     with deployed_network(run, s, graph, plan, jobs) as net:
-        switch_pids = {f"switch {sw.name}": ("switch", sw.proc.pid)
-                       for sw in net.mininet.net.switches if sw.proc is not None}
+        # a process that runs a group of switches once, under its first switch
+        switch_pids = {f"switch {name}": ("switch", pid) for name, pid in counted_once(
+            [(sw.name, sw.proc.pid) for sw in net.mininet.net.switches
+             if sw.proc is not None]).items()}
         addresses = {sw: (net.mininet.grpc_address(sw), net.mininet.device_id(sw))
                      for sw in net.rules}
         counters: list[tuple[dict, dict]] = []

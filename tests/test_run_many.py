@@ -27,7 +27,7 @@ from pyswitch import compile_p4
 from pyswitch.errors import UsageError
 from pyswitch.ports import Port
 from tests.test_native import HERE, _pre
-from topo.switch_groups import counted_once, parse_per_process, per_process, plan_groups
+from topo.switch_groups import DEFAULT, counted_once, parse_per_process, per_process, plan_groups
 
 root = pytest.mark.skipif(not is_root(), reason="needs root (namespaces, raw sockets)")
 DST, SRC = bytes.fromhex("0000000000bb"), bytes.fromhex("0000000000aa")
@@ -54,7 +54,9 @@ def test_per_process_setting_and_auto():
     assert per_process(20, 80, 2) == 20
     assert per_process("auto", 80, 2) == 40  # as many processes as cores
     assert per_process("auto", 5, 2) == 1  # a small network: one process per switch
-    assert per_process("auto", 20, 4) == 5
+    assert per_process("auto", 20, 4) == 1  # make run's 20 switches: one process each
+    assert per_process("auto", 33, 4) == 9  # past AUTO_MIN_SWITCHES: one process per core
+    assert DEFAULT == "auto" and parse_per_process(DEFAULT) == "auto"
 
 
 def test_a_shared_process_is_counted_once_under_its_first_switch():

@@ -196,6 +196,8 @@ def cluster_classes(spec: ClusterSpec, switch_cls: type | None = None
 
         def __init__(self, name: str, **params: Any) -> None:
             self.sshbase = sshbase
+            # one process per switch: a remote one is started over ssh, alone
+            params.setdefault("per_process", 1)
             super().__init__(name, **params)
 
         def finishInit(self) -> None:  # noqa: N802 -- Mininet's name
@@ -224,6 +226,8 @@ def cluster_classes(spec: ClusterSpec, switch_cls: type | None = None
 
         def __init__(self, name: str, **params: Any) -> None:
             self.sshbase = sshbase
+            # one process per switch: a remote one is started over ssh, alone
+            params.setdefault("per_process", 1)
             super().__init__(name, **params)
 
         @property

@@ -86,6 +86,8 @@ class P4RuntimeSwitch(Switch):
     # socket per switch (``control_socket``)
     impairments: ClassVar[bool] = False
     control_sockets: ClassVar[bool] = False
+    # several switches in one process (``per_process``, topo.switch_groups)
+    process_groups: ClassVar[bool] = False
 
     @classmethod
     def missing_tools(cls) -> list[str]:
@@ -264,6 +266,7 @@ class PySwitch(P4RuntimeSwitch):
     binary_name = "pyswitch"
     impairments = True
     control_sockets = True
+    process_groups = True
 
     @classmethod
     def compile_command(cls, program: Path, config: Path, p4info: Path,

@@ -1,6 +1,6 @@
 """How many pyswitch switches one process runs (pure: no Mininet, no processes).
 
-A Mininet network of pyswitch switches starts, by default, one ``pyswitch run`` per switch.
+A Mininet network of pyswitch switches used to start one ``pyswitch run`` per switch.
 At low frame rates a switch frame costs a process wake-up (epoll, ``recvmmsg``, the pipeline,
 ``sendmmsg``: ~20-25 us against ~3 us batched); with 80 switch processes on two cores each
 frame wakes its own.  ``pyswitch run-many`` runs a group of switches in one process and one
@@ -10,8 +10,9 @@ switch's ``per_process`` option (``run --switches-per-process``):
 
 * ``1``: one process per switch (each switch can be killed alone: ``--fail-switch``);
 * ``N``: groups of at most N switches, consecutive in the network's switch order;
-* ``auto``: :data:`AUTO_MIN_SWITCHES` or fewer switches one per process, more as many
-  processes as the machine has cores (docs/scale.md, "Switches per process").
+* ``auto`` (the default, :data:`DEFAULT`): :data:`AUTO_MIN_SWITCHES` or fewer switches one
+  per process, more as many processes as the machine has cores (docs/scale.md, "Switches
+  per process").
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ from collections.abc import Sequence
 
 AUTO = "auto"
 ENV = "PYSWITCH_PER_PROCESS"
-DEFAULT = "1"
-"""When neither the option nor ``PYSWITCH_PER_PROCESS`` says (docs/results.md, "Switches
-per process": the measurements that chose it)."""
-AUTO_MIN_SWITCHES = 8
-"""``auto`` leaves networks of this many switches or fewer one process per switch."""
+DEFAULT = AUTO
+"""When neither the option nor ``PYSWITCH_PER_PROCESS`` says.  Fat-tree k=8 (80 switches, 64
+workers, budget 8, a quiet machine, one process per 8 worker hosts): 1 Mbit/s 0.504 s a
+round and "cores bind" with one process per switch, 0.345 s and "links bind" grouped;
+0.5 Mbit/s 0.647 s against 0.477 s (docs/results.md, "Switches per process")."""
+AUTO_MIN_SWITCHES = 32
+"""``auto`` leaves networks of this many switches or fewer one process per switch:
+``make run``'s 20 (grouped they measured no faster, 0.122 against 0.123 s a round, and
+deployed slower, 9.2 against 5.7 s), and a fat-tree k=4's."""
 
 
 def parse_per_process(text: str) -> int | str:

@@ -620,7 +620,8 @@ def run_campaign(s: CampaignSettings, console: Any = None,
                 f = replace(fault, switch=switch, round=rnd)
                 t0 = time.perf_counter()
                 with deployed_network(run, s, graph, plan, jobs, control_sockets=True,
-                                      build=out_dir / "build", impair=False) as net:
+                                      build=out_dir / "build", impair=False,
+                                      kills=True) as net:
                     networks.append({"serves": f"{f.label} {mode} seed {seed}", "runs": 1,
                                      "deploy_s": round(net.info["deploy_s"], 2),
                                      "start_s": round(time.perf_counter() - t0, 1)})

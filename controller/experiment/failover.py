@@ -249,7 +249,11 @@ class SwitchMonitor:
                  f"{sum(writes.values())} writes, after round {self.newest_round}")
 
     def _kill(self, switch: str) -> None:
-        proc = self.mininet.net.get(switch).proc
+        sw = self.mininet.net.get(switch)
+        if len(getattr(sw, "group", (switch,))) > 1:  # its process runs other switches too
+            raise ExperimentError(f"cannot kill switch {switch} alone: its process runs "
+                                  f"{', '.join(sw.group)} (--switches-per-process 1)")
+        proc = sw.proc
         self.say(f"[fault injection] killing switch {switch} after round {self.newest_round}")
         self._killed_at[switch] = time.monotonic()
         if proc is not None and proc.poll() is None:

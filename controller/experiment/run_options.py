@@ -164,8 +164,9 @@ def add_switch_process_option(p: argparse.ArgumentParser) -> None:
     """``--switches-per-process N|auto``: how many pyswitch switches one process runs."""
     p.add_argument("--switches-per-process", default=None, metavar="N|auto",
                    help="Mininet's pyswitch switches per process (pyswitch run-many): a count "
-                        "or auto (default: PYSWITCH_PER_PROCESS, else 1; a switch killed by the "
-                        "fault injection: 1)")
+                        "or auto (default: PYSWITCH_PER_PROCESS, else auto: one process per switch "
+                        "up to 32 switches, else one per core; a switch killed by the fault "
+                        "injection: 1)")
 
 
 def apply_switch_processes(args: argparse.Namespace) -> None:

@@ -224,7 +224,12 @@ class Run:
     def processes(self, mininet: Any, label: str, log_dir: Path,
                   on_line: Callable[[str, str], None] | None = None) -> HostProcesses:
         """Host processes whose CPU time goes into the provenance under ``label``."""
-        clock = provenance.CpuClock(self._switch_pids(mininet))
+        switch_pids = self._switch_pids(mininet)
+        switches = len(getattr(mininet.net, "switches", []))
+        if switch_pids and len(switch_pids) < switches:  # grouped (topo.switch_groups)
+            self.provenance["switch_processes"] = {"switches": switches,
+                                                   "processes": len(switch_pids)}
+        clock = provenance.CpuClock(switch_pids)
         run = self
         key, n = label, 1
         while key in self.provenance["cpu"]:  # the same mode again (--repeats)

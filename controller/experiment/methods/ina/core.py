@@ -482,7 +482,7 @@ def _control_sockets(switches: list[str]) -> dict[str, str]:
 @contextlib.contextmanager
 def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: Plan, jobs: list[SwitchJob], *,
                      control_sockets: bool = False, build: Path | None = None,
-                     impair: bool = True) -> Iterator[Deployed]:
+                     impair: bool = True, kills: bool = False) -> Iterator[Deployed]:
     """Compile ina.p4, start the Mininet network of ``s.target`` switches (links at ``s.bw``,
     pyswitch impairments from ``s`` when ``impair``) and install ``plan`` for every job over
     P4Runtime; the network is stopped when the block ends (:meth:`Run.network`).  Every user
@@ -490,7 +490,9 @@ def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: Plan, jobs: list[S
     fault campaign and the benches.  ``control_sockets``: every pyswitch gets a control
     socket (``Deployed.sockets``), through which the campaign changes impairments and reads
     counters between runs; ``build``: where the program is compiled (default
-    ``run.out_dir/build``).  ``s``: :class:`Settings` or any settings with ``target``,
+    ``run.out_dir/build``); ``kills``: a switch of it will be killed (as ``s.fail_switch``
+    says), so every switch runs in its own process.  ``s``: :class:`Settings` or any
+    settings with ``target``,
     ``bw`` (and ``loss``, ``dup``, ``reorder``, ``seed`` when ``impair``; ``slot_policy``
     when several jobs share the switches)."""
     from topo.mininet_net import build_net
@@ -508,6 +510,8 @@ def deployed_network(run: Run, s: Any, graph: nx.Graph, plan: Plan, jobs: list[S
         run.provenance[f"{s.target}_path"] = path
         console.print(f"{s.target}: {path}")
     opts = {"impair": _impairments(s)} if switch_cls.impairments and impair else {}
+    if (kills or getattr(s, "fail_switch", None)) and switch_cls.process_groups:
+        opts["per_process"] = 1  # the fault kills one switch's process, not its group's
     socks = _control_sockets([n for n, k in graph.nodes(data="kind") if k == "switch"]) \
         if control_sockets else {}
     console.print(f"[bold]starting Mininet[/]: {graph.number_of_nodes()} nodes, "
