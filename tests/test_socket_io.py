@@ -136,3 +136,12 @@ def test_a_worker_reads_one_at_a_time_only_behind_switches() -> None:
 
     assert all(results_paced(job("network"), w) for w in range(3))
     assert not any(results_paced(job("every_worker"), w) for w in range(3))
+
+
+def test_poll_wait_follows_the_earliest_timer_or_deferred_call():
+    from workers.ina.socket_io import poll_wait_ms
+
+    assert poll_wait_ms(10.0, None, [], 50.0) == 50.0  # nothing due: the cap
+    assert poll_wait_ms(10.0, 10.02, [], 50.0) == pytest.approx(20.0)
+    assert poll_wait_ms(10.0, 10.02, [10.005, 11.0], 50.0) == pytest.approx(5.0)
+    assert poll_wait_ms(10.0, 9.0, [], 50.0) == 0.0  # overdue: do not sleep

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from workers.ina.driver import Address
-from workers.ina.socket_io import LONE_GAP, Driven, read_ready, send_packets
+from workers.ina.socket_io import LONE_GAP, Driven, poll_wait_ms, read_ready, send_packets
 from workers.ina.wire import InaPacket
 
 __all__ = ["HostPool", "MemberIO"]
@@ -151,12 +151,8 @@ class HostPool:
                             current = m
                             m.poll(now)
                     current = None
-                wait = wait_ms
-                wake = self._next_timer()
-                if wake is not None and (wake - now) * 1e3 < wait:
-                    wait = max(0.0, (wake - now) * 1e3)
-                for t, _, _ in self._later:
-                    wait = min(wait, max(0.0, (t - now) * 1e3))
+                wait = poll_wait_ms(now, self._next_timer(), (t for t, _, _ in self._later),
+                                    wait_ms)
                 asleep = monotonic()
                 try:
                     ready = poller.poll(ceil(wait))

@@ -15,14 +15,14 @@ import math
 import select
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from workers.ina.driver import Address
 from workers.ina.udp import BATCH, receive_many, receive_one, send, send_many
 from workers.ina.wire import InaPacket
 
-__all__ = ["SocketIO", "Driven", "LONE_GAP", "read_ready", "send_packets"]
+__all__ = ["SocketIO", "Driven", "LONE_GAP", "read_ready", "send_packets", "poll_wait_ms"]
 
 LONE_GAP = 50e-6
 """A ``poll`` that waited longer than this woke for what arrived while it slept: on a paced
@@ -33,6 +33,17 @@ that returned at once found datagrams waiting: every one of them in one ``recvmm
 (``receive_many``).  So a burst after a quiet spell costs one more turn (its first datagram
 alone), never one turn per datagram; the PS, whose GRADs come in bursts, reads every time
 with ``recvmmsg`` (a burst split in two sent its RESULTs to each destination twice)."""
+
+
+def poll_wait_ms(now: float, wake: float | None, later: Iterable[float], cap_ms: float) -> float:
+    """How long a turn's ``poll`` may sleep, in milliseconds: ``cap_ms``, less when the
+    timer (``wake``) or a deferred call (``later``: their times) is due sooner; never < 0."""
+    wait = cap_ms
+    if wake is not None:
+        wait = min(wait, max(0.0, (wake - now) * 1e3))
+    for t in later:
+        wait = min(wait, max(0.0, (t - now) * 1e3))
+    return wait
 
 
 def send_packets(sock: socket.socket, pkts: Sequence[InaPacket], dest: Address) -> None:
@@ -134,12 +145,7 @@ class SocketIO:
                 now = monotonic()
             if poll is not None:
                 poll(now)
-            wait = wait_ms
-            wake = self._wake
-            if wake is not None and (wake - now) * 1e3 < wait:
-                wait = max(0.0, (wake - now) * 1e3)
-            for t, _ in self._later:
-                wait = min(wait, max(0.0, (t - now) * 1e3))
+            wait = poll_wait_ms(now, self._wake, (t for t, _ in self._later), wait_ms)
             asleep = monotonic()
             try:
                 ready = poller.poll(ceil(wait))
