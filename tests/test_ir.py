@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
 import json
@@ -25,18 +26,24 @@ import pytest
 
 from pyswitch.ir import (
     ActionCall,
+    Assign,
     CounterCount,
     Exit,
+    ExitScope,
     Function,
+    If,
+    Line,
     ParserError,
+    ParserScope,
     PyExpr,
     PyText,
     RegRead,
     RegWrite,
     TableApply,
     stmt_lines,
+    walk,
 )
-from pyswitch.native.irlower import marked_module
+from pyswitch.native.irtree import Marked
 from pyswitch.program import compile_p4
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,12 +59,13 @@ def _compile(rel: str):  # noqa: ANN202 - a Program
 
 
 def census(ir: list) -> dict[str, int]:
-    """Statements by kind in a program's IR: ``PyText`` lines of function bodies, each
-    node kind, and module-level text blocks (``ModuleText``)."""
+    """Statements by kind in a program's IR: ``PyText`` lines of function bodies (those in
+    the bodies of structured statements too), each node kind, and module-level text
+    blocks (``ModuleText``)."""
     c: Counter[str] = Counter()
     for it in ir:
         if isinstance(it, Function):
-            c.update(type(ln.stmt).__name__ for ln in it.body)
+            c.update(type(st).__name__ for st in walk(it.body))
         else:
             c["ModuleText"] += 1
     return dict(sorted(c.items()))
@@ -95,12 +103,14 @@ def test_ina_converted_constructs_reach_c_as_nodes() -> None:
     c = census(prog.ir)
     assert c["RegRead"] >= 32 and c["RegWrite"] >= 32 and c["TableApply"] >= 10
     assert c["ParserError"] >= 5 and c["CounterCount"] >= 20 and c["ActionCall"] >= 30
-    text, shown, nodes = marked_module(prog.ir)
-    for idiom in ("IndexError", ".exact.get(", ".lookup(", ".default", "_PErr(", ".fn(S, M",
-                  "C0p[", "C0b["):
+    m = Marked(prog.ir)
+    text = "\n".join(m.parsed)  # every line parsed: the functions' and the bodies'
+    for idiom in ("IndexError", ".exact.get(", ".lookup(", ".default", "_PErr", ".fn(S, M",
+                  "C0p[", "C0b[", "_Exit", "try:", "elif "):
         assert idiom not in text, idiom
-    assert len(text.splitlines()) == len(shown)  # messages show the node's Python line
-    assert sum(isinstance(n, RegRead) for n in nodes) == c["RegRead"]
+    assert len(m.text.splitlines()) == len(m.shown)  # messages show the node's Python line
+    assert sum(isinstance(n, RegRead) for n in m.nodes) == c["RegRead"]
+    assert sum(isinstance(n, If) for n in m.nodes) == c["If"]
 
 
 def test_printer_text_of_each_node() -> None:
@@ -131,6 +141,55 @@ def test_printer_text_of_each_node() -> None:
     assert stmt_lines(ActionCall("a3", (i, PyExpr("7")))) == [(0, "a3(S, M, M[3], 7)")]
     assert stmt_lines(ActionCall("a4")) == [(0, "a4(S, M)")]
     assert stmt_lines(PyText("pos += 4")) == [(0, "pos += 4")]
+
+
+def test_printer_text_of_structured_statements() -> None:
+    a = Assign(PyExpr("M[3]"), PyExpr("(h0[1] + 1) & 255"))
+    assert stmt_lines(a) == [(0, "M[3] = (h0[1] + 1) & 255")]
+    inner = If(PyExpr("_k1 == 2"), (Line(1, PyText("pass")),),
+               (Line(1, ParserError(2)),))
+    chain = If(PyExpr("_k1 == 1"), (Line(1, a), Line(1, Exit())), (Line(1, inner),),
+               elif_=True)
+    assert stmt_lines(chain) == [
+        (0, "if _k1 == 1:"), (1, "M[3] = (h0[1] + 1) & 255"), (1, "raise _Exit()"),
+        (0, "elif _k1 == 2:"), (1, "pass"), (0, "else:"), (1, "raise _PErr(2)")]
+    nested = If(PyExpr("M[1] == 0"), (Line(1, PyText("while True:")), Line(2, inner)))
+    assert stmt_lines(nested) == [
+        (0, "if M[1] == 0:"), (1, "while True:"), (2, "if _k1 == 2:"), (3, "pass"),
+        (2, "else:"), (3, "raise _PErr(2)")]
+    assert stmt_lines(ExitScope((Line(1, a),))) == [
+        (0, "try:"), (1, "M[3] = (h0[1] + 1) & 255"), (0, "except _Exit:"), (1, "pass")]
+    assert stmt_lines(ParserScope((Line(1, PyText("pos += 4")),), PyExpr("M[41]"))) == [
+        (0, "try:"), (1, "pos += 4"), (0, "except _PErr as _e:"), (1, "M[41] = _e.code")]
+
+
+def test_c_tree_of_structured_statements_built_from_fields() -> None:
+    """The native path's tree of a function with structured statements: the statements
+    built from the nodes' fields, numbered as the Python prints them; a simple node
+    inside a body stays a marker."""
+    a = Assign(PyExpr("M[3]"), PyExpr("h0[1]"))
+    body = (Line(1, PyText("h0 = S[0]")),
+            Line(1, ExitScope((
+                Line(1, If(PyExpr("h0[0]"), (Line(1, a), Line(1, Exit())),
+                           (Line(1, If(PyExpr("M[2] == 1"), (Line(1, PyText("pass")),))),),
+                           elif_=True)),
+                Line(1, Assign(PyExpr("_v1"), PyExpr("M[3] + 1")))))),)
+    m = Marked([Function("ingress", ("S", "M"), body)])
+    assert m.shown == [
+        "def ingress(S, M):", "    h0 = S[0]", "    try:", "        if h0[0]:",
+        "            M[3] = h0[1]", "            raise _Exit()", "        elif M[2] == 1:",
+        "            pass", "        _v1 = M[3] + 1", "    except _Exit:", "        pass"]
+    assert len(m.text.splitlines()) == len(m.shown)
+    tree = m.tree()
+    py = ast.parse("\n".join(m.shown) + "\n")  # the tree the printed Python gives
+    marked = ast.unparse(tree).replace("_ir(3)", "raise _Exit()")  # node 3: the Exit
+    assert marked == ast.unparse(py)
+    lines = {type(n).__name__ + ":" + ast.unparse(n).split("\n")[0]: n.lineno
+             for n in ast.walk(tree) if isinstance(n, ast.stmt)}
+    assert lines["Assign:M[3] = h0[1]"] == 5 and lines["Assign:_v1 = M[3] + 1"] == 9
+    assert lines["If:if M[2] == 1:"] == 7 and lines["Try:try:"] == 3
+    assert [type(n).__name__ for n in m.nodes] == ["ExitScope", "If", "Assign", "Exit", "If",
+                                                   "Assign"]
 
 
 def main() -> None:

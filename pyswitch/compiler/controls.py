@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lark import Tree
@@ -16,7 +17,7 @@ from pyswitch.compiler.model import (
     StackLoc,
     StructLoc,
 )
-from pyswitch.ir import Function, Line, PyText
+from pyswitch.ir import Assign, Body, ExitScope, Function, If, Line, PyText, Stmt, shift, walk
 from pyswitch.ir.pyprint import body_lines
 from pyswitch.types import (
     Bits,
@@ -59,19 +60,28 @@ class Controls:
         body.lines[:0] = init.lines
         self.block_init = None
         params_py = ["S", "M", "out"] if kind == "deparser" else ["S", "M"]
-        if kind == "deparser" and all(isinstance(ln.stmt, PyText) for ln in body.lines):
-            # a pass over the text of the emits (all PyText): it makes no node into text
+        if kind == "deparser" and all(isinstance(st, (PyText, Assign, If))
+                                      for st in walk(body.lines)):
+            # a pass over the text of the emits (PyText, with the assignments and ifs
+            # around them): it makes no node but those into text (the deparser is still
+            # text, docs/pyswitch-ir.md)
             body.lines = [Line.from_python(s) for s in self.merge_emits(body_lines(body.lines))]
-        self.emit_function(kind, params_py, body, pre=["try:"],
-                           post=["except _Exit:", "    pass"], extra_indent=True)
+        self.emit_function(kind, params_py, body, pre=[], post=[], scope=ExitScope)
 
     def emit_function(self, fname: str, params: list[str], body: Emitter, pre: list[str],
-                      post: list[str], extra_indent: bool = False) -> None:
+                      post: list[str], scope: Callable[[Body], Stmt] | None = None) -> None:
+        """Function `fname`: the aliases of the headers it uses, `pre` (lines of Python),
+        `body` (``pass`` if empty) -- inside the statement `scope` makes of it (a block's
+        `ExitScope`, the parser's `ParserScope`), collected one level deeper then -- and
+        `post`."""
         lines = [Line(1, PyText(f"h{s} = S[{s}]")) for s in sorted(self.used_slots)]
         lines += [Line.from_python("    " + p) for p in pre]
         if not body.lines:
             body("pass")
-        lines.extend(body.lines)
+        if scope is None:
+            lines.extend(body.lines)
+        else:
+            lines.append(Line(1, scope(tuple(shift(body.lines, 1)))))
         lines += [Line.from_python("    " + p) for p in post]
         self.module.append(Function(fname, tuple(params), tuple(lines)))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyswitch.ir import Line, ModuleItem, PyText, Stmt
+from pyswitch.ir import Assign, If, Line, ModuleItem, PyExpr, PyText, Stmt, shift
 from pyswitch.types import (
     HeaderTy,
     StackTy,
@@ -156,7 +156,9 @@ class Scope:
 class Emitter:
     """Collects a body of the intermediate form (`pyswitch.ir`): each statement at the
     current depth.  ``em("text")`` adds a line the compiler still writes as Python text
-    (`pyswitch.ir.PyText`, transitional); ``em.emit(node)`` a statement of its own."""
+    (`pyswitch.ir.PyText`, transitional); ``em.emit(node)`` a statement of its own.  A
+    structured statement's body is collected by a child (`sub`, one level deeper), then
+    given to the statement (`emit_if`, `nested`)."""
 
     def __init__(self) -> None:
         self.lines: list[Line] = []
@@ -168,6 +170,47 @@ class Emitter:
     def emit(self, st: Stmt) -> None:
         """Add IR statement `st` at the current depth."""
         self.lines.append(Line(self.ind, st))
+
+    def assign(self, target: str, value: str) -> None:
+        """``target = value`` (`pyswitch.ir.Assign`): `target` one l-value expression."""
+        self.emit(Assign(PyExpr(target), PyExpr(value)))
+
+    def sub(self) -> Emitter:
+        """An emitter for a body one level deeper than the current depth."""
+        child = Emitter()
+        child.ind = self.ind + 1
+        return child
+
+    def nested(self, lines: list[Line], pass_if_empty: bool = True) -> tuple[Line, ...]:
+        """`lines` (collected one level deeper than here, `sub`) as a structured
+        statement's body, counted from the statement's line; ``pass`` if there are none."""
+        body = shift(lines, self.ind) or ([Line(1, PyText("pass"))] if pass_if_empty else [])
+        if any(ln.ind < 1 for ln in body):
+            raise ValueError("a body line above its statement")
+        return tuple(body)
+
+    def emit_if(self, cond: str, then: list[Line], else_: list[Line] | None = None) -> None:
+        """``if cond:`` `then` (``else:`` `else_`), each collected by `sub`."""
+        self.emit(If(PyExpr(cond), self.nested(then),
+                     None if else_ is None else self.nested(else_)))
+
+    def emit_chain(self, arms: list[tuple[str, list[Line]]],
+                   else_: list[Line] | None = None) -> None:
+        """``if c0: ... elif c1: ... else: ...``: `arms` (condition, body) in order, each
+        body collected by `sub`."""
+        self.emit(self.chain(arms, else_))
+
+    def chain(self, arms: list[tuple[str, list[Line]]], else_: list[Line] | None) -> If:
+        """The `If` of `emit_chain`."""
+        tail: If | None = None
+        for cond, body in reversed(arms):
+            if tail is None:
+                tail = If(PyExpr(cond), self.nested(body),
+                          None if else_ is None else self.nested(else_))
+            else:
+                tail = If(PyExpr(cond), self.nested(body), (Line(1, tail),), elif_=True)
+        assert tail is not None
+        return tail
 
     def indent(self) -> None:
         self.ind += 1

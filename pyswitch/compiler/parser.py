@@ -22,7 +22,7 @@ from pyswitch.compiler.model import (
     _lit,
 )
 from pyswitch.compiler.varbit import varbit_index
-from pyswitch.ir import ModuleText, ParserError, PyExpr
+from pyswitch.ir import Line, ModuleText, ParserError, ParserScope, PyExpr
 from pyswitch.types import (
     BoolTy,
     HeaderTy,
@@ -73,11 +73,9 @@ class ParserGen:
         self.locals_ok = False
         body.lines[:0] = init.lines
         self.block_init = None
-        self.emit_function("parser", ["S", "M", "buf"], body, pre=[
-            "L = len(buf)", "pos = 0", "try:"], post=[
-            "except _PErr as _e:",
-            f"    M[{self.std.fields['parser_error'].code[2:-1]}] = _e.code",
-            "return pos"], extra_indent=True)
+        slot = PyExpr(f"M[{self.std.fields['parser_error'].code[2:-1]}]")
+        self.emit_function("parser", ["S", "M", "buf"], body, pre=["L = len(buf)", "pos = 0"],
+                           post=["return pos"], scope=lambda b: ParserScope(b, slot))
 
     def emit_state(self, sn: str, scope: Scope, em: Emitter, path: list[str]) -> None:
         if sn == "accept":
@@ -128,32 +126,30 @@ class ParserGen:
                 kvars.append(k)
                 continue
             v = self.new_tmp("k")
-            em(f"{v} = {k.code}")
+            em.assign(v, k.code)
             kvars.append(E(v, k.ty))
-        first = True
-        has_default = False
+        # an if/elif chain of the cases; the default (or no match) last, as ``else``
+        arms: list[tuple[str, list[Line]]] = []
+        else_: list[Line] | None = None
         for case in tr.children[1:]:
             ks, target = case.children
             cond = self.keyset_cond(ks, kvars, st_scope, case)
-            if cond == "True":
-                em("else:" if not first else "if True:")
-                has_default = True
-            else:
-                em(("if " if first else "elif ") + cond + ":")
-            em.indent()
-            self.emit_state(self.name_of(target), st_scope, em, path + [sn])
-            em.dedent()
-            first = False
-            if has_default:
+            sub = em.sub()
+            self.emit_state(self.name_of(target), st_scope, sub, path + [sn])
+            if cond == "True" and arms:
+                else_ = sub.lines
                 break
-        if not has_default:
-            if first:
+            arms.append((cond, sub.lines))
+            if cond == "True":
+                break
+        else:
+            if not arms:
                 em.emit(ParserError(self.errors.index('NoMatch')))
-            else:
-                em("else:")
-                em.indent()
-                em.emit(ParserError(self.errors.index('NoMatch')))
-                em.dedent()
+                return
+            no_match = em.sub()
+            no_match.emit(ParserError(self.errors.index('NoMatch')))
+            else_ = no_match.lines
+        em.emit_chain(arms, else_)
 
     def keyset_cond(self, ks: Tree, kvars: list[E], scope: Scope, node: Any) -> str:
         elems = ks.children
@@ -269,7 +265,7 @@ class ParserGen:
             names = ", ".join(f"a{i}" for i in range(nitems))
             em(f"{names}{',' if nitems == 1 else ''} = {var}.unpack_from(buf, pos)")
             em(f"{h}[1:] = ({', '.join(exprs)},)")
-        em(f"{h}[0] = True")
+        em.assign(f"{h}[0]", "True")
         em(f"pos += {size}")
 
     def merge_emits(self, lines: list[str]) -> list[str]:

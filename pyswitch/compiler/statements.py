@@ -72,21 +72,13 @@ class Statements:
                     scratch.ind = em.ind
                     self.stmt(dead, Scope(scope), scratch)
                 return
-            em(f"if {c.code}:")
-            em.indent()
-            n0 = len(em.lines)
-            self.stmt(s.children[1], Scope(scope), em)
-            if len(em.lines) == n0:
-                em("pass")
-            em.dedent()
+            then = em.sub()
+            self.stmt(s.children[1], Scope(scope), then)
+            else_ = None
             if s.children[2] is not None:
-                em("else:")
-                em.indent()
-                n0 = len(em.lines)
-                self.stmt(s.children[2], Scope(scope), em)
-                if len(em.lines) == n0:
-                    em("pass")
-                em.dedent()
+                else_ = em.sub()
+                self.stmt(s.children[2], Scope(scope), else_)
+            em.emit_if(c.code, then.lines, None if else_ is None else else_.lines)
         elif k == "switch_stmt":
             self.switch(s, scope, em)
         elif k == "exit_stmt":
@@ -252,7 +244,7 @@ class Statements:
     def assign_e(self, lhs: Any, r: E, em: Emitter, node: Any) -> None:
         if isinstance(lhs, ScalarLoc):
             r = self.convert(r, lhs.ty, node)
-            em(f"{lhs.code} = {r.code}")
+            em.assign(lhs.code, r.code)
         elif isinstance(lhs, HdrLoc):
             if not isinstance(r.loc, HdrLoc) or r.loc.ty is not lhs.ty:
                 raise self.err(node, f"cannot assign {r.ty.show()} to {lhs.ty.show()}")

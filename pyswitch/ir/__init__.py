@@ -4,8 +4,10 @@
 =================  ==========================================================
 ``values``         typed values: an expression (still its Python text) with its width
 ``stmts``          statements: register reads and writes, counters' counts, exits,
-                   parser errors, direct action calls, table applies, and ``PyText``
-                   (Python the compiler still emits as text)
+                   parser errors, direct action calls, table applies, assignments,
+                   the structured ones with bodies (``If``, ``ExitScope``,
+                   ``ParserScope``), and ``PyText`` (Python the compiler still emits
+                   as text)
 ``module``         a body line (a statement at its depth), functions, module items
 ``pyprint``        the Python back end's printer: IR -> the generated Python source
 =================  ==========================================================
@@ -18,13 +20,18 @@ explains the transitional route).  docs/pyswitch-ir.md lists what is converted.
 
 from __future__ import annotations
 
-from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText, shift
+from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText, bodies, shift, walk
 from pyswitch.ir.pyprint import function_lines, item_text, module_text, stmt_lines
 from pyswitch.ir.stmts import (
     ActionCall,
+    Assign,
+    Body,
     CounterCount,
     Exit,
+    ExitScope,
+    If,
     ParserError,
+    ParserScope,
     PyText,
     RegRead,
     RegWrite,
@@ -33,6 +40,7 @@ from pyswitch.ir.stmts import (
 )
 from pyswitch.ir.values import PyExpr
 
-__all__ = ["ActionCall", "CounterCount", "Exit", "Function", "Line", "ModuleItem", "ModuleText", "ParserError", "PyExpr",
-           "PyText", "RegRead", "RegWrite", "Stmt", "TableApply", "function_lines", "item_text",
-           "module_text", "shift", "stmt_lines"]
+__all__ = ["ActionCall", "Assign", "Body", "CounterCount", "Exit", "ExitScope", "Function", "If",
+           "Line", "ModuleItem", "ModuleText", "ParserError", "ParserScope", "PyExpr", "PyText",
+           "RegRead", "RegWrite", "Stmt", "TableApply", "bodies", "function_lines", "item_text",
+           "module_text", "shift", "stmt_lines", "walk"]

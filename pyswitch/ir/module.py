@@ -8,30 +8,35 @@ block still written as text: a ``struct.Struct`` declaration, the stack helpers)
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from pyswitch.ir.stmts import PyText, Stmt
+from pyswitch.ir.stmts import ExitScope, If, Line, ParserScope, Stmt
+
+__all__ = ["Function", "Line", "ModuleItem", "ModuleText", "bodies", "shift", "walk"]
 
 
-@dataclass(frozen=True)
-class Line:
-    """Statement `stmt` at depth `ind` (depth 1 is a function's body)."""
-
-    ind: int
-    stmt: Stmt
-
-    @classmethod
-    def from_python(cls, s: str) -> Line:
-        """The `Line` whose Python is the indented text `s` (4 spaces a level): the
-        inverse of printing a `PyText` line."""
-        body = s.lstrip(" ")
-        ind = (len(s) - len(body)) // 4
-        return cls(ind, PyText(s[4 * ind:]))
-
-
-def shift(lines: list[Line], n: int) -> list[Line]:
-    """`lines` `n` levels shallower (negative: deeper)."""
+def shift(lines: Sequence[Line], n: int) -> list[Line]:
+    """`lines` `n` levels shallower (negative: deeper); a structured statement's bodies
+    are counted from its own line and move with it."""
     return [replace(ln, ind=ln.ind - n) for ln in lines]
+
+
+def bodies(st: Stmt) -> tuple[tuple[Line, ...], ...]:
+    """The bodies statement `st` holds (none for a simple statement)."""
+    if isinstance(st, If):
+        return (st.then,) if st.else_ is None else (st.then, st.else_)
+    if isinstance(st, (ExitScope, ParserScope)):
+        return (st.body,)
+    return ()
+
+
+def walk(body: Sequence[Line]) -> Iterator[Stmt]:
+    """Every statement of `body`, those inside structured statements too, in order."""
+    for ln in body:
+        yield ln.stmt
+        for b in bodies(ln.stmt):
+            yield from walk(b)
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,13 @@ from collections.abc import Callable
 from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText
 from pyswitch.ir.stmts import (
     ActionCall,
+    Assign,
     CounterCount,
     Exit,
+    ExitScope,
+    If,
     ParserError,
+    ParserScope,
     PyText,
     RegRead,
     RegWrite,
@@ -51,7 +55,33 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
         return [(0, f"{st.fn}(S, M{''.join(', ' + a.code for a in st.args)})")]
     if isinstance(st, TableApply):
         return _table_apply(st)
+    if isinstance(st, Assign):
+        return [(0, f"{st.target.code} = {st.value.code}")]
+    if isinstance(st, If):
+        return _if(st)
+    if isinstance(st, ExitScope):
+        return [(0, "try:"), *_nested(st.body), (0, "except _Exit:"), (1, "pass")]
+    if isinstance(st, ParserScope):
+        return [(0, "try:"), *_nested(st.body), (0, "except _PErr as _e:"),
+                (1, f"{st.slot.code} = _e.code")]
     raise TypeError(f"not an IR statement: {st!r}")
+
+
+def _nested(body: tuple[Line, ...]) -> list[tuple[int, str]]:
+    """A structured statement's body: its lines at their depths below the statement."""
+    return [(ln.ind + extra, text) for ln in body for extra, text in stmt_lines(ln.stmt)]
+
+
+def _if(st: If) -> list[tuple[int, str]]:
+    out = [(0, f"if {st.cond.code}:"), *_nested(st.then)]
+    if st.else_ is None:
+        return out
+    if st.elif_:  # one If, its first line ``elif``; the rest at its own depths
+        (inner,) = st.else_
+        rest = stmt_lines(inner.stmt)
+        return out + [(inner.ind - 1 + rest[0][0], "el" + rest[0][1]),
+                      *((inner.ind - 1 + e, t) for e, t in rest[1:])]
+    return out + [(0, "else:"), *_nested(st.else_)]
 
 
 def _table_apply(st: TableApply) -> list[tuple[int, str]]:

@@ -3,8 +3,10 @@
 Each statement is a frozen dataclass; `pyswitch.ir.pyprint` prints it as the Python the
 compiler has always generated for it, the native path (`pyswitch.native.irlower`) lowers
 it to C from its fields.  `PyText` is the transitional statement: one line of Python the
-compiler still writes as text (it may open a block: ``if ...:``, ``try:``; the lines after
-it at a greater depth are that block).
+compiler still writes as text (it may open a block: ``while True:``, ``try:``; the lines
+after it at a greater depth are that block).  The structured statements (`If`, `ExitScope`,
+`ParserScope`) hold their bodies: each a tuple of `Line`, depths counted from the node's own
+line (a body's first level is 1).
 """
 
 from __future__ import annotations
@@ -114,5 +116,63 @@ class TableApply:
     count: PyExpr | None = None
 
 
+@dataclass(frozen=True)
+class Assign:
+    """``target = value``: `target` an l-value the compiler writes as one expression (a
+    metadata slot ``M[j]``, a header field ``hN[j]``, a local, an action parameter), never a
+    tuple, a slice or a whole header."""
+
+    target: PyExpr
+    value: PyExpr
+
+
+@dataclass(frozen=True)
+class If:
+    """``if cond:`` `then` (``else:`` `else_`).  `elif_`: `else_` is one `If`, printed as
+    ``elif`` (a parser's ``select``, a ``switch``); the syntax tree is the same."""
+
+    cond: PyExpr
+    then: Body
+    else_: Body | None = None
+    elif_: bool = False
+
+
+@dataclass(frozen=True)
+class ExitScope:
+    """A block's body (a control's apply): an ``exit`` in an action it calls ends it
+    (``try: ... except _Exit: pass`` in Python; a label after the body in C)."""
+
+    body: Body
+
+
+@dataclass(frozen=True)
+class ParserScope:
+    """The parser's states: a parser error inside ends them and sets `slot` (the
+    ``parser_error`` metadata slot) to its code (``try: ... except _PErr as _e:`` in
+    Python; a label and ``perr`` in C)."""
+
+    body: Body
+    slot: PyExpr
+
+
+@dataclass(frozen=True)
+class Line:
+    """Statement `stmt` at depth `ind` (depth 1 is a function's body, or a structured
+    statement's body)."""
+
+    ind: int
+    stmt: Stmt
+
+    @classmethod
+    def from_python(cls, s: str) -> Line:
+        """The `Line` whose Python is the indented text `s` (4 spaces a level): the
+        inverse of printing a `PyText` line."""
+        body = s.lstrip(" ")
+        ind = (len(s) - len(body)) // 4
+        return cls(ind, PyText(s[4 * ind:]))
+
+
+Body = tuple[Line, ...]
+
 Stmt = (PyText | RegRead | RegWrite | CounterCount | Exit | ParserError | ActionCall
-        | TableApply)
+        | TableApply | Assign | If | ExitScope | ParserScope)

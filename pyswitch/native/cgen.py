@@ -38,7 +38,7 @@ from pyswitch.native.exprs import (
     forget,
     merge,
 )
-from pyswitch.native.irlower import IRLower, marked_module, marker
+from pyswitch.native.irlower import IRLower, marker, module_tree
 from pyswitch.native.loop import c_source
 from pyswitch.native.picks import Picks, prelude
 from pyswitch.native.varbits import Varbits
@@ -74,8 +74,7 @@ class Unit(IRLower, CopyOut, Picks, Varbits, Expressions):
         self.gidx: dict[str, int] = {}
         self.structs: dict[str, list[tuple[str, int]]] = {}
         self.funcs: dict[str, Func] = {}
-        code, self.lines, self.nodes = marked_module(ir)  # transitional: irlower
-        tree = ast.parse(code)
+        tree, self.lines, self.nodes = module_tree(ir)  # transitional: irtree
         for st in tree.body:
             if prelude(st):  # the stack helpers, called from C (pyswitch.native.picks)
                 continue

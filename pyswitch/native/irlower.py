@@ -9,11 +9,12 @@ fields; the extern registry lowers its own (`Extern.c_node`: a register's ``reg_
 **Transitional** (issue 42, scope 1, until every construct is a node): `PyText` lines and
 the expressions inside nodes (`PyExpr.code`) are still Python source, and are read with
 ``ast`` as before.  To keep one syntax tree per function for the passes that walk it
-(locals, their bounds, labels), `marked_module` writes each function with every node
-replaced by one marker line, ``_ir(k)`` (``target = _ir(k)`` for a node that assigns a
-target: a register read's l-value, a table apply's entry), and `IRLower.ir_stmt` lowers
-node ``k`` where the translator meets its marker.  The markers are not Python any back end
-runs: the Python back end prints the nodes themselves (`pyswitch.ir.pyprint`).
+(locals, their bounds, labels), `pyswitch.native.irtree` builds it: each simple node is
+one marker line, ``_ir(k)`` (``target = _ir(k)`` for a node that assigns a target: a
+register read's l-value, a table apply's entry), which `IRLower.ir_stmt` lowers where the
+translator meets it; the structured statements (assignments, ``if``, the blocks' and the
+parser's scopes) are built into the tree from their fields.  The markers are not Python
+any back end runs: the Python back end prints the nodes themselves (`pyswitch.ir.pyprint`).
 """
 
 from __future__ import annotations
@@ -24,73 +25,17 @@ from typing import Any
 from pyswitch.ir import (
     ActionCall,
     Exit,
-    Function,
-    ModuleItem,
     ParserError,
     PyExpr,
-    PyText,
     RegRead,
     Stmt,
     TableApply,
-    stmt_lines,
 )
 from pyswitch.native.exprs import Func, NotNative
+from pyswitch.native.irtree import MARK, assigned, marked_module, marker, module_tree
 
-MARK = "_ir"
+__all__ = ["MARK", "IRLower", "assigned", "marked_module", "marker", "module_tree"]
 IND = "    "
-
-
-def assigned(st: Stmt) -> str | None:
-    """The target a node assigns, as Python source (None: it assigns no target)."""
-    if isinstance(st, RegRead):
-        return st.target.code
-    if isinstance(st, TableApply):
-        return st.entry
-    return None
-
-
-def marked_module(items: list[ModuleItem]) -> tuple[str, list[str], list[Stmt]]:
-    """(the marked text, each of its lines as the Python back end shows it, the nodes by
-    marker number): see the module docstring.  No back-end pass is applied (the Python
-    back end's metadata cache, `pyswitch.compiler.localcache`, is its own)."""
-    text: list[str] = []
-    shown: list[str] = []
-    nodes: list[Stmt] = []
-    for n, it in enumerate(items):
-        if n:
-            text.append("")
-            shown.append("")
-        if not isinstance(it, Function):
-            text += it.text.split("\n")
-            shown += it.text.split("\n")
-            continue
-        head = f"def {it.name}({', '.join(it.params)}):"
-        text.append(head)
-        shown.append(head)
-        for ln in it.body:
-            ind = IND * ln.ind
-            if isinstance(ln.stmt, PyText):
-                lines = (ind + ln.stmt.text).split("\n")
-                text += lines
-                shown += lines
-                continue
-            k = len(nodes)
-            nodes.append(ln.stmt)
-            tgt = assigned(ln.stmt)
-            text.append(f"{ind}{tgt + ' = ' if tgt else ''}{MARK}({k})")
-            shown.append(ind + stmt_lines(ln.stmt)[0][1])
-    return "\n".join(text) + "\n", shown, nodes
-
-
-def marker(node: ast.AST) -> int | None:
-    """k when `node` is marker ``_ir(k)``, or a statement made of one, else None."""
-    if isinstance(node, (ast.Expr, ast.Assign)):
-        node = node.value
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == MARK and len(node.args) == 1
-            and isinstance(node.args[0], ast.Constant)):
-        return int(node.args[0].value)
-    return None
 
 
 class IRLower:

@@ -17,7 +17,7 @@ from lark import Token, Tree
 
 from pyswitch import externs
 from pyswitch.frontend import annot_string
-from pyswitch.ir import Function, TableApply, item_text
+from pyswitch.ir import Function, TableApply, item_text, walk
 from pyswitch.p4info.ids import IdError, P, SymbolTable
 
 # p4c leaves these out of P4Info annotations: @name and @id are represented by the name
@@ -133,8 +133,8 @@ def collect(comp: Any, meta: dict | None = None) -> dict[str, Any]:
     control_code = "\n".join(item_text(m) for m in comp.module
                              if not (isinstance(m, Function) and m.name in action_fns))
     called = set(re.findall(r"\b(a\d+)\(S, M", control_code))
-    applied = {ln.stmt.table for m in comp.module if isinstance(m, Function)
-               for ln in m.body if isinstance(ln.stmt, TableApply)}
+    applied = {st.table for m in comp.module if isinstance(m, Function)
+               for st in walk(m.body) if isinstance(st, TableApply)}
     _check_duplicate_names(comp, called, applied)
     actions = {}
     for a in comp.actions:

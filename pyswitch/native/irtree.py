@@ -1,0 +1,225 @@
+"""The syntax tree the native path's passes walk, built from the intermediate form.
+
+`pyswitch.native.cgen` keeps one Python syntax tree per function (its passes -- the locals
+and their bounds, exit and parser-error labels, stack elements picked at run time -- walk
+it).  Transitionally (issue 42, scope 1) that tree is made of three kinds of pieces:
+
+- `PyText` lines, still read with ``ast`` as text;
+- the simple nodes (register reads and writes, counters, exits, parser errors, action
+  calls, table applies): one marker line each, ``_ir(k)`` (``target = _ir(k)`` when the
+  node assigns a target), lowered by `pyswitch.native.irlower.IRLower.ir_stmt` from the
+  node's fields where the translator meets it;
+- the structured statements (`Assign`, `If`, `ExitScope`, `ParserScope`): their syntax
+  tree is built here from their fields -- the bodies from their `Line`s, the expressions
+  (`PyExpr.code`) the only text parsed -- not from the printed Python.
+
+Line numbers follow the Python back end's print (each simple node one line), so that a
+message's ``line N`` names the line `Marked.shown` holds: a structured statement's
+marker line is followed by blank lines in the text parsed, one for each further line
+it prints; its bodies are parsed apart and numbered where they print.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from pyswitch.ir import (
+    Assign,
+    ExitScope,
+    Function,
+    If,
+    Line,
+    ModuleItem,
+    ParserScope,
+    PyExpr,
+    PyText,
+    RegRead,
+    Stmt,
+    TableApply,
+    stmt_lines,
+)
+
+MARK = "_ir"
+IND = "    "
+STRUCTURED = (Assign, If, ExitScope, ParserScope)
+
+__all__ = ["MARK", "Marked", "assigned", "marked_module", "marker", "module_tree"]
+
+
+def assigned(st: Stmt) -> str | None:
+    """The target a simple node assigns, as Python source (None: it assigns no target)."""
+    if isinstance(st, RegRead):
+        return st.target.code
+    if isinstance(st, TableApply):
+        return st.entry
+    return None
+
+
+def marker(node: ast.AST) -> int | None:
+    """k when `node` is marker ``_ir(k)``, or a statement made of one, else None."""
+    if isinstance(node, (ast.Expr, ast.Assign)):
+        node = node.value
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == MARK and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant)):
+        return int(node.args[0].value)
+    return None
+
+
+class Marked:
+    """A module's marked text (see the module docstring) and what it takes to build its
+    tree: `nodes` by marker number, `shown` (each line as the Python back end shows it, a
+    simple node by its first line), `parsed` (every line parsed, the bodies' too)."""
+
+    def __init__(self, items: list[ModuleItem]) -> None:
+        self.nodes: list[Stmt] = []
+        self.parts: dict[int, list[tuple[int, list[str]]]] = {}  # bodies: (offset, text)
+        self.handler: dict[int, int] = {}  # a scope's ``except`` line: its offset
+        self.parsed: list[str] = []
+        text: list[str] = []
+        self.shown: list[str] = []
+        for n, it in enumerate(items):
+            if n:
+                text.append("")
+                self.shown.append("")
+            if not isinstance(it, Function):
+                text += it.text.split("\n")
+                self.shown += it.text.split("\n")
+                continue
+            head = f"def {it.name}({', '.join(it.params)}):"
+            text.append(head)
+            self.shown.append(head)
+            self.write(it.body, 0, 0, text, self.shown)
+        self.text = "\n".join(text) + "\n"
+        self.parsed += text
+
+    def write(self, body: tuple[Line, ...] | list[Line], tbase: int, sbase: int,
+              text: list[str], shown: list[str]) -> None:
+        """`body`'s marked lines into `text` (depths from `tbase`) and its shown lines
+        into `shown` (from `sbase`), one for one."""
+        for ln in body:
+            st = ln.stmt
+            if isinstance(st, PyText):
+                text += (IND * (tbase + ln.ind) + st.text).split("\n")
+                shown += (IND * (sbase + ln.ind) + st.text).split("\n")
+                continue
+            k = len(self.nodes)
+            self.nodes.append(st)
+            ind = IND * (tbase + ln.ind)
+            if isinstance(st, STRUCTURED):
+                region = self.region(k, st, sbase + ln.ind)
+                text.append(f"{ind}{MARK}({k})")
+                text += [""] * (len(region) - 1)
+                shown += region
+                continue
+            tgt = assigned(st)
+            text.append(f"{ind}{tgt + ' = ' if tgt else ''}{MARK}({k})")
+            shown.append(IND * (sbase + ln.ind) + stmt_lines(st)[0][1])
+
+    def region(self, k: int, st: Stmt, d: int) -> list[str]:
+        """The shown lines of structured statement `st` (node `k`) at depth `d`; its
+        bodies' marked text into `parts`, by their offset from its line."""
+        parts: list[tuple[int, list[str]]] = []
+        shown = [IND * d + stmt_lines(st)[0][1]]
+
+        def body(b: tuple[Line, ...], sbase: int = d) -> None:
+            t: list[str] = []
+            parts.append((len(shown), t))
+            self.write(b, -1, sbase, t, shown)
+            self.parsed.extend(t)
+
+        if isinstance(st, If):
+            body(st.then)
+            if st.else_ is not None:
+                if st.elif_:  # the one If of the else body, its first line ``elif``
+                    at = len(shown)
+                    body(st.else_, d - 1)  # at this statement's depth
+                    shown[at] = shown[at].replace("if ", "elif ", 1)
+                else:
+                    shown.append(IND * d + "else:")
+                    body(st.else_)
+        elif isinstance(st, (ExitScope, ParserScope)):
+            body(st.body)
+            self.handler[k] = len(shown)
+            shown += [IND * (d + e) + t for e, t in stmt_lines(st)[-2:]]
+        self.parts[k] = parts
+        return shown
+
+    # -- the tree ------------------------------------------------------------------------
+    def tree(self) -> ast.Module:
+        """The module's syntax tree, each structured statement built from its fields."""
+        mod = ast.parse(self.text)
+        mod.body = self.resolve(mod.body)
+        return ast.fix_missing_locations(mod)
+
+    def resolve(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        """`stmts` with every structured statement's marker (at any depth) replaced by
+        its tree."""
+        out = []
+        for s in stmts:
+            k = marker(s) if isinstance(s, ast.Expr) else None
+            if k is not None and isinstance(self.nodes[k], STRUCTURED):
+                out.append(self.build(k, s.lineno))
+                continue
+            for name in ("body", "orelse", "finalbody"):
+                sub = getattr(s, name, None)
+                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                    setattr(s, name, self.resolve(sub))
+            for h in getattr(s, "handlers", ()):
+                h.body = self.resolve(h.body)
+            out.append(s)
+        return out
+
+    def build(self, k: int, at: int) -> ast.stmt:
+        """Structured node `k`, whose line is `at`, as a statement tree."""
+        st = self.nodes[k]
+        bodies = []
+        for off, text in self.parts.get(k, ()):
+            mod = ast.parse("\n".join(text) + "\n")
+            ast.increment_lineno(mod, at + off - 1)
+            bodies.append(self.resolve(mod.body))
+        if isinstance(st, Assign):
+            return ast.Assign([expr(st.target, at, store=True)], expr(st.value, at),
+                              lineno=at)
+        if isinstance(st, If):
+            return ast.If(expr(st.cond, at), bodies[0], bodies[1] if len(bodies) > 1 else [],
+                          lineno=at)
+        handler_at = at + self.handler[k]
+        if isinstance(st, ExitScope):
+            h = ast.ExceptHandler(ast.Name("_Exit", ast.Load(), lineno=handler_at), None,
+                                  [ast.Pass(lineno=handler_at + 1)], lineno=handler_at)
+        else:
+            assert isinstance(st, ParserScope)
+            code = ast.Attribute(ast.Name("_e", ast.Load()), "code", ast.Load(),
+                                 lineno=handler_at + 1)
+            h = ast.ExceptHandler(ast.Name("_PErr", ast.Load(), lineno=handler_at), "_e",
+                                  [ast.Assign([expr(st.slot, handler_at + 1, store=True)],
+                                              code, lineno=handler_at + 1)],
+                                  lineno=handler_at)
+        return ast.Try(bodies[0], [h], [], [], lineno=at)
+
+
+def expr(e: PyExpr, at: int, store: bool = False) -> ast.expr:
+    """Expression `e`'s tree (its `code`, the one text parsed), at line `at`; an
+    l-value's context `Store`."""
+    tree = ast.parse(e.code, mode="eval").body
+    for n in ast.walk(tree):
+        if hasattr(n, "lineno"):
+            n.lineno = at  # type: ignore[attr-defined]
+            n.end_lineno = at  # type: ignore[attr-defined]
+    if store and hasattr(tree, "ctx"):
+        tree.ctx = ast.Store()  # type: ignore[attr-defined]
+    return tree
+
+
+def module_tree(items: list[ModuleItem]) -> tuple[ast.Module, list[str], list[Stmt]]:
+    """(the module's syntax tree, its lines as shown, the nodes by marker number)."""
+    m = Marked(items)
+    return m.tree(), m.shown, m.nodes
+
+
+def marked_module(items: list[ModuleItem]) -> tuple[str, list[str], list[Stmt]]:
+    """(the module's marked text, its lines as shown, the nodes by marker number): the
+    text `module_tree` parses before it builds the structured statements."""
+    m = Marked(items)
+    return m.text, m.shown, m.nodes
