@@ -43,7 +43,7 @@ from pyswitch.ir import (
     stmt_lines,
     walk,
 )
-from pyswitch.native.irtree import Marked
+from pyswitch.native.irtree import Marked, assigned
 from pyswitch.program import compile_p4
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -190,6 +190,62 @@ def test_c_tree_of_structured_statements_built_from_fields() -> None:
     assert lines["If:if M[2] == 1:"] == 7 and lines["Try:try:"] == 3
     assert [type(n).__name__ for n in m.nodes] == ["ExitScope", "If", "Assign", "Exit", "If",
                                                    "Assign"]
+
+
+def _flat(body: tuple, d: int, n: list[int], out: list[str]) -> None:
+    """`body` as the printed Python, each simple node its marker line (numbered as
+    `Marked` numbers them): the text the native path parsed before the structured
+    statements were nodes."""
+    for ln in body:
+        st, ind = ln.stmt, "    " * (d + ln.ind)
+        if isinstance(st, PyText):
+            out += (ind + st.text).split("\n")
+            continue
+        k = n[0]
+        n[0] += 1
+        if isinstance(st, If):
+            out.append(f"{ind}if {st.cond.code}:")
+            _flat(st.then, d + ln.ind, n, out)
+            if st.else_ is not None and st.elif_:
+                sub: list[str] = []
+                _flat(st.else_, d + ln.ind - 1, n, sub)
+                out += [sub[0].replace("if ", "elif ", 1), *sub[1:]]
+            elif st.else_ is not None:
+                out.append(f"{ind}else:")
+                _flat(st.else_, d + ln.ind, n, out)
+        elif isinstance(st, (ExitScope, ParserScope)):
+            out.append(f"{ind}try:")
+            _flat(st.body, d + ln.ind, n, out)
+            out += [ind + t if not e else ind + "    " + t for e, t in stmt_lines(st)[-2:]]
+        elif isinstance(st, Assign):
+            out.append(f"{ind}{st.target.code} = {st.value.code}")
+        else:
+            tgt = assigned(st)
+            out.append(f"{ind}{tgt + ' = ' if tgt else ''}_ir({k})")
+
+
+@pytest.mark.parametrize("rel", PROGRAMS)
+def test_c_tree_is_the_printed_pythons(rel: str) -> None:
+    """The native path's syntax tree, built from the structured statements' fields, is
+    the tree of the printed Python (simple nodes as markers), line numbers included: the
+    C back end reads the same program as before they were nodes."""
+    ir = _compile(rel).ir
+    flat: list[str] = []
+    n = [0]
+    for i, it in enumerate(ir):
+        if i:
+            flat.append("")
+        if isinstance(it, Function):
+            flat.append(f"def {it.name}({', '.join(it.params)}):")
+            _flat(it.body, 0, n, flat)
+        else:
+            flat += it.text.split("\n")
+    m = Marked(ir)
+    tree, want = m.tree(), ast.parse("\n".join(flat) + "\n")
+    assert ast.dump(tree) == ast.dump(want)
+    assert [(type(x).__name__, x.lineno) for x in ast.walk(tree) if isinstance(x, ast.stmt)] \
+        == [(type(x).__name__, x.lineno) for x in ast.walk(want) if isinstance(x, ast.stmt)]
+    assert len(m.shown) == len(flat)
 
 
 def main() -> None:
