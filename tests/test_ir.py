@@ -33,6 +33,7 @@ from pyswitch.ir import (
     Function,
     If,
     Line,
+    Loop,
     ParserError,
     ParserScope,
     PyExpr,
@@ -43,7 +44,7 @@ from pyswitch.ir import (
     stmt_lines,
     walk,
 )
-from pyswitch.native.irtree import Marked, assigned
+from pyswitch.native.irtree import STRUCTURED, Marked, assigned
 from pyswitch.program import compile_p4
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,8 +218,11 @@ def _flat(body: tuple, d: int, n: list[int], out: list[str]) -> None:
             out.append(f"{ind}try:")
             _flat(st.body, d + ln.ind, n, out)
             out += [ind + t if not e else ind + "    " + t for e, t in stmt_lines(st)[-2:]]
-        elif isinstance(st, Assign):
-            out.append(f"{ind}{st.target.code} = {st.value.code}")
+        elif isinstance(st, Loop):
+            out.append(f"{ind}while True:")
+            _flat(st.body, d + ln.ind, n, out)
+        elif isinstance(st, STRUCTURED):  # one line of its own: an assignment, a jump
+            out.append(ind + stmt_lines(st)[0][1])
         else:
             tgt = assigned(st)
             out.append(f"{ind}{tgt + ' = ' if tgt else ''}_ir({k})")

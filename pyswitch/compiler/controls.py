@@ -17,7 +17,24 @@ from pyswitch.compiler.model import (
     StackLoc,
     StructLoc,
 )
-from pyswitch.ir import Assign, Body, ExitScope, Function, If, Line, PyText, Stmt, shift, walk
+from pyswitch.ir import (
+    Assign,
+    Body,
+    Break,
+    Continue,
+    ExitScope,
+    Function,
+    HeaderAlias,
+    If,
+    Line,
+    Loop,
+    Pass,
+    PyText,
+    Return,
+    Stmt,
+    shift,
+    walk,
+)
 from pyswitch.ir.pyprint import body_lines
 from pyswitch.types import (
     Bits,
@@ -32,6 +49,8 @@ from pyswitch.types import (
 )
 
 INT32_MAX = (1 << 31) - 1  # P4Info's size fields (register, counter) are int32
+# the statements a deparser's pass over its text may turn back into text
+TEXT_LIKE = (PyText, Assign, If, Loop, Break, Continue, Pass, Return)
 
 
 class Controls:
@@ -60,11 +79,10 @@ class Controls:
         body.lines[:0] = init.lines
         self.block_init = None
         params_py = ["S", "M", "out"] if kind == "deparser" else ["S", "M"]
-        if kind == "deparser" and all(isinstance(st, (PyText, Assign, If))
-                                      for st in walk(body.lines)):
-            # a pass over the text of the emits (PyText, with the assignments and ifs
-            # around them): it makes no node but those into text (the deparser is still
-            # text, docs/pyswitch-ir.md)
+        if kind == "deparser" and all(isinstance(st, TEXT_LIKE) for st in walk(body.lines)):
+            # a pass over the text of the emits (PyText, with the assignments, ifs and
+            # loops around them): it makes no other node into text (the deparser is
+            # still text, docs/pyswitch-ir.md)
             body.lines = [Line.from_python(s) for s in self.merge_emits(body_lines(body.lines))]
         self.emit_function(kind, params_py, body, pre=[], post=[], scope=ExitScope)
 
@@ -74,10 +92,10 @@ class Controls:
         `body` (``pass`` if empty) -- inside the statement `scope` makes of it (a block's
         `ExitScope`, the parser's `ParserScope`), collected one level deeper then -- and
         `post`."""
-        lines = [Line(1, PyText(f"h{s} = S[{s}]")) for s in sorted(self.used_slots)]
+        lines = [Line(1, HeaderAlias(f"h{s}", s)) for s in sorted(self.used_slots)]
         lines += [Line.from_python("    " + p) for p in pre]
         if not body.lines:
-            body("pass")
+            body.emit(Pass())
         if scope is None:
             lines.extend(body.lines)
         else:
@@ -177,7 +195,7 @@ class Controls:
 
     def reset(self, loc: Any, em: Emitter) -> None:
         if isinstance(loc, ScalarLoc):
-            em(f"{loc.code} = {'False' if isinstance(loc.ty, BoolTy) else '0'}")
+            em.assign(loc.code, 'False' if isinstance(loc.ty, BoolTy) else '0')
         elif isinstance(loc, HdrLoc):
             self.used_slots.add(loc.slot)
             em(f"{loc.var}[:] = [False{', 0' * len(loc.ty.fields)}]")

@@ -241,10 +241,9 @@ class Expressions:
                     em.lines.extend(self.dedented(sub, 1))
                     return b
                 v = self.new_tmp("c")
-                em(f"{v} = {a.code}")
-                em(f"if {'not ' if op == 'or' else ''}{v}:")
-                em.lines.extend(sub.lines)
-                em(f"    {v} = {b.code}")
+                em.assign(v, a.code)
+                sub.assign(v, b.code)
+                em.emit_if(f"{'not ' if op == 'or' else ''}{v}", sub.lines)
                 return E(v, BOOL)
             if a.const is not None and b.const is not None:
                 v = (a.const or b.const) if op == "or" else (a.const and b.const)
@@ -287,7 +286,7 @@ class Expressions:
                         raise self.err(node, f"a {a.ty.show()} operand left of code with "
                                              "side effects is not supported by pyswitch")
                     v = self.new_tmp("o")
-                    em(f"{v} = {a.code}")
+                    em.assign(v, a.code)
                     a = E(v, a.ty)
                 em.lines.extend(sub.lines)
             return self.binop(op, a, b, node)
@@ -322,12 +321,9 @@ class Expressions:
         if not isinstance(a.ty, (Bits, BoolTy, EnumTy, ErrorTy)):
             raise self.err(node, f"?: on {a.ty.show()} values is not supported")
         v = self.new_tmp("c")
-        em(f"if {c.code}:")
-        em.lines.extend(sub_a.lines)
-        em(f"    {v} = {a.code}")
-        em("else:")
-        em.lines.extend(sub_b.lines)
-        em(f"    {v} = {b.code}")
+        sub_a.assign(v, a.code)  # each branch one level deeper (sub_emitter)
+        sub_b.assign(v, b.code)
+        em.emit_if(c.code, sub_a.lines, sub_b.lines)
         return E(v, a.ty)
 
     def binding_e(self, b: Any, node: Any) -> Any:

@@ -131,7 +131,7 @@ class Externs:
                 self.union_siblings_invalid(loc, em)  # see compiler.unions
                 return None
             if mn == "setInvalid":
-                em(f"{loc.var}[0] = False")
+                em.assign(f"{loc.var}[0]", "False")
                 return None
             if mn == "minSizeInBits":
                 return E(str(loc.ty.width), INTLIT, loc.ty.width)
@@ -160,7 +160,7 @@ class Externs:
                         # BMv2's advance: a bit count that is not a multiple of 8 is
                         # ParserInvalidArgument, too few bytes left PacketTooShort
                         v = self.new_tmp("adv")
-                        em(f"{v} = {ne.code}")
+                        em.assign(v, ne.code)
                         em.emit(ParserError(self.errors.index('ParserInvalidArgument'),
                                             PyExpr(f"{v} & 7")))
                         em.emit(ParserError(self.errors.index('PacketTooShort'),
@@ -208,7 +208,7 @@ class Externs:
         if not e.code.isidentifier() and not e.code.replace("[", "").replace("]", "").\
                 replace("M", "").replace("h", "").isdigit():
             v = self.new_tmp("i")
-            em(f"{v} = {e.code}")
+            em.assign(v, e.code)
             return v, False
         return e.code, False
 

@@ -33,6 +33,7 @@ from pyswitch.compiler.model import (
     ScalarLoc,
     Scope,
 )
+from pyswitch.ir import Break, Loop, Pass
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -165,7 +166,7 @@ class Functions:
                         fscope.names[pn] = Const(e.const, ty)
                         continue
                     copy = self.fresh(f"{fd.name}.{pn}", ty)
-                    em(f"{copy.code} = {e.code}")
+                    em.assign(copy.code, e.code)
                 else:
                     copy = self.fresh(f"{fd.name}.{pn}", ty)
                     self.assign_to(copy, a, scope, em, a)
@@ -200,7 +201,7 @@ class Functions:
                 stack.pop()
             if e.const is None and not e.code.isidentifier():
                 v = self.new_tmp("f")
-                em(f"{v} = {e.code}")
+                em.assign(v, e.code)
                 return E(v, fd.ret)
             return E(e.code, fd.ret, e.const)
         result = None if isinstance(fd.ret, VoidTy) else self.fresh(f"{fd.name}.$ret", fd.ret)
@@ -212,16 +213,14 @@ class Functions:
         ctx = _FnCtx(fd, result, loop, tail_id)
         stack.append(ctx)
         try:
-            if loop:
-                em("while True:")
-                em.indent()
+            body = em.sub() if loop else em  # a return not at the end: a loop's break
             n0 = len(em.lines)
-            self.block(fd.body, Scope(fscope), em)
+            self.block(fd.body, Scope(fscope), body)
             if loop:
-                em("break")
-                em.dedent()
+                body.emit(Break())
+                em.emit(Loop(em.nested(body.lines)))
             elif len(em.lines) == n0:
-                em("pass")
+                em.emit(Pass())
         finally:
             stack.pop()
         if result is None:
@@ -250,11 +249,11 @@ class Functions:
                 if e.const is not None:
                     ctx.value = e
                     return
-                em(f"{ctx.result.code} = {e.code}")
+                em.assign(ctx.result.code, e.code)
             else:
                 self.assign_to(ctx.result, val, scope, em, s)
         if id(s) != ctx.tail:
-            em("break")
+            em.emit(Break())
 
     def check_function_body(self, fd: FunctionDef) -> None:
         """What a function body may not do (p4c rejects it or pyswitch does not model it)."""
@@ -294,7 +293,7 @@ class Functions:
             m = ((1 << (hi - lo + 1)) - 1) << lo
             keep = base.ty.mask ^ m
             shifted = f"({val.code} << {lo})" if lo else val.code
-            em(f"{base.code} = ({base.code} & {hex(keep)}) | {shifted}")
+            em.assign(base.code, f"({base.code} & {hex(keep)}) | {shifted}")
             return
         self.assign_e(lv, val, em, node)
 

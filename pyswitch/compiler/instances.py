@@ -38,6 +38,7 @@ from pyswitch.compiler.model import (
     StackLoc,
     StructLoc,
 )
+from pyswitch.ir import Break, Loop, Pass
 from pyswitch.types import Bits, BoolTy, EnumTy, ErrorTy, ExternTy, IntLit, same_type
 
 _PERSISTENT = re.compile(r"M\[\d+\]$|h\d+\[\d+\]$")
@@ -146,7 +147,7 @@ class Instances:
             # copy-in; an out parameter starts invalid (headers) or zero (scalars), as
             # p4c's fresh temporaries do on BMv2
             if kind == "copy" and pd != "out":
-                em(f"{loc.code} = {value.code}")
+                em.assign(loc.code, value.code)
             elif pd == "out":
                 self.invalidate(loc, em)
         saved = (self.ctrl_name, self.sub_depth)
@@ -154,22 +155,20 @@ class Instances:
         self.inst_stack.append(inst.control)
         body = cch[-1]
         loop = _has_return(body)
-        if loop:
-            em("while True:")
-            em.indent()
+        inner = em.sub() if loop else em  # a return: a loop's break
         self.sub_depth += 1
         n0 = len(em.lines)
-        self.block(body, Scope(bscope), em)
+        self.block(body, Scope(bscope), inner)
         if loop:
-            em("break")
-            em.dedent()
+            inner.emit(Break())
+            em.emit(Loop(em.nested(inner.lines)))
         elif len(em.lines) == n0:
-            em("pass")
+            em.emit(Pass())
         self.ctrl_name, self.sub_depth = saved
         self.inst_stack.pop()
         for (pd, _pn, _t, _p), (kind, loc, value) in zip(params, binds, strict=True):
             if kind == "copy" and pd in ("out", "inout"):
-                em(f"{value.code} = {loc.code}")
+                em.assign(value.code, loc.code)
         inst.applies += 1
 
     def parser_apply_target(self, s: Tree, scope: Scope) -> ControlInst | None:
@@ -343,7 +342,7 @@ class Instances:
     def invalidate(self, loc: Any, em: Emitter) -> None:
         if isinstance(loc, HdrLoc):
             self.used_slots.add(loc.slot)
-            em(f"{loc.var}[0] = False")
+            em.assign(f"{loc.var}[0]", "False")
         elif isinstance(loc, StackLoc):
             for e in loc.elems:
                 self.invalidate(e, em)
@@ -351,7 +350,7 @@ class Instances:
             for sub in loc.fields.values():
                 self.invalidate(sub, em)
         elif isinstance(loc, ScalarLoc):
-            em(f"{loc.code} = {'False' if isinstance(loc.ty, BoolTy) else '0'}")
+            em.assign(loc.code, 'False' if isinstance(loc.ty, BoolTy) else '0')
 
     def check_writable(self, node: Any, scope: Scope) -> None:
         """P4 forbids writing an `in` parameter (here it may alias the caller's storage)."""

@@ -32,7 +32,7 @@ class Lookahead:
         nbytes = (width + 7) // 8
         em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {nbytes} > L")))
         v = self.new_tmp("la")
-        em(f"{v} = int.from_bytes(buf[pos:pos + {nbytes}], 'big')")
+        em.assign(v, f"int.from_bytes(buf[pos:pos + {nbytes}], 'big')")
         vals, sh = [], nbytes * 8
         for _f, t in ty.fields:
             sh -= t.width
@@ -45,5 +45,5 @@ class Lookahead:
             assert isinstance(loc, StructLoc)
             for sub, val in zip(loc.fields.values(), vals, strict=True):
                 assert isinstance(sub, ScalarLoc)
-                em(f"{sub.code} = {val}")
+                em.assign(sub.code, val)
         return self.loc_e(loc)

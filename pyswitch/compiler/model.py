@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyswitch.ir import Assign, If, Line, ModuleItem, PyExpr, PyText, Stmt, shift
+from pyswitch.ir import Assign, If, Line, ModuleItem, Pass, PyExpr, PyText, Stmt, shift
 from pyswitch.types import (
     HeaderTy,
     StackTy,
@@ -184,7 +184,7 @@ class Emitter:
     def nested(self, lines: list[Line], pass_if_empty: bool = True) -> tuple[Line, ...]:
         """`lines` (collected one level deeper than here, `sub`) as a structured
         statement's body, counted from the statement's line; ``pass`` if there are none."""
-        body = shift(lines, self.ind) or ([Line(1, PyText("pass"))] if pass_if_empty else [])
+        body = shift(lines, self.ind) or ([Line(1, Pass())] if pass_if_empty else [])
         if any(ln.ind < 1 for ln in body):
             raise ValueError("a body line above its statement")
         return tuple(body)

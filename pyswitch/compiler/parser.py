@@ -22,7 +22,7 @@ from pyswitch.compiler.model import (
     _lit,
 )
 from pyswitch.compiler.varbit import varbit_index
-from pyswitch.ir import Line, ModuleText, ParserError, ParserScope, PyExpr
+from pyswitch.ir import Break, Line, ModuleText, ParserError, ParserScope, Pass, PyExpr
 from pyswitch.types import (
     BoolTy,
     HeaderTy,
@@ -82,7 +82,7 @@ class ParserGen:
             if self.on_accept is not None:  # the end of a sub-parser: back to its caller
                 self.on_accept(em)
             else:
-                em("break" if self.loop_heads else "pass")  # leaves a looping parser
+                em.emit(Break() if self.loop_heads else Pass())  # leaves a looping parser
             return
         if sn == "reject":
             em.emit(ParserError(0))

@@ -37,7 +37,7 @@ from lark import Tree
 from pyswitch.compiler.model import E, Emitter, HdrLoc, Method, Scope, StackLoc, _lit
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import varbit_index
-from pyswitch.ir import Line, ModuleText, ParserError, PyExpr, PyText
+from pyswitch.ir import Continue, Line, Loop, ModuleText, ParserError, PyExpr, PyText
 from pyswitch.types import Bits, HeaderTy, IntLit
 
 # the hidden slot that holds a stack's next index: [unused validity, next]
@@ -233,20 +233,20 @@ class Stacks:
             self.used_slots.add(e.slot)
         nx = self.stack_next_slot(loc)
         if m.name == "push_front":
-            em(f"{nx} = min({size}, {nx} + {_lit(num)})")
+            em.assign(nx, f"min({size}, {nx} + {_lit(num)})")
             for i in range(size - 1, num - 1, -1):
                 em(f"{el[i]}[:], {el[i - num]}[:] = {el[i - num]}, {el[i]}[:]")
             for i in range(min(size, num)):
-                em(f"{el[i]}[0] = False")
+                em.assign(f"{el[i]}[0]", "False")
         else:
             # nx - min(nx, num), written so that its bound is provably >= 0 (native path)
-            em(f"{nx} = max(0, {nx} - {_lit(num)})")
+            em.assign(nx, f"max(0, {nx} - {_lit(num)})")
             i = 0
             while num < size and i < size - num:
                 em(f"{el[i]}[:], {el[i + num]}[:] = {el[i + num]}, {el[i]}[:]")
                 i += 1
             for j in range(i, size):
-                em(f"{el[j]}[0] = False")
+                em.assign(f"{el[j]}[0]", "False")
 
     def extract_call(self, args: list, scope: Scope, em: Emitter, node: Any) -> None:
         """``pkt.extract(x)`` or ``pkt.extract(x, nbits)`` (varbit, see compiler.varbit): x
@@ -299,25 +299,25 @@ class Stacks:
         v = self.new_tmp("hs")
         if nl.member:  # a union's member: the union's other members become invalid
             members = [u.fields[nl.member] for u in loc.elems]
-            em(f"{v} = {self.tuple_of(members)}[{nx}]")
+            em.assign(v, f"{self.tuple_of(members)}[{nx}]")
             self.extract_into(DynHdrLoc(members[0].slot, nl.ty, v), nbits, em)
             sibs = "(" + "".join(f"{self.tuple_of(m.siblings)}, " for m in members) + ")"
             em(f"for _s in {sibs}[{nx}]: _s[0] = False")
         else:
-            em(f"{v} = {self.stack_elems(loc)}[{nx}]")
+            em.assign(v, f"{self.stack_elems(loc)}[{nx}]")
             self.extract_into(DynHdrLoc(loc.elems[0].slot, loc.ty.elem, v), nbits, em)
         # nx + 1 (nx < size was checked above), written so that its bound is the size's:
         # the native path proves every slot within its range (pyswitch.native.exprs)
-        em(f"{nx} = min({len(loc.elems)}, {nx} + 1)")
+        em.assign(nx, f"min({len(loc.elems)}, {nx} + 1)")
 
     def stack_assign_next(self, lhs: StackLoc, r: StackLoc, em: Emitter) -> None:
         """Stack assignment copies the next index too (BMv2's assign_header_stack)."""
         if lhs.nxt is not None and r.nxt is not None:
-            em(f"{self.stack_next_slot(lhs)} = {self.stack_next_slot(r)}")
+            em.assign(self.stack_next_slot(lhs), self.stack_next_slot(r))
 
     def stack_reset_next(self, loc: StackLoc, em: Emitter) -> None:
         if loc.nxt is not None:
-            em(f"{self.stack_next_slot(loc)} = 0")
+            em.assign(self.stack_next_slot(loc), "0")
 
     # ------------------------------------------------------------------ parser loops
     def parser_loop_heads(self, states: dict[str, Tree]) -> list[str]:
@@ -355,18 +355,18 @@ class Stacks:
         heads = getattr(self, "loop_heads", None)
         if not heads or not path or sn not in heads or self.states is not self.top_states:
             return False
-        em(f"_st = {heads.index(sn)}")
-        em("continue")
+        em.assign("_st", str(heads.index(sn)))
+        em.emit(Continue())
         return True
 
     def emit_looping_parser(self, scope: Scope, body: Emitter) -> None:
         """The parser as a loop over its entry states: start and every loop head."""
-        body("_st = 0")
-        body("while True:")
-        body.indent()
+        body.assign("_st", "0")
+        loop = body.sub()
+        arms: list[tuple[str, list[Line]]] = []
         for i, sn in enumerate(self.loop_heads):
-            body(f"{'if' if i == 0 else 'elif'} _st == {i}:")
-            body.indent()
-            self.emit_state(sn, scope, body, [])
-            body.dedent()
-        body.dedent()
+            state = loop.sub()
+            self.emit_state(sn, scope, state, [])
+            arms.append((f"_st == {i}", state.lines))
+        loop.emit_chain(arms)
+        body.emit(Loop(body.nested(loop.lines)))

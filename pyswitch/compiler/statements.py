@@ -18,7 +18,7 @@ from pyswitch.compiler.model import (
     StructLoc,
     _lit,
 )
-from pyswitch.ir import Exit, PyText, Stmt
+from pyswitch.ir import Break, Exit, Line, Pass, Return, Stmt
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -50,7 +50,7 @@ class Statements:
             n0 = len(em.lines)
             self.block(s, Scope(scope), em)
             if len(em.lines) == n0:
-                em("pass")
+                em.emit(Pass())
         elif k == "assignment":
             lhs = self.lvalue(s.children[0], scope, em)
             self.assign_to(lhs, s.children[1], scope, em, s)
@@ -93,13 +93,13 @@ class Statements:
             elif s.children[0] is not None:
                 raise self.err(s, "return with a value is not supported")
             elif self.in_action is not None:  # an action is a function of its own
-                em(f"return ({', '.join(self.action_out)},)" if self.action_out else "return")
+                em.emit(Return(tuple(self.action_out)))
             elif self.ctrl_kind == "parser":
                 raise self.err(s, "return is not allowed in a parser")
             elif self.sub_depth:
-                em("break")  # ends only the instantiated control (see compiler.instances)
+                em.emit(Break())  # ends only the instantiated control (compiler.instances)
             else:
-                em("return")
+                em.emit(Return())
         elif k == "var_decl":
             ch = self.strip_annots(s.children)
             self.check_duplicate_local(ch[1], scope)
@@ -124,7 +124,7 @@ class Statements:
         parameters, because P4 copies them out on exit too (the caller assigns them, see
         `direct_action_call`)."""
         if self.in_action is None:
-            return PyText("return")
+            return Return()
         return Exit(tuple(self.action_out))
 
     def switch(self, s: Tree, scope: Scope, em: Emitter) -> None:
@@ -145,7 +145,8 @@ class Statements:
         cases = s.children[1:]
         if isinstance(e, ApplyResult):
             t = e.table
-            first = True
+            arms: list[tuple[str, list[Line]]] = []  # an if/elif chain, the default last
+            else_: list[Line] | None = None
             pending: list[str] = []
             seen_default = False
             for c in cases:
@@ -166,22 +167,18 @@ class Statements:
                     continue
                 conds = pending + ([cond] if cond else [])
                 pending = []
-                if cond is None and not conds:
-                    em("else:" if not first else "if True:")
+                sub = em.sub()
+                self.block(c.children[1], Scope(scope), sub)
+                if cond is not None:
+                    arms.append((" or ".join(conds), sub.lines))
+                elif arms:  # the default: ``else``, or alone ``if True``
+                    else_ = sub.lines
                 else:
-                    if cond is None:
-                        em("else:" if not first else "if True:")
-                    else:
-                        em(("if " if first else "elif ") + " or ".join(conds) + ":")
-                em.indent()
-                n0 = len(em.lines)
-                self.block(c.children[1], Scope(scope), em)
-                if len(em.lines) == n0:
-                    em("pass")
-                em.dedent()
-                first = False
+                    arms.append(("True", sub.lines))
                 if seen_default:
                     break
+            if arms:
+                em.emit_chain(arms, else_)
             return
         self.value_switch(s, e, cases, scope, em)  # see compiler.stmt_ext
 
@@ -218,8 +215,8 @@ class Statements:
             r = self.convert(self.expr(rhs_node, scope, em), Bits(w), rhs_node)
             m = ((1 << w) - 1) << lo
             keep = base.ty.mask ^ m
-            em(f"{base.code} = ({base.code} & {_lit(keep)}) | ({r.code} << {lo})"
-               if lo else f"{base.code} = ({base.code} & {_lit(keep)}) | {r.code}")
+            em.assign(base.code, f"({base.code} & {_lit(keep)}) | ({r.code} << {lo})"
+                      if lo else f"({base.code} & {_lit(keep)}) | {r.code}")
             return
         if isinstance(rhs_node, Tree) and rhs_node.data == "list_expr":
             items = [x for x in rhs_node.children if x is not None]

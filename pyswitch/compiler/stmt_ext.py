@@ -24,7 +24,7 @@ from pyswitch.compiler.model import (
     Scope,
     StructLoc,
 )
-from pyswitch.ir import ParserError, PyExpr
+from pyswitch.ir import Break, Continue, Line, Loop, ParserError, PyExpr
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -54,7 +54,7 @@ class StatementsExt:
                 raise self.err(s, "compound assignment with side effects on its right is "
                                   "not supported here by pyswitch")
             v = self.new_tmp("o")
-            em(f"{v} = {a.code}")
+            em.assign(v, a.code)
             a = E(v, a.ty)
             em.lines.extend(sub.lines)
         r = self.binop(op, a, b, s)
@@ -95,7 +95,7 @@ class StatementsExt:
                 for i, v in enumerate(vals):
                     if v.const is None:
                         tmp = self.new_tmp("o")
-                        em(f"{tmp} = {v.code}")
+                        em.assign(tmp, v.code)
                         vals[i] = E(tmp, v.ty)
                 em.lines.extend(sub.lines)
             vals.append(e)
@@ -115,7 +115,7 @@ class StatementsExt:
         if s.data != "for_stmt":
             if depth == 0:
                 raise self.err(s, f"{s.data.split('_')[0]} outside a loop")
-            em("break" if s.data == "break_stmt" else "continue")
+            em.emit(Break() if s.data == "break_stmt" else Continue())
             return
         if self.ctrl_kind == "parser":
             raise self.err(s, "for loops in a parser are not supported by pyswitch")
@@ -134,29 +134,24 @@ class StatementsExt:
             else:
                 self.loop_update(k, lscope, em)
         first = self.new_tmp("first")
-        em(f"{first} = True")
-        em("while True:")
-        em.indent()
-        em(f"if not {first}:")  # the updates run before every test but the first, so
-        em.indent()             # `continue` is a plain Python continue
-        n0 = len(em.lines)
-        for k in updates:
-            self.loop_update(k, lscope, em)
-        if len(em.lines) == n0:
-            em("pass")
-        em.dedent()
-        em(f"{first} = False")
+        em.assign(first, "True")
+        loop = em.sub()
+        upd = loop.sub()  # the updates run before every test but the first, so
+        for k in updates:  # `continue` is a plain Python continue
+            self.loop_update(k, lscope, upd)
+        loop.emit_if(f"not {first}", upd.lines)
+        loop.assign(first, "False")
         if conds:
-            c = self.expr(conds[0], lscope, em)
+            c = self.expr(conds[0], lscope, loop)
             if not isinstance(c.ty, BoolTy):
                 raise self.err(conds[0], f"loop condition must be bool, not {c.ty.show()}")
-            em(f"if not {c.code}: break")
+            loop(f"if not {c.code}: break")
         self.__dict__["_loop_depth"] = depth + 1
         try:
-            self.stmt(body, Scope(lscope), em)
+            self.stmt(body, Scope(lscope), loop)
         finally:
             self.__dict__["_loop_depth"] = depth
-        em.dedent()
+        em.emit(Loop(em.nested(loop.lines)))
 
     def loop_update(self, k: Tree, scope: Scope, em: Emitter) -> None:
         if k.data == "for_assign":
@@ -204,28 +199,30 @@ class StatementsExt:
             subj = e.code
         else:
             subj = self.new_tmp("sw")
-            em(f"{subj} = {e.code}")
-        first = True
+            em.assign(subj, e.code)
+        arms: list[tuple[str, list[Line]]] = []  # an if/elif chain, the default last
         default_blk = None
         for gvals, dflt, blk in groups:
             if dflt:
                 default_blk = blk
                 continue
-            cond = " or ".join(f"{subj} == {v}" for v in gvals)
-            em(("if " if first else "elif ") + cond + ":")
-            self.switch_block(blk, scope, em)
-            first = False
+            arms.append((" or ".join(f"{subj} == {v}" for v in gvals),
+                         self.switch_block(blk, scope, em)))
+        else_ = None
         if default_blk is not None:
-            em("if True:" if first else "else:")
-            self.switch_block(default_blk, scope, em)
+            lines = self.switch_block(default_blk, scope, em)
+            if arms:
+                else_ = lines
+            else:
+                arms.append(("True", lines))
+        if arms:
+            em.emit_chain(arms, else_)
 
-    def switch_block(self, blk: Tree, scope: Scope, em: Emitter) -> None:
-        em.indent()
-        n0 = len(em.lines)
-        self.block(blk, Scope(scope), em)
-        if len(em.lines) == n0:
-            em("pass")
-        em.dedent()
+    def switch_block(self, blk: Tree, scope: Scope, em: Emitter) -> list[Line]:
+        """A case's block, one level deeper than `em` (a body for `Emitter.emit_chain`)."""
+        sub = em.sub()
+        self.block(blk, Scope(scope), sub)
+        return sub.lines
 
     def switch_label_value(self, lab: Tree, ty: Ty, scope: Scope) -> int:
         d = lab.data

@@ -17,7 +17,7 @@ from pyswitch.compiler.model import (
     Scope,
     TableDef,
 )
-from pyswitch.ir import PyExpr, TableApply
+from pyswitch.ir import PyExpr, Return, TableApply
 from pyswitch.p4info import meta as p4info_meta
 from pyswitch.types import (
     Bits,
@@ -65,7 +65,7 @@ class Tables:
         self.action_out = outs
         self.block(ch[2], ascope, em)
         if outs:
-            em(f"return ({', '.join(outs)},)")
+            em.emit(Return(tuple(outs)))
         self.emit_function(a.fn, pyparams, em, pre=[], post=[])
         self.in_action, self.used_slots, self.action_out = saved
         return a

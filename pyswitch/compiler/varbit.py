@@ -122,7 +122,7 @@ class Varbits:
                                  f"not {loc.ty.show()}")
         n = self.convert(self.expr(len_node, scope, em), Bits(32), len_node)
         v = self.new_tmp("vn")
-        em(f"{v} = {n.code}")
+        em.assign(v, n.code)
         return v
 
     def emit_extract_vl(self, loc: HdrLoc, nbits: str, em: Emitter) -> None:
@@ -139,7 +139,7 @@ class Varbits:
         nb = self.new_tmp("vb")
         em.emit(ParserError(err('ParserInvalidArgument'), PyExpr(f"{nbits} % 8")))
         # a length of 2**31 or more is negative for BMv2 (an int), which reads past the end
-        em(f"{nb} = {pb + qb} + {nbits} // 8")
+        em.assign(nb, f"{pb + qb} + {nbits} // 8")
         em.emit(ParserError(err('PacketTooShort'), PyExpr(f"{nbits} >> 31 or pos + {nb} > L")))
         em.emit(ParserError(err('HeaderTooShort'), PyExpr(f"{nb} > {mx}")))
         vals = self.unpack_fields(pre, "pos", pb, em)
@@ -159,7 +159,7 @@ class Varbits:
             n = sum(w for _f, w in group) // 8
             v = self.new_tmp("vf")
             at = f"{start} + {off}" if off else start
-            em(f"{v} = int.from_bytes(buf[{at}:{at} + {n}], 'big')")
+            em.assign(v, f"int.from_bytes(buf[{at}:{at} + {n}], 'big')")
             sh = n * 8
             for _f, w in group:
                 sh -= w

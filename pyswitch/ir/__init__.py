@@ -5,7 +5,8 @@
 ``values``         typed values: an expression (still its Python text) with its width
 ``stmts``          statements: register reads and writes, counters' counts, exits,
                    parser errors, direct action calls, table applies, assignments,
-                   the structured ones with bodies (``If``, ``ExitScope``,
+                   header aliases, loops and their jumps, returns, the structured
+                   ones with bodies (``If``, ``Loop``, ``ExitScope``,
                    ``ParserScope``), and ``PyText`` (Python the compiler still emits
                    as text)
 ``module``         a body line (a statement at its depth), functions, module items
@@ -26,21 +27,27 @@ from pyswitch.ir.stmts import (
     ActionCall,
     Assign,
     Body,
+    Break,
+    Continue,
     CounterCount,
     Exit,
     ExitScope,
+    HeaderAlias,
     If,
+    Loop,
     ParserError,
     ParserScope,
+    Pass,
     PyText,
     RegRead,
     RegWrite,
+    Return,
     Stmt,
     TableApply,
 )
 from pyswitch.ir.values import PyExpr
 
-__all__ = ["ActionCall", "Assign", "Body", "CounterCount", "Exit", "ExitScope", "Function", "If",
-           "Line", "ModuleItem", "ModuleText", "ParserError", "ParserScope", "PyExpr", "PyText",
-           "RegRead", "RegWrite", "Stmt", "TableApply", "bodies", "function_lines", "item_text",
+__all__ = ["ActionCall", "Assign", "Body", "Break", "Continue", "CounterCount", "Exit", "ExitScope",
+           "Function", "HeaderAlias", "If", "Line", "Loop", "ModuleItem", "ModuleText", "ParserError",
+           "ParserScope", "Pass", "PyExpr", "PyText", "RegRead", "RegWrite", "Return", "Stmt", "TableApply", "bodies", "function_lines", "item_text",
            "module_text", "shift", "stmt_lines", "walk"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from pyswitch.ir.stmts import ExitScope, If, Line, ParserScope, Stmt
+from pyswitch.ir.stmts import ExitScope, If, Line, Loop, ParserScope, Stmt
 
 __all__ = ["Function", "Line", "ModuleItem", "ModuleText", "bodies", "shift", "walk"]
 
@@ -26,7 +26,7 @@ def bodies(st: Stmt) -> tuple[tuple[Line, ...], ...]:
     """The bodies statement `st` holds (none for a simple statement)."""
     if isinstance(st, If):
         return (st.then,) if st.else_ is None else (st.then, st.else_)
-    if isinstance(st, (ExitScope, ParserScope)):
+    if isinstance(st, (ExitScope, ParserScope, Loop)):
         return (st.body,)
     return ()
 

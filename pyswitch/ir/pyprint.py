@@ -12,15 +12,21 @@ from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText
 from pyswitch.ir.stmts import (
     ActionCall,
     Assign,
+    Break,
+    Continue,
     CounterCount,
     Exit,
     ExitScope,
+    HeaderAlias,
     If,
+    Loop,
     ParserError,
     ParserScope,
+    Pass,
     PyText,
     RegRead,
     RegWrite,
+    Return,
     Stmt,
     TableApply,
 )
@@ -59,6 +65,14 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
         return [(0, f"{st.target.code} = {st.value.code}")]
     if isinstance(st, If):
         return _if(st)
+    if isinstance(st, HeaderAlias):
+        return [(0, f"{st.var} = S[{st.slot}]")]
+    if isinstance(st, Loop):
+        return [(0, "while True:"), *_nested(st.body)]
+    if isinstance(st, (Break, Continue, Pass)):
+        return [(0, type(st).__name__.lower())]
+    if isinstance(st, Return):
+        return [(0, f"return ({', '.join(st.values)},)" if st.values else "return")]
     if isinstance(st, ExitScope):
         return [(0, "try:"), *_nested(st.body), (0, "except _Exit:"), (1, "pass")]
     if isinstance(st, ParserScope):

@@ -4,9 +4,9 @@ Each statement is a frozen dataclass; `pyswitch.ir.pyprint` prints it as the Pyt
 compiler has always generated for it, the native path (`pyswitch.native.irlower`) lowers
 it to C from its fields.  `PyText` is the transitional statement: one line of Python the
 compiler still writes as text (it may open a block: ``while True:``, ``try:``; the lines
-after it at a greater depth are that block).  The structured statements (`If`, `ExitScope`,
+after it at a greater depth are that block).  The structured statements (`If`, `Loop`, `ExitScope`,
 `ParserScope`) hold their bodies: each a tuple of `Line`, depths counted from the node's own
-line (a body's first level is 1).
+line (a body's first level is 1); so does `Loop`.
 """
 
 from __future__ import annotations
@@ -156,6 +156,48 @@ class ParserScope:
 
 
 @dataclass(frozen=True)
+class HeaderAlias:
+    """``var = S[slot]``: the local `var` names header instance `slot` (its Python list,
+    validity first) for the rest of the function."""
+
+    var: str
+    slot: int
+
+
+@dataclass(frozen=True)
+class Loop:
+    """``while True:`` `body`: left by a `Break` (or a `Return`, an exception); a
+    function's early returns, an instantiated control's, a ``for`` loop, a looping
+    parser."""
+
+    body: Body
+
+
+@dataclass(frozen=True)
+class Break:
+    """``break``: leaves the innermost `Loop`."""
+
+
+@dataclass(frozen=True)
+class Continue:
+    """``continue``: the innermost `Loop`'s next turn."""
+
+
+@dataclass(frozen=True)
+class Pass:
+    """``pass``: an empty body."""
+
+
+@dataclass(frozen=True)
+class Return:
+    """``return`` from the function: a block's ``exit`` and an action's ``return``; with
+    `values` (the out/inout parameters' Python names) an action's, printed
+    ``return (a, b,)``, which the caller copies out."""
+
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Line:
     """Statement `stmt` at depth `ind` (depth 1 is a function's body, or a structured
     statement's body)."""
@@ -175,4 +217,5 @@ class Line:
 Body = tuple[Line, ...]
 
 Stmt = (PyText | RegRead | RegWrite | CounterCount | Exit | ParserError | ActionCall
-        | TableApply | Assign | If | ExitScope | ParserScope)
+        | TableApply | Assign | If | ExitScope | ParserScope | HeaderAlias | Loop | Break
+        | Continue | Pass | Return)

@@ -9,8 +9,9 @@ it).  Transitionally (issue 42, scope 1) that tree is made of three kinds of pie
   calls, table applies): one marker line each, ``_ir(k)`` (``target = _ir(k)`` when the
   node assigns a target), lowered by `pyswitch.native.irlower.IRLower.ir_stmt` from the
   node's fields where the translator meets it;
-- the structured statements (`Assign`, `If`, `ExitScope`, `ParserScope`): their syntax
-  tree is built here from their fields -- the bodies from their `Line`s, the expressions
+- the structured statements (`Assign`, `HeaderAlias`, `If`, `Loop` and its `Break` and
+  `Continue`, `Pass`, `Return`, `ExitScope`, `ParserScope`): their syntax tree is built
+  here from their fields -- the bodies from their `Line`s, the expressions
   (`PyExpr.code`) the only text parsed -- not from the printed Python.
 
 Line numbers follow the Python back end's print (each simple node one line), so that a
@@ -25,15 +26,21 @@ import ast
 
 from pyswitch.ir import (
     Assign,
+    Break,
+    Continue,
     ExitScope,
     Function,
+    HeaderAlias,
     If,
     Line,
+    Loop,
     ModuleItem,
     ParserScope,
+    Pass,
     PyExpr,
     PyText,
     RegRead,
+    Return,
     Stmt,
     TableApply,
     stmt_lines,
@@ -41,7 +48,8 @@ from pyswitch.ir import (
 
 MARK = "_ir"
 IND = "    "
-STRUCTURED = (Assign, If, ExitScope, ParserScope)
+STRUCTURED = (Assign, If, ExitScope, ParserScope, HeaderAlias, Loop, Break, Continue, Pass,
+              Return)
 
 __all__ = ["MARK", "Marked", "assigned", "marked_module", "marker", "module_tree"]
 
@@ -138,6 +146,8 @@ class Marked:
                 else:
                     shown.append(IND * d + "else:")
                     body(st.else_)
+        elif isinstance(st, Loop):
+            body(st.body)
         elif isinstance(st, (ExitScope, ParserScope)):
             body(st.body)
             self.handler[k] = len(shown)
@@ -184,6 +194,17 @@ class Marked:
         if isinstance(st, If):
             return ast.If(expr(st.cond, at), bodies[0], bodies[1] if len(bodies) > 1 else [],
                           lineno=at)
+        if isinstance(st, HeaderAlias):
+            return ast.Assign([ast.Name(st.var, ast.Store())],
+                              ast.Subscript(ast.Name("S", ast.Load()), ast.Constant(st.slot),
+                                            ast.Load()), lineno=at)
+        if isinstance(st, Loop):
+            return ast.While(ast.Constant(True), bodies[0], [], lineno=at)
+        if isinstance(st, (Break, Continue, Pass)):
+            return {Break: ast.Break, Continue: ast.Continue, Pass: ast.Pass}[type(st)](lineno=at)
+        if isinstance(st, Return):
+            vals = [ast.Name(v, ast.Load()) for v in st.values]
+            return ast.Return(ast.Tuple(vals, ast.Load()) if vals else None, lineno=at)
         handler_at = at + self.handler[k]
         if isinstance(st, ExitScope):
             h = ast.ExceptHandler(ast.Name("_Exit", ast.Load(), lineno=handler_at), None,
