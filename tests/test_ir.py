@@ -27,19 +27,25 @@ import pytest
 from pyswitch.ir import (
     ActionCall,
     Assign,
+    Break,
+    Continue,
     CounterCount,
     Exit,
     ExitScope,
     Function,
+    HeaderAlias,
     If,
     Line,
     Loop,
     ParserError,
     ParserScope,
+    Pass,
     PyExpr,
     PyText,
     RegRead,
     RegWrite,
+    Return,
+    Seq,
     TableApply,
     stmt_lines,
     walk,
@@ -158,6 +164,18 @@ def test_printer_text_of_structured_statements() -> None:
     assert stmt_lines(nested) == [
         (0, "if M[1] == 0:"), (1, "while True:"), (2, "if _k1 == 2:"), (3, "pass"),
         (2, "else:"), (3, "raise _PErr(2)")]
+    drop = Seq((Assign(PyExpr("M[28]"), PyExpr("511")), Assign(PyExpr("M[38]"), PyExpr("0"))))
+    assert stmt_lines(drop) == [(0, "M[28] = 511; M[38] = 0")]
+    copy = If(PyExpr("h8[0]"), (Line(1, PyText("h10[:] = h8")),),
+              (Line(1, Assign(PyExpr("h10[0]"), PyExpr("False"))),), inline=True)
+    assert stmt_lines(copy) == [(0, "if h8[0]: h10[:] = h8"), (0, "else: h10[0] = False")]
+    assert stmt_lines(If(PyExpr("not _c1"), (Line(1, Break()),), inline=True)) == [
+        (0, "if not _c1: break")]
+    assert stmt_lines(Loop((Line(1, Continue()), Line(1, Pass())))) == [
+        (0, "while True:"), (1, "continue"), (1, "pass")]
+    assert stmt_lines(HeaderAlias("h3", 3)) == [(0, "h3 = S[3]")]
+    assert stmt_lines(Return()) == [(0, "return")]
+    assert stmt_lines(Return(("p_a", "p_b"))) == [(0, "return (p_a, p_b,)")]
     assert stmt_lines(ExitScope((Line(1, a),))) == [
         (0, "try:"), (1, "M[3] = (h0[1] + 1) & 255"), (0, "except _Exit:"), (1, "pass")]
     assert stmt_lines(ParserScope((Line(1, PyText("pos += 4")),), PyExpr("M[41]"))) == [
@@ -204,7 +222,10 @@ def _flat(body: tuple, d: int, n: list[int], out: list[str]) -> None:
             continue
         k = n[0]
         n[0] += 1
-        if isinstance(st, If):
+        if isinstance(st, If) and st.inline:  # one line a body: its nodes numbered
+            out += [ind + t for _, t in stmt_lines(st)]
+            n[0] += sum(not isinstance(x.stmt, PyText) for x in st.then + (st.else_ or ()))
+        elif isinstance(st, If):
             out.append(f"{ind}if {st.cond.code}:")
             _flat(st.then, d + ln.ind, n, out)
             if st.else_ is not None and st.elif_:

@@ -31,6 +31,7 @@ from pyswitch.ir import (
     Pass,
     PyText,
     Return,
+    Seq,
     Stmt,
     shift,
     walk,
@@ -50,7 +51,7 @@ from pyswitch.types import (
 
 INT32_MAX = (1 << 31) - 1  # P4Info's size fields (register, counter) are int32
 # the statements a deparser's pass over its text may turn back into text
-TEXT_LIKE = (PyText, Assign, If, Loop, Break, Continue, Pass, Return)
+TEXT_LIKE = (PyText, Assign, If, Loop, Break, Continue, Pass, Return, Seq)
 
 
 class Controls:

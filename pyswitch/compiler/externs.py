@@ -28,7 +28,7 @@ from pyswitch.compiler.model import (
 )
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import VarbitTy
-from pyswitch.ir import ParserError, PyExpr
+from pyswitch.ir import ParserError, PyExpr, PyText
 from pyswitch.types import (
     BOOL,
     INTLIT,
@@ -127,7 +127,7 @@ class Externs:
                 # BMv2's add_header: an invalid header's fields become 0 (a valid one keeps
                 # them), so old values never reappear after setInvalid/pop_front
                 zeros = ", 0" * len(loc.ty.fields)
-                em(f"if not {loc.var}[0]: {loc.var}[:] = [True{zeros}]")
+                em.emit_inline_if(f"not {loc.var}[0]", PyText(f"{loc.var}[:] = [True{zeros}]"))
                 self.union_siblings_invalid(loc, em)  # see compiler.unions
                 return None
             if mn == "setInvalid":

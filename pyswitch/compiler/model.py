@@ -194,6 +194,12 @@ class Emitter:
         self.emit(If(PyExpr(cond), self.nested(then),
                      None if else_ is None else self.nested(else_)))
 
+    def emit_inline_if(self, cond: str, then: Stmt, else_: Stmt | None = None) -> None:
+        """``if cond: then`` (``else: else_`` on the next line): each one statement of one
+        line (`pyswitch.ir.If.inline`)."""
+        self.emit(If(PyExpr(cond), (Line(1, then),),
+                     None if else_ is None else (Line(1, else_),), inline=True))
+
     def emit_chain(self, arms: list[tuple[str, list[Line]]],
                    else_: list[Line] | None = None) -> None:
         """``if c0: ... elif c1: ... else: ...``: `arms` (condition, body) in order, each

@@ -18,7 +18,7 @@ from pyswitch.compiler.model import (
     StructLoc,
     _lit,
 )
-from pyswitch.ir import Break, Exit, Line, Pass, Return, Stmt
+from pyswitch.ir import Assign, Break, Exit, Line, Pass, PyExpr, PyText, Return, Stmt
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -247,8 +247,8 @@ class Statements:
                 raise self.err(node, f"cannot assign {r.ty.show()} to {lhs.ty.show()}")
             self.used_slots.update((lhs.slot, r.loc.slot))
             # BMv2's assign_header: from an invalid header only the validity is copied
-            em(f"if {r.loc.var}[0]: {lhs.var}[:] = {r.loc.var}")
-            em(f"else: {lhs.var}[0] = False")
+            em.emit_inline_if(f"{r.loc.var}[0]", PyText(f"{lhs.var}[:] = {r.loc.var}"),
+                              Assign(PyExpr(f"{lhs.var}[0]"), PyExpr("False")))
             self.union_siblings_invalid(lhs, em, only_if_valid=True)  # see compiler.unions
         elif isinstance(lhs, StructLoc):
             if not isinstance(r.loc, StructLoc) or r.loc.ty is not lhs.ty:

@@ -145,7 +145,7 @@ class StatementsExt:
             c = self.expr(conds[0], lscope, loop)
             if not isinstance(c.ty, BoolTy):
                 raise self.err(conds[0], f"loop condition must be bool, not {c.ty.show()}")
-            loop(f"if not {c.code}: break")
+            loop.emit_inline_if(f"not {c.code}", Break())
         self.__dict__["_loop_depth"] = depth + 1
         try:
             self.stmt(body, Scope(lscope), loop)

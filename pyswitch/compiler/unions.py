@@ -22,6 +22,7 @@ from typing import Any
 from lark import Tree
 
 from pyswitch.compiler.model import E, Emitter, HdrLoc, StructLoc
+from pyswitch.ir import Assign, PyExpr, Seq
 from pyswitch.types import BOOL, HeaderTy, StructTy
 
 
@@ -76,8 +77,12 @@ class Unions:
             return
         for s in loc.siblings:
             self.used_slots.add(s.slot)
-        code = "; ".join(f"{s.var}[0] = False" for s in loc.siblings)
-        em(f"if {loc.var}[0]: {code}" if only_if_valid else code)
+        invalid = Seq(tuple(Assign(PyExpr(f"{s.var}[0]"), PyExpr("False"))
+                            for s in loc.siblings))
+        if only_if_valid:
+            em.emit_inline_if(f"{loc.var}[0]", invalid)
+        else:
+            em.emit(invalid)
 
     def union_is_valid(self, loc: UnionLoc) -> E:
         parts = []

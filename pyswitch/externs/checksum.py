@@ -11,6 +11,7 @@ from typing import Any
 
 from pyswitch.compiler.model import ScalarLoc, _lit
 from pyswitch.externs import Extern
+from pyswitch.ir import Assign, PyExpr
 from pyswitch.types import Bits, BoolTy
 
 
@@ -40,15 +41,19 @@ class Checksum(Extern):
                 raise cx.err(args[2], "checksum field must be bit<N>")
             ce = cx.std.fields["checksum_error"].code
             cc = "" if cond.const is True else f"{cond.code} and "
-            em(f"if {cc}({digest} & {_lit(ck.ty.mask)}) != {ck.code}: {ce} = 1")
+            em.emit_inline_if(f"{cc}({digest} & {_lit(ck.ty.mask)}) != {ck.code}",
+                              Assign(PyExpr(ce), PyExpr("1")))
         else:
             if cx.ctrl_kind != "compute":
                 raise cx.err(node, f"{fn} belongs in the ComputeChecksum control")
             lv = cx.lvalue(args[2], scope, em)
             if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
                 raise cx.err(args[2], "checksum field must be a bit<N> l-value")
-            pre = "" if cond.const is True else f"if {cond.code}: "
-            em(f"{pre}{lv.code} = {digest} & {_lit(lv.ty.mask)}")
+            store = Assign(PyExpr(lv.code), PyExpr(f"{digest} & {_lit(lv.ty.mask)}"))
+            if cond.const is True:
+                em.emit(store)
+            else:
+                em.emit_inline_if(cond.code, store)
         return None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyswitch.externs import Extern
+from pyswitch.ir import Assign, PyExpr, Seq
 from pyswitch.types import Bits, EnumTy
 
 
@@ -38,8 +39,9 @@ class Clone(Extern):
             if ix.const is None:  # p4c too: the index names a list at compile time
                 raise cx.err(args[2], "the field list index must be a constant")
             sess = f"({se.code}) | {(ix.const + 1) << 32}"
-        em(f"M[{cx.hidden['clone_type']}] = {1 if kind == 'I2E' else 2}; "
-           f"M[{cx.hidden['clone_session']}] = {sess}")
+        em.emit(Seq((Assign(PyExpr(f"M[{cx.hidden['clone_type']}]"),
+                            PyExpr(str(1 if kind == 'I2E' else 2))),
+                     Assign(PyExpr(f"M[{cx.hidden['clone_session']}]"), PyExpr(sess)))))
         return None
 
 

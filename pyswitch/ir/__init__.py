@@ -42,6 +42,7 @@ from pyswitch.ir.stmts import (
     RegRead,
     RegWrite,
     Return,
+    Seq,
     Stmt,
     TableApply,
 )
@@ -49,5 +50,5 @@ from pyswitch.ir.values import PyExpr
 
 __all__ = ["ActionCall", "Assign", "Body", "Break", "Continue", "CounterCount", "Exit", "ExitScope",
            "Function", "HeaderAlias", "If", "Line", "Loop", "ModuleItem", "ModuleText", "ParserError",
-           "ParserScope", "Pass", "PyExpr", "PyText", "RegRead", "RegWrite", "Return", "Stmt", "TableApply", "bodies", "function_lines", "item_text",
+           "ParserScope", "Pass", "PyExpr", "PyText", "RegRead", "RegWrite", "Return", "Seq", "Stmt", "TableApply", "bodies", "function_lines", "item_text",
            "module_text", "shift", "stmt_lines", "walk"]

@@ -27,6 +27,7 @@ from pyswitch.ir.stmts import (
     RegRead,
     RegWrite,
     Return,
+    Seq,
     Stmt,
     TableApply,
 )
@@ -65,6 +66,8 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
         return [(0, f"{st.target.code} = {st.value.code}")]
     if isinstance(st, If):
         return _if(st)
+    if isinstance(st, Seq):
+        return [(0, "; ".join(_one(s) for s in st.stmts))]
     if isinstance(st, HeaderAlias):
         return [(0, f"{st.var} = S[{st.slot}]")]
     if isinstance(st, Loop):
@@ -86,7 +89,20 @@ def _nested(body: tuple[Line, ...]) -> list[tuple[int, str]]:
     return [(ln.ind + extra, text) for ln in body for extra, text in stmt_lines(ln.stmt)]
 
 
+def _one(st: Stmt) -> str:
+    """The one line of a statement printed on one line."""
+    (line,) = stmt_lines(st)
+    return line[1]
+
+
 def _if(st: If) -> list[tuple[int, str]]:
+    if st.inline:  # each body one statement of one line, after the colon
+        (then,) = st.then
+        out = [(0, f"if {st.cond.code}: {_one(then.stmt)}")]
+        if st.else_ is not None:
+            (els,) = st.else_
+            out.append((0, f"else: {_one(els.stmt)}"))
+        return out
     out = [(0, f"if {st.cond.code}:"), *_nested(st.then)]
     if st.else_ is None:
         return out

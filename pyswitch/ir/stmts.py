@@ -129,12 +129,15 @@ class Assign:
 @dataclass(frozen=True)
 class If:
     """``if cond:`` `then` (``else:`` `else_`).  `elif_`: `else_` is one `If`, printed as
-    ``elif`` (a parser's ``select``, a ``switch``); the syntax tree is the same."""
+    ``elif`` (a parser's ``select``, a ``switch``); `inline`: each body is one statement of
+    one line, printed after its colon (``if c: x = 1``, ``else: ...`` on the next line).
+    The syntax tree is the same."""
 
     cond: PyExpr
     then: Body
     else_: Body | None = None
     elif_: bool = False
+    inline: bool = False
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,15 @@ class ParserScope:
 
     body: Body
     slot: PyExpr
+
+
+@dataclass(frozen=True)
+class Seq:
+    """Simple statements run in order, printed on one line (``a = 1; b = 2``): two
+    metadata slots set together (``mark_to_drop``, a clone's), a union's siblings made
+    invalid.  Each is a statement of one line without a body (an `Assign`, a jump)."""
+
+    stmts: tuple[Stmt, ...]
 
 
 @dataclass(frozen=True)
@@ -218,4 +230,4 @@ Body = tuple[Line, ...]
 
 Stmt = (PyText | RegRead | RegWrite | CounterCount | Exit | ParserError | ActionCall
         | TableApply | Assign | If | ExitScope | ParserScope | HeaderAlias | Loop | Break
-        | Continue | Pass | Return)
+        | Continue | Pass | Return | Seq)

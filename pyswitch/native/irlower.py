@@ -32,9 +32,9 @@ from pyswitch.ir import (
     TableApply,
 )
 from pyswitch.native.exprs import Func, NotNative
-from pyswitch.native.irtree import MARK, assigned, marked_module, marker, module_tree
+from pyswitch.native.irtree import MARK, assigned, marker, module_tree
 
-__all__ = ["MARK", "IRLower", "assigned", "marked_module", "marker", "module_tree"]
+__all__ = ["MARK", "IRLower", "assigned", "marker", "module_tree"]
 IND = "    "
 
 

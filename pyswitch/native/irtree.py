@@ -10,8 +10,8 @@ it).  Transitionally (issue 42, scope 1) that tree is made of three kinds of pie
   node assigns a target), lowered by `pyswitch.native.irlower.IRLower.ir_stmt` from the
   node's fields where the translator meets it;
 - the structured statements (`Assign`, `HeaderAlias`, `If`, `Loop` and its `Break` and
-  `Continue`, `Pass`, `Return`, `ExitScope`, `ParserScope`): their syntax tree is built
-  here from their fields -- the bodies from their `Line`s, the expressions
+  `Continue`, `Pass`, `Return`, `Seq`, `ExitScope`, `ParserScope`): their syntax tree is
+  built here from their fields -- the bodies from their `Line`s, the expressions
   (`PyExpr.code`) the only text parsed -- not from the printed Python.
 
 Line numbers follow the Python back end's print (each simple node one line), so that a
@@ -41,6 +41,7 @@ from pyswitch.ir import (
     PyText,
     RegRead,
     Return,
+    Seq,
     Stmt,
     TableApply,
     stmt_lines,
@@ -49,9 +50,9 @@ from pyswitch.ir import (
 MARK = "_ir"
 IND = "    "
 STRUCTURED = (Assign, If, ExitScope, ParserScope, HeaderAlias, Loop, Break, Continue, Pass,
-              Return)
+              Return, Seq)
 
-__all__ = ["MARK", "Marked", "assigned", "marked_module", "marker", "module_tree"]
+__all__ = ["MARK", "STRUCTURED", "Marked", "assigned", "marker", "module_tree"]
 
 
 def assigned(st: Stmt) -> str | None:
@@ -136,7 +137,14 @@ class Marked:
             self.write(b, -1, sbase, t, shown)
             self.parsed.extend(t)
 
-        if isinstance(st, If):
+        if isinstance(st, If) and st.inline:  # each body on a line of the statement
+            shown = [IND * d + t for _, t in stmt_lines(st)]
+            for off, b in enumerate((st.then,) if st.else_ is None else (st.then, st.else_)):
+                t: list[str] = []
+                self.write(b, -1, d, t, [])
+                parts.append((off, t))
+                self.parsed.extend(t)
+        elif isinstance(st, If):
             body(st.then)
             if st.else_ is not None:
                 if st.elif_:  # the one If of the else body, its first line ``elif``
@@ -165,11 +173,11 @@ class Marked:
     def resolve(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         """`stmts` with every structured statement's marker (at any depth) replaced by
         its tree."""
-        out = []
+        out: list[ast.stmt] = []
         for s in stmts:
             k = marker(s) if isinstance(s, ast.Expr) else None
             if k is not None and isinstance(self.nodes[k], STRUCTURED):
-                out.append(self.build(k, s.lineno))
+                out += self.build(k, s.lineno)
                 continue
             for name in ("body", "orelse", "finalbody"):
                 sub = getattr(s, name, None)
@@ -180,44 +188,51 @@ class Marked:
             out.append(s)
         return out
 
-    def build(self, k: int, at: int) -> ast.stmt:
-        """Structured node `k`, whose line is `at`, as a statement tree."""
+    def build(self, k: int, at: int) -> list[ast.stmt]:
+        """Structured node `k`, whose line is `at`, as statement trees (a `Seq` several)."""
         st = self.nodes[k]
         bodies = []
         for off, text in self.parts.get(k, ()):
             mod = ast.parse("\n".join(text) + "\n")
             ast.increment_lineno(mod, at + off - 1)
             bodies.append(self.resolve(mod.body))
-        if isinstance(st, Assign):
-            return ast.Assign([expr(st.target, at, store=True)], expr(st.value, at),
-                              lineno=at)
+        if isinstance(st, Seq):
+            return [simple(s, at) for s in st.stmts]
         if isinstance(st, If):
-            return ast.If(expr(st.cond, at), bodies[0], bodies[1] if len(bodies) > 1 else [],
-                          lineno=at)
-        if isinstance(st, HeaderAlias):
-            return ast.Assign([ast.Name(st.var, ast.Store())],
-                              ast.Subscript(ast.Name("S", ast.Load()), ast.Constant(st.slot),
-                                            ast.Load()), lineno=at)
+            return [ast.If(expr(st.cond, at), bodies[0], bodies[1] if len(bodies) > 1 else [],
+                           lineno=at)]
         if isinstance(st, Loop):
-            return ast.While(ast.Constant(True), bodies[0], [], lineno=at)
-        if isinstance(st, (Break, Continue, Pass)):
-            return {Break: ast.Break, Continue: ast.Continue, Pass: ast.Pass}[type(st)](lineno=at)
-        if isinstance(st, Return):
-            vals = [ast.Name(v, ast.Load()) for v in st.values]
-            return ast.Return(ast.Tuple(vals, ast.Load()) if vals else None, lineno=at)
+            return [ast.While(ast.Constant(True), bodies[0], [], lineno=at)]
+        if not isinstance(st, (ExitScope, ParserScope)):
+            return [simple(st, at)]
         handler_at = at + self.handler[k]
         if isinstance(st, ExitScope):
             h = ast.ExceptHandler(ast.Name("_Exit", ast.Load(), lineno=handler_at), None,
                                   [ast.Pass(lineno=handler_at + 1)], lineno=handler_at)
         else:
-            assert isinstance(st, ParserScope)
             code = ast.Attribute(ast.Name("_e", ast.Load()), "code", ast.Load(),
                                  lineno=handler_at + 1)
             h = ast.ExceptHandler(ast.Name("_PErr", ast.Load(), lineno=handler_at), "_e",
                                   [ast.Assign([expr(st.slot, handler_at + 1, store=True)],
                                               code, lineno=handler_at + 1)],
                                   lineno=handler_at)
-        return ast.Try(bodies[0], [h], [], [], lineno=at)
+        return [ast.Try(bodies[0], [h], [], [], lineno=at)]
+
+
+def simple(st: Stmt, at: int) -> ast.stmt:
+    """The tree of a structured statement of one line without a body, at line `at`."""
+    if isinstance(st, Assign):
+        return ast.Assign([expr(st.target, at, store=True)], expr(st.value, at), lineno=at)
+    if isinstance(st, HeaderAlias):
+        return ast.Assign([ast.Name(st.var, ast.Store())],
+                          ast.Subscript(ast.Name("S", ast.Load()), ast.Constant(st.slot),
+                                        ast.Load()), lineno=at)
+    if isinstance(st, (Break, Continue, Pass)):
+        return {Break: ast.Break, Continue: ast.Continue, Pass: ast.Pass}[type(st)](lineno=at)
+    if isinstance(st, Return):
+        vals = [ast.Name(v, ast.Load()) for v in st.values]
+        return ast.Return(ast.Tuple(vals, ast.Load()) if vals else None, lineno=at)
+    raise TypeError(f"not a statement of one line built from its fields: {st!r}")
 
 
 def expr(e: PyExpr, at: int, store: bool = False) -> ast.expr:
@@ -238,9 +253,3 @@ def module_tree(items: list[ModuleItem]) -> tuple[ast.Module, list[str], list[St
     m = Marked(items)
     return m.tree(), m.shown, m.nodes
 
-
-def marked_module(items: list[ModuleItem]) -> tuple[str, list[str], list[Stmt]]:
-    """(the module's marked text, its lines as shown, the nodes by marker number): the
-    text `module_tree` parses before it builds the structured statements."""
-    m = Marked(items)
-    return m.text, m.shown, m.nodes
