@@ -181,10 +181,10 @@ class Emitter:
         child.ind = self.ind + 1
         return child
 
-    def nested(self, lines: list[Line], pass_if_empty: bool = True) -> tuple[Line, ...]:
+    def nested(self, lines: list[Line]) -> tuple[Line, ...]:
         """`lines` (collected one level deeper than here, `sub`) as a structured
-        statement's body, counted from the statement's line; ``pass`` if there are none."""
-        body = shift(lines, self.ind) or ([Line(1, Pass())] if pass_if_empty else [])
+        statement's body, counted from the statement's line; a `Pass` if there are none."""
+        body = shift(lines, self.ind) or [Line(1, Pass())]
         if any(ln.ind < 1 for ln in body):
             raise ValueError("a body line above its statement")
         return tuple(body)
