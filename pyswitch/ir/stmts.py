@@ -1,12 +1,14 @@
 """Statements of the intermediate form.
 
 Each statement is a frozen dataclass; `pyswitch.ir.pyprint` prints it as the Python the
-compiler has always generated for it, the native path (`pyswitch.native.irlower`) lowers
-it to C from its fields.  `PyText` is the transitional statement: one line of Python the
-compiler still writes as text (it may open a block: ``while True:``, ``try:``; the lines
-after it at a greater depth are that block).  The structured statements (`If`, `Loop`, `ExitScope`,
-`ParserScope`) hold their bodies: each a tuple of `Line`, depths counted from the node's own
-line (a body's first level is 1); so does `Loop`.
+compiler has always generated for it, the native path lowers it to C from its fields (the
+simple nodes in `pyswitch.native.irlower`; the statements from `Assign` on are built into
+the syntax tree the C translator walks, `pyswitch.native.irtree`).  `PyText` is the
+transitional statement: one line of Python the compiler still writes as text (it may open
+a block: ``try:`` of a copy-out call, ``if hN[0]:`` of the deparser; the lines after it at
+a greater depth are that block).  The structured statements (`If`, `Loop`, `ExitScope`,
+`ParserScope`) hold their bodies: each a tuple of `Line`, depths counted from the node's
+own line (a body's first level is 1).
 """
 
 from __future__ import annotations
@@ -119,8 +121,8 @@ class TableApply:
 @dataclass(frozen=True)
 class Assign:
     """``target = value``: `target` an l-value the compiler writes as one expression (a
-    metadata slot ``M[j]``, a header field ``hN[j]``, a local, an action parameter), never a
-    tuple, a slice or a whole header."""
+    metadata slot ``M[j]``, a header field ``hN[j]``, a local, an action parameter; or the
+    local ``_hsN`` naming a stack element picked at run time), never a tuple or a slice."""
 
     target: PyExpr
     value: PyExpr
