@@ -321,9 +321,12 @@ class PsDriver:
             batch.nacks += out.nacks
             batch.completed_rounds += out.completed_rounds
         self.deliver(batch)
+        self.io.wake_at(self.state.next_deadline())
 
     def on_timer(self) -> None:
-        """The PS arms no timer."""
+        """Ask for what is overdue (``PsState.tick``)."""
+        self.deliver(self.state.tick(self.io.now()))
+        self.io.wake_at(self.state.next_deadline())
 
     def deliver(self, out: PsOutput) -> None:
         """Send ``out``'s RESULTs and replies; note the rounds it completed.  A reply goes to

@@ -75,21 +75,21 @@ Completion, RESULTs, retransmissions
     available from :meth:`PsState.round_sum`.
 
 NACKs (docs/protocol.md §6)
-    A PARTIAL flagged INCOMPLETE is a switch's flush: someone's retransmission found the slot
-    waiting for contributions that were lost.  With ``routes`` (each worker's schedule: which
-    aggregation point sums its chunk) the PS asks the workers the flush lacks -- of that
-    point's group when the flush holds one point's workers only (and one worker of every other
-    point it has heard nothing from, whose resend makes that switch flush or re-emit), else
-    every worker it has not received -- by a RESULT flagged INCOMPLETE whose bitmap is the set
-    it has and whose values are 0 (``PsOutput.nacks``, counted ``nacks``), sent to each such
-    worker alone, never down the tree (a RESULT there releases the slot).  The workers resend
-    at once (``workers.ina.worker``, "NACKs and probers"), instead of all 64 timing out.  In a
-    hierarchical job a flush names the switch that emitted it, and the PS asks the workers
-    below that switch it has not received; each NACK's bitmap is the present set folded to the
-    bitmap's width with the asked worker's folded bit cleared (it goes to that worker alone,
-    which resends when its bit is clear). A later request of a completed chunk that names a
-    worker (a re-emit or flush its retransmission caused) is answered to that worker alone once
-    the first answer went down the tree; more copies only to a worker that asked before.
+    With ``routes`` (each worker's schedule: which aggregation point sums its chunk) the PS
+    asks single workers to resend a chunk, by a RESULT flagged INCOMPLETE whose bitmap
+    leaves the asked worker out and whose values are 0 (``PsOutput.nacks``, counted
+    ``nacks``), sent to that worker alone, never down the tree (a RESULT there releases the
+    slot); the workers resend at once (``workers.ina.worker``, "NACKs and probers").  Whom
+    it asks is :mod:`workers.ina.asks`: after a **flush** (a PARTIAL flagged INCOMPLETE:
+    someone's retransmission found a switch's slot waiting) the workers the flush lacks --
+    in a hierarchical job, those below the switch that emitted it; after a **gap** (a piece
+    missing behind later chunks of its stream: ``workers.ina.gaps``, counted ``gaps``) one
+    worker of that piece; for an **overdue** chunk (later than its neighbours in the send
+    order, found by :meth:`PsState.tick` at :meth:`PsState.next_deadline`, counted
+    ``overdue``) its prober or one worker of each silent point.  A later request of a
+    completed chunk that names a worker (a re-emit or flush its retransmission caused) is
+    answered to that worker alone once the first answer went down the tree; more copies
+    only to a worker that asked before.
 
 Congestion marks (docs/protocol.md §6)
     A switch marks an INA packet that found its egress queue over the controller's threshold
@@ -167,8 +167,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from workers.ina.asks import Asks
 from workers.ina.constants import (
-    AGG_ID_PS,
     FLAG_ECN,
     FLAG_FALLBACK,
     FLAG_INCOMPLETE,
@@ -183,6 +183,9 @@ from workers.ina.messages import fold_mask, mask_of, wrap_sum
 from workers.ina.result_copies import ResultCopies
 from workers.ina.tree import Tree
 from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket
+
+# a packet of a recovery, not of a stream's first delivery (workers.ina.gaps)
+_RECOVERY = FLAG_RETRANSMIT | FLAG_INCOMPLETE | FLAG_FALLBACK
 
 
 @dataclass
@@ -215,6 +218,8 @@ class PsStats:
     result_copies: int = 0  # the extra copies of those
     result_topups: int = 0  # copies sent later, once the loss estimate asked for more
     nacks: int = 0  # asks to resend sent to single workers (module docstring, "NACKs")
+    overdue: int = 0  # of nacks: a chunk later than its neighbours (module doc, "NACKs")
+    gaps: int = 0  # of nacks: a stream's piece missing behind later ones (the same)
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -317,6 +322,7 @@ class PsState:
         chain: bool = False,
         chain_target: float = 0.5,
         chain_tail: int = 4,
+        dupthresh: int | None = 3,
     ) -> None:
         ids = sorted(set(int(w) for w in worker_ids))
         if not ids:
@@ -353,18 +359,10 @@ class PsState:
         self.chain_target = chain_target  # lost deliveries a round may expect, per chunk
         self.chain_tail = chain_tail  # a round's last RESULTs, in copies
         self._lossy = False
-        # chunk -> {first aggregation point: mask of the workers it sums} from the
-        # workers' schedules (``routes``: worker -> [(chunk, agg_id, fan_in)]); None: no
-        # NACKs (module docstring, "NACKs")
-        self._groups: dict[int, dict[int, int]] | None = None
-        self._agg_of: dict[tuple[int, int], int] = {}
-        if routes is not None:
-            self._groups = {}
-            for w, sched in routes.items():
-                for c, a, _ in sched:
-                    self._agg_of[(c, int(w))] = a
-                    g = self._groups.setdefault(c, {})
-                    g[a] = g.get(a, 0) | 1 << int(w)
+        # whom a NACK asks (``routes``: worker -> [(chunk, agg_id, fan_in)]), with the
+        # gap and overdue detectors; None: no NACKs (module docstring, "NACKs")
+        self._asks = (Asks(routes, dupthresh=dupthresh, flat=tree is None)
+                      if routes is not None else None)
         self.current_round = first_round
         self.stats = PsStats()
         self.anomalies: list[Anomaly] = []
@@ -561,6 +559,12 @@ class PsState:
             rs.fell[c] = True
         if now is not None and rs.nacked[c] & pkt.bitmap:  # a NACK's round trip
             self.result_copies.heard(r, c, pkt.bitmap, now)
+        if self._asks is not None and not pkt.flags & _RECOVERY:  # a first copy: gaps?
+            raw = pkt.worker_id if pkt.msg_type == TYPE_GRAD else None
+            for lost, w in self._asks.arrived(r, c, pkt.bitmap, raw, self.worker_ids):
+                lch = rs.chunks.get(lost)
+                if not rs.done[lost] and not (lch is not None and lch.union & pkt.bitmap):
+                    self._send_nacks(r, rs, lost, 1 << w, out, "gaps")
         ch = rs.chunks.get(c)
         if ch is None and pkt.bitmap == rs.mask:
             rs.sums[c] = pkt.values  # fast path: the whole sum in one packet (normal INA)
@@ -576,51 +580,56 @@ class PsState:
 
     def _nack(self, r: int, rs: _Round, c: int, pkt: InaPacket, out: PsOutput) -> None:
         """A switch flushed an incomplete aggregate of chunk ``c`` (someone's retransmission
-        found it waiting): ask the workers it lacks to resend (module docstring, "NACKs").
-        A flush summing one aggregation point's workers lacks the rest of that point's
-        group, and the PS asks one worker of each other point it has heard nothing from
-        (its switch then flushes or re-emits); one from higher up (several points'
-        workers) lacks every worker the PS has not received; in a hierarchical job, a flush
-        lacks the workers below the switch that emitted it.  Each asked worker gets a
-        RESULT flagged INCOMPLETE whose bitmap (the present set; folded, one per worker, in
-        a hierarchical job) leaves its bit out, which no worker takes for a sum."""
-        if self._groups is None:
+        found it waiting): ask the workers it lacks to resend (:meth:`Asks.after_flush`; in
+        a hierarchical job, the workers below the switch that emitted it)."""
+        if self._asks is None:
             return
-        b = pkt.bitmap
         ch = rs.chunks.get(c)
-        have = b | (ch.union if ch else 0)
-        aggs = set()
-        w = b
-        while w:
-            low = w & -w
-            aggs.add(self._agg_of.get((c, low.bit_length() - 1), -1))
-            w ^= low
-        lack = rs.mask & ~have
+        have = pkt.bitmap | (ch.union if ch else 0)
         if self.tree is not None:
             # a hierarchical flush lacks the workers below the switch that emitted it
-            lack &= self.tree_of(r).workers_below(self._emitter) if self._emitter else 0
-        elif len(aggs) == 1 and (a := aggs.pop()) not in (-1, AGG_ID_PS):
-            # from that point: the rest of its group; and of every other point the PS has
-            # heard nothing from, one worker, whose resend makes that point's switch flush
-            # or re-emit what it holds (its PARTIAL was lost, or waits for a lost GRAD);
-            # workers that send raw to the PS, each itself.  Without these a flush of a
-            # group that is all there asked nobody, and the chunk waited for the other
-            # workers' hold-off (k=16, budget 4, 1 % loss: 1.4-1.7 s)
-            groups = self._groups.get(c, {})
-            asked = lack & groups.get(a, 0)
-            for point, group in groups.items():
-                if point == AGG_ID_PS:
-                    asked |= lack & group
-                elif point != a and not group & have:
-                    asked |= group & -group
-            lack = asked
-        present = rs.mask & ~lack
-        if not lack or not present:
-            return
+            below = self.tree_of(r).workers_below(self._emitter) if self._emitter else 0
+            ask = rs.mask & ~have & below
+        else:
+            ask = self._asks.after_flush(c, pkt.bitmap, have, rs.mask)
+        if ask and ask != rs.mask:
+            self._send_nacks(r, rs, c, ask, out)
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`tick` may next ask for an overdue chunk (None: no need)."""
+        late = self._asks.late if self._asks is not None else None
+        return late.next_deadline() if late is not None else None
+
+    def tick(self, now: float) -> PsOutput:
+        """Ask for the chunks of the lowest incomplete round that are overdue at ``now``
+        (:mod:`workers.ina.asks`), except those a NACK asked for already (their recovery
+        runs)."""
+        out = PsOutput()
+        late = self._asks.late if self._asks is not None else None
+        r = self.current_round
+        rs = self._rounds.get(r)
+        if late is None or late.round != r or rs is None:
+            return out
+        self._now = now
+        for c in late.overdue(now):
+            if not rs.done[c] and not rs.nacked[c]:
+                ch = rs.chunks.get(c)
+                ask = self._asks.overdue(r, c, ch.union if ch else 0, rs.mask, self.worker_ids)
+                if ask:
+                    self._send_nacks(r, rs, c, ask, out, "overdue")
+        return out
+
+    def _send_nacks(self, r: int, rs: _Round, c: int, ask: int, out: PsOutput,
+                    why: str | None = None) -> None:
+        """NACK each worker of ``ask`` for chunk ``c``: a RESULT flagged INCOMPLETE whose
+        bitmap (every other worker; folded, one per worker, in a hierarchical job) leaves
+        the asked worker's bit out, which no worker takes for a sum.  ``why``: the stats
+        counter of a gap or an overdue chunk."""
+        present = rs.mask & ~ask
         zero = np.zeros(self.k, dtype=np.int32)
         nack = InaPacket.result(self.job_id, r, c, present, zero, flags=FLAG_INCOMPLETE)
-        while lack:
-            low = lack & -lack
+        while ask:
+            low = ask & -ask
             if self.tree is not None:
                 # the present set folded to the bitmap's width, the asked worker's folded
                 # bit cleared: one NACK per worker (it goes to that worker alone)
@@ -629,10 +638,12 @@ class PsState:
                                         flags=FLAG_INCOMPLETE)
             out.nacks.append((low.bit_length() - 1, nack))
             self.stats.nacks += 1
+            if why is not None:
+                setattr(self.stats, why, getattr(self.stats, why) + 1)
             self.result_copies.nacked(r, 1, c, low.bit_length() - 1, self._now)
             self._lossy = True
             rs.nacked[c] |= low
-            lack ^= low
+            ask ^= low
 
     def _try_complete(self, r: int, rs: _Round, c: int, ch: _Chunk, out: PsOutput,
                       bitmap: int = 0) -> None:
@@ -654,6 +665,9 @@ class PsState:
         st = self.stats
         rs.done[c] = True
         rs.n_done += 1
+        late = self._asks.late if self._asks is not None else None
+        if late is not None and self._now is not None and r == self.current_round:
+            late.completed(r, c, self._now)
         st.chunks_completed += 1
         st.results_sent += 1
         if self.chain:
@@ -790,6 +804,8 @@ class PsState:
         while (rs := self._rounds.get(self.current_round)) is not None and rs.complete:
             self.current_round += 1
         horizon = self.current_round - self.keep_done
+        if self._asks is not None and self._asks.gaps is not None:
+            self._asks.gaps.forget(self.current_round)
         for r in [r for r in self._rounds if r < horizon]:
             del self._rounds[r]
 

@@ -1,0 +1,131 @@
+"""The PS's loss detectors (workers.ina.gaps) and whom they ask (workers.ina.asks): hand-traced
+arrival orders, the NACKs they cause, and the chunks still summed exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.test_ps_state import JOB, Grads, K
+from workers.ina.asks import Asks
+from workers.ina.constants import FLAG_INCOMPLETE, FLAG_RETRANSMIT, TYPE_PARTIAL, TYPE_RESULT
+from workers.ina.gaps import GapDetector, Overdue
+from workers.ina.ps import PsState
+
+
+def test_streams_follow_the_send_order_of_one_route():
+    # two routes, sent interleaved: chunks 0, 2, 4, 6 on route "a", 1, 3, 5 on route "b"
+    d = GapDetector({c: "a" if c % 2 == 0 else "b" for c in range(7)}, dupthresh=2)
+    assert d.arrived(0, 0, piece=0b11) == []
+    # route b's arrivals are another stream: they never count for route a
+    assert [d.arrived(0, c, 0b11) for c in (1, 3, 5)] == [[], [], []]
+    assert d.arrived(0, 4, 0b11) == []  # 2 missing behind one later arrival: reordering
+    assert d.arrived(0, 6, 0b11) == [2]  # behind two: lost
+    # the order is the send order given, not the chunk numbers
+    d = GapDetector({3: "a", 0: "a", 2: "a"}, dupthresh=2)
+    assert d.arrived(0, 3, 1) == [] and d.arrived(0, 2, 1) == []  # 0 missing, behind 1
+    d = GapDetector({3: "a", 0: "a", 2: "a", 1: "a"}, dupthresh=2)
+    assert [d.arrived(0, c, 1) for c in (0, 2, 1)] == [[], [3], []]  # 3 was sent first
+
+
+def test_gap_threshold_counts_later_arrivals_of_the_same_piece():
+    d = GapDetector({c: "r" for c in range(8)}, dupthresh=3)
+    assert d.arrived(0, 0, 0b1) == []
+    assert d.arrived(0, 2, 0b1) == []  # 1 behind 1 later arrival
+    assert d.arrived(0, 3, 0b1) == []  # behind 2
+    assert d.arrived(0, 4, 0b1) == [1]  # behind 3: lost, reported once
+    assert d.arrived(0, 5, 0b1) == []
+    # another piece of the same chunks (a second subtree) is its own stream
+    assert [d.arrived(0, c, 0b10) for c in (0, 1, 2, 3)] == [[], [], [], []]
+    # the same arrival order in the next round reports again; a duplicate counts nothing
+    assert d.arrived(1, 0, 0b1) == [] and d.arrived(1, 0, 0b1) == []
+    assert [d.arrived(1, c, 0b1) for c in (2, 3, 4)] == [[], [], [1]]
+    d.forget(1)
+    assert all(key[0] >= 1 for key in d._streams)
+    with pytest.raises(ValueError):
+        GapDetector({0: "r"}, dupthresh=0)
+
+
+def test_an_overdue_chunk_is_reported_after_tau_once():
+    late = Overdue([10, 11, 12, 13], mult=4.0, quantile=0.9, floor=0.02)
+    assert late.next_deadline() is None  # nothing before a round's first completion
+    late.completed(0, 10, 1.0)
+    assert late.next_deadline() == pytest.approx(1.02)  # chunk 11 follows within tau
+    late.completed(0, 12, 1.01)  # 11 is a hole now, 13 the next
+    assert late.next_deadline() == pytest.approx(1.03)
+    assert late.overdue(1.029) == []
+    assert late.overdue(1.03) == [11, 13]
+    assert late.overdue(5.0) == [] and late.next_deadline() is None  # reported once
+    late.completed(0, 11, 1.05)  # came after its report: not a sample of lateness
+    assert late.tau == pytest.approx(0.02)
+    # a new round starts anew; chunks that come on their own teach tau
+    late.completed(1, 10, 2.0)
+    late.completed(1, 11, 2.004)  # 4 ms after its neighbour: 4 x 4 ms < floor
+    assert late.tau == pytest.approx(0.02)
+    late.completed(1, 12, 2.014)  # 10 ms: samples (4, 10) ms, the 0.9 quantile is 10 ms
+    assert late.tau == pytest.approx(0.04)
+    assert late.next_deadline() == pytest.approx(2.054)
+
+
+def _routes(n_workers: int, n_chunks: int, point: int = 5):
+    return {w: [(c, point, n_workers) for c in range(n_chunks)] for w in range(n_workers)}
+
+
+def test_the_ps_asks_for_a_gap_and_the_chunk_completes_exactly():
+    """Chunks 0, 2, 3, 4 of one switch's stream arrive, 1 does not: the PS NACKs chunk 1's
+    prober (a worker of the piece), and the switch's re-emitted aggregate completes it."""
+    g = Grads(4, 6)
+    ps = PsState(JOB, range(4), n_chunks=6, k=K, unicast_late=True, routes=_routes(4, 6))
+    nacks = []
+    for c in (0, 2, 3, 4):
+        nacks += ps.on_packet(g.pkt(range(4), c=c, typ=TYPE_PARTIAL), now=0.01 * c).nacks
+    assert [(w, p.chunk_id) for w, p in nacks] == [(1, 1)]  # prober of chunk 1, round 0
+    (_, nack), = nacks
+    assert nack.msg_type == TYPE_RESULT and nack.flags == FLAG_INCOMPLETE
+    assert nack.bitmap == 0b1101 and not nack.values.any()
+    assert ps.stats.gaps == 1 and ps.stats.nacks == 1
+    out = ps.on_packet(g.pkt(range(4), c=1, typ=TYPE_PARTIAL, flags=FLAG_RETRANSMIT), now=0.05)
+    assert out.results and np.array_equal(out.results[0].values, g.exact(0, range(4), 1))
+
+
+def test_the_ps_asks_for_an_overdue_tail_chunk_at_its_deadline():
+    """The round's last chunk (no later chunk can show its gap) is asked for once it is
+    later than its neighbour by tau; a chunk a NACK already asked for is not asked again."""
+    g = Grads(4, 3)
+    ps = PsState(JOB, range(4), n_chunks=3, k=K, unicast_late=True, routes=_routes(4, 3))
+    ps.on_packet(g.pkt(range(4), c=0, typ=TYPE_PARTIAL), now=1.0)
+    ps.on_packet(g.pkt(range(4), c=1, typ=TYPE_PARTIAL), now=1.002)
+    due = ps.next_deadline()
+    assert due == pytest.approx(1.022)  # tau: the 0.02 s floor (one 2 ms sample x 4 below it)
+    assert ps.tick(due - 0.001).nacks == []
+    out = ps.tick(due)
+    assert [(w, p.chunk_id) for w, p in out.nacks] == [(2, 2)]  # chunk 2's prober
+    assert ps.stats.overdue == 1 and ps.tick(due + 1).nacks == []
+    out = ps.on_packet(g.pkt(range(4), c=2, typ=TYPE_PARTIAL, flags=FLAG_RETRANSMIT), now=1.03)
+    assert out.completed_rounds == [0]
+    assert np.array_equal(ps.round_sum(0), g.exact(0, range(4), None))
+
+
+def test_in_order_arrivals_ask_nobody():
+    g = Grads(4, 6)
+    ps = PsState(JOB, range(4), n_chunks=6, k=K, unicast_late=True, routes=_routes(4, 6))
+    for r in range(2):
+        for c in range(6):
+            out = ps.on_packet(g.pkt(range(4), r=r, c=c, typ=TYPE_PARTIAL), now=r + 0.001 * c)
+            assert out.nacks == [] and ps.tick(r + 0.001 * c).nacks == []
+    assert ps.stats.nacks == 0 and ps.is_round_complete(1)
+
+
+def test_asks_after_a_flush_and_for_overdue_chunks():
+    # workers 0-2 at switch 5, 3-4 at switch 7, 5 raw to the PS (point 0), one chunk
+    point = {0: 5, 1: 5, 2: 5, 3: 7, 4: 7, 5: 0}
+    asks = Asks({w: [(0, a, 1)] for w, a in point.items()})
+    full = 0b111111
+    # switch 5 flushed {0, 2}: its missing 1, one worker of silent switch 7, raw worker 5
+    assert asks.after_flush(0, 0b101, 0b101, full) == 0b101010
+    # overdue with nothing received: the prober; with switch 5's aggregate: one of switch 7
+    assert asks.overdue(0, 0, 0, full, list(range(6))) == 1 << 0
+    assert asks.overdue(0, 0, 0b111, full, list(range(6))) == 1 << 3
+    # a point whose first copies arrive as GRADs sums nothing: its senders' streams show gaps
+    asks.arrived(0, 0, 1 << 3, raw_from=3, members=list(range(6)))
+    assert asks.overdue(0, 0, 0b111, full, list(range(6))) == 0
