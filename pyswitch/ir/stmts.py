@@ -5,7 +5,7 @@ compiler has always generated for it, the native path lowers it to C from its fi
 simple nodes in `pyswitch.native.irlower`; the statements from `Assign` on are built into
 the syntax tree the C translator walks, `pyswitch.native.irtree`).  `PyText` is the
 transitional statement: one line of Python the compiler still writes as text (it may open
-a block: ``try:`` of a copy-out call, ``if hN[0]:`` of the deparser; the lines after it at
+a block: ``try:`` of a copy-out call; the lines after it at
 a greater depth are that block).  The structured statements (`If`, `Loop`, `ExitScope`,
 `ParserScope`) hold their bodies: each a tuple of `Line`, depths counted from the node's
 own line (a body's first level is 1).  The parser's cursor (`ParserStart`, `Extract`,
