@@ -26,19 +26,25 @@ import pytest
 
 from pyswitch.ir import (
     ActionCall,
+    Advance,
     Assign,
     Break,
     Continue,
     CounterCount,
+    Emit,
+    EmitRun,
     Exit,
     ExitScope,
+    Extract,
     Function,
     HeaderAlias,
     If,
     Line,
     Loop,
+    ParserEnd,
     ParserError,
     ParserScope,
+    ParserStart,
     Pass,
     PyExpr,
     PyText,
@@ -50,7 +56,7 @@ from pyswitch.ir import (
     stmt_lines,
     walk,
 )
-from pyswitch.native.irtree import STRUCTURED, Marked, assigned
+from pyswitch.native.irtree import PACKET, STRUCTURED, Marked, assigned
 from pyswitch.program import compile_p4
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,8 +119,10 @@ def test_ina_converted_constructs_reach_c_as_nodes() -> None:
     m = Marked(prog.ir)
     text = "\n".join(m.parsed)  # every line parsed: the functions' and the bodies'
     for idiom in ("IndexError", ".exact.get(", ".lookup(", ".default", "_PErr", ".fn(S, M",
-                  "C0p[", "C0b[", "_Exit", "try:", "elif "):
+                  "C0p[", "C0b[", "_Exit", "try:", "elif ", "unpack_from", "pos +=",
+                  "len(buf)", "return pos", "out.append", ".pack("):
         assert idiom not in text, idiom
+    assert c.get("PyText", 0) == 0  # every line of ina.p4's functions is a node
     assert len(m.text.splitlines()) == len(m.shown)  # messages show the node's Python line
     assert sum(isinstance(n, RegRead) for n in m.nodes) == c["RegRead"]
     assert sum(isinstance(n, If) for n in m.nodes) == c["If"]
@@ -211,6 +219,64 @@ def test_c_tree_of_structured_statements_built_from_fields() -> None:
                                                    "Assign"]
 
 
+def _lines(t: ast.AST) -> list[tuple[str, int]]:
+    """Each statement's and expression's kind and line, in walk order."""
+    return [(type(x).__name__, x.lineno) for x in ast.walk(t)
+            if isinstance(x, (ast.stmt, ast.expr))]
+
+
+def test_printer_text_of_parser_and_deparser_nodes() -> None:
+    assert stmt_lines(ParserStart()) == [(0, "L = len(buf)"), (0, "pos = 0")]
+    assert stmt_lines(ParserEnd()) == [(0, "return pos")]
+    assert stmt_lines(Advance(PyExpr("14"))) == [(0, "pos += 14")]
+    assert stmt_lines(Advance(PyExpr("_adv1 >> 3"))) == [(0, "pos += _adv1 >> 3")]
+    assert stmt_lines(Extract("h2", "_st2", 8, 4)) == [
+        (0, "h2[1:] = _st2.unpack_from(buf, pos)")]
+    assert stmt_lines(Extract("h1", "_st1", 3, 2, (PyExpr("(a0 >> 4)"), PyExpr("(a0 & 15)"),
+                                                    PyExpr("a1")))) == [
+        (0, "a0, a1 = _st1.unpack_from(buf, pos)"), (0, "h1[1:] = ((a0 >> 4), (a0 & 15), a1,)")]
+    assert stmt_lines(Extract("_hs3", "_st0", 2, 1, (PyExpr("(a0 >> 8)"),))) == [
+        (0, "a0, = _st0.unpack_from(buf, pos)"), (0, "_hs3[1:] = ((a0 >> 8),)")]
+    e0 = Emit("h0", "_st0")
+    e1 = Emit("h1", "_st1", (PyExpr("((h1[1] << 4) | h1[2])"), PyExpr("h1[3]")))
+    assert stmt_lines(e0) == [(0, "if h0[0]:"), (1, "out.append(_st0.pack(*h0[1:]))")]
+    assert stmt_lines(e1) == [(0, "if h1[0]:"),
+                              (1, "out.append(_st1.pack(((h1[1] << 4) | h1[2]), h1[3]))")]
+    assert stmt_lines(EmitRun("_sd4", (e0, e1))) == [
+        (0, "if h0[0] and h1[0]:"),
+        (1, "out.append(_sd4.pack(*h0[1:], ((h1[1] << 4) | h1[2]), h1[3]))"),
+        (0, "else:"), (1, "if h0[0]:"), (2, "out.append(_st0.pack(*h0[1:]))"),
+        (1, "if h1[0]:"), (2, "out.append(_st1.pack(((h1[1] << 4) | h1[2]), h1[3]))")]
+    assert stmt_lines(ParserError(PyExpr("M[7]"), PyExpr("not M[3]"))) == [
+        (0, "if not M[3]: raise _PErr(M[7])")]
+
+
+def test_c_tree_of_parser_and_deparser_nodes_built_from_fields() -> None:
+    """The parser's and deparser's nodes reach the native path as trees built from their
+    fields (only each `PyExpr.code` parsed), numbered as the Python prints them."""
+    fields = (PyExpr("(a0 >> 4)"), PyExpr("(a0 & 15)"))
+    parser = (Line(1, ParserStart()),
+              Line(1, ParserScope((Line(1, Extract("h1", "_st1", 1, 1, fields)),
+                                   Line(1, Advance(PyExpr("1")))), PyExpr("M[5]"))),
+              Line(1, ParserEnd()))
+    run = EmitRun("_sd2", (Emit("h0", "_st0"), Emit("h1", "_st1", (PyExpr("h1[1]"),))))
+    m = Marked([Function("parser", ("S", "M", "buf"), parser),
+                Function("deparser", ("S", "M", "out"), (Line(1, run),))])
+    assert m.shown == [
+        "def parser(S, M, buf):", "    L = len(buf)", "    pos = 0", "    try:",
+        "        a0, = _st1.unpack_from(buf, pos)", "        h1[1:] = ((a0 >> 4), (a0 & 15),)",
+        "        pos += 1", "    except _PErr as _e:", "        M[5] = _e.code",
+        "    return pos", "", "def deparser(S, M, out):", "    if h0[0] and h1[0]:",
+        "        out.append(_sd2.pack(*h0[1:], h1[1]))", "    else:", "        if h0[0]:",
+        "            out.append(_st0.pack(*h0[1:]))", "        if h1[0]:",
+        "            out.append(_st1.pack(h1[1]))"]
+    tree = m.tree()
+    py = ast.parse("\n".join(m.shown) + "\n")
+    assert ast.dump(tree) == ast.dump(py)
+    assert _lines(tree) == _lines(py)
+    assert "unpack_from" not in "\n".join(m.parsed) and "out." not in "\n".join(m.parsed)
+
+
 def _flat(body: tuple, d: int, n: list[int], out: list[str]) -> None:
     """`body` as the printed Python, each simple node its marker line (numbered as
     `Marked` numbers them): the text the native path parsed before the structured
@@ -242,6 +308,8 @@ def _flat(body: tuple, d: int, n: list[int], out: list[str]) -> None:
         elif isinstance(st, Loop):
             out.append(f"{ind}while True:")
             _flat(st.body, d + ln.ind, n, out)
+        elif isinstance(st, PACKET):  # the parser's and deparser's: their lines
+            out += ["    " * (d + ln.ind + e) + t for e, t in stmt_lines(st)]
         elif isinstance(st, STRUCTURED):  # one line of its own: an assignment, a jump
             out.append(ind + stmt_lines(st)[0][1])
         else:
@@ -251,9 +319,10 @@ def _flat(body: tuple, d: int, n: list[int], out: list[str]) -> None:
 
 @pytest.mark.parametrize("rel", PROGRAMS)
 def test_c_tree_is_the_printed_pythons(rel: str) -> None:
-    """The native path's syntax tree, built from the structured statements' fields, is
-    the tree of the printed Python (simple nodes as markers), line numbers included: the
-    C back end reads the same program as before they were nodes."""
+    """The native path's syntax tree, built from the structured statements' and the
+    parser's and deparser's nodes' fields, is the tree of the printed Python (simple nodes
+    as markers), line numbers included (the statements' and the expressions'): the C back
+    end reads the same program as before they were nodes."""
     ir = _compile(rel).ir
     flat: list[str] = []
     n = [0]
@@ -268,8 +337,7 @@ def test_c_tree_is_the_printed_pythons(rel: str) -> None:
     m = Marked(ir)
     tree, want = m.tree(), ast.parse("\n".join(flat) + "\n")
     assert ast.dump(tree) == ast.dump(want)
-    assert [(type(x).__name__, x.lineno) for x in ast.walk(tree) if isinstance(x, ast.stmt)] \
-        == [(type(x).__name__, x.lineno) for x in ast.walk(want) if isinstance(x, ast.stmt)]
+    assert _lines(tree) == _lines(want)
     assert len(m.shown) == len(flat)
 
 

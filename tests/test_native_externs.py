@@ -80,6 +80,29 @@ def test_the_served_externs_native_equals_python(monkeypatch, with_random: bool)
 
 
 @needs_cc
+def test_verify_with_an_error_known_at_run_time_native_equals_python(monkeypatch) -> None:
+    """``verify(version == 1, meta.err)``: the error is a metadata field's value (HeaderTooShort
+    when the ttl is 0, BadVersion otherwise), one `ParserError` node on both paths."""
+    prog = compile_p4(PROG, defines={"VERIFY_AT_RUN_TIME": 1})
+    assert prog.code.count("if not (h1[1] == 1): raise _PErr(M[3])") == 2
+    py, nat = twins(prog, monkeypatch)
+    rng = random.Random(7)
+    work = []
+    for i in range(200):
+        f = bytearray(_frame(rng, good=i % 2 == 0))
+        if i % 4 < 2:
+            f[15] = 0  # ttl 0
+        work.append((rng.randrange(8), bytes(f)))
+    assert run_both(py, nat, work) > 100
+    bad = ETH + bytes([2, 0]) + bytes(6)  # version 2, ttl 0: HeaderTooShort
+    for sw in (py, nat):
+        ((port, f),) = sw.process(0, bad)
+        assert port == 8 and f[12:14] == b"\xba\xd0"
+        ((port, _),) = sw.process(0, bad[:15] + b"\x01" + bad[16:])  # ttl 1: BadVersion
+        assert port == 7
+
+
+@needs_cc
 def test_a_payload_checksum_by_hand(monkeypatch) -> None:
     """The output's checksum covers the new dstPort and the payload (odd length)."""
     py, nat = twins(compile_p4(PROG), monkeypatch)

@@ -22,6 +22,7 @@ from pyswitch.ir import (
     Body,
     Break,
     Continue,
+    Emit,
     ExitScope,
     Function,
     HeaderAlias,
@@ -36,7 +37,6 @@ from pyswitch.ir import (
     shift,
     walk,
 )
-from pyswitch.ir.pyprint import body_lines
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -50,8 +50,10 @@ from pyswitch.types import (
 )
 
 INT32_MAX = (1 << 31) - 1  # P4Info's size fields (register, counter) are int32
-# the statements a deparser's pass over its text may turn back into text
-TEXT_LIKE = (PyText, Assign, If, Loop, Break, Continue, Pass, Return, Seq)
+# the statements of a deparser whose emits get the fast path (`merge_emits`): those it had
+# when the pass was over the deparser's text (the emits, with the assignments, ifs and
+# loops around them)
+TEXT_LIKE = (PyText, Assign, If, Loop, Break, Continue, Pass, Return, Seq, Emit)
 
 
 class Controls:
@@ -81,27 +83,24 @@ class Controls:
         self.block_init = None
         params_py = ["S", "M", "out"] if kind == "deparser" else ["S", "M"]
         if kind == "deparser" and all(isinstance(st, TEXT_LIKE) for st in walk(body.lines)):
-            # a pass over the text of the emits (PyText, with the assignments, ifs and
-            # loops around them): it makes no other node into text (the deparser is
-            # still text, docs/pyswitch-ir.md)
-            body.lines = [Line.from_python(s) for s in self.merge_emits(body_lines(body.lines))]
+            body.lines = self.merge_emits(body.lines)  # runs of emits: compiler.parser
         self.emit_function(kind, params_py, body, pre=[], post=[], scope=ExitScope)
 
-    def emit_function(self, fname: str, params: list[str], body: Emitter, pre: list[str],
-                      post: list[str], scope: Callable[[Body], Stmt] | None = None) -> None:
-        """Function `fname`: the aliases of the headers it uses, `pre` (lines of Python),
+    def emit_function(self, fname: str, params: list[str], body: Emitter, pre: list[Stmt],
+                      post: list[Stmt], scope: Callable[[Body], Stmt] | None = None) -> None:
+        """Function `fname`: the aliases of the headers it uses, `pre` (statements),
         `body` (``pass`` if empty) -- inside the statement `scope` makes of it (a block's
         `ExitScope`, the parser's `ParserScope`), collected one level deeper then -- and
         `post`."""
         lines = [Line(1, HeaderAlias(f"h{s}", s)) for s in sorted(self.used_slots)]
-        lines += [Line.from_python("    " + p) for p in pre]
+        lines += [Line(1, p) for p in pre]
         if not body.lines:
             body.emit(Pass())
         if scope is None:
             lines.extend(body.lines)
         else:
             lines.append(Line(1, scope(tuple(shift(body.lines, 1)))))
-        lines += [Line.from_python("    " + p) for p in post]
+        lines += [Line(1, p) for p in post]
         self.module.append(Function(fname, tuple(params), tuple(lines)))
 
     def local_decl(self, item: Tree, scope: Scope, em: Emitter) -> None:

@@ -28,7 +28,7 @@ from pyswitch.compiler.model import (
 )
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import VarbitTy
-from pyswitch.ir import ParserError, PyExpr, PyText
+from pyswitch.ir import Advance, ParserError, PyExpr, PyText
 from pyswitch.types import (
     BOOL,
     INTLIT,
@@ -165,14 +165,14 @@ class Externs:
                                             PyExpr(f"{v} & 7")))
                         em.emit(ParserError(self.errors.index('PacketTooShort'),
                                             PyExpr(f"pos + ({v} >> 3) > L")))
-                        em(f"pos += {v} >> 3")
+                        em.emit(Advance(PyExpr(f"{v} >> 3")))
                         return None
                     n = ne.const
                     if n % 8:
                         raise self.err(node, "advance needs a constant multiple of 8 bits")
                     em.emit(ParserError(self.errors.index('PacketTooShort'),
                                         PyExpr(f"pos + {n // 8} > L")))
-                    em(f"pos += {n // 8}")
+                    em.emit(Advance(PyExpr(str(n // 8))))
                     return None
                 if mn == "length":
                     return E("L * 8", Bits(32))

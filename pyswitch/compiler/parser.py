@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from lark import Tree
@@ -22,14 +24,33 @@ from pyswitch.compiler.model import (
     _lit,
 )
 from pyswitch.compiler.varbit import varbit_index
-from pyswitch.ir import Break, Line, ModuleText, ParserError, ParserScope, Pass, PyExpr
+from pyswitch.ir import (
+    Advance,
+    Break,
+    Emit,
+    EmitRun,
+    ExitScope,
+    Extract,
+    If,
+    Line,
+    Loop,
+    ModuleText,
+    ParserEnd,
+    ParserError,
+    ParserScope,
+    ParserStart,
+    Pass,
+    PyExpr,
+    Stmt,
+)
+from pyswitch.ir.pyprint import pack_args
 from pyswitch.types import (
     BoolTy,
     HeaderTy,
 )
 
-_EMIT_IF = re.compile(r"^(\s*)if (h\d+)\[0\]:$")
-_EMIT_APPEND = re.compile(r"^(\s*)out\.append\((_st\d+)\.pack\((.*)\)\)$")
+_HEADER = re.compile(r"h\d+")
+_HEADER_REF = re.compile(r"\bh\d+\b")
 
 
 class ParserGen:
@@ -74,8 +95,8 @@ class ParserGen:
         body.lines[:0] = init.lines
         self.block_init = None
         slot = PyExpr(f"M[{self.std.fields['parser_error'].code[2:-1]}]")
-        self.emit_function("parser", ["S", "M", "buf"], body, pre=["L = len(buf)", "pos = 0"],
-                           post=["return pos"], scope=lambda b: ParserScope(b, slot))
+        self.emit_function("parser", ["S", "M", "buf"], body, pre=[ParserStart()],
+                           post=[ParserEnd()], scope=lambda b: ParserScope(b, slot))
 
     def emit_state(self, sn: str, scope: Scope, em: Emitter, path: list[str]) -> None:
         if sn == "accept":
@@ -186,13 +207,13 @@ class ParserGen:
             return f"{_lit(lo.const)} <= {k.code} <= {_lit(hi.const)}"
         raise self.err(el, "unsupported keyset")
 
-    def header_plan(self, ty: HeaderTy) -> tuple[str, list[str], str, int, int]:
+    def header_plan(self, ty: HeaderTy) -> tuple[str, list[str], list[str], int, int]:
         """How to (de)serialise a header with one precompiled `struct.Struct`.
 
         Fields are grouped into byte-aligned chunks; each chunk is read as big-endian struct
         items of 8/4/2/1 bytes (largest first) which are recombined with shifts, and fields are
         cut out of the chunk with shifts and masks. Returns (struct var, per-field expressions
-        over the items ``a0..`` or ``["*"]`` when items are the fields, pack argument list over
+        over the items ``a0..`` or ``["*"]`` when items are the fields, pack arguments over
         ``h[i]``, size in bytes, number of items)."""
         fmt = ">"
         nitems = 0
@@ -251,61 +272,61 @@ class ParserGen:
             self.module.insert(0, ModuleText(f"{var} = _struct.Struct({fmt!r})"))
         var = self.header_plans[key]
         simple = field_exprs == [f"a{i}" for i in range(nitems)]
-        return var, (["*"] if simple else field_exprs), ", ".join(pack_items), \
-            struct.calcsize(fmt), nitems
+        return var, (["*"] if simple else field_exprs), pack_items, struct.calcsize(fmt), nitems
 
     def emit_extract(self, loc: HdrLoc, em: Emitter) -> None:
         var, exprs, _pack, size, nitems = self.header_plan(loc.ty)
         h = loc.var
         self.used_slots.add(loc.slot)
         em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {size} > L")))
-        if exprs == ["*"]:
-            em(f"{h}[1:] = {var}.unpack_from(buf, pos)")
-        else:
-            names = ", ".join(f"a{i}" for i in range(nitems))
-            em(f"{names}{',' if nitems == 1 else ''} = {var}.unpack_from(buf, pos)")
-            em(f"{h}[1:] = ({', '.join(exprs)},)")
+        fields = None if exprs == ["*"] else tuple(PyExpr(x) for x in exprs)
+        em.emit(Extract(h, var, size, nitems, fields))
         em.assign(f"{h}[0]", "True")
-        em(f"pos += {size}")
+        em.emit(Advance(PyExpr(str(size))))
 
-    def merge_emits(self, lines: list[str]) -> list[str]:
-        """The deparser's runs of consecutive ``if hN[0]: out.append(_stK.pack(...))`` (two
-        or more, same block) get a fast path: when every header of the run is valid, one
-        struct of the concatenated big-endian formats packs them all at once (standard
-        sizes have no padding, so its bytes are the concatenation); otherwise the run as
-        it was."""
-        out: list[str] = []
+    def merge_emits(self, body: Sequence[Line]) -> list[Line]:
+        """The deparser's runs of consecutive `Emit`s of headers ``hN`` (two or more, one
+        body, one depth) get a fast path, an `EmitRun`: when every header of the run is
+        valid, one struct of the concatenated big-endian formats packs them all at once
+        (standard sizes have no padding, so its bytes are the concatenation); otherwise
+        the run as it was.  The bodies of structured statements too, in print order."""
+        out: list[Line] = []
         i = 0
-        while i < len(lines):
-            run: list[tuple[str, str, str, str]] = []
+        while i < len(body):
             j = i
-            while j + 1 < len(lines):
-                m1 = _EMIT_IF.match(lines[j])
-                m2 = _EMIT_APPEND.match(lines[j + 1])
-                if not (m1 and m2 and m2.group(1) == m1.group(1) + "    "
-                        and m2.group(2) in self.header_fmts
-                        # the header packed is the header tested (what emit_emit writes)
-                        and set(re.findall(r"\bh\d+\b", m2.group(3))) == {m1.group(2)}
-                        and (not run or m1.group(1) == run[0][0])):
-                    break
-                run.append((m1.group(1), m1.group(2), m2.group(2), m2.group(3)))
-                j += 2
-            if len(run) < 2:
-                out.append(lines[i])
+            while j < len(body) and body[j].ind == body[i].ind and self.mergeable(body[j].stmt):
+                j += 1
+            if j - i < 2:
+                out.append(self.merge_inside(body[i]))
                 i += 1
                 continue
-            ind = run[0][0]
-            fmt = ">" + "".join(self.header_fmts[v][1:] for _i, _h, v, _a in run)
+            run = tuple(ln.stmt for ln in body[i:j])
+            fmt = ">" + "".join(self.header_fmts[e.struct][1:] for e in run)  # type: ignore[union-attr]
             var = self.header_fmts.setdefault(f"_sd{fmt}", f"_sd{len(self.header_fmts)}")
             if not any(isinstance(m, ModuleText) and m.text.startswith(f"{var} = ")
                        for m in self.module):
                 self.module.insert(0, ModuleText(f"{var} = _struct.Struct({fmt!r})"))
-            out.append(f"{ind}if {' and '.join(f'{h}[0]' for _i, h, _v, _a in run)}:")
-            out.append(f"{ind}    out.append({var}.pack({', '.join(a for *_r, a in run)}))")
-            out.append(f"{ind}else:")
-            out.extend("    " + x for x in lines[i:j])
+            out.append(Line(body[i].ind, EmitRun(var, run)))  # type: ignore[arg-type]
             i = j
         return out
+
+    def mergeable(self, st: Stmt) -> bool:
+        """An `Emit` of a header ``hN`` (not a stack element picked at run time) with its
+        header's struct, packing that header's fields alone."""
+        return (isinstance(st, Emit) and _HEADER.fullmatch(st.header) is not None
+                and st.struct in self.header_fmts
+                and set(_HEADER_REF.findall(pack_args(st))) == {st.header})
+
+    def merge_inside(self, ln: Line) -> Line:
+        """`ln` with the runs of the bodies it holds merged (`merge_emits`)."""
+        st = ln.stmt
+        if isinstance(st, If):
+            then = tuple(self.merge_emits(st.then))
+            else_ = None if st.else_ is None else tuple(self.merge_emits(st.else_))
+            return replace(ln, stmt=replace(st, then=then, else_=else_))
+        if isinstance(st, (Loop, ExitScope)):
+            return replace(ln, stmt=replace(st, body=tuple(self.merge_emits(st.body))))
+        return ln
 
     def emit_emit(self, e: E, em: Emitter, node: Any) -> None:
         loc = e.loc
@@ -315,13 +336,10 @@ class ParserGen:
             var, _exprs, pack, _size, _n = self.header_plan(loc.ty)
             self.used_slots.add(loc.slot)
             h = loc.var
-            em(f"if {h}[0]:")
             n = len(loc.ty.fields)
-            if pack == ", ".join(f"h[{i}]" for i in range(1, n + 1)):
-                p = f"*{h}[1:]"
-            else:
-                p = pack.replace("h[", f"{h}[")
-            em(f"    out.append({var}.pack({p}))")
+            values = None if pack == [f"h[{i}]" for i in range(1, n + 1)] else \
+                tuple(PyExpr(x.replace("h[", f"{h}[")) for x in pack)
+            em.emit(Emit(h, var, values))
         elif isinstance(loc, StackLoc):
             for el in loc.elems:
                 self.emit_emit(E("", el.ty, loc=el), em, node)

@@ -24,7 +24,7 @@ from pyswitch.compiler.model import (
     Scope,
     StructLoc,
 )
-from pyswitch.ir import Break, Continue, Line, Loop, ParserError, PyExpr
+from pyswitch.ir import Advance, Break, Continue, Line, Loop, ParserError, PyExpr
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -267,7 +267,7 @@ class StatementsExt:
                 raise self.err(node, "packet_in methods are only available in the parser")
             n = ty.width // 8
             em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {n} > L")))
-            em(f"pos += {n}")
+            em.emit(Advance(PyExpr(str(n))))
             return None
         e = self.expr(a, scope, em)
         if not same_type(e.ty, ty) and not (isinstance(e.loc, HdrLoc) and e.loc.ty is ty):

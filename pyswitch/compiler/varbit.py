@@ -28,7 +28,7 @@ from typing import Any
 from lark import Tree
 
 from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StackLoc, StructLoc
-from pyswitch.ir import ModuleText, ParserError, PyExpr
+from pyswitch.ir import Advance, ModuleText, ParserError, PyExpr
 from pyswitch.types import BOOL, Bits, HeaderTy, StackTy, StructTy, Ty
 
 
@@ -147,7 +147,7 @@ class Varbits:
         vals.append(f"({nbits}, int.from_bytes(buf[pos + {pb}:{vend}], 'big'))")
         vals += self.unpack_fields(post, vend, qb, em)
         em(f"{h}[:] = [True, {', '.join(vals)}]")
-        em(f"pos += {nb}")
+        em.emit(Advance(PyExpr(nb)))
 
     def unpack_fields(self, fields: list[tuple[str, int]], start: str, nbytes: int,
                       em: Emitter) -> list[str]:

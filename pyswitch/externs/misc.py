@@ -31,7 +31,7 @@ class MarkToDrop(Extern):
 class Verify(Extern):
     names = ("verify",)
     signature = "extern void verify(in bool check, in error toSignal);  // core.p4"
-    served = "a parser error (_PErr) on both paths"
+    served = "a parser error (its error constant, or its value at run time) on both paths"
 
     def call(self, cx: Any, fn: str, args: list, scope: Any, em: Any, node: Any) -> None:
         if cx.ctrl_kind != "parser":
@@ -42,10 +42,9 @@ class Verify(Extern):
         er = cx.expr(args[1], scope, em)
         if not isinstance(c.ty, BoolTy) or not isinstance(er.ty, ErrorTy):
             raise cx.err(node, "verify(bool, error)")
-        if isinstance(er.const, int) and not isinstance(er.const, bool):
-            em.emit(ParserError(er.const, PyExpr(f"not {c.code}")))
-        else:  # an error known at run time only: still text (the Python path)
-            em(f"if not {c.code}: raise _PErr({er.code})")
+        known = isinstance(er.const, int) and not isinstance(er.const, bool)
+        # an error known at run time only: the code is its expression
+        em.emit(ParserError(er.const if known else PyExpr(er.code), PyExpr(f"not {c.code}")))
         return None
 
 

@@ -5,7 +5,8 @@
 ``values``         typed values: an expression (still its Python text) with its width
 ``stmts``          statements: register reads and writes, counters' counts, exits,
                    parser errors, direct action calls, table applies, assignments,
-                   header aliases, loops and their jumps, returns, the structured
+                   header aliases, loops and their jumps, returns, the parser's
+                   cursor (extracts, advances), the deparser's emits, the structured
                    ones with bodies (``If``, ``Loop``, ``ExitScope``,
                    ``ParserScope``), and ``PyText`` (Python the compiler still emits
                    as text)
@@ -25,18 +26,24 @@ from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText, bodies, s
 from pyswitch.ir.pyprint import function_lines, item_text, module_text, stmt_lines
 from pyswitch.ir.stmts import (
     ActionCall,
+    Advance,
     Assign,
     Body,
     Break,
     Continue,
     CounterCount,
+    Emit,
+    EmitRun,
     Exit,
     ExitScope,
+    Extract,
     HeaderAlias,
     If,
     Loop,
+    ParserEnd,
     ParserError,
     ParserScope,
+    ParserStart,
     Pass,
     PyText,
     RegRead,
@@ -48,7 +55,9 @@ from pyswitch.ir.stmts import (
 )
 from pyswitch.ir.values import PyExpr
 
-__all__ = ["ActionCall", "Assign", "Body", "Break", "Continue", "CounterCount", "Exit", "ExitScope",
-           "Function", "HeaderAlias", "If", "Line", "Loop", "ModuleItem", "ModuleText", "ParserError",
-           "ParserScope", "Pass", "PyExpr", "PyText", "RegRead", "RegWrite", "Return", "Seq", "Stmt", "TableApply", "bodies", "function_lines", "item_text",
-           "module_text", "shift", "stmt_lines", "walk"]
+__all__ = ["ActionCall", "Advance", "Assign", "Body", "Break", "Continue", "CounterCount", "Emit",
+           "EmitRun", "Exit", "ExitScope", "Extract", "Function", "HeaderAlias", "If", "Line",
+           "Loop", "ModuleItem", "ModuleText", "ParserEnd", "ParserError", "ParserScope",
+           "ParserStart", "Pass", "PyExpr", "PyText", "RegRead", "RegWrite", "Return", "Seq",
+           "Stmt", "TableApply", "bodies", "function_lines", "item_text", "module_text", "shift",
+           "stmt_lines", "walk"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from pyswitch.ir.stmts import ExitScope, If, Line, Loop, ParserScope, Seq, Stmt
+from pyswitch.ir.stmts import EmitRun, ExitScope, If, Line, Loop, ParserScope, Seq, Stmt
 
 __all__ = ["Function", "Line", "ModuleItem", "ModuleText", "bodies", "shift", "walk"]
 
@@ -32,12 +32,14 @@ def bodies(st: Stmt) -> tuple[tuple[Line, ...], ...]:
 
 
 def walk(body: Sequence[Line]) -> Iterator[Stmt]:
-    """Every statement of `body`, those inside structured statements (and a `Seq`'s) too,
-    in order."""
+    """Every statement of `body`, those inside structured statements (and a `Seq`'s, an
+    `EmitRun`'s) too, in order."""
     for ln in body:
         yield ln.stmt
         if isinstance(ln.stmt, Seq):
             yield from ln.stmt.stmts
+        if isinstance(ln.stmt, EmitRun):
+            yield from ln.stmt.emits
         for b in bodies(ln.stmt):
             yield from walk(b)
 

@@ -11,17 +11,23 @@ from collections.abc import Callable
 from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText
 from pyswitch.ir.stmts import (
     ActionCall,
+    Advance,
     Assign,
     Break,
     Continue,
     CounterCount,
+    Emit,
+    EmitRun,
     Exit,
     ExitScope,
+    Extract,
     HeaderAlias,
     If,
     Loop,
+    ParserEnd,
     ParserError,
     ParserScope,
+    ParserStart,
     Pass,
     PyText,
     RegRead,
@@ -56,7 +62,8 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
     if isinstance(st, Exit):
         return [(0, f"raise _Exit(({', '.join(st.outs)},))" if st.outs else "raise _Exit()")]
     if isinstance(st, ParserError):
-        raise_ = f"raise _PErr({st.code})"
+        code = st.code if isinstance(st.code, int) else st.code.code
+        raise_ = f"raise _PErr({code})"
         return [(0, raise_ if st.cond is None else f"if {st.cond.code}: {raise_}")]
     if isinstance(st, ActionCall):
         return [(0, f"{st.fn}(S, M{''.join(', ' + a.code for a in st.args)})")]
@@ -81,7 +88,38 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
     if isinstance(st, ParserScope):
         return [(0, "try:"), *_nested(st.body), (0, "except _PErr as _e:"),
                 (1, f"{st.slot.code} = _e.code")]
+    if isinstance(st, ParserStart):
+        return [(0, "L = len(buf)"), (0, "pos = 0")]
+    if isinstance(st, ParserEnd):
+        return [(0, "return pos")]
+    if isinstance(st, Extract):
+        return _extract(st)
+    if isinstance(st, Advance):
+        return [(0, f"pos += {st.n.code}")]
+    if isinstance(st, Emit):
+        return [(0, f"if {st.header}[0]:"), (1, f"out.append({st.struct}.pack({pack_args(st)}))")]
+    if isinstance(st, EmitRun):
+        valid = " and ".join(f"{e.header}[0]" for e in st.emits)
+        args = ", ".join(pack_args(e) for e in st.emits)
+        return [(0, f"if {valid}:"), (1, f"out.append({st.struct}.pack({args}))"), (0, "else:"),
+                *((1 + e, t) for em in st.emits for e, t in stmt_lines(em))]
     raise TypeError(f"not an IR statement: {st!r}")
+
+
+def _extract(st: Extract) -> list[tuple[int, str]]:
+    read = f"{st.struct}.unpack_from(buf, pos)"
+    if st.fields is None:
+        return [(0, f"{st.header}[1:] = {read}")]
+    names = ", ".join(f"a{i}" for i in range(st.items))
+    return [(0, f"{names}{',' if st.items == 1 else ''} = {read}"),
+            (0, f"{st.header}[1:] = ({', '.join(f.code for f in st.fields)},)")]
+
+
+def pack_args(st: Emit) -> str:
+    """The items an `Emit` packs, as the Python call's arguments."""
+    if st.values is None:
+        return f"*{st.header}[1:]"
+    return ", ".join(v.code for v in st.values)
 
 
 def _nested(body: tuple[Line, ...]) -> list[tuple[int, str]]:

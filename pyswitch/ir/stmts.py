@@ -5,10 +5,13 @@ compiler has always generated for it, the native path lowers it to C from its fi
 simple nodes in `pyswitch.native.irlower`; the statements from `Assign` on are built into
 the syntax tree the C translator walks, `pyswitch.native.irtree`).  `PyText` is the
 transitional statement: one line of Python the compiler still writes as text (it may open
-a block: ``try:`` of a copy-out call, ``if hN[0]:`` of the deparser; the lines after it at
+a block: ``try:`` of a copy-out call; the lines after it at
 a greater depth are that block).  The structured statements (`If`, `Loop`, `ExitScope`,
 `ParserScope`) hold their bodies: each a tuple of `Line`, depths counted from the node's
-own line (a body's first level is 1).
+own line (a body's first level is 1).  The parser's cursor (`ParserStart`, `Extract`,
+`Advance`, `ParserEnd`) and the deparser's output (`Emit`, `EmitRun`) are nodes too: their
+Python reads and writes the packet with a header's ``struct.Struct`` (a module-level
+``_stN``, `pyswitch.ir.module.ModuleText`, named by the node).
 """
 
 from __future__ import annotations
@@ -81,10 +84,11 @@ class Exit:
 
 @dataclass(frozen=True)
 class ParserError:
-    """A parser error `code` (the index of an ``error`` member), raised when `cond` holds
-    (None: always): the parser stops and ``parser_error`` is set to the code."""
+    """A parser error `code` (the index of an ``error`` member, or an expression whose
+    value it is at run time: ``verify`` with an error not constant), raised when `cond`
+    holds (None: always): the parser stops and ``parser_error`` is set to the code."""
 
-    code: int
+    code: int | PyExpr
     cond: PyExpr | None = None
 
 
@@ -212,6 +216,67 @@ class Return:
 
 
 @dataclass(frozen=True)
+class ParserStart:
+    """The parser's start: the packet's length ``L = len(buf)`` and the cursor ``pos = 0``
+    at its first byte (two lines in Python)."""
+
+
+@dataclass(frozen=True)
+class ParserEnd:
+    """The parser's end, ``return pos``: the bytes it consumed (the payload follows)."""
+
+
+@dataclass(frozen=True)
+class Extract:
+    """The fields of header `header` (its Python list: ``hN``, or ``_hsN`` naming a stack
+    element picked at run time) read at the cursor with struct `struct` (the module's
+    ``_stN``, `size` bytes, `items` big-endian items).  `fields`: each field's value over
+    the items ``a0, a1, ...`` (a field cut out of an item, or items joined), printed
+    ``a0, a1 = _stN.unpack_from(buf, pos)`` and ``hN[1:] = (f1, f2,)``; None when the
+    items are the fields: ``hN[1:] = _stN.unpack_from(buf, pos)``.  The length check
+    before it (a `ParserError`), the validity and the cursor's `Advance` after it are
+    nodes of their own."""
+
+    header: str
+    struct: str
+    size: int
+    items: int
+    fields: tuple[PyExpr, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Advance:
+    """``pos += n``: the cursor moved `n` bytes (an extract's size, a varbit header's
+    length, ``advance``)."""
+
+    n: PyExpr
+
+
+@dataclass(frozen=True)
+class Emit:
+    """``emit`` of header `header` (``hN``; ``_hsN`` a stack element picked at run time):
+    when it is valid, its fields packed with struct `struct` (the module's ``_stN``) onto
+    the output, ``if hN[0]:`` / ``out.append(_stN.pack(v1, v2))``.  `values`: the pack's
+    items over the fields (fields joined, or cut into items); None when the fields are the
+    items: ``*hN[1:]``."""
+
+    header: str
+    struct: str
+    values: tuple[PyExpr, ...] | None = None
+
+
+@dataclass(frozen=True)
+class EmitRun:
+    """Consecutive `Emit`s of headers `emits` (two or more), with a fast path: when every
+    header is valid, one struct `struct` (the module's ``_sdN``, the formats joined) packs
+    them all at once; otherwise each `Emit` as it is (``if h0[0] and h1[0]:`` /
+    ``out.append(_sdN.pack(...))`` / ``else:`` and the emits)."""
+
+    struct: str
+    emits: tuple[Emit, ...]
+
+
+@dataclass(frozen=True)
 class Line:
     """Statement `stmt` at depth `ind` (depth 1 is a function's body, or a structured
     statement's body)."""
@@ -232,4 +297,5 @@ Body = tuple[Line, ...]
 
 Stmt = (PyText | RegRead | RegWrite | CounterCount | Exit | ParserError | ActionCall
         | TableApply | Assign | If | ExitScope | ParserScope | HeaderAlias | Loop | Break
-        | Continue | Pass | Return | Seq)
+        | Continue | Pass | Return | Seq | ParserStart | ParserEnd | Extract | Advance | Emit
+        | EmitRun)

@@ -4,11 +4,11 @@ The simple nodes -- register reads and writes, counters' counts, exits, parser e
 direct action calls, table applies (the exact store's ``xt_lookup``, runtime.h's exact.h;
 the others' ``tab_lookup``) -- are lowered from their fields (`pyswitch.native.irlower`).
 The structured statements (assignments, ``if``, loops, returns, the blocks' and the
-parser's scopes) are built into a Python syntax tree from their fields, their expressions
-(`PyExpr.code`) parsed (`pyswitch.native.irtree`); the rest is still `PyText`, a small,
-regular subset of Python: scalar slots ``M[j]`` and header fields ``h[j]`` (``h =
-S[k]``), integer arithmetic normalised by masks, struct (un)packing of headers, the
-copy-out of an action's out/inout parameters (`pyswitch.native.copyout`), and varbits as
+parser's scopes) and the parser's and deparser's nodes (the cursor, the headers' struct
+reads and writes) are built into a Python syntax tree from their fields, their
+expressions (`PyExpr.code`) parsed (`pyswitch.native.irtree`); the rest is still `PyText`,
+a small, regular subset of Python: scalar slots ``M[j]`` and header fields ``h[j]`` (``h
+= S[k]``), integer arithmetic normalised by masks, whole headers, the copy-out of an action's out/inout parameters (`pyswitch.native.copyout`), and varbits as
 ``(nbits, value)`` pairs (their idioms: pyswitch.native.varbits).  Transitionally, this
 module translates that tree (one marker line per simple node) and writes the same steps
 in C, one C function per function, so that both paths have one semantics: the

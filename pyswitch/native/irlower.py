@@ -87,7 +87,13 @@ class IRLower:
         if isinstance(st, ParserError):
             if not f.perr_label:
                 raise NotNative(f"line {at.lineno}: a parser error outside the parser")
-            jump = f"perr = {st.code}; goto {f.perr_label[-1]};"
+            code = st.code
+            if not isinstance(code, int):  # an error known at run time only (verify)
+                x = self.ex(f, self.py(code))  # type: ignore[attr-defined]
+                if x.lo < 0 or x.hi > 1 << 16:  # the parser_error slot's range
+                    raise NotNative(f"line {at.lineno}: a parser error's value out of range")
+                code = f"(int){x.c}"
+            jump = f"perr = {code}; goto {f.perr_label[-1]};"
             if st.cond is None:
                 o.append(ind + jump)
             else:

@@ -10,9 +10,10 @@ it).  Transitionally (issue 42, scope 1) that tree is made of three kinds of pie
   node assigns a target), lowered by `pyswitch.native.irlower.IRLower.ir_stmt` from the
   node's fields where the translator meets it;
 - the structured statements (`Assign`, `HeaderAlias`, `If`, `Loop` and its `Break` and
-  `Continue`, `Pass`, `Return`, `Seq`, `ExitScope`, `ParserScope`): their syntax tree is
-  built here from their fields -- the bodies from their `Line`s, the expressions
-  (`PyExpr.code`) the only text parsed -- not from the printed Python.
+  `Continue`, `Pass`, `Return`, `Seq`, `ExitScope`, `ParserScope`) and the parser's and
+  deparser's nodes (`ParserStart`, `Extract`, `Advance`, `ParserEnd`, `Emit`, `EmitRun`):
+  their syntax tree is built here from their fields -- the bodies from their `Line`s,
+  the expressions (`PyExpr.code`) the only text parsed -- not from the printed Python.
 
 Line numbers follow the Python back end's print (each simple node one line), so that a
 message's ``line N`` names the line `Marked.shown` holds: a structured statement's
@@ -25,17 +26,23 @@ from __future__ import annotations
 import ast
 
 from pyswitch.ir import (
+    Advance,
     Assign,
     Break,
     Continue,
+    Emit,
+    EmitRun,
     ExitScope,
+    Extract,
     Function,
     HeaderAlias,
     If,
     Line,
     Loop,
     ModuleItem,
+    ParserEnd,
     ParserScope,
+    ParserStart,
     Pass,
     PyExpr,
     PyText,
@@ -49,10 +56,12 @@ from pyswitch.ir import (
 
 MARK = "_ir"
 IND = "    "
+# the nodes of several lines without a body: the packet's cursor and the deparser's output
+PACKET = (ParserStart, ParserEnd, Extract, Advance, Emit, EmitRun)
 STRUCTURED = (Assign, If, ExitScope, ParserScope, HeaderAlias, Loop, Break, Continue, Pass,
-              Return, Seq)
+              Return, Seq, *PACKET)
 
-__all__ = ["MARK", "STRUCTURED", "Marked", "assigned", "marker", "module_tree"]
+__all__ = ["MARK", "PACKET", "STRUCTURED", "Marked", "assigned", "marker", "module_tree"]
 
 
 def assigned(st: Stmt) -> str | None:
@@ -137,7 +146,9 @@ class Marked:
             self.write(b, -1, sbase, t, shown)
             self.parsed.extend(t)
 
-        if isinstance(st, If) and st.inline:  # each body on a line of the statement
+        if isinstance(st, PACKET):  # its lines, no body
+            shown = [IND * (d + e) + t for e, t in stmt_lines(st)]
+        elif isinstance(st, If) and st.inline:  # each body on a line of the statement
             shown = [IND * d + t for _, t in stmt_lines(st)]
             for off, b in enumerate((st.then,) if st.else_ is None else (st.then, st.else_)):
                 t: list[str] = []
@@ -198,6 +209,8 @@ class Marked:
             bodies.append(self.resolve(mod.body))
         if isinstance(st, Seq):
             return [simple(s, at) for s in st.stmts]
+        if isinstance(st, PACKET):
+            return packet(st, at)
         if isinstance(st, If):
             return [ast.If(expr(st.cond, at), bodies[0], bodies[1] if len(bodies) > 1 else [],
                            lineno=at)]
@@ -233,6 +246,67 @@ def simple(st: Stmt, at: int) -> ast.stmt:
         vals = [ast.Name(v, ast.Load()) for v in st.values]
         return ast.Return(ast.Tuple(vals, ast.Load()) if vals else None, lineno=at)
     raise TypeError(f"not a statement of one line built from its fields: {st!r}")
+
+
+def _name(n: str, store: bool = False) -> ast.Name:
+    return ast.Name(n, ast.Store() if store else ast.Load())
+
+
+def _method(obj: str, name: str, args: list[ast.expr]) -> ast.Call:
+    """``obj.name(args)``."""
+    return ast.Call(ast.Attribute(_name(obj), name, ast.Load()), args, [])
+
+
+def _fields(h: str, store: bool = False) -> ast.Subscript:
+    """``h[1:]``: a header's fields."""
+    return ast.Subscript(_name(h), ast.Slice(ast.Constant(1), None, None),
+                         ast.Store() if store else ast.Load())
+
+
+def packet(st: Stmt, at: int) -> list[ast.stmt]:
+    """The trees of a parser's or deparser's node (`PACKET`), its first line `at`."""
+    if isinstance(st, ParserStart):
+        return [ast.Assign([_name("L", True)], ast.Call(_name("len"), [_name("buf")], []),
+                           None, lineno=at),
+                ast.Assign([_name("pos", True)], ast.Constant(0), None, lineno=at + 1)]
+    if isinstance(st, ParserEnd):
+        return [ast.Return(_name("pos"), lineno=at)]
+    if isinstance(st, Advance):
+        return [ast.AugAssign(_name("pos", True), ast.Add(), expr(st.n, at), lineno=at)]
+    if isinstance(st, Extract):
+        read = _method(st.struct, "unpack_from", [_name("buf"), _name("pos")])
+        if st.fields is None:
+            return [ast.Assign([_fields(st.header, True)], read, None, lineno=at)]
+        items = ast.Tuple([_name(f"a{i}", True) for i in range(st.items)], ast.Store())
+        vals = ast.Tuple([expr(f, at + 1) for f in st.fields], ast.Load())
+        return [ast.Assign([items], read, None, lineno=at),
+                ast.Assign([_fields(st.header, True)], vals, None, lineno=at + 1)]
+    if isinstance(st, Emit):
+        return [ast.If(_valid(st.header), [_append(st.struct, _pack_items(st, at + 1), at + 1)],
+                       [], lineno=at)]
+    if isinstance(st, EmitRun):
+        test = ast.BoolOp(ast.And(), [_valid(e.header) for e in st.emits])
+        items = [x for e in st.emits for x in _pack_items(e, at + 1)]
+        each = [t for i, e in enumerate(st.emits) for t in packet(e, at + 3 + 2 * i)]
+        return [ast.If(test, [_append(st.struct, items, at + 1)], each, lineno=at)]
+    raise TypeError(f"not a parser's or deparser's node: {st!r}")
+
+
+def _valid(h: str) -> ast.Subscript:
+    return ast.Subscript(_name(h), ast.Constant(0), ast.Load())
+
+
+def _pack_items(st: Emit, at: int) -> list[ast.expr]:
+    if st.values is None:
+        return [ast.Starred(_fields(st.header), ast.Load())]
+    return [expr(v, at) for v in st.values]
+
+
+def _append(struct: str, items: list[ast.expr], at: int) -> ast.Expr:
+    """``out.append(struct.pack(items))`` at line `at`."""
+    call = _method("out", "append", [_method(struct, "pack", items)])
+    call.lineno = at
+    return ast.Expr(call, lineno=at)
 
 
 def expr(e: PyExpr, at: int, store: bool = False) -> ast.expr:

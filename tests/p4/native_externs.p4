@@ -1,7 +1,8 @@
 /* The served externs that no other differential program calls (tests/test_native_externs.py):
  * verify in the parser, verify_checksum_with_payload / update_checksum_with_payload over a
  * UDP-like header and the payload, log_msg, clone_preserving_field_list from egress, and
- * random (WITH_RANDOM: one generator on both paths, a draw of 8 and of 82 bits). */
+ * random (WITH_RANDOM: one generator on both paths, a draw of 8 and of 82 bits);
+ * VERIFY_AT_RUN_TIME: verify with an error known at run time only (a metadata field). */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -26,6 +27,9 @@ struct metadata {
     bit<8> seen;
     bit<8> coin;
     bit<100> wide;
+#ifdef VERIFY_AT_RUN_TIME
+    error err;
+#endif
 }
 
 struct headers {
@@ -44,7 +48,22 @@ parser MyParser(packet_in packet, out headers hdr, inout metadata meta,
     }
     state parse_udp {
         packet.extract(hdr.udp);
+#ifdef VERIFY_AT_RUN_TIME
+        meta.err = error.BadVersion;
+        transition select(hdr.udp.ttl) {
+            0: ttl_zero;
+            default: check;
+        }
+    }
+    state ttl_zero {
+        meta.err = error.HeaderTooShort;
+        transition check;
+    }
+    state check {
+        verify(hdr.udp.version == 1, meta.err);
+#else
         verify(hdr.udp.version == 1, error.BadVersion);
+#endif
         transition accept;
     }
 }
@@ -64,6 +83,11 @@ control MyIngress(inout headers hdr, inout metadata meta,
         if (standard_metadata.parser_error != error.NoError) {
             standard_metadata.egress_spec = 7;
             hdr.ethernet.etherType = 0xbad0;
+#ifdef VERIFY_AT_RUN_TIME
+            if (standard_metadata.parser_error == error.HeaderTooShort) {
+                standard_metadata.egress_spec = 8;
+            }
+#endif
         } else if (standard_metadata.checksum_error == 1) {
             standard_metadata.egress_spec = 6;
         } else if (hdr.udp.isValid()) {
