@@ -84,7 +84,8 @@ def test_the_ps_asks_for_a_gap_and_the_chunk_completes_exactly():
     out = ps.tick(0.022)
     assert [(w, p.chunk_id) for w, p in out.nacks] == [(1, 1)]  # prober of chunk 1, round 0
     (_, nack), = out.nacks
-    assert nack.msg_type == TYPE_RESULT and nack.flags == FLAG_INCOMPLETE
+    # flagged RETRANSMIT: the chunks after it came, so the worker resends at once
+    assert nack.msg_type == TYPE_RESULT and nack.flags == FLAG_INCOMPLETE | FLAG_RETRANSMIT
     assert nack.bitmap == 0b1101 and not nack.values.any()
     assert ps.stats.gaps == 1 and ps.stats.nacks == 1
     out = ps.on_packet(g.pkt(range(4), c=1, typ=TYPE_PARTIAL, flags=FLAG_RETRANSMIT), now=0.05)

@@ -587,6 +587,22 @@ def test_a_nack_after_loss_waits_a_loss_free_completion_not_rtos_floor():
     assert w.rtt.lossy and w.stats.nacks == 2
 
 
+def test_the_ps_s_ask_for_a_gap_is_answered_even_right_after_a_copy():
+    """A NACK flagged RETRANSMIT is the PS's ask for a chunk missing behind later ones or
+    overdue (workers.ina.asks): the chunks sent after it arrived, so no copy of it is on its
+    way, and the worker resends at once even when its last copy is young."""
+    w = _job_round(1, 2, window=2, rtt=_recovering())
+    w.start(0.0)
+    flush = result(0, [0] * K, bitmap=0b1101, flags=FLAG_INCOMPLETE)
+    gap = result(0, [0] * K, bitmap=0b1101, flags=FLAG_INCOMPLETE | FLAG_RETRANSMIT)
+    assert [p.chunk_id for p in w.on_packet(flush, now=0.06)] == [0]
+    assert w.on_packet(flush, now=0.08) == []  # a flush's ask: its copy of 0.06 answers
+    out = w.on_packet(gap, now=0.08)
+    assert [(p.chunk_id, flags_copy(p)) for p in out] == [(0, (FLAG_RETRANSMIT, 2))]
+    assert w.on_packet(result(0, [7] * K, bitmap=0b1111), now=0.1) == []
+    assert w.result[:K].tolist() == [7] * K
+
+
 def test_a_result_naming_an_earlier_chunk_in_flight_asks_for_it_once_per_rto():
     """Chained RESULTs (docs/protocol.md §6, "Lost RESULTs"): a RESULT names the chunk its
     PS completed before it (``prev_mark``).  Still in flight here, that chunk's RESULT was

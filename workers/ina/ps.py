@@ -631,7 +631,10 @@ class PsState:
         counter of a gap or an overdue chunk."""
         present = rs.mask & ~ask
         zero = np.zeros(self.k, dtype=np.int32)
-        nack = InaPacket.result(self.job_id, r, c, present, zero, flags=FLAG_INCOMPLETE)
+        # a gap's or an overdue chunk's ask is flagged RETRANSMIT: the chunks sent after
+        # it arrived, so no copy of it is still on its way ("now", workers.ina.worker)
+        flags = FLAG_INCOMPLETE | (FLAG_RETRANSMIT if why is not None else 0)
+        nack = InaPacket.result(self.job_id, r, c, present, zero, flags=flags)
         while ask:
             low = ask & -ask
             if self.tree is not None:
@@ -639,7 +642,7 @@ class PsState:
                 # bit cleared: one NACK per worker (it goes to that worker alone)
                 nack = InaPacket.result(self.job_id, r, c,
                                         fold_mask(present) & ~fold_mask(low), zero,
-                                        flags=FLAG_INCOMPLETE)
+                                        flags=flags)
             out.nacks.append((low.bit_length() - 1, nack))
             self.stats.nacks += 1
             if why is not None:

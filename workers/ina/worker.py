@@ -671,8 +671,10 @@ class WorkerRound:
 
     def _on_nack(self, pkt: InaPacket, now: float) -> list[InaPacket]:
         """The PS asks for chunk ``pkt.chunk_id`` again: a switch flushed its aggregate
-        without this worker (``pkt.bitmap``: the workers it has).  Resend it at once, unless
-        a copy left less than half a ``probe_rto`` ago (that copy answers the ask)."""
+        without this worker (``pkt.bitmap``: the workers it has), or the chunk is missing
+        behind later ones or overdue (flagged RETRANSMIT: the PS saw chunks sent after it,
+        so no copy of it is on its way; ``workers.ina.asks``).  Resend it at once, unless,
+        after a flush, a copy left less than half a ``probe_rto`` ago (it answers the ask)."""
         c = pkt.chunk_id
         f = self._inflight.get(c)
         if f is None or pkt.bitmap & self.bit or self.failed:
@@ -684,7 +686,7 @@ class WorkerRound:
         # a copy younger than half the prober's timeout may still be on its way (once loss
         # is seen that is a loss-free chunk's completion time, not rto's 0.15 s: k=16,
         # budget 4, 1 % loss, NACKs 55 ms after the first copy were refused twice)
-        if now - f.times[-1] < self.rtt.probe_rto / 2:
+        if not pkt.flags & FLAG_RETRANSMIT and now - f.times[-1] < self.rtt.probe_rto / 2:
             return []
         return [self._retransmit(c, f, rto, now)]
 
