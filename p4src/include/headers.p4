@@ -53,7 +53,8 @@ header ina_h {
                          *   number mod 16 (hosts only).
                          * PARTIAL: RETRANSMIT (re-emitted or flushed), INCOMPLETE (flushed),
                          *   FALLBACK; bits 4-7: 0.
-                         * RESULT: RETRANSMIT on a resend; INCOMPLETE: a NACK, FALLBACK: a
+                         * RESULT: RETRANSMIT on a resend (and on a NACK for a loss the PS
+                         *   found itself); INCOMPLETE: a NACK, FALLBACK: a
                          *   merged packet fell back (hosts only).
                          * All types: INA_FLAG_ECN, set in egress by congestion.p4. */
     bit<16> job_id;     /* all types: the job. */
