@@ -25,12 +25,13 @@ from pyswitch.compiler.model import (
     Scope,
     StackLoc,
     TableDef,
+    valid_e,
 )
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import VarbitTy
 from pyswitch.ir import Advance, ParserError, PyExpr, PyText
+from pyswitch.ir.exprs import Lit, Local
 from pyswitch.types import (
-    BOOL,
     INTLIT,
     Bits,
     BoolTy,
@@ -119,7 +120,7 @@ class Externs:
             if args:
                 raise self.err(node, f"{mn}() takes no arguments")
             if mn == "isValid":
-                return E(f"{loc.var}[0]", BOOL)
+                return valid_e(loc.var)
             if mn in ("setValid", "setInvalid"):
                 self.check_writable(m.node.children[0], scope)
                 self.check_stack_lvalue(m.node.children[0])  # see compiler.stacks
@@ -131,7 +132,7 @@ class Externs:
                 self.union_siblings_invalid(loc, em)  # see compiler.unions
                 return None
             if mn == "setInvalid":
-                em.assign(f"{loc.var}[0]", "False")
+                em.assign(valid_e(loc.var), "False")
                 return None
             if mn == "minSizeInBits":
                 return E(str(loc.ty.width), INTLIT, loc.ty.width)
@@ -160,7 +161,7 @@ class Externs:
                         # BMv2's advance: a bit count that is not a multiple of 8 is
                         # ParserInvalidArgument, too few bytes left PacketTooShort
                         v = self.new_tmp("adv")
-                        em.assign(v, ne.code)
+                        em.assign(v, ne)
                         em.emit(ParserError(self.errors.index('ParserInvalidArgument'),
                                             PyExpr(f"{v} & 7")))
                         em.emit(ParserError(self.errors.index('PacketTooShort'),
@@ -199,18 +200,19 @@ class Externs:
             return None
         raise self.err(node, f"unknown method {mn!r}")
 
-    def idx_code(self, e: E, size: int, em: Emitter) -> tuple[str, bool]:
-        """(code, always_in_range) for an index expression."""
+    def idx_code(self, e: E, size: int, em: Emitter) -> tuple[PyExpr, bool]:
+        """(the index, always_in_range) for index expression `e` (``bit<32>``); one
+        with operators is computed once into a local first."""
         if e.const is not None:
-            return str(e.const), e.const < size
+            return PyExpr.of(Lit(e.const, 32)), e.const < size
         if isinstance(e.ty, Bits) and (1 << e.ty.width) <= size:
-            return e.code, True
+            return e.py(), True
         if not e.code.isidentifier() and not e.code.replace("[", "").replace("]", "").\
                 replace("M", "").replace("h", "").isdigit():
             v = self.new_tmp("i")
-            em.assign(v, e.code)
-            return v, False
-        return e.code, False
+            em.assign(v, e)
+            return PyExpr.of(Local(v, 32)), False
+        return e.py(), False
 
     def data_list(self, node: Any, scope: Scope, em: Emitter) -> list[E]:
         if isinstance(node, Tree) and node.data == "list_expr":

@@ -32,6 +32,7 @@ from pyswitch.compiler.model import (
     Emitter,
     ScalarLoc,
     Scope,
+    local_loc,
 )
 from pyswitch.ir import Break, Loop, Pass
 from pyswitch.types import (
@@ -166,7 +167,7 @@ class Functions:
                         fscope.names[pn] = Const(e.const, ty)
                         continue
                     copy = self.fresh(f"{fd.name}.{pn}", ty)
-                    em.assign(copy.code, e.code)
+                    em.assign(self.loc_e(copy), e)
                 else:
                     copy = self.fresh(f"{fd.name}.{pn}", ty)
                     self.assign_to(copy, a, scope, em, a)
@@ -201,7 +202,7 @@ class Functions:
                 stack.pop()
             if e.const is None and not e.code.isidentifier():
                 v = self.new_tmp("f")
-                em.assign(v, e.code)
+                em.assign(v, e)
                 return E(v, fd.ret)
             return E(e.code, fd.ret, e.const)
         result = None if isinstance(fd.ret, VoidTy) else self.fresh(f"{fd.name}.$ret", fd.ret)
@@ -249,7 +250,7 @@ class Functions:
                 if e.const is not None:
                     ctx.value = e
                     return
-                em.assign(ctx.result.code, e.code)
+                em.assign(self.loc_e(ctx.result), e)
             else:
                 self.assign_to(ctx.result, val, scope, em, s)
         if id(s) != ctx.tail:
@@ -274,7 +275,7 @@ class Functions:
         """Storage of a call's own: a Python local for a scalar (the inlined body runs in
         the caller's function), packet storage for a header, struct or stack."""
         if isinstance(ty, _SCALARS):
-            return ScalarLoc(self.new_tmp("v"), ty)
+            return local_loc(self.new_tmp("v"), ty)
         return self.alloc(name, ty)
 
     def read_lvalue(self, lv: Any) -> E:

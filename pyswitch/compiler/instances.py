@@ -37,6 +37,7 @@ from pyswitch.compiler.model import (
     Scope,
     StackLoc,
     StructLoc,
+    valid_e,
 )
 from pyswitch.ir import Break, Loop, Pass
 from pyswitch.types import Bits, BoolTy, EnumTy, ErrorTy, ExternTy, IntLit, same_type
@@ -147,7 +148,7 @@ class Instances:
             # copy-in; an out parameter starts invalid (headers) or zero (scalars), as
             # p4c's fresh temporaries do on BMv2
             if kind == "copy" and pd != "out":
-                em.assign(loc.code, value.code)
+                em.assign(self.loc_e(loc), value)
             elif pd == "out":
                 self.invalidate(loc, em)
         saved = (self.ctrl_name, self.sub_depth)
@@ -168,7 +169,7 @@ class Instances:
         self.inst_stack.pop()
         for (pd, _pn, _t, _p), (kind, loc, value) in zip(params, binds, strict=True):
             if kind == "copy" and pd in ("out", "inout"):
-                em.assign(value.code, loc.code)
+                em.assign(value, self.loc_e(loc))
         inst.applies += 1
 
     def parser_apply_target(self, s: Tree, scope: Scope) -> ControlInst | None:
@@ -342,7 +343,7 @@ class Instances:
     def invalidate(self, loc: Any, em: Emitter) -> None:
         if isinstance(loc, HdrLoc):
             self.used_slots.add(loc.slot)
-            em.assign(f"{loc.var}[0]", "False")
+            em.assign(valid_e(loc.var), "False")
         elif isinstance(loc, StackLoc):
             for e in loc.elems:
                 self.invalidate(e, em)

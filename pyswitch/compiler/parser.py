@@ -22,6 +22,8 @@ from pyswitch.compiler.model import (
     StackLoc,
     StructLoc,
     _lit,
+    px,
+    valid_e,
 )
 from pyswitch.compiler.varbit import varbit_index
 from pyswitch.ir import (
@@ -147,7 +149,7 @@ class ParserGen:
                 kvars.append(k)
                 continue
             v = self.new_tmp("k")
-            em.assign(v, k.code)
+            em.assign(v, k)
             kvars.append(E(v, k.ty))
         # an if/elif chain of the cases; the default (or no match) last, as ``else``
         arms: list[tuple[str, list[Line]]] = []
@@ -281,8 +283,8 @@ class ParserGen:
         em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {size} > L")))
         fields = None if exprs == ["*"] else tuple(PyExpr(x) for x in exprs)
         em.emit(Extract(h, var, size, nitems, fields))
-        em.assign(f"{h}[0]", "True")
-        em.emit(Advance(PyExpr(str(size))))
+        em.assign(valid_e(h), "True")
+        em.emit(Advance(px(str(size))))
 
     def merge_emits(self, body: Sequence[Line]) -> list[Line]:
         """The deparser's runs of consecutive `Emit`s of headers ``hN`` (two or more, one

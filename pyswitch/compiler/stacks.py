@@ -34,7 +34,7 @@ from typing import Any
 
 from lark import Tree
 
-from pyswitch.compiler.model import E, Emitter, HdrLoc, Method, Scope, StackLoc, _lit
+from pyswitch.compiler.model import E, Emitter, HdrLoc, Method, Scope, StackLoc, _lit, valid_e
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import varbit_index
 from pyswitch.ir import Continue, Line, Loop, ModuleText, ParserError, PyExpr, PyText
@@ -237,7 +237,7 @@ class Stacks:
             for i in range(size - 1, num - 1, -1):
                 em(f"{el[i]}[:], {el[i - num]}[:] = {el[i - num]}, {el[i]}[:]")
             for i in range(min(size, num)):
-                em.assign(f"{el[i]}[0]", "False")
+                em.assign(valid_e(el[i]), "False")
         else:
             # nx - min(nx, num), written so that its bound is provably >= 0 (native path)
             em.assign(nx, f"max(0, {nx} - {_lit(num)})")
@@ -246,7 +246,7 @@ class Stacks:
                 em(f"{el[i]}[:], {el[i + num]}[:] = {el[i + num]}, {el[i]}[:]")
                 i += 1
             for j in range(i, size):
-                em.assign(f"{el[j]}[0]", "False")
+                em.assign(valid_e(el[j]), "False")
 
     def extract_call(self, args: list, scope: Scope, em: Emitter, node: Any) -> None:
         """``pkt.extract(x)`` or ``pkt.extract(x, nbits)`` (varbit, see compiler.varbit): x

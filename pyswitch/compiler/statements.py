@@ -17,8 +17,10 @@ from pyswitch.compiler.model import (
     StackLoc,
     StructLoc,
     _lit,
+    px,
+    valid_e,
 )
-from pyswitch.ir import Assign, Break, Exit, Line, Pass, PyExpr, PyText, Return, Stmt
+from pyswitch.ir import Assign, Break, Exit, Line, Pass, PyText, Return, Stmt
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -78,7 +80,7 @@ class Statements:
             if s.children[2] is not None:
                 else_ = em.sub()
                 self.stmt(s.children[2], Scope(scope), else_)
-            em.emit_if(c.code, then.lines, None if else_ is None else else_.lines)
+            em.emit_if(c, then.lines, None if else_ is None else else_.lines)
         elif k == "switch_stmt":
             self.switch(s, scope, em)
         elif k == "exit_stmt":
@@ -241,14 +243,14 @@ class Statements:
     def assign_e(self, lhs: Any, r: E, em: Emitter, node: Any) -> None:
         if isinstance(lhs, ScalarLoc):
             r = self.convert(r, lhs.ty, node)
-            em.assign(lhs.code, r.code)
+            em.assign(E(lhs.code, lhs.ty, node=lhs.node), r)
         elif isinstance(lhs, HdrLoc):
             if not isinstance(r.loc, HdrLoc) or r.loc.ty is not lhs.ty:
                 raise self.err(node, f"cannot assign {r.ty.show()} to {lhs.ty.show()}")
             self.used_slots.update((lhs.slot, r.loc.slot))
             # BMv2's assign_header: from an invalid header only the validity is copied
-            em.emit_inline_if(f"{r.loc.var}[0]", PyText(f"{lhs.var}[:] = {r.loc.var}"),
-                              Assign(PyExpr(f"{lhs.var}[0]"), PyExpr("False")))
+            em.emit_inline_if(valid_e(r.loc.var), PyText(f"{lhs.var}[:] = {r.loc.var}"),
+                              Assign(valid_e(lhs.var).py(), px("False")))
             self.union_siblings_invalid(lhs, em, only_if_valid=True)  # see compiler.unions
         elif isinstance(lhs, StructLoc):
             if not isinstance(r.loc, StructLoc) or r.loc.ty is not lhs.ty:
@@ -266,7 +268,7 @@ class Statements:
 
     def loc_e(self, loc: Any) -> E:
         if isinstance(loc, ScalarLoc):
-            return E(loc.code, loc.ty, loc=loc)
+            return E(loc.code, loc.ty, loc=loc, node=loc.node)
         if isinstance(loc, HdrLoc):
             self.used_slots.add(loc.slot)
         return E("", loc.ty, loc=loc)

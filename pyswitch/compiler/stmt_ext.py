@@ -23,6 +23,7 @@ from pyswitch.compiler.model import (
     ScalarLoc,
     Scope,
     StructLoc,
+    local_loc,
 )
 from pyswitch.ir import Advance, Break, Continue, Line, Loop, ParserError, PyExpr
 from pyswitch.types import (
@@ -54,7 +55,7 @@ class StatementsExt:
                 raise self.err(s, "compound assignment with side effects on its right is "
                                   "not supported here by pyswitch")
             v = self.new_tmp("o")
-            em.assign(v, a.code)
+            em.assign(v, a)
             a = E(v, a.ty)
             em.lines.extend(sub.lines)
         r = self.binop(op, a, b, s)
@@ -95,7 +96,7 @@ class StatementsExt:
                 for i, v in enumerate(vals):
                     if v.const is None:
                         tmp = self.new_tmp("o")
-                        em.assign(tmp, v.code)
+                        em.assign(tmp, v)
                         vals[i] = E(tmp, v.ty)
                 em.lines.extend(sub.lines)
             vals.append(e)
@@ -106,7 +107,7 @@ class StatementsExt:
         if isinstance(loc, StructLoc):
             return StructLoc(loc.ty, {f: self.temp_like(sub) for f, sub in loc.fields.items()})
         if isinstance(loc, ScalarLoc):
-            return ScalarLoc(self.new_tmp("v"), loc.ty)
+            return local_loc(self.new_tmp("v"), loc.ty)
         return self.alloc("$tmp", loc.ty)
 
     # -- for (init; cond; update) body ------------------------------------------------------
@@ -199,7 +200,7 @@ class StatementsExt:
             subj = e.code
         else:
             subj = self.new_tmp("sw")
-            em.assign(subj, e.code)
+            em.assign(subj, e)
         arms: list[tuple[str, list[Line]]] = []  # an if/elif chain, the default last
         default_blk = None
         for gvals, dflt, blk in groups:

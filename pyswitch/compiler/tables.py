@@ -13,9 +13,9 @@ from pyswitch.compiler.model import (
     ApplyResult,
     Emitter,
     ExternInst,
-    ScalarLoc,
     Scope,
     TableDef,
+    local_loc,
 )
 from pyswitch.ir import PyExpr, Return, TableApply
 from pyswitch.p4info import meta as p4info_meta
@@ -58,7 +58,7 @@ class Tables:
                 ascope.names[pn] = self.agg_param(a, pn, ty)
                 continue
             v = f"p_{pn}"
-            ascope.names[pn] = ScalarLoc(v, ty)
+            ascope.names[pn] = local_loc(v, ty)
             pyparams.append(v)
             if direction in ("out", "inout"):
                 outs.append(v)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyswitch.compiler.model import ScalarLoc, _lit
+from pyswitch.compiler.model import ScalarLoc, _lit, px
 from pyswitch.externs import Extern
 from pyswitch.ir import Assign, PyExpr
 from pyswitch.types import Bits, BoolTy
@@ -39,17 +39,16 @@ class Checksum(Extern):
             ck = cx.expr(args[2], scope, em)
             if not isinstance(ck.ty, Bits):
                 raise cx.err(args[2], "checksum field must be bit<N>")
-            ce = cx.std.fields["checksum_error"].code
             cc = "" if cond.const is True else f"{cond.code} and "
             em.emit_inline_if(f"{cc}({digest} & {_lit(ck.ty.mask)}) != {ck.code}",
-                              Assign(PyExpr(ce), PyExpr("1")))
+                              Assign(cx.loc_e(cx.std.fields["checksum_error"]).py(), px("1")))
         else:
             if cx.ctrl_kind != "compute":
                 raise cx.err(node, f"{fn} belongs in the ComputeChecksum control")
             lv = cx.lvalue(args[2], scope, em)
             if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
                 raise cx.err(args[2], "checksum field must be a bit<N> l-value")
-            store = Assign(PyExpr(lv.code), PyExpr(f"{digest} & {_lit(lv.ty.mask)}"))
+            store = Assign(cx.loc_e(lv).py(), PyExpr(f"{digest} & {_lit(lv.ty.mask)}"))
             if cond.const is True:
                 em.emit(store)
             else:

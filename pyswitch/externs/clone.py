@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyswitch.compiler.model import px
 from pyswitch.externs import Extern
 from pyswitch.ir import Assign, PyExpr, Seq
+from pyswitch.ir.exprs import Slot
 from pyswitch.types import Bits, EnumTy
 
 
@@ -39,9 +41,9 @@ class Clone(Extern):
             if ix.const is None:  # p4c too: the index names a list at compile time
                 raise cx.err(args[2], "the field list index must be a constant")
             sess = f"({se.code}) | {(ix.const + 1) << 32}"
-        em.emit(Seq((Assign(PyExpr(f"M[{cx.hidden['clone_type']}]"),
-                            PyExpr(str(1 if kind == 'I2E' else 2))),
-                     Assign(PyExpr(f"M[{cx.hidden['clone_session']}]"), PyExpr(sess)))))
+        em.emit(Seq((Assign(PyExpr.of(Slot(cx.hidden['clone_type'])),
+                            px(str(1 if kind == 'I2E' else 2))),
+                     Assign(PyExpr.of(Slot(cx.hidden['clone_session'])), PyExpr(sess)))))
         return None
 
 

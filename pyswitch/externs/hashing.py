@@ -89,7 +89,7 @@ static V v_hash_payload(int algo, V v, int n, PyObject *payload) {
         else:
             modded = f"_hmod({h}, {mx.code})"
         res = f"({base.code} + {modded})" if base.const != 0 else modded
-        em.assign(lv.code, f"{res} & {_lit(lv.ty.mask)}")
+        em.assign(cx.loc_e(lv), f"{res} & {_lit(lv.ty.mask)}")
         return None
 
     def runtime(self, sw: Any) -> dict[str, Any]:

@@ -1,0 +1,218 @@
+"""Expressions as nodes (issue 42, scope 1, step 1 of docs/pyswitch-ir.md's list).
+
+Each node is one P4 operation with the width of its result (None: bool, error, or an
+unsized constant), in the form the compiler gives it: the P4 width semantics -- a sum
+wrapped to its width, a signed operand compared or widened through its sign bit -- are
+in the node's kind, so the Python back end prints it (`text`) and the C back end builds
+its tree from the fields (`pyswitch.native.exprtree`), neither from the other's output.
+
+=============  =====================================  =================================
+node           fields                                  Python (`text`)
+=============  =====================================  =================================
+`Lit`          value (int or bool), hex or decimal     ``5``, ``0xffff``, ``True``
+`Slot`         metadata slot j                         ``M[j]``
+`Field`        header local hN, field i                ``hN[i]``
+`Local`        a local or parameter's name             ``v_3``, ``p_x``
+`Opaque`       Python source the compiler still        as is (a call, a table's ``.hit``,
+               writes as text                          a stack element picked at run time)
+`Bin`          op, a, b: ``& | ^ >> == != < > <=       ``(a op b)``
+               >= and or``
+`Wrap`         op ``+ - * <<``, a, b, width            ``((a op b) & mask)``
+`Neg`          a, width                                ``(-a & mask)``
+`Not`          a                                       ``(not a)``
+`Cond`         c, a, b                                 ``(a if c else b)``
+`SignExt`      a, its width, width                     ``(((a) ^ sb) - sb & mask)``
+`SCmp`         op ``< > <= >=``, a, b, their width     ``((a ^ sb) op (b ^ sb))``
+`Concat`       a, b, b's width, width                  ``((a << wb) | b)``
+=============  =====================================  =================================
+
+(``mask`` and ``sb`` are the width's mask and sign bit, written as the compiler writes
+constants: decimal up to 255, hexadecimal above.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def lit_text(v: int) -> str:
+    """A constant as the compiler writes it: decimal up to 255, else hexadecimal."""
+    return hex(v) if v > 255 else str(v)
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A constant; `hexed`: written in hexadecimal."""
+
+    value: int | bool
+    width: int | None = None
+    hexed: bool = False
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Metadata slot ``M[index]``."""
+
+    index: int
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Field:
+    """Field `index` of the header whose cells local `header` names (``hN[i]``)."""
+
+    header: str
+    index: int
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Local:
+    """A local variable or a parameter of the function."""
+
+    name: str
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """An operand the compiler still writes as Python text (transitional)."""
+
+    code: str
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Bin:
+    """``a op b`` whose value needs no wrap: bitwise ``& | ^``, ``>>`` (unsigned), the
+    comparisons and ``and``/``or``."""
+
+    op: str
+    a: Expr
+    b: Expr
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Wrap:
+    """``a op b`` wrapped to `width` bits: ``+ - *`` and ``<<``."""
+
+    op: str
+    a: Expr
+    b: Expr
+    width: int
+
+
+@dataclass(frozen=True)
+class Neg:
+    """``-a`` wrapped to `width` bits."""
+
+    a: Expr
+    width: int
+
+
+@dataclass(frozen=True)
+class Not:
+    """Boolean negation."""
+
+    a: Expr
+    width: None = None
+
+
+@dataclass(frozen=True)
+class Cond:
+    """``c ? a : b`` of values without code to run."""
+
+    c: Expr
+    a: Expr
+    b: Expr
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class SignExt:
+    """Signed `a` of `src` bits widened to `width` bits (a cast ``(int<W>)``)."""
+
+    a: Expr
+    src: int
+    width: int
+
+
+@dataclass(frozen=True)
+class SCmp:
+    """A comparison of signed values of `src` bits, through their sign bits."""
+
+    op: str
+    a: Expr
+    b: Expr
+    src: int
+    width: None = None
+
+
+@dataclass(frozen=True)
+class Concat:
+    """``a ++ b``: `a` above `b`'s `wb` bits."""
+
+    a: Expr
+    b: Expr
+    wb: int
+    width: int
+
+
+Expr = Lit | Slot | Field | Local | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp | Concat
+KINDS = (Lit, Slot, Field, Local, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat)
+
+
+def _mask(w: int) -> str:
+    return lit_text((1 << w) - 1)
+
+
+def text(n: Expr) -> str:  # noqa: C901 - one case per kind
+    """Node `n` as the Python the compiler writes for it."""
+    if isinstance(n, Lit):
+        if isinstance(n.value, bool) or not n.hexed:
+            return str(n.value)
+        return hex(n.value)
+    if isinstance(n, Slot):
+        return f"M[{n.index}]"
+    if isinstance(n, Field):
+        return f"{n.header}[{n.index}]"
+    if isinstance(n, Local):
+        return n.name
+    if isinstance(n, Opaque):
+        return n.code
+    if isinstance(n, Bin):
+        return f"({text(n.a)} {n.op} {text(n.b)})"
+    if isinstance(n, Wrap):
+        return f"(({text(n.a)} {n.op} {text(n.b)}) & {_mask(n.width)})"
+    if isinstance(n, Neg):
+        return f"(-{text(n.a)} & {_mask(n.width)})"
+    if isinstance(n, Not):
+        return f"(not {text(n.a)})"
+    if isinstance(n, Cond):
+        return f"({text(n.a)} if {text(n.c)} else {text(n.b)})"
+    if isinstance(n, SignExt):
+        sb = lit_text(1 << (n.src - 1))
+        return f"((({text(n.a)}) ^ {sb}) - {sb} & {_mask(n.width)})"
+    if isinstance(n, SCmp):
+        sb = lit_text(1 << (n.src - 1))
+        return f"(({text(n.a)} ^ {sb}) {n.op} ({text(n.b)} ^ {sb}))"
+    if isinstance(n, Concat):
+        return f"(({text(n.a)} << {n.wb}) | {text(n.b)})"
+    raise TypeError(f"not an expression node: {n!r}")
+
+
+def operands(n: Expr) -> tuple[Expr, ...]:
+    """The nodes `n` is made of (none for a leaf)."""
+    if isinstance(n, (Bin, Wrap, SCmp, Concat)):
+        return (n.a, n.b)
+    if isinstance(n, (Neg, Not, SignExt)):
+        return (n.a,)
+    if isinstance(n, Cond):
+        return (n.c, n.a, n.b)
+    return ()
+
+
+def opaque(n: Expr) -> bool:
+    """Whether `n` holds text still (an `Opaque` anywhere in it)."""
+    return isinstance(n, Opaque) or any(opaque(x) for x in operands(n))

@@ -1,0 +1,114 @@
+"""An expression's syntax tree for `pyswitch.native.cgen`, built from its node's fields.
+
+`cgen` translates Python syntax trees (transitional, `pyswitch.native.irtree`); an
+expression the compiler made a node (`pyswitch.ir.exprs`) gets its tree from the node's
+kind and fields here, the one text parsed being an `Opaque` operand's (and an expression
+that is no node at all, `PyExpr.code`).  The tree is the one ``ast`` gives for the
+printed Python (`tests/test_ir.py` checks it on every program).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from pyswitch.ir import PyExpr
+from pyswitch.ir.exprs import (
+    Bin,
+    Concat,
+    Cond,
+    Expr,
+    Field,
+    Lit,
+    Local,
+    Neg,
+    Not,
+    Opaque,
+    SCmp,
+    SignExt,
+    Slot,
+    Wrap,
+)
+
+__all__ = ["expr_tree", "node_tree"]
+
+_BINOPS: dict[str, type[ast.operator]] = {
+    "+": ast.Add, "-": ast.Sub, "*": ast.Mult, "&": ast.BitAnd, "|": ast.BitOr,
+    "^": ast.BitXor, "<<": ast.LShift, ">>": ast.RShift}
+_CMPOPS: dict[str, type[ast.cmpop]] = {
+    "==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, ">": ast.Gt, "<=": ast.LtE, ">=": ast.GtE}
+_BOOLOPS: dict[str, type[ast.boolop]] = {"and": ast.And, "or": ast.Or}
+
+
+def _const(v: int | bool) -> ast.expr:
+    if not isinstance(v, bool) and v < 0:
+        return ast.UnaryOp(ast.USub(), ast.Constant(-v))
+    return ast.Constant(v)
+
+
+def _binop(a: ast.expr, op: str, b: ast.expr) -> ast.expr:
+    if op in _CMPOPS:
+        return ast.Compare(a, [_CMPOPS[op]()], [b])
+    if op in _BOOLOPS:
+        return ast.BoolOp(_BOOLOPS[op](), [a, b])
+    return ast.BinOp(a, _BINOPS[op](), b)
+
+
+def _mask(w: int) -> ast.expr:
+    return ast.Constant((1 << w) - 1)
+
+
+def _build(n: Expr) -> ast.expr:  # noqa: C901 - one case per kind
+    if isinstance(n, Lit):
+        return _const(n.value)
+    if isinstance(n, Slot):
+        return ast.Subscript(ast.Name("M", ast.Load()), ast.Constant(n.index), ast.Load())
+    if isinstance(n, Field):
+        return ast.Subscript(ast.Name(n.header, ast.Load()), ast.Constant(n.index), ast.Load())
+    if isinstance(n, Local):
+        return ast.Name(n.name, ast.Load())
+    if isinstance(n, Opaque):
+        return ast.parse(n.code, mode="eval").body
+    if isinstance(n, Bin):
+        return _binop(_build(n.a), n.op, _build(n.b))
+    if isinstance(n, Wrap):
+        return ast.BinOp(_binop(_build(n.a), n.op, _build(n.b)), ast.BitAnd(), _mask(n.width))
+    if isinstance(n, Neg):
+        return ast.BinOp(ast.UnaryOp(ast.USub(), _build(n.a)), ast.BitAnd(), _mask(n.width))
+    if isinstance(n, Not):
+        return ast.UnaryOp(ast.Not(), _build(n.a))
+    if isinstance(n, Cond):
+        return ast.IfExp(_build(n.c), _build(n.a), _build(n.b))
+    if isinstance(n, SignExt):
+        sb = ast.Constant(1 << (n.src - 1))
+        x = ast.BinOp(ast.BinOp(_build(n.a), ast.BitXor(), sb), ast.Sub(), sb)
+        return ast.BinOp(x, ast.BitAnd(), _mask(n.width))
+    if isinstance(n, SCmp):
+        sb = 1 << (n.src - 1)
+        a = ast.BinOp(_build(n.a), ast.BitXor(), ast.Constant(sb))
+        b = ast.BinOp(_build(n.b), ast.BitXor(), ast.Constant(sb))
+        return ast.Compare(a, [_CMPOPS[n.op]()], [b])
+    if isinstance(n, Concat):
+        hi = ast.BinOp(_build(n.a), ast.LShift(), ast.Constant(n.wb))
+        return ast.BinOp(hi, ast.BitOr(), _build(n.b))
+    raise TypeError(f"not an expression node: {n!r}")
+
+
+def _at(tree: ast.expr, at: int) -> ast.expr:
+    for x in ast.walk(tree):
+        if isinstance(x, (ast.expr, ast.stmt)):
+            x.lineno = x.end_lineno = at
+            x.col_offset = x.end_col_offset = 0
+    return tree
+
+
+def node_tree(n: Expr, at: int) -> ast.expr:
+    """Node `n`'s tree, its line `at`."""
+    return _at(_build(n), at)
+
+
+def expr_tree(e: PyExpr, at: int) -> ast.expr:
+    """Expression `e`'s tree at line `at`: built from its node, or (not converted) its
+    `code` read with ``ast``."""
+    if e.node is not None:
+        return node_tree(e.node, at)
+    return _at(ast.parse(e.code, mode="eval").body, at)
