@@ -29,12 +29,13 @@ from pyswitch.compiler.model import (
     TableDef,
     _lit,
     field_loc,
+    nlit,
 )
 from pyswitch.compiler.stacks import NextLoc
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import is_aggregate
 from pyswitch.ir import Line, shift
-from pyswitch.ir.exprs import Bin, Concat, Cond, Lit, Neg, Not, SCmp, SignExt, Wrap
+from pyswitch.ir.exprs import Bin, Call, Concat, Cond, Hit, Lit, Neg, Not, SCmp, SignExt, Wrap
 from pyswitch.types import (
     BOOL,
     ERROR,
@@ -48,11 +49,6 @@ from pyswitch.types import (
     Ty,
     same_type,
 )
-
-
-def _nlit(v: int) -> Lit:
-    """Constant `v` written as the compiler writes constants (`pyswitch.compiler.model._lit`)."""
-    return Lit(v, None, v > 255)
 
 
 class Expressions:
@@ -109,7 +105,7 @@ class Expressions:
                     if src.signed and ty.width > src.width:
                         return E.of(SignExt(e.as_node(), src.width, ty.width), ty)
                     return E(e.code, ty, node=e.node)
-                return E.of(Bin("&", e.as_node(), _nlit(ty.mask), ty.width), ty)
+                return E.of(Bin("&", e.as_node(), nlit(ty.mask), ty.width), ty)
         if isinstance(ty, BoolTy):
             if isinstance(src, Bits) and src.width == 1:
                 if e.const is not None:
@@ -193,7 +189,7 @@ class Expressions:
                 return E(_lit(v), ty, v)
             x = Bin(">>", b.as_node(), Lit(lo), b.ty.width) if lo else b.as_node()
             if hi != b.ty.width - 1:
-                x = Bin("&", x, _nlit(ty.mask), ty.width)
+                x = Bin("&", x, nlit(ty.mask), ty.width)
             return E.of(x, ty)
         if d in ("call", "generic_call"):
             r = self.call(node, scope, em, stmt=False)
@@ -222,7 +218,7 @@ class Expressions:
             if e.const is not None:
                 v = e.const ^ e.ty.mask
                 return E(_lit(v), e.ty, v)
-            return E.of(Bin("^", e.as_node(), _nlit(e.ty.mask), e.ty.width), e.ty)
+            return E.of(Bin("^", e.as_node(), nlit(e.ty.mask), e.ty.width), e.ty)
         if d == "lnot":
             e = self.expr(node.children[0], scope, em)
             if not isinstance(e.ty, BoolTy):
@@ -406,7 +402,7 @@ class Expressions:
                              f"{_lit(ty.mask)})", ty)
                 return E.of(Bin(">>", a.as_node(), Lit(b.const), ty.width), ty)
             if op == "<<":
-                return E(f"_shl({a.code}, {b.code}, {ty.width})", ty)
+                return E.of(Call("_shl", (a.as_node(), b.as_node(), Lit(ty.width)), ty.width), ty)
             if ty.signed:
                 return E(f"((({a.code} ^ {_lit(sb)}) - {_lit(sb)} >> min({b.code}, {ty.width}))"
                          f" & {_lit(ty.mask)})", ty)
@@ -445,7 +441,6 @@ class Expressions:
             return E(str(v), INTLIT, v)
         if not isinstance(ty, Bits):
             raise self.err(node, f"operator {op!r} not defined on {ty.show()}")
-        m = _lit(ty.mask)
         sb = 1 << (ty.width - 1)
         if op in ("<", ">", "<=", ">="):
             if a.const is not None and b.const is not None:
@@ -485,12 +480,16 @@ class Expressions:
             return self.runtime_div(op, a, b, node)
         if op == "|+|":
             if ty.signed:
-                return E(f"_sat_s({a.code}, {b.code}, 1, {ty.width})", ty)
-            return E(f"min({a.code} + {b.code}, {m})", ty)
+                return E.of(Call("_sat_s", (a.as_node(), b.as_node(), Lit(1), Lit(ty.width)),
+                                 ty.width), ty)
+            return E.of(Call("min", (Bin("+", a.as_node(), b.as_node(), bare=True),
+                                     nlit(ty.mask)), ty.width), ty)
         if op == "|-|":
             if ty.signed:
-                return E(f"_sat_s({a.code}, {b.code}, -1, {ty.width})", ty)
-            return E(f"max({a.code} - {b.code}, 0)", ty)
+                return E.of(Call("_sat_s", (a.as_node(), b.as_node(), Lit(-1), Lit(ty.width)),
+                                 ty.width), ty)
+            return E.of(Call("max", (Bin("-", a.as_node(), b.as_node(), bare=True), Lit(0)),
+                             ty.width), ty)
         raise self.err(node, f"unsupported operator {op!r}")
 
     def runtime_div(self, op: str, a: E, b: E, node: Any) -> E:
@@ -507,7 +506,7 @@ class Expressions:
             if op == "/":
                 return E.of(Bin(">>", a.as_node(), Lit(k), ty.width), ty) if k else \
                     E(a.code, ty, node=a.node)
-            return E.of(Bin("&", a.as_node(), _nlit(b.const - 1), ty.width), ty)
+            return E.of(Bin("&", a.as_node(), nlit(b.const - 1), ty.width), ty)
         if a.const == 0:
             return a
         raise self.err(node, f"'{op}' of run-time values: could not evaluate expression at "
@@ -519,9 +518,9 @@ class Expressions:
         base = self._expr(base_node, scope, em)
         if isinstance(base, ApplyResult):
             if mn == "hit":
-                return E(f"{base.var}.hit", BOOL)
+                return E.of(Hit(base.var), BOOL)
             if mn == "miss":
-                return E(f"(not {base.var}.hit)", BOOL)
+                return E.of(Not(Hit(base.var)), BOOL)
             if mn == "action_run":
                 return base
             raise self.err(node, f"table apply result has no member {mn!r}")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyswitch.ir import Assign, If, Line, ModuleItem, Pass, PyExpr, PyText, Stmt, shift
-from pyswitch.ir.exprs import Expr, Field, Lit, Local, Opaque, Slot, text
+from pyswitch.ir.exprs import Bin, Expr, Field, Lit, Local, Opaque, Slot, text
 from pyswitch.types import (
     BOOL,
     HeaderTy,
@@ -277,6 +277,17 @@ class Emitter:
 
     def dedent(self) -> None:
         self.ind -= 1
+
+
+def too_short(n: int) -> PyExpr:
+    """Whether fewer than `n` bytes are left after the parser's cursor (``pos + n > L``)."""
+    return PyExpr.of(Bin(">", Bin("+", Local("pos"), Lit(n), bare=True), Local("L"),
+                         bare=True))
+
+
+def nlit(v: int) -> Lit:
+    """Constant `v` written as the compiler writes constants (`_lit`)."""
+    return Lit(v, None, v > 255)
 
 
 def valid_e(var: str) -> E:

@@ -22,7 +22,9 @@ from pyswitch.compiler.model import (
     StackLoc,
     StructLoc,
     _lit,
+    nlit,
     px,
+    too_short,
     valid_e,
 )
 from pyswitch.compiler.varbit import varbit_index
@@ -45,8 +47,10 @@ from pyswitch.ir import (
     PyExpr,
     Stmt,
 )
+from pyswitch.ir.exprs import All, Bin, Lit, Local, Range
 from pyswitch.ir.pyprint import pack_args
 from pyswitch.types import (
+    BOOL,
     BoolTy,
     HeaderTy,
 )
@@ -150,7 +154,7 @@ class ParserGen:
                 continue
             v = self.new_tmp("k")
             em.assign(v, k)
-            kvars.append(E(v, k.ty))
+            kvars.append(E.of(Local(v), k.ty))
         # an if/elif chain of the cases; the default (or no match) last, as ``else``
         arms: list[tuple[str, list[Line]]] = []
         else_: list[Line] | None = None
@@ -159,11 +163,11 @@ class ParserGen:
             cond = self.keyset_cond(ks, kvars, st_scope, case)
             sub = em.sub()
             self.emit_state(self.name_of(target), st_scope, sub, path + [sn])
-            if cond == "True" and arms:
+            if cond.const is True and arms:
                 else_ = sub.lines
                 break
             arms.append((cond, sub.lines))
-            if cond == "True":
+            if cond.const is True:
                 break
         else:
             if not arms:
@@ -174,39 +178,43 @@ class ParserGen:
             else_ = no_match.lines
         em.emit_chain(arms, else_)
 
-    def keyset_cond(self, ks: Tree, kvars: list[E], scope: Scope, node: Any) -> str:
+    def keyset_cond(self, ks: Tree, kvars: list[E], scope: Scope, node: Any) -> E:
+        """The condition a select case's keyset is (``True``: the default)."""
         elems = ks.children
         if len(elems) == 1 and elems[0].data == "ks_default":
-            return "True"
+            return E.of(Lit(True), BOOL, True)
         if len(elems) != len(kvars):
             raise self.err(node, f"keyset has {len(elems)} elements, select has {len(kvars)}")
         conds = []
         for el, k in zip(elems, kvars, strict=True):
             c = self.keyset_elem_cond(el, k, scope)
-            if c != "True":
+            if c.const is not True:
                 conds.append(c)
-        return " and ".join(conds) if conds else "True"
+        if len(conds) > 1:
+            return E.of(All(tuple(c.as_node() for c in conds)), BOOL)
+        return conds[0] if conds else E.of(Lit(True), BOOL, True)
 
-    def keyset_elem_cond(self, el: Tree, k: E, scope: Scope) -> str:
+    def keyset_elem_cond(self, el: Tree, k: E, scope: Scope) -> E:
         if el.data == "ks_default":
-            return "True"
+            return E.of(Lit(True), BOOL, True)
         if el.data == "ks_value":
             v = self.convert(self.expr(el.children[0], scope), k.ty, el)
             if v.const is None:
                 raise self.err(el, "select case values must be compile-time constants")
-            return f"{k.code} == {_lit(v.const)}"
+            return E.of(Bin("==", k.as_node(), nlit(v.const), bare=True), BOOL)
         if el.data == "ks_mask":
             v = self.convert(self.expr(el.children[0], scope), k.ty, el)
             m = self.convert(self.expr(el.children[1], scope), k.ty, el)
             if v.const is None or m.const is None:
                 raise self.err(el, "select masks must be compile-time constants")
-            return f"{k.code} & {_lit(m.const)} == {_lit(v.const & m.const)}"
+            km = Bin("&", k.as_node(), nlit(m.const), bare=True)
+            return E.of(Bin("==", km, nlit(v.const & m.const), bare=True), BOOL)
         if el.data == "ks_range":
             lo = self.convert(self.expr(el.children[0], scope), k.ty, el)
             hi = self.convert(self.expr(el.children[1], scope), k.ty, el)
             if lo.const is None or hi.const is None:
                 raise self.err(el, "select ranges must be compile-time constants")
-            return f"{_lit(lo.const)} <= {k.code} <= {_lit(hi.const)}"
+            return E.of(Range(nlit(lo.const), k.as_node(), nlit(hi.const)), BOOL)
         raise self.err(el, "unsupported keyset")
 
     def header_plan(self, ty: HeaderTy) -> tuple[str, list[str], list[str], int, int]:
@@ -280,7 +288,7 @@ class ParserGen:
         var, exprs, _pack, size, nitems = self.header_plan(loc.ty)
         h = loc.var
         self.used_slots.add(loc.slot)
-        em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {size} > L")))
+        em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(size)))
         fields = None if exprs == ["*"] else tuple(PyExpr(x) for x in exprs)
         em.emit(Extract(h, var, size, nitems, fields))
         em.assign(valid_e(h), "True")

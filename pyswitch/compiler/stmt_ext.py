@@ -24,6 +24,7 @@ from pyswitch.compiler.model import (
     Scope,
     StructLoc,
     local_loc,
+    too_short,
 )
 from pyswitch.ir import Advance, Break, Continue, Line, Loop, ParserError, PyExpr
 from pyswitch.types import (
@@ -267,7 +268,7 @@ class StatementsExt:
             if self.ctrl_kind != "parser":
                 raise self.err(node, "packet_in methods are only available in the parser")
             n = ty.width // 8
-            em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {n} > L")))
+            em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(n)))
             em.emit(Advance(PyExpr(str(n))))
             return None
         e = self.expr(a, scope, em)

@@ -15,7 +15,7 @@ node           fields                                  Python (`text`)
 `Local`        a local or parameter's name             ``v_3``, ``p_x``
 `Opaque`       Python source the compiler still        as is (a call, a table's ``.hit``,
                writes as text                          a stack element picked at run time)
-`Bin`          op, a, b: ``& | ^ >> == != < > <=       ``(a op b)``
+`Bin`          op, a, b: ``& | ^ >> + == != < > <=     ``(a op b)``; `bare`: ``a op b``
                >= and or``
 `Wrap`         op ``+ - * <<``, a, b, width            ``((a op b) & mask)``
 `Neg`          a, width                                ``(-a & mask)``
@@ -24,6 +24,12 @@ node           fields                                  Python (`text`)
 `SignExt`      a, its width, width                     ``(((a) ^ sb) - sb & mask)``
 `SCmp`         op ``< > <= >=``, a, b, their width     ``((a ^ sb) op (b ^ sb))``
 `Concat`       a, b, b's width, width                  ``((a << wb) | b)``
+`All`          items (two or more)                     ``a and b and c``
+`Range`        lo, a, hi                               ``lo <= a <= hi``
+`Hit`          a table apply's entry local             ``_e.hit``
+`Call`         a helper of the generated module        ``_shl(a, b, 8)``, ``min(a + b,
+               (``_shl``, ``_sat_s``, ``min``,          255)``
+               ``max``), its arguments
 =============  =====================================  =================================
 
 (``mask`` and ``sb`` are the width's mask and sign bit, written as the compiler writes
@@ -91,6 +97,7 @@ class Bin:
     a: Expr
     b: Expr
     width: int | None = None
+    bare: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,8 +166,45 @@ class Concat:
     width: int
 
 
-Expr = Lit | Slot | Field | Local | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp | Concat
-KINDS = (Lit, Slot, Field, Local, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat)
+@dataclass(frozen=True)
+class All:
+    """Conditions that must all hold (a select case's keys), without parentheses."""
+
+    items: tuple[Expr, ...]
+    width: None = None
+
+
+@dataclass(frozen=True)
+class Range:
+    """``lo <= a <= hi`` (a select case's range)."""
+
+    lo: Expr
+    a: Expr
+    hi: Expr
+    width: None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """Whether the table apply whose entry local is `entry` hit."""
+
+    entry: str
+    width: None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call of `fn`, a helper function of the generated module (or ``min``/``max``)."""
+
+    fn: str
+    args: tuple[Expr, ...]
+    width: int | None = None
+
+
+Expr = (Lit | Slot | Field | Local | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp
+        | Concat | All | Range | Hit | Call)
+KINDS = (Lit, Slot, Field, Local, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat,
+         All, Range, Hit, Call)
 
 
 def _mask(w: int) -> str:
@@ -182,7 +226,8 @@ def text(n: Expr) -> str:  # noqa: C901 - one case per kind
     if isinstance(n, Opaque):
         return n.code
     if isinstance(n, Bin):
-        return f"({text(n.a)} {n.op} {text(n.b)})"
+        s = f"{text(n.a)} {n.op} {text(n.b)}"
+        return s if n.bare else f"({s})"
     if isinstance(n, Wrap):
         return f"(({text(n.a)} {n.op} {text(n.b)}) & {_mask(n.width)})"
     if isinstance(n, Neg):
@@ -199,6 +244,14 @@ def text(n: Expr) -> str:  # noqa: C901 - one case per kind
         return f"(({text(n.a)} ^ {sb}) {n.op} ({text(n.b)} ^ {sb}))"
     if isinstance(n, Concat):
         return f"(({text(n.a)} << {n.wb}) | {text(n.b)})"
+    if isinstance(n, All):
+        return " and ".join(text(x) for x in n.items)
+    if isinstance(n, Range):
+        return f"{text(n.lo)} <= {text(n.a)} <= {text(n.hi)}"
+    if isinstance(n, Hit):
+        return f"{n.entry}.hit"
+    if isinstance(n, Call):
+        return f"{n.fn}({', '.join(text(x) for x in n.args)})"
     raise TypeError(f"not an expression node: {n!r}")
 
 
@@ -210,6 +263,10 @@ def operands(n: Expr) -> tuple[Expr, ...]:
         return (n.a,)
     if isinstance(n, Cond):
         return (n.c, n.a, n.b)
+    if isinstance(n, Range):
+        return (n.lo, n.a, n.hi)
+    if isinstance(n, (All, Call)):
+        return n.items if isinstance(n, All) else n.args
     return ()
 
 

@@ -13,16 +13,20 @@ import ast
 
 from pyswitch.ir import PyExpr
 from pyswitch.ir.exprs import (
+    All,
     Bin,
+    Call,
     Concat,
     Cond,
     Expr,
     Field,
+    Hit,
     Lit,
     Local,
     Neg,
     Not,
     Opaque,
+    Range,
     SCmp,
     SignExt,
     Slot,
@@ -90,6 +94,14 @@ def _build(n: Expr) -> ast.expr:  # noqa: C901 - one case per kind
     if isinstance(n, Concat):
         hi = ast.BinOp(_build(n.a), ast.LShift(), ast.Constant(n.wb))
         return ast.BinOp(hi, ast.BitOr(), _build(n.b))
+    if isinstance(n, All):
+        return ast.BoolOp(ast.And(), [_build(x) for x in n.items])
+    if isinstance(n, Range):
+        return ast.Compare(_build(n.lo), [ast.LtE(), ast.LtE()], [_build(n.a), _build(n.hi)])
+    if isinstance(n, Hit):
+        return ast.Attribute(ast.Name(n.entry, ast.Load()), "hit", ast.Load())
+    if isinstance(n, Call):
+        return ast.Call(ast.Name(n.fn, ast.Load()), [_build(x) for x in n.args], [])
     raise TypeError(f"not an expression node: {n!r}")
 
 
