@@ -21,7 +21,6 @@ from pyswitch.compiler.model import (
     Scope,
     StackLoc,
     StructLoc,
-    _lit,
     nlit,
     px,
     too_short,
@@ -47,7 +46,7 @@ from pyswitch.ir import (
     PyExpr,
     Stmt,
 )
-from pyswitch.ir.exprs import All, Bin, Lit, Local, Range
+from pyswitch.ir.exprs import All, Bin, Expr, Field, Lit, Local, Range
 from pyswitch.ir.pyprint import pack_args
 from pyswitch.types import (
     BOOL,
@@ -217,18 +216,18 @@ class ParserGen:
             return E.of(Range(nlit(lo.const), k.as_node(), nlit(hi.const)), BOOL)
         raise self.err(el, "unsupported keyset")
 
-    def header_plan(self, ty: HeaderTy) -> tuple[str, list[str], list[str], int, int]:
+    def header_plan(self, ty: HeaderTy) -> tuple[str, list[Expr] | None, list[Expr], int, int]:
         """How to (de)serialise a header with one precompiled `struct.Struct`.
 
         Fields are grouped into byte-aligned chunks; each chunk is read as big-endian struct
         items of 8/4/2/1 bytes (largest first) which are recombined with shifts, and fields are
         cut out of the chunk with shifts and masks. Returns (struct var, per-field expressions
-        over the items ``a0..`` or ``["*"]`` when items are the fields, pack arguments over
-        ``h[i]``, size in bytes, number of items)."""
+        over the items ``a0..`` or None when items are the fields, pack arguments over
+        ``h[i]`` (`rehead` names the header), size in bytes, number of items)."""
         fmt = ">"
         nitems = 0
-        field_exprs: list[str] = []
-        pack_items: list[str] = []
+        field_exprs: list[Expr] = []
+        pack_items: list[Expr] = []
         chunk: list[tuple[int, int]] = []
         cw = 0
         for i, (_, ft) in enumerate(ty.fields):
@@ -244,35 +243,37 @@ class ParserGen:
                     fmt += code
                     rem -= size
             nitems += len(parts)
+            whole: Expr
             if len(parts) == 1:
-                whole = parts[0][0]
+                whole = Local(parts[0][0])
             else:
                 acc, sh = [], cw
                 for nmv, w in parts:
                     sh -= w
-                    acc.append(f"({nmv} << {sh})" if sh else nmv)
-                whole = "(" + " | ".join(acc) + ")"
+                    acc.append(Bin("<<", Local(nmv), Lit(sh)) if sh else Local(nmv))
+                whole = _or_all(acc)
             sh = cw
             for _fi, w in chunk:
                 sh -= w
                 if len(chunk) == 1:
                     field_exprs.append(whole)
                 else:
-                    ex = f"({whole} >> {sh})" if sh else whole
-                    field_exprs.append(ex if sh + w == cw else f"({ex} & {_lit((1 << w) - 1)})")
-            fv, sh = [], cw
+                    ex = Bin(">>", whole, Lit(sh)) if sh else whole
+                    field_exprs.append(ex if sh + w == cw else Bin("&", ex, nlit((1 << w) - 1)))
+            fv: list[Expr] = []
+            sh = cw
             for fi, w in chunk:
                 sh -= w
-                fv.append(f"(h[{fi}] << {sh})" if sh else f"h[{fi}]")
-            comb = fv[0] if len(fv) == 1 else "(" + " | ".join(fv) + ")"
+                fv.append(Bin("<<", Field("h", fi), Lit(sh)) if sh else Field("h", fi))
+            comb = fv[0] if len(fv) == 1 else _or_all(fv)
             if len(parts) == 1:
                 pack_items.append(comb)
             else:
                 sh = cw
                 for _nmv, w in parts:
                     sh -= w
-                    ex = f"({comb} >> {sh})" if sh else comb
-                    pack_items.append(f"({ex} & {_lit((1 << w) - 1)})")
+                    ex = Bin(">>", comb, Lit(sh)) if sh else comb
+                    pack_items.append(Bin("&", ex, nlit((1 << w) - 1)))
             chunk, cw = [], 0
         key = id(ty)
         if key not in self.header_plans:
@@ -281,15 +282,15 @@ class ParserGen:
             self.header_fmts[var] = fmt
             self.module.insert(0, ModuleText(f"{var} = _struct.Struct({fmt!r})"))
         var = self.header_plans[key]
-        simple = field_exprs == [f"a{i}" for i in range(nitems)]
-        return var, (["*"] if simple else field_exprs), pack_items, struct.calcsize(fmt), nitems
+        simple = field_exprs == [Local(f"a{i}") for i in range(nitems)]
+        return var, (None if simple else field_exprs), pack_items, struct.calcsize(fmt), nitems
 
     def emit_extract(self, loc: HdrLoc, em: Emitter) -> None:
         var, exprs, _pack, size, nitems = self.header_plan(loc.ty)
         h = loc.var
         self.used_slots.add(loc.slot)
         em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(size)))
-        fields = None if exprs == ["*"] else tuple(PyExpr(x) for x in exprs)
+        fields = None if exprs is None else tuple(PyExpr.of(x) for x in exprs)
         em.emit(Extract(h, var, size, nitems, fields))
         em.assign(valid_e(h), "True")
         em.emit(Advance(px(str(size))))
@@ -347,8 +348,8 @@ class ParserGen:
             self.used_slots.add(loc.slot)
             h = loc.var
             n = len(loc.ty.fields)
-            values = None if pack == [f"h[{i}]" for i in range(1, n + 1)] else \
-                tuple(PyExpr(x.replace("h[", f"{h}[")) for x in pack)
+            values = None if pack == [Field("h", i) for i in range(1, n + 1)] else \
+                tuple(PyExpr.of(rehead(x, h)) for x in pack)
             em.emit(Emit(h, var, values))
         elif isinstance(loc, StackLoc):
             for el in loc.elems:
@@ -361,3 +362,21 @@ class ParserGen:
                     raise self.err(node, "emit of a struct with non-header fields")
         else:
             raise self.err(node, "emit needs a header, header stack or struct of headers")
+
+
+def _or_all(items: list[Expr]) -> Expr:
+    """``(a | b | c)``: two or more items or'ed, one pair of parentheses."""
+    n = items[0]
+    for x in items[1:-1]:
+        n = Bin("|", n, x, bare=True)
+    return Bin("|", n, items[-1])
+
+
+def rehead(n: Expr, h: str) -> Expr:
+    """A pack argument of `header_plan` (over ``h[i]``) for the header whose cells local
+    `h` names."""
+    if isinstance(n, Field) and n.header == "h":
+        return Field(h, n.index, n.width)
+    if isinstance(n, Bin):
+        return replace(n, a=rehead(n.a, h), b=rehead(n.b, h))
+    return n
