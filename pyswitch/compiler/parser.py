@@ -99,7 +99,7 @@ class ParserGen:
         self.locals_ok = False
         body.lines[:0] = init.lines
         self.block_init = None
-        slot = PyExpr(f"M[{self.std.fields['parser_error'].code[2:-1]}]")
+        slot = self.loc_e(self.std.fields['parser_error']).py()
         self.emit_function("parser", ["S", "M", "buf"], body, pre=[ParserStart()],
                            post=[ParserEnd()], scope=lambda b: ParserScope(b, slot))
 

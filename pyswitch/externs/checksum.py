@@ -52,7 +52,7 @@ class Checksum(Extern):
             if cond.const is True:
                 em.emit(store)
             else:
-                em.emit_inline_if(cond.code, store)
+                em.emit_inline_if(cond, store)
         return None
 
 
