@@ -28,6 +28,7 @@ from pyswitch.compiler.model import (
     StructLoc,
     TableDef,
     _lit,
+    bits_width,
     field_loc,
     nlit,
 )
@@ -267,7 +268,7 @@ class Expressions:
                 raise self.err(node, f"?: on {a.ty.show()} values is not supported")
             if c.const is not None:
                 return a if c.const else b
-            return E.of(Cond(c.as_node(), a.as_node(), b.as_node(), getattr(a.ty, "width", None)),
+            return E.of(Cond(c.as_node(), a.as_node(), b.as_node(), bits_width(a.ty)),
                         a.ty)
         if d in ("binop", "binop_lt", "binop_gt", "bor", "bxor", "band", "shl", "shr"):
             if d == "binop":

@@ -10,6 +10,7 @@ from pyswitch.ir import Assign, If, Line, ModuleItem, Pass, PyExpr, PyText, Stmt
 from pyswitch.ir.exprs import Bin, Expr, Field, Lit, Local, Opaque, Slot, text
 from pyswitch.types import (
     BOOL,
+    Bits,
     HeaderTy,
     StackTy,
     StructTy,
@@ -34,19 +35,24 @@ class ScalarLoc:
     node: Expr | None = None
 
 
+def bits_width(ty: Ty | None) -> int | None:
+    """The width of ``bit<N>``/``int<N>`` type `ty` (None for any other type)."""
+    return ty.width if isinstance(ty, Bits) else None
+
+
 def slot_loc(j: int, ty: Ty) -> ScalarLoc:
     """Metadata slot `j` of type `ty`."""
-    return ScalarLoc(f"M[{j}]", ty, Slot(j, getattr(ty, "width", None)))
+    return ScalarLoc(f"M[{j}]", ty, Slot(j, bits_width(ty)))
 
 
 def field_loc(var: str, i: int, ty: Ty) -> ScalarLoc:
     """Field `i` (of type `ty`) of the header whose cells local `var` names."""
-    return ScalarLoc(f"{var}[{i}]", ty, Field(var, i, getattr(ty, "width", None)))
+    return ScalarLoc(f"{var}[{i}]", ty, Field(var, i, bits_width(ty)))
 
 
 def local_loc(name: str, ty: Ty) -> ScalarLoc:
     """Local `name` (or a parameter) of type `ty`."""
-    return ScalarLoc(name, ty, Local(name, getattr(ty, "width", None)))
+    return ScalarLoc(name, ty, Local(name, bits_width(ty)))
 
 
 @dataclass
@@ -101,7 +107,7 @@ class E:
         (`Opaque`)."""
         if self.node is not None:
             return self.node
-        w = getattr(self.ty, "width", None)
+        w = bits_width(self.ty)
         v = self.const
         if isinstance(v, int) and not isinstance(v, bool) and v >= 0 and \
                 self.code in (str(v), hex(v)):
@@ -113,7 +119,7 @@ class E:
     def py(self) -> PyExpr:
         """This expression in a statement of the IR (its node, a constant's `Lit`, or its
         text)."""
-        w = getattr(self.ty, "width", None)
+        w = bits_width(self.ty)
         n = self.as_node()
         return PyExpr(self.code, w) if isinstance(n, Opaque) else PyExpr.of(n, w)
 

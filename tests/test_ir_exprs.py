@@ -1,0 +1,161 @@
+"""Expressions as nodes of the intermediate form (`pyswitch.ir.exprs`, docs/pyswitch-ir.md).
+
+- The Python back end's text of each node kind (what the compiler wrote before the nodes).
+- The C back end's syntax tree of each node kind, built from its fields
+  (`pyswitch.native.exprtree`), is the tree of that text.
+- In every program of tests/p4, p4src and tests/stf, each expression that is a node prints
+  as its `PyExpr.code`, and its tree is built without parsing any text (an `Opaque`
+  operand apart); ina.p4 keeps 4 expressions of text, the extern calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from pyswitch.compiler.model import BOOL, E, Emitter, nlit, too_short, valid_e
+from pyswitch.ir import Assign, Function, PyExpr, expressions, walk
+from pyswitch.ir.exprs import (
+    KINDS,
+    All,
+    Bin,
+    Call,
+    Concat,
+    Cond,
+    Field,
+    Hit,
+    Lit,
+    Local,
+    Neg,
+    Not,
+    Opaque,
+    Range,
+    SCmp,
+    SignExt,
+    Slot,
+    Wrap,
+    opaque,
+    text,
+)
+from pyswitch.native import exprtree
+from pyswitch.program import compile_p4
+from pyswitch.types import Bits
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = sorted(str(p.relative_to(ROOT)) for d in ("tests/p4", "p4src", "tests/stf")
+                  for p in (ROOT / d).glob("*.p4"))
+
+X, Y = Slot(3, 8), Field("h2", 1, 8)
+CASES = [
+    (Lit(5), "5"),
+    (Lit(0xFFFF, 16, hexed=True), "0xffff"),
+    (Lit(True), "True"),
+    (Lit(-1), "-1"),
+    (Slot(12, 9), "M[12]"),
+    (Field("h3", 2, 16), "h3[2]"),
+    (Local("p_port", 9), "p_port"),
+    (Opaque("_random(0, 7)", 3), "_random(0, 7)"),
+    (Bin("&", X, Lit(15)), "(M[3] & 15)"),
+    (Bin("==", Y, Lit(1)), "(h2[1] == 1)"),
+    (Bin(">>", X, Lit(4), 8), "(M[3] >> 4)"),
+    (Bin("or", Local("a"), Not(Local("b"))), "(a or (not b))"),
+    (Bin(">", Bin("+", Local("pos"), Lit(14), bare=True), Local("L"), bare=True),
+     "pos + 14 > L"),
+    (Wrap("+", X, Y, 8), "((M[3] + h2[1]) & 255)"),
+    (Wrap("*", X, Y, 16), "((M[3] * h2[1]) & 0xffff)"),
+    (Wrap("<<", X, Lit(3), 8), "((M[3] << 3) & 255)"),
+    (Neg(X, 8), "(-M[3] & 255)"),
+    (Not(Hit("_e4")), "(not _e4.hit)"),
+    (Cond(Local("c"), X, Lit(0), 8), "(M[3] if c else 0)"),
+    (Cond(Local("c"), Lit(1), Lit(0), 1), "(1 if c else 0)"),
+    (SignExt(X, 8, 16), "(((M[3]) ^ 128) - 128 & 0xffff)"),
+    (SCmp("<", X, Y, 8), "((M[3] ^ 128) < (h2[1] ^ 128))"),
+    (Concat(X, Y, 8, 16), "((M[3] << 8) | h2[1])"),
+    (All((Bin("==", Local("_k0"), Lit(6), bare=True),
+          Bin("==", Bin("&", Local("_k1"), Lit(240), bare=True), Lit(64), bare=True))),
+     "_k0 == 6 and _k1 & 240 == 64"),
+    (Range(Lit(1), Local("_k0"), Lit(0x1FF, hexed=True)), "1 <= _k0 <= 0x1ff"),
+    (Hit("_e7"), "_e7.hit"),
+    (Call("_shl", (X, Y, Lit(8)), 8), "_shl(M[3], h2[1], 8)"),
+    (Call("_sat_s", (X, Y, Lit(-1), Lit(8)), 8), "_sat_s(M[3], h2[1], -1, 8)"),
+    (Call("min", (Bin("+", X, Y, bare=True), Lit(255)), 8), "min(M[3] + h2[1], 255)"),
+]
+
+
+def test_every_kind_has_a_case() -> None:
+    assert {type(n) for n, _ in CASES} == set(KINDS)
+
+
+@pytest.mark.parametrize(("node", "want"), CASES, ids=[t for _, t in CASES])
+def test_printer_text_of_each_expression_node(node, want: str) -> None:  # noqa: ANN001
+    assert text(node) == want
+    assert PyExpr.of(node).code == want
+
+
+@pytest.mark.parametrize(("node", "want"), CASES, ids=[t for _, t in CASES])
+def test_c_tree_of_each_expression_node_built_from_fields(node, want: str,  # noqa: ANN001
+                                                          monkeypatch) -> None:  # noqa: ANN001
+    parsed = ast.parse(want, mode="eval").body
+    if not opaque(node):  # no text to read: the tree comes from the fields alone
+        monkeypatch.setattr(exprtree.ast, "parse", _no_parse)
+    tree = exprtree.node_tree(node, 7)
+    monkeypatch.undo()
+    assert ast.dump(tree) == ast.dump(parsed)
+    assert {x.lineno for x in ast.walk(tree) if isinstance(x, ast.expr)} == {7}
+
+
+def _no_parse(*_a: object, **_k: object) -> None:
+    raise AssertionError("a node's tree was parsed from text")
+
+
+def test_compiled_expressions_carry_their_nodes() -> None:
+    """The compiler's side: constants become `Lit` in the compiler's spelling, a name
+    assigned is a `Local`, the parser's checks and valid bits are nodes."""
+    assert E("0x1ff", Bits(9), 0x1FF).as_node() == Lit(0x1FF, 9, hexed=True)
+    assert E("7", Bits(9), 7).as_node() == Lit(7, 9)
+    assert E("True", BOOL, True).as_node() == Lit(True)
+    assert E("_random(0, 7)", Bits(3)).as_node() == Opaque("_random(0, 7)", 3)
+    assert E("_random(0, 7)", Bits(3)).py() == PyExpr("_random(0, 7)", 3)
+    assert nlit(255) == Lit(255) and nlit(256) == Lit(256, hexed=True)
+    assert too_short(20).code == "pos + 20 > L" and too_short(20).node is not None
+    em = Emitter()
+    em.assign("_v3", E.of(Wrap("+", X, Lit(1), 8), Bits(8)))
+    em.assign(valid_e("h4"), "False")
+    em.assign("M[7]", "_x")
+    a, b, c = (ln.stmt for ln in em.lines)
+    assert isinstance(a, Assign) and a.target.node == Local("_v3")
+    assert a.value.node == Wrap("+", X, Lit(1), 8) and a.value.code == "((M[3] + 1) & 255)"
+    assert b.target.node == Field("h4", 0) and b.value.node == Lit(False)
+    assert c.target.node is None and c.value.node is None  # text stays text
+
+
+def _compile(rel: str):  # noqa: ANN202 - a Program
+    with contextlib.chdir(ROOT):
+        return compile_p4(rel, ["p4src/include"])
+
+
+@pytest.mark.parametrize("rel", PROGRAMS)
+def test_program_expression_nodes_print_and_build(rel: str, monkeypatch) -> None:  # noqa: ANN001
+    """Every expression node of the program prints as its `code`, and the C back end's
+    tree of it, built from the fields without reading text, is the tree of that code."""
+    nodes = [e for it in _compile(rel).ir if isinstance(it, Function)
+             for st in walk(it.body) for e in expressions(st) if e.node is not None]
+    assert nodes
+    want = [ast.dump(ast.parse(e.code, mode="eval").body) for e in nodes]
+    assert [text(e.node) for e in nodes] == [e.code for e in nodes]
+    monkeypatch.setattr(exprtree.ast, "parse", _no_parse)
+    got = [ast.dump(exprtree.expr_tree(e, 1)) for e in nodes if not opaque(e.node)]
+    monkeypatch.undo()
+    assert got == [w for w, e in zip(want, nodes, strict=True) if not opaque(e.node)]
+
+
+def test_ina_expressions_are_nodes_but_the_extern_calls() -> None:
+    """ina.p4: every expression is a node except the checksums' and a hash's (the
+    registry's `c_call` still reads an ``ast.Call``)."""
+    left = [e.code for it in _compile("p4src/ina.p4").ir if isinstance(it, Function)
+            for st in walk(it.body) for e in expressions(st) if e.node is None]
+    assert len(left) == 4
+    assert all("_csum16" in c or "_hmod" in c for c in left), left
