@@ -122,7 +122,7 @@ class Varbits:
                                  f"not {loc.ty.show()}")
         n = self.convert(self.expr(len_node, scope, em), Bits(32), len_node)
         v = self.new_tmp("vn")
-        em.assign(v, n.code)
+        em.assign(v, n)
         return v
 
     def emit_extract_vl(self, loc: HdrLoc, nbits: str, em: Emitter) -> None:
