@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyswitch.compiler.model import ScalarLoc, _lit, px
+from pyswitch.compiler.model import BOOL, E, ScalarLoc, nlit, px
 from pyswitch.externs import Extern
 from pyswitch.ir import Assign, PyExpr
+from pyswitch.ir.exprs import Bin, Expr, Opaque
 from pyswitch.types import Bits, BoolTy
 
 
@@ -39,8 +40,12 @@ class Checksum(Extern):
             ck = cx.expr(args[2], scope, em)
             if not isinstance(ck.ty, Bits):
                 raise cx.err(args[2], "checksum field must be bit<N>")
-            cc = "" if cond.const is True else f"{cond.code} and "
-            em.emit_inline_if(f"{cc}({digest} & {_lit(ck.ty.mask)}) != {ck.code}",
+            # the digest, an extern helper's call, is still text (`Opaque`)
+            bad: Expr = Bin("!=", Bin("&", Opaque(digest), nlit(ck.ty.mask)), ck.as_node(),
+                            bare=True)
+            if cond.const is not True:
+                bad = Bin("and", cond.as_node(), bad, bare=True)
+            em.emit_inline_if(E.of(bad, BOOL),
                               Assign(cx.loc_e(cx.std.fields["checksum_error"]).py(), px("1")))
         else:
             if cx.ctrl_kind != "compute":
@@ -48,7 +53,8 @@ class Checksum(Extern):
             lv = cx.lvalue(args[2], scope, em)
             if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
                 raise cx.err(args[2], "checksum field must be a bit<N> l-value")
-            store = Assign(cx.loc_e(lv).py(), PyExpr(f"{digest} & {_lit(lv.ty.mask)}"))
+            store = Assign(cx.loc_e(lv).py(), PyExpr.of(
+                Bin("&", Opaque(digest), nlit(lv.ty.mask), bare=True), lv.ty.width))
             if cond.const is True:
                 em.emit(store)
             else:

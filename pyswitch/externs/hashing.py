@@ -14,8 +14,9 @@ import zlib
 from typing import Any
 
 from pyswitch import hashes
-from pyswitch.compiler.model import ScalarLoc, _lit
+from pyswitch.compiler.model import E, ScalarLoc, nlit
 from pyswitch.externs import Extern
+from pyswitch.ir.exprs import Bin, Call, Expr, Opaque
 from pyswitch.types import Bits, IntLit
 
 # helper -> (its C function in runtime.h, the width of its result)
@@ -81,15 +82,17 @@ static V v_hash_payload(int algo, V v, int n, PyObject *payload) {
         for x, n in ((base, args[2]), (mx, args[4])):
             if not isinstance(x.ty, (Bits, IntLit)):
                 raise cx.err(n, "hash base/max must be bit<N>")
-        h = cx.digest_code(algo, cx.data_list(args[3], scope, em))
+        # the digest, an extern helper's call, is still text (`Opaque`)
+        h = Opaque(cx.digest_code(algo, cx.data_list(args[3], scope, em)))
+        modded: Expr
         if mx.const is not None:
             if mx.const == 0:
                 raise cx.err(args[4], "hash max must not be 0")
-            modded = f"({h} % {_lit(mx.const)})"
+            modded = Bin("%", h, nlit(mx.const))
         else:
-            modded = f"_hmod({h}, {mx.code})"
-        res = f"({base.code} + {modded})" if base.const != 0 else modded
-        em.assign(cx.loc_e(lv), f"{res} & {_lit(lv.ty.mask)}")
+            modded = Call("_hmod", (h, mx.as_node()))
+        res = Bin("+", base.as_node(), modded) if base.const != 0 else modded
+        em.assign(cx.loc_e(lv), E.of(Bin("&", res, nlit(lv.ty.mask), bare=True), lv.ty))
         return None
 
     def runtime(self, sw: Any) -> dict[str, Any]:

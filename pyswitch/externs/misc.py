@@ -6,9 +6,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from pyswitch.compiler.model import DROP_PORT, ScalarLoc, px
+from pyswitch.compiler.model import DROP_PORT, E, ScalarLoc, px
 from pyswitch.externs import Extern
 from pyswitch.ir import Assign, ParserError, PyExpr, Seq
+from pyswitch.ir.exprs import Call
 from pyswitch.types import Bits, BoolTy, ErrorTy
 
 
@@ -137,7 +138,7 @@ static V v_random(PyObject *o, V lo, V hi) {
             raise cx.err(args[0], "random result must be a bit<N> l-value")
         lo = cx.convert(cx.expr(args[1], scope, em), lv.ty, args[1])
         hi = cx.convert(cx.expr(args[2], scope, em), lv.ty, args[2])
-        em.assign(cx.loc_e(lv), f"_random({lo.code}, {hi.code})")
+        em.assign(cx.loc_e(lv), E.of(Call("_random", (lo.as_node(), hi.as_node())), lv.ty))
         return None
 
     def runtime(self, sw: Any) -> dict[str, Any]:

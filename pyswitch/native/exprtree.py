@@ -37,7 +37,7 @@ __all__ = ["expr_tree", "node_tree"]
 
 _BINOPS: dict[str, type[ast.operator]] = {
     "+": ast.Add, "-": ast.Sub, "*": ast.Mult, "&": ast.BitAnd, "|": ast.BitOr,
-    "^": ast.BitXor, "<<": ast.LShift, ">>": ast.RShift}
+    "^": ast.BitXor, "<<": ast.LShift, ">>": ast.RShift, "%": ast.Mod, "//": ast.FloorDiv}
 _CMPOPS: dict[str, type[ast.cmpop]] = {
     "==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, ">": ast.Gt, "<=": ast.LtE, ">=": ast.GtE}
 _BOOLOPS: dict[str, type[ast.boolop]] = {"and": ast.And, "or": ast.Or}
