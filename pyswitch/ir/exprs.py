@@ -15,8 +15,8 @@ node           fields                                  Python (`text`)
 `Local`        a local or parameter's name             ``v_3``, ``p_x``
 `Opaque`       Python source the compiler still        as is (a call, a table's ``.hit``,
                writes as text                          a stack element picked at run time)
-`Bin`          op, a, b: ``& | ^ >> + == != < > <=     ``(a op b)``; `bare`: ``a op b``
-               >= and or``
+`Bin`          op, a, b: ``& | ^ >> + - % == != <     ``(a op b)``; `bare`: ``a op b``
+               > <= >= and or``
 `Wrap`         op ``+ - * <<``, a, b, width            ``((a op b) & mask)``
 `Neg`          a, width                                ``(-a & mask)``
 `Not`          a                                       ``(not a)``
@@ -28,8 +28,9 @@ node           fields                                  Python (`text`)
 `Range`        lo, a, hi                               ``lo <= a <= hi``
 `Hit`          a table apply's entry local             ``_e.hit``
 `Call`         a helper of the generated module        ``_shl(a, b, 8)``, ``min(a + b,
-               (``_shl``, ``_sat_s``, ``min``,          255)``
-               ``max``), its arguments
+               (``_shl``, ``_sat_s``, ``_hmod``,        255)``
+               ``_random``, ``min``, ``max``), its
+               arguments
 =============  =====================================  =================================
 
 (``mask`` and ``sb`` are the width's mask and sign bit, written as the compiler writes
@@ -90,8 +91,9 @@ class Opaque:
 
 @dataclass(frozen=True)
 class Bin:
-    """``a op b`` whose value needs no wrap: bitwise ``& | ^``, ``>>`` (unsigned), the
-    comparisons and ``and``/``or``."""
+    """``a op b`` whose value needs no wrap: bitwise ``& | ^``, ``>>`` (unsigned), ``%``
+    of a digest, the comparisons and ``and``/``or``; `bare`: without its parentheses
+    (where the compiler writes none: the operands' precedence is Python's)."""
 
     op: str
     a: Expr
@@ -168,7 +170,8 @@ class Concat:
 
 @dataclass(frozen=True)
 class All:
-    """Conditions that must all hold (a select case's keys), without parentheses."""
+    """Conditions that must all hold (a select case's keys), without parentheses: a whole
+    condition, never an operand."""
 
     items: tuple[Expr, ...]
     width: None = None
