@@ -5,7 +5,7 @@
   (`pyswitch.native.exprtree`), is the tree of that text.
 - In every program of tests/p4, p4src and tests/stf, each expression that is a node prints
   as its `PyExpr.code`, and its tree is built without parsing any text (an `Opaque`
-  operand apart); ina.p4 keeps 4 expressions of text, the extern calls.
+  operand apart); ina.p4 and switchml.p4 have no text left in their expressions.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pyswitch.ir.exprs import (
     Call,
     Concat,
     Cond,
+    Digest,
     Field,
     Hit,
     Lit,
@@ -83,6 +84,13 @@ CASES = [
     (Call("_shl", (X, Y, Lit(8)), 8), "_shl(M[3], h2[1], 8)"),
     (Call("_sat_s", (X, Y, Lit(-1), Lit(8)), 8), "_sat_s(M[3], h2[1], -1, 8)"),
     (Call("min", (Bin("+", X, Y, bare=True), Lit(255)), 8), "min(M[3] + h2[1], 255)"),
+    (Digest("crc32", (Field("h3", 3), Field("h3", 4)), (16, 8)),
+     "_crc32(((h3[3] << 8) | h3[4]).to_bytes(3, 'big'))"),
+    (Digest("csum16", (Field("h1", 1), Field("h1", 2), X), (4, 4, 8)),
+     "_csum16i((((h1[1]) << 12) + ((h1[2]) << 8) + (M[3])))"),
+    (Digest("identity", (Local("_v17"),), (64,)), "((_v17) & 0xffffffffffffffff)"),
+    (Digest("csum16", (Field("h0", 1),), (16,), payload=5),
+     "_csum16(((h0[1]).to_bytes(2, 'big') + M[5]))"),
 ]
 
 
@@ -153,18 +161,17 @@ def test_program_expression_nodes_print_and_build(rel: str, monkeypatch) -> None
     assert got == [w for w, e in zip(want, nodes, strict=True) if not opaque(e.node)]
 
 
-def test_ina_expressions_are_nodes_but_the_extern_digests() -> None:
-    """ina.p4: every expression is a node; the text left is in 4 of them, an operand each:
-    a checksum's or a hash's digest (the registry's `c_call` still reads an ``ast.Call``)."""
-    es = [e for it in _compile("p4src/ina.p4").ir if isinstance(it, Function)
+@pytest.mark.parametrize(("rel", "digests"), [("p4src/ina.p4", 4), ("p4src/switchml.p4", 2)])
+def test_ina_and_switchml_expressions_are_nodes(rel: str, digests: int) -> None:
+    """ina.p4, switchml.p4: every expression is a node through and through, the checksums'
+    and hashes' digests too (`Digest`)."""
+    es = [e for it in _compile(rel).ir if isinstance(it, Function)
           for st in walk(it.body) for e in expressions(st)]
-    assert all(e.node is not None for e in es)
-    left = [x.code for e in es for x in _opaques(e.node)]
-    assert len(left) == 4
-    assert all(c.startswith(("_csum16i(", "_crc32(", "((_v")) for c in left), left
+    assert all(e.node is not None and not opaque(e.node) for e in es)
+    assert sum(len(_digests(e.node)) for e in es) == digests
 
 
-def _opaques(n):  # noqa: ANN001, ANN202
-    if isinstance(n, Opaque):
+def _digests(n):  # noqa: ANN001, ANN202
+    if isinstance(n, Digest):
         return [n]
-    return [x for m in operands(n) for x in _opaques(m)]
+    return [x for m in operands(n) for x in _digests(m)]

@@ -30,7 +30,7 @@ from pyswitch.compiler.model import (
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import VarbitTy
 from pyswitch.ir import Advance, ParserError, PyExpr, PyText
-from pyswitch.ir.exprs import Lit, Local
+from pyswitch.ir.exprs import Digest, Expr, Lit, Local, Opaque
 from pyswitch.types import (
     INTLIT,
     Bits,
@@ -238,55 +238,23 @@ class Externs:
         return out
 
     def packed_bytes(self, items: list[E]) -> str:
-        """Python expr of the bytes of the field list: fields MSB-first, zero-padded at the end
-        to a whole byte (BMv2's packing)."""
+        """Python expr of the bytes of a field list with varbits (their lengths known at run
+        time: `compiler.varbit`): fields MSB-first, zero-padded at the end to a whole byte
+        (BMv2's packing)."""
+        return self.packed_bytes_vl(items)
+
+    def digest(self, algo: str, items: list[E], payload: int | None = None) -> Expr:
+        """``algo`` over the field list (+ the payload, metadata slot `payload`): a
+        `pyswitch.ir.exprs.Digest` (csum16 of a fixed-width list sums its 16-bit words as one
+        number, `hashes.csum16_int`, and identity is that number itself, without building
+        bytes); a list with varbits is still text (`Opaque`: ``_pack_bits``)."""
         if any(isinstance(e.ty, VarbitTy) for e in items):
-            return self.packed_bytes_vl(items)  # lengths known at run time: compiler.varbit
-        nbytes = (sum(e.ty.width for e in items) + 7) // 8
-        return f"{self.packed_int(items, nbytes * 8)}.to_bytes({nbytes}, 'big')"
-
-    @staticmethod
-    def packed_int(items: list[E], bits: int) -> str:
-        """Python expr of the field list (no varbit) as one number of ``bits`` bits: fields
-        MSB-first, zero-padded at the end (the number whose big-endian bytes
-        `packed_bytes` gives when ``bits`` is the whole-byte size)."""
-        parts = []
-        shift = bits
-        for e in items:
-            shift -= e.ty.width
-            parts.append(f"({e.code} << {shift})" if shift else e.code)
-        return f"({' | '.join(parts) or '0'})"
-
-    @staticmethod
-    def csum_int(items: list[E], bits: int) -> str:
-        """Python expr of a number congruent mod 0xFFFF to `packed_int` (same ``bits``), and
-        0 only when that number is 0: each field shifted by its offset mod 16 and summed
-        (2**16 is 1 mod 0xFFFF), so the sum stays a few words wide instead of a
-        ``bits``-wide number built field by field; all that `hashes.csum16_int` reads."""
-        parts = []
-        shift = bits
-        for e in items:
-            shift -= e.ty.width
-            parts.append(f"(({e.code}) << {shift % 16})" if shift % 16 else f"({e.code})")
-        return f"({' + '.join(parts) or '0'})"
-
-    def digest_code(self, algo: str, items: list[E], payload: str | None = None) -> str:
-        """The call computing ``algo`` over the field list (+ ``payload`` bytes): csum16 of a
-        fixed-width list sums its 16-bit words as one number (`hashes.csum16_int`) and
-        identity is that number itself, without building bytes; every other case hashes
-        `packed_bytes`."""
-        if algo == "csum16" and payload is None and \
-                not any(isinstance(e.ty, VarbitTy) for e in items):
-            nbytes = (sum(e.ty.width for e in items) + 7) // 8
-            return f"_csum16i({self.csum_int(items, (nbytes + nbytes % 2) * 8)})"
-        if algo == "identity" and payload is None and \
-                not any(isinstance(e.ty, VarbitTy) for e in items):
-            nbytes = (sum(e.ty.width for e in items) + 7) // 8
-            return f"({self.packed_int(items, nbytes * 8)} & 0xffffffffffffffff)"
-        data = self.packed_bytes(items)
-        if payload is not None:
-            data = f"({data} + {payload})"
-        return f"_{algo}({data})"
+            data = self.packed_bytes(items)
+            if payload is not None:
+                data = f"({data} + M[{payload}])"
+            return Opaque(f"_{algo}({data})")
+        return Digest(algo, tuple(e.as_node() for e in items),
+                      tuple(e.ty.width for e in items), payload)
 
     def func_call(self, fn: str, args: list, scope: Scope, em: Emitter, node: Any) -> Any:
         """A call of extern function `fn`: checked and lowered by its extern

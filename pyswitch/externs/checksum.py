@@ -12,7 +12,7 @@ from typing import Any
 from pyswitch.compiler.model import BOOL, E, ScalarLoc, nlit, px
 from pyswitch.externs import Extern
 from pyswitch.ir import Assign, PyExpr
-from pyswitch.ir.exprs import Bin, Expr, Opaque
+from pyswitch.ir.exprs import Bin, Expr
 from pyswitch.types import Bits, BoolTy
 
 
@@ -31,17 +31,15 @@ class Checksum(Extern):
         if not isinstance(cond.ty, BoolTy):
             raise cx.err(args[0], "checksum condition must be bool")
         algo = cx.algo(args[3], scope)
-        digest = cx.digest_code(
-            algo, cx.data_list(args[1], scope, em),
-            f"M[{cx.hidden['payload']}]" if fn.endswith("_with_payload") else None)
+        digest = cx.digest(algo, cx.data_list(args[1], scope, em),
+                           cx.hidden['payload'] if fn.endswith("_with_payload") else None)
         if fn.startswith("verify"):
             if cx.ctrl_kind != "verify":
                 raise cx.err(node, f"{fn} belongs in the VerifyChecksum control")
             ck = cx.expr(args[2], scope, em)
             if not isinstance(ck.ty, Bits):
                 raise cx.err(args[2], "checksum field must be bit<N>")
-            # the digest, an extern helper's call, is still text (`Opaque`)
-            bad: Expr = Bin("!=", Bin("&", Opaque(digest), nlit(ck.ty.mask)), ck.as_node(),
+            bad: Expr = Bin("!=", Bin("&", digest, nlit(ck.ty.mask)), ck.as_node(),
                             bare=True)
             if cond.const is not True:
                 bad = Bin("and", cond.as_node(), bad, bare=True)
@@ -54,7 +52,7 @@ class Checksum(Extern):
             if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
                 raise cx.err(args[2], "checksum field must be a bit<N> l-value")
             store = Assign(cx.loc_e(lv).py(), PyExpr.of(
-                Bin("&", Opaque(digest), nlit(lv.ty.mask), bare=True), lv.ty.width))
+                Bin("&", digest, nlit(lv.ty.mask), bare=True), lv.ty.width))
             if cond.const is True:
                 em.emit(store)
             else:

@@ -16,7 +16,7 @@ from typing import Any
 from pyswitch import hashes
 from pyswitch.compiler.model import E, ScalarLoc, nlit
 from pyswitch.externs import Extern
-from pyswitch.ir.exprs import Bin, Call, Expr, Opaque
+from pyswitch.ir.exprs import Bin, Call, Expr
 from pyswitch.types import Bits, IntLit
 
 # helper -> (its C function in runtime.h, the width of its result)
@@ -82,8 +82,7 @@ static V v_hash_payload(int algo, V v, int n, PyObject *payload) {
         for x, n in ((base, args[2]), (mx, args[4])):
             if not isinstance(x.ty, (Bits, IntLit)):
                 raise cx.err(n, "hash base/max must be bit<N>")
-        # the digest, an extern helper's call, is still text (`Opaque`)
-        h = Opaque(cx.digest_code(algo, cx.data_list(args[3], scope, em)))
+        h = cx.digest(algo, cx.data_list(args[3], scope, em))
         modded: Expr
         if mx.const is not None:
             if mx.const == 0:

@@ -31,6 +31,9 @@ node           fields                                  Python (`text`)
                (``_shl``, ``_sat_s``, ``_hmod``,        255)``
                ``_random``, ``min``, ``max``), its
                arguments
+`Digest`       a hash's or checksum's algorithm, the   ``_crc32((a << 8 | b)
+               field list's items and their widths,    .to_bytes(3, 'big'))``,
+               the payload's slot (or None)            ``_csum16i(((a) << 8) + (b))``
 =============  =====================================  =================================
 
 (``mask`` and ``sb`` are the width's mask and sign bit, written as the compiler writes
@@ -204,10 +207,43 @@ class Call:
     width: int | None = None
 
 
+@dataclass(frozen=True)
+class Digest:
+    """`algo` (``crc32``, ``crc16``, ``csum16``, ``identity``) over a field list without
+    varbits: `items` MSB-first, of `widths` bits, zero-padded to a whole byte, then the
+    packet's payload (metadata slot `payload`) when not None.  ``csum16`` without payload
+    sums the list's 16-bit words as one number (``_csum16i``) and ``identity`` is that
+    number itself, without building bytes (`pyswitch.compiler.externs.digest`)."""
+
+    algo: str
+    items: tuple[Expr, ...]
+    widths: tuple[int, ...]
+    payload: int | None = None
+    width: None = None
+
+    @property
+    def nbytes(self) -> int:
+        """The field list's length in bytes."""
+        return (sum(self.widths) + 7) // 8
+
+    @property
+    def as_int(self) -> bool:
+        """Whether the list is taken as one number (``_csum16i``, ``identity``), not bytes."""
+        return self.payload is None and self.algo in ("csum16", "identity")
+
+    def shifts(self, bits: int) -> list[int]:
+        """Each item's shift in the number of `bits` bits the list is."""
+        out, s = [], bits
+        for w in self.widths:
+            s -= w
+            out.append(s)
+        return out
+
+
 Expr = (Lit | Slot | Field | Local | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp
-        | Concat | All | Range | Hit | Call)
+        | Concat | All | Range | Hit | Call | Digest)
 KINDS = (Lit, Slot, Field, Local, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat,
-         All, Range, Hit, Call)
+         All, Range, Hit, Call, Digest)
 
 
 def _mask(w: int) -> str:
@@ -255,7 +291,30 @@ def text(n: Expr) -> str:  # noqa: C901 - one case per kind
         return f"{n.entry}.hit"
     if isinstance(n, Call):
         return f"{n.fn}({', '.join(text(x) for x in n.args)})"
+    if isinstance(n, Digest):
+        return _digest_text(n)
     raise TypeError(f"not an expression node: {n!r}")
+
+
+def _digest_text(d: Digest) -> str:
+    if d.as_int and d.algo == "csum16":
+        nb = d.nbytes
+        parts = [f"(({text(x)}) << {s % 16})" if s % 16 else f"({text(x)})"
+                 for x, s in zip(d.items, d.shifts((nb + nb % 2) * 8), strict=True)]
+        return f"_csum16i(({' + '.join(parts) or '0'}))"
+    packed = _packed_text(d)
+    if d.as_int:
+        return f"({packed} & 0xffffffffffffffff)"
+    data = f"{packed}.to_bytes({d.nbytes}, 'big')"
+    if d.payload is not None:
+        data = f"({data} + M[{d.payload}])"
+    return f"_{d.algo}({data})"
+
+
+def _packed_text(d: Digest) -> str:
+    parts = [f"({text(x)} << {s})" if s else text(x)
+             for x, s in zip(d.items, d.shifts(d.nbytes * 8), strict=True)]
+    return f"({' | '.join(parts) or '0'})"
 
 
 def operands(n: Expr) -> tuple[Expr, ...]:
@@ -268,8 +327,10 @@ def operands(n: Expr) -> tuple[Expr, ...]:
         return (n.c, n.a, n.b)
     if isinstance(n, Range):
         return (n.lo, n.a, n.hi)
-    if isinstance(n, (All, Call)):
-        return n.items if isinstance(n, All) else n.args
+    if isinstance(n, (All, Digest)):
+        return n.items
+    if isinstance(n, Call):
+        return n.args
     return ()
 
 

@@ -4,7 +4,9 @@
 expression the compiler made a node (`pyswitch.ir.exprs`) gets its tree from the node's
 kind and fields here, the one text parsed being an `Opaque` operand's (and an expression
 that is no node at all, `PyExpr.code`).  The tree is the one ``ast`` gives for the
-printed Python (`tests/test_ir.py` checks it on every program).
+printed Python (`tests/test_ir.py` checks it on every program).  A `Digest`'s call
+carries its node (``ir_node``): its extern lowers it from the node's fields
+(`pyswitch.externs.Extern.c_expr`), not from the call's tree.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pyswitch.ir.exprs import (
     Call,
     Concat,
     Cond,
+    Digest,
     Expr,
     Field,
     Hit,
@@ -33,7 +36,7 @@ from pyswitch.ir.exprs import (
     Wrap,
 )
 
-__all__ = ["expr_tree", "node_tree"]
+__all__ = ["digest_words", "expr_tree", "node_tree"]
 
 _BINOPS: dict[str, type[ast.operator]] = {
     "+": ast.Add, "-": ast.Sub, "*": ast.Mult, "&": ast.BitAnd, "|": ast.BitOr,
@@ -102,7 +105,54 @@ def _build(n: Expr) -> ast.expr:  # noqa: C901 - one case per kind
         return ast.Attribute(ast.Name(n.entry, ast.Load()), "hit", ast.Load())
     if isinstance(n, Call):
         return ast.Call(ast.Name(n.fn, ast.Load()), [_build(x) for x in n.args], [])
+    if isinstance(n, Digest):
+        return _digest(n)
     raise TypeError(f"not an expression node: {n!r}")
+
+
+def _fold(parts: list[ast.expr], op: type[ast.operator]) -> ast.expr:
+    if not parts:
+        return ast.Constant(0)
+    t = parts[0]
+    for x in parts[1:]:
+        t = ast.BinOp(t, op(), x)
+    return t
+
+
+def _packed(d: Digest) -> ast.expr:
+    """The field list as one number of its whole bytes' bits."""
+    return _fold([ast.BinOp(_build(x), ast.LShift(), ast.Constant(s)) if s else _build(x)
+                  for x, s in zip(d.items, d.shifts(d.nbytes * 8), strict=True)], ast.BitOr)
+
+
+def _csum(d: Digest) -> ast.expr:
+    """The field list's 16-bit words summed as one number (``_csum16i``'s argument)."""
+    nb = d.nbytes
+    return _fold([ast.BinOp(_build(x), ast.LShift(), ast.Constant(s % 16)) if s % 16
+                  else _build(x) for x, s in zip(d.items, d.shifts((nb + nb % 2) * 8),
+                                                 strict=True)], ast.Add)
+
+
+def _digest(d: Digest) -> ast.expr:
+    if d.as_int and d.algo == "identity":
+        return ast.BinOp(_packed(d), ast.BitAnd(), ast.Constant(0xFFFFFFFFFFFFFFFF))
+    if d.as_int:
+        call = ast.Call(ast.Name("_csum16i", ast.Load()), [_csum(d)], [])
+    else:
+        data: ast.expr = ast.Call(ast.Attribute(_packed(d), "to_bytes", ast.Load()),
+                                  [ast.Constant(d.nbytes), ast.Constant("big")], [])
+        if d.payload is not None:
+            data = ast.BinOp(data, ast.Add(), ast.Subscript(
+                ast.Name("M", ast.Load()), ast.Constant(d.payload), ast.Load()))
+        call = ast.Call(ast.Name(f"_{d.algo}", ast.Load()), [data], [])
+    call.ir_node = d  # type: ignore[attr-defined]  # the extern lowers the node (c_expr)
+    return call
+
+
+def digest_words(d: Digest, at: int) -> ast.expr:
+    """Digest `d`'s field list as the number its C is computed from, at line `at`: its
+    16-bit words summed (``csum16``, no payload), else the number of its bytes."""
+    return _at(_csum(d) if d.as_int and d.algo == "csum16" else _packed(d), at)
 
 
 def _at(tree: ast.expr, at: int) -> ast.expr:
