@@ -20,7 +20,9 @@ from pyswitch.compiler.model import BOOL, E, Emitter, nlit, too_short, valid_e
 from pyswitch.ir import Assign, Function, PyExpr, expressions, walk
 from pyswitch.ir.exprs import (
     KINDS,
+    ActionRun,
     All,
+    AnyOf,
     Bin,
     Call,
     Concat,
@@ -80,6 +82,10 @@ CASES = [
           Bin("==", Bin("&", Local("_k1"), Lit(240), bare=True), Lit(64), bare=True))),
      "_k0 == 6 and _k1 & 240 == 64"),
     (Range(Lit(1), Local("_k0"), Lit(0x1FF, hexed=True)), "1 <= _k0 <= 0x1ff"),
+    (AnyOf((Bin("==", ActionRun("_e4"), Lit(2), bare=True),
+            Bin("==", ActionRun("_e4"), Lit(3), bare=True))),
+     "_e4.aidx == 2 or _e4.aidx == 3"),
+    (Not(Bin("==", Y, Lit(5)), bare=True), "not (h2[1] == 5)"),
     (Hit("_e7"), "_e7.hit"),
     (Call("_shl", (X, Y, Lit(8)), 8), "_shl(M[3], h2[1], 8)"),
     (Call("_sat_s", (X, Y, Lit(-1), Lit(8)), 8), "_sat_s(M[3], h2[1], -1, 8)"),
@@ -95,7 +101,10 @@ CASES = [
 
 
 def test_every_kind_has_a_case() -> None:
-    assert {type(n) for n, _ in CASES} == set(KINDS)
+    def kinds(n):  # noqa: ANN001, ANN202
+        return {type(n)}.union(*(kinds(x) for x in operands(n)))
+
+    assert set().union(*(kinds(n) for n, _ in CASES)) == set(KINDS)
 
 
 @pytest.mark.parametrize(("node", "want"), CASES, ids=[t for _, t in CASES])

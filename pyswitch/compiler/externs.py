@@ -30,8 +30,9 @@ from pyswitch.compiler.model import (
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import VarbitTy
 from pyswitch.ir import Advance, ParserError, PyExpr, PyText
-from pyswitch.ir.exprs import Digest, Expr, Lit, Local, Opaque
+from pyswitch.ir.exprs import Digest, Expr, Lit, Local, Not, Opaque
 from pyswitch.types import (
+    BOOL,
     INTLIT,
     Bits,
     BoolTy,
@@ -128,7 +129,7 @@ class Externs:
                 # BMv2's add_header: an invalid header's fields become 0 (a valid one keeps
                 # them), so old values never reappear after setInvalid/pop_front
                 zeros = ", 0" * len(loc.ty.fields)
-                em.emit_inline_if(f"not {loc.var}[0]", PyText(f"{loc.var}[:] = [True{zeros}]"))
+                em.emit_inline_if(E.of(Not(valid_e(loc.var).as_node(), bare=True), BOOL), PyText(f"{loc.var}[:] = [True{zeros}]"))
                 self.union_siblings_invalid(loc, em)  # see compiler.unions
                 return None
             if mn == "setInvalid":

@@ -38,8 +38,8 @@ from pyswitch.compiler.model import E, Emitter, HdrLoc, Method, Scope, StackLoc,
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import varbit_index
 from pyswitch.ir import Continue, Line, Loop, ModuleText, ParserError, PyExpr, PyText
-from pyswitch.ir.exprs import Bin, Call, Field, Lit, Wrap
-from pyswitch.types import Bits, HeaderTy, IntLit
+from pyswitch.ir.exprs import Bin, Call, Field, Lit, Local, Wrap
+from pyswitch.types import BOOL, Bits, HeaderTy, IntLit
 
 # the hidden slot that holds a stack's next index: [unused validity, next]
 NEXT_TY = HeaderTy("$stack_next", [("next", Bits(32))])
@@ -380,6 +380,6 @@ class Stacks:
         for i, sn in enumerate(self.loop_heads):
             state = loop.sub()
             self.emit_state(sn, scope, state, [])
-            arms.append((f"_st == {i}", state.lines))
+            arms.append((E.of(Bin("==", Local("_st"), Lit(i), bare=True), BOOL), state.lines))
         loop.emit_chain(arms)
         body.emit(Loop(body.nested(loop.lines)))

@@ -21,7 +21,9 @@ from pyswitch.compiler.model import (
     valid_e,
 )
 from pyswitch.ir import Assign, Break, Exit, Line, Pass, PyText, Return, Stmt
+from pyswitch.ir.exprs import ActionRun, AnyOf, Bin, Lit
 from pyswitch.types import (
+    BOOL,
     Bits,
     BoolTy,
     same_type,
@@ -161,7 +163,7 @@ class Statements:
                     if not any(x[0] is a for x in t.actions):
                         raise self.err(lab, f"action {a.local!r} is not an action of table "
                                             f"{t.local!r}")
-                    cond = f"{e.var}.aidx == {a.idx}"
+                    cond = Bin("==", ActionRun(e.var), Lit(a.idx), bare=True)
                 if c.data == "switch_fallthrough":
                     if cond is None:
                         raise self.err(c, "default label needs a block")
@@ -172,7 +174,8 @@ class Statements:
                 sub = em.sub()
                 self.block(c.children[1], Scope(scope), sub)
                 if cond is not None:
-                    arms.append((" or ".join(conds), sub.lines))
+                    arms.append((E.of(conds[0] if len(conds) == 1 else AnyOf(tuple(conds)),
+                                      BOOL), sub.lines))
                 elif arms:  # the default: ``else``, or alone ``if True``
                     else_ = sub.lines
                 else:

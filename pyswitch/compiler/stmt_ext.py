@@ -27,7 +27,9 @@ from pyswitch.compiler.model import (
     too_short,
 )
 from pyswitch.ir import Advance, Break, Continue, Line, Loop, ParserError, PyExpr
+from pyswitch.ir.exprs import AnyOf, Bin, Lit, Local, Not
 from pyswitch.types import (
+    BOOL,
     Bits,
     BoolTy,
     EnumTy,
@@ -141,13 +143,13 @@ class StatementsExt:
         upd = loop.sub()  # the updates run before every test but the first, so
         for k in updates:  # `continue` is a plain Python continue
             self.loop_update(k, lscope, upd)
-        loop.emit_if(f"not {first}", upd.lines)
+        loop.emit_if(E.of(Not(Local(first), bare=True), BOOL), upd.lines)
         loop.assign(first, "False")
         if conds:
             c = self.expr(conds[0], lscope, loop)
             if not isinstance(c.ty, BoolTy):
                 raise self.err(conds[0], f"loop condition must be bool, not {c.ty.show()}")
-            loop.emit_inline_if(f"not {c.code}", Break())
+            loop.emit_inline_if(E.of(Not(c.as_node(), bare=True), BOOL), Break())
         self.__dict__["_loop_depth"] = depth + 1
         try:
             self.stmt(body, Scope(lscope), loop)
@@ -198,17 +200,18 @@ class StatementsExt:
         if vals or has_default:
             raise self.err(cases[-1], "the last switch label needs a block")
         if e.const is not None:
-            subj = e.code
+            subj = e.as_node()
         else:
-            subj = self.new_tmp("sw")
-            em.assign(subj, e)
+            subj = Local(self.new_tmp("sw"))
+            em.assign(subj.name, e)
         arms: list[tuple[str, list[Line]]] = []  # an if/elif chain, the default last
         default_blk = None
         for gvals, dflt, blk in groups:
             if dflt:
                 default_blk = blk
                 continue
-            arms.append((" or ".join(f"{subj} == {v}" for v in gvals),
+            eqs = [Bin("==", subj, Lit(v), bare=True) for v in gvals]
+            arms.append((E.of(eqs[0] if len(eqs) == 1 else AnyOf(tuple(eqs)), BOOL),
                          self.switch_block(blk, scope, em)))
         else_ = None
         if default_blk is not None:

@@ -9,7 +9,7 @@ from typing import Any
 from pyswitch.compiler.model import DROP_PORT, E, ScalarLoc, px
 from pyswitch.externs import Extern
 from pyswitch.ir import Assign, ParserError, PyExpr, Seq
-from pyswitch.ir.exprs import Call
+from pyswitch.ir.exprs import Call, Not
 from pyswitch.types import Bits, BoolTy, ErrorTy
 
 
@@ -45,7 +45,7 @@ class Verify(Extern):
             raise cx.err(node, "verify(bool, error)")
         known = isinstance(er.const, int) and not isinstance(er.const, bool)
         # an error known at run time only: the code is its expression
-        em.emit(ParserError(er.const if known else PyExpr(er.code), PyExpr(f"not {c.code}")))
+        em.emit(ParserError(er.const if known else PyExpr(er.code), PyExpr.of(Not(c.as_node(), bare=True))))
         return None
 
 

@@ -19,14 +19,15 @@ node           fields                                  Python (`text`)
                > <= >= and or``
 `Wrap`         op ``+ - * <<``, a, b, width            ``((a op b) & mask)``
 `Neg`          a, width                                ``(-a & mask)``
-`Not`          a                                       ``(not a)``
+`Not`          a; `bare`                               ``(not a)``; bare ``not a``
 `Cond`         c, a, b                                 ``(a if c else b)``
 `SignExt`      a, its width, width                     ``(((a) ^ sb) - sb & mask)``
 `SCmp`         op ``< > <= >=``, a, b, their width     ``((a ^ sb) op (b ^ sb))``
 `Concat`       a, b, b's width, width                  ``((a << wb) | b)``
-`All`          items (two or more)                     ``a and b and c``
+`All`, `AnyOf` items (two or more)                     ``a and b and c``, ``a or b``
 `Range`        lo, a, hi                               ``lo <= a <= hi``
 `Hit`          a table apply's entry local             ``_e.hit``
+`ActionRun`    a table apply's entry local             ``_e.aidx`` (its action's index)
 `Call`         a helper of the generated module        ``_shl(a, b, 8)``, ``min(a + b,
                (``_shl``, ``_sat_s``, ``_hmod``,        255)``
                ``_random``, ``min``, ``max``), its
@@ -125,10 +126,11 @@ class Neg:
 
 @dataclass(frozen=True)
 class Not:
-    """Boolean negation."""
+    """Boolean negation; `bare`: without its parentheses (a whole condition)."""
 
     a: Expr
     width: None = None
+    bare: bool = False
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,23 @@ class All:
     condition, never an operand."""
 
     items: tuple[Expr, ...]
+    width: None = None
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """Conditions one of which must hold (a switch's labels of one block), without
+    parentheses: a whole condition, never an operand."""
+
+    items: tuple[Expr, ...]
+    width: None = None
+
+
+@dataclass(frozen=True)
+class ActionRun:
+    """The index of the action the table apply whose entry local is `entry` ran."""
+
+    entry: str
     width: None = None
 
 
@@ -241,9 +260,9 @@ class Digest:
 
 
 Expr = (Lit | Slot | Field | Local | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp
-        | Concat | All | Range | Hit | Call | Digest)
+        | Concat | All | AnyOf | Range | Hit | ActionRun | Call | Digest)
 KINDS = (Lit, Slot, Field, Local, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat,
-         All, Range, Hit, Call, Digest)
+         All, AnyOf, Range, Hit, ActionRun, Call, Digest)
 
 
 def _mask(w: int) -> str:
@@ -272,7 +291,7 @@ def text(n: Expr) -> str:  # noqa: C901 - one case per kind
     if isinstance(n, Neg):
         return f"(-{text(n.a)} & {_mask(n.width)})"
     if isinstance(n, Not):
-        return f"(not {text(n.a)})"
+        return f"not {text(n.a)}" if n.bare else f"(not {text(n.a)})"
     if isinstance(n, Cond):
         return f"({text(n.a)} if {text(n.c)} else {text(n.b)})"
     if isinstance(n, SignExt):
@@ -285,6 +304,10 @@ def text(n: Expr) -> str:  # noqa: C901 - one case per kind
         return f"(({text(n.a)} << {n.wb}) | {text(n.b)})"
     if isinstance(n, All):
         return " and ".join(text(x) for x in n.items)
+    if isinstance(n, AnyOf):
+        return " or ".join(text(x) for x in n.items)
+    if isinstance(n, ActionRun):
+        return f"{n.entry}.aidx"
     if isinstance(n, Range):
         return f"{text(n.lo)} <= {text(n.a)} <= {text(n.hi)}"
     if isinstance(n, Hit):
@@ -327,7 +350,7 @@ def operands(n: Expr) -> tuple[Expr, ...]:
         return (n.c, n.a, n.b)
     if isinstance(n, Range):
         return (n.lo, n.a, n.hi)
-    if isinstance(n, (All, Digest)):
+    if isinstance(n, (All, AnyOf, Digest)):
         return n.items
     if isinstance(n, Call):
         return n.args

@@ -15,7 +15,9 @@ import ast
 
 from pyswitch.ir import PyExpr
 from pyswitch.ir.exprs import (
+    ActionRun,
     All,
+    AnyOf,
     Bin,
     Call,
     Concat,
@@ -97,8 +99,11 @@ def _build(n: Expr) -> ast.expr:  # noqa: C901 - one case per kind
     if isinstance(n, Concat):
         hi = ast.BinOp(_build(n.a), ast.LShift(), ast.Constant(n.wb))
         return ast.BinOp(hi, ast.BitOr(), _build(n.b))
-    if isinstance(n, All):
-        return ast.BoolOp(ast.And(), [_build(x) for x in n.items])
+    if isinstance(n, (All, AnyOf)):
+        op = ast.And() if isinstance(n, All) else ast.Or()
+        return ast.BoolOp(op, [_build(x) for x in n.items])
+    if isinstance(n, ActionRun):
+        return ast.Attribute(ast.Name(n.entry, ast.Load()), "aidx", ast.Load())
     if isinstance(n, Range):
         return ast.Compare(_build(n.lo), [ast.LtE(), ast.LtE()], [_build(n.a), _build(n.hi)])
     if isinstance(n, Hit):
