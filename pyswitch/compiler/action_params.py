@@ -28,8 +28,10 @@ from pyswitch.compiler.model import (
     Emitter,
     ScalarLoc,
     Scope,
+    bits_width,
 )
 from pyswitch.ir import ActionCall, Exit
+from pyswitch.ir.exprs import Elem
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -150,7 +152,7 @@ class ActionParams:
 
     def action_copy_out(self, r: str, outs: list, aggs: list, em: Emitter) -> None:
         for i, (lv, ty, x) in enumerate(outs):
-            self.write_lvalue(lv, E(f"{r}[{i}]", ty), em, x)
+            self.write_lvalue(lv, E.of(Elem(r, i, bits_width(ty)), ty), em, x)
         for lv, loc, x in aggs:
             self.assign_e(lv, self.loc_e(loc), em, x)
 

@@ -13,6 +13,7 @@ node           fields                                  Python (`text`)
 `Slot`         metadata slot j                         ``M[j]``
 `Field`        header local hN, field i                ``hN[i]``
 `Local`        a local or parameter's name             ``v_3``, ``p_x``
+`Elem`         a local holding a tuple, item i         ``_r3[0]`` (an action's out values)
 `Opaque`       Python source the compiler still        as is (a call, a table's ``.hit``,
                writes as text                          a stack element picked at run time)
 `Bin`          op, a, b: ``& | ^ >> + - % == != <     ``(a op b)``; `bare`: ``a op b``
@@ -82,6 +83,16 @@ class Local:
     """A local variable or a parameter of the function."""
 
     name: str
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Elem:
+    """Item `index` of the tuple local `name` holds (the values an action returns for
+    its out/inout parameters)."""
+
+    name: str
+    index: int
     width: int | None = None
 
 
@@ -259,9 +270,9 @@ class Digest:
         return out
 
 
-Expr = (Lit | Slot | Field | Local | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp
+Expr = (Lit | Slot | Field | Local | Elem | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp
         | Concat | All | AnyOf | Range | Hit | ActionRun | Call | Digest)
-KINDS = (Lit, Slot, Field, Local, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat,
+KINDS = (Lit, Slot, Field, Local, Elem, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat,
          All, AnyOf, Range, Hit, ActionRun, Call, Digest)
 
 
@@ -281,6 +292,8 @@ def text(n: Expr) -> str:  # noqa: C901 - one case per kind
         return f"{n.header}[{n.index}]"
     if isinstance(n, Local):
         return n.name
+    if isinstance(n, Elem):
+        return f"{n.name}[{n.index}]"
     if isinstance(n, Opaque):
         return n.code
     if isinstance(n, Bin):

@@ -23,6 +23,7 @@ from pyswitch.ir.exprs import (
     Concat,
     Cond,
     Digest,
+    Elem,
     Expr,
     Field,
     Hit,
@@ -75,6 +76,8 @@ def _build(n: Expr) -> ast.expr:  # noqa: C901 - one case per kind
         return ast.Subscript(ast.Name(n.header, ast.Load()), ast.Constant(n.index), ast.Load())
     if isinstance(n, Local):
         return ast.Name(n.name, ast.Load())
+    if isinstance(n, Elem):
+        return ast.Subscript(ast.Name(n.name, ast.Load()), ast.Constant(n.index), ast.Load())
     if isinstance(n, Opaque):
         return ast.parse(n.code, mode="eval").body
     if isinstance(n, Bin):
