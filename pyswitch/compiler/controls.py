@@ -196,7 +196,7 @@ class Controls:
 
     def reset(self, loc: Any, em: Emitter) -> None:
         if isinstance(loc, ScalarLoc):
-            em.assign(loc.code, 'False' if isinstance(loc.ty, BoolTy) else '0')
+            em.assign(self.loc_e(loc), 'False' if isinstance(loc.ty, BoolTy) else '0')
         elif isinstance(loc, HdrLoc):
             self.used_slots.add(loc.slot)
             em(f"{loc.var}[:] = [False{', 0' * len(loc.ty.fields)}]")

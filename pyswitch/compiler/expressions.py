@@ -36,7 +36,20 @@ from pyswitch.compiler.stacks import NextLoc
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import is_aggregate
 from pyswitch.ir import Line, shift
-from pyswitch.ir.exprs import Bin, Call, Concat, Cond, Hit, Lit, Neg, Not, SCmp, SignExt, Wrap
+from pyswitch.ir.exprs import (
+    Bin,
+    Call,
+    Concat,
+    Cond,
+    Hit,
+    Lit,
+    Local,
+    Neg,
+    Not,
+    SCmp,
+    SignExt,
+    Wrap,
+)
 from pyswitch.types import (
     BOOL,
     ERROR,
@@ -245,8 +258,9 @@ class Expressions:
                 v = self.new_tmp("c")
                 em.assign(v, a)
                 sub.assign(v, b)
-                em.emit_if(f"{'not ' if op == 'or' else ''}{v}", sub.lines)
-                return E(v, BOOL)
+                em.emit_if(E.of(Not(Local(v), bare=True) if op == "or" else Local(v), BOOL),
+                           sub.lines)
+                return E.of(Local(v), BOOL)
             if a.const is not None and b.const is not None:
                 v = (a.const or b.const) if op == "or" else (a.const and b.const)
                 return E(str(v), BOOL, v)
@@ -290,7 +304,7 @@ class Expressions:
                                              "side effects is not supported by pyswitch")
                     v = self.new_tmp("o")
                     em.assign(v, a)
-                    a = E(v, a.ty)
+                    a = E.of(Local(v, bits_width(a.ty)), a.ty)
                 em.lines.extend(sub.lines)
             return self.binop(op, a, b, node)
         if d == "list_expr":
@@ -327,7 +341,7 @@ class Expressions:
         sub_a.assign(v, a)  # each branch one level deeper (sub_emitter)
         sub_b.assign(v, b)
         em.emit_if(c, sub_a.lines, sub_b.lines)
-        return E(v, a.ty)
+        return E.of(Local(v, bits_width(a.ty)), a.ty)
 
     def binding_e(self, b: Any, node: Any) -> Any:
         if isinstance(b, Const):

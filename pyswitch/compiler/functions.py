@@ -32,9 +32,11 @@ from pyswitch.compiler.model import (
     Emitter,
     ScalarLoc,
     Scope,
+    bits_width,
     local_loc,
 )
 from pyswitch.ir import Break, Loop, Pass
+from pyswitch.ir.exprs import Bin, Lit, Local
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -203,7 +205,7 @@ class Functions:
             if e.const is None and not e.code.isidentifier():
                 v = self.new_tmp("f")
                 em.assign(v, e)
-                return E(v, fd.ret)
+                return E.of(Local(v, bits_width(fd.ret)), fd.ret)
             return E(e.code, fd.ret, e.const)
         result = None if isinstance(fd.ret, VoidTy) else self.fresh(f"{fd.name}.$ret", fd.ret)
         if result is not None:
@@ -293,8 +295,10 @@ class Functions:
             _s, base, hi, lo = lv
             m = ((1 << (hi - lo + 1)) - 1) << lo
             keep = base.ty.mask ^ m
-            shifted = f"({val.code} << {lo})" if lo else val.code
-            em.assign(base.code, f"({base.code} & {hex(keep)}) | {shifted}")
+            b = base if isinstance(base, E) else self.loc_e(base)
+            shifted = Bin("<<", val.as_node(), Lit(lo)) if lo else val.as_node()
+            kept = Bin("&", b.as_node(), Lit(keep, None, hexed=True))
+            em.assign(b, E.of(Bin("|", kept, shifted, bare=True), b.ty))
             return
         self.assign_e(lv, val, em, node)
 

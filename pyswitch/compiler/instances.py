@@ -215,7 +215,7 @@ class Instances:
             bscope.names[pn] = store[i]
             if pd not in ("out", "inout"):
                 bscope.readonly.add(pn)
-            caller = loc if kind == "ref" else ScalarLoc(value.code, value.ty)
+            caller = loc if kind == "ref" else ScalarLoc(value.code, value.ty, value.node)
             if pd == "out":
                 self.invalidate(store[i], em)
             else:
@@ -276,9 +276,11 @@ class Instances:
                                       "(not supported by pyswitch)")
             written.append((leaves, a))
             if isinstance(lv, ScalarLoc) and not _PERSISTENT.match(lv.code):
-                out[i] = ("copy", self.param_slot(inst, i, pn, pty), E(lv.code, lv.ty))
+                out[i] = ("copy", self.param_slot(inst, i, pn, pty),
+                          E(lv.code, lv.ty, node=lv.node))
             else:
-                out[i] = ("ref", lv, E(getattr(lv, "code", ""), lv.ty))
+                out[i] = ("ref", lv, E(getattr(lv, "code", ""), lv.ty,
+                                       node=getattr(lv, "node", None)))
         wset = set().union(set(), *(w for w, _ in written))
         for i, ((pd, pn, pty, _p), a) in enumerate(zip(params, args, strict=True)):
             if pd in ("out", "inout"):
@@ -351,7 +353,7 @@ class Instances:
             for sub in loc.fields.values():
                 self.invalidate(sub, em)
         elif isinstance(loc, ScalarLoc):
-            em.assign(loc.code, 'False' if isinstance(loc.ty, BoolTy) else '0')
+            em.assign(self.loc_e(loc), 'False' if isinstance(loc.ty, BoolTy) else '0')
 
     def check_writable(self, node: Any, scope: Scope) -> None:
         """P4 forbids writing an `in` parameter (here it may alias the caller's storage)."""

@@ -16,7 +16,7 @@ from pyswitch.compiler.model import (
     Scope,
     StackLoc,
     StructLoc,
-    _lit,
+    nlit,
     px,
     valid_e,
 )
@@ -220,8 +220,10 @@ class Statements:
             r = self.convert(self.expr(rhs_node, scope, em), Bits(w), rhs_node)
             m = ((1 << w) - 1) << lo
             keep = base.ty.mask ^ m
-            em.assign(base.code, f"({base.code} & {_lit(keep)}) | ({r.code} << {lo})"
-                      if lo else f"({base.code} & {_lit(keep)}) | {r.code}")
+            b = base if isinstance(base, E) else self.loc_e(base)
+            val = Bin("<<", r.as_node(), Lit(lo)) if lo else r.as_node()
+            em.assign(b, E.of(Bin("|", Bin("&", b.as_node(), nlit(keep)), val, bare=True),
+                              b.ty))
             return
         if isinstance(rhs_node, Tree) and rhs_node.data == "list_expr":
             items = [x for x in rhs_node.children if x is not None]

@@ -23,6 +23,7 @@ from pyswitch.compiler.model import (
     ScalarLoc,
     Scope,
     StructLoc,
+    bits_width,
     local_loc,
     too_short,
 )
@@ -59,7 +60,7 @@ class StatementsExt:
                                   "not supported here by pyswitch")
             v = self.new_tmp("o")
             em.assign(v, a)
-            a = E(v, a.ty)
+            a = E.of(Local(v, bits_width(a.ty)), a.ty)
             em.lines.extend(sub.lines)
         r = self.binop(op, a, b, s)
         lty = Bits(lv[2] - lv[3] + 1) if isinstance(lv, tuple) else lv.ty
@@ -100,7 +101,7 @@ class StatementsExt:
                     if v.const is None:
                         tmp = self.new_tmp("o")
                         em.assign(tmp, v)
-                        vals[i] = E(tmp, v.ty)
+                        vals[i] = E.of(Local(tmp, bits_width(v.ty)), v.ty)
                 em.lines.extend(sub.lines)
             vals.append(e)
         return [v.code for v in vals]
