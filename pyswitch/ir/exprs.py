@@ -14,6 +14,8 @@ node           fields                                  Python (`text`)
 `Field`        header local hN, field i                ``hN[i]``
 `Local`        a local or parameter's name             ``v_3``, ``p_x``
 `Elem`         a local holding a tuple, item i         ``_r3[0]`` (an action's out values)
+`Paren`        a                                       ``(a)`` (where the compiler writes
+                                                       them around an operand)
 `Opaque`       Python source the compiler still        as is (a call, a table's ``.hit``,
                writes as text                          a stack element picked at run time)
 `Bin`          op, a, b: ``& | ^ >> + - % == != <     ``(a op b)``; `bare`: ``a op b``
@@ -93,6 +95,14 @@ class Elem:
 
     name: str
     index: int
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Paren:
+    """`a` in parentheses the compiler writes around it (the same value)."""
+
+    a: Expr
     width: int | None = None
 
 
@@ -270,9 +280,9 @@ class Digest:
         return out
 
 
-Expr = (Lit | Slot | Field | Local | Elem | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp
+Expr = (Lit | Slot | Field | Local | Elem | Paren | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp
         | Concat | All | AnyOf | Range | Hit | ActionRun | Call | Digest)
-KINDS = (Lit, Slot, Field, Local, Elem, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat,
+KINDS = (Lit, Slot, Field, Local, Elem, Paren, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat,
          All, AnyOf, Range, Hit, ActionRun, Call, Digest)
 
 
@@ -294,6 +304,8 @@ def text(n: Expr) -> str:  # noqa: C901 - one case per kind
         return n.name
     if isinstance(n, Elem):
         return f"{n.name}[{n.index}]"
+    if isinstance(n, Paren):
+        return f"({text(n.a)})"
     if isinstance(n, Opaque):
         return n.code
     if isinstance(n, Bin):
@@ -357,7 +369,7 @@ def operands(n: Expr) -> tuple[Expr, ...]:
     """The nodes `n` is made of (none for a leaf)."""
     if isinstance(n, (Bin, Wrap, SCmp, Concat)):
         return (n.a, n.b)
-    if isinstance(n, (Neg, Not, SignExt)):
+    if isinstance(n, (Neg, Not, SignExt, Paren)):
         return (n.a,)
     if isinstance(n, Cond):
         return (n.c, n.a, n.b)

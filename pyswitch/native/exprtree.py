@@ -32,6 +32,7 @@ from pyswitch.ir.exprs import (
     Neg,
     Not,
     Opaque,
+    Paren,
     Range,
     SCmp,
     SignExt,
@@ -78,6 +79,8 @@ def _build(n: Expr) -> ast.expr:  # noqa: C901 - one case per kind
         return ast.Name(n.name, ast.Load())
     if isinstance(n, Elem):
         return ast.Subscript(ast.Name(n.name, ast.Load()), ast.Constant(n.index), ast.Load())
+    if isinstance(n, Paren):
+        return _build(n.a)
     if isinstance(n, Opaque):
         return ast.parse(n.code, mode="eval").body
     if isinstance(n, Bin):
