@@ -53,9 +53,11 @@ from pyswitch.ir import (
     Return,
     Seq,
     TableApply,
+    expressions,
     stmt_lines,
     walk,
 )
+from pyswitch.ir.exprs import opaque
 from pyswitch.native.irtree import PACKET, STRUCTURED, Marked, assigned
 from pyswitch.program import compile_p4
 
@@ -71,14 +73,23 @@ def _compile(rel: str):  # noqa: ANN202 - a Program
         return compile_p4(rel, ["p4src/include"])
 
 
+def expr_kind(e: PyExpr) -> str:
+    """``expr:node`` (a node through and through), ``expr:mixed`` (a node with an
+    `Opaque` operand, text still) or ``expr:text`` (no node)."""
+    if e.node is None:
+        return "expr:text"
+    return "expr:mixed" if opaque(e.node) else "expr:node"
+
+
 def census(ir: list) -> dict[str, int]:
     """Statements by kind in a program's IR: ``PyText`` lines of function bodies (those in
     the bodies of structured statements too), each node kind, and module-level text
-    blocks (``ModuleText``)."""
+    blocks (``ModuleText``); and the statements' expressions (`expr_kind`)."""
     c: Counter[str] = Counter()
     for it in ir:
         if isinstance(it, Function):
             c.update(type(st).__name__ for st in walk(it.body))
+            c.update(expr_kind(e) for st in walk(it.body) for e in expressions(st))
         else:
             c["ModuleText"] += 1
     return dict(sorted(c.items()))

@@ -35,11 +35,9 @@ def test_random_lists() -> None:
 
 def test_folded_field_sum_matches_packed_bytes() -> None:
     """The generated csum16 expression sums each field shifted by its offset mod 16
-    (`Externs.csum_int`) instead of building the whole number: same checksum as the bytes,
-    on random field lists of any widths (all-zero and all-one fields included)."""
-    from pyswitch.compiler.externs import Externs
-    from pyswitch.compiler.model import E
-    from pyswitch.types import Bits
+    (a csum16 `Digest`, `pyswitch.ir.exprs`) instead of building the whole number: same
+    checksum as the bytes, on random field lists of any widths (all-zero and all-one fields included)."""
+    from pyswitch.ir.exprs import Digest, Opaque, text
 
     rng = random.Random(11)
     for _ in range(2000):
@@ -47,11 +45,12 @@ def test_folded_field_sum_matches_packed_bytes() -> None:
         values = [rng.choice((0, (1 << w) - 1, rng.randrange(1 << w))) for w in widths]
         total = sum(widths)
         nbytes = (total + 7) // 8
-        bits = (nbytes + nbytes % 2) * 8
-        items = [E(f"f[{i}]", Bits(w)) for i, w in enumerate(widths)]
         number = 0
         for w, v in zip(widths, values, strict=True):
             number = (number << w) | v
         data = (number << (nbytes * 8 - total)).to_bytes(nbytes, "big")
-        folded = eval(Externs.csum_int(items, bits), {"f": values})  # noqa: S307 - our expr
+        d = Digest("csum16", tuple(Opaque(f"f[{i}]") for i in range(len(widths))),
+                   tuple(widths))
+        # the generated ``_csum16i(...)``, its argument folded (`pyswitch.ir.exprs.Digest`)
+        folded = eval(text(d), {"f": values, "_csum16i": lambda x: x})  # noqa: S307 - ours
         assert csum16_int(folded) == csum16(data), (widths, values)

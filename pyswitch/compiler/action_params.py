@@ -28,8 +28,10 @@ from pyswitch.compiler.model import (
     Emitter,
     ScalarLoc,
     Scope,
+    bits_width,
 )
-from pyswitch.ir import ActionCall, Exit, PyExpr
+from pyswitch.ir import ActionCall, Exit
+from pyswitch.ir.exprs import Elem
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -73,7 +75,8 @@ class ActionParams:
                     node: Any) -> None:
         if len(args) != len(a.params):
             raise self.err(node, f"action {a.local!r} expects {len(a.params)} arguments")
-        codes, outs, aggs = self.action_copy_in(a, a.params, args, scope, em, persistent=False)
+        args_e, outs, aggs = self.action_copy_in(a, a.params, args, scope, em, persistent=False)
+        codes = [x.code for x in args_e]
         call = f"{getattr(a, 'base_fn', a.fn)}(S, M{''.join(', ' + c for c in codes)})"
         r = self.new_tmp("r") if outs else ""
         run = f"{r} = {call}" if outs else call
@@ -100,18 +103,18 @@ class ActionParams:
             em.emit(self.exit_stmt())
             em.dedent()
         elif not outs:
-            em.emit(ActionCall(getattr(a, 'base_fn', a.fn), tuple(PyExpr(c) for c in codes)))
+            em.emit(ActionCall(getattr(a, 'base_fn', a.fn), tuple(x.py() for x in args_e)))
         else:
             em(run)
         self.action_copy_out(r, outs, aggs, em)
 
     def action_copy_in(self, a: ActionDef, params: list, args: list, scope: Scope,
-                       em: Emitter, persistent: bool) -> tuple[list[str], list, list]:
-        """Python arguments of the call (scalars), the scalar l-values to copy out (in the
+                       em: Emitter, persistent: bool) -> tuple[list[E], list, list]:
+        """The arguments of the call (scalars), the scalar l-values to copy out (in the
         order of the returned tuple) and the aggregate (l-value, storage) pairs to copy out.
         `persistent`: the code runs in a function of its own, so only packet storage (not
         the caller's Python locals) may be named."""
-        codes: list[str] = []
+        codes: list[E] = []
         outs: list[tuple[Any, Ty, Any]] = []
         aggs: list[tuple[Any, Any, Any]] = []
         for (direction, pn, ty), x in zip(params, args, strict=True):
@@ -140,16 +143,16 @@ class ActionParams:
                 if persistent and isinstance(base, ScalarLoc) and base.code.startswith("_"):
                     raise self.err(x, f"argument {pn!r}: a variable of the apply block cannot "
                                       "be bound in an actions list")
-                codes.append(self.read_lvalue(lv).code if direction == "inout" else
-                             ("False" if isinstance(ty, BoolTy) else "0"))
+                codes.append(self.read_lvalue(lv) if direction == "inout" else
+                             E("False", ty, False) if isinstance(ty, BoolTy) else E("0", ty, 0))
                 outs.append((lv, ty, x))
             else:
-                codes.append(self.convert(self.expr(x, scope, em), ty, x).code)
+                codes.append(self.convert(self.expr(x, scope, em), ty, x))
         return codes, outs, aggs
 
     def action_copy_out(self, r: str, outs: list, aggs: list, em: Emitter) -> None:
         for i, (lv, ty, x) in enumerate(outs):
-            self.write_lvalue(lv, E(f"{r}[{i}]", ty), em, x)
+            self.write_lvalue(lv, E.of(Elem(r, i, bits_width(ty)), ty), em, x)
         for lv, loc, x in aggs:
             self.assign_e(lv, self.loc_e(loc), em, x)
 
@@ -173,8 +176,9 @@ class ActionParams:
         self.in_action, self.used_slots, self.action_out = None, set(), []
         em = Emitter()
         try:
-            codes, outs, aggs = self.action_copy_in(a, directional, args, scope, em,
-                                                    persistent=True)
+            args_e, outs, aggs = self.action_copy_in(a, directional, args, scope, em,
+                                                     persistent=True)
+            codes = [x.code for x in args_e]
             call = f"{a.fn}(S, M{''.join(', ' + c for c in codes)}, *data)"
             r = self.new_tmp("r")
             em("try:")

@@ -22,6 +22,7 @@ from pyswitch.compiler.model import (
     StackLoc,
     StructLoc,
     TableDef,
+    slot_loc,
 )
 from pyswitch.compiler.stacks import NEXT_TY
 from pyswitch.compiler.typedefs import DeferredTy
@@ -155,7 +156,7 @@ class CompilerBase:
 
     def alloc_m(self, name: str, ty: Ty) -> ScalarLoc:
         self.mslots.append((name, ty))
-        return ScalarLoc(f"M[{len(self.mslots) - 1}]", ty)
+        return slot_loc(len(self.mslots) - 1, ty)
 
     def alloc_h(self, ty: HeaderTy) -> HdrLoc:
         self.hslots.append(ty)

@@ -16,6 +16,7 @@ from pyswitch.compiler.model import (
     Scope,
     StackLoc,
     StructLoc,
+    local_loc,
 )
 from pyswitch.ir import (
     Assign,
@@ -184,7 +185,7 @@ class Controls:
             raise self.err(node, f"variables of type {ty.show()} are not supported")
         if (self.in_action is not None or self.locals_ok) and \
                 isinstance(ty, (Bits, BoolTy, EnumTy, ErrorTy)):
-            loc: Any = ScalarLoc(self.new_tmp("v"), ty)
+            loc: Any = local_loc(self.new_tmp("v"), ty)
         else:
             loc = self.alloc(f"{self.ctrl_name}.{nm}", ty)
         scope.names[nm] = loc
@@ -195,7 +196,7 @@ class Controls:
 
     def reset(self, loc: Any, em: Emitter) -> None:
         if isinstance(loc, ScalarLoc):
-            em.assign(loc.code, 'False' if isinstance(loc.ty, BoolTy) else '0')
+            em.assign(self.loc_e(loc), 'False' if isinstance(loc.ty, BoolTy) else '0')
         elif isinstance(loc, HdrLoc):
             self.used_slots.add(loc.slot)
             em(f"{loc.var}[:] = [False{', 0' * len(loc.ty.fields)}]")

@@ -28,11 +28,28 @@ from pyswitch.compiler.model import (
     StructLoc,
     TableDef,
     _lit,
+    bits_width,
+    field_loc,
+    nlit,
 )
 from pyswitch.compiler.stacks import NextLoc
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import is_aggregate
 from pyswitch.ir import Line, shift
+from pyswitch.ir.exprs import (
+    Bin,
+    Call,
+    Concat,
+    Cond,
+    Hit,
+    Lit,
+    Local,
+    Neg,
+    Not,
+    SCmp,
+    SignExt,
+    Wrap,
+)
 from pyswitch.types import (
     BOOL,
     ERROR,
@@ -63,10 +80,10 @@ class Expressions:
             return E(_lit(v), ty, v)
         if isinstance(ty, EnumTy) and ty.underlying and isinstance(e.ty, Bits) and \
                 e.ty == ty.underlying:
-            return E(e.code, ty, e.const, e.loc)
+            return E(e.code, ty, e.const, e.loc, e.node)
         if isinstance(e.ty, EnumTy) and e.ty.underlying and isinstance(ty, Bits) and \
                 e.ty.underlying == ty:
-            return E(e.code, ty, e.const, e.loc)
+            return E(e.code, ty, e.const, e.loc, e.node)
         raise self.err(node, f"type mismatch: expected {ty.show()}, got {e.ty.show()}"
                        + (" (use a cast)" if isinstance(ty, Bits) and
                           isinstance(e.ty, Bits) else ""))
@@ -75,10 +92,10 @@ class Expressions:
         src = e.ty
         if isinstance(src, EnumTy) and src.underlying:
             src = src.underlying
-            e = E(e.code, src, e.const)
+            e = E(e.code, src, e.const, node=e.node)
         if isinstance(ty, EnumTy) and ty.underlying:
             r = self.cast(e, ty.underlying, node)
-            return E(r.code, ty, r.const)
+            return E(r.code, ty, r.const, node=r.node)
         if same_type(src, ty):
             return e
         if isinstance(ty, Bits):
@@ -90,7 +107,7 @@ class Expressions:
                     raise self.err(node, "bool can only be cast to bit<1>")
                 if e.const is not None:
                     return E(str(int(e.const)), ty, int(e.const))
-                return E(f"(1 if {e.code} else 0)", ty)
+                return E.of(Cond(e.as_node(), Lit(1), Lit(0), 1), ty)
             if isinstance(src, Bits):
                 if e.const is not None:
                     v = e.const
@@ -100,16 +117,14 @@ class Expressions:
                     return E(_lit(v), ty, v)
                 if ty.width >= src.width:
                     if src.signed and ty.width > src.width:
-                        sb = 1 << (src.width - 1)
-                        return E(f"((({e.code}) ^ {_lit(sb)}) - {_lit(sb)} & {_lit(ty.mask)})",
-                                 ty)
-                    return E(e.code, ty)
-                return E(f"({e.code} & {_lit(ty.mask)})", ty)
+                        return E.of(SignExt(e.as_node(), src.width, ty.width), ty)
+                    return E(e.code, ty, node=e.node)
+                return E.of(Bin("&", e.as_node(), nlit(ty.mask), ty.width), ty)
         if isinstance(ty, BoolTy):
             if isinstance(src, Bits) and src.width == 1:
                 if e.const is not None:
                     return E(str(bool(e.const)), BOOL, bool(e.const))
-                return E(f"({e.code} == 1)", BOOL)
+                return E.of(Bin("==", e.as_node(), Lit(1)), BOOL)
         raise self.err(node, f"cannot cast {e.ty.show()} to {ty.show()}")
 
     def expr_obj(self, node: Any, scope: Scope) -> Any:
@@ -186,10 +201,10 @@ class Expressions:
             if b.const is not None:
                 v = (b.const >> lo) & ty.mask
                 return E(_lit(v), ty, v)
-            code = f"({b.code} >> {lo})" if lo else b.code
+            x = Bin(">>", b.as_node(), Lit(lo), b.ty.width) if lo else b.as_node()
             if hi != b.ty.width - 1:
-                code = f"({code} & {_lit(ty.mask)})"
-            return E(code, ty)
+                x = Bin("&", x, nlit(ty.mask), ty.width)
+            return E.of(x, ty)
         if d in ("call", "generic_call"):
             r = self.call(node, scope, em, stmt=False)
             if r is None:
@@ -208,7 +223,7 @@ class Expressions:
             if e.const is not None:
                 v = (-e.const) & e.ty.mask
                 return E(_lit(v), e.ty, v)
-            return E(f"(-{e.code} & {_lit(e.ty.mask)})", e.ty)
+            return E.of(Neg(e.as_node(), e.ty.width), e.ty)
         if d == "pos":
             return self.expr(node.children[1], scope, em)
         if d == "bnot":
@@ -217,14 +232,14 @@ class Expressions:
             if e.const is not None:
                 v = e.const ^ e.ty.mask
                 return E(_lit(v), e.ty, v)
-            return E(f"({e.code} ^ {_lit(e.ty.mask)})", e.ty)
+            return E.of(Bin("^", e.as_node(), nlit(e.ty.mask), e.ty.width), e.ty)
         if d == "lnot":
             e = self.expr(node.children[0], scope, em)
             if not isinstance(e.ty, BoolTy):
                 raise self.err(node, f"'!' needs bool, got {e.ty.show()}")
             if e.const is not None:
                 return E(str(not e.const), BOOL, not e.const)
-            return E(f"(not {e.code})", BOOL)
+            return E.of(Not(e.as_node()), BOOL)
         if d in ("lor", "land"):
             a = self.expr(node.children[0], scope, em)
             sub = self.sub_emitter(em, 1)
@@ -241,14 +256,15 @@ class Expressions:
                     em.lines.extend(self.dedented(sub, 1))
                     return b
                 v = self.new_tmp("c")
-                em.assign(v, a.code)
-                sub.assign(v, b.code)
-                em.emit_if(f"{'not ' if op == 'or' else ''}{v}", sub.lines)
-                return E(v, BOOL)
+                em.assign(v, a)
+                sub.assign(v, b)
+                em.emit_if(E.of(Not(Local(v), bare=True) if op == "or" else Local(v), BOOL),
+                           sub.lines)
+                return E.of(Local(v), BOOL)
             if a.const is not None and b.const is not None:
                 v = (a.const or b.const) if op == "or" else (a.const and b.const)
                 return E(str(v), BOOL, v)
-            return E(f"({a.code} {op} {b.code})", BOOL)
+            return E.of(Bin(op, a.as_node(), b.as_node()), BOOL)
         if d == "cond":
             c = self.expr(node.children[0], scope, em)
             sub_a, sub_b = self.sub_emitter(em, 1), self.sub_emitter(em, 1)
@@ -266,7 +282,8 @@ class Expressions:
                 raise self.err(node, f"?: on {a.ty.show()} values is not supported")
             if c.const is not None:
                 return a if c.const else b
-            return E(f"({a.code} if {c.code} else {b.code})", a.ty)
+            return E.of(Cond(c.as_node(), a.as_node(), b.as_node(), bits_width(a.ty)),
+                        a.ty)
         if d in ("binop", "binop_lt", "binop_gt", "bor", "bxor", "band", "shl", "shr"):
             if d == "binop":
                 op = str(node.children[1])
@@ -286,8 +303,8 @@ class Expressions:
                         raise self.err(node, f"a {a.ty.show()} operand left of code with "
                                              "side effects is not supported by pyswitch")
                     v = self.new_tmp("o")
-                    em.assign(v, a.code)
-                    a = E(v, a.ty)
+                    em.assign(v, a)
+                    a = E.of(Local(v, bits_width(a.ty)), a.ty)
                 em.lines.extend(sub.lines)
             return self.binop(op, a, b, node)
         if d == "list_expr":
@@ -321,10 +338,10 @@ class Expressions:
         if not isinstance(a.ty, (Bits, BoolTy, EnumTy, ErrorTy)):
             raise self.err(node, f"?: on {a.ty.show()} values is not supported")
         v = self.new_tmp("c")
-        sub_a.assign(v, a.code)  # each branch one level deeper (sub_emitter)
-        sub_b.assign(v, b.code)
-        em.emit_if(c.code, sub_a.lines, sub_b.lines)
-        return E(v, a.ty)
+        sub_a.assign(v, a)  # each branch one level deeper (sub_emitter)
+        sub_b.assign(v, b)
+        em.emit_if(c, sub_a.lines, sub_b.lines)
+        return E.of(Local(v, bits_width(a.ty)), a.ty)
 
     def binding_e(self, b: Any, node: Any) -> Any:
         if isinstance(b, Const):
@@ -349,9 +366,9 @@ class Expressions:
         elif isinstance(b.ty, IntLit) and not isinstance(a.ty, IntLit):
             b = self.convert(b, a.ty, node)
         if isinstance(a.ty, EnumTy) and isinstance(b.ty, Bits) and a.ty.underlying:
-            a = E(a.code, a.ty.underlying, a.const)
+            a = E(a.code, a.ty.underlying, a.const, node=a.node)
         if isinstance(b.ty, EnumTy) and isinstance(a.ty, Bits) and b.ty.underlying:
-            b = E(b.code, b.ty.underlying, b.const)
+            b = E(b.code, b.ty.underlying, b.const, node=b.node)
         if not same_type(a.ty, b.ty):
             raise self.err(node, f"operands have different types: {a.ty.show()} and "
                                  f"{b.ty.show()}")
@@ -394,17 +411,17 @@ class Expressions:
                 if b.const == 0:
                     return a
                 if op == "<<":
-                    return E(f"(({a.code} << {b.const}) & {_lit(ty.mask)})", ty)
+                    return E.of(Wrap("<<", a.as_node(), Lit(b.const), ty.width), ty)
                 if ty.signed:
                     return E(f"((({a.code} ^ {_lit(sb)}) - {_lit(sb)} >> {b.const}) & "
                              f"{_lit(ty.mask)})", ty)
-                return E(f"({a.code} >> {b.const})", ty)
+                return E.of(Bin(">>", a.as_node(), Lit(b.const), ty.width), ty)
             if op == "<<":
-                return E(f"_shl({a.code}, {b.code}, {ty.width})", ty)
+                return E.of(Call("_shl", (a.as_node(), b.as_node(), Lit(ty.width)), ty.width), ty)
             if ty.signed:
                 return E(f"((({a.code} ^ {_lit(sb)}) - {_lit(sb)} >> min({b.code}, {ty.width}))"
                          f" & {_lit(ty.mask)})", ty)
-            return E(f"({a.code} >> {b.code})", ty)
+            return E.of(Bin(">>", a.as_node(), b.as_node(), ty.width), ty)
         if op == "++":
             for x in (a, b):
                 if not isinstance(x.ty, Bits):
@@ -414,7 +431,7 @@ class Expressions:
             if a.const is not None and b.const is not None:
                 v = (a.const << b.ty.width) | b.const
                 return E(_lit(v), ty, v)
-            return E(f"(({a.code} << {b.ty.width}) | {b.code})", ty)
+            return E.of(Concat(a.as_node(), b.as_node(), b.ty.width, ty.width), ty)
         a, b = self.unify(a, b, node)
         ty = a.ty
         if op in ("==", "!="):
@@ -423,7 +440,7 @@ class Expressions:
             if a.const is not None and b.const is not None:
                 v = (a.const == b.const) == (op == "==")
                 return E(str(v), BOOL, v)
-            return E(f"({a.code} {op} {b.code})", BOOL)
+            return E.of(Bin(op, a.as_node(), b.as_node()), BOOL)
         if isinstance(ty, IntLit):
             x, y = a.const, b.const
             if op in ("<", ">", "<=", ">="):
@@ -439,7 +456,6 @@ class Expressions:
             return E(str(v), INTLIT, v)
         if not isinstance(ty, Bits):
             raise self.err(node, f"operator {op!r} not defined on {ty.show()}")
-        m = _lit(ty.mask)
         sb = 1 << (ty.width - 1)
         if op in ("<", ">", "<=", ">="):
             if a.const is not None and b.const is not None:
@@ -449,8 +465,8 @@ class Expressions:
                 v = eval(f"{x} {op} {y}")  # noqa: S307 - ints only
                 return E(str(v), BOOL, v)
             if ty.signed:
-                return E(f"(({a.code} ^ {_lit(sb)}) {op} ({b.code} ^ {_lit(sb)}))", BOOL)
-            return E(f"({a.code} {op} {b.code})", BOOL)
+                return E.of(SCmp(op, a.as_node(), b.as_node(), ty.width), BOOL)
+            return E.of(Bin(op, a.as_node(), b.as_node()), BOOL)
         if a.const is not None and b.const is not None:
             x, y = a.const, b.const
             if ty.signed:
@@ -472,19 +488,23 @@ class Expressions:
                      "|": lambda: x | y, "^": lambda: x ^ y}[op]() & ty.mask
             return E(_lit(v), ty, v)
         if op in ("&", "|", "^"):
-            return E(f"({a.code} {op} {b.code})", ty)
+            return E.of(Bin(op, a.as_node(), b.as_node(), ty.width), ty)
         if op in ("+", "-", "*"):
-            return E(f"(({a.code} {op} {b.code}) & {m})", ty)
+            return E.of(Wrap(op, a.as_node(), b.as_node(), ty.width), ty)
         if op in ("/", "%"):
             return self.runtime_div(op, a, b, node)
         if op == "|+|":
             if ty.signed:
-                return E(f"_sat_s({a.code}, {b.code}, 1, {ty.width})", ty)
-            return E(f"min({a.code} + {b.code}, {m})", ty)
+                return E.of(Call("_sat_s", (a.as_node(), b.as_node(), Lit(1), Lit(ty.width)),
+                                 ty.width), ty)
+            return E.of(Call("min", (Bin("+", a.as_node(), b.as_node(), bare=True),
+                                     nlit(ty.mask)), ty.width), ty)
         if op == "|-|":
             if ty.signed:
-                return E(f"_sat_s({a.code}, {b.code}, -1, {ty.width})", ty)
-            return E(f"max({a.code} - {b.code}, 0)", ty)
+                return E.of(Call("_sat_s", (a.as_node(), b.as_node(), Lit(-1), Lit(ty.width)),
+                                 ty.width), ty)
+            return E.of(Call("max", (Bin("-", a.as_node(), b.as_node(), bare=True), Lit(0)),
+                             ty.width), ty)
         raise self.err(node, f"unsupported operator {op!r}")
 
     def runtime_div(self, op: str, a: E, b: E, node: Any) -> E:
@@ -499,8 +519,9 @@ class Expressions:
         if b.const is not None and b.const & (b.const - 1) == 0:
             k = b.const.bit_length() - 1
             if op == "/":
-                return E(f"({a.code} >> {k})" if k else a.code, ty)
-            return E(f"({a.code} & {_lit(b.const - 1)})", ty)
+                return E.of(Bin(">>", a.as_node(), Lit(k), ty.width), ty) if k else \
+                    E(a.code, ty, node=a.node)
+            return E.of(Bin("&", a.as_node(), nlit(b.const - 1), ty.width), ty)
         if a.const == 0:
             return a
         raise self.err(node, f"'{op}' of run-time values: could not evaluate expression at "
@@ -512,9 +533,9 @@ class Expressions:
         base = self._expr(base_node, scope, em)
         if isinstance(base, ApplyResult):
             if mn == "hit":
-                return E(f"{base.var}.hit", BOOL)
+                return E.of(Hit(base.var), BOOL)
             if mn == "miss":
-                return E(f"(not {base.var}.hit)", BOOL)
+                return E.of(Not(Hit(base.var)), BOOL)
             if mn == "action_run":
                 return base
             raise self.err(node, f"table apply result has no member {mn!r}")
@@ -537,8 +558,8 @@ class Expressions:
                     raise self.err(name_node, f"{loc.ty.show()} has no field {mn!r}")
                 self.used_slots.add(loc.slot)
                 ft = loc.ty.fields[i - 1][1]
-                sl = ScalarLoc(f"{loc.var}[{i}]", ft)
-                return E(sl.code, ft, loc=sl)
+                sl = field_loc(loc.var, i, ft)
+                return E.of(sl.node, ft, loc=sl)
             if isinstance(loc, (StackLoc, NextLoc)):  # see compiler.stacks
                 return self.stack_member(base, mn, name_node, node, em)
             raise self.err(node, f"{base.ty.show()} has no member {mn!r}")

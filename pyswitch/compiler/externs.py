@@ -25,10 +25,12 @@ from pyswitch.compiler.model import (
     Scope,
     StackLoc,
     TableDef,
+    valid_e,
 )
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import VarbitTy
 from pyswitch.ir import Advance, ParserError, PyExpr, PyText
+from pyswitch.ir.exprs import Digest, Expr, Lit, Local, Not, Opaque
 from pyswitch.types import (
     BOOL,
     INTLIT,
@@ -119,7 +121,7 @@ class Externs:
             if args:
                 raise self.err(node, f"{mn}() takes no arguments")
             if mn == "isValid":
-                return E(f"{loc.var}[0]", BOOL)
+                return valid_e(loc.var)
             if mn in ("setValid", "setInvalid"):
                 self.check_writable(m.node.children[0], scope)
                 self.check_stack_lvalue(m.node.children[0])  # see compiler.stacks
@@ -127,11 +129,11 @@ class Externs:
                 # BMv2's add_header: an invalid header's fields become 0 (a valid one keeps
                 # them), so old values never reappear after setInvalid/pop_front
                 zeros = ", 0" * len(loc.ty.fields)
-                em.emit_inline_if(f"not {loc.var}[0]", PyText(f"{loc.var}[:] = [True{zeros}]"))
+                em.emit_inline_if(E.of(Not(valid_e(loc.var).as_node(), bare=True), BOOL), PyText(f"{loc.var}[:] = [True{zeros}]"))
                 self.union_siblings_invalid(loc, em)  # see compiler.unions
                 return None
             if mn == "setInvalid":
-                em.assign(f"{loc.var}[0]", "False")
+                em.assign(valid_e(loc.var), "False")
                 return None
             if mn == "minSizeInBits":
                 return E(str(loc.ty.width), INTLIT, loc.ty.width)
@@ -160,7 +162,7 @@ class Externs:
                         # BMv2's advance: a bit count that is not a multiple of 8 is
                         # ParserInvalidArgument, too few bytes left PacketTooShort
                         v = self.new_tmp("adv")
-                        em.assign(v, ne.code)
+                        em.assign(v, ne)
                         em.emit(ParserError(self.errors.index('ParserInvalidArgument'),
                                             PyExpr(f"{v} & 7")))
                         em.emit(ParserError(self.errors.index('PacketTooShort'),
@@ -199,18 +201,19 @@ class Externs:
             return None
         raise self.err(node, f"unknown method {mn!r}")
 
-    def idx_code(self, e: E, size: int, em: Emitter) -> tuple[str, bool]:
-        """(code, always_in_range) for an index expression."""
+    def idx_code(self, e: E, size: int, em: Emitter) -> tuple[PyExpr, bool]:
+        """(the index, always_in_range) for index expression `e` (``bit<32>``); one
+        with operators is computed once into a local first."""
         if e.const is not None:
-            return str(e.const), e.const < size
+            return PyExpr.of(Lit(e.const, 32)), e.const < size
         if isinstance(e.ty, Bits) and (1 << e.ty.width) <= size:
-            return e.code, True
+            return e.py(), True
         if not e.code.isidentifier() and not e.code.replace("[", "").replace("]", "").\
                 replace("M", "").replace("h", "").isdigit():
             v = self.new_tmp("i")
-            em.assign(v, e.code)
-            return v, False
-        return e.code, False
+            em.assign(v, e)
+            return PyExpr.of(Local(v, 32)), False
+        return e.py(), False
 
     def data_list(self, node: Any, scope: Scope, em: Emitter) -> list[E]:
         if isinstance(node, Tree) and node.data == "list_expr":
@@ -236,55 +239,23 @@ class Externs:
         return out
 
     def packed_bytes(self, items: list[E]) -> str:
-        """Python expr of the bytes of the field list: fields MSB-first, zero-padded at the end
-        to a whole byte (BMv2's packing)."""
+        """Python expr of the bytes of a field list with varbits (their lengths known at run
+        time: `compiler.varbit`): fields MSB-first, zero-padded at the end to a whole byte
+        (BMv2's packing)."""
+        return self.packed_bytes_vl(items)
+
+    def digest(self, algo: str, items: list[E], payload: int | None = None) -> Expr:
+        """``algo`` over the field list (+ the payload, metadata slot `payload`): a
+        `pyswitch.ir.exprs.Digest` (csum16 of a fixed-width list sums its 16-bit words as one
+        number, `hashes.csum16_int`, and identity is that number itself, without building
+        bytes); a list with varbits is still text (`Opaque`: ``_pack_bits``)."""
         if any(isinstance(e.ty, VarbitTy) for e in items):
-            return self.packed_bytes_vl(items)  # lengths known at run time: compiler.varbit
-        nbytes = (sum(e.ty.width for e in items) + 7) // 8
-        return f"{self.packed_int(items, nbytes * 8)}.to_bytes({nbytes}, 'big')"
-
-    @staticmethod
-    def packed_int(items: list[E], bits: int) -> str:
-        """Python expr of the field list (no varbit) as one number of ``bits`` bits: fields
-        MSB-first, zero-padded at the end (the number whose big-endian bytes
-        `packed_bytes` gives when ``bits`` is the whole-byte size)."""
-        parts = []
-        shift = bits
-        for e in items:
-            shift -= e.ty.width
-            parts.append(f"({e.code} << {shift})" if shift else e.code)
-        return f"({' | '.join(parts) or '0'})"
-
-    @staticmethod
-    def csum_int(items: list[E], bits: int) -> str:
-        """Python expr of a number congruent mod 0xFFFF to `packed_int` (same ``bits``), and
-        0 only when that number is 0: each field shifted by its offset mod 16 and summed
-        (2**16 is 1 mod 0xFFFF), so the sum stays a few words wide instead of a
-        ``bits``-wide number built field by field; all that `hashes.csum16_int` reads."""
-        parts = []
-        shift = bits
-        for e in items:
-            shift -= e.ty.width
-            parts.append(f"(({e.code}) << {shift % 16})" if shift % 16 else f"({e.code})")
-        return f"({' + '.join(parts) or '0'})"
-
-    def digest_code(self, algo: str, items: list[E], payload: str | None = None) -> str:
-        """The call computing ``algo`` over the field list (+ ``payload`` bytes): csum16 of a
-        fixed-width list sums its 16-bit words as one number (`hashes.csum16_int`) and
-        identity is that number itself, without building bytes; every other case hashes
-        `packed_bytes`."""
-        if algo == "csum16" and payload is None and \
-                not any(isinstance(e.ty, VarbitTy) for e in items):
-            nbytes = (sum(e.ty.width for e in items) + 7) // 8
-            return f"_csum16i({self.csum_int(items, (nbytes + nbytes % 2) * 8)})"
-        if algo == "identity" and payload is None and \
-                not any(isinstance(e.ty, VarbitTy) for e in items):
-            nbytes = (sum(e.ty.width for e in items) + 7) // 8
-            return f"({self.packed_int(items, nbytes * 8)} & 0xffffffffffffffff)"
-        data = self.packed_bytes(items)
-        if payload is not None:
-            data = f"({data} + {payload})"
-        return f"_{algo}({data})"
+            data = self.packed_bytes(items)
+            if payload is not None:
+                data = f"({data} + M[{payload}])"
+            return Opaque(f"_{algo}({data})")
+        return Digest(algo, tuple(e.as_node() for e in items),
+                      tuple(e.ty.width for e in items), payload)
 
     def func_call(self, fn: str, args: list, scope: Scope, em: Emitter, node: Any) -> Any:
         """A call of extern function `fn`: checked and lowered by its extern

@@ -32,8 +32,11 @@ from pyswitch.compiler.model import (
     Emitter,
     ScalarLoc,
     Scope,
+    bits_width,
+    local_loc,
 )
 from pyswitch.ir import Break, Loop, Pass
+from pyswitch.ir.exprs import Bin, Lit, Local
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -166,7 +169,7 @@ class Functions:
                         fscope.names[pn] = Const(e.const, ty)
                         continue
                     copy = self.fresh(f"{fd.name}.{pn}", ty)
-                    em.assign(copy.code, e.code)
+                    em.assign(self.loc_e(copy), e)
                 else:
                     copy = self.fresh(f"{fd.name}.{pn}", ty)
                     self.assign_to(copy, a, scope, em, a)
@@ -201,8 +204,8 @@ class Functions:
                 stack.pop()
             if e.const is None and not e.code.isidentifier():
                 v = self.new_tmp("f")
-                em.assign(v, e.code)
-                return E(v, fd.ret)
+                em.assign(v, e)
+                return E.of(Local(v, bits_width(fd.ret)), fd.ret)
             return E(e.code, fd.ret, e.const)
         result = None if isinstance(fd.ret, VoidTy) else self.fresh(f"{fd.name}.$ret", fd.ret)
         if result is not None:
@@ -249,7 +252,7 @@ class Functions:
                 if e.const is not None:
                     ctx.value = e
                     return
-                em.assign(ctx.result.code, e.code)
+                em.assign(self.loc_e(ctx.result), e)
             else:
                 self.assign_to(ctx.result, val, scope, em, s)
         if id(s) != ctx.tail:
@@ -274,7 +277,7 @@ class Functions:
         """Storage of a call's own: a Python local for a scalar (the inlined body runs in
         the caller's function), packet storage for a header, struct or stack."""
         if isinstance(ty, _SCALARS):
-            return ScalarLoc(self.new_tmp("v"), ty)
+            return local_loc(self.new_tmp("v"), ty)
         return self.alloc(name, ty)
 
     def read_lvalue(self, lv: Any) -> E:
@@ -292,8 +295,10 @@ class Functions:
             _s, base, hi, lo = lv
             m = ((1 << (hi - lo + 1)) - 1) << lo
             keep = base.ty.mask ^ m
-            shifted = f"({val.code} << {lo})" if lo else val.code
-            em.assign(base.code, f"({base.code} & {hex(keep)}) | {shifted}")
+            b = base if isinstance(base, E) else self.loc_e(base)
+            shifted = Bin("<<", val.as_node(), Lit(lo)) if lo else val.as_node()
+            kept = Bin("&", b.as_node(), Lit(keep, None, hexed=True))
+            em.assign(b, E.of(Bin("|", kept, shifted, bare=True), b.ty))
             return
         self.assign_e(lv, val, em, node)
 

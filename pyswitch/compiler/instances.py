@@ -37,6 +37,7 @@ from pyswitch.compiler.model import (
     Scope,
     StackLoc,
     StructLoc,
+    valid_e,
 )
 from pyswitch.ir import Break, Loop, Pass
 from pyswitch.types import Bits, BoolTy, EnumTy, ErrorTy, ExternTy, IntLit, same_type
@@ -147,7 +148,7 @@ class Instances:
             # copy-in; an out parameter starts invalid (headers) or zero (scalars), as
             # p4c's fresh temporaries do on BMv2
             if kind == "copy" and pd != "out":
-                em.assign(loc.code, value.code)
+                em.assign(self.loc_e(loc), value)
             elif pd == "out":
                 self.invalidate(loc, em)
         saved = (self.ctrl_name, self.sub_depth)
@@ -168,7 +169,7 @@ class Instances:
         self.inst_stack.pop()
         for (pd, _pn, _t, _p), (kind, loc, value) in zip(params, binds, strict=True):
             if kind == "copy" and pd in ("out", "inout"):
-                em.assign(value.code, loc.code)
+                em.assign(value, self.loc_e(loc))
         inst.applies += 1
 
     def parser_apply_target(self, s: Tree, scope: Scope) -> ControlInst | None:
@@ -214,7 +215,7 @@ class Instances:
             bscope.names[pn] = store[i]
             if pd not in ("out", "inout"):
                 bscope.readonly.add(pn)
-            caller = loc if kind == "ref" else ScalarLoc(value.code, value.ty)
+            caller = loc if kind == "ref" else ScalarLoc(value.code, value.ty, value.node)
             if pd == "out":
                 self.invalidate(store[i], em)
             else:
@@ -275,9 +276,11 @@ class Instances:
                                       "(not supported by pyswitch)")
             written.append((leaves, a))
             if isinstance(lv, ScalarLoc) and not _PERSISTENT.match(lv.code):
-                out[i] = ("copy", self.param_slot(inst, i, pn, pty), E(lv.code, lv.ty))
+                out[i] = ("copy", self.param_slot(inst, i, pn, pty),
+                          E(lv.code, lv.ty, node=lv.node))
             else:
-                out[i] = ("ref", lv, E(getattr(lv, "code", ""), lv.ty))
+                out[i] = ("ref", lv, E(getattr(lv, "code", ""), lv.ty,
+                                       node=getattr(lv, "node", None)))
         wset = set().union(set(), *(w for w, _ in written))
         for i, ((pd, pn, pty, _p), a) in enumerate(zip(params, args, strict=True)):
             if pd in ("out", "inout"):
@@ -342,7 +345,7 @@ class Instances:
     def invalidate(self, loc: Any, em: Emitter) -> None:
         if isinstance(loc, HdrLoc):
             self.used_slots.add(loc.slot)
-            em.assign(f"{loc.var}[0]", "False")
+            em.assign(valid_e(loc.var), "False")
         elif isinstance(loc, StackLoc):
             for e in loc.elems:
                 self.invalidate(e, em)
@@ -350,7 +353,7 @@ class Instances:
             for sub in loc.fields.values():
                 self.invalidate(sub, em)
         elif isinstance(loc, ScalarLoc):
-            em.assign(loc.code, 'False' if isinstance(loc.ty, BoolTy) else '0')
+            em.assign(self.loc_e(loc), 'False' if isinstance(loc.ty, BoolTy) else '0')
 
     def check_writable(self, node: Any, scope: Scope) -> None:
         """P4 forbids writing an `in` parameter (here it may alias the caller's storage)."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StructLoc, _lit
-from pyswitch.ir import ParserError, PyExpr
+from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StructLoc, _lit, too_short
+from pyswitch.ir import ParserError
 from pyswitch.types import Bits, HeaderTy, StructTy, Ty
 
 
@@ -30,7 +30,7 @@ class Lookahead:
             raise self.err(node, "lookahead is only available in a parser")
         width = sum(t.width for _f, t in ty.fields)
         nbytes = (width + 7) // 8
-        em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {nbytes} > L")))
+        em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(nbytes)))
         v = self.new_tmp("la")
         em.assign(v, f"int.from_bytes(buf[pos:pos + {nbytes}], 'big')")
         vals, sh = [], nbytes * 8

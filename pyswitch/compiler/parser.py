@@ -21,7 +21,10 @@ from pyswitch.compiler.model import (
     Scope,
     StackLoc,
     StructLoc,
-    _lit,
+    nlit,
+    px,
+    too_short,
+    valid_e,
 )
 from pyswitch.compiler.varbit import varbit_index
 from pyswitch.ir import (
@@ -43,8 +46,10 @@ from pyswitch.ir import (
     PyExpr,
     Stmt,
 )
+from pyswitch.ir.exprs import All, Bin, Expr, Field, Lit, Local, Range
 from pyswitch.ir.pyprint import pack_args
 from pyswitch.types import (
+    BOOL,
     BoolTy,
     HeaderTy,
 )
@@ -94,7 +99,7 @@ class ParserGen:
         self.locals_ok = False
         body.lines[:0] = init.lines
         self.block_init = None
-        slot = PyExpr(f"M[{self.std.fields['parser_error'].code[2:-1]}]")
+        slot = self.loc_e(self.std.fields['parser_error']).py()
         self.emit_function("parser", ["S", "M", "buf"], body, pre=[ParserStart()],
                            post=[ParserEnd()], scope=lambda b: ParserScope(b, slot))
 
@@ -147,8 +152,8 @@ class ParserGen:
                 kvars.append(k)
                 continue
             v = self.new_tmp("k")
-            em.assign(v, k.code)
-            kvars.append(E(v, k.ty))
+            em.assign(v, k)
+            kvars.append(E.of(Local(v), k.ty))
         # an if/elif chain of the cases; the default (or no match) last, as ``else``
         arms: list[tuple[str, list[Line]]] = []
         else_: list[Line] | None = None
@@ -157,11 +162,11 @@ class ParserGen:
             cond = self.keyset_cond(ks, kvars, st_scope, case)
             sub = em.sub()
             self.emit_state(self.name_of(target), st_scope, sub, path + [sn])
-            if cond == "True" and arms:
+            if cond.const is True and arms:
                 else_ = sub.lines
                 break
             arms.append((cond, sub.lines))
-            if cond == "True":
+            if cond.const is True:
                 break
         else:
             if not arms:
@@ -172,53 +177,57 @@ class ParserGen:
             else_ = no_match.lines
         em.emit_chain(arms, else_)
 
-    def keyset_cond(self, ks: Tree, kvars: list[E], scope: Scope, node: Any) -> str:
+    def keyset_cond(self, ks: Tree, kvars: list[E], scope: Scope, node: Any) -> E:
+        """The condition a select case's keyset is (``True``: the default)."""
         elems = ks.children
         if len(elems) == 1 and elems[0].data == "ks_default":
-            return "True"
+            return E.of(Lit(True), BOOL, True)
         if len(elems) != len(kvars):
             raise self.err(node, f"keyset has {len(elems)} elements, select has {len(kvars)}")
         conds = []
         for el, k in zip(elems, kvars, strict=True):
             c = self.keyset_elem_cond(el, k, scope)
-            if c != "True":
+            if c.const is not True:
                 conds.append(c)
-        return " and ".join(conds) if conds else "True"
+        if len(conds) > 1:
+            return E.of(All(tuple(c.as_node() for c in conds)), BOOL)
+        return conds[0] if conds else E.of(Lit(True), BOOL, True)
 
-    def keyset_elem_cond(self, el: Tree, k: E, scope: Scope) -> str:
+    def keyset_elem_cond(self, el: Tree, k: E, scope: Scope) -> E:
         if el.data == "ks_default":
-            return "True"
+            return E.of(Lit(True), BOOL, True)
         if el.data == "ks_value":
             v = self.convert(self.expr(el.children[0], scope), k.ty, el)
             if v.const is None:
                 raise self.err(el, "select case values must be compile-time constants")
-            return f"{k.code} == {_lit(v.const)}"
+            return E.of(Bin("==", k.as_node(), nlit(v.const), bare=True), BOOL)
         if el.data == "ks_mask":
             v = self.convert(self.expr(el.children[0], scope), k.ty, el)
             m = self.convert(self.expr(el.children[1], scope), k.ty, el)
             if v.const is None or m.const is None:
                 raise self.err(el, "select masks must be compile-time constants")
-            return f"{k.code} & {_lit(m.const)} == {_lit(v.const & m.const)}"
+            km = Bin("&", k.as_node(), nlit(m.const), bare=True)
+            return E.of(Bin("==", km, nlit(v.const & m.const), bare=True), BOOL)
         if el.data == "ks_range":
             lo = self.convert(self.expr(el.children[0], scope), k.ty, el)
             hi = self.convert(self.expr(el.children[1], scope), k.ty, el)
             if lo.const is None or hi.const is None:
                 raise self.err(el, "select ranges must be compile-time constants")
-            return f"{_lit(lo.const)} <= {k.code} <= {_lit(hi.const)}"
+            return E.of(Range(nlit(lo.const), k.as_node(), nlit(hi.const)), BOOL)
         raise self.err(el, "unsupported keyset")
 
-    def header_plan(self, ty: HeaderTy) -> tuple[str, list[str], list[str], int, int]:
+    def header_plan(self, ty: HeaderTy) -> tuple[str, list[Expr] | None, list[Expr], int, int]:
         """How to (de)serialise a header with one precompiled `struct.Struct`.
 
         Fields are grouped into byte-aligned chunks; each chunk is read as big-endian struct
         items of 8/4/2/1 bytes (largest first) which are recombined with shifts, and fields are
         cut out of the chunk with shifts and masks. Returns (struct var, per-field expressions
-        over the items ``a0..`` or ``["*"]`` when items are the fields, pack arguments over
-        ``h[i]``, size in bytes, number of items)."""
+        over the items ``a0..`` or None when items are the fields, pack arguments over
+        ``h[i]`` (`rehead` names the header), size in bytes, number of items)."""
         fmt = ">"
         nitems = 0
-        field_exprs: list[str] = []
-        pack_items: list[str] = []
+        field_exprs: list[Expr] = []
+        pack_items: list[Expr] = []
         chunk: list[tuple[int, int]] = []
         cw = 0
         for i, (_, ft) in enumerate(ty.fields):
@@ -234,35 +243,37 @@ class ParserGen:
                     fmt += code
                     rem -= size
             nitems += len(parts)
+            whole: Expr
             if len(parts) == 1:
-                whole = parts[0][0]
+                whole = Local(parts[0][0])
             else:
                 acc, sh = [], cw
                 for nmv, w in parts:
                     sh -= w
-                    acc.append(f"({nmv} << {sh})" if sh else nmv)
-                whole = "(" + " | ".join(acc) + ")"
+                    acc.append(Bin("<<", Local(nmv), Lit(sh)) if sh else Local(nmv))
+                whole = _or_all(acc)
             sh = cw
             for _fi, w in chunk:
                 sh -= w
                 if len(chunk) == 1:
                     field_exprs.append(whole)
                 else:
-                    ex = f"({whole} >> {sh})" if sh else whole
-                    field_exprs.append(ex if sh + w == cw else f"({ex} & {_lit((1 << w) - 1)})")
-            fv, sh = [], cw
+                    ex = Bin(">>", whole, Lit(sh)) if sh else whole
+                    field_exprs.append(ex if sh + w == cw else Bin("&", ex, nlit((1 << w) - 1)))
+            fv: list[Expr] = []
+            sh = cw
             for fi, w in chunk:
                 sh -= w
-                fv.append(f"(h[{fi}] << {sh})" if sh else f"h[{fi}]")
-            comb = fv[0] if len(fv) == 1 else "(" + " | ".join(fv) + ")"
+                fv.append(Bin("<<", Field("h", fi), Lit(sh)) if sh else Field("h", fi))
+            comb = fv[0] if len(fv) == 1 else _or_all(fv)
             if len(parts) == 1:
                 pack_items.append(comb)
             else:
                 sh = cw
                 for _nmv, w in parts:
                     sh -= w
-                    ex = f"({comb} >> {sh})" if sh else comb
-                    pack_items.append(f"({ex} & {_lit((1 << w) - 1)})")
+                    ex = Bin(">>", comb, Lit(sh)) if sh else comb
+                    pack_items.append(Bin("&", ex, nlit((1 << w) - 1)))
             chunk, cw = [], 0
         key = id(ty)
         if key not in self.header_plans:
@@ -271,18 +282,18 @@ class ParserGen:
             self.header_fmts[var] = fmt
             self.module.insert(0, ModuleText(f"{var} = _struct.Struct({fmt!r})"))
         var = self.header_plans[key]
-        simple = field_exprs == [f"a{i}" for i in range(nitems)]
-        return var, (["*"] if simple else field_exprs), pack_items, struct.calcsize(fmt), nitems
+        simple = field_exprs == [Local(f"a{i}") for i in range(nitems)]
+        return var, (None if simple else field_exprs), pack_items, struct.calcsize(fmt), nitems
 
     def emit_extract(self, loc: HdrLoc, em: Emitter) -> None:
         var, exprs, _pack, size, nitems = self.header_plan(loc.ty)
         h = loc.var
         self.used_slots.add(loc.slot)
-        em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {size} > L")))
-        fields = None if exprs == ["*"] else tuple(PyExpr(x) for x in exprs)
+        em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(size)))
+        fields = None if exprs is None else tuple(PyExpr.of(x) for x in exprs)
         em.emit(Extract(h, var, size, nitems, fields))
-        em.assign(f"{h}[0]", "True")
-        em.emit(Advance(PyExpr(str(size))))
+        em.assign(valid_e(h), "True")
+        em.emit(Advance(px(str(size))))
 
     def merge_emits(self, body: Sequence[Line]) -> list[Line]:
         """The deparser's runs of consecutive `Emit`s of headers ``hN`` (two or more, one
@@ -337,8 +348,8 @@ class ParserGen:
             self.used_slots.add(loc.slot)
             h = loc.var
             n = len(loc.ty.fields)
-            values = None if pack == [f"h[{i}]" for i in range(1, n + 1)] else \
-                tuple(PyExpr(x.replace("h[", f"{h}[")) for x in pack)
+            values = None if pack == [Field("h", i) for i in range(1, n + 1)] else \
+                tuple(PyExpr.of(rehead(x, h)) for x in pack)
             em.emit(Emit(h, var, values))
         elif isinstance(loc, StackLoc):
             for el in loc.elems:
@@ -351,3 +362,21 @@ class ParserGen:
                     raise self.err(node, "emit of a struct with non-header fields")
         else:
             raise self.err(node, "emit needs a header, header stack or struct of headers")
+
+
+def _or_all(items: list[Expr]) -> Expr:
+    """``(a | b | c)``: two or more items or'ed, one pair of parentheses."""
+    n = items[0]
+    for x in items[1:-1]:
+        n = Bin("|", n, x, bare=True)
+    return Bin("|", n, items[-1])
+
+
+def rehead(n: Expr, h: str) -> Expr:
+    """A pack argument of `header_plan` (over ``h[i]``) for the header whose cells local
+    `h` names."""
+    if isinstance(n, Field) and n.header == "h":
+        return Field(h, n.index, n.width)
+    if isinstance(n, Bin):
+        return replace(n, a=rehead(n.a, h), b=rehead(n.b, h))
+    return n

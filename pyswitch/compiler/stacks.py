@@ -34,11 +34,12 @@ from typing import Any
 
 from lark import Tree
 
-from pyswitch.compiler.model import E, Emitter, HdrLoc, Method, Scope, StackLoc, _lit
+from pyswitch.compiler.model import E, Emitter, HdrLoc, Method, Scope, StackLoc, nlit, valid_e
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import varbit_index
 from pyswitch.ir import Continue, Line, Loop, ModuleText, ParserError, PyExpr, PyText
-from pyswitch.types import Bits, HeaderTy, IntLit
+from pyswitch.ir.exprs import Bin, Call, Field, Lit, Local, Wrap
+from pyswitch.types import BOOL, Bits, HeaderTy, IntLit
 
 # the hidden slot that holds a stack's next index: [unused validity, next]
 NEXT_TY = HeaderTy("$stack_next", [("next", Bits(32))])
@@ -111,6 +112,12 @@ class Stacks:
         self.used_slots.add(loc.nxt.slot)
         return f"{loc.nxt.var}[1]"
 
+    def stack_next_e(self, loc: StackLoc) -> E:
+        """The stack's next index (an l-value), with its node."""
+        nx = self.stack_next_slot(loc)
+        assert loc.nxt is not None
+        return E(nx, Bits(32), node=Field(loc.nxt.var, 1, 32))
+
     def stack_elems(self, loc: StackLoc) -> str:
         if isinstance(loc.ty.elem, UnionTy):
             raise ValueError("a stack of header unions has no header elements")
@@ -182,8 +189,7 @@ class Stacks:
         if mn == "next":
             return E("", loc.ty.elem, loc=NextLoc(loc, loc.ty.elem))
         if mn == "lastIndex":
-            code = f"(({self.stack_next_slot(loc)} - 1) & 0xffffffff)"
-            return E(code, Bits(32))
+            return E.of(Wrap("-", self.stack_next_e(loc).as_node(), Lit(1), 32), Bits(32))
         if mn == "last":
             em = self.need_em(em, node, "hs.last")
             self.stack_helpers()
@@ -231,22 +237,25 @@ class Stacks:
         el = [e.var for e in loc.elems]
         for e in loc.elems:
             self.used_slots.add(e.slot)
-        nx = self.stack_next_slot(loc)
         if m.name == "push_front":
-            em.assign(nx, f"min({size}, {nx} + {_lit(num)})")
+            nxe = self.stack_next_e(loc)
+            em.assign(nxe, E.of(Call("min", (Lit(size), Bin("+", nxe.as_node(), nlit(num),
+                                                            bare=True))), nxe.ty))
             for i in range(size - 1, num - 1, -1):
                 em(f"{el[i]}[:], {el[i - num]}[:] = {el[i - num]}, {el[i]}[:]")
             for i in range(min(size, num)):
-                em.assign(f"{el[i]}[0]", "False")
+                em.assign(valid_e(el[i]), "False")
         else:
             # nx - min(nx, num), written so that its bound is provably >= 0 (native path)
-            em.assign(nx, f"max(0, {nx} - {_lit(num)})")
+            nxe = self.stack_next_e(loc)
+            em.assign(nxe, E.of(Call("max", (Lit(0), Bin("-", nxe.as_node(), nlit(num),
+                                                         bare=True))), nxe.ty))
             i = 0
             while num < size and i < size - num:
                 em(f"{el[i]}[:], {el[i + num]}[:] = {el[i + num]}, {el[i]}[:]")
                 i += 1
             for j in range(i, size):
-                em.assign(f"{el[j]}[0]", "False")
+                em.assign(valid_e(el[j]), "False")
 
     def extract_call(self, args: list, scope: Scope, em: Emitter, node: Any) -> None:
         """``pkt.extract(x)`` or ``pkt.extract(x, nbits)`` (varbit, see compiler.varbit): x
@@ -295,7 +304,9 @@ class Stacks:
         index is extracted and the index raised (not when the extract fails)."""
         loc = nl.stack
         nx = self.stack_next_slot(loc)
-        em.emit(ParserError(self.errors.index('StackOutOfBounds'), PyExpr(f"{nx} >= {len(loc.elems)}")))
+        em.emit(ParserError(self.errors.index('StackOutOfBounds'),
+                            PyExpr.of(Bin(">=", self.stack_next_e(loc).as_node(),
+                                          Lit(len(loc.elems)), bare=True))))
         v = self.new_tmp("hs")
         if nl.member:  # a union's member: the union's other members become invalid
             members = [u.fields[nl.member] for u in loc.elems]
@@ -308,16 +319,18 @@ class Stacks:
             self.extract_into(DynHdrLoc(loc.elems[0].slot, loc.ty.elem, v), nbits, em)
         # nx + 1 (nx < size was checked above), written so that its bound is the size's:
         # the native path proves every slot within its range (pyswitch.native.exprs)
-        em.assign(nx, f"min({len(loc.elems)}, {nx} + 1)")
+        nxe = self.stack_next_e(loc)
+        em.assign(nxe, E.of(Call("min", (Lit(len(loc.elems)), Bin("+", nxe.as_node(), Lit(1),
+                                                                  bare=True))), nxe.ty))
 
     def stack_assign_next(self, lhs: StackLoc, r: StackLoc, em: Emitter) -> None:
         """Stack assignment copies the next index too (BMv2's assign_header_stack)."""
         if lhs.nxt is not None and r.nxt is not None:
-            em.assign(self.stack_next_slot(lhs), self.stack_next_slot(r))
+            em.assign(self.stack_next_e(lhs), self.stack_next_e(r))
 
     def stack_reset_next(self, loc: StackLoc, em: Emitter) -> None:
         if loc.nxt is not None:
-            em.assign(self.stack_next_slot(loc), "0")
+            em.assign(self.stack_next_e(loc), "0")
 
     # ------------------------------------------------------------------ parser loops
     def parser_loop_heads(self, states: dict[str, Tree]) -> list[str]:
@@ -367,6 +380,6 @@ class Stacks:
         for i, sn in enumerate(self.loop_heads):
             state = loop.sub()
             self.emit_state(sn, scope, state, [])
-            arms.append((f"_st == {i}", state.lines))
+            arms.append((E.of(Bin("==", Local("_st"), Lit(i), bare=True), BOOL), state.lines))
         loop.emit_chain(arms)
         body.emit(Loop(body.nested(loop.lines)))

@@ -16,10 +16,14 @@ from pyswitch.compiler.model import (
     Scope,
     StackLoc,
     StructLoc,
-    _lit,
+    nlit,
+    px,
+    valid_e,
 )
-from pyswitch.ir import Assign, Break, Exit, Line, Pass, PyExpr, PyText, Return, Stmt
+from pyswitch.ir import Assign, Break, Exit, Line, Pass, PyText, Return, Stmt
+from pyswitch.ir.exprs import ActionRun, AnyOf, Bin, Lit
 from pyswitch.types import (
+    BOOL,
     Bits,
     BoolTy,
     same_type,
@@ -78,7 +82,7 @@ class Statements:
             if s.children[2] is not None:
                 else_ = em.sub()
                 self.stmt(s.children[2], Scope(scope), else_)
-            em.emit_if(c.code, then.lines, None if else_ is None else else_.lines)
+            em.emit_if(c, then.lines, None if else_ is None else else_.lines)
         elif k == "switch_stmt":
             self.switch(s, scope, em)
         elif k == "exit_stmt":
@@ -159,7 +163,7 @@ class Statements:
                     if not any(x[0] is a for x in t.actions):
                         raise self.err(lab, f"action {a.local!r} is not an action of table "
                                             f"{t.local!r}")
-                    cond = f"{e.var}.aidx == {a.idx}"
+                    cond = Bin("==", ActionRun(e.var), Lit(a.idx), bare=True)
                 if c.data == "switch_fallthrough":
                     if cond is None:
                         raise self.err(c, "default label needs a block")
@@ -170,7 +174,8 @@ class Statements:
                 sub = em.sub()
                 self.block(c.children[1], Scope(scope), sub)
                 if cond is not None:
-                    arms.append((" or ".join(conds), sub.lines))
+                    arms.append((E.of(conds[0] if len(conds) == 1 else AnyOf(tuple(conds)),
+                                      BOOL), sub.lines))
                 elif arms:  # the default: ``else``, or alone ``if True``
                     else_ = sub.lines
                 else:
@@ -215,8 +220,10 @@ class Statements:
             r = self.convert(self.expr(rhs_node, scope, em), Bits(w), rhs_node)
             m = ((1 << w) - 1) << lo
             keep = base.ty.mask ^ m
-            em.assign(base.code, f"({base.code} & {_lit(keep)}) | ({r.code} << {lo})"
-                      if lo else f"({base.code} & {_lit(keep)}) | {r.code}")
+            b = base if isinstance(base, E) else self.loc_e(base)
+            val = Bin("<<", r.as_node(), Lit(lo)) if lo else r.as_node()
+            em.assign(b, E.of(Bin("|", Bin("&", b.as_node(), nlit(keep)), val, bare=True),
+                              b.ty))
             return
         if isinstance(rhs_node, Tree) and rhs_node.data == "list_expr":
             items = [x for x in rhs_node.children if x is not None]
@@ -241,14 +248,14 @@ class Statements:
     def assign_e(self, lhs: Any, r: E, em: Emitter, node: Any) -> None:
         if isinstance(lhs, ScalarLoc):
             r = self.convert(r, lhs.ty, node)
-            em.assign(lhs.code, r.code)
+            em.assign(E(lhs.code, lhs.ty, node=lhs.node), r)
         elif isinstance(lhs, HdrLoc):
             if not isinstance(r.loc, HdrLoc) or r.loc.ty is not lhs.ty:
                 raise self.err(node, f"cannot assign {r.ty.show()} to {lhs.ty.show()}")
             self.used_slots.update((lhs.slot, r.loc.slot))
             # BMv2's assign_header: from an invalid header only the validity is copied
-            em.emit_inline_if(f"{r.loc.var}[0]", PyText(f"{lhs.var}[:] = {r.loc.var}"),
-                              Assign(PyExpr(f"{lhs.var}[0]"), PyExpr("False")))
+            em.emit_inline_if(valid_e(r.loc.var), PyText(f"{lhs.var}[:] = {r.loc.var}"),
+                              Assign(valid_e(lhs.var).py(), px("False")))
             self.union_siblings_invalid(lhs, em, only_if_valid=True)  # see compiler.unions
         elif isinstance(lhs, StructLoc):
             if not isinstance(r.loc, StructLoc) or r.loc.ty is not lhs.ty:
@@ -266,7 +273,7 @@ class Statements:
 
     def loc_e(self, loc: Any) -> E:
         if isinstance(loc, ScalarLoc):
-            return E(loc.code, loc.ty, loc=loc)
+            return E(loc.code, loc.ty, loc=loc, node=loc.node)
         if isinstance(loc, HdrLoc):
             self.used_slots.add(loc.slot)
         return E("", loc.ty, loc=loc)

@@ -23,9 +23,14 @@ from pyswitch.compiler.model import (
     ScalarLoc,
     Scope,
     StructLoc,
+    bits_width,
+    local_loc,
+    too_short,
 )
 from pyswitch.ir import Advance, Break, Continue, Line, Loop, ParserError, PyExpr
+from pyswitch.ir.exprs import AnyOf, Bin, Lit, Local, Not
 from pyswitch.types import (
+    BOOL,
     Bits,
     BoolTy,
     EnumTy,
@@ -54,8 +59,8 @@ class StatementsExt:
                 raise self.err(s, "compound assignment with side effects on its right is "
                                   "not supported here by pyswitch")
             v = self.new_tmp("o")
-            em.assign(v, a.code)
-            a = E(v, a.ty)
+            em.assign(v, a)
+            a = E.of(Local(v, bits_width(a.ty)), a.ty)
             em.lines.extend(sub.lines)
         r = self.binop(op, a, b, s)
         lty = Bits(lv[2] - lv[3] + 1) if isinstance(lv, tuple) else lv.ty
@@ -95,8 +100,8 @@ class StatementsExt:
                 for i, v in enumerate(vals):
                     if v.const is None:
                         tmp = self.new_tmp("o")
-                        em.assign(tmp, v.code)
-                        vals[i] = E(tmp, v.ty)
+                        em.assign(tmp, v)
+                        vals[i] = E.of(Local(tmp, bits_width(v.ty)), v.ty)
                 em.lines.extend(sub.lines)
             vals.append(e)
         return [v.code for v in vals]
@@ -106,7 +111,7 @@ class StatementsExt:
         if isinstance(loc, StructLoc):
             return StructLoc(loc.ty, {f: self.temp_like(sub) for f, sub in loc.fields.items()})
         if isinstance(loc, ScalarLoc):
-            return ScalarLoc(self.new_tmp("v"), loc.ty)
+            return local_loc(self.new_tmp("v"), loc.ty)
         return self.alloc("$tmp", loc.ty)
 
     # -- for (init; cond; update) body ------------------------------------------------------
@@ -139,13 +144,13 @@ class StatementsExt:
         upd = loop.sub()  # the updates run before every test but the first, so
         for k in updates:  # `continue` is a plain Python continue
             self.loop_update(k, lscope, upd)
-        loop.emit_if(f"not {first}", upd.lines)
+        loop.emit_if(E.of(Not(Local(first), bare=True), BOOL), upd.lines)
         loop.assign(first, "False")
         if conds:
             c = self.expr(conds[0], lscope, loop)
             if not isinstance(c.ty, BoolTy):
                 raise self.err(conds[0], f"loop condition must be bool, not {c.ty.show()}")
-            loop.emit_inline_if(f"not {c.code}", Break())
+            loop.emit_inline_if(E.of(Not(c.as_node(), bare=True), BOOL), Break())
         self.__dict__["_loop_depth"] = depth + 1
         try:
             self.stmt(body, Scope(lscope), loop)
@@ -196,17 +201,18 @@ class StatementsExt:
         if vals or has_default:
             raise self.err(cases[-1], "the last switch label needs a block")
         if e.const is not None:
-            subj = e.code
+            subj = e.as_node()
         else:
-            subj = self.new_tmp("sw")
-            em.assign(subj, e.code)
+            subj = Local(self.new_tmp("sw"))
+            em.assign(subj.name, e)
         arms: list[tuple[str, list[Line]]] = []  # an if/elif chain, the default last
         default_blk = None
         for gvals, dflt, blk in groups:
             if dflt:
                 default_blk = blk
                 continue
-            arms.append((" or ".join(f"{subj} == {v}" for v in gvals),
+            eqs = [Bin("==", subj, Lit(v), bare=True) for v in gvals]
+            arms.append((E.of(eqs[0] if len(eqs) == 1 else AnyOf(tuple(eqs)), BOOL),
                          self.switch_block(blk, scope, em)))
         else_ = None
         if default_blk is not None:
@@ -266,7 +272,7 @@ class StatementsExt:
             if self.ctrl_kind != "parser":
                 raise self.err(node, "packet_in methods are only available in the parser")
             n = ty.width // 8
-            em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {n} > L")))
+            em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(n)))
             em.emit(Advance(PyExpr(str(n))))
             return None
         e = self.expr(a, scope, em)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from lark import Token, Tree
@@ -11,13 +12,15 @@ from pyswitch.compiler.action_params import AGGREGATES
 from pyswitch.compiler.model import (
     ActionDef,
     ApplyResult,
+    E,
     Emitter,
     ExternInst,
-    ScalarLoc,
     Scope,
     TableDef,
+    local_loc,
 )
 from pyswitch.ir import PyExpr, Return, TableApply
+from pyswitch.ir.exprs import Cond, Lit
 from pyswitch.p4info import meta as p4info_meta
 from pyswitch.types import (
     Bits,
@@ -58,7 +61,7 @@ class Tables:
                 ascope.names[pn] = self.agg_param(a, pn, ty)
                 continue
             v = f"p_{pn}"
-            ascope.names[pn] = ScalarLoc(v, ty)
+            ascope.names[pn] = local_loc(v, ty)
             pyparams.append(v)
             if direction in ("out", "inout"):
                 outs.append(v)
@@ -138,8 +141,10 @@ class Tables:
                         raise self.err(ke, "match kind 'selector' (action selectors) is not "
                                            "supported by pyswitch")
                     e = self.expr(kc[0], scope)
+                    ke_ = e
                     if isinstance(e.ty, BoolTy):
-                        code, width = f"(1 if {e.code} else 0)", 1
+                        ke_ = E.of(Cond(e.as_node(), Lit(1), Lit(0), 1), Bits(1))
+                        code, width = ke_.code, 1
                     elif isinstance(e.ty, Bits):
                         code, width = e.code, e.ty.width
                     elif isinstance(e.ty, EnumTy) and e.ty.underlying:
@@ -153,7 +158,7 @@ class Tables:
                     kname = kann["name"][0] if kann.get("name") else \
                         p4info_meta.key_name(self, self.render(kc[0]))
                     keys.append({"name": kname, "match": mk, "width": width, "code": code,
-                                 "ty": e.ty})
+                                 "ty": e.ty, "e": ke_})
                 if sum(1 for x in keys if x["match"] == "lpm") > 1:
                     raise self.err(prop, "a table may have at most one lpm key")
             elif k == "tp_actions":
@@ -344,7 +349,8 @@ class Tables:
         v = self.new_tmp("e")
         exact = all(k["match"] == "exact" for k in t.keys)
         kind = "default" if not t.keys else ("exact" if exact else "lookup")
-        keys = tuple(PyExpr(k["code"], k["width"]) for k in t.keys)
+        keys = tuple(replace(k["e"].py(), width=k["width"]) if "e" in k else
+                     PyExpr(k["code"], k["width"]) for k in t.keys)
         count = None
         if t.direct_counter is not None:
             count = PyExpr(self.std.fields["packet_length"].code, 32)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pyswitch.compiler.model import HdrLoc, ScalarLoc, StructLoc
+from pyswitch.compiler.model import HdrLoc, StructLoc, field_loc
 from pyswitch.errors import P4CompileError
 from pyswitch.types import Bits, BoolTy, HeaderTy, NewBits, StructTy, Ty
 
@@ -95,7 +95,7 @@ class Typedefs:
                     fields[f] = build(f"{prefix}.{f}", ft)
                 else:
                     i = loc.ty.index(f"{prefix}.{f}")
-                    fields[f] = ScalarLoc(f"{loc.var}[{i}]", ft)
+                    fields[f] = field_loc(loc.var, i, ft)
             return StructLoc(st, fields)
 
         return build(name, loc.ty.nested[name])  # type: ignore[attr-defined]

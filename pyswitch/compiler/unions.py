@@ -21,8 +21,8 @@ from typing import Any
 
 from lark import Tree
 
-from pyswitch.compiler.model import E, Emitter, HdrLoc, StructLoc
-from pyswitch.ir import Assign, PyExpr, Seq
+from pyswitch.compiler.model import E, Emitter, HdrLoc, StructLoc, px, valid_e
+from pyswitch.ir import Assign, Seq
 from pyswitch.types import BOOL, HeaderTy, StructTy
 
 
@@ -77,10 +77,10 @@ class Unions:
             return
         for s in loc.siblings:
             self.used_slots.add(s.slot)
-        invalid = Seq(tuple(Assign(PyExpr(f"{s.var}[0]"), PyExpr("False"))
+        invalid = Seq(tuple(Assign(valid_e(s.var).py(), px("False"))
                             for s in loc.siblings))
         if only_if_valid:
-            em.emit_inline_if(f"{loc.var}[0]", invalid)
+            em.emit_inline_if(valid_e(loc.var), invalid)
         else:
             em.emit(invalid)
 

@@ -29,6 +29,7 @@ from lark import Tree
 
 from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StackLoc, StructLoc
 from pyswitch.ir import Advance, ModuleText, ParserError, PyExpr
+from pyswitch.ir.exprs import Bin, Expr, Lit, Local, Opaque
 from pyswitch.types import BOOL, Bits, HeaderTy, StackTy, StructTy, Ty
 
 
@@ -122,7 +123,7 @@ class Varbits:
                                  f"not {loc.ty.show()}")
         n = self.convert(self.expr(len_node, scope, em), Bits(32), len_node)
         v = self.new_tmp("vn")
-        em.assign(v, n.code)
+        em.assign(v, n)
         return v
 
     def emit_extract_vl(self, loc: HdrLoc, nbits: str, em: Emitter) -> None:
@@ -137,17 +138,22 @@ class Varbits:
         self.used_slots.add(loc.slot)
         err = self.errors.index
         nb = self.new_tmp("vb")
-        em.emit(ParserError(err('ParserInvalidArgument'), PyExpr(f"{nbits} % 8")))
+        n, b = _name(nbits), Local(nb)
+        em.emit(ParserError(err('ParserInvalidArgument'), PyExpr.of(Bin("%", n, Lit(8), bare=True))))
         # a length of 2**31 or more is negative for BMv2 (an int), which reads past the end
-        em.assign(nb, f"{pb + qb} + {nbits} // 8")
-        em.emit(ParserError(err('PacketTooShort'), PyExpr(f"{nbits} >> 31 or pos + {nb} > L")))
-        em.emit(ParserError(err('HeaderTooShort'), PyExpr(f"{nb} > {mx}")))
+        em.assign(nb, E.of(Bin("+", Lit(pb + qb), Bin("//", n, Lit(8), bare=True), bare=True),
+                           Bits(32)))
+        short = Bin(">", Bin("+", Local("pos"), b, bare=True), Local("L"), bare=True)
+        em.emit(ParserError(err('PacketTooShort'),
+                            PyExpr.of(Bin("or", Bin(">>", n, Lit(31), bare=True), short,
+                                          bare=True))))
+        em.emit(ParserError(err('HeaderTooShort'), PyExpr.of(Bin(">", b, Lit(mx), bare=True))))
         vals = self.unpack_fields(pre, "pos", pb, em)
         vend = f"pos + {pb} + {nbits} // 8"
         vals.append(f"({nbits}, int.from_bytes(buf[pos + {pb}:{vend}], 'big'))")
         vals += self.unpack_fields(post, vend, qb, em)
         em(f"{h}[:] = [True, {', '.join(vals)}]")
-        em.emit(Advance(PyExpr(nb)))
+        em.emit(Advance(PyExpr.of(Local(nb))))
 
     def unpack_fields(self, fields: list[tuple[str, int]], start: str, nbytes: int,
                       em: Emitter) -> list[str]:
@@ -245,3 +251,12 @@ class Varbits:
 
 def is_aggregate(ty: Ty) -> bool:
     return isinstance(ty, (HeaderTy, StructTy, StackTy, VarbitTy))
+
+
+def _name(x: str) -> Expr:
+    """A value the compiler names by its text: a local, a decimal constant, or text."""
+    if x.isidentifier():
+        return Local(x)
+    if x.isdigit() and str(int(x)) == x:
+        return Lit(int(x))
+    return Opaque(x)

@@ -89,6 +89,13 @@ class Extern:
         None (or NotNative, with the reason) for what it does not take."""
         return None
 
+    def c_expr(self, t: Any, f: Any, node: Any, line: int) -> Any:
+        """The C of expression node `node` (`pyswitch.ir.exprs`: a `Digest`) that calls one
+        of this extern's helpers, read from the node's fields, at line `line` of function
+        `f` of translator `t`, as `pyswitch.native.exprs.X` with its bounds; None (or
+        NotNative, with the reason) for what it does not take."""
+        return None
+
     def c_values(self, entries: list[dict]) -> dict[str, tuple[int, int]]:
         """The Python lists of this object whose items the C reads as values, with their
         range (a register's cells), by the name the generated code uses."""

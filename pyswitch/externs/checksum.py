@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyswitch.compiler.model import ScalarLoc, _lit
+from pyswitch.compiler.model import BOOL, E, ScalarLoc, nlit, px
 from pyswitch.externs import Extern
 from pyswitch.ir import Assign, PyExpr
+from pyswitch.ir.exprs import Bin, Expr
 from pyswitch.types import Bits, BoolTy
 
 
@@ -30,30 +31,32 @@ class Checksum(Extern):
         if not isinstance(cond.ty, BoolTy):
             raise cx.err(args[0], "checksum condition must be bool")
         algo = cx.algo(args[3], scope)
-        digest = cx.digest_code(
-            algo, cx.data_list(args[1], scope, em),
-            f"M[{cx.hidden['payload']}]" if fn.endswith("_with_payload") else None)
+        digest = cx.digest(algo, cx.data_list(args[1], scope, em),
+                           cx.hidden['payload'] if fn.endswith("_with_payload") else None)
         if fn.startswith("verify"):
             if cx.ctrl_kind != "verify":
                 raise cx.err(node, f"{fn} belongs in the VerifyChecksum control")
             ck = cx.expr(args[2], scope, em)
             if not isinstance(ck.ty, Bits):
                 raise cx.err(args[2], "checksum field must be bit<N>")
-            ce = cx.std.fields["checksum_error"].code
-            cc = "" if cond.const is True else f"{cond.code} and "
-            em.emit_inline_if(f"{cc}({digest} & {_lit(ck.ty.mask)}) != {ck.code}",
-                              Assign(PyExpr(ce), PyExpr("1")))
+            bad: Expr = Bin("!=", Bin("&", digest, nlit(ck.ty.mask)), ck.as_node(),
+                            bare=True)
+            if cond.const is not True:
+                bad = Bin("and", cond.as_node(), bad, bare=True)
+            em.emit_inline_if(E.of(bad, BOOL),
+                              Assign(cx.loc_e(cx.std.fields["checksum_error"]).py(), px("1")))
         else:
             if cx.ctrl_kind != "compute":
                 raise cx.err(node, f"{fn} belongs in the ComputeChecksum control")
             lv = cx.lvalue(args[2], scope, em)
             if not isinstance(lv, ScalarLoc) or not isinstance(lv.ty, Bits):
                 raise cx.err(args[2], "checksum field must be a bit<N> l-value")
-            store = Assign(PyExpr(lv.code), PyExpr(f"{digest} & {_lit(lv.ty.mask)}"))
+            store = Assign(cx.loc_e(lv).py(), PyExpr.of(
+                Bin("&", digest, nlit(lv.ty.mask), bare=True), lv.ty.width))
             if cond.const is True:
                 em.emit(store)
             else:
-                em.emit_inline_if(cond.code, store)
+                em.emit_inline_if(cond, store)
         return None
 
 

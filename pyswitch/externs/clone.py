@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyswitch.compiler.model import px
 from pyswitch.externs import Extern
 from pyswitch.ir import Assign, PyExpr, Seq
+from pyswitch.ir.exprs import Bin, Lit, Paren, Slot
 from pyswitch.types import Bits, EnumTy
 
 
@@ -33,15 +35,16 @@ class Clone(Extern):
                 cx.ctrl_kind not in ("ingress", "egress"):
             raise cx.err(node, f"clone {kind} is not allowed in {cx.ctrl_kind}")
         se = cx.convert(cx.expr(args[1], scope, em), Bits(32), args[1])
-        sess = se.code
+        sess = se.py()
         if preserving:  # the field list's index + 1 above the session's 32 bits
             ix = cx.convert(cx.expr(args[2], scope, em), Bits(8), args[2])
             if ix.const is None:  # p4c too: the index names a list at compile time
                 raise cx.err(args[2], "the field list index must be a constant")
-            sess = f"({se.code}) | {(ix.const + 1) << 32}"
-        em.emit(Seq((Assign(PyExpr(f"M[{cx.hidden['clone_type']}]"),
-                            PyExpr(str(1 if kind == 'I2E' else 2))),
-                     Assign(PyExpr(f"M[{cx.hidden['clone_session']}]"), PyExpr(sess)))))
+            sess = PyExpr.of(Bin("|", Paren(se.as_node()), Lit((ix.const + 1) << 32), bare=True),
+                             32)
+        em.emit(Seq((Assign(PyExpr.of(Slot(cx.hidden['clone_type'])),
+                            px(str(1 if kind == 'I2E' else 2))),
+                     Assign(PyExpr.of(Slot(cx.hidden['clone_session'])), sess))))
         return None
 
 

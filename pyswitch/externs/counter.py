@@ -17,7 +17,7 @@ from typing import Any
 
 from pyswitch.compiler.model import ExternInst
 from pyswitch.externs import Extern
-from pyswitch.ir import CounterCount, PyExpr
+from pyswitch.ir import CounterCount
 from pyswitch.types import Bits, EnumTy
 
 
@@ -73,8 +73,8 @@ static inline int cells_iadd(PyObject *o, V i, V v) {
             raise cx.err(node, "counter supports count(index)")
         ie = cx.convert(cx.expr(args[0], scope, em), Bits(32), args[0])
         ic, ok = cx.idx_code(ie, obj.size, em)
-        plen = cx.std.fields["packet_length"].code
-        em.emit(CounterCount(obj.var, PyExpr(ic, 32), obj.size, PyExpr(plen, 32),
+        plen = cx.loc_e(cx.std.fields["packet_length"]).py()
+        em.emit(CounterCount(obj.var, ic, obj.size, plen,
                              guarded=not ok))
         return None
 

@@ -14,8 +14,9 @@ import zlib
 from typing import Any
 
 from pyswitch import hashes
-from pyswitch.compiler.model import ScalarLoc, _lit
+from pyswitch.compiler.model import E, ScalarLoc, nlit
 from pyswitch.externs import Extern
+from pyswitch.ir.exprs import Bin, Call, Expr
 from pyswitch.types import Bits, IntLit
 
 # helper -> (its C function in runtime.h, the width of its result)
@@ -81,15 +82,16 @@ static V v_hash_payload(int algo, V v, int n, PyObject *payload) {
         for x, n in ((base, args[2]), (mx, args[4])):
             if not isinstance(x.ty, (Bits, IntLit)):
                 raise cx.err(n, "hash base/max must be bit<N>")
-        h = cx.digest_code(algo, cx.data_list(args[3], scope, em))
+        h = cx.digest(algo, cx.data_list(args[3], scope, em))
+        modded: Expr
         if mx.const is not None:
             if mx.const == 0:
                 raise cx.err(args[4], "hash max must not be 0")
-            modded = f"({h} % {_lit(mx.const)})"
+            modded = Bin("%", h, nlit(mx.const))
         else:
-            modded = f"_hmod({h}, {mx.code})"
-        res = f"({base.code} + {modded})" if base.const != 0 else modded
-        em.assign(lv.code, f"{res} & {_lit(lv.ty.mask)}")
+            modded = Call("_hmod", (h, mx.as_node()))
+        res = Bin("+", base.as_node(), modded) if base.const != 0 else modded
+        em.assign(cx.loc_e(lv), E.of(Bin("&", res, nlit(lv.ty.mask), bare=True), lv.ty))
         return None
 
     def runtime(self, sw: Any) -> dict[str, Any]:
@@ -98,26 +100,18 @@ static V v_hash_payload(int algo, V v, int n, PyObject *payload) {
                 "_hmod": _hmod}
 
     def c_call(self, t: Any, f: Any, n: ast.Call, fn: str) -> Any:
+        """The helpers' calls still read from their syntax tree: ``_hmod`` (a `Call`
+        node), and a digest of a field list with varbits (``_pack_bits``, text still);
+        the other digests are `Digest` nodes (`c_expr`)."""
         from pyswitch.native.exprs import NotNative, X
         args = n.args
         if fn in _C_HASHES and len(args) == 1:
-            cfn, w = _C_HASHES[fn]
+            _cfn, w = _C_HASHES[fn]
             a = args[0]
-            if (isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add)
-                    and ast.unparse(a.right) == f"M[{t.meta['hidden']['payload']}]"):
-                v, nb = self._c_bytes(t, f, n, fn, a.left)  # a list, then the payload
-                return X(f"v_hash_payload({_C_PACKED[fn]}, {v.c}, {nb}, st->payload)",
-                         0, (1 << w) - 1)
             if isinstance(a, ast.Call) and ast.unparse(a.func) == "_pack_bits":
                 parts = t.pack_parts(f, a)  # a field list with a varbit: native.varbits
                 return X(f"v_pack_hash({_C_PACKED[fn]}, {parts})", 0, (1 << w) - 1)
-            v, nb = self._c_bytes(t, f, n, fn, a)
-            return X(f"{cfn}({v.c}, {nb})", 0, (1 << w) - 1)
-        if fn == "_csum16i" and len(args) == 1:
-            v = t.ex(f, args[0])
-            if v.lo < 0:
-                raise NotNative(f"line {n.lineno}: negative checksum input")
-            return X(f"v_csum16i({v.c})", 0, 0xFFFF)
+            raise NotNative(f"line {n.lineno}: argument of {fn}")
         if fn == "_hmod" and len(args) == 2:
             h, m = t.ex(f, args[0]), t.ex(f, args[1])
             if h.lo < 0 or m.lo < 0:
@@ -125,21 +119,33 @@ static V v_hash_payload(int algo, V v, int n, PyObject *payload) {
             return X(f"v_div({h.c}, {m.c}, 1) + ({m.c} == 0 ? {h.c} : 0)", 0, h.hi)
         raise NotNative(f"line {n.lineno}: call of {fn}")
 
-    @staticmethod
-    def _c_bytes(t: Any, f: Any, n: ast.Call, fn: str, a: ast.AST) -> tuple[Any, int]:
-        """(value, byte count) of a field list the generated code packs as
-        ``value.to_bytes(nb, 'big')``, proven to fit in nb <= 16 bytes."""
-        from pyswitch.native.exprs import NotNative
-        if not (isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute)
-                and a.func.attr == "to_bytes" and len(a.args) == 2
-                and isinstance(a.args[0], ast.Constant)
-                and isinstance(a.args[1], ast.Constant) and a.args[1].value == "big"):
-            raise NotNative(f"line {n.lineno}: argument of {fn}")
-        nb = a.args[0].value
-        v = t.ex(f, a.func.value)
+    def c_expr(self, t: Any, f: Any, node: Any, line: int) -> Any:
+        """A `Digest`'s C from its fields: the field list's number (its 16-bit words
+        summed for ``_csum16i``) proven to fit, then the helper over its bytes (and the
+        packet's payload)."""
+        from pyswitch.ir.exprs import Digest
+        from pyswitch.native.exprs import NotNative, X
+        from pyswitch.native.exprtree import digest_words
+        if not isinstance(node, Digest):
+            return None
+        if node.as_int and node.algo == "csum16":
+            v = t.ex(f, digest_words(node, line))
+            if v.lo < 0:
+                raise NotNative(f"line {line}: negative checksum input")
+            return X(f"v_csum16i({v.c})", 0, 0xFFFF)
+        fn = f"_{node.algo}"
+        if fn not in _C_HASHES or node.as_int:
+            raise NotNative(f"line {line}: call of {fn}")
+        cfn, w = _C_HASHES[fn]
+        if node.payload is not None and node.payload != t.meta["hidden"]["payload"]:
+            raise NotNative(f"line {line}: argument of {fn}")
+        v, nb = t.ex(f, digest_words(node, line)), node.nbytes
         if not (0 < nb <= 16 and v.lo >= 0 and v.hi < (1 << (8 * nb))):
-            raise NotNative(f"line {n.lineno}: {nb}-byte field list of {fn}")
-        return v, nb
+            raise NotNative(f"line {line}: {nb}-byte field list of {fn}")
+        if node.payload is not None:
+            return X(f"v_hash_payload({_C_PACKED[fn]}, {v.c}, {nb}, st->payload)",
+                     0, (1 << w) - 1)
+        return X(f"{cfn}({v.c}, {nb})", 0, (1 << w) - 1)
 
 
 EXTERNS = [Hash()]

@@ -6,9 +6,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from pyswitch.compiler.model import DROP_PORT, ScalarLoc
+from pyswitch.compiler.model import DROP_PORT, E, ScalarLoc, px
 from pyswitch.externs import Extern
 from pyswitch.ir import Assign, ParserError, PyExpr, Seq
+from pyswitch.ir.exprs import Call, Not
 from pyswitch.types import Bits, BoolTy, ErrorTy
 
 
@@ -23,8 +24,8 @@ class MarkToDrop(Extern):
         e = cx.expr(args[0], scope, em)
         if e.loc is not cx.std:
             raise cx.err(args[0], "mark_to_drop needs standard_metadata")
-        em.emit(Seq((Assign(PyExpr(cx.std.fields['egress_spec'].code), PyExpr(str(DROP_PORT))),
-                     Assign(PyExpr(cx.std.fields['mcast_grp'].code), PyExpr("0")))))
+        em.emit(Seq((Assign(cx.loc_e(cx.std.fields['egress_spec']).py(), px(str(DROP_PORT))),
+                     Assign(cx.loc_e(cx.std.fields['mcast_grp']).py(), px("0")))))
         return None
 
 
@@ -44,7 +45,7 @@ class Verify(Extern):
             raise cx.err(node, "verify(bool, error)")
         known = isinstance(er.const, int) and not isinstance(er.const, bool)
         # an error known at run time only: the code is its expression
-        em.emit(ParserError(er.const if known else PyExpr(er.code), PyExpr(f"not {c.code}")))
+        em.emit(ParserError(er.const if known else PyExpr(er.code), PyExpr.of(Not(c.as_node(), bare=True))))
         return None
 
 
@@ -137,7 +138,7 @@ static V v_random(PyObject *o, V lo, V hi) {
             raise cx.err(args[0], "random result must be a bit<N> l-value")
         lo = cx.convert(cx.expr(args[1], scope, em), lv.ty, args[1])
         hi = cx.convert(cx.expr(args[2], scope, em), lv.ty, args[2])
-        em.assign(lv.code, f"_random({lo.code}, {hi.code})")
+        em.assign(cx.loc_e(lv), E.of(Call("_random", (lo.as_node(), hi.as_node())), lv.ty))
         return None
 
     def runtime(self, sw: Any) -> dict[str, Any]:

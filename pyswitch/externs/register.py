@@ -16,7 +16,7 @@ from typing import Any
 
 from pyswitch.compiler.model import ExternInst, ScalarLoc
 from pyswitch.externs import Extern
-from pyswitch.ir import PyExpr, RegRead, RegWrite
+from pyswitch.ir import RegRead, RegWrite
 from pyswitch.native.exprs import merge
 from pyswitch.types import Bits, same_type
 
@@ -55,8 +55,8 @@ class Register(Extern):
                                       " l-value")
             ie = cx.convert(cx.expr(args[1], scope, em), Bits(32), args[1])
             ic, ok = cx.idx_code(ie, obj.size, em)
-            em.emit(RegRead(obj.var, PyExpr(ic, 32), obj.size,
-                            PyExpr(lv.code, obj.elem.width), self.cell_bounds(obj.elem.width),
+            em.emit(RegRead(obj.var, ic, obj.size,
+                            cx.loc_e(lv).py(), self.cell_bounds(obj.elem.width),
                             guarded=not ok))
             return None
         if mn == "write":
@@ -65,8 +65,8 @@ class Register(Extern):
             ie = cx.convert(cx.expr(args[0], scope, em), Bits(32), args[0])
             ve = cx.convert(cx.expr(args[1], scope, em), obj.elem, args[1])
             ic, ok = cx.idx_code(ie, obj.size, em)
-            em.emit(RegWrite(obj.var, PyExpr(ic, 32), obj.size,
-                             PyExpr(ve.code, obj.elem.width), guarded=not ok))
+            em.emit(RegWrite(obj.var, ic, obj.size,
+                             ve.py(), guarded=not ok))
             return None
         raise cx.err(node, f"register has no method {mn!r}")
 

@@ -2,7 +2,9 @@
 (the generated Python, the native path's C) lowers from (issue 42, scope 1).
 
 =================  ==========================================================
-``values``         typed values: an expression (still its Python text) with its width
+``values``         typed values: an expression (a node, or still its Python text) with
+                   its width
+``exprs``          the expressions' nodes: constants, reads, P4's operators
 ``stmts``          statements: register reads and writes, counters' counts, exits,
                    parser errors, direct action calls, table applies, assignments,
                    header aliases, loops and their jumps, returns, the parser's
@@ -22,7 +24,16 @@ explains the transitional route).  docs/pyswitch-ir.md lists what is converted.
 
 from __future__ import annotations
 
-from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText, bodies, shift, walk
+from pyswitch.ir.module import (
+    Function,
+    Line,
+    ModuleItem,
+    ModuleText,
+    bodies,
+    expressions,
+    shift,
+    walk,
+)
 from pyswitch.ir.pyprint import function_lines, item_text, module_text, stmt_lines
 from pyswitch.ir.stmts import (
     ActionCall,
@@ -59,5 +70,5 @@ __all__ = ["ActionCall", "Advance", "Assign", "Body", "Break", "Continue", "Coun
            "EmitRun", "Exit", "ExitScope", "Extract", "Function", "HeaderAlias", "If", "Line",
            "Loop", "ModuleItem", "ModuleText", "ParserEnd", "ParserError", "ParserScope",
            "ParserStart", "Pass", "PyExpr", "PyText", "RegRead", "RegWrite", "Return", "Seq",
-           "Stmt", "TableApply", "bodies", "function_lines", "item_text", "module_text", "shift",
+           "Stmt", "TableApply", "bodies", "expressions", "function_lines", "item_text", "module_text", "shift",
            "stmt_lines", "walk"]

@@ -9,11 +9,13 @@ block still written as text: a ``struct.Struct`` declaration, the stack helpers)
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from pyswitch.ir.stmts import EmitRun, ExitScope, If, Line, Loop, ParserScope, Seq, Stmt
+from pyswitch.ir.values import PyExpr
 
-__all__ = ["Function", "Line", "ModuleItem", "ModuleText", "bodies", "shift", "walk"]
+__all__ = ["Function", "Line", "ModuleItem", "ModuleText", "bodies", "expressions", "shift",
+           "walk"]
 
 
 def shift(lines: Sequence[Line], n: int) -> list[Line]:
@@ -42,6 +44,18 @@ def walk(body: Sequence[Line]) -> Iterator[Stmt]:
             yield from ln.stmt.emits
         for b in bodies(ln.stmt):
             yield from walk(b)
+
+
+def expressions(st: Stmt) -> Iterator[PyExpr]:
+    """The expressions statement `st` holds itself (not those of its bodies, nor of the
+    statements a `Seq` or an `EmitRun` holds: `walk` yields those)."""
+    if isinstance(st, (Seq, EmitRun)):
+        return
+    for f in fields(st):
+        v = getattr(st, f.name)
+        for x in v if isinstance(v, tuple) else (v,):
+            if isinstance(x, PyExpr):
+                yield x
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,33 @@
 """Typed values of the intermediate form.
 
-An expression is still Python source text (`PyExpr.code`, what `pyswitch.compiler`'s
-``E.code`` holds) with the width of its type.  Proven bounds are carried where a node
-assigns a value the C back end cannot see into (a register read's cells, `RegRead.bounds`);
-an expression's own interval is still proven by the C back end from its text
-(`pyswitch.native.exprs`).  Expressions are the next construct to convert into nodes of
-their own, with their bounds; until then the C back end reads `PyExpr.code` with ``ast``
-(transitional, like `pyswitch.ir.stmts.PyText`).
+An expression (`PyExpr`) is, where the compiler has converted it, a node
+(`pyswitch.ir.exprs`: constants, slot, field and local reads, operators with P4's width
+semantics) with its Python source `code` printed from it; elsewhere it is still the Python
+source alone, which the C back end reads with ``ast`` (transitional, like
+`pyswitch.ir.stmts.PyText`).  Proven bounds are carried where a node assigns a value the
+C back end cannot see into (a register read's cells, `RegRead.bounds`); an expression's
+own interval is proven by the C back end from its tree (`pyswitch.native.exprs`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pyswitch.ir.exprs import Expr, text
+
 
 @dataclass(frozen=True)
 class PyExpr:
     """One expression: Python source `code` (an r-value, or an l-value where a node says
-    so) and the `width` of its type in bits when it is ``bit<N>``/``int<N>`` (None: bool,
-    error, or not known here)."""
+    so), the `width` of its type in bits when it is ``bit<N>``/``int<N>`` (None: bool,
+    error, or not known here), and its `node` when the compiler made one (then `code` is
+    the node's print, `of`)."""
 
     code: str
     width: int | None = None
+    node: Expr | None = None
+
+    @classmethod
+    def of(cls, node: Expr, width: int | None = None) -> PyExpr:
+        """The expression of `node` (its width unless `width` is given)."""
+        return cls(text(node), node.width if width is None else width, node)

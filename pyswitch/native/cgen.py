@@ -6,7 +6,8 @@ the others' ``tab_lookup``) -- are lowered from their fields (`pyswitch.native.i
 The structured statements (assignments, ``if``, loops, returns, the blocks' and the
 parser's scopes) and the parser's and deparser's nodes (the cursor, the headers' struct
 reads and writes) are built into a Python syntax tree from their fields, their
-expressions (`PyExpr.code`) parsed (`pyswitch.native.irtree`); the rest is still `PyText`,
+expressions from their nodes (`pyswitch.native.exprtree`; parsed only where an expression
+is still text, `PyExpr.code`) (`pyswitch.native.irtree`); the rest is still `PyText`,
 a small, regular subset of Python: scalar slots ``M[j]`` and header fields ``h[j]`` (``h
 = S[k]``), integer arithmetic normalised by masks, whole headers, the copy-out of an action's out/inout parameters (`pyswitch.native.copyout`), and varbits as
 ``(nbits, value)`` pairs (their idioms: pyswitch.native.varbits).  Transitionally, this

@@ -314,8 +314,11 @@ class Expressions:
         if n.keywords or any(isinstance(a, ast.Starred) for a in args):
             raise NotNative(f"line {n.lineno}: call of {fn}")
         ext = externs.helpers().get(fn)
-        if ext is not None:  # an extern's helper (hash, checksum, ...): its own C
-            x = ext.c_call(self, f, n, fn)
+        node = getattr(n, "ir_node", None)  # built from an expression node (native.exprtree)
+        if ext is not None:  # an extern's helper (hash, checksum, ...): its own C, from
+            # the expression node the call was built from (native.exprtree) if any
+            x = ext.c_expr(self, f, node, n.lineno) if node is not None else \
+                ext.c_call(self, f, n, fn)
             if x is None:
                 raise NotNative(f"line {n.lineno}: call of {fn} (extern "
                                 f"{ext.names[0]}: {ext.served})")

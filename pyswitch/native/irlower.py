@@ -7,8 +7,9 @@ fields; the extern registry lowers its own (`Extern.c_node`: a register's ``reg_
 ``reg_set``, a counter's ``cells_iadd``).  Nothing of the Python back end's output is read.
 
 **Transitional** (issue 42, scope 1, until every construct is a node): `PyText` lines and
-the expressions inside nodes (`PyExpr.code`) are still Python source, and are read with
-``ast`` as before.  To keep one syntax tree per function for the passes that walk it
+the expressions inside nodes that are no expression nodes yet (`PyExpr.code`) are still
+Python source, read with ``ast`` as before (`pyswitch.native.exprtree` builds the others'
+trees from their nodes).  To keep one syntax tree per function for the passes that walk it
 (locals, their bounds, labels), `pyswitch.native.irtree` builds it: each simple node is
 one marker line, ``_ir(k)`` (``target = _ir(k)`` for a node that assigns a target: a
 register read's l-value, a table apply's entry), which `IRLower.ir_stmt` lowers where the
@@ -32,6 +33,7 @@ from pyswitch.ir import (
     TableApply,
 )
 from pyswitch.native.exprs import Func, NotNative
+from pyswitch.native.exprtree import expr_tree
 from pyswitch.native.irtree import MARK, assigned, marker, module_tree
 
 __all__ = ["MARK", "IRLower", "assigned", "marker", "module_tree"]
@@ -50,12 +52,9 @@ class IRLower:
     ln: int = 0  # the marker's line, for the messages of what the nodes hold
 
     def py(self, e: PyExpr) -> ast.expr:
-        """Transitional: expression `e`'s Python, read with ``ast`` (at the marker's line)."""
-        tree = ast.parse(e.code, mode="eval").body
-        for n in ast.walk(tree):
-            if hasattr(n, "lineno"):
-                n.lineno = self.ln  # type: ignore[attr-defined]
-        return tree
+        """Expression `e`'s tree at the marker's line: built from its node, or its Python
+        read with ``ast`` where it is no node yet (transitional, `native.exprtree`)."""
+        return expr_tree(e, self.ln)
 
     def node_bounds(self, st: Stmt) -> tuple[int, int] | None:
         """The values a node assigns to its target, when it is a value (a register read;

@@ -13,7 +13,8 @@ it).  Transitionally (issue 42, scope 1) that tree is made of three kinds of pie
   `Continue`, `Pass`, `Return`, `Seq`, `ExitScope`, `ParserScope`) and the parser's and
   deparser's nodes (`ParserStart`, `Extract`, `Advance`, `ParserEnd`, `Emit`, `EmitRun`):
   their syntax tree is built here from their fields -- the bodies from their `Line`s,
-  the expressions (`PyExpr.code`) the only text parsed -- not from the printed Python.
+  the expressions from their nodes (`pyswitch.native.exprtree`), the text parsed only
+  where an expression is no node yet (`PyExpr.code`) -- not from the printed Python.
 
 Line numbers follow the Python back end's print (each simple node one line), so that a
 message's ``line N`` names the line `Marked.shown` holds: a structured statement's
@@ -53,6 +54,7 @@ from pyswitch.ir import (
     TableApply,
     stmt_lines,
 )
+from pyswitch.native.exprtree import expr_tree
 
 MARK = "_ir"
 IND = "    "
@@ -310,13 +312,9 @@ def _append(struct: str, items: list[ast.expr], at: int) -> ast.Expr:
 
 
 def expr(e: PyExpr, at: int, store: bool = False) -> ast.expr:
-    """Expression `e`'s tree (its `code`, the one text parsed), at line `at`; an
-    l-value's context `Store`."""
-    tree = ast.parse(e.code, mode="eval").body
-    for n in ast.walk(tree):
-        if hasattr(n, "lineno"):
-            n.lineno = at  # type: ignore[attr-defined]
-            n.end_lineno = at  # type: ignore[attr-defined]
+    """Expression `e`'s tree (from its node, `pyswitch.native.exprtree`, or its `code`
+    parsed where it is no node yet), at line `at`; an l-value's context `Store`."""
+    tree = expr_tree(e, at)
     if store and hasattr(tree, "ctx"):
         tree.ctx = ast.Store()  # type: ignore[attr-defined]
     return tree

@@ -1,0 +1,387 @@
+"""Expressions as nodes (issue 42, scope 1, step 1 of docs/pyswitch-ir.md's list).
+
+Each node is one P4 operation with the width of its result (None: bool, error, or an
+unsized constant), in the form the compiler gives it: the P4 width semantics -- a sum
+wrapped to its width, a signed operand compared or widened through its sign bit -- are
+in the node's kind, so the Python back end prints it (`text`) and the C back end builds
+its tree from the fields (`pyswitch.native.exprtree`), neither from the other's output.
+
+=============  =====================================  =================================
+node           fields                                  Python (`text`)
+=============  =====================================  =================================
+`Lit`          value (int or bool), hex or decimal     ``5``, ``0xffff``, ``True``
+`Slot`         metadata slot j                         ``M[j]``
+`Field`        header local hN, field i                ``hN[i]``
+`Local`        a local or parameter's name             ``v_3``, ``p_x``
+`Elem`         a local holding a tuple, item i         ``_r3[0]`` (an action's out values)
+`Paren`        a                                       ``(a)`` (where the compiler writes
+                                                       them around an operand)
+`Opaque`       Python source the compiler still        as is (a call, a table's ``.hit``,
+               writes as text                          a stack element picked at run time)
+`Bin`          op, a, b: ``& | ^ >> + - % == != <     ``(a op b)``; `bare`: ``a op b``
+               > <= >= and or``
+`Wrap`         op ``+ - * <<``, a, b, width            ``((a op b) & mask)``
+`Neg`          a, width                                ``(-a & mask)``
+`Not`          a; `bare`                               ``(not a)``; bare ``not a``
+`Cond`         c, a, b                                 ``(a if c else b)``
+`SignExt`      a, its width, width                     ``(((a) ^ sb) - sb & mask)``
+`SCmp`         op ``< > <= >=``, a, b, their width     ``((a ^ sb) op (b ^ sb))``
+`Concat`       a, b, b's width, width                  ``((a << wb) | b)``
+`All`, `AnyOf` items (two or more)                     ``a and b and c``, ``a or b``
+`Range`        lo, a, hi                               ``lo <= a <= hi``
+`Hit`          a table apply's entry local             ``_e.hit``
+`ActionRun`    a table apply's entry local             ``_e.aidx`` (its action's index)
+`Call`         a helper of the generated module        ``_shl(a, b, 8)``, ``min(a + b,
+               (``_shl``, ``_sat_s``, ``_hmod``,        255)``
+               ``_random``, ``min``, ``max``), its
+               arguments
+`Digest`       a hash's or checksum's algorithm, the   ``_crc32((a << 8 | b)
+               field list's items and their widths,    .to_bytes(3, 'big'))``,
+               the payload's slot (or None)            ``_csum16i(((a) << 8) + (b))``
+=============  =====================================  =================================
+
+(``mask`` and ``sb`` are the width's mask and sign bit, written as the compiler writes
+constants: decimal up to 255, hexadecimal above.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def lit_text(v: int) -> str:
+    """A constant as the compiler writes it: decimal up to 255, else hexadecimal."""
+    return hex(v) if v > 255 else str(v)
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A constant; `hexed`: written in hexadecimal."""
+
+    value: int | bool
+    width: int | None = None
+    hexed: bool = False
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Metadata slot ``M[index]``."""
+
+    index: int
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Field:
+    """Field `index` of the header whose cells local `header` names (``hN[i]``)."""
+
+    header: str
+    index: int
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Local:
+    """A local variable or a parameter of the function."""
+
+    name: str
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Elem:
+    """Item `index` of the tuple local `name` holds (the values an action returns for
+    its out/inout parameters)."""
+
+    name: str
+    index: int
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Paren:
+    """`a` in parentheses the compiler writes around it (the same value)."""
+
+    a: Expr
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """An operand the compiler still writes as Python text (transitional)."""
+
+    code: str
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Bin:
+    """``a op b`` whose value needs no wrap: bitwise ``& | ^``, ``>>`` (unsigned), ``%``
+    of a digest, the comparisons and ``and``/``or``; `bare`: without its parentheses
+    (where the compiler writes none: the operands' precedence is Python's)."""
+
+    op: str
+    a: Expr
+    b: Expr
+    width: int | None = None
+    bare: bool = False
+
+
+@dataclass(frozen=True)
+class Wrap:
+    """``a op b`` wrapped to `width` bits: ``+ - *`` and ``<<``."""
+
+    op: str
+    a: Expr
+    b: Expr
+    width: int
+
+
+@dataclass(frozen=True)
+class Neg:
+    """``-a`` wrapped to `width` bits."""
+
+    a: Expr
+    width: int
+
+
+@dataclass(frozen=True)
+class Not:
+    """Boolean negation; `bare`: without its parentheses (a whole condition)."""
+
+    a: Expr
+    width: None = None
+    bare: bool = False
+
+
+@dataclass(frozen=True)
+class Cond:
+    """``c ? a : b`` of values without code to run."""
+
+    c: Expr
+    a: Expr
+    b: Expr
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class SignExt:
+    """Signed `a` of `src` bits widened to `width` bits (a cast ``(int<W>)``)."""
+
+    a: Expr
+    src: int
+    width: int
+
+
+@dataclass(frozen=True)
+class SCmp:
+    """A comparison of signed values of `src` bits, through their sign bits."""
+
+    op: str
+    a: Expr
+    b: Expr
+    src: int
+    width: None = None
+
+
+@dataclass(frozen=True)
+class Concat:
+    """``a ++ b``: `a` above `b`'s `wb` bits."""
+
+    a: Expr
+    b: Expr
+    wb: int
+    width: int
+
+
+@dataclass(frozen=True)
+class All:
+    """Conditions that must all hold (a select case's keys), without parentheses: a whole
+    condition, never an operand."""
+
+    items: tuple[Expr, ...]
+    width: None = None
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """Conditions one of which must hold (a switch's labels of one block), without
+    parentheses: a whole condition, never an operand."""
+
+    items: tuple[Expr, ...]
+    width: None = None
+
+
+@dataclass(frozen=True)
+class ActionRun:
+    """The index of the action the table apply whose entry local is `entry` ran."""
+
+    entry: str
+    width: None = None
+
+
+@dataclass(frozen=True)
+class Range:
+    """``lo <= a <= hi`` (a select case's range)."""
+
+    lo: Expr
+    a: Expr
+    hi: Expr
+    width: None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """Whether the table apply whose entry local is `entry` hit."""
+
+    entry: str
+    width: None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call of `fn`, a helper function of the generated module (or ``min``/``max``)."""
+
+    fn: str
+    args: tuple[Expr, ...]
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Digest:
+    """`algo` (``crc32``, ``crc16``, ``csum16``, ``identity``) over a field list without
+    varbits: `items` MSB-first, of `widths` bits, zero-padded to a whole byte, then the
+    packet's payload (metadata slot `payload`) when not None.  ``csum16`` without payload
+    sums the list's 16-bit words as one number (``_csum16i``) and ``identity`` is that
+    number itself, without building bytes (`pyswitch.compiler.externs.digest`)."""
+
+    algo: str
+    items: tuple[Expr, ...]
+    widths: tuple[int, ...]
+    payload: int | None = None
+    width: None = None
+
+    @property
+    def nbytes(self) -> int:
+        """The field list's length in bytes."""
+        return (sum(self.widths) + 7) // 8
+
+    @property
+    def as_int(self) -> bool:
+        """Whether the list is taken as one number (``_csum16i``, ``identity``), not bytes."""
+        return self.payload is None and self.algo in ("csum16", "identity")
+
+    def shifts(self, bits: int) -> list[int]:
+        """Each item's shift in the number of `bits` bits the list is."""
+        out, s = [], bits
+        for w in self.widths:
+            s -= w
+            out.append(s)
+        return out
+
+
+Expr = (Lit | Slot | Field | Local | Elem | Paren | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp
+        | Concat | All | AnyOf | Range | Hit | ActionRun | Call | Digest)
+KINDS = (Lit, Slot, Field, Local, Elem, Paren, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat,
+         All, AnyOf, Range, Hit, ActionRun, Call, Digest)
+
+
+def _mask(w: int) -> str:
+    return lit_text((1 << w) - 1)
+
+
+def text(n: Expr) -> str:  # noqa: C901 - one case per kind
+    """Node `n` as the Python the compiler writes for it."""
+    if isinstance(n, Lit):
+        if isinstance(n.value, bool) or not n.hexed:
+            return str(n.value)
+        return hex(n.value)
+    if isinstance(n, Slot):
+        return f"M[{n.index}]"
+    if isinstance(n, Field):
+        return f"{n.header}[{n.index}]"
+    if isinstance(n, Local):
+        return n.name
+    if isinstance(n, Elem):
+        return f"{n.name}[{n.index}]"
+    if isinstance(n, Paren):
+        return f"({text(n.a)})"
+    if isinstance(n, Opaque):
+        return n.code
+    if isinstance(n, Bin):
+        s = f"{text(n.a)} {n.op} {text(n.b)}"
+        return s if n.bare else f"({s})"
+    if isinstance(n, Wrap):
+        return f"(({text(n.a)} {n.op} {text(n.b)}) & {_mask(n.width)})"
+    if isinstance(n, Neg):
+        return f"(-{text(n.a)} & {_mask(n.width)})"
+    if isinstance(n, Not):
+        return f"not {text(n.a)}" if n.bare else f"(not {text(n.a)})"
+    if isinstance(n, Cond):
+        return f"({text(n.a)} if {text(n.c)} else {text(n.b)})"
+    if isinstance(n, SignExt):
+        sb = lit_text(1 << (n.src - 1))
+        return f"((({text(n.a)}) ^ {sb}) - {sb} & {_mask(n.width)})"
+    if isinstance(n, SCmp):
+        sb = lit_text(1 << (n.src - 1))
+        return f"(({text(n.a)} ^ {sb}) {n.op} ({text(n.b)} ^ {sb}))"
+    if isinstance(n, Concat):
+        return f"(({text(n.a)} << {n.wb}) | {text(n.b)})"
+    if isinstance(n, All):
+        return " and ".join(text(x) for x in n.items)
+    if isinstance(n, AnyOf):
+        return " or ".join(text(x) for x in n.items)
+    if isinstance(n, ActionRun):
+        return f"{n.entry}.aidx"
+    if isinstance(n, Range):
+        return f"{text(n.lo)} <= {text(n.a)} <= {text(n.hi)}"
+    if isinstance(n, Hit):
+        return f"{n.entry}.hit"
+    if isinstance(n, Call):
+        return f"{n.fn}({', '.join(text(x) for x in n.args)})"
+    if isinstance(n, Digest):
+        return _digest_text(n)
+    raise TypeError(f"not an expression node: {n!r}")
+
+
+def _digest_text(d: Digest) -> str:
+    if d.as_int and d.algo == "csum16":
+        nb = d.nbytes
+        parts = [f"(({text(x)}) << {s % 16})" if s % 16 else f"({text(x)})"
+                 for x, s in zip(d.items, d.shifts((nb + nb % 2) * 8), strict=True)]
+        return f"_csum16i(({' + '.join(parts) or '0'}))"
+    packed = _packed_text(d)
+    if d.as_int:
+        return f"({packed} & 0xffffffffffffffff)"
+    data = f"{packed}.to_bytes({d.nbytes}, 'big')"
+    if d.payload is not None:
+        data = f"({data} + M[{d.payload}])"
+    return f"_{d.algo}({data})"
+
+
+def _packed_text(d: Digest) -> str:
+    parts = [f"({text(x)} << {s})" if s else text(x)
+             for x, s in zip(d.items, d.shifts(d.nbytes * 8), strict=True)]
+    return f"({' | '.join(parts) or '0'})"
+
+
+def operands(n: Expr) -> tuple[Expr, ...]:
+    """The nodes `n` is made of (none for a leaf)."""
+    if isinstance(n, (Bin, Wrap, SCmp, Concat)):
+        return (n.a, n.b)
+    if isinstance(n, (Neg, Not, SignExt, Paren)):
+        return (n.a,)
+    if isinstance(n, Cond):
+        return (n.c, n.a, n.b)
+    if isinstance(n, Range):
+        return (n.lo, n.a, n.hi)
+    if isinstance(n, (All, AnyOf, Digest)):
+        return n.items
+    if isinstance(n, Call):
+        return n.args
+    return ()
+
+
+def opaque(n: Expr) -> bool:
+    """Whether `n` holds text still (an `Opaque` anywhere in it)."""
+    return isinstance(n, Opaque) or any(opaque(x) for x in operands(n))

@@ -1,0 +1,217 @@
+"""Expressions as nodes of the intermediate form (`pyswitch.ir.exprs`, docs/pyswitch-ir.md).
+
+- The Python back end's text of each node kind (what the compiler wrote before the nodes).
+- The C back end's syntax tree of each node kind, built from its fields
+  (`pyswitch.native.exprtree`), is the tree of that text.
+- In every program of tests/p4, p4src and tests/stf, each expression that is a node prints
+  as its `PyExpr.code`, and its tree is built without parsing any text (an `Opaque`
+  operand apart); ina.p4 and switchml.p4 have no text left in their expressions.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from pyswitch.compiler.model import BOOL, E, Emitter, nlit, too_short, valid_e
+from pyswitch.ir import Assign, Function, PyExpr, expressions, walk
+from pyswitch.ir.exprs import (
+    KINDS,
+    ActionRun,
+    All,
+    AnyOf,
+    Bin,
+    Call,
+    Concat,
+    Cond,
+    Digest,
+    Elem,
+    Field,
+    Hit,
+    Lit,
+    Local,
+    Neg,
+    Not,
+    Opaque,
+    Paren,
+    Range,
+    SCmp,
+    SignExt,
+    Slot,
+    Wrap,
+    opaque,
+    operands,
+    text,
+)
+from pyswitch.native import exprtree
+from pyswitch.program import compile_p4
+from pyswitch.types import Bits
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = sorted(str(p.relative_to(ROOT)) for d in ("tests/p4", "p4src", "tests/stf")
+                  for p in (ROOT / d).glob("*.p4"))
+
+X, Y = Slot(3, 8), Field("h2", 1, 8)
+CASES = [
+    (Lit(5), "5"),
+    (Lit(0xFFFF, 16, hexed=True), "0xffff"),
+    (Lit(True), "True"),
+    (Lit(-1), "-1"),
+    (Slot(12, 9), "M[12]"),
+    (Field("h3", 2, 16), "h3[2]"),
+    (Local("p_port", 9), "p_port"),
+    (Elem("_r3", 1, 9), "_r3[1]"),
+    (Bin("|", Paren(X), Lit(1 << 33), bare=True), "(M[3]) | 8589934592"),
+    (Bin("+", Lit(2), Bin("//", Local("_vn6"), Lit(8), bare=True), bare=True), "2 + _vn6 // 8"),
+    (Opaque("_random(0, 7)", 3), "_random(0, 7)"),
+    (Bin("&", X, Lit(15)), "(M[3] & 15)"),
+    (Bin("==", Y, Lit(1)), "(h2[1] == 1)"),
+    (Bin(">>", X, Lit(4), 8), "(M[3] >> 4)"),
+    (Bin("or", Local("a"), Not(Local("b"))), "(a or (not b))"),
+    (Bin(">", Bin("+", Local("pos"), Lit(14), bare=True), Local("L"), bare=True),
+     "pos + 14 > L"),
+    (Wrap("+", X, Y, 8), "((M[3] + h2[1]) & 255)"),
+    (Wrap("*", X, Y, 16), "((M[3] * h2[1]) & 0xffff)"),
+    (Wrap("<<", X, Lit(3), 8), "((M[3] << 3) & 255)"),
+    (Neg(X, 8), "(-M[3] & 255)"),
+    (Not(Hit("_e4")), "(not _e4.hit)"),
+    (Cond(Local("c"), X, Lit(0), 8), "(M[3] if c else 0)"),
+    (Cond(Local("c"), Lit(1), Lit(0), 1), "(1 if c else 0)"),
+    (SignExt(X, 8, 16), "(((M[3]) ^ 128) - 128 & 0xffff)"),
+    (SCmp("<", X, Y, 8), "((M[3] ^ 128) < (h2[1] ^ 128))"),
+    (Concat(X, Y, 8, 16), "((M[3] << 8) | h2[1])"),
+    (All((Bin("==", Local("_k0"), Lit(6), bare=True),
+          Bin("==", Bin("&", Local("_k1"), Lit(240), bare=True), Lit(64), bare=True))),
+     "_k0 == 6 and _k1 & 240 == 64"),
+    (Range(Lit(1), Local("_k0"), Lit(0x1FF, hexed=True)), "1 <= _k0 <= 0x1ff"),
+    (AnyOf((Bin("==", ActionRun("_e4"), Lit(2), bare=True),
+            Bin("==", ActionRun("_e4"), Lit(3), bare=True))),
+     "_e4.aidx == 2 or _e4.aidx == 3"),
+    (Not(Bin("==", Y, Lit(5)), bare=True), "not (h2[1] == 5)"),
+    (Hit("_e7"), "_e7.hit"),
+    (Call("_shl", (X, Y, Lit(8)), 8), "_shl(M[3], h2[1], 8)"),
+    (Call("_sat_s", (X, Y, Lit(-1), Lit(8)), 8), "_sat_s(M[3], h2[1], -1, 8)"),
+    (Call("min", (Bin("+", X, Y, bare=True), Lit(255)), 8), "min(M[3] + h2[1], 255)"),
+    (Digest("crc32", (Field("h3", 3), Field("h3", 4)), (16, 8)),
+     "_crc32(((h3[3] << 8) | h3[4]).to_bytes(3, 'big'))"),
+    (Digest("csum16", (Field("h1", 1), Field("h1", 2), X), (4, 4, 8)),
+     "_csum16i((((h1[1]) << 12) + ((h1[2]) << 8) + (M[3])))"),
+    (Digest("identity", (Local("_v17"),), (64,)), "((_v17) & 0xffffffffffffffff)"),
+    (Digest("csum16", (Field("h0", 1),), (16,), payload=5),
+     "_csum16(((h0[1]).to_bytes(2, 'big') + M[5]))"),
+]
+
+
+def test_every_kind_has_a_case() -> None:
+    def kinds(n):  # noqa: ANN001, ANN202
+        return {type(n)}.union(*(kinds(x) for x in operands(n)))
+
+    assert set().union(*(kinds(n) for n, _ in CASES)) == set(KINDS)
+
+
+@pytest.mark.parametrize(("node", "want"), CASES, ids=[t for _, t in CASES])
+def test_printer_text_of_each_expression_node(node, want: str) -> None:  # noqa: ANN001
+    assert text(node) == want
+    assert PyExpr.of(node).code == want
+
+
+@pytest.mark.parametrize(("node", "want"), CASES, ids=[t for _, t in CASES])
+def test_c_tree_of_each_expression_node_built_from_fields(node, want: str,  # noqa: ANN001
+                                                          monkeypatch) -> None:  # noqa: ANN001
+    parsed = ast.parse(want, mode="eval").body
+    if not opaque(node):  # no text to read: the tree comes from the fields alone
+        monkeypatch.setattr(exprtree.ast, "parse", _no_parse)
+    tree = exprtree.node_tree(node, 7)
+    monkeypatch.undo()
+    assert ast.dump(tree) == ast.dump(parsed)
+    assert {x.lineno for x in ast.walk(tree) if isinstance(x, ast.expr)} == {7}
+
+
+def _no_parse(*_a: object, **_k: object) -> None:
+    raise AssertionError("a node's tree was parsed from text")
+
+
+def test_compiled_expressions_carry_their_nodes() -> None:
+    """The compiler's side: constants become `Lit` in the compiler's spelling, a name
+    assigned is a `Local`, the parser's checks and valid bits are nodes."""
+    assert E("0x1ff", Bits(9), 0x1FF).as_node() == Lit(0x1FF, 9, hexed=True)
+    assert E("7", Bits(9), 7).as_node() == Lit(7, 9)
+    assert E("True", BOOL, True).as_node() == Lit(True)
+    assert E("_random(0, 7)", Bits(3)).as_node() == Opaque("_random(0, 7)", 3)
+    assert E("_random(0, 7)", Bits(3)).py() == PyExpr("_random(0, 7)", 3)
+    assert nlit(255) == Lit(255) and nlit(256) == Lit(256, hexed=True)
+    assert too_short(20).code == "pos + 20 > L" and too_short(20).node is not None
+    em = Emitter()
+    em.assign("_v3", E.of(Wrap("+", X, Lit(1), 8), Bits(8)))
+    em.assign(valid_e("h4"), "False")
+    em.assign("M[7]", "_x")
+    a, b, c = (ln.stmt for ln in em.lines)
+    assert isinstance(a, Assign) and a.target.node == Local("_v3")
+    assert a.value.node == Wrap("+", X, Lit(1), 8) and a.value.code == "((M[3] + 1) & 255)"
+    assert b.target.node == Field("h4", 0) and b.value.node == Lit(False)
+    assert c.target.node is None and c.value.node is None  # text stays text
+
+
+def _compile(rel: str):  # noqa: ANN202 - a Program
+    with contextlib.chdir(ROOT):
+        return compile_p4(rel, ["p4src/include"])
+
+
+@pytest.mark.parametrize("rel", PROGRAMS)
+def test_program_expression_nodes_print_and_build(rel: str, monkeypatch) -> None:  # noqa: ANN001
+    """Every expression node of the program prints as its `code`, and the C back end's
+    tree of it, built from the fields without reading text, is the tree of that code."""
+    nodes = [e for it in _compile(rel).ir if isinstance(it, Function)
+             for st in walk(it.body) for e in expressions(st) if e.node is not None]
+    assert nodes
+    want = [ast.dump(ast.parse(e.code, mode="eval").body) for e in nodes]
+    assert [text(e.node) for e in nodes] == [e.code for e in nodes]
+    monkeypatch.setattr(exprtree.ast, "parse", _no_parse)
+    got = [ast.dump(exprtree.expr_tree(e, 1)) for e in nodes if not opaque(e.node)]
+    monkeypatch.undo()
+    assert got == [w for w, e in zip(want, nodes, strict=True) if not opaque(e.node)]
+
+
+@pytest.mark.parametrize(("rel", "digests"), [("p4src/ina.p4", 4), ("p4src/switchml.p4", 2)])
+def test_ina_and_switchml_expressions_are_nodes(rel: str, digests: int) -> None:
+    """ina.p4, switchml.p4: every expression is a node through and through, the checksums'
+    and hashes' digests too (`Digest`)."""
+    es = [e for it in _compile(rel).ir if isinstance(it, Function)
+          for st in walk(it.body) for e in expressions(st)]
+    assert all(e.node is not None and not opaque(e.node) for e in es)
+    assert sum(len(_digests(e.node)) for e in es) == digests
+
+
+def _digests(n):  # noqa: ANN001, ANN202
+    if isinstance(n, Digest):
+        return [n]
+    return [x for m in operands(n) for x in _digests(m)]
+
+
+@pytest.mark.parametrize("rel", ["p4src/ina.p4", "p4src/switchml.p4", "tests/p4/pyswitch_hash.p4"])
+def test_digests_reach_c_as_nodes(rel: str, monkeypatch) -> None:  # noqa: ANN001
+    """The native path lowers each `Digest` from its fields (`Hash.c_expr`), never from
+    the call's syntax tree (`c_call`): the C is what it was."""
+    from pyswitch.externs.hashing import Hash
+    from pyswitch.native.cgen import Unit
+
+    prog = _compile(rel)
+    want = Unit(prog.ir, prog.meta, "m").translate(True)
+    seen: list[str] = []
+    real_expr, real_call = Hash.c_expr, Hash.c_call
+
+    def spy(self, t, f, node, line):  # noqa: ANN001, ANN202
+        seen.append(node.algo)
+        return real_expr(self, t, f, node, line)
+
+    def only_hmod(self, t, f, n, fn):  # noqa: ANN001, ANN202 - _hmod is a Call node
+        assert fn == "_hmod", "a digest lowered from its call's tree"
+        return real_call(self, t, f, n, fn)
+
+    monkeypatch.setattr(Hash, "c_expr", spy)
+    monkeypatch.setattr(Hash, "c_call", only_hmod)
+    assert Unit(prog.ir, prog.meta, "m").translate(True) == want
+    assert seen
