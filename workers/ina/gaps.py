@@ -147,9 +147,9 @@ class Overdue:
     completed, p should follow within ``tau``: ``mult`` times the ``quantile`` of the
     lateness of the recent chunks that came on their own (each one's completion less the
     first completion at its neighbour p-1 or beyond), at least ``floor``.  A chunk later
-    than that is reported (the PS asks for it), then again every ``tau * 2**strikes``.
-    Before a round's first completion nothing is reported: the workers may still be
-    starting.  ``now`` is passed in.
+    than that is reported once a round (the PS asks for it; after that the recovery is the
+    workers' timers' and the NACKs').  Before a round's first completion nothing is
+    reported: the workers may still be starting.  ``now`` is passed in.
     """
 
     def __init__(self, order: list[int], *, mult: float = 4.0, quantile: float = 0.9,
@@ -166,7 +166,7 @@ class Overdue:
         self._top = -1  # the highest position completed
         self._t_top = 0.0
         self._holes: dict[int, float] = {}  # incomplete position below _top -> its reference
-        self._strikes: dict[int, int] = {}  # position -> reports so far
+        self._reported: set[int] = set()
 
     @property
     def tau(self) -> float:
@@ -186,7 +186,7 @@ class Overdue:
         ref = self._holes.pop(p, None)
         if ref is None and p == self._top + 1 and self._top >= 0:
             ref = self._t_top
-        if ref is not None and p not in self._strikes:
+        if ref is not None and p not in self._reported:
             self.lateness.samples.append(now - ref)  # came on its own: how late it was
         if p > self._top:
             for h in range(self._top + 1, p):
@@ -196,9 +196,9 @@ class Overdue:
     def _due(self) -> dict[int, float]:
         """Position -> when it is overdue."""
         tau = self.tau
-        due = {h: ref + tau for h, ref in self._holes.items() if h not in self._strikes}
+        due = {h: ref + tau for h, ref in self._holes.items() if h not in self._reported}
         nxt = self._top + 1
-        if 0 <= self._top and nxt < len(self.order) and nxt not in self._strikes:
+        if 0 <= self._top and nxt < len(self.order) and nxt not in self._reported:
             due[nxt] = self._t_top + tau
         return due
 
@@ -207,12 +207,7 @@ class Overdue:
         return min(self._due().values(), default=None)
 
     def overdue(self, now: float) -> list[int]:
-        """The chunks overdue at ``now``; each is reported again only after its back-off."""
-        late = [h for h, t in self._due().items() if t <= now]
-        for h in late:
-            self._strikes[h] = self._strikes.get(h, 0) + 1
-            if h in self._holes:
-                self._holes[h] = now
-            else:
-                self._t_top = now  # the next position's reference restarts too
-        return [self.order[h] for h in sorted(late)]
+        """The chunks overdue at ``now``, each reported once a round."""
+        late = sorted(h for h, t in self._due().items() if t <= now)
+        self._reported.update(late)
+        return [self.order[h] for h in late]
