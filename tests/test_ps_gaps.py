@@ -77,7 +77,17 @@ def test_the_ps_asks_for_a_gap_and_the_chunk_completes_exactly():
     reordering window, the PS NACKs chunk 1's prober (a worker of the piece), and the
     switch's re-emitted aggregate completes it exactly."""
     g = Grads(4, 6)
+    # no flush, so no contribution is known lost: nothing is asked (8 jobs at k=32 reorder
+    # enough without loss that asks would only flush slots still waiting)
+    quiet = PsState(JOB, range(4), n_chunks=6, k=K, unicast_late=True, routes=_routes(4, 6))
+    for c in (0, 2, 3):
+        quiet.on_packet(g.pkt(range(4), c=c, typ=TYPE_PARTIAL), now=0.001 * c)
+    assert quiet.next_deadline() == pytest.approx(0.022) and quiet.tick(0.5).nacks == []
+    # a flush of chunk 5 (3 of its 4 workers): the PS asks the missing one, and from now on
+    # it also asks for what it finds lost itself
     ps = PsState(JOB, range(4), n_chunks=6, k=K, unicast_late=True, routes=_routes(4, 6))
+    out = ps.on_packet(g.pkt([0, 1, 2], c=5, flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE), now=0.0)
+    assert [(w, p.chunk_id) for w, p in out.nacks] == [(3, 5)]
     for c in (0, 2, 3):
         assert ps.on_packet(g.pkt(range(4), c=c, typ=TYPE_PARTIAL), now=0.001 * c).nacks == []
     assert ps.next_deadline() == pytest.approx(0.022)  # 1 behind since 2 ms, tau 20 ms
@@ -87,7 +97,7 @@ def test_the_ps_asks_for_a_gap_and_the_chunk_completes_exactly():
     # flagged RETRANSMIT: the chunks after it came, so the worker resends at once
     assert nack.msg_type == TYPE_RESULT and nack.flags == FLAG_INCOMPLETE | FLAG_RETRANSMIT
     assert nack.bitmap == 0b1101 and not nack.values.any()
-    assert ps.stats.gaps == 1 and ps.stats.nacks == 1
+    assert ps.stats.gaps == 1 and ps.stats.nacks == 2
     out = ps.on_packet(g.pkt(range(4), c=1, typ=TYPE_PARTIAL, flags=FLAG_RETRANSMIT), now=0.05)
     assert out.results and np.array_equal(out.results[0].values, g.exact(0, range(4), 1))
 
@@ -97,13 +107,21 @@ def test_the_ps_asks_for_an_overdue_tail_chunk_at_its_deadline():
     later than its neighbour by tau; a chunk a NACK already asked for is not asked again."""
     g = Grads(4, 3)
     ps = PsState(JOB, range(4), n_chunks=3, k=K, unicast_late=True, routes=_routes(4, 3))
-    ps.on_packet(g.pkt(range(4), c=0, typ=TYPE_PARTIAL), now=1.0)
+    # chunk 0 flushed without worker 3 (a contribution was lost: from now on the PS asks
+    # for what it finds late), then completed by worker 3's resend
+    out = ps.on_packet(g.pkt([0, 1, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE), now=1.0)
+    assert [(w, p.chunk_id) for w, p in out.nacks] == [(3, 0)]
+    ps.on_packet(g.pkt([3], flags=FLAG_RETRANSMIT), now=1.0)
     ps.on_packet(g.pkt(range(4), c=1, typ=TYPE_PARTIAL), now=1.002)
+    # chunk 0's first copy never came (only the recovery): a gap, but it is complete
+    assert ps.next_deadline() == pytest.approx(1.022) and ps.tick(1.022).nacks == []
     due = ps.next_deadline()
-    assert due == pytest.approx(1.022)  # tau: the 0.02 s floor (one 2 ms sample x 4 below it)
+    assert due == pytest.approx(1.052)  # tau: the 0.05 s floor (one 2 ms sample x 4 below it)
     assert ps.tick(due - 0.001).nacks == []
     out = ps.tick(due)
-    assert [(w, p.chunk_id) for w, p in out.nacks] == [(2, 2)]  # chunk 2's prober
+    (w, nack), = out.nacks
+    assert (w, nack.chunk_id) == (2, 2)  # chunk 2's prober, asked to resend at once
+    assert nack.flags == FLAG_INCOMPLETE | FLAG_RETRANSMIT
     assert ps.stats.overdue == 1 and ps.tick(due + 1).nacks == []
     out = ps.on_packet(g.pkt(range(4), c=2, typ=TYPE_PARTIAL, flags=FLAG_RETRANSMIT), now=1.03)
     assert out.completed_rounds == [0]

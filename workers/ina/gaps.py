@@ -153,7 +153,7 @@ class Overdue:
     """
 
     def __init__(self, order: list[int], *, mult: float = 4.0, quantile: float = 0.9,
-                 floor: float = 0.02, window: int = 256) -> None:
+                 floor: float = 0.05, window: int = 256) -> None:
         self.lateness = _Window(mult, quantile, floor, window)
         self.order = list(order)
         self._pos = {c: i for i, c in enumerate(self.order)}
