@@ -88,10 +88,10 @@ NACKs (docs/protocol.md §6)
     order, found by :meth:`PsState.tick` at :meth:`PsState.next_deadline`, counted
     ``overdue``) its prober or one worker of each silent point -- these two only once a
     flush has shown that a contribution was lost: without loss, chunks of 8 jobs at k=32
-    complete out of order enough that the asks' flushes cost 0.918 -> 0.72-0.78 of the plan.  A later request of a
-    completed chunk that names a worker (a re-emit or flush its retransmission caused) is
-    answered to that worker alone once the first answer went down the tree; more copies
-    only to a worker that asked before.
+    complete out of order enough that the asks' flushes cost 0.918 -> 0.72-0.78 of the
+    plan.  A later request of a completed chunk that names a worker (a re-emit or flush its
+    retransmission caused) is answered to that worker alone once the first answer went
+    down the tree; more copies only to a worker that asked before.
 
 Congestion marks (docs/protocol.md §6)
     A switch marks an INA packet that found its egress queue over the controller's threshold
