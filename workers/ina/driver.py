@@ -32,7 +32,8 @@ from workers.ina.cc import CongestionControl, make_cc
 from workers.ina.constants import K
 from workers.ina.events import SilentEvent
 from workers.ina.job import JobConfig
-from workers.ina.ps import PsOutput, PsState
+from workers.ina.ps import PsState
+from workers.ina.ps_records import PsOutput
 from workers.ina.tree import Tree
 from workers.ina.wire import InaPacket
 from workers.ina.worker import RttEstimator, WorkerRound, n_chunks_for

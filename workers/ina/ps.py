@@ -164,7 +164,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TypeVar
 
 import numpy as np
@@ -182,71 +182,13 @@ from workers.ina.constants import (
 from workers.ina.constants import K as DEFAULT_K
 from workers.ina.cover import CoverBudgetExceeded, find_exact_cover
 from workers.ina.messages import fold_mask, mask_of, wrap_sum
+from workers.ina.ps_records import Anomaly, PsOutput, PsStats
 from workers.ina.result_copies import ResultCopies
 from workers.ina.tree import Tree
 from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket
 
 # a packet of a recovery, not of a stream's first delivery (workers.ina.gaps)
 _RECOVERY = FLAG_RETRANSMIT | FLAG_INCOMPLETE | FLAG_FALLBACK
-
-
-@dataclass
-class PsStats:
-    """Counters of everything the PS saw (all monotone)."""
-
-    packets: int = 0  # accepted (well-formed) GRAD/PARTIAL packets
-    grads: int = 0  # raw worker packets (type GRAD)
-    partials: int = 0  # aggregated packets (type PARTIAL)
-    fallbacks: int = 0  # packets flagged FALLBACK
-    retransmits: int = 0  # packets flagged RETRANSMIT
-    incomplete: int = 0  # PARTIALs flagged INCOMPLETE
-    duplicates: int = 0  # worker set already stored for the chunk
-    conflicts: int = 0  # duplicate set with different values (anomaly)
-    superseded: int = 0  # arrived as a strict superset of a stored piece
-    redundant: int = 0  # arrived as a strict subset of a stored piece
-    overlaps: int = 0  # partial overlap with a stored piece (anomaly)
-    pieces_dropped: int = 0  # non-singleton pieces over the max_pieces cap
-    late: int = 0  # packets for an already completed chunk (answered with RESULT)
-    stale_round: int = 0
-    future_round: int = 0
-    malformed: int = 0
-    chunks_completed: int = 0
-    rounds_completed: int = 0
-    results_sent: int = 0
-    results_resent: int = 0
-    results_unicast: int = 0  # of results_resent: to the one worker that asked
-    marked: int = 0  # of results_sent: carrying a congestion mark (FLAG_ECN) of a merged packet
-    results_doubled: int = 0  # of results_sent: sent in more than one copy ("Lost RESULTs")
-    result_copies: int = 0  # the extra copies of those
-    result_topups: int = 0  # copies sent later, once the loss estimate asked for more
-    nacks: int = 0  # asks to resend sent to single workers (module docstring, "NACKs")
-    overdue: int = 0  # of nacks: a chunk later than its neighbours (module doc, "NACKs")
-    gaps: int = 0  # of nacks: a stream's piece missing behind later ones (the same)
-    malformed_reasons: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Anomaly:
-    """Something a correct network should not produce, recorded for the run report."""
-
-    round: int
-    chunk_id: int
-    kind: str  # "conflict" | "overlap" | "cover_budget" | "pieces_cap"
-    bitmap: int
-    detail: str = ""
-
-
-@dataclass
-class PsOutput:
-    """What one :meth:`PsState.on_packet` call asks the I/O shell to do."""
-
-    results: list[InaPacket] = field(default_factory=list)  # RESULTs to multicast
-    # (worker, RESULT) answers to one worker's late GRAD: sent to that worker alone
-    replies: list[tuple[int, InaPacket]] = field(default_factory=list)
-    # (worker, NACK) asks to one worker whose contribution a switch's flush lacks: sent to
-    # that worker alone, never down the tree (a RESULT there would release the slot)
-    nacks: list[tuple[int, InaPacket]] = field(default_factory=list)
-    completed_rounds: list[int] = field(default_factory=list)
 
 
 class _Chunk:
