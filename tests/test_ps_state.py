@@ -401,6 +401,30 @@ def test_a_flush_asks_the_workers_it_lacks():
     assert quiet.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE)).nacks == []
 
 
+def test_a_worker_asked_less_than_a_round_trip_ago_is_not_asked_again():
+    """Every retransmission that reaches a waiting slot flushes it again; a worker the PS
+    asked for the chunk less than its round-trip bound ago (``ResultCopies.pending``: 4x
+    the lower quartile of its NACK round trips) is not asked again -- its answer may be on
+    its way -- and is asked again once the bound has passed without it."""
+    g = Grads(3, 2)
+    routes = {w: [(c, 5, 3) for c in range(2)] for w in range(3)}
+    ps = PsState(JOB, range(3), n_chunks=2, k=K, unicast_late=True, routes=routes)
+    flush = FLAG_RETRANSMIT | FLAG_INCOMPLETE
+    # chunk 1: worker 2 asked at t=0 and heard at t=0.01: one round trip, bound 0.04
+    assert [w for w, _ in ps.on_packet(g.pkt([0, 1], c=1, flags=flush), 0.0).nacks] == [2]
+    ps.on_packet(g.pkt([2], c=1, flags=FLAG_RETRANSMIT | FLAG_FALLBACK), 0.01)
+    assert ps.result_copies.rtt_bound() == pytest.approx(0.04)
+    # chunk 0: worker 1 asked at t=1.0; flushes at 1.02 and 1.039 ask nobody
+    assert [w for w, _ in ps.on_packet(g.pkt([0, 2], flags=flush), 1.0).nacks] == [1]
+    assert ps.on_packet(g.pkt([0], flags=flush), 1.02).nacks == []
+    assert ps.on_packet(g.pkt([2], flags=flush), 1.039).nacks == []
+    # the bound passed: asked again, and its answer completes the chunk exactly
+    assert [w for w, _ in ps.on_packet(g.pkt([0, 2], flags=flush), 1.041).nacks] == [1]
+    out = ps.on_packet(g.pkt([1], flags=FLAG_RETRANSMIT | FLAG_FALLBACK), 1.05)
+    assert out.results and np.array_equal(out.results[0].values, g.exact(0, range(3), 0))
+    assert ps.stats.nacks == 3
+
+
 def test_a_whole_group_s_flush_asks_the_silent_points():
     """A flush of a group that is all there (k=16, budget 4: the prober's own switch had
     everything; what is missing is another point's PARTIAL) asks one worker of each point

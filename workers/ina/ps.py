@@ -534,6 +534,11 @@ class PsState:
             ask = rs.mask & ~have & below
         else:
             ask = self._asks.after_flush(c, pkt.bitmap, have, rs.mask)
+        if self._now is not None:
+            # a worker asked less than a round trip ago may be answering: every later
+            # retransmission reaching the slot flushed it again, and the same worker was
+            # asked up to 12 times for one chunk (k=16, budget 4, 1 % loss)
+            ask &= ~self.result_copies.pending(r, c, self._now)
         if ask and ask != rs.mask:
             self._send_nacks(r, rs, c, ask, out)
 

@@ -121,6 +121,16 @@ class ResultCopies:
         if not asked:
             del self._asked[(round_, chunk)]
 
+    def pending(self, round_: int, chunk: int, now: float) -> int:
+        """The workers asked for chunk ``chunk`` of ``round_`` less than :meth:`rtt_bound`
+        before ``now`` whose contribution has not been heard since (their answer may be
+        on its way), as a bitmap; none before the first round trip."""
+        bound = self.rtt_bound()
+        asked = self._asked.get((round_, chunk))
+        if bound is None or not asked:
+            return 0
+        return sum(1 << w for w, t in asked.items() if now - t < bound)
+
     def rtt_bound(self) -> float | None:
         """The longest the PS expects a round trip to a worker to take: ``margin`` times
         the lower quartile of its last ``window`` NACK round trips (module docstring);

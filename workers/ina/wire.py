@@ -409,6 +409,12 @@ FRAME_PREFIX_BYTES = 14 + 20 + 8
 """Ethernet + IPv4 (no options) + UDP."""
 
 FRAME_BYTES = FRAME_PREFIX_BYTES + PAYLOAD_BYTES
+
+NACK_PAYLOAD_BYTES = INA_HDR_BYTES
+"""UDP payload of a NACK (a RESULT flagged INCOMPLETE, `is_nack`): the header alone.  Its
+values are 0 and say nothing, and it goes to one worker's reply port, which no switch
+parses as INA (docs/protocol.md §6), so it need not carry them: at 1 % loss per port the
+PS's NACKs were a third of its downlink's frames, each 196 bytes where 68 do."""
 _VALUES_DTYPE = np.dtype(">i4")
 _INT32 = np.dtype(np.int32)
 _SHAPE = (K,)
@@ -443,21 +449,39 @@ def _values_bytes(values: np.ndarray | list[int]) -> bytes:
     return arr.astype(_VALUES_DTYPE, copy=False).tobytes()
 
 
+def is_nack(msg_type: int, flags: int) -> bool:
+    """A NACK: the PS's RESULT flagged INCOMPLETE, asking one worker to resend
+    (``workers.ina.ps``, "NACKs"); it travels as a header alone (`NACK_PAYLOAD_BYTES`)."""
+    return msg_type == TYPE_RESULT and bool(flags & FLAG_INCOMPLETE)
+
+
+_NO_VALUES = np.zeros(K, np.int32)
+_NO_VALUES.setflags(write=False)  # a NACK's values, shared: nobody may write them
+
+
 def encode_payload(pkt: InaPacket) -> bytes:
-    """UDP payload bytes: packed header + K big-endian int32 values."""
+    """UDP payload bytes: packed header + K big-endian int32 values (a NACK: the header
+    alone, `NACK_PAYLOAD_BYTES`)."""
+    if is_nack(pkt.msg_type, pkt.flags):
+        return HEADER_STRUCT.pack(*_header_of(pkt))
     return HEADER_STRUCT.pack(*_header_of(pkt)) + _values_bytes(pkt.values)
 
 
 def decode_payload(buf: bytes | memoryview, offset: int = 0) -> InaPacket:
     """Parse the packet (values as a native int32 array) from `buf[offset:]`.
 
-    Raises InaDecodeError when the payload is not exactly PAYLOAD_BYTES long or msg_type is
-    not a known type (the same packets the switch counts as malformed: it checks the UDP
-    length, so a host must not accept a longer datagram either)."""
-    if len(buf) - offset != PAYLOAD_BYTES:
-        raise InaDecodeError(
-            f"INA payload of {len(buf) - offset} bytes, expected {PAYLOAD_BYTES}"
-        )
+    Raises InaDecodeError when the payload is not exactly PAYLOAD_BYTES long (a NACK:
+    exactly NACK_PAYLOAD_BYTES, its values then 0) or msg_type is not a known type (the same
+    packets the switch counts as malformed: it checks the UDP length, so a host must not
+    accept a longer datagram either)."""
+    size = len(buf) - offset
+    if size == NACK_PAYLOAD_BYTES:
+        header = _unpack_header(buf, offset)
+        if not is_nack(header[0], header[1]):
+            raise InaDecodeError(f"INA payload of {size} bytes that is not a NACK")
+        return _packet(*header, _NO_VALUES)
+    if size != PAYLOAD_BYTES:
+        raise InaDecodeError(f"INA payload of {size} bytes, expected {PAYLOAD_BYTES}")
     header = _unpack_header(buf, offset)
     if header[0] not in _TYPES:
         raise InaDecodeError(f"unknown INA msg_type {header[0]}")
@@ -480,7 +504,12 @@ def decode_payloads(buf: object, lengths: list[int], stride: int) -> list[InaPac
     unpack, size = _unpack_header, PAYLOAD_BYTES
     for i, ln in enumerate(lengths):
         if ln != size:
-            out.append(None)
+            if ln == NACK_PAYLOAD_BYTES:
+                header = unpack(buf, i * stride)  # type: ignore[arg-type]
+                out.append(_packet(*header, _NO_VALUES) if is_nack(header[0], header[1])
+                           else None)
+            else:
+                out.append(None)
             continue
         header = unpack(buf, i * stride)  # type: ignore[arg-type]
         out.append(_packet(*header, rows[i]) if header[0] in _TYPES else None)
@@ -511,13 +540,26 @@ def _ip_bytes(ip: str) -> bytes:
     return bytes(parts)
 
 
+def _frame_prefix(src_mac: str, dst_mac: str, src_ip: str, dst_ip: str, sport: int,
+                  ttl: int, ip_id: int, tos: int, dport: int, payload: int) -> bytes:
+    """The Ethernet/IPv4/UDP bytes before an INA payload of ``payload`` bytes."""
+    eth = _mac_bytes(dst_mac) + _mac_bytes(src_mac) + b"\x08\x00"
+    ip_wo_sum = struct.pack(
+        "!BBHHHBBH4s4s", 0x45, tos, 28 + payload, ip_id, 0, ttl, 17, 0,
+        _ip_bytes(src_ip), _ip_bytes(dst_ip),
+    )
+    csum = ipv4_checksum(ip_wo_sum)
+    ip = ip_wo_sum[:10] + struct.pack("!H", csum) + ip_wo_sum[12:]
+    return eth + ip + struct.pack("!HHHH", sport, dport, 8 + payload, 0)
+
+
 class FrameTemplate:
     """Prebuilt Ethernet/IPv4/UDP prefix for INA frames between two fixed endpoints.
 
-    Every INA frame has the same length, so the IPv4 header (and its checksum) is
-    constant per (src, dst, ttl, id) and computed once; encoding a frame is then one
-    struct pack plus one numpy byte-swap. Equal byte-for-byte to
-    ``Ether(src, dst)/IP(src, dst, id, ttl)/UDP(sport, INA_UDP_PORT, chksum=0)/INA(...)``.
+    Every INA frame has the same length (but a NACK, `NACK_PAYLOAD_BYTES`), so the IPv4
+    header (and its checksum) is constant per (src, dst, ttl, id) and computed once;
+    encoding a frame is then one struct pack plus one numpy byte-swap. Equal byte-for-byte
+    to ``Ether(src, dst)/IP(src, dst, id, ttl)/UDP(sport, INA_UDP_PORT, chksum=0)/INA(...)``.
     """
 
     def __init__(
@@ -525,18 +567,14 @@ class FrameTemplate:
         sport: int = INA_UDP_PORT, ttl: int = 64, ip_id: int = 0, tos: int = 0,
         dport: int = INA_UDP_PORT,
     ) -> None:
-        eth = _mac_bytes(dst_mac) + _mac_bytes(src_mac) + b"\x08\x00"
-        ip_wo_sum = struct.pack(
-            "!BBHHHBBH4s4s", 0x45, tos, 20 + INA_UDP_LEN, ip_id, 0, ttl, 17, 0,
-            _ip_bytes(src_ip), _ip_bytes(dst_ip),
-        )
-        csum = ipv4_checksum(ip_wo_sum)
-        ip = ip_wo_sum[:10] + struct.pack("!H", csum) + ip_wo_sum[12:]
-        udp = struct.pack("!HHHH", sport, dport, INA_UDP_LEN, 0)
-        self.prefix: bytes = eth + ip + udp
+        args = (src_mac, dst_mac, src_ip, dst_ip, sport, ttl, ip_id, tos, dport)
+        self.prefix: bytes = _frame_prefix(*args, PAYLOAD_BYTES)
+        self.nack_prefix: bytes = _frame_prefix(*args, NACK_PAYLOAD_BYTES)
 
     def encode(self, pkt: InaPacket) -> bytes:
-        """Whole frame bytes for `pkt`."""
+        """Whole frame bytes for `pkt` (a NACK's without values)."""
+        if is_nack(pkt.msg_type, pkt.flags):
+            return self.nack_prefix + HEADER_STRUCT.pack(*_header_of(pkt))
         return self.prefix + HEADER_STRUCT.pack(*_header_of(pkt)) + _values_bytes(pkt.values)
 
 
@@ -588,6 +626,7 @@ __all__ = [
     "FIELD_MEANINGS",
     "FRAME_BITS",
     "FRAME_BYTES",
+    "NACK_PAYLOAD_BYTES",
     "FRAME_FIELDS",
     "FRAME_PREFIX_BYTES",
     "HEADER_FIELDS",
@@ -611,6 +650,7 @@ __all__ = [
     "encode_payload",
     "frame_span",
     "ipv4_checksum",
+    "is_nack",
     "slot_index",
     "with_copy",
 ]

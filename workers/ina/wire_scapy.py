@@ -31,6 +31,7 @@ from workers.ina.wire import (
     Flag,
     InaPacket,
     MsgType,
+    is_nack,
 )
 
 
@@ -59,7 +60,9 @@ class INA(Packet):
     name = "INA"
     fields_desc = [
         *(_SHOWN_AS[n]() if n in _SHOWN_AS else _PLAIN[bits](n, 0) for n, bits in HEADER_FIELDS),
-        FieldListField("values", [0] * K, SignedIntField("v", 0), count_from=lambda pkt: K),
+        # a NACK carries no values (workers.ina.wire.NACK_PAYLOAD_BYTES)
+        FieldListField("values", [0] * K, SignedIntField("v", 0),
+                       count_from=lambda pkt: 0 if is_nack(pkt.msg_type, pkt.flags) else K),
     ]
 
     def mysummary(self) -> str:
@@ -86,8 +89,9 @@ def from_scapy(pkt: Packet) -> InaPacket:
     """The InaPacket of a Scapy packet containing an INA layer (tests, tools: not a hot
     path)."""
     layer = pkt[INA]
-    return InaPacket(*(int(getattr(layer, name)) for name in HEADER_NAMES),
-                     np.array(layer.values, dtype=np.int32))
+    header = [int(getattr(layer, name)) for name in HEADER_NAMES]
+    values = layer.values if not is_nack(header[0], header[1]) else [0] * K  # none sent
+    return InaPacket(*header, np.array(values, dtype=np.int32))
 
 
 __all__ = ["INA", "from_scapy"]
