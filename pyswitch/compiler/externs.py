@@ -5,6 +5,7 @@ extern functions; an extern's own checks and lowering are its class in `pyswitch
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from lark import Tree
@@ -25,12 +26,13 @@ from pyswitch.compiler.model import (
     Scope,
     StackLoc,
     TableDef,
+    too_short,
     valid_e,
 )
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import VarbitTy
 from pyswitch.ir import Advance, ParserError, PyExpr, PyText
-from pyswitch.ir.exprs import Digest, Expr, Lit, Local, Not, Opaque
+from pyswitch.ir.exprs import Bin, BufRead, Digest, Expr, Lit, Local, Not, Opaque
 from pyswitch.types import (
     BOOL,
     INTLIT,
@@ -70,10 +72,9 @@ class Externs:
                 return self.lookahead_aggregate(ty, node, em)
             nbytes = (ty.width + 7) // 8
             shift = nbytes * 8 - ty.width
-            code = f"(int.from_bytes(buf[pos:pos + {nbytes}], 'big') >> {shift})" if shift else \
-                f"int.from_bytes(buf[pos:pos + {nbytes}], 'big')"
-            em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {nbytes} > L")))
-            return E(code, ty)
+            read = BufRead(Local("pos"), nbytes, nbytes * 8)
+            em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(nbytes)))
+            return E.of(Bin(">>", read, Lit(shift), ty.width) if shift else read, ty)
         target = self._expr(node.children[0], scope, em)
         args = self.call_args(node)
         if em is None:
@@ -164,20 +165,21 @@ class Externs:
                         v = self.new_tmp("adv")
                         em.assign(v, ne)
                         em.emit(ParserError(self.errors.index('ParserInvalidArgument'),
-                                            PyExpr(f"{v} & 7")))
-                        em.emit(ParserError(self.errors.index('PacketTooShort'),
-                                            PyExpr(f"pos + ({v} >> 3) > L")))
-                        em.emit(Advance(PyExpr(f"{v} >> 3")))
+                                            PyExpr.of(Bin("&", Local(v), Lit(7), bare=True))))
+                        nb = Bin(">>", Local(v), Lit(3))
+                        em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr.of(
+                            Bin(">", Bin("+", Local("pos"), nb, bare=True), Local("L"),
+                                bare=True))))
+                        em.emit(Advance(PyExpr.of(replace(nb, bare=True))))
                         return None
                     n = ne.const
                     if n % 8:
                         raise self.err(node, "advance needs a constant multiple of 8 bits")
-                    em.emit(ParserError(self.errors.index('PacketTooShort'),
-                                        PyExpr(f"pos + {n // 8} > L")))
-                    em.emit(Advance(PyExpr(str(n // 8))))
+                    em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(n // 8)))
+                    em.emit(Advance(PyExpr.of(Lit(n // 8))))
                     return None
                 if mn == "length":
-                    return E("L * 8", Bits(32))
+                    return E.of(Bin("*", Local("L"), Lit(8), 32, bare=True), Bits(32))
                 raise self.err(node, f"packet_in has no supported method {mn!r}")
             if mn == "emit":
                 if self.ctrl_kind != "deparser":

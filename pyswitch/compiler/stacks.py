@@ -38,8 +38,8 @@ from pyswitch.compiler.model import E, Emitter, HdrLoc, Method, Scope, StackLoc,
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import varbit_index
 from pyswitch.ir import Continue, Line, Loop, ModuleText, ParserError, PyExpr, PyText
-from pyswitch.ir.exprs import Bin, Call, Field, Lit, Local, Wrap
-from pyswitch.types import BOOL, Bits, HeaderTy, IntLit
+from pyswitch.ir.exprs import Bin, Call, Field, Lit, Local, Pick, Wrap
+from pyswitch.types import BOOL, Bits, HeaderTy, IntLit, Ty
 
 # the hidden slot that holds a stack's next index: [unused validity, next]
 NEXT_TY = HeaderTy("$stack_next", [("next", Bits(32))])
@@ -117,6 +117,12 @@ class Stacks:
         nx = self.stack_next_slot(loc)
         assert loc.nxt is not None
         return E(nx, Bits(32), node=Field(loc.nxt.var, 1, 32))
+
+    def pick_next(self, hdrs: list[HdrLoc], loc: StackLoc, ty: Ty) -> E:
+        """The header of `hdrs` (of type `ty`) at stack `loc`'s next index, picked at run
+        time (a `Pick`; the index is checked beforehand)."""
+        self.tuple_of(hdrs)  # their slots are used
+        return E.of(Pick(tuple(h.var for h in hdrs), self.stack_next_e(loc).as_node()), ty)
 
     def stack_elems(self, loc: StackLoc) -> str:
         if isinstance(loc.ty.elem, UnionTy):
@@ -310,12 +316,13 @@ class Stacks:
         v = self.new_tmp("hs")
         if nl.member:  # a union's member: the union's other members become invalid
             members = [u.fields[nl.member] for u in loc.elems]
-            em.assign(v, f"{self.tuple_of(members)}[{nx}]")
+            em.assign(v, self.pick_next(members, loc, nl.ty))
             self.extract_into(DynHdrLoc(members[0].slot, nl.ty, v), nbits, em)
             sibs = "(" + "".join(f"{self.tuple_of(m.siblings)}, " for m in members) + ")"
             em(f"for _s in {sibs}[{nx}]: _s[0] = False")
         else:
-            em.assign(v, f"{self.stack_elems(loc)}[{nx}]")
+            self.stack_elems(loc)  # (not a stack of unions)
+            em.assign(v, self.pick_next(loc.elems, loc, nl.ty))
             self.extract_into(DynHdrLoc(loc.elems[0].slot, loc.ty.elem, v), nbits, em)
         # nx + 1 (nx < size was checked above), written so that its bound is the size's:
         # the native path proves every slot within its range (pyswitch.native.exprs)

@@ -29,7 +29,7 @@ from lark import Tree
 
 from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StackLoc, StructLoc
 from pyswitch.ir import Advance, ModuleText, ParserError, PyExpr
-from pyswitch.ir.exprs import Bin, Expr, Lit, Local, Opaque
+from pyswitch.ir.exprs import Bin, BufRead, Expr, Lit, Local, Opaque, text
 from pyswitch.types import BOOL, Bits, HeaderTy, StackTy, StructTy, Ty
 
 
@@ -148,14 +148,15 @@ class Varbits:
                             PyExpr.of(Bin("or", Bin(">>", n, Lit(31), bare=True), short,
                                           bare=True))))
         em.emit(ParserError(err('HeaderTooShort'), PyExpr.of(Bin(">", b, Lit(mx), bare=True))))
-        vals = self.unpack_fields(pre, "pos", pb, em)
-        vend = f"pos + {pb} + {nbits} // 8"
-        vals.append(f"({nbits}, int.from_bytes(buf[pos + {pb}:{vend}], 'big'))")
+        vals = self.unpack_fields(pre, Local("pos"), pb, em)
+        vend = Bin("+", Bin("+", Local("pos"), Lit(pb), bare=True),
+                   Bin("//", n, Lit(8), bare=True), bare=True)
+        vals.append(f"({nbits}, int.from_bytes(buf[pos + {pb}:{text(vend)}], 'big'))")
         vals += self.unpack_fields(post, vend, qb, em)
         em(f"{h}[:] = [True, {', '.join(vals)}]")
         em.emit(Advance(PyExpr.of(Local(nb))))
 
-    def unpack_fields(self, fields: list[tuple[str, int]], start: str, nbytes: int,
+    def unpack_fields(self, fields: list[tuple[str, int]], start: Expr, nbytes: int,
                       em: Emitter) -> list[str]:
         """The values of `fields` (filling `nbytes` bytes from `start`), read in the
         groups of `byte_groups`."""
@@ -164,8 +165,8 @@ class Varbits:
         for group in byte_groups(fields):
             n = sum(w for _f, w in group) // 8
             v = self.new_tmp("vf")
-            at = f"{start} + {off}" if off else start
-            em.assign(v, f"int.from_bytes(buf[{at}:{at} + {n}], 'big')")
+            at = Bin("+", start, Lit(off), bare=True) if off else start
+            em.assign(v, E.of(BufRead(at, n, n * 8), Bits(n * 8)))
             sh = n * 8
             for _f, w in group:
                 sh -= w
