@@ -5,7 +5,7 @@
   (`pyswitch.native.exprtree`), is the tree of that text.
 - In every program of tests/p4, p4src and tests/stf, each expression that is a node prints
   as its `PyExpr.code`, and its tree is built without parsing any text (an `Opaque`
-  operand apart); ina.p4 and switchml.p4 have no text left in their expressions.
+  operand apart); no program has text left in its expressions.
 """
 
 from __future__ import annotations
@@ -203,6 +203,17 @@ def test_ina_and_switchml_expressions_are_nodes(rel: str, digests: int) -> None:
           for st in walk(it.body) for e in expressions(st)]
     assert all(e.node is not None and not opaque(e.node) for e in es)
     assert sum(len(_digests(e.node)) for e in es) == digests
+
+
+@pytest.mark.parametrize("rel", PROGRAMS)
+def test_no_expression_is_text(rel: str) -> None:
+    """No program of tests/p4, p4src and tests/stf has an expression still text: the
+    stacks' picks (`Pick`), the packet's bytes (`BufRead`), signed shifts (`SShr`), the
+    comparisons of headers, structs and varbits (`VbValue`), the digests of field lists
+    with varbits (`VbDigest`), the functions' results are nodes too."""
+    es = [e for it in _compile(rel).ir if isinstance(it, Function)
+          for st in walk(it.body) for e in expressions(st)]
+    assert [e.code for e in es if e.node is None or opaque(e.node)] == []
 
 
 def _digests(n):  # noqa: ANN001, ANN202

@@ -26,13 +26,14 @@ from pyswitch.compiler.model import (
     Scope,
     StackLoc,
     TableDef,
+    bits_width,
     too_short,
     valid_e,
 )
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import VarbitTy
 from pyswitch.ir import Advance, ParserError, PyExpr, PyText
-from pyswitch.ir.exprs import Bin, BufRead, Digest, Expr, Lit, Local, Not, Opaque
+from pyswitch.ir.exprs import Bin, BufRead, Digest, Expr, Field, Lit, Local, Not, VbDigest
 from pyswitch.types import (
     BOOL,
     INTLIT,
@@ -228,34 +229,29 @@ class Externs:
             if isinstance(e.loc, HdrLoc):
                 self.used_slots.add(e.loc.slot)
                 for i, (_f, ft) in enumerate(e.loc.ty.fields):
-                    out.append(E(f"{e.loc.var}[{i + 1}]", ft))
+                    out.append(E.of(Field(e.loc.var, i + 1, bits_width(ft)), ft))
                 continue
             if isinstance(e.ty, BoolTy):
                 e = self.cast(e, Bits(1), x)
             if isinstance(e.ty, EnumTy) and e.ty.underlying:
-                e = E(e.code, e.ty.underlying, e.const)
+                e = E(e.code, e.ty.underlying, e.const, node=e.node)
             if not isinstance(e.ty, (Bits, VarbitTy)):  # varbit: see compiler.varbit
                 raise self.err(x, f"field list element must be bit<N>, got {e.ty.show()} "
                                   "(cast unsized constants)")
             out.append(e)
         return out
 
-    def packed_bytes(self, items: list[E]) -> str:
-        """Python expr of the bytes of a field list with varbits (their lengths known at run
-        time: `compiler.varbit`): fields MSB-first, zero-padded at the end to a whole byte
-        (BMv2's packing)."""
-        return self.packed_bytes_vl(items)
-
     def digest(self, algo: str, items: list[E], payload: int | None = None) -> Expr:
         """``algo`` over the field list (+ the payload, metadata slot `payload`): a
         `pyswitch.ir.exprs.Digest` (csum16 of a fixed-width list sums its 16-bit words as one
         number, `hashes.csum16_int`, and identity is that number itself, without building
-        bytes); a list with varbits is still text (`Opaque`: ``_pack_bits``)."""
+        bytes); a list with varbits (their lengths known at run time: `compiler.varbit`) a
+        `VbDigest`, packed by the module's ``_pack_bits``."""
         if any(isinstance(e.ty, VarbitTy) for e in items):
-            data = self.packed_bytes(items)
-            if payload is not None:
-                data = f"({data} + M[{payload}])"
-            return Opaque(f"_{algo}({data})")
+            self.use_pack_helper()
+            return VbDigest(algo, tuple(e.as_node() for e in items),
+                            tuple(None if isinstance(e.ty, VarbitTy) else e.ty.width
+                                  for e in items), payload)
         return Digest(algo, tuple(e.as_node() for e in items),
                       tuple(e.ty.width for e in items), payload)
 
