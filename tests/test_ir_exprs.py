@@ -30,6 +30,7 @@ from pyswitch.ir.exprs import (
     Cond,
     Digest,
     Elem,
+    Elems,
     Field,
     Hit,
     Lit,
@@ -44,6 +45,7 @@ from pyswitch.ir.exprs import (
     SignExt,
     Slot,
     SShr,
+    Str,
     VbDigest,
     VbValue,
     Wrap,
@@ -122,6 +124,10 @@ CASES = [
      "_crc16(_pack_bits(((8, h1[1]), (h1[2] or (0, 0)), (h2[2] or (0, 0)), )))"),
     (VbDigest("csum16", (Field("h1", 2),), (None,), payload=4),
      "_csum16((_pack_bits(((h1[2] or (0, 0)), )) + M[4]))"),
+    (Call("_hs_at", (Elems(("h1", "h2")), Bin("&", Local("_v6"), Lit(1)), Str("p.p4:44:13: x"),
+                     Lit(-1))), "_hs_at((h1, h2, ), (_v6 & 1), 'p.p4:44:13: x', -1)"),
+    (Call("_hs_last", (Elems(("h1",)), Field("h3", 1, 32), Str("it's"))),
+     """_hs_last((h1, ), h3[1], "it's")"""),
 ]
 
 

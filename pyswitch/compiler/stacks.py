@@ -29,7 +29,7 @@ loop heads is inlined as for loop-free parsers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lark import Tree
@@ -37,8 +37,8 @@ from lark import Tree
 from pyswitch.compiler.model import E, Emitter, HdrLoc, Method, Scope, StackLoc, nlit, valid_e
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import varbit_index
-from pyswitch.ir import Continue, Line, Loop, ModuleText, ParserError, PyExpr, PyText
-from pyswitch.ir.exprs import Bin, Call, Field, Lit, Local, Pick, Wrap
+from pyswitch.ir import Assign, Continue, Line, Loop, ModuleText, ParserError, PyExpr
+from pyswitch.ir.exprs import Bin, Call, Elems, Field, Lit, Local, Pick, Str, Wrap, text
 from pyswitch.types import BOOL, Bits, HeaderTy, IntLit, Ty
 
 # the hidden slot that holds a stack's next index: [unused validity, next]
@@ -124,6 +124,11 @@ class Stacks:
         self.tuple_of(hdrs)  # their slots are used
         return E.of(Pick(tuple(h.var for h in hdrs), self.stack_next_e(loc).as_node()), ty)
 
+    def elems_of(self, loc: StackLoc) -> Elems:
+        """The stack's element headers as one tuple (`Elems`)."""
+        self.stack_elems(loc)  # their slots are used (not a stack of unions)
+        return Elems(tuple(h.var for h in loc.elems))
+
     def stack_elems(self, loc: StackLoc) -> str:
         if isinstance(loc.ty.elem, UnionTy):
             raise ValueError("a stack of header unions has no header elements")
@@ -165,10 +170,11 @@ class Stacks:
         what = str(self.err(node, "header stack index"))  # file:line:col for the message
         # a negative int<N> index is stored as its two's complement: outside the stack too;
         # outside, a scratch header (see module docstring)
-        em(f"{v} = _hs_at({self.stack_elems(loc)}, {ie.code}, {what!r}, "
-           f"{len(loc.ty.elem.fields)})")
+        at = Call("_hs_at", (self.elems_of(loc), ie.as_node(), Str(what),
+                             Lit(len(loc.ty.elem.fields))))
+        em.assign(v, E.of(at, loc.ty.elem))
         return self.loc_e(DynHdrLoc(loc.elems[0].slot, loc.ty.elem, v, strict_code=(
-            f"_hs_at({self.stack_elems(loc)}, {ie.code}, {what!r}, -1)")))
+            text(replace(at, args=(*at.args[:3], Lit(-1)))))))
 
     def stack_member(self, base: E, mn: str, name_node: Any, node: Any,
                      em: Emitter | None) -> Any:
@@ -201,8 +207,9 @@ class Stacks:
             self.stack_helpers()
             v = self.new_tmp("hs")
             what = str(self.err(node, "header stack"))
-            em(f"{v} = _hs_last({self.stack_elems(loc)}, {self.stack_next_slot(loc)}, "
-               f"{what!r})")
+            last = Call("_hs_last", (self.elems_of(loc), self.stack_next_e(loc).as_node(),
+                                     Str(what)))
+            em.assign(v, E.of(last, loc.ty.elem))
             self.last_nodes.add(id(node))  # not a left-value: see check_stack_lvalue
             return self.loc_e(DynHdrLoc(loc.elems[0].slot, loc.ty.elem, v))
         raise self.err(name_node, f"header stack has no member {mn!r}")
@@ -281,11 +288,11 @@ class Stacks:
             # no scratch header to extract into: the element, or StackIndexError
             for k in range(len(em.lines) - 1, -1, -1):
                 ln = em.lines[k]
-                if not isinstance(ln.stmt, PyText):
-                    continue
-                head, _, _ = ln.stmt.text.partition(" = _hs_at(")
-                if head.strip() == target.code:
-                    em.lines[k] = Line(ln.ind, PyText(f"{head} = {target.strict_code}"))
+                at = ln.stmt.value.node if isinstance(ln.stmt, Assign) else None
+                if isinstance(at, Call) and at.fn == "_hs_at" and \
+                        ln.stmt.target.code == target.code:
+                    at = replace(at, args=(*at.args[:3], Lit(-1)))
+                    em.lines[k] = Line(ln.ind, replace(ln.stmt, value=PyExpr.of(at)))
                     break
         nbits = None
         if len(args) == 2:

@@ -47,6 +47,9 @@ node           fields                                  Python (`text`)
 `VbDigest`     a digest of a field list with varbits:  ``_crc16(_pack_bits(((8, a),
                algo, items, widths (None: a varbit),   (v or (0, 0)), )))``
                the payload's slot (or None)
+`Elems`        a stack's element headers               ``(h1, h2, )`` (the argument of
+                                                       ``_hs_at``, ``_hs_last``)
+`Str`          a string constant                       ``'p.p4:4:2: header stack'``
 =============  =====================================  =================================
 
 (``mask`` and ``sb`` are the width's mask and sign bit, written as the compiler writes
@@ -341,11 +344,30 @@ class VbDigest:
     width: None = None
 
 
+@dataclass(frozen=True)
+class Elems:
+    """The element headers of a stack (their header locals), as one tuple: the argument
+    of the stack helpers ``_hs_at`` and ``_hs_last`` (`Call`), which pick one at run
+    time outside the checked range too."""
+
+    elems: tuple[str, ...]
+    width: None = None
+
+
+@dataclass(frozen=True)
+class Str:
+    """A string constant (a stack helper's place in the P4 source, for its message)."""
+
+    value: str
+    width: None = None
+
+
 Expr = (Lit | Slot | Field | Local | Elem | Paren | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp
         | Concat | All | AnyOf | Range | Hit | ActionRun | Call | Digest | Pick | BufRead | SShr
-        | VbValue | VbDigest)
+        | VbValue | VbDigest | Elems | Str)
 KINDS = (Lit, Slot, Field, Local, Elem, Paren, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat,
-         All, AnyOf, Range, Hit, ActionRun, Call, Digest, Pick, BufRead, SShr, VbValue, VbDigest)
+         All, AnyOf, Range, Hit, ActionRun, Call, Digest, Pick, BufRead, SShr, VbValue, VbDigest,
+         Elems, Str)
 
 
 def _mask(w: int) -> str:
@@ -406,9 +428,13 @@ def text(n: Expr) -> str:  # noqa: C901 - one case per kind
     return _text_more(n)
 
 
-def _text_more(n: Expr) -> str:
+def _text_more(n: Expr) -> str:  # noqa: C901 - one case per kind
     if isinstance(n, Pick):
         return f"({''.join(h + ', ' for h in n.elems)})[{text(n.index)}]"
+    if isinstance(n, Elems):
+        return f"({''.join(h + ', ' for h in n.elems)})"
+    if isinstance(n, Str):
+        return repr(n.value)
     if isinstance(n, BufRead):
         s = text(n.start)
         return f"int.from_bytes(buf[{s}:{s} + {n.n}], 'big')"

@@ -25,6 +25,7 @@ from pyswitch.ir.exprs import (
     Cond,
     Digest,
     Elem,
+    Elems,
     Expr,
     Field,
     Hit,
@@ -40,6 +41,7 @@ from pyswitch.ir.exprs import (
     SignExt,
     Slot,
     SShr,
+    Str,
     VbDigest,
     VbValue,
     Wrap,
@@ -130,10 +132,14 @@ def _name(s: str) -> ast.expr:
     return ast.Name(s, ast.Load())
 
 
-def _build_more(n: Expr) -> ast.expr:
+def _build_more(n: Expr) -> ast.expr:  # noqa: C901 - one case per kind
     if isinstance(n, Pick):  # native.picks reads the pick from this tree
         elems = ast.Tuple([_name(h) for h in n.elems], ast.Load())
         return ast.Subscript(elems, _build(n.index), ast.Load())
+    if isinstance(n, Elems):  # and the stack helpers' calls (`Call`) with these
+        return ast.Tuple([_name(h) for h in n.elems], ast.Load())
+    if isinstance(n, Str):
+        return ast.Constant(n.value)
     if isinstance(n, BufRead):  # the start's tree twice: a tree is no DAG
         end = ast.BinOp(_build(n.start), ast.Add(), ast.Constant(n.n))
         data = ast.Subscript(_name("buf"), ast.Slice(_build(n.start), end), ast.Load())
