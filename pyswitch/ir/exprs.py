@@ -16,8 +16,8 @@ node           fields                                  Python (`text`)
 `Elem`         a local holding a tuple, item i         ``_r3[0]`` (an action's out values)
 `Paren`        a                                       ``(a)`` (where the compiler writes
                                                        them around an operand)
-`Opaque`       Python source the compiler still        as is (a call, a table's ``.hit``,
-               writes as text                          a stack element picked at run time)
+`Opaque`       Python source the compiler still        as is (none left in the programs of
+               writes as text                          tests/p4, p4src, tests/stf)
 `Bin`          op, a, b: ``& | ^ >> + - % == != <     ``(a op b)``; `bare`: ``a op b``
                > <= >= and or``
 `Wrap`         op ``+ - * <<``, a, b, width            ``((a op b) & mask)``
