@@ -222,6 +222,28 @@ def test_no_expression_is_text(rel: str) -> None:
     assert [e.code for e in es if e.node is None or opaque(e.node)] == []
 
 
+def test_stack_picks_are_nodes() -> None:
+    """A stack element picked at run time: ``extract(hs.next)``'s `Pick`, and the helpers'
+    ``_hs_at`` (an extract's strict one with -1 fields: StackIndexError outside) and
+    ``_hs_last`` as the `Call` an `Assign` holds, no longer `PyText`."""
+    ir = _compile("tests/p4/native_stack_index.p4").ir
+    calls = [(st.target.node, st.value.node) for it in ir if isinstance(it, Function)
+             for st in walk(it.body) if isinstance(st, Assign)
+             and isinstance(st.value.node, Call) and st.value.node.fn.startswith("_hs_")]
+    assert all(isinstance(t, Local) and t.name.startswith("_hs") for t, _ in calls)
+    at = [c for _, c in calls if c.fn == "_hs_at"]
+    assert [c.args[3] for c in at] == [Lit(-1)] + [Lit(1)] * (len(at) - 1)
+    assert all(isinstance(c.args[0], Elems) and c.args[0].elems == ("h1", "h2", "h3", "h4")
+               and isinstance(c.args[2], Str) and "header stack index" in c.args[2].value
+               for c in at)
+    last = [c for _, c in calls if c.fn == "_hs_last"]
+    assert len(last) == 1 and last[0].args[1] == Field("h5", 1, 32)  # the next index
+    ir = _compile("tests/stf/header_stacks.p4").ir
+    kinds = {type(e.node).__name__ for it in ir if isinstance(it, Function)
+             for st in walk(it.body) for e in expressions(st)}
+    assert "Pick" in kinds
+
+
 def _digests(n):  # noqa: ANN001, ANN202
     if isinstance(n, Digest):
         return [n]
