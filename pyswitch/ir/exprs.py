@@ -33,8 +33,9 @@ node           fields                                  Python (`text`)
 `ActionRun`    a table apply's entry local             ``_e.aidx`` (its action's index)
 `Call`         a helper of the generated module        ``_shl(a, b, 8)``, ``min(a + b,
                (``_shl``, ``_sat_s``, ``_hmod``,        255)``
-               ``_random``, ``min``, ``max``), its
-               arguments
+               ``_random``, ``min``, ``max``, the
+               stack helpers ``_hs_at``,
+               ``_hs_last``), its arguments
 `Digest`       a hash's or checksum's algorithm, the   ``_crc32((a << 8 | b)
                field list's items and their widths,    .to_bytes(3, 'big'))``,
                the payload's slot (or None)            ``_csum16i(((a) << 8) + (b))``
@@ -252,7 +253,8 @@ class Hit:
 
 @dataclass(frozen=True)
 class Call:
-    """A call of `fn`, a helper function of the generated module (or ``min``/``max``)."""
+    """A call of `fn`, a helper function of the generated module (or ``min``/``max``;
+    the stack helpers ``_hs_at``/``_hs_last`` on `Elems`, `native.picks` reads them)."""
 
     fn: str
     args: tuple[Expr, ...]
