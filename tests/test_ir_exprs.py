@@ -5,7 +5,7 @@
   (`pyswitch.native.exprtree`), is the tree of that text.
 - In every program of tests/p4, p4src and tests/stf, each expression that is a node prints
   as its `PyExpr.code`, and its tree is built without parsing any text (an `Opaque`
-  operand apart); ina.p4 and switchml.p4 have no text left in their expressions.
+  operand apart); no program has text left in its expressions.
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ from pyswitch.ir.exprs import (
     All,
     AnyOf,
     Bin,
+    BufRead,
     Call,
     Concat,
     Cond,
     Digest,
     Elem,
+    Elems,
     Field,
     Hit,
     Lit,
@@ -37,10 +39,15 @@ from pyswitch.ir.exprs import (
     Not,
     Opaque,
     Paren,
+    Pick,
     Range,
     SCmp,
     SignExt,
     Slot,
+    SShr,
+    Str,
+    VbDigest,
+    VbValue,
     Wrap,
     opaque,
     operands,
@@ -102,6 +109,25 @@ CASES = [
     (Digest("identity", (Local("_v17"),), (64,)), "((_v17) & 0xffffffffffffffff)"),
     (Digest("csum16", (Field("h0", 1),), (16,), payload=5),
      "_csum16(((h0[1]).to_bytes(2, 'big') + M[5]))"),
+    (Pick(("h1", "h2", "h3"), Field("h5", 1, 32)), "(h1, h2, h3, )[h5[1]]"),
+    (BufRead(Local("pos"), 2, 16), "int.from_bytes(buf[pos:pos + 2], 'big')"),
+    (BufRead(Bin("+", Bin("+", Bin("+", Local("pos"), Lit(1), bare=True),
+                          Bin("//", Local("_vn1"), Lit(8), bare=True), bare=True), Lit(8),
+                 bare=True), 1, 8),
+     "int.from_bytes(buf[pos + 1 + _vn1 // 8 + 8:pos + 1 + _vn1 // 8 + 8 + 1], 'big')"),
+    (SShr(Field("h1", 3, 8), Lit(2), 8), "(((h1[3] ^ 128) - 128 >> 2) & 255)"),
+    (SShr(X, Call("min", (Y, Lit(16))), 16),
+     "(((M[3] ^ 0x8000) - 0x8000 >> min(h2[1], 16)) & 0xffff)"),
+    (Bin("==", VbValue(Field("h1", 2)), VbValue(Field("h2", 2))),
+     "((h1[2][1] if h1[2] else 0) == (h2[2][1] if h2[2] else 0))"),
+    (VbDigest("crc16", (Field("h1", 1), Field("h1", 2), Field("h2", 2)), (8, None, None)),
+     "_crc16(_pack_bits(((8, h1[1]), (h1[2] or (0, 0)), (h2[2] or (0, 0)), )))"),
+    (VbDigest("csum16", (Field("h1", 2),), (None,), payload=4),
+     "_csum16((_pack_bits(((h1[2] or (0, 0)), )) + M[4]))"),
+    (Call("_hs_at", (Elems(("h1", "h2")), Bin("&", Local("_v6"), Lit(1)), Str("p.p4:44:13: x"),
+                     Lit(-1))), "_hs_at((h1, h2, ), (_v6 & 1), 'p.p4:44:13: x', -1)"),
+    (Call("_hs_last", (Elems(("h1",)), Field("h3", 1, 32), Str("it's"))),
+     """_hs_last((h1, ), h3[1], "it's")"""),
 ]
 
 
@@ -183,6 +209,39 @@ def test_ina_and_switchml_expressions_are_nodes(rel: str, digests: int) -> None:
           for st in walk(it.body) for e in expressions(st)]
     assert all(e.node is not None and not opaque(e.node) for e in es)
     assert sum(len(_digests(e.node)) for e in es) == digests
+
+
+@pytest.mark.parametrize("rel", PROGRAMS)
+def test_no_expression_is_text(rel: str) -> None:
+    """No program of tests/p4, p4src and tests/stf has an expression still text: the
+    stacks' picks (`Pick`), the packet's bytes (`BufRead`), signed shifts (`SShr`), the
+    comparisons of headers, structs and varbits (`VbValue`), the digests of field lists
+    with varbits (`VbDigest`), the functions' results are nodes too."""
+    es = [e for it in _compile(rel).ir if isinstance(it, Function)
+          for st in walk(it.body) for e in expressions(st)]
+    assert [e.code for e in es if e.node is None or opaque(e.node)] == []
+
+
+def test_stack_picks_are_nodes() -> None:
+    """A stack element picked at run time: ``extract(hs.next)``'s `Pick`, and the helpers'
+    ``_hs_at`` (an extract's strict one with -1 fields: StackIndexError outside) and
+    ``_hs_last`` as the `Call` an `Assign` holds, no longer `PyText`."""
+    ir = _compile("tests/p4/native_stack_index.p4").ir
+    calls = [(st.target.node, st.value.node) for it in ir if isinstance(it, Function)
+             for st in walk(it.body) if isinstance(st, Assign)
+             and isinstance(st.value.node, Call) and st.value.node.fn.startswith("_hs_")]
+    assert all(isinstance(t, Local) and t.name.startswith("_hs") for t, _ in calls)
+    at = [c for _, c in calls if c.fn == "_hs_at"]
+    assert [c.args[3] for c in at] == [Lit(-1)] + [Lit(1)] * (len(at) - 1)
+    assert all(isinstance(c.args[0], Elems) and c.args[0].elems == ("h1", "h2", "h3", "h4")
+               and isinstance(c.args[2], Str) and "header stack index" in c.args[2].value
+               for c in at)
+    last = [c for _, c in calls if c.fn == "_hs_last"]
+    assert len(last) == 1 and last[0].args[1] == Field("h5", 1, 32)  # the next index
+    ir = _compile("tests/stf/header_stacks.p4").ir
+    kinds = {type(e.node).__name__ for it in ir if isinstance(it, Function)
+             for st in walk(it.body) for e in expressions(st)}
+    assert "Pick" in kinds
 
 
 def _digests(n):  # noqa: ANN001, ANN202

@@ -48,6 +48,7 @@ from pyswitch.ir.exprs import (
     Not,
     SCmp,
     SignExt,
+    SShr,
     Wrap,
 )
 from pyswitch.types import (
@@ -407,20 +408,20 @@ class Expressions:
                 if b.const >= ty.width:
                     if op == "<<" or not ty.signed:
                         return E("0", ty, 0)
-                    return E(f"({_lit(ty.mask)} if {a.code} & {_lit(sb)} else 0)", ty)
+                    return E.of(Cond(Bin("&", a.as_node(), nlit(sb), bare=True), nlit(ty.mask),
+                                     Lit(0), ty.width), ty)
                 if b.const == 0:
                     return a
                 if op == "<<":
                     return E.of(Wrap("<<", a.as_node(), Lit(b.const), ty.width), ty)
                 if ty.signed:
-                    return E(f"((({a.code} ^ {_lit(sb)}) - {_lit(sb)} >> {b.const}) & "
-                             f"{_lit(ty.mask)})", ty)
+                    return E.of(SShr(a.as_node(), Lit(b.const), ty.width), ty)
                 return E.of(Bin(">>", a.as_node(), Lit(b.const), ty.width), ty)
             if op == "<<":
                 return E.of(Call("_shl", (a.as_node(), b.as_node(), Lit(ty.width)), ty.width), ty)
             if ty.signed:
-                return E(f"((({a.code} ^ {_lit(sb)}) - {_lit(sb)} >> min({b.code}, {ty.width}))"
-                         f" & {_lit(ty.mask)})", ty)
+                return E.of(SShr(a.as_node(), Call("min", (b.as_node(), Lit(ty.width))), ty.width),
+                            ty)
             return E.of(Bin(">>", a.as_node(), b.as_node(), ty.width), ty)
         if op == "++":
             for x in (a, b):

@@ -5,6 +5,7 @@ extern functions; an extern's own checks and lowering are its class in `pyswitch
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from lark import Tree
@@ -25,12 +26,14 @@ from pyswitch.compiler.model import (
     Scope,
     StackLoc,
     TableDef,
+    bits_width,
+    too_short,
     valid_e,
 )
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import VarbitTy
 from pyswitch.ir import Advance, ParserError, PyExpr, PyText
-from pyswitch.ir.exprs import Digest, Expr, Lit, Local, Not, Opaque
+from pyswitch.ir.exprs import Bin, BufRead, Digest, Expr, Field, Lit, Local, Not, VbDigest
 from pyswitch.types import (
     BOOL,
     INTLIT,
@@ -70,10 +73,9 @@ class Externs:
                 return self.lookahead_aggregate(ty, node, em)
             nbytes = (ty.width + 7) // 8
             shift = nbytes * 8 - ty.width
-            code = f"(int.from_bytes(buf[pos:pos + {nbytes}], 'big') >> {shift})" if shift else \
-                f"int.from_bytes(buf[pos:pos + {nbytes}], 'big')"
-            em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr(f"pos + {nbytes} > L")))
-            return E(code, ty)
+            read = BufRead(Local("pos"), nbytes, nbytes * 8)
+            em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(nbytes)))
+            return E.of(Bin(">>", read, Lit(shift), ty.width) if shift else read, ty)
         target = self._expr(node.children[0], scope, em)
         args = self.call_args(node)
         if em is None:
@@ -164,20 +166,21 @@ class Externs:
                         v = self.new_tmp("adv")
                         em.assign(v, ne)
                         em.emit(ParserError(self.errors.index('ParserInvalidArgument'),
-                                            PyExpr(f"{v} & 7")))
-                        em.emit(ParserError(self.errors.index('PacketTooShort'),
-                                            PyExpr(f"pos + ({v} >> 3) > L")))
-                        em.emit(Advance(PyExpr(f"{v} >> 3")))
+                                            PyExpr.of(Bin("&", Local(v), Lit(7), bare=True))))
+                        nb = Bin(">>", Local(v), Lit(3))
+                        em.emit(ParserError(self.errors.index('PacketTooShort'), PyExpr.of(
+                            Bin(">", Bin("+", Local("pos"), nb, bare=True), Local("L"),
+                                bare=True))))
+                        em.emit(Advance(PyExpr.of(replace(nb, bare=True))))
                         return None
                     n = ne.const
                     if n % 8:
                         raise self.err(node, "advance needs a constant multiple of 8 bits")
-                    em.emit(ParserError(self.errors.index('PacketTooShort'),
-                                        PyExpr(f"pos + {n // 8} > L")))
-                    em.emit(Advance(PyExpr(str(n // 8))))
+                    em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(n // 8)))
+                    em.emit(Advance(PyExpr.of(Lit(n // 8))))
                     return None
                 if mn == "length":
-                    return E("L * 8", Bits(32))
+                    return E.of(Bin("*", Local("L"), Lit(8), 32, bare=True), Bits(32))
                 raise self.err(node, f"packet_in has no supported method {mn!r}")
             if mn == "emit":
                 if self.ctrl_kind != "deparser":
@@ -226,34 +229,29 @@ class Externs:
             if isinstance(e.loc, HdrLoc):
                 self.used_slots.add(e.loc.slot)
                 for i, (_f, ft) in enumerate(e.loc.ty.fields):
-                    out.append(E(f"{e.loc.var}[{i + 1}]", ft))
+                    out.append(E.of(Field(e.loc.var, i + 1, bits_width(ft)), ft))
                 continue
             if isinstance(e.ty, BoolTy):
                 e = self.cast(e, Bits(1), x)
             if isinstance(e.ty, EnumTy) and e.ty.underlying:
-                e = E(e.code, e.ty.underlying, e.const)
+                e = E(e.code, e.ty.underlying, e.const, node=e.node)
             if not isinstance(e.ty, (Bits, VarbitTy)):  # varbit: see compiler.varbit
                 raise self.err(x, f"field list element must be bit<N>, got {e.ty.show()} "
                                   "(cast unsized constants)")
             out.append(e)
         return out
 
-    def packed_bytes(self, items: list[E]) -> str:
-        """Python expr of the bytes of a field list with varbits (their lengths known at run
-        time: `compiler.varbit`): fields MSB-first, zero-padded at the end to a whole byte
-        (BMv2's packing)."""
-        return self.packed_bytes_vl(items)
-
     def digest(self, algo: str, items: list[E], payload: int | None = None) -> Expr:
         """``algo`` over the field list (+ the payload, metadata slot `payload`): a
         `pyswitch.ir.exprs.Digest` (csum16 of a fixed-width list sums its 16-bit words as one
         number, `hashes.csum16_int`, and identity is that number itself, without building
-        bytes); a list with varbits is still text (`Opaque`: ``_pack_bits``)."""
+        bytes); a list with varbits (their lengths known at run time: `compiler.varbit`) a
+        `VbDigest`, packed by the module's ``_pack_bits``."""
         if any(isinstance(e.ty, VarbitTy) for e in items):
-            data = self.packed_bytes(items)
-            if payload is not None:
-                data = f"({data} + M[{payload}])"
-            return Opaque(f"_{algo}({data})")
+            self.use_pack_helper()
+            return VbDigest(algo, tuple(e.as_node() for e in items),
+                            tuple(None if isinstance(e.ty, VarbitTy) else e.ty.width
+                                  for e in items), payload)
         return Digest(algo, tuple(e.as_node() for e in items),
                       tuple(e.ty.width for e in items), payload)
 

@@ -206,7 +206,7 @@ class Functions:
                 v = self.new_tmp("f")
                 em.assign(v, e)
                 return E.of(Local(v, bits_width(fd.ret)), fd.ret)
-            return E(e.code, fd.ret, e.const)
+            return E(e.code, fd.ret, e.const, node=e.node)
         result = None if isinstance(fd.ret, VoidTy) else self.fresh(f"{fd.name}.$ret", fd.ret)
         if result is not None:
             self.invalidate(result, em)
@@ -229,9 +229,9 @@ class Functions:
         if result is None:
             return None
         if ctx.value is not None:
-            return E(ctx.value.code, fd.ret, ctx.value.const)
+            return E(ctx.value.code, fd.ret, ctx.value.const, node=ctx.value.node)
         if isinstance(result, ScalarLoc):
-            return E(result.code, result.ty)
+            return E(result.code, result.ty, node=result.node)
         return self.loc_e(result)
 
     def in_function(self) -> bool:
@@ -284,10 +284,11 @@ class Functions:
         if isinstance(lv, tuple):  # ("slice", base, hi, lo)
             _s, base, hi, lo = lv
             w = hi - lo + 1
-            code = f"({base.code} >> {lo})" if lo else base.code
+            b = self.loc_e(base).as_node()
+            x = Bin(">>", b, Lit(lo)) if lo else b
             if hi != base.ty.width - 1:
-                code = f"({code} & {hex((1 << w) - 1)})"
-            return E(code, Bits(w))
+                x = Bin("&", x, Lit((1 << w) - 1, hexed=True), w)
+            return E.of(x, Bits(w))
         return self.loc_e(lv)
 
     def write_lvalue(self, lv: Any, val: E, em: Emitter, node: Any) -> None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StructLoc, _lit, too_short
+from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StructLoc, nlit, too_short
 from pyswitch.ir import ParserError
+from pyswitch.ir.exprs import Bin, BufRead, Lit, Local
 from pyswitch.types import Bits, HeaderTy, StructTy, Ty
 
 
@@ -32,18 +33,20 @@ class Lookahead:
         nbytes = (width + 7) // 8
         em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(nbytes)))
         v = self.new_tmp("la")
-        em.assign(v, f"int.from_bytes(buf[pos:pos + {nbytes}], 'big')")
-        vals, sh = [], nbytes * 8
+        em.assign(v, E.of(BufRead(Local("pos"), nbytes, nbytes * 8), Bits(nbytes * 8)))
+        vals: list[E] = []
+        sh = nbytes * 8
         for _f, t in ty.fields:
             sh -= t.width
-            vals.append(f"(({v} >> {sh}) & {_lit(t.mask)})" if sh else f"({v} & {_lit(t.mask)})")
+            x = Bin(">>", Local(v), Lit(sh)) if sh else Local(v)
+            vals.append(E.of(Bin("&", x, nlit(t.mask), t.width), t))
         loc = self.alloc(self.new_tmp("lookahead"), ty)
         if isinstance(loc, HdrLoc):
             self.used_slots.add(loc.slot)
-            em(f"{loc.var}[:] = [True, {', '.join(vals)}]")
+            em(f"{loc.var}[:] = [True, {', '.join(x.code for x in vals)}]")
         else:
             assert isinstance(loc, StructLoc)
             for sub, val in zip(loc.fields.values(), vals, strict=True):
                 assert isinstance(sub, ScalarLoc)
-                em.assign(sub.code, val)
+                em.assign(self.loc_e(sub), val)
         return self.loc_e(loc)

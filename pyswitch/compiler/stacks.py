@@ -29,7 +29,7 @@ loop heads is inlined as for loop-free parsers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lark import Tree
@@ -37,9 +37,9 @@ from lark import Tree
 from pyswitch.compiler.model import E, Emitter, HdrLoc, Method, Scope, StackLoc, nlit, valid_e
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import varbit_index
-from pyswitch.ir import Continue, Line, Loop, ModuleText, ParserError, PyExpr, PyText
-from pyswitch.ir.exprs import Bin, Call, Field, Lit, Local, Wrap
-from pyswitch.types import BOOL, Bits, HeaderTy, IntLit
+from pyswitch.ir import Assign, Continue, Line, Loop, ModuleText, ParserError, PyExpr
+from pyswitch.ir.exprs import Bin, Call, Elems, Field, Lit, Local, Pick, Str, Wrap, text
+from pyswitch.types import BOOL, Bits, HeaderTy, IntLit, Ty
 
 # the hidden slot that holds a stack's next index: [unused validity, next]
 NEXT_TY = HeaderTy("$stack_next", [("next", Bits(32))])
@@ -118,6 +118,17 @@ class Stacks:
         assert loc.nxt is not None
         return E(nx, Bits(32), node=Field(loc.nxt.var, 1, 32))
 
+    def pick_next(self, hdrs: list[HdrLoc], loc: StackLoc, ty: Ty) -> E:
+        """The header of `hdrs` (of type `ty`) at stack `loc`'s next index, picked at run
+        time (a `Pick`; the index is checked beforehand)."""
+        self.tuple_of(hdrs)  # their slots are used
+        return E.of(Pick(tuple(h.var for h in hdrs), self.stack_next_e(loc).as_node()), ty)
+
+    def elems_of(self, loc: StackLoc) -> Elems:
+        """The stack's element headers as one tuple (`Elems`)."""
+        self.stack_elems(loc)  # their slots are used (not a stack of unions)
+        return Elems(tuple(h.var for h in loc.elems))
+
     def stack_elems(self, loc: StackLoc) -> str:
         if isinstance(loc.ty.elem, UnionTy):
             raise ValueError("a stack of header unions has no header elements")
@@ -159,10 +170,11 @@ class Stacks:
         what = str(self.err(node, "header stack index"))  # file:line:col for the message
         # a negative int<N> index is stored as its two's complement: outside the stack too;
         # outside, a scratch header (see module docstring)
-        em(f"{v} = _hs_at({self.stack_elems(loc)}, {ie.code}, {what!r}, "
-           f"{len(loc.ty.elem.fields)})")
+        at = Call("_hs_at", (self.elems_of(loc), ie.as_node(), Str(what),
+                             Lit(len(loc.ty.elem.fields))))
+        em.assign(v, E.of(at, loc.ty.elem))
         return self.loc_e(DynHdrLoc(loc.elems[0].slot, loc.ty.elem, v, strict_code=(
-            f"_hs_at({self.stack_elems(loc)}, {ie.code}, {what!r}, -1)")))
+            text(replace(at, args=(*at.args[:3], Lit(-1)))))))
 
     def stack_member(self, base: E, mn: str, name_node: Any, node: Any,
                      em: Emitter | None) -> Any:
@@ -195,8 +207,9 @@ class Stacks:
             self.stack_helpers()
             v = self.new_tmp("hs")
             what = str(self.err(node, "header stack"))
-            em(f"{v} = _hs_last({self.stack_elems(loc)}, {self.stack_next_slot(loc)}, "
-               f"{what!r})")
+            last = Call("_hs_last", (self.elems_of(loc), self.stack_next_e(loc).as_node(),
+                                     Str(what)))
+            em.assign(v, E.of(last, loc.ty.elem))
             self.last_nodes.add(id(node))  # not a left-value: see check_stack_lvalue
             return self.loc_e(DynHdrLoc(loc.elems[0].slot, loc.ty.elem, v))
         raise self.err(name_node, f"header stack has no member {mn!r}")
@@ -275,11 +288,11 @@ class Stacks:
             # no scratch header to extract into: the element, or StackIndexError
             for k in range(len(em.lines) - 1, -1, -1):
                 ln = em.lines[k]
-                if not isinstance(ln.stmt, PyText):
-                    continue
-                head, _, _ = ln.stmt.text.partition(" = _hs_at(")
-                if head.strip() == target.code:
-                    em.lines[k] = Line(ln.ind, PyText(f"{head} = {target.strict_code}"))
+                at = ln.stmt.value.node if isinstance(ln.stmt, Assign) else None
+                if isinstance(at, Call) and at.fn == "_hs_at" and \
+                        ln.stmt.target.code == target.code:
+                    at = replace(at, args=(*at.args[:3], Lit(-1)))
+                    em.lines[k] = Line(ln.ind, replace(ln.stmt, value=PyExpr.of(at)))
                     break
         nbits = None
         if len(args) == 2:
@@ -310,12 +323,13 @@ class Stacks:
         v = self.new_tmp("hs")
         if nl.member:  # a union's member: the union's other members become invalid
             members = [u.fields[nl.member] for u in loc.elems]
-            em.assign(v, f"{self.tuple_of(members)}[{nx}]")
+            em.assign(v, self.pick_next(members, loc, nl.ty))
             self.extract_into(DynHdrLoc(members[0].slot, nl.ty, v), nbits, em)
             sibs = "(" + "".join(f"{self.tuple_of(m.siblings)}, " for m in members) + ")"
             em(f"for _s in {sibs}[{nx}]: _s[0] = False")
         else:
-            em.assign(v, f"{self.stack_elems(loc)}[{nx}]")
+            self.stack_elems(loc)  # (not a stack of unions)
+            em.assign(v, self.pick_next(loc.elems, loc, nl.ty))
             self.extract_into(DynHdrLoc(loc.elems[0].slot, loc.ty.elem, v), nbits, em)
         # nx + 1 (nx < size was checked above), written so that its bound is the size's:
         # the native path proves every slot within its range (pyswitch.native.exprs)

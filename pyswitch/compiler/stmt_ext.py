@@ -273,7 +273,7 @@ class StatementsExt:
                 raise self.err(node, "packet_in methods are only available in the parser")
             n = ty.width // 8
             em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(n)))
-            em.emit(Advance(PyExpr(str(n))))
+            em.emit(Advance(PyExpr.of(Lit(n))))
             return None
         e = self.expr(a, scope, em)
         if not same_type(e.ty, ty) and not (isinstance(e.loc, HdrLoc) and e.loc.ty is ty):

@@ -353,6 +353,6 @@ class Tables:
                      PyExpr(k["code"], k["width"]) for k in t.keys)
         count = None
         if t.direct_counter is not None:
-            count = PyExpr(self.std.fields["packet_length"].code, 32)
+            count = replace(self.loc_e(self.std.fields["packet_length"]).py(), width=32)
         em.emit(TableApply(t.var, v, kind, keys, count))
         return ApplyResult(t, v)

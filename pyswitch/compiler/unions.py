@@ -23,6 +23,7 @@ from lark import Tree
 
 from pyswitch.compiler.model import E, Emitter, HdrLoc, StructLoc, px, valid_e
 from pyswitch.ir import Assign, Seq
+from pyswitch.ir.exprs import AnyOf, Paren
 from pyswitch.types import BOOL, HeaderTy, StructTy
 
 
@@ -88,8 +89,10 @@ class Unions:
         parts = []
         for m in loc.fields.values():
             self.used_slots.add(m.slot)
-            parts.append(f"{m.var}[0]")
-        return E("(" + " or ".join(parts) + ")", BOOL)
+            parts.append(valid_e(m.var).as_node())
+        if not parts:
+            return E("()", BOOL)
+        return E.of(Paren(AnyOf(tuple(parts)) if len(parts) > 1 else parts[0]), BOOL)
 
     def union_method(self, obj: E, mn: str, args: list, node: Any) -> E:
         if mn != "isValid":

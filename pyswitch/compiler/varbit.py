@@ -29,7 +29,21 @@ from lark import Tree
 
 from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StackLoc, StructLoc
 from pyswitch.ir import Advance, ModuleText, ParserError, PyExpr
-from pyswitch.ir.exprs import Bin, Expr, Lit, Local, Opaque
+from pyswitch.ir.exprs import (
+    All,
+    AnyOf,
+    Bin,
+    BufRead,
+    Expr,
+    Field,
+    Lit,
+    Local,
+    Not,
+    Opaque,
+    Paren,
+    VbValue,
+    text,
+)
 from pyswitch.types import BOOL, Bits, HeaderTy, StackTy, StructTy, Ty
 
 
@@ -80,10 +94,6 @@ def byte_groups(fields: list[tuple[Any, int]]) -> list[list[tuple[Any, int]]]:
     if cur:
         out.append(cur)
     return out
-
-
-def _vb_value(code: str) -> str:
-    return f"({code}[1] if {code} else 0)"
 
 
 class Varbits:
@@ -148,14 +158,15 @@ class Varbits:
                             PyExpr.of(Bin("or", Bin(">>", n, Lit(31), bare=True), short,
                                           bare=True))))
         em.emit(ParserError(err('HeaderTooShort'), PyExpr.of(Bin(">", b, Lit(mx), bare=True))))
-        vals = self.unpack_fields(pre, "pos", pb, em)
-        vend = f"pos + {pb} + {nbits} // 8"
-        vals.append(f"({nbits}, int.from_bytes(buf[pos + {pb}:{vend}], 'big'))")
+        vals = self.unpack_fields(pre, Local("pos"), pb, em)
+        vend = Bin("+", Bin("+", Local("pos"), Lit(pb), bare=True),
+                   Bin("//", n, Lit(8), bare=True), bare=True)
+        vals.append(f"({nbits}, int.from_bytes(buf[pos + {pb}:{text(vend)}], 'big'))")
         vals += self.unpack_fields(post, vend, qb, em)
         em(f"{h}[:] = [True, {', '.join(vals)}]")
         em.emit(Advance(PyExpr.of(Local(nb))))
 
-    def unpack_fields(self, fields: list[tuple[str, int]], start: str, nbytes: int,
+    def unpack_fields(self, fields: list[tuple[str, int]], start: Expr, nbytes: int,
                       em: Emitter) -> list[str]:
         """The values of `fields` (filling `nbytes` bytes from `start`), read in the
         groups of `byte_groups`."""
@@ -164,8 +175,8 @@ class Varbits:
         for group in byte_groups(fields):
             n = sum(w for _f, w in group) // 8
             v = self.new_tmp("vf")
-            at = f"{start} + {off}" if off else start
-            em.assign(v, f"int.from_bytes(buf[{at}:{at} + {n}], 'big')")
+            at = Bin("+", start, Lit(off), bare=True) if off else start
+            em.assign(v, E.of(BufRead(at, n, n * 8), Bits(n * 8)))
             sh = n * 8
             for _f, w in group:
                 sh -= w
@@ -199,54 +210,58 @@ class Varbits:
                               packed(vi + 1, len(ty.fields))) if p]
         em(f"if {h}[0]: out.append({' + '.join(pieces)})")
 
-    def packed_bytes_vl(self, items: list[E]) -> str:
-        """The bytes of a field list with varbits (hash, checksum): every field's bits in
-        order, a varbit with its current length, zero-padded at the end to a byte."""
+    def use_pack_helper(self) -> None:
+        """The module's ``_pack_bits`` (a field list with varbits as bytes: every field's
+        bits in order, a varbit with its current length, zero-padded at the end to a
+        byte), defined once."""
         if not getattr(self, "_pack_helper", False):
             self._pack_helper = True
             self.module.append(ModuleText(_PACK_HELPER))
-        parts = []
-        for e in items:
-            if isinstance(e.ty, VarbitTy):
-                parts.append(f"({e.code} or (0, 0))")
-            else:
-                parts.append(f"({e.ty.width}, {e.code})")
-        return f"_pack_bits(({''.join(p + ', ' for p in parts)}))"
 
     # ------------------------------------------------------------------ comparison
     def aggregate_compare(self, op: str, a: E, b: E, node: Any) -> E:
         """``==``/``!=`` of varbits, headers, structs, unions or stacks (see module
         docstring)."""
         if isinstance(a.ty, VarbitTy):
-            code = f"({_vb_value(a.code)} == {_vb_value(b.code)})"
+            eq: Expr = Bin("==", VbValue(a.as_node()), VbValue(b.as_node()))
         else:
             if a.loc is None or b.loc is None:
                 raise self.err(node, f"comparing {a.ty.show()} values that are not stored "
                                      "is not supported by pyswitch")
-            code = self.loc_equal(a.loc, b.loc, node)
-        return E(code if op == "==" else f"(not {code})", BOOL)
+            eq = self.loc_equal(a.loc, b.loc, node)
+        return E.of(eq if op == "==" else Not(eq), BOOL)
 
-    def loc_equal(self, x: Any, y: Any, node: Any) -> str:
+    def loc_equal(self, x: Any, y: Any, node: Any) -> Expr:
+        """Whether the values at locations `x` and `y` are equal (headers: both invalid, or
+        both valid with equal fields)."""
         if isinstance(x, HdrLoc) and isinstance(y, HdrLoc):
             self.used_slots.update((x.slot, y.slot))
-            fs = []
+            fs: list[Expr] = []
             for i, (_f, t) in enumerate(x.ty.fields):
-                p, q = f"{x.var}[{i + 1}]", f"{y.var}[{i + 1}]"
-                fs.append(f"{_vb_value(p)} == {_vb_value(q)}" if isinstance(t, VarbitTy)
-                          else f"{p} == {q}")
-            valid = " and ".join([f"{x.var}[0]", f"{y.var}[0]"] + fs)
-            return f"((not {x.var}[0] and not {y.var}[0]) or ({valid}))"
+                w = t.width if isinstance(t, Bits) else None
+                p, q = Field(x.var, i + 1, w), Field(y.var, i + 1, w)
+                fs.append(Bin("==", VbValue(p), VbValue(q), bare=True) if isinstance(t, VarbitTy)
+                          else Bin("==", p, q, bare=True))
+            vx, vy = Field(x.var, 0), Field(y.var, 0)
+            invalid = All((Not(vx, bare=True), Not(vy, bare=True)))
+            return Paren(AnyOf((Paren(invalid), Paren(All((vx, vy, *fs))))))
         if isinstance(x, StackLoc) and isinstance(y, StackLoc):
-            return "(" + " and ".join(self.loc_equal(p, q, node)
-                                      for p, q in zip(x.elems, y.elems, strict=True)) + ")"
+            return _all([self.loc_equal(p, q, node) for p, q in zip(x.elems, y.elems, strict=True)])
         if isinstance(x, StructLoc) and isinstance(y, StructLoc):
-            parts = [self.loc_equal(x.fields[f], y.fields[f], node) for f in x.fields]
-            return "(" + (" and ".join(parts) or "True") + ")"
+            return _all([self.loc_equal(x.fields[f], y.fields[f], node) for f in x.fields])
         if isinstance(x, ScalarLoc) and isinstance(y, ScalarLoc):
+            a, b = self.loc_e(x).as_node(), self.loc_e(y).as_node()
             if isinstance(x.ty, VarbitTy):
-                return f"({_vb_value(x.code)} == {_vb_value(y.code)})"
-            return f"({x.code} == {y.code})"
+                return Bin("==", VbValue(a), VbValue(b))
+            return Bin("==", a, b)
         raise self.err(node, "these values cannot be compared")
+
+
+def _all(parts: list[Expr]) -> Expr:
+    """``(a and b ...)``: all of `parts` hold (none: ``(True)``)."""
+    if not parts:
+        return Paren(Lit(True))
+    return Paren(All(tuple(parts)) if len(parts) > 1 else parts[0])
 
 
 def is_aggregate(ty: Ty) -> bool:

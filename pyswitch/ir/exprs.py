@@ -16,8 +16,8 @@ node           fields                                  Python (`text`)
 `Elem`         a local holding a tuple, item i         ``_r3[0]`` (an action's out values)
 `Paren`        a                                       ``(a)`` (where the compiler writes
                                                        them around an operand)
-`Opaque`       Python source the compiler still        as is (a call, a table's ``.hit``,
-               writes as text                          a stack element picked at run time)
+`Opaque`       Python source the compiler still        as is (none left in the programs of
+               writes as text                          tests/p4, p4src, tests/stf)
 `Bin`          op, a, b: ``& | ^ >> + - % == != <     ``(a op b)``; `bare`: ``a op b``
                > <= >= and or``
 `Wrap`         op ``+ - * <<``, a, b, width            ``((a op b) & mask)``
@@ -33,11 +33,24 @@ node           fields                                  Python (`text`)
 `ActionRun`    a table apply's entry local             ``_e.aidx`` (its action's index)
 `Call`         a helper of the generated module        ``_shl(a, b, 8)``, ``min(a + b,
                (``_shl``, ``_sat_s``, ``_hmod``,        255)``
-               ``_random``, ``min``, ``max``), its
-               arguments
+               ``_random``, ``min``, ``max``, the
+               stack helpers ``_hs_at``,
+               ``_hs_last``), its arguments
 `Digest`       a hash's or checksum's algorithm, the   ``_crc32((a << 8 | b)
                field list's items and their widths,    .to_bytes(3, 'big'))``,
                the payload's slot (or None)            ``_csum16i(((a) << 8) + (b))``
+`Pick`         a stack's element headers, the index    ``(h1, h2, )[i]`` (a header
+               (a stack element picked at run time)    picked at run time)
+`BufRead`      the packet's bytes from `start`, their  ``int.from_bytes(buf[s:s + n],
+               count n                                 'big')``
+`SShr`         signed ``a >> b``, width                ``(((a ^ sb) - sb >> b) & mask)``
+`VbValue`      a varbit's cell                         ``(v[1] if v else 0)``
+`VbDigest`     a digest of a field list with varbits:  ``_crc16(_pack_bits(((8, a),
+               algo, items, widths (None: a varbit),   (v or (0, 0)), )))``
+               the payload's slot (or None)
+`Elems`        a stack's element headers               ``(h1, h2, )`` (the argument of
+                                                       ``_hs_at``, ``_hs_last``)
+`Str`          a string constant                       ``'p.p4:4:2: header stack'``
 =============  =====================================  =================================
 
 (``mask`` and ``sb`` are the width's mask and sign bit, written as the compiler writes
@@ -240,7 +253,8 @@ class Hit:
 
 @dataclass(frozen=True)
 class Call:
-    """A call of `fn`, a helper function of the generated module (or ``min``/``max``)."""
+    """A call of `fn`, a helper function of the generated module (or ``min``/``max``;
+    the stack helpers ``_hs_at``/``_hs_last`` on `Elems`, `native.picks` reads them)."""
 
     fn: str
     args: tuple[Expr, ...]
@@ -280,10 +294,82 @@ class Digest:
         return out
 
 
+@dataclass(frozen=True)
+class Pick:
+    """The header of a stack picked at run time: item `index` of the stack's elements
+    (their header locals, `elems`), the index checked by the compiler beforehand."""
+
+    elems: tuple[str, ...]
+    index: Expr
+    width: None = None
+
+
+@dataclass(frozen=True)
+class BufRead:
+    """The packet's `n` bytes from offset `start` as one big-endian number (a lookahead,
+    a varbit header's fixed fields): the compiler checks the length beforehand."""
+
+    start: Expr
+    n: int
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class SShr:
+    """Signed ``a >> b`` of `width` bits: through the sign bit, wrapped to the width
+    (`b` a constant below the width, or ``min(b, width)``)."""
+
+    a: Expr
+    b: Expr
+    width: int
+
+
+@dataclass(frozen=True)
+class VbValue:
+    """The value of the varbit cell `a` (a ``(length, value)`` pair, or None: 0)."""
+
+    a: Expr
+    width: None = None
+
+
+@dataclass(frozen=True)
+class VbDigest:
+    """`algo` over a field list with varbits (their lengths known at run time): `items`
+    MSB-first, of `widths` bits (None: a varbit cell, at its current length), packed by
+    the module's ``_pack_bits``, then the payload (metadata slot `payload`) when not None.
+    The native path reads it from its tree (`c_call`), not from the node."""
+
+    algo: str
+    items: tuple[Expr, ...]
+    widths: tuple[int | None, ...]
+    payload: int | None = None
+    width: None = None
+
+
+@dataclass(frozen=True)
+class Elems:
+    """The element headers of a stack (their header locals), as one tuple: the argument
+    of the stack helpers ``_hs_at`` and ``_hs_last`` (`Call`), which pick one at run
+    time outside the checked range too."""
+
+    elems: tuple[str, ...]
+    width: None = None
+
+
+@dataclass(frozen=True)
+class Str:
+    """A string constant (a stack helper's place in the P4 source, for its message)."""
+
+    value: str
+    width: None = None
+
+
 Expr = (Lit | Slot | Field | Local | Elem | Paren | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp
-        | Concat | All | AnyOf | Range | Hit | ActionRun | Call | Digest)
+        | Concat | All | AnyOf | Range | Hit | ActionRun | Call | Digest | Pick | BufRead | SShr
+        | VbValue | VbDigest | Elems | Str)
 KINDS = (Lit, Slot, Field, Local, Elem, Paren, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat,
-         All, AnyOf, Range, Hit, ActionRun, Call, Digest)
+         All, AnyOf, Range, Hit, ActionRun, Call, Digest, Pick, BufRead, SShr, VbValue, VbDigest,
+         Elems, Str)
 
 
 def _mask(w: int) -> str:
@@ -341,6 +427,32 @@ def text(n: Expr) -> str:  # noqa: C901 - one case per kind
         return f"{n.fn}({', '.join(text(x) for x in n.args)})"
     if isinstance(n, Digest):
         return _digest_text(n)
+    return _text_more(n)
+
+
+def _text_more(n: Expr) -> str:  # noqa: C901 - one case per kind
+    if isinstance(n, Pick):
+        return f"({''.join(h + ', ' for h in n.elems)})[{text(n.index)}]"
+    if isinstance(n, Elems):
+        return f"({''.join(h + ', ' for h in n.elems)})"
+    if isinstance(n, Str):
+        return repr(n.value)
+    if isinstance(n, BufRead):
+        s = text(n.start)
+        return f"int.from_bytes(buf[{s}:{s} + {n.n}], 'big')"
+    if isinstance(n, SShr):
+        sb = lit_text(1 << (n.width - 1))
+        return f"((({text(n.a)} ^ {sb}) - {sb} >> {text(n.b)}) & {_mask(n.width)})"
+    if isinstance(n, VbValue):
+        a = text(n.a)
+        return f"({a}[1] if {a} else 0)"
+    if isinstance(n, VbDigest):
+        parts = [f"({text(x)} or (0, 0))" if w is None else f"({w}, {text(x)})"
+                 for x, w in zip(n.items, n.widths, strict=True)]
+        data = f"_pack_bits(({''.join(p + ', ' for p in parts)}))"
+        if n.payload is not None:
+            data = f"({data} + M[{n.payload}])"
+        return f"_{n.algo}({data})"
     raise TypeError(f"not an expression node: {n!r}")
 
 
@@ -367,15 +479,19 @@ def _packed_text(d: Digest) -> str:
 
 def operands(n: Expr) -> tuple[Expr, ...]:
     """The nodes `n` is made of (none for a leaf)."""
-    if isinstance(n, (Bin, Wrap, SCmp, Concat)):
+    if isinstance(n, (Bin, Wrap, SCmp, Concat, SShr)):
         return (n.a, n.b)
-    if isinstance(n, (Neg, Not, SignExt, Paren)):
+    if isinstance(n, (Neg, Not, SignExt, Paren, VbValue)):
         return (n.a,)
+    if isinstance(n, Pick):
+        return (n.index,)
+    if isinstance(n, BufRead):
+        return (n.start,)
     if isinstance(n, Cond):
         return (n.c, n.a, n.b)
     if isinstance(n, Range):
         return (n.lo, n.a, n.hi)
-    if isinstance(n, (All, AnyOf, Digest)):
+    if isinstance(n, (All, AnyOf, Digest, VbDigest)):
         return n.items
     if isinstance(n, Call):
         return n.args

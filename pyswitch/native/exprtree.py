@@ -19,11 +19,13 @@ from pyswitch.ir.exprs import (
     All,
     AnyOf,
     Bin,
+    BufRead,
     Call,
     Concat,
     Cond,
     Digest,
     Elem,
+    Elems,
     Expr,
     Field,
     Hit,
@@ -33,10 +35,15 @@ from pyswitch.ir.exprs import (
     Not,
     Opaque,
     Paren,
+    Pick,
     Range,
     SCmp,
     SignExt,
     Slot,
+    SShr,
+    Str,
+    VbDigest,
+    VbValue,
     Wrap,
 )
 
@@ -118,6 +125,43 @@ def _build(n: Expr) -> ast.expr:  # noqa: C901 - one case per kind
         return ast.Call(ast.Name(n.fn, ast.Load()), [_build(x) for x in n.args], [])
     if isinstance(n, Digest):
         return _digest(n)
+    return _build_more(n)
+
+
+def _name(s: str) -> ast.expr:
+    return ast.Name(s, ast.Load())
+
+
+def _build_more(n: Expr) -> ast.expr:  # noqa: C901 - one case per kind
+    if isinstance(n, Pick):  # native.picks reads the pick from this tree
+        elems = ast.Tuple([_name(h) for h in n.elems], ast.Load())
+        return ast.Subscript(elems, _build(n.index), ast.Load())
+    if isinstance(n, Elems):  # and the stack helpers' calls (`Call`) with these
+        return ast.Tuple([_name(h) for h in n.elems], ast.Load())
+    if isinstance(n, Str):
+        return ast.Constant(n.value)
+    if isinstance(n, BufRead):  # the start's tree twice: a tree is no DAG
+        end = ast.BinOp(_build(n.start), ast.Add(), ast.Constant(n.n))
+        data = ast.Subscript(_name("buf"), ast.Slice(_build(n.start), end), ast.Load())
+        return ast.Call(ast.Attribute(_name("int"), "from_bytes", ast.Load()),
+                        [data, ast.Constant("big")], [])
+    if isinstance(n, SShr):
+        sb = ast.Constant(1 << (n.width - 1))
+        x = ast.BinOp(ast.BinOp(_build(n.a), ast.BitXor(), sb), ast.Sub(), sb)
+        return ast.BinOp(ast.BinOp(x, ast.RShift(), _build(n.b)), ast.BitAnd(), _mask(n.width))
+    if isinstance(n, VbValue):
+        return ast.IfExp(_build(n.a), ast.Subscript(_build(n.a), ast.Constant(1), ast.Load()),
+                         ast.Constant(0))
+    if isinstance(n, VbDigest):  # c_call reads it from this tree (no ir_node)
+        parts = [ast.BoolOp(ast.Or(), [_build(x), ast.Tuple([ast.Constant(0), ast.Constant(0)],
+                                                             ast.Load())]) if w is None else
+                 ast.Tuple([ast.Constant(w), _build(x)], ast.Load())
+                 for x, w in zip(n.items, n.widths, strict=True)]
+        data: ast.expr = ast.Call(_name("_pack_bits"), [ast.Tuple(parts, ast.Load())], [])
+        if n.payload is not None:
+            data = ast.BinOp(data, ast.Add(), ast.Subscript(
+                _name("M"), ast.Constant(n.payload), ast.Load()))
+        return ast.Call(_name(f"_{n.algo}"), [data], [])
     raise TypeError(f"not an expression node: {n!r}")
 
 
