@@ -38,6 +38,9 @@ from pyswitch.ir import (
     Extract,
     Function,
     HeaderAlias,
+    HeaderCopy,
+    HeaderSet,
+    HeaderSwap,
     If,
     Line,
     Loop,
@@ -57,7 +60,7 @@ from pyswitch.ir import (
     stmt_lines,
     walk,
 )
-from pyswitch.ir.exprs import opaque
+from pyswitch.ir.exprs import Field, Lit, Local, opaque
 from pyswitch.native.irtree import PACKET, STRUCTURED, Marked, assigned
 from pyswitch.program import compile_p4
 
@@ -286,6 +289,37 @@ def test_c_tree_of_parser_and_deparser_nodes_built_from_fields() -> None:
     assert ast.dump(tree) == ast.dump(py)
     assert _lines(tree) == _lines(py)
     assert "unpack_from" not in "\n".join(m.parsed) and "out." not in "\n".join(m.parsed)
+
+
+def test_printer_text_of_whole_headers() -> None:
+    assert stmt_lines(HeaderCopy("h10", "h8")) == [(0, "h10[:] = h8")]
+    assert stmt_lines(HeaderCopy("_hs34", "_hs35")) == [(0, "_hs34[:] = _hs35")]
+    zero = PyExpr.of(Lit(0))
+    assert stmt_lines(HeaderSet("h3", True, (zero, zero))) == [(0, "h3[:] = [True, 0, 0]")]
+    assert stmt_lines(HeaderSet("h3", False, (zero, PyExpr.of(Lit(0xccbb, None, True))))) == [
+        (0, "h3[:] = [False, 0, 0xccbb]")]
+    assert stmt_lines(HeaderSet("h4", True, ())) == [(0, "h4[:] = [True]")]
+    assert stmt_lines(HeaderSwap("h3", "h2")) == [(0, "h3[:], h2[:] = h2, h3[:]")]
+
+
+def test_c_tree_of_whole_headers_built_from_fields() -> None:
+    """Whole headers' copies, sets and swaps reach the native path as trees built from
+    their fields, the tree of their printed Python; nothing of them is parsed."""
+    copy = If(PyExpr.of(Field("h8", 0)), (Line(1, HeaderCopy("h10", "h8")),),
+              (Line(1, Assign(PyExpr.of(Field("h10", 0)), PyExpr.of(Lit(False)))),),
+              inline=True)
+    body = (Line(1, copy),
+            Line(1, HeaderSet("h3", True, (PyExpr.of(Lit(0)), PyExpr.of(Local("_v1"))))),
+            Line(1, HeaderSwap("h3", "h2")))
+    m = Marked([Function("ingress", ("S", "M"), body)])
+    assert m.shown == ["def ingress(S, M):", "    if h8[0]: h10[:] = h8",
+                       "    else: h10[0] = False", "    h3[:] = [True, 0, _v1]",
+                       "    h3[:], h2[:] = h2, h3[:]"]
+    tree = m.tree()
+    py = ast.parse("\n".join(m.shown) + "\n")
+    assert ast.dump(tree) == ast.dump(py)
+    assert _lines(tree) == _lines(py)
+    assert "[:]" not in "\n".join(m.parsed)
 
 
 def _flat(body: tuple, d: int, n: list[int], out: list[str]) -> None:

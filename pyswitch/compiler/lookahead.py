@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StructLoc, _lit, too_short
-from pyswitch.ir import ParserError
+from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StructLoc, nlit, too_short
+from pyswitch.ir import HeaderSet, ParserError
+from pyswitch.ir.exprs import Bin, Lit, Local
 from pyswitch.types import Bits, HeaderTy, StructTy, Ty
 
 
@@ -33,17 +34,18 @@ class Lookahead:
         em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(nbytes)))
         v = self.new_tmp("la")
         em.assign(v, f"int.from_bytes(buf[pos:pos + {nbytes}], 'big')")
-        vals, sh = [], nbytes * 8
-        for _f, t in ty.fields:
+        vals, sh, la = [], nbytes * 8, Local(v, nbytes * 8)
+        for _f, t in ty.fields:  # each field's bits cut out of the value read
             sh -= t.width
-            vals.append(f"(({v} >> {sh}) & {_lit(t.mask)})" if sh else f"({v} & {_lit(t.mask)})")
+            vals.append(E.of(Bin("&", Bin(">>", la, Lit(sh)) if sh else la, nlit(t.mask),
+                                 t.width), t))
         loc = self.alloc(self.new_tmp("lookahead"), ty)
         if isinstance(loc, HdrLoc):
             self.used_slots.add(loc.slot)
-            em(f"{loc.var}[:] = [True, {', '.join(vals)}]")
+            em.emit(HeaderSet(loc.var, True, tuple(x.py() for x in vals)))
         else:
             assert isinstance(loc, StructLoc)
             for sub, val in zip(loc.fields.values(), vals, strict=True):
                 assert isinstance(sub, ScalarLoc)
-                em.assign(sub.code, val)
+                em.assign(self.loc_e(sub), val)
         return self.loc_e(loc)

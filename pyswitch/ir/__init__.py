@@ -42,6 +42,7 @@ from pyswitch.ir.stmts import (
     Body,
     Break,
     Continue,
+    CopyOutCall,
     CounterCount,
     Emit,
     EmitRun,
@@ -49,6 +50,9 @@ from pyswitch.ir.stmts import (
     ExitScope,
     Extract,
     HeaderAlias,
+    HeaderCopy,
+    HeaderSet,
+    HeaderSwap,
     If,
     Loop,
     ParserEnd,
@@ -66,8 +70,9 @@ from pyswitch.ir.stmts import (
 )
 from pyswitch.ir.values import PyExpr
 
-__all__ = ["ActionCall", "Advance", "Assign", "Body", "Break", "Continue", "CounterCount", "Emit",
-           "EmitRun", "Exit", "ExitScope", "Extract", "Function", "HeaderAlias", "If", "Line",
+__all__ = ["ActionCall", "Advance", "Assign", "Body", "Break", "Continue", "CopyOutCall",
+           "CounterCount", "Emit", "EmitRun", "Exit", "ExitScope", "Extract", "Function",
+           "HeaderAlias", "HeaderCopy", "HeaderSet", "HeaderSwap", "If", "Line",
            "Loop", "ModuleItem", "ModuleText", "ParserEnd", "ParserError", "ParserScope",
            "ParserStart", "Pass", "PyExpr", "PyText", "RegRead", "RegWrite", "Return", "Seq",
            "Stmt", "TableApply", "bodies", "expressions", "function_lines", "item_text", "module_text", "shift",
