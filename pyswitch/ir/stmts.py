@@ -4,11 +4,11 @@ Each statement is a frozen dataclass; `pyswitch.ir.pyprint` prints it as the Pyt
 compiler has always generated for it, the native path lowers it to C from its fields (the
 simple nodes in `pyswitch.native.irlower`; the statements from `Assign` on are built into
 the syntax tree the C translator walks, `pyswitch.native.irtree`).  `PyText` is the
-transitional statement: one line of Python the compiler still writes as text (it may open
-a block: ``try:`` of a copy-out call; the lines after it at
-a greater depth are that block).  The structured statements (`If`, `Loop`, `ExitScope`,
-`ParserScope`) hold their bodies: each a tuple of `Line`, depths counted from the node's
-own line (a body's first level is 1).  The parser's cursor (`ParserStart`, `Extract`,
+transitional statement: one line of Python the compiler still writes as text.  The
+structured statements (`If`, `Loop`, `ExitScope`, `ParserScope`, and a `CopyOutCall`'s
+handler) hold their bodies: each a tuple of `Line`, depths counted from the node's own
+line (a body's first level is 1).  Whole headers are copied, set and swapped by nodes of
+their own (`HeaderCopy`, `HeaderSet`, `HeaderSwap`).  The parser's cursor (`ParserStart`, `Extract`,
 `Advance`, `ParserEnd`) and the deparser's output (`Emit`, `EmitRun`) are nodes too: their
 Python reads and writes the packet with a header's ``struct.Struct`` (a module-level
 ``_stN``, `pyswitch.ir.module.ModuleText`, named by the node).

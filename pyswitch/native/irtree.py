@@ -10,7 +10,9 @@ it).  Transitionally (issue 42, scope 1) that tree is made of three kinds of pie
   node assigns a target), lowered by `pyswitch.native.irlower.IRLower.ir_stmt` from the
   node's fields where the translator meets it;
 - the structured statements (`Assign`, `HeaderAlias`, `If`, `Loop` and its `Break` and
-  `Continue`, `Pass`, `Return`, `Seq`, `ExitScope`, `ParserScope`) and the parser's and
+  `Continue`, `Pass`, `Return`, `Seq`, `ExitScope`, `ParserScope`, the whole headers'
+  `HeaderCopy`, `HeaderSet`, `HeaderSwap`, the calls that copy out, `CopyOutCall`, with
+  their handler) and the parser's and
   deparser's nodes (`ParserStart`, `Extract`, `Advance`, `ParserEnd`, `Emit`, `EmitRun`):
   their syntax tree is built here from their fields -- the bodies from their `Line`s,
   the expressions from their nodes (`pyswitch.native.exprtree`), the text parsed only
