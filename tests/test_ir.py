@@ -143,6 +143,22 @@ def test_ina_converted_constructs_reach_c_as_nodes() -> None:
     assert sum(isinstance(n, If) for n in m.nodes) == c["If"]
 
 
+@pytest.mark.parametrize("rel", ["tests/p4/native_copy_out.p4", "tests/stf/exit_copy_out.p4",
+                                 "tests/stf/action_params.p4", "tests/p4/pyswitch_subparser.p4",
+                                 "tests/stf/lookahead_compare.p4", "tests/stf/functions.p4"])
+def test_whole_headers_and_copy_out_calls_reach_c_as_nodes(rel: str) -> None:
+    """Programs whose last text was whole headers (copies, sets, sub-parsers, lookahead
+    into a header) and calls that copy out: every line of their functions is a node, and
+    the text the C back end parses holds none of those idioms."""
+    prog = _compile(rel)
+    c = census(prog.ir)
+    assert "PyText" not in c
+    assert c.get("HeaderCopy", 0) + c.get("HeaderSet", 0) + c.get("CopyOutCall", 0) >= 2
+    text = "\n".join(t for t in Marked(prog.ir).parsed if not t.startswith("def "))
+    for idiom in ("[:]", "_Exit", "try:", "_x.args", "*data", "(S, M"):
+        assert idiom not in text, idiom
+
+
 def test_printer_text_of_each_node() -> None:
     i, v = PyExpr("M[3]", 32), PyExpr("h4[2]", 32)
     assert stmt_lines(RegRead("R0", i, 8, v, (0, 255), guarded=True)) == [

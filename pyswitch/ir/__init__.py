@@ -6,8 +6,9 @@
                    its width
 ``exprs``          the expressions' nodes: constants, reads, P4's operators
 ``stmts``          statements: register reads and writes, counters' counts, exits,
-                   parser errors, direct action calls, table applies, assignments,
-                   header aliases, loops and their jumps, returns, the parser's
+                   parser errors, direct action calls (and those that copy out),
+                   table applies, assignments, whole headers' copies, sets and
+                   swaps, header aliases, loops and their jumps, returns, the parser's
                    cursor (extracts, advances), the deparser's emits, the structured
                    ones with bodies (``If``, ``Loop``, ``ExitScope``,
                    ``ParserScope``), and ``PyText`` (Python the compiler still emits
