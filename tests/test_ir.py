@@ -30,6 +30,7 @@ from pyswitch.ir import (
     Assign,
     Break,
     Continue,
+    CopyOutCall,
     CounterCount,
     Emit,
     EmitRun,
@@ -38,6 +39,9 @@ from pyswitch.ir import (
     Extract,
     Function,
     HeaderAlias,
+    HeaderCopy,
+    HeaderSet,
+    HeaderSwap,
     If,
     Line,
     Loop,
@@ -57,7 +61,7 @@ from pyswitch.ir import (
     stmt_lines,
     walk,
 )
-from pyswitch.ir.exprs import opaque
+from pyswitch.ir.exprs import Elem, Field, Lit, Local, Slot, opaque
 from pyswitch.native.irtree import PACKET, STRUCTURED, Marked, assigned
 from pyswitch.program import compile_p4
 
@@ -137,6 +141,22 @@ def test_ina_converted_constructs_reach_c_as_nodes() -> None:
     assert len(m.text.splitlines()) == len(m.shown)  # messages show the node's Python line
     assert sum(isinstance(n, RegRead) for n in m.nodes) == c["RegRead"]
     assert sum(isinstance(n, If) for n in m.nodes) == c["If"]
+
+
+@pytest.mark.parametrize("rel", ["tests/p4/native_copy_out.p4", "tests/stf/exit_copy_out.p4",
+                                 "tests/stf/action_params.p4", "tests/p4/pyswitch_subparser.p4",
+                                 "tests/stf/lookahead_compare.p4", "tests/stf/functions.p4"])
+def test_whole_headers_and_copy_out_calls_reach_c_as_nodes(rel: str) -> None:
+    """Programs whose last text was whole headers (copies, sets, sub-parsers, lookahead
+    into a header) and calls that copy out: every line of their functions is a node, and
+    the text the C back end parses holds none of those idioms."""
+    prog = _compile(rel)
+    c = census(prog.ir)
+    assert "PyText" not in c
+    assert c.get("HeaderCopy", 0) + c.get("HeaderSet", 0) + c.get("CopyOutCall", 0) >= 2
+    text = "\n".join(t for t in Marked(prog.ir).parsed if not t.startswith("def "))
+    for idiom in ("[:]", "_Exit", "try:", "_x.args", "*data", "(S, M"):
+        assert idiom not in text, idiom
 
 
 def test_printer_text_of_each_node() -> None:
@@ -288,6 +308,81 @@ def test_c_tree_of_parser_and_deparser_nodes_built_from_fields() -> None:
     assert "unpack_from" not in "\n".join(m.parsed) and "out." not in "\n".join(m.parsed)
 
 
+def test_printer_text_of_whole_headers() -> None:
+    assert stmt_lines(HeaderCopy("h10", "h8")) == [(0, "h10[:] = h8")]
+    assert stmt_lines(HeaderCopy("_hs34", "_hs35")) == [(0, "_hs34[:] = _hs35")]
+    zero = PyExpr.of(Lit(0))
+    assert stmt_lines(HeaderSet("h3", True, (zero, zero))) == [(0, "h3[:] = [True, 0, 0]")]
+    assert stmt_lines(HeaderSet("h3", False, (zero, PyExpr.of(Lit(0xccbb, None, True))))) == [
+        (0, "h3[:] = [False, 0, 0xccbb]")]
+    assert stmt_lines(HeaderSet("h4", True, ())) == [(0, "h4[:] = [True]")]
+    assert stmt_lines(HeaderSwap("h3", "h2")) == [(0, "h3[:], h2[:] = h2, h3[:]")]
+
+
+def test_c_tree_of_whole_headers_built_from_fields() -> None:
+    """Whole headers' copies, sets and swaps reach the native path as trees built from
+    their fields, the tree of their printed Python; nothing of them is parsed."""
+    copy = If(PyExpr.of(Field("h8", 0)), (Line(1, HeaderCopy("h10", "h8")),),
+              (Line(1, Assign(PyExpr.of(Field("h10", 0)), PyExpr.of(Lit(False)))),),
+              inline=True)
+    body = (Line(1, copy),
+            Line(1, HeaderSet("h3", True, (PyExpr.of(Lit(0)), PyExpr.of(Local("_v1"))))),
+            Line(1, HeaderSwap("h3", "h2")))
+    m = Marked([Function("ingress", ("S", "M"), body)])
+    assert m.shown == ["def ingress(S, M):", "    if h8[0]: h10[:] = h8",
+                       "    else: h10[0] = False", "    h3[:] = [True, 0, _v1]",
+                       "    h3[:], h2[:] = h2, h3[:]"]
+    tree = m.tree()
+    py = ast.parse("\n".join(m.shown) + "\n")
+    assert ast.dump(tree) == ast.dump(py)
+    assert _lines(tree) == _lines(py)
+    assert "[:]" not in "\n".join(m.parsed)
+
+
+def test_printer_text_of_copy_out_calls() -> None:
+    x, y = PyExpr.of(Local("p_x")), PyExpr.of(Lit(3))
+    assert stmt_lines(CopyOutCall("a0", (x, y), "_r2")) == [(0, "_r2 = a0(S, M, p_x, 3)")]
+    back = (Line(1, Assign(PyExpr.of(Slot(0)), PyExpr.of(Elem("_r1", 0)))), Line(1, Return()))
+    assert stmt_lines(CopyOutCall("a0", (x,), "_r1", on_exit=back, values=True)) == [
+        (0, "try:"), (1, "_r1 = a0(S, M, p_x)"), (0, "except _Exit as _x:"),
+        (1, "_r1 = _x.args[0]"), (1, "M[0] = _r1[0]"), (1, "return")]
+    assert stmt_lines(CopyOutCall("a0", (), None, on_exit=(Line(1, Return()),),
+                                  values=True)) == [
+        (0, "try:"), (1, "a0(S, M)"), (0, "except _Exit as _x:"), (1, "return")]
+    assert stmt_lines(CopyOutCall("a0", (x,), "_r1", on_exit=(Line(1, Exit(("p_x",))),))) == [
+        (0, "try:"), (1, "_r1 = a0(S, M, p_x)"), (0, "except _Exit:"),
+        (1, "raise _Exit((p_x,))")]
+    assert stmt_lines(CopyOutCall("a2", (y,), "_r3", data=True, on_exit=(Line(1, Exit()),),
+                                  values=True))[:2] == [(0, "try:"),
+                                                        (1, "_r3 = a2(S, M, 3, *data)")]
+
+
+def test_c_tree_of_copy_out_calls_built_from_fields() -> None:
+    """A call that copies out reaches the native path as the tree of its printed Python,
+    built from its fields (its handler's nodes markers), numbered as the Python prints
+    it; nothing of it is parsed."""
+    back = Assign(PyExpr.of(Slot(0)), PyExpr.of(Elem("_r1", 0)))
+    call = CopyOutCall("a0", (PyExpr.of(Field("h0", 2)),), "_r1",
+                       on_exit=(Line(1, back), Line(1, Exit())), values=True)
+    wrap = CopyOutCall("a2", (PyExpr.of(Lit(0)),), None, data=True,
+                       on_exit=(Line(1, Exit()),), values=True)
+    m = Marked([Function("a1", ("S", "M"), (Line(1, call), Line(1, back),
+                                            Line(1, CopyOutCall("a0", (), "_r2")))),
+                Function("a2_t", ("S", "M", "*data"), (Line(1, wrap),))])
+    assert m.shown == [
+        "def a1(S, M):", "    try:", "        _r1 = a0(S, M, h0[2])", "    except _Exit as _x:",
+        "        _r1 = _x.args[0]", "        M[0] = _r1[0]", "        raise _Exit()",
+        "    M[0] = _r1[0]", "    _r2 = a0(S, M)", "", "def a2_t(S, M, *data):", "    try:",
+        "        a2(S, M, 0, *data)", "    except _Exit as _x:", "        raise _Exit()"]
+    exits = iter(k for k, n in enumerate(m.nodes) if isinstance(n, Exit))
+    flat = [ln.replace("raise _Exit()", f"_ir({next(exits)})") if "raise" in ln else ln
+            for ln in m.shown]  # the simple nodes inside: markers
+    tree, py = m.tree(), ast.parse("\n".join(flat) + "\n")
+    assert ast.dump(tree) == ast.dump(py)
+    assert _lines(tree) == _lines(py)
+    assert "_Exit" not in "\n".join(m.parsed) and "a0(" not in "\n".join(m.parsed)
+
+
 def _flat(body: tuple, d: int, n: list[int], out: list[str]) -> None:
     """`body` as the printed Python, each simple node its marker line (numbered as
     `Marked` numbers them): the text the native path parsed before the structured
@@ -319,6 +414,10 @@ def _flat(body: tuple, d: int, n: list[int], out: list[str]) -> None:
         elif isinstance(st, Loop):
             out.append(f"{ind}while True:")
             _flat(st.body, d + ln.ind, n, out)
+        elif isinstance(st, CopyOutCall) and st.on_exit is not None:
+            head = stmt_lines(st)[:3 + bool(st.values and st.result)]
+            out += ["    " * (d + ln.ind + e) + t for e, t in head]
+            _flat(st.on_exit, d + ln.ind, n, out)
         elif isinstance(st, PACKET):  # the parser's and deparser's: their lines
             out += ["    " * (d + ln.ind + e) + t for e, t in stmt_lines(st)]
         elif isinstance(st, STRUCTURED):  # one line of its own: an assignment, a jump

@@ -30,7 +30,7 @@ from pyswitch.compiler.model import (
     Scope,
     bits_width,
 )
-from pyswitch.ir import ActionCall, Exit
+from pyswitch.ir import ActionCall, CopyOutCall, Exit
 from pyswitch.ir.exprs import Elem
 from pyswitch.types import (
     Bits,
@@ -76,36 +76,27 @@ class ActionParams:
         if len(args) != len(a.params):
             raise self.err(node, f"action {a.local!r} expects {len(a.params)} arguments")
         args_e, outs, aggs = self.action_copy_in(a, a.params, args, scope, em, persistent=False)
-        codes = [x.code for x in args_e]
-        call = f"{getattr(a, 'base_fn', a.fn)}(S, M{''.join(', ' + c for c in codes)})"
+        fn, py_args = getattr(a, 'base_fn', a.fn), tuple(x.py() for x in args_e)
         r = self.new_tmp("r") if outs else ""
-        run = f"{r} = {call}" if outs else call
         if self.in_action is None and (outs or aggs):
             # called from a control: an `exit` in the callee still copies out (p4c's
             # RemoveActionParameters puts the copy-out before every exit); the exception
             # carries the scalar values
-            em("try:")
-            em(f"    {run}")
-            em("except _Exit as _x:")
-            em.indent()
-            if outs:
-                em(f"{r} = _x.args[0]")
-            self.action_copy_out(r, outs, aggs, em)
-            em.emit(self.exit_stmt())
-            em.dedent()
+            h = em.sub()
+            self.action_copy_out(r, outs, aggs, h)
+            h.emit(self.exit_stmt())
+            em.emit(CopyOutCall(fn, py_args, r or None, on_exit=em.nested(h.lines),
+                                values=True))
         elif self.in_action is not None and self.action_out:
             # called from an action: p4c's InlineActions puts the callee's copy-out after
             # its body, so an exit skips it; the caller's own parameters are copied out
-            em("try:")
-            em(f"    {run}")
-            em("except _Exit:")
-            em.indent()
-            em.emit(self.exit_stmt())
-            em.dedent()
+            h = em.sub()
+            h.emit(self.exit_stmt())
+            em.emit(CopyOutCall(fn, py_args, r or None, on_exit=em.nested(h.lines)))
         elif not outs:
-            em.emit(ActionCall(getattr(a, 'base_fn', a.fn), tuple(x.py() for x in args_e)))
+            em.emit(ActionCall(fn, py_args))
         else:
-            em(run)
+            em.emit(CopyOutCall(fn, py_args, r))
         self.action_copy_out(r, outs, aggs, em)
 
     def action_copy_in(self, a: ActionDef, params: list, args: list, scope: Scope,
@@ -178,18 +169,12 @@ class ActionParams:
         try:
             args_e, outs, aggs = self.action_copy_in(a, directional, args, scope, em,
                                                      persistent=True)
-            codes = [x.code for x in args_e]
-            call = f"{a.fn}(S, M{''.join(', ' + c for c in codes)}, *data)"
             r = self.new_tmp("r")
-            em("try:")
-            em(f"    {r} = {call}" if outs else f"    {call}")
-            em("except _Exit as _x:")
-            em.indent()
-            if outs:
-                em(f"{r} = _x.args[0]")
-            self.action_copy_out(r, outs, aggs, em)
-            em.emit(Exit())
-            em.dedent()
+            h = em.sub()  # an exit in the action: the copy-out, then the exit goes on
+            self.action_copy_out(r, outs, aggs, h)
+            h.emit(Exit())
+            em.emit(CopyOutCall(a.fn, tuple(x.py() for x in args_e), r if outs else None,
+                                data=True, on_exit=em.nested(h.lines), values=True))
             self.action_copy_out(r, outs, aggs, em)
             wrapper = f"{a.fn}_{table}"
             self.emit_function(wrapper, ["S", "M", "*data"], em, pre=[], post=[])

@@ -23,14 +23,19 @@ from pyswitch.ir import (
     Body,
     Break,
     Continue,
+    CopyOutCall,
     Emit,
     ExitScope,
     Function,
     HeaderAlias,
+    HeaderCopy,
+    HeaderSet,
+    HeaderSwap,
     If,
     Line,
     Loop,
     Pass,
+    PyExpr,
     PyText,
     Return,
     Seq,
@@ -38,6 +43,7 @@ from pyswitch.ir import (
     shift,
     walk,
 )
+from pyswitch.ir.exprs import Lit
 from pyswitch.types import (
     Bits,
     BoolTy,
@@ -53,8 +59,9 @@ from pyswitch.types import (
 INT32_MAX = (1 << 31) - 1  # P4Info's size fields (register, counter) are int32
 # the statements of a deparser whose emits get the fast path (`merge_emits`): those it had
 # when the pass was over the deparser's text (the emits, with the assignments, ifs and
-# loops around them)
-TEXT_LIKE = (PyText, Assign, If, Loop, Break, Continue, Pass, Return, Seq, Emit)
+# loops around them, and what was text then: whole headers, calls that copy out)
+TEXT_LIKE = (PyText, Assign, If, Loop, Break, Continue, Pass, Return, Seq, Emit, HeaderCopy,
+             HeaderSet, HeaderSwap, CopyOutCall)
 
 
 class Controls:
@@ -199,7 +206,7 @@ class Controls:
             em.assign(self.loc_e(loc), 'False' if isinstance(loc.ty, BoolTy) else '0')
         elif isinstance(loc, HdrLoc):
             self.used_slots.add(loc.slot)
-            em(f"{loc.var}[:] = [False{', 0' * len(loc.ty.fields)}]")
+            em.emit(HeaderSet(loc.var, False, tuple(PyExpr.of(Lit(0)) for _ in loc.ty.fields)))
         elif isinstance(loc, StackLoc):
             for e in loc.elems:
                 self.reset(e, em)

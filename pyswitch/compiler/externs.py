@@ -32,7 +32,7 @@ from pyswitch.compiler.model import (
 )
 from pyswitch.compiler.unions import UnionLoc
 from pyswitch.compiler.varbit import VarbitTy
-from pyswitch.ir import Advance, ParserError, PyExpr, PyText
+from pyswitch.ir import Advance, HeaderSet, ParserError, PyExpr
 from pyswitch.ir.exprs import Bin, BufRead, Digest, Expr, Field, Lit, Local, Not, VbDigest
 from pyswitch.types import (
     BOOL,
@@ -130,8 +130,9 @@ class Externs:
             if mn == "setValid":
                 # BMv2's add_header: an invalid header's fields become 0 (a valid one keeps
                 # them), so old values never reappear after setInvalid/pop_front
-                zeros = ", 0" * len(loc.ty.fields)
-                em.emit_inline_if(E.of(Not(valid_e(loc.var).as_node(), bare=True), BOOL), PyText(f"{loc.var}[:] = [True{zeros}]"))
+                zeros = tuple(PyExpr.of(Lit(0)) for _ in loc.ty.fields)
+                em.emit_inline_if(E.of(Not(valid_e(loc.var).as_node(), bare=True), BOOL),
+                                  HeaderSet(loc.var, True, zeros))
                 self.union_siblings_invalid(loc, em)  # see compiler.unions
                 return None
             if mn == "setInvalid":

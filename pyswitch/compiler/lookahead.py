@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StructLoc, nlit, too_short
-from pyswitch.ir import ParserError
+from pyswitch.ir import HeaderSet, ParserError
 from pyswitch.ir.exprs import Bin, BufRead, Lit, Local
 from pyswitch.types import Bits, HeaderTy, StructTy, Ty
 
@@ -34,16 +34,15 @@ class Lookahead:
         em.emit(ParserError(self.errors.index('PacketTooShort'), too_short(nbytes)))
         v = self.new_tmp("la")
         em.assign(v, E.of(BufRead(Local("pos"), nbytes, nbytes * 8), Bits(nbytes * 8)))
-        vals: list[E] = []
-        sh = nbytes * 8
-        for _f, t in ty.fields:
+        vals, sh, la = [], nbytes * 8, Local(v, nbytes * 8)
+        for _f, t in ty.fields:  # each field's bits cut out of the value read
             sh -= t.width
-            x = Bin(">>", Local(v), Lit(sh)) if sh else Local(v)
-            vals.append(E.of(Bin("&", x, nlit(t.mask), t.width), t))
+            vals.append(E.of(Bin("&", Bin(">>", la, Lit(sh)) if sh else la, nlit(t.mask),
+                                 t.width), t))
         loc = self.alloc(self.new_tmp("lookahead"), ty)
         if isinstance(loc, HdrLoc):
             self.used_slots.add(loc.slot)
-            em(f"{loc.var}[:] = [True, {', '.join(x.code for x in vals)}]")
+            em.emit(HeaderSet(loc.var, True, tuple(x.py() for x in vals)))
         else:
             assert isinstance(loc, StructLoc)
             for sub, val in zip(loc.fields.values(), vals, strict=True):

@@ -37,7 +37,16 @@ from lark import Tree
 from pyswitch.compiler.model import E, Emitter, HdrLoc, Method, Scope, StackLoc, nlit, valid_e
 from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import varbit_index
-from pyswitch.ir import Assign, Continue, Line, Loop, ModuleText, ParserError, PyExpr
+from pyswitch.ir import (
+    Assign,
+    Continue,
+    HeaderSwap,
+    Line,
+    Loop,
+    ModuleText,
+    ParserError,
+    PyExpr,
+)
 from pyswitch.ir.exprs import Bin, Call, Elems, Field, Lit, Local, Pick, Str, Wrap, text
 from pyswitch.types import BOOL, Bits, HeaderTy, IntLit, Ty
 
@@ -255,7 +264,7 @@ class Stacks:
             em.assign(nxe, E.of(Call("min", (Lit(size), Bin("+", nxe.as_node(), nlit(num),
                                                             bare=True))), nxe.ty))
             for i in range(size - 1, num - 1, -1):
-                em(f"{el[i]}[:], {el[i - num]}[:] = {el[i - num]}, {el[i]}[:]")
+                em.emit(HeaderSwap(el[i], el[i - num]))
             for i in range(min(size, num)):
                 em.assign(valid_e(el[i]), "False")
         else:
@@ -265,7 +274,7 @@ class Stacks:
                                                          bare=True))), nxe.ty))
             i = 0
             while num < size and i < size - num:
-                em(f"{el[i]}[:], {el[i + num]}[:] = {el[i + num]}, {el[i]}[:]")
+                em.emit(HeaderSwap(el[i], el[i + num]))
                 i += 1
             for j in range(i, size):
                 em.assign(valid_e(el[j]), "False")

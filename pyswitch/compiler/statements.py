@@ -20,7 +20,7 @@ from pyswitch.compiler.model import (
     px,
     valid_e,
 )
-from pyswitch.ir import Assign, Break, Exit, Line, Pass, PyText, Return, Stmt
+from pyswitch.ir import Assign, Break, Exit, HeaderCopy, HeaderSet, Line, Pass, Return, Stmt
 from pyswitch.ir.exprs import ActionRun, AnyOf, Bin, Lit
 from pyswitch.types import (
     BOOL,
@@ -233,7 +233,10 @@ class Statements:
                 vals = self.ordered_values(items, [t for _, t in lhs.ty.fields], scope,
                                            em)  # see compiler.stmt_ext
                 self.used_slots.add(lhs.slot)
-                em(f"{lhs.var}[:] = [True, {', '.join(vals)}]")
+                if vals:
+                    em.emit(HeaderSet(lhs.var, True, tuple(v.py() for v in vals)))
+                else:  # a header without fields (as the compiler always wrote it)
+                    em(f"{lhs.var}[:] = [True, ]")
                 self.union_siblings_invalid(lhs, em)  # see compiler.unions
                 return
             if isinstance(lhs, StructLoc):
@@ -254,7 +257,7 @@ class Statements:
                 raise self.err(node, f"cannot assign {r.ty.show()} to {lhs.ty.show()}")
             self.used_slots.update((lhs.slot, r.loc.slot))
             # BMv2's assign_header: from an invalid header only the validity is copied
-            em.emit_inline_if(valid_e(r.loc.var), PyText(f"{lhs.var}[:] = {r.loc.var}"),
+            em.emit_inline_if(valid_e(r.loc.var), HeaderCopy(lhs.var, r.loc.var),
                               Assign(valid_e(lhs.var).py(), px("False")))
             self.union_siblings_invalid(lhs, em, only_if_valid=True)  # see compiler.unions
         elif isinstance(lhs, StructLoc):

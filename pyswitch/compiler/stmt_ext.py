@@ -89,9 +89,9 @@ class StatementsExt:
         self.assign_e(lhs, self.loc_e(tmp), em, node)
 
     def ordered_values(self, items: list, tys: list, scope: Scope,
-                       em: Emitter) -> list[str]:
-        """Codes of `items` converted to `tys`, evaluated left to right: a value is saved
-        in a local before code that a later item runs (a call with side effects)."""
+                       em: Emitter) -> list[E]:
+        """`items` converted to `tys`, evaluated left to right: a value is saved in a
+        local before code that a later item runs (a call with side effects)."""
         vals: list[E] = []
         for x, t in zip(items, tys, strict=True):
             sub = self.sub_emitter(em, 0)
@@ -104,7 +104,7 @@ class StatementsExt:
                         vals[i] = E.of(Local(tmp, bits_width(v.ty)), v.ty)
                 em.lines.extend(sub.lines)
             vals.append(e)
-        return [v.code for v in vals]
+        return vals
 
     def temp_like(self, loc: Any) -> Any:
         """Fresh storage shaped as `loc` (scalars as Python locals)."""

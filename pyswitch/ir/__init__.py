@@ -6,8 +6,9 @@
                    its width
 ``exprs``          the expressions' nodes: constants, reads, P4's operators
 ``stmts``          statements: register reads and writes, counters' counts, exits,
-                   parser errors, direct action calls, table applies, assignments,
-                   header aliases, loops and their jumps, returns, the parser's
+                   parser errors, direct action calls (and those that copy out),
+                   table applies, assignments, whole headers' copies, sets and
+                   swaps, header aliases, loops and their jumps, returns, the parser's
                    cursor (extracts, advances), the deparser's emits, the structured
                    ones with bodies (``If``, ``Loop``, ``ExitScope``,
                    ``ParserScope``), and ``PyText`` (Python the compiler still emits
@@ -42,6 +43,7 @@ from pyswitch.ir.stmts import (
     Body,
     Break,
     Continue,
+    CopyOutCall,
     CounterCount,
     Emit,
     EmitRun,
@@ -49,6 +51,9 @@ from pyswitch.ir.stmts import (
     ExitScope,
     Extract,
     HeaderAlias,
+    HeaderCopy,
+    HeaderSet,
+    HeaderSwap,
     If,
     Loop,
     ParserEnd,
@@ -66,8 +71,9 @@ from pyswitch.ir.stmts import (
 )
 from pyswitch.ir.values import PyExpr
 
-__all__ = ["ActionCall", "Advance", "Assign", "Body", "Break", "Continue", "CounterCount", "Emit",
-           "EmitRun", "Exit", "ExitScope", "Extract", "Function", "HeaderAlias", "If", "Line",
+__all__ = ["ActionCall", "Advance", "Assign", "Body", "Break", "Continue", "CopyOutCall",
+           "CounterCount", "Emit", "EmitRun", "Exit", "ExitScope", "Extract", "Function",
+           "HeaderAlias", "HeaderCopy", "HeaderSet", "HeaderSwap", "If", "Line",
            "Loop", "ModuleItem", "ModuleText", "ParserEnd", "ParserError", "ParserScope",
            "ParserStart", "Pass", "PyExpr", "PyText", "RegRead", "RegWrite", "Return", "Seq",
            "Stmt", "TableApply", "bodies", "expressions", "function_lines", "item_text", "module_text", "shift",

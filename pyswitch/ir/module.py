@@ -11,7 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 
-from pyswitch.ir.stmts import EmitRun, ExitScope, If, Line, Loop, ParserScope, Seq, Stmt
+from pyswitch.ir.stmts import (
+    CopyOutCall,
+    EmitRun,
+    ExitScope,
+    If,
+    Line,
+    Loop,
+    ParserScope,
+    Seq,
+    Stmt,
+)
 from pyswitch.ir.values import PyExpr
 
 __all__ = ["Function", "Line", "ModuleItem", "ModuleText", "bodies", "expressions", "shift",
@@ -30,6 +40,8 @@ def bodies(st: Stmt) -> tuple[tuple[Line, ...], ...]:
         return (st.then,) if st.else_ is None else (st.then, st.else_)
     if isinstance(st, (ExitScope, ParserScope, Loop)):
         return (st.body,)
+    if isinstance(st, CopyOutCall) and st.on_exit is not None:
+        return (st.on_exit,)
     return ()
 
 

@@ -15,6 +15,7 @@ from pyswitch.ir.stmts import (
     Assign,
     Break,
     Continue,
+    CopyOutCall,
     CounterCount,
     Emit,
     EmitRun,
@@ -22,6 +23,9 @@ from pyswitch.ir.stmts import (
     ExitScope,
     Extract,
     HeaderAlias,
+    HeaderCopy,
+    HeaderSet,
+    HeaderSwap,
     If,
     Loop,
     ParserEnd,
@@ -69,6 +73,15 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
         return [(0, f"{st.fn}(S, M{''.join(', ' + a.code for a in st.args)})")]
     if isinstance(st, TableApply):
         return _table_apply(st)
+    if isinstance(st, HeaderCopy):
+        return [(0, f"{st.target}[:] = {st.source}")]
+    if isinstance(st, HeaderSet):
+        vals = "".join(", " + v.code for v in st.values)
+        return [(0, f"{st.header}[:] = [{st.valid}{vals}]")]
+    if isinstance(st, HeaderSwap):
+        return [(0, f"{st.a}[:], {st.b}[:] = {st.b}, {st.a}[:]")]
+    if isinstance(st, CopyOutCall):
+        return _copy_out_call(st)
     if isinstance(st, Assign):
         return [(0, f"{st.target.code} = {st.value.code}")]
     if isinstance(st, If):
@@ -104,6 +117,22 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
         return [(0, f"if {valid}:"), (1, f"out.append({st.struct}.pack({args}))"), (0, "else:"),
                 *((1 + e, t) for em in st.emits for e, t in stmt_lines(em))]
     raise TypeError(f"not an IR statement: {st!r}")
+
+
+def call_text(st: CopyOutCall) -> str:
+    """The call of a `CopyOutCall`, its result assigned: ``_r1 = a0(S, M, x, *data)``."""
+    args = "".join(", " + a.code for a in st.args) + (", *data" if st.data else "")
+    return f"{st.result + ' = ' if st.result else ''}{st.fn}(S, M{args})"
+
+
+def _copy_out_call(st: CopyOutCall) -> list[tuple[int, str]]:
+    if st.on_exit is None:
+        return [(0, call_text(st))]
+    out = [(0, "try:"), (1, call_text(st)),
+           (0, "except _Exit as _x:" if st.values else "except _Exit:")]
+    if st.values and st.result:
+        out.append((1, f"{st.result} = _x.args[0]"))
+    return out + _nested(st.on_exit)
 
 
 def _extract(st: Extract) -> list[tuple[int, str]]:

@@ -4,11 +4,11 @@ Each statement is a frozen dataclass; `pyswitch.ir.pyprint` prints it as the Pyt
 compiler has always generated for it, the native path lowers it to C from its fields (the
 simple nodes in `pyswitch.native.irlower`; the statements from `Assign` on are built into
 the syntax tree the C translator walks, `pyswitch.native.irtree`).  `PyText` is the
-transitional statement: one line of Python the compiler still writes as text (it may open
-a block: ``try:`` of a copy-out call; the lines after it at
-a greater depth are that block).  The structured statements (`If`, `Loop`, `ExitScope`,
-`ParserScope`) hold their bodies: each a tuple of `Line`, depths counted from the node's
-own line (a body's first level is 1).  The parser's cursor (`ParserStart`, `Extract`,
+transitional statement: one line of Python the compiler still writes as text.  The
+structured statements (`If`, `Loop`, `ExitScope`, `ParserScope`, and a `CopyOutCall`'s
+handler) hold their bodies: each a tuple of `Line`, depths counted from the node's own
+line (a body's first level is 1).  Whole headers are copied, set and swapped by nodes of
+their own (`HeaderCopy`, `HeaderSet`, `HeaderSwap`).  The parser's cursor (`ParserStart`, `Extract`,
 `Advance`, `ParserEnd`) and the deparser's output (`Emit`, `EmitRun`) are nodes too: their
 Python reads and writes the packet with a header's ``struct.Struct`` (a module-level
 ``_stN``, `pyswitch.ir.module.ModuleText`, named by the node).
@@ -97,7 +97,7 @@ class ActionCall:
     """A direct call of action function `fn` (an action called from a control or from
     another action) with its arguments (the directionless and ``in`` parameters' values),
     when nothing is copied back from it: an ``exit`` inside it leaves the caller too.  The
-    calls that copy out/inout parameters back are still `PyText`."""
+    calls that copy parameters back are `CopyOutCall`s."""
 
     fn: str
     args: tuple[PyExpr, ...] = ()
@@ -130,6 +130,58 @@ class Assign:
 
     target: PyExpr
     value: PyExpr
+
+
+@dataclass(frozen=True)
+class HeaderCopy:
+    """Header `target` assigned header `source` of its type whole (their Python lists:
+    ``hN``, or ``_hsN`` naming a stack element picked at run time), the validity and
+    every field: ``hA[:] = hB``.  BMv2 copies the fields of a valid header only: the
+    compiler puts the copy in an `If` on the source's validity."""
+
+    target: str
+    source: str
+
+
+@dataclass(frozen=True)
+class HeaderSet:
+    """Header `header` (``hN``, ``_hsN``) made valid or not (`valid`) with a value for
+    each of its fields, `values` (one or more): ``h3[:] = [True, 0, 0]`` (`setValid`'s
+    zeros, a list expression assigned, a lookahead into a header, a header reset)."""
+
+    header: str
+    valid: bool
+    values: tuple[PyExpr, ...]
+
+
+@dataclass(frozen=True)
+class HeaderSwap:
+    """Headers `a` and `b` of one type exchange their cells (a stack's ``push_front`` and
+    ``pop_front`` moving its elements): ``a[:], b[:] = b, a[:]``."""
+
+    a: str
+    b: str
+
+
+@dataclass(frozen=True)
+class CopyOutCall:
+    """A direct call of action function `fn` whose parameters are copied back after it:
+    `result`, the local its out/inout scalars come back in (``_rN = fn(S, M, ...)``, read
+    as ``_rN[i]``; None: it returns none, its header, struct or stack ones are copied
+    from their storage).  `data`: a table's wrapper calling its action, the entry's
+    action data after the arguments (``*data``).  `on_exit`: what an ``exit`` inside the
+    call runs before it leaves the caller too -- the copy-out and the caller's exit
+    (``try:`` the call ``except _Exit:`` the body; None: no handler, an exit passes
+    through); `values`: the handler takes the exit's values (``except _Exit as _x:``,
+    and ``_rN = _x.args[0]`` first when there is a `result`).  The copy-out after the
+    call is the statements that follow it."""
+
+    fn: str
+    args: tuple[PyExpr, ...] = ()
+    result: str | None = None
+    data: bool = False
+    on_exit: Body | None = None
+    values: bool = False
 
 
 @dataclass(frozen=True)
@@ -298,4 +350,4 @@ Body = tuple[Line, ...]
 Stmt = (PyText | RegRead | RegWrite | CounterCount | Exit | ParserError | ActionCall
         | TableApply | Assign | If | ExitScope | ParserScope | HeaderAlias | Loop | Break
         | Continue | Pass | Return | Seq | ParserStart | ParserEnd | Extract | Advance | Emit
-        | EmitRun)
+        | EmitRun | HeaderCopy | HeaderSet | HeaderSwap | CopyOutCall)

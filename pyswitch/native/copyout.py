@@ -1,8 +1,10 @@
 """Actions with out/inout parameters in C (a mixin of `pyswitch.native.cgen.Unit`).
 
 The compiler (`pyswitch.compiler.action_params`) gives such an action a Python function
-that returns its out/inout parameters as a tuple, ``return (p_a, p_b,)``, and, on ``exit``,
-raises them, ``raise _Exit((p_a, p_b,))``.  A caller copies them out::
+that returns its out/inout parameters as a tuple, ``return (p_a, p_b,)`` (a `Return` of
+the IR), and, on ``exit``, raises them, ``raise _Exit((p_a, p_b,))`` (an `Exit`).  A
+caller copies them out, a `CopyOutCall` of the IR (`pyswitch.native.irtree` builds its
+tree from its fields)::
 
     try:
         _r1 = a0(S, M, x, y)            # a table's wrapper: a0(S, M, x, *data)

@@ -10,7 +10,9 @@ it).  Transitionally (issue 42, scope 1) that tree is made of three kinds of pie
   node assigns a target), lowered by `pyswitch.native.irlower.IRLower.ir_stmt` from the
   node's fields where the translator meets it;
 - the structured statements (`Assign`, `HeaderAlias`, `If`, `Loop` and its `Break` and
-  `Continue`, `Pass`, `Return`, `Seq`, `ExitScope`, `ParserScope`) and the parser's and
+  `Continue`, `Pass`, `Return`, `Seq`, `ExitScope`, `ParserScope`, the whole headers'
+  `HeaderCopy`, `HeaderSet`, `HeaderSwap`, the calls that copy out, `CopyOutCall`, with
+  their handler) and the parser's and
   deparser's nodes (`ParserStart`, `Extract`, `Advance`, `ParserEnd`, `Emit`, `EmitRun`):
   their syntax tree is built here from their fields -- the bodies from their `Line`s,
   the expressions from their nodes (`pyswitch.native.exprtree`), the text parsed only
@@ -31,12 +33,16 @@ from pyswitch.ir import (
     Assign,
     Break,
     Continue,
+    CopyOutCall,
     Emit,
     EmitRun,
     ExitScope,
     Extract,
     Function,
     HeaderAlias,
+    HeaderCopy,
+    HeaderSet,
+    HeaderSwap,
     If,
     Line,
     Loop,
@@ -60,8 +66,10 @@ MARK = "_ir"
 IND = "    "
 # the nodes of several lines without a body: the packet's cursor and the deparser's output
 PACKET = (ParserStart, ParserEnd, Extract, Advance, Emit, EmitRun)
+# whole headers' copies, sets and swaps
+HEADERS = (HeaderCopy, HeaderSet, HeaderSwap)
 STRUCTURED = (Assign, If, ExitScope, ParserScope, HeaderAlias, Loop, Break, Continue, Pass,
-              Return, Seq, *PACKET)
+              Return, Seq, CopyOutCall, *HEADERS, *PACKET)
 
 __all__ = ["MARK", "PACKET", "STRUCTURED", "Marked", "assigned", "marker", "module_tree"]
 
@@ -169,6 +177,10 @@ class Marked:
                     body(st.else_)
         elif isinstance(st, Loop):
             body(st.body)
+        elif isinstance(st, CopyOutCall) and st.on_exit is not None:
+            lines = stmt_lines(st)  # try:, the call, except, the values taken, the body
+            shown = [IND * (d + e) + t for e, t in lines[:3 + bool(st.values and st.result)]]
+            body(st.on_exit)
         elif isinstance(st, (ExitScope, ParserScope)):
             body(st.body)
             self.handler[k] = len(shown)
@@ -218,6 +230,8 @@ class Marked:
                            lineno=at)]
         if isinstance(st, Loop):
             return [ast.While(ast.Constant(True), bodies[0], [], lineno=at)]
+        if isinstance(st, CopyOutCall):
+            return [copy_out_call(st, at, bodies[0] if bodies else [])]
         if not isinstance(st, (ExitScope, ParserScope)):
             return [simple(st, at)]
         handler_at = at + self.handler[k]
@@ -247,6 +261,14 @@ def simple(st: Stmt, at: int) -> ast.stmt:
     if isinstance(st, Return):
         vals = [ast.Name(v, ast.Load()) for v in st.values]
         return ast.Return(ast.Tuple(vals, ast.Load()) if vals else None, lineno=at)
+    if isinstance(st, HeaderCopy):
+        return ast.Assign([_whole(st.target, True)], _name(st.source), lineno=at)
+    if isinstance(st, HeaderSet):
+        cells = [ast.Constant(st.valid), *(expr(v, at) for v in st.values)]
+        return ast.Assign([_whole(st.header, True)], ast.List(cells, ast.Load()), lineno=at)
+    if isinstance(st, HeaderSwap):
+        return ast.Assign([ast.Tuple([_whole(st.a, True), _whole(st.b, True)], ast.Store())],
+                          ast.Tuple([_name(st.b), _whole(st.a)], ast.Load()), lineno=at)
     raise TypeError(f"not a statement of one line built from its fields: {st!r}")
 
 
@@ -257,6 +279,33 @@ def _name(n: str, store: bool = False) -> ast.Name:
 def _method(obj: str, name: str, args: list[ast.expr]) -> ast.Call:
     """``obj.name(args)``."""
     return ast.Call(ast.Attribute(_name(obj), name, ast.Load()), args, [])
+
+
+def _whole(h: str, store: bool = False) -> ast.Subscript:
+    """``h[:]``: a header's cells, the validity first."""
+    return ast.Subscript(_name(h), ast.Slice(), ast.Store() if store else ast.Load())
+
+
+def copy_out_call(st: CopyOutCall, at: int, handler: list[ast.stmt]) -> ast.stmt:
+    """The tree of a `CopyOutCall` at line `at`: the call (its result assigned), inside
+    ``try:`` ... ``except _Exit`` with the handler's statements `handler` when it has one."""
+    ln = at if st.on_exit is None else at + 1
+    args = [_name("S"), _name("M"), *(expr(a, ln) for a in st.args)]
+    if st.data:
+        args.append(ast.Starred(_name("data"), ast.Load()))
+    call = ast.Call(_name(st.fn), args, [], lineno=ln)
+    run: ast.stmt = ast.Assign([_name(st.result, True)], call, lineno=ln) if st.result \
+        else ast.Expr(call, lineno=ln)
+    if st.on_exit is None:
+        return run
+    took: list[ast.stmt] = []
+    if st.values and st.result:  # ``_rN = _x.args[0]``
+        took.append(ast.Assign([_name(st.result, True)], ast.Subscript(
+            ast.Attribute(_name("_x"), "args", ast.Load()), ast.Constant(0), ast.Load()),
+            lineno=at + 3))
+    h = ast.ExceptHandler(_name("_Exit"), "_x" if st.values else None, took + handler,
+                          lineno=at + 2)
+    return ast.Try([run], [h], [], [], lineno=at)
 
 
 def _fields(h: str, store: bool = False) -> ast.Subscript:

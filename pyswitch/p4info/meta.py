@@ -17,7 +17,7 @@ from lark import Token, Tree
 
 from pyswitch import externs
 from pyswitch.frontend import annot_string
-from pyswitch.ir import Function, TableApply, item_text, walk
+from pyswitch.ir import ActionCall, CopyOutCall, Function, TableApply, walk
 from pyswitch.p4info.ids import IdError, P, SymbolTable
 
 # p4c leaves these out of P4Info annotations: @name and @id are represented by the name
@@ -126,15 +126,16 @@ def collect(comp: Any, meta: dict | None = None) -> dict[str, Any]:
     compiler's output, its intermediate form (`pyswitch.ir`): the compiler leaves out code
     that p4c's constant folding removes (the dead branch of ``if (true)`` or
     ``false ? a : b``), and p4c then drops what only that code used.  The applied tables
-    are the `TableApply` nodes; a direct action call is still `PyText`, found in it.
+    are the `TableApply` nodes, the actions called directly the `ActionCall` and
+    `CopyOutCall` nodes of every function but the tables' actions' own.
     """
     src = comp.src.text
     action_fns = {a.fn for a in comp.actions}
-    control_code = "\n".join(item_text(m) for m in comp.module
-                             if not (isinstance(m, Function) and m.name in action_fns))
-    called = set(re.findall(r"\b(a\d+)\(S, M", control_code))
-    applied = {st.table for m in comp.module if isinstance(m, Function)
-               for st in walk(m.body) if isinstance(st, TableApply)}
+    stmts = [st for m in comp.module if isinstance(m, Function) for st in walk(m.body)]
+    called = {st.fn for m in comp.module
+              if isinstance(m, Function) and m.name not in action_fns
+              for st in walk(m.body) if isinstance(st, (ActionCall, CopyOutCall))}
+    applied = {st.table for st in stmts if isinstance(st, TableApply)}
     _check_duplicate_names(comp, called, applied)
     actions = {}
     for a in comp.actions:
