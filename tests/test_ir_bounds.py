@@ -213,3 +213,14 @@ def test_cgen_meets_the_ir_intervals(rel: str, monkeypatch) -> None:  # noqa: AN
     with_ir = c_source()
     monkeypatch.setattr("pyswitch.native.cgen.program_bounds", lambda ir, meta: {})
     assert c_source() == with_ir
+
+
+def test_a_local_text_may_assign_is_not_proven() -> None:
+    """A `PyText` line that may assign a local (before an ``=``, after ``for``/``as``)
+    takes its interval away; one that only reads it does not."""
+    from pyswitch.ir import PyText
+    for line, want in (("x = y + 1", None), ("for x in (h1, h2):", None),
+                       ("except _Exit as x:", None), ("a, x = f()", None),
+                       ("if x == 1: pass", (3, 3)), ("y = x + 1", (3, 3))):
+        fn = _fn("f", (1, _set("x", Lit(3))), (1, PyText(line)))
+        assert function_bounds(fn).locals["x"] == want, line

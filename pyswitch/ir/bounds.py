@@ -29,9 +29,10 @@ comparisons, ``and``/``or``, ``Not``, ``SCmp``, ``All``, ``AnyOf``, ``Range``, `
 ``Concat`` a, b    [(a.lo << wb) + b.lo, (a.hi << wb) + b.hi] (b within wb bits)
 ``Cond`` c, a, b   the union of a's and b's
 ``Call``           ``_shl``, ``_sat_s``: [0, 2**W - 1]; ``min``/``max``: of the ends;
-                   ``_hmod`` h, m: [0, h.hi]; ``_random`` lo, hi: [lo.lo, max(lo.hi, hi.hi)]
+                   ``_hmod`` h, m: [0, h.hi]; ``_random`` lo, hi: [lo.lo, max(lo.hi, hi.hi)];
+                   another helper: none
 ``Digest``         crc32: [0, 2**32 - 1]; crc16, csum16: [0, 2**16 - 1]; identity:
-                   [0, min(2**64 - 1, the field list's largest number)]
+                   [0, min(2**64 - 1, sum of each item's hi at its shift)]
 ``ActionRun``      [0, 2**20] (an entry's action index, as the C runtime holds it)
 =================  ===============================================================
 
@@ -49,7 +50,10 @@ Kleene iteration from the empty interval: each round re-evaluates every assignme
 intervals of the round before, until nothing changes (this covers loops: a value that
 comes round a ``Loop`` is one of the assignments).  A bound still growing after 8 rounds is
 widened to the next power of two (a loop counter stops at a mask); after 40 rounds the
-locals still moving have no interval.  It is flow-insensitive: a local has one interval
+locals still moving have no interval.  Nor has a local assigned a value still text, or one
+a `PyText` line of the function may assign (a name before an ``=`` of the line, after a
+``for`` or an ``as``: the transitional text is not parsed here, so a local it may touch is
+not proven).  It is flow-insensitive: a local has one interval
 for the whole function (the C back end's own analysis is flow-sensitive too; it meets the
 two, `pyswitch.native.exprs`).
 """
@@ -86,7 +90,7 @@ from pyswitch.ir.exprs import (
     operands,
 )
 from pyswitch.ir.module import Function, ModuleItem, ModuleText, walk
-from pyswitch.ir.stmts import Assign, Extract, HeaderAlias, RegRead
+from pyswitch.ir.stmts import Assign, Extract, HeaderAlias, PyText, RegRead
 
 __all__ = ["Bounds", "Iv", "PACKET_MAX", "function_bounds", "param_bounds", "program_bounds",
            "struct_items", "width_iv"]
@@ -244,7 +248,7 @@ class Bounds:
     def _signext(self, n: SignExt) -> Iv:
         a, full = self.of(n.a), width_iv(n.width)
         sb, up = 1 << (n.src - 1), (1 << n.width) - (1 << n.src)
-        if a is None or a[0] < 0 or a[1] >= 2 * sb:
+        if a is None or a[0] < 0 or a[1] >= 2 * sb or n.width < n.src:
             return full  # type: ignore[return-value]
         if a[1] < sb:
             return a
@@ -265,16 +269,17 @@ class Bounds:
             return (0, xs[0][1])  # type: ignore[index]
         if n.fn == "_random" and len(xs) == 2:
             return (xs[0][0], max(xs[0][1], xs[1][1]))  # type: ignore[index]
-        return width_iv(n.width)
+        return None  # a helper not known here
 
     def _digest(self, d: Digest) -> Iv | None:
-        for x in d.items:
-            self.of(x)
+        xs = [self.of(x) for x in d.items]
         if d.algo in _DIGEST_BITS:
             return width_iv(_DIGEST_BITS[d.algo])
-        if d.algo == "identity":
-            return (0, min((1 << 64) - 1, (1 << (8 * d.nbytes)) - 1))
-        return width_iv(d.width)
+        if d.algo == "identity" and all(x is not None and x[0] >= 0 for x in xs):
+            # the items' number, each at its shift (an or is at most the sum), masked
+            hi = sum(x[1] << s for x, s in zip(xs, d.shifts(d.nbytes * 8), strict=True))  # type: ignore[index]
+            return (0, min((1 << 64) - 1, hi))
+        return None
 
 
 def struct_items(ir: Iterable[ModuleItem]) -> dict[str, list[int]]:
@@ -302,9 +307,12 @@ def function_bounds(fn: Function, mbounds: Sequence[Iv | None] = (),
         return Bounds(mbounds, hbounds, aliases, locs, dict(params or {}), fn.name == "parser")
 
     assigns: list[tuple[str, Expr | Iv | None]] = []  # None: a value still text
+    text = [st.text for st in walk(fn.body) if isinstance(st, PyText)]
     for st in walk(fn.body):
         t = st.target.node if isinstance(st, (Assign, RegRead)) else None
-        if isinstance(st, Assign) and isinstance(t, Local):
+        if isinstance(st, (Assign, RegRead)) and t is None and st.target.code.isidentifier():
+            assigns.append((st.target.code, None))  # a target still text
+        elif isinstance(st, Assign) and isinstance(t, Local):
             assigns.append((t.name, st.value.node))
         elif isinstance(st, RegRead) and isinstance(t, Local):
             lo, hi = st.bounds
@@ -336,7 +344,26 @@ def function_bounds(fn: Function, mbounds: Sequence[Iv | None] = (),
     for name, v in assigns:  # an assignment without an interval leaves its local without
         if v is None or not isinstance(v, tuple) and e.of(v) is None:
             locs[name] = None
+    targets = " ".join(_text_targets(line) for line in text)
+    for name in names:  # a local a text line may assign too: not proven here
+        if re.search(rf"\b{re.escape(name)}\b", targets):
+            locs[name] = None
     return env(locs)
+
+
+_ASSIGN = re.compile(r"^(.*?)(?<![=!<>])(?:[-+*/%&|^]|<<|>>|//)?=(?!=)")
+_BINDS = re.compile(r"\b(?:for|as)\s+([\w\s,()]+?)(?:\s+in\b|:|$)")
+
+
+def _text_targets(line: str) -> str:
+    """What a line of Python text may assign: the part before its assignment's ``=`` (of
+    each statement on it), the names after ``for`` and ``as`` (a superset: never fewer)."""
+    out = [m.group(1) for m in _BINDS.finditer(line)]
+    for part in line.split(";"):
+        m = _ASSIGN.match(part)
+        if m:
+            out.append(m.group(1))
+    return " ".join(out)
 
 
 def _eval(env: Bounds, v: Expr, locs: dict[str, Iv | None]) -> Iv | None:
