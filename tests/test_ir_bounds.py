@@ -177,7 +177,11 @@ def test_every_node_bounded_within_its_width(rel: str) -> None:
     assert seen
 
 
-@pytest.mark.parametrize("rel", ["p4src/ina.p4", "p4src/switchml.p4", *[
+IR_TIGHTER = {"p4src/ina.p4", "tests/p4/pyswitch_ops.p4", "tests/p4/pyswitch_clone_fl.p4",
+              "tests/p4/pyswitch_hash.p4", "tests/p4/native_externs.p4"}  # the IR tighter somewhere
+
+
+@pytest.mark.parametrize("rel", ["p4src/switchml.p4", *sorted(IR_TIGHTER), *[
     p for p in PROGRAMS if p.startswith("tests/p4/native_")]])
 def test_cgen_meets_the_ir_intervals(rel: str, monkeypatch) -> None:  # noqa: ANN001
     """cgen's interval of each expression built from a node and the node's proven one
@@ -211,6 +215,7 @@ def test_cgen_meets_the_ir_intervals(rel: str, monkeypatch) -> None:  # noqa: AN
 
     monkeypatch.setattr(exprs.Expressions, "_ex", spy)
     with_ir = c_source()
+    assert seen["ir"] or rel not in IR_TIGHTER, seen
     monkeypatch.setattr("pyswitch.native.cgen.program_bounds", lambda ir, meta: {})
     assert c_source() == with_ir
 
