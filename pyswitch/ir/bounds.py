@@ -197,10 +197,10 @@ class Bounds:
         if isinstance(n, Local):
             if n.name in self.params:
                 return self.params[n.name]
+            if self.parser and n.name in ("pos", "L"):  # moved by `Advance` too
+                return (0, PACKET_MAX)
             if n.name in self.locals:
                 return self.locals[n.name]
-            if self.parser and n.name in ("pos", "L"):
-                return (0, PACKET_MAX)
             return None  # assigned in text only (`PyText`): not proven here
         if isinstance(n, (Elem, Opaque)):
             return width_iv(n.width)
