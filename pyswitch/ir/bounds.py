@@ -76,6 +76,7 @@ from pyswitch.ir.exprs import (
     Elem,
     Expr,
     Field,
+    Hit,
     Lit,
     Local,
     Neg,
@@ -206,7 +207,9 @@ class Bounds:
             return width_iv(n.width)
         if isinstance(n, ActionRun):
             return (0, 1 << 20)
-        return _BOOL  # Hit, Not, SCmp, All, AnyOf, Range
+        if isinstance(n, (Hit, Not, SCmp, All, AnyOf, Range)):
+            return _BOOL
+        return None  # a kind not known here: no interval
 
     def _of(self, n: Expr) -> Iv | None:  # noqa: C901, PLR0911 - one case per kind
         if isinstance(n, Paren):
