@@ -229,3 +229,17 @@ def test_random_functions_as_the_text_pass(seed: int) -> None:
         ast.parse("\n".join(want))  # still Python
         changed += want != function_lines(fn)
     assert changed  # the pass did something in these functions
+
+
+def test_a_kind_it_does_not_know_goes_to_the_text_pass() -> None:
+    """A node kind added later is seen as the Python it prints until the pass knows it."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Twice:
+        a: Expr
+        width: int = 8
+
+    fn = _fn((1, Assign(_e(Local("x", 8)), PyExpr("(M[3] + M[3] + M[3])", 8, Twice(M3)))))
+    assert needs_text(fn)  # its text is no print of a node the IR knows
+    assert cache_reads(fn, cache_metadata_reads)[1] == "    _m3 = M[3]"

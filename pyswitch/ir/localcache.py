@@ -22,8 +22,10 @@ tree).
 
 A function is left to the text pass (`fallback`, `pyswitch.compiler.localcache`) where it
 still holds Python text: a `PyText` line, an expression without a node or with an
-`Opaque` operand (tests/p4's and tests/stf's programs; none in ina.p4 and switchml.p4), or
-a digest over the packet's payload (its ``M[k]`` is no `Slot` node to replace).
+`Opaque` operand (tests/p4's and tests/stf's programs; none in ina.p4 and switchml.p4),
+a digest over the packet's payload (its ``M[k]`` is no `Slot` node to replace), or a kind of
+node this pass does not know yet (a new one is seen here as the Python it prints before the
+pass takes it).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
 
 from pyswitch.ir.exprs import (
+    ActionRun,
     All,
     AnyOf,
     Bin,
@@ -41,7 +44,11 @@ from pyswitch.ir.exprs import (
     Concat,
     Cond,
     Digest,
+    Elem,
     Expr,
+    Field,
+    Hit,
+    Lit,
     Local,
     Neg,
     Not,
@@ -327,7 +334,7 @@ class _Layout:
             return [_Unit([], lo, lo), _Unit([], lo + 1, lo + 1)]
         if isinstance(st, (HeaderAlias, Exit, Return, ParserEnd)) or n == 1:
             return [_Unit([], lo, one)]
-        raise TypeError(f"not an IR statement the pass knows: {st!r}")
+        raise _Shared  # a statement this pass does not know: the text pass
 
 
 def _facts(u: _Unit) -> None:
@@ -387,16 +394,21 @@ def needs_text(fn: Function) -> bool:
         for f in fields(st):
             v = getattr(st, f.name)
             for x in v if isinstance(v, tuple) else (v,):
-                if isinstance(x, PyExpr) and (x.node is None or opaque(x.node)
-                                              or x.code != text(x.node)
-                                              or _payload(x.node)):
+                if isinstance(x, PyExpr) and (x.node is None or _unseen(x.node)
+                                              or opaque(x.node) or x.code != text(x.node)):
                     return True
     return False
 
 
-def _payload(n: Expr) -> bool:
-    return (isinstance(n, Digest) and n.payload is not None) or any(
-        _payload(x) for x in operands(n))
+_KINDS = (Lit, Slot, Field, Local, Elem, Paren, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp,
+          Concat, All, AnyOf, Range, Hit, ActionRun, Call, Digest)
+
+
+def _unseen(n: Expr) -> bool:
+    """Whether `n` holds a read this pass cannot replace (a digest over the payload) or a
+    kind of node it does not know."""
+    return not isinstance(n, _KINDS) or (isinstance(n, Digest) and n.payload is not None) \
+        or any(_unseen(x) for x in operands(n))
 
 
 def _names(fn: Function) -> Iterator[str]:
@@ -437,7 +449,8 @@ def _subst(n: Expr, ks: set[int]) -> Expr:
 
 class _Shared(Exception):
     """A node printed on two lines that the runs treat differently (an `EmitRun`'s items,
-    printed on its fast path and by its emits): left to the text pass."""
+    printed on its fast path and by its emits), or a statement the pass does not know:
+    left to the text pass."""
 
 
 class _Rewrite:
@@ -494,7 +507,10 @@ def cache_reads(fn: Function, fallback: Callable[[list[str]], list[str]]) -> lis
     if "M" not in fn.params or any(_LOCAL.match(x) for x in _names(fn)):
         return function_lines(fn)
     lay = _Layout()
-    units = lay.body(fn.body)
+    try:
+        units = lay.body(fn.body)
+    except _Shared:
+        return fallback(function_lines(fn))
     for u in _all_units(units):
         _facts(u)
     found: list[tuple[int, list[_Unit]]] = []
