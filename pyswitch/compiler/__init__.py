@@ -31,7 +31,8 @@ The compiler is one class assembled from one part per section of the language:
 ``varbit``         varbit fields, extract(hdr, len), comparison of aggregates
 ``lookahead``      lookahead<T>() of headers and structs
 ``mainshapes``     top-level instances, named and by-name arguments of main
-``localcache``     metadata slots read into locals where a run of statements cannot change them
+``localcache``     metadata slots read into locals, on a function's text (the fallback of
+                   ``pyswitch.ir.localcache`` where a function still holds text)
 =================  ==========================================================
 """
 

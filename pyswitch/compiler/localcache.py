@@ -1,5 +1,9 @@
 """Metadata slots read into locals: a pass over one generated function's source.
 
+The Python back end runs it over the IR (`pyswitch.ir.localcache`, the same rule and the
+same output, the facts read from the nodes); this text pass is its fallback for a function
+that still holds Python text (`pyswitch.ir.localcache.needs_text`).
+
 A generated function reads a metadata scalar as ``M[k]`` (a list index: three bytecodes);
 an action over a register array reads its index ``M[k]`` once per access (64 times for
 ina.p4's ``add``). Within a run of consecutive statements of one block that provably
@@ -119,6 +123,8 @@ def cache_metadata_reads(lines: list[str]) -> list[str]:
         head, tail = lines[lo], lines[hi][last.end_col_offset or 0:]
         if len(head) - len(head.lstrip(" ")) != first.col_offset or tail.strip():
             continue  # the run shares its first or last line with code outside it
+        if head.lstrip(" ").startswith("elif "):
+            continue  # an ``elif`` (its If starts the line): nothing may go before it
         n = sum(1 for i in range(lo, hi + 1) for m in _READ.finditer(lines[i])
                 if int(m.group(1)) == k)
         if n != sum(facts[id(s)].reads[k] for s in run):

@@ -26,6 +26,7 @@ from pyswitch.compiler.unions import UnionTy
 from pyswitch.compiler.varbit import VarbitTy
 from pyswitch.errors import P4CompileError
 from pyswitch.ir import module_text
+from pyswitch.ir.localcache import cache_reads
 from pyswitch.p4info import meta as p4info_meta
 from pyswitch.types import (
     Bits,
@@ -406,7 +407,7 @@ class TopLevel:
         # what P4Info needs beyond run time (annotations, used actions, ...)
         meta["p4info"] = p4info_meta.collect(self, meta)
         bmv2_checks.check(self, block_names[0], meta)
-        code = module_text(self.module, cache_metadata_reads)  # the Python back end
+        code = module_text(self.module, lambda fn: cache_reads(fn, cache_metadata_reads))
         return Program0(code, meta, self.tables, list(self.module))
 
 

@@ -15,6 +15,9 @@
                    as text)
 ``module``         a body line (a statement at its depth), functions, module items
 ``pyprint``        the Python back end's printer: IR -> the generated Python source
+``bounds``         the proven intervals of the expression nodes (the locals' to a fixed
+                   point)
+``localcache``     the Python back end's pass reading metadata slots into locals
 =================  ==========================================================
 
 The form is incremental: a construct the compiler does not yet lower to a node of its own

@@ -217,17 +217,15 @@ def item_text(it: ModuleItem) -> str:
 
 
 def module_text(items: list[ModuleItem],
-                cache_reads: Callable[[list[str]], list[str]] | None = None) -> str:
+                cache_reads: Callable[[Function], list[str]] | None = None) -> str:
     """The generated module: its items, a blank line apart; `cache_reads` (the Python
-    back end's pass over one function's lines, `pyswitch.compiler.localcache`) applied to
-    each function that allows it."""
+    back end's pass over one function's IR giving its lines, `pyswitch.ir.localcache`)
+    applied to each function that allows it."""
     parts = []
     for it in items:
         if isinstance(it, ModuleText):
             parts.append(it.text)
         else:
-            lines = function_lines(it)
-            if cache_reads is not None and it.cache_reads:
-                lines = cache_reads(lines)
-            parts.append("\n".join(lines))
+            use = cache_reads is not None and it.cache_reads
+            parts.append("\n".join(cache_reads(it) if use else function_lines(it)))  # type: ignore[misc]
     return "\n\n".join(parts) + "\n"

@@ -5,8 +5,9 @@ An expression (`PyExpr`) is, where the compiler has converted it, a node
 semantics) with its Python source `code` printed from it; elsewhere it is still the Python
 source alone, which the C back end reads with ``ast`` (transitional, like
 `pyswitch.ir.stmts.PyText`).  Proven bounds are carried where a node assigns a value the
-C back end cannot see into (a register read's cells, `RegRead.bounds`); an expression's
-own interval is proven by the C back end from its tree (`pyswitch.native.exprs`).
+IR cannot see into (a register read's cells, `RegRead.bounds`); every expression node's
+interval is proven over the IR (`pyswitch.ir.bounds`), and the C back end meets it with its
+own (`pyswitch.native.exprs`).
 """
 
 from __future__ import annotations

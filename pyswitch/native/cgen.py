@@ -31,6 +31,7 @@ from pathlib import Path
 
 from pyswitch import externs
 from pyswitch.ir import ModuleItem, TableApply
+from pyswitch.ir.bounds import program_bounds
 from pyswitch.native.copyout import CopyOut, out_names
 from pyswitch.native.exprs import (
     Expressions,
@@ -77,6 +78,7 @@ class Unit(IRLower, CopyOut, Picks, Varbits, Expressions):
         self.gidx: dict[str, int] = {}
         self.structs: dict[str, list[tuple[str, int]]] = {}
         self.funcs: dict[str, Func] = {}
+        self.irb = program_bounds(ir, meta)  # the nodes' proven intervals
         tree, self.lines, self.nodes = module_tree(ir)  # transitional: irtree
         for st in tree.body:
             if prelude(st):  # the stack helpers, called from C (pyswitch.native.picks)
@@ -123,6 +125,7 @@ class Unit(IRLower, CopyOut, Picks, Varbits, Expressions):
         else:
             raise NotNative(f"line {fn.lineno}: signature of {fn.name}")
         f = Func(fn.name, fn, names[2:] if kind == "block" else [], kind)
+        f.irb = self.irb.get(fn.name)
         f.returns = any(isinstance(n, ast.Return) and n.value is not None
                         for n in ast.walk(fn))
         f.star = star

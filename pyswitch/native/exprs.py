@@ -24,6 +24,8 @@ import ast
 from dataclasses import dataclass, field
 
 from pyswitch import externs
+from pyswitch.ir.bounds import Bounds
+from pyswitch.ir.exprs import opaque
 
 LIMIT = 1 << 126
 
@@ -99,6 +101,7 @@ class Func:
     cur: dict[str, tuple[int, int]] = field(default_factory=dict)  # flow-sensitive bounds
     emitted: int = 0  # the deparser's most bytes (each emit counted once: no loop)
     loops: int = 0  # depth of `while True` around the statement being translated
+    irb: Bounds | None = None  # the IR's proven intervals (pyswitch.ir.bounds)
 
 
 def _pure(n: ast.AST) -> bool:
@@ -174,7 +177,15 @@ class Expressions:
         return None
 
     def ex(self, f: Func, node: ast.AST) -> X:
-        return _check(self._ex(f, node), node)
+        """`node`'s C and interval: cgen's own, met with the IR's proven interval of the
+        expression node it was built from (`pyswitch.ir.bounds`), where it has one."""
+        x = _check(self._ex(f, node), node)
+        n = getattr(node, "ir_expr", None)
+        if n is not None and f.irb is not None and not opaque(n):
+            b = f.irb.of(n)
+            if b is not None and max(x.lo, b[0]) <= min(x.hi, b[1]):
+                return X(x.c, max(x.lo, b[0]), min(x.hi, b[1]))
+        return x
 
     def _ex(self, f: Func, n: ast.AST) -> X:  # noqa: C901 - one case per node type
         ln = getattr(n, "lineno", 0)

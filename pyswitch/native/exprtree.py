@@ -75,7 +75,15 @@ def _mask(w: int) -> ast.expr:
     return ast.Constant((1 << w) - 1)
 
 
-def _build(n: Expr) -> ast.expr:  # noqa: C901 - one case per kind
+def _build(n: Expr) -> ast.expr:
+    """Node `n`'s tree; its root carries the node (``ir_expr``: cgen meets its interval
+    with the node's proven one, `pyswitch.ir.bounds`)."""
+    t = _kind(n)
+    t.ir_expr = n  # type: ignore[attr-defined]
+    return t
+
+
+def _kind(n: Expr) -> ast.expr:  # noqa: C901 - one case per kind
     if isinstance(n, Lit):
         return _const(n.value)
     if isinstance(n, Slot):

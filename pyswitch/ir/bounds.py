@@ -1,0 +1,403 @@
+"""Proven bounds of the expression nodes: an interval [lo, hi] each node's value lies in.
+
+One algorithm, abstract interpretation over intervals.  A value is an integer (a bool is
+0 or 1; a ``bit<W>`` or ``int<W>`` is kept as its W-bit two's complement pattern, in
+[0, 2**W - 1], as the generated code stores every value normalised to its type).  Each
+node's interval is computed from its operands' (`Bounds.of`):
+
+=================  ===============================================================
+node               interval
+=================  ===============================================================
+``Lit`` v          [v, v]
+``Slot``, ``Field`` the slot's (``meta["mbounds"]``, ``meta["hbounds"]`` through the
+                   function's header aliases; a header's field 0 is its valid bit,
+                   [0, 1]) met with the width's [0, 2**W - 1]
+``Local``          its fixed point (below); none when only text assigns it; a parameter
+                   its type's (``meta["fbounds"]``); the parser's ``pos``, ``L``: [0, 2**40]
+                   (a packet is shorter than 2**40 bytes, as the C back end assumes)
+``Elem``, ``Opaque`` their type's width (an action's out value; an operand still text)
+``Bin`` + - *      [a+c, b+d], [a-d, b-c], the corners' min and max
+``Bin`` & (>= 0)   [0, min(b, d)] (one side >= 0: [0, its hi])
+``Bin`` | ^ (>= 0) [0, 2**k - 1], k the bits of max(b, d) (``|``: lo max(a, c))
+``Bin`` >> (>= 0)  [a >> d, b >> c];  ``%`` by c > 0 of x >= 0: [0, min(b, d - 1)]
+comparisons, ``and``/``or``, ``Not``, ``SCmp``, ``All``, ``AnyOf``, ``Range``, ``Hit``: [0, 1]
+``Wrap`` op, W     r = a op b as above (``<<``: the corners' shifts); r mod 2**W when
+                   r lies within one multiple of 2**W (r's two ends have the same
+                   ``// 2**W``), else [0, 2**W - 1]; ``Neg`` likewise with r = -a
+``SignExt`` s->W   a's interval when below the sign bit 2**(s-1); shifted by
+                   2**W - 2**s when at or above it; else [a.lo, a.hi + 2**W - 2**s]
+``Concat`` a, b    [(a.lo << wb) + b.lo, (a.hi << wb) + b.hi] (b within wb bits)
+``Cond`` c, a, b   the union of a's and b's
+``Call``           ``_shl``, ``_sat_s``: [0, 2**W - 1]; ``min``/``max``: of the ends;
+                   ``_hmod`` h, m: [0, h.hi]; ``_random`` lo, hi: [lo.lo, max(lo.hi, hi.hi)];
+                   another helper: none
+``Digest``         crc32: [0, 2**32 - 1]; crc16, csum16: [0, 2**16 - 1]; identity:
+                   [0, min(2**64 - 1, sum of each item's hi at its shift)]
+``ActionRun``      [0, 2**20] (an entry's action index, as the C runtime holds it)
+=================  ===============================================================
+
+A node whose operand has no interval (an ``Opaque`` operand of unknown width) has none
+(None).  Every interval with a width is met with [0, 2**W - 1] only where the node's
+value is the type's pattern by construction (a read of a slot, a field, a parameter, an
+operand still text, a wrapped or masked result); elsewhere it is what the operators
+prove.
+
+The locals of a function (`function_bounds`): each local's interval is the union of the
+intervals of the values assigned to it anywhere in the function (``Assign`` to a
+``Local``; a ``RegRead`` into one: the register cells' bounds, its default when guarded;
+an ``Extract``'s items ``a0 ...``: their struct item's bytes), computed by
+Kleene iteration from the empty interval: each round re-evaluates every assignment with the
+intervals of the round before, until nothing changes (this covers loops: a value that
+comes round a ``Loop`` is one of the assignments).  A bound still growing after 8 rounds is
+widened to the next power of two (a loop counter stops at a mask); after 40 rounds the
+locals still moving have no interval.  Nor has a local assigned a value still text, or one
+a `PyText` line of the function may assign (a name before an ``=`` of the line, after a
+``for`` or an ``as``: the transitional text is not parsed here, so a local it may touch is
+not proven).  It is flow-insensitive: a local has one interval
+for the whole function (the C back end's own analysis is flow-sensitive too; it meets the
+two, `pyswitch.native.exprs`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from pyswitch.ir.exprs import (
+    ActionRun,
+    All,
+    AnyOf,
+    Bin,
+    Call,
+    Concat,
+    Cond,
+    Digest,
+    Elem,
+    Expr,
+    Field,
+    Hit,
+    Lit,
+    Local,
+    Neg,
+    Not,
+    Opaque,
+    Paren,
+    Range,
+    SCmp,
+    SignExt,
+    Slot,
+    Wrap,
+    operands,
+)
+from pyswitch.ir.module import Function, ModuleItem, ModuleText, walk
+from pyswitch.ir.stmts import Assign, Extract, HeaderAlias, PyText, RegRead
+
+__all__ = ["Bounds", "Iv", "PACKET_MAX", "function_bounds", "param_bounds", "program_bounds",
+           "struct_items", "width_iv"]
+
+Iv = tuple[int, int]
+PACKET_MAX = 1 << 40
+_BOOL: Iv = (0, 1)
+_CMP = {"==", "!=", "<", ">", "<=", ">=", "and", "or"}
+_WIDEN_AFTER, _ROUNDS = 8, 40
+
+
+def width_iv(w: int | None) -> Iv | None:
+    """[0, 2**w - 1], or None without a width."""
+    return None if w is None else (0, (1 << w) - 1)
+
+
+def _meet(a: Iv | None, b: Iv | None) -> Iv | None:
+    if a is None or b is None:
+        return a if b is None else b
+    lo, hi = max(a[0], b[0]), min(a[1], b[1])
+    return (lo, hi) if lo <= hi else a  # disjoint: a bug elsewhere; keep the proven one
+
+
+def _join(a: Iv | None, b: Iv) -> Iv:
+    return b if a is None else (min(a[0], b[0]), max(a[1], b[1]))
+
+
+def _wrap(r: Iv, w: int) -> Iv:
+    """Interval `r` taken modulo 2**w (exact when r lies within one multiple of 2**w)."""
+    m = 1 << w
+    if r[0] // m == r[1] // m:
+        return (r[0] % m, r[1] % m)
+    return (0, m - 1)
+
+
+def _arith(op: str, a: Iv, b: Iv) -> Iv | None:
+    """``a op b`` over the integers (None: an operator not bounded here)."""
+    if op == "+":
+        return (a[0] + b[0], a[1] + b[1])
+    if op == "-":
+        return (a[0] - b[1], a[1] - b[0])
+    if op == "*":
+        ps = [x * y for x in a for y in b]
+        return (min(ps), max(ps))
+    if op == "<<" and b[0] >= 0 and b[1] <= 1024:
+        ps = [x << y for x in a for y in b]
+        return (min(ps), max(ps))
+    if op == ">>" and a[0] >= 0 and b[0] >= 0:
+        return (a[0] >> b[1], a[1] >> b[0])
+    if op == "&" and (a[0] >= 0 or b[0] >= 0):
+        if a[0] >= 0 and b[0] >= 0:
+            return (0, min(a[1], b[1]))
+        return (0, a[1] if a[0] >= 0 else b[1])
+    if op in ("|", "^") and a[0] >= 0 and b[0] >= 0:
+        top = (1 << max(a[1], b[1]).bit_length()) - 1
+        return (max(a[0], b[0]) if op == "|" else 0, top)
+    if op == "%" and b[0] > 0 and a[0] >= 0:
+        return (0, min(a[1], b[1] - 1))
+    if op == "//" and b[0] > 0:
+        qs = [x // y for x in a for y in b]
+        return (min(qs), max(qs))
+    return None
+
+
+_DIGEST_BITS = {"crc32": 32, "crc16": 16, "csum16": 16}
+
+
+@dataclass
+class Bounds:
+    """The intervals of one function's expression nodes: `mbounds` and `hbounds` (the
+    program's ``meta``), `aliases` (header local -> header slot), `locals` (name ->
+    interval: `function_bounds`'s fixed point), `params` (a parameter's interval: its
+    type's, ``meta["fbounds"]``), `parser` (the parser's ``pos`` and ``L`` are locals)."""
+
+    mbounds: Sequence[Iv | None] = ()
+    hbounds: Sequence[Sequence[Iv | None]] = ()
+    aliases: dict[str, int] = field(default_factory=dict)
+    locals: dict[str, Iv | None] = field(default_factory=dict)
+    params: dict[str, Iv] = field(default_factory=dict)
+    parser: bool = False
+    _memo: dict[int, tuple[Expr, Iv | None]] = field(default_factory=dict, repr=False)
+
+    def of(self, n: Expr) -> Iv | None:
+        """Node `n`'s interval (None: not proven, an operand of unknown range in it)."""
+        hit = self._memo.get(id(n))
+        if hit is not None and hit[0] is n:
+            return hit[1]
+        b = self._of(n)
+        self._memo[id(n)] = (n, b)
+        return b
+
+    def _leaf(self, n: Expr) -> Iv | None:  # noqa: C901 - one case per kind of read
+        if isinstance(n, Lit):
+            return (int(n.value), int(n.value))
+        if isinstance(n, Slot):
+            mb = self.mbounds[n.index] if 0 <= n.index < len(self.mbounds) else None
+            return _meet(mb, width_iv(n.width))
+        if isinstance(n, Field):
+            if n.index == 0:
+                return _BOOL  # the valid bit
+            k = self.aliases.get(n.header)
+            hb = self.hbounds[k] if k is not None and 0 <= k < len(self.hbounds) else ()
+            return _meet(hb[n.index] if n.index < len(hb) else None, width_iv(n.width))
+        if isinstance(n, Local):
+            if n.name in self.params:
+                return self.params[n.name]
+            if self.parser and n.name in ("pos", "L"):  # moved by `Advance` too
+                return (0, PACKET_MAX)
+            if n.name in self.locals:
+                return self.locals[n.name]
+            return None  # assigned in text only (`PyText`): not proven here
+        if isinstance(n, (Elem, Opaque)):
+            return width_iv(n.width)
+        if isinstance(n, ActionRun):
+            return (0, 1 << 20)
+        if isinstance(n, (Hit, Not, SCmp, All, AnyOf, Range)):
+            return _BOOL
+        return None  # a kind not known here: no interval
+
+    def _of(self, n: Expr) -> Iv | None:  # noqa: C901, PLR0911 - one case per kind
+        if isinstance(n, Paren):
+            return self.of(n.a)
+        if isinstance(n, (Bin, Wrap)):
+            a, b = self.of(n.a), self.of(n.b)
+            if isinstance(n, Bin) and n.op in _CMP:
+                return _BOOL
+            if a is None or b is None:
+                return width_iv(n.width) if isinstance(n, Wrap) else None
+            r = _arith(n.op, a, b)
+            if isinstance(n, Wrap):
+                return width_iv(n.width) if r is None else _wrap(r, n.width)
+            return r
+        if isinstance(n, Neg):
+            a = self.of(n.a)
+            return width_iv(n.width) if a is None else _wrap((-a[1], -a[0]), n.width)
+        if isinstance(n, Cond):
+            self.of(n.c)
+            a, b = self.of(n.a), self.of(n.b)
+            return None if a is None or b is None else _join(a, b)
+        if isinstance(n, SignExt):
+            return self._signext(n)
+        if isinstance(n, Concat):
+            a, b = self.of(n.a), self.of(n.b)
+            if a is None or b is None or a[0] < 0 or b[0] < 0 or b[1] >> n.wb:
+                return width_iv(n.width)
+            return ((a[0] << n.wb) + b[0], (a[1] << n.wb) + b[1])
+        if isinstance(n, Call):
+            return self._call(n)
+        if isinstance(n, Digest):
+            return self._digest(n)
+        for x in (n.items if isinstance(n, (All, AnyOf)) else
+                  (n.lo, n.a, n.hi) if isinstance(n, Range) else
+                  (n.a, n.b) if isinstance(n, SCmp) else (n.a,) if isinstance(n, Not) else ()):
+            self.of(x)  # each operand gets its own interval
+        return self._leaf(n)
+
+    def _signext(self, n: SignExt) -> Iv:
+        a, full = self.of(n.a), width_iv(n.width)
+        sb, up = 1 << (n.src - 1), (1 << n.width) - (1 << n.src)
+        if a is None or a[0] < 0 or a[1] >= 2 * sb or n.width < n.src:
+            return full  # type: ignore[return-value]
+        if a[1] < sb:
+            return a
+        if a[0] >= sb:
+            return (a[0] + up, a[1] + up)
+        return (a[0], a[1] + up)
+
+    def _call(self, n: Call) -> Iv | None:
+        xs = [self.of(x) for x in n.args]
+        if n.fn in ("_shl", "_sat_s") and isinstance(n.args[-1], Lit):
+            return width_iv(int(n.args[-1].value))
+        if any(x is None for x in xs):
+            return None
+        if n.fn in ("min", "max") and len(xs) == 2:
+            pick = min if n.fn == "min" else max
+            return (pick(xs[0][0], xs[1][0]), pick(xs[0][1], xs[1][1]))  # type: ignore[index]
+        if n.fn == "_hmod" and len(xs) == 2 and xs[0][0] >= 0 and xs[1][0] >= 0:  # type: ignore[index]
+            return (0, xs[0][1])  # type: ignore[index]
+        if n.fn == "_random" and len(xs) == 2:
+            return (xs[0][0], max(xs[0][1], xs[1][1]))  # type: ignore[index]
+        return None  # a helper not known here
+
+    def _digest(self, d: Digest) -> Iv | None:
+        xs = [self.of(x) for x in d.items]
+        if d.algo in _DIGEST_BITS:
+            return width_iv(_DIGEST_BITS[d.algo])
+        if d.algo == "identity" and all(x is not None and x[0] >= 0 for x in xs):
+            # the items' number, each at its shift (an or is at most the sum), masked
+            hi = sum(x[1] << s for x, s in zip(xs, d.shifts(d.nbytes * 8), strict=True))  # type: ignore[index]
+            return (0, min((1 << 64) - 1, hi))
+        return None
+
+
+def struct_items(ir: Iterable[ModuleItem]) -> dict[str, list[int]]:
+    """Each module-level ``_stN = _struct.Struct('>...')``'s items' sizes in bytes (the
+    module's struct declarations are still text, `ModuleText`)."""
+    sizes = {"B": 1, "H": 2, "I": 4, "Q": 8}
+    out: dict[str, list[int]] = {}
+    for it in ir:
+        if isinstance(it, ModuleText):
+            for m in re.finditer(r"^(\w+) = _struct\.Struct\('>([BHIQ]*)'\)", it.text, re.M):
+                out[m.group(1)] = [sizes[c] for c in m.group(2)]
+    return out
+
+
+def function_bounds(fn: Function, mbounds: Sequence[Iv | None] = (),
+                    hbounds: Sequence[Sequence[Iv | None]] = (),
+                    structs: dict[str, list[int]] | None = None,
+                    params: dict[str, Iv] | None = None) -> Bounds:
+    """The `Bounds` of function `fn`'s nodes, its locals at their fixed point (module
+    docstring): `structs` the module's struct items (`struct_items`), `params` as `Bounds`
+    has them."""
+    aliases = {st.var: st.slot for st in walk(fn.body) if isinstance(st, HeaderAlias)}
+
+    def env(locs: dict[str, Iv | None]) -> Bounds:
+        return Bounds(mbounds, hbounds, aliases, locs, dict(params or {}), fn.name == "parser")
+
+    assigns: list[tuple[str, Expr | Iv | None]] = []  # None: a value still text
+    text = [st.text for st in walk(fn.body) if isinstance(st, PyText)]
+    for st in walk(fn.body):
+        t = st.target.node if isinstance(st, (Assign, RegRead)) else None
+        if isinstance(st, (Assign, RegRead)) and t is None and st.target.code.isidentifier():
+            assigns.append((st.target.code, None))  # a target still text
+        elif isinstance(st, Assign) and isinstance(t, Local):
+            assigns.append((t.name, st.value.node))
+        elif isinstance(st, RegRead) and isinstance(t, Local):
+            lo, hi = st.bounds
+            if st.guarded:
+                lo, hi = min(lo, st.default), max(hi, st.default)
+            assigns.append((t.name, (lo, hi)))
+        elif isinstance(st, Extract) and st.fields is not None:
+            for i, size in enumerate((structs or {}).get(st.struct, [])[:st.items]):
+                assigns.append((f"a{i}", (0, (1 << (8 * size)) - 1)))
+    names = {name for name, _ in assigns}
+    locs: dict[str, Iv | None] = dict.fromkeys(names)
+    for turn in range(_ROUNDS):
+        e, new = env(locs), dict(locs)
+        for name, v in assigns:
+            b = v if isinstance(v, tuple) or v is None else _eval(e, v, locs)
+            if b is not None:
+                new[name] = _join(new[name], b)
+        for name in names:
+            old, cur = locs[name], new[name]
+            if old is not None and cur is not None and cur != old and turn >= _WIDEN_AFTER:
+                new[name] = (-(1 << (-cur[0]).bit_length()) if cur[0] < 0 else cur[0],
+                             (1 << cur[1].bit_length()) - 1 if cur[1] > 0 else cur[1])
+        if new == locs:
+            break
+        locs = new
+    else:
+        locs = dict.fromkeys(names)  # not settled: no interval
+    e = env(locs)
+    for name, v in assigns:  # an assignment without an interval leaves its local without
+        if v is None or not isinstance(v, tuple) and e.of(v) is None:
+            locs[name] = None
+    targets = " ".join(_text_targets(line) for line in text)
+    for name in names:  # a local a text line may assign too: not proven here
+        if re.search(rf"\b{re.escape(name)}\b", targets):
+            locs[name] = None
+    return env(locs)
+
+
+_ASSIGN = re.compile(r"^(.*?)(?<![=!<>])(?:[-+*/%&|^]|<<|>>|//)?=(?!=)")
+_BINDS = re.compile(r"\b(?:for|as)\s+([\w\s,()]+?)(?:\s+in\b|:|$)")
+
+
+def _text_targets(line: str) -> str:
+    """What a line of Python text may assign: the part before its assignment's ``=`` (of
+    each statement on it), the names after ``for`` and ``as`` (a superset: never fewer)."""
+    out = [m.group(1) for m in _BINDS.finditer(line)]
+    for part in line.split(";"):
+        m = _ASSIGN.match(part)
+        if m:
+            out.append(m.group(1))
+    return " ".join(out)
+
+
+def _eval(env: Bounds, v: Expr, locs: dict[str, Iv | None]) -> Iv | None:
+    """`v`'s interval this round; None while a local it reads has none yet."""
+    if any(isinstance(x, Local) and x.name in locs and locs[x.name] is None
+           and x.name not in env.params for x in _nodes(v)):
+        return None
+    return env.of(v)
+
+
+def _nodes(n: Expr) -> Iterable[Expr]:
+    yield n
+    for x in operands(n):
+        yield from _nodes(x)
+
+
+def param_bounds(meta: dict, fn: Function) -> dict[str, Iv]:
+    """The intervals of `fn`'s parameters: their types' (``meta["fbounds"]``), a table
+    wrapper's action data (``_dN``) by its width."""
+    out = {k: tuple(v) for k, v in meta.get("fbounds", {}).get(fn.name, {}).items()
+           if v is not None}
+    for a in meta.get("actions", ()):
+        if a["fn"] == fn.name:
+            for i, p in enumerate(a["params"]):
+                out.setdefault(f"_d{i}", (0, (1 << p["width"]) - 1))
+    return out  # type: ignore[return-value]
+
+
+def program_bounds(ir: Sequence[ModuleItem], meta: dict) -> dict[str, Bounds]:
+    """`function_bounds` of every function of a program (its IR and its ``meta``)."""
+    structs = struct_items(ir)
+    return {it.name: function_bounds(it, meta["mbounds"], meta["hbounds"], structs,
+                                     param_bounds(meta, it))
+            for it in ir if isinstance(it, Function)}

@@ -1,0 +1,231 @@
+"""Proven bounds of the IR's expression nodes (`pyswitch.ir.bounds`): intervals computed by
+hand for each operator and for the locals' fixed point, every node of the test programs
+bounded within its width, and the C back end meeting them with its own (the C unchanged)."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from pyswitch.ir import Assign, Function, Line, Loop, PyExpr, RegRead, walk
+from pyswitch.ir.bounds import Bounds, function_bounds, program_bounds
+from pyswitch.ir.exprs import (
+    Bin,
+    Call,
+    Concat,
+    Cond,
+    Digest,
+    Expr,
+    Field,
+    Lit,
+    Local,
+    Neg,
+    Not,
+    Opaque,
+    SignExt,
+    Slot,
+    Wrap,
+    opaque,
+    operands,
+)
+from pyswitch.program import compile_p4
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = sorted(str(p.relative_to(ROOT)) for d in ("tests/p4", "p4src", "tests/stf")
+                  for p in (ROOT / d).glob("*.p4"))
+
+M8, M16, M100 = Slot(0, 8), Slot(1, 16), Slot(2, 8)
+ENV = Bounds(mbounds=[(0, 255), (0, 65535), (0, 100), None],
+             hbounds=[[(0, 1), (0, 3), (200, 255)]], aliases={"h0": 0})
+
+
+@pytest.mark.parametrize(("node", "iv"), [
+    (Lit(7), (7, 7)),
+    (M8, (0, 255)),
+    (Slot(3, 4), (0, 15)),                                # no meta bound: the width's
+    (Field("h0", 0), (0, 1)),                             # the valid bit
+    (Field("h0", 1, 8), (0, 3)),                          # the field's type
+    (Wrap("+", M8, Lit(1), 8), (0, 255)),                 # [1, 256] wraps
+    (Wrap("+", M100, Lit(1), 8), (1, 101)),               # does not
+    (Wrap("-", Lit(5), Field("h0", 1, 8), 8), (2, 5)),
+    (Wrap("-", Lit(0), Lit(1), 8), (255, 255)),           # -1 within one multiple of 256
+    (Wrap("*", M100, Lit(2), 8), (0, 200)),
+    (Wrap("<<", Field("h0", 1, 8), Lit(4), 8), (0, 48)),
+    (Neg(Lit(1), 8), (255, 255)),
+    (Bin("&", M16, Lit(0xFF)), (0, 255)),
+    (Bin("|", Bin("+", Lit(4), Field("h0", 1, 8)), Lit(1)), (4, 7)),
+    (Bin("^", M8, Lit(1)), (0, 255)),
+    (Bin(">>", M16, Lit(4)), (0, 4095)),
+    (Bin("%", M16, Lit(10)), (0, 9)),
+    (Bin("==", M16, Lit(10)), (0, 1)),
+    (Bin("+", Local("pos"), Lit(14), bare=True), None),   # not the parser: pos unknown
+    (Not(M8), (0, 1)),
+    (Concat(M8, Slot(1, 16), 16, 24), (0, (1 << 24) - 1)),
+    (Concat(Bin("+", Lit(1), Field("h0", 1, 8)), Field("h0", 1, 8), 8, 16), (256, 1027)),
+    (SignExt(M8, 8, 16), (0, 65535)),                     # both signs: [0, 255 + 65280]
+    (SignExt(Field("h0", 2, 8), 8, 16), (65480, 65535)),  # negative only: -56..-1
+    (SignExt(M100, 8, 16), (0, 100)),                     # positive only
+    (Cond(Bin("<", M8, Lit(3)), Lit(3), Lit(9)), (3, 9)),
+    (Call("min", (M100, Lit(50))), (0, 50)),
+    (Call("max", (M100, Lit(50))), (50, 100)),
+    (Call("_shl", (M8, M8, Lit(8))), (0, 255)),
+    (Call("_hmod", (M100, M8)), (0, 100)),
+    (Digest("crc16", (M8,), (8,)), (0, 65535)),
+    (Digest("identity", (M8, M8), (8, 8)), (0, 65535)),
+    (Opaque("x[i]", 4), (0, 15)),
+    (Opaque("x[i]"), None),
+])
+def test_operators(node: Expr, iv: tuple[int, int] | None) -> None:
+    assert ENV.of(node) == iv
+
+
+def _fn(name: str, *stmts: tuple[int, object]) -> Function:
+    return Function(name, ("S", "M"), tuple(Line(d, s) for d, s in stmts))  # type: ignore[arg-type]
+
+
+def _set(name: str, v: Expr, w: int | None = 8) -> Assign:
+    return Assign(PyExpr.of(Local(name, w)), PyExpr.of(v))
+
+
+def test_loop_counter_settles_at_its_wrap() -> None:
+    """``i = 0; while True: i = (i + 1) & 0xff``: grows one a round, widened after 8
+    rounds to 15, 31, ...; the wrap to 8 bits stops it at [0, 255]."""
+    i = Local("i", 8)
+    fn = _fn("f", (1, _set("i", Lit(0))),
+             (1, Loop((Line(1, _set("i", Wrap("+", i, Lit(1), 8))),))))
+    b = function_bounds(fn)
+    assert b.locals == {"i": (0, 255)}
+    assert b.of(Wrap("+", i, Lit(1), 8)) == (0, 255)
+
+
+def test_unbounded_counter_has_no_interval() -> None:
+    i = Local("i")
+    fn = _fn("f", (1, _set("i", Lit(0), None)),
+             (1, Loop((Line(1, _set("i", Bin("+", i, Lit(1)), None)),))))
+    assert function_bounds(fn).locals == {"i": None}
+
+
+def test_locals_join_their_assignments() -> None:
+    """A local is the union of what is assigned to it (a register read's cells and its
+    default too); one assigned from it follows it."""
+    read = RegRead("R0", PyExpr.of(Lit(0)), 4, PyExpr.of(Local("r", 16)), (10, 20), True, 99)
+    fn = _fn("f", (1, read), (1, _set("x", Lit(3))), (1, _set("x", Local("r", 16))),
+             (1, _set("y", Wrap("+", Local("x", 16), Lit(1), 16))))
+    assert function_bounds(fn).locals == {"r": (10, 99), "x": (3, 99), "y": (4, 100)}
+
+
+def test_parser_cursor_and_params() -> None:
+    fn = Function("parser", ("S", "M", "buf"), ())
+    b = function_bounds(fn, params={"p_x": (0, 7)})
+    assert b.of(Bin("+", Local("pos"), Lit(14), bare=True)) == (14, (1 << 40) + 14)
+    assert b.of(Local("p_x", 3)) == (0, 7)
+
+
+def _compile(rel: str):  # noqa: ANN202 - a Program
+    with contextlib.chdir(ROOT):
+        return compile_p4(rel, ["p4src/include"])
+
+
+def _nodes(n: Expr):  # noqa: ANN202
+    yield n
+    for x in operands(n):
+        yield from _nodes(x)
+
+
+def _why_none(n: Expr, b: Bounds, meta: dict) -> str | None:
+    """Why node `n` may have no interval: text in it, or it reads a varbit (no number),
+    a local only text assigns, an out value of an untyped copy-out; None: no reason."""
+    for x in _nodes(n):
+        if isinstance(x, Opaque):
+            return "text"
+        if isinstance(x, Local) and b.locals.get(x.name, None) is None \
+                and x.name not in b.params and x.name not in ("pos", "L"):
+            return "local assigned in text"
+        if isinstance(x, Slot) and meta["mbounds"][x.index] is None:
+            return "varbit"
+        if isinstance(x, Field) and x.header in b.aliases \
+                and meta["hbounds"][b.aliases[x.header]][x.index] is None:
+            return "varbit"
+        if x.__class__.__name__ == "Elem" and x.width is None:
+            return "copy-out value"
+    return None
+
+
+@pytest.mark.parametrize("rel", PROGRAMS)
+def test_every_node_bounded_within_its_width(rel: str) -> None:
+    from pyswitch.ir import expressions
+    prog = _compile(rel)
+    bounds = program_bounds(prog.ir, prog.meta)
+    seen = 0
+    for it in prog.ir:
+        if not isinstance(it, Function):
+            continue
+        b = bounds[it.name]
+        for st in walk(it.body):
+            for e in expressions(st):
+                for n in _nodes(e.node) if e.node is not None else ():
+                    iv = b.of(n)
+                    if iv is None:
+                        assert _why_none(n, b, prog.meta), (it.name, n)
+                        continue
+                    seen += 1
+                    assert iv[0] <= iv[1], (it.name, n, iv)
+                    if n.width is not None:
+                        assert 0 <= iv[0] and iv[1] < 1 << n.width, (it.name, n, iv)
+    assert seen
+
+
+IR_TIGHTER = {"p4src/ina.p4", "tests/p4/pyswitch_ops.p4", "tests/p4/pyswitch_clone_fl.p4",
+              "tests/p4/pyswitch_hash.p4", "tests/p4/native_externs.p4"}  # the IR tighter somewhere
+
+
+@pytest.mark.parametrize("rel", ["p4src/switchml.p4", *sorted(IR_TIGHTER), *[
+    p for p in PROGRAMS if p.startswith("tests/p4/native_")]])
+def test_cgen_meets_the_ir_intervals(rel: str, monkeypatch) -> None:  # noqa: ANN001
+    """cgen's interval of each expression built from a node and the node's proven one
+    always overlap (both sound); the C is the same with or without the IR's (where the
+    IR's is tighter -- ``|`` and ``&`` of a positive value, wraps that do not wrap,
+    concatenations -- no choice of C depends on it; where cgen's is tighter it is its
+    flow-sensitive locals')."""
+    from pyswitch.native import exprs
+    from pyswitch.native.cgen import NotNative, Unit
+    prog = _compile(rel)
+
+    def c_source() -> str:
+        try:
+            return Unit(prog.ir, prog.meta, "m").translate(True)
+        except NotNative as e:
+            return f"refused: {e}"
+
+    real = exprs.Expressions._ex
+    seen = {"ir": 0, "cgen": 0}
+
+    def spy(self, f, node):  # noqa: ANN001, ANN202
+        x = real(self, f, node)
+        n = getattr(node, "ir_expr", None)
+        if n is not None and f.irb is not None and not opaque(n):
+            iv = f.irb.of(n)
+            if iv is not None:
+                assert max(x.lo, iv[0]) <= min(x.hi, iv[1]), (f.name, n, iv, x)
+                seen["ir"] += iv[0] > x.lo or iv[1] < x.hi
+                seen["cgen"] += x.lo > iv[0] or x.hi < iv[1]
+        return x
+
+    monkeypatch.setattr(exprs.Expressions, "_ex", spy)
+    with_ir = c_source()
+    assert seen["ir"] or rel not in IR_TIGHTER, seen
+    monkeypatch.setattr("pyswitch.native.cgen.program_bounds", lambda ir, meta: {})
+    assert c_source() == with_ir
+
+
+def test_a_local_text_may_assign_is_not_proven() -> None:
+    """A `PyText` line that may assign a local (before an ``=``, after ``for``/``as``)
+    takes its interval away; one that only reads it does not."""
+    from pyswitch.ir import PyText
+    for line, want in (("x = y + 1", None), ("for x in (h1, h2):", None),
+                       ("except _Exit as x:", None), ("a, x = f()", None),
+                       ("if x == 1: pass", (3, 3)), ("y = x + 1", (3, 3))):
+        fn = _fn("f", (1, _set("x", Lit(3))), (1, PyText(line)))
+        assert function_bounds(fn).locals["x"] == want, line

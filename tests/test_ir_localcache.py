@@ -1,0 +1,245 @@
+"""The metadata-read cache as a pass over the IR (`pyswitch.ir.localcache`): the same Python
+as the text pass (`pyswitch.compiler.localcache`) on every function of the test programs
+and on random functions, the facts read from the nodes, text left to the text pass."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import random
+from pathlib import Path
+
+import pytest
+
+from pyswitch.compiler.localcache import cache_metadata_reads
+from pyswitch.ir import (
+    ActionCall,
+    Assign,
+    CounterCount,
+    Emit,
+    EmitRun,
+    ExitScope,
+    Function,
+    HeaderAlias,
+    If,
+    Line,
+    Loop,
+    ParserError,
+    PyExpr,
+    PyText,
+    RegRead,
+    RegWrite,
+    Return,
+    Seq,
+    TableApply,
+    function_lines,
+)
+from pyswitch.ir.exprs import (
+    All,
+    Bin,
+    Call,
+    Concat,
+    Cond,
+    Digest,
+    Expr,
+    Field,
+    Lit,
+    Local,
+    Neg,
+    Not,
+    Paren,
+    Range,
+    SCmp,
+    SignExt,
+    Slot,
+    Wrap,
+)
+from pyswitch.ir.localcache import cache_reads, needs_text
+from pyswitch.program import compile_p4
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = sorted(str(p.relative_to(ROOT)) for d in ("tests/p4", "p4src", "tests/stf")
+                  for p in (ROOT / d).glob("*.p4")) + ["examples/l2_switch.p4"]
+
+
+def _no_text(lines: list[str]) -> list[str]:
+    raise AssertionError("fell back to the text pass")
+
+
+def _ir_pass(fn: Function) -> list[str]:
+    return cache_reads(fn, cache_metadata_reads if needs_text(fn) else _no_text)
+
+
+@pytest.mark.parametrize("rel", PROGRAMS)
+def test_programs_as_the_text_pass(rel: str) -> None:
+    with contextlib.chdir(ROOT):
+        prog = compile_p4(rel, ["p4src/include"])
+    fns = [it for it in prog.ir if isinstance(it, Function) and it.cache_reads]
+    for fn in fns:
+        assert _ir_pass(fn) == cache_metadata_reads(function_lines(fn)), fn.name
+    if rel.startswith("p4src/"):  # no text left: every function on the IR route
+        assert not any(needs_text(fn) for fn in fns)
+
+
+def _e(n: Expr) -> PyExpr:
+    return PyExpr.of(n)
+
+
+def _fn(*stmts: tuple[int, object]) -> Function:
+    return Function("f", ("S", "M"), tuple(Line(d, s) for d, s in stmts))  # type: ignore[arg-type]
+
+
+M3 = Slot(3, 8)
+
+
+def test_a_run_reads_a_local() -> None:
+    fn = _fn((1, Assign(_e(Local("x", 8)), _e(Wrap("+", M3, M3, 8)))),
+             (1, RegWrite("R0", _e(M3), 8, _e(Slot(1, 8)), False)),
+             (1, ActionCall("a1", (_e(M3),))))
+    assert _ir_pass(fn) == ["def f(S, M):", "    _m3 = M[3]", "    x = ((_m3 + _m3) & 255)",
+                            "    R0[_m3] = M[1]", "    a1(S, M, M[3])"]
+
+
+def test_a_table_apply_ends_a_run_after_its_look_up() -> None:
+    """The look-up's keys are in the run; the action's call lets ``M`` out."""
+    fn = _fn((1, Assign(_e(Local("x", 8)), _e(Bin("&", M3, M3)))),
+             (1, TableApply("T0", "_e0", "exact", (_e(M3),), _e(M3))))
+    assert _ir_pass(fn)[1:4] == ["    _m3 = M[3]", "    x = (_m3 & _m3)",
+                                 "    _e0 = T0.exact.get(_m3) or T0.default"]
+    assert _ir_pass(fn)[4] == "    if _e0.hit: _e0.counter[0] += 1; _e0.counter[1] += _m3"
+
+
+def test_text_goes_to_the_text_pass() -> None:
+    fn = _fn((1, PyText("x = M[3] + M[3] + M[3]")))
+    assert needs_text(fn)
+    assert cache_reads(fn, cache_metadata_reads)[1] == "    _m3 = M[3]"
+
+
+def test_a_taken_name_or_no_m_leaves_it() -> None:
+    body = ((1, Assign(_e(Local("_m9", 8)), _e(Bin("+", Bin("+", M3, M3), M3)))),)
+    assert _ir_pass(_fn(*body)) == function_lines(_fn(*body))
+    fn = Function("g", ("S", "N"), _fn(*body).body)
+    assert _ir_pass(fn) == function_lines(fn)
+
+
+# -- random functions: the IR pass and the text pass give the same lines -------------------
+SLOTS = (1, 3, 9, 17, 25, 33, 2, 10)  # equal modulo 8 and 16: the loads' order is the sets'
+
+
+class _Gen:
+    def __init__(self, seed: int) -> None:
+        self.r = random.Random(seed)
+
+    def leaf(self) -> Expr:
+        c = self.r.randrange(5)
+        if c < 3:
+            return Slot(self.r.choice(SLOTS), 8)
+        return Lit(self.r.randrange(300)) if c == 3 else Field("h0", 1, 8)
+
+    def ex(self, d: int = 0) -> Expr:  # noqa: C901 - one case per kind
+        if d > 1 or self.r.random() < 0.3:
+            return self.leaf()
+        a, b = self.ex(d + 1), self.ex(d + 1)
+        c = self.r.randrange(12)
+        out: list[Expr] = [
+            Bin(self.r.choice(["&", "|", "==", "<"]), a, b), Wrap("+", a, b, 8), Neg(a, 8),
+            Not(a), Cond(Bin("==", a, b), b, a), SignExt(a, 8, 16), SCmp("<", a, b, 8),
+            Concat(a, b, 8, 16), Call("min", (a, b)), Digest("crc16", (a, b), (8, 8)),
+            Digest("csum16", (a, b), (8, 8)), Paren(a)]
+        return out[c]
+
+    def cond(self) -> PyExpr:
+        """A condition: an expression, or a select's range or keys (whole conditions)."""
+        a, b = self.ex(1), self.ex(1)
+        return _e(self.r.choice([self.ex(), Range(Lit(1), a, b),
+                                 All((Bin("==", a, b, bare=True), Bin("==", b, a, bare=True)))]))
+
+    def target(self) -> PyExpr:
+        c = self.r.randrange(3)
+        return _e(Slot(self.r.choice(SLOTS), 8) if c == 0 else
+                  Local("x", 8) if c == 1 else Field("h0", 1, 8))
+
+    def simple(self) -> object:  # noqa: C901 - one case per kind
+        c = self.r.randrange(11)
+        g = self.r.random() < 0.5
+        if c <= 2:
+            return Assign(self.target(), _e(self.ex()))
+        if c == 3:
+            return RegRead("R0", _e(self.ex()), 8, self.target(), (0, 255), g)
+        if c == 4:
+            return RegWrite("R0", _e(self.ex()), 8, _e(self.ex()), g)
+        if c == 5:
+            return CounterCount("C0", _e(self.ex()), 8, _e(self.ex()), g)
+        if c == 6:
+            return ActionCall("a1", (_e(self.ex()),))
+        if c == 7:
+            kind = self.r.choice(["exact", "lookup", "default"])
+            keys = () if kind == "default" else tuple(
+                _e(self.ex()) for _ in range(self.r.randint(1, 2)))
+            return TableApply("T0", "_e0", kind, keys,  # type: ignore[arg-type]
+                              _e(self.ex()) if g else None)
+        if c == 8:
+            return ParserError(2, self.cond() if g else None)
+        if c == 9:
+            return Seq(tuple(Assign(self.target(), _e(self.ex()))
+                             for _ in range(self.r.randint(2, 3))))
+        return HeaderAlias("h0", 0)
+
+    def one_line(self) -> object:
+        return self.r.choice([Assign(self.target(), _e(self.ex())), Seq((
+            Assign(self.target(), _e(self.ex())), Assign(self.target(), _e(self.ex()))))])
+
+    def body(self, d: int) -> tuple[Line, ...]:
+        out = []
+        for _ in range(self.r.randint(1, 6)):
+            c = self.r.randrange(10)
+            if d < 2 and c == 0:
+                els = self.body(d + 1) if self.r.random() < 0.5 else None
+                out.append(Line(1, If(self.cond(), self.body(d + 1), els)))
+            elif d < 2 and c == 1:
+                out.append(Line(1, Loop(self.body(d + 1))))
+            elif d < 2 and c == 2:
+                out.append(Line(1, ExitScope(self.body(d + 1))))
+            elif c == 3:
+                els = (Line(1, self.one_line()),) if self.r.random() < 0.5 else None
+                out.append(Line(1, If(self.cond(), (Line(1, self.one_line()),), els,
+                                      inline=True)))
+            elif d < 2 and c == 4:
+                inner = If(self.cond(), self.body(d + 1), self.body(d + 1))
+                out.append(Line(1, If(self.cond(), self.body(d + 1), (Line(1, inner),),
+                                      elif_=True)))
+            elif c == 5:
+                em = (Emit("h0", "_st0", (_e(self.ex()),)), Emit("h1", "_st1", None))
+                out.append(Line(1, self.r.choice([em[0], EmitRun("_sd0", em)])))
+            else:
+                out.append(Line(1, self.simple()))  # type: ignore[arg-type]
+        if self.r.random() < 0.2:
+            out.append(Line(1, Return()))
+        return tuple(out)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_functions_as_the_text_pass(seed: int) -> None:
+    g = _Gen(seed)
+    changed = 0
+    for _ in range(12):
+        fn = Function("f", ("S", "M"), g.body(0))
+        want = cache_metadata_reads(function_lines(fn))
+        assert cache_reads(fn, _no_text) == want, "\n".join(function_lines(fn))
+        ast.parse("\n".join(want))  # still Python
+        changed += want != function_lines(fn)
+    assert changed  # the pass did something in these functions
+
+
+def test_a_kind_it_does_not_know_goes_to_the_text_pass() -> None:
+    """A node kind added later is seen as the Python it prints until the pass knows it."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Twice:
+        a: Expr
+        width: int = 8
+
+    fn = _fn((1, Assign(_e(Local("x", 8)), PyExpr("(M[3] + M[3] + M[3])", 8, Twice(M3)))))
+    assert needs_text(fn)  # its text is no print of a node the IR knows
+    assert cache_reads(fn, cache_metadata_reads)[1] == "    _m3 = M[3]"
