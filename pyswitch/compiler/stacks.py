@@ -46,6 +46,7 @@ from pyswitch.ir import (
     ModuleText,
     ParserError,
     PyExpr,
+    SiblingsInvalid,
 )
 from pyswitch.ir.exprs import Bin, Call, Elems, Field, Lit, Local, Pick, Str, Wrap, text
 from pyswitch.types import BOOL, Bits, HeaderTy, IntLit, Ty
@@ -325,7 +326,6 @@ class Stacks:
         """``extract(hs.next)``: StackOutOfBounds when full, then the element at the next
         index is extracted and the index raised (not when the extract fails)."""
         loc = nl.stack
-        nx = self.stack_next_slot(loc)
         em.emit(ParserError(self.errors.index('StackOutOfBounds'),
                             PyExpr.of(Bin(">=", self.stack_next_e(loc).as_node(),
                                           Lit(len(loc.elems)), bare=True))))
@@ -334,8 +334,10 @@ class Stacks:
             members = [u.fields[nl.member] for u in loc.elems]
             em.assign(v, self.pick_next(members, loc, nl.ty))
             self.extract_into(DynHdrLoc(members[0].slot, nl.ty, v), nbits, em)
-            sibs = "(" + "".join(f"{self.tuple_of(m.siblings)}, " for m in members) + ")"
-            em(f"for _s in {sibs}[{nx}]: _s[0] = False")
+            for m in members:
+                self.tuple_of(m.siblings)  # (their slots used)
+            em.emit(SiblingsInvalid(tuple(tuple(s.var for s in m.siblings) for m in members),
+                                    self.stack_next_e(loc).py()))
         else:
             self.stack_elems(loc)  # (not a stack of unions)
             em.assign(v, self.pick_next(loc.elems, loc, nl.ty))

@@ -47,6 +47,7 @@ from pyswitch.ir.stmts import (
     CounterCount,
     Emit,
     EmitRun,
+    EmitVarbit,
     Exit,
     ExitScope,
     Extract,
@@ -66,15 +67,16 @@ from pyswitch.ir.stmts import (
     RegWrite,
     Return,
     Seq,
+    SiblingsInvalid,
     Stmt,
     TableApply,
 )
 from pyswitch.ir.values import PyExpr
 
 __all__ = ["ActionCall", "Advance", "Assign", "Body", "Break", "Continue", "CopyOutCall",
-           "CounterCount", "Emit", "EmitRun", "Exit", "ExitScope", "Extract", "Function",
+           "CounterCount", "Emit", "EmitRun", "EmitVarbit", "Exit", "ExitScope", "Extract", "Function",
            "HeaderAlias", "HeaderCopy", "HeaderSet", "HeaderSwap", "If", "Line",
            "Loop", "ModuleItem", "ModuleText", "ParserEnd", "ParserError", "ParserScope",
            "ParserStart", "Pass", "PyExpr", "PyText", "RegRead", "RegWrite", "Return", "Seq",
-           "Stmt", "TableApply", "bodies", "expressions", "function_lines", "item_text", "module_text", "shift",
+           "SiblingsInvalid", "Stmt", "TableApply", "bodies", "expressions", "function_lines", "item_text", "module_text", "shift",
            "stmt_lines", "walk"]

@@ -19,6 +19,7 @@ from pyswitch.ir.stmts import (
     CounterCount,
     Emit,
     EmitRun,
+    EmitVarbit,
     Exit,
     ExitScope,
     Extract,
@@ -38,6 +39,7 @@ from pyswitch.ir.stmts import (
     RegWrite,
     Return,
     Seq,
+    SiblingsInvalid,
     Stmt,
     TableApply,
 )
@@ -116,6 +118,12 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
         args = ", ".join(pack_args(e) for e in st.emits)
         return [(0, f"if {valid}:"), (1, f"out.append({st.struct}.pack({args}))"), (0, "else:"),
                 *((1 + e, t) for em in st.emits for e, t in stmt_lines(em))]
+    if isinstance(st, EmitVarbit):
+        pieces = " + ".join(p.code for p in st.pieces)
+        return [(0, f"if {st.header}[0]: out.append({pieces})")]
+    if isinstance(st, SiblingsInvalid):
+        groups = "".join(f"({''.join(h + ', ' for h in g)}), " for g in st.groups)
+        return [(0, f"for _s in ({groups})[{st.index.code}]: _s[0] = False")]
     raise TypeError(f"not an IR statement: {st!r}")
 
 

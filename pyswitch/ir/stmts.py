@@ -329,6 +329,27 @@ class EmitRun:
 
 
 @dataclass(frozen=True)
+class EmitVarbit:
+    """``emit`` of header `header` with a varbit field (``hN``): when it is valid, its
+    bytes onto the output, `pieces` in order (each a `ToBytes` of fixed fields joined,
+    or the varbit's `VbBytes` at its length): ``if hN[0]: out.append(p1 + p2 + ...)``."""
+
+    header: str
+    pieces: tuple[PyExpr, ...]
+
+
+@dataclass(frozen=True)
+class SiblingsInvalid:
+    """A union stack's element extracted at its next index `index` (a union's member):
+    the other members of that element made invalid.  `groups`: for each element of the
+    stack, those other members' header locals: ``for _s in ((h6, ), (h8, ), )[i]: _s[0] =
+    False``."""
+
+    groups: tuple[tuple[str, ...], ...]
+    index: PyExpr
+
+
+@dataclass(frozen=True)
 class Line:
     """Statement `stmt` at depth `ind` (depth 1 is a function's body, or a structured
     statement's body)."""
@@ -350,4 +371,5 @@ Body = tuple[Line, ...]
 Stmt = (PyText | RegRead | RegWrite | CounterCount | Exit | ParserError | ActionCall
         | TableApply | Assign | If | ExitScope | ParserScope | HeaderAlias | Loop | Break
         | Continue | Pass | Return | Seq | ParserStart | ParserEnd | Extract | Advance | Emit
-        | EmitRun | HeaderCopy | HeaderSet | HeaderSwap | CopyOutCall)
+        | EmitRun | HeaderCopy | HeaderSet | HeaderSwap | CopyOutCall | EmitVarbit
+        | SiblingsInvalid)

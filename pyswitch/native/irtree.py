@@ -36,6 +36,7 @@ from pyswitch.ir import (
     CopyOutCall,
     Emit,
     EmitRun,
+    EmitVarbit,
     ExitScope,
     Extract,
     Function,
@@ -56,6 +57,7 @@ from pyswitch.ir import (
     RegRead,
     Return,
     Seq,
+    SiblingsInvalid,
     Stmt,
     TableApply,
     stmt_lines,
@@ -68,8 +70,11 @@ IND = "    "
 PACKET = (ParserStart, ParserEnd, Extract, Advance, Emit, EmitRun)
 # whole headers' copies, sets and swaps
 HEADERS = (HeaderCopy, HeaderSet, HeaderSwap)
+# the statements of one line whose Python was text last: a varbit header's emit, a union
+# stack's siblings made invalid
+ONE_LINE = (EmitVarbit, SiblingsInvalid)
 STRUCTURED = (Assign, If, ExitScope, ParserScope, HeaderAlias, Loop, Break, Continue, Pass,
-              Return, Seq, CopyOutCall, *HEADERS, *PACKET)
+              Return, Seq, CopyOutCall, *HEADERS, *PACKET, *ONE_LINE)
 
 __all__ = ["MARK", "PACKET", "STRUCTURED", "Marked", "assigned", "marker", "module_tree"]
 
@@ -269,6 +274,20 @@ def simple(st: Stmt, at: int) -> ast.stmt:
     if isinstance(st, HeaderSwap):
         return ast.Assign([ast.Tuple([_whole(st.a, True), _whole(st.b, True)], ast.Store())],
                           ast.Tuple([_name(st.b), _whole(st.a)], ast.Load()), lineno=at)
+    if isinstance(st, EmitVarbit):  # native.varbits reads the pieces from this tree
+        data = expr(st.pieces[0], at)
+        for p in st.pieces[1:]:
+            data = ast.BinOp(data, ast.Add(), expr(p, at), lineno=at)
+        call = _method("out", "append", [data])
+        call.lineno = at
+        return ast.If(_valid(st.header), [ast.Expr(call, lineno=at)], [], lineno=at)
+    if isinstance(st, SiblingsInvalid):  # native.picks: one case per element
+        groups = ast.Tuple([ast.Tuple([_name(h) for h in g], ast.Load()) for g in st.groups],
+                           ast.Load())
+        clear = ast.Assign([ast.Subscript(_name("_s"), ast.Constant(0), ast.Store())],
+                           ast.Constant(False), lineno=at)
+        return ast.For(_name("_s", True), ast.Subscript(groups, expr(st.index, at), ast.Load()),
+                       [clear], [], lineno=at)
     raise TypeError(f"not a statement of one line built from its fields: {st!r}")
 
 
