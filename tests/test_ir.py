@@ -366,6 +366,7 @@ def test_printer_text_of_whole_headers() -> None:
     assert stmt_lines(HeaderSet("h3", False, (zero, PyExpr.of(Lit(0xccbb, None, True))))) == [
         (0, "h3[:] = [False, 0, 0xccbb]")]
     assert stmt_lines(HeaderSet("h4", True, ())) == [(0, "h4[:] = [True]")]
+    assert stmt_lines(HeaderSet("h4", True, (), listed=True)) == [(0, "h4[:] = [True, ]")]
     assert stmt_lines(HeaderSwap("h3", "h2")) == [(0, "h3[:], h2[:] = h2, h3[:]")]
 
 

@@ -78,7 +78,7 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
     if isinstance(st, HeaderCopy):
         return [(0, f"{st.target}[:] = {st.source}")]
     if isinstance(st, HeaderSet):
-        vals = "".join(", " + v.code for v in st.values)
+        vals = "".join(", " + v.code for v in st.values) + (", " if st.listed else "")
         return [(0, f"{st.header}[:] = [{st.valid}{vals}]")]
     if isinstance(st, HeaderSwap):
         return [(0, f"{st.a}[:], {st.b}[:] = {st.b}, {st.a}[:]")]

@@ -11,7 +11,9 @@ line (a body's first level is 1).  Whole headers are copied, set and swapped by 
 their own (`HeaderCopy`, `HeaderSet`, `HeaderSwap`).  The parser's cursor (`ParserStart`, `Extract`,
 `Advance`, `ParserEnd`) and the deparser's output (`Emit`, `EmitRun`) are nodes too: their
 Python reads and writes the packet with a header's ``struct.Struct`` (a module-level
-``_stN``, `pyswitch.ir.module.ModuleText`, named by the node).
+``_stN``, `pyswitch.ir.module.ModuleText`, named by the node); a varbit header's extract is
+a `HeaderSet` of the values read, its emit an `EmitVarbit`; a union stack's siblings made
+invalid a `SiblingsInvalid`.
 """
 
 from __future__ import annotations
@@ -146,12 +148,15 @@ class HeaderCopy:
 @dataclass(frozen=True)
 class HeaderSet:
     """Header `header` (``hN``, ``_hsN``) made valid or not (`valid`) with a value for
-    each of its fields, `values` (one or more): ``h3[:] = [True, 0, 0]`` (`setValid`'s
-    zeros, a list expression assigned, a lookahead into a header, a header reset)."""
+    each of its fields, `values`: ``h3[:] = [True, 0, 0]`` (`setValid`'s zeros, a list
+    expression assigned, a lookahead into a header, a header reset, a varbit header's
+    extract).  `listed`: a list expression of no values assigned to a header without
+    fields, printed ``h4[:] = [True, ]`` (the same list)."""
 
     header: str
     valid: bool
     values: tuple[PyExpr, ...]
+    listed: bool = False
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ it).  Transitionally (issue 42, scope 1) that tree is made of three kinds of pie
 - the structured statements (`Assign`, `HeaderAlias`, `If`, `Loop` and its `Break` and
   `Continue`, `Pass`, `Return`, `Seq`, `ExitScope`, `ParserScope`, the whole headers'
   `HeaderCopy`, `HeaderSet`, `HeaderSwap`, the calls that copy out, `CopyOutCall`, with
-  their handler) and the parser's and
-  deparser's nodes (`ParserStart`, `Extract`, `Advance`, `ParserEnd`, `Emit`, `EmitRun`):
+  their handler, a union stack's `SiblingsInvalid`) and the parser's and
+  deparser's nodes (`ParserStart`, `Extract`, `Advance`, `ParserEnd`, `Emit`, `EmitRun`,
+  `EmitVarbit`):
   their syntax tree is built here from their fields -- the bodies from their `Line`s,
   the expressions from their nodes (`pyswitch.native.exprtree`), the text parsed only
   where an expression is no node yet (`PyExpr.code`) -- not from the printed Python.
