@@ -43,9 +43,11 @@ from pyswitch.ir import (
     HeaderCopy,
     HeaderSet,
     HeaderSwap,
+    Helper,
     If,
     Line,
     Loop,
+    ModuleText,
     ParserEnd,
     ParserError,
     ParserScope,
@@ -58,8 +60,11 @@ from pyswitch.ir import (
     Return,
     Seq,
     SiblingsInvalid,
+    StructDecl,
     TableApply,
     expressions,
+    item_text,
+    module_text,
     stmt_lines,
     walk,
 )
@@ -101,15 +106,16 @@ def expr_kind(e: PyExpr) -> str:
 
 def census(ir: list) -> dict[str, int]:
     """Statements by kind in a program's IR: ``PyText`` lines of function bodies (those in
-    the bodies of structured statements too), each node kind, and module-level text
-    blocks (``ModuleText``); and the statements' expressions (`expr_kind`)."""
+    the bodies of structured statements too), each node kind, and the module's other
+    items by kind (``StructDecl``, ``Helper``, text blocks: ``ModuleText``); and the
+    statements' expressions (`expr_kind`)."""
     c: Counter[str] = Counter()
     for it in ir:
         if isinstance(it, Function):
             c.update(type(st).__name__ for st in walk(it.body))
             c.update(expr_kind(e) for st in walk(it.body) for e in expressions(st))
         else:
-            c["ModuleText"] += 1
+            c[type(it).__name__] += 1
     return dict(sorted(c.items()))
 
 
@@ -433,6 +439,35 @@ def test_c_tree_of_varbits_and_union_siblings_built_from_fields() -> None:
         assert idiom not in "\n".join(m.parsed[1:]).replace("def deparser", ""), idiom
 
 
+def test_module_declarations() -> None:
+    """The module's `StructDecl`s and `Helper`s: printed as the compiler wrote them; in the
+    native path's tree a struct is built from its fields (cgen reads its format there)
+    and a helper is absent (the C calls its own), its lines blank: no module-level text
+    is parsed, and the lines keep their numbers."""
+    fmt = StructDecl("_st0", ">BBH")
+    assert item_text(fmt) == "_st0 = _struct.Struct('>BBH')"
+    assert item_text(Helper("pack_bits")).startswith("def _pack_bits(parts):\n")
+    stacks = item_text(Helper("stacks"))
+    assert "def _hs_at(elems, i, what, nfields):" in stacks and "def _hs_last(" in stacks
+    fn = Function("verify", ("S", "M"), (Line(1, Pass()),))
+    items = [fmt, fn, Helper("stacks")]
+    assert module_text(items) == f"_st0 = _struct.Struct('>BBH')\n\n{item_text(fn)}\n\n{stacks}\n"
+    m = Marked(items)
+    assert m.shown == module_text(items).rstrip("\n").split("\n")
+    assert len(m.text.splitlines()) == len(m.shown)
+    assert "_struct" not in m.text and "_hs_at" not in m.text
+    tree = m.tree()
+    assert ast.unparse(tree) == "_st0 = _struct.Struct('>BBH')\n\ndef verify(S, M):\n    pass"
+    assert [s.lineno for s in tree.body] == [1, 3]
+
+
+def test_no_module_text_left() -> None:
+    """No program of tests/p4, p4src and tests/stf has a module-level text block: its
+    structs are `StructDecl`s, its helpers `Helper`s."""
+    assert [rel for rel in PROGRAMS if any(isinstance(it, ModuleText)
+                                           for it in _compile(rel).ir)] == []
+
+
 def test_printer_text_of_copy_out_calls() -> None:
     x, y = PyExpr.of(Local("p_x")), PyExpr.of(Lit(3))
     assert stmt_lines(CopyOutCall("a0", (x, y), "_r2")) == [(0, "_r2 = a0(S, M, p_x, 3)")]
@@ -536,8 +571,11 @@ def test_c_tree_is_the_printed_pythons(rel: str) -> None:
         if isinstance(it, Function):
             flat.append(f"def {it.name}({', '.join(it.params)}):")
             _flat(it.body, 0, n, flat)
+        elif isinstance(it, Helper):  # the C calls its own: not in the tree
+            flat += [""] * len(item_text(it).split("\n"))
         else:
-            flat += it.text.split("\n")
+            n[0] += isinstance(it, StructDecl)  # numbered as the statements are
+            flat += item_text(it).split("\n")
     m = Marked(ir)
     tree, want = m.tree(), ast.parse("\n".join(flat) + "\n")
     assert ast.dump(tree) == ast.dump(want)

@@ -28,7 +28,7 @@ from typing import Any
 from lark import Tree
 
 from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StackLoc, StructLoc
-from pyswitch.ir import Advance, EmitVarbit, HeaderSet, ModuleText, ParserError, PyExpr
+from pyswitch.ir import Advance, EmitVarbit, HeaderSet, Helper, ParserError, PyExpr
 from pyswitch.ir.exprs import (
     All,
     AnyOf,
@@ -68,15 +68,6 @@ def varbit_index(ty: HeaderTy) -> int:
         if isinstance(t, VarbitTy):
             return i
     return -1
-
-
-_PACK_HELPER = '''def _pack_bits(parts):
-    acc = total = 0
-    for w, v in parts:
-        acc = (acc << w) | v
-        total += w
-    pad = -total % 8
-    return (acc << pad).to_bytes((total + pad) // 8, "big")'''
 
 
 def byte_groups(fields: list[tuple[Any, int]]) -> list[list[tuple[Any, int]]]:
@@ -221,7 +212,7 @@ class Varbits:
         byte), defined once."""
         if not getattr(self, "_pack_helper", False):
             self._pack_helper = True
-            self.module.append(ModuleText(_PACK_HELPER))
+            self.module.append(Helper("pack_bits"))
 
     # ------------------------------------------------------------------ comparison
     def aggregate_compare(self, op: str, a: E, b: E, node: Any) -> E:

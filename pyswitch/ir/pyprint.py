@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText
+from pyswitch.ir.module import Function, Helper, Line, ModuleItem, ModuleText, StructDecl
+from pyswitch.ir.pyhelpers import HELPERS
 from pyswitch.ir.stmts import (
     ActionCall,
     Advance,
@@ -221,6 +222,10 @@ def function_lines(fn: Function) -> list[str]:
 
 def item_text(it: ModuleItem) -> str:
     """One module item as Python (no back-end pass applied)."""
+    if isinstance(it, StructDecl):
+        return f"{it.var} = _struct.Struct({it.fmt!r})"
+    if isinstance(it, Helper):
+        return HELPERS[it.name]
     return it.text if isinstance(it, ModuleText) else "\n".join(function_lines(it))
 
 
@@ -231,8 +236,8 @@ def module_text(items: list[ModuleItem],
     each function that allows it."""
     parts = []
     for it in items:
-        if isinstance(it, ModuleText):
-            parts.append(it.text)
+        if not isinstance(it, Function):
+            parts.append(item_text(it))
         else:
             lines = function_lines(it)
             if cache_reads is not None and it.cache_reads:

@@ -43,7 +43,7 @@ from pyswitch.native.exprs import (
 )
 from pyswitch.native.irlower import IRLower, marker, module_tree
 from pyswitch.native.loop import c_source
-from pyswitch.native.picks import Picks, prelude
+from pyswitch.native.picks import Picks
 from pyswitch.native.varbits import Varbits
 from pyswitch.tables import table_kind
 
@@ -79,10 +79,7 @@ class Unit(IRLower, CopyOut, Picks, Varbits, Expressions):
         self.funcs: dict[str, Func] = {}
         tree, self.lines, self.nodes = module_tree(ir)  # transitional: irtree
         for st in tree.body:
-            if prelude(st):  # the stack helpers, called from C (pyswitch.native.picks)
-                continue
-            if isinstance(st, ast.FunctionDef) and st.name == "_pack_bits":
-                continue  # a checksum's bytes with varbits (compiler.varbit): its calls stay
+            # (the helpers, `Helper`: not in the tree, the C calls its own)
             if isinstance(st, ast.FunctionDef):
                 self._declare(st)
             elif (isinstance(st, ast.Assign) and len(st.targets) == 1

@@ -45,6 +45,7 @@ from pyswitch.ir import (
     HeaderCopy,
     HeaderSet,
     HeaderSwap,
+    Helper,
     If,
     Line,
     Loop,
@@ -60,7 +61,9 @@ from pyswitch.ir import (
     Seq,
     SiblingsInvalid,
     Stmt,
+    StructDecl,
     TableApply,
+    item_text,
     stmt_lines,
 )
 from pyswitch.native.exprtree import expr_tree
@@ -75,7 +78,7 @@ HEADERS = (HeaderCopy, HeaderSet, HeaderSwap)
 # stack's siblings made invalid
 ONE_LINE = (EmitVarbit, SiblingsInvalid)
 STRUCTURED = (Assign, If, ExitScope, ParserScope, HeaderAlias, Loop, Break, Continue, Pass,
-              Return, Seq, CopyOutCall, *HEADERS, *PACKET, *ONE_LINE)
+              Return, Seq, CopyOutCall, *HEADERS, *PACKET, *ONE_LINE, StructDecl)
 
 __all__ = ["MARK", "PACKET", "STRUCTURED", "Marked", "assigned", "marker", "module_tree"]
 
@@ -106,7 +109,7 @@ class Marked:
     simple node by its first line), `parsed` (every line parsed, the bodies' too)."""
 
     def __init__(self, items: list[ModuleItem]) -> None:
-        self.nodes: list[Stmt] = []
+        self.nodes: list[Stmt | StructDecl] = []
         self.parts: dict[int, list[tuple[int, list[str]]]] = {}  # bodies: (offset, text)
         self.handler: dict[int, int] = {}  # a scope's ``except`` line: its offset
         self.parsed: list[str] = []
@@ -116,6 +119,16 @@ class Marked:
             if n:
                 text.append("")
                 self.shown.append("")
+            if isinstance(it, StructDecl):  # built from its fields, as a statement's
+                text.append(f"{MARK}({len(self.nodes)})")
+                self.nodes.append(it)
+                self.shown.append(item_text(it))
+                continue
+            if isinstance(it, Helper):  # the C calls its own: nothing to translate
+                lines = item_text(it).split("\n")
+                text += [""] * len(lines)
+                self.shown += lines
+                continue
             if not isinstance(it, Function):
                 text += it.text.split("\n")
                 self.shown += it.text.split("\n")
@@ -258,6 +271,10 @@ def simple(st: Stmt, at: int) -> ast.stmt:
     """The tree of a structured statement of one line without a body, at line `at`."""
     if isinstance(st, Assign):
         return ast.Assign([expr(st.target, at, store=True)], expr(st.value, at), lineno=at)
+    if isinstance(st, StructDecl):  # cgen reads the format from this tree
+        make = ast.Attribute(_name("_struct"), "Struct", ast.Load())
+        return ast.Assign([_name(st.var, True)], ast.Call(make, [ast.Constant(st.fmt)], []),
+                          lineno=at)
     if isinstance(st, HeaderAlias):
         return ast.Assign([ast.Name(st.var, ast.Store())],
                           ast.Subscript(ast.Name("S", ast.Load()), ast.Constant(st.slot),
