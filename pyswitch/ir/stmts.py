@@ -11,7 +11,7 @@ line (a body's first level is 1).  Whole headers are copied, set and swapped by 
 their own (`HeaderCopy`, `HeaderSet`, `HeaderSwap`).  The parser's cursor (`ParserStart`, `Extract`,
 `Advance`, `ParserEnd`) and the deparser's output (`Emit`, `EmitRun`) are nodes too: their
 Python reads and writes the packet with a header's ``struct.Struct`` (a module-level
-``_stN``, `pyswitch.ir.module.ModuleText`, named by the node); a varbit header's extract is
+``_stN``, `pyswitch.ir.module.StructDecl`, named by the node); a varbit header's extract is
 a `HeaderSet` of the values read, its emit an `EmitVarbit`; a union stack's siblings made
 invalid a `SiblingsInvalid`.
 """
