@@ -440,10 +440,10 @@ def test_c_tree_of_varbits_and_union_siblings_built_from_fields() -> None:
 
 
 def test_module_declarations() -> None:
-    """The module's `StructDecl`s and `Helper`s: printed as the compiler wrote them; in the
-    native path's tree a struct is built from its fields (cgen reads its format there)
-    and a helper is absent (the C calls its own), its lines blank: no module-level text
-    is parsed, and the lines keep their numbers."""
+    """The module's `StructDecl`s and `Helper`s: printed as the compiler wrote them; the
+    native path's tree holds neither (their lines blank, so that the lines keep their
+    numbers): cgen reads a struct's format from its node, and the C calls its own
+    helpers; no module-level text is parsed."""
     fmt = StructDecl("_st0", ">BBH")
     assert item_text(fmt) == "_st0 = _struct.Struct('>BBH')"
     assert item_text(Helper("pack_bits")).startswith("def _pack_bits(parts):\n")
@@ -457,8 +457,9 @@ def test_module_declarations() -> None:
     assert len(m.text.splitlines()) == len(m.shown)
     assert "_struct" not in m.text and "_hs_at" not in m.text
     tree = m.tree()
-    assert ast.unparse(tree) == "_st0 = _struct.Struct('>BBH')\n\ndef verify(S, M):\n    pass"
-    assert [s.lineno for s in tree.body] == [1, 3]
+    assert ast.unparse(tree) == "def verify(S, M):\n    pass"
+    assert [s.lineno for s in tree.body] == [3]
+    assert m.structs == [(1, fmt)]
 
 
 def test_no_module_text_left() -> None:
@@ -571,10 +572,9 @@ def test_c_tree_is_the_printed_pythons(rel: str) -> None:
         if isinstance(it, Function):
             flat.append(f"def {it.name}({', '.join(it.params)}):")
             _flat(it.body, 0, n, flat)
-        elif isinstance(it, Helper):  # the C calls its own: not in the tree
+        elif isinstance(it, (StructDecl, Helper)):  # declarations: not in the tree
             flat += [""] * len(item_text(it).split("\n"))
         else:
-            n[0] += isinstance(it, StructDecl)  # numbered as the statements are
             flat += item_text(it).split("\n")
     m = Marked(ir)
     tree, want = m.tree(), ast.parse("\n".join(flat) + "\n")

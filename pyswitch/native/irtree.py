@@ -78,7 +78,7 @@ HEADERS = (HeaderCopy, HeaderSet, HeaderSwap)
 # stack's siblings made invalid
 ONE_LINE = (EmitVarbit, SiblingsInvalid)
 STRUCTURED = (Assign, If, ExitScope, ParserScope, HeaderAlias, Loop, Break, Continue, Pass,
-              Return, Seq, CopyOutCall, *HEADERS, *PACKET, *ONE_LINE, StructDecl)
+              Return, Seq, CopyOutCall, *HEADERS, *PACKET, *ONE_LINE)
 
 __all__ = ["MARK", "PACKET", "STRUCTURED", "Marked", "assigned", "marker", "module_tree"]
 
@@ -109,7 +109,8 @@ class Marked:
     simple node by its first line), `parsed` (every line parsed, the bodies' too)."""
 
     def __init__(self, items: list[ModuleItem]) -> None:
-        self.nodes: list[Stmt | StructDecl] = []
+        self.nodes: list[Stmt] = []
+        self.structs: list[tuple[int, StructDecl]] = []  # (line, declaration)
         self.parts: dict[int, list[tuple[int, list[str]]]] = {}  # bodies: (offset, text)
         self.handler: dict[int, int] = {}  # a scope's ``except`` line: its offset
         self.parsed: list[str] = []
@@ -119,12 +120,9 @@ class Marked:
             if n:
                 text.append("")
                 self.shown.append("")
-            if isinstance(it, StructDecl):  # built from its fields, as a statement's
-                text.append(f"{MARK}({len(self.nodes)})")
-                self.nodes.append(it)
-                self.shown.append(item_text(it))
-                continue
-            if isinstance(it, Helper):  # the C calls its own: nothing to translate
+            if isinstance(it, (StructDecl, Helper)):  # declarations: not in the tree
+                if isinstance(it, StructDecl):  # cgen reads it from the node, at its line
+                    self.structs.append((len(text) + 1, it))
                 lines = item_text(it).split("\n")
                 text += [""] * len(lines)
                 self.shown += lines
@@ -271,10 +269,6 @@ def simple(st: Stmt, at: int) -> ast.stmt:
     """The tree of a structured statement of one line without a body, at line `at`."""
     if isinstance(st, Assign):
         return ast.Assign([expr(st.target, at, store=True)], expr(st.value, at), lineno=at)
-    if isinstance(st, StructDecl):  # cgen reads the format from this tree
-        make = ast.Attribute(_name("_struct"), "Struct", ast.Load())
-        return ast.Assign([_name(st.var, True)], ast.Call(make, [ast.Constant(st.fmt)], []),
-                          lineno=at)
     if isinstance(st, HeaderAlias):
         return ast.Assign([ast.Name(st.var, ast.Store())],
                           ast.Subscript(ast.Name("S", ast.Load()), ast.Constant(st.slot),
@@ -406,8 +400,10 @@ def expr(e: PyExpr, at: int, store: bool = False) -> ast.expr:
     return tree
 
 
-def module_tree(items: list[ModuleItem]) -> tuple[ast.Module, list[str], list[Stmt]]:
-    """(the module's syntax tree, its lines as shown, the nodes by marker number)."""
+def module_tree(items: list[ModuleItem]) -> tuple[ast.Module, list[str], list[Stmt],
+                                                  list[tuple[int, StructDecl]]]:
+    """(the module's syntax tree, its lines as shown, the nodes by marker number, the
+    structs' declarations with their lines: the tree holds the functions, and any text)."""
     m = Marked(items)
-    return m.tree(), m.shown, m.nodes
+    return m.tree(), m.shown, m.nodes, m.structs
 
