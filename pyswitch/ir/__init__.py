@@ -78,9 +78,9 @@ from pyswitch.ir.stmts import (
 from pyswitch.ir.values import PyExpr
 
 __all__ = ["ActionCall", "Advance", "Assign", "Body", "Break", "Continue", "CopyOutCall",
-           "CounterCount", "Emit", "EmitRun", "EmitVarbit", "Exit", "ExitScope", "Extract", "Function",
-           "HeaderAlias", "HeaderCopy", "HeaderSet", "HeaderSwap", "Helper", "If", "Line",
-           "Loop", "ModuleItem", "ModuleText", "ParserEnd", "ParserError", "ParserScope",
+           "CounterCount", "Emit", "EmitRun", "EmitVarbit", "Exit", "ExitScope", "Extract",
+           "Function", "HeaderAlias", "HeaderCopy", "HeaderSet", "HeaderSwap", "Helper", "If",
+           "Line", "Loop", "ModuleItem", "ModuleText", "ParserEnd", "ParserError", "ParserScope",
            "ParserStart", "Pass", "PyExpr", "PyText", "RegRead", "RegWrite", "Return", "Seq",
-           "SiblingsInvalid", "Stmt", "StructDecl", "TableApply", "bodies", "expressions", "function_lines", "item_text", "module_text", "shift",
-           "stmt_lines", "walk"]
+           "SiblingsInvalid", "Stmt", "StructDecl", "TableApply", "bodies", "expressions",
+           "function_lines", "item_text", "module_text", "shift", "stmt_lines", "walk"]

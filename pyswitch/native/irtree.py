@@ -19,6 +19,10 @@ it).  Transitionally (issue 42, scope 1) that tree is made of three kinds of pie
   the expressions from their nodes (`pyswitch.native.exprtree`), the text parsed only
   where an expression is no node yet (`PyExpr.code`) -- not from the printed Python.
 
+The module's declarations are not in the tree: a `StructDecl` is handed to `cgen` as it is
+(`Marked.structs`, with its line), a `Helper` is left out (the C calls its own); their
+lines are blank in the text parsed.
+
 Line numbers follow the Python back end's print (each simple node one line), so that a
 message's ``line N`` names the line `Marked.shown` holds: a structured statement's
 marker line is followed by blank lines in the text parsed, one for each further line
