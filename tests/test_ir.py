@@ -34,6 +34,7 @@ from pyswitch.ir import (
     CounterCount,
     Emit,
     EmitRun,
+    EmitVarbit,
     Exit,
     ExitScope,
     Extract,
@@ -42,9 +43,11 @@ from pyswitch.ir import (
     HeaderCopy,
     HeaderSet,
     HeaderSwap,
+    Helper,
     If,
     Line,
     Loop,
+    ModuleText,
     ParserEnd,
     ParserError,
     ParserScope,
@@ -56,12 +59,28 @@ from pyswitch.ir import (
     RegWrite,
     Return,
     Seq,
+    SiblingsInvalid,
+    StructDecl,
     TableApply,
     expressions,
+    item_text,
+    module_text,
     stmt_lines,
     walk,
 )
-from pyswitch.ir.exprs import Elem, Field, Lit, Local, Slot, opaque
+from pyswitch.ir.exprs import (
+    Bin,
+    Elem,
+    Field,
+    Lit,
+    Local,
+    Paren,
+    Slot,
+    ToBytes,
+    VbBytes,
+    VbRead,
+    opaque,
+)
 from pyswitch.native.irtree import PACKET, STRUCTURED, Marked, assigned
 from pyswitch.program import compile_p4
 
@@ -87,15 +106,16 @@ def expr_kind(e: PyExpr) -> str:
 
 def census(ir: list) -> dict[str, int]:
     """Statements by kind in a program's IR: ``PyText`` lines of function bodies (those in
-    the bodies of structured statements too), each node kind, and module-level text
-    blocks (``ModuleText``); and the statements' expressions (`expr_kind`)."""
+    the bodies of structured statements too), each node kind, and the module's other
+    items by kind (``StructDecl``, ``Helper``, text blocks: ``ModuleText``); and the
+    statements' expressions (`expr_kind`)."""
     c: Counter[str] = Counter()
     for it in ir:
         if isinstance(it, Function):
             c.update(type(st).__name__ for st in walk(it.body))
             c.update(expr_kind(e) for st in walk(it.body) for e in expressions(st))
         else:
-            c["ModuleText"] += 1
+            c[type(it).__name__] += 1
     return dict(sorted(c.items()))
 
 
@@ -165,32 +185,34 @@ def _left_text(rel: str) -> list[str]:
             for st in walk(it.body) if isinstance(st, PyText)]
 
 
-def test_only_union_siblings_and_varbits_are_text() -> None:
-    """What is still text in the 41 programs (docs/pyswitch-ir.md, "Still PyText"): a
-    union stack's siblings made invalid, and a varbit header's extract and emit, in four
-    programs; the other 37 have none."""
-    left = {rel: _left_text(rel) for rel in PROGRAMS}
-    assert {rel for rel, lines in left.items() if lines} == {
-        "tests/p4/native_stack_ops.p4", "tests/p4/native_varbit.p4",
-        "tests/stf/header_unions.p4", "tests/stf/varbit.p4"}
-    kinds: Counter[tuple[str, str]] = Counter()
-    for rel, lines in left.items():
-        for t in lines:
-            if t.startswith("for _s in "):
-                kind = "siblings"
-            elif t.startswith("if ") and ".to_bytes(" in t and "out.append(" in t:
-                kind = "varbit emit"
-            else:
-                assert "[:] = [True, " in t and "int.from_bytes(buf[" in t, t
-                kind = "varbit extract"
-            kinds[rel, kind] += 1
-    assert kinds == {
-        ("tests/p4/native_stack_ops.p4", "siblings"): 2,
-        ("tests/stf/header_unions.p4", "siblings"): 2,
-        ("tests/p4/native_varbit.p4", "varbit extract"): 9,
-        ("tests/p4/native_varbit.p4", "varbit emit"): 6,
-        ("tests/stf/varbit.p4", "varbit extract"): 2,
-        ("tests/stf/varbit.p4", "varbit emit"): 2}
+def test_no_program_has_text_left() -> None:
+    """No program of tests/p4, p4src and tests/stf has a `PyText` line (docs/pyswitch-ir.md,
+    "Still PyText"): the last ones, a union stack's siblings made invalid and a varbit
+    header's extract and emit, are `SiblingsInvalid`, `HeaderSet` (of `VbRead` and the
+    fixed fields' values) and `EmitVarbit` nodes."""
+    assert {rel: lines for rel in PROGRAMS if (lines := _left_text(rel))} == {}
+
+
+@pytest.mark.parametrize(("rel", "want"), [
+    ("tests/p4/native_stack_ops.p4", {"SiblingsInvalid": 2}),
+    ("tests/stf/header_unions.p4", {"SiblingsInvalid": 2}),
+    ("tests/p4/native_varbit.p4", {"VbRead": 9, "EmitVarbit": 6}),
+    ("tests/stf/varbit.p4", {"VbRead": 2, "EmitVarbit": 2})])
+def test_union_siblings_and_varbits_reach_c_as_nodes(rel: str, want: dict) -> None:
+    """The four programs whose last text was a union stack's siblings and a varbit
+    header's extract and emit: those are nodes (a varbit extract a `HeaderSet` whose
+    varbit cell is a `VbRead`), and the text the C back end parses holds none of their
+    Python."""
+    ir = _compile(rel).ir
+    stmts = [st for it in ir if isinstance(it, Function) for st in walk(it.body)]
+    got: Counter[str] = Counter(type(st).__name__ for st in stmts
+                                if isinstance(st, (SiblingsInvalid, EmitVarbit)))
+    got.update(type(e.node).__name__ for st in stmts if isinstance(st, HeaderSet)
+               for e in st.values if isinstance(e.node, VbRead))
+    assert dict(got) == want
+    text = "\n".join(Marked([it for it in ir if isinstance(it, Function)]).parsed)
+    for idiom in ("for _s in", "int.from_bytes(buf", ".to_bytes(", "out.append", "[:]"):
+        assert idiom not in text, idiom
 
 
 def test_printer_text_of_each_node() -> None:
@@ -350,6 +372,7 @@ def test_printer_text_of_whole_headers() -> None:
     assert stmt_lines(HeaderSet("h3", False, (zero, PyExpr.of(Lit(0xccbb, None, True))))) == [
         (0, "h3[:] = [False, 0, 0xccbb]")]
     assert stmt_lines(HeaderSet("h4", True, ())) == [(0, "h4[:] = [True]")]
+    assert stmt_lines(HeaderSet("h4", True, (), listed=True)) == [(0, "h4[:] = [True, ]")]
     assert stmt_lines(HeaderSwap("h3", "h2")) == [(0, "h3[:], h2[:] = h2, h3[:]")]
 
 
@@ -371,6 +394,79 @@ def test_c_tree_of_whole_headers_built_from_fields() -> None:
     assert ast.dump(tree) == ast.dump(py)
     assert _lines(tree) == _lines(py)
     assert "[:]" not in "\n".join(m.parsed)
+
+
+def _varbit_nodes() -> tuple[HeaderSet, EmitVarbit, SiblingsInvalid]:
+    """A varbit header's extract (``h1``: 8 bits, the varbit, 8 bits) and emit, and a
+    union stack's siblings made invalid, as the compiler makes them."""
+    pos1 = Bin("+", Local("pos"), Lit(1), bare=True)
+    fixed = [PyExpr.of(Bin("&", Local("_vf3", 8), Lit(255, 8, hexed=True), 8)),
+             PyExpr.of(VbRead(Local("_vn1"), pos1)),
+             PyExpr.of(Bin("&", Bin(">>", Local("_vf4", 16), Lit(8), 16),
+                           Lit(255, 8, hexed=True), 8))]
+    joined = Bin("|", Bin("<<", Field("h1", 1, 8), Lit(8), 16), Field("h1", 3, 8), 16,
+                 bare=True)
+    emit = EmitVarbit("h1", (PyExpr.of(VbBytes(Field("h1", 2))),
+                             PyExpr.of(ToBytes(Paren(joined), 2))))
+    sibs = SiblingsInvalid((("h6", "h7"), ("h8", "h9")), PyExpr.of(Field("h10", 1, 32)))
+    return HeaderSet("h1", True, tuple(fixed)), emit, sibs
+
+
+def test_printer_text_of_varbits_and_union_siblings() -> None:
+    extract, emit, sibs = _varbit_nodes()
+    assert stmt_lines(extract) == [(0, "h1[:] = [True, (_vf3 & 0xff), (_vn1, int.from_bytes("
+                                    "buf[pos + 1:pos + 1 + _vn1 // 8], 'big')), "
+                                    "((_vf4 >> 8) & 0xff)]")]
+    assert stmt_lines(emit) == [(0, "if h1[0]: out.append((h1[2][1].to_bytes(h1[2][0] // 8, "
+                                 "'big') if h1[2] else b'') + ((h1[1] << 8) | h1[3])"
+                                 ".to_bytes(2, 'big'))")]
+    assert stmt_lines(sibs) == [(0, "for _s in ((h6, h7, ), (h8, h9, ), )[h10[1]]: "
+                                 "_s[0] = False")]
+
+
+def test_c_tree_of_varbits_and_union_siblings_built_from_fields() -> None:
+    """A varbit header's extract and emit and a union stack's siblings reach the native
+    path as trees built from their fields, the trees of their printed Python."""
+    extract, emit, sibs = _varbit_nodes()
+    m = Marked([Function("parser", ("S", "M", "buf"), (Line(1, extract), Line(1, sibs))),
+                Function("deparser", ("S", "M", "out"), (Line(1, emit),))])
+    tree = m.tree()
+    py = ast.parse("\n".join(m.shown) + "\n")
+    assert ast.dump(tree) == ast.dump(py)
+    assert _lines(tree) == _lines(py)
+    assert m.shown[1] == "    " + stmt_lines(extract)[0][1]
+    for idiom in ("[:]", "from_bytes", "to_bytes", "for ", "out."):
+        assert idiom not in "\n".join(m.parsed[1:]).replace("def deparser", ""), idiom
+
+
+def test_module_declarations() -> None:
+    """The module's `StructDecl`s and `Helper`s: printed as the compiler wrote them; the
+    native path's tree holds neither (their lines blank, so that the lines keep their
+    numbers): cgen reads a struct's format from its node, and the C calls its own
+    helpers; no module-level text is parsed."""
+    fmt = StructDecl("_st0", ">BBH")
+    assert item_text(fmt) == "_st0 = _struct.Struct('>BBH')"
+    assert item_text(Helper("pack_bits")).startswith("def _pack_bits(parts):\n")
+    stacks = item_text(Helper("stacks"))
+    assert "def _hs_at(elems, i, what, nfields):" in stacks and "def _hs_last(" in stacks
+    fn = Function("verify", ("S", "M"), (Line(1, Pass()),))
+    items = [fmt, fn, Helper("stacks")]
+    assert module_text(items) == f"_st0 = _struct.Struct('>BBH')\n\n{item_text(fn)}\n\n{stacks}\n"
+    m = Marked(items)
+    assert m.shown == module_text(items).rstrip("\n").split("\n")
+    assert len(m.text.splitlines()) == len(m.shown)
+    assert "_struct" not in m.text and "_hs_at" not in m.text
+    tree = m.tree()
+    assert ast.unparse(tree) == "def verify(S, M):\n    pass"
+    assert [s.lineno for s in tree.body] == [3]
+    assert m.structs == [(1, fmt)]
+
+
+def test_no_module_text_left() -> None:
+    """No program of tests/p4, p4src and tests/stf has a module-level text block: its
+    structs are `StructDecl`s, its helpers `Helper`s."""
+    assert [rel for rel in PROGRAMS if any(isinstance(it, ModuleText)
+                                           for it in _compile(rel).ir)] == []
 
 
 def test_printer_text_of_copy_out_calls() -> None:
@@ -476,8 +572,10 @@ def test_c_tree_is_the_printed_pythons(rel: str) -> None:
         if isinstance(it, Function):
             flat.append(f"def {it.name}({', '.join(it.params)}):")
             _flat(it.body, 0, n, flat)
+        elif isinstance(it, (StructDecl, Helper)):  # declarations: not in the tree
+            flat += [""] * len(item_text(it).split("\n"))
         else:
-            flat += it.text.split("\n")
+            flat += item_text(it).split("\n")
     m = Marked(ir)
     tree, want = m.tree(), ast.parse("\n".join(flat) + "\n")
     assert ast.dump(tree) == ast.dump(want)

@@ -46,7 +46,10 @@ from pyswitch.ir.exprs import (
     Slot,
     SShr,
     Str,
+    ToBytes,
+    VbBytes,
     VbDigest,
+    VbRead,
     VbValue,
     Wrap,
     opaque,
@@ -128,6 +131,12 @@ CASES = [
                      Lit(-1))), "_hs_at((h1, h2, ), (_v6 & 1), 'p.p4:44:13: x', -1)"),
     (Call("_hs_last", (Elems(("h1",)), Field("h3", 1, 32), Str("it's"))),
      """_hs_last((h1, ), h3[1], "it's")"""),
+    (VbRead(Local("_vn1"), Bin("+", Local("pos"), Lit(1), bare=True)),
+     "(_vn1, int.from_bytes(buf[pos + 1:pos + 1 + _vn1 // 8], 'big'))"),
+    (ToBytes(Paren(Field("h1", 1, 8)), 1), "(h1[1]).to_bytes(1, 'big')"),
+    (ToBytes(Paren(Bin("|", Bin("<<", Field("h7", 1, 4), Lit(4), 8), Field("h7", 2, 4), 8,
+                       bare=True)), 1), "((h7[1] << 4) | h7[2]).to_bytes(1, 'big')"),
+    (VbBytes(Field("h4", 1)), "(h4[1][1].to_bytes(h4[1][0] // 8, 'big') if h4[1] else b'')"),
 ]
 
 

@@ -25,6 +25,7 @@ from pyswitch.ir import (
     Continue,
     CopyOutCall,
     Emit,
+    EmitVarbit,
     ExitScope,
     Function,
     HeaderAlias,
@@ -39,6 +40,7 @@ from pyswitch.ir import (
     PyText,
     Return,
     Seq,
+    SiblingsInvalid,
     Stmt,
     shift,
     walk,
@@ -61,7 +63,7 @@ INT32_MAX = (1 << 31) - 1  # P4Info's size fields (register, counter) are int32
 # when the pass was over the deparser's text (the emits, with the assignments, ifs and
 # loops around them, and what was text then: whole headers, calls that copy out)
 TEXT_LIKE = (PyText, Assign, If, Loop, Break, Continue, Pass, Return, Seq, Emit, HeaderCopy,
-             HeaderSet, HeaderSwap, CopyOutCall)
+             HeaderSet, HeaderSwap, CopyOutCall, EmitVarbit, SiblingsInvalid)
 
 
 class Controls:

@@ -37,7 +37,6 @@ from pyswitch.ir import (
     If,
     Line,
     Loop,
-    ModuleText,
     ParserEnd,
     ParserError,
     ParserScope,
@@ -45,6 +44,7 @@ from pyswitch.ir import (
     Pass,
     PyExpr,
     Stmt,
+    StructDecl,
 )
 from pyswitch.ir.exprs import All, Bin, Expr, Field, Lit, Local, Range
 from pyswitch.ir.pyprint import pack_args
@@ -280,7 +280,7 @@ class ParserGen:
             var = f"_st{len(self.header_plans)}"
             self.header_plans[key] = var
             self.header_fmts[var] = fmt
-            self.module.insert(0, ModuleText(f"{var} = _struct.Struct({fmt!r})"))
+            self.module.insert(0, StructDecl(var, fmt))
         var = self.header_plans[key]
         simple = field_exprs == [Local(f"a{i}") for i in range(nitems)]
         return var, (None if simple else field_exprs), pack_items, struct.calcsize(fmt), nitems
@@ -314,9 +314,8 @@ class ParserGen:
             run = tuple(ln.stmt for ln in body[i:j])
             fmt = ">" + "".join(self.header_fmts[e.struct][1:] for e in run)  # type: ignore[union-attr]
             var = self.header_fmts.setdefault(f"_sd{fmt}", f"_sd{len(self.header_fmts)}")
-            if not any(isinstance(m, ModuleText) and m.text.startswith(f"{var} = ")
-                       for m in self.module):
-                self.module.insert(0, ModuleText(f"{var} = _struct.Struct({fmt!r})"))
+            if not any(isinstance(m, StructDecl) and m.var == var for m in self.module):
+                self.module.insert(0, StructDecl(var, fmt))
             out.append(Line(body[i].ind, EmitRun(var, run)))  # type: ignore[arg-type]
             i = j
         return out

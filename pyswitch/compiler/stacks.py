@@ -41,46 +41,18 @@ from pyswitch.ir import (
     Assign,
     Continue,
     HeaderSwap,
+    Helper,
     Line,
     Loop,
-    ModuleText,
     ParserError,
     PyExpr,
+    SiblingsInvalid,
 )
 from pyswitch.ir.exprs import Bin, Call, Elems, Field, Lit, Local, Pick, Str, Wrap, text
 from pyswitch.types import BOOL, Bits, HeaderTy, IntLit, Ty
 
 # the hidden slot that holds a stack's next index: [unused validity, next]
 NEXT_TY = HeaderTy("$stack_next", [("next", Bits(32))])
-
-_HELPERS = '''import logging as _logging
-
-
-class StackIndexError(IndexError):
-    """A header stack index outside the stack at run time (BMv2 aborts)."""
-
-
-_hs_warned = set()
-
-
-def _hs_at(elems, i, what, nfields):
-    if i < len(elems):
-        return elems[i]
-    if nfields < 0:  # an extract
-        raise StackIndexError(f"{what} {i} is outside the stack of {len(elems)} "
-                              "(BMv2 aborts on this)")
-    if what not in _hs_warned:
-        _hs_warned.add(what)
-        _logging.getLogger("pyswitch").warning(
-            "%s %d is outside the stack of %d: read as an invalid header of zeros, written "
-            "nowhere (BMv2 aborts here unless p4c removed the access)", what, i, len(elems))
-    return [False] + [0] * nfields
-
-
-def _hs_last(elems, n, what):
-    if n:
-        return elems[n - 1]
-    raise StackIndexError(f"{what}: .last of an empty stack (BMv2 aborts on this)")'''
 
 
 @dataclass
@@ -112,7 +84,7 @@ class Stacks:
     def stack_helpers(self) -> None:
         if not getattr(self, "_stack_helpers", False):
             self._stack_helpers = True
-            self.module.append(ModuleText(_HELPERS))
+            self.module.append(Helper("stacks"))
 
     def stack_next_slot(self, loc: StackLoc) -> str:
         """Python code of the stack's next index (an l-value)."""
@@ -325,7 +297,6 @@ class Stacks:
         """``extract(hs.next)``: StackOutOfBounds when full, then the element at the next
         index is extracted and the index raised (not when the extract fails)."""
         loc = nl.stack
-        nx = self.stack_next_slot(loc)
         em.emit(ParserError(self.errors.index('StackOutOfBounds'),
                             PyExpr.of(Bin(">=", self.stack_next_e(loc).as_node(),
                                           Lit(len(loc.elems)), bare=True))))
@@ -334,8 +305,10 @@ class Stacks:
             members = [u.fields[nl.member] for u in loc.elems]
             em.assign(v, self.pick_next(members, loc, nl.ty))
             self.extract_into(DynHdrLoc(members[0].slot, nl.ty, v), nbits, em)
-            sibs = "(" + "".join(f"{self.tuple_of(m.siblings)}, " for m in members) + ")"
-            em(f"for _s in {sibs}[{nx}]: _s[0] = False")
+            for m in members:
+                self.tuple_of(m.siblings)  # (their slots used)
+            em.emit(SiblingsInvalid(tuple(tuple(s.var for s in m.siblings) for m in members),
+                                    self.stack_next_e(loc).py()))
         else:
             self.stack_elems(loc)  # (not a stack of unions)
             em.assign(v, self.pick_next(loc.elems, loc, nl.ty))

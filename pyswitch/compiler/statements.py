@@ -233,10 +233,9 @@ class Statements:
                 vals = self.ordered_values(items, [t for _, t in lhs.ty.fields], scope,
                                            em)  # see compiler.stmt_ext
                 self.used_slots.add(lhs.slot)
-                if vals:
-                    em.emit(HeaderSet(lhs.var, True, tuple(v.py() for v in vals)))
-                else:  # a header without fields (as the compiler always wrote it)
-                    em(f"{lhs.var}[:] = [True, ]")
+                # a header without fields: ``[True, ]``, as the compiler always wrote it
+                em.emit(HeaderSet(lhs.var, True, tuple(v.py() for v in vals),
+                                  listed=not vals))
                 self.union_siblings_invalid(lhs, em)  # see compiler.unions
                 return
             if isinstance(lhs, StructLoc):

@@ -28,7 +28,7 @@ from typing import Any
 from lark import Tree
 
 from pyswitch.compiler.model import E, Emitter, HdrLoc, ScalarLoc, StackLoc, StructLoc
-from pyswitch.ir import Advance, ModuleText, ParserError, PyExpr
+from pyswitch.ir import Advance, EmitVarbit, HeaderSet, Helper, ParserError, PyExpr
 from pyswitch.ir.exprs import (
     All,
     AnyOf,
@@ -41,8 +41,10 @@ from pyswitch.ir.exprs import (
     Not,
     Opaque,
     Paren,
+    ToBytes,
+    VbBytes,
+    VbRead,
     VbValue,
-    text,
 )
 from pyswitch.types import BOOL, Bits, HeaderTy, StackTy, StructTy, Ty
 
@@ -66,15 +68,6 @@ def varbit_index(ty: HeaderTy) -> int:
         if isinstance(t, VarbitTy):
             return i
     return -1
-
-
-_PACK_HELPER = '''def _pack_bits(parts):
-    acc = total = 0
-    for w, v in parts:
-        acc = (acc << w) | v
-        total += w
-    pad = -total % 8
-    return (acc << pad).to_bytes((total + pad) // 8, "big")'''
 
 
 def byte_groups(fields: list[tuple[Any, int]]) -> list[list[tuple[Any, int]]]:
@@ -161,16 +154,16 @@ class Varbits:
         vals = self.unpack_fields(pre, Local("pos"), pb, em)
         vend = Bin("+", Bin("+", Local("pos"), Lit(pb), bare=True),
                    Bin("//", n, Lit(8), bare=True), bare=True)
-        vals.append(f"({nbits}, int.from_bytes(buf[pos + {pb}:{text(vend)}], 'big'))")
+        vals.append(VbRead(n, Bin("+", Local("pos"), Lit(pb), bare=True)))
         vals += self.unpack_fields(post, vend, qb, em)
-        em(f"{h}[:] = [True, {', '.join(vals)}]")
+        em.emit(HeaderSet(h, True, tuple(PyExpr.of(v) for v in vals)))
         em.emit(Advance(PyExpr.of(Local(nb))))
 
     def unpack_fields(self, fields: list[tuple[str, int]], start: Expr, nbytes: int,
-                      em: Emitter) -> list[str]:
+                      em: Emitter) -> list[Expr]:
         """The values of `fields` (filling `nbytes` bytes from `start`), read in the
         groups of `byte_groups`."""
-        out: list[str] = []
+        out: list[Expr] = []
         off = 0
         for group in byte_groups(fields):
             n = sum(w for _f, w in group) // 8
@@ -180,8 +173,9 @@ class Varbits:
             sh = n * 8
             for _f, w in group:
                 sh -= w
-                out.append(f"(({v} >> {sh}) & {hex((1 << w) - 1)})" if sh else
-                           f"({v} & {hex((1 << w) - 1)})")
+                item = Local(v, n * 8)
+                mask = Lit((1 << w) - 1, w, hexed=True)
+                out.append(Bin("&", Bin(">>", item, Lit(sh), n * 8) if sh else item, mask, w))
             off += n
         assert off == nbytes
         return out
@@ -192,23 +186,25 @@ class Varbits:
         h = loc.var
         self.used_slots.add(loc.slot)
 
-        def packed(lo: int, hi: int) -> str:
+        def packed(lo: int, hi: int) -> list[Expr]:
             fs = [(i + 1, t.width) for i, (_f, t) in enumerate(ty.fields) if lo <= i < hi]
-            pieces = []
+            pieces: list[Expr] = []
             for group in byte_groups(fs):
                 total = sum(w for _i, w in group)
-                parts, sh = [], total
+                parts: list[Expr] = []
+                sh = total
                 for i, w in group:
                     sh -= w
-                    parts.append(f"({h}[{i}] << {sh})" if sh else f"{h}[{i}]")
-                pieces.append(f"({' | '.join(parts)}).to_bytes({total // 8}, 'big')")
-            return " + ".join(pieces)
+                    parts.append(Bin("<<", Field(h, i, w), Lit(sh), total) if sh
+                                 else Field(h, i, w))
+                joined = parts[0]  # ``a | b | c``, in the parentheses of its to_bytes
+                for p in parts[1:]:
+                    joined = Bin("|", joined, p, total, bare=True)
+                pieces.append(ToBytes(Paren(joined, total), total // 8))
+            return pieces
 
-        x = f"{h}[{vi + 1}]"
-        pieces = [p for p in (packed(0, vi),
-                              f"({x}[1].to_bytes({x}[0] // 8, 'big') if {x} else b'')",
-                              packed(vi + 1, len(ty.fields))) if p]
-        em(f"if {h}[0]: out.append({' + '.join(pieces)})")
+        pieces = [*packed(0, vi), VbBytes(Field(h, vi + 1)), *packed(vi + 1, len(ty.fields))]
+        em.emit(EmitVarbit(h, tuple(PyExpr.of(p) for p in pieces)))
 
     def use_pack_helper(self) -> None:
         """The module's ``_pack_bits`` (a field list with varbits as bytes: every field's
@@ -216,7 +212,7 @@ class Varbits:
         byte), defined once."""
         if not getattr(self, "_pack_helper", False):
             self._pack_helper = True
-            self.module.append(ModuleText(_PACK_HELPER))
+            self.module.append(Helper("pack_bits"))
 
     # ------------------------------------------------------------------ comparison
     def aggregate_compare(self, op: str, a: E, b: E, node: Any) -> E:

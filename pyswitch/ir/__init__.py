@@ -14,6 +14,8 @@
                    ``ParserScope``), and ``PyText`` (Python the compiler still emits
                    as text)
 ``module``         a body line (a statement at its depth), functions, module items
+                   (functions, ``struct.Struct`` declarations, helpers)
+``pyhelpers``      the Python back end's helpers' source
 ``pyprint``        the Python back end's printer: IR -> the generated Python source
 ``bounds``         the proven intervals of the expression nodes (the locals' to a fixed
                    point)
@@ -30,9 +32,11 @@ from __future__ import annotations
 
 from pyswitch.ir.module import (
     Function,
+    Helper,
     Line,
     ModuleItem,
     ModuleText,
+    StructDecl,
     bodies,
     expressions,
     shift,
@@ -50,6 +54,7 @@ from pyswitch.ir.stmts import (
     CounterCount,
     Emit,
     EmitRun,
+    EmitVarbit,
     Exit,
     ExitScope,
     Extract,
@@ -69,15 +74,16 @@ from pyswitch.ir.stmts import (
     RegWrite,
     Return,
     Seq,
+    SiblingsInvalid,
     Stmt,
     TableApply,
 )
 from pyswitch.ir.values import PyExpr
 
 __all__ = ["ActionCall", "Advance", "Assign", "Body", "Break", "Continue", "CopyOutCall",
-           "CounterCount", "Emit", "EmitRun", "Exit", "ExitScope", "Extract", "Function",
-           "HeaderAlias", "HeaderCopy", "HeaderSet", "HeaderSwap", "If", "Line",
-           "Loop", "ModuleItem", "ModuleText", "ParserEnd", "ParserError", "ParserScope",
+           "CounterCount", "Emit", "EmitRun", "EmitVarbit", "Exit", "ExitScope", "Extract",
+           "Function", "HeaderAlias", "HeaderCopy", "HeaderSet", "HeaderSwap", "Helper", "If",
+           "Line", "Loop", "ModuleItem", "ModuleText", "ParserEnd", "ParserError", "ParserScope",
            "ParserStart", "Pass", "PyExpr", "PyText", "RegRead", "RegWrite", "Return", "Seq",
-           "Stmt", "TableApply", "bodies", "expressions", "function_lines", "item_text", "module_text", "shift",
-           "stmt_lines", "walk"]
+           "SiblingsInvalid", "Stmt", "StructDecl", "TableApply", "bodies", "expressions",
+           "function_lines", "item_text", "module_text", "shift", "stmt_lines", "walk"]

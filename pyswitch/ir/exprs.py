@@ -51,6 +51,11 @@ node           fields                                  Python (`text`)
 `Elems`        a stack's element headers               ``(h1, h2, )`` (the argument of
                                                        ``_hs_at``, ``_hs_last``)
 `Str`          a string constant                       ``'p.p4:4:2: header stack'``
+`VbRead`       a varbit's length n (bits) and its      ``(n, int.from_bytes(buf[s:s + n //
+               start in the packet: its cell            8], 'big'))`` (an extract's)
+`ToBytes`      a, its count of bytes                   ``(a).to_bytes(n, 'big')`` (an emit's)
+`VbBytes`      a varbit's cell                         ``(v[1].to_bytes(v[0] // 8, 'big')
+                                                       if v else b'')`` (an emit's)
 =============  =====================================  =================================
 
 (``mask`` and ``sb`` are the width's mask and sign bit, written as the compiler writes
@@ -364,12 +369,41 @@ class Str:
     width: None = None
 
 
+@dataclass(frozen=True)
+class VbRead:
+    """A varbit header's varbit read from the packet: its cell, ``(n, value)``, of `n`
+    bits (a multiple of 8, checked beforehand with the packet's length) from offset
+    `start`, big-endian."""
+
+    n: Expr
+    start: Expr
+    width: None = None
+
+
+@dataclass(frozen=True)
+class ToBytes:
+    """`a` as `n` big-endian bytes (a varbit header's fixed fields, an emit's piece)."""
+
+    a: Expr
+    n: int
+    width: None = None
+
+
+@dataclass(frozen=True)
+class VbBytes:
+    """The bytes of the varbit cell `a` at its length (none for an empty varbit): an
+    emit's piece."""
+
+    a: Expr
+    width: None = None
+
+
 Expr = (Lit | Slot | Field | Local | Elem | Paren | Opaque | Bin | Wrap | Neg | Not | Cond | SignExt | SCmp
         | Concat | All | AnyOf | Range | Hit | ActionRun | Call | Digest | Pick | BufRead | SShr
-        | VbValue | VbDigest | Elems | Str)
+        | VbValue | VbDigest | Elems | Str | VbRead | ToBytes | VbBytes)
 KINDS = (Lit, Slot, Field, Local, Elem, Paren, Opaque, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp, Concat,
          All, AnyOf, Range, Hit, ActionRun, Call, Digest, Pick, BufRead, SShr, VbValue, VbDigest,
-         Elems, Str)
+         Elems, Str, VbRead, ToBytes, VbBytes)
 
 
 def _mask(w: int) -> str:
@@ -453,6 +487,14 @@ def _text_more(n: Expr) -> str:  # noqa: C901 - one case per kind
         if n.payload is not None:
             data = f"({data} + M[{n.payload}])"
         return f"_{n.algo}({data})"
+    if isinstance(n, VbRead):
+        s, c = text(n.start), text(n.n)
+        return f"({c}, int.from_bytes(buf[{s}:{s} + {c} // 8], 'big'))"
+    if isinstance(n, ToBytes):
+        return f"{text(n.a)}.to_bytes({n.n}, 'big')"
+    if isinstance(n, VbBytes):
+        a = text(n.a)
+        return f"({a}[1].to_bytes({a}[0] // 8, 'big') if {a} else b'')"
     raise TypeError(f"not an expression node: {n!r}")
 
 
@@ -481,8 +523,10 @@ def operands(n: Expr) -> tuple[Expr, ...]:
     """The nodes `n` is made of (none for a leaf)."""
     if isinstance(n, (Bin, Wrap, SCmp, Concat, SShr)):
         return (n.a, n.b)
-    if isinstance(n, (Neg, Not, SignExt, Paren, VbValue)):
+    if isinstance(n, (Neg, Not, SignExt, Paren, VbValue, ToBytes, VbBytes)):
         return (n.a,)
+    if isinstance(n, VbRead):
+        return (n.n, n.start)
     if isinstance(n, Pick):
         return (n.index,)
     if isinstance(n, BufRead):

@@ -2,8 +2,10 @@
 
 A body is a list of `Line`: a statement at a depth (the compiler's indentation level, 4
 spaces each in Python).  A module is a list of items: a `Function` (one generated
-function: parser, a block, an action, a table's wrapper) or `ModuleText` (a module-level
-block still written as text: a ``struct.Struct`` declaration, the stack helpers).
+function: parser, a block, an action, a table's wrapper), a `StructDecl` (a header's
+``struct.Struct``, which the parser's and the deparser's nodes name), a `Helper` (a helper
+of the Python back end the functions call: the stack helpers, ``_pack_bits``) or
+`ModuleText` (a module-level block still written as text: none in the compiler's output).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from pyswitch.ir.stmts import (
 )
 from pyswitch.ir.values import PyExpr
 
-__all__ = ["Function", "Line", "ModuleItem", "ModuleText", "bodies", "expressions", "shift",
-           "walk"]
+__all__ = ["Function", "Helper", "Line", "ModuleItem", "ModuleText", "StructDecl", "bodies",
+           "expressions", "shift", "walk"]
 
 
 def shift(lines: Sequence[Line], n: int) -> list[Line]:
@@ -89,4 +91,25 @@ class ModuleText:
     text: str
 
 
-ModuleItem = Function | ModuleText
+@dataclass(frozen=True)
+class StructDecl:
+    """A ``struct.Struct`` of big-endian format `fmt` in the module's variable `var`: a
+    header's (``_stN``, its fields' items: `pyswitch.ir.stmts.Extract`, `Emit`) or a
+    deparser's run of emits (``_sdN``, the formats joined: `EmitRun`)."""
+
+    var: str
+    fmt: str
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A helper of the Python back end the generated functions call, declared once by
+    `name`: ``stacks`` (``_hs_at``, ``_hs_last`` and their ``StackIndexError``: a stack
+    element picked at run time outside the checked range, ``hs.last``) or ``pack_bits``
+    (``_pack_bits``: a field list with varbits as bytes).  Its source is the Python back
+    end's (`pyswitch.ir.pyhelpers`); the native path calls its own C instead."""
+
+    name: str
+
+
+ModuleItem = Function | StructDecl | Helper | ModuleText

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyswitch.ir.module import Function, Line, ModuleItem, ModuleText
+from pyswitch.ir.module import Function, Helper, Line, ModuleItem, ModuleText, StructDecl
+from pyswitch.ir.pyhelpers import HELPERS
 from pyswitch.ir.stmts import (
     ActionCall,
     Advance,
@@ -19,6 +20,7 @@ from pyswitch.ir.stmts import (
     CounterCount,
     Emit,
     EmitRun,
+    EmitVarbit,
     Exit,
     ExitScope,
     Extract,
@@ -38,6 +40,7 @@ from pyswitch.ir.stmts import (
     RegWrite,
     Return,
     Seq,
+    SiblingsInvalid,
     Stmt,
     TableApply,
 )
@@ -76,7 +79,7 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
     if isinstance(st, HeaderCopy):
         return [(0, f"{st.target}[:] = {st.source}")]
     if isinstance(st, HeaderSet):
-        vals = "".join(", " + v.code for v in st.values)
+        vals = "".join(", " + v.code for v in st.values) + (", " if st.listed else "")
         return [(0, f"{st.header}[:] = [{st.valid}{vals}]")]
     if isinstance(st, HeaderSwap):
         return [(0, f"{st.a}[:], {st.b}[:] = {st.b}, {st.a}[:]")]
@@ -116,6 +119,12 @@ def stmt_lines(st: Stmt) -> list[tuple[int, str]]:
         args = ", ".join(pack_args(e) for e in st.emits)
         return [(0, f"if {valid}:"), (1, f"out.append({st.struct}.pack({args}))"), (0, "else:"),
                 *((1 + e, t) for em in st.emits for e, t in stmt_lines(em))]
+    if isinstance(st, EmitVarbit):
+        pieces = " + ".join(p.code for p in st.pieces)
+        return [(0, f"if {st.header}[0]: out.append({pieces})")]
+    if isinstance(st, SiblingsInvalid):
+        groups = "".join(f"({''.join(h + ', ' for h in g)}), " for g in st.groups)
+        return [(0, f"for _s in ({groups})[{st.index.code}]: _s[0] = False")]
     raise TypeError(f"not an IR statement: {st!r}")
 
 
@@ -213,6 +222,10 @@ def function_lines(fn: Function) -> list[str]:
 
 def item_text(it: ModuleItem) -> str:
     """One module item as Python (no back-end pass applied)."""
+    if isinstance(it, StructDecl):
+        return f"{it.var} = _struct.Struct({it.fmt!r})"
+    if isinstance(it, Helper):
+        return HELPERS[it.name]
     return it.text if isinstance(it, ModuleText) else "\n".join(function_lines(it))
 
 
@@ -223,8 +236,8 @@ def module_text(items: list[ModuleItem],
     applied to each function that allows it."""
     parts = []
     for it in items:
-        if isinstance(it, ModuleText):
-            parts.append(it.text)
+        if not isinstance(it, Function):
+            parts.append(item_text(it))
         else:
             use = cache_reads is not None and it.cache_reads
             parts.append("\n".join(cache_reads(it) if use else function_lines(it)))  # type: ignore[misc]

@@ -11,7 +11,9 @@ line (a body's first level is 1).  Whole headers are copied, set and swapped by 
 their own (`HeaderCopy`, `HeaderSet`, `HeaderSwap`).  The parser's cursor (`ParserStart`, `Extract`,
 `Advance`, `ParserEnd`) and the deparser's output (`Emit`, `EmitRun`) are nodes too: their
 Python reads and writes the packet with a header's ``struct.Struct`` (a module-level
-``_stN``, `pyswitch.ir.module.ModuleText`, named by the node).
+``_stN``, `pyswitch.ir.module.StructDecl`, named by the node); a varbit header's extract is
+a `HeaderSet` of the values read, its emit an `EmitVarbit`; a union stack's siblings made
+invalid a `SiblingsInvalid`.
 """
 
 from __future__ import annotations
@@ -146,12 +148,15 @@ class HeaderCopy:
 @dataclass(frozen=True)
 class HeaderSet:
     """Header `header` (``hN``, ``_hsN``) made valid or not (`valid`) with a value for
-    each of its fields, `values` (one or more): ``h3[:] = [True, 0, 0]`` (`setValid`'s
-    zeros, a list expression assigned, a lookahead into a header, a header reset)."""
+    each of its fields, `values`: ``h3[:] = [True, 0, 0]`` (`setValid`'s zeros, a list
+    expression assigned, a lookahead into a header, a header reset, a varbit header's
+    extract).  `listed`: a list expression of no values assigned to a header without
+    fields, printed ``h4[:] = [True, ]`` (the same list)."""
 
     header: str
     valid: bool
     values: tuple[PyExpr, ...]
+    listed: bool = False
 
 
 @dataclass(frozen=True)
@@ -329,6 +334,27 @@ class EmitRun:
 
 
 @dataclass(frozen=True)
+class EmitVarbit:
+    """``emit`` of header `header` with a varbit field (``hN``): when it is valid, its
+    bytes onto the output, `pieces` in order (each a `ToBytes` of fixed fields joined,
+    or the varbit's `VbBytes` at its length): ``if hN[0]: out.append(p1 + p2 + ...)``."""
+
+    header: str
+    pieces: tuple[PyExpr, ...]
+
+
+@dataclass(frozen=True)
+class SiblingsInvalid:
+    """A union stack's element extracted at its next index `index` (a union's member):
+    the other members of that element made invalid.  `groups`: for each element of the
+    stack, those other members' header locals: ``for _s in ((h6, ), (h8, ), )[i]: _s[0] =
+    False``."""
+
+    groups: tuple[tuple[str, ...], ...]
+    index: PyExpr
+
+
+@dataclass(frozen=True)
 class Line:
     """Statement `stmt` at depth `ind` (depth 1 is a function's body, or a structured
     statement's body)."""
@@ -350,4 +376,5 @@ Body = tuple[Line, ...]
 Stmt = (PyText | RegRead | RegWrite | CounterCount | Exit | ParserError | ActionCall
         | TableApply | Assign | If | ExitScope | ParserScope | HeaderAlias | Loop | Break
         | Continue | Pass | Return | Seq | ParserStart | ParserEnd | Extract | Advance | Emit
-        | EmitRun | HeaderCopy | HeaderSet | HeaderSwap | CopyOutCall)
+        | EmitRun | HeaderCopy | HeaderSet | HeaderSwap | CopyOutCall | EmitVarbit
+        | SiblingsInvalid)

@@ -44,7 +44,7 @@ from pyswitch.native.exprs import (
 )
 from pyswitch.native.irlower import IRLower, marker, module_tree
 from pyswitch.native.loop import c_source
-from pyswitch.native.picks import Picks, prelude
+from pyswitch.native.picks import Picks
 from pyswitch.native.varbits import Varbits
 from pyswitch.tables import table_kind
 
@@ -79,30 +79,24 @@ class Unit(IRLower, CopyOut, Picks, Varbits, Expressions):
         self.structs: dict[str, list[tuple[str, int]]] = {}
         self.funcs: dict[str, Func] = {}
         self.irb = program_bounds(ir, meta)  # the nodes' proven intervals
-        tree, self.lines, self.nodes = module_tree(ir)  # transitional: irtree
-        for st in tree.body:
-            if prelude(st):  # the stack helpers, called from C (pyswitch.native.picks)
-                continue
-            if isinstance(st, ast.FunctionDef) and st.name == "_pack_bits":
-                continue  # a checksum's bytes with varbits (compiler.varbit): its calls stay
+        tree, self.lines, self.nodes, structs = module_tree(ir)  # transitional: irtree
+        for line, decl in structs:  # the module's `StructDecl`s, read from the nodes
+            self.structs[decl.var] = self._fmt(decl.fmt, line)
+        for st in tree.body:  # (the helpers, `Helper`: not in the tree, the C calls its own)
             if isinstance(st, ast.FunctionDef):
                 self._declare(st)
-            elif (isinstance(st, ast.Assign) and len(st.targets) == 1
-                  and isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.Call)
-                  and ast.unparse(st.value.func) == "_struct.Struct"):
-                self.structs[st.targets[0].id] = self._fmt(st.value.args[0], st)
             else:
                 raise NotNative(f"line {st.lineno}: module-level {type(st).__name__}")
 
     # -- declarations ----------------------------------------------------------------
-    def _fmt(self, node: ast.AST, where: ast.AST) -> list[tuple[str, int]]:
-        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)
-                and node.value.startswith(">")):
-            raise NotNative(f"line {where.lineno}: struct format")
+    def _fmt(self, fmt: str, line: int) -> list[tuple[str, int]]:
+        """A struct's big-endian format as (item code, bytes) per item."""
+        if not fmt.startswith(">"):
+            raise NotNative(f"line {line}: struct format")
         out = []
-        for ch in node.value[1:]:
+        for ch in fmt[1:]:
             if ch not in _FMT:
-                raise NotNative(f"line {where.lineno}: struct format {ch!r}")
+                raise NotNative(f"line {line}: struct format {ch!r}")
             out.append((ch, _FMT[ch]))
         return out
 

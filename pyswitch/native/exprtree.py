@@ -42,7 +42,10 @@ from pyswitch.ir.exprs import (
     Slot,
     SShr,
     Str,
+    ToBytes,
+    VbBytes,
     VbDigest,
+    VbRead,
     VbValue,
     Wrap,
 )
@@ -170,7 +173,26 @@ def _build_more(n: Expr) -> ast.expr:  # noqa: C901 - one case per kind
             data = ast.BinOp(data, ast.Add(), ast.Subscript(
                 _name("M"), ast.Constant(n.payload), ast.Load()))
         return ast.Call(_name(f"_{n.algo}"), [data], [])
+    if isinstance(n, VbRead):  # native.varbits reads the extract's cell from this tree
+        end = ast.BinOp(_build(n.start), ast.Add(),
+                        ast.BinOp(_build(n.n), ast.FloorDiv(), ast.Constant(8)))
+        data = ast.Subscript(_name("buf"), ast.Slice(_build(n.start), end), ast.Load())
+        read = ast.Call(ast.Attribute(_name("int"), "from_bytes", ast.Load()),
+                        [data, ast.Constant("big")], [])
+        return ast.Tuple([_build(n.n), read], ast.Load())
+    if isinstance(n, ToBytes):  # and an emit's pieces (`native.varbits.emit_bytes`)
+        return _to_bytes(_build(n.a), ast.Constant(n.n))
+    if isinstance(n, VbBytes):
+        size = ast.BinOp(ast.Subscript(_build(n.a), ast.Constant(0), ast.Load()),
+                         ast.FloorDiv(), ast.Constant(8))
+        value = ast.Subscript(_build(n.a), ast.Constant(1), ast.Load())
+        return ast.IfExp(_build(n.a), _to_bytes(value, size), ast.Constant(b""))
     raise TypeError(f"not an expression node: {n!r}")
+
+
+def _to_bytes(a: ast.expr, n: ast.expr) -> ast.expr:
+    """``a.to_bytes(n, 'big')``."""
+    return ast.Call(ast.Attribute(a, "to_bytes", ast.Load()), [n, ast.Constant("big")], [])
 
 
 def _fold(parts: list[ast.expr], op: type[ast.operator]) -> ast.expr:

@@ -12,11 +12,16 @@ it).  Transitionally (issue 42, scope 1) that tree is made of three kinds of pie
 - the structured statements (`Assign`, `HeaderAlias`, `If`, `Loop` and its `Break` and
   `Continue`, `Pass`, `Return`, `Seq`, `ExitScope`, `ParserScope`, the whole headers'
   `HeaderCopy`, `HeaderSet`, `HeaderSwap`, the calls that copy out, `CopyOutCall`, with
-  their handler) and the parser's and
-  deparser's nodes (`ParserStart`, `Extract`, `Advance`, `ParserEnd`, `Emit`, `EmitRun`):
+  their handler, a union stack's `SiblingsInvalid`) and the parser's and
+  deparser's nodes (`ParserStart`, `Extract`, `Advance`, `ParserEnd`, `Emit`, `EmitRun`,
+  `EmitVarbit`):
   their syntax tree is built here from their fields -- the bodies from their `Line`s,
   the expressions from their nodes (`pyswitch.native.exprtree`), the text parsed only
   where an expression is no node yet (`PyExpr.code`) -- not from the printed Python.
+
+The module's declarations are not in the tree: a `StructDecl` is handed to `cgen` as it is
+(`Marked.structs`, with its line), a `Helper` is left out (the C calls its own); their
+lines are blank in the text parsed.
 
 Line numbers follow the Python back end's print (each simple node one line), so that a
 message's ``line N`` names the line `Marked.shown` holds: a structured statement's
@@ -36,6 +41,7 @@ from pyswitch.ir import (
     CopyOutCall,
     Emit,
     EmitRun,
+    EmitVarbit,
     ExitScope,
     Extract,
     Function,
@@ -43,6 +49,7 @@ from pyswitch.ir import (
     HeaderCopy,
     HeaderSet,
     HeaderSwap,
+    Helper,
     If,
     Line,
     Loop,
@@ -56,8 +63,11 @@ from pyswitch.ir import (
     RegRead,
     Return,
     Seq,
+    SiblingsInvalid,
     Stmt,
+    StructDecl,
     TableApply,
+    item_text,
     stmt_lines,
 )
 from pyswitch.native.exprtree import expr_tree
@@ -68,8 +78,11 @@ IND = "    "
 PACKET = (ParserStart, ParserEnd, Extract, Advance, Emit, EmitRun)
 # whole headers' copies, sets and swaps
 HEADERS = (HeaderCopy, HeaderSet, HeaderSwap)
+# the statements of one line whose Python was text last: a varbit header's emit, a union
+# stack's siblings made invalid
+ONE_LINE = (EmitVarbit, SiblingsInvalid)
 STRUCTURED = (Assign, If, ExitScope, ParserScope, HeaderAlias, Loop, Break, Continue, Pass,
-              Return, Seq, CopyOutCall, *HEADERS, *PACKET)
+              Return, Seq, CopyOutCall, *HEADERS, *PACKET, *ONE_LINE)
 
 __all__ = ["MARK", "PACKET", "STRUCTURED", "Marked", "assigned", "marker", "module_tree"]
 
@@ -101,6 +114,7 @@ class Marked:
 
     def __init__(self, items: list[ModuleItem]) -> None:
         self.nodes: list[Stmt] = []
+        self.structs: list[tuple[int, StructDecl]] = []  # (line, declaration)
         self.parts: dict[int, list[tuple[int, list[str]]]] = {}  # bodies: (offset, text)
         self.handler: dict[int, int] = {}  # a scope's ``except`` line: its offset
         self.parsed: list[str] = []
@@ -110,6 +124,13 @@ class Marked:
             if n:
                 text.append("")
                 self.shown.append("")
+            if isinstance(it, (StructDecl, Helper)):  # declarations: not in the tree
+                if isinstance(it, StructDecl):  # cgen reads it from the node, at its line
+                    self.structs.append((len(text) + 1, it))
+                lines = item_text(it).split("\n")
+                text += [""] * len(lines)
+                self.shown += lines
+                continue
             if not isinstance(it, Function):
                 text += it.text.split("\n")
                 self.shown += it.text.split("\n")
@@ -269,6 +290,20 @@ def simple(st: Stmt, at: int) -> ast.stmt:
     if isinstance(st, HeaderSwap):
         return ast.Assign([ast.Tuple([_whole(st.a, True), _whole(st.b, True)], ast.Store())],
                           ast.Tuple([_name(st.b), _whole(st.a)], ast.Load()), lineno=at)
+    if isinstance(st, EmitVarbit):  # native.varbits reads the pieces from this tree
+        data = expr(st.pieces[0], at)
+        for p in st.pieces[1:]:
+            data = ast.BinOp(data, ast.Add(), expr(p, at), lineno=at)
+        call = _method("out", "append", [data])
+        call.lineno = at
+        return ast.If(_valid(st.header), [ast.Expr(call, lineno=at)], [], lineno=at)
+    if isinstance(st, SiblingsInvalid):  # native.picks: one case per element
+        groups = ast.Tuple([ast.Tuple([_name(h) for h in g], ast.Load()) for g in st.groups],
+                           ast.Load())
+        clear = ast.Assign([ast.Subscript(_name("_s"), ast.Constant(0), ast.Store())],
+                           ast.Constant(False), lineno=at)
+        return ast.For(_name("_s", True), ast.Subscript(groups, expr(st.index, at), ast.Load()),
+                       [clear], [], lineno=at)
     raise TypeError(f"not a statement of one line built from its fields: {st!r}")
 
 
@@ -369,8 +404,10 @@ def expr(e: PyExpr, at: int, store: bool = False) -> ast.expr:
     return tree
 
 
-def module_tree(items: list[ModuleItem]) -> tuple[ast.Module, list[str], list[Stmt]]:
-    """(the module's syntax tree, its lines as shown, the nodes by marker number)."""
+def module_tree(items: list[ModuleItem]) -> tuple[ast.Module, list[str], list[Stmt],
+                                                  list[tuple[int, StructDecl]]]:
+    """(the module's syntax tree, its lines as shown, the nodes by marker number, the
+    structs' declarations with their lines: the tree holds the functions, and any text)."""
     m = Marked(items)
-    return m.tree(), m.shown, m.nodes
+    return m.tree(), m.shown, m.nodes, m.structs
 

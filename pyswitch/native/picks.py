@@ -23,22 +23,8 @@ from typing import Any
 
 from pyswitch.native.exprs import Func, NotNative, X, wide_varbit
 
-# the module-level statements the compiler emits with these helpers
+# the stack helpers (`pyswitch.ir.module.Helper` ``stacks``), called from C
 PRELUDE_FUNCS = ("_hs_at", "_hs_last")
-
-
-def prelude(st: ast.stmt) -> bool:
-    """Whether `st`, a module-level statement, is the stack helpers' prelude (their import,
-    exception class, warned set and functions), which the C calls rather than translates."""
-    if isinstance(st, ast.Import):
-        return [(a.name, a.asname) for a in st.names] == [("logging", "_logging")]
-    if isinstance(st, ast.ClassDef):
-        return st.name == "StackIndexError"
-    if isinstance(st, ast.FunctionDef):
-        return st.name in PRELUDE_FUNCS
-    if isinstance(st, ast.Assign):
-        return ast.unparse(st) == "_hs_warned = set()"
-    return False
 
 
 def _c_string(s: str) -> str:
