@@ -26,6 +26,7 @@ from pyswitch.ir.exprs import (
     Neg,
     Not,
     Opaque,
+    Paren,
     Pick,
     SignExt,
     Slot,
@@ -94,7 +95,7 @@ ENV = Bounds(mbounds=[(0, 255), (0, 65535), (0, 100), None],
     (VbDigest("crc32", (Field("h0", 3),), (None,)), (0, (1 << 32) - 1)),
     (VbDigest("csum16", (M8, Field("h0", 3)), (8, None)), (0, 65535)),
     (VbDigest("identity", (Field("h0", 3),), (None,)), (0, (1 << 64) - 1)),
-    (VbValue(Field("h0", 3)), None),                      # a varbit's value: no width
+    (VbValue(Field("h0", 3)), None),                      # no varbits known: no width
     (Pick(("h0", "h1"), M8), None),                       # a header, no number
     (Call("_hs_at", (Elems(("h0", "h1")), M8, Str("p.p4:1:2: i"), Lit(2))), None),
     (Call("_hs_last", (Elems(("h0", "h1")), M8, Str("p.p4:1:2: i"))), None),
@@ -148,6 +149,21 @@ def test_parser_cursor_and_params() -> None:
 
 
 HB2 = [[(0, 1), (0, 3), (200, 255)], [(0, 1), (0, 3), (100, 150)]]
+
+
+def test_a_varbits_value_within_its_maximum_width() -> None:
+    """``meta["varbits"]``: header 0's field 3 of at most 12 bits, header 1's of 20, slot 5
+    of 9; a picked element's is the largest over the elements."""
+    vb = {"h": [[0, 3, 12], [1, 3, 20]], "m": [[5, 9]]}
+    fn = _fn("f", (1, HeaderAlias("h0", 0)), (1, HeaderAlias("h1", 1)),
+             (1, Assign(PyExpr.of(Local("_hs0")), PyExpr.of(Pick(("h0", "h1"), Lit(0))))))
+    b = function_bounds(fn, varbits=vb)
+    assert b.of(VbValue(Field("h0", 3))) == (0, 4095)
+    assert b.of(VbValue(Paren(Field("h1", 3)))) == (0, (1 << 20) - 1)
+    assert b.of(VbValue(Field("_hs0", 3))) == (0, (1 << 20) - 1)
+    assert b.of(VbValue(Slot(5))) == (0, 511)
+    assert b.of(VbValue(Slot(6))) is None  # no varbit known there
+    assert b.of(VbValue(Field("h2", 3))) is None  # not an alias of the function
 
 
 @pytest.mark.parametrize(("pick", "iv"), [

@@ -43,7 +43,9 @@ comparisons, ``and``/``or``, ``Not``, ``SCmp``, ``All``, ``AnyOf``, ``Range``, `
                    the hull of the two (an operand without one: [0, 2**W - 1])
 ``VbDigest``       as ``Digest``'s algorithm: crc32 [0, 2**32 - 1]; crc16, csum16
                    [0, 2**16 - 1]; identity [0, 2**64 - 1] (its result is masked so)
-``VbValue``        none: a varbit's value has its run-time length, no width in the node
+``VbValue`` a      [0, 2**W - 1], W the varbit's maximum width (``meta["varbits"]``: a
+                   header field's through the function's aliases, of a picked element's
+                   the largest over the elements, a metadata slot's); none without one
 ``Pick``, ``Call`` none: a header (a list of cells), no number: ``(h1, h2, )[i]``,
  ``_hs_at``,       ``_hs_at(...)``, ``_hs_last(...)``; the fields read through the local
  ``_hs_last``      ``_hsN`` it is assigned to are the hull of the elements' fields
@@ -114,6 +116,7 @@ from pyswitch.ir.exprs import (
     Slot,
     SShr,
     VbDigest,
+    VbValue,
     Wrap,
     operands,
 )
@@ -208,7 +211,8 @@ class Bounds:
     interval: `function_bounds`'s fixed point), `params` (a parameter's interval: its
     type's, ``meta["fbounds"]``), `parser` (the parser's ``pos`` and ``L`` are locals),
     `picks` (a local naming a stack element picked at run time -> the elements' header
-    locals, and whether it may be the scratch header of zeros: `picked`)."""
+    locals, and whether it may be the scratch header of zeros: `picked`), `varbits` (the
+    program's ``meta["varbits"]``: each varbit's maximum width)."""
 
     mbounds: Sequence[Iv | None] = ()
     hbounds: Sequence[Sequence[Iv | None]] = ()
@@ -217,6 +221,7 @@ class Bounds:
     params: dict[str, Iv] = field(default_factory=dict)
     parser: bool = False
     picks: dict[str, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
+    varbits: dict = field(default_factory=dict)
     _memo: dict[int, tuple[Expr, Iv | None]] = field(default_factory=dict, repr=False)
 
     def of(self, n: Expr) -> Iv | None:
@@ -315,6 +320,9 @@ class Bounds:
         if isinstance(n, Pick):
             self.of(n.index)
             return None  # a header, no number
+        if isinstance(n, VbValue):
+            self.of(n.a)
+            return width_iv(self._varbit_width(n.a))
         for x in (n.items if isinstance(n, (All, AnyOf)) else
                   (n.lo, n.a, n.hi) if isinstance(n, Range) else
                   (n.a, n.b) if isinstance(n, SCmp) else (n.a,) if isinstance(n, Not) else ()):
@@ -331,6 +339,20 @@ class Bounds:
         if a[0] >= sb:
             return (a[0] + up, a[1] + up)
         return (a[0], a[1] + up)
+
+    def _varbit_width(self, a: Expr) -> int | None:
+        """The maximum width of the varbit cell `a` is (None: not known here)."""
+        while isinstance(a, Paren):
+            a = a.a
+        vb = self.varbits or {}
+        if isinstance(a, Slot):
+            return {j: w for j, w in vb.get("m", ())}.get(a.index)
+        if not isinstance(a, Field):
+            return None
+        hw = {(k, j): w for k, j, w in vb.get("h", ())}
+        hs = self.picks[a.header][0] if a.header in self.picks else (a.header,)
+        ws = [hw.get((self.aliases[h], a.index)) if h in self.aliases else None for h in hs]
+        return None if not ws or None in ws else max(ws)  # type: ignore[type-var]
 
     def _sshr(self, n: SShr) -> Iv:
         a, b, full = self.of(n.a), self.of(n.b), (0, (1 << n.width) - 1)
@@ -387,10 +409,10 @@ def struct_items(ir: Iterable[ModuleItem]) -> dict[str, list[int]]:
 def function_bounds(fn: Function, mbounds: Sequence[Iv | None] = (),
                     hbounds: Sequence[Sequence[Iv | None]] = (),
                     structs: dict[str, list[int]] | None = None,
-                    params: dict[str, Iv] | None = None) -> Bounds:
+                    params: dict[str, Iv] | None = None, varbits: dict | None = None) -> Bounds:
     """The `Bounds` of function `fn`'s nodes, its locals at their fixed point (module
-    docstring): `structs` the module's struct items (`struct_items`), `params` as `Bounds`
-    has them."""
+    docstring): `structs` the module's struct items (`struct_items`), `params` and
+    `varbits` as `Bounds` has them."""
     aliases = {st.var: st.slot for st in walk(fn.body) if isinstance(st, HeaderAlias)}
 
     picks: dict[str, tuple[tuple[str, ...], bool]] = {}
@@ -408,7 +430,7 @@ def function_bounds(fn: Function, mbounds: Sequence[Iv | None] = (),
 
     def env(locs: dict[str, Iv | None]) -> Bounds:
         return Bounds(mbounds, hbounds, aliases, locs, dict(params or {}), fn.name == "parser",
-                      picks)
+                      picks, varbits or {})
 
     assigns: list[tuple[str, Expr | Iv | None]] = []  # None: a value still text
     text = [st.text for st in walk(fn.body) if isinstance(st, PyText)]
@@ -500,5 +522,5 @@ def program_bounds(ir: Sequence[ModuleItem], meta: dict) -> dict[str, Bounds]:
     """`function_bounds` of every function of a program (its IR and its ``meta``)."""
     structs = struct_items(ir)
     return {it.name: function_bounds(it, meta["mbounds"], meta["hbounds"], structs,
-                                     param_bounds(meta, it))
+                                     param_bounds(meta, it), meta.get("varbits"))
             for it in ir if isinstance(it, Function)}
