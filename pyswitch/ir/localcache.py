@@ -7,25 +7,29 @@ of consecutive Python statements of one block that neither writes slot ``k`` nor
 run and ``_mk`` is read in it.  Here the facts come from the nodes' fields instead of the
 printed text: which slots a statement reads (its expressions' `Slot` nodes, a digest's
 payload), which it writes (an `Assign`'s, a `RegRead`'s target, the parser's error slot),
-whether it lets ``M`` out (`ActionCall`, `TableApply`'s action); and the change is made on
-the nodes (each `Slot` read in a run becomes the `Local` ``_mk``, an `Assign` ``_mk =
-M[k]`` is put before the run's first line), then printed.
+whether it lets ``M`` out (`ActionCall`, `CopyOutCall`, `TableApply`'s action); and the
+change is made on the nodes (each `Slot` read in a run becomes the `Local` ``_mk``, an
+`Assign` ``_mk = M[k]`` is put before the run's first line), then printed.
 
 The generated Python is the text pass's byte for byte, so the pass sees a node as the
 Python statements it prints (`_units`): a `TableApply` is three (the look-up, the direct
 counter's ``if``, the action's call, which lets ``M`` out: a run may end after the
 look-up), a `Seq` one per statement on one line, a guarded register access a ``try``
-whose body shares its line.  The order in which several locals are loaded before one
+whose body shares its line, a `CopyOutCall` with a handler a ``try`` whose handler's body
+is searched for runs (its call lets ``M`` out).  The order in which several locals are loaded before one
 statement is the text pass's too: the order Python's `ast.walk` (breadth first) meets
 each slot's first read (`_bfs` walks the nodes in the shape of their printed syntax
 tree).
 
 A function is left to the text pass (`fallback`, `pyswitch.compiler.localcache`) where it
 still holds Python text: a `PyText` line, an expression without a node or with an
-`Opaque` operand (tests/p4's and tests/stf's programs; none in ina.p4 and switchml.p4),
-a digest over the packet's payload (its ``M[k]`` is no `Slot` node to replace), or a kind of
-node this pass does not know yet (a new one is seen here as the Python it prints before the
-pass takes it).
+`Opaque` operand (tests/p4's and tests/stf's programs; none in ina.p4 and switchml.p4), or
+a kind of node or statement this pass does not know yet (a new one is seen here as the
+Python it prints before the pass takes it: `needs_text`).  Two runs it meets are left to
+the text pass too (`_Shared`): one that starts at a `CopyOutCall` handler's ``_rN =
+_x.args[0]`` (a line of the node, no `Line` a load can go before), one through a digest
+whose payload is the run's slot (its ``M[k]`` is printed from an int, no `Slot` node to
+replace).
 """
 
 from __future__ import annotations
