@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from pyswitch.ir import Assign, Function, Line, Loop, PyExpr, RegRead, walk
+from pyswitch.ir import Assign, Function, HeaderAlias, Line, Loop, PyExpr, RegRead, walk
 from pyswitch.ir.bounds import Bounds, function_bounds, program_bounds
 from pyswitch.ir.exprs import (
     Bin,
+    BufRead,
     Call,
     Concat,
     Cond,
     Digest,
+    Elems,
     Expr,
     Field,
     Lit,
@@ -24,8 +26,14 @@ from pyswitch.ir.exprs import (
     Neg,
     Not,
     Opaque,
+    Paren,
+    Pick,
     SignExt,
     Slot,
+    SShr,
+    Str,
+    VbDigest,
+    VbValue,
     Wrap,
     opaque,
     operands,
@@ -76,6 +84,23 @@ ENV = Bounds(mbounds=[(0, 255), (0, 65535), (0, 100), None],
     (Digest("identity", (M8, M8), (8, 8)), (0, 65535)),
     (Opaque("x[i]", 4), (0, 15)),
     (Opaque("x[i]"), None),
+    (BufRead(Local("pos"), 2, 16), (0, 65535)),           # two bytes, wherever they start
+    (BufRead(Lit(3), 1, 8), (0, 255)),
+    (SShr(M100, Lit(2), 8), (0, 25)),                     # non-negative: 100 >> 2
+    (SShr(Field("h0", 2, 8), Lit(2), 8), (242, 255)),     # -56..-1 >> 2: -14..-1
+    (SShr(Wrap("+", M100, Lit(100), 8), Lit(3), 8), (12, 249)),  # 100..127 >> 3, -128..-56 >> 3
+    (SShr(Field("h0", 2, 8), Call("min", (M8, Lit(8))), 8), (200, 255)),  # by 0..8: -56..-1
+    (SShr(M8, Lit(1), 8), (0, 255)),                      # 0..63 and 192..255
+    (SShr(Opaque("x"), Lit(1), 8), (0, 255)),             # an operand without one: the width's
+    (VbDigest("crc32", (Field("h0", 3),), (None,)), (0, (1 << 32) - 1)),
+    (VbDigest("csum16", (M8, Field("h0", 3)), (8, None)), (0, 65535)),
+    (VbDigest("identity", (Field("h0", 3),), (None,)), (0, (1 << 64) - 1)),
+    (VbValue(Field("h0", 3)), None),                      # no varbits known: no width
+    (Pick(("h0", "h1"), M8), None),                       # a header, no number
+    (Call("_hs_at", (Elems(("h0", "h1")), M8, Str("p.p4:1:2: i"), Lit(2))), None),
+    (Call("_hs_last", (Elems(("h0", "h1")), M8, Str("p.p4:1:2: i"))), None),
+    (Elems(("h0", "h1")), None),                          # no values: a helper's arguments
+    (Str("p.p4:1:2: i"), None),
 ])
 def test_operators(node: Expr, iv: tuple[int, int] | None) -> None:
     assert ENV.of(node) == iv
@@ -123,6 +148,52 @@ def test_parser_cursor_and_params() -> None:
     assert b.of(Local("p_x", 3)) == (0, 7)
 
 
+HB2 = [[(0, 1), (0, 3), (200, 255)], [(0, 1), (0, 3), (100, 150)]]
+
+
+def test_a_varbits_value_within_its_maximum_width() -> None:
+    """``meta["varbits"]``: header 0's field 3 of at most 12 bits, header 1's of 20, slot 5
+    of 9; a picked element's is the largest over the elements."""
+    vb = {"h": [[0, 3, 12], [1, 3, 20]], "m": [[5, 9]]}
+    fn = _fn("f", (1, HeaderAlias("h0", 0)), (1, HeaderAlias("h1", 1)),
+             (1, Assign(PyExpr.of(Local("_hs0")), PyExpr.of(Pick(("h0", "h1"), Lit(0))))))
+    b = function_bounds(fn, varbits=vb)
+    assert b.of(VbValue(Field("h0", 3))) == (0, 4095)
+    assert b.of(VbValue(Paren(Field("h1", 3)))) == (0, (1 << 20) - 1)
+    assert b.of(VbValue(Field("_hs0", 3))) == (0, (1 << 20) - 1)
+    assert b.of(VbValue(Slot(5))) == (0, 511)
+    assert b.of(VbValue(Slot(6))) is None  # no varbit known there
+    assert b.of(VbValue(Field("h2", 3))) is None  # not an alias of the function
+
+
+@pytest.mark.parametrize(("pick", "iv"), [
+    (Pick(("h1", "h2"), Field("h0", 1, 8)), (100, 255)),
+    (Call("_hs_last", (Elems(("h1", "h2")), Field("h0", 1, 8), Str("w"))), (100, 255)),
+    (Call("_hs_at", (Elems(("h1", "h2")), Local("i", 8), Str("w"), Lit(-1))), (100, 255)),
+    (Call("_hs_at", (Elems(("h1", "h2")), Local("i", 8), Str("w"), Lit(2))), (0, 255)),
+])
+def test_a_picked_elements_field_is_the_hull(pick: Expr, iv: tuple[int, int]) -> None:
+    """``_hs0 = <pick>``; ``_hs0[2]`` is field 2 of h1 (200..255) or of h2 (100..150), or
+    of ``_hs_at``'s scratch header of zeros when its field count is not -1 (an extract's
+    strict pick raises instead)."""
+    fn = _fn("f", (1, HeaderAlias("h1", 0)), (1, HeaderAlias("h2", 1)),
+             (1, Assign(PyExpr.of(Local("_hs0")), PyExpr.of(pick))))
+    b = function_bounds(fn, hbounds=HB2)
+    assert b.picks == {"_hs0": (("h1", "h2"), iv[0] == 0)}
+    assert b.of(Field("_hs0", 2, 8)) == iv
+    assert b.of(Field("_hs0", 0)) == (0, 1)
+    assert b.of(Local("_hs0")) is None  # the local is a header, no number
+
+
+def test_a_local_assigned_a_pick_and_else_is_no_pick() -> None:
+    fn = _fn("f", (1, HeaderAlias("h1", 0)), (1, HeaderAlias("h2", 1)),
+             (1, Assign(PyExpr.of(Local("_hs0")), PyExpr.of(Pick(("h1", "h2"), Lit(0))))),
+             (1, Assign(PyExpr.of(Local("_hs0")), PyExpr.of(Local("h1")))))
+    b = function_bounds(fn, hbounds=HB2)
+    assert b.picks == {}
+    assert b.of(Field("_hs0", 2, 8)) == (0, 255)  # not an alias: the width's
+
+
 def _compile(rel: str):  # noqa: ANN202 - a Program
     with contextlib.chdir(ROOT):
         return compile_p4(rel, ["p4src/include"])
@@ -136,10 +207,17 @@ def _nodes(n: Expr):  # noqa: ANN202
 
 def _why_none(n: Expr, b: Bounds, meta: dict) -> str | None:
     """Why node `n` may have no interval: text in it, or it reads a varbit (no number),
-    a local only text assigns, an out value of an untyped copy-out; None: no reason."""
+    a local only text assigns, an out value of an untyped copy-out; it is a header (a
+    stack element picked at run time, a local naming one) or no value at all (a stack
+    helper's arguments: its elements, a string); None: no reason."""
     for x in _nodes(n):
         if isinstance(x, Opaque):
             return "text"
+        if isinstance(x, Pick) or isinstance(x, Call) and x.fn in ("_hs_at", "_hs_last") \
+                or isinstance(x, Local) and x.name in b.picks:
+            return "a header"
+        if isinstance(x, (Elems, Str)):
+            return "no value"
         if isinstance(x, Local) and b.locals.get(x.name, None) is None \
                 and x.name not in b.params and x.name not in ("pos", "L"):
             return "local assigned in text"

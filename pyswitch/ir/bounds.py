@@ -34,7 +34,31 @@ comparisons, ``and``/``or``, ``Not``, ``SCmp``, ``All``, ``AnyOf``, ``Range``, `
 ``Digest``         crc32: [0, 2**32 - 1]; crc16, csum16: [0, 2**16 - 1]; identity:
                    [0, min(2**64 - 1, sum of each item's hi at its shift)]
 ``ActionRun``      [0, 2**20] (an entry's action index, as the C runtime holds it)
+``BufRead`` s, n   [0, 2**(8n) - 1] (n bytes big-endian) met with the width's
+``SShr`` a, b, W   ``(a as int<W>) >> b`` as W unsigned bits, for a within [0, 2**W - 1]
+                   and b >= 0 (a shift by W or more is the sign's, as by W): a's part
+                   below the sign bit 2**(W-1) gives [lo >> b.hi, hi >> b.lo]; its part
+                   at or above it is the negative s = a - 2**W, monotone in s and
+                   rising to -1 with b: [(s.lo >> b.lo) + 2**W, (s.hi >> b.hi) + 2**W];
+                   the hull of the two (an operand without one: [0, 2**W - 1])
+``VbDigest``       as ``Digest``'s algorithm: crc32 [0, 2**32 - 1]; crc16, csum16
+                   [0, 2**16 - 1]; identity [0, 2**64 - 1] (its result is masked so)
+``VbValue`` a      [0, 2**W - 1], W the varbit's maximum width (``meta["varbits"]``: a
+                   header field's through the function's aliases, of a picked element's
+                   the largest over the elements, a metadata slot's); none without one
+``Pick``, ``Call`` none: a header (a list of cells), no number: ``(h1, h2, )[i]``,
+ ``_hs_at``,       ``_hs_at(...)``, ``_hs_last(...)``; the fields read through the local
+ ``_hs_last``      ``_hsN`` it is assigned to are the hull of the elements' fields
+                   (below)
+``Elems``, ``Str`` none: no values (a tuple of headers, a string: the stack helpers'
+                   arguments)
 =================  ===============================================================
+
+A field of a stack element picked at run time (``_hsN[i]``, ``_hsN`` a local every
+assignment of which is a ``Pick``, an ``_hs_at`` or an ``_hs_last`` of elements the
+function aliases) lies in the hull of field i's interval over the elements; with 0 too
+when an ``_hs_at`` may give its scratch header of zeros (its field count >= 0: an index
+outside the stack, read as an invalid header of zeros).
 
 A node whose operand has no interval (an ``Opaque`` operand of unknown width) has none
 (None).  Every interval with a width is met with [0, 2**W - 1] only where the node's
@@ -69,11 +93,13 @@ from pyswitch.ir.exprs import (
     All,
     AnyOf,
     Bin,
+    BufRead,
     Call,
     Concat,
     Cond,
     Digest,
     Elem,
+    Elems,
     Expr,
     Field,
     Hit,
@@ -83,18 +109,22 @@ from pyswitch.ir.exprs import (
     Not,
     Opaque,
     Paren,
+    Pick,
     Range,
     SCmp,
     SignExt,
     Slot,
+    SShr,
+    VbDigest,
+    VbValue,
     Wrap,
     operands,
 )
 from pyswitch.ir.module import Function, ModuleItem, ModuleText, walk
 from pyswitch.ir.stmts import Assign, Extract, HeaderAlias, PyText, RegRead
 
-__all__ = ["Bounds", "Iv", "PACKET_MAX", "function_bounds", "param_bounds", "program_bounds",
-           "struct_items", "width_iv"]
+__all__ = ["Bounds", "Iv", "PACKET_MAX", "function_bounds", "param_bounds", "picked",
+           "program_bounds", "struct_items", "width_iv"]
 
 Iv = tuple[int, int]
 PACKET_MAX = 1 << 40
@@ -157,6 +187,21 @@ def _arith(op: str, a: Iv, b: Iv) -> Iv | None:
 
 
 _DIGEST_BITS = {"crc32": 32, "crc16": 16, "csum16": 16}
+_STACK_HELPERS = ("_hs_at", "_hs_last")
+
+
+def picked(v: Expr | None) -> tuple[tuple[str, ...], bool] | None:
+    """The element headers a stack element picked at run time may be (`v` a `Pick`, an
+    ``_hs_at`` or ``_hs_last`` call on `Elems`) and whether it may be ``_hs_at``'s scratch
+    header of zeros (its field count >= 0); None: `v` picks no element."""
+    if isinstance(v, Pick):
+        return v.elems, False
+    if isinstance(v, Call) and v.fn in _STACK_HELPERS and v.args and isinstance(v.args[0], Elems):
+        if v.fn == "_hs_last":
+            return v.args[0].elems, False
+        nf = v.args[3] if len(v.args) > 3 else None
+        return v.args[0].elems, not (isinstance(nf, Lit) and int(nf.value) < 0)
+    return None
 
 
 @dataclass
@@ -164,7 +209,10 @@ class Bounds:
     """The intervals of one function's expression nodes: `mbounds` and `hbounds` (the
     program's ``meta``), `aliases` (header local -> header slot), `locals` (name ->
     interval: `function_bounds`'s fixed point), `params` (a parameter's interval: its
-    type's, ``meta["fbounds"]``), `parser` (the parser's ``pos`` and ``L`` are locals)."""
+    type's, ``meta["fbounds"]``), `parser` (the parser's ``pos`` and ``L`` are locals),
+    `picks` (a local naming a stack element picked at run time -> the elements' header
+    locals, and whether it may be the scratch header of zeros: `picked`), `varbits` (the
+    program's ``meta["varbits"]``: each varbit's maximum width)."""
 
     mbounds: Sequence[Iv | None] = ()
     hbounds: Sequence[Sequence[Iv | None]] = ()
@@ -172,6 +220,8 @@ class Bounds:
     locals: dict[str, Iv | None] = field(default_factory=dict)
     params: dict[str, Iv] = field(default_factory=dict)
     parser: bool = False
+    picks: dict[str, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
+    varbits: dict = field(default_factory=dict)
     _memo: dict[int, tuple[Expr, Iv | None]] = field(default_factory=dict, repr=False)
 
     def of(self, n: Expr) -> Iv | None:
@@ -192,6 +242,8 @@ class Bounds:
         if isinstance(n, Field):
             if n.index == 0:
                 return _BOOL  # the valid bit
+            if n.header in self.picks:
+                return self._picked_field(n)
             k = self.aliases.get(n.header)
             hb = self.hbounds[k] if k is not None and 0 <= k < len(self.hbounds) else ()
             return _meet(hb[n.index] if n.index < len(hb) else None, width_iv(n.width))
@@ -209,7 +261,21 @@ class Bounds:
             return (0, 1 << 20)
         if isinstance(n, (Hit, Not, SCmp, All, AnyOf, Range)):
             return _BOOL
-        return None  # a kind not known here: no interval
+        return None  # a kind not known here, or no value (`Elems`, `Str`): no interval
+
+    def _picked_field(self, n: Field) -> Iv | None:
+        """Field `n` of a picked element: the hull of that field over the elements (and 0
+        when the pick may be the scratch header of zeros)."""
+        elems, zeros = self.picks[n.header]
+        out: Iv | None = (0, 0) if zeros else None
+        for h in elems:
+            if h not in self.aliases:
+                return width_iv(n.width)  # an element not aliased here: the width's
+            b = self._leaf(Field(h, n.index, n.width))
+            if b is None:
+                return None  # a varbit
+            out = _join(out, b)
+        return out
 
     def _of(self, n: Expr) -> Iv | None:  # noqa: C901, PLR0911 - one case per kind
         if isinstance(n, Paren):
@@ -242,6 +308,21 @@ class Bounds:
             return self._call(n)
         if isinstance(n, Digest):
             return self._digest(n)
+        if isinstance(n, BufRead):
+            self.of(n.start)
+            return _meet((0, (1 << (8 * n.n)) - 1), width_iv(n.width))
+        if isinstance(n, SShr):
+            return self._sshr(n)
+        if isinstance(n, VbDigest):
+            for x in n.items:
+                self.of(x)
+            return width_iv(_DIGEST_BITS.get(n.algo, 64 if n.algo == "identity" else None))
+        if isinstance(n, Pick):
+            self.of(n.index)
+            return None  # a header, no number
+        if isinstance(n, VbValue):
+            self.of(n.a)
+            return width_iv(self._varbit_width(n.a))
         for x in (n.items if isinstance(n, (All, AnyOf)) else
                   (n.lo, n.a, n.hi) if isinstance(n, Range) else
                   (n.a, n.b) if isinstance(n, SCmp) else (n.a,) if isinstance(n, Not) else ()):
@@ -259,8 +340,36 @@ class Bounds:
             return (a[0] + up, a[1] + up)
         return (a[0], a[1] + up)
 
+    def _varbit_width(self, a: Expr) -> int | None:
+        """The maximum width of the varbit cell `a` is (None: not known here)."""
+        while isinstance(a, Paren):
+            a = a.a
+        vb = self.varbits or {}
+        if isinstance(a, Slot):
+            return {j: w for j, w in vb.get("m", ())}.get(a.index)
+        if not isinstance(a, Field):
+            return None
+        hw = {(k, j): w for k, j, w in vb.get("h", ())}
+        hs = self.picks[a.header][0] if a.header in self.picks else (a.header,)
+        ws = [hw.get((self.aliases[h], a.index)) if h in self.aliases else None for h in hs]
+        return None if not ws or None in ws else max(ws)  # type: ignore[type-var]
+
+    def _sshr(self, n: SShr) -> Iv:
+        a, b, full = self.of(n.a), self.of(n.b), (0, (1 << n.width) - 1)
+        if a is None or b is None or a[0] < 0 or a[1] > full[1] or b[0] < 0:
+            return full
+        m, sb, b0, b1 = 1 << n.width, 1 << (n.width - 1), min(b[0], n.width), min(b[1], n.width)
+        parts: list[Iv] = []
+        if a[0] < sb:  # a's values below the sign bit: non-negative
+            parts.append((a[0] >> b1, min(a[1], sb - 1) >> b0))
+        if a[1] >= sb:  # at or above it: the negative s = a - 2**W
+            parts.append(((max(a[0], sb) - m >> b0) + m, (a[1] - m >> b1) + m))
+        return (min(p[0] for p in parts), max(p[1] for p in parts))
+
     def _call(self, n: Call) -> Iv | None:
         xs = [self.of(x) for x in n.args]
+        if n.fn in _STACK_HELPERS:
+            return None  # a header (a stack's element), no number
         if n.fn in ("_shl", "_sat_s") and isinstance(n.args[-1], Lit):
             return width_iv(int(n.args[-1].value))
         if any(x is None for x in xs):
@@ -300,14 +409,28 @@ def struct_items(ir: Iterable[ModuleItem]) -> dict[str, list[int]]:
 def function_bounds(fn: Function, mbounds: Sequence[Iv | None] = (),
                     hbounds: Sequence[Sequence[Iv | None]] = (),
                     structs: dict[str, list[int]] | None = None,
-                    params: dict[str, Iv] | None = None) -> Bounds:
+                    params: dict[str, Iv] | None = None, varbits: dict | None = None) -> Bounds:
     """The `Bounds` of function `fn`'s nodes, its locals at their fixed point (module
-    docstring): `structs` the module's struct items (`struct_items`), `params` as `Bounds`
-    has them."""
+    docstring): `structs` the module's struct items (`struct_items`), `params` and
+    `varbits` as `Bounds` has them."""
     aliases = {st.var: st.slot for st in walk(fn.body) if isinstance(st, HeaderAlias)}
 
+    picks: dict[str, tuple[tuple[str, ...], bool]] = {}
+    others: set[str] = set()  # assigned anything else too: not a pick
+    for st in walk(fn.body):
+        t = st.target.node if isinstance(st, (Assign, RegRead)) else None
+        if isinstance(t, Local):
+            p = picked(st.value.node) if isinstance(st, Assign) else None
+            if p is None:
+                others.add(t.name)
+            else:
+                old = picks.get(t.name, ((), False))
+                picks[t.name] = (tuple(dict.fromkeys(old[0] + p[0])), old[1] or p[1])
+    picks = {k: v for k, v in picks.items() if k not in others}
+
     def env(locs: dict[str, Iv | None]) -> Bounds:
-        return Bounds(mbounds, hbounds, aliases, locs, dict(params or {}), fn.name == "parser")
+        return Bounds(mbounds, hbounds, aliases, locs, dict(params or {}), fn.name == "parser",
+                      picks, varbits or {})
 
     assigns: list[tuple[str, Expr | Iv | None]] = []  # None: a value still text
     text = [st.text for st in walk(fn.body) if isinstance(st, PyText)]
@@ -399,5 +522,5 @@ def program_bounds(ir: Sequence[ModuleItem], meta: dict) -> dict[str, Bounds]:
     """`function_bounds` of every function of a program (its IR and its ``meta``)."""
     structs = struct_items(ir)
     return {it.name: function_bounds(it, meta["mbounds"], meta["hbounds"], structs,
-                                     param_bounds(meta, it))
+                                     param_bounds(meta, it), meta.get("varbits"))
             for it in ir if isinstance(it, Function)}

@@ -7,25 +7,29 @@ of consecutive Python statements of one block that neither writes slot ``k`` nor
 run and ``_mk`` is read in it.  Here the facts come from the nodes' fields instead of the
 printed text: which slots a statement reads (its expressions' `Slot` nodes, a digest's
 payload), which it writes (an `Assign`'s, a `RegRead`'s target, the parser's error slot),
-whether it lets ``M`` out (`ActionCall`, `TableApply`'s action); and the change is made on
-the nodes (each `Slot` read in a run becomes the `Local` ``_mk``, an `Assign` ``_mk =
-M[k]`` is put before the run's first line), then printed.
+whether it lets ``M`` out (`ActionCall`, `CopyOutCall`, `TableApply`'s action); and the
+change is made on the nodes (each `Slot` read in a run becomes the `Local` ``_mk``, an
+`Assign` ``_mk = M[k]`` is put before the run's first line), then printed.
 
 The generated Python is the text pass's byte for byte, so the pass sees a node as the
 Python statements it prints (`_units`): a `TableApply` is three (the look-up, the direct
 counter's ``if``, the action's call, which lets ``M`` out: a run may end after the
 look-up), a `Seq` one per statement on one line, a guarded register access a ``try``
-whose body shares its line.  The order in which several locals are loaded before one
+whose body shares its line, a `CopyOutCall` with a handler a ``try`` whose handler's body
+is searched for runs (its call lets ``M`` out).  The order in which several locals are loaded before one
 statement is the text pass's too: the order Python's `ast.walk` (breadth first) meets
 each slot's first read (`_bfs` walks the nodes in the shape of their printed syntax
 tree).
 
 A function is left to the text pass (`fallback`, `pyswitch.compiler.localcache`) where it
 still holds Python text: a `PyText` line, an expression without a node or with an
-`Opaque` operand (tests/p4's and tests/stf's programs; none in ina.p4 and switchml.p4),
-a digest over the packet's payload (its ``M[k]`` is no `Slot` node to replace), or a kind of
-node this pass does not know yet (a new one is seen here as the Python it prints before the
-pass takes it).
+`Opaque` operand (tests/p4's and tests/stf's programs; none in ina.p4 and switchml.p4), or
+a kind of node or statement this pass does not know yet (a new one is seen here as the
+Python it prints before the pass takes it: `needs_text`).  Two runs it meets are left to
+the text pass too (`_Shared`): one that starts at a `CopyOutCall` handler's ``_rN =
+_x.args[0]`` (a line of the node, no `Line` a load can go before), one through a digest
+whose payload is the run's slot (its ``M[k]`` is printed from an int, no `Slot` node to
+replace).
 """
 
 from __future__ import annotations
@@ -40,11 +44,13 @@ from pyswitch.ir.exprs import (
     All,
     AnyOf,
     Bin,
+    BufRead,
     Call,
     Concat,
     Cond,
     Digest,
     Elem,
+    Elems,
     Expr,
     Field,
     Hit,
@@ -53,10 +59,15 @@ from pyswitch.ir.exprs import (
     Neg,
     Not,
     Paren,
+    Pick,
     Range,
     SCmp,
     SignExt,
     Slot,
+    SShr,
+    Str,
+    VbDigest,
+    VbValue,
     Wrap,
     opaque,
     operands,
@@ -68,6 +79,9 @@ from pyswitch.ir.stmts import (
     ActionCall,
     Advance,
     Assign,
+    Break,
+    Continue,
+    CopyOutCall,
     CounterCount,
     Emit,
     EmitRun,
@@ -75,12 +89,16 @@ from pyswitch.ir.stmts import (
     ExitScope,
     Extract,
     HeaderAlias,
+    HeaderCopy,
+    HeaderSet,
+    HeaderSwap,
     If,
     Loop,
     ParserEnd,
     ParserError,
     ParserScope,
     ParserStart,
+    Pass,
     PyText,
     RegRead,
     RegWrite,
@@ -148,7 +166,24 @@ def _ekids(n: Expr) -> list:  # noqa: C901 - one case per kind
         return list(n.args)
     if isinstance(n, Digest):
         return _digest(n)
-    return []
+    return _ekids_more(n)
+
+
+def _ekids_more(n: Expr) -> list:
+    if isinstance(n, Pick):  # (h1, h2, )[i]: the tuple, then the index
+        return [_V(), n.index]
+    if isinstance(n, BufRead):  # int.from_bytes(buf[s:s + n], 'big'): the start twice
+        return [_V([_V([n.start, _V([n.start])])])]
+    if isinstance(n, SShr):  # (((a ^ sb) - sb >> b) & mask)
+        return [_V([_V([_V([n.a])]), n.b])]
+    if isinstance(n, VbValue):  # (a[1] if a else 0): the test, then the subscript
+        return [n.a, _V([n.a])]
+    if isinstance(n, VbDigest):  # _algo(_pack_bits(((w, x), (v or (0, 0)), )) [+ M[k]])
+        data: object = _V([_V([_V([x]) for x in n.items])])
+        if n.payload is not None:
+            data = _V([data, Slot(n.payload)])
+        return [data]
+    return []  # a leaf: Lit, Slot, Field, Local, Elem, Hit, ActionRun, Elems, Str
 
 
 def _chain(parts: list) -> object:
@@ -261,6 +296,8 @@ class _Layout:
                 self.line = lo
             self.line = lo + 1
             return [replace(u, head=i == 0, tail=i == len(us) - 1) for i, u in enumerate(us)]
+        if isinstance(st, CopyOutCall) and st.on_exit is not None:
+            return self.copy_out_call(st, lo)
         if isinstance(st, EmitRun):
             args = [x for em in st.emits for x in (em.values or ())]
             for x in args:
@@ -274,6 +311,19 @@ class _Layout:
         n = len(stmt_lines(st))
         self.line += n
         return self.simple(st, lo, n)
+
+    def copy_out_call(self, st: CopyOutCall, lo: int) -> list[_Unit]:
+        """``try:`` / the call (it lets ``M`` out) / ``except _Exit ...:`` / the handler:
+        ``_rN = _x.args[0]`` (a line no load may go before) and its body."""
+        call = _Unit([_V([self.at(x, lo + 1)[0] for x in st.args])], lo + 1, lo + 1,
+                     escapes=True)
+        self.line = lo + 3
+        hs: list[_Unit] = []
+        if st.values and st.result:
+            hs.append(_Unit([], self.line, self.line))
+            self.line += 1
+        hs += self.body(st.on_exit or ())
+        return [_Unit([call, _V(list(hs))], lo, self.line - 1, bodies=[[call], hs])]
 
     def simple(self, st: Stmt, lo: int, n: int) -> list[_Unit]:  # noqa: C901, PLR0911
         one = lo + n - 1
@@ -304,8 +354,10 @@ class _Layout:
             code = self.at(st.code, lo) if isinstance(st.code, PyExpr) else []
             r = _Unit([_V(code)], lo, lo)
             return [r] if st.cond is None else [_Unit([*self.at(st.cond, lo), r], lo, lo)]
-        if isinstance(st, ActionCall):
+        if isinstance(st, (ActionCall, CopyOutCall)):  # a call without a handler
             return [_Unit([_V([self.at(x, lo)[0] for x in st.args])], lo, lo, escapes=True)]
+        if isinstance(st, HeaderSet):  # h[:] = [valid, v1, ...]
+            return [_Unit([_V([self.at(x, lo)[0] for x in st.values])], lo, lo)]
         if isinstance(st, TableApply):
             keys = [self.at(k, lo)[0] for k in st.keys]
             key = keys[0] if len(keys) == 1 else _V(keys)
@@ -332,7 +384,7 @@ class _Layout:
             return [_Unit([app], lo, one, bodies=[[app]])]
         if isinstance(st, ParserStart):
             return [_Unit([], lo, lo), _Unit([], lo + 1, lo + 1)]
-        if isinstance(st, (HeaderAlias, Exit, Return, ParserEnd)) or n == 1:
+        if isinstance(st, _NO_READS):
             return [_Unit([], lo, one)]
         raise _Shared  # a statement this pass does not know: the text pass
 
@@ -389,7 +441,7 @@ def _runs(body: list[_Unit], out: list[tuple[int, list[_Unit]]]) -> None:
 def needs_text(fn: Function) -> bool:
     """Whether `fn` still holds Python text the pass cannot see into (module docstring)."""
     for st in walk(fn.body):
-        if isinstance(st, PyText):
+        if isinstance(st, PyText) or not isinstance(st, _STMTS):
             return True
         for f in fields(st):
             v = getattr(st, f.name)
@@ -401,14 +453,26 @@ def needs_text(fn: Function) -> bool:
 
 
 _KINDS = (Lit, Slot, Field, Local, Elem, Paren, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp,
-          Concat, All, AnyOf, Range, Hit, ActionRun, Call, Digest)
+          Concat, All, AnyOf, Range, Hit, ActionRun, Call, Digest, Pick, BufRead, SShr, VbValue,
+          VbDigest, Elems, Str)
+_NO_READS = (HeaderAlias, HeaderCopy, HeaderSwap, Exit, Return, ParserEnd, Break, Continue, Pass)
+_STMTS = (*_NO_READS, RegRead, RegWrite, CounterCount, ParserError, ActionCall, CopyOutCall,
+          TableApply, Assign, HeaderSet, If, Loop, ExitScope, ParserScope, Seq, ParserStart,
+          Extract, Advance, Emit, EmitRun)
 
 
 def _unseen(n: Expr) -> bool:
-    """Whether `n` holds a read this pass cannot replace (a digest over the payload) or a
-    kind of node it does not know."""
-    return not isinstance(n, _KINDS) or (isinstance(n, Digest) and n.payload is not None) \
-        or any(_unseen(x) for x in operands(n))
+    """Whether `n` holds a kind of node this pass does not know."""
+    return not isinstance(n, _KINDS) or any(_unseen(x) for x in operands(n))
+
+
+def _payloads(n: Expr) -> set[int]:
+    """The slots of the payloads `n`'s digests read (``M[k]``, printed from an int field:
+    no `Slot` node to replace)."""
+    out = {n.payload} if isinstance(n, (Digest, VbDigest)) and n.payload is not None else set()
+    for x in operands(n):
+        out |= _payloads(x)
+    return out
 
 
 def _names(fn: Function) -> Iterator[str]:
@@ -425,6 +489,8 @@ def _names(fn: Function) -> Iterator[str]:
 
 
 def _expr_names(n: Expr) -> Iterator[str]:
+    if isinstance(n, Str):
+        return  # a string constant, no name (as the text pass sees it)
     for f in fields(n):
         v = getattr(n, f.name)
         if isinstance(v, str):
@@ -440,7 +506,7 @@ def _subst(n: Expr, ks: set[int]) -> Expr:
     ch = {}
     for f in fields(n):
         v = getattr(n, f.name)
-        if isinstance(v, tuple) and v and not isinstance(v[0], int):
+        if isinstance(v, tuple) and v and hasattr(v[0], "__dataclass_fields__"):
             ch[f.name] = tuple(_subst(x, ks) for x in v)
         elif not isinstance(v, (int, str, bool, tuple, type(None))):
             ch[f.name] = _subst(v, ks)
@@ -467,6 +533,8 @@ class _Rewrite:
         ks = set(next(iter(kss))) if kss else set()
         if not ks or p.node is None:
             return p
+        if ks & _payloads(p.node):
+            raise _Shared  # a payload's read in a run: the text pass replaces it
         n = _subst(p.node, ks)
         return p if n is p.node else PyExpr(text(n), p.width, n)
 
