@@ -32,7 +32,10 @@ from pyswitch.ir.exprs import (
     Slot,
     SShr,
     Str,
+    ToBytes,
+    VbBytes,
     VbDigest,
+    VbRead,
     VbValue,
     Wrap,
     opaque,
@@ -206,18 +209,22 @@ def _nodes(n: Expr):  # noqa: ANN202
 
 
 def _why_none(n: Expr, b: Bounds, meta: dict) -> str | None:
-    """Why node `n` may have no interval: text in it, or it reads a varbit (no number),
+    """Why node `n` may have no interval: text in it, or it reads a varbit (no number:
+    a varbit's slot or field, a varbit header's extracted cell),
     a local only text assigns, an out value of an untyped copy-out; it is a header (a
     stack element picked at run time, a local naming one) or no value at all (a stack
-    helper's arguments: its elements, a string); None: no reason."""
+    helper's arguments: its elements, a string; a varbit emit's bytes); None: no
+    reason."""
     for x in _nodes(n):
         if isinstance(x, Opaque):
             return "text"
         if isinstance(x, Pick) or isinstance(x, Call) and x.fn in ("_hs_at", "_hs_last") \
                 or isinstance(x, Local) and x.name in b.picks:
             return "a header"
-        if isinstance(x, (Elems, Str)):
-            return "no value"
+        if isinstance(x, (Elems, Str, ToBytes, VbBytes)):
+            return "no value"  # a helper's arguments; an emit's bytes
+        if isinstance(x, VbRead):
+            return "varbit"  # a varbit header's cell: its length and value, no number
         if isinstance(x, Local) and b.locals.get(x.name, None) is None \
                 and x.name not in b.params and x.name not in ("pos", "L"):
             return "local assigned in text"
