@@ -77,12 +77,16 @@ Completion, RESULTs, retransmissions
 NACKs (docs/protocol.md §6)
     With ``routes`` (each worker's schedule: which aggregation point sums its chunk) the PS
     asks single workers to resend a chunk, by a RESULT flagged INCOMPLETE whose bitmap
-    leaves the asked worker out and whose values are 0 (``PsOutput.nacks``, counted
+    leaves the asked worker out and whose values are 0, sent as its header alone
+    (``workers.ina.wire.NACK_PAYLOAD_BYTES``; ``PsOutput.nacks``, counted
     ``nacks``), sent to that worker alone, never down the tree (a RESULT there releases the
     slot); the workers resend at once (``workers.ina.worker``, "NACKs and probers").  Whom
     it asks is :mod:`workers.ina.asks`: after a **flush** (a PARTIAL flagged INCOMPLETE:
     someone's retransmission found a switch's slot waiting) the workers the flush lacks --
-    in a hierarchical job, those below the switch that emitted it; after a **gap** (a piece
+    in a hierarchical job, those below the switch that emitted it, but none asked for the
+    chunk less than the NACK round-trip bound ago and not heard from since
+    (``ResultCopies.pending``: every later retransmission reaching the waiting slot
+    flushes it again); after a **gap** (a piece
     missing behind later chunks of its stream: ``workers.ina.gaps``, counted ``gaps``) one
     worker of that piece; for an **overdue** chunk (later than its neighbours in the send
     order, found by :meth:`PsState.tick` at :meth:`PsState.next_deadline`, counted

@@ -90,7 +90,7 @@ NACKs and probers  [decision]
     the processes' scheduling), and at 4 make run resent 1.6 chunks a round for nothing.  Every other worker waits ``holdoff`` times its
     timeout before its first retransmission.  A flush reaching the PS makes it ask the
     workers the flush lacks (a **NACK**: a RESULT flagged INCOMPLETE to that worker's reply
-    port, bitmap = the workers the PS has, values 0; ``workers.ina.ps``, "NACKs"): a NACK
+    port, bitmap = the workers the PS has, no values; ``workers.ina.ps``, "NACKs"): a NACK
     resends the chunk at once on its route, unless a copy left less than half a
     ``probe_rto`` ago.  Without ``members`` (a round on its own) every chunk is this
     worker's to probe and none of this applies.
