@@ -149,8 +149,8 @@ FIELD_MEANINGS: dict[str, Meaning] = {
         f"RETRANSMIT={FLAG_RETRANSMIT} (re-emitted or flushed), INCOMPLETE={FLAG_INCOMPLETE} "
         f"(flushed), FALLBACK={FLAG_FALLBACK} (§5), ECN={FLAG_ECN}; {_COPY_BITS_TEXT}: 0",
         f"RETRANSMIT={FLAG_RETRANSMIT} on a resend; INCOMPLETE={FLAG_INCOMPLETE}: a NACK to "
-        f"one worker, bitmap = the workers the PS has, values 0, with RETRANSMIT when the PS "
-        f"found the loss itself (§6); ECN={FLAG_ECN}: a "
+        f"one worker, bitmap = the workers the PS has, no values (its header alone, §6), "
+        f"with RETRANSMIT when the PS found the loss itself (§6); ECN={FLAG_ECN}: a "
         f"merged packet or this copy was marked; FALLBACK={FLAG_FALLBACK}: a merged packet "
         f"fell back"),
     "job_id": _same("job"),
