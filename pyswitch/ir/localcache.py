@@ -66,7 +66,10 @@ from pyswitch.ir.exprs import (
     Slot,
     SShr,
     Str,
+    ToBytes,
+    VbBytes,
     VbDigest,
+    VbRead,
     VbValue,
     Wrap,
     opaque,
@@ -85,6 +88,7 @@ from pyswitch.ir.stmts import (
     CounterCount,
     Emit,
     EmitRun,
+    EmitVarbit,
     Exit,
     ExitScope,
     Extract,
@@ -104,6 +108,7 @@ from pyswitch.ir.stmts import (
     RegWrite,
     Return,
     Seq,
+    SiblingsInvalid,
     Stmt,
     TableApply,
 )
@@ -183,6 +188,16 @@ def _ekids_more(n: Expr) -> list:
         if n.payload is not None:
             data = _V([data, Slot(n.payload)])
         return [data]
+    return _ekids_varbit(n)
+
+
+def _ekids_varbit(n: Expr) -> list:
+    if isinstance(n, VbRead):  # (n, int.from_bytes(buf[s:s + n // 8], 'big'))
+        return [n.n, _V([_V([_V([n.start, _V([n.start, _V([n.n])])])])])]
+    if isinstance(n, ToBytes):  # a.to_bytes(n, 'big'): the call's attribute's value
+        return [_V([n.a])]
+    if isinstance(n, VbBytes):  # (a[1].to_bytes(a[0] // 8, 'big') if a else b'')
+        return [n.a, _V([_V([_V([n.a])]), _V([_V([n.a])])])]
     return []  # a leaf: Lit, Slot, Field, Local, Elem, Hit, ActionRun, Elems, Str
 
 
@@ -384,6 +399,12 @@ class _Layout:
             return [_Unit([app], lo, one, bodies=[[app]])]
         if isinstance(st, ParserStart):
             return [_Unit([], lo, lo), _Unit([], lo + 1, lo + 1)]
+        if isinstance(st, EmitVarbit):  # if hN[0]: out.append(p1 + p2 + ...) (one line)
+            pieces = _chain([self.at(x, lo)[0] for x in st.pieces])
+            return [_Unit([_V(), _Unit([_V([_V(), pieces])], lo, lo)], lo, lo)]
+        if isinstance(st, SiblingsInvalid):  # for _s in (groups, )[i]: _s[0] = False
+            return [_Unit([_V(), _V([_V(), *self.at(st.index, lo)]),
+                           _Unit([_V(), _V()], lo, lo)], lo, lo)]
         if isinstance(st, _NO_READS):
             return [_Unit([], lo, one)]
         raise _Shared  # a statement this pass does not know: the text pass
@@ -454,11 +475,11 @@ def needs_text(fn: Function) -> bool:
 
 _KINDS = (Lit, Slot, Field, Local, Elem, Paren, Bin, Wrap, Neg, Not, Cond, SignExt, SCmp,
           Concat, All, AnyOf, Range, Hit, ActionRun, Call, Digest, Pick, BufRead, SShr, VbValue,
-          VbDigest, Elems, Str)
+          VbDigest, Elems, Str, VbRead, ToBytes, VbBytes)
 _NO_READS = (HeaderAlias, HeaderCopy, HeaderSwap, Exit, Return, ParserEnd, Break, Continue, Pass)
 _STMTS = (*_NO_READS, RegRead, RegWrite, CounterCount, ParserError, ActionCall, CopyOutCall,
           TableApply, Assign, HeaderSet, If, Loop, ExitScope, ParserScope, Seq, ParserStart,
-          Extract, Advance, Emit, EmitRun)
+          Extract, Advance, Emit, EmitRun, EmitVarbit, SiblingsInvalid)
 
 
 def _unseen(n: Expr) -> bool:
@@ -484,6 +505,8 @@ def _names(fn: Function) -> Iterator[str]:
             for x in v if isinstance(v, tuple) else (v,):
                 if isinstance(x, str):
                     yield x
+                elif isinstance(x, tuple):  # a `SiblingsInvalid`'s groups of header locals
+                    yield from (h for h in x if isinstance(h, str))
                 elif isinstance(x, PyExpr) and x.node is not None:
                     yield from _expr_names(x.node)
 
