@@ -23,7 +23,7 @@ tree).
 
 A function is left to the text pass (`fallback`, `pyswitch.compiler.localcache`) where it
 still holds Python text: a `PyText` line, an expression without a node or with an
-`Opaque` operand (tests/p4's and tests/stf's programs; none in ina.p4 and switchml.p4), or
+`Opaque` operand (none is left in the 41 programs and l2_switch, nor in p4c's samples), or
 a kind of node or statement this pass does not know yet (a new one is seen here as the
 Python it prints before the pass takes it: `needs_text`).  Two runs it meets are left to
 the text pass too (`_Shared`): one that starts at a `CopyOutCall` handler's ``_rN =
