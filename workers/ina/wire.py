@@ -462,9 +462,16 @@ _NO_VALUES.setflags(write=False)  # a NACK's values, shared: nobody may write th
 def encode_payload(pkt: InaPacket) -> bytes:
     """UDP payload bytes: packed header + K big-endian int32 values (a NACK: the header
     alone, `NACK_PAYLOAD_BYTES`)."""
-    if is_nack(pkt.msg_type, pkt.flags):
-        return HEADER_STRUCT.pack(*_header_of(pkt))
-    return HEADER_STRUCT.pack(*_header_of(pkt)) + _values_bytes(pkt.values)
+    head = HEADER_STRUCT.pack(*_header_of(pkt))
+    # inline is_nack: a GRAD (the hot path) fails the first comparison
+    if pkt.msg_type == TYPE_RESULT and pkt.flags & FLAG_INCOMPLETE:
+        return head
+    return head + _values_bytes(pkt.values)
+
+
+def _nack(header: tuple[int, ...]) -> InaPacket | None:
+    """The NACK a header-long payload holds (values 0), None when it is no NACK."""
+    return _packet(*header, _NO_VALUES) if is_nack(header[0], header[1]) else None
 
 
 def decode_payload(buf: bytes | memoryview, offset: int = 0) -> InaPacket:
@@ -476,10 +483,10 @@ def decode_payload(buf: bytes | memoryview, offset: int = 0) -> InaPacket:
     accept a longer datagram either)."""
     size = len(buf) - offset
     if size == NACK_PAYLOAD_BYTES:
-        header = _unpack_header(buf, offset)
-        if not is_nack(header[0], header[1]):
+        nack = _nack(_unpack_header(buf, offset))
+        if nack is None:
             raise InaDecodeError(f"INA payload of {size} bytes that is not a NACK")
-        return _packet(*header, _NO_VALUES)
+        return nack
     if size != PAYLOAD_BYTES:
         raise InaDecodeError(f"INA payload of {size} bytes, expected {PAYLOAD_BYTES}")
     header = _unpack_header(buf, offset)
@@ -504,12 +511,8 @@ def decode_payloads(buf: object, lengths: list[int], stride: int) -> list[InaPac
     unpack, size = _unpack_header, PAYLOAD_BYTES
     for i, ln in enumerate(lengths):
         if ln != size:
-            if ln == NACK_PAYLOAD_BYTES:
-                header = unpack(buf, i * stride)  # type: ignore[arg-type]
-                out.append(_packet(*header, _NO_VALUES) if is_nack(header[0], header[1])
-                           else None)
-            else:
-                out.append(None)
+            out.append(_nack(unpack(buf, i * stride))  # type: ignore[arg-type]
+                       if ln == NACK_PAYLOAD_BYTES else None)
             continue
         header = unpack(buf, i * stride)  # type: ignore[arg-type]
         out.append(_packet(*header, rows[i]) if header[0] in _TYPES else None)
@@ -573,9 +576,10 @@ class FrameTemplate:
 
     def encode(self, pkt: InaPacket) -> bytes:
         """Whole frame bytes for `pkt` (a NACK's without values)."""
-        if is_nack(pkt.msg_type, pkt.flags):
-            return self.nack_prefix + HEADER_STRUCT.pack(*_header_of(pkt))
-        return self.prefix + HEADER_STRUCT.pack(*_header_of(pkt)) + _values_bytes(pkt.values)
+        head = HEADER_STRUCT.pack(*_header_of(pkt))
+        if pkt.msg_type == TYPE_RESULT and pkt.flags & FLAG_INCOMPLETE:  # is_nack, inline
+            return self.nack_prefix + head
+        return self.prefix + head + _values_bytes(pkt.values)
 
 
 def decode_frame(frame: bytes | memoryview, port: int = INA_UDP_PORT) -> InaPacket | None:
