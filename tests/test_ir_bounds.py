@@ -284,13 +284,12 @@ def test_cgen_meets_the_ir_intervals(rel: str, monkeypatch) -> None:  # noqa: AN
         except NotNative as e:
             return f"refused: {e}"
 
-    real = exprs.Expressions._ex
+    real = exprs.Expressions._lower
     seen = {"ir": 0, "cgen": 0}
 
-    def spy(self, f, node):  # noqa: ANN001, ANN202
-        x = real(self, f, node)
-        n = getattr(node, "ir_expr", None)
-        if n is not None and f.irb is not None and not opaque(n):
+    def spy(self, f, n):  # noqa: ANN001, ANN202
+        x = real(self, f, n)
+        if f.irb is not None and not opaque(n):
             iv = f.irb.of(n)
             if iv is not None:
                 assert max(x.lo, iv[0]) <= min(x.hi, iv[1]), (f.name, n, iv, x)
@@ -298,7 +297,7 @@ def test_cgen_meets_the_ir_intervals(rel: str, monkeypatch) -> None:  # noqa: AN
                 seen["cgen"] += x.lo > iv[0] or x.hi < iv[1]
         return x
 
-    monkeypatch.setattr(exprs.Expressions, "_ex", spy)
+    monkeypatch.setattr(exprs.Expressions, "_lower", spy)
     with_ir = c_source()
     assert seen["ir"] or rel not in IR_TIGHTER, seen
     monkeypatch.setattr("pyswitch.native.cgen.program_bounds", lambda ir, meta: {})

@@ -11,8 +11,8 @@ An `Extern` says
   Python text;
 - the Python helpers that generated code calls (`runtime`, bound to one switch) and which of
   them are pure (`pure`: ComputeChecksum and the deparser may call them);
-- how the native path takes those helpers (`c_call`, an expression of C with its bounds;
-  `c_support`, C functions the generated module needs) and an object's statements
+- how the native path takes those helpers (`c_expr`: the C of the expression node that
+  calls one, with its bounds; `c_support`, C functions the generated module needs) and an object's statements
   (`c_node`: the C of its IR statements; `c_values`);
 - an object's state in a switch (`meta_key`, `meta_entries`, `state`), and its P4Info and
   BMv2-JSON entries (`p4info_symbols`, `p4info`, `bmv2_json`);
@@ -43,7 +43,7 @@ class Extern:
     signature: str = ""  # the P4 declaration(s), as v1model.p4 gives them
     served: str = ""  # one line: how the Python and the native path run it
     pure: tuple[str, ...] = ()  # helpers of `runtime` that read nothing but their arguments
-    c_support: str = ""  # C functions (after runtime.h) that `c_call` uses
+    c_support: str = ""  # C functions (after runtime.h) that `c_expr` uses
     meta_key: str = ""  # object externs: the program meta's list of instances
     order: int = 50  # object externs: P4Info's symbol order (p4c's collection order)
     p4info_kind: str = ""  # object externs: their kind in P4Info (a name of p4info.ids.P)
@@ -83,17 +83,12 @@ class Extern:
         is bound (a register's cells), replacing its Python objects in `ns` and in the
         control plane's view by views of the same memory; NotNative when it cannot."""
 
-    def c_call(self, t: Any, f: Any, n: Any, fn: str) -> Any:
-        """The C of a call of helper `fn` (an `ast.Call` `n` of the generated Python, in
-        function `f` of translator `t`), as `pyswitch.native.exprs.X` with its bounds;
-        None (or NotNative, with the reason) for what it does not take."""
-        return None
-
     def c_expr(self, t: Any, f: Any, node: Any, line: int) -> Any:
-        """The C of expression node `node` (`pyswitch.ir.exprs`: a `Digest`) that calls one
-        of this extern's helpers, read from the node's fields, at line `line` of function
-        `f` of translator `t`, as `pyswitch.native.exprs.X` with its bounds; None (or
-        NotNative, with the reason) for what it does not take."""
+        """The C of expression node `node` (`pyswitch.ir.exprs`: a `Digest`, a `VbDigest`,
+        a `Call` of a helper) that calls one of this extern's helpers, read from the node's
+        fields, at line `line` of function `f` of translator `t`, as
+        `pyswitch.native.exprs.X` with its bounds; None (or NotNative, with the reason) for
+        what it does not take."""
         return None
 
     def c_values(self, entries: list[dict]) -> dict[str, tuple[int, int]]:

@@ -9,7 +9,6 @@ modulus (`pyswitch.hashes`).  Native: the functions of the same names in runtime
 
 from __future__ import annotations
 
-import ast
 import zlib
 from typing import Any
 
@@ -99,37 +98,32 @@ static V v_hash_payload(int algo, V v, int n, PyObject *payload) {
                 "_identity": hashes.identity, "_csum16i": hashes.csum16_int,
                 "_hmod": _hmod}
 
-    def c_call(self, t: Any, f: Any, n: ast.Call, fn: str) -> Any:
-        """The helpers' calls still read from their syntax tree: ``_hmod`` (a `Call`
-        node), and a digest of a field list with varbits (``_pack_bits``, text still);
-        the other digests are `Digest` nodes (`c_expr`)."""
-        from pyswitch.native.exprs import NotNative, X
-        args = n.args
-        if fn in _C_HASHES and len(args) == 1:
-            _cfn, w = _C_HASHES[fn]
-            a = args[0]
-            if isinstance(a, ast.Call) and ast.unparse(a.func) == "_pack_bits":
-                parts = t.pack_parts(f, a)  # a field list with a varbit: native.varbits
-                return X(f"v_pack_hash({_C_PACKED[fn]}, {parts})", 0, (1 << w) - 1)
-            raise NotNative(f"line {n.lineno}: argument of {fn}")
-        if fn == "_hmod" and len(args) == 2:
-            h, m = t.ex(f, args[0]), t.ex(f, args[1])
-            if h.lo < 0 or m.lo < 0:
-                raise NotNative(f"line {n.lineno}: _hmod of a negative value")
-            return X(f"v_div({h.c}, {m.c}, 1) + ({m.c} == 0 ? {h.c} : 0)", 0, h.hi)
-        raise NotNative(f"line {n.lineno}: call of {fn}")
-
     def c_expr(self, t: Any, f: Any, node: Any, line: int) -> Any:
         """A `Digest`'s C from its fields: the field list's number (its 16-bit words
         summed for ``_csum16i``) proven to fit, then the helper over its bytes (and the
-        packet's payload)."""
-        from pyswitch.ir.exprs import Digest
+        packet's payload); a `VbDigest`'s (a field list with a varbit) packed and hashed
+        by ``v_pack_hash``; ``_hmod`` (a `Call`), a modulus known at run time."""
+        from pyswitch.ir.exprs import Call, Digest, VbDigest
         from pyswitch.native.exprs import NotNative, X
-        from pyswitch.native.exprtree import digest_words
+        if isinstance(node, VbDigest):
+            fn = f"_{node.algo}"
+            if fn not in _C_HASHES:
+                raise NotNative(f"line {line}: call of {fn}")
+            if node.payload is not None:
+                raise NotNative(f"line {line}: argument of {fn}")
+            parts = t.pack_parts(f, node)  # a field list with a varbit: native.varbits
+            return X(f"v_pack_hash({_C_PACKED[fn]}, {parts})", 0, (1 << _C_HASHES[fn][1]) - 1)
+        if isinstance(node, Call):
+            if node.fn != "_hmod" or len(node.args) != 2:
+                raise NotNative(f"line {line}: call of {node.fn}")
+            h, m = t.ex(f, node.args[0]), t.ex(f, node.args[1])
+            if h.lo < 0 or m.lo < 0:
+                raise NotNative(f"line {line}: _hmod of a negative value")
+            return X(f"v_div({h.c}, {m.c}, 1) + ({m.c} == 0 ? {h.c} : 0)", 0, h.hi)
         if not isinstance(node, Digest):
             return None
         if node.as_int and node.algo == "csum16":
-            v = t.ex(f, digest_words(node, line))
+            v = t.digest_number(f, node)
             if v.lo < 0:
                 raise NotNative(f"line {line}: negative checksum input")
             return X(f"v_csum16i({v.c})", 0, 0xFFFF)
@@ -139,7 +133,7 @@ static V v_hash_payload(int algo, V v, int n, PyObject *payload) {
         cfn, w = _C_HASHES[fn]
         if node.payload is not None and node.payload != t.meta["hidden"]["payload"]:
             raise NotNative(f"line {line}: argument of {fn}")
-        v, nb = t.ex(f, digest_words(node, line)), node.nbytes
+        v, nb = t.digest_number(f, node), node.nbytes
         if not (0 < nb <= 16 and v.lo >= 0 and v.hi < (1 << (8 * nb))):
             raise NotNative(f"line {line}: {nb}-byte field list of {fn}")
         if node.payload is not None:

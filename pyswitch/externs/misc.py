@@ -3,7 +3,6 @@ core.p4's ``verify`` (parser only)."""
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 from pyswitch.compiler.model import DROP_PORT, E, ScalarLoc, px
@@ -154,11 +153,12 @@ static V v_random(PyObject *o, V lo, V hi) {
         if type(ns["_rng_state"]).__name__ != "Cells":
             ns["_rng_state"] = mod.cells(list(ns["_rng_state"]), 64)
 
-    def c_call(self, t: Any, f: Any, n: ast.Call, fn: str) -> Any:
+    def c_expr(self, t: Any, f: Any, node: Any, line: int) -> Any:
+        """``_random(lo, hi)`` (a `Call` node): ``v_random`` on the state's C cell."""
         from pyswitch.native.exprs import NotNative, X
-        if fn != "_random" or len(n.args) != 2:
-            raise NotNative(f"line {n.lineno}: call of {fn}")
-        lo, hi = t.ex(f, n.args[0]), t.ex(f, n.args[1])
+        if not isinstance(node, Call) or node.fn != "_random" or len(node.args) != 2:
+            raise NotNative(f"line {line}: call of {getattr(node, 'fn', '_random')}")
+        lo, hi = t.ex(f, node.args[0]), t.ex(f, node.args[1])
         return X(f"v_random({t.g('_rng_state')}, {lo.c}, {hi.c})",
                  lo.lo, max(lo.hi, hi.hi))
 

@@ -33,18 +33,11 @@ from pyswitch import externs
 from pyswitch.ir import ModuleItem, TableApply
 from pyswitch.ir.bounds import program_bounds
 from pyswitch.native.copyout import CopyOut, out_names
-from pyswitch.native.exprs import (
-    Expressions,
-    Func,
-    NotNative,
-    Pending,
-    X,
-    forget,
-    merge,
-)
+from pyswitch.native.exprs import Func, NotNative, Pending, X, merge
 from pyswitch.native.irlower import IRLower, marker, module_tree
 from pyswitch.native.loop import c_source
 from pyswitch.native.picks import Picks
+from pyswitch.native.treeexprs import TreeExpressions, forget
 from pyswitch.native.varbits import Varbits
 from pyswitch.tables import table_kind
 
@@ -53,7 +46,7 @@ __all__ = ["NotNative", "Unit"]
 _FMT = {"B": 1, "H": 2, "I": 4, "Q": 8}
 
 
-class Unit(IRLower, CopyOut, Picks, Varbits, Expressions):
+class Unit(IRLower, CopyOut, Picks, Varbits, TreeExpressions):
     """One program (its IR, `Program.ir`, and meta): `translate()` returns the C source of
     its extension module."""
 

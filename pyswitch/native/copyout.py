@@ -26,8 +26,9 @@ from __future__ import annotations
 import ast
 
 from pyswitch.ir import Exit, Stmt
-from pyswitch.native.exprs import Func, NotNative, forget
+from pyswitch.native.exprs import Func, NotNative
 from pyswitch.native.irlower import marker
+from pyswitch.native.treeexprs import forget
 
 
 def out_names(fn: ast.FunctionDef, nodes: list[Stmt]) -> list[str] | None:
@@ -81,17 +82,12 @@ class CopyOut:
         w = self.param_width(f, name)  # type: ignore[attr-defined]
         return 0, (1 << w) - 1
 
-    def ret_slot(self, f: Func, node: ast.Subscript) -> tuple[str, tuple[int, int]] | None:
+    def ret_slot(self, f: Func, name: str, i: int) -> tuple[str, tuple[int, int]]:
         """``_r1[i]``: the C of out value `i` of the call that set ``_r1``, with its bounds."""
-        base = node.value
-        if not (isinstance(base, ast.Name) and base.id in f.rets
-                and isinstance(node.slice, ast.Constant)):
-            return None
-        callee = self.funcs[f.rets[base.id]]  # type: ignore[attr-defined]
-        i = node.slice.value
-        if not (isinstance(i, int) and 0 <= i < len(callee.outs)):
-            raise NotNative(f"line {node.lineno}: {ast.unparse(node)}")
-        return f"r_{base.id}[{i}]", self.param_bounds(callee, callee.outs[i])
+        callee = self.funcs[f.rets[name]]  # type: ignore[attr-defined]
+        if not 0 <= i < len(callee.outs):
+            raise NotNative(f"line {f.ln}: {name}[{i}]")
+        return f"r_{name}[{i}]", self.param_bounds(callee, callee.outs[i])
 
     def classify_ret(self, f: Func, name: str, v: ast.AST) -> bool:
         """Record `name` as the out values of a call (or skip ``_x.args[0]``)."""

@@ -63,12 +63,12 @@ class Picks:
     def pick_width(self, f: Func, name: str) -> int:
         return len(self.hb[f.picks[name][0]])
 
-    def pick_slot(self, f: Func, name: str, j: int, node: ast.AST) -> tuple[str, tuple[int, int]]:
+    def pick_slot(self, f: Func, name: str, j: int) -> tuple[str, tuple[int, int]]:
         """The C of field `j` of pick `name`, with the union of its elements' bounds."""
         bs = [self.hb[k][j] if j < len(self.hb[k]) else None for k in f.picks[name]]
         if any(b is None for b in bs):
             w = self.hvb.get((f.picks[name][0], j))  # type: ignore[attr-defined]
-            raise NotNative(f"line {node.lineno}: " + (
+            raise NotNative(f"line {f.ln}: " + (
                 f"field {j} of a stack element" if w is None
                 else wide_varbit(w)))
         lo = min(b[0] for b in bs)  # type: ignore[index]

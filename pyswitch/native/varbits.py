@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import ast
 
-from pyswitch.native.exprs import Func, NotNative, X, _pure
+from pyswitch.ir.exprs import VbDigest, text
+from pyswitch.native.exprs import Func, NotNative, X
+from pyswitch.native.treeexprs import _pure
 
 VB_SHIFT = 112  # as runtime.h
 MAX_WIDTH = 112  # as exprs.wide_varbit says
@@ -127,33 +129,27 @@ class Varbits:
         s = self.slot(f, t)  # type: ignore[attr-defined]
         return X(f"vb_val({s[0]})", 0, (1 << w) - 1)
 
-    def pack_parts(self, f: Func, c: ast.Call) -> str:
-        """``_pack_bits(((w, v), (x or (0, 0)), ...))`` (a hash's or checksum's field list
-        with a varbit ``x``) as `v_pack_hash`'s arguments after its algorithm: the count
-        and the (width, value) pairs, -1 for a varbit's width (runtime.h)."""
-        ln = c.lineno
-        if len(c.args) != 1 or not isinstance(c.args[0], ast.Tuple):
-            raise NotNative(f"line {ln}: _pack_bits argument")
+    def pack_parts(self, f: Func, n: VbDigest) -> str:
+        """A hash's or checksum's field list with a varbit (`VbDigest`: ``_pack_bits(((w,
+        v), (x or (0, 0)), ...))``) as `v_pack_hash`'s arguments after its algorithm: the
+        count and the (width, value) pairs, -1 for a varbit's width (runtime.h)."""
         items, bits = [], 0
-        for p in c.args[0].elts:
-            if (isinstance(p, ast.Tuple) and len(p.elts) == 2
-                    and isinstance(p.elts[0], ast.Constant) and type(p.elts[0].value) is int):
-                w = p.elts[0].value
-                x = self.ex(f, p.elts[1])  # type: ignore[attr-defined]
+        for p, w in zip(n.items, n.widths, strict=True):
+            if w is not None:
+                x = self.ex(f, p)  # type: ignore[attr-defined]
                 if not (0 < w <= 126 and x.lo >= 0 and x.hi < (1 << w)):
-                    raise NotNative(f"line {ln}: a field of {w} bits in a field list")
+                    raise NotNative(f"line {f.ln}: a field of {w} bits in a field list")
                 items += [f"(V){w}", x.c]
                 bits += w
                 continue
-            if (isinstance(p, ast.BoolOp) and isinstance(p.op, ast.Or) and len(p.values) == 2
-                    and ast.unparse(p.values[1]) == "(0, 0)" and self.vbw(f, p.values[0])):
-                s = self.slot(f, p.values[0])  # type: ignore[attr-defined]
-                items += ["(V)-1", s[0]]
-                bits += self.vbw(f, p.values[0])
+            vw = self.vb_width(f, p)  # type: ignore[attr-defined]
+            if vw:
+                items += ["(V)-1", self.slot(f, p)[0]]  # type: ignore[attr-defined]
+                bits += vw
                 continue
-            raise NotNative(f"line {ln}: field list item {ast.unparse(p)[:40]!r}")
+            raise NotNative(f"line {f.ln}: field list item {text(p)[:40]!r}")
         if bits > 8 * 512:  # runtime.h's PACK_MAX
-            raise NotNative(f"line {ln}: a field list of more than 512 bytes")
+            raise NotNative(f"line {f.ln}: a field list of more than 512 bytes")
         return f"{len(items) // 2}, (V[]){{{', '.join(items)}}}"
 
     def emit_bytes(self, f: Func, c: ast.AST, o: list[str], d: int) -> None:
