@@ -81,7 +81,8 @@ from pyswitch.ir.exprs import (
     VbRead,
     opaque,
 )
-from pyswitch.native.irtree import PACKET, STRUCTURED, Marked, assigned
+from pyswitch.native.lines import Listing
+from pyswitch.native.passes import located
 from pyswitch.program import compile_p4
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,16 +152,10 @@ def test_ina_converted_constructs_reach_c_as_nodes() -> None:
     c = census(prog.ir)
     assert c["RegRead"] >= 32 and c["RegWrite"] >= 32 and c["TableApply"] >= 10
     assert c["ParserError"] >= 5 and c["CounterCount"] >= 20 and c["ActionCall"] >= 30
-    m = Marked(prog.ir)
-    text = "\n".join(m.parsed)  # every line parsed: the functions' and the bodies'
-    for idiom in ("IndexError", ".exact.get(", ".lookup(", ".default", "_PErr", ".fn(S, M",
-                  "C0p[", "C0b[", "_Exit", "try:", "elif ", "unpack_from", "pos +=",
-                  "len(buf)", "return pos", "out.append", ".pack("):
-        assert idiom not in text, idiom
     assert c.get("PyText", 0) == 0  # every line of ina.p4's functions is a node
-    assert len(m.text.splitlines()) == len(m.shown)  # messages show the node's Python line
-    assert sum(isinstance(n, RegRead) for n in m.nodes) == c["RegRead"]
-    assert sum(isinstance(n, If) for n in m.nodes) == c["If"]
+    stmts = [st for it in prog.ir if isinstance(it, Function) for st in walk(it.body)]
+    assert sum(isinstance(n, RegRead) for n in stmts) == c["RegRead"]
+    assert sum(isinstance(n, If) for n in stmts) == c["If"]
 
 
 @pytest.mark.parametrize("rel", ["tests/p4/native_copy_out.p4", "tests/stf/exit_copy_out.p4",
@@ -168,15 +163,11 @@ def test_ina_converted_constructs_reach_c_as_nodes() -> None:
                                  "tests/stf/lookahead_compare.p4", "tests/stf/functions.p4"])
 def test_whole_headers_and_copy_out_calls_reach_c_as_nodes(rel: str) -> None:
     """Programs whose last text was whole headers (copies, sets, sub-parsers, lookahead
-    into a header) and calls that copy out: every line of their functions is a node, and
-    the text the C back end parses holds none of those idioms."""
+    into a header) and calls that copy out: every line of their functions is a node."""
     prog = _compile(rel)
     c = census(prog.ir)
     assert "PyText" not in c
     assert c.get("HeaderCopy", 0) + c.get("HeaderSet", 0) + c.get("CopyOutCall", 0) >= 2
-    text = "\n".join(t for t in Marked(prog.ir).parsed if not t.startswith("def "))
-    for idiom in ("[:]", "_Exit", "try:", "_x.args", "*data", "(S, M"):
-        assert idiom not in text, idiom
 
 
 def _left_text(rel: str) -> list[str]:
@@ -201,8 +192,7 @@ def test_no_program_has_text_left() -> None:
 def test_union_siblings_and_varbits_reach_c_as_nodes(rel: str, want: dict) -> None:
     """The four programs whose last text was a union stack's siblings and a varbit
     header's extract and emit: those are nodes (a varbit extract a `HeaderSet` whose
-    varbit cell is a `VbRead`), and the text the C back end parses holds none of their
-    Python."""
+    varbit cell is a `VbRead`)."""
     ir = _compile(rel).ir
     stmts = [st for it in ir if isinstance(it, Function) for st in walk(it.body)]
     got: Counter[str] = Counter(type(st).__name__ for st in stmts
@@ -210,9 +200,6 @@ def test_union_siblings_and_varbits_reach_c_as_nodes(rel: str, want: dict) -> No
     got.update(type(e.node).__name__ for st in stmts if isinstance(st, HeaderSet)
                for e in st.values if isinstance(e.node, VbRead))
     assert dict(got) == want
-    text = "\n".join(Marked([it for it in ir if isinstance(it, Function)]).parsed)
-    for idiom in ("for _s in", "int.from_bytes(buf", ".to_bytes(", "out.append", "[:]"):
-        assert idiom not in text, idiom
 
 
 def test_printer_text_of_each_node() -> None:
@@ -277,10 +264,17 @@ def test_printer_text_of_structured_statements() -> None:
         (0, "try:"), (1, "pos += 4"), (0, "except _PErr as _e:"), (1, "M[41] = _e.code")]
 
 
-def test_c_tree_of_structured_statements_built_from_fields() -> None:
-    """The native path's tree of a function with structured statements: the statements
-    built from the nodes' fields, numbered as the Python prints them; a simple node
-    inside a body stays a marker."""
+def _where(items: list) -> dict[str, int]:
+    """Each statement of the functions of `items` (by its kind and first printed line)
+    with the line the native path's messages give it (`pyswitch.native.lines`)."""
+    lst = Listing(items)
+    return {type(st).__name__ + ":" + stmt_lines(st)[0][1]: ln for it in items
+            if isinstance(it, Function) for st, ln in located(lst, it.body, lst.defs[it.name] + 1)}
+
+
+def test_lines_of_structured_statements() -> None:
+    """The lines the native path numbers statements by: the Python's print, each
+    statement's first line (a simple node's one line), the bodies where they print."""
     a = Assign(PyExpr("M[3]"), PyExpr("h0[1]"))
     body = (Line(1, PyText("h0 = S[0]")),
             Line(1, ExitScope((
@@ -288,28 +282,15 @@ def test_c_tree_of_structured_statements_built_from_fields() -> None:
                            (Line(1, If(PyExpr("M[2] == 1"), (Line(1, PyText("pass")),))),),
                            elif_=True)),
                 Line(1, Assign(PyExpr("_v1"), PyExpr("M[3] + 1")))))),)
-    m = Marked([Function("ingress", ("S", "M"), body)])
-    assert m.shown == [
+    items = [Function("ingress", ("S", "M"), body)]
+    assert Listing(items).shown == [
         "def ingress(S, M):", "    h0 = S[0]", "    try:", "        if h0[0]:",
         "            M[3] = h0[1]", "            raise _Exit()", "        elif M[2] == 1:",
         "            pass", "        _v1 = M[3] + 1", "    except _Exit:", "        pass"]
-    assert len(m.text.splitlines()) == len(m.shown)
-    tree = m.tree()
-    py = ast.parse("\n".join(m.shown) + "\n")  # the tree the printed Python gives
-    marked = ast.unparse(tree).replace("_ir(3)", "raise _Exit()")  # node 3: the Exit
-    assert marked == ast.unparse(py)
-    lines = {type(n).__name__ + ":" + ast.unparse(n).split("\n")[0]: n.lineno
-             for n in ast.walk(tree) if isinstance(n, ast.stmt)}
+    lines = _where(items)
     assert lines["Assign:M[3] = h0[1]"] == 5 and lines["Assign:_v1 = M[3] + 1"] == 9
-    assert lines["If:if M[2] == 1:"] == 7 and lines["Try:try:"] == 3
-    assert [type(n).__name__ for n in m.nodes] == ["ExitScope", "If", "Assign", "Exit", "If",
-                                                   "Assign"]
-
-
-def _lines(t: ast.AST) -> list[tuple[str, int]]:
-    """Each statement's and expression's kind and line, in walk order."""
-    return [(type(x).__name__, x.lineno) for x in ast.walk(t)
-            if isinstance(x, (ast.stmt, ast.expr))]
+    assert lines["If:if M[2] == 1:"] == 7 and lines["ExitScope:try:"] == 3
+    assert lines["Exit:raise _Exit()"] == 6 and lines["PyText:h0 = S[0]"] == 2
 
 
 def test_printer_text_of_parser_and_deparser_nodes() -> None:
@@ -338,18 +319,17 @@ def test_printer_text_of_parser_and_deparser_nodes() -> None:
         (0, "if not M[3]: raise _PErr(M[7])")]
 
 
-def test_c_tree_of_parser_and_deparser_nodes_built_from_fields() -> None:
-    """The parser's and deparser's nodes reach the native path as trees built from their
-    fields (only each `PyExpr.code` parsed), numbered as the Python prints them."""
+def test_lines_of_parser_and_deparser_nodes() -> None:
+    """The parser's and deparser's nodes take every line they print."""
     fields = (PyExpr("(a0 >> 4)"), PyExpr("(a0 & 15)"))
     parser = (Line(1, ParserStart()),
               Line(1, ParserScope((Line(1, Extract("h1", "_st1", 1, 1, fields)),
                                    Line(1, Advance(PyExpr("1")))), PyExpr("M[5]"))),
               Line(1, ParserEnd()))
     run = EmitRun("_sd2", (Emit("h0", "_st0"), Emit("h1", "_st1", (PyExpr("h1[1]"),))))
-    m = Marked([Function("parser", ("S", "M", "buf"), parser),
-                Function("deparser", ("S", "M", "out"), (Line(1, run),))])
-    assert m.shown == [
+    items = [Function("parser", ("S", "M", "buf"), parser),
+             Function("deparser", ("S", "M", "out"), (Line(1, run),))]
+    assert Listing(items).shown == [
         "def parser(S, M, buf):", "    L = len(buf)", "    pos = 0", "    try:",
         "        a0, = _st1.unpack_from(buf, pos)", "        h1[1:] = ((a0 >> 4), (a0 & 15),)",
         "        pos += 1", "    except _PErr as _e:", "        M[5] = _e.code",
@@ -357,11 +337,9 @@ def test_c_tree_of_parser_and_deparser_nodes_built_from_fields() -> None:
         "        out.append(_sd2.pack(*h0[1:], h1[1]))", "    else:", "        if h0[0]:",
         "            out.append(_st0.pack(*h0[1:]))", "        if h1[0]:",
         "            out.append(_st1.pack(h1[1]))"]
-    tree = m.tree()
-    py = ast.parse("\n".join(m.shown) + "\n")
-    assert ast.dump(tree) == ast.dump(py)
-    assert _lines(tree) == _lines(py)
-    assert "unpack_from" not in "\n".join(m.parsed) and "out." not in "\n".join(m.parsed)
+    lines = _where(items)
+    assert lines["Advance:pos += 1"] == 7 and lines["ParserEnd:return pos"] == 10
+    assert lines["EmitRun:if h0[0] and h1[0]:"] == 13
 
 
 def test_printer_text_of_whole_headers() -> None:
@@ -376,24 +354,21 @@ def test_printer_text_of_whole_headers() -> None:
     assert stmt_lines(HeaderSwap("h3", "h2")) == [(0, "h3[:], h2[:] = h2, h3[:]")]
 
 
-def test_c_tree_of_whole_headers_built_from_fields() -> None:
-    """Whole headers' copies, sets and swaps reach the native path as trees built from
-    their fields, the tree of their printed Python; nothing of them is parsed."""
+def test_lines_of_whole_headers() -> None:
+    """Whole headers' copies, sets and swaps take one line each; an inline ``if`` two."""
     copy = If(PyExpr.of(Field("h8", 0)), (Line(1, HeaderCopy("h10", "h8")),),
               (Line(1, Assign(PyExpr.of(Field("h10", 0)), PyExpr.of(Lit(False)))),),
               inline=True)
     body = (Line(1, copy),
             Line(1, HeaderSet("h3", True, (PyExpr.of(Lit(0)), PyExpr.of(Local("_v1"))))),
             Line(1, HeaderSwap("h3", "h2")))
-    m = Marked([Function("ingress", ("S", "M"), body)])
-    assert m.shown == ["def ingress(S, M):", "    if h8[0]: h10[:] = h8",
-                       "    else: h10[0] = False", "    h3[:] = [True, 0, _v1]",
-                       "    h3[:], h2[:] = h2, h3[:]"]
-    tree = m.tree()
-    py = ast.parse("\n".join(m.shown) + "\n")
-    assert ast.dump(tree) == ast.dump(py)
-    assert _lines(tree) == _lines(py)
-    assert "[:]" not in "\n".join(m.parsed)
+    items = [Function("ingress", ("S", "M"), body)]
+    assert Listing(items).shown == ["def ingress(S, M):", "    if h8[0]: h10[:] = h8",
+                                    "    else: h10[0] = False", "    h3[:] = [True, 0, _v1]",
+                                    "    h3[:], h2[:] = h2, h3[:]"]
+    lines = _where(items)
+    assert lines["HeaderCopy:h10[:] = h8"] == 2 and lines["Assign:h10[0] = False"] == 3
+    assert lines["HeaderSwap:h3[:], h2[:] = h2, h3[:]"] == 5
 
 
 def _varbit_nodes() -> tuple[HeaderSet, EmitVarbit, SiblingsInvalid]:
@@ -424,26 +399,10 @@ def test_printer_text_of_varbits_and_union_siblings() -> None:
                                  "_s[0] = False")]
 
 
-def test_c_tree_of_varbits_and_union_siblings_built_from_fields() -> None:
-    """A varbit header's extract and emit and a union stack's siblings reach the native
-    path as trees built from their fields, the trees of their printed Python."""
-    extract, emit, sibs = _varbit_nodes()
-    m = Marked([Function("parser", ("S", "M", "buf"), (Line(1, extract), Line(1, sibs))),
-                Function("deparser", ("S", "M", "out"), (Line(1, emit),))])
-    tree = m.tree()
-    py = ast.parse("\n".join(m.shown) + "\n")
-    assert ast.dump(tree) == ast.dump(py)
-    assert _lines(tree) == _lines(py)
-    assert m.shown[1] == "    " + stmt_lines(extract)[0][1]
-    for idiom in ("[:]", "from_bytes", "to_bytes", "for ", "out."):
-        assert idiom not in "\n".join(m.parsed[1:]).replace("def deparser", ""), idiom
-
-
 def test_module_declarations() -> None:
     """The module's `StructDecl`s and `Helper`s: printed as the compiler wrote them; the
-    native path's tree holds neither (their lines blank, so that the lines keep their
-    numbers): cgen reads a struct's format from its node, and the C calls its own
-    helpers; no module-level text is parsed."""
+    native path numbers their lines as printed (cgen reads a struct's format from its
+    node, and the C calls its own helpers)."""
     fmt = StructDecl("_st0", ">BBH")
     assert item_text(fmt) == "_st0 = _struct.Struct('>BBH')"
     assert item_text(Helper("pack_bits")).startswith("def _pack_bits(parts):\n")
@@ -452,14 +411,9 @@ def test_module_declarations() -> None:
     fn = Function("verify", ("S", "M"), (Line(1, Pass()),))
     items = [fmt, fn, Helper("stacks")]
     assert module_text(items) == f"_st0 = _struct.Struct('>BBH')\n\n{item_text(fn)}\n\n{stacks}\n"
-    m = Marked(items)
-    assert m.shown == module_text(items).rstrip("\n").split("\n")
-    assert len(m.text.splitlines()) == len(m.shown)
-    assert "_struct" not in m.text and "_hs_at" not in m.text
-    tree = m.tree()
-    assert ast.unparse(tree) == "def verify(S, M):\n    pass"
-    assert [s.lineno for s in tree.body] == [3]
-    assert m.structs == [(1, fmt)]
+    lst = Listing(items)
+    assert lst.shown == module_text(items).rstrip("\n").split("\n")
+    assert lst.defs == {"verify": 3} and lst.structs == [(1, fmt)]
 
 
 def test_no_module_text_left() -> None:
@@ -487,100 +441,58 @@ def test_printer_text_of_copy_out_calls() -> None:
                                                         (1, "_r3 = a2(S, M, 3, *data)")]
 
 
-def test_c_tree_of_copy_out_calls_built_from_fields() -> None:
-    """A call that copies out reaches the native path as the tree of its printed Python,
-    built from its fields (its handler's nodes markers), numbered as the Python prints
-    it; nothing of it is parsed."""
+def test_lines_of_copy_out_calls() -> None:
+    """A call that copies out: ``try:``, the call, the handler's lines as printed."""
     back = Assign(PyExpr.of(Slot(0)), PyExpr.of(Elem("_r1", 0)))
     call = CopyOutCall("a0", (PyExpr.of(Field("h0", 2)),), "_r1",
                        on_exit=(Line(1, back), Line(1, Exit())), values=True)
     wrap = CopyOutCall("a2", (PyExpr.of(Lit(0)),), None, data=True,
                        on_exit=(Line(1, Exit()),), values=True)
-    m = Marked([Function("a1", ("S", "M"), (Line(1, call), Line(1, back),
-                                            Line(1, CopyOutCall("a0", (), "_r2")))),
-                Function("a2_t", ("S", "M", "*data"), (Line(1, wrap),))])
-    assert m.shown == [
+    items = [Function("a1", ("S", "M"), (Line(1, call), Line(1, back),
+                                         Line(1, CopyOutCall("a0", (), "_r2")))),
+             Function("a2_t", ("S", "M", "*data"), (Line(1, wrap),))]
+    assert Listing(items).shown == [
         "def a1(S, M):", "    try:", "        _r1 = a0(S, M, h0[2])", "    except _Exit as _x:",
         "        _r1 = _x.args[0]", "        M[0] = _r1[0]", "        raise _Exit()",
         "    M[0] = _r1[0]", "    _r2 = a0(S, M)", "", "def a2_t(S, M, *data):", "    try:",
         "        a2(S, M, 0, *data)", "    except _Exit as _x:", "        raise _Exit()"]
-    exits = iter(k for k, n in enumerate(m.nodes) if isinstance(n, Exit))
-    flat = [ln.replace("raise _Exit()", f"_ir({next(exits)})") if "raise" in ln else ln
-            for ln in m.shown]  # the simple nodes inside: markers
-    tree, py = m.tree(), ast.parse("\n".join(flat) + "\n")
-    assert ast.dump(tree) == ast.dump(py)
-    assert _lines(tree) == _lines(py)
-    assert "_Exit" not in "\n".join(m.parsed) and "a0(" not in "\n".join(m.parsed)
-
-
-def _flat(body: tuple, d: int, n: list[int], out: list[str]) -> None:
-    """`body` as the printed Python, each simple node its marker line (numbered as
-    `Marked` numbers them): the text the native path parsed before the structured
-    statements were nodes."""
-    for ln in body:
-        st, ind = ln.stmt, "    " * (d + ln.ind)
-        if isinstance(st, PyText):
-            out += (ind + st.text).split("\n")
-            continue
-        k = n[0]
-        n[0] += 1
-        if isinstance(st, If) and st.inline:  # one line a body: its nodes numbered
-            out += [ind + t for _, t in stmt_lines(st)]
-            n[0] += sum(not isinstance(x.stmt, PyText) for x in st.then + (st.else_ or ()))
-        elif isinstance(st, If):
-            out.append(f"{ind}if {st.cond.code}:")
-            _flat(st.then, d + ln.ind, n, out)
-            if st.else_ is not None and st.elif_:
-                sub: list[str] = []
-                _flat(st.else_, d + ln.ind - 1, n, sub)
-                out += [sub[0].replace("if ", "elif ", 1), *sub[1:]]
-            elif st.else_ is not None:
-                out.append(f"{ind}else:")
-                _flat(st.else_, d + ln.ind, n, out)
-        elif isinstance(st, (ExitScope, ParserScope)):
-            out.append(f"{ind}try:")
-            _flat(st.body, d + ln.ind, n, out)
-            out += [ind + t if not e else ind + "    " + t for e, t in stmt_lines(st)[-2:]]
-        elif isinstance(st, Loop):
-            out.append(f"{ind}while True:")
-            _flat(st.body, d + ln.ind, n, out)
-        elif isinstance(st, CopyOutCall) and st.on_exit is not None:
-            head = stmt_lines(st)[:3 + bool(st.values and st.result)]
-            out += ["    " * (d + ln.ind + e) + t for e, t in head]
-            _flat(st.on_exit, d + ln.ind, n, out)
-        elif isinstance(st, PACKET):  # the parser's and deparser's: their lines
-            out += ["    " * (d + ln.ind + e) + t for e, t in stmt_lines(st)]
-        elif isinstance(st, STRUCTURED):  # one line of its own: an assignment, a jump
-            out.append(ind + stmt_lines(st)[0][1])
-        else:
-            tgt = assigned(st)
-            out.append(f"{ind}{tgt + ' = ' if tgt else ''}_ir({k})")
+    lst = Listing(items)
+    got = [(type(st).__name__, ln) for st, ln in located(lst, items[0].body, 2)]
+    assert got == [("CopyOutCall", 2), ("Assign", 6), ("Exit", 7), ("Assign", 8),
+                   ("CopyOutCall", 9)]
 
 
 @pytest.mark.parametrize("rel", PROGRAMS)
-def test_c_tree_is_the_printed_pythons(rel: str) -> None:
-    """The native path's syntax tree, built from the structured statements' and the
-    parser's and deparser's nodes' fields, is the tree of the printed Python (simple nodes
-    as markers), line numbers included (the statements' and the expressions'): the C back
-    end reads the same program as before they were nodes."""
+def test_each_statement_is_numbered_at_its_printed_line(rel: str) -> None:
+    """Every statement of every function is numbered at a line that shows it (its first
+    printed line, after the colon of an inline ``if``; ``elif`` for the `If` an ``elif``
+    prints), as the messages need."""
     ir = _compile(rel).ir
-    flat: list[str] = []
-    n = [0]
-    for i, it in enumerate(ir):
-        if i:
-            flat.append("")
+    lst = Listing(ir)
+    for it in ir:
         if isinstance(it, Function):
-            flat.append(f"def {it.name}({', '.join(it.params)}):")
-            _flat(it.body, 0, n, flat)
-        elif isinstance(it, (StructDecl, Helper)):  # declarations: not in the tree
-            flat += [""] * len(item_text(it).split("\n"))
-        else:
-            flat += item_text(it).split("\n")
-    m = Marked(ir)
-    tree, want = m.tree(), ast.parse("\n".join(flat) + "\n")
-    assert ast.dump(tree) == ast.dump(want)
-    assert _lines(tree) == _lines(want)
-    assert len(m.shown) == len(flat)
+            at = lst.defs[it.name]
+            assert lst.shown[at - 1] == f"def {it.name}({', '.join(it.params)}):"
+            for st, ln in located(lst, it.body, at + 1):
+                first = stmt_lines(st)[0][1]
+                shown = lst.shown[ln - 1].strip()
+                assert shown in (first, "el" + first) or shown.endswith(": " + first), ln
+
+
+def test_native_path_reads_no_python() -> None:
+    """No module of pyswitch/native, nor the externs' C lowering, imports ``ast``: the C
+    is lowered from the IR's nodes, never from a Python syntax tree."""
+    mods = [*(ROOT / "pyswitch" / "native").glob("*.py"),
+            *(ROOT / "pyswitch" / "externs").glob("*.py")]
+    assert len(mods) > 10
+    for p in mods:
+        tree = ast.parse(p.read_text())
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
+                    for a in n.names} | {n.module for n in ast.walk(tree)
+                                         if isinstance(n, ast.ImportFrom)}
+        assert "ast" not in imported, p.name
+    assert not (ROOT / "pyswitch" / "native" / "irtree.py").exists()
+    assert not (ROOT / "pyswitch" / "native" / "exprtree.py").exists()
 
 
 def main() -> None:

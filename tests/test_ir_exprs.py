@@ -1,11 +1,10 @@
 """Expressions as nodes of the intermediate form (`pyswitch.ir.exprs`, docs/pyswitch-ir.md).
 
 - The Python back end's text of each node kind (what the compiler wrote before the nodes).
-- The C back end's syntax tree of each node kind, built from its fields
-  (`pyswitch.native.exprtree`), is the tree of that text.
+- The C back end lowers each node kind from its fields, one method per kind
+  (`pyswitch.native.exprs.Expressions.KINDS`): the steps its Python does, each bounded.
 - In every program of tests/p4, p4src and tests/stf, each expression that is a node prints
-  as its `PyExpr.code`, and its tree is built without parsing any text (an `Opaque`
-  operand apart); no program has text left in its expressions.
+  as its `PyExpr.code`; no program has text left in its expressions.
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ from pyswitch.ir.exprs import (
     operands,
     text,
 )
-from pyswitch.native import exprtree
+from pyswitch.native.exprs import Expressions
 from pyswitch.program import compile_p4
 from pyswitch.types import Bits
 
@@ -153,20 +152,39 @@ def test_printer_text_of_each_expression_node(node, want: str) -> None:  # noqa:
     assert PyExpr.of(node).code == want
 
 
-@pytest.mark.parametrize(("node", "want"), CASES, ids=[t for _, t in CASES])
-def test_c_tree_of_each_expression_node_built_from_fields(node, want: str,  # noqa: ANN001
-                                                          monkeypatch) -> None:  # noqa: ANN001
-    parsed = ast.parse(want, mode="eval").body
-    if not opaque(node):  # no text to read: the tree comes from the fields alone
-        monkeypatch.setattr(exprtree.ast, "parse", _no_parse)
-    tree = exprtree.node_tree(node, 7)
-    monkeypatch.undo()
-    assert ast.dump(tree) == ast.dump(parsed)
-    assert {x.lineno for x in ast.walk(tree) if isinstance(x, ast.expr)} == {7}
+def test_every_node_kind_has_its_c_lowering() -> None:
+    """The C back end's table of lowerings covers every expression node kind, no more."""
+    assert set(Expressions.KINDS) == set(KINDS)
 
 
-def _no_parse(*_a: object, **_k: object) -> None:
-    raise AssertionError("a node's tree was parsed from text")
+def test_c_of_node_kinds_from_their_fields() -> None:
+    """The C of node kinds with P4's width semantics, lowered from their fields (on
+    ina.p4's ingress: ``M[3]`` is a bool slot, ``h2[1]`` a field of 8 bits), with its own
+    interval (not met with the IR's)."""
+    from pyswitch.ir.exprs import Concat, Cond, Neg, Not, Range, SCmp, SignExt, SShr, Wrap
+    from pyswitch.native.cgen import Unit
+
+    prog = _compile("p4src/ina.p4")
+    u = Unit(prog.ir, prog.meta, "x")
+    f = u.funcs["ingress"]
+    f.aliases["h2"], f.irb = 3, None
+    m3, h = "st->m[3]", "st->s[23]"
+    cases = [
+        (Wrap("+", X, Lit(1), 8), f"(({m3} + ((V)1LL)) & ((V)255LL))", (0, 2)),
+        (Neg(X, 8), f"((-{m3}) & ((V)255LL))", (0, 255)),
+        (SignExt(X, 8, 16), f"((({m3} ^ ((V)128LL)) - ((V)128LL)) & ((V)65535LL))", (0, 65535)),
+        (SCmp("<", X, Y, 8), f"((({m3} ^ ((V)128LL)) < ({h} ^ ((V)128LL))))", (0, 1)),
+        (Concat(X, Y, 8, 16), f"(({m3} << (int)((V)8LL)) | {h})", (0, 511)),
+        (Range(Lit(1), X, Lit(7)), f"((((V)1LL) <= {m3}) && ({m3} <= ((V)7LL)))", (0, 1)),
+        (Cond(Not(Y), X, Lit(-5)), f"((!{h}) ? {m3} : (-((V)5LL)))", (-5, 1)),
+        (SShr(X, Lit(3), 8),
+         f"(((({m3} ^ ((V)128LL)) - ((V)128LL)) >> (int)((V)3LL)) & ((V)255LL))", (0, 255)),
+        (Paren(Bin("^", X, Y)), f"({m3} ^ {h})", (0, 255)),
+        (Lit(True), "1", (1, 1)),
+    ]
+    for node, c, iv in cases:
+        x = u.ex(f, node)
+        assert (x.c, (x.lo, x.hi)) == (c, iv), text(node)
 
 
 def test_compiled_expressions_carry_their_nodes() -> None:
@@ -196,18 +214,15 @@ def _compile(rel: str):  # noqa: ANN202 - a Program
 
 
 @pytest.mark.parametrize("rel", PROGRAMS)
-def test_program_expression_nodes_print_and_build(rel: str, monkeypatch) -> None:  # noqa: ANN001
-    """Every expression node of the program prints as its `code`, and the C back end's
-    tree of it, built from the fields without reading text, is the tree of that code."""
+def test_program_expression_nodes_print(rel: str) -> None:
+    """Every expression node of the program prints as its `code` (the Python's tree of
+    it that code's)."""
     nodes = [e for it in _compile(rel).ir if isinstance(it, Function)
              for st in walk(it.body) for e in expressions(st) if e.node is not None]
     assert nodes
     want = [ast.dump(ast.parse(e.code, mode="eval").body) for e in nodes]
     assert [text(e.node) for e in nodes] == [e.code for e in nodes]
-    monkeypatch.setattr(exprtree.ast, "parse", _no_parse)
-    got = [ast.dump(exprtree.expr_tree(e, 1)) for e in nodes if not opaque(e.node)]
-    monkeypatch.undo()
-    assert got == [w for w, e in zip(want, nodes, strict=True) if not opaque(e.node)]
+    assert [ast.dump(ast.parse(text(e.node), mode="eval").body) for e in nodes] == want
 
 
 @pytest.mark.parametrize(("rel", "digests"), [("p4src/ina.p4", 4), ("p4src/switchml.p4", 2)])

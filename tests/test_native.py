@@ -267,37 +267,40 @@ def test_a_program_is_built_once_into_the_cache(monkeypatch, tmp_path) -> None:
 
 
 def test_expression_bounds_by_hand() -> None:
-    """The intervals `exprs` proves, on ina.p4's slots: M[9], M[10] are bit<32> (the job's
-    slot base and size), M[4] bit<64> (its full mask), S[3][3] bit<16> (the job id)."""
-    import ast
+    """The intervals `exprs` proves (its own, not met with the IR's), on ina.p4's slots:
+    M[9], M[10] are bit<32> (the job's slot base and size), M[4] bit<64> (its full mask),
+    S[3][3] bit<16> (the job id)."""
+    from pyswitch.ir.exprs import Bin, Cond, Field, Lit, Slot
 
     prog = compile_p4(REPO / "p4src" / "ina.p4")
     u = Unit(prog.ir, prog.meta, "x")
     assert (prog.meta["mbounds"][9], prog.meta["mbounds"][4]) == ((0, 2**32 - 1), (0, 2**64 - 1))
     f = u.funcs["ingress"]
+    f.aliases["h3"], f.irb = 3, None
 
-    def bound(src: str) -> tuple[int, int]:
-        x = u.ex(f, ast.parse(src).body[0].value)  # type: ignore[attr-defined]
+    def bound(n) -> tuple[int, int]:  # noqa: ANN001 - an expression node
+        x = u.ex(f, n)
         return x.lo, x.hi
 
+    m9, m10, h = Slot(9), Slot(10), Field("h3", 3)
     m32 = 2**32 - 1
-    assert bound("M[9] + M[10]") == (0, 2 * m32)
-    assert bound("M[9] - M[10]") == (-m32, m32)
-    assert bound("(M[9] - M[10]) & 0xffffffff") == (0, m32)
-    assert bound("S[3][3] << 64") == (0, (2**16 - 1) << 64)
-    assert bound("M[9] >> 30") == (0, 3)
-    assert bound("M[9] | S[3][3]") == (0, m32)
-    assert bound("M[9] if M[2] else -5") == (-5, m32)
+    assert bound(Bin("+", m9, m10)) == (0, 2 * m32)
+    assert bound(Bin("-", m9, m10)) == (-m32, m32)
+    assert bound(Bin("&", Bin("-", m9, m10), Lit(0xFFFFFFFF))) == (0, m32)
+    assert bound(Bin("<<", h, Lit(64))) == (0, (2**16 - 1) << 64)
+    assert bound(Bin(">>", m9, Lit(30))) == (0, 3)
+    assert bound(Bin("|", m9, h)) == (0, m32)
+    assert bound(Cond(Slot(2), m9, Lit(-5))) == (-5, m32)
     # floor division and modulo by a positive divisor (a varbit's length // 8)
-    assert bound("M[9] // 8") == (0, m32 // 8)
-    assert bound("(M[9] - M[10]) // 3") == (-(m32 // 3), m32 // 3)
-    assert bound("(M[9] - M[10]) // (M[7] + 1)") == (-m32, m32)
-    assert bound("M[9] % 7") == (0, 6)
-    assert bound("(M[9] - M[10]) % (M[7] + 1)") == (0, 511)  # M[7] is bit<9>
+    assert bound(Bin("//", m9, Lit(8))) == (0, m32 // 8)
+    assert bound(Bin("//", Bin("-", m9, m10), Lit(3))) == (-(m32 // 3), m32 // 3)
+    assert bound(Bin("//", Bin("-", m9, m10), Bin("+", Slot(7), Lit(1)))) == (-m32, m32)
+    assert bound(Bin("%", m9, Lit(7))) == (0, 6)
+    assert bound(Bin("%", Bin("-", m9, m10), Bin("+", Slot(7), Lit(1)))) == (0, 511)  # bit<9>
     with pytest.raises(NotNative, match="divisor that may be 0"):
-        bound("M[9] // M[7]")
+        bound(Bin("//", m9, Slot(7)))
     with pytest.raises(NotNative, match="exceed 126 bits"):
-        bound("M[4] * M[4]")  # (2**64 - 1)**2 needs 128 bits
+        bound(Bin("*", Slot(4), Slot(4)))  # (2**64 - 1)**2 needs 128 bits
 
 
 @needs_cc

@@ -88,7 +88,7 @@ static inline int cells_iadd(PyObject *o, V i, V v) {
         if not isinstance(node, CounterCount):
             return False
         ind = "    " * d
-        i, n = t.ex(f, t.py(node.index)), t.ex(f, t.py(node.length))
+        i, n = t.ex(f, t.node_of(node.index)), t.ex(f, t.node_of(node.length))
         if node.guarded:
             o.append(f"{ind}if ({i.c} < {node.size}) {{")
             d += 1

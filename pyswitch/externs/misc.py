@@ -44,7 +44,7 @@ class Verify(Extern):
             raise cx.err(node, "verify(bool, error)")
         known = isinstance(er.const, int) and not isinstance(er.const, bool)
         # an error known at run time only: the code is its expression
-        em.emit(ParserError(er.const if known else PyExpr(er.code), PyExpr.of(Not(c.as_node(), bare=True))))
+        em.emit(ParserError(er.const if known else er.py(), PyExpr.of(Not(c.as_node(), bare=True))))
         return None
 
 

@@ -90,16 +90,16 @@ class Register(Extern):
         if not isinstance(node, (RegRead, RegWrite)):
             return False
         ind = "    " * d
-        g, i = t.g(node.reg), t.ex(f, t.py(node.index))
+        g, i = t.g(node.reg), t.ex(f, t.node_of(node.index))
         if isinstance(node, RegWrite):
-            x = t.ex(f, t.py(node.value))
+            x = t.ex(f, t.node_of(node.value))
             if node.guarded:
                 o.append(f"{ind}if ((rc = reg_set({g}, {i.c}, {x.c})) < 0) return RC_ERR;")
             else:
                 o.append(f"{ind}if ((rc = reg_set({g}, {i.c}, {x.c})) != 0) "
                          "return raise_index(rc);")
             return True
-        tg = t.py(node.target)
+        tg = t.node_of(node.target)
         if not node.guarded:
             o.append(f"{ind}{{ V r_; if ((rc = reg_get({g}, {i.c}, &r_)) != 0) "
                      "return raise_index(rc);")

@@ -23,9 +23,9 @@
 =================  ==========================================================
 
 The form is incremental: a construct the compiler does not yet lower to a node of its own
-is a `PyText` line, printed as is by the Python printer and, on the native path, the one
-place left where the C is translated from Python text (``pyswitch.native.irlower``
-explains the transitional route).  docs/pyswitch-ir.md lists what is converted.
+is a `PyText` line, printed as is by the Python printer; the native path lowers the nodes
+only (`pyswitch.native.cgen`: a function holding `PyText` stays on the Python path).
+docs/pyswitch-ir.md lists what is converted.
 """
 
 from __future__ import annotations

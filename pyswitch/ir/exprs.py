@@ -3,8 +3,8 @@
 Each node is one P4 operation with the width of its result (None: bool, error, or an
 unsized constant), in the form the compiler gives it: the P4 width semantics -- a sum
 wrapped to its width, a signed operand compared or widened through its sign bit -- are
-in the node's kind, so the Python back end prints it (`text`) and the C back end builds
-its tree from the fields (`pyswitch.native.exprtree`), neither from the other's output.
+in the node's kind, so the Python back end prints it (`text`) and the C back end lowers it
+from the fields (`pyswitch.native.exprs`), neither from the other's output.
 
 =============  =====================================  =================================
 node           fields                                  Python (`text`)
@@ -342,7 +342,7 @@ class VbDigest:
     """`algo` over a field list with varbits (their lengths known at run time): `items`
     MSB-first, of `widths` bits (None: a varbit cell, at its current length), packed by
     the module's ``_pack_bits``, then the payload (metadata slot `payload`) when not None.
-    The native path reads it from its tree (`c_call`), not from the node."""
+    The native path lowers it from the node (`Hash.c_expr`, ``v_pack_hash``)."""
 
     algo: str
     items: tuple[Expr, ...]

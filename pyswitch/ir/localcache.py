@@ -153,8 +153,8 @@ class _Unit:
 
 
 def _ekids(n: Expr) -> list:  # noqa: C901 - one case per kind
-    """The children of node `n` in its printed syntax tree (`pyswitch.native.exprtree`
-    builds the same tree): intermediate nodes as `_V`."""
+    """The children of node `n` in the syntax tree of its printed Python: intermediate
+    nodes as `_V`."""
     if isinstance(n, (Bin, Cond, Range, All, AnyOf, Not)):
         return list(operands(n))
     if isinstance(n, Wrap):

@@ -2,9 +2,9 @@
 
 Each statement is a frozen dataclass; `pyswitch.ir.pyprint` prints it as the Python the
 compiler has always generated for it, the native path lowers it to C from its fields (the
-simple nodes in `pyswitch.native.irlower`; the statements from `Assign` on are built into
-the syntax tree the C translator walks, `pyswitch.native.irtree`).  `PyText` is the
-transitional statement: one line of Python the compiler still writes as text.  The
+simple nodes in `pyswitch.native.irlower`, the others in `pyswitch.native.cgen` and its
+mixins).  `PyText` is the transitional statement: one line of Python the compiler still
+writes as text (none is left in the compiler's output; the native path takes none).  The
 structured statements (`If`, `Loop`, `ExitScope`, `ParserScope`, and a `CopyOutCall`'s
 handler) hold their bodies: each a tuple of `Line`, depths counted from the node's own
 line (a body's first level is 1).  Whole headers are copied, set and swapped by nodes of
@@ -27,7 +27,7 @@ from pyswitch.ir.values import PyExpr
 @dataclass(frozen=True)
 class PyText:
     """One line of Python, not yet a node of its own (transitional): printed as is; the C
-    back end reads it, and the block it opens, with ``ast``."""
+    back end takes none (a function holding one stays on the Python path)."""
 
     text: str
 

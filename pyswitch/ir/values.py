@@ -3,8 +3,8 @@
 An expression (`PyExpr`) is, where the compiler has converted it, a node
 (`pyswitch.ir.exprs`: constants, slot, field and local reads, operators with P4's width
 semantics) with its Python source `code` printed from it; elsewhere it is still the Python
-source alone, which the C back end reads with ``ast`` (transitional, like
-`pyswitch.ir.stmts.PyText`).  Proven bounds are carried where a node assigns a value the
+source alone (transitional, like `pyswitch.ir.stmts.PyText`: none is left in the
+compiler's output), which the C back end does not take.  Proven bounds are carried where a node assigns a value the
 IR cannot see into (a register read's cells, `RegRead.bounds`); every expression node's
 interval is proven over the IR (`pyswitch.ir.bounds`), and the C back end meets it with its
 own (`pyswitch.native.exprs`).

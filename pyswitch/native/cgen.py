@@ -1,54 +1,95 @@
 """Lower a program's intermediate form (`pyswitch.ir`, pyswitch.compiler's output) to C.
 
-The simple nodes -- register reads and writes, counters' counts, exits, parser errors,
+Every statement of the IR is lowered from its node, one method per kind (`STMTS`): the
+simple nodes -- register reads and writes, counters' counts, exits, parser errors,
 direct action calls, table applies (the exact store's ``xt_lookup``, runtime.h's exact.h;
-the others' ``tab_lookup``) -- are lowered from their fields (`pyswitch.native.irlower`).
-The structured statements (assignments, ``if``, loops, returns, the blocks' and the
-parser's scopes) and the parser's and deparser's nodes (the cursor, the headers' struct
-reads and writes) are built into a Python syntax tree from their fields, their
-expressions from their nodes (`pyswitch.native.exprtree`; parsed only where an expression
-is still text, `PyExpr.code`) (`pyswitch.native.irtree`); the rest is still `PyText`,
-a small, regular subset of Python: scalar slots ``M[j]`` and header fields ``h[j]`` (``h
-= S[k]``), integer arithmetic normalised by masks, whole headers, the copy-out of an action's out/inout parameters (`pyswitch.native.copyout`), and varbits as
-``(nbits, value)`` pairs (their idioms: pyswitch.native.varbits).  Transitionally, this
-module translates that tree (one marker line per simple node) and writes the same steps
-in C, one C function per function, so that both paths have one semantics: the
-compiler's.  The packet loop around
-those functions (``process``: the after-ingress and after-egress decisions, the copies) is
-not translated but lowered from its one description, `pyswitch.native.loop.LOOP`, as the
-Python path's specialised ``process`` is.
+the others' ``tab_lookup``) -- in `pyswitch.native.irlower`; assignments, ``if``, loops,
+returns, the blocks' and the parser's scopes here; the parser's and deparser's nodes (the
+cursor, the headers' struct reads and writes) and whole headers' copies, sets and swaps in
+`pyswitch.native.headers`; stack elements picked at run time in `pyswitch.native.picks`,
+the calls that copy out an action's out/inout parameters in `pyswitch.native.copyout`,
+varbits as ``(nbits, value)`` pairs in `pyswitch.native.varbits`; the expressions from
+their nodes (`pyswitch.native.exprs`).  The passes before (the names a function assigns,
+the locals' intervals to a fixed point) are `pyswitch.native.passes`.  Nothing of the
+Python back end's output is read but the line numbers of its print, which the messages
+give (`pyswitch.native.lines`).  One C function per function, so that both paths have one
+semantics: the compiler's.  The packet loop around those functions (``process``: the
+after-ingress and after-egress decisions, the copies) is lowered from its one
+description, `pyswitch.native.loop.LOOP`, as the Python path's specialised ``process`` is.
 
 Values are ``__int128``; each expression is proven to stay within 126 bits first
-(pyswitch.native.exprs).  Anything outside the subset, or not proven, raises
+(pyswitch.native.exprs).  Anything outside what is lowered, or not proven, raises
 :class:`NotNative` with the line: the switch then runs the Python path, which is always there.
 """
 
 from __future__ import annotations
 
-import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from pyswitch import externs
-from pyswitch.ir import ModuleItem, TableApply
+from pyswitch.ir import (
+    ActionCall,
+    Advance,
+    Assign,
+    Break,
+    Continue,
+    CopyOutCall,
+    CounterCount,
+    Emit,
+    EmitRun,
+    EmitVarbit,
+    Exit,
+    ExitScope,
+    Extract,
+    Function,
+    HeaderAlias,
+    HeaderCopy,
+    HeaderSet,
+    HeaderSwap,
+    If,
+    Line,
+    Loop,
+    ModuleItem,
+    ParserEnd,
+    ParserError,
+    ParserScope,
+    ParserStart,
+    Pass,
+    RegRead,
+    RegWrite,
+    Return,
+    Seq,
+    SiblingsInvalid,
+    Stmt,
+    TableApply,
+    walk,
+)
 from pyswitch.ir.bounds import program_bounds
-from pyswitch.native.copyout import CopyOut, out_names
-from pyswitch.native.exprs import Func, NotNative, Pending, X, merge
-from pyswitch.native.irlower import IRLower, marker, module_tree
+from pyswitch.ir.exprs import Expr, Lit, Local, text
+from pyswitch.native.copyout import CopyOut
+from pyswitch.native.exprs import Expressions, Func, NotNative, X, merge
+from pyswitch.native.headers import Headers
+from pyswitch.native.irlower import IRLower
+from pyswitch.native.lines import Listing, body_start, handler_start
 from pyswitch.native.loop import c_source
+from pyswitch.native.passes import Passes, forget
 from pyswitch.native.picks import Picks
-from pyswitch.native.treeexprs import TreeExpressions, forget
 from pyswitch.native.varbits import Varbits
 from pyswitch.tables import table_kind
 
 __all__ = ["NotNative", "Unit"]
 
 _FMT = {"B": 1, "H": 2, "I": 4, "Q": 8}
+IND = "    "
 
 
-class Unit(IRLower, CopyOut, Picks, Varbits, TreeExpressions):
+class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
     """One program (its IR, `Program.ir`, and meta): `translate()` returns the C source of
     its extension module."""
+
+    STMTS: dict[type, Callable[..., None]] = {}
 
     def __init__(self, ir: list[ModuleItem], meta: dict, modname: str) -> None:
         self.meta = meta
@@ -72,14 +113,16 @@ class Unit(IRLower, CopyOut, Picks, Varbits, TreeExpressions):
         self.structs: dict[str, list[tuple[str, int]]] = {}
         self.funcs: dict[str, Func] = {}
         self.irb = program_bounds(ir, meta)  # the nodes' proven intervals
-        tree, self.lines, self.nodes, structs = module_tree(ir)  # transitional: irtree
-        for line, decl in structs:  # the module's `StructDecl`s, read from the nodes
+        self.listing = Listing(ir)  # the printed lines, for the messages
+        self.lines = self.listing.shown
+        for line, decl in self.listing.structs:  # the module's `StructDecl`s
             self.structs[decl.var] = self._fmt(decl.fmt, line)
-        for st in tree.body:  # (the helpers, `Helper`: not in the tree, the C calls its own)
-            if isinstance(st, ast.FunctionDef):
-                self._declare(st)
-            else:
-                raise NotNative(f"line {st.lineno}: module-level {type(st).__name__}")
+        other = dict((id(it), line) for line, it in self.listing.other)
+        for it in ir:  # (the helpers, `Helper`: the C calls its own)
+            if isinstance(it, Function):
+                self._declare(it)
+            elif id(it) in other:
+                raise NotNative(f"line {other[id(it)]}: module-level text")
 
     # -- declarations ----------------------------------------------------------------
     def _fmt(self, fmt: str, line: int) -> list[tuple[str, int]]:
@@ -93,16 +136,17 @@ class Unit(IRLower, CopyOut, Picks, Varbits, TreeExpressions):
             out.append((ch, _FMT[ch]))
         return out
 
-    def _declare(self, fn: ast.FunctionDef) -> None:
-        a = fn.args
-        star = a.vararg is not None and a.vararg.arg == "data"  # a table's wrapper
-        if (a.vararg and not star) or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
-            raise NotNative(f"line {fn.lineno}: signature of {fn.name}")
-        names = [x.arg for x in a.args]
+    def _declare(self, fn: Function) -> None:
+        line = self.listing.defs[fn.name]
+        stars = [p for p in fn.params if p.startswith("*")]
+        names = [p for p in fn.params if not p.startswith("*")]
+        star = stars == ["*data"] and fn.params[-1] == "*data"  # a table's wrapper
+        if (stars and not star) or not all(p.isidentifier() for p in names):
+            raise NotNative(f"line {line}: signature of {fn.name}")
         if star:
             if names != ["S", "M"]:
-                raise NotNative(f"line {fn.lineno}: signature of {fn.name}")
-            names += self.data_params(fn)
+                raise NotNative(f"line {line}: signature of {fn.name}")
+            names += self.data_params(fn, line)
         if fn.name == "parser" and names == ["S", "M", "buf"]:
             kind = "parser"
         elif fn.name == "deparser" and names == ["S", "M", "out"]:
@@ -110,14 +154,15 @@ class Unit(IRLower, CopyOut, Picks, Varbits, TreeExpressions):
         elif names[:2] == ["S", "M"]:
             kind = "block"
         else:
-            raise NotNative(f"line {fn.lineno}: signature of {fn.name}")
+            raise NotNative(f"line {line}: signature of {fn.name}")
         f = Func(fn.name, fn, names[2:] if kind == "block" else [], kind)
+        f.line = line
         f.irb = self.irb.get(fn.name)
-        f.returns = any(isinstance(n, ast.Return) and n.value is not None
-                        for n in ast.walk(fn))
+        f.returns = any(isinstance(st, ParserEnd) or (isinstance(st, Return) and st.values)
+                        for st in walk(fn.body))
         f.star = star
         if kind == "block":  # an action returning its out/inout parameters: copyout
-            f.outs = out_names(fn, self.nodes) or []
+            f.outs = self.out_names(fn, line + 1) or []
             f.returns = f.returns and not f.outs
         self.funcs[fn.name] = f
 
@@ -128,377 +173,185 @@ class Unit(IRLower, CopyOut, Picks, Varbits, TreeExpressions):
         return f"P->g[{self.gidx[name]}]"
 
     # -- statements ------------------------------------------------------------------
-    def body(self, f: Func, stmts: list[ast.stmt], o: list[str], d: int) -> None:
-        for st in stmts:
-            self.stmt(f, st, o, d)
+    def body(self, f: Func, lines: tuple[Line, ...], at: int, o: list[str], d: int) -> None:
+        """The statements of `lines`, the first on line `at`, at depth `d`."""
+        for ln in lines:
+            self.stmt(f, ln.stmt, at, o, d)
+            at += self.listing.span(ln.stmt)
+
+    def stmt(self, f: Func, st: Stmt, at: int, o: list[str], d: int) -> None:
+        """Statement `st`, on line `at`, by its kind (`STMTS`)."""
+        f.ln = self.ln = at
+        lower = self.STMTS.get(type(st))
+        if lower is None:
+            raise NotNative(f"line {at}: statement {type(st).__name__}")
+        lower(self, f, st, at, o, d)
 
     def on_rc(self, f: Func, call: str, d: int) -> str:
         """Run `call` (an int-returning C call); unwind on an exception or an exit."""
-        ind = "    " * d
+        ind = IND * d
         tgt = f"goto {f.exit_label[-1]};" if f.exit_label else "return RC_EXIT;"
         return (f"{ind}if ((rc = {call}) != 0) {{ if (rc < 0) return RC_ERR; {tgt} }}")
 
-    def store(self, f: Func, t: ast.AST, v: X, o: list[str], d: int) -> None:
-        ind = "    " * d
+    def store(self, f: Func, t: Expr, v: X, o: list[str], d: int) -> None:
+        """`v` into l-value `t` (a slot, a field, a local, a parameter), within its range."""
+        ind = IND * d
         s = self.slot(f, t)
         if s is not None:
             lo, hi = s[1]
             if v.lo < lo or v.hi > hi:
-                raise NotNative(f"line {t.lineno}: a value outside its slot's range")
+                raise NotNative(f"line {f.ln}: a value outside its slot's range")
             o.append(f"{ind}{s[0]} = {v.c};")
             return
-        if isinstance(t, ast.Name) and t.id in f.locals:
-            o.append(f"{ind}l_{t.id} = {v.c};")
-            f.cur[t.id] = (v.lo, v.hi)
+        if isinstance(t, Local) and t.name in f.locals:
+            o.append(f"{ind}l_{t.name} = {v.c};")
+            f.cur[t.name] = (v.lo, v.hi)
             return
-        if isinstance(t, ast.Name) and t.id in f.params:
-            lo, hi = self.param_bounds(f, t.id)
+        if isinstance(t, Local) and t.name in f.params:
+            lo, hi = self.param_bounds(f, t.name)
             if v.lo < lo or v.hi > hi:
-                raise NotNative(f"line {t.lineno}: a value outside its parameter's range")
-            o.append(f"{ind}p_{t.id} = {v.c};")
+                raise NotNative(f"line {f.ln}: a value outside its parameter's range")
+            o.append(f"{ind}p_{t.name} = {v.c};")
             return
-        raise NotNative(f"line {t.lineno}: assignment to {ast.unparse(t)[:40]!r}")
+        raise NotNative(f"line {f.ln}: assignment to {text(t)[:40]!r}")
 
-    def stmt(self, f: Func, st: ast.stmt, o: list[str], d: int) -> None:  # noqa: C901
-        ind = "    " * d
-        ln = st.lineno
-        if isinstance(st, ast.Pass):
-            return
-        k = marker(st)
-        if k is not None:  # a node of the IR: pyswitch.native.irlower
-            return self.ir_stmt(f, self.nodes[k], st, o, d)
-        if isinstance(st, ast.Assign) and len(st.targets) == 1:
-            t, v = st.targets[0], st.value
-            if isinstance(t, ast.Name) and t.id in f.aliases:
+    def assign(self, f: Func, t: Expr, v: Expr, o: list[str], d: int) -> None:
+        """``t = v``: a local naming a header or a stack element, the parser's cursor, or
+        a value stored."""
+        if isinstance(t, Local):
+            x = t.name
+            if x in f.aliases:
                 return
-            if isinstance(t, ast.Name) and t.id in f.picks:
-                return self.pick(f, t.id, v, o, d)
-            if isinstance(t, ast.Name) and t.id in f.rets:
-                return self.ret_call(f, t.id, v, o, d)
-            if f.kind == "parser" and isinstance(t, ast.Name) and t.id == "L":
+            if x in f.picks:
+                return self.pick(f, x, v, o, d)
+            if x in f.rets:
+                raise NotNative(f"line {f.ln}: call of {f.rets[x]}")
+            if f.kind == "parser" and x == "L":
                 return
-            if f.kind == "parser" and isinstance(t, ast.Name) and t.id == "pos":
-                o.append(f"{ind}l_pos = (Py_ssize_t){self.ex(f, v).c};")
+            if f.kind == "parser" and x == "pos":
+                o.append(f"{IND * d}l_pos = (Py_ssize_t){self.ex(f, v).c};")
                 return
-            if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Slice):
-                return self.slice_store(f, t, v, o, d)
-            if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple):
-                return self.headers_swap(f, t, v, o, d)
-            if isinstance(t, ast.Tuple):
-                return self.unpack(f, [e for e in t.elts], v, o, d)
-            return self.store(f, t, self.val(f, t, v, o, d), o, d)
-        if isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add):
-            t = st.target
-            if f.kind == "parser" and isinstance(t, ast.Name) and t.id == "pos":
-                o.append(f"{ind}l_pos += (Py_ssize_t){self.ex(f, st.value).c};")
-                return
-            return self.store(f, t, self.ex(f, ast.BinOp(t, ast.Add(), st.value,
-                                                          lineno=ln)), o, d)
-        if isinstance(st, ast.If):
-            o.append(f"{ind}if ({self.cond(f, st.test)}) {{")
-            before = dict(f.cur)
-            self.body(f, st.body, o, d + 1)
-            after_a, f.cur = f.cur, dict(before)
-            if st.orelse:
-                o.append(f"{ind}}} else {{")
-                self.body(f, st.orelse, o, d + 1)
-            o.append(f"{ind}}}")
-            f.cur = merge(f, after_a, f.cur)
-            return
-        if isinstance(st, ast.While) and isinstance(st.test, ast.Constant) \
-                and st.test.value is True and not st.orelse:
-            o.append(f"{ind}for (;;) {{")
-            forget(f, st.body)  # a value may come round the loop: the whole-function bound
-            f.loops += 1
-            self.body(f, st.body, o, d + 1)
-            f.loops -= 1
-            o.append(f"{ind}}}")
-            forget(f, st.body)  # any break may have left: the whole-function bound
-            return
-        if isinstance(st, ast.Break):
-            o.append(f"{ind}break;")
-            return
-        if isinstance(st, ast.Continue):
-            o.append(f"{ind}continue;")
-            return
-        if isinstance(st, ast.Return):
-            if f.kind == "parser":
-                if st.value is None or ast.unparse(st.value) != "pos":
-                    raise NotNative(f"line {ln}: parser return")
-                o.append(f"{ind}*ret = l_pos; return 0;")
-            elif st.value is None:
-                o.append(f"{ind}return 0;")
-            elif f.outs and isinstance(st.value, ast.Tuple):
-                self.return_outs(f, st.value, o, d, "0")
-            else:
-                raise NotNative(f"line {ln}: return of a value")
-            return
-        if isinstance(st, ast.Raise):  # exits, parser errors: nodes of the IR (irlower)
-            raise NotNative(f"line {ln}: raise {ast.unparse(st)[:40]!r}")
-        if isinstance(st, ast.Try):
-            return self.try_(f, st, o, d)
-        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
-            return self.call_stmt(f, st.value, o, d)
-        if isinstance(st, ast.For):
-            return self.for_picked(f, st, o, d)
-        raise NotNative(f"line {ln}: statement {ast.unparse(st)[:60]!r}")
+        self.store(f, t, self.val(f, t, v, o, d), o, d)
 
-    def try_(self, f: Func, st: ast.Try, o: list[str], d: int) -> None:
-        ind = "    " * d
-        if st.orelse or st.finalbody or len(st.handlers) != 1:
-            raise NotNative(f"line {st.lineno}: try statement")
-        h = st.handlers[0]
-        exc = ast.unparse(h.type) if h.type is not None else ""
-        if exc == "_Exit" and h.name is None and all(isinstance(x, ast.Pass) for x in h.body):
-            f.nlabel += 1
-            lab = f"exit_{f.nlabel}"
-            f.exit_label.append(lab)
-            self.body(f, st.body, o, d)
-            f.exit_label.pop()
-            o.append(f"{ind}{lab}: ;")
-            forget(f, st.body)  # reached from any exit inside
+    def branch(self, f: Func, test: str, then: Callable[[], None],
+               else_: Callable[[], None] | None, o: list[str], d: int) -> None:
+        """``if (test) { then } else { else_ }``: the locals' bounds after it the union
+        of the branches'."""
+        ind = IND * d
+        o.append(f"{ind}if ({test}) {{")
+        before = dict(f.cur)
+        then()
+        after_a, f.cur = f.cur, dict(before)
+        if else_ is not None:
+            o.append(f"{ind}}} else {{")
+            else_()
+        o.append(f"{ind}}}")
+        f.cur = merge(f, after_a, f.cur)
+
+    def _assign(self, f: Func, st: Assign, at: int, o: list[str], d: int) -> None:
+        self.assign(f, self.node_of(st.target), self.node_of(st.value), o, d)
+
+    def _alias(self, f: Func, st: HeaderAlias, at: int, o: list[str], d: int) -> None:
+        """``var = S[slot]``: the local names the header (`classify`), no C."""
+
+    def _pass(self, f: Func, st: Pass, at: int, o: list[str], d: int) -> None:
+        """``pass``: no C."""
+
+    def _jump(self, f: Func, st: Break | Continue, at: int, o: list[str], d: int) -> None:
+        o.append(f"{IND * d}{'break' if isinstance(st, Break) else 'continue'};")
+
+    def _return(self, f: Func, st: Return, at: int, o: list[str], d: int) -> None:
+        if f.kind == "parser":
+            raise NotNative(f"line {at}: parser return")
+        if not st.values:
+            o.append(f"{IND * d}return 0;")
+        elif f.outs:
+            self.return_outs(f, list(st.values), o, d, "0")
+        else:
+            raise NotNative(f"line {at}: return of a value")
+
+    def _seq(self, f: Func, st: Seq, at: int, o: list[str], d: int) -> None:
+        for s in st.stmts:
+            self.stmt(f, s, at, o, d)
+
+    def _if(self, f: Func, st: If, at: int, o: list[str], d: int) -> None:
+        lst = self.listing
+        els = st.else_
+        self.branch(f, self.cond(f, self.node_of(st.cond)),
+                    lambda: self.body(f, st.then, body_start(lst, st, at, 0), o, d + 1),
+                    (lambda: self.body(f, els, body_start(lst, st, at, 1), o, d + 1))
+                    if els else None, o, d)
+
+    def _loop(self, f: Func, st: Loop, at: int, o: list[str], d: int) -> None:
+        ind = IND * d
+        o.append(f"{ind}for (;;) {{")
+        forget(f, st.body)  # a value may come round the loop: the whole-function bound
+        f.loops += 1
+        self.body(f, st.body, at + 1, o, d + 1)
+        f.loops -= 1
+        o.append(f"{ind}}}")
+        forget(f, st.body)  # any break may have left: the whole-function bound
+
+    def exit_scope(self, f: Func, run: Callable[[], None], names: set[str], o: list[str],
+                   d: int) -> None:
+        """What `run` writes, an exit inside it jumping to the label after it."""
+        f.nlabel += 1
+        lab = f"exit_{f.nlabel}"
+        f.exit_label.append(lab)
+        run()
+        f.exit_label.pop()
+        o.append(f"{IND * d}{lab}: ;")
+        for x in names:  # reached from any exit inside
+            f.cur.pop(x, None)
+
+    def _exit_scope(self, f: Func, st: ExitScope, at: int, o: list[str], d: int) -> None:
+        self.exit_scope(f, lambda: self.body(f, st.body, at + 1, o, d), set(), o, d)
+        forget(f, st.body)
+
+    def _parser_scope(self, f: Func, st: ParserScope, at: int, o: list[str], d: int) -> None:
+        ind = IND * d
+        if f.kind != "parser":
+            raise NotNative(f"line {at}: try ... except _PErr")
+        f.nlabel += 1
+        lab, done = f"perr_{f.nlabel}", f"perr_done_{f.nlabel}"
+        f.perr_label.append(lab)
+        self.body(f, st.body, at + 1, o, d)
+        f.perr_label.pop()
+        forget(f, st.body)  # reached from any parser error inside
+        o.append(f"{ind}goto {done};")
+        o.append(f"{ind}{lab}: ;")
+        f.ln = handler_start(self.listing, st, at) + 1
+        self.store(f, self.node_of(st.slot), X("(V)perr", 0, 1 << 16), o, d)
+        o.append(f"{ind}{done}: ;")
+
+    def _parser_start(self, f: Func, st: ParserStart, at: int, o: list[str], d: int) -> None:
+        """``L = len(buf)``, ``pos = 0``: the cursor at the packet's first byte."""
+        if f.kind != "parser":
+            raise NotNative(f"line {at}: call of len")
+        f.ln = at + 1
+        o.append(f"{IND * d}l_pos = (Py_ssize_t){self.raw(f, Lit(0)).c};")
+
+    def _parser_end(self, f: Func, st: ParserEnd, at: int, o: list[str], d: int) -> None:
+        if f.kind != "parser":
+            raise NotNative(f"line {at}: return of a value")
+        o.append(f"{IND * d}*ret = l_pos; return 0;")
+
+    def _advance(self, f: Func, st: Advance, at: int, o: list[str], d: int) -> None:
+        n = self.node_of(st.n)
+        if f.kind == "parser":
+            o.append(f"{IND * d}l_pos += (Py_ssize_t){self.ex(f, n).c};")
             return
-        if exc == "_Exit" and h.name in (None, "_x"):  # copy-out on exit: copyout
-            return self.exit_handler(f, st, o, d)
-        if exc == "_PErr" and f.kind == "parser":
-            f.nlabel += 1
-            lab, done = f"perr_{f.nlabel}", f"perr_done_{f.nlabel}"
-            f.perr_label.append(lab)
-            self.body(f, st.body, o, d)
-            f.perr_label.pop()
-            forget(f, st.body)  # reached from any parser error inside
-            o.append(f"{ind}goto {done};")
-            o.append(f"{ind}{lab}: ;")
-            for x in h.body:
-                if (isinstance(x, ast.Assign) and isinstance(x.value, ast.Attribute)
-                        and isinstance(x.value.value, ast.Name) and x.value.value.id == h.name
-                        and x.value.attr == "code"):
-                    self.store(f, x.targets[0], X("(V)perr", 0, 1 << 16), o, d)
-                else:
-                    raise NotNative(f"line {x.lineno}: parser error handler")
-            o.append(f"{ind}{done}: ;")
-            return
-        raise NotNative(f"line {st.lineno}: try ... except {exc}")
+        pos = Local("pos")
+        self.store(f, pos, self._step(f, "+", self.raw(f, pos), self.ex(f, n)), o, d)
+
+    def _simple(self, f: Func, st: Stmt, at: int, o: list[str], d: int) -> None:
+        self.ir_stmt(f, st, at, o, d)
 
     def exact(self, var: str) -> bool:
         """Whether table `var` is all-exact: its entries are looked up in C memory."""
         return table_kind(self.tables[var]["keys"]) == "exact"
 
-    def call_stmt(self, f: Func, c: ast.Call, o: list[str], d: int) -> None:
-        fn = ast.unparse(c.func)
-        if fn in self.funcs and self.funcs[fn].kind == "block":
-            callee = self.funcs[fn]
-            if callee.returns or callee.outs:  # out values are assigned: copyout
-                raise NotNative(f"line {c.lineno}: call of {fn}")
-            o.append(self.on_rc(f, f"f_{fn}(P, st{self.call_args(f, c, callee)})", d))
-            return
-        if f.kind == "deparser" and fn == "out.append" and len(c.args) == 1:
-            return self.emit(f, c.args[0], o, d)
-        raise NotNative(f"line {c.lineno}: call of {fn}")
-
-    # -- parser and deparser -------------------------------------------------------------
-    def unpacked(self, f: Func, v: ast.AST) -> list[X]:
-        """``_stN.unpack_from(buf, pos)``: one big-endian read per format item."""
-        src = ast.unparse(v)
-        if not (f.kind == "parser" and isinstance(v, ast.Call)
-                and isinstance(v.func, ast.Attribute) and v.func.attr == "unpack_from"
-                and isinstance(v.func.value, ast.Name) and v.func.value.id in self.structs
-                and src.endswith("(buf, pos)")):
-            raise NotNative(f"line {v.lineno}: {src[:40]!r}")
-        out, off = [], 0
-        for _, n in self.structs[v.func.value.id]:
-            out.append(X(f"get_be(buf + l_pos + {off}, {n})", 0, (1 << (8 * n)) - 1))
-            off += n
-        return out
-
-    def read_guard(self, v: ast.AST, d: int) -> str:
-        """Python's unpack_from raises on a short buffer; so does this (the generated
-        parser checks the length first, so neither happens in practice)."""
-        size = sum(n for _, n in self.structs[v.func.value.id])  # type: ignore[attr-defined]
-        return f"{'    ' * d}if (l_pos + {size} > L_buf) return short_read({size});"
-
-    def unpack(self, f: Func, ts: list[ast.AST], v: ast.AST, o: list[str], d: int) -> None:
-        xs = self.unpacked(f, v)
-        if len(xs) != len(ts):
-            raise NotNative(f"line {v.lineno}: unpack count")
-        o.append(self.read_guard(v, d))
-        for t, x in zip(ts, xs, strict=True):
-            self.store(f, t, x, o, d)
-
-    def slice_store(self, f: Func, t: ast.Subscript, v: ast.AST, o: list[str], d: int) -> None:
-        sl = t.slice
-        first = sl.lower.value if isinstance(sl.lower, ast.Constant) else (
-            0 if sl.lower is None else -1)
-        if not (isinstance(sl, ast.Slice) and first in (0, 1) and sl.upper is None
-                and sl.step is None):
-            raise NotNative(f"line {t.lineno}: slice assignment")
-        def at(j: int) -> ast.Subscript:
-            return ast.Subscript(t.value, ast.Constant(j), lineno=t.lineno)
-        if isinstance(v, (ast.Tuple, ast.List)):  # a varbit's guard, if any, goes first
-            xs = [self.val(f, at(j), e, o, d) for j, e in enumerate(v.elts, first)]
-        elif self._is_header(f, v):  # a header copied whole
-            xs = [self.val(f, at(j), ast.Subscript(v, ast.Constant(j), lineno=t.lineno), o, d)
-                  for j in range(first, self._nfields(f, v))]
-        else:
-            xs = self.unpacked(f, v)
-            o.append(self.read_guard(v, d))
-        if first + len(xs) != self._nfields(f, t.value):
-            raise NotNative(f"line {t.lineno}: slice assignment of another length")
-        # every item is evaluated before the first is stored (Python's tuple assignment)
-        ind = "    " * d
-        o.append(f"{ind}{{")
-        for j, x in enumerate(xs):
-            o.append(f"{ind}    V t{j}_ = {x.c};")
-        for j, x in enumerate(xs, first):
-            self.store(f, ast.Subscript(t.value, ast.Constant(j), lineno=t.lineno),
-                       X(f"t{j - first}_", x.lo, x.hi), o, d + 1)
-        o.append(f"{ind}}}")
-
-    def emit(self, f: Func, c: ast.AST, o: list[str], d: int) -> None:
-        """``out.append(_sdN.pack(...))``: each item written big-endian into the buffer."""
-        ind = "    " * d
-        if f.loops:
-            raise NotNative(f"line {getattr(c, 'lineno', 0)}: deparser output inside a loop")
-        if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-                and c.func.attr == "pack" and isinstance(c.func.value, ast.Name)
-                and c.func.value.id in self.structs):
-            return self.emit_bytes(f, c, o, d)  # pieces of bytes, varbits: native.varbits
-        fmt = self.structs[c.func.value.id]
-        items: list[ast.AST] = []
-        for a in c.args:
-            if isinstance(a, ast.Starred):
-                s = a.value
-                if not (isinstance(s, ast.Subscript) and isinstance(s.slice, ast.Slice)
-                        and ast.unparse(s.slice) == "1:"):
-                    raise NotNative(f"line {c.lineno}: deparser item")
-                nf = self._nfields(f, s.value)
-                items += [ast.Subscript(s.value, ast.Constant(j), lineno=c.lineno)
-                          for j in range(1, nf)]
-            else:
-                items.append(a)
-        if len(items) != len(fmt):
-            raise NotNative(f"line {c.lineno}: deparser item count")
-        off = 0
-        for (_, n), it in zip(fmt, items, strict=True):
-            x = self.ex(f, it)
-            if x.lo < 0 or x.hi >= (1 << (8 * n)):
-                raise NotNative(f"line {c.lineno}: a deparsed value may not fit its field")
-            o.append(f"{ind}put_be(ob + *on + {off}, {x.c}, {n});")
-            off += n
-        o.append(f"{ind}*on += {off};")
-        f.emitted += off
-
-    @staticmethod
-    def _is_header(f: Func, h: ast.AST) -> bool:
-        """A header (an alias, ``S[k]``, or a stack element picked at run time)."""
-        return (isinstance(h, ast.Name) and (h.id in f.aliases or h.id in f.picks)) or (
-            isinstance(h, ast.Subscript) and ast.unparse(h.value) == "S"
-            and isinstance(h.slice, ast.Constant))
-
-    def _nfields(self, f: Func, h: ast.AST) -> int:
-        if isinstance(h, ast.Name) and h.id in f.picks:
-            return self.pick_width(f, h.id)
-        if isinstance(h, ast.Name) and h.id in f.aliases:
-            return len(self.hb[f.aliases[h.id]])
-        if (isinstance(h, ast.Subscript) and ast.unparse(h.value) == "S"
-                and isinstance(h.slice, ast.Constant)):
-            return len(self.hb[h.slice.value])
-        raise NotNative(f"deparser item {ast.unparse(h)[:30]!r}")
-
     # -- functions ---------------------------------------------------------------------
-    def classify(self, f: Func) -> None:
-        """Sort the names a function assigns: header aliases, table entries, stack
-        elements picked at run time, locals."""
-        maybe_picks: list[tuple[str, ast.AST]] = []
-        maybe_rets: list[tuple[str, ast.AST]] = []
-        for n in ast.walk(f.node):
-            if isinstance(n, ast.Assign) and len(n.targets) == 1:
-                t, v = n.targets[0], n.value
-                names = t.elts if isinstance(t, ast.Tuple) else [t]
-                for x in names:
-                    if not isinstance(x, ast.Name):
-                        continue
-                    k = marker(v)
-                    if k is not None:  # a node: a table's entry, or a value
-                        if isinstance(self.nodes[k], TableApply):
-                            f.ents[x.id] = self.nodes[k].table  # type: ignore[union-attr]
-                        elif x.id not in f.params:
-                            f.locals[x.id] = None
-                    elif (isinstance(v, ast.Subscript) and ast.unparse(v.value) == "S"
-                            and isinstance(v.slice, ast.Constant)):
-                        f.aliases[x.id] = v.slice.value
-                    elif (f.kind == "parser" and x.id in ("pos", "L")) or x.id in f.params:
-                        pass
-                    elif isinstance(t, ast.Name) and isinstance(v, (ast.Subscript, ast.Call)) \
-                            and x.id.startswith("_hs"):
-                        maybe_picks.append((x.id, v))
-                    elif isinstance(t, ast.Name) and x.id.startswith("_r") and (
-                            isinstance(v, ast.Call) or ast.unparse(v) == "_x.args[0]"):
-                        maybe_rets.append((x.id, v))
-                    else:
-                        f.locals[x.id] = None
-            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
-                if not (f.kind == "parser" and n.target.id == "pos") \
-                        and n.target.id not in f.params:
-                    f.locals[n.target.id] = None
-        maybe_rets.sort(key=lambda r: ast.unparse(r[1]) == "_x.args[0]")  # the calls first
-        for name, v in maybe_rets:
-            if not self.classify_ret(f, name, v):
-                f.locals[name] = None
-        for name, v in maybe_picks:  # once every alias is known
-            if not self.classify_pick(f, name, v):
-                f.locals[name] = None
-        if set(f.picks) & set(f.locals):
-            raise NotNative(f"function {f.name}: name {sorted(set(f.picks) & set(f.locals))[0]}"
-                            " is a stack element and a value")
-        both = (set(f.aliases) | set(f.ents)) & set(f.locals) or set(f.aliases) & set(f.ents)
-        if both:
-            raise NotNative(f"function {f.name}: name {sorted(both)[0]} has two kinds")
-
-    def bound_locals(self, f: Func) -> None:
-        """Each local's interval: the union of what is assigned to it, to a fixed point."""
-        assigns: list[tuple[str, ast.AST]] = []
-        for n in ast.walk(f.node):
-            if isinstance(n, ast.Assign) and len(n.targets) == 1:
-                t = n.targets[0]
-                if isinstance(t, ast.Name) and t.id in f.locals:
-                    assigns.append((t.id, n.value))
-                elif isinstance(t, ast.Tuple) and not isinstance(n.value, ast.Tuple):
-                    for x, u in zip(t.elts, self.unpacked(f, n.value), strict=False):
-                        if isinstance(x, ast.Name) and x.id in f.locals:
-                            assigns.append((x.id, ast.Constant(u.lo)))
-                            assigns.append((x.id, ast.Constant(u.hi)))
-            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) \
-                    and n.target.id in f.locals:
-                assigns.append((n.target.id, ast.BinOp(n.target, n.op, n.value,
-                                                       lineno=n.lineno)))
-        for turn in range(40):
-            changed = False
-            for name, v in assigns:
-                try:
-                    k = marker(v)
-                    b = self.node_bounds(self.nodes[k]) if k is not None else None
-                    if b is not None:  # a node's value (a register read)
-                        lo, hi = b
-                    else:
-                        x = self.ex(f, v)
-                        lo, hi = x.lo, x.hi
-                except Pending:
-                    continue
-                old = f.locals[name]
-                new = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
-                if new != old and old is not None and turn >= 8:
-                    # widening: a loop counter grows by one a turn; round the bound up to
-                    # the next power of two (still a bound), so that a mask stops it
-                    new = (-(1 << (-new[0]).bit_length()) if new[0] < 0 else new[0],
-                           (1 << new[1].bit_length()) - 1 if new[1] > 0 else new[1])
-                if new != old:
-                    f.locals[name] = new
-                    changed = True
-            if not changed:
-                return
-        raise NotNative(f"function {f.name}: the locals' ranges do not settle")
-
     def function(self, f: Func) -> list[str]:
         self.classify(f)
         self.bound_locals(f)
@@ -508,7 +361,7 @@ class Unit(IRLower, CopyOut, Picks, Varbits, TreeExpressions):
         body: list[str] = []
         if f.kind == "parser":
             body.append("    Py_ssize_t l_pos = 0, l_L = L_buf; int perr = 0; (void)perr; (void)l_L;")
-        self.body(f, f.node.body, body, 1)
+        self.body(f, f.node.body, f.line + 1, body, 1)
         if f.kind == "parser" and not body[-1].strip().startswith("*ret = l_pos"):
             raise NotNative("parser: no final `return pos`")
         head = [self.signature(f) + " {", "    int rc = 0; (void)rc;"]
@@ -618,6 +471,18 @@ class Unit(IRLower, CopyOut, Picks, Varbits, TreeExpressions):
         return "\n".join(lines)
 
 
+Unit.STMTS = {
+    Assign: Unit._assign, HeaderAlias: Unit._alias, Pass: Unit._pass, Break: Unit._jump,
+    Continue: Unit._jump, Return: Unit._return, Seq: Unit._seq, If: Unit._if,
+    Loop: Unit._loop, ExitScope: Unit._exit_scope, ParserScope: Unit._parser_scope,
+    ParserStart: Unit._parser_start, ParserEnd: Unit._parser_end, Advance: Unit._advance,
+    Extract: Unit.extract, HeaderCopy: Unit.header_copy, HeaderSet: Unit.header_set,
+    HeaderSwap: Unit.headers_swap, Emit: Unit.emit_stmt, EmitRun: Unit.emit_run,
+    EmitVarbit: Unit.emit_varbit, SiblingsInvalid: Unit.siblings_invalid,
+    CopyOutCall: Unit.copy_out_call, RegRead: Unit._simple, RegWrite: Unit._simple,
+    CounterCount: Unit._simple, Exit: Unit._simple, ParserError: Unit._simple,
+    ActionCall: Unit._simple, TableApply: Unit._simple,
+}
 RUNTIME_INCLUDE = '#include "runtime.h"'
 PROCESS_C = Path(__file__).resolve().parent / "process.c"
 

@@ -3,8 +3,7 @@
 The compiler (`pyswitch.compiler.action_params`) gives such an action a Python function
 that returns its out/inout parameters as a tuple, ``return (p_a, p_b,)`` (a `Return` of
 the IR), and, on ``exit``, raises them, ``raise _Exit((p_a, p_b,))`` (an `Exit`).  A
-caller copies them out, a `CopyOutCall` of the IR (`pyswitch.native.irtree` builds its
-tree from its fields)::
+caller copies them out, a `CopyOutCall` of the IR (lowered from its fields)::
 
     try:
         _r1 = a0(S, M, x, y)            # a table's wrapper: a0(S, M, x, *data)
@@ -23,49 +22,25 @@ handler becomes the code at the label an exit of the call jumps to.  A table's w
 
 from __future__ import annotations
 
-import ast
+from collections.abc import Sequence
+from typing import Any
 
-from pyswitch.ir import Exit, Stmt
+from pyswitch.ir import CopyOutCall, Pass
+from pyswitch.ir.exprs import Call, Expr, Local
 from pyswitch.native.exprs import Func, NotNative
-from pyswitch.native.irlower import marker
-from pyswitch.native.treeexprs import forget
-
-
-def out_names(fn: ast.FunctionDef, nodes: list[Stmt]) -> list[str] | None:
-    """The out/inout parameters an action function returns (every ``return`` and every
-    exit, an IR `Exit` among `nodes` by its marker, must give the same names), or None
-    when it returns nothing."""
-    outs: list[list[str]] = []
-    for n in ast.walk(fn):
-        v = None
-        k = marker(n) if isinstance(n, ast.Call) else None
-        if k is not None and isinstance(nodes[k], Exit):
-            if nodes[k].outs:  # type: ignore[union-attr]
-                outs.append(list(nodes[k].outs))  # type: ignore[union-attr]
-            continue
-        if isinstance(n, ast.Return) and n.value is not None:
-            v = n.value
-        else:
-            continue
-        if not (isinstance(v, ast.Tuple) and all(isinstance(e, ast.Name) for e in v.elts)):
-            raise NotNative(f"line {n.lineno}: return of a value")
-        outs.append([e.id for e in v.elts])  # type: ignore[attr-defined]
-    if not outs:
-        return None
-    if any(o != outs[0] for o in outs):
-        raise NotNative(f"function {fn.name}: returns of different parameters")
-    return outs[0]
+from pyswitch.native.lines import body_start
+from pyswitch.native.passes import assigned
 
 
 class CopyOut:
-    """See the module docstring; `Unit` provides `funcs`, `actions`, `meta`, `ex`,
-    `on_rc`, `store` and `body`."""
+    """See the module docstring; `Unit` provides `funcs`, `actions`, `meta`, `ex`, `raw`,
+    `on_rc`, `store`, `body`, `listing`, `exit_scope`."""
 
-    def data_params(self, fn: ast.FunctionDef) -> list[str]:
+    def data_params(self, fn: Any, line: int) -> list[str]:
         """A table wrapper's action data, as parameter names (``_d0``, ...)."""
         a = self.actions.get(fn.name)  # type: ignore[attr-defined]
         if a is None:
-            raise NotNative(f"line {fn.lineno}: signature of {fn.name}")
+            raise NotNative(f"line {line}: signature of {fn.name}")
         return [f"_d{i}" for i in range(len(a["params"]))]
 
     def param_bounds(self, f: Func, name: str) -> tuple[int, int]:
@@ -89,84 +64,109 @@ class CopyOut:
             raise NotNative(f"line {f.ln}: {name}[{i}]")
         return f"r_{name}[{i}]", self.param_bounds(callee, callee.outs[i])
 
-    def classify_ret(self, f: Func, name: str, v: ast.AST) -> bool:
-        """Record `name` as the out values of a call (or skip ``_x.args[0]``)."""
-        if ast.unparse(v) == "_x.args[0]" and name in f.rets:
-            return True
-        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) \
-                and v.func.id in self.funcs and self.funcs[v.func.id].outs:  # type: ignore[attr-defined]
+    def classify_ret(self, f: Func, name: str, kind: str, v: Any) -> bool:
+        """Record `name` as the out values of a call (or skip ``_x.args[0]``, `kind`
+        ``took``)."""
+        if kind == "took":
+            return name in f.rets
+        fn = v.fn if isinstance(v, (CopyOutCall, Call)) else None
+        if fn is not None and fn in self.funcs and self.funcs[fn].outs:  # type: ignore[attr-defined]
             old = f.rets.get(name)
-            if old is not None and old != v.func.id:
-                raise NotNative(f"line {v.lineno}: {name} holds two calls' values")
-            f.rets[name] = v.func.id
+            if old is not None and old != fn:
+                raise NotNative(f"line {f.ln}: {name} holds two calls' values")
+            f.rets[name] = fn
             return True
         return False
 
-    def call_args(self, f: Func, c: ast.Call, callee: Func) -> str:
+    def call_args(self, f: Func, args: Sequence[Expr], data: bool, callee: Func) -> str:
         """The C arguments of a call of action function `callee` (after ``P, st``):
-        each within its parameter's range, a ``*data`` spread as the wrapper's data."""
-        if [ast.unparse(a) for a in c.args[:2]] != ["S", "M"]:
-            raise NotNative(f"line {c.lineno}: call of {callee.name}")
-        args: list[ast.AST] = []
-        for a in c.args[2:]:
-            if isinstance(a, ast.Starred):
-                if not (f.star and ast.unparse(a.value) == "data"):
-                    raise NotNative(f"line {c.lineno}: call of {callee.name}")
-                args += [ast.Name(p, ctx=ast.Load(), lineno=c.lineno) for p in f.params]
-            else:
-                args.append(a)
-        if len(args) != len(callee.params):
-            raise NotNative(f"line {c.lineno}: call of {callee.name}: argument count")
+        each within its parameter's range, `data` (``*data``) spread as the wrapper's."""
+        vals = [(a, True) for a in args]
+        if data:
+            if not f.star:
+                raise NotNative(f"line {f.ln}: call of {callee.name}")
+            vals += [(Local(p), False) for p in f.params]
+        if len(vals) != len(callee.params):
+            raise NotNative(f"line {f.ln}: call of {callee.name}: argument count")
         out = ""
-        for pn, a in zip(callee.params, args, strict=True):
-            x = self.ex(f, a)  # type: ignore[attr-defined]
+        for pn, (a, met) in zip(callee.params, vals, strict=True):
+            x = self.ex(f, a) if met else self.raw(f, a)  # type: ignore[attr-defined]
             lo, hi = self.param_bounds(callee, pn)
             if x.lo < lo or x.hi > hi:  # what the parameter's type (a table entry) holds
-                raise NotNative(f"line {c.lineno}: argument out of its parameter's range")
+                raise NotNative(f"line {f.ln}: argument out of its parameter's range")
             out += f", {x.c}"
         return out
 
-    def ret_call(self, f: Func, name: str, v: ast.Call, o: list[str], d: int) -> None:
-        """``_r1 = a0(S, M, ...)``: the call, its out values into ``r__r1``."""
-        if ast.unparse(v) == "_x.args[0]":
-            return  # the callee filled the array before it exited
-        callee = self.funcs[f.rets[name]]  # type: ignore[attr-defined]
-        args = self.call_args(f, v, callee)
-        o.append(self.on_rc(f, f"f_{callee.name}(P, st{args}, r_{name})", d))  # type: ignore[attr-defined]
+    def call_value(self, f: Func, st: CopyOutCall) -> tuple[int, int]:
+        """A call's value assigned to a local: none that the C takes."""
+        fn = st.fn
+        if not st.data and fn in self.funcs and self.funcs[fn].returns:  # type: ignore[attr-defined]
+            raise NotNative(f"line {f.ln}: value-returning function {fn}")
+        raise NotNative(f"line {f.ln}: call of {fn}")
 
     def ret_decls(self, f: Func) -> list[str]:
         return [f"    V r_{k}[{len(self.funcs[c].outs)}] = {{0}};"  # type: ignore[attr-defined]
                 for k, c in f.rets.items()]
 
-    def return_outs(self, f: Func, v: ast.AST, o: list[str], d: int, rc: str) -> None:
+    def return_outs(self, f: Func, names: list[str], o: list[str], d: int, rc: str) -> None:
         """``return (p_a,)`` (rc 0) or ``raise _Exit((p_a,))`` (RC_EXIT): the values into
         the caller's array, then return."""
         ind = "    " * d
-        names = [e.id for e in v.elts]  # type: ignore[attr-defined]
         if names != f.outs:
-            raise NotNative(f"line {v.lineno}: return of other values")
+            raise NotNative(f"line {f.ln}: return of other values")
         for i, pn in enumerate(names):
             o.append(f"{ind}ret[{i}] = p_{pn};")
         o.append(f"{ind}return {rc};")
 
-    def exit_handler(self, f: Func, st: ast.Try, o: list[str], d: int) -> None:
+    # -- the calls -----------------------------------------------------------------------
+    def copy_out_call(self, f: Func, st: CopyOutCall, at: int, o: list[str], d: int) -> None:
+        """The call (its out values into ``r__rN``), inside its exit handler if any."""
+        if st.on_exit is None:
+            return self.run_call(f, st, at, o, d)
+        if not st.values and all(isinstance(ln.stmt, Pass) for ln in st.on_exit):
+            names = {st.result} if st.result else set()  # an exit simply passes on
+            return self.exit_scope(f, lambda: self.run_call(f, st, at + 1, o, d),  # type: ignore[attr-defined]
+                                   names, o, d)
+        self.exit_handler(f, st, at, o, d)
+
+    def run_call(self, f: Func, st: CopyOutCall, ln: int, o: list[str], d: int) -> None:
+        """``_r1 = a0(S, M, ...)`` (on line `ln`): the call, its out values into ``r__r1``;
+        ``a0(S, M, ...)`` of an action without out values."""
+        f.ln = ln
+        args = [self.node_of(a) for a in st.args]  # type: ignore[attr-defined]
+        if st.result:
+            x = st.result
+            if x in f.aliases:
+                return
+            if x in f.rets:
+                callee = self.funcs[f.rets[x]]  # type: ignore[attr-defined]
+                a = self.call_args(f, args, st.data, callee)
+                o.append(self.on_rc(f, f"f_{callee.name}(P, st{a}, r_{x})", d))  # type: ignore[attr-defined]
+                return
+            if x in f.picks:
+                raise NotNative(f"line {ln}: assignment to {x}")
+            self.call_value(f, st)
+        callee = self.funcs.get(st.fn)  # type: ignore[attr-defined]
+        if callee is None or callee.kind != "block" or callee.returns or callee.outs:
+            raise NotNative(f"line {ln}: call of {st.fn}")
+        o.append(self.on_rc(f, f"f_{st.fn}(P, st{self.call_args(f, args, st.data, callee)})",  # type: ignore[attr-defined]
+                            d))
+
+    def exit_handler(self, f: Func, st: CopyOutCall, at: int, o: list[str], d: int) -> None:
         """``try: <call> except _Exit as _x: <copy-out, exit>``: the handler is what an
         exit of the call jumps to."""
         ind = "    " * d
         f.nlabel += 1
         lab, done = f"exitx_{f.nlabel}", f"exitx_done_{f.nlabel}"
         f.exit_label.append(lab)
-        self.body(f, st.body, o, d)  # type: ignore[attr-defined]
+        self.run_call(f, st, at + 1, o, d)
         f.exit_label.pop()
         before = dict(f.cur)
         o.append(f"{ind}goto {done};")
         o.append(f"{ind}{lab}: ;")
-        for x in st.handlers[0].body:
-            if isinstance(x, ast.Assign) and ast.unparse(x.value) == "_x.args[0]":
-                continue
-            if any(isinstance(n, ast.Name) and n.id == "_x" for n in ast.walk(x)):
-                raise NotNative(f"line {x.lineno}: exit handler")
-            self.stmt(f, x, o, d)  # type: ignore[attr-defined]
+        body = st.on_exit or ()
+        self.body(f, body, body_start(self.listing, st, at, 0), o, d)  # type: ignore[attr-defined]
         o.append(f"{ind}{done}: ;")
         f.cur = before
-        forget(f, st.body + st.handlers[0].body)
+        for x in assigned(body) | ({st.result} if st.result else set()):
+            f.cur.pop(x, None)

@@ -310,6 +310,11 @@ class Expressions:
                 return X(x.c, max(x.lo, b[0]), min(x.hi, b[1]))
         return x
 
+    def raw(self, f: Func, n: Expr) -> X:
+        """Node `n`'s C and interval, not met with the IR's: a read the lowering of a
+        statement makes up (a header's field copied whole, a parameter passed on)."""
+        return check(self._lower(f, n), f.ln)
+
     def _lower(self, f: Func, n: Expr) -> X:
         return self.KINDS[type(n)](self, f, n)
 

@@ -1,26 +1,15 @@
-"""The native path's lowering of the intermediate form (`pyswitch.ir`) to C.
+"""The native path's lowering of the IR's simple statements to C (a mixin of
+`pyswitch.native.cgen.Unit`).
 
-`pyswitch.native.cgen` takes a program's IR.  The statements that are nodes of their own
-(register reads and writes, counters' counts, exits, parser errors, direct action
-calls, table applies) are lowered here from their
-fields; the extern registry lowers its own (`Extern.c_node`: a register's ``reg_get`` /
-``reg_set``, a counter's ``cells_iadd``).  Nothing of the Python back end's output is read.
-
-**Transitional** (issue 42, scope 1, until every construct is a node): `PyText` lines and
-the expressions inside nodes that are no expression nodes yet (`PyExpr.code`) are still
-Python source, read with ``ast`` as before (`pyswitch.native.exprtree` builds the others'
-trees from their nodes).  To keep one syntax tree per function for the passes that walk it
-(locals, their bounds, labels), `pyswitch.native.irtree` builds it: each simple node is
-one marker line, ``_ir(k)`` (``target = _ir(k)`` for a node that assigns a target: a
-register read's l-value, a table apply's entry), which `IRLower.ir_stmt` lowers where the
-translator meets it; the structured statements (assignments, ``if``, the blocks' and the
-parser's scopes) are built into the tree from their fields.  The markers are not Python
-any back end runs: the Python back end prints the nodes themselves (`pyswitch.ir.pyprint`).
+The statements that are nodes of their own without a body (register reads and writes,
+counters' counts, exits, parser errors, direct action calls, table applies) are lowered
+here from their fields; the extern registry lowers its own (`Extern.c_node`: a register's
+``reg_get`` / ``reg_set``, a counter's ``cells_iadd``).  Nothing of the Python back end's
+output is read.
 """
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 from pyswitch.ir import (
@@ -32,11 +21,10 @@ from pyswitch.ir import (
     Stmt,
     TableApply,
 )
+from pyswitch.ir.exprs import Expr
 from pyswitch.native.exprs import Func, NotNative
-from pyswitch.native.exprtree import expr_tree
-from pyswitch.native.irtree import MARK, assigned, marker, module_tree
 
-__all__ = ["MARK", "IRLower", "assigned", "marker", "module_tree"]
+__all__ = ["IRLower"]
 IND = "    "
 
 
@@ -44,17 +32,17 @@ class IRLower:
     """The nodes' C, for `pyswitch.native.cgen.Unit` (which provides `ex`, `cond`,
     `store`, `g`, `on_rc`, `exact`, `tables`, `meta`, `funcs`, `objs`)."""
 
-    nodes: list[Stmt]
     objs: list[Any]
     tables: dict[str, dict]
     meta: dict
     funcs: dict[str, Func]
-    ln: int = 0  # the marker's line, for the messages of what the nodes hold
+    ln: int = 0  # the statement's line, for the messages of what the nodes hold
 
-    def py(self, e: PyExpr) -> ast.expr:
-        """Expression `e`'s tree at the marker's line: built from its node, or its Python
-        read with ``ast`` where it is no node yet (transitional, `native.exprtree`)."""
-        return expr_tree(e, self.ln)
+    def node_of(self, e: PyExpr) -> Expr:
+        """Expression `e`'s node (every expression the compiler writes is one)."""
+        if e.node is None:
+            raise NotNative(f"line {self.ln}: expression {e.code[:60]!r} is no node")
+        return e.node
 
     def node_bounds(self, st: Stmt) -> tuple[int, int] | None:
         """The values a node assigns to its target, when it is a value (a register read;
@@ -66,37 +54,34 @@ class IRLower:
             return lo, hi
         return None
 
-    def ir_stmt(self, f: Func, st: Stmt, at: ast.stmt, o: list[str], d: int) -> None:
-        """Node `st` (its marker statement `at`) in C."""
-        self.ln = at.lineno
+    def ir_stmt(self, f: Func, st: Stmt, at: int, o: list[str], d: int) -> None:
+        """Node `st`, on line `at`, in C."""
+        self.ln = f.ln = at
         ind = IND * d
         if isinstance(st, Exit):
             if st.outs and not f.outs:
-                raise NotNative(f"line {at.lineno}: exit with values outside a copy-out action")
+                raise NotNative(f"line {at}: exit with values outside a copy-out action")
             if f.exit_label:  # a handler raises again with the values it then has
                 o.append(f"{ind}goto {f.exit_label[-1]};")
             elif st.outs:  # the values into the caller's array (copyout)
-                load = ast.Load()
-                v = ast.Tuple([ast.Name(n, ctx=load) for n in st.outs], ctx=load,
-                              lineno=at.lineno)
-                self.return_outs(f, v, o, d, "RC_EXIT")  # type: ignore[attr-defined]
+                self.return_outs(f, list(st.outs), o, d, "RC_EXIT")  # type: ignore[attr-defined]
             else:
                 o.append(f"{ind}return RC_EXIT;")
             return
         if isinstance(st, ParserError):
             if not f.perr_label:
-                raise NotNative(f"line {at.lineno}: a parser error outside the parser")
+                raise NotNative(f"line {at}: a parser error outside the parser")
             code = st.code
             if not isinstance(code, int):  # an error known at run time only (verify)
-                x = self.ex(f, self.py(code))  # type: ignore[attr-defined]
+                x = self.ex(f, self.node_of(code))  # type: ignore[attr-defined]
                 if x.lo < 0 or x.hi > 1 << 16:  # the parser_error slot's range
-                    raise NotNative(f"line {at.lineno}: a parser error's value out of range")
+                    raise NotNative(f"line {at}: a parser error's value out of range")
                 code = f"(int){x.c}"
             jump = f"perr = {code}; goto {f.perr_label[-1]};"
             if st.cond is None:
                 o.append(ind + jump)
             else:
-                o.append(f"{ind}if ({self.cond(f, self.py(st.cond))}) {{ {jump} }}")  # type: ignore[attr-defined]
+                o.append(f"{ind}if ({self.cond(f, self.node_of(st.cond))}) {{ {jump} }}")  # type: ignore[attr-defined]
             return
         if isinstance(st, TableApply):
             return self.table_apply(f, st, o, d)
@@ -105,18 +90,15 @@ class IRLower:
         for e in self.objs:  # a register read or write, a counter: pyswitch.externs
             if e.c_node(self, f, st, o, d):
                 return
-        raise NotNative(f"line {at.lineno}: {type(st).__name__}")
+        raise NotNative(f"line {at}: {type(st).__name__}")
 
     def action_call(self, f: Func, st: ActionCall, o: list[str], d: int) -> None:
         """``f_<fn>(P, st, args)``, its exit or exception passed on (`on_rc`)."""
         callee = self.funcs.get(st.fn)
         if callee is None or callee.kind != "block" or callee.returns or callee.outs:
             raise NotNative(f"line {self.ln}: call of {st.fn}")
-        # the argument check of copyout.call_args, on the node's arguments
-        load = ast.Load()
-        c = ast.Call(ast.Name(st.fn, ctx=load), [ast.Name("S", ctx=load), ast.Name("M", ctx=load)]
-                     + [self.py(a) for a in st.args], [], lineno=self.ln)
-        o.append(self.on_rc(f, f"f_{st.fn}(P, st{self.call_args(f, c, callee)})", d))  # type: ignore[attr-defined]
+        args = self.call_args(f, [self.node_of(a) for a in st.args], False, callee)  # type: ignore[attr-defined]
+        o.append(self.on_rc(f, f"f_{st.fn}(P, st{args})", d))  # type: ignore[attr-defined]
 
     # -- table applies -----------------------------------------------------------------
     def table_apply(self, f: Func, st: TableApply, o: list[str], d: int) -> None:
@@ -133,7 +115,7 @@ class IRLower:
             elif st.kind == "exact":
                 if len(st.keys) != len(self.tables[var]["keys"]) or not st.keys:
                     raise NotNative(f"line {self.ln}: key of {len(st.keys)} values")
-                vals = ", ".join(self.ex(f, self.py(k)).c for k in st.keys)  # type: ignore[attr-defined]
+                vals = ", ".join(self.ex(f, self.node_of(k)).c for k in st.keys)  # type: ignore[attr-defined]
                 o.append(f"{ind}if (xt_lookup({xs}, (V[]){{{vals}}}, &e_{e}, {keep}) < 0) "
                          "return RC_ERR;")
             else:
@@ -145,7 +127,7 @@ class IRLower:
                 o.append(f"{ind}if (tab_default({tab}, {tabd}, &e_{e}, {keep}) < 0) "
                          "return RC_ERR;")
             elif st.kind == "lookup":
-                xs = [self.ex(f, self.py(k)).c for k in st.keys]  # type: ignore[attr-defined]
+                xs = [self.ex(f, self.node_of(k)).c for k in st.keys]  # type: ignore[attr-defined]
                 key = f"v_to_py({xs[0]})" if len(xs) == 1 else \
                     f"key_tuple({len(xs)}, (V[]){{{', '.join(xs)}}})"
                 o.append(f"{ind}if (tab_lookup({tab}, {key}, &e_{e}, {keep}) < 0) "
@@ -154,7 +136,7 @@ class IRLower:
                 raise NotNative(f"line {self.ln}: exact look-up of a general table")
         if st.count is not None:  # a direct counter: an exact table's Cells, else a list
             add = "xt_count" if exact else "list_iadd"
-            n = self.ex(f, self.py(st.count)).c  # type: ignore[attr-defined]
+            n = self.ex(f, self.node_of(st.count)).c  # type: ignore[attr-defined]
             o.append(f"{ind}if (e_{e}.hit) {{")
             for i, v in ((0, "1"), (1, n)):
                 o.append(f"{ind}    if ((rc = {add}(e_{e}.counter, {i}, {v})) != 0) "

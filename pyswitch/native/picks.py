@@ -17,11 +17,11 @@ extract, ``.last`` of an empty stack), which the C returns as Python's.
 
 from __future__ import annotations
 
-import ast
-import copy
 from typing import Any
 
-from pyswitch.native.exprs import Func, NotNative, X, wide_varbit
+from pyswitch.ir import SiblingsInvalid
+from pyswitch.ir.exprs import Call, Elems, Expr, Field, Lit, Paren, Pick, Str
+from pyswitch.native.exprs import Func, NotNative, wide_varbit
 
 # the stack helpers (`pyswitch.ir.module.Helper` ``stacks``), called from C
 PRELUDE_FUNCS = ("_hs_at", "_hs_last")
@@ -41,24 +41,25 @@ class Picks:
     hb: list[list[tuple[int, int] | None]]
     hoff: list[int]
 
-    def pick_of(self, f: Func, v: ast.AST) -> tuple[list[int], ast.AST, str, Any] | None:
+    def pick_of(self, f: Func, v: Expr) -> tuple[list[int], Expr, str, Any] | None:
         """(header slots, index, helper or "", helper's constants) when `v` picks a stack
         element, else None."""
-        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Tuple):
-            elts, idx, helper, extra = v.value.elts, v.slice, "", ()
-        elif (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
-              and v.func.id in PRELUDE_FUNCS and len(v.args) >= 2
-              and isinstance(v.args[0], ast.Tuple)):
-            elts, idx, helper = v.args[0].elts, v.args[1], v.func.id
-            try:  # what (a string) and, for _hs_at, the field count (-1: an extract)
-                extra = tuple(ast.literal_eval(a) for a in v.args[2:])
-            except ValueError:
+        while isinstance(v, Paren):
+            v = v.a
+        if isinstance(v, Pick):
+            elts, idx, helper, extra = v.elems, v.index, "", ()
+        elif (isinstance(v, Call) and v.fn in PRELUDE_FUNCS and len(v.args) >= 2
+              and isinstance(v.args[0], Elems)):
+            elts, idx, helper = v.args[0].elems, v.args[1], v.fn
+            # what (a string) and, for _hs_at, the field count (-1: an extract)
+            if not all(isinstance(a, (Str, Lit)) for a in v.args[2:]):
                 return None
+            extra = tuple(a.value for a in v.args[2:])  # type: ignore[union-attr]
         else:
             return None
-        if not elts or not all(isinstance(e, ast.Name) and e.id in f.aliases for e in elts):
+        if not elts or not all(e in f.aliases for e in elts):
             return None
-        return [f.aliases[e.id] for e in elts], idx, helper, extra  # type: ignore[attr-defined]
+        return [f.aliases[e] for e in elts], idx, helper, extra
 
     def pick_width(self, f: Func, name: str) -> int:
         return len(self.hb[f.picks[name][0]])
@@ -75,7 +76,7 @@ class Picks:
         hi = max(b[1] for b in bs)  # type: ignore[index]
         return f"k_{name}[{j}]", (min(lo, 0), max(hi, 0))  # the scratch header holds 0
 
-    def classify_pick(self, f: Func, name: str, v: ast.AST) -> bool:
+    def classify_pick(self, f: Func, name: str, v: Expr) -> bool:
         """Record `name` as a pick when `v` is one (its elements must agree)."""
         p = self.pick_of(f, v)
         if p is None:
@@ -83,24 +84,24 @@ class Picks:
         slots = p[0]
         old = f.picks.get(name)
         if old is not None and old != slots:
-            raise NotNative(f"line {v.lineno}: {name} picks from two stacks")
+            raise NotNative(f"line {f.ln}: {name} picks from two stacks")
         if len({len(self.hb[k]) for k in slots}) != 1:
-            raise NotNative(f"line {v.lineno}: stack elements of different types")
+            raise NotNative(f"line {f.ln}: stack elements of different types")
         f.picks[name] = slots
         return True
 
-    def pick(self, f: Func, name: str, v: ast.AST, o: list[str], d: int) -> None:
+    def pick(self, f: Func, name: str, v: Expr, o: list[str], d: int) -> None:
         """The C of ``name = <pick>``."""
         ind = "    " * d
         p = self.pick_of(f, v)
         if p is None or p[0] != f.picks[name]:
-            raise NotNative(f"line {v.lineno}: assignment to {name}")
+            raise NotNative(f"line {f.ln}: assignment to {name}")
         slots, idx, helper, extra = p
         n = len(slots)
         i = self.ex(f, idx)  # type: ignore[attr-defined]
         offs = ", ".join(str(self.hoff[k]) for k in slots)
         if i.lo < -(1 << 62) or i.hi >= 1 << 62:
-            raise NotNative(f"line {v.lineno}: stack index beyond 62 bits")
+            raise NotNative(f"line {f.ln}: stack index beyond 62 bits")
         o.append(f"{ind}{{ static const int o_[{n}] = {{{offs}}}; V i_ = {i.c};")
         if not helper:  # hs.next, checked against the stack's size just before
             if i.lo < 0 or i.hi >= n:  # as Python's tuple index, if it ever were outside
@@ -123,72 +124,21 @@ class Picks:
         return [f"    V *k_{k} = NULL; V z_{k}[{self.pick_width(f, k)}]; (void)z_{k};"
                 for k in f.picks]
 
-    def headers_swap(self, f: Func, t: ast.Tuple, v: ast.Tuple, o: list[str], d: int) -> None:
-        """``h5[:], h4[:] = h4, h5[:]`` (a stack's elements shifted): every source header's
-        fields are read before any is written, as Python's tuple assignment does."""
-        ind = "    " * d
-
-        def header(n: ast.AST, whole: bool) -> str | None:
-            if whole and isinstance(n, ast.Subscript) and ast.unparse(n.slice) == ":":
-                n = n.value
-            return n.id if isinstance(n, ast.Name) and n.id in f.aliases else None
-
-        dst = [header(x, True) for x in t.elts]
-        src = [header(x, True) for x in v.elts]
-        if len(dst) != len(src) or None in dst or None in src or any(
-                isinstance(x, ast.Subscript) and ast.unparse(x.slice) != ":" for x in t.elts):
-            raise NotNative(f"line {t.lineno}: tuple assignment {ast.unparse(v)[:40]!r}")
-        o.append(f"{ind}{{")
-        for k, s in enumerate(src):
-            for j in range(len(self.hb[f.aliases[s]])):  # type: ignore[index]
-                x = self.val(f, ast.Subscript(ast.Name(dst[k], ctx=ast.Load()),  # type: ignore[attr-defined]
-                                              ast.Constant(j), lineno=t.lineno),
-                             ast.Subscript(ast.Name(s, ctx=ast.Load()), ast.Constant(j),
-                                           lineno=t.lineno), o, d + 1)
-                o.append(f"{ind}    V t{k}_{j} = {x.c};")
-        for k, (dn, s) in enumerate(zip(dst, src, strict=True)):
-            if len(self.hb[f.aliases[dn]]) != len(self.hb[f.aliases[s]]):  # type: ignore[index]
-                raise NotNative(f"line {t.lineno}: headers of different types")
-            for j in range(len(self.hb[f.aliases[s]])):  # type: ignore[index]
-                b = self.hb[f.aliases[s]][j]  # type: ignore[index]
-                if b is None:
-                    raise NotNative(f"line {t.lineno}: field {j} of {s}")
-                self.store(f, ast.Subscript(ast.Name(dn, ctx=ast.Load()),  # type: ignore[attr-defined]
-                                            ast.Constant(j), lineno=t.lineno),
-                           X(f"t{k}_{j}", *b), o, d + 1)
-        o.append(f"{ind}}}")
-
-    def for_picked(self, f: Func, st: ast.For, o: list[str], d: int) -> None:
+    def siblings_invalid(self, f: Func, st: SiblingsInvalid, at: int, o: list[str],
+                         d: int) -> None:
         """``for _s in ((h2, ), (h4, ), )[i]: _s[0] = False`` (the other members of the
         union extracted at a stack's next index made invalid): one case per index."""
         ind = "    " * d
-        it = st.iter
-        if not (isinstance(st.target, ast.Name) and not st.orelse
-                and isinstance(it, ast.Subscript) and isinstance(it.value, ast.Tuple)
-                and all(isinstance(g, ast.Tuple) and all(
-                    isinstance(e, ast.Name) and e.id in f.aliases for e in g.elts)
-                    for g in it.value.elts)):
-            raise NotNative(f"line {st.lineno}: statement {ast.unparse(st)[:60]!r}")
-        var = st.target.id
-        if any(isinstance(n, ast.Name) and n.id == var and not isinstance(p, ast.Subscript)
-               for p in ast.walk(ast.Module(st.body, [])) for n in ast.iter_child_nodes(p)):
-            raise NotNative(f"line {st.lineno}: loop variable {var} used whole")
-        i = self.ex(f, it.slice)  # type: ignore[attr-defined]
+        if not all(e in f.aliases for g in st.groups for e in g):
+            raise NotNative(f"line {at}: statement 'for _s in ...'")
+        i = self.ex(f, self.node_of(st.index))  # type: ignore[attr-defined]
         o.append(f"{ind}switch ((int)({i.c})) {{")
-        for k, g in enumerate(it.value.elts):
+        for k, g in enumerate(st.groups):
             o.append(f"{ind}case {k}:")
-            for e in g.elts:  # type: ignore[attr-defined]
-                body = [_Rename(var, e.id).visit(copy.deepcopy(s)) for s in st.body]
-                self.body(f, body, o, d + 1)  # type: ignore[attr-defined]
+            for e in g:
+                f.ln = at
+                self.store(f, Field(e, 0), self.raw(f, Lit(False)), o, d + 1)  # type: ignore[attr-defined]
             o.append(f"{ind}    break;")
         o.append(f"{ind}default: PyErr_SetString(PyExc_IndexError, \"tuple index out of "
                  "range\"); return RC_ERR;")
         o.append(f"{ind}}}")
-
-
-class _Rename(ast.NodeTransformer):
-    def __init__(self, old: str, new: str) -> None:
-        self.old, self.new = old, new
-
-    def visit_Name(self, n: ast.Name) -> ast.Name:
-        return ast.copy_location(ast.Name(self.new, ctx=n.ctx), n) if n.id == self.old else n
