@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyswitch import externs
 from pyswitch.ir.bounds import Bounds
@@ -68,6 +67,7 @@ from pyswitch.ir.exprs import (
     operands,
     text,
 )
+from pyswitch.ir.module import Function
 
 LIMIT = 1 << 126
 
@@ -198,7 +198,7 @@ class Func:
     `pyswitch.ir.Function`) and what the passes learn of it."""
 
     name: str
-    node: Any  # pyswitch.ir.Function
+    node: Function
     params: list[str]
     kind: str  # "parser", "deparser" or "block"
     returns: bool = False
