@@ -120,7 +120,7 @@ from pyswitch.ir.exprs import (
     Wrap,
     operands,
 )
-from pyswitch.ir.module import Function, ModuleItem, ModuleText, walk
+from pyswitch.ir.module import Function, ModuleItem, ModuleText, StructDecl, walk
 from pyswitch.ir.stmts import Assign, Extract, HeaderAlias, PyText, RegRead
 
 __all__ = ["Bounds", "Iv", "PACKET_MAX", "function_bounds", "param_bounds", "picked",
@@ -395,12 +395,14 @@ class Bounds:
 
 
 def struct_items(ir: Iterable[ModuleItem]) -> dict[str, list[int]]:
-    """Each module-level ``_stN = _struct.Struct('>...')``'s items' sizes in bytes (the
-    module's struct declarations are still text, `ModuleText`)."""
+    """Each module-level struct's items' sizes in bytes: a `StructDecl`'s (a big-endian
+    format of ``B H I Q``), or a ``_stN = _struct.Struct('>...')`` still in `ModuleText`."""
     sizes = {"B": 1, "H": 2, "I": 4, "Q": 8}
     out: dict[str, list[int]] = {}
     for it in ir:
-        if isinstance(it, ModuleText):
+        if isinstance(it, StructDecl) and re.fullmatch(r">[BHIQ]*", it.fmt):
+            out[it.var] = [sizes[c] for c in it.fmt[1:]]
+        elif isinstance(it, ModuleText):
             for m in re.finditer(r"^(\w+) = _struct\.Struct\('>([BHIQ]*)'\)", it.text, re.M):
                 out[m.group(1)] = [sizes[c] for c in m.group(2)]
     return out
