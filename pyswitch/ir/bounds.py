@@ -86,7 +86,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyswitch.ir.exprs import (
     ActionRun,
@@ -120,6 +120,7 @@ from pyswitch.ir.exprs import (
     Wrap,
     operands,
 )
+from pyswitch.ir.flow import Flow
 from pyswitch.ir.module import Function, ModuleItem, ModuleText, StructDecl, walk
 from pyswitch.ir.stmts import Assign, Extract, HeaderAlias, PyText, RegRead
 
@@ -222,10 +223,15 @@ class Bounds:
     parser: bool = False
     picks: dict[str, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
     varbits: dict = field(default_factory=dict)
+    flow: dict[int, tuple[Expr, Iv | None]] = field(default_factory=dict, repr=False)
     _memo: dict[int, tuple[Expr, Iv | None]] = field(default_factory=dict, repr=False)
 
     def of(self, n: Expr) -> Iv | None:
-        """Node `n`'s interval (None: not proven, an operand of unknown range in it)."""
+        """Node `n`'s interval (None: not proven, an operand of unknown range in it): at
+        the points of the function it is evaluated at (`flow`), else with `locals`."""
+        hit = self.flow.get(id(n))
+        if hit is not None and hit[0] is n:
+            return hit[1]
         hit = self._memo.get(id(n))
         if hit is not None and hit[0] is n:
             return hit[1]
@@ -476,7 +482,19 @@ def function_bounds(fn: Function, mbounds: Sequence[Iv | None] = (),
     for name in names:  # a local a text line may assign too: not proven here
         if re.search(rf"\b{re.escape(name)}\b", targets):
             locs[name] = None
-    return env(locs)
+    out = env(locs)
+    if not text:  # the text's jumps are not seen here: flow-insensitive only
+        whole = {k: v for k, v in locs.items()
+                 if k not in out.params and not (out.parser and k in ("pos", "L"))}
+
+        def items(st: Extract) -> list[Iv | None]:
+            sizes = (structs or {}).get(st.struct)
+            return [None if sizes is None or i >= len(sizes) else (0, (1 << (8 * sizes[i])) - 1)
+                    for i in range(st.items)]
+
+        out.flow = Flow(lambda s: replace(out, locals=s, flow={}, _memo={}), whole,
+                        items).run(fn.body)
+    return out
 
 
 _ASSIGN = re.compile(r"^(.*?)(?<![=!<>])(?:[-+*/%&|^]|<<|>>|//)?=(?!=)")
