@@ -10,15 +10,16 @@ state maps the locals to theirs, and is None where no run reaches (after a jump)
 `Flow` walks a function's statements once, in order, from the state where no local has a
 value, and records every expression node's interval in the state it is evaluated in
 (joined over the points where the same node is evaluated); a `Loop` is iterated to its
-fixed point first, without recording.  The node intervals come from the `Bounds` rules,
-with the state as the locals' intervals (`Bounds.at`).
+fixed point first, without recording.  The node intervals come from the rules of
+`pyswitch.ir.bounds.Bounds` (`Bounds` here: what the walk needs of it), with the state as
+the locals' intervals.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pyswitch.ir.exprs import Expr, Local, operands
 from pyswitch.ir.module import expressions
@@ -43,14 +44,19 @@ from pyswitch.ir.stmts import (
     Stmt,
 )
 
-if TYPE_CHECKING:
-    from pyswitch.ir.bounds import Bounds
-
-__all__ = ["Flow", "Iv", "State", "join_iv", "join_states", "meet_iv", "widen_iv"]
+__all__ = ["ROUNDS", "WIDEN_AFTER", "Bounds", "Flow", "Iv", "State", "join_iv", "join_states",
+           "meet_iv", "widen_iv"]
 
 Iv = tuple[int, int]
 State = dict[str, "Iv | None"]
 WIDEN_AFTER, ROUNDS = 8, 40
+
+
+class Bounds(Protocol):
+    """What the walk needs of `pyswitch.ir.bounds.Bounds`: a node's interval."""
+
+    def of(self, n: Expr) -> Iv | None:
+        """Node `n`'s interval (None: not proven)."""
 
 
 def join_iv(a: Iv | None, b: Iv | None) -> Iv | None:
