@@ -408,17 +408,20 @@ def test_cgen_meets_the_ir_intervals(rel: str, monkeypatch) -> None:  # noqa: AN
         except NotNative as e:
             return f"refused: {e}"
 
-    real = exprs.Expressions._ex
-    last: dict[int, tuple] = {}  # the tree -> (it, node, cgen's, the IR's)
+    # cgen's own interval: of the node it lowers (``_lower``), or, where it still
+    # translates trees built from the nodes, of the tree carrying it (``_ex``, ``ir_expr``)
+    kind = "_lower" if hasattr(exprs.Expressions, "_lower") else "_ex"
+    real = getattr(exprs.Expressions, kind)
+    last: dict[int, tuple] = {}  # what is lowered -> (it, its node, cgen's, the IR's)
 
-    def spy(self, f, node):  # noqa: ANN001, ANN202
-        x = real(self, f, node)
-        n = getattr(node, "ir_expr", None)
+    def spy(self, f, t):  # noqa: ANN001, ANN202
+        x = real(self, f, t)
+        n = t if kind == "_lower" else getattr(t, "ir_expr", None)
         if n is not None and f.irb is not None and not opaque(n):
-            last[id(node)] = (node, n, (x.lo, x.hi), f.irb.of(n))
+            last[id(t)] = (t, n, (x.lo, x.hi), f.irb.of(n))
         return x
 
-    monkeypatch.setattr(exprs.Expressions, "_ex", spy)
+    monkeypatch.setattr(exprs.Expressions, kind, spy)
     with_ir = c_source()
     pairs = [(n, x, iv) for _, n, x, iv in last.values() if iv is not None]
     assert pairs
