@@ -43,6 +43,7 @@ from pyswitch.ir import (
     SiblingsInvalid,
     Stmt,
     shift,
+    unshared,
     walk,
 )
 from pyswitch.ir.exprs import Lit
@@ -111,7 +112,7 @@ class Controls:
         else:
             lines.append(Line(1, scope(tuple(shift(body.lines, 1)))))
         lines += [Line(1, p) for p in post]
-        self.module.append(Function(fname, tuple(params), tuple(lines)))
+        self.module.append(Function(fname, tuple(params), unshared(lines)))
 
     def local_decl(self, item: Tree, scope: Scope, em: Emitter) -> None:
         k = item.data

@@ -40,6 +40,7 @@ from pyswitch.ir.module import (
     bodies,
     expressions,
     shift,
+    unshared,
     walk,
 )
 from pyswitch.ir.pyprint import function_lines, item_text, module_text, stmt_lines
@@ -86,4 +87,4 @@ __all__ = ["ActionCall", "Advance", "Assign", "Body", "Break", "Continue", "Copy
            "Line", "Loop", "ModuleItem", "ModuleText", "ParserEnd", "ParserError", "ParserScope",
            "ParserStart", "Pass", "PyExpr", "PyText", "RegRead", "RegWrite", "Return", "Seq",
            "SiblingsInvalid", "Stmt", "StructDecl", "TableApply", "bodies", "expressions",
-           "function_lines", "item_text", "module_text", "shift", "stmt_lines", "walk"]
+           "function_lines", "item_text", "module_text", "shift", "stmt_lines", "unshared", "walk"]

@@ -12,7 +12,8 @@ node               interval
 ``Slot``, ``Field`` the slot's (``meta["mbounds"]``, ``meta["hbounds"]`` through the
                    function's header aliases; a header's field 0 is its valid bit,
                    [0, 1]) met with the width's [0, 2**W - 1]
-``Local``          its fixed point (below); none when only text assigns it; a parameter
+``Local``          its interval in the state it is read in (below); none when only
+                   text assigns it; a parameter
                    its type's (``meta["fbounds"]``); the parser's ``pos``, ``L``: [0, 2**40]
                    (a packet is shorter than 2**40 bytes, as the C back end assumes)
 ``Elem``, ``Opaque`` their type's width (an action's out value; an operand still text)
@@ -66,27 +67,70 @@ value is the type's pattern by construction (a read of a slot, a field, a parame
 operand still text, a wrapped or masked result); elsewhere it is what the operators
 prove.
 
-The locals of a function (`function_bounds`): each local's interval is the union of the
-intervals of the values assigned to it anywhere in the function (``Assign`` to a
-``Local``; a ``RegRead`` into one: the register cells' bounds, its default when guarded;
-an ``Extract``'s items ``a0 ...``: their struct item's bytes), computed by
-Kleene iteration from the empty interval: each round re-evaluates every assignment with the
-intervals of the round before, until nothing changes (this covers loops: a value that
-comes round a ``Loop`` is one of the assignments).  A bound still growing after 8 rounds is
-widened to the next power of two (a loop counter stops at a mask); after 40 rounds the
-locals still moving have no interval.  Nor has a local assigned a value still text, or one
-a `PyText` line of the function may assign (a name before an ``=`` of the line, after a
-``for`` or an ``as``: the transitional text is not parsed here, so a local it may touch is
-not proven).  It is flow-insensitive: a local has one interval
-for the whole function (the C back end's own analysis is flow-sensitive too; it meets the
-two, `pyswitch.native.exprs`).
+The locals of a function (`function_bounds`) are bounded flow-sensitively, by abstract
+interpretation over its statements (`pyswitch.ir.flow`).  A state maps each local to an
+interval, to None (not proven) or to nothing (bottom: no value reaches that point yet);
+a whole state is None where no run reaches (after a jump).  The join of two states, where
+paths meet, is local by local the hull of the two intervals (a local without a value in
+one state has the other's; None absorbs).  The function starts from the empty state (a
+local has no value before its first assignment: Python raises on reading it).  Each
+statement maps the state s before it to the state after it, its own expressions
+evaluated in s (the assignments' targets after):
+
+==========================  ==========================================================
+statement                   state after
+==========================  ==========================================================
+``Assign`` x = v            s with x: v's interval in s met with W(x) (below); a
+                            target still text: x not proven
+``RegRead`` into x          x: the register cells' bounds (its default too when
+                            guarded) met with W(x)
+``Extract`` (items)         ``a0, a1, ...``: their struct item's [0, 2**(8n) - 1]
+                            (the fields over them evaluated after)
+``If``                      the join of its two bodies' ends (no ``else``: s)
+``Loop``                    the join of the states at its ``Break``s; its body runs
+                            from the head's state, the least fixed point of head =
+                            s join the body's end join its ``Continue``s, by Kleene
+                            iteration from s (below)
+``ExitScope``,              the join of its body's end and of the state before every
+``ParserScope``             statement inside it (any of them may jump to the label:
+                            an ``exit`` in an action it calls, a parser error raised
+                            by a stack helper)
+``CopyOutCall``, handler    s joined with the handler's end (the handler runs from s)
+``Break``, ``Continue``     None (s goes to the loop's exit, its head)
+``Return``, ``Exit``,       None (s goes to the caller, or to a label: above)
+``ParserEnd``, a
+``ParserError`` always
+any other                   s (a call or a header's statement assigns no local here)
+==========================  ==========================================================
+
+A loop's head is iterated with its body walked from the head of the round before; a bound
+still growing after 8 rounds is widened to the next power of two (a loop counter stops
+at a mask); after 40 rounds a local still moving is not proven.  A node's interval
+(`Bounds.of`) is the join of its intervals in the states it is evaluated in; a node is one
+place of its function (the IR holds each node object once, `pyswitch.ir.module.unshared`),
+so it is its interval there (over every turn of the loops around it).  A node read where a
+local in it has no value is not run there; one never run (after a jump), or not of the
+function, is bounded with W.
+
+W, each local's whole-function interval, is the flow-insensitive bound: the union of the
+intervals of the values assigned to it anywhere in the function (the same statements),
+computed by Kleene iteration from the empty interval, each round re-evaluating every
+assignment with the intervals of the round before (widened and given up as above).  It is
+sound on its own; every state is met with it, so that no widening leaves a local looser
+than it.  A local assigned a value still text has no W; nor has one a `PyText` line of the
+function may assign (a name before an ``=`` of the line, after a ``for`` or an ``as``: the
+transitional text is not parsed here), and a function still holding text is bounded with
+W only (its text's jumps are not seen).  The C back end's own intervals are flow-sensitive
+too, with coarser joins (a local assigned in a loop or before a label has its
+whole-function bound there); it meets them with these (`pyswitch.native.exprs`), which are
+never looser (`tests/test_ir_bounds.py`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyswitch.ir.exprs import (
     ActionRun,
@@ -120,29 +164,21 @@ from pyswitch.ir.exprs import (
     Wrap,
     operands,
 )
-from pyswitch.ir.module import Function, ModuleItem, ModuleText, walk
+from pyswitch.ir.flow import ROUNDS, WIDEN_AFTER, Flow, Iv, meet_iv, widen_iv
+from pyswitch.ir.module import Function, ModuleItem, ModuleText, StructDecl, walk
 from pyswitch.ir.stmts import Assign, Extract, HeaderAlias, PyText, RegRead
 
 __all__ = ["Bounds", "Iv", "PACKET_MAX", "function_bounds", "param_bounds", "picked",
            "program_bounds", "struct_items", "width_iv"]
 
-Iv = tuple[int, int]
 PACKET_MAX = 1 << 40
 _BOOL: Iv = (0, 1)
 _CMP = {"==", "!=", "<", ">", "<=", ">=", "and", "or"}
-_WIDEN_AFTER, _ROUNDS = 8, 40
 
 
 def width_iv(w: int | None) -> Iv | None:
     """[0, 2**w - 1], or None without a width."""
     return None if w is None else (0, (1 << w) - 1)
-
-
-def _meet(a: Iv | None, b: Iv | None) -> Iv | None:
-    if a is None or b is None:
-        return a if b is None else b
-    lo, hi = max(a[0], b[0]), min(a[1], b[1])
-    return (lo, hi) if lo <= hi else a  # disjoint: a bug elsewhere; keep the proven one
 
 
 def _join(a: Iv | None, b: Iv) -> Iv:
@@ -208,8 +244,10 @@ def picked(v: Expr | None) -> tuple[tuple[str, ...], bool] | None:
 class Bounds:
     """The intervals of one function's expression nodes: `mbounds` and `hbounds` (the
     program's ``meta``), `aliases` (header local -> header slot), `locals` (name ->
-    interval: `function_bounds`'s fixed point), `params` (a parameter's interval: its
-    type's, ``meta["fbounds"]``), `parser` (the parser's ``pos`` and ``L`` are locals),
+    interval: the whole-function intervals W; a state's, `pyswitch.ir.flow`), `flow`
+    (each node of the function -> its interval at its place), `params` (a parameter's
+    interval: its type's, ``meta["fbounds"]``), `parser` (the parser's ``pos`` and
+    ``L`` are locals),
     `picks` (a local naming a stack element picked at run time -> the elements' header
     locals, and whether it may be the scratch header of zeros: `picked`), `varbits` (the
     program's ``meta["varbits"]``: each varbit's maximum width)."""
@@ -222,10 +260,15 @@ class Bounds:
     parser: bool = False
     picks: dict[str, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
     varbits: dict = field(default_factory=dict)
+    flow: dict[int, tuple[Expr, Iv | None]] = field(default_factory=dict, repr=False)
     _memo: dict[int, tuple[Expr, Iv | None]] = field(default_factory=dict, repr=False)
 
     def of(self, n: Expr) -> Iv | None:
-        """Node `n`'s interval (None: not proven, an operand of unknown range in it)."""
+        """Node `n`'s interval (None: not proven, an operand of unknown range in it): at
+        the points of the function it is evaluated at (`flow`), else with `locals`."""
+        hit = self.flow.get(id(n))
+        if hit is not None and hit[0] is n:
+            return hit[1]
         hit = self._memo.get(id(n))
         if hit is not None and hit[0] is n:
             return hit[1]
@@ -238,7 +281,7 @@ class Bounds:
             return (int(n.value), int(n.value))
         if isinstance(n, Slot):
             mb = self.mbounds[n.index] if 0 <= n.index < len(self.mbounds) else None
-            return _meet(mb, width_iv(n.width))
+            return meet_iv(mb, width_iv(n.width))
         if isinstance(n, Field):
             if n.index == 0:
                 return _BOOL  # the valid bit
@@ -246,7 +289,7 @@ class Bounds:
                 return self._picked_field(n)
             k = self.aliases.get(n.header)
             hb = self.hbounds[k] if k is not None and 0 <= k < len(self.hbounds) else ()
-            return _meet(hb[n.index] if n.index < len(hb) else None, width_iv(n.width))
+            return meet_iv(hb[n.index] if n.index < len(hb) else None, width_iv(n.width))
         if isinstance(n, Local):
             if n.name in self.params:
                 return self.params[n.name]
@@ -310,7 +353,7 @@ class Bounds:
             return self._digest(n)
         if isinstance(n, BufRead):
             self.of(n.start)
-            return _meet((0, (1 << (8 * n.n)) - 1), width_iv(n.width))
+            return meet_iv((0, (1 << (8 * n.n)) - 1), width_iv(n.width))
         if isinstance(n, SShr):
             return self._sshr(n)
         if isinstance(n, VbDigest):
@@ -395,12 +438,14 @@ class Bounds:
 
 
 def struct_items(ir: Iterable[ModuleItem]) -> dict[str, list[int]]:
-    """Each module-level ``_stN = _struct.Struct('>...')``'s items' sizes in bytes (the
-    module's struct declarations are still text, `ModuleText`)."""
+    """Each module-level struct's items' sizes in bytes: a `StructDecl`'s (a big-endian
+    format of ``B H I Q``), or a ``_stN = _struct.Struct('>...')`` still in `ModuleText`."""
     sizes = {"B": 1, "H": 2, "I": 4, "Q": 8}
     out: dict[str, list[int]] = {}
     for it in ir:
-        if isinstance(it, ModuleText):
+        if isinstance(it, StructDecl) and re.fullmatch(r">[BHIQ]*", it.fmt):
+            out[it.var] = [sizes[c] for c in it.fmt[1:]]
+        elif isinstance(it, ModuleText):
             for m in re.finditer(r"^(\w+) = _struct\.Struct\('>([BHIQ]*)'\)", it.text, re.M):
                 out[m.group(1)] = [sizes[c] for c in m.group(2)]
     return out
@@ -410,9 +455,10 @@ def function_bounds(fn: Function, mbounds: Sequence[Iv | None] = (),
                     hbounds: Sequence[Sequence[Iv | None]] = (),
                     structs: dict[str, list[int]] | None = None,
                     params: dict[str, Iv] | None = None, varbits: dict | None = None) -> Bounds:
-    """The `Bounds` of function `fn`'s nodes, its locals at their fixed point (module
-    docstring): `structs` the module's struct items (`struct_items`), `params` and
-    `varbits` as `Bounds` has them."""
+    """The `Bounds` of function `fn`'s nodes (module docstring): its locals' whole-function
+    intervals (`Bounds.locals`) and each node's at its place (`Bounds.flow`,
+    `pyswitch.ir.flow`); `structs` the module's struct items (`struct_items`), `params`
+    and `varbits` as `Bounds` has them."""
     aliases = {st.var: st.slot for st in walk(fn.body) if isinstance(st, HeaderAlias)}
 
     picks: dict[str, tuple[tuple[str, ...], bool]] = {}
@@ -450,17 +496,14 @@ def function_bounds(fn: Function, mbounds: Sequence[Iv | None] = (),
                 assigns.append((f"a{i}", (0, (1 << (8 * size)) - 1)))
     names = {name for name, _ in assigns}
     locs: dict[str, Iv | None] = dict.fromkeys(names)
-    for turn in range(_ROUNDS):
+    for turn in range(ROUNDS):
         e, new = env(locs), dict(locs)
         for name, v in assigns:
             b = v if isinstance(v, tuple) or v is None else _eval(e, v, locs)
             if b is not None:
                 new[name] = _join(new[name], b)
-        for name in names:
-            old, cur = locs[name], new[name]
-            if old is not None and cur is not None and cur != old and turn >= _WIDEN_AFTER:
-                new[name] = (-(1 << (-cur[0]).bit_length()) if cur[0] < 0 else cur[0],
-                             (1 << cur[1].bit_length()) - 1 if cur[1] > 0 else cur[1])
+        if turn >= WIDEN_AFTER:
+            new = {name: widen_iv(locs[name], cur) for name, cur in new.items()}
         if new == locs:
             break
         locs = new
@@ -474,7 +517,19 @@ def function_bounds(fn: Function, mbounds: Sequence[Iv | None] = (),
     for name in names:  # a local a text line may assign too: not proven here
         if re.search(rf"\b{re.escape(name)}\b", targets):
             locs[name] = None
-    return env(locs)
+    out = env(locs)
+    if not text:  # the text's jumps are not seen here: flow-insensitive only
+        whole = {k: v for k, v in locs.items()
+                 if k not in out.params and not (out.parser and k in ("pos", "L"))}
+
+        def items(st: Extract) -> list[Iv | None]:
+            sizes = (structs or {}).get(st.struct)
+            return [None if sizes is None or i >= len(sizes) else (0, (1 << (8 * sizes[i])) - 1)
+                    for i in range(st.items)]
+
+        out.flow = Flow(lambda s: replace(out, locals=s, flow={}, _memo={}), whole,
+                        items).run(fn.body)
+    return out
 
 
 _ASSIGN = re.compile(r"^(.*?)(?<![=!<>])(?:[-+*/%&|^]|<<|>>|//)?=(?!=)")

@@ -11,8 +11,10 @@ of the Python back end the functions call: the stack helpers, ``_pack_bits``) or
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import Any
 
+from pyswitch.ir.exprs import Expr
 from pyswitch.ir.stmts import (
     CopyOutCall,
     EmitRun,
@@ -27,13 +29,38 @@ from pyswitch.ir.stmts import (
 from pyswitch.ir.values import PyExpr
 
 __all__ = ["Function", "Helper", "Line", "ModuleItem", "ModuleText", "StructDecl", "bodies",
-           "expressions", "shift", "walk"]
+           "expressions", "shift", "unshared", "walk"]
 
 
 def shift(lines: Sequence[Line], n: int) -> list[Line]:
     """`lines` `n` levels shallower (negative: deeper); a structured statement's bodies
     are counted from its own line and move with it."""
     return [replace(ln, ind=ln.ind - n) for ln in lines]
+
+
+def unshared(lines: Sequence[Line]) -> tuple[Line, ...]:
+    """`lines` with each expression node object in one place only: a node met again (the
+    compiler reuses a variable's read node, a value's) is copied, and so are the nodes,
+    the expression and the statements holding it; the rest is kept as it is.  A node's
+    interval is its value's at the point it is evaluated (`pyswitch.ir.bounds`), which
+    tells the places apart by the node's identity."""
+    seen: set[int] = set()
+
+    def copy(v: Any) -> Any:
+        if isinstance(v, tuple):
+            items = tuple(copy(x) for x in v)
+            return v if all(a is b for a, b in zip(items, v, strict=True)) else items
+        if not is_dataclass(v) or isinstance(v, type):
+            return v
+        new = {f.name: copy(getattr(v, f.name)) for f in fields(v)}
+        node = isinstance(v, Expr)  # type: ignore[arg-type, misc]
+        if (node and id(v) in seen) or any(new[k] is not getattr(v, k) for k in new):
+            v = replace(v, **new)  # a new object (the same fields)
+        if node:
+            seen.add(id(v))
+        return v
+
+    return tuple(copy(ln) for ln in lines)
 
 
 def bodies(st: Stmt) -> tuple[tuple[Line, ...], ...]:
@@ -74,9 +101,10 @@ def expressions(st: Stmt) -> Iterator[PyExpr]:
 
 @dataclass(frozen=True)
 class Function:
-    """``def name(params):`` and its body.  `cache_reads`: the Python back end may read
-    metadata slots into locals in it (`pyswitch.compiler.localcache`, a Python-only
-    optimisation the C back end does not need)."""
+    """``def name(params):`` and its body (each expression node object in one place of
+    it: `unshared`).  `cache_reads`: the Python back end may read metadata slots into
+    locals in it (`pyswitch.compiler.localcache`, a Python-only optimisation the C back
+    end does not need)."""
 
     name: str
     params: tuple[str, ...]
