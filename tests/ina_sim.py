@@ -18,10 +18,9 @@ program in ``p4src/``); it follows the slot table of docs/protocol.md §5 (docs/
   job mask) -> PARTIAL (flags 0) to the next point, slot kept until the RESULT;
 * workers all already in the slot (duplicate): complete -> re-emit the stored PARTIAL flagged
   RETRANSMIT; incomplete and not RETRANSMIT -> drop; incomplete and RETRANSMIT -> per
-  ``incomplete_dup``: "flush" (the P4 program: a notice goes to the PS, the slot's header
-  alone flagged INCOMPLETE -- its sums, flagged RETRANSMIT|INCOMPLETE, when the packet is
-  flagged INCOMPLETE, the PS's ask for them -- and the packet itself is consumed), "raw"
-  (the packet goes on to the PS instead), "flush+raw" (both, with the sums);
+  ``incomplete_dup``: "flush" (the P4 program: the slot's sums go to the PS as a PARTIAL
+  flagged RETRANSMIT|INCOMPLETE, the packet itself is consumed), "raw" (the packet goes on to
+  the PS instead), "flush+raw" (both);
 * workers partly in the slot: on to the PS (agg_id 0, FALLBACK) -- adding would double count;
 * RESULT: release the slot if it holds the key; s_d multicasts to every switch and worker.
 
@@ -130,12 +129,8 @@ class SimSwitch:
             if not rt:
                 return []
             flush = self._emit(slot, FLAG_RETRANSMIT | FLAG_INCOMPLETE, "ps")
-            if self.incomplete_dup == "flush":  # what p4src/ina.p4 does: a notice, the
-                # header alone, unless the PS asked for the sum (a GRAD flagged INCOMPLETE)
-                if p.flags & FLAG_INCOMPLETE:
-                    return [flush]
-                return [("ps", replace(flush[1], flags=FLAG_INCOMPLETE, worker_id=p.worker_id,
-                                       values=np.zeros(self.k, dtype=np.int32)))]
+            if self.incomplete_dup == "flush":  # what p4src/ina.p4 does
+                return [flush]
             if self.incomplete_dup == "flush+raw":
                 return [flush, to_ps]
             return [to_ps]  # "raw"

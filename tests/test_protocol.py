@@ -22,8 +22,8 @@ from workers.ina.wire import (
     FRAME_BYTES,
     HEADER_FIELDS,
     HEADER_NAMES,
-    HEADER_ONLY_BYTES,
     HEADER_STRUCT,
+    NACK_PAYLOAD_BYTES,
     NO_ECHO,
     NO_WORKER,
     PREV_MOD,
@@ -36,7 +36,7 @@ from workers.ina.wire import (
     decode_frame,
     decode_payload,
     encode_payload,
-    is_header_only,
+    is_nack,
     with_copy,
 )
 from workers.ina.wire_scapy import INA, from_scapy
@@ -132,7 +132,7 @@ ips = st.lists(_u(0, 255), min_size=4, max_size=4).map(lambda b: ".".join(map(st
 
 
 def _scapy_frame(src_mac, dst_mac, src_ip, dst_ip, sport, ttl, ip_id, hdr, vals) -> bytes:
-    if is_header_only(hdr[0], hdr[1]):
+    if is_nack(hdr[0], hdr[1]):
         vals = []  # a NACK is its header alone
     return bytes(
         Ether(src=src_mac, dst=dst_mac)
@@ -157,8 +157,8 @@ def test_fast_codec_equals_scapy_byte_for_byte(
     # decode the Scapy-built frame with the fast decoder, and vice versa
     dec = decode_frame(expected)
     assert dec.header() == hdr
-    if is_header_only(hdr[0], hdr[1]):  # no values on the wire: they decode as 0
-        assert len(expected) == 42 + HEADER_ONLY_BYTES
+    if is_nack(hdr[0], hdr[1]):  # no values on the wire: they decode as 0
+        assert len(expected) == 42 + NACK_PAYLOAD_BYTES
         pkt = InaPacket(*hdr, np.zeros(C.K, dtype=np.int32))
     else:
         assert dec.values.dtype == np.int32 and dec.values.tolist() == vals
@@ -359,7 +359,7 @@ def test_decode_payloads_is_decode_payload_per_slot() -> None:
     assert decode_payloads(buf, [], stride) == []
 
 
-def test_a_nack_and_a_notice_travel_as_their_header_alone() -> None:
+def test_a_nack_travels_as_its_header_alone() -> None:
     """A NACK (a RESULT flagged INCOMPLETE) is encoded without values, by the payload
     codec, the frame template (IPv4 and UDP lengths of the short payload, a valid IPv4
     checksum) and Scapy alike, and decodes with values 0, one datagram or a batch; a
@@ -369,13 +369,13 @@ def test_a_nack_and_a_notice_travel_as_their_header_alone() -> None:
     nack = InaPacket.result(2, 5, 9, 0b0110, np.zeros(C.K, np.int32),
                             flags=Flag.INCOMPLETE | Flag.RETRANSMIT)
     data = encode_payload(nack)
-    assert len(data) == HEADER_ONLY_BYTES == C.INA_HDR_BYTES
+    assert len(data) == NACK_PAYLOAD_BYTES == C.INA_HDR_BYTES
     assert decode_payload(data) == nack
     frame = FrameTemplate("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.0.0.2",
                           dport=C.INA_UDP_PORT + 1).encode(nack)
-    assert len(frame) == 42 + HEADER_ONLY_BYTES
-    assert int.from_bytes(frame[16:18], "big") == 20 + 8 + HEADER_ONLY_BYTES  # IPv4 length
-    assert int.from_bytes(frame[38:40], "big") == 8 + HEADER_ONLY_BYTES  # UDP length
+    assert len(frame) == 42 + NACK_PAYLOAD_BYTES
+    assert int.from_bytes(frame[16:18], "big") == 20 + 8 + NACK_PAYLOAD_BYTES  # IPv4 length
+    assert int.from_bytes(frame[38:40], "big") == 8 + NACK_PAYLOAD_BYTES  # UDP length
     assert ipv4_checksum(frame[14:34]) == 0  # the checksum over the header verifies
     assert decode_frame(frame, C.INA_UDP_PORT + 1) == nack
     scapy = bytes(Ether(dst="02:00:00:00:00:02", src="02:00:00:00:00:01")
@@ -384,30 +384,17 @@ def test_a_nack_and_a_notice_travel_as_their_header_alone() -> None:
                   / INA(**dict(zip(HEADER_NAMES, nack.header(), strict=True)), values=[]))
     assert scapy[42:] == data and from_scapy(Ether(scapy)) == nack
     result = InaPacket.result(2, 5, 9, 0b0110, np.arange(C.K, dtype=np.int32))
-    with pytest.raises(InaDecodeError, match="no NACK or notice"):
-        decode_payload(encode_payload(result)[:HEADER_ONLY_BYTES])
+    with pytest.raises(InaDecodeError, match="not a NACK"):
+        decode_payload(encode_payload(result)[:NACK_PAYLOAD_BYTES])
     stride = 256
     buf = bytearray(stride * 3)
     for i, p in enumerate((nack, result)):
         buf[i * stride:i * stride + len(encode_payload(p))] = encode_payload(p)
-    buf[2 * stride:2 * stride + HEADER_ONLY_BYTES] = encode_payload(result)[:HEADER_ONLY_BYTES]
-    got = decode_payloads(buf, [HEADER_ONLY_BYTES, len(encode_payload(result)),
-                                HEADER_ONLY_BYTES], stride)
+    buf[2 * stride:2 * stride + NACK_PAYLOAD_BYTES] = encode_payload(result)[:NACK_PAYLOAD_BYTES]
+    got = decode_payloads(buf, [NACK_PAYLOAD_BYTES, len(encode_payload(result)),
+                                NACK_PAYLOAD_BYTES], stride)
     assert got == [nack, result, None]
     assert got[0].values.tolist() == [0] * C.K
-    # a switch's flush notice (a PARTIAL flagged INCOMPLETE alone) is its header too; a
-    # flush (RETRANSMIT | INCOMPLETE) and a re-emit (RETRANSMIT) carry their sums
-    sums = np.arange(C.K, dtype=np.int32)
-    notice = InaPacket(C.TYPE_PARTIAL, int(Flag.INCOMPLETE), 2, 5, 9, 0, 3, 2, 7,
-                       0b0110, np.zeros(C.K, np.int32))
-    assert len(encode_payload(notice)) == HEADER_ONLY_BYTES
-    assert decode_payload(encode_payload(notice)) == notice
-    for flags in (Flag.INCOMPLETE | Flag.RETRANSMIT, Flag.RETRANSMIT):
-        flush = InaPacket(C.TYPE_PARTIAL, int(flags), 2, 5, 9, 0, 3, 2, 7, 0b0110, sums)
-        assert len(encode_payload(flush)) == C.INA_UDP_LEN - 8
-        assert decode_payload(encode_payload(flush)).values.tolist() == sums.tolist()
-        with pytest.raises(InaDecodeError, match="no NACK or notice"):
-            decode_payload(encode_payload(flush)[:HEADER_ONLY_BYTES])
 
 
 def test_fast_constructors_give_frozen_packets() -> None:

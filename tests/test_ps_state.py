@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -110,12 +109,12 @@ def test_lost_partial_recovered_by_raw_retransmissions():
     # workers 0 and 1 time out and their retransmissions reach the PS raw.
     g = Grads(4, 1)
     ps = PsState(JOB, range(4), n_chunks=1, k=K)
-    res, _ = feed(ps, [g.pkt([2, 3], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE),
+    res, _ = feed(ps, [g.pkt([2, 3], flags=FLAG_INCOMPLETE),
                        g.pkt([0], flags=FLAG_RETRANSMIT)])
     assert res == [] and ps.missing(0) == {0: 0b0010}
     res, _ = feed(ps, [g.pkt([1], flags=FLAG_RETRANSMIT)])
     assert np.array_equal(res[0].values, g.exact(0, range(4)))
-    assert ps.stats.retransmits == 3 and ps.stats.incomplete == 1  # the flush too
+    assert ps.stats.retransmits == 2 and ps.stats.incomplete == 1
 
 
 def test_duplicates_are_not_double_counted_and_late_packets_get_the_result_again():
@@ -137,7 +136,7 @@ def test_duplicates_are_not_double_counted_and_late_packets_get_the_result_again
 def test_superset_after_incomplete_partial_replaces_it():
     g = Grads(4, 1)
     ps = PsState(JOB, range(4), n_chunks=1, k=K)
-    res, _ = feed(ps, [g.pkt([0, 1], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE), g.pkt([0, 1, 2]), g.pkt([3])])
+    res, _ = feed(ps, [g.pkt([0, 1], flags=FLAG_INCOMPLETE), g.pkt([0, 1, 2]), g.pkt([3])])
     assert np.array_equal(res[0].values, g.exact(0, range(4)))
     assert ps.stats.superseded == 1 and ps.anomalies == []
 
@@ -147,7 +146,7 @@ def test_partial_overlap_is_an_anomaly_but_still_exact(raws):
     # {0,3,4} stuck at s_d and {0,1,2} from another switch both reached the PS
     g = Grads(5, 1)
     ps = PsState(JOB, range(5), n_chunks=1, k=K)
-    res, _ = feed(ps, [g.pkt([0, 3, 4], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE), g.pkt([0, 1, 2])])
+    res, _ = feed(ps, [g.pkt([0, 3, 4], flags=FLAG_INCOMPLETE), g.pkt([0, 1, 2])])
     assert res == [] and ps.stats.overlaps == 1
     assert [(a.kind, a.bitmap) for a in ps.anomalies] == [("overlap", 0b00111)]
     res, _ = feed(ps, [g.pkt([w], flags=FLAG_RETRANSMIT) for w in raws])
@@ -400,44 +399,6 @@ def test_a_flush_asks_the_workers_it_lacks():
     # without routes (no path to one worker alone) the PS asks nobody
     quiet = PsState(JOB, range(6), n_chunks=2, k=K, unicast_late=True)
     assert quiet.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE)).nacks == []
-
-
-def _notice(g: Grads, workers, worker: int, c: int = 0) -> InaPacket:
-    """A slot's notice: the PARTIAL header of ``workers``, flagged INCOMPLETE alone, no
-    sum (what ``worker``'s retransmission made the switch send)."""
-    return replace(g.pkt(workers, c=c, typ=TYPE_PARTIAL, flags=FLAG_INCOMPLETE),
-                   worker_id=worker, values=np.zeros(K, np.int32))
-
-
-def test_a_notice_asks_the_workers_its_slot_lacks_and_for_its_sum_when_they_came_raw():
-    """A notice (a waiting slot's header alone: docs/protocol.md §6) is no piece: the PS
-    asks the workers the slot lacks, as after a flush, and completes only from sums.  When
-    everything else reached the PS another way (raw, or past a slot another chunk held), the
-    slot will not complete: the PS asks the notice's worker for the slot's sum (a NACK
-    whose bitmap holds that worker), at most once a NACK round trip; the flush that answers
-    completes the chunk exactly."""
-    g = Grads(6, 1)
-    # workers 0-2 aggregate at switch 5, 3-4 at switch 7, 5 sends to the PS's ToR
-    point = {0: 5, 1: 5, 2: 5, 3: 7, 4: 7, 5: 9}
-    routes = {w: [(0, a, 3 if a == 5 else 2)] for w, a in point.items()}
-    ps = PsState(JOB, range(6), n_chunks=1, k=K, unicast_late=True, routes=routes)
-    out = ps.on_packet(_notice(g, [0, 2], 0), 0.0)
-    assert [w for w, _ in out.nacks] == [1, 3, 5] and ps.missing(0) == {0: 0b111111}
-    assert (ps.stats.notices, ps.stats.incomplete, ps.stats.sums_asked) == (1, 1, 0)
-    # 1 answered raw (its copy went past the slot), switch 7's sum fell back past a slot
-    # another chunk held, 5 came: nobody left whom switch 5's slot could get, so its next
-    # notice asks worker 2 for that slot's sum
-    ps.on_packet(g.pkt([1], flags=FLAG_RETRANSMIT | FLAG_FALLBACK), 0.01)
-    ps.on_packet(g.pkt([3, 4], flags=FLAG_FALLBACK), 0.01)
-    ps.on_packet(g.pkt([5]), 0.01)
-    out = ps.on_packet(_notice(g, [0, 2], 2), 0.02)
-    ((w, ask),) = out.nacks
-    assert w == 2 and ask.msg_type == TYPE_RESULT and ask.flags == FLAG_INCOMPLETE
-    assert ask.bitmap == 0b101 and ps.stats.sums_asked == 1
-    assert ps.on_packet(_notice(g, [0, 2], 0), 0.021).nacks == []  # asked a moment ago
-    # the slot's sum (what the ask makes it flush) completes the chunk exactly
-    out = ps.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE), 0.03)
-    assert out.results and np.array_equal(out.results[0].values, g.exact(0, range(6), 0))
 
 
 def test_a_worker_asked_less_than_a_round_trip_ago_is_not_asked_again():

@@ -133,20 +133,10 @@ control InaAdmission(inout headers_t hdr,
             return;  /* plain IPv4: routing decides */
         }
 
-        /* The INA header. Only a flush notice travels as its header alone: a PARTIAL
-         * flagged INCOMPLETE and not RETRANSMIT, addressed to the PS. */
-        if (hdr.ina.msg_type < INA_TYPE_GRAD || hdr.ina.msg_type > INA_TYPE_RESULT) {
-            drop_malformed();
-            exit;
-        }
-        if (hdr.udp.length == INA_NOTICE_UDP_LEN) {
-            if (hdr.ina.msg_type != INA_TYPE_PARTIAL || hdr.ina.agg_id != INA_AGG_ID_PS
-                    || (hdr.ina.flags & (INA_FLAG_INCOMPLETE | INA_FLAG_RETRANSMIT))
-                        != INA_FLAG_INCOMPLETE) {
-                drop_malformed();
-                exit;
-            }
-        } else if (hdr.udp.length != INA_UDP_LEN) {
+        /* The INA header. */
+        if (hdr.udp.length != INA_UDP_LEN
+                || hdr.ina.msg_type < INA_TYPE_GRAD
+                || hdr.ina.msg_type > INA_TYPE_RESULT) {
             drop_malformed();
             exit;
         }

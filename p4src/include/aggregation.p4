@@ -39,7 +39,7 @@ control InaAggregation(inout headers_t hdr,
     @name(".MyIngress.reemitted")
     counter(1, CounterType.packets_and_bytes) reemitted;   /* stored PARTIAL sent again */
     @name(".MyIngress.flushed")
-    counter(1, CounterType.packets_and_bytes) flushed;     /* INCOMPLETE partial or notice to the PS */
+    counter(1, CounterType.packets_and_bytes) flushed;     /* INCOMPLETE partial sent to the PS */
     @name(".MyIngress.collision")
     counter(1, CounterType.packets_and_bytes) collision;   /* slot held another key */
     @name(".MyIngress.bypassed")
@@ -235,23 +235,12 @@ control InaAggregation(inout headers_t hdr,
                 emitted = true;
                 reemitted.count(0);
             } else if ((hdr.ina.flags & INA_FLAG_RETRANSMIT) != 0) {
-                /* A sender timed out on an incomplete slot. The slot keeps waiting: the
-                 * PS learns which contributions it holds and asks for the others, whose
-                 * resends join it. A flat job's slot says so in a notice, its header
-                 * alone (the sums would cross the PS's link for nothing); when the PS asks
-                 * for the sums (a GRAD flagged INCOMPLETE, docs/protocol.md section 6),
-                 * and in a hierarchical job, what is summed so far goes to the PS. */
+                /* A sender timed out on an incomplete slot: hand what is summed so far
+                 * to the PS (never aggregated again in the network). */
+                values.apply(hdr.vals, meta.slot, VALUES_LOAD);
                 hdr.ina.count = meta.slot_count;
                 hdr.ina.bitmap = meta.slot_bitmap;
-                if (meta.hier == 0 && (hdr.ina.flags & INA_FLAG_INCOMPLETE) == 0) {
-                    hdr.vals.setInvalid();
-                    hdr.udp.length = INA_NOTICE_UDP_LEN;
-                    hdr.ipv4.totalLen = 20 + INA_NOTICE_UDP_LEN;
-                    make_partial(INA_FLAG_INCOMPLETE, INA_AGG_ID_PS);
-                } else {
-                    values.apply(hdr.vals, meta.slot, VALUES_LOAD);
-                    make_partial(INA_FLAG_RETRANSMIT | INA_FLAG_INCOMPLETE, INA_AGG_ID_PS);
-                }
+                make_partial(INA_FLAG_RETRANSMIT | INA_FLAG_INCOMPLETE, INA_AGG_ID_PS);
                 emitted = true;
                 flushed.count(0);
             } else {

@@ -28,10 +28,6 @@ const bit<16> INA_UDP_PORT = 18000;
  * INA datagram: 8 (UDP) + INA_HDR_BYTES + 4 * INA_K. */
 const bit<16> INA_HDR_BYTES = 26;
 const bit<16> INA_UDP_LEN = 8 + INA_HDR_BYTES + 4 * INA_K;
-/* The UDP length of an INA datagram that is its header alone: a flush notice (a PARTIAL
- * flagged INCOMPLETE, not RETRANSMIT: which workers an incomplete slot holds, without
- * its sums) or a NACK (a RESULT flagged INCOMPLETE, to a worker's reply port). */
-const bit<16> INA_NOTICE_UDP_LEN = 8 + INA_HDR_BYTES;
 
 /* Message types (field msg_type). */
 const bit<8> INA_TYPE_GRAD = 1;     /* worker -> aggregation point (agg_id) */
@@ -41,9 +37,7 @@ const bit<8> INA_TYPE_RESULT = 3;   /* PS -> switches -> workers (the ACK) */
 /* Flag bits (field flags). */
 const bit<8> INA_FLAG_RETRANSMIT = 1;  /* sent again after a timeout; never claims a slot */
 const bit<8> INA_FLAG_FALLBACK = 2;    /* bypassed an aggregator (collision / no slot) */
-const bit<8> INA_FLAG_INCOMPLETE = 4;  /* PARTIAL: flushed before fan-in was reached (without
-                                        * RETRANSMIT: a notice, its header alone); GRAD, with
-                                        * RETRANSMIT: asks its slot for the sum (a flush) */
+const bit<8> INA_FLAG_INCOMPLETE = 4;  /* partial flushed before fan-in was reached */
 const bit<8> INA_FLAG_ECN = 8;         /* crossed an egress queue over its threshold */
 
 /* agg_id 0 addresses the parameter server itself; switches are numbered 1..65535. */

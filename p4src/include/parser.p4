@@ -43,13 +43,6 @@ parser MyParser(packet_in packet,
 
     state parse_ina {
         packet.extract(hdr.ina);
-        /* a flush notice is its header alone (admission checks which messages may be) */
-        transition select(hdr.udp.length) {
-            INA_NOTICE_UDP_LEN: accept;
-            default: parse_vals;
-        }
-    }
-    state parse_vals {
         packet.extract(hdr.vals);
         transition accept;
     }

@@ -162,8 +162,6 @@ MAX_WORKERS: int = _C["INA_MAX_WORKERS"]
 INA_UDP_PORT: int = _C["INA_UDP_PORT"]
 INA_HDR_BYTES: int = _C["INA_HDR_BYTES"]
 INA_UDP_LEN: int = _C["INA_UDP_LEN"]
-INA_NOTICE_UDP_LEN: int = _C["INA_NOTICE_UDP_LEN"]
-"""The UDP length of a datagram that is its INA header alone (a NACK, a flush notice)."""
 TYPE_GRAD: int = _C["INA_TYPE_GRAD"]
 TYPE_PARTIAL: int = _C["INA_TYPE_PARTIAL"]
 TYPE_RESULT: int = _C["INA_TYPE_RESULT"]
@@ -185,7 +183,6 @@ __all__ = [
     "FLAG_INCOMPLETE",
     "FLAG_RETRANSMIT",
     "INA_HDR_BYTES",
-    "INA_NOTICE_UDP_LEN",
     "INA_REPLY_PORT",
     "INA_UDP_LEN",
     "INA_UDP_PORT",

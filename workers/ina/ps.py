@@ -78,12 +78,11 @@ NACKs (docs/protocol.md §6)
     With ``routes`` (each worker's schedule: which aggregation point sums its chunk) the PS
     asks single workers to resend a chunk, by a RESULT flagged INCOMPLETE whose bitmap
     leaves the asked worker out and whose values are 0, sent as its header alone
-    (``workers.ina.wire.HEADER_ONLY_BYTES``; ``PsOutput.nacks``, counted
+    (``workers.ina.wire.NACK_PAYLOAD_BYTES``; ``PsOutput.nacks``, counted
     ``nacks``), sent to that worker alone, never down the tree (a RESULT there releases the
     slot); the workers resend at once (``workers.ina.worker``, "NACKs and probers").  Whom
     it asks is :mod:`workers.ina.asks`: after a **flush** (a PARTIAL flagged INCOMPLETE:
-    someone's retransmission found a switch's slot waiting; in a flat job a **notice**, its
-    header alone, no piece: the slot keeps waiting) the workers the flush lacks --
+    someone's retransmission found a switch's slot waiting) the workers the flush lacks --
     in a hierarchical job, those below the switch that emitted it, but none asked for the
     chunk less than the NACK round-trip bound ago and not heard from since
     (``ResultCopies.pending``: every later retransmission reaching the waiting slot
@@ -94,11 +93,9 @@ NACKs (docs/protocol.md §6)
     ``overdue``) its prober or one worker of each silent point -- these two only once a
     flush has shown that a contribution was lost: without loss, chunks of 8 jobs at k=32
     complete out of order enough that the asks' flushes cost 0.918 -> 0.72-0.78 of the
-    plan.  When a notice's slot lacks nobody left to ask (what it waits for came raw) the
-    PS asks for its **sum** (:meth:`PsState._ask_sum`).  A later request of a completed
-    chunk that names a worker (a re-emit or flush its retransmission caused) is answered to
-    that worker alone once the first answer went down the tree; more copies only to a
-    worker that asked before.
+    plan.  A later request of a completed chunk that names a worker (a re-emit or flush its
+    retransmission caused) is answered to that worker alone once the first answer went
+    down the tree; more copies only to a worker that asked before.
 
 Congestion marks (docs/protocol.md §6)
     A switch marks an INA packet that found its egress queue over the controller's threshold
@@ -192,7 +189,7 @@ from workers.ina.messages import fold_mask, mask_of, wrap_sum
 from workers.ina.ps_records import Anomaly, PsOutput, PsStats
 from workers.ina.result_copies import ResultCopies
 from workers.ina.tree import Tree
-from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket, is_header_only
+from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket
 
 # a packet of a recovery, not of a stream's first delivery (workers.ina.gaps)
 _RECOVERY = FLAG_RETRANSMIT | FLAG_INCOMPLETE | FLAG_FALLBACK
@@ -216,7 +213,6 @@ class _Round:
         self.copies = np.ones(n_chunks, dtype=np.int64)  # copies each RESULT went in
         self.sent_at = np.full(n_chunks, np.nan)  # when each new RESULT went ("Lost RESULTs")
         self.nacked = [0] * n_chunks  # per chunk: the workers a NACK asked
-        self.sum_asked: dict[int, float] = {}  # chunk -> when its slot's sum was asked for
         self.fewest = 0  # the fewest copies a completed chunk's RESULT went in (0: none)
         self.marked = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_ECN
         self.fell = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_FALLBACK
@@ -515,11 +511,6 @@ class PsState:
             # a first copy: the gaps it shows are asked for at tick()
             raw = pkt.worker_id if pkt.msg_type == TYPE_GRAD else None
             self._asks.arrived(r, c, pkt.bitmap, raw, now)
-        if pkt.msg_type == TYPE_PARTIAL and is_header_only(pkt.msg_type, pkt.flags):
-            # a slot's notice: the contributions it holds, no sum -- ask for the others
-            st.notices += 1
-            self._nack(r, rs, c, pkt, out)
-            return out
         ch = rs.chunks.get(c)
         if ch is None and pkt.bitmap == rs.mask:
             rs.sums[c] = pkt.values  # fast path: the whole sum in one packet (normal INA)
@@ -554,32 +545,6 @@ class PsState:
             ask &= ~self.result_copies.pending(r, c, self._now)
         if ask and ask != rs.mask:
             self._send_nacks(r, rs, c, ask, out)
-        elif self.tree is None and not rs.mask & ~have and is_header_only(pkt.msg_type,
-                                                                          pkt.flags):
-            self._ask_sum(r, rs, c, pkt, out)
-
-    def _ask_sum(self, r: int, rs: _Round, c: int, pkt: InaPacket, out: PsOutput) -> None:
-        """A notice's slot waits for contributions that reached the PS another way (raw, or
-        past a slot another chunk held): it will not complete, and the PS needs its sum.
-        Ask the worker whose retransmission caused the notice (its bit is in it) to send
-        again flagged INCOMPLETE, which makes the slot hand over what it holds
-        (p4src/include/aggregation.p4); once per NACK round-trip bound."""
-        w = pkt.worker_id
-        if not (0 <= w < MAX_WORKERS and pkt.bitmap >> w & 1):
-            return
-        bound = self.result_copies.rtt_bound()
-        at = rs.sum_asked.get(c)
-        if at is not None and self._now is not None and (
-                bound is None or self._now - at < bound):
-            return
-        if self._now is not None:
-            rs.sum_asked[c] = self._now
-        ask = InaPacket.result(self.job_id, r, c, pkt.bitmap, np.zeros(self.k, np.int32),
-                               flags=FLAG_INCOMPLETE)
-        out.nacks.append((w, ask))
-        self.stats.nacks += 1
-        self.stats.sums_asked += 1
-        self.result_copies.nacked(r, 1)
 
     def next_deadline(self) -> float | None:
         """When :meth:`tick` may next find a lost piece or an overdue chunk (None: no

@@ -40,8 +40,6 @@ class PsStats:
     nacks: int = 0  # asks to resend sent to single workers (workers.ina.ps, "NACKs")
     overdue: int = 0  # of nacks: a chunk later than its neighbours (the same)
     gaps: int = 0  # of nacks: a stream's piece missing behind later ones (the same)
-    notices: int = 0  # of incomplete: a slot's notice, its header alone (no sum)
-    sums_asked: int = 0  # of nacks: asks for a waiting slot's sum (workers.ina.ps, "NACKs")
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
 

@@ -54,7 +54,6 @@ from workers.ina.constants import (
     FLAG_INCOMPLETE,
     FLAG_RETRANSMIT,
     INA_HDR_BYTES,
-    INA_NOTICE_UDP_LEN,
     INA_UDP_LEN,
     INA_UDP_PORT,
     MAX_WORKERS,
@@ -145,12 +144,10 @@ FIELD_MEANINGS: dict[str, Meaning] = {
     "msg_type": Meaning(str(TYPE_GRAD), str(TYPE_PARTIAL), str(TYPE_RESULT)),
     "flags": Meaning(
         f"RETRANSMIT={FLAG_RETRANSMIT}, FALLBACK={FLAG_FALLBACK}, ECN={FLAG_ECN} (a switch's "
-        f"queue was over its threshold, §6); INCOMPLETE={FLAG_INCOMPLETE} with RETRANSMIT: "
-        f"asks the slot holding it for its sum (§6); {_COPY_BITS_TEXT}: copy number, mod "
-        f"{COPY_MOD} (§6)",
+        f"queue was over its threshold, §6); {_COPY_BITS_TEXT}: copy number, mod {COPY_MOD} "
+        f"(§6)",
         f"RETRANSMIT={FLAG_RETRANSMIT} (re-emitted or flushed), INCOMPLETE={FLAG_INCOMPLETE} "
-        f"(flushed; without RETRANSMIT a notice: no values, its header alone, §6), "
-        f"FALLBACK={FLAG_FALLBACK} (§5), ECN={FLAG_ECN}; {_COPY_BITS_TEXT}: 0",
+        f"(flushed), FALLBACK={FLAG_FALLBACK} (§5), ECN={FLAG_ECN}; {_COPY_BITS_TEXT}: 0",
         f"RETRANSMIT={FLAG_RETRANSMIT} on a resend; INCOMPLETE={FLAG_INCOMPLETE}: a NACK to "
         f"one worker, bitmap = the workers the PS has, no values (its header alone, §6), "
         f"with RETRANSMIT when the PS found the loss itself (§6); ECN={FLAG_ECN}: a "
@@ -413,15 +410,11 @@ FRAME_PREFIX_BYTES = 14 + 20 + 8
 
 FRAME_BYTES = FRAME_PREFIX_BYTES + PAYLOAD_BYTES
 
-HEADER_ONLY_BYTES = INA_HDR_BYTES
-"""UDP payload of a datagram that is its header alone (`is_header_only`): a NACK (a RESULT
-flagged INCOMPLETE) or a flush notice (a PARTIAL flagged INCOMPLETE but not RETRANSMIT).
-A NACK's values would be 0 and say nothing, and it goes to one worker's reply port, which
-no switch parses as INA (docs/protocol.md §6): at 1 % loss per port the PS's NACKs were a
-third of its downlink's frames, each 196 bytes where 68 do.  A notice tells the PS which
-contributions a waiting slot holds; its sums would cross the PS's link for nothing (the
-slot completes once the PS's NACKs are answered), and flushes with their sums were 46 %
-of what reached the PS at k=16, budget 4, 1 % loss."""
+NACK_PAYLOAD_BYTES = INA_HDR_BYTES
+"""UDP payload of a NACK (a RESULT flagged INCOMPLETE, `is_nack`): the header alone.  Its
+values are 0 and say nothing, and it goes to one worker's reply port, which no switch
+parses as INA (docs/protocol.md §6), so it need not carry them: at 1 % loss per port the
+PS's NACKs were a third of its downlink's frames, each 196 bytes where 68 do."""
 _VALUES_DTYPE = np.dtype(">i4")
 _INT32 = np.dtype(np.int32)
 _SHAPE = (K,)
@@ -429,7 +422,6 @@ _TYPES = frozenset((TYPE_GRAD, TYPE_PARTIAL, TYPE_RESULT))
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 if (HEADER_STRUCT.size != INA_HDR_BYTES or INA_UDP_LEN != 8 + PAYLOAD_BYTES
-        or INA_NOTICE_UDP_LEN != 8 + HEADER_ONLY_BYTES
         or frame_span("ina.msg_type").start != FRAME_PREFIX_BYTES):
     raise RuntimeError("p4src/include/constants.p4: INA_HDR_BYTES/INA_UDP_LEN (or PREFIX_FIELDS) disagree with "
                        "the INA header layout in workers/ina/wire.py")
@@ -457,52 +449,44 @@ def _values_bytes(values: np.ndarray | list[int]) -> bytes:
     return arr.astype(_VALUES_DTYPE, copy=False).tobytes()
 
 
-def is_header_only(msg_type: int, flags: int) -> bool:
-    """A datagram that travels as its header alone (`HEADER_ONLY_BYTES`): the PS's NACK, a
-    RESULT flagged INCOMPLETE asking one worker to resend (``workers.ina.ps``, "NACKs"), or
-    a switch's flush notice, a PARTIAL flagged INCOMPLETE and not RETRANSMIT
-    (p4src/include/aggregation.p4)."""
-    if msg_type == TYPE_RESULT:
-        return bool(flags & FLAG_INCOMPLETE)
-    return msg_type == TYPE_PARTIAL and flags & _NOTICE_BITS == FLAG_INCOMPLETE
-
-
-_NOTICE_BITS = FLAG_INCOMPLETE | FLAG_RETRANSMIT
+def is_nack(msg_type: int, flags: int) -> bool:
+    """A NACK: the PS's RESULT flagged INCOMPLETE, asking one worker to resend
+    (``workers.ina.ps``, "NACKs"); it travels as a header alone (`NACK_PAYLOAD_BYTES`)."""
+    return msg_type == TYPE_RESULT and bool(flags & FLAG_INCOMPLETE)
 
 
 _NO_VALUES = np.zeros(K, np.int32)
-_NO_VALUES.setflags(write=False)  # a header-only datagram's values, shared: read-only
+_NO_VALUES.setflags(write=False)  # a NACK's values, shared: nobody may write them
 
 
 def encode_payload(pkt: InaPacket) -> bytes:
-    """UDP payload bytes: packed header + K big-endian int32 values (a NACK or a notice:
-    the header alone, `HEADER_ONLY_BYTES`)."""
+    """UDP payload bytes: packed header + K big-endian int32 values (a NACK: the header
+    alone, `NACK_PAYLOAD_BYTES`)."""
     head = HEADER_STRUCT.pack(*_header_of(pkt))
-    # a GRAD (the hot path) fails the first comparison
-    if pkt.msg_type != TYPE_GRAD and is_header_only(pkt.msg_type, pkt.flags):
+    # inline is_nack: a GRAD (the hot path) fails the first comparison
+    if pkt.msg_type == TYPE_RESULT and pkt.flags & FLAG_INCOMPLETE:
         return head
     return head + _values_bytes(pkt.values)
 
 
-def _header_only(header: tuple[int, ...]) -> InaPacket | None:
-    """The NACK or notice a header-long payload holds (values 0), None when it is
-    neither."""
-    return _packet(*header, _NO_VALUES) if is_header_only(header[0], header[1]) else None
+def _nack(header: tuple[int, ...]) -> InaPacket | None:
+    """The NACK a header-long payload holds (values 0), None when it is no NACK."""
+    return _packet(*header, _NO_VALUES) if is_nack(header[0], header[1]) else None
 
 
 def decode_payload(buf: bytes | memoryview, offset: int = 0) -> InaPacket:
     """Parse the packet (values as a native int32 array) from `buf[offset:]`.
 
-    Raises InaDecodeError when the payload is not exactly PAYLOAD_BYTES long (a NACK or a
-    notice: exactly HEADER_ONLY_BYTES, its values then 0) or msg_type is not a known type
-    (the same packets the switch counts as malformed: it checks the UDP length, so a host
-    must not accept a longer datagram either)."""
+    Raises InaDecodeError when the payload is not exactly PAYLOAD_BYTES long (a NACK:
+    exactly NACK_PAYLOAD_BYTES, its values then 0) or msg_type is not a known type (the same
+    packets the switch counts as malformed: it checks the UDP length, so a host must not
+    accept a longer datagram either)."""
     size = len(buf) - offset
-    if size == HEADER_ONLY_BYTES:
-        short = _header_only(_unpack_header(buf, offset))
-        if short is None:
-            raise InaDecodeError(f"INA payload of {size} bytes that is no NACK or notice")
-        return short
+    if size == NACK_PAYLOAD_BYTES:
+        nack = _nack(_unpack_header(buf, offset))
+        if nack is None:
+            raise InaDecodeError(f"INA payload of {size} bytes that is not a NACK")
+        return nack
     if size != PAYLOAD_BYTES:
         raise InaDecodeError(f"INA payload of {size} bytes, expected {PAYLOAD_BYTES}")
     header = _unpack_header(buf, offset)
@@ -527,8 +511,8 @@ def decode_payloads(buf: object, lengths: list[int], stride: int) -> list[InaPac
     unpack, size = _unpack_header, PAYLOAD_BYTES
     for i, ln in enumerate(lengths):
         if ln != size:
-            out.append(_header_only(unpack(buf, i * stride))  # type: ignore[arg-type]
-                       if ln == HEADER_ONLY_BYTES else None)
+            out.append(_nack(unpack(buf, i * stride))  # type: ignore[arg-type]
+                       if ln == NACK_PAYLOAD_BYTES else None)
             continue
         header = unpack(buf, i * stride)  # type: ignore[arg-type]
         out.append(_packet(*header, rows[i]) if header[0] in _TYPES else None)
@@ -575,7 +559,7 @@ def _frame_prefix(src_mac: str, dst_mac: str, src_ip: str, dst_ip: str, sport: i
 class FrameTemplate:
     """Prebuilt Ethernet/IPv4/UDP prefix for INA frames between two fixed endpoints.
 
-    Every INA frame has the same length (but a NACK's, `HEADER_ONLY_BYTES`), so the IPv4
+    Every INA frame has the same length (but a NACK, `NACK_PAYLOAD_BYTES`), so the IPv4
     header (and its checksum) is constant per (src, dst, ttl, id) and computed once;
     encoding a frame is then one struct pack plus one numpy byte-swap. Equal byte-for-byte
     to ``Ether(src, dst)/IP(src, dst, id, ttl)/UDP(sport, INA_UDP_PORT, chksum=0)/INA(...)``.
@@ -588,13 +572,13 @@ class FrameTemplate:
     ) -> None:
         args = (src_mac, dst_mac, src_ip, dst_ip, sport, ttl, ip_id, tos, dport)
         self.prefix: bytes = _frame_prefix(*args, PAYLOAD_BYTES)
-        self.short_prefix: bytes = _frame_prefix(*args, HEADER_ONLY_BYTES)
+        self.nack_prefix: bytes = _frame_prefix(*args, NACK_PAYLOAD_BYTES)
 
     def encode(self, pkt: InaPacket) -> bytes:
-        """Whole frame bytes for `pkt` (a NACK's or a notice's without values)."""
+        """Whole frame bytes for `pkt` (a NACK's without values)."""
         head = HEADER_STRUCT.pack(*_header_of(pkt))
-        if pkt.msg_type != TYPE_GRAD and is_header_only(pkt.msg_type, pkt.flags):
-            return self.short_prefix + head
+        if pkt.msg_type == TYPE_RESULT and pkt.flags & FLAG_INCOMPLETE:  # is_nack, inline
+            return self.nack_prefix + head
         return self.prefix + head + _values_bytes(pkt.values)
 
 
@@ -646,7 +630,7 @@ __all__ = [
     "FIELD_MEANINGS",
     "FRAME_BITS",
     "FRAME_BYTES",
-    "HEADER_ONLY_BYTES",
+    "NACK_PAYLOAD_BYTES",
     "FRAME_FIELDS",
     "FRAME_PREFIX_BYTES",
     "HEADER_FIELDS",
@@ -670,7 +654,7 @@ __all__ = [
     "encode_payload",
     "frame_span",
     "ipv4_checksum",
-    "is_header_only",
+    "is_nack",
     "slot_index",
     "with_copy",
 ]

@@ -31,7 +31,7 @@ from workers.ina.wire import (
     Flag,
     InaPacket,
     MsgType,
-    is_header_only,
+    is_nack,
 )
 
 
@@ -60,9 +60,9 @@ class INA(Packet):
     name = "INA"
     fields_desc = [
         *(_SHOWN_AS[n]() if n in _SHOWN_AS else _PLAIN[bits](n, 0) for n, bits in HEADER_FIELDS),
-        # a NACK or a notice carries no values (workers.ina.wire.HEADER_ONLY_BYTES)
+        # a NACK carries no values (workers.ina.wire.NACK_PAYLOAD_BYTES)
         FieldListField("values", [0] * K, SignedIntField("v", 0),
-                       count_from=lambda pkt: 0 if is_header_only(pkt.msg_type, pkt.flags) else K),
+                       count_from=lambda pkt: 0 if is_nack(pkt.msg_type, pkt.flags) else K),
     ]
 
     def mysummary(self) -> str:
@@ -90,7 +90,7 @@ def from_scapy(pkt: Packet) -> InaPacket:
     path)."""
     layer = pkt[INA]
     header = [int(getattr(layer, name)) for name in HEADER_NAMES]
-    values = layer.values if not is_header_only(header[0], header[1]) else [0] * K  # none sent
+    values = layer.values if not is_nack(header[0], header[1]) else [0] * K  # none sent
     return InaPacket(*header, np.array(values, dtype=np.int32))
 
 

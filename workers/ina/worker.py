@@ -198,7 +198,6 @@ class WorkerStats:
     fast: int = 0  # of retransmits: a prober's, when later chunks completed first
     nacks: int = 0  # the PS's asks to resend an in-flight chunk ("NACKs and probers")
     chased: int = 0  # of retransmits: asks for a RESULT a later one named ("Chained RESULTs")
-    sums_asked: int = 0  # of nacks: the PS asked for the sum of a slot holding ours
 
 
 class RttEstimator:
@@ -675,22 +674,12 @@ class WorkerRound:
         without this worker (``pkt.bitmap``: the workers it has), or the chunk is missing
         behind later ones or overdue (flagged RETRANSMIT: the PS saw chunks sent after it,
         so no copy of it is on its way; ``workers.ina.asks``).  Resend it at once, unless,
-        after a flush, a copy left less than half a ``probe_rto`` ago (it answers the ask).
-        A NACK naming this worker among those the PS has asks for the sum of the slot that
-        holds its contribution (``workers.ina.ps``, "NACKs"): resent flagged INCOMPLETE."""
+        after a flush, a copy left less than half a ``probe_rto`` ago (it answers the ask)."""
         c = pkt.chunk_id
         f = self._inflight.get(c)
-        mine = pkt.bitmap & self.bit
-        if f is None or self.failed or (mine and self.hierarchical):
+        if f is None or pkt.bitmap & self.bit or self.failed:
             self.stats.unexpected_results += 1
             return []
-        if mine:
-            # the PS has what the slot holding ours waits for, another way: it asks for
-            # that slot's sum (a resend flagged INCOMPLETE, on the route: the slot answers;
-            # a flat job's only: a hierarchical slot's flush carries its sum)
-            self.stats.nacks += 1
-            self.stats.sums_asked += 1
-            return [self._retransmit(c, f, self.rtt.rto, now, ask_sum=True)]
         self.stats.nacks += 1
         self.rtt.nack()
         rto = self.rtt.rto
@@ -730,10 +719,8 @@ class WorkerRound:
         self.rtt.sample(now - copies[0])
         return now - copies[0]
 
-    def _retransmit(self, c: int, f: _Flight, rto: float, now: float,
-                    ask_sum: bool = False) -> InaPacket:
-        """Send chunk ``c`` again and restart its timer with ``rto`` (``ask_sum``: on its
-        route, flagged INCOMPLETE, asking the slot that holds it for its sum)."""
+    def _retransmit(self, c: int, f: _Flight, rto: float, now: float) -> InaPacket:
+        """Send chunk ``c`` again and restart its timer with ``rto``."""
         copy = len(f.times)
         self.cc.on_send(now)
         f.deadline, f.rto = now + rto, rto
@@ -741,8 +728,6 @@ class WorkerRound:
         f.times.append(now)
         self._inflight[c] = self._inflight.pop(c)  # ties in tick(): retransmission order
         self.stats.retransmits += 1
-        if ask_sum:
-            return self._grad(c, FLAG_RETRANSMIT | FLAG_INCOMPLETE, copy)
         if self.direct_after is not None and f.retries > self.direct_after:
             self.stats.direct += 1
             return self._grad(c, FLAG_RETRANSMIT | FLAG_FALLBACK, copy, AGG_ID_PS)
