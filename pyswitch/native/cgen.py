@@ -67,14 +67,14 @@ from pyswitch.ir import (
     walk,
 )
 from pyswitch.ir.bounds import program_bounds
-from pyswitch.ir.exprs import Expr, Lit, Local, text
+from pyswitch.ir.exprs import Bin, Expr, Lit, Local, text
 from pyswitch.native.copyout import CopyOut
-from pyswitch.native.exprs import Expressions, Func, NotNative, X, merge
+from pyswitch.native.exprs import Expressions, Func, NotNative, X
 from pyswitch.native.headers import Headers
 from pyswitch.native.irlower import IRLower
 from pyswitch.native.lines import Listing, body_start, handler_start
 from pyswitch.native.loop import c_source
-from pyswitch.native.passes import Passes, forget
+from pyswitch.native.passes import Passes
 from pyswitch.native.picks import Picks
 from pyswitch.native.varbits import Varbits
 from pyswitch.tables import table_kind
@@ -205,7 +205,6 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
             return
         if isinstance(t, Local) and t.name in f.locals:
             o.append(f"{ind}l_{t.name} = {v.c};")
-            f.cur[t.name] = (v.lo, v.hi)
             return
         if isinstance(t, Local) and t.name in f.params:
             lo, hi = self.param_bounds(f, t.name)
@@ -235,18 +234,14 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
 
     def branch(self, f: Func, test: str, then: Callable[[], None],
                else_: Callable[[], None] | None, o: list[str], d: int) -> None:
-        """``if (test) { then } else { else_ }``: the locals' bounds after it the union
-        of the branches'."""
+        """``if (test) { then } else { else_ }``."""
         ind = IND * d
         o.append(f"{ind}if ({test}) {{")
-        before = dict(f.cur)
         then()
-        after_a, f.cur = f.cur, dict(before)
         if else_ is not None:
             o.append(f"{ind}}} else {{")
             else_()
         o.append(f"{ind}}}")
-        f.cur = merge(f, after_a, f.cur)
 
     def _assign(self, f: Func, st: Assign, at: int, o: list[str], d: int) -> None:
         self.assign(f, self.node_of(st.target), self.node_of(st.value), o, d)
@@ -285,15 +280,12 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
     def _loop(self, f: Func, st: Loop, at: int, o: list[str], d: int) -> None:
         ind = IND * d
         o.append(f"{ind}for (;;) {{")
-        forget(f, st.body)  # a value may come round the loop: the whole-function bound
         f.loops += 1
         self.body(f, st.body, at + 1, o, d + 1)
         f.loops -= 1
         o.append(f"{ind}}}")
-        forget(f, st.body)  # any break may have left: the whole-function bound
 
-    def exit_scope(self, f: Func, run: Callable[[], None], names: set[str], o: list[str],
-                   d: int) -> None:
+    def exit_scope(self, f: Func, run: Callable[[], None], o: list[str], d: int) -> None:
         """What `run` writes, an exit inside it jumping to the label after it."""
         f.nlabel += 1
         lab = f"exit_{f.nlabel}"
@@ -301,12 +293,9 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
         run()
         f.exit_label.pop()
         o.append(f"{IND * d}{lab}: ;")
-        for x in names:  # reached from any exit inside
-            f.cur.pop(x, None)
 
     def _exit_scope(self, f: Func, st: ExitScope, at: int, o: list[str], d: int) -> None:
-        self.exit_scope(f, lambda: self.body(f, st.body, at + 1, o, d), set(), o, d)
-        forget(f, st.body)
+        self.exit_scope(f, lambda: self.body(f, st.body, at + 1, o, d), o, d)
 
     def _parser_scope(self, f: Func, st: ParserScope, at: int, o: list[str], d: int) -> None:
         ind = IND * d
@@ -317,7 +306,6 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
         f.perr_label.append(lab)
         self.body(f, st.body, at + 1, o, d)
         f.perr_label.pop()
-        forget(f, st.body)  # reached from any parser error inside
         o.append(f"{ind}goto {done};")
         o.append(f"{ind}{lab}: ;")
         f.ln = handler_start(self.listing, st, at) + 1
@@ -329,7 +317,7 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
         if f.kind != "parser":
             raise NotNative(f"line {at}: call of len")
         f.ln = at + 1
-        o.append(f"{IND * d}l_pos = (Py_ssize_t){self.raw(f, Lit(0)).c};")
+        o.append(f"{IND * d}l_pos = (Py_ssize_t){self.ex(f, Lit(0)).c};")
 
     def _parser_end(self, f: Func, st: ParserEnd, at: int, o: list[str], d: int) -> None:
         if f.kind != "parser":
@@ -341,8 +329,8 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
         if f.kind == "parser":
             o.append(f"{IND * d}l_pos += (Py_ssize_t){self.ex(f, n).c};")
             return
-        pos = Local("pos")
-        self.store(f, pos, self._step(f, "+", self.raw(f, pos), self.ex(f, n)), o, d)
+        pos = Bin("+", Local("pos"), n)  # ``pos += n`` outside the parser: a sum stored
+        self.store(f, pos.a, self.ex(f, pos), o, d)
 
     def _simple(self, f: Func, st: Stmt, at: int, o: list[str], d: int) -> None:
         self.ir_stmt(f, st, at, o, d)
@@ -354,10 +342,6 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
     # -- functions ---------------------------------------------------------------------
     def function(self, f: Func) -> list[str]:
         self.classify(f)
-        self.bound_locals(f)
-        for k, b in f.locals.items():
-            if b is None:
-                raise NotNative(f"function {f.name}: local {k} is never given a value")
         body: list[str] = []
         if f.kind == "parser":
             body.append("    Py_ssize_t l_pos = 0, l_L = L_buf; int perr = 0; (void)perr; (void)l_L;")

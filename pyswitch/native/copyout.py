@@ -29,7 +29,6 @@ from pyswitch.ir import CopyOutCall, Pass
 from pyswitch.ir.exprs import Call, Expr, Local
 from pyswitch.native.exprs import Func, NotNative
 from pyswitch.native.lines import body_start
-from pyswitch.native.passes import assigned
 
 
 class CopyOut:
@@ -81,16 +80,16 @@ class CopyOut:
     def call_args(self, f: Func, args: Sequence[Expr], data: bool, callee: Func) -> str:
         """The C arguments of a call of action function `callee` (after ``P, st``):
         each within its parameter's range, `data` (``*data``) spread as the wrapper's."""
-        vals = [(a, True) for a in args]
+        vals = list(args)
         if data:
             if not f.star:
                 raise NotNative(f"line {f.ln}: call of {callee.name}")
-            vals += [(Local(p), False) for p in f.params]
+            vals += [Local(p) for p in f.params]
         if len(vals) != len(callee.params):
             raise NotNative(f"line {f.ln}: call of {callee.name}: argument count")
         out = ""
-        for pn, (a, met) in zip(callee.params, vals, strict=True):
-            x = self.ex(f, a) if met else self.raw(f, a)  # type: ignore[attr-defined]
+        for pn, a in zip(callee.params, vals, strict=True):
+            x = self.ex(f, a)  # type: ignore[attr-defined]
             lo, hi = self.param_bounds(callee, pn)
             if x.lo < lo or x.hi > hi:  # what the parameter's type (a table entry) holds
                 raise NotNative(f"line {f.ln}: argument out of its parameter's range")
@@ -124,9 +123,8 @@ class CopyOut:
         if st.on_exit is None:
             return self.run_call(f, st, at, o, d)
         if not st.values and all(isinstance(ln.stmt, Pass) for ln in st.on_exit):
-            names = {st.result} if st.result else set()  # an exit simply passes on
             return self.exit_scope(f, lambda: self.run_call(f, st, at + 1, o, d),  # type: ignore[attr-defined]
-                                   names, o, d)
+                                   o, d)
         self.exit_handler(f, st, at, o, d)
 
     def run_call(self, f: Func, st: CopyOutCall, ln: int, o: list[str], d: int) -> None:
@@ -161,12 +159,8 @@ class CopyOut:
         f.exit_label.append(lab)
         self.run_call(f, st, at + 1, o, d)
         f.exit_label.pop()
-        before = dict(f.cur)
         o.append(f"{ind}goto {done};")
         o.append(f"{ind}{lab}: ;")
         body = st.on_exit or ()
         self.body(f, body, body_start(self.listing, st, at, 0), o, d)  # type: ignore[attr-defined]
         o.append(f"{ind}{done}: ;")
-        f.cur = before
-        for x in assigned(body) | ({st.result} if st.result else set()):
-            f.cur.pop(x, None)

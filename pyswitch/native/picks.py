@@ -137,7 +137,7 @@ class Picks:
             o.append(f"{ind}case {k}:")
             for e in g:
                 f.ln = at
-                self.store(f, Field(e, 0), self.raw(f, Lit(False)), o, d + 1)  # type: ignore[attr-defined]
+                self.store(f, Field(e, 0), self.ex(f, Lit(False)), o, d + 1)  # type: ignore[attr-defined]
             o.append(f"{ind}    break;")
         o.append(f"{ind}default: PyErr_SetString(PyExc_IndexError, \"tuple index out of "
                  "range\"); return RC_ERR;")
