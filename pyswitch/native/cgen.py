@@ -76,7 +76,7 @@ from pyswitch.native.lines import Listing, body_start, handler_start
 from pyswitch.native.loop import c_source
 from pyswitch.native.passes import Passes
 from pyswitch.native.picks import Picks
-from pyswitch.native.varbits import Varbits
+from pyswitch.native.varbits import Varbits, vb_hi
 from pyswitch.tables import table_kind
 
 __all__ = ["NotNative", "Unit"]
@@ -194,14 +194,17 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
         return (f"{ind}if ((rc = {call}) != 0) {{ if (rc < 0) return RC_ERR; {tgt} }}")
 
     def store(self, f: Func, t: Expr, v: X, o: list[str], d: int) -> None:
-        """`v` into l-value `t` (a slot, a field, a local, a parameter), within its range."""
+        """`v` into l-value `t` (a slot, a field, a local, a parameter), within its range:
+        the IR's interval of the target's node (its declared range, `Bounds.of`), a
+        varbit slot's C range (`native.varbits.vb_hi`)."""
         ind = IND * d
         s = self.slot(f, t)
         if s is not None:
-            lo, hi = s[1]
-            if v.lo < lo or v.hi > hi:
+            w = self.vb_width(f, t)
+            rng = (0, vb_hi(w)) if w else self.iv(f, t)
+            if rng is None or v.lo < rng[0] or v.hi > rng[1]:
                 raise NotNative(f"line {f.ln}: a value outside its slot's range")
-            o.append(f"{ind}{s[0]} = {v.c};")
+            o.append(f"{ind}{s} = {v.c};")
             return
         if isinstance(t, Local) and t.name in f.locals:
             o.append(f"{ind}l_{t.name} = {v.c};")

@@ -43,25 +43,23 @@ class CopyOut:
         return [f"_d{i}" for i in range(len(a["params"]))]
 
     def param_bounds(self, f: Func, name: str) -> tuple[int, int]:
-        """The range of parameter `name` of `f`: its type's (``meta["fbounds"]``), or a
-        table wrapper's action data width."""
-        fb = self.meta.get("fbounds", {}).get(f.name, {})  # type: ignore[attr-defined]
-        if name in fb and fb[name] is not None:
-            lo, hi = fb[name]
-            return lo, hi
-        if f.star and name.startswith("_d"):
-            a = self.actions[f.name]  # type: ignore[attr-defined]
-            w = a["params"][int(name[2:])]["width"]
-            return 0, (1 << w) - 1
-        w = self.param_width(f, name)  # type: ignore[attr-defined]
-        return 0, (1 << w) - 1
+        """The range of parameter `name` of `f`, as the IR has it (`Bounds.params`,
+        `pyswitch.ir.bounds.param_bounds`: its type's, ``meta["fbounds"]``, or an action
+        data's width)."""
+        iv = f.irb.params.get(name) if f.irb is not None else None
+        if iv is not None:
+            return iv
+        if f.name not in self.actions:  # type: ignore[attr-defined]
+            raise NotNative(f"function {f.name}: parameters of a non-action")
+        raise NotNative(f"function {f.name}: parameter {name}")
 
-    def ret_slot(self, f: Func, name: str, i: int) -> tuple[str, tuple[int, int]]:
-        """``_r1[i]``: the C of out value `i` of the call that set ``_r1``, with its bounds."""
+    def ret_slot(self, f: Func, name: str, i: int) -> str:
+        """``_r1[i]``: the C of out value `i` of the call that set ``_r1`` (its interval
+        the IR's: the callee's out parameter's, `pyswitch.ir.bounds.out_bounds`)."""
         callee = self.funcs[f.rets[name]]  # type: ignore[attr-defined]
         if not 0 <= i < len(callee.outs):
             raise NotNative(f"line {f.ln}: {name}[{i}]")
-        return f"r_{name}[{i}]", self.param_bounds(callee, callee.outs[i])
+        return f"r_{name}[{i}]"
 
     def classify_ret(self, f: Func, name: str, kind: str, v: Any) -> bool:
         """Record `name` as the out values of a call (or skip ``_x.args[0]``, `kind`

@@ -204,9 +204,10 @@ class Expressions:
     KINDS: dict[type, Callable[..., str]] = {}
 
     # -- slots -------------------------------------------------------------------------
-    def slot_of(self, f: Func, base: str, j: int) -> tuple[str, tuple[int, int]] | None:
-        """The C and range of item `j` of `base` (``M``, a header local, a stack element
-        picked at run time, a call's out values), or None for another name."""
+    def slot_of(self, f: Func, base: str, j: int) -> str | None:
+        """The C of item `j` of `base` (``M``, a header local, a stack element picked at
+        run time, a call's out values), or None for another name; a slot without a C
+        value (a varbit of more than 112 bits) refused."""
         if base in f.picks:  # see pyswitch.native.picks
             return self.pick_slot(f, base, j)  # type: ignore[attr-defined]
         if base in f.rets:  # see pyswitch.native.copyout
@@ -217,13 +218,13 @@ class Expressions:
                 w = self.hvb.get((k, j))
                 raise NotNative(f"line {f.ln}: " + (
                     f"header slot S[{k}][{j}]" if w is None else wide_varbit(w)))
-            return f"st->s[{self.hoff[k] + j}]", self.hb[k][j]  # type: ignore[return-value]
+            return f"st->s[{self.hoff[k] + j}]"
         if base == "M":
             if not 0 <= j < self.nm or self.mb[j] is None:
                 w = self.mvb.get(j)
                 raise NotNative(f"line {f.ln}: " + (
                     f"metadata slot M[{j}]" if w is None else wide_varbit(w)))
-            return f"st->m[{j}]", self.mb[j]  # type: ignore[return-value]
+            return f"st->m[{j}]"
         return None
 
     @staticmethod
@@ -237,7 +238,7 @@ class Expressions:
             return n.name, n.index
         return None
 
-    def slot(self, f: Func, n: Expr) -> tuple[str, tuple[int, int]] | None:
+    def slot(self, f: Func, n: Expr) -> str | None:
         """The header field or metadata slot node `n` reads or writes, or None."""
         p = self.place(n)
         return None if p is None else self.slot_of(f, *p)
@@ -295,7 +296,7 @@ class Expressions:
         if s is not None:
             if self.vb_width(f, n):
                 raise NotNative(f"line {f.ln}: a varbit used as a number")
-            return s[0]
+            return s
         base = self.place(n)[0]  # type: ignore[index]
         if base in self.regs:
             raise NotNative(f"line {f.ln}: register read outside a RegRead node (pyswitch.ir)")
@@ -397,7 +398,7 @@ class Expressions:
         if not self.vb_width(f, n.a):
             self.ex(f, n.a)
             return self._bad(f, n)
-        return f"vb_val({self.slot(f, n.a)[0]})"  # type: ignore[index]
+        return f"vb_val({self.slot(f, n.a)})"
 
     def _str(self, f: Func, n: Str) -> str:
         raise NotNative(f"line {f.ln}: constant {n.value!r}")
@@ -497,15 +498,6 @@ class Expressions:
         if isinstance(k, Not):
             return f"(!{self.cond(f, k.a)})"
         return f"({self.ex(f, n).c} != 0)"
-
-    def param_width(self, f: Func, name: str) -> int:
-        a = self.actions.get(f.name)
-        if a is None:
-            raise NotNative(f"function {f.name}: parameters of a non-action")
-        for p in a["params"]:
-            if f"p_{p['name']}" == name:
-                return p["width"]
-        raise NotNative(f"function {f.name}: parameter {name}")
 
 
 Expressions.KINDS = {

@@ -105,18 +105,18 @@ class Headers:
         if any(x not in f.aliases for x in dst):
             raise NotNative(f"line {at}: tuple assignment {f'({st.b}, {st.a}[:])'[:40]!r}")
         o.append(f"{ind}{{")
+        xs: dict[tuple[int, int], X] = {}
         for k, s in enumerate(src):
             for j in range(len(self.hb[f.aliases[s]])):
                 x = self.val(f, Field(dst[k], j), Field(s, j), o, d + 1)  # type: ignore[attr-defined]
+                xs[(k, j)] = x
                 o.append(f"{ind}    V t{k}_{j} = {x.c};")
         for k, (dn, s) in enumerate(zip(dst, src, strict=True)):
             if len(self.hb[f.aliases[dn]]) != len(self.hb[f.aliases[s]]):
                 raise NotNative(f"line {at}: headers of different types")
             for j in range(len(self.hb[f.aliases[s]])):
-                b = self.hb[f.aliases[s]][j]
-                if b is None:
-                    raise NotNative(f"line {at}: field {j} of {s}")
-                self.store(f, Field(dn, j), X(f"t{k}_{j}", *b), o, d + 1)  # type: ignore[attr-defined]
+                x = xs[(k, j)]
+                self.store(f, Field(dn, j), X(f"t{k}_{j}", x.lo, x.hi), o, d + 1)  # type: ignore[attr-defined]
         o.append(f"{ind}}}")
 
     def _nfields(self, f: Func, h: str) -> int:

@@ -64,17 +64,15 @@ class Picks:
     def pick_width(self, f: Func, name: str) -> int:
         return len(self.hb[f.picks[name][0]])
 
-    def pick_slot(self, f: Func, name: str, j: int) -> tuple[str, tuple[int, int]]:
-        """The C of field `j` of pick `name`, with the union of its elements' bounds."""
+    def pick_slot(self, f: Func, name: str, j: int) -> str:
+        """The C of field `j` of pick `name` (each element's field has a C value)."""
         bs = [self.hb[k][j] if j < len(self.hb[k]) else None for k in f.picks[name]]
         if any(b is None for b in bs):
             w = self.hvb.get((f.picks[name][0], j))  # type: ignore[attr-defined]
             raise NotNative(f"line {f.ln}: " + (
                 f"field {j} of a stack element" if w is None
                 else wide_varbit(w)))
-        lo = min(b[0] for b in bs)  # type: ignore[index]
-        hi = max(b[1] for b in bs)  # type: ignore[index]
-        return f"k_{name}[{j}]", (min(lo, 0), max(hi, 0))  # the scratch header holds 0
+        return f"k_{name}[{j}]"
 
     def classify_pick(self, f: Func, name: str, v: Expr) -> bool:
         """Record `name` as a pick when `v` is one (its elements must agree)."""

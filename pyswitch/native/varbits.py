@@ -81,7 +81,7 @@ class Varbits:
         if s is not None:
             if self.vb_width(f, n) != w:  # type: ignore[attr-defined]
                 raise NotNative(f"line {ln}: a varbit from a slot of another type")
-            return X(s[0], *s[1])
+            return X(s, 0, vb_hi(w))
         if f.kind == "parser" and isinstance(n, VbRead) and pure(n.n):
             nx = self.ex(f, n.n)  # type: ignore[attr-defined]
             a = self.ex(f, n.start)  # type: ignore[attr-defined]
@@ -109,7 +109,7 @@ class Varbits:
                 continue
             vw = self.vb_width(f, p)  # type: ignore[attr-defined]
             if vw:
-                items += ["(V)-1", self.slot(f, p)[0]]  # type: ignore[attr-defined]
+                items += ["(V)-1", self.slot(f, p)]  # type: ignore[attr-defined]
                 bits += vw
                 continue
             raise NotNative(f"line {f.ln}: field list item {text(p)[:40]!r}")
@@ -140,7 +140,7 @@ class Varbits:
             w = self.vb_width(f, p.a) if isinstance(p, VbBytes) else 0  # type: ignore[attr-defined]
             if w:
                 s = self.slot(f, p.a)  # type: ignore[attr-defined]
-                o.append(f"{ind}*on += vb_put(ob + *on, {s[0]});")
+                o.append(f"{ind}*on += vb_put(ob + *on, {s});")
                 most += w // 8
                 continue
             raise NotNative(f"line {ln}: deparser piece {text(p)[:40]!r}")
