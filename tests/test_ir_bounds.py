@@ -154,6 +154,21 @@ def test_steps(node: Expr, steps: list) -> None:
     assert ENV.steps(node) == steps
 
 
+def test_a_helper_no_rule_knows_has_its_externs_interval(monkeypatch) -> None:  # noqa: ANN001
+    """A `Call` of a helper the IR has no rule for: its extern's `bounds`, from the
+    arguments' intervals (a popcount of a value up to 255: at most 8); none without one."""
+    from pyswitch import externs
+
+    class Count(externs.Extern):
+        def bounds(self, node, args):  # noqa: ANN001, ANN201
+            return None if args[0] is None else (0, args[0][1].bit_length())
+
+    monkeypatch.setattr(externs, "helpers", lambda: {"_count": Count()})
+    assert ENV.of(Call("_count", (M8,))) == (0, 8)
+    assert ENV.of(Call("_count", (Opaque("x"),))) is None
+    assert ENV.of(Call("_other", (M8,))) is None
+
+
 def test_a_copy_outs_values_have_their_parameters_intervals() -> None:
     """``_r1[i]`` (an `Elem`) read after ``_r1 = a0(...)``: the interval of the callee's
     out parameter i (its type's, ``fbounds``), met with the node's width; without the

@@ -16,11 +16,14 @@ node               interval
                    text assigns it; a parameter
                    its type's (``meta["fbounds"]``); the parser's ``pos``, ``L``: [0, 2**40]
                    (a packet is shorter than 2**40 bytes, as the C back end assumes)
-``Elem``, ``Opaque`` their type's width (an action's out value; an operand still text)
+``Elem`` ``_rN[i]`` the callee's out parameter i's (``_rN = a0(...)``, a `CopyOutCall`;
+                   `out_bounds`) met with its width's
+``Opaque``         its width's (an operand still text)
 ``Bin`` + - *      [a+c, b+d], [a-d, b-c], the corners' min and max
 ``Bin`` & (>= 0)   [0, min(b, d)] (one side >= 0: [0, its hi])
 ``Bin`` | ^ (>= 0) [0, 2**k - 1], k the bits of max(b, d) (``|``: lo max(a, c))
-``Bin`` >> (>= 0)  [a >> d, b >> c];  ``%`` by c > 0 of x >= 0: [0, min(b, d - 1)]
+``Bin`` >>, b >= 0 the corners' min and max (floor: monotone in a, toward 0 or -1
+                   in b);  ``%`` by c > 0: [0, d - 1] (x >= 0: [0, min(b, d - 1)])
 comparisons, ``and``/``or``, ``Not``, ``SCmp``, ``All``, ``AnyOf``, ``Range``, ``Hit``: [0, 1]
 ``Wrap`` op, W     r = a op b as above (``<<``: the corners' shifts); r mod 2**W when
                    r lies within one multiple of 2**W (r's two ends have the same
@@ -31,7 +34,7 @@ comparisons, ``and``/``or``, ``Not``, ``SCmp``, ``All``, ``AnyOf``, ``Range``, `
 ``Cond`` c, a, b   the union of a's and b's
 ``Call``           ``_shl``, ``_sat_s``: [0, 2**W - 1]; ``min``/``max``: of the ends;
                    ``_hmod`` h, m: [0, h.hi]; ``_random`` lo, hi: [lo.lo, max(lo.hi, hi.hi)];
-                   another helper: none
+                   another extern's helper: its extern's (`Extern.bounds`); else none
 ``Digest``         crc32: [0, 2**32 - 1]; crc16, csum16: [0, 2**16 - 1]; identity:
                    [0, min(2**64 - 1, sum of each item's hi at its shift)]
 ``ActionRun``      [0, 2**20] (an entry's action index, as the C runtime holds it)
@@ -120,10 +123,12 @@ sound on its own; every state is met with it, so that no widening leaves a local
 than it.  A local assigned a value still text has no W; nor has one a `PyText` line of the
 function may assign (a name before an ``=`` of the line, after a ``for`` or an ``as``: the
 transitional text is not parsed here), and a function still holding text is bounded with
-W only (its text's jumps are not seen).  The C back end's own intervals are flow-sensitive
-too, with coarser joins (a local assigned in a loop or before a label has its
-whole-function bound there); it meets them with these (`pyswitch.native.exprs`), which are
-never looser (`tests/test_ir_bounds.py`).
+W only (its text's jumps are not seen).
+
+`Bounds.steps` gives the intervals of the values a node's evaluation computes that are no
+node of their own (a `Wrap`'s operation before its mask, ...), by the same rules.  The C
+back end (`pyswitch.native`) takes every interval it needs from here and has none of its
+own (`tests/test_ir_bounds.py`).
 """
 
 from __future__ import annotations
@@ -225,8 +230,8 @@ def arith(op: str, a: Iv, b: Iv) -> Iv | None:
     if op in ("|", "^") and a[0] >= 0 and b[0] >= 0:
         top = (1 << max(a[1], b[1]).bit_length()) - 1
         return (max(a[0], b[0]) if op == "|" else 0, top)
-    if op == "%" and b[0] > 0 and a[0] >= 0:
-        return (0, min(a[1], b[1] - 1))
+    if op == "%" and b[0] > 0:  # Python's: within [0, d - 1] whatever a's sign
+        return (0, min(a[1], b[1] - 1) if a[0] >= 0 else b[1] - 1)
     if op == "//" and b[0] > 0:
         qs = [x // y for x in a for y in b]
         return (min(qs), max(qs))
@@ -434,7 +439,7 @@ class Bounds:
         if n.fn in ("_shl", "_sat_s") and isinstance(n.args[-1], Lit):
             return width_iv(int(n.args[-1].value))
         if any(x is None for x in xs):
-            return None
+            return _extern_bounds(n, xs)
         if n.fn in ("min", "max") and len(xs) == 2:
             pick = min if n.fn == "min" else max
             return (pick(xs[0][0], xs[1][0]), pick(xs[0][1], xs[1][1]))  # type: ignore[index]
@@ -442,7 +447,9 @@ class Bounds:
             return (0, xs[0][1])  # type: ignore[index]
         if n.fn == "_random" and len(xs) == 2:
             return (xs[0][0], max(xs[0][1], xs[1][1]))  # type: ignore[index]
-        return None  # a helper not known here
+        return _extern_bounds(n, xs)
+
+
 
     def _digest(self, d: Digest) -> Iv | None:
         num = self.digest_number(d)
@@ -506,6 +513,14 @@ class Bounds:
         if isinstance(n, Digest):
             return [self.digest_number(n)]
         return []
+
+
+def _extern_bounds(n: Call, xs: list[Iv | None]) -> Iv | None:
+    """A call of a helper no rule here knows: its extern's interval (`Extern.bounds`, from
+    the arguments'), or None (another helper: not proven)."""
+    from pyswitch import externs  # the registry, which imports the IR's nodes
+    ext = externs.helpers().get(n.fn)
+    return None if ext is None else ext.bounds(n, xs)
 
 
 def struct_items(ir: Iterable[ModuleItem]) -> dict[str, list[int]]:

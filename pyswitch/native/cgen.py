@@ -9,16 +9,16 @@ cursor, the headers' struct reads and writes) and whole headers' copies, sets an
 `pyswitch.native.headers`; stack elements picked at run time in `pyswitch.native.picks`,
 the calls that copy out an action's out/inout parameters in `pyswitch.native.copyout`,
 varbits as ``(nbits, value)`` pairs in `pyswitch.native.varbits`; the expressions from
-their nodes (`pyswitch.native.exprs`).  The passes before (the names a function assigns,
-the locals' intervals to a fixed point) are `pyswitch.native.passes`.  Nothing of the
+their nodes (`pyswitch.native.exprs`).  The passes before (the names a function assigns)
+are `pyswitch.native.passes`; every interval is the IR's (`pyswitch.ir.bounds`).  Nothing of the
 Python back end's output is read but the line numbers of its print, which the messages
 give (`pyswitch.native.lines`).  One C function per function, so that both paths have one
 semantics: the compiler's.  The packet loop around those functions (``process``: the
 after-ingress and after-egress decisions, the copies) is lowered from its one
 description, `pyswitch.native.loop.LOOP`, as the Python path's specialised ``process`` is.
 
-Values are ``__int128``; each expression is proven to stay within 126 bits first
-(pyswitch.native.exprs).  Anything outside what is lowered, or not proven, raises
+Values are ``__int128``; each expression is proven to stay within 126 bits first, with
+the IR's intervals (pyswitch.native.exprs), and each store within its target's range.  Anything outside what is lowered, or not proven, raises
 :class:`NotNative` with the line: the switch then runs the Python path, which is always there.
 """
 
@@ -112,7 +112,7 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
         self.gidx: dict[str, int] = {}
         self.structs: dict[str, list[tuple[str, int]]] = {}
         self.funcs: dict[str, Func] = {}
-        self.irb = program_bounds(ir, meta)  # the nodes' proven intervals
+        self.irb = program_bounds(ir, meta)  # the nodes' proven intervals: the only ones
         self.listing = Listing(ir)  # the printed lines, for the messages
         self.lines = self.listing.shown
         for line, decl in self.listing.structs:  # the module's `StructDecl`s

@@ -14,8 +14,8 @@ caller copies them out, a `CopyOutCall` of the IR (lowered from its fields)::
     <copy-out from _r1[i]>
 
 In C the action takes a pointer to its caller's array, ``V r__r1[k]``, fills it before it
-returns (0) or exits (RC_EXIT), and ``_r1[i]`` reads ``r__r1[i]`` with the bounds of the
-parameter's type (``meta["fbounds"]``, from the compiler).  The ``except _Exit as _x``
+returns (0) or exits (RC_EXIT), and ``_r1[i]`` reads ``r__r1[i]``, whose interval the IR
+gives (`pyswitch.ir.bounds.out_bounds`: the parameter's type's, ``meta["fbounds"]``).  The ``except _Exit as _x``
 handler becomes the code at the label an exit of the call jumps to.  A table's wrapper
 (``def a0_t(S, M, *data)``) takes its action data as C parameters ``p_d0, p_d1, ...``.
 """

@@ -1,25 +1,21 @@
-"""Expressions of the intermediate form in C, each with the interval of its value.
+"""Expressions of the intermediate form in C, each with the interval the IR proves for it.
 
 Each expression node (`pyswitch.ir.exprs`) is lowered from its kind and fields, one method
 per kind (`Expressions.KINDS`); the P4 width semantics a node holds (a sum wrapped to its
-width, a signed operand through its sign bit) are written as the steps its Python does,
-each step bounded.  Python ints never overflow and C's ``__int128`` does, so every value
-is bounded before it is emitted: a slot's range comes from its P4 type
-(``meta["mbounds"]``, ``meta["hbounds"]``), a register's from its width, an action
-parameter's from its width (what a table entry may hold), a literal is itself, and each
-operator maps the operands' intervals to the result's::
-
-    [a, b] + [c, d] = [a + c, b + d]          [a, b] - [c, d] = [a - d, b - c]
-    x & m, m >= 0: [0, m]                      x | y, x ^ y, both >= 0: [0, 2**k - 1]
-    [a, b] << [c, d] = [min, max] of the four corner shifts, likewise >>
-    [a, b] // [c, d], c > 0: of the four corner quotients    x % [c, d], c > 0: [0, d - 1]
-
-The interval of a node is met with the one the IR proves for it (`pyswitch.ir.bounds`).
-A local has, at each point, the bound of its last assignment (the union over branches;
-the union of all its assignments, iterated to a fixed point, around loops and labels; a
-bound still growing after eight rounds is widened to the next power of two, in
-`pyswitch.native.cgen`).  Anything beyond ``2**126`` raises `NotNative` with the line
-(`Func.ln`: the line the Python back end prints the statement on, `pyswitch.native.lines`).
+width, a signed operand through its sign bit) are written as the steps its Python does.
+Python ints never overflow and C's ``__int128`` does, so every value is proven within 126
+bits before it is emitted, with the intervals of `pyswitch.ir.bounds` (one `Bounds` per
+function, `Func.irb`): a node's is `Bounds.of` (`Expressions.ex`: a slot's range from its
+P4 type, a parameter's from its type or its width, a local's at the point it is read, an
+operator's from its operands'), and the steps of a node that have no node of their own are
+`Bounds.steps` (a sum before its mask, a value through its sign bit, a `Concat`'s shifted
+half, a `Digest`'s field list as one number: `Bounds.digest_number`).  This module has no
+interval arithmetic of its own: what it decides from an interval reads the IR's -- the
+form of a shift (``>>`` while the shift stays below 127, else ``v_shr``) and of a division
+(refused for a divisor that may be 0: `binc`), ``and``/``or`` of values that may not be
+booleans refused.  A node without an interval in the IR is refused (``no proven interval``),
+anything beyond ``2**126`` raises `NotNative` with the line (`Func.ln`: the line the Python
+back end prints the statement on, `pyswitch.native.lines`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The passes over one function's IR before its C is written (a mixin of
 `pyswitch.native.cgen.Unit`): the names it assigns sorted (`classify`: header aliases,
-table entries, stack elements picked at run time, the out values of calls, locals), each
-local's interval to a fixed point (`bound_locals`), the out/inout parameters an action
-returns (`out_names`), and the names a body assigns (`assigned`: the flow-sensitive
-bounds it forgets).
+table entries, stack elements picked at run time, the out values of calls, locals) and
+the out/inout parameters an action returns (`out_names`).  The locals' intervals are the
+IR's (`pyswitch.ir.bounds`, flow-sensitive): no pass here computes one.
 
 The assignments are taken in the order the generated Python's syntax tree holds them
 breadth first (`assignments`): a local's C declaration comes in that order, so the C is

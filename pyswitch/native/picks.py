@@ -9,7 +9,8 @@ three assignments to a name ``_hsN``, then reads and writes its fields ``_hsN[j]
     _hs1 = _hs_last((h1, h2, ), n, what)      # .last: StackIndexError on an empty stack
 
 In C the name is a pointer into the state's header slots (``k_hs1 = &st->s[offset]``), its
-fields ``k_hs1[j]`` with the union of the elements' bounds.  Outside the stack the pointer
+fields ``k_hs1[j]`` (their interval the IR's: the hull of the elements' fields, with 0
+where the scratch header may be read).  Outside the stack the pointer
 goes to a scratch header of zeros (``z_hs1``), zeroed at each pick, after the same Python
 helper is called for what it does there: its one warning per place, or its exception (an
 extract, ``.last`` of an empty stack), which the C returns as Python's.
