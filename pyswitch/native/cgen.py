@@ -9,17 +9,18 @@ cursor, the headers' struct reads and writes) and whole headers' copies, sets an
 `pyswitch.native.headers`; stack elements picked at run time in `pyswitch.native.picks`,
 the calls that copy out an action's out/inout parameters in `pyswitch.native.copyout`,
 varbits as ``(nbits, value)`` pairs in `pyswitch.native.varbits`; the expressions from
-their nodes (`pyswitch.native.exprs`).  The passes before (the names a function assigns)
-are `pyswitch.native.passes`; every interval is the IR's (`pyswitch.ir.bounds`).  Nothing of the
-Python back end's output is read but the line numbers of its print, which the messages
-give (`pyswitch.native.lines`).  One C function per function, so that both paths have one
+their nodes (`pyswitch.native.exprs`).  The passes before (the names a function
+assigns) are `pyswitch.native.passes`; every interval is the IR's (`pyswitch.ir.bounds`).
+Nothing of the Python back end's output is read but the line numbers of its print, which
+the messages give (`pyswitch.native.lines`).  One C function per function, so that both paths have one
 semantics: the compiler's.  The packet loop around those functions (``process``: the
 after-ingress and after-egress decisions, the copies) is lowered from its one
 description, `pyswitch.native.loop.LOOP`, as the Python path's specialised ``process`` is.
 
 Values are ``__int128``; each expression is proven to stay within 126 bits first, with
-the IR's intervals (pyswitch.native.exprs), and each store within its target's range.  Anything outside what is lowered, or not proven, raises
-:class:`NotNative` with the line: the switch then runs the Python path, which is always there.
+the IR's intervals (pyswitch.native.exprs), and each store within its target's range.
+Anything outside what is lowered, or not proven, raises :class:`NotNative` with the line:
+the switch then runs the Python path, which is always there.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
             off += len(hb)
         self.ns = max(off, 1)
         self.nm = len(self.mb)
-        self.varbit_slots(meta)  # their bounds in hb, mb: pyswitch.native.varbits
+        self.varbit_slots(meta)  # their C range in hb, mb: pyswitch.native.varbits
         self.objs = externs.objects()  # registers, counters: their IR statements (c_node)
         self.regs = {k: b for e in self.objs
                      for k, b in e.c_values(meta.get(e.meta_key, [])).items()}

@@ -188,11 +188,11 @@ class Expressions:
     """Expressions of a `Unit` (pyswitch.native.cgen): C code and bounds, one method per
     node kind (`KINDS`)."""
 
-    hb: list[list[tuple[int, int] | None]]  # header slot -> field bounds (0: validity)
+    hb: list[list[tuple[int, int] | None]]  # header slot -> fields' ranges (None: no C value)
     hoff: list[int]  # header slot -> offset in the C state's `s`
-    mb: list[tuple[int, int] | None]  # metadata slot bounds
+    mb: list[tuple[int, int] | None]  # metadata slots' ranges (None: no C value)
     nm: int
-    regs: dict[str, tuple[int, int]]  # register var -> value bounds
+    regs: dict[str, tuple[int, int]]  # register var -> its cells' range (a name read)
     actions: dict[str, dict]  # action function -> its meta
     funcs: dict[str, Func]
     hvb: dict[tuple[int, int], int]  # varbits: pyswitch.native.varbits
