@@ -75,7 +75,8 @@ class NotNative(Exception):
 
 @dataclass
 class X:
-    """A translated expression: C code and the interval [lo, hi] of its value."""
+    """A translated expression: C code and the interval [lo, hi] of its value (the IR's;
+    a varbit's C form, a register's cells: their declared range)."""
 
     c: str
     lo: int
