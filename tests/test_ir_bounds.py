@@ -1,6 +1,7 @@
 """Proven bounds of the IR's expression nodes (`pyswitch.ir.bounds`): intervals computed by
 hand for each operator and for the locals' fixed point, every node of the test programs
-bounded within its width, and the C back end meeting them with its own (the C unchanged)."""
+bounded within its width, and the C back end taking its intervals from them (its choices
+and refusals follow a node's interval)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from pyswitch.ir.exprs import (
     Concat,
     Cond,
     Digest,
+    Elem,
     Elems,
     Expr,
     Field,
@@ -48,6 +50,7 @@ from pyswitch.ir.exprs import (
     Opaque,
     Paren,
     Pick,
+    SCmp,
     SignExt,
     Slot,
     SShr,
@@ -58,7 +61,6 @@ from pyswitch.ir.exprs import (
     VbRead,
     VbValue,
     Wrap,
-    opaque,
     operands,
 )
 from pyswitch.program import compile_p4
@@ -89,6 +91,7 @@ ENV = Bounds(mbounds=[(0, 255), (0, 65535), (0, 100), None],
     (Bin("|", Bin("+", Lit(4), Field("h0", 1, 8)), Lit(1)), (4, 7)),
     (Bin("^", M8, Lit(1)), (0, 255)),
     (Bin(">>", M16, Lit(4)), (0, 4095)),
+    (Bin(">>", Bin("-", Lit(0), M8), Lit(2)), (-64, 0)),  # -255..0 >> 2: floor, toward -1
     (Bin("%", M16, Lit(10)), (0, 9)),
     (Bin("==", M16, Lit(10)), (0, 1)),
     (Bin("+", Local("pos"), Lit(14), bare=True), None),   # not the parser: pos unknown
@@ -127,6 +130,67 @@ ENV = Bounds(mbounds=[(0, 255), (0, 65535), (0, 100), None],
 ])
 def test_operators(node: Expr, iv: tuple[int, int] | None) -> None:
     assert ENV.of(node) == iv
+
+
+@pytest.mark.parametrize(("node", "steps"), [
+    (Wrap("+", M8, Lit(1), 8), [(1, 256)]),              # the sum before its mask
+    (Neg(M100, 8), [(-100, 0)]),
+    (SignExt(Field("h0", 2, 8), 8, 16), [(0, 255), (-128, 127)]),  # ^ 128, then - 128
+    (SCmp("<", M100, Lit(5), 8), [(0, 255), (0, 255)]),  # each operand ^ 128
+    (SShr(M100, Lit(2), 8), [(0, 255), (-128, 127), (-32, 31)]),  # through the sign, >> 2
+    (Concat(M8, Slot(1, 16), 16, 24), [(0, 255 << 16)]),  # the high half shifted
+    (BufRead(Lit(3), 1, 8), [(4, 4)]),                     # its end
+    (VbRead(M8, Lit(2)), [(0, 31), (2, 33)]),              # n // 8 bytes, its end
+    (Digest("identity", (M8, M8), (8, 8)), [(0, 65535)]),  # 255 << 8 + 255
+    # csum16 as a number: 3 bytes padded to 4, shifts 24 and 8 taken modulo 16
+    (Digest("csum16", (M8, M16), (8, 16)), [(0, (255 << 8) + (65535 << 8))]),
+    (Digest("crc32", (Bin("-", Lit(0), M8),), (8,)), [None]),  # a negative item
+    (Bin("+", M8, M8), []),                                 # no step but its own
+    (Wrap("+", Opaque("x"), Lit(1), 8), [None]),
+])
+def test_steps(node: Expr, steps: list) -> None:
+    """The values a node's evaluation computes before its own (`Bounds.steps`), which the
+    C back end proves within 126 bits."""
+    assert ENV.steps(node) == steps
+
+
+def test_a_helper_no_rule_knows_has_its_externs_interval(monkeypatch) -> None:  # noqa: ANN001
+    """A `Call` of a helper the IR has no rule for: its extern's `bounds`, from the
+    arguments' intervals (a popcount of a value up to 255: at most 8); none without one."""
+    from pyswitch import externs
+
+    class Count(externs.Extern):
+        def bounds(self, node, args):  # noqa: ANN001, ANN201
+            return None if args[0] is None else (0, args[0][1].bit_length())
+
+    monkeypatch.setattr(externs, "helpers", lambda: {"_count": Count()})
+    assert ENV.of(Call("_count", (M8,))) == (0, 8)
+    assert ENV.of(Call("_count", (Opaque("x"),))) is None
+    assert ENV.of(Call("_other", (M8,))) is None
+
+
+def test_a_copy_outs_values_have_their_parameters_intervals() -> None:
+    """``_r1[i]`` (an `Elem`) read after ``_r1 = a0(...)``: the interval of the callee's
+    out parameter i (its type's, ``fbounds``), met with the node's width; without the
+    call, the width's (or none)."""
+    from pyswitch.ir import CopyOutCall
+    from pyswitch.ir.bounds import param_bounds
+    a0 = Function("a0", ("S", "M", "p_x", "p_y", "p_z"),
+                  (Line(1, Return(("p_y", "p_z"))),))
+    untyped, typed = Elem("_r1", 0), Elem("_r1", 1, 8)
+    c = _fn("c", (1, CopyOutCall("a0", result="_r1")),
+            (1, Assign(PyExpr.of(Slot(0, 8)), PyExpr.of(untyped))),
+            (1, Assign(PyExpr.of(Slot(1, 8)), PyExpr.of(typed))))
+    meta = {"mbounds": [(0, 255), (0, 255)], "hbounds": [],
+            "fbounds": {"a0": {"p_y": (0, 1), "p_z": (0, 300)}},
+            "actions": [{"fn": "a0", "params": [{"name": "x", "width": 9}]}]}
+    assert param_bounds(meta, a0) == {"p_y": (0, 1), "p_z": (0, 300), "_d0": (0, 511),
+                                      "p_x": (0, 511)}  # action data: its width
+    b = program_bounds([a0, c], meta)["c"]
+    assert b.elems == {"_r1": [(0, 1), (0, 300)]}
+    assert b.of(untyped) == (0, 1)
+    assert b.of(typed) == (0, 255)
+    assert b.of(Elem("_r2", 0)) is None and b.of(Elem("_r2", 0, 4)) == (0, 15)
 
 
 def _fn(name: str, *stmts: tuple[int, object]) -> Function:
@@ -331,7 +395,7 @@ def _nodes(n: Expr):  # noqa: ANN202
 def _why_none(n: Expr, b: Bounds, meta: dict) -> str | None:
     """Why node `n` may have no interval: text in it, or it reads a varbit (no number:
     a varbit's slot or field, a varbit header's extracted cell),
-    a local only text assigns, an out value of an untyped copy-out; it is a header (a
+    a local only text assigns; it is a header (a
     stack element picked at run time, a local naming one) or no value at all (a stack
     helper's arguments: its elements, a string; a varbit emit's bytes); None: no
     reason."""
@@ -353,8 +417,6 @@ def _why_none(n: Expr, b: Bounds, meta: dict) -> str | None:
         if isinstance(x, Field) and x.header in b.aliases \
                 and meta["hbounds"][b.aliases[x.header]][x.index] is None:
             return "varbit"
-        if x.__class__.__name__ == "Elem" and x.width is None:
-            return "copy-out value"
     return None
 
 
@@ -382,55 +444,118 @@ def test_every_node_bounded_within_its_width(rel: str) -> None:
     assert seen
 
 
-IR_TIGHTER = {  # the IR's interval tighter than cgen's own somewhere: `|` keeping the larger
-    # lower end, `Concat`, a `Wrap` that does not wrap, an identity `Digest`, a local stored so
-    "p4src/ina.p4", "tests/p4/native_externs.p4", "tests/p4/native_varbit.p4",
-    "tests/p4/pyswitch_clone_fl.p4", "tests/p4/pyswitch_hash.p4", "tests/p4/pyswitch_ops.p4",
-    "tests/p4/pyswitch_subctl.p4", "tests/p4/pyswitch_subparser.p4", "tests/stf/functions.p4",
-    "tests/stf/lookahead_compare.p4", "tests/stf/side_effect_order.p4", "tests/stf/types_ext.p4",
-    "tests/stf/varbit.p4"}
+_REAL_OF = Bounds.of
 
 
-@pytest.mark.parametrize("rel", PROGRAMS)
-def test_cgen_meets_the_ir_intervals(rel: str, monkeypatch) -> None:  # noqa: ANN001
-    """cgen's own interval of each expression built from a node, at its last translation
-    (the function's body, after cgen's fixed point of its locals), is never tighter than
-    the node's proven one: the IR's flow-sensitive locals are at least cgen's; the two
-    always overlap (both sound); the IR's is tighter in `IR_TIGHTER` only.  The C is the
-    same with or without the IR's intervals (no choice of C depends on those)."""
-    from pyswitch.native import exprs
+def _overriding(monkeypatch, over: dict[int, tuple[int, int] | None]) -> None:  # noqa: ANN001
+    """`Bounds.of` as if the IR proved `over`'s interval (by node id) for those nodes."""
+    monkeypatch.setattr(Bounds, "of",
+                        lambda self, n: over[id(n)] if id(n) in over else _REAL_OF(self, n))
+
+
+def _c(prog, dedupe: bool = True) -> str:  # noqa: ANN001
     from pyswitch.native.cgen import NotNative, Unit
-    prog = _compile(rel)
+    try:
+        return Unit(prog.ir, prog.meta, "m").translate(dedupe)
+    except NotNative as e:
+        return f"refused: {e}"
 
-    def c_source() -> str:
-        try:
-            return Unit(prog.ir, prog.meta, "m").translate(True)
-        except NotNative as e:
-            return f"refused: {e}"
 
-    # cgen's own interval: of the node it lowers (``_lower``), or, where it still
-    # translates trees built from the nodes, of the tree carrying it (``_ex``, ``ir_expr``)
-    kind = "_lower" if hasattr(exprs.Expressions, "_lower") else "_ex"
-    real = getattr(exprs.Expressions, kind)
-    last: dict[int, tuple] = {}  # what is lowered -> (it, its node, cgen's, the IR's)
+def _find(prog, fn: str, pred) -> Expr:  # noqa: ANN001
+    """The first node of function `fn` (walked in order) `pred` holds for."""
+    for it in prog.ir:
+        if isinstance(it, Function) and it.name == fn:
+            for st in walk(it.body):
+                for e in expressions(st):
+                    for n in _nodes(e.node) if e.node is not None else ():
+                        if pred(n):
+                            return n
+    raise AssertionError(fn)
 
-    def spy(self, f, t):  # noqa: ANN001, ANN202
-        x = real(self, f, t)
-        n = t if kind == "_lower" else getattr(t, "ir_expr", None)
-        if n is not None and f.irb is not None and not opaque(n):
-            last[id(t)] = (t, n, (x.lo, x.hi), f.irb.of(n))
-        return x
 
-    monkeypatch.setattr(exprs.Expressions, kind, spy)
-    with_ir = c_source()
-    pairs = [(n, x, iv) for _, n, x, iv in last.values() if iv is not None]
-    assert pairs
-    assert all(max(x[0], iv[0]) <= min(x[1], iv[1]) for _, x, iv in pairs)
-    cgen = [(n, x, iv) for n, x, iv in pairs if x[0] > iv[0] or x[1] < iv[1]]
-    assert cgen == []
-    assert any(iv[0] > x[0] or iv[1] < x[1] for _, x, iv in pairs) == (rel in IR_TIGHTER)
-    monkeypatch.setattr("pyswitch.native.cgen.program_bounds", lambda ir, meta: {})
-    assert c_source() == with_ir
+def test_a_shifts_form_is_chosen_by_the_ir_interval(monkeypatch) -> None:  # noqa: ANN001
+    """``>>`` in C while the IR proves the shift below 127, ``v_shr`` where it may reach
+    127: the choice reads the shift's node's interval from `Bounds`."""
+    prog = _compile("tests/p4/pyswitch_ops.p4")
+    sh = _find(prog, "ingress", lambda n: isinstance(n, Bin) and n.op == ">>"
+               and isinstance(n.b, Lit) and n.b.value == 31)
+    before = _c(prog)
+    assert ">> (int)((V)31LL))" in before and "v_shr(" not in before
+    _overriding(monkeypatch, {id(sh.b): (31, 126)})
+    assert _c(prog) == before
+    _overriding(monkeypatch, {id(sh.b): (31, 127)})
+    after = _c(prog)
+    assert "v_shr(" in after and after.count("v_shr(") == 1
+    assert after.replace("v_shr(", "").count("((V)31LL)") == before.count("((V)31LL)")
+
+
+def test_a_picks_guard_is_chosen_by_the_ir_interval(monkeypatch) -> None:  # noqa: ANN001
+    """``hs.next``'s element: the C checks the index against the stack's size unless the
+    IR proves it within (here the index is a 32-bit field: checked)."""
+    prog = _compile("tests/p4/native_stack_index.p4")
+    pick = _find(prog, "parser", lambda n: isinstance(n, Pick))
+    guard = "if (i_ < 0 || i_ >= 4)"
+    before = _c(prog)
+    n = before.count(guard)
+    assert n >= 1
+    _overriding(monkeypatch, {id(pick.index): (0, 3)})
+    assert _c(prog).count(guard) == n - 1
+    _overriding(monkeypatch, {id(pick.index): (0, 4)})
+    assert _c(prog) == before
+
+
+def test_a_refusal_follows_the_ir_interval(monkeypatch) -> None:  # noqa: ANN001
+    """A node whose IR interval may pass 126 bits, one without an interval, a value
+    outside the slot it is stored into: each refused at the node's line."""
+    prog = _compile("tests/p4/pyswitch_ops.p4")
+    sh = _find(prog, "ingress", lambda n: isinstance(n, Bin) and n.op == ">>"
+               and isinstance(n.b, Lit) and n.b.value == 31)
+    _overriding(monkeypatch, {id(sh.a): (0, 1 << 127)})
+    got = _c(prog)
+    assert got.startswith("refused: ingress, generated line ")
+    assert got.endswith(": a value may exceed 126 bits")
+    line = got.split("generated line ")[1].split(" ")[0]
+    _overriding(monkeypatch, {id(sh.a): None})
+    assert _c(prog) == (f"refused: ingress, generated line {line} "
+                        + got.split(f"generated line {line} ")[1].split("`: ")[0]
+                        + "`: no proven interval of 'h1[6]'")
+    st = next(st for it in prog.ir if isinstance(it, Function) and it.name == "ingress"
+              for st in walk(it.body) if isinstance(st, Assign)
+              and isinstance(st.target.node, Field) and st.target.node.width)
+    w = st.target.node.width  # type: ignore[union-attr]
+    _overriding(monkeypatch, {id(st.value.node): (0, (1 << w) - 1)})
+    assert not _c(prog).startswith("refused")
+    _overriding(monkeypatch, {id(st.value.node): (0, 1 << w)})  # one more than its width
+    assert _c(prog).endswith(": a value outside its slot's range")
+
+
+def test_the_lowering_asks_the_ir_for_every_node_it_lowers(monkeypatch) -> None:  # noqa: ANN001
+    """On every program of tests/p4, p4src and tests/stf: each node the C lowering
+    lowers (those it makes up too: a header's field copied whole, a parameter passed on)
+    has its interval looked up in `Bounds`: the back end has no interval of its own."""
+    from pyswitch.native import exprs
+    lowered: list[Expr] = []
+    asked: set[int] = set()
+    real_lower, real_of = exprs.Expressions._lower, Bounds.of
+
+    def lower(self, f, n):  # noqa: ANN001, ANN202
+        lowered.append(n)
+        return real_lower(self, f, n)
+
+    def of(self, n):  # noqa: ANN001, ANN202
+        asked.add(id(n))
+        return real_of(self, n)
+
+    monkeypatch.setattr(exprs.Expressions, "_lower", lower)
+    monkeypatch.setattr(Bounds, "of", of)
+    for rel in PROGRAMS:
+        prog = _compile(rel)
+        lowered.clear()
+        asked.clear()
+        c = _c(prog)
+        assert lowered, rel
+        missed = [n for n in lowered if id(n) not in asked]
+        assert missed == [], (rel, missed[:3], c[:200])
 
 
 @pytest.mark.parametrize("rel", PROGRAMS)

@@ -159,26 +159,29 @@ def test_every_node_kind_has_its_c_lowering() -> None:
 
 def test_c_of_node_kinds_from_their_fields() -> None:
     """The C of node kinds with P4's width semantics, lowered from their fields (on
-    ina.p4's ingress: ``M[3]`` is a bool slot, ``h2[1]`` a field of 8 bits), with its own
-    interval (not met with the IR's)."""
+    ina.p4's ingress: ``M[3]`` is a bool slot, ``h2[1]`` a field of 8 bits), with the
+    interval the IR's rules give the node (`Bounds.of`: a bool's sum 1..2 not wrapped, its
+    sign extension and signed shift below the sign bit)."""
+    from pyswitch.ir.bounds import Bounds
     from pyswitch.ir.exprs import Concat, Cond, Neg, Not, Range, SCmp, SignExt, SShr, Wrap
     from pyswitch.native.cgen import Unit
 
     prog = _compile("p4src/ina.p4")
     u = Unit(prog.ir, prog.meta, "x")
     f = u.funcs["ingress"]
-    f.aliases["h2"], f.irb = 3, None
+    f.aliases["h2"] = 3
+    f.irb = Bounds(prog.meta["mbounds"], prog.meta["hbounds"], {"h2": 3})
     m3, h = "st->m[3]", "st->s[23]"
     cases = [
-        (Wrap("+", X, Lit(1), 8), f"(({m3} + ((V)1LL)) & ((V)255LL))", (0, 2)),
+        (Wrap("+", X, Lit(1), 8), f"(({m3} + ((V)1LL)) & ((V)255LL))", (1, 2)),
         (Neg(X, 8), f"((-{m3}) & ((V)255LL))", (0, 255)),
-        (SignExt(X, 8, 16), f"((({m3} ^ ((V)128LL)) - ((V)128LL)) & ((V)65535LL))", (0, 65535)),
+        (SignExt(X, 8, 16), f"((({m3} ^ ((V)128LL)) - ((V)128LL)) & ((V)65535LL))", (0, 1)),
         (SCmp("<", X, Y, 8), f"((({m3} ^ ((V)128LL)) < ({h} ^ ((V)128LL))))", (0, 1)),
         (Concat(X, Y, 8, 16), f"(({m3} << (int)((V)8LL)) | {h})", (0, 511)),
         (Range(Lit(1), X, Lit(7)), f"((((V)1LL) <= {m3}) && ({m3} <= ((V)7LL)))", (0, 1)),
         (Cond(Not(Y), X, Lit(-5)), f"((!{h}) ? {m3} : (-((V)5LL)))", (-5, 1)),
         (SShr(X, Lit(3), 8),
-         f"(((({m3} ^ ((V)128LL)) - ((V)128LL)) >> (int)((V)3LL)) & ((V)255LL))", (0, 255)),
+         f"(((({m3} ^ ((V)128LL)) - ((V)128LL)) >> (int)((V)3LL)) & ((V)255LL))", (0, 0)),
         (Paren(Bin("^", X, Y)), f"({m3} ^ {h})", (0, 255)),
         (Lit(True), "1", (1, 1)),
     ]

@@ -267,16 +267,19 @@ def test_a_program_is_built_once_into_the_cache(monkeypatch, tmp_path) -> None:
 
 
 def test_expression_bounds_by_hand() -> None:
-    """The intervals `exprs` proves (its own, not met with the IR's), on ina.p4's slots:
-    M[9], M[10] are bit<32> (the job's slot base and size), M[4] bit<64> (its full mask),
-    S[3][3] bit<16> (the job id)."""
+    """The intervals `exprs` lowers nodes with (the IR's, `Bounds.of`: here of nodes made
+    up, by the IR's rules over ina.p4's slots), its refusals by them: M[9], M[10] are
+    bit<32> (the job's slot base and size), M[4] bit<64> (its full mask), S[3][3]
+    bit<16> (the job id)."""
+    from pyswitch.ir.bounds import Bounds
     from pyswitch.ir.exprs import Bin, Cond, Field, Lit, Slot
 
     prog = compile_p4(REPO / "p4src" / "ina.p4")
     u = Unit(prog.ir, prog.meta, "x")
     assert (prog.meta["mbounds"][9], prog.meta["mbounds"][4]) == ((0, 2**32 - 1), (0, 2**64 - 1))
     f = u.funcs["ingress"]
-    f.aliases["h3"], f.irb = 3, None
+    f.aliases["h3"] = 3
+    f.irb = Bounds(prog.meta["mbounds"], prog.meta["hbounds"], {"h3": 3})
 
     def bound(n) -> tuple[int, int]:  # noqa: ANN001 - an expression node
         x = u.ex(f, n)

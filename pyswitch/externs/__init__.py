@@ -12,7 +12,7 @@ An `Extern` says
 - the Python helpers that generated code calls (`runtime`, bound to one switch) and which of
   them are pure (`pure`: ComputeChecksum and the deparser may call them);
 - how the native path takes those helpers (`c_expr`: the C of the expression node that
-  calls one, with its bounds; `c_support`, C functions the generated module needs) and an object's statements
+  calls one; `bounds`, the interval of a helper's result the IR has no rule for; `c_support`, C functions the generated module needs) and an object's statements
   (`c_node`: the C of its IR statements; `c_values`);
 - an object's state in a switch (`meta_key`, `meta_entries`, `state`), and its P4Info and
   BMv2-JSON entries (`p4info_symbols`, `p4info`, `bmv2_json`);
@@ -83,12 +83,19 @@ class Extern:
         is bound (a register's cells), replacing its Python objects in `ns` and in the
         control plane's view by views of the same memory; NotNative when it cannot."""
 
+    def bounds(self, node: Any, args: list[tuple[int, int] | None]) -> tuple[int, int] | None:
+        """The interval of the value of `node`, a `Call` of one of this extern's helpers
+        that `pyswitch.ir.bounds` has no rule of its own for, from its arguments'
+        intervals (`args`, None where one has none); None: not proven (the native path
+        then refuses the call)."""
+        return None
+
     def c_expr(self, t: Any, f: Any, node: Any, line: int) -> Any:
-        """The C of expression node `node` (`pyswitch.ir.exprs`: a `Digest`, a `VbDigest`,
-        a `Call` of a helper) that calls one of this extern's helpers, read from the node's
-        fields, at line `line` of function `f` of translator `t`, as
-        `pyswitch.native.exprs.X` with its bounds; None (or NotNative, with the reason) for
-        what it does not take."""
+        """The C (a string) of expression node `node` (`pyswitch.ir.exprs`: a `Digest`, a
+        `VbDigest`, a `Call` of a helper) that calls one of this extern's helpers, read
+        from the node's fields, at line `line` of function `f` of translator `t`; its
+        interval is the IR's (`pyswitch.ir.bounds`; a helper's call it has no rule for:
+        `bounds`).  None (or NotNative, with the reason) for what it does not take."""
         return None
 
     def c_values(self, entries: list[dict]) -> dict[str, tuple[int, int]]:

@@ -104,7 +104,7 @@ static V v_hash_payload(int algo, V v, int n, PyObject *payload) {
         packet's payload); a `VbDigest`'s (a field list with a varbit) packed and hashed
         by ``v_pack_hash``; ``_hmod`` (a `Call`), a modulus known at run time."""
         from pyswitch.ir.exprs import Call, Digest, VbDigest
-        from pyswitch.native.exprs import NotNative, X
+        from pyswitch.native.exprs import NotNative
         if isinstance(node, VbDigest):
             fn = f"_{node.algo}"
             if fn not in _C_HASHES:
@@ -112,34 +112,33 @@ static V v_hash_payload(int algo, V v, int n, PyObject *payload) {
             if node.payload is not None:
                 raise NotNative(f"line {line}: argument of {fn}")
             parts = t.pack_parts(f, node)  # a field list with a varbit: native.varbits
-            return X(f"v_pack_hash({_C_PACKED[fn]}, {parts})", 0, (1 << _C_HASHES[fn][1]) - 1)
+            return f"v_pack_hash({_C_PACKED[fn]}, {parts})"
         if isinstance(node, Call):
             if node.fn != "_hmod" or len(node.args) != 2:
                 raise NotNative(f"line {line}: call of {node.fn}")
             h, m = t.ex(f, node.args[0]), t.ex(f, node.args[1])
             if h.lo < 0 or m.lo < 0:
                 raise NotNative(f"line {line}: _hmod of a negative value")
-            return X(f"v_div({h.c}, {m.c}, 1) + ({m.c} == 0 ? {h.c} : 0)", 0, h.hi)
+            return f"v_div({h.c}, {m.c}, 1) + ({m.c} == 0 ? {h.c} : 0)"
         if not isinstance(node, Digest):
             return None
         if node.as_int and node.algo == "csum16":
-            v = t.digest_number(f, node)
-            if v.lo < 0:
+            v, iv = t.digest_number(f, node)
+            if iv is None:  # an item that may be negative
                 raise NotNative(f"line {line}: negative checksum input")
-            return X(f"v_csum16i({v.c})", 0, 0xFFFF)
+            return f"v_csum16i({v})"
         fn = f"_{node.algo}"
         if fn not in _C_HASHES or node.as_int:
             raise NotNative(f"line {line}: call of {fn}")
         cfn, w = _C_HASHES[fn]
         if node.payload is not None and node.payload != t.meta["hidden"]["payload"]:
             raise NotNative(f"line {line}: argument of {fn}")
-        v, nb = t.digest_number(f, node), node.nbytes
-        if not (0 < nb <= 16 and v.lo >= 0 and v.hi < (1 << (8 * nb))):
+        (v, iv), nb = t.digest_number(f, node), node.nbytes
+        if not (0 < nb <= 16 and iv is not None and iv[1] < (1 << (8 * nb))):
             raise NotNative(f"line {line}: {nb}-byte field list of {fn}")
         if node.payload is not None:
-            return X(f"v_hash_payload({_C_PACKED[fn]}, {v.c}, {nb}, st->payload)",
-                     0, (1 << w) - 1)
-        return X(f"{cfn}({v.c}, {nb})", 0, (1 << w) - 1)
+            return f"v_hash_payload({_C_PACKED[fn]}, {v}, {nb}, st->payload)"
+        return f"{cfn}({v}, {nb})"
 
 
 EXTERNS = [Hash()]

@@ -155,12 +155,11 @@ static V v_random(PyObject *o, V lo, V hi) {
 
     def c_expr(self, t: Any, f: Any, node: Any, line: int) -> Any:
         """``_random(lo, hi)`` (a `Call` node): ``v_random`` on the state's C cell."""
-        from pyswitch.native.exprs import NotNative, X
+        from pyswitch.native.exprs import NotNative
         if not isinstance(node, Call) or node.fn != "_random" or len(node.args) != 2:
             raise NotNative(f"line {line}: call of {getattr(node, 'fn', '_random')}")
         lo, hi = t.ex(f, node.args[0]), t.ex(f, node.args[1])
-        return X(f"v_random({t.g('_rng_state')}, {lo.c}, {hi.c})",
-                 lo.lo, max(lo.hi, hi.hi))
+        return f"v_random({t.g('_rng_state')}, {lo.c}, {hi.c})"
 
 
 EXTERNS = [MarkToDrop(), Verify(), LogMsg(), Random()]

@@ -17,7 +17,6 @@ from typing import Any
 from pyswitch.compiler.model import ExternInst, ScalarLoc
 from pyswitch.externs import Extern
 from pyswitch.ir import RegRead, RegWrite
-from pyswitch.native.exprs import merge
 from pyswitch.types import Bits, same_type
 
 
@@ -109,13 +108,10 @@ class Register(Extern):
         o.append(f"{ind}{{ V r_; rc = reg_get({g}, {i.c}, &r_);")
         o.append(f"{ind}  if (rc < 0) return RC_ERR;")
         o.append(f"{ind}  if (rc == 0) {{")
-        before = dict(f.cur)
         t.store(f, tg, X("r_", *node.bounds), o, d + 2)
-        after_a, f.cur = f.cur, before
         o.append(f"{ind}  }} else {{")
         t.store(f, tg, X(str(node.default), node.default, node.default), o, d + 2)
         o.append(f"{ind}  }} }}")
-        f.cur = merge(f, after_a, f.cur)
         return True
 
     def state(self, sw: Any, ns: dict[str, Any], entries: list[dict]) -> None:

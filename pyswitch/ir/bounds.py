@@ -16,11 +16,14 @@ node               interval
                    text assigns it; a parameter
                    its type's (``meta["fbounds"]``); the parser's ``pos``, ``L``: [0, 2**40]
                    (a packet is shorter than 2**40 bytes, as the C back end assumes)
-``Elem``, ``Opaque`` their type's width (an action's out value; an operand still text)
+``Elem`` ``_rN[i]`` the callee's out parameter i's (``_rN = a0(...)``, a `CopyOutCall`;
+                   `out_bounds`) met with its width's
+``Opaque``         its width's (an operand still text)
 ``Bin`` + - *      [a+c, b+d], [a-d, b-c], the corners' min and max
 ``Bin`` & (>= 0)   [0, min(b, d)] (one side >= 0: [0, its hi])
 ``Bin`` | ^ (>= 0) [0, 2**k - 1], k the bits of max(b, d) (``|``: lo max(a, c))
-``Bin`` >> (>= 0)  [a >> d, b >> c];  ``%`` by c > 0 of x >= 0: [0, min(b, d - 1)]
+``Bin`` >>, b >= 0 the corners' min and max (floor: monotone in a, toward 0 or -1
+                   in b);  ``%`` by c > 0: [0, d - 1] (x >= 0: [0, min(b, d - 1)])
 comparisons, ``and``/``or``, ``Not``, ``SCmp``, ``All``, ``AnyOf``, ``Range``, ``Hit``: [0, 1]
 ``Wrap`` op, W     r = a op b as above (``<<``: the corners' shifts); r mod 2**W when
                    r lies within one multiple of 2**W (r's two ends have the same
@@ -31,7 +34,7 @@ comparisons, ``and``/``or``, ``Not``, ``SCmp``, ``All``, ``AnyOf``, ``Range``, `
 ``Cond`` c, a, b   the union of a's and b's
 ``Call``           ``_shl``, ``_sat_s``: [0, 2**W - 1]; ``min``/``max``: of the ends;
                    ``_hmod`` h, m: [0, h.hi]; ``_random`` lo, hi: [lo.lo, max(lo.hi, hi.hi)];
-                   another helper: none
+                   another extern's helper: its extern's (`Extern.bounds`); else none
 ``Digest``         crc32: [0, 2**32 - 1]; crc16, csum16: [0, 2**16 - 1]; identity:
                    [0, min(2**64 - 1, sum of each item's hi at its shift)]
 ``ActionRun``      [0, 2**20] (an entry's action index, as the C runtime holds it)
@@ -120,10 +123,12 @@ sound on its own; every state is met with it, so that no widening leaves a local
 than it.  A local assigned a value still text has no W; nor has one a `PyText` line of the
 function may assign (a name before an ``=`` of the line, after a ``for`` or an ``as``: the
 transitional text is not parsed here), and a function still holding text is bounded with
-W only (its text's jumps are not seen).  The C back end's own intervals are flow-sensitive
-too, with coarser joins (a local assigned in a loop or before a label has its
-whole-function bound there); it meets them with these (`pyswitch.native.exprs`), which are
-never looser (`tests/test_ir_bounds.py`).
+W only (its text's jumps are not seen).
+
+`Bounds.steps` gives the intervals of the values a node's evaluation computes that are no
+node of their own (a `Wrap`'s operation before its mask, ...), by the same rules.  The C
+back end (`pyswitch.native`) takes every interval it needs from here and has none of its
+own (`tests/test_ir_bounds.py`).
 """
 
 from __future__ import annotations
@@ -160,16 +165,26 @@ from pyswitch.ir.exprs import (
     Slot,
     SShr,
     VbDigest,
+    VbRead,
     VbValue,
     Wrap,
     operands,
 )
-from pyswitch.ir.flow import ROUNDS, WIDEN_AFTER, Flow, Iv, meet_iv, widen_iv
+from pyswitch.ir.flow import ROUNDS, WIDEN_AFTER, Flow, Iv, join_iv, meet_iv, widen_iv
 from pyswitch.ir.module import Function, ModuleItem, ModuleText, StructDecl, walk
-from pyswitch.ir.stmts import Assign, Extract, HeaderAlias, PyText, RegRead
+from pyswitch.ir.stmts import (
+    Assign,
+    CopyOutCall,
+    Exit,
+    Extract,
+    HeaderAlias,
+    PyText,
+    RegRead,
+    Return,
+)
 
-__all__ = ["Bounds", "Iv", "PACKET_MAX", "function_bounds", "param_bounds", "picked",
-           "program_bounds", "struct_items", "width_iv"]
+__all__ = ["Bounds", "Iv", "PACKET_MAX", "arith", "function_bounds", "out_bounds",
+           "param_bounds", "picked", "program_bounds", "struct_items", "width_iv"]
 
 PACKET_MAX = 1 << 40
 _BOOL: Iv = (0, 1)
@@ -193,7 +208,7 @@ def _wrap(r: Iv, w: int) -> Iv:
     return (0, m - 1)
 
 
-def _arith(op: str, a: Iv, b: Iv) -> Iv | None:
+def arith(op: str, a: Iv, b: Iv) -> Iv | None:
     """``a op b`` over the integers (None: an operator not bounded here)."""
     if op == "+":
         return (a[0] + b[0], a[1] + b[1])
@@ -205,8 +220,9 @@ def _arith(op: str, a: Iv, b: Iv) -> Iv | None:
     if op == "<<" and b[0] >= 0 and b[1] <= 1024:
         ps = [x << y for x in a for y in b]
         return (min(ps), max(ps))
-    if op == ">>" and a[0] >= 0 and b[0] >= 0:
-        return (a[0] >> b[1], a[1] >> b[0])
+    if op == ">>" and b[0] >= 0:  # floor division by 2**b: monotone in a, toward -1 or 0
+        ps = [x >> y for x in a for y in b]
+        return (min(ps), max(ps))
     if op == "&" and (a[0] >= 0 or b[0] >= 0):
         if a[0] >= 0 and b[0] >= 0:
             return (0, min(a[1], b[1]))
@@ -214,8 +230,8 @@ def _arith(op: str, a: Iv, b: Iv) -> Iv | None:
     if op in ("|", "^") and a[0] >= 0 and b[0] >= 0:
         top = (1 << max(a[1], b[1]).bit_length()) - 1
         return (max(a[0], b[0]) if op == "|" else 0, top)
-    if op == "%" and b[0] > 0 and a[0] >= 0:
-        return (0, min(a[1], b[1] - 1))
+    if op == "%" and b[0] > 0:  # Python's: within [0, d - 1] whatever a's sign
+        return (0, min(a[1], b[1] - 1) if a[0] >= 0 else b[1] - 1)
     if op == "//" and b[0] > 0:
         qs = [x // y for x in a for y in b]
         return (min(qs), max(qs))
@@ -250,7 +266,9 @@ class Bounds:
     ``L`` are locals),
     `picks` (a local naming a stack element picked at run time -> the elements' header
     locals, and whether it may be the scratch header of zeros: `picked`), `varbits` (the
-    program's ``meta["varbits"]``: each varbit's maximum width)."""
+    program's ``meta["varbits"]``: each varbit's maximum width), `elems` (a local a
+    `CopyOutCall` assigns its callee's out values to -> each out parameter's interval,
+    its type's: `out_bounds`)."""
 
     mbounds: Sequence[Iv | None] = ()
     hbounds: Sequence[Sequence[Iv | None]] = ()
@@ -260,6 +278,7 @@ class Bounds:
     parser: bool = False
     picks: dict[str, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
     varbits: dict = field(default_factory=dict)
+    elems: dict[str, Sequence[Iv | None]] = field(default_factory=dict)
     flow: dict[int, tuple[Expr, Iv | None]] = field(default_factory=dict, repr=False)
     _memo: dict[int, tuple[Expr, Iv | None]] = field(default_factory=dict, repr=False)
 
@@ -298,7 +317,11 @@ class Bounds:
             if n.name in self.locals:
                 return self.locals[n.name]
             return None  # assigned in text only (`PyText`): not proven here
-        if isinstance(n, (Elem, Opaque)):
+        if isinstance(n, Elem):
+            outs = self.elems.get(n.name, ())
+            iv = outs[n.index] if 0 <= n.index < len(outs) else None
+            return meet_iv(iv, width_iv(n.width))
+        if isinstance(n, Opaque):
             return width_iv(n.width)
         if isinstance(n, ActionRun):
             return (0, 1 << 20)
@@ -329,7 +352,7 @@ class Bounds:
                 return _BOOL
             if a is None or b is None:
                 return width_iv(n.width) if isinstance(n, Wrap) else None
-            r = _arith(n.op, a, b)
+            r = arith(n.op, a, b)
             if isinstance(n, Wrap):
                 return width_iv(n.width) if r is None else _wrap(r, n.width)
             return r
@@ -416,7 +439,7 @@ class Bounds:
         if n.fn in ("_shl", "_sat_s") and isinstance(n.args[-1], Lit):
             return width_iv(int(n.args[-1].value))
         if any(x is None for x in xs):
-            return None
+            return _extern_bounds(n, xs)
         if n.fn in ("min", "max") and len(xs) == 2:
             pick = min if n.fn == "min" else max
             return (pick(xs[0][0], xs[1][0]), pick(xs[0][1], xs[1][1]))  # type: ignore[index]
@@ -424,17 +447,80 @@ class Bounds:
             return (0, xs[0][1])  # type: ignore[index]
         if n.fn == "_random" and len(xs) == 2:
             return (xs[0][0], max(xs[0][1], xs[1][1]))  # type: ignore[index]
-        return None  # a helper not known here
+        return _extern_bounds(n, xs)
+
+
 
     def _digest(self, d: Digest) -> Iv | None:
-        xs = [self.of(x) for x in d.items]
+        num = self.digest_number(d)
         if d.algo in _DIGEST_BITS:
             return width_iv(_DIGEST_BITS[d.algo])
-        if d.algo == "identity" and all(x is not None and x[0] >= 0 for x in xs):
-            # the items' number, each at its shift (an or is at most the sum), masked
-            hi = sum(x[1] << s for x, s in zip(xs, d.shifts(d.nbytes * 8), strict=True))  # type: ignore[index]
-            return (0, min((1 << 64) - 1, hi))
+        if d.algo == "identity" and num is not None:
+            return (0, min((1 << 64) - 1, num[1]))  # the items' number, masked
         return None
+
+    def digest_number(self, d: Digest) -> Iv | None:
+        """The number digest `d`'s field list is, each item at its shift: its 16-bit words
+        summed (``csum16`` taken as a number: the shifts modulo 16), else its bytes (an
+        or of non-negative values at most their sum); None when an item may be negative
+        or has no interval."""
+        xs = [self.of(x) for x in d.items]
+        if any(x is None or x[0] < 0 for x in xs):
+            return None
+        if d.as_int and d.algo == "csum16":
+            nb = d.nbytes
+            shifts = [s % 16 for s in d.shifts((nb + nb % 2) * 8)]
+        else:
+            shifts = d.shifts(d.nbytes * 8)
+        return (0, sum(x[1] << s for x, s in zip(xs, shifts, strict=True)))  # type: ignore[index]
+
+    def steps(self, n: Expr) -> list[Iv | None]:  # noqa: PLR0911 - one case per kind
+        """The intervals of the values node `n`'s evaluation computes that are no node of
+        their own (its Python's steps, which a back end computes too: the operation
+        before a `Wrap`'s or a `Neg`'s mask, a signed operand through its sign bit, a
+        `Concat`'s shifted half, a `BufRead`'s end, a `VbRead`'s byte count and end, a
+        `Digest`'s number); None: a step not proven.  The node's own interval is `of`."""
+        if isinstance(n, (Wrap, Neg)):
+            a = self.of(n.a)
+            b = self.of(n.b) if isinstance(n, Wrap) else (0, 0)
+            if a is None or b is None:
+                return [None]
+            return [arith(n.op, a, b) if isinstance(n, Wrap) else (-a[1], -a[0])]
+        if isinstance(n, (SignExt, SCmp, SShr)):
+            src = n.width if isinstance(n, SShr) else n.src
+            sb = (1 << (src - 1),) * 2
+            out: list[Iv | None] = []
+            for x in (n.a, n.b) if isinstance(n, SCmp) else (n.a,):
+                a = self.of(x)
+                flipped = None if a is None else arith("^", a, sb)
+                out.append(flipped)
+                if not isinstance(n, SCmp):
+                    out.append(None if flipped is None else arith("-", flipped, sb))
+            if isinstance(n, SShr):
+                b = self.of(n.b)
+                out.append(None if out[-1] is None or b is None else arith(">>", out[-1], b))
+            return out
+        if isinstance(n, Concat):
+            a = self.of(n.a)
+            return [None if a is None else arith("<<", a, (n.wb, n.wb))]
+        if isinstance(n, BufRead):
+            a = self.of(n.start)
+            return [None if a is None else arith("+", a, (n.n, n.n))]
+        if isinstance(n, VbRead):
+            a, nn = self.of(n.start), self.of(n.n)
+            nb = None if nn is None else arith("//", nn, (8, 8))
+            return [nb, None if a is None or nb is None else arith("+", a, nb)]
+        if isinstance(n, Digest):
+            return [self.digest_number(n)]
+        return []
+
+
+def _extern_bounds(n: Call, xs: list[Iv | None]) -> Iv | None:
+    """A call of a helper no rule here knows: its extern's interval (`Extern.bounds`, from
+    the arguments'), or None (another helper: not proven)."""
+    from pyswitch import externs  # the registry, which imports the IR's nodes
+    ext = externs.helpers().get(n.fn)
+    return None if ext is None else ext.bounds(n, xs)
 
 
 def struct_items(ir: Iterable[ModuleItem]) -> dict[str, list[int]]:
@@ -454,12 +540,20 @@ def struct_items(ir: Iterable[ModuleItem]) -> dict[str, list[int]]:
 def function_bounds(fn: Function, mbounds: Sequence[Iv | None] = (),
                     hbounds: Sequence[Sequence[Iv | None]] = (),
                     structs: dict[str, list[int]] | None = None,
-                    params: dict[str, Iv] | None = None, varbits: dict | None = None) -> Bounds:
+                    params: dict[str, Iv] | None = None, varbits: dict | None = None,
+                    outs: dict[str, list[Iv | None]] | None = None) -> Bounds:
     """The `Bounds` of function `fn`'s nodes (module docstring): its locals' whole-function
     intervals (`Bounds.locals`) and each node's at its place (`Bounds.flow`,
     `pyswitch.ir.flow`); `structs` the module's struct items (`struct_items`), `params`
-    and `varbits` as `Bounds` has them."""
+    and `varbits` as `Bounds` has them, `outs` each action function's out values'
+    intervals (`out_bounds`)."""
     aliases = {st.var: st.slot for st in walk(fn.body) if isinstance(st, HeaderAlias)}
+    elems: dict[str, list[Iv | None]] = {}
+    for st in walk(fn.body):  # a call's out values, read ``_rN[i]`` (an `Elem`)
+        if isinstance(st, CopyOutCall) and st.result and st.fn in (outs or {}):
+            new, old = (outs or {})[st.fn], elems.get(st.result)
+            elems[st.result] = list(new) if old is None else [] if len(old) != len(new) \
+                else [join_iv(a, b) for a, b in zip(old, new, strict=True)]
 
     picks: dict[str, tuple[tuple[str, ...], bool]] = {}
     others: set[str] = set()  # assigned anything else too: not a pick
@@ -476,7 +570,7 @@ def function_bounds(fn: Function, mbounds: Sequence[Iv | None] = (),
 
     def env(locs: dict[str, Iv | None]) -> Bounds:
         return Bounds(mbounds, hbounds, aliases, locs, dict(params or {}), fn.name == "parser",
-                      picks, varbits or {})
+                      picks, varbits or {}, elems)
 
     assigns: list[tuple[str, Expr | Iv | None]] = []  # None: a value still text
     text = [st.text for st in walk(fn.body) if isinstance(st, PyText)]
@@ -568,14 +662,29 @@ def param_bounds(meta: dict, fn: Function) -> dict[str, Iv]:
            if v is not None}
     for a in meta.get("actions", ()):
         if a["fn"] == fn.name:
-            for i, p in enumerate(a["params"]):
+            for i, p in enumerate(a["params"]):  # its action data: a table entry's width
                 out.setdefault(f"_d{i}", (0, (1 << p["width"]) - 1))
+                out.setdefault(f"p_{p['name']}", (0, (1 << p["width"]) - 1))
     return out  # type: ignore[return-value]
+
+
+def out_bounds(fn: Function, params: dict[str, Iv]) -> list[Iv | None] | None:
+    """The intervals of the out/inout values action function `fn` returns (``return (p_a,
+    p_b,)``, ``raise _Exit((p_a, p_b,))``: a `Return`'s or an `Exit`'s names, the first
+    found), each its parameter's (`params`); None when it returns none."""
+    for st in walk(fn.body):
+        names = st.values if isinstance(st, Return) else st.outs if isinstance(st, Exit) else ()
+        if names:
+            return [params.get(x) for x in names]
+    return None
 
 
 def program_bounds(ir: Sequence[ModuleItem], meta: dict) -> dict[str, Bounds]:
     """`function_bounds` of every function of a program (its IR and its ``meta``)."""
     structs = struct_items(ir)
+    fns = [it for it in ir if isinstance(it, Function)]
+    params = {it.name: param_bounds(meta, it) for it in fns}
+    outs = {it.name: o for it in fns if (o := out_bounds(it, params[it.name])) is not None}
     return {it.name: function_bounds(it, meta["mbounds"], meta["hbounds"], structs,
-                                     param_bounds(meta, it), meta.get("varbits"))
-            for it in ir if isinstance(it, Function)}
+                                     params[it.name], meta.get("varbits"), outs)
+            for it in fns}

@@ -207,11 +207,13 @@ def portio() -> tuple[Any, str]:
 
 def _translator_digest() -> str:
     """What the generated C depends on besides the program: this package's own sources,
-    and the IR's proven bounds (`pyswitch.ir.bounds`), which cgen meets its own with."""
+    and the IR's proven bounds (`pyswitch.ir.bounds`, `pyswitch.ir.flow`), the only
+    intervals cgen has."""
     global _DIGEST
     if _DIGEST is None:
         h = hashlib.sha256()
-        for f in [*sorted(_HERE.iterdir()), _HERE.parent / "ir" / "bounds.py"]:
+        for f in [*sorted(_HERE.iterdir()), *(_HERE.parent / "ir" / n for n in ("bounds.py",
+                                                                                 "flow.py"))]:
             if f.suffix in (".py", ".h", ".c"):
                 h.update(f.name.encode() + b"\0" + f.read_bytes())
         _DIGEST = h.hexdigest()

@@ -9,17 +9,18 @@ cursor, the headers' struct reads and writes) and whole headers' copies, sets an
 `pyswitch.native.headers`; stack elements picked at run time in `pyswitch.native.picks`,
 the calls that copy out an action's out/inout parameters in `pyswitch.native.copyout`,
 varbits as ``(nbits, value)`` pairs in `pyswitch.native.varbits`; the expressions from
-their nodes (`pyswitch.native.exprs`).  The passes before (the names a function assigns,
-the locals' intervals to a fixed point) are `pyswitch.native.passes`.  Nothing of the
-Python back end's output is read but the line numbers of its print, which the messages
-give (`pyswitch.native.lines`).  One C function per function, so that both paths have one
+their nodes (`pyswitch.native.exprs`).  The passes before (the names a function
+assigns) are `pyswitch.native.passes`; every interval is the IR's (`pyswitch.ir.bounds`).
+Nothing of the Python back end's output is read but the line numbers of its print, which
+the messages give (`pyswitch.native.lines`).  One C function per function, so that both paths have one
 semantics: the compiler's.  The packet loop around those functions (``process``: the
 after-ingress and after-egress decisions, the copies) is lowered from its one
 description, `pyswitch.native.loop.LOOP`, as the Python path's specialised ``process`` is.
 
-Values are ``__int128``; each expression is proven to stay within 126 bits first
-(pyswitch.native.exprs).  Anything outside what is lowered, or not proven, raises
-:class:`NotNative` with the line: the switch then runs the Python path, which is always there.
+Values are ``__int128``; each expression is proven to stay within 126 bits first, with
+the IR's intervals (pyswitch.native.exprs), and each store within its target's range.
+Anything outside what is lowered, or not proven, raises :class:`NotNative` with the line:
+the switch then runs the Python path, which is always there.
 """
 
 from __future__ import annotations
@@ -67,16 +68,16 @@ from pyswitch.ir import (
     walk,
 )
 from pyswitch.ir.bounds import program_bounds
-from pyswitch.ir.exprs import Expr, Lit, Local, text
+from pyswitch.ir.exprs import Bin, Expr, Lit, Local, text
 from pyswitch.native.copyout import CopyOut
-from pyswitch.native.exprs import Expressions, Func, NotNative, X, merge
+from pyswitch.native.exprs import Expressions, Func, NotNative, X
 from pyswitch.native.headers import Headers
 from pyswitch.native.irlower import IRLower
 from pyswitch.native.lines import Listing, body_start, handler_start
 from pyswitch.native.loop import c_source
-from pyswitch.native.passes import Passes, forget
+from pyswitch.native.passes import Passes
 from pyswitch.native.picks import Picks
-from pyswitch.native.varbits import Varbits
+from pyswitch.native.varbits import Varbits, vb_hi
 from pyswitch.tables import table_kind
 
 __all__ = ["NotNative", "Unit"]
@@ -103,7 +104,7 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
             off += len(hb)
         self.ns = max(off, 1)
         self.nm = len(self.mb)
-        self.varbit_slots(meta)  # their bounds in hb, mb: pyswitch.native.varbits
+        self.varbit_slots(meta)  # their C range in hb, mb: pyswitch.native.varbits
         self.objs = externs.objects()  # registers, counters: their IR statements (c_node)
         self.regs = {k: b for e in self.objs
                      for k, b in e.c_values(meta.get(e.meta_key, [])).items()}
@@ -112,7 +113,7 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
         self.gidx: dict[str, int] = {}
         self.structs: dict[str, list[tuple[str, int]]] = {}
         self.funcs: dict[str, Func] = {}
-        self.irb = program_bounds(ir, meta)  # the nodes' proven intervals
+        self.irb = program_bounds(ir, meta)  # the nodes' proven intervals: the only ones
         self.listing = Listing(ir)  # the printed lines, for the messages
         self.lines = self.listing.shown
         for line, decl in self.listing.structs:  # the module's `StructDecl`s
@@ -194,18 +195,20 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
         return (f"{ind}if ((rc = {call}) != 0) {{ if (rc < 0) return RC_ERR; {tgt} }}")
 
     def store(self, f: Func, t: Expr, v: X, o: list[str], d: int) -> None:
-        """`v` into l-value `t` (a slot, a field, a local, a parameter), within its range."""
+        """`v` into l-value `t` (a slot, a field, a local, a parameter), within its range:
+        the IR's interval of the target's node (its declared range, `Bounds.of`), a
+        varbit slot's C range (`native.varbits.vb_hi`)."""
         ind = IND * d
         s = self.slot(f, t)
         if s is not None:
-            lo, hi = s[1]
-            if v.lo < lo or v.hi > hi:
+            w = self.vb_width(f, t)
+            rng = (0, vb_hi(w)) if w else self.iv(f, t)
+            if rng is None or v.lo < rng[0] or v.hi > rng[1]:
                 raise NotNative(f"line {f.ln}: a value outside its slot's range")
-            o.append(f"{ind}{s[0]} = {v.c};")
+            o.append(f"{ind}{s} = {v.c};")
             return
         if isinstance(t, Local) and t.name in f.locals:
             o.append(f"{ind}l_{t.name} = {v.c};")
-            f.cur[t.name] = (v.lo, v.hi)
             return
         if isinstance(t, Local) and t.name in f.params:
             lo, hi = self.param_bounds(f, t.name)
@@ -235,18 +238,14 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
 
     def branch(self, f: Func, test: str, then: Callable[[], None],
                else_: Callable[[], None] | None, o: list[str], d: int) -> None:
-        """``if (test) { then } else { else_ }``: the locals' bounds after it the union
-        of the branches'."""
+        """``if (test) { then } else { else_ }``."""
         ind = IND * d
         o.append(f"{ind}if ({test}) {{")
-        before = dict(f.cur)
         then()
-        after_a, f.cur = f.cur, dict(before)
         if else_ is not None:
             o.append(f"{ind}}} else {{")
             else_()
         o.append(f"{ind}}}")
-        f.cur = merge(f, after_a, f.cur)
 
     def _assign(self, f: Func, st: Assign, at: int, o: list[str], d: int) -> None:
         self.assign(f, self.node_of(st.target), self.node_of(st.value), o, d)
@@ -285,15 +284,12 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
     def _loop(self, f: Func, st: Loop, at: int, o: list[str], d: int) -> None:
         ind = IND * d
         o.append(f"{ind}for (;;) {{")
-        forget(f, st.body)  # a value may come round the loop: the whole-function bound
         f.loops += 1
         self.body(f, st.body, at + 1, o, d + 1)
         f.loops -= 1
         o.append(f"{ind}}}")
-        forget(f, st.body)  # any break may have left: the whole-function bound
 
-    def exit_scope(self, f: Func, run: Callable[[], None], names: set[str], o: list[str],
-                   d: int) -> None:
+    def exit_scope(self, f: Func, run: Callable[[], None], o: list[str], d: int) -> None:
         """What `run` writes, an exit inside it jumping to the label after it."""
         f.nlabel += 1
         lab = f"exit_{f.nlabel}"
@@ -301,12 +297,9 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
         run()
         f.exit_label.pop()
         o.append(f"{IND * d}{lab}: ;")
-        for x in names:  # reached from any exit inside
-            f.cur.pop(x, None)
 
     def _exit_scope(self, f: Func, st: ExitScope, at: int, o: list[str], d: int) -> None:
-        self.exit_scope(f, lambda: self.body(f, st.body, at + 1, o, d), set(), o, d)
-        forget(f, st.body)
+        self.exit_scope(f, lambda: self.body(f, st.body, at + 1, o, d), o, d)
 
     def _parser_scope(self, f: Func, st: ParserScope, at: int, o: list[str], d: int) -> None:
         ind = IND * d
@@ -317,7 +310,6 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
         f.perr_label.append(lab)
         self.body(f, st.body, at + 1, o, d)
         f.perr_label.pop()
-        forget(f, st.body)  # reached from any parser error inside
         o.append(f"{ind}goto {done};")
         o.append(f"{ind}{lab}: ;")
         f.ln = handler_start(self.listing, st, at) + 1
@@ -329,7 +321,7 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
         if f.kind != "parser":
             raise NotNative(f"line {at}: call of len")
         f.ln = at + 1
-        o.append(f"{IND * d}l_pos = (Py_ssize_t){self.raw(f, Lit(0)).c};")
+        o.append(f"{IND * d}l_pos = (Py_ssize_t){self.ex(f, Lit(0)).c};")
 
     def _parser_end(self, f: Func, st: ParserEnd, at: int, o: list[str], d: int) -> None:
         if f.kind != "parser":
@@ -341,8 +333,8 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
         if f.kind == "parser":
             o.append(f"{IND * d}l_pos += (Py_ssize_t){self.ex(f, n).c};")
             return
-        pos = Local("pos")
-        self.store(f, pos, self._step(f, "+", self.raw(f, pos), self.ex(f, n)), o, d)
+        pos = Bin("+", Local("pos"), n)  # ``pos += n`` outside the parser: a sum stored
+        self.store(f, pos.a, self.ex(f, pos), o, d)
 
     def _simple(self, f: Func, st: Stmt, at: int, o: list[str], d: int) -> None:
         self.ir_stmt(f, st, at, o, d)
@@ -354,10 +346,6 @@ class Unit(Headers, IRLower, CopyOut, Picks, Varbits, Passes, Expressions):
     # -- functions ---------------------------------------------------------------------
     def function(self, f: Func) -> list[str]:
         self.classify(f)
-        self.bound_locals(f)
-        for k, b in f.locals.items():
-            if b is None:
-                raise NotNative(f"function {f.name}: local {k} is never given a value")
         body: list[str] = []
         if f.kind == "parser":
             body.append("    Py_ssize_t l_pos = 0, l_L = L_buf; int perr = 0; (void)perr; (void)l_L;")

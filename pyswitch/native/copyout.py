@@ -14,8 +14,8 @@ caller copies them out, a `CopyOutCall` of the IR (lowered from its fields)::
     <copy-out from _r1[i]>
 
 In C the action takes a pointer to its caller's array, ``V r__r1[k]``, fills it before it
-returns (0) or exits (RC_EXIT), and ``_r1[i]`` reads ``r__r1[i]`` with the bounds of the
-parameter's type (``meta["fbounds"]``, from the compiler).  The ``except _Exit as _x``
+returns (0) or exits (RC_EXIT), and ``_r1[i]`` reads ``r__r1[i]``, whose interval the IR
+gives (`pyswitch.ir.bounds.out_bounds`: the parameter's type's, ``meta["fbounds"]``).  The ``except _Exit as _x``
 handler becomes the code at the label an exit of the call jumps to.  A table's wrapper
 (``def a0_t(S, M, *data)``) takes its action data as C parameters ``p_d0, p_d1, ...``.
 """
@@ -29,7 +29,6 @@ from pyswitch.ir import CopyOutCall, Pass
 from pyswitch.ir.exprs import Call, Expr, Local
 from pyswitch.native.exprs import Func, NotNative
 from pyswitch.native.lines import body_start
-from pyswitch.native.passes import assigned
 
 
 class CopyOut:
@@ -44,25 +43,23 @@ class CopyOut:
         return [f"_d{i}" for i in range(len(a["params"]))]
 
     def param_bounds(self, f: Func, name: str) -> tuple[int, int]:
-        """The range of parameter `name` of `f`: its type's (``meta["fbounds"]``), or a
-        table wrapper's action data width."""
-        fb = self.meta.get("fbounds", {}).get(f.name, {})  # type: ignore[attr-defined]
-        if name in fb and fb[name] is not None:
-            lo, hi = fb[name]
-            return lo, hi
-        if f.star and name.startswith("_d"):
-            a = self.actions[f.name]  # type: ignore[attr-defined]
-            w = a["params"][int(name[2:])]["width"]
-            return 0, (1 << w) - 1
-        w = self.param_width(f, name)  # type: ignore[attr-defined]
-        return 0, (1 << w) - 1
+        """The range of parameter `name` of `f`, as the IR has it (`Bounds.params`,
+        `pyswitch.ir.bounds.param_bounds`: its type's, ``meta["fbounds"]``, or an action
+        data's width)."""
+        iv = f.irb.params.get(name) if f.irb is not None else None
+        if iv is not None:
+            return iv
+        if f.name not in self.actions:  # type: ignore[attr-defined]
+            raise NotNative(f"function {f.name}: parameters of a non-action")
+        raise NotNative(f"function {f.name}: parameter {name}")
 
-    def ret_slot(self, f: Func, name: str, i: int) -> tuple[str, tuple[int, int]]:
-        """``_r1[i]``: the C of out value `i` of the call that set ``_r1``, with its bounds."""
+    def ret_slot(self, f: Func, name: str, i: int) -> str:
+        """``_r1[i]``: the C of out value `i` of the call that set ``_r1`` (its interval
+        the IR's: the callee's out parameter's, `pyswitch.ir.bounds.out_bounds`)."""
         callee = self.funcs[f.rets[name]]  # type: ignore[attr-defined]
         if not 0 <= i < len(callee.outs):
             raise NotNative(f"line {f.ln}: {name}[{i}]")
-        return f"r_{name}[{i}]", self.param_bounds(callee, callee.outs[i])
+        return f"r_{name}[{i}]"
 
     def classify_ret(self, f: Func, name: str, kind: str, v: Any) -> bool:
         """Record `name` as the out values of a call (or skip ``_x.args[0]``, `kind`
@@ -81,16 +78,16 @@ class CopyOut:
     def call_args(self, f: Func, args: Sequence[Expr], data: bool, callee: Func) -> str:
         """The C arguments of a call of action function `callee` (after ``P, st``):
         each within its parameter's range, `data` (``*data``) spread as the wrapper's."""
-        vals = [(a, True) for a in args]
+        vals = list(args)
         if data:
             if not f.star:
                 raise NotNative(f"line {f.ln}: call of {callee.name}")
-            vals += [(Local(p), False) for p in f.params]
+            vals += [Local(p) for p in f.params]
         if len(vals) != len(callee.params):
             raise NotNative(f"line {f.ln}: call of {callee.name}: argument count")
         out = ""
-        for pn, (a, met) in zip(callee.params, vals, strict=True):
-            x = self.ex(f, a) if met else self.raw(f, a)  # type: ignore[attr-defined]
+        for pn, a in zip(callee.params, vals, strict=True):
+            x = self.ex(f, a)  # type: ignore[attr-defined]
             lo, hi = self.param_bounds(callee, pn)
             if x.lo < lo or x.hi > hi:  # what the parameter's type (a table entry) holds
                 raise NotNative(f"line {f.ln}: argument out of its parameter's range")
@@ -124,9 +121,8 @@ class CopyOut:
         if st.on_exit is None:
             return self.run_call(f, st, at, o, d)
         if not st.values and all(isinstance(ln.stmt, Pass) for ln in st.on_exit):
-            names = {st.result} if st.result else set()  # an exit simply passes on
             return self.exit_scope(f, lambda: self.run_call(f, st, at + 1, o, d),  # type: ignore[attr-defined]
-                                   names, o, d)
+                                   o, d)
         self.exit_handler(f, st, at, o, d)
 
     def run_call(self, f: Func, st: CopyOutCall, ln: int, o: list[str], d: int) -> None:
@@ -161,12 +157,8 @@ class CopyOut:
         f.exit_label.append(lab)
         self.run_call(f, st, at + 1, o, d)
         f.exit_label.pop()
-        before = dict(f.cur)
         o.append(f"{ind}goto {done};")
         o.append(f"{ind}{lab}: ;")
         body = st.on_exit or ()
         self.body(f, body, body_start(self.listing, st, at, 0), o, d)  # type: ignore[attr-defined]
         o.append(f"{ind}{done}: ;")
-        f.cur = before
-        for x in assigned(body) | ({st.result} if st.result else set()):
-            f.cur.pop(x, None)

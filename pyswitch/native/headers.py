@@ -77,13 +77,12 @@ class Headers:
         first), a header's cells (copied whole), or an extract's reads."""
         if isinstance(src, list):
             # the valid bit of a header set is a constant of the statement's own
-            xs = [self.val(f, Field(h, j), e, o, d,  # type: ignore[attr-defined]
-                           met=not (first == 0 and j == 0))
+            xs = [self.val(f, Field(h, j), e, o, d)  # type: ignore[attr-defined]
                   for j, e in enumerate(src, first)]
         elif isinstance(src, str):
             if src not in f.aliases and src not in f.picks:
                 raise NotNative(f"line {f.ln}: {src[:40]!r}")
-            xs = [self.val(f, Field(h, j), Field(src, j), o, d, met=False)  # type: ignore[attr-defined]
+            xs = [self.val(f, Field(h, j), Field(src, j), o, d)  # type: ignore[attr-defined]
                   for j in range(first, self._nfields(f, src))]
         else:
             xs = self.unpacked(f, src)
@@ -106,18 +105,18 @@ class Headers:
         if any(x not in f.aliases for x in dst):
             raise NotNative(f"line {at}: tuple assignment {f'({st.b}, {st.a}[:])'[:40]!r}")
         o.append(f"{ind}{{")
+        xs: dict[tuple[int, int], X] = {}
         for k, s in enumerate(src):
             for j in range(len(self.hb[f.aliases[s]])):
-                x = self.val(f, Field(dst[k], j), Field(s, j), o, d + 1, met=False)  # type: ignore[attr-defined]
+                x = self.val(f, Field(dst[k], j), Field(s, j), o, d + 1)  # type: ignore[attr-defined]
+                xs[(k, j)] = x
                 o.append(f"{ind}    V t{k}_{j} = {x.c};")
         for k, (dn, s) in enumerate(zip(dst, src, strict=True)):
             if len(self.hb[f.aliases[dn]]) != len(self.hb[f.aliases[s]]):
                 raise NotNative(f"line {at}: headers of different types")
             for j in range(len(self.hb[f.aliases[s]])):
-                b = self.hb[f.aliases[s]][j]
-                if b is None:
-                    raise NotNative(f"line {at}: field {j} of {s}")
-                self.store(f, Field(dn, j), X(f"t{k}_{j}", *b), o, d + 1)  # type: ignore[attr-defined]
+                x = xs[(k, j)]
+                self.store(f, Field(dn, j), X(f"t{k}_{j}", x.lo, x.hi), o, d + 1)  # type: ignore[attr-defined]
         o.append(f"{ind}}}")
 
     def _nfields(self, f: Func, h: str) -> int:
@@ -130,7 +129,7 @@ class Headers:
     # -- the deparser ------------------------------------------------------------------
     def valid(self, f: Func, h: str) -> str:
         """The test of header `h`'s validity."""
-        return f"({self.raw(f, Field(h, 0)).c} != 0)"  # type: ignore[attr-defined]
+        return f"({self.ex(f, Field(h, 0)).c} != 0)"  # type: ignore[attr-defined]
 
     def emit_stmt(self, f: Func, st: Emit, at: int, o: list[str], d: int) -> None:
         """``if h[0]: out.append(_stN.pack(...))``."""
@@ -151,12 +150,11 @@ class Headers:
             f, st.struct, lambda: [x for e in st.emits for x in self.pack_items(f, e)],
             at + 1, o, d + 1), each, o, d)
 
-    def pack_items(self, f: Func, st: Emit) -> list[tuple[Expr, bool]]:
-        """The items an `Emit` packs (whether each is a node of the IR's: its interval
-        met with the IR's)."""
+    def pack_items(self, f: Func, st: Emit) -> list[Expr]:
+        """The items an `Emit` packs: its values' nodes, or the header's fields."""
         if st.values is None:
-            return [(Field(st.header, j), False) for j in range(1, self._nfields(f, st.header))]
-        return [(self.node_of(v), True) for v in st.values]  # type: ignore[attr-defined]
+            return [Field(st.header, j) for j in range(1, self._nfields(f, st.header))]
+        return [self.node_of(v) for v in st.values]  # type: ignore[attr-defined]
 
     def deparser_out(self, f: Func, ln: int) -> None:
         """``out.append(...)`` on line `ln`: the deparser's, once (no loop)."""
@@ -166,7 +164,7 @@ class Headers:
         if f.loops:
             raise NotNative(f"line {ln}: deparser output inside a loop")
 
-    def pack(self, f: Func, struct: str, items_of: Callable[[], list[tuple[Expr, bool]]],
+    def pack(self, f: Func, struct: str, items_of: Callable[[], list[Expr]],
              ln: int, o: list[str], d: int) -> None:
         """``out.append(_sdN.pack(...))``: each item written big-endian into the buffer."""
         ind = IND * d
@@ -178,8 +176,8 @@ class Headers:
         if len(items) != len(fmt):
             raise NotNative(f"line {ln}: deparser item count")
         off = 0
-        for (_, n), (it, met) in zip(fmt, items, strict=True):
-            x = self.ex(f, it) if met else self.raw(f, it)  # type: ignore[attr-defined]
+        for (_, n), it in zip(fmt, items, strict=True):
+            x = self.ex(f, it)  # type: ignore[attr-defined]
             if x.lo < 0 or x.hi >= (1 << (8 * n)):
                 raise NotNative(f"line {ln}: a deparsed value may not fit its field")
             o.append(f"{ind}put_be(ob + *on + {off}, {x.c}, {n});")

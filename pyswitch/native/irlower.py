@@ -17,7 +17,6 @@ from pyswitch.ir import (
     Exit,
     ParserError,
     PyExpr,
-    RegRead,
     Stmt,
     TableApply,
 )
@@ -43,16 +42,6 @@ class IRLower:
         if e.node is None:
             raise NotNative(f"line {self.ln}: expression {e.code[:60]!r} is no node")
         return e.node
-
-    def node_bounds(self, st: Stmt) -> tuple[int, int] | None:
-        """The values a node assigns to its target, when it is a value (a register read;
-        a guarded read's default too)."""
-        if isinstance(st, RegRead):
-            lo, hi = st.bounds
-            if st.guarded:
-                lo, hi = min(lo, st.default), max(hi, st.default)
-            return lo, hi
-        return None
 
     def ir_stmt(self, f: Func, st: Stmt, at: int, o: list[str], d: int) -> None:
         """Node `st`, on line `at`, in C."""

@@ -1,9 +1,8 @@
 """The passes over one function's IR before its C is written (a mixin of
 `pyswitch.native.cgen.Unit`): the names it assigns sorted (`classify`: header aliases,
-table entries, stack elements picked at run time, the out values of calls, locals), each
-local's interval to a fixed point (`bound_locals`), the out/inout parameters an action
-returns (`out_names`), and the names a body assigns (`assigned`: the flow-sensitive
-bounds it forgets).
+table entries, stack elements picked at run time, the out values of calls, locals) and
+the out/inout parameters an action returns (`out_names`).  The locals' intervals are the
+IR's (`pyswitch.ir.bounds`, flow-sensitive): no pass here computes one.
 
 The assignments are taken in the order the generated Python's syntax tree holds them
 breadth first (`assignments`): a local's C declaration comes in that order, so the C is
@@ -35,7 +34,6 @@ from pyswitch.ir import (
     Seq,
     Stmt,
     TableApply,
-    walk,
 )
 from pyswitch.ir.exprs import (
     BufRead,
@@ -51,10 +49,10 @@ from pyswitch.ir.exprs import (
     ToBytes,
     VbDigest,
 )
-from pyswitch.native.exprs import Func, NotNative, Pending
+from pyswitch.native.exprs import Func, NotNative
 from pyswitch.native.lines import Listing, body_start
 
-__all__ = ["Asg", "Passes", "assigned", "assignments", "forget", "located", "shape"]
+__all__ = ["Asg", "Passes", "assignments", "located", "shape"]
 
 # one assignment: (kind, the names it assigns, whether they are a tuple's, value, line)
 Asg = tuple[str, list[str], bool, Any, int]
@@ -175,38 +173,9 @@ def located(lst: Listing, body: tuple[Line, ...], at: int) -> Iterator[tuple[Stm
         at += lst.span(st)
 
 
-def assigned(body: tuple[Line, ...]) -> set[str]:
-    """The names the statements of `body` assign (at any depth)."""
-    out: set[str] = set()
-    for st in walk(body):
-        if isinstance(st, (RegRead, Assign)):
-            t = st.target.node
-            if isinstance(t, Local):
-                out.add(t.name)
-        elif isinstance(st, TableApply):
-            out.add(st.entry)
-        elif isinstance(st, HeaderAlias):
-            out.add(st.var)
-        elif isinstance(st, Extract) and st.fields is not None:
-            out.update(f"a{i}" for i in range(st.items))
-        elif isinstance(st, ParserStart):
-            out.update(("L", "pos"))
-        elif isinstance(st, Advance):
-            out.add("pos")
-        elif isinstance(st, CopyOutCall) and st.result:
-            out.add(st.result)
-    return out
-
-
-def forget(f: Func, body: tuple[Line, ...]) -> None:
-    """Drop the flow-sensitive bounds of the locals assigned in `body`."""
-    for x in assigned(body):
-        f.cur.pop(x, None)
-
-
 class Passes:
-    """See the module docstring; `Unit` provides `listing`, `funcs`, `ex`, `raw`,
-    `unpacked`, `node_bounds`, `classify_pick`, `classify_ret`."""
+    """See the module docstring; `Unit` provides `listing`, `funcs`, `classify_pick`,
+    `classify_ret`."""
 
     listing: Listing
     funcs: dict[str, Func]
@@ -275,61 +244,3 @@ class Passes:
 
     def assigns(self, f: Func) -> list[Asg]:
         return assignments(self.listing, f.node, f.line + 1)
-
-    def bound_locals(self, f: Func) -> None:
-        """Each local's interval: the union of what is assigned to it, to a fixed point."""
-        todo: list[tuple[str, str, Any, int]] = []
-        for kind, names, tup, v, ln in self.assigns(f):
-            if tup:
-                f.ln = ln
-                for x, u in zip(names, self.unpacked(f, v), strict=False):  # type: ignore[attr-defined]
-                    if x in f.locals:
-                        todo += [(x, "const", u.lo, ln), (x, "const", u.hi, ln)]
-            elif names and names[0] in f.locals and kind != "alias":
-                todo.append((names[0], kind, v, ln))
-        for turn in range(40):
-            changed = False
-            for name, kind, v, ln in todo:
-                try:
-                    lo, hi = self._assigned_bounds(f, name, kind, v, ln)
-                except Pending:
-                    continue
-                old = f.locals[name]
-                new = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
-                if new != old and old is not None and turn >= 8:
-                    # widening: a loop counter grows by one a turn; round the bound up to
-                    # the next power of two (still a bound), so that a mask stops it
-                    new = (-(1 << (-new[0]).bit_length()) if new[0] < 0 else new[0],
-                           (1 << new[1].bit_length()) - 1 if new[1] > 0 else new[1])
-                if new != old:
-                    f.locals[name] = new
-                    changed = True
-            if not changed:
-                return
-        raise NotNative(f"function {f.name}: the locals' ranges do not settle")
-
-    def _assigned_bounds(self, f: Func, name: str, kind: str, v: Any,  # noqa: C901
-                         ln: int) -> tuple[int, int]:
-        """The interval of one value assigned to local `name`."""
-        f.ln = ln
-        if kind == "const":
-            return v, v
-        if kind == "node":
-            b = self.node_bounds(v)  # type: ignore[attr-defined]
-            if b is None:
-                raise NotNative(f"line {ln}: call of _ir")
-            return b
-        if kind == "start_pos":
-            return 0, 0
-        if kind == "aug":
-            x = self.raw(f, Local(name))  # type: ignore[attr-defined]
-            x = self._step(f, "+", x, self.ex(f, v))  # type: ignore[attr-defined]
-            return x.lo, x.hi
-        if kind == "value":
-            x = self.ex(f, v)  # type: ignore[attr-defined]
-            return x.lo, x.hi
-        if kind == "call":
-            return self.call_value(f, v)  # type: ignore[attr-defined]
-        if kind == "start_L":
-            raise NotNative(f"line {ln}: call of len")
-        raise NotNative(f"line {ln}: expression '_x.args[0]'")

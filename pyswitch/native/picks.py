@@ -9,7 +9,8 @@ three assignments to a name ``_hsN``, then reads and writes its fields ``_hsN[j]
     _hs1 = _hs_last((h1, h2, ), n, what)      # .last: StackIndexError on an empty stack
 
 In C the name is a pointer into the state's header slots (``k_hs1 = &st->s[offset]``), its
-fields ``k_hs1[j]`` with the union of the elements' bounds.  Outside the stack the pointer
+fields ``k_hs1[j]`` (their interval the IR's: the hull of the elements' fields, with 0
+where the scratch header may be read).  Outside the stack the pointer
 goes to a scratch header of zeros (``z_hs1``), zeroed at each pick, after the same Python
 helper is called for what it does there: its one warning per place, or its exception (an
 extract, ``.last`` of an empty stack), which the C returns as Python's.
@@ -64,17 +65,15 @@ class Picks:
     def pick_width(self, f: Func, name: str) -> int:
         return len(self.hb[f.picks[name][0]])
 
-    def pick_slot(self, f: Func, name: str, j: int) -> tuple[str, tuple[int, int]]:
-        """The C of field `j` of pick `name`, with the union of its elements' bounds."""
+    def pick_slot(self, f: Func, name: str, j: int) -> str:
+        """The C of field `j` of pick `name` (each element's field has a C value)."""
         bs = [self.hb[k][j] if j < len(self.hb[k]) else None for k in f.picks[name]]
         if any(b is None for b in bs):
             w = self.hvb.get((f.picks[name][0], j))  # type: ignore[attr-defined]
             raise NotNative(f"line {f.ln}: " + (
                 f"field {j} of a stack element" if w is None
                 else wide_varbit(w)))
-        lo = min(b[0] for b in bs)  # type: ignore[index]
-        hi = max(b[1] for b in bs)  # type: ignore[index]
-        return f"k_{name}[{j}]", (min(lo, 0), max(hi, 0))  # the scratch header holds 0
+        return f"k_{name}[{j}]"
 
     def classify_pick(self, f: Func, name: str, v: Expr) -> bool:
         """Record `name` as a pick when `v` is one (its elements must agree)."""
@@ -137,7 +136,7 @@ class Picks:
             o.append(f"{ind}case {k}:")
             for e in g:
                 f.ln = at
-                self.store(f, Field(e, 0), self.raw(f, Lit(False)), o, d + 1)  # type: ignore[attr-defined]
+                self.store(f, Field(e, 0), self.ex(f, Lit(False)), o, d + 1)  # type: ignore[attr-defined]
             o.append(f"{ind}    break;")
         o.append(f"{ind}default: PyErr_SetString(PyExc_IndexError, \"tuple index out of "
                  "range\"); return RC_ERR;")

@@ -61,13 +61,13 @@ class Varbits:
         for j, w in self.mvb.items():
             self.mb[j] = None if w > MAX_WIDTH else (0, vb_hi(w))
 
-    def val(self, f: Func, t: Expr, v: Expr, o: list[str], d: int, met: bool = True) -> X:
-        """The value `v` stored into `t`: a varbit when `t` is a varbit slot; `met`: its
-        interval met with the IR's (a node of the IR's, not one the lowering makes up)."""
+    def val(self, f: Func, t: Expr, v: Expr, o: list[str], d: int) -> X:
+        """The value `v` stored into `t`: a varbit when `t` is a varbit slot (its C
+        range, `vb_hi`), else a number with the IR's interval."""
         w = self.vb_width(f, t)  # type: ignore[attr-defined]
         if w:
             return self.vb_ex(f, v, w, o, d)
-        return self.ex(f, v) if met else self.raw(f, v)  # type: ignore[attr-defined]
+        return self.ex(f, v)  # type: ignore[attr-defined]
 
     def vb_ex(self, f: Func, v: Expr, w: int, o: list[str], d: int) -> X:
         """A varbit of at most `w` bits (see module docstring); a guard line into `o`."""
@@ -81,17 +81,17 @@ class Varbits:
         if s is not None:
             if self.vb_width(f, n) != w:  # type: ignore[attr-defined]
                 raise NotNative(f"line {ln}: a varbit from a slot of another type")
-            return X(s[0], *s[1])
+            return X(s, 0, vb_hi(w))
         if f.kind == "parser" and isinstance(n, VbRead) and pure(n.n):
             nx = self.ex(f, n.n)  # type: ignore[attr-defined]
             a = self.ex(f, n.start)  # type: ignore[attr-defined]
-            b = self._step(f, "+", self.ex(f, n.start),  # type: ignore[attr-defined]
-                           self._step(f, "//", self.ex(f, n.n), self._c(f, 8)))  # type: ignore[attr-defined]
+            b = f"({a.c} + v_div({nx.c}, {self._c(f, 8)}, 0))"  # type: ignore[attr-defined]
+            self.steps(f, n)  # type: ignore[attr-defined]
             if nx.lo < 0 or nx.hi > w:
                 o.append(f"{'    ' * d}if ({nx.c} < 0 || {nx.c} > {w}) "
                          f"return vb_bad_len({nx.c}, {w});")
             # n <= w: at most w / 8 bytes, a value below 2**w
-            return X(f"vb_make({nx.c}, be_slice(buf, L_buf, {a.c}, {b.c}))", 0, vb_hi(w))
+            return X(f"vb_make({nx.c}, be_slice(buf, L_buf, {a.c}, {b}))", 0, vb_hi(w))
         raise NotNative(f"line {ln}: varbit value {text(v)[:40]!r}")
 
     def pack_parts(self, f: Func, n: VbDigest) -> str:
@@ -109,7 +109,7 @@ class Varbits:
                 continue
             vw = self.vb_width(f, p)  # type: ignore[attr-defined]
             if vw:
-                items += ["(V)-1", self.slot(f, p)[0]]  # type: ignore[attr-defined]
+                items += ["(V)-1", self.slot(f, p)]  # type: ignore[attr-defined]
                 bits += vw
                 continue
             raise NotNative(f"line {f.ln}: field list item {text(p)[:40]!r}")
@@ -140,7 +140,7 @@ class Varbits:
             w = self.vb_width(f, p.a) if isinstance(p, VbBytes) else 0  # type: ignore[attr-defined]
             if w:
                 s = self.slot(f, p.a)  # type: ignore[attr-defined]
-                o.append(f"{ind}*on += vb_put(ob + *on, {s[0]});")
+                o.append(f"{ind}*on += vb_put(ob + *on, {s});")
                 most += w // 8
                 continue
             raise NotNative(f"line {ln}: deparser piece {text(p)[:40]!r}")
