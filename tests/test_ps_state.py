@@ -377,7 +377,7 @@ def test_a_flush_asks_the_workers_it_lacks():
     # workers 0-2 aggregate at switch 5, workers 3-5 at switch 7, for both chunks
     routes = {w: [(c, 5 if w < 3 else 7, 3) for c in range(2)] for w in range(6)}
     ps = PsState(JOB, range(6), n_chunks=2, k=K, unicast_late=True, routes=routes)
-    out = ps.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE))
+    out = ps.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE), 0.0)
     assert out.results == [] and out.replies == []
     # switch 5's group lacks 1; switch 7's group (3-5), of which the PS has nothing, is
     # asked through one worker, whose resend makes switch 7 flush or re-emit
@@ -386,12 +386,13 @@ def test_a_flush_asks_the_workers_it_lacks():
     assert nack.msg_type == TYPE_RESULT and nack.flags == FLAG_INCOMPLETE
     assert not nack.bitmap >> 1 & 1 and not nack.bitmap >> 3 & 1 and nack.chunk_id == 0
     # a flush from higher up (several points' workers): every worker the PS has not got
-    out = ps.on_packet(g.pkt([0, 1, 2, 3], c=1, flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE))
+    out = ps.on_packet(g.pkt([0, 1, 2, 3], c=1, flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE), 0.0)
     assert [w for w, _ in out.nacks] == [4, 5]
-    # the asked workers' pieces complete the chunk exactly; nothing more is asked
-    out = ps.on_packet(g.pkt([1], flags=FLAG_RETRANSMIT | FLAG_FALLBACK))
+    # the asked workers' pieces complete the chunk exactly; nothing more is asked (3 was
+    # asked a moment ago: its answer may be on its way)
+    out = ps.on_packet(g.pkt([1], flags=FLAG_RETRANSMIT | FLAG_FALLBACK), 0.01)
     assert out.nacks == []
-    out = ps.on_packet(g.pkt([3, 4, 5], flags=0))
+    out = ps.on_packet(g.pkt([3, 4, 5], flags=0), 0.02)
     # (3 NACKs for 2 chunks' 12 deliveries: the RESULT goes in copies, "Lost RESULTs")
     assert out.results and all(np.array_equal(res.values, g.exact(0, range(6), 0))
                                for res in out.results)
@@ -399,6 +400,32 @@ def test_a_flush_asks_the_workers_it_lacks():
     # without routes (no path to one worker alone) the PS asks nobody
     quiet = PsState(JOB, range(6), n_chunks=2, k=K, unicast_late=True)
     assert quiet.on_packet(g.pkt([0, 2], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE)).nacks == []
+
+
+def test_a_retransmission_that_came_raw_asks_again_whom_a_lost_nack_asked():
+    """A prober whose copies now go straight to the PS (``direct_after``) no longer makes
+    the waiting slot flush, and a flush is what asked again whom a lost NACK had asked.  So
+    a raw retransmission asks again the workers asked for the chunk at least the NACK
+    round-trip bound ago and not heard from since (k=4, 2 % loss: a chunk waited 1.7 s for
+    that worker's own hold-off), not those asked less long ago; a raw retransmission of a
+    chunk nobody was asked for asks nothing."""
+    g = Grads(6, 2)
+    # worker 0 sends to s_d (9), workers 1-5 aggregate at switch 5, whose PARTIAL s_d waits for
+    routes = {w: [(c, 9 if w == 0 else 5, 5) for c in range(2)] for w in range(6)}
+    ps = PsState(JOB, range(6), n_chunks=2, k=K, unicast_late=True, routes=routes)
+    escaped = FLAG_RETRANSMIT | FLAG_FALLBACK
+    assert ps.on_packet(g.pkt([0], c=1, flags=escaped), 0.0).nacks == []
+    # chunk 1: a round trip measured (worker 2 asked at 0.0, heard at 0.01): bound 0.04
+    ps.on_packet(g.pkt([1, 3, 4, 5], c=1, flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE), 0.0)
+    ps.on_packet(g.pkt([2], c=1, flags=escaped), 0.01)
+    assert ps.result_copies.rtt_bound() == pytest.approx(0.04)
+    # chunk 0: s_d's flush holds worker 0; switch 5 is silent: worker 1 asked (lost)
+    assert [w for w, _ in ps.on_packet(g.pkt([0], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE),
+                                       1.0).nacks] == [1]
+    assert ps.on_packet(g.pkt([0], flags=escaped), 1.02).nacks == []  # within the bound
+    assert [w for w, _ in ps.on_packet(g.pkt([0], flags=escaped), 1.05).nacks] == [1]
+    out = ps.on_packet(g.pkt([1, 2, 3, 4, 5], flags=FLAG_RETRANSMIT), 1.06)
+    assert out.results and np.array_equal(out.results[0].values, g.exact(0, range(6), 0))
 
 
 def test_a_worker_asked_less_than_a_round_trip_ago_is_not_asked_again():

@@ -93,7 +93,10 @@ NACKs (docs/protocol.md §6)
     ``overdue``) its prober or one worker of each silent point -- these two only once a
     flush has shown that a contribution was lost: without loss, chunks of 8 jobs at k=32
     complete out of order enough that the asks' flushes cost 0.918 -> 0.72-0.78 of the
-    plan.  A later request of a completed chunk that names a worker (a re-emit or flush its
+    plan.  A worker's retransmission that reaches the PS raw (``direct_after``: its probes
+    no longer reach the slot, whose flushes would ask again) asks again the workers of that
+    chunk whose NACK went unanswered for the round-trip bound
+    (``ResultCopies.unanswered``).  A later request of a completed chunk that names a worker (a re-emit or flush its
     retransmission caused) is answered to that worker alone once the first answer went
     down the tree; more copies only to a worker that asked before.
 
@@ -193,6 +196,7 @@ from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket
 
 # a packet of a recovery, not of a stream's first delivery (workers.ina.gaps)
 _RECOVERY = FLAG_RETRANSMIT | FLAG_INCOMPLETE | FLAG_FALLBACK
+_ESCAPED = FLAG_RETRANSMIT | FLAG_FALLBACK  # a worker's retransmission that came raw
 
 
 class _Chunk:
@@ -522,6 +526,14 @@ class PsState:
                 self._try_complete(r, rs, c, ch, out, pkt.bitmap)
             if pkt.flags & FLAG_INCOMPLETE and not rs.done[c]:
                 self._nack(r, rs, c, pkt, out)
+            elif (pkt.msg_type == TYPE_GRAD and pkt.flags & _ESCAPED == _ESCAPED
+                    and rs.nacked[c] and now is not None and not rs.done[c]):
+                # a worker's retransmission that came raw: its probes no longer reach the
+                # slot that waits, whose flushes would ask again whom a lost NACK asked
+                again = self.result_copies.unanswered(r, c, now) & ~pkt.bitmap
+                if again:
+                    self._now = now
+                    self._send_nacks(r, rs, c, again, out)
         return out
 
     def _nack(self, r: int, rs: _Round, c: int, pkt: InaPacket, out: PsOutput) -> None:

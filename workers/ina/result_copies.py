@@ -131,6 +131,16 @@ class ResultCopies:
             return 0
         return sum(1 << w for w, t in asked.items() if now - t < bound)
 
+    def unanswered(self, round_: int, chunk: int, now: float) -> int:
+        """The workers asked for chunk ``chunk`` of ``round_`` at least :meth:`rtt_bound`
+        before ``now`` and not heard from since (their NACK or its answer was lost), as a
+        bitmap; none before the first round trip."""
+        bound = self.rtt_bound()
+        asked = self._asked.get((round_, chunk))
+        if bound is None or not asked:
+            return 0
+        return sum(1 << w for w, t in asked.items() if now - t >= bound)
+
     def rtt_bound(self) -> float | None:
         """The longest the PS expects a round trip to a worker to take: ``margin`` times
         the lower quartile of its last ``window`` NACK round trips (module docstring);
