@@ -96,9 +96,10 @@ NACKs (docs/protocol.md §6)
     plan.  A worker's retransmission that reaches the PS raw (``direct_after``: its probes
     no longer reach the slot, whose flushes would ask again) asks again the workers of that
     chunk whose NACK went unanswered for the round-trip bound
-    (``ResultCopies.unanswered``).  A later request of a completed chunk that names a worker (a re-emit or flush its
-    retransmission caused) is answered to that worker alone once the first answer went
-    down the tree; more copies only to a worker that asked before.
+    (``ResultCopies.unanswered``).  A later request of a completed chunk that names a
+    worker (a re-emit or flush its retransmission caused) is answered to that worker alone
+    once the first answer went down the tree; more copies only to a worker that asked
+    before.
 
 Congestion marks (docs/protocol.md §6)
     A switch marks an INA packet that found its egress queue over the controller's threshold
@@ -532,7 +533,6 @@ class PsState:
                 # slot that waits, whose flushes would ask again whom a lost NACK asked
                 again = self.result_copies.unanswered(r, c, now) & ~pkt.bitmap
                 if again:
-                    self._now = now
                     self._send_nacks(r, rs, c, again, out)
         return out
 
