@@ -125,21 +125,22 @@ class ResultCopies:
         """The workers asked for chunk ``chunk`` of ``round_`` less than :meth:`rtt_bound`
         before ``now`` whose contribution has not been heard since (their answer may be
         on its way), as a bitmap; none before the first round trip."""
-        bound = self.rtt_bound()
-        asked = self._asked.get((round_, chunk))
-        if bound is None or not asked:
-            return 0
-        return sum(1 << w for w, t in asked.items() if now - t < bound)
+        return self._unheard(round_, chunk, now, within=True)
 
     def unanswered(self, round_: int, chunk: int, now: float) -> int:
         """The workers asked for chunk ``chunk`` of ``round_`` at least :meth:`rtt_bound`
         before ``now`` and not heard from since (their NACK or its answer was lost), as a
         bitmap; none before the first round trip."""
+        return self._unheard(round_, chunk, now, within=False)
+
+    def _unheard(self, round_: int, chunk: int, now: float, within: bool) -> int:
+        """The workers asked for the chunk and not heard from since, asked less than the
+        round-trip bound ago (``within``) or at least that long ago."""
         bound = self.rtt_bound()
         asked = self._asked.get((round_, chunk))
         if bound is None or not asked:
             return 0
-        return sum(1 << w for w, t in asked.items() if now - t >= bound)
+        return sum(1 << w for w, t in asked.items() if (now - t < bound) == within)
 
     def rtt_bound(self) -> float | None:
         """The longest the PS expects a round trip to a worker to take: ``margin`` times
