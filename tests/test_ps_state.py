@@ -452,6 +452,34 @@ def test_a_worker_asked_less_than_a_round_trip_ago_is_not_asked_again():
     assert ps.stats.nacks == 3
 
 
+def test_a_piece_at_the_instant_of_an_ask_does_not_shorten_the_wait_for_its_answer():
+    """A piece that reaches the PS at the very instant of a NACK was on its way before it:
+    a round trip of zero, no answer.  Where such pieces made the lower quartile 0, every
+    flush asked the same workers again and their answers flushed again (k=16, budget 4,
+    0.1 % loss, seed 2: a storm, ratio 0.195).  ``pending`` leaves them out of its bound;
+    the judgement of lost RESULTs (``rtt_bound()``) keeps them."""
+    g = Grads(3, 2)
+    routes = {w: [(c, 5, 3) for c in range(2)] for w in range(3)}
+    ps = PsState(JOB, range(3), n_chunks=2, k=K, unicast_late=True, routes=routes)
+    rc = ps.result_copies
+    flush = FLAG_RETRANSMIT | FLAG_INCOMPLETE
+    # chunk 1: worker 2 asked at t=0 and heard at t=0.01 (a round trip of 0.01 s), then
+    # three asks whose pieces came at their instant (round trips of 0)
+    assert [w for w, _ in ps.on_packet(g.pkt([0, 1], c=1, flags=flush), 0.0).nacks] == [2]
+    ps.on_packet(g.pkt([2], c=1, flags=FLAG_RETRANSMIT | FLAG_FALLBACK), 0.01)
+    for t in (0.5, 0.6, 0.7):
+        rc.nacked(0, 1, 1, 0, t)
+        rc.heard(0, 1, 1 << 0, t)
+    assert rc.rtt_bound() == 0.0 and rc.rtt_bound(answers=True) == pytest.approx(0.04)
+    # chunk 0: worker 1 asked at t=1.0; the flush at 1.02 asks nobody, the one at 1.041 asks
+    # it again, and its answer completes the chunk exactly
+    assert [w for w, _ in ps.on_packet(g.pkt([0, 2], flags=flush), 1.0).nacks] == [1]
+    assert ps.on_packet(g.pkt([0], flags=flush), 1.02).nacks == []
+    assert [w for w, _ in ps.on_packet(g.pkt([2], flags=flush), 1.041).nacks] == [1]
+    out = ps.on_packet(g.pkt([1], flags=FLAG_RETRANSMIT | FLAG_FALLBACK), 1.05)
+    assert out.results and np.array_equal(out.results[0].values, g.exact(0, range(3), 0))
+
+
 def test_a_whole_group_s_flush_asks_the_silent_points():
     """A flush of a group that is all there (k=16, budget 4: the prober's own switch had
     everything; what is missing is another point's PARTIAL) asks one worker of each point

@@ -28,6 +28,17 @@ A late GRAD is evidence only when it was sent after the RESULT could have arrive
     RESULT, NACK round trips 0.009-0.045 s; fat-tree k=16, 64 workers, 1 % loss, one copy:
     the asks of RESULTs lost 0.2-0.3 s after them from NACKed workers and probers, 0.4-2.3
     s from the others, which hold off six timeouts; lower quartile 0.01-0.04 s).
+NACKs not asked twice
+    The PS does not ask a worker again for a chunk while its last ask may still be
+    answered (:meth:`pending`: asked less than the bound ago).  That bound leaves out the
+    round trips of zero: a piece that arrives at the very instant of the ask was on its way
+    before it, no answer, and where they made the quartile 0 every flush asked the same
+    workers again -- their answers, reaching the waiting slots, flushed again -- and one
+    chunk's 41 asks grew into a storm of re-asks, re-emits and answers that held a round
+    2.4 s (fat-tree k=16, 64 workers, budget 4, 0.1 % loss, seed 2: ratio 0.195, 0.650
+    without them; docs/results.md).  The judgements of a lost RESULT or an unanswered NACK
+    keep them: left out there as well, 1 % loss at budget 4 fell (median of 6 seeds 0.240
+    -> 0.184).
 
     Such an ask is ``q ** m`` of the deliveries of RESULTs sent in ``m`` copies (all lost);
     a worker asking **again**, by a later copy number (``InaPacket.copy_number``), for a
@@ -123,8 +134,9 @@ class ResultCopies:
 
     def pending(self, round_: int, chunk: int, now: float) -> int:
         """The workers asked for chunk ``chunk`` of ``round_`` less than :meth:`rtt_bound`
-        before ``now`` whose contribution has not been heard since (their answer may be
-        on its way), as a bitmap; none before the first round trip."""
+        (of the round trips longer than zero: "NACKs not asked twice") before ``now`` whose
+        contribution has not been heard since (their answer may be on its way), as a
+        bitmap; none before the first round trip."""
         return self._unheard(round_, chunk, now, within=True)
 
     def unanswered(self, round_: int, chunk: int, now: float) -> int:
@@ -135,20 +147,21 @@ class ResultCopies:
 
     def _unheard(self, round_: int, chunk: int, now: float, within: bool) -> int:
         """The workers asked for the chunk and not heard from since, asked less than the
-        round-trip bound ago (``within``) or at least that long ago."""
-        bound = self.rtt_bound()
+        answers' round-trip bound ago (``within``) or at least the bound ago."""
+        bound = self.rtt_bound(answers=within)
         asked = self._asked.get((round_, chunk))
         if bound is None or not asked:
             return 0
         return sum(1 << w for w, t in asked.items() if (now - t < bound) == within)
 
-    def rtt_bound(self) -> float | None:
+    def rtt_bound(self, answers: bool = False) -> float | None:
         """The longest the PS expects a round trip to a worker to take: ``margin`` times
         the lower quartile of its last ``window`` NACK round trips (module docstring);
-        None before the first."""
-        if not self.rtts:
+        None before the first.  ``answers``: of those longer than zero only, the pieces
+        that can have answered an ask (:meth:`pending`; "NACKs not asked twice")."""
+        ordered = sorted(t for t in self.rtts if t > 0.0 or not answers)
+        if not ordered:
             return None
-        ordered = sorted(self.rtts)
         return self.margin * ordered[(len(ordered) - 1) // 4]
 
     def late_grad(self, round_: int, chunk: int, worker: int, copy: int, copies: int,
