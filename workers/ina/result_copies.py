@@ -28,23 +28,22 @@ A late GRAD is evidence only when it was sent after the RESULT could have arrive
     RESULT, NACK round trips 0.009-0.045 s; fat-tree k=16, 64 workers, 1 % loss, one copy:
     the asks of RESULTs lost 0.2-0.3 s after them from NACKed workers and probers, 0.4-2.3
     s from the others, which hold off six timeouts; lower quartile 0.01-0.04 s).
-NACKs not asked twice
-    The PS does not ask a worker again for a chunk while its last ask may still be
-    answered (:meth:`pending`: asked less than the bound ago).  That bound leaves out the
-    round trips of zero: a piece that arrives at the very instant of the ask was on its way
-    before it, no answer, and where they made the quartile 0 every flush asked the same
-    workers again -- their answers, reaching the waiting slots, flushed again -- and one
-    chunk's 41 asks grew into a storm of re-asks, re-emits and answers that held a round
-    2.4 s (fat-tree k=16, 64 workers, budget 4, 0.1 % loss, seed 2: ratio 0.195, 0.650
-    without them; docs/results.md).  The judgements of a lost RESULT or an unanswered NACK
-    keep them: left out there as well, 1 % loss at budget 4 fell (median of 6 seeds 0.240
-    -> 0.184).
 
     Such an ask is ``q ** m`` of the deliveries of RESULTs sent in ``m`` copies (all lost);
     a worker asking **again**, by a later copy number (``InaPacket.copy_number``), for a
     chunk the PS already answered it is ``q ** (m + 1)`` (the RESULT and the one-copy answer
     both lost; rare under delay: the worker's back-off doubles its timer), counted
     whenever it comes, at most once per worker and chunk.
+NACKs not asked twice
+    The PS does not ask a worker again for a chunk while its last ask may still be
+    answered (:meth:`pending`: asked less than the bound ago).  That bound leaves out the
+    round trips of zero: a piece that arrives at the very instant of the ask was on its way
+    before it, no answer.  Where they made the quartile 0, every flush asked the same
+    workers again: one chunk's 41 asks were followed by 4 x 25 more within 10 ms, and a
+    storm of re-asks, re-emits and answers to late asks held the round 2.4 s (fat-tree
+    k=16, 64 workers, budget 4, 0.1 % loss, seed 2: ratio 0.195, 0.650 without them;
+    docs/results.md).  The judgements of a lost RESULT or an unanswered NACK keep them:
+    left out there as well, 1 % loss at budget 4 fell (median of 6 seeds 0.240 -> 0.184).
 Decay
     The counts of RESULTs sent in ``m`` copies and of their lost asks are kept over the job,
     halved at each completed round (counts below a half are dropped): the estimate for
@@ -146,8 +145,8 @@ class ResultCopies:
         return self._unheard(round_, chunk, now, within=False)
 
     def _unheard(self, round_: int, chunk: int, now: float, within: bool) -> int:
-        """The workers asked for the chunk and not heard from since, asked less than the
-        answers' round-trip bound ago (``within``) or at least the bound ago."""
+        """The workers asked for the chunk and not heard from since: asked less than
+        ``rtt_bound(answers=True)`` ago (``within``), or at least :meth:`rtt_bound` ago."""
         bound = self.rtt_bound(answers=within)
         asked = self._asked.get((round_, chunk))
         if bound is None or not asked:
