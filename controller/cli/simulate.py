@@ -53,7 +53,8 @@ def add_simulate_parser(sub: Any, add_subcommand: Any) -> None:
     _hide(p, "--repeats", "--target")  # refused in _check: the simulated network's limits
     g = add_network_options(p, "the INA job (as run --method ina)")
     d = Settings()
-    p.set_defaults(budget=None, ps=None)  # given or not: _check refuses them with --budgets/--jobs
+    # given or not: _check refuses them with --budgets/--jobs
+    p.set_defaults(budget=None, ps=None, workers=None)
     add_plan_options(g, with_budget=False, with_seed=False)  # as plan (and run)
     g.add_argument("--modes", default=",".join(d.modes),
                    help=f"comma list of {', '.join(MODES)} (default {','.join(d.modes)})")
@@ -113,9 +114,15 @@ def _check(args: argparse.Namespace) -> None:
                               "(--budgets 3 for one budget)")
     if args.jobs is not None and args.ps is not None:
         raise ExperimentError("--ps with --jobs: each job names its PS in the jobs file")
+    if args.jobs is not None and args.workers is not None:
+        # silently ignored, --workers 64 --jobs 4 ran 4 jobs of 255 workers at k=16
+        raise ExperimentError("--workers with --jobs: --jobs N deals every host out to the "
+                              "N jobs, a jobs file names each job's workers; drop --workers "
+                              "(bench/sim_scale.py --workers W --jobs N: N jobs of W)")
     d = Settings()
     args.budget = d.budget if args.budget is None else args.budget
     args.ps = d.ps if args.ps is None else args.ps
+    args.workers = d.workers if args.workers is None else args.workers
     check_options(args)
     if not args.bw:
         raise ExperimentError("--bw 0 (unshaped links): virtual time needs a link rate")
