@@ -455,9 +455,9 @@ def test_a_worker_asked_less_than_a_round_trip_ago_is_not_asked_again():
 def test_a_piece_at_the_instant_of_an_ask_does_not_shorten_the_wait_for_its_answer():
     """A piece that reaches the PS at the very instant of a NACK was on its way before it:
     a round trip of zero, no answer.  Where such pieces made the lower quartile 0, every
-    flush asked the same workers again and their answers flushed again (k=16, budget 4,
-    0.1 % loss, seed 2: a storm, ratio 0.195).  ``pending`` leaves them out of its bound;
-    the judgement of lost RESULTs (``rtt_bound()``) keeps them."""
+    flush asked the same workers again (k=16, budget 4, 0.1 % loss, seed 2: the start of a
+    storm, ratio 0.195).  ``pending`` leaves them out of its bound; the judgement of lost
+    RESULTs (``rtt_bound()``) keeps them."""
     g = Grads(3, 2)
     routes = {w: [(c, 5, 3) for c in range(2)] for w in range(3)}
     ps = PsState(JOB, range(3), n_chunks=2, k=K, unicast_late=True, routes=routes)

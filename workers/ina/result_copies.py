@@ -135,7 +135,7 @@ class ResultCopies:
         """The workers asked for chunk ``chunk`` of ``round_`` less than :meth:`rtt_bound`
         (of the round trips longer than zero: "NACKs not asked twice") before ``now`` whose
         contribution has not been heard since (their answer may be on its way), as a
-        bitmap; none before the first round trip."""
+        bitmap; none before the first such round trip."""
         return self._unheard(round_, chunk, now, within=True)
 
     def unanswered(self, round_: int, chunk: int, now: float) -> int:
