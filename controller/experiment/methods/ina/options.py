@@ -178,9 +178,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     options were checked when the method was built): the topology, PS, workers, modes and
     fault spec as prepare() reads them, before any network or file."""
     d = Settings()
-    # simulate leaves --budget and --ps unset (None) to see whether they were given: the
-    # defaults then, as run's parser has them
-    unset = {k: getattr(d, k) for k in ("budget", "ps") if getattr(args, k, "") is None}
+    # simulate leaves --budget, --ps and --workers unset (None) to see whether they were
+    # given: the defaults then, as run's parser has them
+    unset = {k: getattr(d, k) for k in ("budget", "ps", "workers")
+             if getattr(args, k, "") is None}
     if unset:
         args = argparse.Namespace(**{**vars(args), **unset})
     scale, gbps, compute_ms = check_workload(args)
