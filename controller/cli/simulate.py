@@ -108,17 +108,17 @@ def _hide(p: argparse.ArgumentParser, *options: str) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
-    # --budget/--ps default to None here, so that giving them is seen (parser above)
+    # --budget/--ps/--workers default to None here, so that giving them is seen (parser above)
     if args.budgets is not None and args.budget is not None:
         raise ExperimentError(f"--budget {args.budget} with --budgets: give one of them "
                               "(--budgets 3 for one budget)")
-    if args.jobs is not None and args.ps is not None:
-        raise ExperimentError("--ps with --jobs: each job names its PS in the jobs file")
-    if args.jobs is not None and args.workers is not None:
-        # silently ignored, --workers 64 --jobs 4 ran 4 jobs of 255 workers at k=16
-        raise ExperimentError("--workers with --jobs: --jobs N deals every host out to the "
-                              "N jobs, a jobs file names each job's workers; drop --workers "
-                              "(bench/sim_scale.py --workers W --jobs N: N jobs of W)")
+    given = [o for o, v in (("--ps", args.ps), ("--workers", args.workers)) if v is not None]
+    if args.jobs is not None and given:
+        # as plan refuses them (--workers was ignored: --workers 64 --jobs 4 ran 4 jobs of 255)
+        raise ExperimentError(f"{' and '.join(given)} with --jobs: --jobs names every job's "
+                              "PS and workers (N: every host dealt out to N jobs); drop "
+                              f"{' and '.join(given)} (bench/sim_scale.py --workers W "
+                              "--jobs N: N jobs of W)")
     d = Settings()
     args.budget = d.budget if args.budget is None else args.budget
     args.ps = d.ps if args.ps is None else args.ps

@@ -136,18 +136,18 @@ class ResultCopies:
         (of the round trips longer than zero: "NACKs not asked twice") before ``now`` whose
         contribution has not been heard since (their answer may be on its way), as a
         bitmap; none before the first such round trip."""
-        return self._unheard(round_, chunk, now, within=True)
+        return self._unheard(round_, chunk, now, self.rtt_bound(answers=True), within=True)
 
     def unanswered(self, round_: int, chunk: int, now: float) -> int:
         """The workers asked for chunk ``chunk`` of ``round_`` at least :meth:`rtt_bound`
         before ``now`` and not heard from since (their NACK or its answer was lost), as a
         bitmap; none before the first round trip."""
-        return self._unheard(round_, chunk, now, within=False)
+        return self._unheard(round_, chunk, now, self.rtt_bound(), within=False)
 
-    def _unheard(self, round_: int, chunk: int, now: float, within: bool) -> int:
-        """The workers asked for the chunk and not heard from since: asked less than
-        ``rtt_bound(answers=True)`` ago (``within``), or at least :meth:`rtt_bound` ago."""
-        bound = self.rtt_bound(answers=within)
+    def _unheard(self, round_: int, chunk: int, now: float, bound: float | None,
+                 within: bool) -> int:
+        """The workers asked for the chunk and not heard from since, asked less than
+        ``bound`` ago (``within``) or at least that long ago; none without a bound."""
         asked = self._asked.get((round_, chunk))
         if bound is None or not asked:
             return 0
