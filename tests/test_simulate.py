@@ -310,6 +310,41 @@ def test_cli_writes_results_compare_shows_simulated(tmp_path: Path,
         assert f"budget {r['budget']}: γ predicted {r['predicted']:.4g}" in out
 
 
+def test_runs_started_in_the_same_second_get_two_names(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    """A default name is the time to the second; a second run in that second (a sweep
+    script's parallel runs) once wrote into the first one's folders and read back a
+    mixed-up run ("exact NO").  It now takes the next free name."""
+    import controller.cli.simulate as cli
+
+    monkeypatch.setattr(cli.time, "strftime", lambda fmt: "sim-same")
+    (tmp_path / "sim-same-b2").mkdir()  # a run of that second that got there first
+    argv = ["simulate", "--hidden", "4", "--rounds", "1", "--modes", "ina", "--no-train",
+            "--budgets", "0,2", "--out", str(tmp_path)]
+    assert main(argv) == 0 and main(argv) == 0
+    out = capsys.readouterr().out
+    assert "(sim-same-2-b2)" in out and "(sim-same-3-b2)" in out and "NO" not in out
+    assert not (tmp_path / "sim-same-b0").exists()  # the first name was not taken
+    assert sorted(p.name for p in tmp_path.glob("*-sweep.json")) == [
+        "sim-same-2-sweep.json", "sim-same-3-sweep.json"]
+    assert not any((tmp_path / "sim-same-b2").iterdir())  # the other run's, untouched
+
+
+def test_a_claimed_name_is_released_when_the_run_fails(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import controller.cli.simulate as cli
+    from controller.errors import ExperimentError
+
+    def fails(*args: object) -> None:  # an error found inside the run (an interrupt alike)
+        raise ExperimentError("the plan has no route")
+
+    monkeypatch.setattr(cli.time, "strftime", lambda fmt: "sim-bad")
+    monkeypatch.setattr(cli, "simulate", fails)
+    assert main(["simulate", "--budgets", "0,2", "--out", str(tmp_path)]) == 2
+    assert list(tmp_path.iterdir()) == []  # its two claimed folders removed, being empty
+
+
 @pytest.mark.parametrize("argv, words", [
     (["--bw", "0"], "--bw 0"),
     (["--budgets", "1,x"], "--budgets"),

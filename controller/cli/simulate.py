@@ -20,6 +20,7 @@ from controller.experiment.cross_traffic import add_cross_traffic_option, fairne
 from controller.experiment.methods.ina.core import Settings
 from controller.experiment.methods.ina.options import add_network_options, settings_from_args
 from controller.experiment.prediction import prediction_lines
+from controller.experiment.run_name import claim_name
 from controller.experiment.run_options import add_shared_options, check_options
 from controller.experiment.simulate.run import SimOptions, simulate
 from controller.experiment.sweep_report import plot_sweep, sweep_markdown, sweep_row
@@ -150,19 +151,28 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                      train=not args.no_train, full_p4=args.full_p4,
                      burst_bytes=args.burst_bytes, ecn_packets=args.ecn_packets,
                      wake_ms=args.wake_ms)
-    name = args.name or time.strftime("sim-%Y%m%d-%H%M%S")
     budgets = args.budgets if args.budgets is not None else [s.budget]
+    suffixes = [""] if args.budgets is None else [f"-b{b}" for b in budgets]
+    claim = None
+    if not args.name:  # the time to the second: two runs started together get two names
+        claim = claim_name(Path(args.out), time.strftime("sim-%Y%m%d-%H%M%S"), suffixes)
+    name = claim.name if claim is not None else args.name
     sweep = []
-    for b in budgets:
-        sb = replace(s, budget=b, extra=dict(s.extra))
-        run_name = name if args.budgets is None else f"{name}-b{b}"
-        out_dir = Path(args.out) / run_name
-        doc, stats = simulate(sb, opt, out_dir, run_name)
-        doc["complete"] = True
-        doc["command"] = getattr(args, "command_line", None)
-        write_json_atomic(out_dir / "results.json", doc)
-        sweep.append(sweep_row(b, run_name, doc))
-        _print(doc, stats, out_dir)
+    try:
+        for b in budgets:
+            sb = replace(s, budget=b, extra=dict(s.extra))
+            run_name = name if args.budgets is None else f"{name}-b{b}"
+            out_dir = Path(args.out) / run_name
+            doc, stats = simulate(sb, opt, out_dir, run_name)
+            doc["complete"] = True
+            doc["command"] = getattr(args, "command_line", None)
+            write_json_atomic(out_dir / "results.json", doc)
+            sweep.append(sweep_row(b, run_name, doc))
+            _print(doc, stats, out_dir)
+    except BaseException:
+        if claim is not None:  # a bad option found late leaves no empty folder behind
+            claim.release()
+        raise
     if args.budgets is not None:  # the sweep's summary: γ predicted and measured per budget
         path = Path(args.out) / f"{name}-sweep.json"
         write_json_atomic(path, {"runs": sweep, "settings": {

@@ -63,6 +63,7 @@ from controller.dataplane.drop_counters import (
 from controller.errors import ExperimentError
 from controller.experiment.methods.ina.core import Settings, deployed_network, tree_for
 from controller.experiment.network import check_environment, compile_program
+from controller.experiment.run_name import claim_name
 from controller.experiment.runner import Run
 from controller.files import write_json_atomic
 from controller.plan.types import Plan
@@ -509,7 +510,8 @@ def run_campaign(s: CampaignSettings, console: Any = None,
     faults = expand_faults(s)
     if not simulated:
         check_environment(s.target)
-    run = Run("campaign", s.out, s.name or time.strftime("campaign-%Y%m%d-%H%M%S"),
+    run = Run("campaign", s.out,
+              s.name or claim_name(Path(s.out), time.strftime("campaign-%Y%m%d-%H%M%S")).name,
               seed=s.seed, console=console, argv=argv)
     console = run.console
     out_dir = run.out_dir
