@@ -105,6 +105,19 @@ def test_several_jobs_get_one_colour_each():
     assert {a.job for a in d.arrows} == set(plan.jobs)
 
 
+@pytest.mark.filterwarnings("error::UserWarning")
+def test_four_jobs_at_k16_are_drawn_without_a_console_warning(tmp_path):
+    """Their legend left tight_layout no room, and matplotlib said so on the console of
+    every ``simulate --topo fattree:16 --jobs 4``; the file keeps the whole legend."""
+    from controller.plan.jobs import jobs_argument
+
+    graph = fat_tree(16)
+    req = PlanRequest(budget=4, baselines=False, spec="fattree:16")
+    plan = make_plan(graph, req, jobs=jobs_argument("4", graph))
+    width, _ = png_size(draw_plan(plan, tmp_path / "k16.png", graph))
+    assert width > 1500
+
+
 def test_k8_is_drawn_with_few_names_and_no_arrow_haze(tmp_path):
     graph = fat_tree(8)
     req = PlanRequest(budget=3, baselines=False, spec="fattree:8")

@@ -19,6 +19,7 @@ as ranges (``h2–h7``).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -303,7 +304,11 @@ def draw_plan(plan: Plan, path: str | Path, graph: nx.Graph | None = None) -> Pa
     lines = d.legend_lines if len(d.legend_lines) <= 24 else [*d.legend_lines[:23], "…"]
     ax.text(1.02, 0.38, "aggregation points\n" + "\n".join(lines), transform=ax.transAxes,
             fontsize=8, va="top", ha="left", family="monospace")
-    fig.tight_layout()
+    with warnings.catch_warnings():
+        # many jobs' legend lines leave tight_layout no room and it says so on the user's
+        # console (simulate --jobs 4); savefig's bbox_inches="tight" keeps them in the file
+        warnings.filterwarnings("ignore", message="Tight layout not applied")
+        fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
