@@ -20,7 +20,7 @@ from controller.experiment.cross_traffic import add_cross_traffic_option, fairne
 from controller.experiment.methods.ina.core import Settings
 from controller.experiment.methods.ina.options import add_network_options, settings_from_args
 from controller.experiment.prediction import prediction_lines
-from controller.experiment.run_name import claim_name
+from controller.experiment.run_name import claim_name, released_on_failure
 from controller.experiment.run_options import add_shared_options, check_options
 from controller.experiment.simulate.run import SimOptions, simulate
 from controller.experiment.sweep_report import plot_sweep, sweep_markdown, sweep_row
@@ -158,10 +158,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         claim = claim_name(Path(args.out), time.strftime("sim-%Y%m%d-%H%M%S"), suffixes)
     name = claim.name if claim is not None else args.name
     sweep = []
-    try:
-        for b in budgets:
+    with released_on_failure(claim):  # a bad option found late leaves no empty folder
+        for b, suffix in zip(budgets, suffixes, strict=True):
             sb = replace(s, budget=b, extra=dict(s.extra))
-            run_name = name if args.budgets is None else f"{name}-b{b}"
+            run_name = f"{name}{suffix}"
             out_dir = Path(args.out) / run_name
             doc, stats = simulate(sb, opt, out_dir, run_name)
             doc["complete"] = True
@@ -169,10 +169,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             write_json_atomic(out_dir / "results.json", doc)
             sweep.append(sweep_row(b, run_name, doc))
             _print(doc, stats, out_dir)
-    except BaseException:
-        if claim is not None:  # a bad option found late leaves no empty folder behind
-            claim.release()
-        raise
     if args.budgets is not None:  # the sweep's summary: γ predicted and measured per budget
         path = Path(args.out) / f"{name}-sweep.json"
         write_json_atomic(path, {"runs": sweep, "settings": {

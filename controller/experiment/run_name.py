@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,3 +46,15 @@ def claim_name(out: Path, stem: str, suffixes: Sequence[str] = ("",)) -> Claim:
             continue
         return Claim(name, made + missing)
     raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def released_on_failure(claim: Claim | None) -> Iterator[None]:
+    """Run the body; if it raises, :meth:`Claim.release` ``claim`` (None: a name the user
+    gave, nothing to release) and raise on."""
+    try:
+        yield
+    except BaseException:
+        if claim is not None:
+            claim.release()
+        raise

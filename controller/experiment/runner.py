@@ -70,7 +70,7 @@ from controller.experiment.records import (
     summarize_mode,
 )
 from controller.experiment.report import plot_modes, print_table, print_written
-from controller.experiment.run_name import claim_name
+from controller.experiment.run_name import claim_name, released_on_failure
 from controller.experiment.run_options import add_topology_options, check_options
 from controller.experiment.run_report import write_report
 from controller.files import write_json_atomic
@@ -165,7 +165,7 @@ class Run:
         # a default name (the time to the second) is claimed at once: two runs started in
         # the same second get two folders; a given name is the user's to reuse
         self.claim = None if name else claim_name(Path(out), time.strftime("%Y%m%d-%H%M%S"))
-        self.name = name or self.claim.name
+        self.name = self.claim.name if self.claim is not None else name
         self.out_dir = Path(out) / self.name
         self.seeds = [seed + r for r in range(repeats)]
         self.settings: dict[str, Any] = {}
@@ -605,14 +605,10 @@ def execute(method: Method, argv: Sequence[str] | None = None,
     run = Run(getattr(a, "method", None) or method.name, a.out, a.name,
               seed=getattr(a, "seed", 0), repeats=method.repeats(), console=console, argv=argv,
               document=method.results if method.GROUPS else None, stats_in=method.GROUPS)
-    try:
+    with released_on_failure(run.claim):  # a run that failed before writing: no folder
         method.prepare(run)
         with run.progress_bars():
             method.execute(run)
-    except BaseException:
-        if run.claim is not None:  # a run that failed before writing leaves no folder
-            run.claim.release()
-        raise
     results = run._with_repeats(method.results(run))
     # seconds from the start of the run (after parsing the command) to its results: what a
     # scale target like "k=8 with 64 workers in 10 minutes" is measured by
