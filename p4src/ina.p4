@@ -92,8 +92,11 @@ control MyEgress(inout headers_t hdr,
     apply {
         congestion.apply(hdr, meta, standard_metadata);
         if (hdr.ina.isValid() && hdr.ina.msg_type == INA_TYPE_RESULT) {
-            /* Never send a multicast copy back where it came from. */
-            if (standard_metadata.egress_port == standard_metadata.ingress_port) {
+            /* Never send a multicast copy back where it came from; but a point's NACK
+             * goes to its workers behind the port of the retransmission that made it
+             * too (its own tree, whose root has no parent port). */
+            if (standard_metadata.egress_port == standard_metadata.ingress_port
+                    && (hdr.ina.flags & INA_FLAG_INCOMPLETE) == 0) {
                 drop_echo();
             } else {
                 result_rewrite.apply();

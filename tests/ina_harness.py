@@ -337,7 +337,7 @@ class InaSwitch:
         return {n: self.target.counter(n) for n in names}
 
 
-COUNTERS = ("aggregated", "completed", "duplicate", "reemitted", "flushed", "collision",
+COUNTERS = ("aggregated", "completed", "duplicate", "reemitted", "flushed", "asked", "collision",
             "bypassed", "evicted", "release", "absorbed", "dropped_duplicate",
             "dropped_malformed", "dropped_nonmember", "dropped_not_ipv4", "dropped_noroute",
             "dropped_ipv4_noroute")

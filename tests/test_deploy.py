@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from controller.dataplane.deploy import SwitchJob, switch_rules
+from controller.dataplane.deploy import ASK_GROUP_BASE, SwitchJob, switch_rules
 from controller.plan.document import build_plan, write_plan
 from controller.plan.lp import make_job, solve_lp
 from topo.mininet_net import plan_network
@@ -77,14 +77,57 @@ def test_membership_job_table_and_result_tree(setup):
                     "slot_size": num_slots(), "hier": 0, "fan_in": 0}
     assert entries(rules, "leaf1", "job_table")[0].params["is_ps_tor"] == 0
     groups = {s: r.mcast_groups for s, r in rules.items()}
+    # the job's RESULT tree (group 1), and leaf1's NACK tree to its workers (ask_trees)
     assert groups == {"leaf0": {1: [p["leaf0"]["h1"], p["leaf0"]["spine0"]]},
                       "spine0": {1: [p["spine0"]["leaf1"]]},
-                      "leaf1": {1: [p["leaf1"]["h2"], p["leaf1"]["h3"]]}}
+                      "leaf1": {1: [p["leaf1"]["h2"], p["leaf1"]["h3"]],
+                                ASK_GROUP_BASE: [p["leaf1"]["h2"], p["leaf1"]["h3"]]}}
+    assert [(e.match, e.params) for s in rules for e in entries(rules, s, "ask_group")] == [
+        ({"hdr.ina.job_id": 1, "hdr.ina.agg_id": plan.switch_ids["leaf1"]},
+         {"grp": ASK_GROUP_BASE})]
     rewrites = {(s, e.match["standard_metadata.egress_port"]): e.params["ip"]
                 for s, r in rules.items() for e in r.entries if e.table.endswith("result_rewrite")}
     assert rewrites == {("leaf0", p["leaf0"]["h1"]): net.hosts["h1"].ip,
                         ("leaf1", p["leaf1"]["h2"]): net.hosts["h2"].ip,
                         ("leaf1", p["leaf1"]["h3"]): net.hosts["h3"].ip}
+
+
+def _ask_reach(g, rules, ports, ids, job_id: int, point: str) -> set[str]:
+    """The hosts a NACK of ``point`` reaches, following ask_group and its groups hop by hop
+    (routing.p4: a RESULT flagged INCOMPLETE takes ask_group at every switch)."""
+    by_port = {s: {port: nb for nb, port in ports[s].items()} for s in rules}
+    reached, todo = set(), [point]
+    while todo:
+        s = todo.pop()
+        grp = [e.params["grp"] for e in entries(rules, s, "ask_group")
+               if e.match == {"hdr.ina.job_id": job_id, "hdr.ina.agg_id": ids[point]}]
+        for port in (rules[s].mcast_groups[grp[0]] if grp else []):
+            nb = by_port[s][port]
+            (reached.add if g.nodes[nb].get("kind") == "host" else todo.append)(nb)
+    return reached
+
+
+def test_a_points_nack_tree_reaches_every_worker_it_aggregates():
+    """fattree:4, PS h0, workers h1-h7, S = {agg0, agg1} (the PS's pod): the job's RESULT
+    tree from edge0 goes down agg0 alone, so agg1's NACKs need a tree of their own; each
+    point's reaches exactly the members the plan sends through it, once each."""
+    g = parse_topology("fattree:4")
+    workers = [f"h{i}" for i in range(1, 8)]
+    job = make_job(g, "h0", workers)
+    plan = build_plan(job, solve_lp(job, ["agg0", "agg1"]), budget=2)
+    net = plan_network(g)
+    hosts = {h: (i.ip, i.mac) for h, i in net.hosts.items()}
+    rules = switch_rules(g, plan, net.ports, hosts, [SwitchJob(1, tuple(workers))])
+    assert rules["agg1"].mcast_groups.get(1, []) == []  # not on the RESULT tree's way down
+    for point in ("agg0", "agg1"):
+        kids = {w for w in workers if plan.job.fractions[w].get(point, 0) > 0}
+        assert kids and _ask_reach(g, rules, net.ports, plan.switch_ids, 1, point) == kids
+    for s, r in rules.items():  # the trees' host ports get the hosts' own addresses
+        rewritten = {e.match["standard_metadata.egress_port"] for e in r.entries
+                     if e.table.endswith("result_rewrite")}
+        asked = {p for gid, ps in r.mcast_groups.items() if gid >= ASK_GROUP_BASE for p in ps}
+        assert {p for p in asked if g.nodes[{v: k for k, v in net.ports[s].items()}[p]]
+                .get("kind") == "host"} <= rewritten
 
 
 def _network_file(tmp_path, net, grpc):
@@ -140,7 +183,9 @@ def test_deploy_into_a_running_network_is_idempotent(tmp_path, setup):
             conn.use_p4info(tmp_path / "build" / "ina.p4info.txtpb")
             got = conn.read_table_entries(ING + "ina_route")
             assert len(got) == len(entries(rules, "leaf1", "ina_route"))  # not doubled
-            assert conn.read_multicast_groups() == {1: [(p, 0) for p in rules["leaf1"].mcast_groups[1]]}
+            assert conn.read_multicast_groups() == {  # the RESULT and NACK trees, once
+                gid: [(p, 0) for p in ports] for gid, ports in rules["leaf1"].mcast_groups.items()}
+            assert len(rules["leaf1"].mcast_groups) == 2
         finally:
             conn.close()
         # plain IPv4 crosses leaf0 -> spine0 -> leaf1 by the installed LPM routes

@@ -101,9 +101,15 @@ def test_duplicate_of_an_incomplete_slot_is_counted_in_dropped_duplicate(agg) ->
     assert agg.send(1, grad(0)) == []       # network duplicate, not a retransmission
     assert delta(before, counts(agg)) == {"MyIngress.dropped_duplicate": 1}
     assert agg.counters("duplicate")["duplicate"] == dup_before + 1
-    # a RETRANSMIT duplicate is flushed to the PS instead: it leaves, nothing dropped
-    (flush,) = agg.send(1, grad(0, flags=Flag.RETRANSMIT))
-    assert flush.pkt.flags & Flag.INCOMPLETE
+    # a RETRANSMIT duplicate makes the point ask its other workers instead (down its NACK
+    # tree, controller.dataplane.deploy.ask_trees): it leaves, nothing dropped
+    agg.target.insert_entry("MyIngress.ask_group", {"hdr.ina.job_id": JOB,
+                                                    "hdr.ina.agg_id": AGG},
+                            "MyIngress.set_ask_group", {"grp": 0x8000})
+    agg.target.set_multicast_group(0x8000, [2, 3])
+    asks = agg.send(1, grad(0, flags=Flag.RETRANSMIT))
+    assert sorted(o.port for o in asks) == [2, 3]
+    assert all(o.pkt.flags & Flag.INCOMPLETE for o in asks)
     assert delta(before, counts(agg)) == {"MyIngress.dropped_duplicate": 1}
 
 

@@ -322,16 +322,79 @@ def test_retransmit_never_claims_a_free_slot_but_joins_its_own(target) -> None:
     assert done.pkt.msg_type == MsgType.PARTIAL and done.values.tolist() == (g0 + g1).tolist()
 
 
-def test_incomplete_slot_is_flushed_to_ps_on_retransmit(target) -> None:
-    sw = agg_switch(target)
+ASK_GROUP = 0x8000  # controller.dataplane.deploy.ASK_GROUP_BASE
+
+
+def asking(sw: InaSwitch, ports: list[int]) -> InaSwitch:
+    """``sw`` with its NACK tree for the job (deploy.ask_trees): down ``ports``."""
+    sw.target.insert_entry("MyIngress.ask_group", {"hdr.ina.job_id": JOB, "hdr.ina.agg_id": AGG},
+                           "MyIngress.set_ask_group", {"grp": ASK_GROUP})
+    sw.target.set_multicast_group(ASK_GROUP, ports)
+    return sw
+
+
+def test_incomplete_slot_asks_its_workers_on_retransmit(target) -> None:
+    """A retransmission finds a flat job's point incomplete: the point multicasts a NACK
+    (a RESULT flagged INCOMPLETE, bitmap = what it holds, agg_id = itself) down its own
+    tree, back to the asker's port too (the workers behind it may lack), and keeps the slot
+    for the answers."""
+    sw = asking(agg_switch(target), [1, 2, 3])
     g0 = vals(3, 4)
     assert sw.send(1, grad(0, g0, chunk=50, fan_in=3)) == []
-    (out,) = sw.send(1, grad(0, g0, chunk=50, fan_in=3, flags=Flag.RETRANSMIT))
+    outs = sw.send(1, grad(0, g0, chunk=50, fan_in=3, flags=Flag.RETRANSMIT))
+    assert sorted(o.port for o in outs) == [1, 2, 3]
+    assert {(o.pkt.msg_type, o.pkt.flags, o.pkt.agg_id, o.pkt.count, o.pkt.bitmap)
+            for o in outs} == {(MsgType.RESULT, Flag.INCOMPLETE, AGG, 1, 0b1)}
+    assert sw.counters("asked", "flushed", "release") == {"asked": 1, "flushed": 0,
+                                                          "release": 0}
+    g1, g2 = vals(5), vals(-7, 1)
+    assert sw.send(2, grad(1, g1, chunk=50, fan_in=3)) == []
+    (done,) = sw.send(3, grad(2, g2, chunk=50, fan_in=3, flags=Flag.RETRANSMIT))
+    assert (done.pkt.msg_type, done.pkt.bitmap, done.pkt.count) == (MsgType.PARTIAL, 0b111, 3)
+    assert done.values.tolist() == (g0 + g1 + g2).tolist()
+
+
+def test_a_points_nack_passes_a_slot_without_releasing_it(target) -> None:
+    """Another point's NACK on its way down crosses a switch that holds the chunk: it
+    follows that point's tree there and leaves the slot; the RESULT releases it."""
+    sw = asking(agg_switch(target), [2, 3])
+    g0 = vals(8, 9)
+    assert sw.send(1, grad(0, g0, chunk=51, fan_in=2)) == []
+    # as ask_children leaves it: a whole frame (a host's NACK is its header alone)
+    ask = bytearray(InaSwitch.frame(InaPacket.result(JOB, 0, 51, 0b10, vals(0), prev=AGG - 1)))
+    ask[frame_span("ina.flags")] = bytes([Flag.INCOMPLETE])
+    outs = sw.send(UPLINKS[0], bytes(ask))
+    assert {(o.pkt.flags, o.pkt.agg_id) for o in outs} == {(Flag.INCOMPLETE, AGG)}
+    assert sorted(o.port for o in outs) == [2, 3]
+    assert sw.counters("release")["release"] == 0
+    assert sw.target.register("slot_count", slot_of(JOB, 0, 51)) == 1
+    sw.send(UPLINKS[0], InaSwitch.frame(InaPacket.result(JOB, 0, 51, 0b11, vals(1))))
+    assert sw.counters("release")["release"] == 1
+
+
+def test_a_point_without_its_nack_tree_drops_the_ask(target) -> None:
+    """No ask_group entry (a controller that installs none): the NACK is counted as
+    unroutable, never multicast down the RESULT tree."""
+    sw = agg_switch(target)
+    g0 = vals(3, 4)
+    assert sw.send(1, grad(0, g0, chunk=52, fan_in=3)) == []
+    assert sw.send(1, grad(0, g0, chunk=52, fan_in=3, flags=Flag.RETRANSMIT)) == []
+    assert sw.counters("asked", "dropped_noroute") == {"asked": 1, "dropped_noroute": 1}
+
+
+def test_incomplete_slot_at_s_d_is_flushed_to_ps_on_retransmit(target) -> None:
+    """s_d has no point above it to ask for: it flushes what it holds to the PS, which
+    asks the workers (docs/protocol.md §6)."""
+    sw = tor_switch(target)
+    g0 = vals(3, 4)
+    assert sw.send(1, grad(0, g0, chunk=50, agg=TOR, fan_in=6)) == []
+    (out,) = sw.send(1, grad(0, g0, chunk=50, agg=TOR, fan_in=6, flags=Flag.RETRANSMIT))
     assert out.pkt.msg_type == MsgType.PARTIAL and out.pkt.agg_id == 0
     assert out.pkt.flags == Flag.RETRANSMIT | Flag.INCOMPLETE
     assert (out.pkt.count, out.pkt.bitmap) == (1, 1)
     assert out.values.tolist() == g0.tolist()
-    assert sw.counters("flushed")["flushed"] == 1
+    assert out.port == PS_PORT
+    assert sw.counters("flushed", "asked") == {"flushed": 1, "asked": 0}
 
 
 def test_collision_falls_back_to_tor_then_to_ps(make_target) -> None:

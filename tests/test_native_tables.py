@@ -82,8 +82,8 @@ def test_the_exact_tables_are_looked_up_in_c_only() -> None:
     prog = compile_p4(REPO / "p4src" / "ina.p4")
     c = Unit(prog.ir, prog.meta, "x").translate(True)
     exact = [t for t in prog.meta["tables"] if all(k["match"] == "exact" for k in t["keys"])]
-    assert len(exact) == 10
-    assert c.count("xt_lookup(P->g[") == 8 and c.count("xt_default(P->g[") == 2  # keyless
+    assert len(exact) == 11
+    assert c.count("xt_lookup(P->g[") == 9 and c.count("xt_default(P->g[") == 2  # keyless
     assert c.count("tab_lookup(") == 1  # ipv4_lpm's (its key an int: no tuple)
     assert "tab_default(" not in c and "key_tuple(" not in c
 

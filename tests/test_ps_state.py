@@ -368,6 +368,25 @@ def test_a_late_grad_is_answered_to_its_worker_alone():
     assert out.replies == [] and len(out.results) == 1 and multi.stats.results_unicast == 0
 
 
+def test_many_late_asks_of_one_chunk_at_once_get_one_multicast():
+    """Asks for a completed chunk from many workers at once (its RESULT is late in the PS's
+    own queue): the third within LATE_WINDOW_S is answered by one RESULT down the tree, and
+    none for a window after it (workers.ina.late_asks)."""
+    g = Grads(4, 1)
+    ps = PsState(JOB, range(4), n_chunks=1, k=K, unicast_late=True)
+    assert len(ps.on_packet(g.pkt([0, 1, 2, 3]), now=1.0).results) == 1
+    answers = [ps.on_packet(g.pkt([w], flags=FLAG_RETRANSMIT), now=1.2 + 0.01 * w)
+               for w in range(4)]
+    assert [[w for w, _ in o.replies] for o in answers] == [[0], [1], [], []]
+    assert [len(o.results) for o in answers] == [0, 0, 1, 0]
+    (res,) = answers[2].results
+    assert res.bitmap == 0b1111 and np.array_equal(res.values, g.exact(0, range(4)))
+    assert ps.stats.results_late_multicast == 1 and ps.stats.results_unicast == 2
+    # a window later one ask is one worker's again
+    out = ps.on_packet(g.pkt([3], flags=FLAG_RETRANSMIT), now=1.5)
+    assert [w for w, _ in out.replies] == [3] and out.results == []
+
+
 def test_a_flush_asks_the_workers_it_lacks():
     """A switch flushed an incomplete aggregate (someone's retransmission found it waiting):
     the PS asks exactly the workers of that aggregation point the flush lacks, each with a
@@ -420,8 +439,8 @@ def test_a_retransmission_that_came_raw_asks_again_whom_a_lost_nack_asked():
     ps.on_packet(g.pkt([2], c=1, flags=escaped), 0.01)
     assert ps.result_copies.rtt_bound() == pytest.approx(0.04)
     # chunk 0: s_d's flush holds worker 0; switch 5 is silent: worker 1 asked (lost)
-    assert [w for w, _ in ps.on_packet(g.pkt([0], flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE),
-                                       1.0).nacks] == [1]
+    flush = g.pkt([0], typ=TYPE_PARTIAL, flags=FLAG_RETRANSMIT | FLAG_INCOMPLETE)
+    assert [w for w, _ in ps.on_packet(flush, 1.0).nacks] == [1]
     assert ps.on_packet(g.pkt([0], flags=escaped), 1.02).nacks == []  # within the bound
     assert [w for w, _ in ps.on_packet(g.pkt([0], flags=escaped), 1.05).nacks] == [1]
     out = ps.on_packet(g.pkt([1, 2, 3, 4, 5], flags=FLAG_RETRANSMIT), 1.06)
@@ -474,8 +493,9 @@ def test_a_piece_at_the_instant_of_an_ask_does_not_shorten_the_wait_for_its_answ
     # chunk 0: worker 1 asked at t=1.0; the flush at 1.02 asks nobody, the one at 1.041 asks
     # it again, and its answer completes the chunk exactly
     assert [w for w, _ in ps.on_packet(g.pkt([0, 2], flags=flush), 1.0).nacks] == [1]
-    assert ps.on_packet(g.pkt([0], flags=flush), 1.02).nacks == []
-    assert [w for w, _ in ps.on_packet(g.pkt([2], flags=flush), 1.041).nacks] == [1]
+    assert ps.on_packet(g.pkt([0], typ=TYPE_PARTIAL, flags=flush), 1.02).nacks == []
+    assert [w for w, _ in ps.on_packet(g.pkt([2], typ=TYPE_PARTIAL, flags=flush),
+                                       1.041).nacks] == [1]
     out = ps.on_packet(g.pkt([1], flags=FLAG_RETRANSMIT | FLAG_FALLBACK), 1.05)
     assert out.results and np.array_equal(out.results[0].values, g.exact(0, range(3), 0))
 

@@ -136,16 +136,17 @@ def test_ina_p4_control_plane_names_stay_put() -> None:
     ing = "MyIngress."
     assert sorted(t.preamble.name for t in info.tables) == sorted(
         [ing + t for t in ("switch_config", "port_config", "job_table", "ina_member",
-                           "ina_child", "ipv4_lpm", "ina_route", "ps_route", "ina_nexthop")]
+                           "ina_child", "ipv4_lpm", "ina_route", "ps_route", "ina_nexthop",
+                           "ask_group")]
         + ["MyEgress.result_rewrite", "MyEgress.ecn_config"])
     actions = {a.preamble.name for a in info.actions}  # (plus internal ones, as p4c)
     assert {ing + a for a in ("set_switch_config", "set_port_fabric", "set_job", "member_ok",
                               "set_child", "ipv4_forward", "drop", "set_group", "route_to_ps",
-                              "set_port")} \
+                              "set_port", "set_ask_group")} \
         | {"MyEgress.set_result_dst", "MyEgress.set_ecn_threshold", "NoAction"} <= actions
     assert sorted(c.preamble.name for c in info.counters) == sorted(
         [ing + c for c in ("aggregated", "completed", "duplicate", "reemitted", "flushed",
-                           "collision", "bypassed", "evicted", "release", "dropped_malformed",
+                           "asked", "collision", "bypassed", "evicted", "release", "dropped_malformed",
                            "dropped_nonmember", "dropped_noroute",
                            # one per drop reason (tests/test_ina_drop_counters.py)
                            "absorbed", "dropped_duplicate", "dropped_not_ipv4",

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from netns import free_udp_ports
 
-from controller.dataplane.deploy import SwitchJob, rule_changes, switch_rules
+from controller.dataplane.deploy import ASK_GROUP_BASE, SwitchJob, rule_changes, switch_rules
 from controller.errors import ExperimentError
 from controller.experiment.failover import (
     WorkerMonitor,
@@ -194,7 +194,8 @@ def leafspine():
 
 def test_killed_worker_rule_diff_is_its_membership_mask_and_tree(leafspine):
     """h3 (bit 2) leaves job 1: only job 1's entries change (mask 0b011 everywhere, h3's
-    membership entry at leaf1, leaf1's RESULT group without h3's port); job 2 keeps h3."""
+    membership entry at leaf1, leaf1's RESULT group and its own NACK tree for job 1 without
+    h3's port); job 2 keeps h3."""
     g, plan, net, hosts = leafspine
     workers = ("h1", "h2", "h3")
     old = switch_rules(g, plan, net.ports, hosts, [SwitchJob(1, workers), SwitchJob(2, workers)])
@@ -211,8 +212,11 @@ def test_killed_worker_rule_diff_is_its_membership_mask_and_tree(leafspine):
             assert gone.table == ING + "ina_member" and gone.match == {
                 "hdr.ina.job_id": 1, "hdr.ina.worker_id": 2,
                 "standard_metadata.ingress_port": net.ports["leaf1"]["h3"]}
-            assert ch.groups["modify"] == {1: [net.ports["leaf1"]["h2"]]}
+            assert ch.groups["modify"] == {1: [net.ports["leaf1"]["h2"]],
+                                           ASK_GROUP_BASE: [net.ports["leaf1"]["h2"]]}
             assert new["leaf1"].mcast_groups[2] == old["leaf1"].mcast_groups[2]
+            assert (new["leaf1"].mcast_groups[ASK_GROUP_BASE + 1]
+                    == old["leaf1"].mcast_groups[ASK_GROUP_BASE + 1])  # job 2's NACK tree
         else:
             assert not ch.delete and not any(ch.groups.values())
 

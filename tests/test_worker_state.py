@@ -643,3 +643,27 @@ def test_a_result_naming_no_chunk_in_flight_asks_nothing():
     assert [p.chunk_id for p in w.on_packet(res(2, prev=1), now=0.3)] == [3]  # 1 done
     assert w.on_packet(res(2, prev=3, r=1), now=0.4) == []  # stale: 3 in flight, no ask
     assert w.stats.chased == 0 and w.stats.retransmits == 0 and w.stats.stale_results == 1
+
+
+def point_nack(c: int, point: int, bitmap: int) -> InaPacket:
+    """An aggregation point's NACK (aggregation.p4, ask_children): agg_id names the point."""
+    nack = InaPacket.result(JOB, 0, c, bitmap, np.zeros(K, dtype=np.int32),
+                            flags=FLAG_INCOMPLETE, prev=point - 1)
+    assert nack.agg_id == point
+    return nack
+
+
+def test_a_points_nack_is_answered_by_its_own_missing_workers_only():
+    """A point multicasts its NACK to all of its workers: the worker whose chunk goes there
+    and whose bit it lacks resends, flagged INCOMPLETE as well (an answer: the point does not
+    ask again when it crosses the first copy); the others let it pass, uncounted."""
+    w, _ = make()  # worker 1: chunk 2 to switch 5, chunks 0 and 1 to s_d 9
+    w.start(0.0)
+    (out,) = w.on_packet(point_nack(2, 5, 0b01), now=0.6)  # rto 1 s: the copy is old
+    assert (out.chunk_id, out.agg_id) == (2, 5)
+    assert flags_copy(out) == (FLAG_RETRANSMIT | FLAG_INCOMPLETE, 1)
+    assert w.stats.point_nacks == 1 and w.stats.nacks == 0
+    assert w.on_packet(point_nack(2, 5, 0b11), now=2.0) == []  # it holds worker 1 now
+    assert w.on_packet(point_nack(0, 5, 0b01), now=2.0) == []  # chunk 0 goes to 9
+    assert w.on_packet(point_nack(3, 5, 0b01), now=2.0) == []  # no such chunk in flight
+    assert w.stats.point_nacks == 1 and w.stats.unexpected_results == 0

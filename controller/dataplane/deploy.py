@@ -136,6 +136,27 @@ def _aggregation_points(plan: Plan) -> set[str]:
     return set(plan.job.deployed) | {plan.job.ps_tor}
 
 
+ASK_GROUP_BASE = 0x8000
+"""The first multicast group id of the points' NACK trees (:func:`ask_trees`); a job's
+RESULT group is its job id, below it."""
+
+
+def ask_trees(graph: nx.Graph, plan: Plan, job: SwitchJob) -> dict[str, dict[str, list[str]]]:
+    """A flat job's deployed points -> the tree that carries each point's NACK to its
+    workers (docs/protocol.md §6, "Points ask their children"): rooted at the point, to
+    every member the plan sends some chunk through it (``fractions``).  The job's RESULT
+    tree, rooted at s_d, need not pass through a point (a fat-tree's second aggregation
+    switch is a leaf of it).  Hierarchical jobs have none (their slots flush to the PS)."""
+    if job.tree is not None:
+        return {}
+    out = {}
+    for s in plan.job.deployed:
+        kids = [w for w in job.members if plan.job.fractions.get(w, {}).get(s, 0.0) > 0]
+        if kids and s != plan.job.ps_tor:
+            out[s] = result_tree(graph, s, kids)
+    return out
+
+
 class _Groups:
     """The ina_nexthop members of one switch, written group after group: ``toward(t)``
     appends the equal-cost next hops toward ``t`` and returns the set_group params (None:
@@ -244,6 +265,9 @@ def switch_rules(
         p = plans[j.job_id]
         trees[j.job_id] = result_tree(graph, p.job.ps_tor, sorted(j.members),
                                       list(p.job.deployed))
+    asks = {j.job_id: ask_trees(graph, plans[j.job_id], j) for j in jobs}
+    if any(j.job_id >= ASK_GROUP_BASE for j in jobs if asks[j.job_id]):
+        raise DeployError(f"job ids from {ASK_GROUP_BASE} up are the points' NACK groups")
     slots = slot_ranges(jobs, plan, switches, slot_policy, n_slots)
     rules = routing_rules(graph, ports, host_addrs, ids, aggregators)
     for s in switches:
@@ -296,8 +320,17 @@ def switch_rules(
                         "standard_metadata.ingress_port": ports[s][w]}, ING + "member_ok", {}))
             if s in trees[job.job_id]:
                 r.mcast_groups[job.job_id] = [ports[s][c] for c in trees[job.job_id][s]]
-        # RESULT copies to a host get its own address (one entry per port, whichever job)
-        children = sorted({c for t in trees.values() for c in t.get(s, [])})
+            for point, ask in sorted(asks[job.job_id].items()):
+                if ask.get(s):
+                    gid = ASK_GROUP_BASE + sum(g >= ASK_GROUP_BASE for g in r.mcast_groups)
+                    r.mcast_groups[gid] = [ports[s][c] for c in ask[s]]
+                    r.entries.append(Entry(ING + "ask_group", {
+                        "hdr.ina.job_id": job.job_id, "hdr.ina.agg_id": ids[point]},
+                        ING + "set_ask_group", {"grp": gid}))
+        # RESULT copies (and points' NACKs) to a host get its own address (one entry per
+        # port, whichever job)
+        children = sorted({c for t in trees.values() for c in t.get(s, [])}
+                          | {c for a in asks.values() for t in a.values() for c in t.get(s, [])})
         for c in children:
             if graph.nodes[c].get("kind") == "host":
                 ip, mac = host_addrs[c]

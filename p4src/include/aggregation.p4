@@ -48,6 +48,8 @@ control InaAggregation(inout headers_t hdr,
     counter(1, CounterType.packets_and_bytes) evicted;     /* stale slot (older round) reclaimed */
     @name(".MyIngress.release")
     counter(1, CounterType.packets_and_bytes) release;     /* slot released by a RESULT */
+    @name(".MyIngress.asked")
+    counter(1, CounterType.packets_and_bytes) asked;       /* NACKs to this point's children */
     /* The two ways a frame ends here without leaving the switch (docs/protocol.md §4):
      * summed into a slot that is not complete yet, or already in such a slot. */
     @name(".MyIngress.absorbed")
@@ -117,6 +119,20 @@ control InaAggregation(inout headers_t hdr,
         hdr.ina.agg_id = agg_id;
     }
 
+    /* A retransmission found this point's slot incomplete: ask the children it lacks
+     * (docs/protocol.md §6, "Points ask their children"). The packet becomes a NACK, a
+     * RESULT flagged INCOMPLETE whose bitmap is what the slot holds and whose agg_id names
+     * this switch, multicast down to the point's workers (routing, ask_group); a worker
+     * of this point whose bit it lacks resends. Its values say nothing. */
+    action ask_children() {
+        hdr.ina.msg_type = INA_TYPE_RESULT;
+        hdr.ina.flags = INA_FLAG_INCOMPLETE;
+        hdr.ina.agg_id = meta.switch_id;
+        hdr.ina.count = meta.slot_count;
+        hdr.ina.bitmap = meta.slot_bitmap;
+        asked.count(0);
+    }
+
     /* Send the packet on, unaggregated, to the aggregation point agg_id. */
     action fall_back(switchId_t agg_id) {
         hdr.ina.flags = hdr.ina.flags | INA_FLAG_FALLBACK;
@@ -152,9 +168,11 @@ control InaAggregation(inout headers_t hdr,
         slot_key.read(meta.slot_key, meta.slot);
         slot_count.read(meta.slot_count, meta.slot);
 
-        /* RESULT: release the slot holding this key. */
+        /* RESULT: release the slot holding this key (not a point's NACK on its way to the
+         * point's children: the chunk is not complete). */
         if (hdr.ina.msg_type == INA_TYPE_RESULT) {
-            if (meta.slot_count != 0 && meta.slot_key == meta.key) {
+            if ((hdr.ina.flags & INA_FLAG_INCOMPLETE) == 0
+                    && meta.slot_count != 0 && meta.slot_key == meta.key) {
                 slot_release();
                 values.apply(hdr.vals, meta.slot, VALUES_CLEAR);
                 release.count(0);
@@ -234,6 +252,17 @@ control InaAggregation(inout headers_t hdr,
                 make_partial(INA_FLAG_RETRANSMIT, meta.next_agg_id);
                 emitted = true;
                 reemitted.count(0);
+            } else if ((hdr.ina.flags & INA_FLAG_RETRANSMIT) != 0
+                    && meta.hier == 0 && meta.is_ps_tor == 0) {
+                if ((hdr.ina.flags & INA_FLAG_INCOMPLETE) != 0) {
+                    /* a worker's answer to this point's NACK whose first copy came
+                     * after all: asking again would make the answers ask, on and on */
+                    drop_duplicate();
+                    exit;
+                }
+                /* A sender timed out on a flat job's incomplete slot below s_d: the
+                 * point asks its own workers, not the PS (one loop, not three). */
+                ask_children();
             } else if ((hdr.ina.flags & INA_FLAG_RETRANSMIT) != 0) {
                 /* A sender timed out on an incomplete slot: hand what is summed so far
                  * to the PS (never aggregated again in the network). */

@@ -1,7 +1,9 @@
 /* Routing: where an accepted packet leaves the switch.
  *  - plain IPv4: longest-prefix match (ipv4_lpm);
  *  - RESULT: multicast down the job's tree (the job's group at this switch; the egress
- *    control keeps copies from going back where they came from);
+ *    control keeps copies from going back where they came from); a NACK of an
+ *    aggregation point (a RESULT flagged INCOMPLETE, agg_id = the point) down that point's
+ *    own tree to its workers instead (ask_group);
  *  - GRAD/PARTIAL: toward agg_id over the controller's equal-cost group for it (ina_route;
  *    agg_id 0 = the job's own PS, ps_route by job_id, so that every job has its PS),
  *    the group's members in turn (round robin: register ecmp_turn, one turn per group),
@@ -81,6 +83,25 @@ control InaRouting(inout headers_t hdr,
         size = 1024;
     }
 
+    @name(".MyIngress.set_ask_group")
+    action set_ask_group(bit<16> grp) {
+        standard_metadata.mcast_grp = grp;
+    }
+
+    /* (job, aggregation point) -> the multicast group toward that point's workers at this
+     * switch: a point's NACK (aggregation, ask_children) goes down the point's own tree,
+     * which the job's RESULT tree need not hold (controller: deploy.ask_trees). */
+    @name(".MyIngress.ask_group")
+    table ask_group {
+        key = {
+            hdr.ina.job_id: exact;
+            hdr.ina.agg_id: exact;
+        }
+        actions = { set_ask_group; NoAction; }
+        default_action = NoAction();
+        size = 1024;
+    }
+
     /* job_id -> equal-cost group toward that job's PS (agg_id 0): each job has its own. */
     @name(".MyIngress.ps_route")
     table ps_route {
@@ -110,6 +131,13 @@ control InaRouting(inout headers_t hdr,
     apply {
         if (!hdr.ina.isValid()) {
             ipv4_lpm.apply();
+            return;
+        }
+        if (hdr.ina.msg_type == INA_TYPE_RESULT
+                && (hdr.ina.flags & INA_FLAG_INCOMPLETE) != 0) {
+            if (!ask_group.apply().hit) {
+                drop_noroute();
+            }
             return;
         }
         if (hdr.ina.msg_type == INA_TYPE_RESULT) {

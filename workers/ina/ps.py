@@ -62,13 +62,13 @@ Completion, RESULTs, retransmissions
     switch re-emitting its stored aggregate) is answered with the stored RESULT again, flagged
     RETRANSMIT (counted ``results_resent``): a worker's own GRAD by a RESULT for that worker
     alone with ``unicast_late`` (``PsOutput.replies``, counted ``results_unicast``; the I/O
-    shell sends it to that
-    worker where the network can, docs/protocol.md §6) -- one worker asked, so one worker
-    missed it, and a multicast to the job per late request is what collapsed 64-worker jobs
-    (docs/simulate.md) --, a PARTIAL (a switch's re-emitted or flushed aggregate: several
-    workers asked, and the multicast releases the slots on its way) down the tree; from the
-    second time a chunk is asked for again,
-    in ``resend_copies`` copies (default 2): a chunk asked for twice has a path that loses
+    shell sends it to that worker where the network can, docs/protocol.md §6) -- one worker
+    asked, so one worker missed it, and a multicast to the job per late request is what
+    collapsed 64-worker jobs (docs/simulate.md; many asks of one chunk at once get one
+    multicast: :mod:`workers.ina.late_asks`) --, a PARTIAL (a switch's re-emitted or flushed
+    aggregate: several workers asked, and the multicast releases the slots on its way) down
+    the tree; from the second time a chunk is asked for again, in ``resend_copies`` copies
+    (default 2): a chunk asked for twice has a path that loses
     RESULTs, and at 10 % loss per port a RESULT reaches a far worker only about one time in
     three, so a lost-RESULT recovery otherwise needs many round trips.  A round is complete
     when all its chunks are; its full int32 sum vector (n_chunks * K values) is then
@@ -189,6 +189,7 @@ from workers.ina.constants import (
 )
 from workers.ina.constants import K as DEFAULT_K
 from workers.ina.cover import CoverBudgetExceeded, find_exact_cover
+from workers.ina.late_asks import MULTICAST, UNICAST, LateAsks
 from workers.ina.messages import fold_mask, mask_of, wrap_sum
 from workers.ina.ps_records import Anomaly, PsOutput, PsStats
 from workers.ina.result_copies import ResultCopies
@@ -218,6 +219,7 @@ class _Round:
         self.copies = np.ones(n_chunks, dtype=np.int64)  # copies each RESULT went in
         self.sent_at = np.full(n_chunks, np.nan)  # when each new RESULT went ("Lost RESULTs")
         self.nacked = [0] * n_chunks  # per chunk: the workers a NACK asked
+        self.late = LateAsks()  # how asks for completed chunks are answered
         self.fewest = 0  # the fewest copies a completed chunk's RESULT went in (0: none)
         self.marked = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_ECN
         self.fell = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_FALLBACK
@@ -463,7 +465,8 @@ class PsState:
         if pkt.flags & FLAG_RETRANSMIT:
             st.retransmits += 1
             self._lossy = True
-        if pkt.flags & FLAG_INCOMPLETE:
+        flushed = pkt.msg_type == TYPE_PARTIAL and pkt.flags & FLAG_INCOMPLETE
+        if flushed:  # (a GRAD flagged so answers a point's NACK)
             st.incomplete += 1
 
         r, c = pkt.round, pkt.chunk_id
@@ -494,6 +497,13 @@ class PsState:
             res = self._result(r, c, rs.sums[c], resent=True)
             w = pkt.worker_id
             named = 0 <= w < MAX_WORKERS and rs.mask >> w & 1
+            how = (rs.late.answer(c, now) if self.unicast_late and named and now is not None
+                   else UNICAST)
+            if how != UNICAST:  # many asked at once (workers.ina.late_asks)
+                if how == MULTICAST:
+                    st.results_late_multicast += 1
+                    out.results.append(res)
+                return out
             if self.unicast_late and named and (pkt.msg_type == TYPE_GRAD or rs.resent[c] > 1):
                 # one worker asked (its own GRAD, or its retransmission made a switch
                 # re-emit or flush once the first answer went down the tree and released
@@ -525,7 +535,7 @@ class PsState:
                 ch = rs.chunks[c] = _Chunk()
             if self._store(ch, pkt):
                 self._try_complete(r, rs, c, ch, out, pkt.bitmap)
-            if pkt.flags & FLAG_INCOMPLETE and not rs.done[c]:
+            if flushed and not rs.done[c]:
                 self._nack(r, rs, c, pkt, out)
             elif (pkt.msg_type == TYPE_GRAD and pkt.flags & _ESCAPED == _ESCAPED
                     and rs.nacked[c] and now is not None and not rs.done[c]):

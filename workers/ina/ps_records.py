@@ -33,6 +33,7 @@ class PsStats:
     results_sent: int = 0
     results_resent: int = 0
     results_unicast: int = 0  # of results_resent: to the one worker that asked
+    results_late_multicast: int = 0  # of results_resent: one answer to many asks at once
     marked: int = 0  # of results_sent: carrying a congestion mark (FLAG_ECN) of a merged packet
     results_doubled: int = 0  # of results_sent: sent in more than one copy ("Lost RESULTs")
     result_copies: int = 0  # the extra copies of those

@@ -144,13 +144,16 @@ FIELD_MEANINGS: dict[str, Meaning] = {
     "msg_type": Meaning(str(TYPE_GRAD), str(TYPE_PARTIAL), str(TYPE_RESULT)),
     "flags": Meaning(
         f"RETRANSMIT={FLAG_RETRANSMIT}, FALLBACK={FLAG_FALLBACK}, ECN={FLAG_ECN} (a switch's "
-        f"queue was over its threshold, §6); {_COPY_BITS_TEXT}: copy number, mod {COPY_MOD} "
+        f"queue was over its threshold, §6), INCOMPLETE={FLAG_INCOMPLETE} with RETRANSMIT: "
+        f"an answer to a point's NACK (§6); {_COPY_BITS_TEXT}: copy number, mod {COPY_MOD} "
         f"(§6)",
         f"RETRANSMIT={FLAG_RETRANSMIT} (re-emitted or flushed), INCOMPLETE={FLAG_INCOMPLETE} "
         f"(flushed), FALLBACK={FLAG_FALLBACK} (§5), ECN={FLAG_ECN}; {_COPY_BITS_TEXT}: 0",
         f"RETRANSMIT={FLAG_RETRANSMIT} on a resend; INCOMPLETE={FLAG_INCOMPLETE}: a NACK to "
         f"one worker, bitmap = the workers the PS has, no values (its header alone, §6), "
-        f"with RETRANSMIT when the PS found the loss itself (§6); ECN={FLAG_ECN}: a "
+        f"with RETRANSMIT when the PS found the loss itself (§6), or, with `agg_id` = a "
+        f"switch, that aggregation point's NACK to its workers (a whole frame, §6); "
+        f"ECN={FLAG_ECN}: a "
         f"merged packet or this copy was marked; FALLBACK={FLAG_FALLBACK}: a merged packet "
         f"fell back"),
     "job_id": _same("job"),

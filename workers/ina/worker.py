@@ -92,7 +92,9 @@ NACKs and probers  [decision]
     workers the flush lacks (a **NACK**: a RESULT flagged INCOMPLETE to that worker's reply
     port, bitmap = the workers the PS has, no values; ``workers.ina.ps``, "NACKs"): a NACK
     resends the chunk at once on its route, unless a copy left less than half a
-    ``probe_rto`` ago.  Without ``members`` (a round on its own) every chunk is this
+    ``probe_rto`` ago.  Below s_d a point asks itself (a NACK naming it in ``agg_id``,
+    multicast to all its workers): only a worker whose chunk goes there and whose bit it
+    lacks resends, flagged INCOMPLETE too (docs/protocol.md §6).  Without ``members`` (a round on its own) every chunk is this
     worker's to probe and none of this applies.
 
     Once the worker has been NACKed (:meth:`RttEstimator.nack`), the prober's timeout is
@@ -197,6 +199,7 @@ class WorkerStats:
     fell_back: int = 0  # RESULTs whose chunk had a packet fall back (FLAG_FALLBACK)
     fast: int = 0  # of retransmits: a prober's, when later chunks completed first
     nacks: int = 0  # the PS's asks to resend an in-flight chunk ("NACKs and probers")
+    point_nacks: int = 0  # an aggregation point's asks (docs/protocol.md §6)
     chased: int = 0  # of retransmits: asks for a RESULT a later one named ("Chained RESULTs")
 
 
@@ -674,13 +677,21 @@ class WorkerRound:
         without this worker (``pkt.bitmap``: the workers it has), or the chunk is missing
         behind later ones or overdue (flagged RETRANSMIT: the PS saw chunks sent after it,
         so no copy of it is on its way; ``workers.ina.asks``).  Resend it at once, unless,
-        after a flush, a copy left less than half a ``probe_rto`` ago (it answers the ask)."""
+        after a flush, a copy left less than half a ``probe_rto`` ago (it answers the ask).
+        A NACK naming a switch (``agg_id``) is that aggregation point's, multicast to all of
+        its workers: only one whose chunk goes there and whose bit it lacks resends."""
         c = pkt.chunk_id
         f = self._inflight.get(c)
-        if f is None or pkt.bitmap & self.bit or self.failed:
+        if pkt.agg_id:
+            if (f is None or self.failed or pkt.bitmap & self.bit
+                    or self._route[c][0] != pkt.agg_id):
+                return []  # another worker's ask, or answered already
+            self.stats.point_nacks += 1
+        elif f is None or pkt.bitmap & self.bit or self.failed:
             self.stats.unexpected_results += 1
             return []
-        self.stats.nacks += 1
+        else:
+            self.stats.nacks += 1
         self.rtt.nack()
         rto = self.rtt.rto
         # a copy younger than half the prober's timeout may still be on its way (once loss
@@ -688,7 +699,7 @@ class WorkerRound:
         # budget 4, 1 % loss, NACKs 55 ms after the first copy were refused twice)
         if not pkt.flags & FLAG_RETRANSMIT and now - f.times[-1] < self.rtt.probe_rto / 2:
             return []
-        return [self._retransmit(c, f, rto, now)]
+        return [self._retransmit(c, f, rto, now, answer=bool(pkt.agg_id))]
 
     def _measure(self, f: _Flight, pkt: InaPacket, now: float) -> float | None:
         """Feed the estimator from a RESULT that completed the in-flight chunk ``f``; the
@@ -719,8 +730,11 @@ class WorkerRound:
         self.rtt.sample(now - copies[0])
         return now - copies[0]
 
-    def _retransmit(self, c: int, f: _Flight, rto: float, now: float) -> InaPacket:
-        """Send chunk ``c`` again and restart its timer with ``rto``."""
+    def _retransmit(self, c: int, f: _Flight, rto: float, now: float,
+                    answer: bool = False) -> InaPacket:
+        """Send chunk ``c`` again and restart its timer with ``rto``; an ``answer`` to an
+        aggregation point's NACK is flagged INCOMPLETE as well (its point does not ask
+        again when it crosses the first copy)."""
         copy = len(f.times)
         self.cc.on_send(now)
         f.deadline, f.rto = now + rto, rto
@@ -731,7 +745,7 @@ class WorkerRound:
         if self.direct_after is not None and f.retries > self.direct_after:
             self.stats.direct += 1
             return self._grad(c, FLAG_RETRANSMIT | FLAG_FALLBACK, copy, AGG_ID_PS)
-        return self._grad(c, FLAG_RETRANSMIT, copy)
+        return self._grad(c, FLAG_RETRANSMIT | (FLAG_INCOMPLETE if answer else 0), copy)
 
     def _fill(self, now: float) -> list[InaPacket]:
         out = []

@@ -34,6 +34,7 @@ from controller.dataplane.deploy import ING, SwitchRules
 from controller.experiment.simulate.network import rule_value
 from pyswitch.hashes import csum16
 from workers.ina.constants import (
+    FLAG_INCOMPLETE,
     INA_UDP_LEN,
     INA_UDP_PORT,
     MAX_WORKERS,
@@ -76,6 +77,7 @@ _IP_SUM = frame_span("ipv4.hdrChecksum")
 _IP_DST = frame_span("ipv4.dstAddr")
 _UDP_SUM = frame_span("udp.checksum")
 _ZERO_SUM = bytes(_UDP_SUM.stop - _UDP_SUM.start)
+_FLAGS = frame_span("ina.flags").start
 if _IP_SUM.stop - _IP_SUM.start != 2 or not _TTL < _IP_SUM.start < _UDP_SUM.start:
     raise RuntimeError("workers.ina.wire: the shortcut writes the TTL, a 16-bit IPv4 "
                        "checksum and the UDP checksum, in that frame order")
@@ -163,6 +165,8 @@ class FastForwarder:
                                         or (job_id, worker, port) not in self.members):
             return self.slow(port, frame)
         if mt == TYPE_RESULT:
+            if frame[_FLAGS] & FLAG_INCOMPLETE:  # a point's NACK: ask_group, the program's
+                return self.slow(port, frame)
             if job is None or not job[1] or not self.mcast.get(job[1]):
                 return self.slow(port, frame)
             return self._multicast(port, frame, self.mcast[job[1]])
