@@ -288,8 +288,8 @@ def run_twin(cfg: TwinConfig) -> TwinResult:
             account(w, m)
     done = min(round_of)
     counters = {}
-    for name in ("collision", "bypassed", "flushed", "reemitted", "duplicate", "evicted",
-                 "release"):
+    for name in ("collision", "bypassed", "flushed", "asked", "reemitted", "duplicate",
+                 "evicted", "release"):
         counters[name] = sum(sw.counter_read(f"MyIngress.{name}", 0)[0]
                              for sw in switches.values())
     return TwinResult(exact=exact and done == cfg.rounds, rounds_done=done,

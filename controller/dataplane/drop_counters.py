@@ -120,9 +120,10 @@ def mean_counts(counts: list[Mapping[str, int]]) -> dict[str, float]:
 
 def drops_markdown(rows: list[dict]) -> str:
     """table.md's second table: per fault and mode, packets per run of every drop reason and
-    of the slot events that cost time (collision, bypassed, flushed, evicted), mean over
-    the seeds; a column only where some row is non-zero, so that the table stays readable."""
-    events = ("collision", "bypassed", "flushed", "evicted")
+    of the slot events that cost time (collision, bypassed, flushed, asked, evicted), mean
+    over the seeds; a column only where some row is non-zero, so that the table stays
+    readable."""
+    events = ("collision", "bypassed", "flushed", "asked", "evicted")
     with_counts = [r for r in rows if r.get("drops") or r.get("counters")]
     if not with_counts:
         return ""
