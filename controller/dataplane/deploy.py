@@ -266,7 +266,7 @@ def switch_rules(
         trees[j.job_id] = result_tree(graph, p.job.ps_tor, sorted(j.members),
                                       list(p.job.deployed))
     asks = {j.job_id: ask_trees(graph, plans[j.job_id], j) for j in jobs}
-    if any(j.job_id >= ASK_GROUP_BASE for j in jobs if asks[j.job_id]):
+    if any(asks.values()) and any(j.job_id >= ASK_GROUP_BASE for j in jobs):
         raise DeployError(f"job ids from {ASK_GROUP_BASE} up are the points' NACK groups")
     slots = slot_ranges(jobs, plan, switches, slot_policy, n_slots)
     rules = routing_rules(graph, ports, host_addrs, ids, aggregators)

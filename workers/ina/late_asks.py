@@ -1,5 +1,5 @@
 """How the PS answers asks for a chunk it already completed (docs/protocol.md §6, "Late
-asks"); pure, no I/O (the caller passes the clock).
+asks answered together"); pure, no I/O (the caller passes the clock).
 
 A worker asks again for a completed chunk when its RESULT was lost, or when the RESULT is
 still queued (often in the PS's own link) while its timer fires.  One ask is answered by a

@@ -94,8 +94,8 @@ NACKs and probers  [decision]
     resends the chunk at once on its route, unless a copy left less than half a
     ``probe_rto`` ago.  Below s_d a point asks itself (a NACK naming it in ``agg_id``,
     multicast to all its workers): only a worker whose chunk goes there and whose bit it
-    lacks resends, flagged INCOMPLETE too (docs/protocol.md §6).  Without ``members`` (a round on its own) every chunk is this
-    worker's to probe and none of this applies.
+    lacks resends, flagged INCOMPLETE too (docs/protocol.md §6).  Without ``members`` (a
+    round on its own) every chunk is this worker's to probe and none of this applies.
 
     Once the worker has been NACKed (:meth:`RttEstimator.nack`), the prober's timeout is
     ``probe_rto``, twice the median of the loss-free completions (the fastest ``1 -
