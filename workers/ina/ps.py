@@ -68,11 +68,10 @@ Completion, RESULTs, retransmissions
     multicast: :mod:`workers.ina.late_asks`) --, a PARTIAL (a switch's re-emitted or flushed
     aggregate: several workers asked, and the multicast releases the slots on its way) down
     the tree; from the second time a chunk is asked for again, in ``resend_copies`` copies
-    (default 2): a chunk asked for twice has a path that loses
-    RESULTs, and at 10 % loss per port a RESULT reaches a far worker only about one time in
-    three, so a lost-RESULT recovery otherwise needs many round trips.  A round is complete
-    when all its chunks are; its full int32 sum vector (n_chunks * K values) is then
-    available from :meth:`PsState.round_sum`.
+    (default 2): a chunk asked for twice has a path that loses RESULTs, and at 10 % loss per
+    port a RESULT reaches a far worker only about one time in three, so a lost-RESULT
+    recovery otherwise needs many round trips.  A round is complete when all its chunks
+    are; its full int32 sum vector (n_chunks * K values) is then :meth:`PsState.round_sum`.
 
 NACKs (docs/protocol.md §6)
     With ``routes`` (each worker's schedule: which aggregation point sums its chunk) the PS
@@ -189,7 +188,7 @@ from workers.ina.constants import (
 )
 from workers.ina.constants import K as DEFAULT_K
 from workers.ina.cover import CoverBudgetExceeded, find_exact_cover
-from workers.ina.late_asks import MULTICAST, UNICAST, LateAsks
+from workers.ina.late_asks import HOLD, MULTICAST, UNICAST, LateAsks
 from workers.ina.messages import fold_mask, mask_of, wrap_sum
 from workers.ina.ps_records import Anomaly, PsOutput, PsStats
 from workers.ina.result_copies import ResultCopies
@@ -489,22 +488,19 @@ class PsState:
                 since = None if now is None or math.isnan(sent) else now - sent
                 self.result_copies.late_grad(r, c, w, pkt.copy_number, int(rs.copies[c]),
                                              since)
-            st.results_resent += 1
             rs.resent[c] += 1
-            # a chunk asked for again has a lossy path to some worker: from its second
-            # resend on, send more copies (the module docstring)
-            copies = self.resend_copies if rs.resent[c] > 1 else 1
-            res = self._result(r, c, rs.sums[c], resent=True)
             w = pkt.worker_id
             named = 0 <= w < MAX_WORKERS and rs.mask >> w & 1
             how = (rs.late.answer(c, now) if self.unicast_late and named and now is not None
                    else UNICAST)
-            if how != UNICAST:  # many asked at once (workers.ina.late_asks)
-                if how == MULTICAST:
-                    st.results_late_multicast += 1
-                    out.results.append(res)
+            if how == HOLD:  # one answer to many asks is on its way (workers.ina.late_asks)
                 return out
-            if self.unicast_late and named and (pkt.msg_type == TYPE_GRAD or rs.resent[c] > 1):
+            st.results_resent += 1
+            res = self._result(r, c, rs.sums[c], resent=True)
+            if how == MULTICAST:
+                st.results_late_multicast += 1
+                out.results.append(res)
+            elif self.unicast_late and named and (pkt.msg_type == TYPE_GRAD or rs.resent[c] > 1):
                 # one worker asked (its own GRAD, or its retransmission made a switch
                 # re-emit or flush once the first answer went down the tree and released
                 # the slots): that worker alone, in more copies when it asked before
@@ -513,7 +509,9 @@ class PsState:
                 st.results_unicast += 1
                 out.replies.extend([(w, res)] * copies)
             else:
-                out.results.extend([res] * copies)
+                # a chunk asked for again has a lossy path to some worker: from its second
+                # resend on, send more copies (the module docstring)
+                out.results.extend([res] * (self.resend_copies if rs.resent[c] > 1 else 1))
             return out
 
         if pkt.flags & FLAG_ECN:  # congestion marks: ORed into the chunk's RESULT

@@ -31,7 +31,7 @@ class PsStats:
     chunks_completed: int = 0
     rounds_completed: int = 0
     results_sent: int = 0
-    results_resent: int = 0
+    results_resent: int = 0  # answers to asks for completed chunks (none while one is held)
     results_unicast: int = 0  # of results_resent: to the one worker that asked
     results_late_multicast: int = 0  # of results_resent: one answer to many asks at once
     marked: int = 0  # of results_sent: carrying a congestion mark (FLAG_ECN) of a merged packet
