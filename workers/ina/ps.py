@@ -95,7 +95,9 @@ NACKs (docs/protocol.md §6)
     plan.  A worker's retransmission that reaches the PS raw (``direct_after``: its probes
     no longer reach the slot, whose flushes would ask again) asks again the workers of that
     chunk whose NACK went unanswered for the round-trip bound
-    (``ResultCopies.unanswered``).  A later request of a completed chunk that names a
+    (``ResultCopies.unanswered``).  In a round's last chunks, a worker whose NACK went
+    unanswered is asked again by :meth:`PsState.tick` (``ResultCopies.reask``, counted
+    ``reasked``; "NACKs asked again" there).  A later request of a completed chunk that names a
     worker (a re-emit or flush its retransmission caused) is answered to that worker alone
     once the first answer went down the tree; more copies only to a worker that asked
     before.
@@ -188,9 +190,9 @@ from workers.ina.constants import (
 )
 from workers.ina.constants import K as DEFAULT_K
 from workers.ina.cover import CoverBudgetExceeded, find_exact_cover
-from workers.ina.late_asks import HOLD, MULTICAST, UNICAST, LateAsks
+from workers.ina.late_asks import HOLD, MULTICAST, UNICAST
 from workers.ina.messages import fold_mask, mask_of, wrap_sum
-from workers.ina.ps_records import Anomaly, PsOutput, PsStats
+from workers.ina.ps_records import Anomaly, ChunkPieces, PsOutput, PsStats, RoundState
 from workers.ina.result_copies import ResultCopies
 from workers.ina.tree import Tree
 from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket
@@ -198,39 +200,6 @@ from workers.ina.wire import NO_ECHO, NO_WORKER, Echo, InaPacket
 # a packet of a recovery, not of a stream's first delivery (workers.ina.gaps)
 _RECOVERY = FLAG_RETRANSMIT | FLAG_INCOMPLETE | FLAG_FALLBACK
 _ESCAPED = FLAG_RETRANSMIT | FLAG_FALLBACK  # a worker's retransmission that came raw
-
-
-class _Chunk:
-    __slots__ = ("pieces", "union")
-
-    def __init__(self) -> None:
-        self.pieces: dict[int, np.ndarray] = {}
-        self.union = 0
-
-
-class _Round:
-    def __init__(self, n_chunks: int, k: int, mask: int) -> None:
-        self.mask = mask  # the round's full mask F (members change between rounds, §9)
-        self.chunks: dict[int, _Chunk] = {}
-        self.done = np.zeros(n_chunks, dtype=bool)
-        self.resent = np.zeros(n_chunks, dtype=np.int64)  # RESULT resends per chunk
-        self.asked = [0] * n_chunks  # per chunk: the workers a resend already answered
-        self.copies = np.ones(n_chunks, dtype=np.int64)  # copies each RESULT went in
-        self.sent_at = np.full(n_chunks, np.nan)  # when each new RESULT went ("Lost RESULTs")
-        self.nacked = [0] * n_chunks  # per chunk: the workers a NACK asked
-        self.late = LateAsks()  # how asks for completed chunks are answered
-        self.fewest = 0  # the fewest copies a completed chunk's RESULT went in (0: none)
-        self.marked = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_ECN
-        self.fell = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_FALLBACK
-        self.sums = np.zeros((n_chunks, k), dtype=np.int32)
-        self.n_done = 0
-        # "Chained RESULTs": per chunk the chunk completed before it (-1: none), the last
-        self.prev = np.full(n_chunks, -1, dtype=np.int64)
-        self.last = -1
-
-    @property
-    def complete(self) -> bool:
-        return self.n_done == len(self.done)
 
 
 V = TypeVar("V")
@@ -320,7 +289,7 @@ class PsState:
         self.current_round = first_round
         self.stats = PsStats()
         self.anomalies: list[Anomaly] = []
-        self._rounds: dict[int, _Round] = {}
+        self._rounds: dict[int, RoundState] = {}
         # (from_round, full mask) of every member change, oldest first (change_members)
         self._masks: list[tuple[int, int]] = [(first_round, self.full_mask)]
         self.removed_mask = 0  # every worker ever removed from the job
@@ -395,11 +364,11 @@ class PsState:
         self._echo, self._now = NO_ECHO, None
         for r in [r for r in self._rounds if r >= e]:
             old = self._rounds.pop(r)
-            rs = self._rounds[r] = _Round(self.n_chunks, self.k, self.full_mask)
+            rs = self._rounds[r] = RoundState(self.n_chunks, self.k, self.full_mask)
             for c, ch in old.chunks.items():
                 keep = {b: v for b, v in ch.pieces.items() if not b & removed}
                 if keep:
-                    new = rs.chunks[c] = _Chunk()
+                    new = rs.chunks[c] = ChunkPieces()
                     new.pieces = keep
                     for b in keep:
                         new.union |= b
@@ -478,7 +447,7 @@ class PsState:
             st.future_round += 1
             return out
         if rs is None:
-            rs = self._rounds[r] = _Round(self.n_chunks, self.k, self.mask_for(r))
+            rs = self._rounds[r] = RoundState(self.n_chunks, self.k, self.mask_for(r))
         if rs.done[c]:
             st.late += 1
             if pkt.msg_type == TYPE_GRAD and rs.mask >> pkt.worker_id & 1:
@@ -530,7 +499,7 @@ class PsState:
             self._complete(r, rs, c, out)
         else:
             if ch is None:
-                ch = rs.chunks[c] = _Chunk()
+                ch = rs.chunks[c] = ChunkPieces()
             if self._store(ch, pkt):
                 self._try_complete(r, rs, c, ch, out, pkt.bitmap)
             if flushed and not rs.done[c]:
@@ -544,7 +513,7 @@ class PsState:
                     self._send_nacks(r, rs, c, again, out)
         return out
 
-    def _nack(self, r: int, rs: _Round, c: int, pkt: InaPacket, out: PsOutput) -> None:
+    def _nack(self, r: int, rs: RoundState, c: int, pkt: InaPacket, out: PsOutput) -> None:
         """A switch flushed an incomplete aggregate of chunk ``c`` (someone's retransmission
         found it waiting): ask the workers it lacks to resend (:meth:`Asks.after_flush`; in
         a hierarchical job, the workers below the switch that emitted it)."""
@@ -567,9 +536,13 @@ class PsState:
             self._send_nacks(r, rs, c, ask, out)
 
     def next_deadline(self) -> float | None:
-        """When :meth:`tick` may next find a lost piece or an overdue chunk (None: no
-        need)."""
-        return self._asks.next_deadline() if self._asks is not None else None
+        """When :meth:`tick` may next find a lost piece, an overdue chunk or a NACK to ask
+        again (None: no need)."""
+        if self._asks is None:
+            return None
+        due = [t for t in (self._asks.next_deadline(),
+                           self.result_copies.reask_due(self.current_round)) if t is not None]
+        return min(due) if due else None
 
     def tick(self, now: float) -> PsOutput:
         """Ask for the pieces taken as lost and the chunks overdue at ``now``
@@ -582,9 +555,13 @@ class PsState:
         # only once a flush showed a contribution lost (module docstring, "NACKs")
         lost = self._asks.lost(now, self.worker_ids)
         late = self._asks.late.overdue(now) if self._asks.late is not None else []
+        self._now = now
+        rs = self._rounds.get(self.current_round)
+        for c, again in self.result_copies.reask(self.current_round, now).items():
+            if rs is not None and not rs.done[c]:  # a NACK or its answer lost ("NACKs")
+                self._send_nacks(self.current_round, rs, c, again, out, "reasked")
         if not self.stats.incomplete:
             return out
-        self._now = now
         for r, c, piece, w in lost:
             rs = self._rounds.get(r)
             ch = rs.chunks.get(c) if rs is not None else None
@@ -602,7 +579,7 @@ class PsState:
                     self._send_nacks(r, rs, c, ask, out, "overdue")
         return out
 
-    def _send_nacks(self, r: int, rs: _Round, c: int, ask: int, out: PsOutput,
+    def _send_nacks(self, r: int, rs: RoundState, c: int, ask: int, out: PsOutput,
                     why: str | None = None) -> None:
         """NACK each worker of ``ask`` for chunk ``c``: a RESULT flagged INCOMPLETE whose
         bitmap (every other worker; folded, one per worker, in a hierarchical job) leaves
@@ -626,12 +603,13 @@ class PsState:
             self.stats.nacks += 1
             if why is not None:
                 setattr(self.stats, why, getattr(self.stats, why) + 1)
-            self.result_copies.nacked(r, 1, c, low.bit_length() - 1, self._now)
+            self.result_copies.nacked(r, int(why != "reasked"), c,  # (one loss: once)
+                                      low.bit_length() - 1, self._now)
             self._lossy = True
             rs.nacked[c] |= low
             ask ^= low
 
-    def _try_complete(self, r: int, rs: _Round, c: int, ch: _Chunk, out: PsOutput,
+    def _try_complete(self, r: int, rs: RoundState, c: int, ch: ChunkPieces, out: PsOutput,
                       bitmap: int = 0) -> None:
         """Complete chunk ``c`` if an exact cover of the round's mask is stored."""
         if ch.union & rs.mask != rs.mask:
@@ -647,7 +625,7 @@ class PsState:
         del rs.chunks[c]
         self._complete(r, rs, c, out)
 
-    def _complete(self, r: int, rs: _Round, c: int, out: PsOutput) -> None:
+    def _complete(self, r: int, rs: RoundState, c: int, out: PsOutput) -> None:
         st = self.stats
         rs.done[c] = True
         rs.n_done += 1
@@ -656,6 +634,7 @@ class PsState:
             late.completed(r, c, self._now)
         st.chunks_completed += 1
         st.results_sent += 1
+        self.result_copies.completed(r, c)
         if self.chain:
             rs.prev[c], rs.last = rs.last, c
         res = self._result(r, c, rs.sums[c], resent=False)
@@ -740,7 +719,7 @@ class PsState:
             return "values"
         return None
 
-    def _store(self, ch: _Chunk, pkt: InaPacket) -> bool:
+    def _store(self, ch: ChunkPieces, pkt: InaPacket) -> bool:
         """Add the packet's piece to the chunk; False if it added nothing new."""
         st, b = self.stats, pkt.bitmap
         old = ch.pieces.get(b)

@@ -1,10 +1,14 @@
-"""What the PS's merge (:class:`workers.ina.ps.PsState`) reports: its counters, the anomalies
-a correct network should not produce, and what one packet asks the I/O shell to do."""
+"""What the PS's merge (:class:`workers.ina.ps.PsState`) reports -- its counters, the anomalies
+a correct network should not produce, and what one packet asks the I/O shell to do -- and the
+state it keeps per round and chunk."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from workers.ina.late_asks import LateAsks
 from workers.ina.wire import InaPacket
 
 
@@ -41,6 +45,7 @@ class PsStats:
     nacks: int = 0  # asks to resend sent to single workers (workers.ina.ps, "NACKs")
     overdue: int = 0  # of nacks: a chunk later than its neighbours (the same)
     gaps: int = 0  # of nacks: a stream's piece missing behind later ones (the same)
+    reasked: int = 0  # of nacks: asked again, the last one unanswered (the same)
     malformed_reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -66,3 +71,40 @@ class PsOutput:
     # that worker alone, never down the tree (a RESULT there would release the slot)
     nacks: list[tuple[int, InaPacket]] = field(default_factory=list)
     completed_rounds: list[int] = field(default_factory=list)
+
+
+class ChunkPieces:
+    """The pieces stored for one incomplete chunk (worker set -> values) and their union."""
+
+    __slots__ = ("pieces", "union")
+
+    def __init__(self) -> None:
+        self.pieces: dict[int, np.ndarray] = {}
+        self.union = 0
+
+
+class RoundState:
+    """The PS's state of one round (``workers.ina.ps``)."""
+
+    def __init__(self, n_chunks: int, k: int, mask: int) -> None:
+        self.mask = mask  # the round's full mask F (members change between rounds, §9)
+        self.chunks: dict[int, ChunkPieces] = {}
+        self.done = np.zeros(n_chunks, dtype=bool)
+        self.resent = np.zeros(n_chunks, dtype=np.int64)  # RESULT resends per chunk
+        self.asked = [0] * n_chunks  # per chunk: the workers a resend already answered
+        self.copies = np.ones(n_chunks, dtype=np.int64)  # copies each RESULT went in
+        self.sent_at = np.full(n_chunks, np.nan)  # when each new RESULT went ("Lost RESULTs")
+        self.nacked = [0] * n_chunks  # per chunk: the workers a NACK asked
+        self.late = LateAsks()  # how asks for completed chunks are answered
+        self.fewest = 0  # the fewest copies a completed chunk's RESULT went in (0: none)
+        self.marked = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_ECN
+        self.fell = np.zeros(n_chunks, dtype=bool)  # a merged packet carried FLAG_FALLBACK
+        self.sums = np.zeros((n_chunks, k), dtype=np.int32)
+        self.n_done = 0
+        # "Chained RESULTs": per chunk the chunk completed before it (-1: none), the last
+        self.prev = np.full(n_chunks, -1, dtype=np.int64)
+        self.last = -1
+
+    @property
+    def complete(self) -> bool:
+        return self.n_done == len(self.done)

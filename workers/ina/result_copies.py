@@ -44,6 +44,18 @@ NACKs not asked twice
     k=16, 64 workers, budget 4, 0.1 % loss, seed 2: ratio 0.195, 0.650 without them;
     docs/results.md).  The judgements of a lost RESULT or an unanswered NACK keep them:
     left out there as well, 1 % loss at budget 4 fell (median of 6 seeds 0.240 -> 0.184).
+NACKs asked again
+    A NACK, or the answer it asks for, can be lost too; the chunk then waits for its
+    prober's next timeout, backed off (0.3 s at 0.1 % loss, where the round takes 0.25).
+    Mid-round the other chunks keep the links busy meanwhile; in a round's last ``tail``
+    (4) chunks nothing does, so there the PS asks a worker again when its NACK went
+    unanswered for twice the round-trip bound (of the round trips longer than zero), four
+    and eight times after that, at most :data:`REASKS` (3) times (:meth:`reask`; each
+    flagged RETRANSMIT, which the worker never refuses, and counted once as a loss).  At
+    any chunk it cost more than it saved under 1 % loss (fat-tree k=16, 64 workers, budget
+    4, seeds 0-5: median 0.369 -> 0.303: mid-round an answer is mostly late behind the
+    queues, and asking again adds to them); in the tail only, 0.1 % loss seed 0 went 0.464
+    -> 0.533, every seed of twelve at least that (docs/results.md, "NACKs asked again").
 Decay
     The counts of RESULTs sent in ``m`` copies and of their lost asks are kept over the job,
     halved at each completed round (counts below a half are dropped): the estimate for
@@ -72,8 +84,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterator
 
 from workers.ina.wire import COPY_MOD
+
+REASKS = 3
+"""The most times the PS asks a worker again for one chunk (:meth:`ResultCopies.reask`)."""
 
 
 class ResultCopies:
@@ -83,7 +99,8 @@ class ResultCopies:
     round applies to the job's counts."""
 
     def __init__(self, n_chunks: int, lost_target: float = 1.0, max_copies: int = 4,
-                 decay: float = 0.5, window: int = 32, margin: float = 4.0) -> None:
+                 decay: float = 0.5, window: int = 32, margin: float = 4.0,
+                 tail: int = 4) -> None:
         if lost_target <= 0 or max_copies < 1:
             raise ValueError("need lost_target > 0 and max_copies >= 1")
         if not 0 < decay <= 1:
@@ -91,6 +108,7 @@ class ResultCopies:
         self.n_chunks, self.lost_target, self.max_copies = n_chunks, lost_target, max_copies
         self.decay = decay
         self.margin = margin  # rtt_bound: this many times the NACK round trips' quartile
+        self.tail = tail  # _reasks: a round's last chunks, whose lost NACKs are asked again
         self.sent_by: dict[int, float] = {}  # m -> deliveries of RESULTs sent in m copies
         # (m, p) -> lost asks of those, each q ** p of the deliveries (module docstring)
         self.lost_by: dict[tuple[int, int], float] = {}
@@ -102,6 +120,9 @@ class ResultCopies:
         # (round, chunk) -> {worker: when the PS NACKed it} until its contribution is heard
         self._asked: dict[tuple[int, int], dict[int, float]] = {}
         self.rtts: deque[float] = deque(maxlen=window)  # the last NACK round trips
+        # (round, chunk, worker) -> times asked again; round -> chunks completed (_reasks)
+        self._reasked: dict[tuple[int, int, int], int] = {}
+        self._done: dict[int, int] = {}
 
     # -- events ----------------------------------------------------------------------------
 
@@ -152,6 +173,42 @@ class ResultCopies:
         if bound is None or not asked:
             return 0
         return sum(1 << w for w, t in asked.items() if (now - t < bound) == within)
+
+    def completed(self, round_: int, chunk: int) -> None:
+        """Chunk ``chunk`` of ``round_`` completed: none of its NACKs waits any more."""
+        self._asked.pop((round_, chunk), None)
+        self._done[round_] = self._done.get(round_, 0) + 1
+
+    def reask_due(self, round_: int) -> float | None:
+        """When the PS next asks again a worker whose NACK for a chunk of ``round_`` went
+        unanswered ("NACKs asked again"; None: none due)."""
+        return min((when for when, *_ in self._reasks(round_)), default=None)
+
+    def reask(self, round_: int, now: float) -> dict[int, int]:
+        """The unanswered NACKs of ``round_`` to ask again at ``now``, as chunk -> workers
+        (the caller sends them; :meth:`nacked` restarts their clocks)."""
+        out: dict[int, int] = {}
+        for when, c, w, k in list(self._reasks(round_)):
+            if when <= now:
+                self._reasked[(round_, c, w)] = k + 1
+                out[c] = out.get(c, 0) | 1 << w
+        return out
+
+    def _reasks(self, round_: int) -> Iterator[tuple[float, int, int, int]]:
+        """``(when, chunk, worker, times asked again)`` of each NACK of ``round_`` not heard
+        from that is to be asked again: only in the round's last ``tail`` chunks, at most
+        :data:`REASKS` times, ``2 ** (k + 1)`` times :meth:`rtt_bound` after the last ask."""
+        if self.n_chunks - self._done.get(round_, 0) > self.tail:
+            return
+        bound = self.rtt_bound(answers=True)
+        if not bound:
+            return
+        for (r, c), asked in self._asked.items():
+            if r == round_:
+                for w, t in asked.items():
+                    k = self._reasked.get((r, c, w), 0)
+                    if k < REASKS:
+                        yield t + bound * 2 ** (k + 1), c, w, k
 
     def rtt_bound(self, answers: bool = False) -> float | None:
         """The longest the PS expects a round trip to a worker to take: ``margin`` times
@@ -204,6 +261,8 @@ class ResultCopies:
         self._nacks = {r: v for r, v in self._nacks.items() if r >= round_}
         self._answered = {k: v for k, v in self._answered.items() if k[0] >= round_}
         self._asked = {k: v for k, v in self._asked.items() if k[0] >= round_}
+        self._reasked = {k: v for k, v in self._reasked.items() if k[0] >= round_}
+        self._done = {k: v for k, v in self._done.items() if k >= round_}
 
     # -- the estimate ----------------------------------------------------------------------
 
