@@ -487,6 +487,24 @@ def test_a_lost_nack_in_a_rounds_last_chunks_is_asked_again():
     assert out.results and np.array_equal(out.results[0].values, g.exact(0, range(3), 0))
 
 
+def test_a_round_merged_again_after_a_member_change_leaves_its_tail():
+    """A member change merges the lowest incomplete round again from the start: the
+    chunks it had completed count no more, so its NACKs are asked again only once its
+    last four chunks are reached again."""
+    g = Grads(3, 6)
+    routes = {w: [(c, 5, 3) for c in range(6)] for w in range(3)}
+    ps = PsState(JOB, range(3), n_chunks=6, k=K, unicast_late=True, routes=routes)
+    flush = FLAG_RETRANSMIT | FLAG_INCOMPLETE
+    ps.on_packet(g.pkt([0, 1], c=5, flags=flush), 0.0)
+    ps.on_packet(g.pkt([2], c=5, flags=FLAG_RETRANSMIT | FLAG_FALLBACK), 0.01)
+    assert [w for w, _ in ps.on_packet(g.pkt([0, 2], flags=flush), 1.0).nacks] == [1]
+    for c in range(1, 5):
+        ps.on_packet(g.pkt([0, 1, 2], c=c), 2.0)
+    assert ps.result_copies.reask_due(0) == pytest.approx(1.08)
+    ps.change_members([0, 1])
+    assert ps.current_round == 0 and ps.result_copies.reask_due(0) is None
+
+
 def test_a_worker_asked_less_than_a_round_trip_ago_is_not_asked_again():
     """Every retransmission that reaches a waiting slot flushes it again; a worker the PS
     asked for the chunk less than its round-trip bound ago (``ResultCopies.pending``: 4x

@@ -365,6 +365,7 @@ class PsState:
         for r in [r for r in self._rounds if r >= e]:
             old = self._rounds.pop(r)
             rs = self._rounds[r] = RoundState(self.n_chunks, self.k, self.full_mask)
+            self.result_copies.reopened(r)
             for c, ch in old.chunks.items():
                 keep = {b: v for b, v in ch.pieces.items() if not b & removed}
                 if keep:

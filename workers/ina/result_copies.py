@@ -179,6 +179,11 @@ class ResultCopies:
         self._asked.pop((round_, chunk), None)
         self._done[round_] = self._done.get(round_, 0) + 1
 
+    def reopened(self, round_: int) -> None:
+        """Round ``round_`` is merged again from the start (a member change,
+        ``PsState.change_members``): none of its chunks counts as completed."""
+        self._done.pop(round_, None)
+
     def reask_due(self, round_: int) -> float | None:
         """When the PS next asks again a worker whose NACK for a chunk of ``round_`` went
         unanswered ("NACKs asked again"; None: none due)."""
