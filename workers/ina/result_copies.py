@@ -96,7 +96,8 @@ class ResultCopies:
     """The PS's loss meter for its RESULT copies (module docstring).  ``n_chunks``:
     chunks per round; ``lost_target``: the lost deliveries a round may expect;
     ``max_copies``: the most copies of one RESULT; ``decay``: the factor each completed
-    round applies to the job's counts."""
+    round applies to the job's counts; ``tail``: a round's last chunks, in which a NACK
+    that went unanswered is asked again ("NACKs asked again")."""
 
     def __init__(self, n_chunks: int, lost_target: float = 1.0, max_copies: int = 4,
                  decay: float = 0.5, window: int = 32, margin: float = 4.0,
