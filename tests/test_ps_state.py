@@ -447,6 +447,11 @@ def test_a_retransmission_that_came_raw_asks_again_whom_a_lost_nack_asked():
     assert out.results and np.array_equal(out.results[0].values, g.exact(0, range(6), 0))
 
 
+def _reask_due(ps: PsState) -> float | None:
+    """When ``ps`` next asks again an unanswered NACK of round 0 (None: none due)."""
+    return ps.result_copies.reask_due(0, ps.n_chunks - ps._rounds[0].n_done)
+
+
 def test_a_lost_nack_in_a_rounds_last_chunks_is_asked_again():
     """A NACK (or its answer) can be lost, and then the chunk waits for its prober's next
     timeout, backed off.  In a round's last ``tail`` (4) chunks the PS's timer asks a worker
@@ -463,13 +468,13 @@ def test_a_lost_nack_in_a_rounds_last_chunks_is_asked_again():
     assert ps.result_copies.rtt_bound(answers=True) == pytest.approx(0.04)
     # chunk 0: worker 1 asked at t=1.0, never heard; five chunks left: not asked again
     assert [w for w, _ in ps.on_packet(g.pkt([0, 2], flags=flush), 1.0).nacks] == [1]
-    assert ps.result_copies.reask_due(0) is None
+    assert _reask_due(ps) is None
     assert [n for _, n in ps.tick(2.0).nacks if n.chunk_id == 0] == []
     assert ps.stats.reasked == 0
     # chunks 1-4 complete: the round's tail (one chunk left)
     for c in range(1, 5):
         assert ps.on_packet(g.pkt([0, 1, 2], c=c), 2.0).results
-    due = ps.result_copies.reask_due(0)
+    due = _reask_due(ps)
     assert due == pytest.approx(1.0 + 2 * 0.04) and ps.next_deadline() <= due
     counted = ps.result_copies._nacks[0][0]
     (w, nack), = ps.tick(2.0).nacks
@@ -477,10 +482,10 @@ def test_a_lost_nack_in_a_rounds_last_chunks_is_asked_again():
     assert nack.flags == FLAG_INCOMPLETE | FLAG_RETRANSMIT and not nack.bitmap >> 1 & 1
     assert ps.result_copies._nacks[0][0] == counted  # one loss, counted once
     # again 4 and 8 bounds after each ask, then no more
-    assert ps.result_copies.reask_due(0) == pytest.approx(2.0 + 4 * 0.04)
+    assert _reask_due(ps) == pytest.approx(2.0 + 4 * 0.04)
     for t in (2.159, 2.16, 2.48):
         assert [w for w, n in ps.tick(t).nacks if n.chunk_id == 0] == ([] if t < 2.16 else [1])
-    assert ps.result_copies.reask_due(0) is None and ps.stats.reasked == 3
+    assert _reask_due(ps) is None and ps.stats.reasked == 3
     assert [w for w, n in ps.tick(9.0).nacks if n.chunk_id == 0] == []
     # the answer completes the chunk exactly
     out = ps.on_packet(g.pkt([1], flags=FLAG_RETRANSMIT), 9.1)
@@ -500,9 +505,9 @@ def test_a_round_merged_again_after_a_member_change_leaves_its_tail():
     assert [w for w, _ in ps.on_packet(g.pkt([0, 2], flags=flush), 1.0).nacks] == [1]
     for c in range(1, 5):
         ps.on_packet(g.pkt([0, 1, 2], c=c), 2.0)
-    assert ps.result_copies.reask_due(0) == pytest.approx(1.08)
+    assert _reask_due(ps) == pytest.approx(1.08)
     ps.change_members([0, 1])
-    assert ps.current_round == 0 and ps.result_copies.reask_due(0) is None
+    assert ps.current_round == 0 and _reask_due(ps) is None
 
 
 def test_a_worker_asked_less_than_a_round_trip_ago_is_not_asked_again():

@@ -365,7 +365,6 @@ class PsState:
         for r in [r for r in self._rounds if r >= e]:
             old = self._rounds.pop(r)
             rs = self._rounds[r] = RoundState(self.n_chunks, self.k, self.full_mask)
-            self.result_copies.reopened(r)
             for c, ch in old.chunks.items():
                 keep = {b: v for b, v in ch.pieces.items() if not b & removed}
                 if keep:
@@ -541,8 +540,10 @@ class PsState:
         again (None: no need)."""
         if self._asks is None:
             return None
-        due = [t for t in (self._asks.next_deadline(),
-                           self.result_copies.reask_due(self.current_round)) if t is not None]
+        rs = self._rounds.get(self.current_round)
+        reask = (self.result_copies.reask_due(self.current_round, self.n_chunks - rs.n_done)
+                 if rs is not None else None)
+        due = [t for t in (self._asks.next_deadline(), reask) if t is not None]
         return min(due) if due else None
 
     def tick(self, now: float) -> PsOutput:
@@ -558,9 +559,11 @@ class PsState:
         late = self._asks.late.overdue(now) if self._asks.late is not None else []
         self._now = now
         rs = self._rounds.get(self.current_round)
-        for c, again in self.result_copies.reask(self.current_round, now).items():
-            if rs is not None and not rs.done[c]:  # a NACK or its answer lost ("NACKs")
-                self._send_nacks(self.current_round, rs, c, again, out, "reasked")
+        if rs is not None:  # NACKs (or their answers) lost in the round's tail ("NACKs")
+            left = self.n_chunks - rs.n_done
+            for c, again in self.result_copies.reask(self.current_round, left, now).items():
+                if not rs.done[c]:
+                    self._send_nacks(self.current_round, rs, c, again, out, "reasked")
         if not self.stats.incomplete:
             return out
         for r, c, piece, w in lost:

@@ -121,9 +121,8 @@ class ResultCopies:
         # (round, chunk) -> {worker: when the PS NACKed it} until its contribution is heard
         self._asked: dict[tuple[int, int], dict[int, float]] = {}
         self.rtts: deque[float] = deque(maxlen=window)  # the last NACK round trips
-        # (round, chunk, worker) -> times asked again; round -> chunks completed (_reasks)
+        # (round, chunk, worker) -> times asked again (_reasks)
         self._reasked: dict[tuple[int, int, int], int] = {}
-        self._done: dict[int, int] = {}
 
     # -- events ----------------------------------------------------------------------------
 
@@ -178,33 +177,29 @@ class ResultCopies:
     def completed(self, round_: int, chunk: int) -> None:
         """Chunk ``chunk`` of ``round_`` completed: none of its NACKs waits any more."""
         self._asked.pop((round_, chunk), None)
-        self._done[round_] = self._done.get(round_, 0) + 1
 
-    def reopened(self, round_: int) -> None:
-        """Round ``round_`` is merged again from the start (a member change,
-        ``PsState.change_members``): none of its chunks counts as completed."""
-        self._done.pop(round_, None)
+    def reask_due(self, round_: int, left: int) -> float | None:
+        """When the PS next asks again a worker whose NACK for a chunk of ``round_``, which
+        has ``left`` chunks to complete, went unanswered ("NACKs asked again"; None: none
+        due)."""
+        return min((when for when, *_ in self._reasks(round_, left)), default=None)
 
-    def reask_due(self, round_: int) -> float | None:
-        """When the PS next asks again a worker whose NACK for a chunk of ``round_`` went
-        unanswered ("NACKs asked again"; None: none due)."""
-        return min((when for when, *_ in self._reasks(round_)), default=None)
-
-    def reask(self, round_: int, now: float) -> dict[int, int]:
-        """The unanswered NACKs of ``round_`` to ask again at ``now``, as chunk -> workers
-        (the caller sends them; :meth:`nacked` restarts their clocks)."""
+    def reask(self, round_: int, left: int, now: float) -> dict[int, int]:
+        """The unanswered NACKs of ``round_`` (``left`` chunks to complete) to ask again at
+        ``now``, as chunk -> workers (the caller sends them; :meth:`nacked` restarts their
+        clocks)."""
         out: dict[int, int] = {}
-        for when, c, w, k in list(self._reasks(round_)):
+        for when, c, w, k in list(self._reasks(round_, left)):
             if when <= now:
                 self._reasked[(round_, c, w)] = k + 1
                 out[c] = out.get(c, 0) | 1 << w
         return out
 
-    def _reasks(self, round_: int) -> Iterator[tuple[float, int, int, int]]:
+    def _reasks(self, round_: int, left: int) -> Iterator[tuple[float, int, int, int]]:
         """``(when, chunk, worker, times asked again)`` of each NACK of ``round_`` not heard
         from that is to be asked again: only in the round's last ``tail`` chunks, at most
         :data:`REASKS` times, ``2 ** (k + 1)`` times :meth:`rtt_bound` after the last ask."""
-        if self.n_chunks - self._done.get(round_, 0) > self.tail:
+        if left > self.tail:
             return
         bound = self.rtt_bound(answers=True)
         if not bound:
@@ -268,7 +263,6 @@ class ResultCopies:
         self._answered = {k: v for k, v in self._answered.items() if k[0] >= round_}
         self._asked = {k: v for k, v in self._asked.items() if k[0] >= round_}
         self._reasked = {k: v for k, v in self._reasked.items() if k[0] >= round_}
-        self._done = {k: v for k, v in self._done.items() if k >= round_}
 
     # -- the estimate ----------------------------------------------------------------------
 
