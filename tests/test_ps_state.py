@@ -752,3 +752,32 @@ def test_chained_results_name_the_chunk_completed_before_and_copy_only_the_tail(
         assert all(np.array_equal(p.values, g.exact(1, range(4), c)) for p in o.results)
     assert counts == [1, 1, 1, 1, 4, 4]
     assert ps.stats.result_topups == 0 and ps.stats.results_doubled == 2
+
+
+def test_chained_results_outside_the_tail_go_in_at_most_chain_copies():
+    """Chained RESULTs (workers/ina/ps.py, "Lost RESULTs"): 4 workers, 8 chunks, each
+    worker asked twice for chunk 0 of a RESULT sent once: 4 repeated asks of at least 16
+    deliveries are q ** 2, q = 1/2, and the chain's rule (``q ** n`` times the 32
+    deliveries at most 0.5 x 8) asks for 3 copies.  Outside the round's last
+    ``chain_tail`` (2) a RESULT goes in at most ``chain_copies`` (2 by default), in the
+    rule's 3 when the cap is 4; the last two in ``max_copies`` (4) either way.  Every copy
+    carries the exact sum."""
+    g = Grads(4, 8)
+    for cap, first in ((None, 2), (4, 3)):
+        extra = {} if cap is None else {"chain_copies": cap}
+        ps = PsState(JOB, range(4), n_chunks=8, k=K, unicast_late=True, chain=True,
+                     chain_tail=2, **extra)
+        rc = ps.result_copies
+        rc.sent(0, 1, 4)
+        for w in range(4):
+            assert not rc.late_grad(0, 0, w, 1, 1)  # no round trip measured: not judged
+            assert rc.late_grad(0, 0, w, 2, 1)  # asked again by a later copy: lost
+        assert rc.copies(0, 4, 8 * 0.5) == 3
+        counts = []
+        for c in range(8):
+            out = ps.on_packet(g.pkt(range(4), c=c), 1.0 + c)
+            counts.append(len(out.results))
+            assert all(np.array_equal(p.values, g.exact(0, range(4), c)) for p in out.results)
+        assert counts == [first] * 6 + [4, 4]
+    with pytest.raises(ValueError, match="chain_copies"):
+        PsState(JOB, range(4), n_chunks=8, k=K, chain=True, chain_copies=0)
