@@ -667,3 +667,58 @@ def test_a_points_nack_is_answered_by_its_own_missing_workers_only():
     assert w.on_packet(point_nack(0, 5, 0b01), now=2.0) == []  # chunk 0 goes to 9
     assert w.on_packet(point_nack(3, 5, 0b01), now=2.0) == []  # no such chunk in flight
     assert w.stats.point_nacks == 1 and w.stats.unexpected_results == 0
+
+
+def _lossy(nacks: int = 10) -> RttEstimator:
+    """:func:`_recovering`'s completions (timeouts up to 10 s), 20 first copies sent and
+    ``nacks`` of them NACKed: with 4 members, 10 NACKs make 1 - 0.5^4 = 94 % of chunks
+    wait for a recovery, so ``quick`` is the fastest completion (0.05 s) and ``probe_rto``
+    0.1 s; ``first_rto`` stays twice the median, 0.8 s."""
+    e = RttEstimator(0.3, 0.01, 10.0)
+    for i in range(20):
+        e.completion(0.05 if i < 2 else 0.4)
+    for _ in range(20):
+        e.first_sent()
+    for _ in range(nacks):
+        e.nack()
+    return e
+
+
+def test_under_loss_a_probers_first_copy_waits_probe_first_probe_rtos():
+    """Worker.py "Under loss": once ``probe_rto`` follows the loss-free completions, a
+    prober's first copy waits ``probe_first`` (2) times it, 0.2 s, not ``first_rto`` (0.8
+    s, the median completion, recoveries included); the chunks it does not probe keep
+    ``holdoff`` times ``first_rto``.  Without loss seen nothing changes."""
+    for nacks, probe_first, want in ((10, 2.0, 0.2), (10, 4.0, 0.4), (0, 2.0, 0.8)):
+        rtt = _lossy(nacks)
+        w = _job_round(1, 4, window=4, rtt=rtt, probe_first=probe_first)
+        assert rtt.loss_ready == bool(nacks)
+        w.start(0.0)
+        assert {c: f.deadline for c, f in w._inflight.items()} == pytest.approx(
+            {c: want if c == 1 else 6 * 0.8 for c in range(4)})
+    with pytest.raises(ValueError):
+        _job_round(1, 4, window=4, probe_first=0.0)
+
+
+def test_under_loss_a_rounds_last_chunks_retransmit_at_probe_rto_without_back_off():
+    """Worker.py "Under loss": with every first copy sent and at most ``tail`` (4) chunks
+    in flight, a timeout retransmits at ``probe_rto`` (0.1 s) and does not back off;
+    outside the tail (first copies still to send, or ``tail=0``) the same chunk backs off
+    from ``first_rto`` (0.8, 1.6, 3.2 s)."""
+    def gaps(w: WorkerRound, start: float) -> list[float]:
+        t, out = start, []
+        for _ in range(3):
+            sent = [p.chunk_id for p in w.tick(t)]
+            assert sent == [0]
+            out.append(w._inflight[0].deadline - t)
+            t = w._inflight[0].deadline
+        return out
+
+    for n_chunks, tail, want in ((2, 4, [0.1, 0.1, 0.1]), (2, 0, [1.6, 3.2, 6.4]),
+                                 (8, 4, [1.6, 3.2, 6.4])):
+        w = _job_round(1, n_chunks, window=2, rtt=_lossy(), tail=tail)
+        w.start(0.0)
+        w._inflight.pop(1)  # only chunk 0 (probed by worker 0) left in flight
+        assert gaps(w, w._inflight[0].deadline) == pytest.approx(want)
+    with pytest.raises(ValueError):
+        _job_round(1, 4, window=4, tail=-1)
