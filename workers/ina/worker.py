@@ -107,15 +107,13 @@ NACKs and probers  [decision]
     stays ``holdoff`` times ``rto``: shortened with it, their retransmissions stormed.
 
 Under loss
-    Two more timers follow ``probe_rto`` once it does (``loss_ready``).  A prober's first
-    copy waits at most ``probe_first`` (2) times it, not ``first_rto``: that one follows the
-    median completion, which under loss measures the recoveries, and when every chunk of a
-    round's first window lost a contribution nothing completed for ``first_rto`` (0.3 s of
-    a 0.45 s round).  And a round's last ``tail`` (4) chunks in flight, every first copy
-    sent, retransmit at ``probe_rto`` without back-off: nothing else is left to send and
-    the job waits for them, while a lost answer to their ask waited 0.3 then 0.6 s.
-    (Fat-tree k=16, 64 workers, budget 4, 1 % loss per port, twelve seeds: median ratio
-    0.383 -> 0.449; docs/results.md, "Two copies".)
+    Once ``probe_rto`` follows the loss-free completions (``loss_ready``), a prober's first
+    copy waits at most ``probe_first`` (2) times it, not ``first_rto`` (the median
+    completion, recoveries included: when every chunk of a round's first window lost a
+    contribution nothing completed for 0.3 s of a 0.45 s round); and a round's last
+    ``tail`` (4) chunks in flight, every first copy sent, retransmit at ``probe_rto``
+    without back-off (the job waits for them; a lost answer waited 0.3 then 0.6 s).  k=16,
+    64 workers, budget 4, 1 % loss, 12 seeds: median ratio 0.383 -> 0.449 (docs/results.md).
 
 Chained RESULTs
     A RESULT names the chunk its PS completed before it in the round (``prev_mark``,
@@ -774,7 +772,8 @@ class WorkerRound:
     def _fill(self, now: float) -> list[InaPacket]:
         out = []
         first = self.rtt.first_rto  # first_sent() below does not change it
-        # "Under loss": a prober's first copy follows the loss-free completions
+        # "Under loss": a prober's first copy follows the loss-free completions (found
+        # once a window, as ``first``: first_sent() below moves chunk_loss a little)
         probe = (min(first, self.probe_first * self.rtt.probe_rto) if self.rtt.loss_ready
                  else first)
         while len(self._inflight) < self.cc.window and self._next < len(self.schedule):
