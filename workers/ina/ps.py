@@ -282,7 +282,8 @@ class PsState:
         self.resend_copies = resend_copies
         self.unicast_late = unicast_late  # late GRADs answered in PsOutput.replies
         # "Lost RESULTs": the loss meter of the RESULT copies
-        self.result_copies = ResultCopies(n_chunks, lost_target, max_copies)
+        # a round's tail is one fact: its last chain_tail chunks (copies and asks again)
+        self.result_copies = ResultCopies(n_chunks, lost_target, max_copies, tail=chain_tail)
         # "Chained RESULTs" (module docstring); _lossy: a retransmission or NACK seen
         self.chain = chain
         self.chain_target = chain_target  # lost deliveries a round may expect, per chunk
@@ -550,7 +551,7 @@ class PsState:
         if self._asks is None:
             return None
         rs = self._rounds.get(self.current_round)
-        reask = (self.result_copies.reask_due(self.current_round, self.n_chunks - rs.n_done)
+        reask = (self.result_copies.reask_due(self.current_round, rs.left)
                  if rs is not None else None)
         due = [t for t in (self._asks.next_deadline(), reask) if t is not None]
         return min(due) if due else None
@@ -569,8 +570,7 @@ class PsState:
         self._now = now
         rs = self._rounds.get(self.current_round)
         if rs is not None:  # NACKs (or their answers) lost in the round's tail ("NACKs")
-            left = self.n_chunks - rs.n_done
-            for c, again in self.result_copies.reask(self.current_round, left, now).items():
+            for c, again in self.result_copies.reask(self.current_round, rs.left, now).items():
                 if not rs.done[c]:
                     self._send_nacks(self.current_round, rs, c, again, out, "reasked")
         if not self.stats.incomplete:
@@ -659,7 +659,7 @@ class PsState:
         n = self.copies(r)
         if self.chain:
             # the next RESULT names this one; the round's last few have no next soon
-            tail = rs.n_done > self.n_chunks - self.chain_tail
+            tail = rs.left < self.chain_tail
             n = (min(self.copies(r, self.n_chunks * self.chain_target), self.chain_copies)
                  if not tail
                  else max(n, self.result_copies.max_copies if self._lossy else 1))

@@ -106,5 +106,10 @@ class RoundState:
         self.last = -1
 
     @property
+    def left(self) -> int:
+        """Chunks not completed yet."""
+        return len(self.done) - self.n_done
+
+    @property
     def complete(self) -> bool:
-        return self.n_done == len(self.done)
+        return self.left == 0
