@@ -344,6 +344,7 @@ def _ddp_rank(rank: int, world: int, tcp_port: int, ps_addr: tuple[str, int],
             {"diffs": diffs, "retransmits": transport.stats.retransmits,
              "buckets": transport.stats.buckets, "steps": state.step}))
         state.close()
+        dist.barrier()  # as workers.ddp.workload: both ranks done before gloo's teardown
     finally:
         dist.destroy_process_group()
 

@@ -133,6 +133,10 @@ def train(args: argparse.Namespace) -> int:
             (out / f"rank{rank}.json").write_text(json.dumps(report, indent=1) + "\n")
             if state is not None and args.record:
                 state.save(out / f"rank{rank}.npz")
+        # every rank done before any tears gloo down: a rank that exits while another is
+        # still in a collective can abort in gloo's threads (SIGABRT, "terminate called
+        # without an active exception"); only on success, a failed rank would block here
+        dist.barrier()
     finally:
         if state is not None:
             state.close()
