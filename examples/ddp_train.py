@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workers.common.exit import exit_now
 from workers.ina.constants import K
 
 BOUND = 8.0  # |gradient| bound the fixed-point scale is chosen for (as the INA method's)
@@ -209,6 +210,7 @@ def train(args: argparse.Namespace) -> int:
         if rank == 0:
             print(f"final accuracy {report['final_accuracy']:.4f}, "
                   f"{report['time_per_step_s'] * 1e3:.1f} ms/step ({mode})", flush=True)
+        dist.barrier()  # every rank done before any tears gloo down (and see __main__)
     finally:
         if state is not None:
             state.close()
@@ -258,4 +260,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # no interpreter teardown: objects still holding gloo (DDP's reducer) destroyed there
+    # can abort the rank (SIGABRT, "terminate called without an active exception")
+    exit_now(main())

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from workers.common.exit import exit_now
 from workers.common.quantize import choose_frac_bits, quantize
 from workers.ddp.codec import (
     ChunkRange,
@@ -347,6 +348,7 @@ def _ddp_rank(rank: int, world: int, tcp_port: int, ps_addr: tuple[str, int],
         dist.barrier()  # as workers.ddp.workload: both ranks done before gloo's teardown
     finally:
         dist.destroy_process_group()
+    exit_now(0)  # as workers.ddp.workload's __main__: no interpreter teardown after gloo's
 
 
 def _tiny_cnn(torch):

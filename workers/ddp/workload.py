@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workers.common.exit import exit_now
 from workers.ina.constants import K
 from workers.models.buckets import BUCKET_CAP_BYTES, FIRST_BUCKET_BYTES, MIB
 from workers.models.scaling import DEFAULT_SCALE, scale_workload
@@ -172,4 +173,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # no interpreter teardown: objects still holding gloo (DDP's reducer) destroyed there
+    # can abort the rank (SIGABRT, "terminate called without an active exception")
+    exit_now(main())
