@@ -39,14 +39,26 @@ $(FULL_STAMP): $(BASE_STAMP)
 venv: $(FULL_STAMP)
 venv-base: $(BASE_STAMP)
 
-## make test: the whole suite (root-only tests run when root, skip otherwise)
+## make test: the whole suite (root-only tests run when root, skip otherwise), in two passes.
+## First the tests that need neither root, Mininet nor BMv2, TEST_JOBS processes side by side
+## (pytest-xdist; a test file stays on one process, so its module fixtures are built once);
+## then the others one at a time: they share namespaces' and switches' names, ports and
+## Mininet's cleanup, and some of them time what they measure. Both passes always run.
+TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
+ONE_AT_A_TIME := root or mininet or bmv2
 test: $(FULL_STAMP)
-	$(PY) -m pytest -q
+	@rc=0; \
+	echo "== make test, pass 1 of 2: tests side by side on $(TEST_JOBS) processes"; \
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not ($(ONE_AT_A_TIME))" || rc=1; \
+	echo "== make test, pass 2 of 2: tests one at a time (root, Mininet, BMv2)"; \
+	$(PY) -m pytest -q -m "$(ONE_AT_A_TIME)" || rc=1; \
+	if [ $$rc != 0 ]; then echo "make test: a pass failed (see above)"; fi; \
+	exit $$rc
 
 ## make test-unit: fast tests that need neither root nor Mininet (base install: the torch
 ## tests skip unless make venv, or another target, installed torch)
 test-unit: $(BASE_STAMP)
-	$(PY) -m pytest -q -m "not root and not mininet and not slow"
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not root and not mininet and not slow"
 
 ## make plan: plan a small fat-tree job with the default budget
 plan: $(BASE_STAMP)
