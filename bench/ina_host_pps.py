@@ -289,7 +289,9 @@ ROLES = ("workers", "ps", "switches", "controller")
 
 
 def _role(cmd: str) -> str | None:
-    if "workers.ina.worker_node" in cmd:
+    """The role of the process whose command line is ``cmd`` (None: not the run's)."""
+    # a pool of worker hosts (run --hosts-per-process, the default from 16 workers) is workers
+    if "workers.ina.worker_node" in cmd or "workers.ina.pool_node" in cmd:
         return "workers"
     if "workers.ina.ps_node" in cmd:
         return "ps"

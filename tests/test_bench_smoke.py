@@ -240,3 +240,15 @@ def test_scale_k8_smoke() -> None:
     out = _run("bench/scale_k8.py", "--smoke")
     assert "| smoke | ina | 300 s | 2.00 | 1,000 | 0.1000 | 0.0800 (0.80) | 0.0900 (0.90) | yes" \
         in out
+
+
+def test_ina_host_pps_roles_count_worker_pools() -> None:
+    """--roles counts a pool of worker hosts (the default from 16 workers) as workers."""
+    from bench.ina_host_pps import _role
+
+    job = "/r/x/ina/job.json"
+    assert _role(f"python -m workers.ina.pool_node {job} --member 0=/proc/9/ns/net") == "workers"
+    assert _role(f"python -m workers.ina.worker_node {job} 3") == "workers"
+    assert _role(f"python -m workers.ina.ps_node {job}") == "ps"
+    assert _role("python -m pyswitch run-many --config a.json") == "switches"
+    assert _role("sleep 5") is None
